@@ -1,0 +1,82 @@
+package sim
+
+import "time"
+
+// LaunchSpec is the concrete set of services an instance runs: the launch
+// contract applied to a template, so every runtime launches the same thing.
+type LaunchSpec struct {
+	InstanceID string
+	JobID      string
+	Role       string
+	Node       string
+	Template   string
+	// Project is the compose project name, unique per instance.
+	Project  string
+	Services []ServiceSpec
+	// AllocatedPorts are the ports opened for allocatedPorts params, by param.
+	AllocatedPorts map[string]AllocatedPort
+}
+
+// AllocatedPort is one opened allocatedPorts entry.
+type AllocatedPort struct {
+	Port     int    `json:"port"`
+	Protocol string `json:"protocol"`
+	Service  string `json:"service,omitempty"`
+}
+
+// ServiceSpec is one compose service ready to run.
+type ServiceSpec struct {
+	Name        string
+	Image       string
+	Command     []string
+	Entrypoint  []string
+	Env         map[string]string
+	Ports       []PortBinding
+	Volumes     []Mount
+	ExtraHosts  []string
+	Labels      map[string]string
+	User        string
+	WorkingDir  string
+	Healthcheck *Healthcheck
+	DependsOn   []Dependency
+	// Process is the x-normsim extension: how to run the service as a host
+	// process. Nil when the template gives none.
+	Process *ProcessSpec
+}
+
+// PortBinding publishes a container port on the host.
+type PortBinding struct {
+	HostIP        string
+	HostPort      int
+	ContainerPort int
+	Protocol      string // tcp | udp
+}
+
+// Mount is a volume or bind mount.
+type Mount struct {
+	Type     string // bind | volume | tmpfs
+	Source   string
+	Target   string
+	ReadOnly bool
+}
+
+// Healthcheck is a compose healthcheck.
+type Healthcheck struct {
+	Test        []string
+	Interval    time.Duration
+	Timeout     time.Duration
+	StartPeriod time.Duration
+	Retries     int
+}
+
+// Dependency is a depends_on entry.
+type Dependency struct {
+	Service   string
+	Condition string // service_started | service_healthy | service_completed_successfully
+}
+
+// ProcessSpec runs a service as a host process.
+type ProcessSpec struct {
+	Command []string
+	Dir     string
+}
