@@ -1,0 +1,193 @@
+package sim
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// MigrationState is where a migration is. running until it ends in exactly
+// one of the four end states.
+type MigrationState string
+
+// Migration states.
+const (
+	MigrationRunning   MigrationState = "running"
+	MigrationCompleted MigrationState = "completed"
+	// MigrationRefused: the source declined (state-refused); no target placed.
+	MigrationRefused MigrationState = "refused"
+	// MigrationAborted: rolled back before the point of no return; the
+	// source is still running.
+	MigrationAborted MigrationState = "aborted"
+	// MigrationFailed: could not complete and could not roll back.
+	MigrationFailed MigrationState = "failed"
+)
+
+// Ended reports whether the migration reached an end state.
+func (s MigrationState) Ended() bool { return s != MigrationRunning && s != "" }
+
+// ReasonInterrupted is the reason of a migration normsim was killed during.
+const ReasonInterrupted = "interrupted"
+
+// Migration is one move of a job from a source instance to a target instance.
+type Migration struct {
+	ID       string         `json:"id"`
+	JobID    string         `json:"jobId"`
+	Strategy Strategy       `json:"strategy"`
+	State    MigrationState `json:"state"`
+	Reason   string         `json:"reason"`
+	// Phase is the last phase reached (where an abort or failure happened).
+	Phase     string            `json:"phase"`
+	Source    MigrationEndpoint `json:"source"`
+	Target    MigrationEndpoint `json:"target"`
+	Result    MigrationResult   `json:"result"`
+	Output    *OutputReport     `json:"output"`
+	Durations Durations         `json:"durations"`
+	Timeouts  Timeouts          `json:"timeouts"`
+	Faults    []Fault           `json:"faults,omitempty"`
+	StartedAt time.Time         `json:"startedAt"`
+	EndedAt   *time.Time        `json:"endedAt,omitempty"`
+	Events    []MigrationEvent  `json:"events"`
+}
+
+// MigrationEndpoint is one side of a migration.
+type MigrationEndpoint struct {
+	Instance string `json:"instance"`
+	Node     string `json:"node"`
+	Runtime  string `json:"runtime,omitempty"`
+	// Env is the target's env per service, present only when the target runs
+	// on the external runtime so the developer can start it.
+	Env map[string]map[string]string `json:"env,omitempty"`
+}
+
+// MigrationResult is what the target reported in target-applied.
+type MigrationResult struct {
+	Applied []string      `json:"applied"`
+	Failed  []FailedApply `json:"failed"`
+	SkewMs  *float64      `json:"skewMs"`
+}
+
+// FailedApply is one participant the target could not apply.
+type FailedApply struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
+// Durations are the derived times that matter, in milliseconds.
+type Durations struct {
+	TotalMs       *float64 `json:"totalMs,omitempty"`
+	TargetReadyMs *float64 `json:"targetReadyMs,omitempty"`
+	CutoverMs     *float64 `json:"cutoverMs,omitempty"`
+}
+
+// Timeouts bound each phase of a migration. Zero fields take the defaults.
+type Timeouts struct {
+	State       Duration `json:"state,omitempty"`       // get-state → state
+	TargetStart Duration `json:"targetStart,omitempty"` // target placed → running/connected
+	TargetReady Duration `json:"targetReady,omitempty"` // initial-state → target-ready
+	Stop        Duration `json:"stop,omitempty"`        // cutover-ready → source-stopped-output
+	Apply       Duration `json:"apply,omitempty"`       // cutover-apply → target-applied
+	StopGrace   Duration `json:"stopGrace,omitempty"`   // SIGTERM → SIGKILL when stopping an instance
+}
+
+// DefaultTimeouts are the documented per-phase defaults (docs/migrations.md).
+var DefaultTimeouts = Timeouts{
+	State:       Duration(10 * time.Second),
+	TargetStart: Duration(60 * time.Second),
+	TargetReady: Duration(30 * time.Second),
+	Stop:        Duration(10 * time.Second),
+	Apply:       Duration(10 * time.Second),
+	StopGrace:   Duration(10 * time.Second),
+}
+
+// WithDefaults fills zero fields from DefaultTimeouts.
+func (t Timeouts) WithDefaults() Timeouts {
+	pick := func(v, d Duration) Duration {
+		if v <= 0 {
+			return d
+		}
+		return v
+	}
+	d := DefaultTimeouts
+	return Timeouts{
+		State:       pick(t.State, d.State),
+		TargetStart: pick(t.TargetStart, d.TargetStart),
+		TargetReady: pick(t.TargetReady, d.TargetReady),
+		Stop:        pick(t.Stop, d.Stop),
+		Apply:       pick(t.Apply, d.Apply),
+		StopGrace:   pick(t.StopGrace, d.StopGrace),
+	}
+}
+
+// Fault is a fault armed on a protocol event of a migration (issue 7 builds
+// the full set; the engine records each on the timeline).
+type Fault struct {
+	Kind  string   `json:"kind"`            // e.g. "kill", "drop-socket", "drop-frame"
+	Side  string   `json:"side,omitempty"`  // source | target
+	On    string   `json:"on,omitempty"`    // the frame type or phase that arms it
+	Frame string   `json:"frame,omitempty"` // frame type for frame faults
+	Delay Duration `json:"delay,omitempty"`
+}
+
+// MigrationEvent is one entry on a migration's timeline.
+type MigrationEvent struct {
+	Seq    int        `json:"seq"`
+	At     time.Time  `json:"at"`
+	Phase  string     `json:"phase"`
+	Side   string     `json:"side"` // manager | source | target | output
+	Detail string     `json:"detail"`
+	Frame  *FrameInfo `json:"frame,omitempty"`
+}
+
+// FrameInfo describes a frame on the timeline.
+type FrameInfo struct {
+	Direction string          `json:"direction"` // in (job → worker) | out (worker → job)
+	Type      string          `json:"type"`
+	Size      int             `json:"size"`
+	Payload   json.RawMessage `json:"payload,omitempty"`
+}
+
+// OutputReport is the output-continuity verdict at the seam of a migration.
+type OutputReport struct {
+	// Verdict: seamless | gap | overlap | duplicate | unknown.
+	Verdict string `json:"verdict"`
+	// LastSource is the last sequence number the source sent before the
+	// target's first; FirstTarget the target's first.
+	LastSource  *int64   `json:"lastSource,omitempty"`
+	FirstTarget *int64   `json:"firstTarget,omitempty"`
+	GapMs       *float64 `json:"gapMs,omitempty"`
+	OverlapMs   *float64 `json:"overlapMs,omitempty"`
+	Lost        int64    `json:"lost"`
+	Duplicated  int64    `json:"duplicated"`
+	Detail      string   `json:"detail,omitempty"`
+}
+
+// Duration is a time.Duration that reads and writes JSON as milliseconds (a
+// number) or a Go duration string ("5s").
+type Duration time.Duration
+
+// MarshalJSON writes the duration in milliseconds.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).Milliseconds())
+}
+
+// UnmarshalJSON reads milliseconds or a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var ms float64
+	if err := json.Unmarshal(b, &ms); err == nil {
+		if ms < 0 {
+			return Errorf(EInvalid, "duration must not be negative; got %v", ms)
+		}
+		*d = Duration(ms * float64(time.Millisecond))
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Errorf(EInvalid, "duration must be milliseconds or a string like \"5s\"; got %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil || v < 0 {
+		return Errorf(EInvalid, "duration must be milliseconds or a string like \"5s\"; got %q", s)
+	}
+	*d = Duration(v)
+	return nil
+}

@@ -1,0 +1,429 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/normsim/normsim/sim"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Memory is the path that opens a throwaway in-memory store.
+const Memory = ":memory:"
+
+// Store is a sim.Store on SQLite.
+type Store struct {
+	db   *sql.DB
+	path string
+}
+
+var _ sim.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the store at path, or an in-memory one for
+// Memory, and brings its schema up to date.
+func Open(ctx context.Context, path string) (*Store, error) {
+	var dsn string
+	if path == Memory {
+		dsn = "file::memory:?_pragma=foreign_keys(1)"
+	} else {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, fmt.Errorf("create store directory: %w", err)
+		}
+		dsn = "file:" + path + "?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)"
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	// One writer at a time is SQLite's model anyway; one connection also keeps
+	// an in-memory database a single database.
+	db.SetMaxOpenConns(1)
+	s := &Store{db: db, path: path}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Path is where the store lives (Memory for an in-memory one).
+func (s *Store) Path() string { return s.path }
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+func (s *Store) migrate(ctx context.Context) error {
+	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		var n int
+		if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE name = ?`, name).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			continue
+		}
+		body, err := migrationFiles.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("apply %s: %w", name, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)`, name, time.Now().UnixNano()); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("apply %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func nanos(t time.Time) int64 { return t.UnixNano() }
+
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+// SaveInstance inserts or replaces an instance.
+func (s *Store) SaveInstance(ctx context.Context, in *sim.Instance) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO instances
+		(id, job_id, role, node, template, runtime, state, error, params, token, migration_id, ports, connected, created_at, updated_at)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		ON CONFLICT(id) DO UPDATE SET job_id=excluded.job_id, role=excluded.role, node=excluded.node,
+		template=excluded.template, runtime=excluded.runtime, state=excluded.state, error=excluded.error,
+		params=excluded.params, token=excluded.token, migration_id=excluded.migration_id, ports=excluded.ports,
+		connected=excluded.connected, updated_at=excluded.updated_at`,
+		in.ID, in.JobID, in.Role, in.Node, in.Template, in.Runtime, string(in.State), in.Error,
+		jsonText(in.Params), in.Token, in.MigrationID, jsonText(in.Ports), in.Connected,
+		nanos(in.CreatedAt), nanos(in.UpdatedAt))
+	if err != nil {
+		return fmt.Errorf("save instance %s: %w", in.ID, err)
+	}
+	return nil
+}
+
+const instanceColumns = `id, job_id, role, node, template, runtime, state, error, params, token, migration_id, ports, connected, created_at, updated_at`
+
+func scanInstance(row interface{ Scan(...any) error }) (*sim.Instance, error) {
+	var in sim.Instance
+	var state, params, ports string
+	var created, updated int64
+	if err := row.Scan(&in.ID, &in.JobID, &in.Role, &in.Node, &in.Template, &in.Runtime, &state, &in.Error,
+		&params, &in.Token, &in.MigrationID, &ports, &in.Connected, &created, &updated); err != nil {
+		return nil, err
+	}
+	in.State = sim.InstanceState(state)
+	_ = json.Unmarshal([]byte(params), &in.Params)
+	_ = json.Unmarshal([]byte(ports), &in.Ports)
+	in.CreatedAt, in.UpdatedAt = fromNanos(created), fromNanos(updated)
+	return &in, nil
+}
+
+// GetInstance returns one instance or an ENotFound error.
+func (s *Store) GetInstance(ctx context.Context, id string) (*sim.Instance, error) {
+	in, err := scanInstance(s.db.QueryRowContext(ctx, `SELECT `+instanceColumns+` FROM instances WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, sim.Errorf(sim.ENotFound, "instance %q not found", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get instance %s: %w", id, err)
+	}
+	return in, nil
+}
+
+// ListInstances returns every instance, oldest first.
+func (s *Store) ListInstances(ctx context.Context) ([]*sim.Instance, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+instanceColumns+` FROM instances ORDER BY created_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("list instances: %w", err)
+	}
+	defer rows.Close()
+	var out []*sim.Instance
+	for rows.Next() {
+		in, err := scanInstance(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list instances: %w", err)
+		}
+		out = append(out, in)
+	}
+	return out, rows.Err()
+}
+
+// DeleteInstance removes an instance's row.
+func (s *Store) DeleteInstance(ctx context.Context, id string) error {
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM instances WHERE id = ?`, id); err != nil {
+		return fmt.Errorf("delete instance %s: %w", id, err)
+	}
+	return nil
+}
+
+// SaveMigration inserts or replaces a migration's document (not its events).
+func (s *Store) SaveMigration(ctx context.Context, m *sim.Migration) error {
+	doc := *m
+	doc.Events = nil
+	_, err := s.db.ExecContext(ctx, `INSERT INTO migrations (id, job_id, state, started_at, doc) VALUES (?,?,?,?,?)
+		ON CONFLICT(id) DO UPDATE SET job_id=excluded.job_id, state=excluded.state, doc=excluded.doc`,
+		m.ID, m.JobID, string(m.State), nanos(m.StartedAt), jsonText(doc))
+	if err != nil {
+		return fmt.Errorf("save migration %s: %w", m.ID, err)
+	}
+	return nil
+}
+
+// GetMigration returns a migration with its events.
+func (s *Store) GetMigration(ctx context.Context, id string) (*sim.Migration, error) {
+	var doc string
+	err := s.db.QueryRowContext(ctx, `SELECT doc FROM migrations WHERE id = ?`, id).Scan(&doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, sim.Errorf(sim.ENotFound, "migration %q not found", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get migration %s: %w", id, err)
+	}
+	var m sim.Migration
+	if err := json.Unmarshal([]byte(doc), &m); err != nil {
+		return nil, fmt.Errorf("decode migration %s: %w", id, err)
+	}
+	m.Events, err = s.migrationEvents(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+func (s *Store) migrationEvents(ctx context.Context, id string) ([]sim.MigrationEvent, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, at, phase, side, detail, frame FROM migration_events WHERE migration_id = ? ORDER BY seq`, id)
+	if err != nil {
+		return nil, fmt.Errorf("list migration events %s: %w", id, err)
+	}
+	defer rows.Close()
+	out := []sim.MigrationEvent{}
+	for rows.Next() {
+		var ev sim.MigrationEvent
+		var at int64
+		var frame sql.NullString
+		if err := rows.Scan(&ev.Seq, &at, &ev.Phase, &ev.Side, &ev.Detail, &frame); err != nil {
+			return nil, err
+		}
+		ev.At = fromNanos(at)
+		if frame.Valid && frame.String != "" {
+			ev.Frame = new(sim.FrameInfo)
+			if err := json.Unmarshal([]byte(frame.String), ev.Frame); err != nil {
+				return nil, fmt.Errorf("decode frame of migration %s event %d: %w", id, ev.Seq, err)
+			}
+		}
+		out = append(out, ev)
+	}
+	return out, rows.Err()
+}
+
+// ListMigrations returns migrations newest first, without their events.
+func (s *Store) ListMigrations(ctx context.Context, f sim.MigrationFilter) ([]*sim.Migration, error) {
+	q := `SELECT doc FROM migrations`
+	var where []string
+	var args []any
+	if f.JobID != "" {
+		where = append(where, "job_id = ?")
+		args = append(args, f.JobID)
+	}
+	if f.State != "" {
+		where = append(where, "state = ?")
+		args = append(args, string(f.State))
+	}
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY started_at DESC, id"
+	if f.Limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", f.Limit)
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list migrations: %w", err)
+	}
+	defer rows.Close()
+	out := []*sim.Migration{}
+	for rows.Next() {
+		var doc string
+		if err := rows.Scan(&doc); err != nil {
+			return nil, err
+		}
+		var m sim.Migration
+		if err := json.Unmarshal([]byte(doc), &m); err != nil {
+			return nil, fmt.Errorf("decode migration: %w", err)
+		}
+		out = append(out, &m)
+	}
+	return out, rows.Err()
+}
+
+// AppendMigrationEvents adds events to a migration's timeline in one
+// transaction.
+func (s *Store) AppendMigrationEvents(ctx context.Context, migrationID string, evs []sim.MigrationEvent) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, ev := range evs {
+		var frame any
+		if ev.Frame != nil {
+			frame = jsonText(ev.Frame)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO migration_events (migration_id, seq, at, phase, side, detail, frame) VALUES (?,?,?,?,?,?,?)`,
+			migrationID, ev.Seq, nanos(ev.At), ev.Phase, ev.Side, ev.Detail, frame); err != nil {
+			return fmt.Errorf("append migration event %s/%d: %w", migrationID, ev.Seq, err)
+		}
+	}
+	return tx.Commit()
+}
+
+// AppendEvent records a change.
+func (s *Store) AppendEvent(ctx context.Context, ev sim.Event) error {
+	var data any
+	if len(ev.Data) > 0 {
+		data = string(ev.Data)
+	}
+	_, err := s.db.ExecContext(ctx, `INSERT INTO events (at, kind, instance, migration, data) VALUES (?,?,?,?,?)`,
+		nanos(ev.At), ev.Kind, ev.Instance, ev.Migration, data)
+	if err != nil {
+		return fmt.Errorf("append event %s: %w", ev.Kind, err)
+	}
+	return nil
+}
+
+// ListEvents returns events oldest first.
+func (s *Store) ListEvents(ctx context.Context, f sim.EventFilter) ([]sim.Event, error) {
+	q := `SELECT seq, at, kind, instance, migration, data FROM events WHERE seq > ?`
+	args := []any{f.AfterSeq}
+	if f.Instance != "" {
+		q += " AND instance = ?"
+		args = append(args, f.Instance)
+	}
+	if f.Migration != "" {
+		q += " AND migration = ?"
+		args = append(args, f.Migration)
+	}
+	q += " ORDER BY seq"
+	if f.Limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", f.Limit)
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	defer rows.Close()
+	var out []sim.Event
+	for rows.Next() {
+		var ev sim.Event
+		var at int64
+		var data sql.NullString
+		if err := rows.Scan(&ev.Seq, &at, &ev.Kind, &ev.Instance, &ev.Migration, &data); err != nil {
+			return nil, err
+		}
+		ev.At = fromNanos(at)
+		if data.Valid {
+			ev.Data = json.RawMessage(data.String)
+		}
+		out = append(out, ev)
+	}
+	return out, rows.Err()
+}
+
+// RecordFrames stores frames in one transaction (the listener batches them
+// off the relay path).
+func (s *Store) RecordFrames(ctx context.Context, frs []sim.FrameRecord) error {
+	if len(frs) == 0 {
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO frames (at, node, job_id, role, direction, type, size, data) VALUES (?,?,?,?,?,?,?,?)`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, f := range frs {
+		if _, err := stmt.ExecContext(ctx, nanos(f.At), f.Node, f.JobID, f.Role, f.Direction, f.Type, f.Size, f.Data); err != nil {
+			return fmt.Errorf("record frame: %w", err)
+		}
+	}
+	return tx.Commit()
+}
+
+// ListFrames returns recorded frames oldest first.
+func (s *Store) ListFrames(ctx context.Context, f sim.FrameFilter) ([]sim.FrameRecord, error) {
+	q := `SELECT at, node, job_id, role, direction, type, size, data FROM frames WHERE 1=1`
+	var args []any
+	if f.JobID != "" {
+		q += " AND job_id = ?"
+		args = append(args, f.JobID)
+	}
+	if f.Role != "" {
+		q += " AND role = ?"
+		args = append(args, f.Role)
+	}
+	q += " ORDER BY seq"
+	if f.Limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", f.Limit)
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list frames: %w", err)
+	}
+	defer rows.Close()
+	var out []sim.FrameRecord
+	for rows.Next() {
+		var r sim.FrameRecord
+		var at int64
+		if err := rows.Scan(&at, &r.Node, &r.JobID, &r.Role, &r.Direction, &r.Type, &r.Size, &r.Data); err != nil {
+			return nil, err
+		}
+		r.At = fromNanos(at)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// JournalMode reports the database's journal mode ("wal" for file stores).
+func JournalMode(ctx context.Context, s *Store) (string, error) {
+	var mode string
+	err := s.db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode)
+	return mode, err
+}
