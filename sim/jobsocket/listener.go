@@ -1,0 +1,548 @@
+package jobsocket
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/coder/websocket"
+	"github.com/normsim/normsim/protocol"
+	"github.com/normsim/normsim/sim"
+)
+
+// EventKind says what happened on a job's socket.
+type EventKind int
+
+// Event kinds.
+const (
+	Connected EventKind = iota + 1
+	Disconnected
+	Frame
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case Connected:
+		return "connected"
+	case Disconnected:
+		return "disconnected"
+	case Frame:
+		return "frame"
+	}
+	return "unknown"
+}
+
+// Event is what the listener tells the manager.
+type Event struct {
+	Kind  EventKind
+	Node  string
+	JobID string
+	Role  string
+	At    time.Time
+	// Frame and Size are set for Frame events.
+	Frame protocol.JobFrame
+	Size  int
+	// Code and Reason are set for Disconnected events: the close code
+	// (ours or the job's) and why.
+	Code   int
+	Reason string
+}
+
+// Registration is an instance the listener accepts connections for.
+type Registration struct {
+	JobID string
+	Role  string
+	Token string
+	// Migration is set for an instance launched as a migration target: its
+	// hello-ack carries it.
+	Migration *protocol.MigrationRef
+	// InitialState, when set, is sent right after hello-ack, before any other
+	// frame, on every authenticated connection.
+	InitialState *protocol.WorkerFrame
+}
+
+// Config configures a Listener.
+type Config struct {
+	Node   string
+	Logger *slog.Logger
+	Now    func() time.Time
+	// OnEvent receives every connection change and valid frame, in order per
+	// connection, on the connection's goroutine: it must not block for long.
+	OnEvent func(Event)
+	// Recorder keeps frames for the timeline; nil records nothing.
+	Recorder *Recorder
+	// HelloTimeout defaults to protocol.HelloTimeout.
+	HelloTimeout time.Duration
+	// WriteTimeout bounds a frame write to a slow job before it is dropped.
+	WriteTimeout time.Duration
+}
+
+// Listener is one node's job-socket server.
+type Listener struct {
+	cfg Config
+	ln  net.Listener
+	srv *http.Server
+
+	mu        sync.Mutex
+	instances map[key]*instance
+	conns     map[*conn]struct{}
+	closed    bool
+	wg        sync.WaitGroup
+}
+
+type key struct{ jobID, role string }
+
+// instance is a registration and its current connection.
+type instance struct {
+	reg Registration
+	cur *conn
+	// expect is the set of job→worker frame types the current phase allows.
+	expect map[string]bool
+}
+
+// New returns a listener; Open starts it.
+func New(cfg Config) *Listener {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.HelloTimeout <= 0 {
+		cfg.HelloTimeout = protocol.HelloTimeout
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 5 * time.Second
+	}
+	if cfg.OnEvent == nil {
+		cfg.OnEvent = func(Event) {}
+	}
+	return &Listener{cfg: cfg, instances: map[key]*instance{}, conns: map[*conn]struct{}{}}
+}
+
+// Open listens on addr synchronously, so a port in use is an error here, and
+// serves in the background.
+func (l *Listener) Open(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	l.ln = ln
+	l.srv = &http.Server{Handler: l, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(l.cfg.Logger.Handler(), slog.LevelDebug)}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		if err := l.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			l.cfg.Logger.Error("job socket stopped", "node", l.cfg.Node, "err", err)
+		}
+	}()
+	return nil
+}
+
+// Addr is the address the listener is bound to.
+func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
+
+// Port is the bound port.
+func (l *Listener) Port() int { return l.ln.Addr().(*net.TCPAddr).Port }
+
+// Close stops accepting, closes every job's connection and waits for every
+// goroutine the listener started.
+func (l *Listener) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	conns := make([]*conn, 0, len(l.conns))
+	for c := range l.conns {
+		conns = append(conns, c)
+	}
+	l.mu.Unlock()
+	var err error
+	if l.srv != nil {
+		// Hijacked WebSocket connections are not tracked by the server;
+		// we close them ourselves, without waiting for close handshakes.
+		err = l.srv.Close()
+	}
+	for _, c := range conns {
+		c.ws.CloseNow()
+	}
+	l.wg.Wait()
+	return err
+}
+
+// Register makes the listener accept connections for an instance. Registering
+// an already registered instance replaces its registration (the current
+// connection stays).
+func (l *Listener) Register(reg Registration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := key{reg.JobID, reg.Role}
+	if in, ok := l.instances[k]; ok {
+		in.reg = reg
+		return
+	}
+	l.instances[k] = &instance{reg: reg, expect: map[string]bool{}}
+}
+
+// Unregister forgets an instance and closes its connection normally.
+func (l *Listener) Unregister(jobID, role string) {
+	l.mu.Lock()
+	in, ok := l.instances[key{jobID, role}]
+	delete(l.instances, key{jobID, role})
+	l.mu.Unlock()
+	if ok && in.cur != nil {
+		in.cur.close(websocket.StatusNormalClosure, "instance stopped")
+	}
+}
+
+// Connected reports whether an instance has an authenticated connection.
+func (l *Listener) Connected(jobID, role string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	in, ok := l.instances[key{jobID, role}]
+	return ok && in.cur != nil
+}
+
+// Expect sets which job→worker frame types the instance may send now (the
+// phase it is in). Any other frame closes its socket with 4400. Call it
+// before sending the frame the job answers, so a fast answer is never
+// judged out of phase.
+func (l *Listener) Expect(jobID, role string, types ...string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	in, ok := l.instances[key{jobID, role}]
+	if !ok {
+		return
+	}
+	in.expect = make(map[string]bool, len(types))
+	for _, t := range types {
+		in.expect[t] = true
+	}
+}
+
+// ErrNotConnected is returned by Send when the instance has no connection.
+var ErrNotConnected = errors.New("job is not connected")
+
+// Send writes a frame to an instance's current connection. A write that
+// does not finish within the write timeout drops the connection: a job that
+// does not read cannot stall the sim.
+func (l *Listener) Send(ctx context.Context, jobID, role string, f protocol.WorkerFrame) error {
+	l.mu.Lock()
+	in, ok := l.instances[key{jobID, role}]
+	var c *conn
+	if ok {
+		c = in.cur
+	}
+	l.mu.Unlock()
+	if c == nil {
+		return fmt.Errorf("send %s to %s/%s: %w", f.Type, jobID, role, ErrNotConnected)
+	}
+	return c.send(ctx, f)
+}
+
+// Disconnect closes an instance's current connection with code and reason
+// (a fault, or a normal close for an external instance being stopped).
+func (l *Listener) Disconnect(jobID, role string, code int, reason string) {
+	l.mu.Lock()
+	in, ok := l.instances[key{jobID, role}]
+	var c *conn
+	if ok {
+		c = in.cur
+	}
+	l.mu.Unlock()
+	if c != nil {
+		c.close(websocket.StatusCode(code), reason)
+	}
+}
+
+// conn is one accepted WebSocket.
+type conn struct {
+	l       *Listener
+	ws      *websocket.Conn
+	key     key
+	writeMu sync.Mutex
+	once    sync.Once
+	// closeCode and closeReason are what we closed with, for the event.
+	closeCode   int
+	closeReason string
+}
+
+func (c *conn) send(ctx context.Context, f protocol.WorkerFrame) error {
+	data, err := f.Marshal()
+	if err != nil {
+		return fmt.Errorf("marshal %s: %w", f.Type, err)
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	return c.writeLocked(ctx, f.Type, data)
+}
+
+func (c *conn) writeLocked(ctx context.Context, typ string, data []byte) error {
+	wctx, cancel := context.WithTimeout(ctx, c.l.cfg.WriteTimeout)
+	defer cancel()
+	if err := c.ws.Write(wctx, websocket.MessageText, data); err != nil {
+		c.close(websocket.StatusPolicyViolation, "job too slow to read frames")
+		return fmt.Errorf("send %s to %s/%s: %w", typ, c.key.jobID, c.key.role, err)
+	}
+	c.l.record(c.key, "out", typ, len(data), data)
+	return nil
+}
+
+// close closes the socket once, with a code and reason, in the background so
+// a peer that never answers the close handshake cannot hold the caller.
+func (c *conn) close(code websocket.StatusCode, reason string) {
+	c.once.Do(func() {
+		c.closeCode, c.closeReason = int(code), reason
+		c.l.wg.Add(1)
+		go func() {
+			defer c.l.wg.Done()
+			c.ws.Close(code, reason)
+		}()
+	})
+}
+
+// ServeHTTP upgrades a job's connection and runs it.
+func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		// Jobs are not browsers; the per-instance token is the guard.
+		InsecureSkipVerify: true,
+		CompressionMode:    websocket.CompressionDisabled,
+	})
+	if err != nil {
+		return // Accept already wrote the HTTP error
+	}
+	// We enforce the cap ourselves to close with 4413 rather than the
+	// library's 1009; one byte over the cap is enough to know.
+	ws.SetReadLimit(protocol.MaxFrameBytes + 1)
+	jobID, role, ok := protocol.ParsePath(r.RequestURI)
+	c := &conn{l: l, ws: ws, key: key{jobID, role}}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		ws.CloseNow()
+		return
+	}
+	l.conns[c] = struct{}{}
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		delete(l.conns, c)
+		l.mu.Unlock()
+	}()
+	if !ok {
+		c.close(protocol.CloseUnauthorized, "path names no instance")
+		c.drain()
+		return
+	}
+	l.run(r.Context(), c)
+}
+
+// drain reads until the socket is closed so the close handshake completes.
+func (c *conn) drain() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		if _, _, err := c.ws.Read(ctx); err != nil {
+			return
+		}
+	}
+}
+
+// readFrame reads one message, enforcing text-only and the size cap.
+func (c *conn) readFrame(ctx context.Context) ([]byte, error) {
+	typ, rd, err := c.ws.Reader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(rd, protocol.MaxFrameBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > protocol.MaxFrameBytes {
+		return nil, &closeErr{protocol.CloseFrameTooLarge, "frame over 65536 bytes"}
+	}
+	if typ != websocket.MessageText {
+		return nil, &closeErr{protocol.CloseProtocolError, "binary frames are not allowed"}
+	}
+	return data, nil
+}
+
+type closeErr struct {
+	code   int
+	reason string
+}
+
+func (e *closeErr) Error() string { return strconv.Itoa(e.code) + " " + e.reason }
+
+func (l *Listener) run(ctx context.Context, c *conn) {
+	// Phase 1: a valid hello with the right token, within the hello timeout.
+	hctx, cancel := context.WithTimeout(ctx, l.cfg.HelloTimeout)
+	data, err := c.readFrame(hctx)
+	timedOut := hctx.Err() != nil
+	cancel()
+	if err != nil {
+		var ce *closeErr
+		switch {
+		case errors.As(err, &ce):
+			c.close(websocket.StatusCode(ce.code), ce.reason)
+		case timedOut:
+			c.close(protocol.CloseUnauthorized, "no hello within 5s")
+		default:
+			c.close(websocket.StatusNormalClosure, "")
+		}
+		c.drain()
+		return
+	}
+	f, perr := protocol.ParseJobFrame(data)
+	if perr != nil {
+		c.close(protocol.CloseProtocolError, shortReason(perr.Error()))
+		c.drain()
+		return
+	}
+	if f.Type != protocol.TypeHello {
+		c.close(protocol.CloseProtocolError, "first frame must be hello; got "+f.Type)
+		c.drain()
+		return
+	}
+	l.record(c.key, "in", f.Type, len(data), redactedHello)
+	reg, ok := l.authenticate(c, f.Token)
+	if !ok {
+		c.close(protocol.CloseUnauthorized, "wrong token or unknown instance")
+		c.drain()
+		return
+	}
+	l.cfg.OnEvent(Event{Kind: Connected, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now()})
+
+	// Phase 2: frames, each judged against the instance's current phase.
+	code, reason := l.serveFrames(ctx, c)
+	l.mu.Lock()
+	in, ok := l.instances[c.key]
+	current := ok && in.cur == c
+	if current {
+		in.cur = nil
+	}
+	l.mu.Unlock()
+	_ = reg
+	if c.closeCode != 0 {
+		code, reason = c.closeCode, c.closeReason
+	}
+	if current {
+		l.cfg.OnEvent(Event{Kind: Disconnected, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now(), Code: code, Reason: reason})
+	}
+}
+
+var redactedHello = []byte(`{"type":"hello","token":"<redacted>"}`)
+
+// authenticate checks the token in constant time and makes c the instance's
+// connection, replacing an older one with 4409. hello-ack (and the initial
+// state of a migration target) is written before anything else can be.
+func (l *Listener) authenticate(c *conn, token string) (Registration, bool) {
+	l.mu.Lock()
+	in, ok := l.instances[c.key]
+	if !ok || subtle.ConstantTimeCompare([]byte(in.reg.Token), []byte(token)) != 1 || token == "" {
+		l.mu.Unlock()
+		return Registration{}, false
+	}
+	old := in.cur
+	in.cur = c
+	reg := in.reg
+	// Hold c's write lock until hello-ack and the initial state are out, so
+	// no Send can slip in between.
+	c.writeMu.Lock()
+	l.mu.Unlock()
+	defer c.writeMu.Unlock()
+	if old != nil {
+		old.close(protocol.CloseReplaced, "replaced by a newer connection")
+	}
+	ack := protocol.WorkerFrame{Type: protocol.TypeHelloAck, Migration: reg.Migration}
+	data, _ := ack.Marshal()
+	if err := c.writeLocked(context.Background(), ack.Type, data); err != nil {
+		return reg, true
+	}
+	if reg.InitialState != nil {
+		data, err := reg.InitialState.Marshal()
+		if err == nil {
+			c.writeLocked(context.Background(), reg.InitialState.Type, data)
+		}
+	}
+	return reg, true
+}
+
+func (l *Listener) serveFrames(ctx context.Context, c *conn) (int, string) {
+	for {
+		data, err := c.readFrame(ctx)
+		if err != nil {
+			var ce *closeErr
+			if errors.As(err, &ce) {
+				c.close(websocket.StatusCode(ce.code), ce.reason)
+				c.drain()
+				return ce.code, ce.reason
+			}
+			if s := websocket.CloseStatus(err); s != -1 {
+				var wce websocket.CloseError
+				errors.As(err, &wce)
+				return int(s), wce.Reason
+			}
+			return int(websocket.StatusAbnormalClosure), "connection lost"
+		}
+		f, perr := protocol.ParseJobFrame(data)
+		if perr != nil {
+			l.record(c.key, "in", "invalid", len(data), data)
+			reason := shortReason(perr.Error())
+			c.close(protocol.CloseProtocolError, reason)
+			c.drain()
+			return protocol.CloseProtocolError, reason
+		}
+		l.mu.Lock()
+		in, ok := l.instances[c.key]
+		allowed := ok && in.cur == c && in.expect[f.Type]
+		if allowed && f.Type != protocol.TypeAbort {
+			// A job answers each ask once: a second answer is out of phase
+			// until the manager asks again. Abort stays allowed.
+			in.expect = map[string]bool{protocol.TypeAbort: in.expect[protocol.TypeAbort]}
+		}
+		l.mu.Unlock()
+		l.record(c.key, "in", f.Type, len(data), data)
+		if !allowed {
+			reason := "frame " + f.Type + " is out of phase"
+			if f.Type == protocol.TypeHello {
+				reason = "hello was already said"
+			}
+			c.close(protocol.CloseProtocolError, reason)
+			c.drain()
+			return protocol.CloseProtocolError, reason
+		}
+		l.cfg.OnEvent(Event{Kind: Frame, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now(), Frame: f, Size: len(data)})
+	}
+}
+
+// shortReason keeps a close reason within the 123 bytes a close frame allows.
+func shortReason(s string) string {
+	if len(s) <= 120 {
+		return s
+	}
+	cut := 117
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+func (l *Listener) record(k key, dir, typ string, size int, data []byte) {
+	if l.cfg.Recorder == nil {
+		return
+	}
+	l.cfg.Recorder.Record(sim.FrameRecord{At: l.cfg.Now(), Node: l.cfg.Node, JobID: k.jobID, Role: k.role,
+		Direction: dir, Type: typ, Size: size, Data: string(data)})
+}
