@@ -68,6 +68,32 @@ type Instance struct {
 	// Ports keeps each allocated port param's number so a relaunch keeps it.
 	Ports     map[string]int `json:"ports,omitempty"`
 	Connected bool           `json:"connected"`
-	CreatedAt time.Time      `json:"createdAt"`
-	UpdatedAt time.Time      `json:"updatedAt"`
+	// Healthy is true once every service with a healthcheck reported healthy.
+	Healthy bool `json:"healthy"`
+	// Env is each service's launch-contract env (NORSK_*). Shown by the API
+	// only for external instances.
+	Env map[string]map[string]string `json:"env,omitempty"`
+	// RuntimeRef is what the runtime needs to find the instance again after
+	// a restart (e.g. process ids); never shown.
+	RuntimeRef map[string]string `json:"-"`
+	CreatedAt  time.Time         `json:"createdAt"`
+	UpdatedAt  time.Time         `json:"updatedAt"`
+}
+
+// InstanceView is what the API shows of an instance: the Env (with the token)
+// only for external instances, where the developer has to paste it.
+func (in Instance) View() Instance {
+	v := in
+	if v.Runtime != RuntimeExternal {
+		v.Env = nil
+	}
+	return v
+}
+
+// LaunchRequest asks for a template to be placed on a node.
+type LaunchRequest struct {
+	Template string            `json:"template"`
+	Node     string            `json:"node"`
+	Params   map[string]string `json:"params"`
+	Runtime  string            `json:"runtime"`
 }

@@ -191,3 +191,17 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	*d = Duration(v)
 	return nil
 }
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// MigrateRequest asks for a running instance to be moved. Every field is
+// optional: To defaults to the other node, Strategy to the declared one,
+// Runtime to the source's.
+type MigrateRequest struct {
+	To       string   `json:"to"`
+	Strategy string   `json:"strategy"`
+	Runtime  string   `json:"runtime"`
+	Timeouts Timeouts `json:"timeouts"`
+	Faults   []Fault  `json:"faults"`
+}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -387,18 +388,23 @@ func (e *closeErr) Error() string { return strconv.Itoa(e.code) + " " + e.reason
 
 func (l *Listener) run(ctx context.Context, c *conn) {
 	// Phase 1: a valid hello with the right token, within the hello timeout.
-	hctx, cancel := context.WithTimeout(ctx, l.cfg.HelloTimeout)
-	data, err := c.readFrame(hctx)
-	timedOut := hctx.Err() != nil
-	cancel()
+	// A cancelled read context would tear the socket down without a close
+	// frame, so the timeout closes with 4401 from the side instead.
+	var timedOut atomic.Bool
+	timer := time.AfterFunc(l.cfg.HelloTimeout, func() {
+		timedOut.Store(true)
+		c.close(protocol.CloseUnauthorized, "no hello within "+l.cfg.HelloTimeout.String())
+	})
+	data, err := c.readFrame(ctx)
+	if !timer.Stop() || timedOut.Load() {
+		c.drain()
+		return
+	}
 	if err != nil {
 		var ce *closeErr
-		switch {
-		case errors.As(err, &ce):
+		if errors.As(err, &ce) {
 			c.close(websocket.StatusCode(ce.code), ce.reason)
-		case timedOut:
-			c.close(protocol.CloseUnauthorized, "no hello within 5s")
-		default:
+		} else {
 			c.close(websocket.StatusNormalClosure, "")
 		}
 		c.drain()

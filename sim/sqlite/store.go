@@ -117,31 +117,34 @@ func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 // SaveInstance inserts or replaces an instance.
 func (s *Store) SaveInstance(ctx context.Context, in *sim.Instance) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO instances
-		(id, job_id, role, node, template, runtime, state, error, params, token, migration_id, ports, connected, created_at, updated_at)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		(id, job_id, role, node, template, runtime, state, error, params, token, migration_id, ports, connected, created_at, updated_at, env, runtime_ref, healthy)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET job_id=excluded.job_id, role=excluded.role, node=excluded.node,
 		template=excluded.template, runtime=excluded.runtime, state=excluded.state, error=excluded.error,
 		params=excluded.params, token=excluded.token, migration_id=excluded.migration_id, ports=excluded.ports,
-		connected=excluded.connected, updated_at=excluded.updated_at`,
+		connected=excluded.connected, updated_at=excluded.updated_at, env=excluded.env,
+		runtime_ref=excluded.runtime_ref, healthy=excluded.healthy`,
 		in.ID, in.JobID, in.Role, in.Node, in.Template, in.Runtime, string(in.State), in.Error,
 		jsonText(in.Params), in.Token, in.MigrationID, jsonText(in.Ports), in.Connected,
-		nanos(in.CreatedAt), nanos(in.UpdatedAt))
+		nanos(in.CreatedAt), nanos(in.UpdatedAt), jsonText(in.Env), jsonText(in.RuntimeRef), in.Healthy)
 	if err != nil {
 		return fmt.Errorf("save instance %s: %w", in.ID, err)
 	}
 	return nil
 }
 
-const instanceColumns = `id, job_id, role, node, template, runtime, state, error, params, token, migration_id, ports, connected, created_at, updated_at`
+const instanceColumns = `id, job_id, role, node, template, runtime, state, error, params, token, migration_id, ports, connected, created_at, updated_at, env, runtime_ref, healthy`
 
 func scanInstance(row interface{ Scan(...any) error }) (*sim.Instance, error) {
 	var in sim.Instance
-	var state, params, ports string
+	var state, params, ports, env, ref string
 	var created, updated int64
 	if err := row.Scan(&in.ID, &in.JobID, &in.Role, &in.Node, &in.Template, &in.Runtime, &state, &in.Error,
-		&params, &in.Token, &in.MigrationID, &ports, &in.Connected, &created, &updated); err != nil {
+		&params, &in.Token, &in.MigrationID, &ports, &in.Connected, &created, &updated, &env, &ref, &in.Healthy); err != nil {
 		return nil, err
 	}
+	_ = json.Unmarshal([]byte(env), &in.Env)
+	_ = json.Unmarshal([]byte(ref), &in.RuntimeRef)
 	in.State = sim.InstanceState(state)
 	_ = json.Unmarshal([]byte(params), &in.Params)
 	_ = json.Unmarshal([]byte(ports), &in.Ports)

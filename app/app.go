@@ -1,0 +1,440 @@
+// Package app wires normsim together: the store, the nodes' job-socket
+// listeners, the template catalog, the runtimes, the manager and the web
+// server. `normsim up`, `normsim ci` and the normsimtest helper all run the
+// simulator through Main, so tests run exactly what users run.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/normsim/normsim/protocol"
+	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/sim/jobsocket"
+	"github.com/normsim/normsim/sim/manager"
+	"github.com/normsim/normsim/sim/sink"
+	"github.com/normsim/normsim/sim/sqlite"
+	"github.com/normsim/normsim/web"
+)
+
+// Options configure a simulator. The zero value is not useful; start from
+// DefaultOptions.
+type Options struct {
+	Nodes []string
+	// SocketPort is node a's job-socket port; the next nodes take the
+	// following ports. 0 picks free ports.
+	SocketPort int
+	// SocketHost is the address the job sockets and the output sink bind.
+	// Containers reach them through host.docker.internal (the bridge
+	// gateway), so the default binds every interface.
+	SocketHost  string
+	NoJobSocket []string
+	// Addr is the dashboard/API address.
+	Addr string
+	// DB is the store's path, or sqlite.Memory.
+	DB           string
+	Templates    []string
+	// DefaultTemplates are unpacked and loaded when Templates is empty and
+	// there is no ./templates (a fresh machine running the bare binary).
+	DefaultTemplates fs.FS
+	Runtime      string // auto | docker | process | external
+	StudioAccess string
+	Keep         bool
+	// OutputPort is the UDP output sink's port; 0 picks a free one.
+	OutputPort int
+	Version    string
+	Logger     *slog.Logger
+	// Runtimes adds runtime factories by name (docker, process); the app
+	// tries them in this order for --runtime auto.
+	Runtimes []RuntimeFactory
+	Now      func() time.Time
+}
+
+// RuntimeFactory makes a runtime, or says it is not available here.
+type RuntimeFactory struct {
+	Name string
+	New  func(ctx context.Context, obs sim.RuntimeObserver, log *slog.Logger) (sim.Runtime, error)
+}
+
+// DefaultOptions are the options of a plain `normsim up`.
+func DefaultOptions() Options {
+	return Options{
+		Nodes:      []string{"a", "b"},
+		SocketPort: protocol.DefaultPort,
+		SocketHost: "0.0.0.0",
+		Addr:       "127.0.0.1:7788",
+		DB:         DefaultDBPath(),
+		Runtime:    "auto",
+		Version:    "dev",
+	}
+}
+
+// DefaultDBPath is $XDG_STATE_HOME/normsim/normsim.db (~/.local/state when
+// XDG_STATE_HOME is unset).
+func DefaultDBPath() string {
+	dir := os.Getenv("XDG_STATE_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			home = os.TempDir()
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(dir, "normsim", "normsim.db")
+}
+
+// Main is a running simulator.
+type Main struct {
+	Opts      Options
+	Store     *sqlite.Store
+	Manager   *manager.Manager
+	Listeners map[string]*jobsocket.Listener
+	Sink      *sink.Sink
+	Catalog   sim.Catalog
+	Runtimes  map[string]sim.Runtime
+	Web       *web.Server
+	// RuntimeNote says how the default runtime was chosen, for the banner.
+	RuntimeNote string
+
+	log           *slog.Logger
+	tempDirs      []string
+	templatesNote string
+	recorder *jobsocket.Recorder
+	httpLn   net.Listener
+	httpSrv  *http.Server
+	ready    chan struct{}
+	wg       sync.WaitGroup
+	closeOne sync.Once
+}
+
+// New returns a simulator with opts; Open starts it.
+func New(opts Options) *Main {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if len(opts.Nodes) == 0 {
+		opts.Nodes = []string{"a", "b"}
+	}
+	return &Main{Opts: opts, log: opts.Logger, Listeners: map[string]*jobsocket.Listener{}, ready: make(chan struct{})}
+}
+
+// PortInUseError names the port and the flag that chose it.
+type PortInUseError struct {
+	What string
+	Addr string
+	Flag string
+	Err  error
+}
+
+func (e *PortInUseError) Error() string {
+	return fmt.Sprintf("%s: %s is already in use; pick another with %s (0 picks a free port)", e.What, e.Addr, e.Flag)
+}
+
+func (e *PortInUseError) Unwrap() error { return e.Err }
+
+func listenErr(what, addr, flag string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return &PortInUseError{What: what, Addr: addr, Flag: flag, Err: err}
+	}
+	return fmt.Errorf("%s: listen on %s: %w", what, addr, err)
+}
+
+// Open starts everything: listeners first (synchronously, so a port in use
+// is an error from Open), then the store, catalog, runtimes, manager and web
+// server. On error everything already started is closed.
+func (m *Main) Open(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			m.Close()
+		}
+	}()
+	if err := m.validateNodes(); err != nil {
+		return err
+	}
+	// The HTTP listener first: a busy dashboard port is the commonest clash.
+	ln, err := net.Listen("tcp", m.Opts.Addr)
+	if err != nil {
+		return listenErr("dashboard", m.Opts.Addr, "--addr", err)
+	}
+	m.httpLn = ln
+
+	m.Store, err = sqlite.Open(ctx, m.Opts.DB)
+	if err != nil {
+		return err
+	}
+	m.recorder = jobsocket.NewRecorder(m.Store, 16384, m.log)
+
+	noSocket := map[string]bool{}
+	for _, n := range m.Opts.NoJobSocket {
+		noSocket[n] = true
+	}
+	var mgr *manager.Manager
+	onEvent := func(ev jobsocket.Event) {
+		if mgr != nil {
+			mgr.OnSocketEvent(ev)
+		}
+	}
+	var nodes []manager.Node
+	port := m.Opts.SocketPort
+	for _, name := range m.Opts.Nodes {
+		n := manager.Node{Node: sim.Node{Name: name}}
+		if !noSocket[name] {
+			l := jobsocket.New(jobsocket.Config{Node: name, Logger: m.log.With("node", name), Now: m.Opts.Now,
+				OnEvent: onEvent, Recorder: m.recorder})
+			addr := net.JoinHostPort(m.Opts.SocketHost, strconv.Itoa(port))
+			if err := l.Open(addr); err != nil {
+				return listenErr("job socket of node "+name, addr, "--socket-port", err)
+			}
+			m.Listeners[name] = l
+			n.SocketPort = l.Port()
+			n.SocketURL = fmt.Sprintf("ws://127.0.0.1:%d", l.Port())
+			n.Socket = l
+		}
+		nodes = append(nodes, n)
+		if port != 0 {
+			port++
+		}
+	}
+
+	m.Sink = sink.New(m.Opts.Now, 0)
+	sinkAddr := net.JoinHostPort(m.Opts.SocketHost, strconv.Itoa(m.Opts.OutputPort))
+	if err := m.Sink.Open(sinkAddr); err != nil {
+		return listenErr("output sink", sinkAddr, "--output-port", err)
+	}
+
+	catalog, err := m.loadCatalogDirs()
+	if err != nil {
+		return err
+	}
+	m.Catalog = catalog
+
+	m.Runtimes = map[string]sim.Runtime{sim.RuntimeExternal: manager.External{}}
+	obs := func(ev sim.RuntimeEvent) {
+		if mgr != nil {
+			mgr.OnRuntimeEvent(ev)
+		}
+	}
+	defaultRuntime, err := m.openRuntimes(ctx, obs)
+	if err != nil {
+		return err
+	}
+
+	sinkPort := m.Sink.Port()
+	mgr = manager.New(manager.Config{
+		Nodes: nodes, Store: m.Store, Catalog: m.Catalog, Runtimes: m.Runtimes, DefaultRuntime: defaultRuntime,
+		Sink: m.Sink, StudioAccess: m.Opts.StudioAccess, Logger: m.log, Now: m.Opts.Now,
+		OutputEnv: func(runtime string) map[string]string {
+			host := "127.0.0.1"
+			if runtime == sim.RuntimeDocker {
+				host = protocol.ContainerHost
+			}
+			return map[string]string{sink.EnvAddr: net.JoinHostPort(host, strconv.Itoa(sinkPort))}
+		},
+	})
+	m.Manager = mgr
+	if err := mgr.Recover(ctx); err != nil {
+		return err
+	}
+
+	m.Web = web.New(web.Config{Service: mgr, Addr: ln.Addr().String(), Logger: m.log, Version: m.Opts.Version,
+		Ready: func() bool {
+			select {
+			case <-m.ready:
+				return true
+			default:
+				return false
+			}
+		}})
+	m.httpSrv = &http.Server{Handler: m.Web, ReadHeaderTimeout: 10 * time.Second}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		if err := m.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.log.Error("dashboard server stopped", "err", err)
+		}
+	}()
+	close(m.ready)
+	return nil
+}
+
+func (m *Main) validateNodes() error {
+	seen := map[string]bool{}
+	for _, n := range m.Opts.Nodes {
+		if n == "" || strings.ContainsAny(n, "/ ") {
+			return fmt.Errorf("--nodes: node name %q must be non-empty without spaces or slashes", n)
+		}
+		if seen[n] {
+			return fmt.Errorf("--nodes: node %q is listed twice", n)
+		}
+		seen[n] = true
+	}
+	for _, n := range m.Opts.NoJobSocket {
+		if !seen[n] {
+			return fmt.Errorf("--no-job-socket: node %q is not one of --nodes %s", n, strings.Join(m.Opts.Nodes, ","))
+		}
+	}
+	return nil
+}
+
+// openRuntimes opens the runtimes and picks the default one.
+func (m *Main) openRuntimes(ctx context.Context, obs sim.RuntimeObserver) (string, error) {
+	var firstErr error
+	for _, f := range m.Opts.Runtimes {
+		rt, err := f.New(ctx, obs, m.log.With("runtime", f.Name))
+		if err != nil {
+			m.log.Debug("runtime unavailable", "runtime", f.Name, "err", err)
+			if m.Opts.Runtime == f.Name {
+				firstErr = fmt.Errorf("--runtime %s: %w", f.Name, err)
+			}
+			continue
+		}
+		m.Runtimes[f.Name] = rt
+	}
+	if firstErr != nil {
+		return "", firstErr
+	}
+	switch m.Opts.Runtime {
+	case "", "auto":
+		for _, f := range m.Opts.Runtimes {
+			if _, ok := m.Runtimes[f.Name]; ok {
+				if f.Name == sim.RuntimeDocker {
+					m.RuntimeNote = "docker (the Docker engine answered)"
+				} else {
+					m.RuntimeNote = f.Name + " (no Docker engine answered)"
+				}
+				return f.Name, nil
+			}
+		}
+		m.RuntimeNote = "external (no other runtime available)"
+		return sim.RuntimeExternal, nil
+	default:
+		if _, ok := m.Runtimes[m.Opts.Runtime]; !ok {
+			return "", fmt.Errorf("--runtime: unknown runtime %q; use auto, docker, process or external", m.Opts.Runtime)
+		}
+		m.RuntimeNote = m.Opts.Runtime + " (--runtime)"
+		return m.Opts.Runtime, nil
+	}
+}
+
+// Ready is closed once every listener and the store are up.
+func (m *Main) Ready() <-chan struct{} { return m.ready }
+
+// URL is the dashboard's base URL.
+func (m *Main) URL() string { return "http://" + m.httpLn.Addr().String() }
+
+// Logger is the app's logger.
+func (m *Main) Logger() *slog.Logger { return m.log }
+
+// Close shuts everything down: the web server, the manager, the listeners,
+// the runtimes (removing what they started unless Keep) and the store.
+func (m *Main) Close() error {
+	m.closeOne.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
+		defer cancel()
+		if m.httpSrv != nil {
+			m.httpSrv.Shutdown(ctx)
+			m.httpSrv.Close()
+		} else if m.httpLn != nil {
+			m.httpLn.Close()
+		}
+		if m.Manager != nil {
+			m.Manager.Close()
+		}
+		for _, l := range m.Listeners {
+			l.Close()
+		}
+		if m.Sink != nil {
+			m.Sink.Close()
+		}
+		var wg sync.WaitGroup
+		for _, rt := range m.Runtimes {
+			wg.Add(1)
+			go func(rt sim.Runtime) {
+				defer wg.Done()
+				rctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+				defer cancel()
+				rt.Close(rctx, m.Opts.Keep)
+			}(rt)
+		}
+		wg.Wait()
+		if m.Manager != nil && !m.Opts.Keep {
+			m.Manager.MarkAllStopped()
+		}
+		if m.recorder != nil {
+			m.recorder.Close()
+		}
+		if m.Store != nil {
+			m.Store.Close()
+		}
+		m.wg.Wait()
+		for _, d := range m.tempDirs {
+			os.RemoveAll(d)
+		}
+	})
+	return nil
+}
+
+// Run opens the simulator, prints the banner, and serves until ctx ends.
+func (m *Main) Run(ctx context.Context, banner io.Writer) error {
+	if err := m.Open(ctx); err != nil {
+		return err
+	}
+	if banner != nil {
+		m.PrintBanner(banner)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// PrintBanner writes what a developer needs to know: every URL, port, and
+// where records are kept.
+func (m *Main) PrintBanner(w io.Writer) {
+	fmt.Fprintf(w, "\n  normsim %s\n\n", m.Opts.Version)
+	fmt.Fprintf(w, "  Dashboard   %s/\n", m.URL())
+	fmt.Fprintf(w, "  API         %s/api/v1/nodes\n", m.URL())
+	for _, n := range m.Manager.Nodes() {
+		if n.HasJobSocket() {
+			fmt.Fprintf(w, "  Node %-6s  job socket %s  (containers: ws://%s:%d)\n", n.Name, n.SocketURL, protocol.ContainerHost, n.SocketPort)
+		} else {
+			fmt.Fprintf(w, "  Node %-6s  no job socket (--no-job-socket)\n", n.Name)
+		}
+	}
+	fmt.Fprintf(w, "  Output sink udp://127.0.0.1:%d  (jobs get it as %s)\n", m.Sink.Port(), sink.EnvAddr)
+	fmt.Fprintf(w, "  Runtime     %s\n", m.RuntimeNote)
+	if m.Opts.DB == sqlite.Memory {
+		fmt.Fprintf(w, "  Store       in memory (records are lost on exit)\n")
+	} else {
+		fmt.Fprintf(w, "  Store       %s (kept across restarts)\n", m.Opts.DB)
+	}
+	valid, invalid := 0, 0
+	for _, t := range m.Catalog.List() {
+		if t.Valid {
+			valid++
+		} else {
+			invalid++
+		}
+	}
+	fmt.Fprintf(w, "  Templates   %d valid, %d invalid  (%s)\n", valid, invalid, m.templatesNote)
+	for _, t := range m.Catalog.List() {
+		if !t.Valid {
+			fmt.Fprintf(w, "              ! %s: %s\n", t.Name, t.Error.Message)
+		}
+	}
+	fmt.Fprintf(w, "\n  Press Ctrl-C to stop (twice to quit at once).\n\n")
+}

@@ -1,0 +1,167 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/app"
+	"github.com/normsim/normsim/sim/sqlite"
+)
+
+func testOptions(t *testing.T) app.Options {
+	opts := app.DefaultOptions()
+	opts.SocketPort = 0
+	opts.SocketHost = "127.0.0.1"
+	opts.Addr = "127.0.0.1:0"
+	opts.DB = sqlite.Memory
+	opts.Templates = []string{filepath.Join("..", "templates")}
+	opts.Runtimes = []app.RuntimeFactory{app.ProcessRuntime()}
+	return opts
+}
+
+func getJSON(t *testing.T, url string, v any) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if v != nil {
+		json.NewDecoder(resp.Body).Decode(v)
+	}
+	return resp.StatusCode
+}
+
+func TestUpServesNodesAndStopsFast(t *testing.T) {
+	opts := testOptions(t)
+	opts.NoJobSocket = []string{"b"}
+	m := app.New(opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	var banner bytes.Buffer
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx, &banner) }()
+	select {
+	case <-m.Ready():
+	case err := <-done:
+		t.Fatalf("up failed: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("not ready")
+	}
+	defer m.Close()
+	if code := getJSON(t, m.URL()+"/readyz", nil); code != http.StatusOK {
+		t.Fatalf("/readyz = %d", code)
+	}
+	var nodes []struct {
+		Name   string `json:"name"`
+		Socket *struct {
+			URL  string `json:"url"`
+			Port int    `json:"port"`
+		} `json:"socket"`
+		Capabilities []string `json:"capabilities"`
+	}
+	if code := getJSON(t, m.URL()+"/api/v1/nodes", &nodes); code != http.StatusOK || len(nodes) != 2 {
+		t.Fatalf("/api/v1/nodes = %d %+v", code, nodes)
+	}
+	a, b := nodes[0], nodes[1]
+	if a.Name != "a" || a.Socket == nil || a.Socket.Port == 0 || a.Socket.URL != "ws://127.0.0.1:"+strconv.Itoa(a.Socket.Port) ||
+		len(a.Capabilities) != 1 || a.Capabilities[0] != "norsk.io/job-socket" {
+		t.Fatalf("node a = %+v", a)
+	}
+	if b.Name != "b" || b.Socket != nil || len(b.Capabilities) != 0 {
+		t.Fatalf("node b without a job socket = %+v", b)
+	}
+	// The job socket really listens.
+	if c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(a.Socket.Port)); err != nil {
+		t.Fatalf("node a's socket: %v", err)
+	} else {
+		c.Close()
+	}
+
+	start := time.Now()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("shutdown took %v, want under a second", took)
+	}
+	if !strings.Contains(banner.String(), m.URL()) || !strings.Contains(banner.String(), "in memory") {
+		t.Fatalf("banner lacks the URL or persistence mode:\n%s", banner.String())
+	}
+
+	if _, err := http.Get(m.URL() + "/readyz"); err == nil {
+		t.Fatal("dashboard still serving after shutdown")
+	}
+}
+
+func TestPortInUseNamesPortAndFlag(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	port := busy.Addr().(*net.TCPAddr).Port
+
+	opts := testOptions(t)
+	opts.SocketPort = port
+	m := app.New(opts)
+	err = m.Open(context.Background())
+	m.Close()
+	var pe *app.PortInUseError
+	if !errors.As(err, &pe) || pe.Flag != "--socket-port" || !strings.Contains(err.Error(), strconv.Itoa(port)) {
+		t.Fatalf("err = %v, want a port-in-use error naming %d and --socket-port", err, port)
+	}
+
+	opts = testOptions(t)
+	opts.Addr = busy.Addr().String()
+	m = app.New(opts)
+	err = m.Open(context.Background())
+	m.Close()
+	if !errors.As(err, &pe) || pe.Flag != "--addr" {
+		t.Fatalf("err = %v, want a port-in-use error naming --addr", err)
+	}
+}
+
+func TestConsecutiveNodePorts(t *testing.T) {
+	// Find three consecutive free ports.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	opts := testOptions(t)
+	opts.SocketPort = base
+	opts.Nodes = []string{"a", "b", "c"}
+	m := app.New(opts)
+	if err := m.Open(context.Background()); err != nil {
+		t.Skipf("ports %d.. not free: %v", base, err)
+	}
+	defer m.Close()
+	for i, n := range m.Manager.Nodes() {
+		if n.SocketPort != base+i {
+			t.Fatalf("node %s on port %d, want %d", n.Name, n.SocketPort, base+i)
+		}
+	}
+}
+
+func TestUnknownNoJobSocketNode(t *testing.T) {
+	opts := testOptions(t)
+	opts.NoJobSocket = []string{"z"}
+	m := app.New(opts)
+	err := m.Open(context.Background())
+	m.Close()
+	if err == nil || !strings.Contains(err.Error(), "--no-job-socket") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -1,0 +1,61 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/sim/docker"
+	"github.com/normsim/normsim/sim/process"
+)
+
+// DockerRuntime is the factory of the Docker runtime: available when an
+// engine answers (DOCKER_HOST is respected).
+func DockerRuntime() RuntimeFactory {
+	return RuntimeFactory{Name: sim.RuntimeDocker, New: func(ctx context.Context, obs sim.RuntimeObserver, log *slog.Logger) (sim.Runtime, error) {
+		rt, err := docker.New(docker.Config{Observer: obs, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if err := rt.Ping(pctx); err != nil {
+			rt.Close(context.Background(), true)
+			return nil, err
+		}
+		return dockerAdopter{rt}, nil
+	}}
+}
+
+// ProcessRuntime is the factory of the host-process runtime.
+func ProcessRuntime() RuntimeFactory {
+	return RuntimeFactory{Name: sim.RuntimeProcess, New: func(ctx context.Context, obs sim.RuntimeObserver, log *slog.Logger) (sim.Runtime, error) {
+		return process.New(process.Config{Observer: obs, Logger: log}), nil
+	}}
+}
+
+// DefaultRuntimes are docker then process: --runtime auto picks Docker when
+// an engine answers.
+func DefaultRuntimes() []RuntimeFactory {
+	return []RuntimeFactory{DockerRuntime(), ProcessRuntime()}
+}
+
+// dockerAdopter lets the manager find containers an earlier run left.
+type dockerAdopter struct{ *docker.Runtime }
+
+func (d dockerAdopter) Leftovers(ctx context.Context) (map[string]bool, error) {
+	owned, err := d.Owned(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, o := range owned {
+		running, seen := out[o.Instance]
+		if !seen {
+			running = true
+		}
+		out[o.Instance] = running && o.Running
+	}
+	return out, nil
+}

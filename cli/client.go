@@ -1,0 +1,337 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// apiClient talks to a running sim's API.
+type apiClient struct {
+	base string
+	http *http.Client
+}
+
+func defaultServer() string {
+	if s := os.Getenv("NORMSIM_SERVER"); s != "" {
+		return s
+	}
+	return "http://127.0.0.1:7788"
+}
+
+// apiError is an error the API returned.
+type apiError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *apiError) Error() string { return e.Message + " (" + e.Code + ")" }
+
+func (c *apiClient) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.base, "/")+path, rd)
+	if err != nil {
+		return fmt.Errorf("--server %s: %w", c.base, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("cannot reach normsim at %s (is `normsim up` running? use --server to point elsewhere): %w", c.base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		var eb struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if json.Unmarshal(data, &eb) == nil && eb.Error.Code != "" {
+			return &apiError{Status: resp.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message}
+		}
+		return &apiError{Status: resp.StatusCode, Code: http.StatusText(resp.StatusCode), Message: strings.TrimSpace(string(data))}
+	}
+	if out != nil {
+		return json.NewDecoder(resp.Body).Decode(out)
+	}
+	return nil
+}
+
+func clientCommands(env Env) []*cobra.Command {
+	var server string
+	client := func() *apiClient { return &apiClient{base: server, http: &http.Client{}} }
+	add := func(c *cobra.Command) *cobra.Command {
+		c.Flags().StringVar(&server, "server", defaultServer(), "URL of the running normsim (env NORMSIM_SERVER)")
+		return c
+	}
+
+	var node, runtime string
+	var params []string
+	launch := &cobra.Command{
+		Use:   "launch TEMPLATE --node NODE",
+		Short: "Launch a template on a node of a running sim",
+		Example: `  normsim launch counter --node a
+  normsim launch counter --node b --param RATE=100 --runtime external`,
+		Args: exactArgs(1, "TEMPLATE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if node == "" {
+				return usageErr("launch: --node is required (e.g. --node a)")
+			}
+			req := sim.LaunchRequest{Template: args[0], Node: node, Runtime: runtime, Params: map[string]string{}}
+			for _, p := range params {
+				k, v, ok := strings.Cut(p, "=")
+				if !ok || k == "" {
+					return usageErr("--param: want KEY=VALUE; got %q", p)
+				}
+				req.Params[k] = v
+			}
+			var in sim.Instance
+			if err := client().do(cmd.Context(), http.MethodPost, "/api/v1/instances", req, &in); err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "%s  job %s  on node %s  (%s, %s)\n", in.ID, in.JobID, in.Node, in.Runtime, in.State)
+			if in.Runtime == sim.RuntimeExternal {
+				fmt.Fprintln(out, "\nStart the job yourself with this env (one block per service):")
+				printEnv(out, in.Env)
+			}
+			return nil
+		},
+	}
+	launch.Flags().StringVar(&node, "node", "", "node to place the instance on (required)")
+	launch.Flags().StringArrayVar(&params, "param", nil, "template parameter KEY=VALUE (repeatable)")
+	launch.Flags().StringVar(&runtime, "runtime", "", "docker, process or external (default: the sim's)")
+
+	ps := &cobra.Command{
+		Use:   "ps",
+		Short: "List the instances of a running sim",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var list []sim.Instance
+			if err := client().do(cmd.Context(), http.MethodGet, "/api/v1/instances", nil, &list); err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tJOB\tNODE\tTEMPLATE\tRUNTIME\tSTATE\tCONNECTED")
+			for _, in := range list {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%v\n", in.ID, in.JobID, in.Node, in.Template, in.Runtime, in.State, in.Connected)
+			}
+			return tw.Flush()
+		},
+	}
+
+	stop := &cobra.Command{
+		Use:   "stop ID...",
+		Short: "Stop and remove instances of a running sim",
+		Args:  minArgs(1, "ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, id := range args {
+				if err := client().do(cmd.Context(), http.MethodDelete, "/api/v1/instances/"+url.PathEscape(id), nil, nil); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "stopped %s\n", id)
+			}
+			return nil
+		},
+	}
+
+	var follow bool
+	logs := &cobra.Command{
+		Use:   "logs ID",
+		Short: "Print an instance's logs (-f to follow)",
+		Args:  exactArgs(1, "ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c := client()
+			u := strings.TrimRight(c.base, "/") + "/api/v1/instances/" + url.PathEscape(args[0]) + "/logs"
+			if follow {
+				u += "?follow=1"
+			}
+			req, err := http.NewRequestWithContext(cmd.Context(), http.MethodGet, u, nil)
+			if err != nil {
+				return err
+			}
+			resp, err := c.http.Do(req)
+			if err != nil {
+				if cmd.Context().Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("cannot reach normsim at %s: %w", c.base, err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return c.do(cmd.Context(), http.MethodGet, "/api/v1/instances/"+url.PathEscape(args[0]), nil, nil)
+			}
+			_, err = io.Copy(cmd.OutOrStdout(), resp.Body)
+			if cmd.Context().Err() != nil {
+				return nil
+			}
+			return err
+		},
+	}
+	logs.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new lines")
+
+	var to, strategy, mruntime string
+	var wait bool
+	var timeouts []string
+	migrate := &cobra.Command{
+		Use:   "migrate ID",
+		Short: "Migrate an instance to another node",
+		Long: `Migrate a running instance to another node with one of the strategies its
+template allows (the declared one, or stopThenStart). With --wait the phases
+are printed as they happen and the exit status is 0 only when the migration
+completed.`,
+		Example: `  normsim migrate counter-1a2b3c --wait
+  normsim migrate counter-1a2b3c --to b --strategy stopThenStart --wait
+  normsim migrate counter-1a2b3c --timeout targetReady=2s --wait`,
+		Args: exactArgs(1, "ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := sim.MigrateRequest{To: to, Strategy: strategy, Runtime: mruntime}
+			if err := parseTimeouts(timeouts, &req.Timeouts); err != nil {
+				return err
+			}
+			c := client()
+			var mig sim.Migration
+			if err := c.do(cmd.Context(), http.MethodPost, "/api/v1/instances/"+url.PathEscape(args[0])+"/migrate", req, &mig); err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "migration %s: %s of %s from %s to %s\n", mig.ID, mig.Strategy, mig.Source.Instance, mig.Source.Node, mig.Target.Node)
+			if !wait {
+				return nil
+			}
+			final, err := followMigration(cmd.Context(), c, mig.ID, out)
+			if err != nil {
+				return err
+			}
+			if final.State != sim.MigrationCompleted {
+				return &ExitError{Code: 1, Err: fmt.Errorf("migration %s %s: %s", final.ID, final.State, final.Reason)}
+			}
+			return nil
+		},
+	}
+	migrate.Flags().StringVar(&to, "to", "", "target node (default: the other node)")
+	migrate.Flags().StringVar(&strategy, "strategy", "", "overlap, stopThenStart or handover (default: the template's declared one)")
+	migrate.Flags().StringVar(&mruntime, "runtime", "", "runtime of the target (default: the source's)")
+	migrate.Flags().BoolVar(&wait, "wait", false, "print the phases as they happen and wait for the end")
+	migrate.Flags().StringArrayVar(&timeouts, "timeout", nil, "per-phase timeout PHASE=DURATION: state, targetStart, targetReady, stop, apply, stopGrace (repeatable)")
+
+	cmds := []*cobra.Command{launch, ps, stop, logs, migrate}
+	for _, c := range cmds {
+		add(c)
+	}
+	return cmds
+}
+
+func parseTimeouts(specs []string, t *sim.Timeouts) error {
+	fields := map[string]*sim.Duration{"state": &t.State, "targetStart": &t.TargetStart, "targetReady": &t.TargetReady,
+		"stop": &t.Stop, "apply": &t.Apply, "stopGrace": &t.StopGrace}
+	for _, s := range specs {
+		k, v, ok := strings.Cut(s, "=")
+		f, known := fields[k]
+		if !ok || !known {
+			return usageErr("--timeout: want PHASE=DURATION with PHASE one of state, targetStart, targetReady, stop, apply, stopGrace; got %q", s)
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return usageErr("--timeout %s: %q is not a positive duration like 5s", k, v)
+		}
+		*f = sim.Duration(d)
+	}
+	return nil
+}
+
+// followMigration prints each new timeline event until the migration ends.
+func followMigration(ctx context.Context, c *apiClient, id string, out io.Writer) (*sim.Migration, error) {
+	printed := 0
+	for {
+		var mig sim.Migration
+		if err := c.do(ctx, http.MethodGet, "/api/v1/migrations/"+url.PathEscape(id), nil, &mig); err != nil {
+			return nil, err
+		}
+		for _, ev := range mig.Events[min(printed, len(mig.Events)):] {
+			fmt.Fprintf(out, "  %8.1f ms  %-14s %-8s %s\n", float64(ev.At.Sub(mig.StartedAt))/float64(time.Millisecond), ev.Phase, ev.Side, ev.Detail)
+		}
+		printed = len(mig.Events)
+		if mig.State.Ended() {
+			fmt.Fprintf(out, "%s %s", mig.ID, mig.State)
+			if mig.Reason != "" {
+				fmt.Fprintf(out, ": %s", mig.Reason)
+			}
+			fmt.Fprintln(out)
+			if mig.Output != nil {
+				fmt.Fprintf(out, "output: %s (%s)\n", mig.Output.Verdict, mig.Output.Detail)
+			}
+			return &mig, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errors.New("interrupted while waiting; the migration goes on")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func printEnv(w io.Writer, env map[string]map[string]string) {
+	services := make([]string, 0, len(env))
+	for s := range env {
+		services = append(services, s)
+	}
+	sort.Strings(services)
+	bw := bufio.NewWriter(w)
+	for _, s := range services {
+		fmt.Fprintf(bw, "# service %s\n", s)
+		keys := make([]string, 0, len(env[s]))
+		for k := range env[s] {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(bw, "export %s=%q\n", k, env[s][k])
+		}
+	}
+	bw.Flush()
+}
+
+func exactArgs(n int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageErr("%s: want %s; got %d argument(s)\nRun '%s --help' for usage.", cmd.Name(), names, len(args), cmd.CommandPath())
+		}
+		return nil
+	}
+}
+
+func minArgs(n int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < n {
+			return usageErr("%s: want at least one %s\nRun '%s --help' for usage.", cmd.Name(), names, cmd.CommandPath())
+		}
+		return nil
+	}
+}

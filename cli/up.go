@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/normsim/normsim/app"
+)
+
+func newUpCmd(env Env) *cobra.Command {
+	opts := app.DefaultOptions()
+	var logFormat, logLevel string
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start the simulated nodes, their job sockets and the dashboard",
+		Long: `Start the simulated manager with its worker nodes (a and b by default), each
+serving the job socket jobs dial with NORSK_WORKER_WS_URL, plus the dashboard
+and API. Templates come from ./templates (or --templates DIR); jobs run as
+Docker containers when a Docker engine answers, else as host processes.
+
+Records (instances, migrations, timelines, frames) are kept in SQLite at
+$XDG_STATE_HOME/normsim/normsim.db unless --db says otherwise; --db :memory:
+keeps nothing.
+
+Ctrl-C stops everything and removes what normsim started (unless --keep);
+a second Ctrl-C quits at once.`,
+		Example: `  normsim up
+  normsim up --nodes a,b,c --socket-port 0 --db :memory:
+  normsim up --no-job-socket b --runtime process`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			log, err := newLogger(env.Stderr, logFormat, logLevel)
+			if err != nil {
+				return err
+			}
+			if opts.SocketPort < 0 || opts.SocketPort > 65535 {
+				return usageErr("--socket-port: must be 0..65535; got %d", opts.SocketPort)
+			}
+			for i, n := range opts.Nodes {
+				opts.Nodes[i] = strings.TrimSpace(n)
+			}
+			opts.Logger = log
+			opts.Version = Version
+			opts.DefaultTemplates = env.Templates
+			opts.Runtimes = app.DefaultRuntimes()
+			m := app.New(opts)
+			defer m.Close()
+			if err := m.Run(cmd.Context(), cmd.OutOrStdout()); err != nil {
+				var pe *app.PortInUseError
+				if errors.As(err, &pe) {
+					return &ExitError{Code: 1, Err: pe}
+				}
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "\n  Stopping normsim...")
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&opts.Nodes, "nodes", opts.Nodes, "names of the simulated worker nodes")
+	f.IntVar(&opts.SocketPort, "socket-port", opts.SocketPort, "job-socket port of the first node; the next nodes take the following ports (0 picks free ports)")
+	f.StringVar(&opts.SocketHost, "socket-host", opts.SocketHost, "address the job sockets and output sink bind (containers reach them through host.docker.internal)")
+	f.StringArrayVar(&opts.NoJobSocket, "no-job-socket", nil, "run NODE without a job-socket listener (repeatable)")
+	f.StringVar(&opts.Addr, "addr", opts.Addr, "dashboard and API address")
+	f.StringVar(&opts.DB, "db", opts.DB, "SQLite store path, or :memory: for a throwaway run")
+	f.StringArrayVar(&opts.Templates, "templates", nil, "directory of product templates (repeatable; default ./templates)")
+	f.StringVar(&opts.Runtime, "runtime", opts.Runtime, "default runtime: auto, docker, process or external")
+	f.StringVar(&opts.StudioAccess, "studio-access", "", "the launcher's access mode, set as NORSK_STUDIO_ACCESS where a template's studioAccessModes lists it")
+	f.BoolVar(&opts.Keep, "keep", false, "leave containers running on exit (the next start adopts them)")
+	f.IntVar(&opts.OutputPort, "output-port", 0, "UDP port of the output sink (0 picks a free port)")
+	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	return cmd
+}

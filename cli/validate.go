@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/normsim/normsim/sim/template"
+)
+
+func newValidateCmd(env Env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "validate PATH...",
+		Short: "Check product templates against the contract",
+		Long: `Check product templates: a template directory, a directory of templates, a
+template .tar/.tar.gz, or a bare manifest.json. Prints one line per problem
+with its code (MANIFEST_MISSING, MANIFEST_INVALID, PARAMETERS_INVALID,
+COMPOSE_INVALID) and the field path.
+
+Exit status: 0 when every template is valid, 1 when one is not, 2 for a
+usage error (including a path that does not exist).`,
+		Example: `  normsim validate templates/*
+  normsim validate --json my-product.tar.gz`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErr("validate: give at least one PATH\nRun 'normsim validate --help' for usage.")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var all []template.Result
+			for _, p := range args {
+				res, err := template.ValidatePath(p)
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				all = append(all, res...)
+			}
+			out := cmd.OutOrStdout()
+			bad := 0
+			for _, r := range all {
+				if !r.Valid {
+					bad++
+				}
+			}
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				enc.Encode(all)
+			} else {
+				for _, r := range all {
+					if r.Valid {
+						fmt.Fprintf(out, "ok    %s (%s)\n", r.Name, r.Path)
+						continue
+					}
+					for _, p := range r.Problems {
+						fmt.Fprintf(out, "FAIL  %s: %s %s\n", r.Name, p.Code, p.Message)
+					}
+				}
+				fmt.Fprintf(out, "%d template(s) checked, %d invalid\n", len(all), bad)
+			}
+			if bad > 0 {
+				return &ExitError{Code: 1}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the results as JSON")
+	return cmd
+}

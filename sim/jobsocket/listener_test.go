@@ -1,0 +1,303 @@
+package jobsocket_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/normsim/normsim/protocol"
+	"github.com/normsim/normsim/sim/jobsocket"
+)
+
+// events collects what the listener reports.
+type events struct {
+	mu  sync.Mutex
+	evs []jobsocket.Event
+	c   chan jobsocket.Event
+}
+
+func (e *events) on(ev jobsocket.Event) {
+	e.mu.Lock()
+	e.evs = append(e.evs, ev)
+	e.mu.Unlock()
+	select {
+	case e.c <- ev:
+	default:
+	}
+}
+
+func (e *events) wait(t *testing.T, kind jobsocket.EventKind) jobsocket.Event {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case ev := <-e.c:
+			if ev.Kind == kind {
+				return ev
+			}
+		case <-timeout:
+			t.Fatalf("no %v event", kind)
+		}
+	}
+}
+
+func MustListener(t *testing.T, cfg jobsocket.Config) (*jobsocket.Listener, *events) {
+	t.Helper()
+	ev := &events{c: make(chan jobsocket.Event, 100)}
+	cfg.Node = "a"
+	cfg.OnEvent = ev.on
+	l := jobsocket.New(cfg)
+	if err := l.Open("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l, ev
+}
+
+func dial(t *testing.T, l *jobsocket.Listener, path string) *websocket.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, fmt.Sprintf("ws://127.0.0.1:%d%s", l.Port(), path), nil)
+	if err != nil {
+		t.Fatalf("dial %s: %v", path, err)
+	}
+	c.SetReadLimit(1 << 20)
+	t.Cleanup(func() { c.CloseNow() })
+	return c
+}
+
+func write(t *testing.T, c *websocket.Conn, s string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Write(ctx, websocket.MessageText, []byte(s)); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+}
+
+func read(t *testing.T, c *websocket.Conn) protocol.WorkerFrame {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, data, err := c.Read(ctx)
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	f, err := protocol.ParseWorkerFrame(data)
+	if err != nil {
+		t.Fatalf("worker sent an invalid frame %s: %v", data, err)
+	}
+	return f
+}
+
+// closeCode reads until the socket closes and returns the close status.
+func closeCode(t *testing.T, c *websocket.Conn, within time.Duration) (websocket.StatusCode, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	for {
+		_, _, err := c.Read(ctx)
+		if err != nil {
+			var ce websocket.CloseError
+			if errors.As(err, &ce) {
+				return ce.Code, ce.Reason
+			}
+			t.Fatalf("socket ended without a close frame: %v", err)
+		}
+	}
+}
+
+func hello(token string) string { return `{"type":"hello","token":` + mustJSON(token) + `}` }
+
+func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+const token = "0123456789abcdef0123456789abcdef"
+
+func TestHelloAck(t *testing.T) {
+	l, ev := MustListener(t, jobsocket.Config{})
+	l.Register(jobsocket.Registration{JobID: "job 1", Role: "r/1", Token: token})
+	c := dial(t, l, protocol.Path("job 1", "r/1"))
+	write(t, c, hello(token))
+	if f := read(t, c); f.Type != protocol.TypeHelloAck || f.Migration != nil {
+		t.Fatalf("got %+v, want a plain hello-ack", f)
+	}
+	got := ev.wait(t, jobsocket.Connected)
+	if got.JobID != "job 1" || got.Role != "r/1" || !l.Connected("job 1", "r/1") {
+		t.Fatalf("connected event %+v", got)
+	}
+}
+
+func TestTargetGetsMigrationAndInitialStateFirst(t *testing.T) {
+	l, _ := MustListener(t, jobsocket.Config{})
+	l.Register(jobsocket.Registration{JobID: "j", Role: "t", Token: token,
+		Migration:    &protocol.MigrationRef{ID: "m1", Side: "target"},
+		InitialState: &protocol.WorkerFrame{Type: protocol.TypeInitialState, MigrationID: "m1", Payload: json.RawMessage(`{"next": 42}`)}})
+	c := dial(t, l, "/instances/j/t")
+	write(t, c, hello(token))
+	ack := read(t, c)
+	if ack.Type != protocol.TypeHelloAck || ack.Migration == nil || ack.Migration.ID != "m1" || ack.Migration.Side != "target" {
+		t.Fatalf("hello-ack = %+v", ack)
+	}
+	is := read(t, c)
+	if is.Type != protocol.TypeInitialState || string(is.Payload) != `{"next": 42}` {
+		t.Fatalf("second frame = %+v (payload %s), want initial-state with the payload unchanged", is, is.Payload)
+	}
+}
+
+func TestCloseCodes(t *testing.T) {
+	big := `{"type":"hello","token":"` + token + `","pad":"` // grows to the size asked
+	pad := func(total int) string {
+		return big + strings.Repeat("x", total-len(big)-2) + `"}`
+	}
+	tests := []struct {
+		name   string
+		path   string
+		frames []string
+		binary bool
+		code   websocket.StatusCode
+	}{
+		{"wrong token", "/instances/j/r", []string{hello("nope")}, false, protocol.CloseUnauthorized},
+		{"empty token", "/instances/j/r", []string{hello("")}, false, protocol.CloseUnauthorized},
+		{"unknown instance", "/instances/j/other", []string{hello(token)}, false, protocol.CloseUnauthorized},
+		{"not an instance path", "/foo", []string{hello(token)}, false, protocol.CloseUnauthorized},
+		{"bad percent escape", "/instances/j%C3%28/r", nil, false, protocol.CloseUnauthorized},
+		{"unparseable first frame", "/instances/j/r", []string{`{"type":"hello","token":"x"`}, false, protocol.CloseProtocolError},
+		{"key case matters", "/instances/j/r", []string{`{"type":"hello","Token":"` + token + `"}`}, false, protocol.CloseProtocolError},
+		{"worker frame from a job", "/instances/j/r", []string{`{"type":"hello-ack"}`}, false, protocol.CloseProtocolError},
+		{"state before hello", "/instances/j/r", []string{`{"type":"state","payload":null}`}, false, protocol.CloseProtocolError},
+		{"binary frame", "/instances/j/r", []string{hello(token)}, true, protocol.CloseProtocolError},
+		{"second hello", "/instances/j/r", []string{hello(token), hello(token)}, false, protocol.CloseProtocolError},
+		{"out of phase state", "/instances/j/r", []string{hello(token), `{"type":"state","payload":1}`}, false, protocol.CloseProtocolError},
+		{"garbage after hello", "/instances/j/r", []string{hello(token), `not json`}, false, protocol.CloseProtocolError},
+		{"infinite payload number", "/instances/j/r", []string{hello(token), `{"type":"abort","reason":1e400}`}, false, protocol.CloseProtocolError},
+		{"65537 bytes", "/instances/j/r", []string{pad(protocol.MaxFrameBytes + 1)}, false, protocol.CloseFrameTooLarge},
+		{"65537 bytes after hello", "/instances/j/r", []string{hello(token), pad(protocol.MaxFrameBytes + 1)}, false, protocol.CloseFrameTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, _ := MustListener(t, jobsocket.Config{})
+			l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+			c := dial(t, l, tt.path)
+			for i, f := range tt.frames {
+				typ := websocket.MessageText
+				if tt.binary {
+					typ = websocket.MessageBinary
+				}
+				if err := c.Write(context.Background(), typ, []byte(f)); err != nil {
+					break // the listener may already have closed
+				}
+				if i == 0 && strings.HasPrefix(f, `{"type":"hello","token":"`+token+`"}`) && !tt.binary && tt.path == "/instances/j/r" {
+					read(t, c) // hello-ack
+				}
+			}
+			code, reason := closeCode(t, c, 10*time.Second)
+			if code != tt.code {
+				t.Fatalf("close code %d (%q), want %d", code, reason, tt.code)
+			}
+			if reason == "" {
+				t.Fatal("close carries no reason")
+			}
+		})
+	}
+}
+
+func TestFrameCapBoundary(t *testing.T) {
+	l, ev := MustListener(t, jobsocket.Config{})
+	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+	c := dial(t, l, "/instances/j/r")
+	write(t, c, hello(token))
+	read(t, c)
+	l.Expect("j", "r", protocol.TypeAbort)
+	prefix := `{"type":"abort","reason":"`
+	frame := prefix + strings.Repeat("x", protocol.MaxFrameBytes-len(prefix)-2) + `"}`
+	if len(frame) != 65536 {
+		t.Fatalf("frame is %d bytes", len(frame))
+	}
+	write(t, c, frame)
+	got := ev.wait(t, jobsocket.Frame)
+	if got.Size != 65536 || got.Frame.Type != protocol.TypeAbort {
+		t.Fatalf("65,536-byte frame not accepted: %+v", got)
+	}
+}
+
+func TestNoHelloTimesOutWith4401(t *testing.T) {
+	l, _ := MustListener(t, jobsocket.Config{}) // the contract's 5 s
+	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+	c := dial(t, l, "/instances/j/r")
+	start := time.Now()
+	code, _ := closeCode(t, c, 10*time.Second)
+	if code != protocol.CloseUnauthorized {
+		t.Fatalf("close code %d, want 4401", code)
+	}
+	if waited := time.Since(start); waited < protocol.HelloTimeout-100*time.Millisecond {
+		t.Fatalf("closed after %v, before the 5 s hello timeout", waited)
+	}
+}
+
+func TestNewerConnectionReplacesOlder(t *testing.T) {
+	l, ev := MustListener(t, jobsocket.Config{})
+	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+	old := dial(t, l, "/instances/j/r")
+	write(t, old, hello(token))
+	read(t, old)
+	ev.wait(t, jobsocket.Connected)
+	newer := dial(t, l, "/instances/j/r")
+	write(t, newer, hello(token))
+	read(t, newer)
+	if code, _ := closeCode(t, old, 5*time.Second); code != protocol.CloseReplaced {
+		t.Fatalf("old connection closed with %d, want 4409", code)
+	}
+	// The newer one is the instance's connection: frames go to it.
+	if err := l.Send(context.Background(), "j", "r", protocol.WorkerFrame{Type: protocol.TypeGetState, MigrationID: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	if f := read(t, newer); f.Type != protocol.TypeGetState {
+		t.Fatalf("newer got %+v", f)
+	}
+	if !l.Connected("j", "r") {
+		t.Fatal("instance not connected after replacement")
+	}
+}
+
+func TestExpectedFramesReachManagerAndOthersClose(t *testing.T) {
+	l, ev := MustListener(t, jobsocket.Config{})
+	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+	c := dial(t, l, "/instances/j/r")
+	write(t, c, hello(token))
+	read(t, c)
+	l.Expect("j", "r", protocol.TypeState, protocol.TypeStateRefused, protocol.TypeAbort)
+	write(t, c, `{"type":"state","payload":{"b":1,  "a":[1.50,2e3]},"Payload":9,"extra":1e400}`)
+	got := ev.wait(t, jobsocket.Frame)
+	if string(got.Frame.Payload) != `{"b":1,  "a":[1.50,2e3]}` {
+		t.Fatalf("payload = %s, want the bytes unchanged", got.Frame.Payload)
+	}
+	// A second answer to the same ask is out of phase.
+	write(t, c, `{"type":"state","payload":null}`)
+	if code, reason := closeCode(t, c, 5*time.Second); code != protocol.CloseProtocolError || !strings.Contains(reason, "out of phase") {
+		t.Fatalf("close %d %q, want 4400 out of phase", code, reason)
+	}
+	d := ev.wait(t, jobsocket.Disconnected)
+	if d.Code != protocol.CloseProtocolError {
+		t.Fatalf("disconnected event code %d", d.Code)
+	}
+}
+
+func TestUnregisterClosesNormally(t *testing.T) {
+	l, _ := MustListener(t, jobsocket.Config{})
+	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+	c := dial(t, l, "/instances/j/r")
+	write(t, c, hello(token))
+	read(t, c)
+	l.Unregister("j", "r")
+	if code, _ := closeCode(t, c, 5*time.Second); code != websocket.StatusNormalClosure {
+		t.Fatalf("close code %d, want 1000", code)
+	}
+}

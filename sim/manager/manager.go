@@ -1,0 +1,658 @@
+package manager
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/normsim/normsim/protocol"
+	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/sim/jobsocket"
+)
+
+// Socket is a node's job-socket listener as the manager uses it
+// (*jobsocket.Listener implements it).
+type Socket interface {
+	Register(jobsocket.Registration)
+	Unregister(jobID, role string)
+	Expect(jobID, role string, types ...string)
+	Send(ctx context.Context, jobID, role string, f protocol.WorkerFrame) error
+	Disconnect(jobID, role string, code int, reason string)
+	Connected(jobID, role string) bool
+}
+
+// Node is a simulated worker node; Socket is nil without a listener.
+type Node struct {
+	sim.Node
+	Socket Socket
+}
+
+// OutputSink is where jobs send output (the sink package implements it).
+type OutputSink interface {
+	Packets(jobID string, since time.Time) []sim.Packet
+	Seen(jobID string) bool
+	Watch(jobID string) (<-chan struct{}, func())
+}
+
+// Config configures a Manager.
+type Config struct {
+	Nodes    []Node
+	Store    sim.Store
+	Catalog  sim.Catalog
+	Runtimes map[string]sim.Runtime
+	// DefaultRuntime is used when a launch names none.
+	DefaultRuntime string
+	Bus            *sim.Bus
+	Sink           OutputSink
+	// OutputEnv is added to every launch's env for each runtime (the sink's
+	// address as a job of that runtime reaches it).
+	OutputEnv    func(runtime string) map[string]string
+	StudioAccess string
+	Logger       *slog.Logger
+	Now          func() time.Time
+}
+
+// Manager is the simulated manager.
+type Manager struct {
+	cfg   Config
+	log   *slog.Logger
+	now   func() time.Time
+	nodes map[string]*Node
+	order []string
+
+	journal *journal
+
+	mu         sync.Mutex
+	instances  map[string]*instance
+	migrations map[string]*run // running migrations by id
+	byJob      map[string]*run // running migration per job
+	byInstance map[string]*run // running migration per source/target instance
+	closed     bool
+	wg         sync.WaitGroup
+	ctx        context.Context
+	cancel     context.CancelFunc
+}
+
+// instance is the manager's live record of an instance.
+type instance struct {
+	sim.Instance
+	spec    *sim.LaunchSpec
+	changed chan struct{} // closed and replaced on every change
+	stopped bool          // Stop was called: exits are expected
+}
+
+// New returns a manager; Start reconciles what the store remembers.
+func New(cfg Config) *Manager {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Bus == nil {
+		cfg.Bus = sim.NewBus()
+	}
+	if cfg.Runtimes == nil {
+		cfg.Runtimes = map[string]sim.Runtime{}
+	}
+	if _, ok := cfg.Runtimes[sim.RuntimeExternal]; !ok {
+		cfg.Runtimes[sim.RuntimeExternal] = External{}
+	}
+	if cfg.DefaultRuntime == "" {
+		cfg.DefaultRuntime = sim.RuntimeExternal
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Manager{cfg: cfg, log: cfg.Logger, now: cfg.Now, nodes: map[string]*Node{},
+		instances: map[string]*instance{}, migrations: map[string]*run{}, byJob: map[string]*run{},
+		byInstance: map[string]*run{}, ctx: ctx, cancel: cancel}
+	for i := range cfg.Nodes {
+		n := &cfg.Nodes[i]
+		m.nodes[n.Name] = n
+		m.order = append(m.order, n.Name)
+	}
+	m.journal = newJournal(cfg.Store, m.log)
+	return m
+}
+
+// Bus is the live-update bus.
+func (m *Manager) Bus() *sim.Bus { return m.cfg.Bus }
+
+// Store is the manager's store.
+func (m *Manager) Store() sim.Store { return m.cfg.Store }
+
+// Catalog is the template catalog.
+func (m *Manager) Catalog() sim.Catalog { return m.cfg.Catalog }
+
+// DefaultRuntime is the runtime a launch without one uses.
+func (m *Manager) DefaultRuntime() string { return m.cfg.DefaultRuntime }
+
+// Nodes lists the nodes in order.
+func (m *Manager) Nodes() []sim.Node {
+	out := make([]sim.Node, 0, len(m.order))
+	for _, name := range m.order {
+		out = append(out, m.nodes[name].Node)
+	}
+	return out
+}
+
+// Node returns a node or ENotFound.
+func (m *Manager) Node(name string) (sim.Node, error) {
+	n, ok := m.nodes[name]
+	if !ok {
+		return sim.Node{}, sim.Errorf(sim.ENotFound, "node %q not found; nodes are %s", name, strings.Join(m.order, ", "))
+	}
+	return n.Node, nil
+}
+
+// Close stops every running migration's goroutine and flushes the journal.
+// Instances keep running: the app decides whether runtimes remove them.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.cancel()
+	m.wg.Wait()
+	m.journal.Close()
+}
+
+// Flush waits until everything recorded so far is in the store.
+func (m *Manager) Flush() { m.journal.Flush() }
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// newToken returns a 256-bit job-socket token.
+func newToken() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// publish records an event in the store (through the journal) and on the bus.
+func (m *Manager) publish(kind, instanceID, migrationID string, data any) {
+	var raw json.RawMessage
+	if data != nil {
+		raw, _ = json.Marshal(data)
+	}
+	ev := sim.Event{At: m.now(), Kind: kind, Instance: instanceID, Migration: migrationID, Data: raw}
+	m.journal.event(ev)
+	m.cfg.Bus.Publish(ev)
+}
+
+// changedLocked saves and announces an instance change. Caller holds m.mu.
+func (m *Manager) changedLocked(in *instance) {
+	in.UpdatedAt = m.now()
+	close(in.changed)
+	in.changed = make(chan struct{})
+	snap := in.Instance
+	m.journal.instance(&snap)
+}
+
+// setStateLocked moves an instance to a new state if the table allows it.
+func (m *Manager) setStateLocked(in *instance, to sim.InstanceState, errText string) bool {
+	if in.State == to || !sim.CanTransition(in.State, to) {
+		return false
+	}
+	from := in.State
+	in.State = to
+	if errText != "" {
+		in.Error = errText
+	}
+	m.changedLocked(in)
+	m.publishLocked("instance.state", in.ID, "", map[string]any{"from": from, "to": to, "error": errText, "node": in.Node})
+	return true
+}
+
+func (m *Manager) publishLocked(kind, instanceID, migrationID string, data any) {
+	// The journal and bus never block for long; publishing under m.mu keeps
+	// events in the order of the changes they describe.
+	m.publish(kind, instanceID, migrationID, data)
+}
+
+// Instances lists instances: live ones first from memory, then any in the
+// store the manager does not hold (e.g. stopped before a restart).
+func (m *Manager) Instances(ctx context.Context) ([]sim.Instance, error) {
+	m.mu.Lock()
+	out := make([]sim.Instance, 0, len(m.instances))
+	for _, in := range m.instances {
+		out = append(out, in.Instance)
+	}
+	m.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// Instance returns one instance or ENotFound.
+func (m *Manager) Instance(ctx context.Context, id string) (sim.Instance, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	in, ok := m.instances[id]
+	if !ok {
+		return sim.Instance{}, sim.Errorf(sim.ENotFound, "instance %q not found", id)
+	}
+	return in.Instance, nil
+}
+
+// LaunchRequest is sim.LaunchRequest.
+type LaunchRequest = sim.LaunchRequest
+
+// launchOpts are the extras a migration target gets.
+type launchOpts struct {
+	jobID        string
+	migrationID  string
+	initialState json.RawMessage
+	hasInitial   bool
+	prepareOnly  bool
+	ports        map[string]int
+}
+
+// Launch places a template on a node and starts it. It returns once the
+// runtime has prepared the instance (a missing image is an error here); the
+// instance then goes starting → running in the background.
+func (m *Manager) Launch(ctx context.Context, req LaunchRequest) (sim.Instance, error) {
+	in, err := m.launch(ctx, req, launchOpts{})
+	if err != nil {
+		return sim.Instance{}, err
+	}
+	return in, nil
+}
+
+func (m *Manager) runtime(name string) (sim.Runtime, error) {
+	rt, ok := m.cfg.Runtimes[name]
+	if !ok {
+		var names []string
+		for n := range m.cfg.Runtimes {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, sim.Errorf(sim.EUnprocessable, "runtime %q is not available; available: %s", name, strings.Join(names, ", "))
+	}
+	return rt, nil
+}
+
+func (m *Manager) launch(ctx context.Context, req LaunchRequest, o launchOpts) (sim.Instance, error) {
+	if req.Template == "" {
+		return sim.Instance{}, sim.Errorf(sim.EInvalid, "template: required")
+	}
+	if req.Node == "" {
+		return sim.Instance{}, sim.Errorf(sim.EInvalid, "node: required")
+	}
+	node, ok := m.nodes[req.Node]
+	if !ok {
+		return sim.Instance{}, sim.Errorf(sim.ENotFound, "node %q not found; nodes are %s", req.Node, strings.Join(m.order, ", "))
+	}
+	tmpl, err := m.cfg.Catalog.Get(req.Template)
+	if err != nil {
+		return sim.Instance{}, err
+	}
+	if !tmpl.Valid {
+		return sim.Instance{}, sim.Errorf(sim.ETemplateInvalid, "template %q is invalid: %s", tmpl.Name, tmpl.Error.Message)
+	}
+	if req.Runtime == "" {
+		req.Runtime = m.cfg.DefaultRuntime
+	}
+	rt, err := m.runtime(req.Runtime)
+	if err != nil {
+		return sim.Instance{}, err
+	}
+	now := m.now()
+	id := tmpl.Name + "-" + randomHex(3)
+	jobID := o.jobID
+	if jobID == "" {
+		jobID = "job-" + randomHex(4)
+	}
+	inst := sim.Instance{ID: id, JobID: jobID, Role: id, Node: node.Name, Template: tmpl.Name, Runtime: rt.Name(),
+		Params: req.Params, Token: newToken(), MigrationID: o.migrationID, Ports: o.ports, CreatedAt: now, UpdatedAt: now}
+	var env map[string]string
+	if m.cfg.OutputEnv != nil {
+		env = m.cfg.OutputEnv(rt.Name())
+	}
+	env = mergeEnv(env, map[string]string{"NORMSIM_INSTANCE": id, "NORMSIM_JOB": jobID})
+	spec, err := m.cfg.Catalog.Launch(tmpl.Name, sim.LaunchInput{Instance: &inst, Node: node.Node, Runtime: rt.Name(),
+		StudioAccess: m.cfg.StudioAccess, Env: env})
+	if err != nil {
+		return sim.Instance{}, err
+	}
+	inst.Env = map[string]map[string]string{}
+	for _, s := range spec.Services {
+		inst.Env[s.Name] = s.Env
+	}
+	if len(spec.AllocatedPorts) > 0 {
+		inst.Ports = map[string]int{}
+		for p, ap := range spec.AllocatedPorts {
+			inst.Ports[p] = ap.Port
+		}
+	}
+	if o.prepareOnly {
+		inst.State = sim.InstanceCreated
+	} else {
+		inst.State = sim.InstanceStarting
+	}
+	in := &instance{Instance: inst, spec: spec, changed: make(chan struct{})}
+
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return sim.Instance{}, sim.Errorf(sim.EUnavailable, "normsim is shutting down")
+	}
+	m.instances[id] = in
+	m.changedLocked(in)
+	m.publishLocked("instance.state", id, o.migrationID, map[string]any{"from": "", "to": inst.State, "node": inst.Node})
+	m.mu.Unlock()
+
+	if node.Socket != nil {
+		reg := jobsocket.Registration{JobID: jobID, Role: id, Token: inst.Token}
+		if o.migrationID != "" {
+			reg.Migration = &protocol.MigrationRef{ID: o.migrationID, Side: "target"}
+		}
+		if o.hasInitial {
+			reg.InitialState = &protocol.WorkerFrame{Type: protocol.TypeInitialState, MigrationID: o.migrationID, Payload: o.initialState}
+		}
+		node.Socket.Register(reg)
+	}
+
+	if err := rt.Prepare(ctx, spec); err != nil {
+		m.forget(in)
+		return sim.Instance{}, err
+	}
+	if o.prepareOnly {
+		return m.snapshot(id), nil
+	}
+	m.startAsync(in, rt)
+	return m.snapshot(id), nil
+}
+
+// forget drops an instance that never got going.
+func (m *Manager) forget(in *instance) {
+	if n := m.nodes[in.Node]; n != nil && n.Socket != nil {
+		n.Socket.Unregister(in.JobID, in.ID)
+	}
+	m.mu.Lock()
+	delete(m.instances, in.ID)
+	m.mu.Unlock()
+	m.journal.deleteInstance(in.ID)
+	m.publish("instance.removed", in.ID, "", nil)
+}
+
+func (m *Manager) snapshot(id string) sim.Instance {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if in, ok := m.instances[id]; ok {
+		return in.Instance
+	}
+	return sim.Instance{ID: id}
+}
+
+// startAsync starts a prepared instance in the background.
+func (m *Manager) startAsync(in *instance, rt sim.Runtime) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.start(m.ctx, in, rt)
+	}()
+}
+
+// start starts a prepared instance and waits for the runtime to say so.
+func (m *Manager) start(ctx context.Context, in *instance, rt sim.Runtime) error {
+	m.mu.Lock()
+	m.setStateLocked(in, sim.InstanceStarting, "")
+	m.mu.Unlock()
+	err := rt.Start(ctx, in.ID)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		m.setStateLocked(in, sim.InstanceFailed, "start: "+sim.ErrorMessage(errors.Unwrap(err))+errText(err))
+		return err
+	}
+	if pr, ok := rt.(PidReporter); ok {
+		if in.RuntimeRef == nil {
+			in.RuntimeRef = map[string]string{}
+		}
+		for svc, pid := range pr.Pids(in.ID) {
+			in.RuntimeRef["pid:"+svc] = strconv.Itoa(pid)
+		}
+	}
+	if in.State == sim.InstanceStarting {
+		m.setStateLocked(in, sim.InstanceRunning, "")
+		if !hasHealthcheck(in.spec) && !in.Healthy {
+			in.Healthy = true
+			m.changedLocked(in)
+		}
+	}
+	if in.State != sim.InstanceRunning {
+		return fmt.Errorf("instance %s is %s: %s", in.ID, in.State, in.Error)
+	}
+	return nil
+}
+
+func errText(err error) string {
+	if errors.Unwrap(err) == nil {
+		return err.Error()
+	}
+	return ""
+}
+
+func hasHealthcheck(spec *sim.LaunchSpec) bool {
+	if spec == nil {
+		return false
+	}
+	for _, s := range spec.Services {
+		if s.Healthcheck != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func mergeEnv(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+// Stop stops an instance and removes it (DELETE /instances/{id}).
+func (m *Manager) Stop(ctx context.Context, id string) error {
+	m.mu.Lock()
+	in, ok := m.instances[id]
+	if ok {
+		if r := m.byInstance[id]; r != nil {
+			m.mu.Unlock()
+			return sim.Errorf(sim.EConflict, "instance %q is part of running migration %s; wait for it to end", id, r.id)
+		}
+	}
+	m.mu.Unlock()
+	if !ok {
+		return sim.Errorf(sim.ENotFound, "instance %q not found", id)
+	}
+	if err := m.stopInstance(ctx, in, sim.DefaultTimeouts.StopGrace.D()); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	delete(m.instances, id)
+	m.mu.Unlock()
+	m.journal.deleteInstance(id)
+	m.publish("instance.removed", id, "", nil)
+	return nil
+}
+
+// stopInstance stops an instance's services and its socket; the instance
+// stays in the manager as stopped.
+func (m *Manager) stopInstance(ctx context.Context, in *instance, grace time.Duration) error {
+	m.mu.Lock()
+	in.stopped = true
+	m.setStateLocked(in, sim.InstanceStopping, "")
+	m.mu.Unlock()
+	rt, err := m.runtime(in.Runtime)
+	if err != nil {
+		return err
+	}
+	// A normal close first, so an external job sees a clean end.
+	if n := m.nodes[in.Node]; n != nil && n.Socket != nil {
+		n.Socket.Unregister(in.JobID, in.ID)
+	}
+	stopErr := rt.Stop(ctx, in.ID, grace)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if in.Connected {
+		in.Connected = false
+		m.changedLocked(in)
+		m.publishLocked("instance.connected", in.ID, "", map[string]any{"connected": false})
+	}
+	if stopErr != nil {
+		m.setStateLocked(in, sim.InstanceFailed, "stop: "+stopErr.Error())
+		return fmt.Errorf("stop instance %s: %w", in.ID, stopErr)
+	}
+	m.setStateLocked(in, sim.InstanceStopped, "")
+	return nil
+}
+
+// Logs writes an instance's logs.
+func (m *Manager) Logs(ctx context.Context, id string, follow bool, w io.Writer) error {
+	m.mu.Lock()
+	in, ok := m.instances[id]
+	m.mu.Unlock()
+	if !ok {
+		return sim.Errorf(sim.ENotFound, "instance %q not found", id)
+	}
+	rt, err := m.runtime(in.Runtime)
+	if err != nil {
+		return err
+	}
+	return rt.Logs(ctx, id, follow, w)
+}
+
+// OnRuntimeEvent is the runtimes' observer.
+func (m *Manager) OnRuntimeEvent(ev sim.RuntimeEvent) {
+	m.mu.Lock()
+	in, ok := m.instances[ev.Instance]
+	if !ok {
+		m.mu.Unlock()
+		return
+	}
+	switch ev.Kind {
+	case sim.ServiceExited:
+		if !in.stopped {
+			detail := ev.Detail
+			if detail == "" {
+				detail = fmt.Sprintf("exited with code %d", ev.ExitCode)
+			}
+			m.setStateLocked(in, sim.InstanceFailed, fmt.Sprintf("service %s %s", ev.Service, detail))
+		}
+	case sim.ServiceHealthy:
+		if !in.Healthy && m.allHealthy(in, ev.Service) {
+			in.Healthy = true
+			m.changedLocked(in)
+		}
+	case sim.ServiceUnhealthy:
+		if in.Healthy {
+			in.Healthy = false
+			m.changedLocked(in)
+		}
+	}
+	r := m.byInstance[ev.Instance]
+	m.mu.Unlock()
+	m.publish("instance.runtime", ev.Instance, "", map[string]any{"service": ev.Service, "kind": ev.Kind, "exitCode": ev.ExitCode, "detail": ev.Detail})
+	if r != nil {
+		r.post(runEvent{kind: evRuntime, instance: ev.Instance, runtime: ev})
+	}
+}
+
+// allHealthy tracks healthy services; true when every service with a
+// healthcheck has reported healthy.
+func (m *Manager) allHealthy(in *instance, service string) bool {
+	if in.RuntimeRef == nil {
+		in.RuntimeRef = map[string]string{}
+	}
+	in.RuntimeRef["healthy:"+service] = "1"
+	for _, s := range in.spec.Services {
+		if s.Healthcheck != nil && in.RuntimeRef["healthy:"+s.Name] != "1" {
+			return false
+		}
+	}
+	return true
+}
+
+// SocketEvent is what a node's listener tells the manager.
+type SocketEvent = jobsocket.Event
+
+// OnSocketEvent is every listener's event callback. It runs on the
+// connection's goroutine: frames of a handover are relayed right here, the
+// rest is handed to the migration's goroutine.
+func (m *Manager) OnSocketEvent(ev SocketEvent) {
+	m.mu.Lock()
+	in, ok := m.instances[ev.Role]
+	if !ok || in.JobID != ev.JobID {
+		m.mu.Unlock()
+		return
+	}
+	switch ev.Kind {
+	case jobsocket.Connected, jobsocket.Disconnected:
+		c := ev.Kind == jobsocket.Connected
+		if in.Connected != c {
+			in.Connected = c
+			m.changedLocked(in)
+			m.publishLocked("instance.connected", in.ID, "", map[string]any{"connected": c, "code": ev.Code, "reason": ev.Reason})
+		}
+	}
+	r := m.byInstance[ev.Role]
+	m.mu.Unlock()
+	if r != nil {
+		r.onSocket(ev)
+	}
+}
+
+// waitInstance waits until cond holds for the instance, the instance fails,
+// or the timeout passes.
+func (m *Manager) waitInstance(ctx context.Context, id string, timeout time.Duration, cond func(sim.Instance) bool) (sim.Instance, error) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		m.mu.Lock()
+		in, ok := m.instances[id]
+		if !ok {
+			m.mu.Unlock()
+			return sim.Instance{}, fmt.Errorf("instance %s is gone", id)
+		}
+		snap, ch := in.Instance, in.changed
+		m.mu.Unlock()
+		if cond(snap) {
+			return snap, nil
+		}
+		if snap.State == sim.InstanceFailed || snap.State == sim.InstanceStopped {
+			return snap, fmt.Errorf("instance %s is %s: %s", id, snap.State, snap.Error)
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return snap, errTimeout
+		case <-ctx.Done():
+			return snap, ctx.Err()
+		}
+	}
+}
+
+var errTimeout = errors.New("timed out")

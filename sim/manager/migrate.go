@@ -1,0 +1,810 @@
+package manager
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/normsim/normsim/protocol"
+	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/sim/jobsocket"
+)
+
+// MigrateRequest is sim.MigrateRequest.
+type MigrateRequest = sim.MigrateRequest
+
+// Timeline sides and phases.
+const (
+	sideManager = "manager"
+	sideSource  = "source"
+	sideTarget  = "target"
+	sideOutput  = "output"
+)
+
+// Migrate checks the request and starts the migration in the background.
+// Refusals before anything starts are errors, not migrations.
+func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateRequest) (*sim.Migration, error) {
+	m.mu.Lock()
+	src, ok := m.instances[instanceID]
+	if !ok {
+		m.mu.Unlock()
+		return nil, sim.Errorf(sim.ENotFound, "instance %q not found", instanceID)
+	}
+	srcSnap := src.Instance
+	m.mu.Unlock()
+
+	to := req.To
+	if to == "" {
+		for _, name := range m.order {
+			if name != srcSnap.Node {
+				to = name
+				break
+			}
+		}
+		if to == "" {
+			return nil, sim.Errorf(sim.EUnprocessable, "there is no other node to migrate %s to", instanceID)
+		}
+	}
+	toNode, ok := m.nodes[to]
+	if !ok {
+		return nil, sim.Errorf(sim.ENotFound, "node %q not found; nodes are %s", to, strings.Join(m.order, ", "))
+	}
+	if to == srcSnap.Node {
+		return nil, sim.Errorf(sim.EUnprocessable, "instance %s already runs on node %s; migrate it to another node", instanceID, to)
+	}
+	tmpl, err := m.cfg.Catalog.Get(srcSnap.Template)
+	if err != nil {
+		return nil, err
+	}
+	strategy := tmpl.Strategy
+	if req.Strategy != "" {
+		if strategy, err = sim.ParseStrategy(req.Strategy); err != nil {
+			return nil, err
+		}
+	}
+	if err := sim.CheckStrategy(tmpl.Strategy, strategy); err != nil {
+		return nil, err
+	}
+	if srcSnap.State != sim.InstanceRunning {
+		return nil, sim.Errorf(sim.EUnprocessable, "instance %s is %s; only a running instance can migrate", instanceID, srcSnap.State)
+	}
+	if strategy == sim.Handover {
+		if !toNode.HasJobSocket() {
+			return nil, sim.Errorf(sim.EUnprocessable, "handover needs a target node with %s; node %s runs without a job socket", sim.CapabilityJobSocket, to)
+		}
+		if !srcSnap.Connected {
+			return nil, sim.Errorf(sim.EUnprocessable, "handover needs the source connected to its job socket; %s is not connected", instanceID)
+		}
+	}
+	runtimeName := req.Runtime
+	if runtimeName == "" {
+		runtimeName = srcSnap.Runtime
+	}
+	rt, err := m.runtime(runtimeName)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateFaults(req.Faults); err != nil {
+		return nil, err
+	}
+
+	now := m.now()
+	r := &run{m: m, id: "mig-" + randomHex(5), events: make(chan runEvent, 256), rt: rt,
+		src: srcSnap, srcNode: m.nodes[srcSnap.Node], tgtNode: toNode, timeouts: req.Timeouts.WithDefaults(),
+		faults: req.Faults, start: now}
+	r.mig = sim.Migration{ID: r.id, JobID: srcSnap.JobID, Strategy: strategy, State: sim.MigrationRunning,
+		Source:   sim.MigrationEndpoint{Instance: srcSnap.ID, Node: srcSnap.Node, Runtime: srcSnap.Runtime},
+		Target:   sim.MigrationEndpoint{Node: to, Runtime: rt.Name()},
+		Result:   sim.MigrationResult{Applied: []string{}, Failed: []sim.FailedApply{}},
+		Timeouts: r.timeouts, Faults: req.Faults, StartedAt: now, Events: []sim.MigrationEvent{}}
+
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, sim.Errorf(sim.EUnavailable, "normsim is shutting down")
+	}
+	if other := m.byJob[srcSnap.JobID]; other != nil {
+		m.mu.Unlock()
+		return nil, sim.Errorf(sim.EConflict, "job %s is already migrating (%s); wait for it to end", srcSnap.JobID, other.id)
+	}
+	m.byJob[srcSnap.JobID] = r
+	m.byInstance[srcSnap.ID] = r
+	m.migrations[r.id] = r
+	m.mu.Unlock()
+
+	m.journal.migration(r.doc())
+	r.record("requested", sideManager, fmt.Sprintf("%s of %s from node %s to node %s", strategy, srcSnap.ID, srcSnap.Node, to), nil)
+	snap := r.snapshot()
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		r.run(m.ctx)
+	}()
+	return snap, nil
+}
+
+// Migration returns a migration, live or from the store.
+func (m *Manager) Migration(ctx context.Context, id string) (*sim.Migration, error) {
+	m.mu.Lock()
+	r := m.migrations[id]
+	m.mu.Unlock()
+	if r != nil {
+		return r.snapshot(), nil
+	}
+	return m.cfg.Store.GetMigration(ctx, id)
+}
+
+// Migrations lists migrations newest first, running ones from memory.
+func (m *Manager) Migrations(ctx context.Context, f sim.MigrationFilter) ([]*sim.Migration, error) {
+	stored, err := m.cfg.Store.ListMigrations(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	live := map[string]*run{}
+	for id, r := range m.migrations {
+		live[id] = r
+	}
+	m.mu.Unlock()
+	seen := map[string]bool{}
+	out := make([]*sim.Migration, 0, len(stored)+len(live))
+	for _, s := range stored {
+		if r := live[s.ID]; r != nil {
+			s = r.snapshot()
+			s.Events = nil
+		}
+		seen[s.ID] = true
+		out = append(out, s)
+	}
+	for id, r := range live {
+		if seen[id] {
+			continue
+		}
+		s := r.snapshot()
+		if (f.JobID != "" && s.JobID != f.JobID) || (f.State != "" && s.State != f.State) {
+			continue
+		}
+		s.Events = nil
+		out = append(out, s)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].StartedAt.After(out[j].StartedAt) })
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
+	return out, nil
+}
+
+// WaitMigration waits until a migration ends or ctx is done.
+func (m *Manager) WaitMigration(ctx context.Context, id string) (*sim.Migration, error) {
+	sub := m.cfg.Bus.Subscribe(256)
+	defer sub.Close()
+	for {
+		mig, err := m.Migration(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if mig.State.Ended() {
+			return mig, nil
+		}
+		select {
+		case _, ok := <-sub.C:
+			if !ok { // dropped: resubscribe
+				sub = m.cfg.Bus.Subscribe(256)
+			}
+		case <-time.After(200 * time.Millisecond):
+		case <-ctx.Done():
+			return mig, ctx.Err()
+		}
+	}
+}
+
+type runEventKind int
+
+const (
+	evSocket runEventKind = iota + 1
+	evRuntime
+)
+
+type runEvent struct {
+	kind     runEventKind
+	instance string
+	socket   jobsocket.Event
+	runtime  sim.RuntimeEvent
+}
+
+// run is one migration in progress.
+type run struct {
+	m        *Manager
+	id       string
+	rt       sim.Runtime
+	src      sim.Instance
+	srcNode  *Node
+	tgtNode  *Node
+	timeouts sim.Timeouts
+	faults   []sim.Fault
+	start    time.Time
+	events   chan runEvent
+
+	mu     sync.Mutex
+	mig    sim.Migration
+	tgtID  string
+	phase  string
+	ponr   bool
+	ended  bool
+	readyAt, appliedAt, stoppedAt time.Time
+}
+
+func (r *run) doc() *sim.Migration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.mig
+	d.Events = nil
+	return &d
+}
+
+func (r *run) snapshot() *sim.Migration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.mig
+	d.Events = append([]sim.MigrationEvent(nil), r.mig.Events...)
+	return &d
+}
+
+func (r *run) post(ev runEvent) {
+	select {
+	case r.events <- ev:
+	default:
+		// A flood of events cannot grow memory: the migration sees the
+		// ones that fit, and a flood is itself a reason to end.
+		r.m.log.Warn("migration event queue full; dropping", "migration", r.id)
+	}
+}
+
+// record adds a timeline event.
+func (r *run) record(phase, side, detail string, frame *sim.FrameInfo) {
+	r.mu.Lock()
+	r.recordLocked(phase, side, detail, frame)
+	r.mu.Unlock()
+}
+
+func (r *run) recordLocked(phase, side, detail string, frame *sim.FrameInfo) {
+	ev := sim.MigrationEvent{Seq: len(r.mig.Events) + 1, At: r.m.now(), Phase: phase, Side: side, Detail: detail, Frame: frame}
+	r.mig.Events = append(r.mig.Events, ev)
+	r.m.journal.migrationEvent(r.id, ev)
+	data, _ := json.Marshal(ev)
+	r.m.cfg.Bus.Publish(sim.Event{At: ev.At, Kind: "migration.event", Migration: r.id, Data: data})
+}
+
+func (r *run) setPhase(p string) {
+	r.mu.Lock()
+	r.phase = p
+	r.mig.Phase = p
+	r.mu.Unlock()
+	r.m.journal.migration(r.doc())
+}
+
+func (r *run) sideOf(role string) string {
+	if role == r.src.ID {
+		return sideSource
+	}
+	return sideTarget
+}
+
+func frameInfo(dir string, typ string, size int, payload json.RawMessage) *sim.FrameInfo {
+	return &sim.FrameInfo{Direction: dir, Type: typ, Size: size, Payload: payload}
+}
+
+// frameDetail is the timeline text of a frame a job sent.
+func frameDetail(f protocol.JobFrame) string {
+	switch f.Type {
+	case protocol.TypeAbort, protocol.TypeStateRefused:
+		return f.Type + ": " + f.Reason
+	}
+	return f.Type
+}
+
+// onSocket runs on the listener's goroutine. The two cutover relays happen
+// right here so a handover's hot path is one read and one write; the
+// timeline is recorded through the journal, off that path.
+func (r *run) onSocket(ev jobsocket.Event) {
+	side := r.sideOf(ev.Role)
+	r.mu.Lock()
+	switch ev.Kind {
+	case jobsocket.Frame:
+		f := ev.Frame
+		r.recordLocked(r.phase, side, frameDetail(f), frameInfo("in", f.Type, ev.Size, payloadOf(f)))
+		switch {
+		case side == sideTarget && f.Type == protocol.TypeTargetReady && r.phase == "target-ready":
+			r.readyAt = ev.At
+			r.phase, r.mig.Phase = "cutover-ready", "cutover-ready"
+			r.relayLocked(r.src.ID, r.srcNode, protocol.WorkerFrame{Type: protocol.TypeCutoverReady, MigrationID: r.id, Payload: f.Payload},
+				protocol.TypeSourceStoppedOutput, protocol.TypeAbort)
+		case side == sideSource && f.Type == protocol.TypeSourceStoppedOutput && r.phase == "cutover-ready":
+			// The point of no return: from here nothing rolls back.
+			r.stoppedAt = ev.At
+			r.ponr = true
+			r.phase, r.mig.Phase = "cutover-apply", "cutover-apply"
+			r.recordLocked(r.phase, sideManager, "point of no return: the source stopped its output", nil)
+			r.relayLocked(r.tgtID, r.tgtNode, protocol.WorkerFrame{Type: protocol.TypeCutoverApply, MigrationID: r.id, Payload: f.Payload},
+				protocol.TypeTargetApplied, protocol.TypeAbort)
+		}
+	case jobsocket.Connected:
+		r.recordLocked(r.phase, side, "connected (hello accepted)", nil)
+	case jobsocket.Disconnected:
+		r.recordLocked(r.phase, side, fmt.Sprintf("socket closed (%d %s)", ev.Code, ev.Reason), nil)
+	}
+	r.mu.Unlock()
+	r.post(runEvent{kind: evSocket, instance: ev.Role, socket: ev})
+}
+
+// relayLocked sends a frame to one side after arming what it may answer.
+func (r *run) relayLocked(role string, node *Node, f protocol.WorkerFrame, expect ...string) {
+	node.Socket.Expect(r.src.JobID, role, expect...)
+	size := 0
+	if b, err := f.Marshal(); err == nil {
+		size = len(b)
+	}
+	side := r.sideOf(role)
+	if err := node.Socket.Send(context.Background(), r.src.JobID, role, f); err != nil {
+		r.recordLocked(r.phase, sideManager, fmt.Sprintf("could not send %s to the %s: %v", f.Type, side, err), nil)
+		return
+	}
+	r.recordLocked(r.phase, side, f.Type, frameInfo("out", f.Type, size, f.Payload))
+}
+
+func payloadOf(f protocol.JobFrame) json.RawMessage {
+	switch f.Type {
+	case protocol.TypeState, protocol.TypeTargetReady, protocol.TypeSourceStoppedOutput:
+		return f.Payload
+	case protocol.TypeTargetApplied:
+		b, _ := f.Marshal()
+		return b
+	}
+	return nil
+}
+
+func (r *run) send(role string, node *Node, f protocol.WorkerFrame, expect ...string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	node.Socket.Expect(r.src.JobID, role, expect...)
+	b, _ := f.Marshal()
+	if err := node.Socket.Send(context.Background(), r.src.JobID, role, f); err != nil {
+		r.recordLocked(r.phase, sideManager, fmt.Sprintf("could not send %s to the %s: %v", f.Type, r.sideOf(role), err), nil)
+		return err
+	}
+	r.recordLocked(r.phase, r.sideOf(role), f.Type, frameInfo("out", f.Type, len(b), f.Payload))
+	return nil
+}
+
+// errEnd carries why a migration ends early.
+type errEnd struct{ reason string }
+
+func (e *errEnd) Error() string { return e.reason }
+
+func endf(format string, args ...any) error { return &errEnd{fmt.Sprintf(format, args...)} }
+
+// await reads events until accept returns true for one, a disruption ends
+// the wait with an error, or the timeout passes.
+func (r *run) await(ctx context.Context, what string, timeout time.Duration, accept func(runEvent) bool) (runEvent, error) {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		select {
+		case ev := <-r.events:
+			if accept(ev) {
+				return ev, nil
+			}
+			if err := r.disruption(ev); err != nil {
+				return ev, err
+			}
+		case <-timer.C:
+			return runEvent{}, endf("timed out after %s waiting for %s", timeout, what)
+		case <-ctx.Done():
+			return runEvent{}, endf(sim.ReasonInterrupted)
+		}
+	}
+}
+
+// disruption says whether an event breaks the migration: an abort, a lost
+// socket, a service that exited, a frame no phase expects.
+func (r *run) disruption(ev runEvent) error {
+	side := r.sideOf(ev.instance)
+	switch ev.kind {
+	case evSocket:
+		switch ev.socket.Kind {
+		case jobsocket.Frame:
+			if ev.socket.Frame.Type == protocol.TypeAbort {
+				return endf("the %s aborted: %s", side, ev.socket.Frame.Reason)
+			}
+		case jobsocket.Disconnected:
+			return endf("the %s dropped its socket (%d %s)", side, ev.socket.Code, ev.socket.Reason)
+		}
+	case evRuntime:
+		if ev.runtime.Kind == sim.ServiceExited {
+			d := ev.runtime.Detail
+			if d == "" {
+				d = fmt.Sprintf("exited with code %d", ev.runtime.ExitCode)
+			}
+			return endf("the %s's service %s %s", side, ev.runtime.Service, d)
+		}
+	}
+	return nil
+}
+
+func isFrame(role, typ string) func(runEvent) bool {
+	return func(ev runEvent) bool {
+		return ev.kind == evSocket && ev.instance == role && ev.socket.Kind == jobsocket.Frame && ev.socket.Frame.Type == typ
+	}
+}
+
+// run drives the migration to its end.
+func (r *run) run(ctx context.Context) {
+	var err error
+	switch r.mig.Strategy {
+	case sim.Handover:
+		err = r.handover(ctx)
+	case sim.Overlap:
+		err = r.overlap(ctx)
+	default:
+		err = r.stopThenStart(ctx)
+	}
+	r.finish(ctx, err)
+}
+
+// placeTarget launches the target instance on the target node.
+func (r *run) placeTarget(ctx context.Context, prepareOnly bool, o launchOpts) (sim.Instance, error) {
+	o.jobID = r.src.JobID
+	o.migrationID = r.id
+	o.prepareOnly = true
+	tgt, err := r.m.launch(ctx, LaunchRequest{Template: r.src.Template, Node: r.tgtNode.Name, Params: r.src.Params, Runtime: r.rt.Name()}, o)
+	if err != nil {
+		return tgt, endf("could not place the target on node %s: %s", r.tgtNode.Name, sim.ErrorMessage(err)+internalText(err))
+	}
+	r.mu.Lock()
+	r.tgtID = tgt.ID
+	r.mig.Target.Instance = tgt.ID
+	if tgt.Runtime == sim.RuntimeExternal {
+		r.mig.Target.Env = tgt.Env
+	}
+	r.mu.Unlock()
+	r.m.mu.Lock()
+	r.m.byInstance[tgt.ID] = r
+	r.m.mu.Unlock()
+	r.m.journal.migration(r.doc())
+	r.record(r.phase, sideTarget, fmt.Sprintf("target %s created on node %s (%s runtime)", tgt.ID, tgt.Node, tgt.Runtime), nil)
+	if prepareOnly {
+		return tgt, nil
+	}
+	return tgt, r.startTarget(ctx)
+}
+
+func internalText(err error) string {
+	if sim.ErrorCode(err) == sim.EInternal {
+		return ": " + err.Error()
+	}
+	return ""
+}
+
+// startTarget starts the prepared target.
+func (r *run) startTarget(ctx context.Context) error {
+	r.m.mu.Lock()
+	in := r.m.instances[r.tgtID]
+	r.m.mu.Unlock()
+	if in == nil {
+		return endf("the target instance is gone")
+	}
+	if f := r.fault("target-fail-start", ""); f != nil {
+		r.record(r.phase, sideManager, "fault: the target fails to start", nil)
+		r.m.mu.Lock()
+		r.m.setStateLocked(in, sim.InstanceFailed, "start: injected fault target-fail-start")
+		r.m.mu.Unlock()
+		return endf("the target failed to start: injected fault")
+	}
+	if err := r.m.start(ctx, in, r.rt); err != nil {
+		return endf("the target failed to start: %v", err)
+	}
+	r.record(r.phase, sideTarget, "target started", nil)
+	return nil
+}
+
+// waitTargetRunning waits until the target runs, is healthy when it has a
+// healthcheck, and is connected when the job speaks the socket.
+func (r *run) waitTargetRunning(ctx context.Context, needConnected bool) error {
+	timeout := r.timeouts.TargetStart.D()
+	_, err := r.m.waitInstance(ctx, r.tgtID, timeout, func(in sim.Instance) bool {
+		return in.State == sim.InstanceRunning && in.Healthy && (!needConnected || in.Connected)
+	})
+	if errors.Is(err, errTimeout) {
+		what := "running"
+		if needConnected {
+			what = "running and connected"
+		}
+		return endf("timed out after %s waiting for the target to be %s", timeout, what)
+	}
+	if err != nil {
+		return endf("the target did not start: %v", err)
+	}
+	return nil
+}
+
+func (r *run) handover(ctx context.Context) error {
+	src := r.src
+	// 1. get-state, asked of the source before any target is placed.
+	r.setPhase("get-state")
+	if err := r.send(src.ID, r.srcNode, protocol.WorkerFrame{Type: protocol.TypeGetState, MigrationID: r.id},
+		protocol.TypeState, protocol.TypeStateRefused, protocol.TypeAbort); err != nil {
+		return endf("could not ask the source for its state: %v", err)
+	}
+	ev, err := r.await(ctx, "the source's state", r.timeouts.State.D(), func(ev runEvent) bool {
+		return isFrame(src.ID, protocol.TypeState)(ev) || isFrame(src.ID, protocol.TypeStateRefused)(ev)
+	})
+	if err != nil {
+		return err
+	}
+	if ev.socket.Frame.Type == protocol.TypeStateRefused {
+		return &refused{ev.socket.Frame.Reason}
+	}
+	state := ev.socket.Frame.Payload
+	r.srcNode.Socket.Expect(src.JobID, src.ID, protocol.TypeAbort)
+
+	// 2. place the target; on connect it gets hello-ack with the migration,
+	// then initial-state with the source's state.
+	r.setPhase("place-target")
+	tgt, err := r.placeTarget(ctx, true, launchOpts{initialState: state, hasInitial: true})
+	if err != nil {
+		return err
+	}
+	r.tgtNode.Socket.Expect(src.JobID, tgt.ID, protocol.TypeTargetReady, protocol.TypeAbort)
+	if err := r.startTarget(ctx); err != nil {
+		return err
+	}
+	if _, err := r.await(ctx, "the target to connect", r.timeouts.TargetStart.D(), func(ev runEvent) bool {
+		return ev.kind == evSocket && ev.instance == tgt.ID && ev.socket.Kind == jobsocket.Connected
+	}); err != nil {
+		return err
+	}
+	r.record("place-target", sideTarget, "hello-ack and initial-state sent", frameInfo("out", protocol.TypeInitialState, 0, state))
+
+	// 3. target-ready, relayed to the source as cutover-ready (in onSocket).
+	r.setPhase("target-ready")
+	if _, err := r.await(ctx, "target-ready", r.timeouts.TargetReady.D(), isFrame(tgt.ID, protocol.TypeTargetReady)); err != nil {
+		return err
+	}
+	// 4. source-stopped-output, relayed as cutover-apply: the point of no return.
+	if _, err := r.await(ctx, "source-stopped-output", r.timeouts.Stop.D(), isFrame(src.ID, protocol.TypeSourceStoppedOutput)); err != nil {
+		return err
+	}
+	// 5. target-applied, then the source is stopped.
+	ev, err = r.await(ctx, "target-applied", r.timeouts.Apply.D(), isFrame(tgt.ID, protocol.TypeTargetApplied))
+	if err != nil {
+		return err
+	}
+	f := ev.socket.Frame
+	r.mu.Lock()
+	r.appliedAt = ev.socket.At
+	if f.Applied != nil {
+		r.mig.Result.Applied = f.Applied
+	}
+	for _, x := range f.Failed {
+		r.mig.Result.Failed = append(r.mig.Result.Failed, sim.FailedApply{ID: x.ID, Reason: x.Reason})
+	}
+	r.mig.Result.SkewMs = f.SkewMs
+	r.mu.Unlock()
+	r.tgtNode.Socket.Expect(src.JobID, tgt.ID)
+	return r.stopSource(ctx)
+}
+
+type refused struct{ reason string }
+
+func (e *refused) Error() string { return "the source refused: " + e.reason }
+
+func (r *run) stopSource(ctx context.Context) error {
+	r.setPhase("stop-source")
+	r.m.mu.Lock()
+	in := r.m.instances[r.src.ID]
+	r.m.mu.Unlock()
+	if in == nil {
+		return nil
+	}
+	r.record("stop-source", sideSource, "stopping the source", nil)
+	if err := r.m.stopInstance(ctx, in, r.timeouts.StopGrace.D()); err != nil {
+		return endf("could not stop the source: %v", err)
+	}
+	r.record("stop-source", sideSource, "source stopped", nil)
+	return nil
+}
+
+func (r *run) overlap(ctx context.Context) error {
+	r.setPhase("start-target")
+	if _, err := r.placeTarget(ctx, false, launchOpts{}); err != nil {
+		return err
+	}
+	if err := r.waitTargetRunning(ctx, r.src.Connected && r.tgtNode.HasJobSocket()); err != nil {
+		return err
+	}
+	r.record("start-target", sideTarget, "target running", nil)
+	r.mu.Lock()
+	r.ponr = true
+	r.readyAt = r.m.now()
+	r.mu.Unlock()
+	return r.stopSource(ctx)
+}
+
+func (r *run) stopThenStart(ctx context.Context) error {
+	r.setPhase("prepare-target")
+	if _, err := r.placeTarget(ctx, true, launchOpts{}); err != nil {
+		return err
+	}
+	if err := r.stopSource(ctx); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.ponr = true
+	r.mu.Unlock()
+	r.setPhase("start-target")
+	if err := r.startTarget(ctx); err != nil {
+		return err
+	}
+	if err := r.waitTargetRunning(ctx, r.src.Connected && r.tgtNode.HasJobSocket()); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.readyAt = r.m.now()
+	r.mu.Unlock()
+	r.record("start-target", sideTarget, "target running", nil)
+	return nil
+}
+
+// finish ends the migration: completed, refused, rolled back (aborted) or
+// failed, then measures the output seam.
+func (r *run) finish(ctx context.Context, err error) {
+	r.mu.Lock()
+	ponr, phase := r.ponr, r.phase
+	r.mu.Unlock()
+	var state sim.MigrationState
+	reason := ""
+	var rf *refused
+	switch {
+	case err == nil:
+		state = sim.MigrationCompleted
+	case errors.As(err, &rf):
+		state, reason = sim.MigrationRefused, rf.reason
+		r.srcNode.Socket.Expect(r.src.JobID, r.src.ID)
+		r.record(phase, sideSource, "refused: "+rf.reason, nil)
+	case !ponr:
+		state, reason = sim.MigrationAborted, err.Error()
+		r.rollback(reason, phase)
+	default:
+		state, reason = sim.MigrationFailed, err.Error()
+		r.record(phase, sideManager, "failed after the point of no return: "+reason, nil)
+	}
+	if state == sim.MigrationCompleted || state == sim.MigrationFailed {
+		r.measureOutput(ctx)
+	}
+	r.mu.Lock()
+	now := r.m.now()
+	r.mig.State, r.mig.Reason = state, reason
+	r.mig.EndedAt = &now
+	total := ms(now.Sub(r.start))
+	r.mig.Durations.TotalMs = &total
+	if !r.readyAt.IsZero() {
+		v := ms(r.readyAt.Sub(r.start))
+		r.mig.Durations.TargetReadyMs = &v
+	}
+	if !r.readyAt.IsZero() && !r.appliedAt.IsZero() {
+		v := ms(r.appliedAt.Sub(r.readyAt))
+		r.mig.Durations.CutoverMs = &v
+	}
+	r.ended = true
+	r.recordLocked(phase, sideManager, "migration "+string(state)+suffix(reason), nil)
+	r.mu.Unlock()
+
+	r.m.journal.migration(r.doc())
+	r.m.mu.Lock()
+	delete(r.m.byJob, r.src.JobID)
+	delete(r.m.byInstance, r.src.ID)
+	delete(r.m.byInstance, r.tgtID)
+	delete(r.m.migrations, r.id)
+	r.m.mu.Unlock()
+	r.m.journal.Flush()
+	r.m.publish("migration.ended", "", r.id, map[string]any{"state": state, "reason": reason})
+}
+
+func suffix(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return ": " + reason
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// rollback undoes a migration before the point of no return: abort to each
+// side still there, target removed, source left running.
+func (r *run) rollback(reason, phase string) {
+	r.record(phase, sideManager, "rolling back: "+reason, nil)
+	abort := protocol.WorkerFrame{Type: protocol.TypeAbort, MigrationID: r.id, Reason: shortReason(reason)}
+	if r.mig.Strategy == sim.Handover {
+		if r.srcNode.Socket != nil && r.srcNode.Socket.Connected(r.src.JobID, r.src.ID) {
+			r.send(r.src.ID, r.srcNode, abort)
+		}
+		r.mu.Lock()
+		tgtID := r.tgtID
+		r.mu.Unlock()
+		if tgtID != "" && r.tgtNode.Socket != nil && r.tgtNode.Socket.Connected(r.src.JobID, tgtID) {
+			r.send(tgtID, r.tgtNode, abort)
+		}
+	}
+	r.mu.Lock()
+	tgtID := r.tgtID
+	r.mu.Unlock()
+	if tgtID != "" {
+		r.m.mu.Lock()
+		in := r.m.instances[tgtID]
+		r.m.mu.Unlock()
+		if in != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), r.timeouts.StopGrace.D()+10*time.Second)
+			r.m.stopInstance(ctx, in, r.timeouts.StopGrace.D())
+			cancel()
+			r.m.mu.Lock()
+			delete(r.m.instances, tgtID)
+			r.m.mu.Unlock()
+			r.m.journal.deleteInstance(tgtID)
+			r.m.publish("instance.removed", tgtID, r.id, nil)
+			r.record(phase, sideTarget, "target removed", nil)
+		}
+	}
+	r.record(phase, sideSource, "source left running", nil)
+}
+
+func shortReason(s string) string {
+	if len(s) > 200 {
+		return s[:200]
+	}
+	return s
+}
+
+// measureOutput judges the output seam from what the sink saw, waiting
+// briefly for the target's first packets when the job produces output.
+func (r *run) measureOutput(ctx context.Context) {
+	sink := r.m.cfg.Sink
+	r.mu.Lock()
+	tgtID := r.tgtID
+	r.mu.Unlock()
+	if sink == nil || tgtID == "" || !sink.Seen(r.src.JobID) {
+		return
+	}
+	since := r.start.Add(-2 * time.Second)
+	poke, stop := sink.Watch(r.src.JobID)
+	defer stop()
+	deadline := time.NewTimer(2 * time.Second)
+	defer deadline.Stop()
+	for {
+		n := 0
+		for _, p := range sink.Packets(r.src.JobID, since) {
+			if p.Instance == tgtID {
+				n++
+			}
+		}
+		if n >= 3 {
+			break
+		}
+		select {
+		case <-poke:
+			continue
+		case <-deadline.C:
+		case <-ctx.Done():
+		}
+		break
+	}
+	rep := sim.AnalyzeSeam(r.src.ID, tgtID, sink.Packets(r.src.JobID, since))
+	r.mu.Lock()
+	r.mig.Output = rep
+	r.mu.Unlock()
+	r.record(r.phase, sideOutput, "output "+rep.Verdict+": "+rep.Detail, nil)
+}

@@ -1,0 +1,178 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/sim/jobsocket"
+)
+
+// Adopter is a runtime that can find what an earlier run of normsim left
+// behind (the Docker runtime, by label).
+type Adopter interface {
+	// Leftovers maps each instance the runtime still holds to whether all its
+	// services are running.
+	Leftovers(ctx context.Context) (map[string]bool, error)
+	Adopt(ctx context.Context, instanceID string) error
+	RemoveInstance(ctx context.Context, instanceID string) error
+}
+
+// PidReporter is a runtime that runs host processes (so a restart can stop
+// the ones an earlier run left).
+type PidReporter interface {
+	Pids(instanceID string) map[string]int
+}
+
+// Recover reconciles what the store remembers with what still runs: a
+// migration that was running when normsim died is failed with reason
+// "interrupted" (its events kept), container instances still running are
+// adopted, host processes from the earlier run are stopped, anything else
+// still running that nobody knows about is removed.
+func (m *Manager) Recover(ctx context.Context) error {
+	if m.cfg.Store == nil {
+		return nil
+	}
+	running, err := m.cfg.Store.ListMigrations(ctx, sim.MigrationFilter{State: sim.MigrationRunning})
+	if err != nil {
+		return fmt.Errorf("recover migrations: %w", err)
+	}
+	for _, mig := range running {
+		full, err := m.cfg.Store.GetMigration(ctx, mig.ID)
+		if err != nil {
+			return fmt.Errorf("recover migration %s: %w", mig.ID, err)
+		}
+		now := m.now()
+		full.State, full.Reason, full.EndedAt = sim.MigrationFailed, sim.ReasonInterrupted, &now
+		ev := sim.MigrationEvent{Seq: len(full.Events) + 1, At: now, Phase: full.Phase, Side: sideManager,
+			Detail: "migration failed: interrupted (normsim stopped while it ran)"}
+		if err := m.cfg.Store.AppendMigrationEvents(ctx, full.ID, []sim.MigrationEvent{ev}); err != nil {
+			return err
+		}
+		full.Events = nil
+		if err := m.cfg.Store.SaveMigration(ctx, full); err != nil {
+			return err
+		}
+	}
+
+	stored, err := m.cfg.Store.ListInstances(ctx)
+	if err != nil {
+		return fmt.Errorf("recover instances: %w", err)
+	}
+	leftovers := map[string]map[string]bool{} // runtime → instance → running
+	for name, rt := range m.cfg.Runtimes {
+		if a, ok := rt.(Adopter); ok {
+			l, err := a.Leftovers(ctx)
+			if err != nil {
+				m.log.Warn("could not list what an earlier run left", "runtime", name, "err", err)
+				continue
+			}
+			leftovers[name] = l
+		}
+	}
+	known := map[string]bool{}
+	for _, in := range stored {
+		known[in.ID] = true
+		if in.State.Terminal() {
+			continue
+		}
+		in.Connected = false
+		reason := ""
+		switch in.Runtime {
+		case sim.RuntimeExternal:
+			// Nothing to adopt: the developer's job reconnects by itself.
+			if in.State == sim.InstanceStarting {
+				in.State = sim.InstanceRunning
+			}
+		case sim.RuntimeProcess:
+			killProcessGroups(in.RuntimeRef)
+			in.State, reason = sim.InstanceFailed, "normsim restarted; host processes cannot be adopted, so the earlier ones were stopped"
+		default:
+			l, ok := leftovers[in.Runtime]
+			if !ok {
+				in.State, reason = sim.InstanceFailed, "normsim restarted and runtime "+in.Runtime+" is not available"
+				break
+			}
+			a := m.cfg.Runtimes[in.Runtime].(Adopter)
+			if running, ok := l[in.ID]; ok && running && in.State == sim.InstanceRunning {
+				if err := a.Adopt(ctx, in.ID); err == nil {
+					break
+				} else {
+					reason = "could not adopt after a restart: " + err.Error()
+				}
+			} else {
+				reason = "normsim restarted and the instance was no longer running"
+			}
+			a.RemoveInstance(ctx, in.ID)
+			in.State = sim.InstanceFailed
+		}
+		if reason != "" {
+			in.Error = reason
+		}
+		in.UpdatedAt = m.now()
+		if err := m.cfg.Store.SaveInstance(ctx, in); err != nil {
+			return err
+		}
+		if in.State.Terminal() {
+			continue
+		}
+		// Adopted: back under management, its socket registered again with
+		// the same token so the job can reconnect.
+		live := &instance{Instance: *in, changed: make(chan struct{})}
+		if tmpl, err := m.cfg.Catalog.Get(in.Template); err == nil && tmpl.Valid {
+			if spec, err := m.cfg.Catalog.Launch(in.Template, sim.LaunchInput{Instance: in, Node: m.nodes[in.Node].Node, Runtime: in.Runtime}); err == nil {
+				live.spec = spec
+			}
+		}
+		m.mu.Lock()
+		m.instances[in.ID] = live
+		m.mu.Unlock()
+		if n := m.nodes[in.Node]; n != nil && n.Socket != nil {
+			n.Socket.Register(jobsocket.Registration{JobID: in.JobID, Role: in.ID, Token: in.Token})
+		}
+	}
+	// Whatever a runtime still holds that the store does not know is removed.
+	for name, l := range leftovers {
+		for id := range l {
+			if !known[id] {
+				m.cfg.Runtimes[name].(Adopter).RemoveInstance(ctx, id)
+			} else if in, _ := m.Instance(ctx, id); in.ID == "" {
+				m.cfg.Runtimes[name].(Adopter).RemoveInstance(ctx, id)
+			}
+		}
+	}
+	return nil
+}
+
+// killProcessGroups stops the process groups an earlier run recorded.
+func killProcessGroups(ref map[string]string) {
+	for k, v := range ref {
+		if !strings.HasPrefix(k, "pid:") {
+			continue
+		}
+		if pid, err := strconv.Atoi(v); err == nil && pid > 1 {
+			syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// MarkAllStopped records every live instance as stopped, straight to the
+// store: used on exit after the runtimes removed what they ran.
+func (m *Manager) MarkAllStopped() {
+	m.mu.Lock()
+	var list []sim.Instance
+	for _, in := range m.instances {
+		if !in.State.Terminal() {
+			in.State, in.Connected = sim.InstanceStopped, false
+			in.UpdatedAt = m.now()
+			list = append(list, in.Instance)
+		}
+	}
+	m.mu.Unlock()
+	for i := range list {
+		m.cfg.Store.SaveInstance(context.Background(), &list[i])
+	}
+}

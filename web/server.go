@@ -1,0 +1,251 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// Service is what the web layer needs from the simulator (*manager.Manager
+// implements it).
+type Service interface {
+	Nodes() []sim.Node
+	Catalog() sim.Catalog
+	DefaultRuntime() string
+	Bus() *sim.Bus
+	Instances(ctx context.Context) ([]sim.Instance, error)
+	Instance(ctx context.Context, id string) (sim.Instance, error)
+	Launch(ctx context.Context, req sim.LaunchRequest) (sim.Instance, error)
+	Stop(ctx context.Context, id string) error
+	Logs(ctx context.Context, id string, follow bool, w io.Writer) error
+	Migrate(ctx context.Context, id string, req sim.MigrateRequest) (*sim.Migration, error)
+	Migration(ctx context.Context, id string) (*sim.Migration, error)
+	Migrations(ctx context.Context, f sim.MigrationFilter) ([]*sim.Migration, error)
+}
+
+// Config configures the handler.
+type Config struct {
+	Service Service
+	// Addr is the address the server is bound to; requests for any other
+	// host than it or localhost are refused (DNS rebinding).
+	Addr    string
+	Logger  *slog.Logger
+	Version string
+	// Ready reports whether every listener and the store are up.
+	Ready func() bool
+	// CSRFKey signs the dashboard's CSRF tokens; random when nil.
+	CSRFKey []byte
+}
+
+// Server is the HTTP handler.
+type Server struct {
+	cfg    Config
+	svc    Service
+	log    *slog.Logger
+	router chi.Router
+	csrf   *csrf
+}
+
+// maxBodyBytes bounds every request body.
+const maxBodyBytes = 1 << 20
+
+// New builds the handler.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Ready == nil {
+		cfg.Ready = func() bool { return true }
+	}
+	s := &Server{cfg: cfg, svc: cfg.Service, log: cfg.Logger, csrf: newCSRF(cfg.CSRFKey)}
+	r := chi.NewRouter()
+	r.Use(middleware.Recoverer)
+	r.Use(s.checkHost)
+	r.Use(s.checkOrigin)
+	r.Use(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+			next.ServeHTTP(w, r)
+		})
+	})
+	r.Get("/readyz", s.readyz)
+	r.Route("/api/v1", func(r chi.Router) {
+		r.Get("/nodes", s.listNodes)
+		r.Get("/templates", s.listTemplates)
+		r.Get("/templates/{name}", s.getTemplate)
+		r.Get("/instances", s.listInstances)
+		r.Post("/instances", s.launch)
+		r.Get("/instances/{id}", s.getInstance)
+		r.Delete("/instances/{id}", s.stop)
+		r.Get("/instances/{id}/logs", s.logs)
+		r.Post("/instances/{id}/migrate", s.migrate)
+		r.Get("/migrations", s.listMigrations)
+		r.Get("/migrations/{id}", s.getMigration)
+		r.Get("/events", s.events)
+		r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, sim.Errorf(sim.ENotFound, "no API endpoint %s %s", r.Method, r.URL.Path))
+		})
+		r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+			writeErrorStatus(w, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", r.Method+" is not allowed on "+r.URL.Path)
+		})
+	})
+	s.mountPages(r)
+	s.router = r
+	return s
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+// checkHost refuses requests whose Host is not the bound address or a
+// loopback name, so a DNS-rebinding page cannot drive the local sim.
+func (s *Server) checkHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.hostAllowed(r.Host) {
+			writeErrorStatus(w, http.StatusForbidden, "HOST_REFUSED", "host "+r.Host+" is not this normsim's address; use localhost or "+s.cfg.Addr)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) hostAllowed(host string) bool {
+	if host == "" {
+		return false
+	}
+	h := host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		h = hh
+	}
+	h = strings.Trim(h, "[]")
+	switch strings.ToLower(h) {
+	case "localhost", "127.0.0.1", "::1":
+		return true
+	}
+	if s.cfg.Addr != "" {
+		bh, _, err := net.SplitHostPort(s.cfg.Addr)
+		if err == nil && bh != "" && bh != "0.0.0.0" && bh != "::" && strings.EqualFold(h, bh) {
+			return true
+		}
+		if err == nil && (bh == "0.0.0.0" || bh == "::" || bh == "") {
+			// Bound to every interface on purpose: any address of this
+			// machine is fine, a name is not.
+			return net.ParseIP(h) != nil
+		}
+	}
+	return false
+}
+
+// checkOrigin refuses state-changing requests from another origin. Requests
+// without Origin (the CLI, curl, jobs) are not from a browser page.
+func (s *Server) checkOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, r.Host) {
+			writeErrorStatus(w, http.StatusForbidden, "ORIGIN_REFUSED", "origin "+o+" may not change this normsim")
+			return
+		}
+		if sf := r.Header.Get("Sec-Fetch-Site"); sf == "cross-site" || sf == "same-site" {
+			writeErrorStatus(w, http.StatusForbidden, "ORIGIN_REFUSED", "cross-site requests may not change this normsim")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func sameOrigin(origin, host string) bool {
+	return origin == "http://"+host
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if !s.cfg.Ready() {
+		writeErrorStatus(w, http.StatusServiceUnavailable, sim.EUnavailable, "not ready")
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	io.WriteString(w, "ok\n")
+}
+
+// statusOf maps an error code to an HTTP status.
+func statusOf(code string) int {
+	switch code {
+	case sim.ENotFound:
+		return http.StatusNotFound
+	case sim.EInvalid:
+		return http.StatusBadRequest
+	case sim.EConflict:
+		return http.StatusConflict
+	case sim.EUnavailable:
+		return http.StatusServiceUnavailable
+	case sim.EInternal:
+		return http.StatusInternalServerError
+	case sim.EImageMissing:
+		return http.StatusUnprocessableEntity
+	default:
+		return http.StatusUnprocessableEntity
+	}
+}
+
+type errorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func writeErrorStatus(w http.ResponseWriter, status int, code, msg string) {
+	var b errorBody
+	b.Error.Code, b.Error.Message = code, msg
+	writeJSON(w, status, b)
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	code := sim.ErrorCode(err)
+	msg := sim.ErrorMessage(err)
+	writeErrorStatus(w, statusOf(code), code, msg)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+// decode reads a JSON body strictly: unknown fields and trailing data are
+// errors that name the problem.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return sim.Errorf(sim.EInvalid, "request body is larger than %d bytes", mbe.Limit)
+		}
+		if errors.Is(err, io.EOF) {
+			return sim.Errorf(sim.EInvalid, "request body is empty; send a JSON object")
+		}
+		var se *sim.Error
+		if errors.As(err, &se) {
+			return se
+		}
+		return sim.Errorf(sim.EInvalid, "request body: %v", err)
+	}
+	if dec.More() {
+		return sim.Errorf(sim.EInvalid, "request body: one JSON object expected, found more after it")
+	}
+	return nil
+}
