@@ -45,14 +45,14 @@ type Options struct {
 	// Addr is the dashboard/API address.
 	Addr string
 	// DB is the store's path, or sqlite.Memory.
-	DB           string
-	Templates    []string
+	DB        string
+	Templates []string
 	// DefaultTemplates are unpacked and loaded when Templates is empty and
 	// there is no ./templates (a fresh machine running the bare binary).
 	DefaultTemplates fs.FS
-	Runtime      string // auto | docker | process | external
-	StudioAccess string
-	Keep         bool
+	Runtime          string // auto | docker | process | external
+	StudioAccess     string
+	Keep             bool
 	// OutputPort is the UDP output sink's port; 0 picks a free one.
 	OutputPort int
 	Version    string
@@ -112,12 +112,12 @@ type Main struct {
 	log           *slog.Logger
 	tempDirs      []string
 	templatesNote string
-	recorder *jobsocket.Recorder
-	httpLn   net.Listener
-	httpSrv  *http.Server
-	ready    chan struct{}
-	wg       sync.WaitGroup
-	closeOne sync.Once
+	recorder      *jobsocket.Recorder
+	httpLn        net.Listener
+	httpSrv       *http.Server
+	ready         chan struct{}
+	wg            sync.WaitGroup
+	closeOne      sync.Once
 }
 
 // New returns a simulator with opts; Open starts it.

@@ -12,9 +12,9 @@ import (
 // journal writes everything the manager records to the store, in order, on
 // one goroutine: no caller (least of all a frame relay) waits for SQLite.
 type journal struct {
-	store sim.Store
-	log   *slog.Logger
-	ops   chan func(context.Context)
+	store  sim.Store
+	log    *slog.Logger
+	ops    chan func(context.Context)
 	mu     sync.RWMutex
 	closed bool
 	done   chan struct{}

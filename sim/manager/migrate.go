@@ -230,12 +230,12 @@ type run struct {
 	start    time.Time
 	events   chan runEvent
 
-	mu     sync.Mutex
-	mig    sim.Migration
-	tgtID  string
-	phase  string
-	ponr   bool
-	ended  bool
+	mu                            sync.Mutex
+	mig                           sim.Migration
+	tgtID                         string
+	phase                         string
+	ponr                          bool
+	ended                         bool
 	readyAt, appliedAt, stoppedAt time.Time
 }
 
