@@ -280,10 +280,20 @@ func (r *run) recordLocked(phase, side, detail string, frame *sim.FrameInfo) {
 	r.m.cfg.Bus.Publish(sim.Event{At: ev.At, Kind: "migration.event", Migration: r.id, Data: data})
 }
 
+// phaseOrder ranks phases so a phase never moves backwards: the cutover
+// relays in onSocket can advance it before the migration's goroutine gets
+// there.
+var phaseOrder = map[string]int{
+	"": 0, "get-state": 1, "place-target": 2, "prepare-target": 2, "start-target": 3, "target-ready": 3,
+	"cutover-ready": 4, "cutover-apply": 5, "stop-source": 6,
+}
+
 func (r *run) setPhase(p string) {
 	r.mu.Lock()
-	r.phase = p
-	r.mig.Phase = p
+	if phaseOrder[p] > phaseOrder[r.phase] || r.phase == "" {
+		r.phase = p
+		r.mig.Phase = p
+	}
 	r.mu.Unlock()
 	r.m.journal.migration(r.doc())
 }
@@ -319,7 +329,7 @@ func (r *run) onSocket(ev jobsocket.Event) {
 		f := ev.Frame
 		r.recordLocked(r.phase, side, frameDetail(f), frameInfo("in", f.Type, ev.Size, payloadOf(f)))
 		switch {
-		case side == sideTarget && f.Type == protocol.TypeTargetReady && r.phase == "target-ready":
+		case side == sideTarget && f.Type == protocol.TypeTargetReady && (r.phase == "place-target" || r.phase == "target-ready"):
 			r.readyAt = ev.At
 			r.phase, r.mig.Phase = "cutover-ready", "cutover-ready"
 			r.relayLocked(r.src.ID, r.srcNode, protocol.WorkerFrame{Type: protocol.TypeCutoverReady, MigrationID: r.id, Payload: f.Payload},
@@ -705,13 +715,14 @@ func (r *run) finish(ctx context.Context, err error) {
 	r.mu.Unlock()
 
 	r.m.journal.migration(r.doc())
+	// Written before it leaves memory, so a reader always finds it.
+	r.m.journal.Flush()
 	r.m.mu.Lock()
 	delete(r.m.byJob, r.src.JobID)
 	delete(r.m.byInstance, r.src.ID)
 	delete(r.m.byInstance, r.tgtID)
 	delete(r.m.migrations, r.id)
 	r.m.mu.Unlock()
-	r.m.journal.Flush()
 	r.m.publish("migration.ended", "", r.id, map[string]any{"state": state, "reason": reason})
 }
 

@@ -1,0 +1,257 @@
+// Package normsimtest runs a normsim simulator inside a Go test, the way
+// temporaltest runs a Temporal server: on free ports, with an in-memory
+// store, cleaned up when the test ends. Job authors use it from their own
+// `go test` to launch their template (or play the job themselves on the
+// external runtime), migrate it, and assert on the outcome and the seam.
+//
+//	s := normsimtest.Start(t, normsimtest.Options{Templates: []string{"./templates"}})
+//	in := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
+//	s.WaitConnected(t, in.ID)
+//	m := s.MigrateAndWait(t, in.ID, sim.MigrateRequest{Strategy: "handover"})
+//	normsimtest.RequireCompleted(t, m)
+//	normsimtest.RequireSeamless(t, m)
+package normsimtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/app"
+	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/sim/sqlite"
+)
+
+// Options configure the simulator. Zero values give two nodes a and b on
+// free ports, an in-memory store, and the process runtime as default.
+type Options struct {
+	// Templates are the template directories to load (required to launch
+	// anything but a template you never run).
+	Templates []string
+	// Runtime is the default runtime: process (default), docker, external.
+	Runtime     string
+	Nodes       []string
+	NoJobSocket []string
+	// DB is the store path; default in memory.
+	DB string
+	// Logger receives the sim's logs; default discards them.
+	Logger *slog.Logger
+}
+
+// Sim is a running simulator.
+type Sim struct {
+	Main *app.Main
+	// URL is the API/dashboard base URL.
+	URL  string
+	http *http.Client
+}
+
+// Start runs a simulator for the rest of the test.
+func Start(tb testing.TB, o Options) *Sim {
+	tb.Helper()
+	opts := app.DefaultOptions()
+	opts.SocketPort = 0
+	opts.SocketHost = "0.0.0.0"
+	opts.Addr = "127.0.0.1:0"
+	opts.DB = sqlite.Memory
+	if o.DB != "" {
+		opts.DB = o.DB
+	}
+	if len(o.Nodes) > 0 {
+		opts.Nodes = o.Nodes
+	}
+	opts.NoJobSocket = o.NoJobSocket
+	opts.Templates = o.Templates
+	opts.Runtime = o.Runtime
+	if opts.Runtime == "" {
+		opts.Runtime = sim.RuntimeProcess
+	}
+	switch opts.Runtime {
+	case sim.RuntimeDocker:
+		opts.Runtimes = []app.RuntimeFactory{app.DockerRuntime(), app.ProcessRuntime()}
+	default:
+		opts.Runtimes = []app.RuntimeFactory{app.ProcessRuntime()}
+	}
+	opts.Logger = o.Logger
+	m := app.New(opts)
+	if err := m.Open(context.Background()); err != nil {
+		tb.Fatalf("normsimtest: start the simulator: %v", err)
+	}
+	tb.Cleanup(func() { m.Close() })
+	return &Sim{Main: m, URL: m.URL(), http: &http.Client{Timeout: 30 * time.Second}}
+}
+
+// APIError is an error response of the API.
+type APIError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
+}
+
+// Do calls the API; a non-2xx answer is an *APIError.
+func (s *Sim) Do(method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, s.URL+path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		var eb struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		json.NewDecoder(resp.Body).Decode(&eb)
+		return &APIError{Status: resp.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message}
+	}
+	if out != nil {
+		return json.NewDecoder(resp.Body).Decode(out)
+	}
+	return nil
+}
+
+// Launch places a template and fails the test on error.
+func (s *Sim) Launch(tb testing.TB, req sim.LaunchRequest) sim.Instance {
+	tb.Helper()
+	var in sim.Instance
+	if err := s.Do(http.MethodPost, "/api/v1/instances", req, &in); err != nil {
+		tb.Fatalf("normsimtest: launch %s on %s: %v", req.Template, req.Node, err)
+	}
+	return in
+}
+
+// Instance fetches an instance.
+func (s *Sim) Instance(tb testing.TB, id string) sim.Instance {
+	tb.Helper()
+	var in sim.Instance
+	if err := s.Do(http.MethodGet, "/api/v1/instances/"+url.PathEscape(id), nil, &in); err != nil {
+		tb.Fatalf("normsimtest: get instance %s: %v", id, err)
+	}
+	return in
+}
+
+// WaitInstance polls until cond holds for the instance or the timeout passes.
+func (s *Sim) WaitInstance(tb testing.TB, id string, timeout time.Duration, what string, cond func(sim.Instance) bool) sim.Instance {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		in := s.Instance(tb, id)
+		if cond(in) {
+			return in
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("normsimtest: instance %s not %s after %v: state %s, connected %v, error %q", id, what, timeout, in.State, in.Connected, in.Error)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// WaitConnected waits until the instance runs and its job said hello.
+func (s *Sim) WaitConnected(tb testing.TB, id string) sim.Instance {
+	tb.Helper()
+	return s.WaitInstance(tb, id, 60*time.Second, "running and connected", func(in sim.Instance) bool {
+		return in.State == sim.InstanceRunning && in.Connected
+	})
+}
+
+// Migrate starts a migration; the error is the API's refusal, if any.
+func (s *Sim) Migrate(id string, req sim.MigrateRequest) (*sim.Migration, error) {
+	var m sim.Migration
+	if err := s.Do(http.MethodPost, "/api/v1/instances/"+url.PathEscape(id)+"/migrate", req, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// Migration fetches a migration with its timeline.
+func (s *Sim) Migration(tb testing.TB, id string) *sim.Migration {
+	tb.Helper()
+	var m sim.Migration
+	if err := s.Do(http.MethodGet, "/api/v1/migrations/"+url.PathEscape(id), nil, &m); err != nil {
+		tb.Fatalf("normsimtest: get migration %s: %v", id, err)
+	}
+	return &m
+}
+
+// WaitMigration waits until the migration ends.
+func (s *Sim) WaitMigration(tb testing.TB, id string, timeout time.Duration) *sim.Migration {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		m := s.Migration(tb, id)
+		if m.State.Ended() {
+			return m
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("normsimtest: migration %s still %s in phase %s after %v\n%s", id, m.State, m.Phase, timeout, Timeline(m))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// MigrateAndWait migrates and waits for the end, failing the test if the
+// request is refused.
+func (s *Sim) MigrateAndWait(tb testing.TB, id string, req sim.MigrateRequest) *sim.Migration {
+	tb.Helper()
+	m, err := s.Migrate(id, req)
+	if err != nil {
+		tb.Fatalf("normsimtest: migrate %s: %v", id, err)
+	}
+	return s.WaitMigration(tb, m.ID, 2*time.Minute)
+}
+
+// Timeline renders a migration's events for a failure message.
+func Timeline(m *sim.Migration) string {
+	var b bytes.Buffer
+	for _, ev := range m.Events {
+		fmt.Fprintf(&b, "  %8.1fms %-14s %-8s %s\n", float64(ev.At.Sub(m.StartedAt))/1e6, ev.Phase, ev.Side, ev.Detail)
+	}
+	return b.String()
+}
+
+// RequireState fails the test unless the migration ended in state.
+func RequireState(tb testing.TB, m *sim.Migration, state sim.MigrationState) {
+	tb.Helper()
+	if m.State != state {
+		tb.Fatalf("migration %s ended %s (%s), want %s\n%s", m.ID, m.State, m.Reason, state, Timeline(m))
+	}
+}
+
+// RequireCompleted fails the test unless the migration completed.
+func RequireCompleted(tb testing.TB, m *sim.Migration) {
+	tb.Helper()
+	RequireState(tb, m, sim.MigrationCompleted)
+}
+
+// RequireSeamless fails the test unless the output continued with no gap
+// and no duplicate across the cutover.
+func RequireSeamless(tb testing.TB, m *sim.Migration) {
+	tb.Helper()
+	if m.Output == nil || m.Output.Verdict != sim.VerdictSeamless {
+		tb.Fatalf("migration %s output is not seamless: %+v\n%s", m.ID, m.Output, Timeline(m))
+	}
+}

@@ -1,0 +1,318 @@
+package template
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/compose-spec/compose-go/v2/loader"
+	composetpl "github.com/compose-spec/compose-go/v2/template"
+	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// ExtensionKey is the compose service extension that says how to run a
+// service as a host process: {command: [..] or "string", dir: "..."}, dir
+// relative to the template directory.
+const ExtensionKey = "x-normsim"
+
+// composeFile is the compose file's name at the template root.
+const composeFile = "compose.yml"
+
+// loadProject runs compose-go's loader over the compose file held in
+// memory, interpolating with env only (never the host's environment).
+// strict=false is for validation: env files are not read and paths are not
+// resolved, since neither need exist before launch.
+func loadProject(ctx context.Context, dir string, content []byte, project string, env map[string]string, strict bool) (*types.Project, error) {
+	details := types.ConfigDetails{
+		WorkingDir:  dir,
+		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(dir, composeFile), Content: content}},
+		Environment: types.Mapping(env),
+	}
+	p, err := loader.LoadWithContext(ctx, details, func(o *loader.Options) {
+		o.SetProjectName(project, true)
+		// compose-go warns through logrus's global logger about every unset
+		// variable; an unset one interpolates to "" silently here.
+		o.Interpolate.Substitute = func(s string, m composetpl.Mapping) (string, error) {
+			return composetpl.SubstituteWithOptions(s, m, composetpl.WithoutLogging)
+		}
+		if !strict {
+			o.SkipResolveEnvironment = true
+			o.ResolvePaths = false
+		}
+	})
+	if err != nil {
+		return nil, composeError(dir, err)
+	}
+	return p, nil
+}
+
+// composeError strips the absolute file name compose-go puts in messages.
+func composeError(dir string, err error) error {
+	msg := err.Error()
+	abs := filepath.Join(dir, composeFile)
+	msg = strings.ReplaceAll(msg, "validating "+abs+": ", "")
+	msg = strings.ReplaceAll(msg, abs, composeFile)
+	// The compose schema's jsonschema library reports a key the spec does
+	// not know as "<path> false schema".
+	if field, ok := strings.CutSuffix(msg, " false schema"); ok && !strings.ContainsAny(field, " \n") {
+		msg = field + ": unknown key, not in the compose specification"
+	}
+	return &composeErr{msg: msg, err: err}
+}
+
+type composeErr struct {
+	msg string
+	err error
+}
+
+func (e *composeErr) Error() string { return e.msg }
+func (e *composeErr) Unwrap() error { return e.err }
+
+// interpolationFailed reports whether err comes from interpolating values,
+// the operator's doing (${X:?...} with X unset, or a value that breaks a
+// typed field), rather than from the template's structure.
+func interpolationFailed(err error) bool {
+	var missing composetpl.MissingRequiredError
+	var missingP *composetpl.MissingRequiredError
+	return errors.As(err, &missing) || errors.As(err, &missingP)
+}
+
+// checkComposeStructure is the first validation pass: YAML, the compose
+// schema and compose-go's canonical form, with interpolation skipped so
+// that placeholders such as ${PORT} are judged as text.
+func checkComposeStructure(dir string, content []byte) error {
+	details := types.ConfigDetails{
+		WorkingDir:  dir,
+		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(dir, composeFile), Content: content}},
+		Environment: types.Mapping{},
+	}
+	dict, err := loader.LoadModelWithContext(context.Background(), details, func(o *loader.Options) {
+		o.SetProjectName("normsim-validate", true)
+		o.SkipInterpolation = true
+		o.SkipResolveEnvironment = true
+		o.ResolvePaths = false
+	})
+	if err != nil {
+		return composeError(dir, err)
+	}
+	if s, ok := dict["services"].(map[string]any); !ok || len(s) == 0 {
+		return errors.New("declares no services")
+	}
+	return nil
+}
+
+// processSpec reads a service's x-normsim extension. dir is the template
+// directory that the extension's dir is relative to.
+func processSpec(service string, ext types.Extensions, dir string) (*sim.ProcessSpec, error) {
+	raw, ok := ext[ExtensionKey]
+	if !ok {
+		return nil, nil
+	}
+	path := "services." + service + "." + ExtensionKey
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%s: must be a mapping {command, dir}; got %s", path, describeCompose(raw))
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if k != "command" && k != "dir" {
+			return nil, fmt.Errorf("%s.%s: unknown key; allowed: command, dir", path, k)
+		}
+	}
+	ps := &sim.ProcessSpec{}
+	switch c := m["command"].(type) {
+	case string:
+		var sc types.ShellCommand
+		if err := sc.DecodeMapstructure(c); err != nil {
+			return nil, fmt.Errorf("%s.command: %v", path, err)
+		}
+		ps.Command = sc
+	case []any:
+		for i, e := range c {
+			s, ok := e.(string)
+			if !ok {
+				return nil, fmt.Errorf("%s.command[%d]: must be a string; got %s", path, i, describeCompose(e))
+			}
+			ps.Command = append(ps.Command, s)
+		}
+	case nil:
+		if _, present := m["command"]; !present {
+			return nil, fmt.Errorf("%s.command: is required", path)
+		}
+		return nil, fmt.Errorf("%s.command: must be a list of strings or a string; got null", path)
+	default:
+		return nil, fmt.Errorf("%s.command: must be a list of strings or a string; got %s", path, describeCompose(c))
+	}
+	if len(ps.Command) == 0 {
+		return nil, fmt.Errorf("%s.command: must not be empty", path)
+	}
+	ps.Dir = dir
+	if d, present := m["dir"]; present {
+		s, ok := d.(string)
+		if !ok {
+			return nil, fmt.Errorf("%s.dir: must be a string; got %s", path, describeCompose(d))
+		}
+		if filepath.IsAbs(s) {
+			ps.Dir = filepath.Clean(s)
+		} else {
+			ps.Dir = filepath.Join(dir, s)
+		}
+	}
+	return ps, nil
+}
+
+func describeCompose(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return strconv.Quote(t)
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	default:
+		return fmt.Sprint(t)
+	}
+}
+
+// serviceSpec turns a loaded compose service into the runtime's form,
+// without the launch contract's additions.
+func serviceSpec(name string, s types.ServiceConfig, dir string) (sim.ServiceSpec, error) {
+	spec := sim.ServiceSpec{
+		Name:       name,
+		Image:      s.Image,
+		Command:    cloneStrings(s.Command),
+		Entrypoint: cloneStrings(s.Entrypoint),
+		Env:        map[string]string{},
+		Labels:     map[string]string{},
+		User:       s.User,
+		WorkingDir: s.WorkingDir,
+	}
+	for k, v := range s.Environment {
+		if v != nil { // a bare name with nothing to resolve it from is unset
+			spec.Env[k] = *v
+		}
+	}
+	for k, v := range s.Labels {
+		spec.Labels[k] = v
+	}
+	for i, p := range s.Ports {
+		b := sim.PortBinding{
+			HostIP:        p.HostIP,
+			ContainerPort: int(p.Target),
+			Protocol:      p.Protocol,
+		}
+		if b.Protocol == "" {
+			b.Protocol = "tcp"
+		}
+		if p.Published != "" {
+			n, err := strconv.Atoi(p.Published)
+			if err != nil || n < 1 || n > 65535 {
+				return spec, fmt.Errorf("services.%s.ports[%d]: published port must be a single port 1..65535; got %q", name, i, p.Published)
+			}
+			b.HostPort = n
+		}
+		spec.Ports = append(spec.Ports, b)
+	}
+	for _, v := range s.Volumes {
+		spec.Volumes = append(spec.Volumes, sim.Mount{Type: v.Type, Source: v.Source, Target: v.Target, ReadOnly: v.ReadOnly})
+	}
+	hosts := s.ExtraHosts.AsList(":")
+	sort.Strings(hosts)
+	spec.ExtraHosts = hosts
+	if h := s.HealthCheck; h != nil {
+		hc := &sim.Healthcheck{Test: cloneStrings(h.Test)}
+		if h.Disable {
+			hc.Test = []string{"NONE"}
+		}
+		hc.Interval = dur(h.Interval)
+		hc.Timeout = dur(h.Timeout)
+		hc.StartPeriod = dur(h.StartPeriod)
+		if h.Retries != nil {
+			hc.Retries = int(*h.Retries)
+		}
+		spec.Healthcheck = hc
+	}
+	deps := make([]string, 0, len(s.DependsOn))
+	for d := range s.DependsOn {
+		deps = append(deps, d)
+	}
+	sort.Strings(deps)
+	for _, d := range deps {
+		cond := s.DependsOn[d].Condition
+		if cond == "" {
+			cond = types.ServiceConditionStarted
+		}
+		spec.DependsOn = append(spec.DependsOn, sim.Dependency{Service: d, Condition: cond})
+	}
+	ps, err := processSpec(name, s.Extensions, dir)
+	if err != nil {
+		return spec, err
+	}
+	spec.Process = ps
+	return spec, nil
+}
+
+func dur(d *types.Duration) time.Duration {
+	if d == nil {
+		return 0
+	}
+	return time.Duration(*d)
+}
+
+func cloneStrings(s []string) []string {
+	if s == nil {
+		return nil
+	}
+	return slices.Clone(s)
+}
+
+// dependencyOrder lists the project's services with every service after
+// the ones it depends on, ties broken by name.
+func dependencyOrder(p *types.Project) []string {
+	names := p.ServiceNames() // sorted
+	placed := map[string]bool{}
+	var out []string
+	for len(out) < len(names) {
+		progress := false
+		for _, n := range names {
+			if placed[n] {
+				continue
+			}
+			ready := true
+			for d := range p.Services[n].DependsOn {
+				if _, known := p.Services[d]; known && !placed[d] {
+					ready = false
+					break
+				}
+			}
+			if ready {
+				placed[n] = true
+				out = append(out, n)
+				progress = true
+			}
+		}
+		if !progress { // a cycle compose-go let through: keep name order
+			for _, n := range names {
+				if !placed[n] {
+					placed[n] = true
+					out = append(out, n)
+				}
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,392 @@
+package template
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"net"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/compose-spec/compose-go/v2/loader"
+
+	"github.com/normsim/normsim/protocol"
+	"github.com/normsim/normsim/sim"
+)
+
+// The env names the launch contract owns. A template's compose file cannot
+// set them: the contract's value replaces the template's, and where the
+// contract sets nothing the template's entry is removed.
+const (
+	EnvWorkerURL      = protocol.EnvURL   // NORSK_WORKER_WS_URL
+	EnvWorkerToken    = protocol.EnvToken // NORSK_WORKER_TOKEN
+	EnvAllocatedPorts = "NORSK_ALLOCATED_PORTS"
+	EnvStudioAccess   = "NORSK_STUDIO_ACCESS"
+)
+
+var contractEnv = []string{EnvWorkerURL, EnvWorkerToken, EnvAllocatedPorts, EnvStudioAccess}
+
+// The labels normsim puts on every service it launches.
+const (
+	LabelInstance = "io.normsim.instance"
+	LabelJob      = "io.normsim.job"
+	LabelRole     = "io.normsim.role"
+	LabelNode     = "io.normsim.node"
+	LabelTemplate = "io.normsim.template"
+	LabelService  = "io.normsim.service"
+	LabelProject  = "io.normsim.project"
+)
+
+// The container host of the job socket and the extra_hosts entry that makes
+// it resolve on native Linux.
+const (
+	ContainerHost  = protocol.ContainerHost // host.docker.internal
+	HostGatewayMap = ContainerHost + ":host-gateway"
+	processHost    = "127.0.0.1"
+)
+
+// Values of an allocatedPorts param.
+const PortAuto = "auto"
+
+// ProjectName is the compose project name of an instance:
+// normsim-<instance id>, reduced to compose's project-name alphabet.
+func ProjectName(instanceID string) string {
+	return loader.NormalizeProjectName("normsim-" + instanceID)
+}
+
+// Launch applies the launch contract to the template; see Catalog.Launch.
+func (l *Loaded) Launch(in sim.LaunchInput) (*sim.LaunchSpec, error) {
+	if !l.Template.Valid {
+		return nil, sim.Errorf(sim.ETemplateInvalid, "template %q is invalid: %s", l.Template.Name, l.Template.Error.Message)
+	}
+	if l.manifestOnly {
+		return nil, sim.Errorf(sim.ETemplateInvalid, "template %q is a bare manifest.json with no compose.yml to launch", l.Template.Name)
+	}
+	if in.Instance == nil {
+		return nil, fmt.Errorf("launch %s: no instance given", l.Template.Name)
+	}
+	for _, k := range sortedKeys(in.Env) {
+		if reserved(k) {
+			return nil, fmt.Errorf("launch %s: launcher env %s is in the reserved %s namespace", l.Template.Name, k, ReservedPrefix)
+		}
+	}
+
+	values, portValues, err := l.resolveParams(in.Instance.Params)
+	if err != nil {
+		return nil, err
+	}
+	ports, err := l.allocatePorts(portValues, in)
+	if err != nil {
+		return nil, err
+	}
+	env := maps.Clone(values)
+	for param, p := range ports {
+		env[param] = strconv.Itoa(p.Port)
+	}
+
+	project := ProjectName(in.Instance.ID)
+	p, err := loadProject(context.Background(), l.Dir, l.compose, project, env, true)
+	if err != nil {
+		code := sim.EComposeInvalid
+		if interpolationFailed(err) {
+			code = sim.EParamsInvalid
+		}
+		return nil, sim.Errorf(code, "compose.yml: %s", err.Error())
+	}
+
+	contract := map[string]string{}
+	if in.Node.HasJobSocket() {
+		host := processHost
+		if in.Runtime == sim.RuntimeDocker {
+			host = ContainerHost
+		}
+		contract[EnvWorkerURL] = protocol.URL(host, in.Node.SocketPort, in.Instance.JobID, in.Instance.Role)
+		contract[EnvWorkerToken] = in.Instance.Token
+	}
+	if len(l.Manifest.AllocatedPorts) > 0 {
+		b, err := json.Marshal(ports) // map keys sorted: stable text
+		if err != nil {
+			return nil, fmt.Errorf("launch %s: encode allocated ports: %w", l.Template.Name, err)
+		}
+		contract[EnvAllocatedPorts] = string(b)
+	}
+	if l.Manifest.StudioAccessAllowed(in.StudioAccess) {
+		contract[EnvStudioAccess] = in.StudioAccess
+	}
+
+	spec := &sim.LaunchSpec{
+		InstanceID:     in.Instance.ID,
+		JobID:          in.Instance.JobID,
+		Role:           in.Instance.Role,
+		Node:           in.Node.Name,
+		Template:       l.Template.Name,
+		Project:        project,
+		AllocatedPorts: ports,
+	}
+	for _, name := range dependencyOrder(p) {
+		s, err := serviceSpec(name, p.Services[name], l.Dir)
+		if err != nil {
+			return nil, sim.Errorf(sim.EComposeInvalid, "compose.yml: %v", err)
+		}
+		for _, k := range contractEnv {
+			delete(s.Env, k)
+		}
+		maps.Copy(s.Env, in.Env)
+		maps.Copy(s.Env, contract)
+
+		hosts := s.ExtraHosts[:0]
+		for _, h := range s.ExtraHosts {
+			if !strings.HasPrefix(h, ContainerHost+":") { // the contract's mapping wins
+				hosts = append(hosts, h)
+			}
+		}
+		s.ExtraHosts = append(hosts, HostGatewayMap)
+
+		maps.Copy(s.Labels, map[string]string{
+			LabelInstance: in.Instance.ID,
+			LabelJob:      in.Instance.JobID,
+			LabelRole:     in.Instance.Role,
+			LabelNode:     in.Node.Name,
+			LabelTemplate: l.Template.Name,
+			LabelService:  name,
+			LabelProject:  project,
+		})
+		spec.Services = append(spec.Services, s)
+	}
+
+	// Publish each opened port on its declared service (a port declared
+	// without a service is only interpolated and listed).
+	for _, d := range l.Manifest.AllocatedPorts {
+		ap, open := ports[d.Param]
+		if !open || d.Service == "" {
+			continue
+		}
+		i := slices.IndexFunc(spec.Services, func(s sim.ServiceSpec) bool { return s.Name == d.Service })
+		if i < 0 {
+			return nil, sim.Errorf(sim.EComposeInvalid, "allocatedPorts: service %q of param %s names no compose service (have %s)",
+				d.Service, d.Param, strings.Join(l.Template.Services, ", "))
+		}
+		s := &spec.Services[i]
+		if !slices.ContainsFunc(s.Ports, func(b sim.PortBinding) bool {
+			return b.HostPort == ap.Port && b.Protocol == ap.Protocol
+		}) {
+			s.Ports = append(s.Ports, sim.PortBinding{HostPort: ap.Port, ContainerPort: ap.Port, Protocol: ap.Protocol})
+		}
+	}
+	return spec, nil
+}
+
+func reserved(name string) bool {
+	return strings.HasPrefix(strings.ToUpper(name), ReservedPrefix)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// resolveParams checks the operator's values against parameters.yaml and
+// the manifest's allocatedPorts and applies defaults. values is what
+// compose interpolation sees (allocated-port params excluded); portValues
+// holds each allocated-port param's raw value ("" = closed).
+func (l *Loaded) resolveParams(given map[string]string) (values, portValues map[string]string, err error) {
+	declared := map[string]*sim.Parameter{}
+	for i := range l.params {
+		declared[l.params[i].Name] = &l.params[i]
+	}
+	isPort := map[string]bool{}
+	for _, d := range l.Manifest.AllocatedPorts {
+		isPort[d.Param] = true
+	}
+	var problems []string
+	for _, k := range sortedKeys(given) {
+		switch {
+		case reserved(k):
+			problems = append(problems, fmt.Sprintf("params.%s: names in the %s namespace are reserved for the infrastructure", k, ReservedPrefix))
+		case declared[k] == nil && !isPort[k]:
+			problems = append(problems, fmt.Sprintf("params.%s: unknown parameter; the template declares %s", k, l.paramNames()))
+		}
+	}
+
+	values = map[string]string{}
+	portValues = map[string]string{}
+	for _, p := range l.params {
+		if reserved(p.Name) {
+			continue
+		}
+		v, ok := given[p.Name]
+		fromDefault := false
+		if !ok || strings.TrimSpace(v) == "" {
+			ok = false
+			if p.Default != nil {
+				v, ok, fromDefault = *p.Default, true, true
+			}
+		}
+		if isPort[p.Name] { // judged as a port below, defaults included
+			if ok {
+				portValues[p.Name] = v
+			}
+			continue
+		}
+		if !ok {
+			if p.Required {
+				problems = append(problems, fmt.Sprintf("params.%s: is required and the template gives no default", p.Name))
+			}
+			continue
+		}
+		if msg := checkValue(p, v); msg != "" {
+			if fromDefault {
+				msg += " (the template's default)"
+			}
+			problems = append(problems, fmt.Sprintf("params.%s: %s", p.Name, msg))
+			continue
+		}
+		values[p.Name] = v
+	}
+	for _, d := range l.Manifest.AllocatedPorts {
+		if _, listed := declared[d.Param]; !listed {
+			if v, ok := given[d.Param]; ok && !reserved(d.Param) {
+				portValues[d.Param] = v
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return nil, nil, sim.Errorf(sim.EParamsInvalid, "%s", strings.Join(problems, "; "))
+	}
+	return values, portValues, nil
+}
+
+func (l *Loaded) paramNames() string {
+	var names []string
+	for _, p := range l.params {
+		names = append(names, p.Name)
+	}
+	for _, d := range l.Manifest.AllocatedPorts {
+		if !slices.Contains(names, d.Param) {
+			names = append(names, d.Param)
+		}
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// decimalRe is the number syntax accepted for int and number params: plain
+// decimal, no hex, no Infinity, no NaN.
+var (
+	decimalRe = regexp.MustCompile(`^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
+	portRe    = regexp.MustCompile(`^[0-9]+$`)
+)
+
+// checkValue judges one value against its parameter; "" means accepted.
+func checkValue(p sim.Parameter, v string) string {
+	switch p.Type {
+	case TypeInt, TypeNumber:
+		s := strings.TrimSpace(v)
+		f, err := strconv.ParseFloat(s, 64)
+		if !decimalRe.MatchString(s) || err != nil || math.IsInf(f, 0) {
+			if p.Type == TypeInt {
+				return fmt.Sprintf("must be an int; got %q", v)
+			}
+			return fmt.Sprintf("must be a finite number; got %q", v)
+		}
+		if p.Type == TypeInt && f != math.Trunc(f) {
+			return fmt.Sprintf("must be an int (a whole number); got %q", v)
+		}
+		if p.Min != nil && f < *p.Min {
+			return fmt.Sprintf("must be at least %s; got %q", fmtNum(*p.Min), v)
+		}
+		if p.Max != nil && f > *p.Max {
+			return fmt.Sprintf("must be at most %s; got %q", fmtNum(*p.Max), v)
+		}
+	case TypeBoolean:
+		// strings.ToLower, not EqualFold: "falſe" is not false.
+		if lv := strings.ToLower(v); lv != "true" && lv != "false" {
+			return fmt.Sprintf("must be true or false; got %q", v)
+		}
+	case TypeEnum:
+		if !slices.Contains(p.Values, v) {
+			return fmt.Sprintf("must be one of %s; got %q", strings.Join(p.Values, ", "), v)
+		}
+	}
+	return ""
+}
+
+// allocatePorts opens the allocatedPorts the params opt into: blank is
+// closed, "auto" the kept port of an earlier launch or else the first free
+// one from preferred upward, a number that port.
+func (l *Loaded) allocatePorts(values map[string]string, in sim.LaunchInput) (map[string]sim.AllocatedPort, error) {
+	free := in.PortFree
+	if free == nil {
+		free = probePort
+	}
+	out := map[string]sim.AllocatedPort{}
+	taken := map[string]bool{} // "port/protocol" chosen in this launch
+	key := func(port int, proto string) string { return strconv.Itoa(port) + "/" + proto }
+	var auto []sim.AllocatedPortDecl
+	for _, d := range l.Manifest.AllocatedPorts {
+		v := strings.TrimSpace(values[d.Param])
+		switch {
+		case v == "":
+			continue
+		case v == PortAuto:
+			if kept := in.Instance.Ports[d.Param]; kept >= 1 && kept <= 65535 {
+				out[d.Param] = sim.AllocatedPort{Port: kept, Protocol: d.Protocol, Service: d.Service}
+				taken[key(kept, d.Protocol)] = true
+				continue
+			}
+			auto = append(auto, d) // after the fixed ones, so it avoids them
+		default:
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 65535 || !portRe.MatchString(v) {
+				return nil, sim.Errorf(sim.EParamsInvalid, "params.%s: must be blank (closed), %q or a port number 1..65535; got %q", d.Param, PortAuto, values[d.Param])
+			}
+			out[d.Param] = sim.AllocatedPort{Port: n, Protocol: d.Protocol, Service: d.Service}
+			taken[key(n, d.Protocol)] = true
+		}
+	}
+	for _, d := range auto {
+		port := 0
+		for p := d.Preferred; p <= 65535; p++ {
+			if !taken[key(p, d.Protocol)] && free(p, d.Protocol) {
+				port = p
+				break
+			}
+		}
+		if port == 0 {
+			return nil, sim.Errorf(sim.EUnavailable, "params.%s: no free %s port from %d upward", d.Param, d.Protocol, d.Preferred)
+		}
+		out[d.Param] = sim.AllocatedPort{Port: port, Protocol: d.Protocol, Service: d.Service}
+		taken[key(port, d.Protocol)] = true
+	}
+	return out, nil
+}
+
+// probePort reports whether port is free on 127.0.0.1 by binding it.
+func probePort(port int, protocol string) bool {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	if protocol == "udp" {
+		c, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return false
+	}
+	ln.Close()
+	return true
+}

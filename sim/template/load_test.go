@@ -1,0 +1,314 @@
+package template
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// TestBrokenTemplates loads each deliberately broken template under
+// testdata/broken and checks the first problem: the contract code, the file,
+// the field path and a piece of the message.
+func TestBrokenTemplates(t *testing.T) {
+	tests := map[string]struct {
+		code, file, path, msg string
+		codes                 []string // every problem's code, when checked
+	}{
+		"manifest-missing":            {sim.EManifestMissing, "manifest.json", "", "manifest.json: missing at the template root", nil},
+		"manifest-not-json":           {sim.EManifestInvalid, "manifest.json", "", "manifest.json: not valid JSON", nil},
+		"manifest-version-2":          {sim.EManifestInvalid, "manifest.json", "productTemplateSchemaVersion", "productTemplateSchemaVersion: must be 1; got 2", nil},
+		"manifest-strategy-live":      {sim.EManifestInvalid, "manifest.json", "migration.strategy", `migration.strategy: must be one of overlap, stopThenStart, handover; got "live"`, nil},
+		"manifest-target":             {sim.EManifestInvalid, "manifest.json", "target", `target: must be "docker-compose"; got "kubernetes"`, nil},
+		"manifest-name-null":          {sim.EManifestInvalid, "manifest.json", "productName", "productName: must be a string; got null", nil},
+		"manifest-route-reserved":     {sim.EManifestInvalid, "manifest.json", "proxy.routes[0].segment", "reserved", nil},
+		"manifest-requirement-value":  {sim.EManifestInvalid, "manifest.json", "requirements.cores.value", `must be absent when mode is "required"; got 4`, nil},
+		"manifest-allocated-port":     {sim.EManifestInvalid, "manifest.json", "allocatedPorts[0].param", `must match ^[A-Z][A-Z0-9_]*$; got "http_port"`, nil},
+		"manifest-open-file-limit":    {sim.EManifestInvalid, "manifest.json", "advanced.openFileLimit.default", "must be between 1024 and 1048576; got 100", nil},
+		"parameters-not-yaml":         {sim.EParametersInvalid, "parameters.yaml", "", "parameters.yaml: not valid YAML", nil},
+		"parameters-lowercase-name":   {sim.EParametersInvalid, "parameters.yaml", "parameters[2].name", `parameters[2].name: must match ^[A-Z][A-Z0-9_]*$; got "port"`, nil},
+		"parameters-unquoted-default": {sim.EParametersInvalid, "parameters.yaml", "parameters[0].default", `must be a string; got 50 (quote it: default: "50")`, nil},
+		"parameters-norsk-name":       {sim.EParametersInvalid, "parameters.yaml", "parameters[0].name", "NORSK_ namespace", nil},
+		"parameters-enum-no-values":   {sim.EParametersInvalid, "parameters.yaml", "parameters[0].values", "is required for type enum", nil},
+		"parameters-min-max":          {sim.EParametersInvalid, "parameters.yaml", "parameters[0].min", "must be at most max (1); got 10", nil},
+		"compose-missing":             {sim.EComposeInvalid, "compose.yml", "", "compose.yml: missing at the template root", nil},
+		"compose-not-yaml":            {sim.EComposeInvalid, "compose.yml", "", "compose.yml: failed to parse compose.yml", nil},
+		"compose-unknown-key":         {sim.EComposeInvalid, "compose.yml", "", "compose.yml: services.app.imagee: unknown key, not in the compose specification", nil},
+		"compose-no-services":         {sim.EComposeInvalid, "compose.yml", "", "compose.yml: declares no services", nil},
+		"compose-depends-on-missing":  {sim.EComposeInvalid, "compose.yml", "", "depends on undefined service", nil},
+		"compose-bad-port":            {sim.EComposeInvalid, "compose.yml", "", "compose.yml: invalid hostPort: http", nil},
+		"compose-unset-required-var":  {sim.EComposeInvalid, "compose.yml", "", "required variable NOT_A_PARAM is missing a value: declare it in parameters.yaml", nil},
+		"compose-x-normsim":           {sim.EComposeInvalid, "compose.yml", "", "services.app.x-normsim.cmd: unknown key; allowed: command, dir", nil},
+		"compose-x-normsim-command":   {sim.EComposeInvalid, "compose.yml", "", "services.app.x-normsim.command[1]: must be a string; got 1", nil},
+		"order-all-files": {sim.EManifestInvalid, "manifest.json", "target", `got "swarm"`,
+			[]string{sim.EManifestInvalid, sim.EParametersInvalid, sim.EComposeInvalid}},
+	}
+	entries, err := os.ReadDir("testdata/broken")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if _, ok := tests[e.Name()]; !ok {
+			t.Errorf("testdata/broken/%s has no expectation in the table", e.Name())
+		}
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			l := Load(filepath.Join("testdata/broken", name))
+			if l.Valid() || l.Template.Valid || l.Template.Error == nil {
+				t.Fatalf("valid: %+v", l.Template)
+			}
+			p := l.Problems[0]
+			if p.Code != tt.code || p.File != tt.file || p.Path != tt.path {
+				t.Errorf("problem = %+v, want code %s file %s path %q", p, tt.code, tt.file, tt.path)
+			}
+			if !strings.Contains(p.Message, tt.msg) {
+				t.Errorf("message = %q, want it to contain %q", p.Message, tt.msg)
+			}
+			if *l.Template.Error != (sim.TemplateError{Code: p.Code, Message: p.Message}) {
+				t.Errorf("template error = %+v, want the first problem", l.Template.Error)
+			}
+			if tt.codes != nil {
+				var codes []string
+				for _, p := range l.Problems {
+					codes = append(codes, p.Code)
+				}
+				if !reflect.DeepEqual(codes, tt.codes) {
+					t.Errorf("codes = %v, want %v (%v)", codes, tt.codes, l.Problems)
+				}
+			}
+			if l.Template.Name != name {
+				t.Errorf("name = %q", l.Template.Name)
+			}
+		})
+	}
+}
+
+// writeTar archives the files of dir (at the archive root, or below prefix)
+// into a new file named name.
+func writeTar(tb testing.TB, dir, name, prefix string, gz bool) string {
+	tb.Helper()
+	out := filepath.Join(tb.TempDir(), name)
+	f, err := os.Create(out)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	var w io.Writer = f
+	if gz {
+		zw := gzip.NewWriter(f)
+		defer zw.Close()
+		w = zw
+	}
+	tw := tar.NewWriter(w)
+	defer tw.Close()
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		h, err := tar.FileInfoHeader(info, "")
+		if err != nil {
+			return err
+		}
+		h.Name = prefix + filepath.ToSlash(rel)
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		_, err = tw.Write(data)
+		return err
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+func TestLoadTar(t *testing.T) {
+	dir := MustWriteTemplate(t, "src", tpl(`
+services:
+  app:
+    image: busybox
+    environment:
+      R: ${RATE}
+    x-normsim:
+      command: [job]
+      dir: ..
+`, "parameters:\n  - name: RATE\n    default: \"5\"\n", "migration", `{"strategy": "handover"}`))
+	writeFiles(t, dir, map[string]string{"assets/logo.txt": "x", "workdir-seed/a": "b"})
+	tests := []struct {
+		file, prefix string
+		gz           bool
+	}{
+		{"counter.tar", "", false},
+		{"counter.tar.gz", "", true},
+		{"counter.tgz", "./", true},
+		{"counter.TAR", "", true}, // gzip is sniffed, not trusted to the name
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			p := writeTar(t, dir, tt.file, tt.prefix, tt.gz)
+			l := Load(p)
+			if !l.Valid() {
+				t.Fatalf("problems: %v", l.Problems)
+			}
+			if l.Template.Name != "counter" || l.Template.Path != p || l.Template.Strategy != sim.Handover {
+				t.Errorf("template = %+v", l.Template)
+			}
+			if want := filepath.Join(filepath.Dir(p), "counter"); l.Dir != want {
+				t.Errorf("dir = %q, want %q", l.Dir, want)
+			}
+			spec, err := l.Launch(input(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := spec.Services[0]; s.Env["R"] != "5" || s.Process.Dir != filepath.Dir(p) {
+				t.Errorf("service = %+v", s)
+			}
+		})
+	}
+	t.Run("wrapped in a directory", func(t *testing.T) {
+		l := Load(writeTar(t, dir, "wrapped.tgz", "counter/", true))
+		if l.Valid() || l.Problems[0].Code != sim.EManifestMissing || !strings.Contains(l.Problems[0].Message, "the archive has counter/manifest.json") {
+			t.Errorf("problems = %v", l.Problems)
+		}
+	})
+	t.Run("not an archive", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "junk.tar.gz")
+		writeFiles(t, filepath.Dir(p), map[string]string{"junk.tar.gz": "\x1f\x8bnot gzip"})
+		l := Load(p)
+		if l.Valid() || l.Problems[0].Code != sim.EManifestMissing || !strings.Contains(l.Problems[0].Message, "junk.tar.gz: cannot read the archive") {
+			t.Errorf("problems = %v", l.Problems)
+		}
+		if l.Template.Name != "junk" {
+			t.Errorf("name = %q", l.Template.Name)
+		}
+	})
+	t.Run("broken manifest inside", func(t *testing.T) {
+		bad := MustWriteTemplate(t, "bad", tpl(oneService, "", "migration", `{"strategy": "live"}`))
+		l := Load(writeTar(t, bad, "bad.tar", "", false))
+		if l.Valid() || l.Problems[0].Path != "migration.strategy" {
+			t.Errorf("problems = %v", l.Problems)
+		}
+	})
+	t.Run("LoadDirs lists archives", func(t *testing.T) {
+		p := writeTar(t, dir, "counter.tgz", "", true)
+		writeFiles(t, filepath.Dir(p), map[string]string{"notes.txt": "ignored"})
+		c, err := LoadDirs(filepath.Dir(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l := c.List(); len(l) != 1 || l[0].Name != "counter" || !l[0].Valid {
+			t.Errorf("list = %+v", l)
+		}
+	})
+}
+
+func TestLoadBareManifest(t *testing.T) {
+	dir := MustWriteTemplate(t, "solo", map[string]string{"manifest.json": manifestJSON("migration", `{"strategy": "overlap"}`)})
+	l := Load(filepath.Join(dir, "manifest.json"))
+	if !l.Valid() || l.Template.Name != "solo" || l.Template.Strategy != sim.Overlap {
+		t.Fatalf("bare manifest: %+v %v", l.Template, l.Problems)
+	}
+	_, err := l.Launch(input(nil))
+	wantErr(t, err, sim.ETemplateInvalid, "bare manifest.json")
+
+	bad := MustWriteTemplate(t, "solo", map[string]string{"manifest.json": manifestJSON("target", "1")})
+	if l := Load(filepath.Join(bad, "manifest.json")); l.Valid() || l.Problems[0].Path != "target" {
+		t.Errorf("problems = %v", l.Problems)
+	}
+}
+
+func TestLoadMissingPath(t *testing.T) {
+	l := Load(filepath.Join(t.TempDir(), "nope"))
+	if l == nil || l.Valid() || l.Problems[0].Code != sim.EManifestMissing || l.Template.Name != "nope" {
+		t.Errorf("loaded = %+v %v", l, l.Problems)
+	}
+}
+
+func TestLoadTemplateFields(t *testing.T) {
+	const compose = `
+services:
+  b:
+    image: x
+  a:
+    image: y
+`
+	l := MustLoad(t, tpl(compose, "parameters:\n  - name: RATE\n    type: int\n",
+		"productName", `"Prod"`, "productVersion", `"2.0"`,
+		"allocatedPorts", `[{"param": "P", "protocol": "udp", "preferred": 5000}]`))
+	tp := l.Template
+	if tp.ProductName != "Prod" || tp.ProductVersion != "2.0" || tp.Strategy != sim.StopThenStart ||
+		!reflect.DeepEqual(tp.Services, []string{"a", "b"}) || len(tp.Parameters) != 1 || tp.Parameters[0].Type != "int" ||
+		len(tp.AllocatedPorts) != 1 || tp.AllocatedPorts[0].Protocol != "udp" {
+		t.Errorf("template = %+v", tp)
+	}
+	// An invalid template still lists its parameters as JSON [] not null.
+	b, _ := json.Marshal(Load(filepath.Join("testdata/broken", "compose-missing")).Template)
+	if !strings.Contains(string(b), `"parameters":[]`) {
+		t.Errorf("json = %s", b)
+	}
+}
+
+func TestValidatePath(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, filepath.Join(root, "good"), tpl(oneService, ""))
+	writeFiles(t, filepath.Join(root, "bad"), map[string]string{"manifest.json": manifestJSON("productName", "-", "target", `"x"`), "compose.yml": oneService})
+
+	results, err := ValidatePath(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 2 || results[0].Name != "bad" || results[1].Name != "good" {
+		t.Fatalf("results = %+v", results)
+	}
+	if results[0].Valid || len(results[0].Problems) != 2 || results[0].Problems[0].Path != "productName" || results[0].Problems[1].Path != "target" {
+		t.Errorf("bad = %+v", results[0])
+	}
+	if !results[1].Valid || results[1].Problems == nil {
+		t.Errorf("good = %+v", results[1])
+	}
+	b, _ := json.Marshal(results[0].Problems[0])
+	if want := `{"code":"MANIFEST_INVALID","file":"manifest.json","path":"productName","message":"productName: is required"}`; string(b) != want {
+		t.Errorf("json = %s, want %s", b, want)
+	}
+
+	for _, p := range []string{filepath.Join(root, "good"), filepath.Join(root, "good", "manifest.json")} {
+		results, err := ValidatePath(p)
+		if err != nil || len(results) != 1 || !results[0].Valid || results[0].Name != "good" {
+			t.Errorf("ValidatePath(%s) = %+v, %v", p, results, err)
+		}
+	}
+	tarPath := writeTar(t, filepath.Join(root, "bad"), "bad.tgz", "", true)
+	if results, err := ValidatePath(tarPath); err != nil || len(results) != 1 || results[0].Valid || results[0].Name != "bad" {
+		t.Errorf("ValidatePath(tar) = %+v, %v", results, err)
+	}
+	if _, err := ValidatePath(filepath.Join(root, "missing")); err == nil {
+		t.Error("a missing path must be an error")
+	}
+	// A template dir missing its manifest is still one template.
+	writeFiles(t, filepath.Join(root, "nomanifest"), map[string]string{"compose.yml": oneService})
+	results, err = ValidatePath(filepath.Join(root, "nomanifest"))
+	if err != nil || len(results) != 1 || results[0].Problems[0].Code != sim.EManifestMissing {
+		t.Errorf("nomanifest = %+v, %v", results, err)
+	}
+}

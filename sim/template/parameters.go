@@ -1,0 +1,140 @@
+package template
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// Parameter types of parameters.yaml.
+const (
+	TypeString  = "string"
+	TypeInt     = "int"
+	TypeNumber  = "number"
+	TypeBoolean = "boolean"
+	TypeEnum    = "enum"
+)
+
+// ReservedPrefix is the env namespace of the infrastructure: no parameter,
+// operator value or launcher env may use it.
+const ReservedPrefix = "NORSK_"
+
+// ValidateParameters judges a parameters.yaml and returns its parameters
+// (an empty, non-nil slice when it lists none), or nil and every
+// PARAMETERS_INVALID problem. An empty file (or one holding only comments)
+// lists no parameters.
+func ValidateParameters(data []byte) ([]sim.Parameter, []Problem) {
+	c := &checker{code: sim.EParametersInvalid, file: "parameters.yaml"}
+	raw, err := decodeYAML(data)
+	if err != nil {
+		c.failf("", "not valid YAML: %v", err)
+		return nil, c.problems
+	}
+	if raw == nil {
+		return []sim.Parameter{}, nil
+	}
+	root, ok := c.object("", raw)
+	if !ok {
+		return nil, c.problems
+	}
+	out := []sim.Parameter{}
+	v, ok := root["parameters"]
+	if !ok {
+		return out, nil
+	}
+	l, ok := c.array("parameters", v)
+	if !ok {
+		return nil, c.problems
+	}
+	seen := map[string]int{}
+	for i, e := range l {
+		path := index("parameters", i)
+		o, ok := c.object(path, e)
+		if !ok {
+			continue
+		}
+		p := sim.Parameter{Type: TypeString}
+		if nv, ok := c.field(o, path, "name", true); ok {
+			if name, ok := c.match(join(path, "name"), nv, paramNameRe); ok {
+				switch j, dup := seen[name]; {
+				case strings.HasPrefix(name, ReservedPrefix):
+					c.failf(join(path, "name"), "must not be in the %s namespace (reserved for the infrastructure); got %q", ReservedPrefix, name)
+				case dup:
+					c.failf(join(path, "name"), "must be unique; %q is already declared by parameters[%d]", name, j)
+				}
+				seen[name] = i
+				p.Name = name
+			}
+		}
+		if s := c.optString(o, path, "purpose"); s != nil {
+			p.Purpose = *s
+		}
+		if tv, ok := o["type"]; ok {
+			p.Type, _ = c.enum(join(path, "type"), tv, TypeString, TypeInt, TypeNumber, TypeBoolean, TypeEnum)
+		}
+		if dv, ok := o["default"]; ok {
+			if s, isStr := dv.(string); isStr {
+				p.Default = &s
+			} else {
+				// YAML reads `default: 5` as a number; the schema wants the
+				// string, so say how to write it.
+				hint := ""
+				if _, isNum := dv.(number); isNum {
+					hint = fmt.Sprintf(` (quote it: default: "%s")`, describe(dv))
+				} else if b, isBool := dv.(bool); isBool {
+					hint = fmt.Sprintf(` (quote it: default: "%t")`, b)
+				}
+				c.failf(join(path, "default"), "must be a string; got %s%s", describe(dv), hint)
+			}
+		}
+		if b := c.optBool(o, path, "secret"); b != nil {
+			p.Secret = *b
+		}
+		if b := c.optBool(o, path, "required"); b != nil {
+			p.Required = *b
+		}
+		numeric := p.Type == TypeInt || p.Type == TypeNumber
+		for _, key := range []string{"min", "max"} {
+			mv, ok := o[key]
+			if !ok {
+				continue
+			}
+			f, ok := c.num(join(path, key), mv)
+			if !ok {
+				continue
+			}
+			if !numeric && p.Type != "" {
+				c.failf(join(path, key), "is only allowed for type int or number; type is %s", p.Type)
+				continue
+			}
+			if key == "min" {
+				p.Min = &f
+			} else {
+				p.Max = &f
+			}
+		}
+		if p.Min != nil && p.Max != nil && *p.Min > *p.Max {
+			c.failf(join(path, "min"), "must be at most max (%s); got %s", fmtNum(*p.Max), fmtNum(*p.Min))
+		}
+		if vv, ok := o["values"]; ok {
+			if vals, ok := c.strList(join(path, "values"), vv, false); ok {
+				switch {
+				case p.Type != TypeEnum && p.Type != "":
+					c.failf(join(path, "values"), "is only allowed for type enum; type is %s", p.Type)
+				case len(vals) == 0:
+					c.failf(join(path, "values"), "must have at least one entry for type enum")
+				default:
+					p.Values = vals
+				}
+			}
+		} else if p.Type == TypeEnum {
+			c.failf(join(path, "values"), "is required for type enum")
+		}
+		out = append(out, p)
+	}
+	if len(c.problems) > 0 {
+		return nil, c.problems
+	}
+	return out, nil
+}

@@ -1,0 +1,386 @@
+package template
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// Problem is one validation finding: the contract code, the file it is in
+// ("" for the template as a whole), the field path inside that file ("" for
+// the file as a whole) and a message that starts with the path (or the
+// file) and names the rule and the value that broke it.
+type Problem struct {
+	Code    string `json:"code"`
+	File    string `json:"file,omitempty"`
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// String is the problem as `normsim validate` prints it: "CODE: message".
+func (p Problem) String() string { return p.Code + ": " + p.Message }
+
+// Loaded is one loaded product template: what the rest of normsim sees
+// (Template) plus what validation found and what launching needs.
+type Loaded struct {
+	// Template is never nil. When Problems is not empty it is invalid and
+	// its Error is the first problem.
+	Template *sim.Template
+	// Problems lists every problem, in the contract's order: the manifest's,
+	// then parameters.yaml's, then compose.yml's.
+	Problems []Problem
+	// Manifest is the validated manifest, nil when it is missing or invalid.
+	Manifest *Manifest
+	// Dir is the directory relative paths in the template resolve against:
+	// the template directory, or for an archive the path without its
+	// extension (as if unpacked next to itself; nothing is extracted).
+	Dir string
+
+	params       []sim.Parameter
+	compose      []byte
+	manifestOnly bool
+}
+
+// Valid reports whether the template passed validation.
+func (l *Loaded) Valid() bool { return len(l.Problems) == 0 }
+
+// maxFileBytes caps each of the three files read from a template.
+const maxFileBytes = 8 << 20
+
+// Files at the template root.
+const (
+	manifestFile   = "manifest.json"
+	parametersFile = "parameters.yaml"
+)
+
+// rootFiles is what a template's root holds that validation reads.
+type rootFiles struct {
+	data map[string][]byte
+	// failed names files that exist but could not be read (already
+	// reported); broken says nothing could be read at all.
+	failed map[string]bool
+	broken bool
+	// hint explains a missing manifest (an archive that wraps its files in
+	// a directory).
+	hint string
+}
+
+var tarExts = []string{".tar.gz", ".tgz", ".tar"}
+
+// tarBase returns name without its archive extension and whether it has one.
+func tarBase(name string) (string, bool) {
+	lower := strings.ToLower(name)
+	for _, ext := range tarExts {
+		if strings.HasSuffix(lower, ext) && len(name) > len(ext) {
+			return name[:len(name)-len(ext)], true
+		}
+	}
+	return name, false
+}
+
+// Load loads and validates one template: a directory, a .tar / .tar.gz /
+// .tgz archive, or a bare manifest.json (then only the manifest is judged,
+// and the result cannot be launched). It never returns nil; what is wrong is
+// recorded on the result. The template is named after the directory, the
+// archive without its extension, or the bare manifest's directory.
+func Load(p string) *Loaded {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		abs = filepath.Clean(p)
+	}
+	l := &Loaded{
+		Template: &sim.Template{Name: filepath.Base(abs), Path: abs, Parameters: []sim.Parameter{}},
+		Dir:      abs,
+	}
+	st, err := os.Stat(abs)
+	files := rootFiles{data: map[string][]byte{}, failed: map[string]bool{}}
+	switch {
+	case err != nil:
+		l.add(Problem{Code: sim.EManifestMissing, Message: fmt.Sprintf("%s: cannot read the template: %v", filepath.Base(abs), err)})
+		files.broken = true
+	case st.IsDir():
+		readDir(l, abs, &files)
+	default:
+		if base, isTar := tarBase(filepath.Base(abs)); isTar {
+			l.Template.Name = base
+			l.Dir = filepath.Join(filepath.Dir(abs), base)
+			readTar(l, abs, &files)
+		} else {
+			l.manifestOnly = true
+			l.Dir = filepath.Dir(abs)
+			l.Template.Name = filepath.Base(l.Dir)
+			data, err := readLimited(abs)
+			if err != nil {
+				l.add(Problem{Code: sim.EManifestMissing, File: manifestFile, Message: fmt.Sprintf("%s: cannot read: %v", filepath.Base(abs), err)})
+				files.broken = true
+			} else {
+				files.data[manifestFile] = data
+			}
+		}
+	}
+	if !files.broken {
+		l.validate(files)
+	}
+	l.finish()
+	return l
+}
+
+func (l *Loaded) add(p ...Problem) { l.Problems = append(l.Problems, p...) }
+
+// readDir reads the root files of a template directory.
+func readDir(l *Loaded, dir string, files *rootFiles) {
+	for _, name := range []string{manifestFile, parametersFile, composeFile} {
+		data, err := readLimited(filepath.Join(dir, name))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			l.add(Problem{Code: codeOf(name), File: name, Message: fmt.Sprintf("%s: cannot read: %v", name, err)})
+			files.failed[name] = true
+		default:
+			files.data[name] = data
+		}
+	}
+}
+
+func readLimited(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		return nil, errors.New("is a directory")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxFileBytes {
+		return nil, fmt.Errorf("larger than %d bytes", maxFileBytes)
+	}
+	return data, nil
+}
+
+// codeOf is the validation code of a root file.
+func codeOf(name string) string {
+	switch name {
+	case manifestFile:
+		return sim.EManifestInvalid
+	case parametersFile:
+		return sim.EParametersInvalid
+	default:
+		return sim.EComposeInvalid
+	}
+}
+
+// readTar reads the root files of a template archive, gzipped or not
+// (sniffed, whatever the extension says).
+func readTar(l *Loaded, p string, files *rootFiles) {
+	fail := func(err error) {
+		l.add(Problem{Code: sim.EManifestMissing, Message: fmt.Sprintf("%s: cannot read the archive: %v", filepath.Base(p), err)})
+		files.broken = true
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	var r io.Reader = br
+	if magic, _ := br.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			fail(err)
+			return
+		}
+		defer zr.Close()
+		r = zr
+	}
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			fail(err)
+			return
+		}
+		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
+		base := path.Base(name)
+		if name != base { // not at the root
+			if base == manifestFile && strings.Count(name, "/") == 1 && files.hint == "" {
+				files.hint = fmt.Sprintf(" (the archive has %s: archive the template's contents, not its directory)", name)
+			}
+			continue
+		}
+		if h.Typeflag != tar.TypeReg || (name != manifestFile && name != parametersFile && name != composeFile) {
+			continue
+		}
+		if h.Size > maxFileBytes {
+			l.add(Problem{Code: codeOf(name), File: name, Message: fmt.Sprintf("%s: larger than %d bytes", name, maxFileBytes)})
+			files.failed[name] = true
+			continue
+		}
+		data, err := io.ReadAll(io.LimitReader(tr, maxFileBytes))
+		if err != nil {
+			fail(err)
+			return
+		}
+		files.data[name] = data
+	}
+}
+
+// validate judges the root files in the contract's order, collecting every
+// problem.
+func (l *Loaded) validate(files rootFiles) {
+	if data, ok := files.data[manifestFile]; files.failed[manifestFile] {
+		// reported when reading
+	} else if !ok {
+		l.add(Problem{Code: sim.EManifestMissing, File: manifestFile,
+			Message: manifestFile + ": missing at the template root" + files.hint})
+	} else {
+		m, probs := ValidateManifest(data)
+		l.Manifest = m
+		l.add(probs...)
+	}
+	if l.manifestOnly {
+		return
+	}
+
+	l.params = []sim.Parameter{}
+	paramsOK := true
+	if files.failed[parametersFile] {
+		paramsOK = false
+	} else if data, ok := files.data[parametersFile]; ok {
+		ps, probs := ValidateParameters(data)
+		l.add(probs...)
+		if ps != nil {
+			l.params = ps
+		} else {
+			paramsOK = false
+		}
+	}
+
+	data, ok := files.data[composeFile]
+	if files.failed[composeFile] {
+		return
+	}
+	if !ok {
+		l.add(Problem{Code: sim.EComposeInvalid, File: composeFile, Message: composeFile + ": missing at the template root"})
+		return
+	}
+	l.compose = data
+	if err := checkComposeStructure(l.Dir, data); err != nil {
+		l.add(composeProblem(err))
+		return
+	}
+	// The second pass needs the params and allocated ports to stand in for
+	// the operator's values; without them it would only repeat the
+	// manifest's or parameters' problems as compose ones.
+	if l.Manifest == nil || !paramsOK {
+		return
+	}
+	services, err := l.checkComposeLoad()
+	if err != nil {
+		l.add(composeProblem(err))
+		return
+	}
+	l.Template.Services = services
+}
+
+func composeProblem(err error) Problem {
+	return Problem{Code: sim.EComposeInvalid, File: composeFile, Message: composeFile + ": " + err.Error()}
+}
+
+// checkComposeLoad is the second compose pass: the full load into
+// compose-go's project, interpolated with stand-in values (each param's
+// default or a value of its type, each allocated port's preferred number),
+// then every service through the launch contract's conversion.
+func (l *Loaded) checkComposeLoad() ([]string, error) {
+	env := map[string]string{}
+	for _, p := range l.params {
+		env[p.Name] = sampleValue(p)
+	}
+	for _, d := range l.Manifest.AllocatedPorts {
+		env[d.Param] = strconv.Itoa(d.Preferred)
+	}
+	p, err := loadProject(context.Background(), l.Dir, l.compose, "normsim-validate", env, false)
+	if err != nil {
+		return nil, err
+	}
+	names := p.ServiceNames()
+	if len(names) == 0 {
+		return nil, errors.New("declares no services that run without a profile")
+	}
+	for _, n := range names {
+		if _, err := serviceSpec(n, p.Services[n], l.Dir); err != nil {
+			return nil, err
+		}
+	}
+	return names, nil
+}
+
+// sampleValue stands in for an operator's value during validation.
+func sampleValue(p sim.Parameter) string {
+	if p.Default != nil {
+		return *p.Default
+	}
+	switch p.Type {
+	case TypeInt, TypeNumber:
+		switch {
+		case p.Min != nil:
+			return fmtNum(math.Ceil(*p.Min))
+		case p.Max != nil:
+			return fmtNum(math.Floor(*p.Max))
+		}
+		return "1"
+	case TypeBoolean:
+		return "false"
+	case TypeEnum:
+		if len(p.Values) > 0 {
+			return p.Values[0]
+		}
+	}
+	// Not "": a value the operator must give stands in as given (so
+	// ${X:?...} passes), and "1" fits most typed fields too.
+	return "1"
+}
+
+// finish fills the sim.Template from what validation found.
+func (l *Loaded) finish() {
+	t := l.Template
+	t.Valid = len(l.Problems) == 0
+	t.Error = nil
+	if !t.Valid {
+		t.Error = &sim.TemplateError{Code: l.Problems[0].Code, Message: l.Problems[0].Message}
+	}
+	if m := l.Manifest; m != nil {
+		t.Strategy = m.Strategy()
+		t.ProductName = m.ProductName
+		t.ProductVersion = m.ProductVersion
+		t.AllocatedPorts = m.AllocatedPorts
+	}
+	if l.params != nil {
+		t.Parameters = l.params
+	}
+}
