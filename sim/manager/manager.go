@@ -263,6 +263,9 @@ type launchOpts struct {
 	hasInitial   bool
 	prepareOnly  bool
 	ports        map[string]int
+	// handoverTarget: the job is told in its hello-ack that it is a
+	// migration target. Overlap and stopThenStart targets are fresh starts.
+	handoverTarget bool
 }
 
 // Launch places a template on a node and starts it. It returns once the
@@ -361,7 +364,7 @@ func (m *Manager) launch(ctx context.Context, req LaunchRequest, o launchOpts) (
 
 	if node.Socket != nil {
 		reg := jobsocket.Registration{JobID: jobID, Role: id, Token: inst.Token}
-		if o.migrationID != "" {
+		if o.handoverTarget {
 			reg.Migration = &protocol.MigrationRef{ID: o.migrationID, Side: "target"}
 		}
 		if o.hasInitial {

@@ -565,7 +565,7 @@ func (r *run) handover(ctx context.Context) error {
 	// 2. place the target; on connect it gets hello-ack with the migration,
 	// then initial-state with the source's state.
 	r.setPhase("place-target")
-	tgt, err := r.placeTarget(ctx, true, launchOpts{initialState: state, hasInitial: true})
+	tgt, err := r.placeTarget(ctx, true, launchOpts{initialState: state, hasInitial: true, handoverTarget: true})
 	if err != nil {
 		return err
 	}
@@ -638,11 +638,45 @@ func (r *run) overlap(ctx context.Context) error {
 		return err
 	}
 	r.record("start-target", sideTarget, "target running", nil)
+	r.waitTargetOutput(ctx)
 	r.mu.Lock()
 	r.ponr = true
 	r.readyAt = r.m.now()
 	r.mu.Unlock()
 	return r.stopSource(ctx)
+}
+
+// waitTargetOutput waits, for a job that sends output to the sink, until
+// the target's first packet arrived: a media job is running when it
+// produces, and overlap promises both produce for a moment.
+func (r *run) waitTargetOutput(ctx context.Context) {
+	sink := r.m.cfg.Sink
+	r.mu.Lock()
+	tgtID := r.tgtID
+	r.mu.Unlock()
+	if sink == nil || !sink.Seen(r.src.JobID) {
+		return
+	}
+	poke, stop := sink.Watch(r.src.JobID)
+	defer stop()
+	timeout := time.NewTimer(r.timeouts.TargetReady.D())
+	defer timeout.Stop()
+	for {
+		for _, p := range sink.Packets(r.src.JobID, r.start) {
+			if p.Instance == tgtID {
+				r.record("start-target", sideOutput, "target output started", nil)
+				return
+			}
+		}
+		select {
+		case <-poke:
+		case <-timeout.C:
+			r.record("start-target", sideOutput, "no target output yet; stopping the source anyway", nil)
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 func (r *run) stopThenStart(ctx context.Context) error {

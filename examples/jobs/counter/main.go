@@ -10,6 +10,9 @@
 // reports the last number it sent; the target continues from exactly the
 // next one.
 //
+// COUNTER_STOP_DRAIN_MS keeps the output going that many milliseconds after
+// SIGTERM, like an encoder flushing, before the counter exits.
+//
 // COUNTER_MISBEHAVE makes it break the protocol on purpose, for normsim's
 // own scenarios: refuse (answers state-refused), never-ready (never sends
 // target-ready), crash-on-apply (exits 3 on cutover-apply), wrong-position
@@ -106,7 +109,21 @@ func run(log *slog.Logger) error {
 	} else {
 		c.startAt(c.clockTick())
 	}
+	drain := time.Duration(0)
+	if v := os.Getenv("COUNTER_STOP_DRAIN_MS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("COUNTER_STOP_DRAIN_MS must be a whole number of milliseconds; got %q", v)
+		}
+		drain = time.Duration(n) * time.Millisecond
+	}
 	c.loop(ctx)
+	if drain > 0 {
+		log.Info("draining output before exit", "for", drain)
+		dctx, cancel := context.WithTimeout(context.Background(), drain)
+		c.loop(dctx)
+		cancel()
+	}
 	log.Info("counter stopping", "last", c.last())
 	return nil
 }

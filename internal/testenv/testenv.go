@@ -1,0 +1,84 @@
+package testenv
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/client"
+)
+
+// The variables that turn a missing dependency from a skip into a failure.
+const (
+	RequireDockerEnv  = "NORMSIM_REQUIRE_DOCKER"
+	RequireBrowserEnv = "NORMSIM_REQUIRE_BROWSER"
+)
+
+// RequireDocker returns a client of the engine the environment names
+// (DOCKER_HOST, ...), closed when the test ends. When no engine answers
+// within a few seconds it skips the test, or fails it when
+// NORMSIM_REQUIRE_DOCKER=1.
+func RequireDocker(tb testing.TB) *client.Client {
+	tb.Helper()
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		var ping types.Ping
+		ping, err = cli.Ping(ctx)
+		cancel()
+		if err != nil {
+			cli.Close()
+		} else {
+			// Settle the API version now: the client's lazy negotiation
+			// races with concurrent first requests.
+			cli.NegotiateAPIVersionPing(ping)
+		}
+	}
+	if err != nil {
+		missing(tb, RequireDockerEnv, "no Docker engine answers (%v); start one or set DOCKER_HOST", err)
+		return nil
+	}
+	tb.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// browsers are the executables RequireBrowser looks for, in order.
+var browsers = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}
+
+// RequireBrowser returns the path of a Chromium-family browser on PATH. When
+// there is none it skips the test, or fails it when
+// NORMSIM_REQUIRE_BROWSER=1.
+func RequireBrowser(tb testing.TB) string {
+	tb.Helper()
+	for _, name := range browsers {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	missing(tb, RequireBrowserEnv, "no browser on PATH (looked for %v)", browsers)
+	return ""
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(tb testing.TB) int {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("find a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// missing skips tb, or fails it when env is "1".
+func missing(tb testing.TB, env, format string, args ...any) {
+	tb.Helper()
+	if os.Getenv(env) == "1" {
+		tb.Fatalf(format+" (and %s=1)", append(args, env)...)
+	}
+	tb.Skipf(format+" (set %s=1 to fail instead)", append(args, env)...)
+}

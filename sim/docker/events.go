@@ -1,0 +1,148 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/api/types/events"
+	"github.com/docker/docker/api/types/filters"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// Reconnect backoff of the event stream.
+const (
+	watchBackoffMin = 100 * time.Millisecond
+	watchBackoffMax = 5 * time.Second
+)
+
+// startWatchingLocked starts the event watcher once; r.mu must be held.
+func (r *Runtime) startWatchingLocked() {
+	if r.watching {
+		return
+	}
+	r.watching = true
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	// Asking for events since now makes the engine replay whatever happens
+	// between this call and the moment the subscription is live, so the
+	// first container start is never missed.
+	// The engine's clock, not the injected one: the engine compares it with
+	// its own timestamps.
+	w := &watcher{r: r, since: time.Now().UnixNano()}
+	r.wg.Go(func() { w.run(ctx) })
+}
+
+// watcher follows the engine's event stream for managed containers,
+// reconnecting when it drops. since (engine time, ns) and seen make the
+// replay after a reconnect deliver each event exactly once.
+type watcher struct {
+	r     *Runtime
+	since int64
+	seen  map[string]bool // keys of the events stamped exactly since
+}
+
+func (w *watcher) run(ctx context.Context) {
+	backoff := watchBackoffMin
+	for {
+		before := w.since
+		err := w.stream(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if w.since != before { // the stream worked for a while
+			backoff = watchBackoffMin
+		}
+		w.r.log.Warn("docker event stream dropped; reconnecting", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, watchBackoffMax)
+	}
+}
+
+// stream reads one connection of the event stream until it fails.
+func (w *watcher) stream(ctx context.Context) error {
+	f := filters.NewArgs(
+		filters.Arg("type", string(events.ContainerEventType)),
+		filters.Arg("label", LabelManaged+"=true"),
+		filters.Arg("event", string(events.ActionStart)),
+		filters.Arg("event", string(events.ActionDie)),
+		filters.Arg("event", "health_status"),
+	)
+	since := fmt.Sprintf("%d.%09d", w.since/1e9, w.since%1e9)
+	msgs, errs := w.r.cli.Events(ctx, events.ListOptions{Since: since, Filters: f})
+	for {
+		select {
+		case m := <-msgs:
+			key := m.Actor.ID + " " + string(m.Action)
+			switch {
+			case m.TimeNano < w.since:
+				continue
+			case m.TimeNano == w.since && w.seen[key]:
+				continue
+			case m.TimeNano > w.since:
+				w.since, w.seen = m.TimeNano, map[string]bool{}
+			}
+			if w.seen == nil {
+				w.seen = map[string]bool{}
+			}
+			w.seen[key] = true
+			w.r.handle(m)
+		case err := <-errs:
+			return err
+		}
+	}
+}
+
+// handle turns one engine event into a RuntimeEvent for a tracked instance.
+func (r *Runtime) handle(m events.Message) {
+	attrs := m.Actor.Attributes
+	r.mu.Lock()
+	in := r.instances[attrs[LabelInstance]]
+	var svc *service
+	if in != nil {
+		svc = in.service(m.Actor.ID)
+	}
+	if svc == nil {
+		r.mu.Unlock()
+		return
+	}
+	stopping := in.stopping
+	if m.Action == events.ActionStart {
+		close(in.changed)
+		in.changed = make(chan struct{})
+	}
+	r.mu.Unlock()
+
+	ev := sim.RuntimeEvent{Instance: in.id, Service: svc.name, At: r.now()}
+	name := attrs["name"]
+	switch {
+	case m.Action == events.ActionStart:
+		ev.Kind = sim.ServiceStarted
+		ev.Detail = fmt.Sprintf("container %s started", name)
+	case m.Action == events.ActionDie:
+		if stopping {
+			return // stopped through Stop, not on its own
+		}
+		code, _ := strconv.Atoi(attrs["exitCode"])
+		ev.Kind = sim.ServiceExited
+		ev.ExitCode = code
+		ev.Detail = fmt.Sprintf("container %s exited with code %d", name, code)
+	case strings.HasSuffix(string(m.Action), ": healthy"):
+		ev.Kind = sim.ServiceHealthy
+		ev.Detail = fmt.Sprintf("container %s is healthy", name)
+	case strings.HasSuffix(string(m.Action), ": unhealthy"):
+		ev.Kind = sim.ServiceUnhealthy
+		ev.Detail = fmt.Sprintf("container %s is unhealthy", name)
+	default:
+		return
+	}
+	r.log.Debug("runtime event", "instance", ev.Instance, "service", ev.Service, "kind", ev.Kind, "exit_code", ev.ExitCode)
+	r.observer(ev)
+}

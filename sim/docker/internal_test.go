@@ -1,0 +1,258 @@
+package docker
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/events"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/go-connections/nat"
+
+	"github.com/normsim/normsim/sim"
+)
+
+func TestLineWriter(t *testing.T) {
+	ts := func(s int) string { return time.Unix(1700000000, int64(s)).UTC().Format(time.RFC3339Nano) }
+	tests := []struct {
+		name   string
+		after  time.Time
+		writes []string
+		want   string
+		last   time.Time
+	}{
+		{
+			name:   "strips timestamps, joins split writes",
+			writes: []string{ts(1) + " one\n" + ts(2) + " tw", "o\n"},
+			want:   "s | one\ns | two\n",
+			last:   time.Unix(1700000000, 2),
+		},
+		{
+			name:   "drops what a resumed follow wrote already",
+			after:  time.Unix(1700000000, 2),
+			writes: []string{ts(1) + " one\n" + ts(2) + " two\n" + ts(3) + " three\n"},
+			want:   "s | three\n",
+			last:   time.Unix(1700000000, 3),
+		},
+		{
+			name:   "flushes a last line without newline",
+			writes: []string{ts(1) + " partial"},
+			want:   "s | partial\n",
+			last:   time.Unix(1700000000, 1),
+		},
+		{
+			name:   "keeps a line without timestamp",
+			writes: []string{"plain line\n", ts(1) + " \n"},
+			want:   "s | plain line\ns | \n",
+			last:   time.Unix(1700000000, 1),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			last := tt.after
+			lw := &lineWriter{out: &lineOut{w: &buf}, prefix: "s | ", after: tt.after, last: &last}
+			for _, w := range tt.writes {
+				if _, err := lw.Write([]byte(w)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := lw.flush(); err != nil {
+				t.Fatal(err)
+			}
+			if buf.String() != tt.want {
+				t.Errorf("got %q, want %q", buf.String(), tt.want)
+			}
+			if !last.Equal(tt.last) {
+				t.Errorf("last = %v, want %v", last, tt.last)
+			}
+		})
+	}
+}
+
+func TestContainerConfig(t *testing.T) {
+	spec := &sim.LaunchSpec{InstanceID: "i1", JobID: "j1", Role: "r1", Node: "n1", Template: "tpl", Project: "normsim-i1"}
+	s := &sim.ServiceSpec{
+		Name:       "app",
+		Image:      "img:dev",
+		Command:    []string{"serve", "--x"},
+		Env:        map[string]string{"B": "2", "A": "1"},
+		Labels:     map[string]string{"io.normsim.role": "from-contract", "other": "x"},
+		User:       "1000",
+		WorkingDir: "/w",
+		ExtraHosts: []string{"host.docker.internal:host-gateway"},
+		Ports: []sim.PortBinding{
+			{ContainerPort: 80, Protocol: "tcp"},
+			{HostIP: "127.0.0.1", HostPort: 5000, ContainerPort: 5000, Protocol: "UDP"},
+		},
+		Volumes: []sim.Mount{
+			{Type: "bind", Source: "/host/dir", Target: "/in", ReadOnly: true},
+			{Type: "volume", Source: "data", Target: "/data"},
+			{Type: "volume", Target: "/anon"},
+			{Type: "tmpfs", Target: "/tmp"},
+		},
+		Healthcheck: &sim.Healthcheck{Test: []string{"curl -f localhost"}, Interval: time.Second, Retries: 2},
+		DependsOn:   []sim.Dependency{{Service: "db", Condition: "service_healthy"}, {Service: "init"}},
+	}
+	cfg, host, netCfg, err := containerConfig(spec, s, "normsim-i1_default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"A=1", "B=2"}; !slices.Equal(cfg.Env, want) {
+		t.Errorf("env = %v, want %v", cfg.Env, want)
+	}
+	wantLabels := map[string]string{
+		"io.normsim.managed": "true", "io.normsim.instance": "i1", "io.normsim.project": "normsim-i1",
+		"io.normsim.service": "app", "io.normsim.job": "j1", "io.normsim.role": "from-contract",
+		"io.normsim.node": "n1", "io.normsim.template": "tpl", "other": "x",
+		"io.normsim.depends-on": "db:service_healthy,init:service_started",
+	}
+	if !reflect.DeepEqual(cfg.Labels, wantLabels) {
+		t.Errorf("labels = %v\nwant %v", cfg.Labels, wantLabels)
+	}
+	if cfg.Entrypoint != nil || !slices.Equal(cfg.Cmd, []string{"serve", "--x"}) {
+		t.Errorf("entrypoint %v cmd %v", cfg.Entrypoint, cfg.Cmd)
+	}
+	if want := []string{"CMD-SHELL", "curl -f localhost"}; !slices.Equal(cfg.Healthcheck.Test, want) {
+		t.Errorf("healthcheck test = %v", cfg.Healthcheck.Test)
+	}
+	wantPorts := nat.PortMap{
+		"80/tcp":   {{}},
+		"5000/udp": {{HostIP: "127.0.0.1", HostPort: "5000"}},
+	}
+	if !reflect.DeepEqual(host.PortBindings, wantPorts) || len(cfg.ExposedPorts) != 2 {
+		t.Errorf("ports = %v exposed %v", host.PortBindings, cfg.ExposedPorts)
+	}
+	if want := []string{"/host/dir:/in:ro"}; !slices.Equal(host.Binds, want) {
+		t.Errorf("binds = %v", host.Binds)
+	}
+	if len(host.Mounts) != 3 ||
+		host.Mounts[0].Source != "normsim-i1_data" || host.Mounts[0].VolumeOptions.Labels["io.normsim.instance"] != "i1" ||
+		host.Mounts[1].Type != mount.TypeVolume || host.Mounts[1].Source != "" ||
+		host.Mounts[2].Type != mount.TypeTmpfs {
+		t.Errorf("mounts = %+v", host.Mounts)
+	}
+	if host.NetworkMode != "normsim-i1_default" || !slices.Equal(netCfg.EndpointsConfig["normsim-i1_default"].Aliases, []string{"app"}) {
+		t.Errorf("network %v %+v", host.NetworkMode, netCfg.EndpointsConfig)
+	}
+	if got := decodeDeps(cfg.Labels[LabelDependsOn]); !reflect.DeepEqual(got, []sim.Dependency{{Service: "db", Condition: "service_healthy"}, {Service: "init", Condition: "service_started"}}) {
+		t.Errorf("decoded deps = %+v", got)
+	}
+
+	s.Volumes = []sim.Mount{{Type: "npipe", Target: "/x"}}
+	if _, _, _, err := containerConfig(spec, s, "n"); sim.ErrorCode(err) != sim.EComposeInvalid {
+		t.Errorf("npipe mount: %v", err)
+	}
+}
+
+// fakeEngine serves just enough of the engine's API for Adopt and the event
+// stream; its first event connection drops after one event.
+type fakeEngine struct {
+	t1, t2 int64 // the events' times, after the runtime starts watching
+	mu     sync.Mutex
+	conns  int
+	sinces []string
+}
+
+func (f *fakeEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	if i := strings.Index(path[1:], "/"); strings.HasPrefix(path, "/v1.") && i > 0 {
+		path = path[i+1:]
+	}
+	labels := map[string]string{LabelManaged: "true", LabelInstance: "i1", LabelService: "app", LabelProject: "normsim-i1", "name": "normsim-i1-app-1"}
+	ev := func(action events.Action, nano int64, extra map[string]string) events.Message {
+		attrs := map[string]string{}
+		for k, v := range labels {
+			attrs[k] = v
+		}
+		for k, v := range extra {
+			attrs[k] = v
+		}
+		return events.Message{Type: events.ContainerEventType, Action: action, Actor: events.Actor{ID: "c1", Attributes: attrs},
+			Time: nano / 1e9, TimeNano: nano}
+	}
+	t1, t2 := f.t1, f.t2
+	w.Header().Set("Api-Version", "1.41")
+	w.Header().Set("Content-Type", "application/json")
+	switch path {
+	case "/_ping":
+		fmt.Fprint(w, "OK")
+	case "/containers/json":
+		json.NewEncoder(w).Encode([]container.Summary{{ID: "c1", Labels: labels, State: container.StateRunning}})
+	case "/networks":
+		fmt.Fprint(w, "[]")
+	case "/events":
+		f.mu.Lock()
+		f.conns++
+		n := f.conns
+		f.sinces = append(f.sinces, r.URL.Query().Get("since"))
+		f.mu.Unlock()
+		enc := json.NewEncoder(w)
+		if n == 1 {
+			enc.Encode(ev(events.ActionStart, t1, nil))
+			return // the stream drops
+		}
+		enc.Encode(ev(events.ActionStart, t1, nil)) // replayed: must not count twice
+		enc.Encode(ev(events.ActionDie, t2, map[string]string{"exitCode": "7"}))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	default:
+		http.Error(w, `{"message":"not faked"}`, http.StatusNotFound)
+	}
+}
+
+func TestEventStreamReconnects(t *testing.T) {
+	now := time.Now().UnixNano()
+	engine := &fakeEngine{t1: now + 1e9 + 1, t2: now + 2e9 + 2}
+	srv := httptest.NewServer(engine)
+	defer srv.Close()
+	t.Setenv("DOCKER_HOST", "tcp://"+strings.TrimPrefix(srv.URL, "http://"))
+	t.Setenv("DOCKER_TLS_VERIFY", "")
+	t.Setenv("DOCKER_API_VERSION", "")
+
+	var mu sync.Mutex
+	var got []sim.RuntimeEvent
+	r, err := New(Config{Observer: func(ev sim.RuntimeEvent) {
+		mu.Lock()
+		got = append(got, ev)
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Adopt(t.Context(), "i1"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n >= 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := r.Close(t.Context(), true); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 || got[0].Kind != sim.ServiceStarted || got[1].Kind != sim.ServiceExited || got[1].ExitCode != 7 || got[1].Service != "app" {
+		t.Errorf("events = %+v", got)
+	}
+	engine.mu.Lock()
+	defer engine.mu.Unlock()
+	if want := fmt.Sprintf("%d.%09d", engine.t1/1e9, engine.t1%1e9); len(engine.sinces) < 2 || engine.sinces[1] != want {
+		t.Errorf("reconnects asked since %q, want the last event's time", engine.sinces)
+	}
+}

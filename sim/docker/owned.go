@@ -1,0 +1,138 @@
+package docker
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// Owned is a container normsim created, in this run or an earlier one.
+type Owned struct {
+	Instance    string
+	Service     string
+	ContainerID string
+	Running     bool
+	Labels      map[string]string
+}
+
+// Owned lists every container that carries normsim's labels, running or
+// not, whichever run created it, by instance then service.
+func (r *Runtime) Owned(ctx context.Context) ([]Owned, error) {
+	if err := r.connect(ctx); err != nil {
+		return nil, err
+	}
+	list, err := r.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
+		filters.Arg("label", LabelManaged+"=true"))})
+	if err != nil {
+		return nil, r.engineErr("list normsim containers", err)
+	}
+	owned := make([]Owned, 0, len(list))
+	for _, c := range list {
+		owned = append(owned, Owned{
+			Instance:    c.Labels[LabelInstance],
+			Service:     c.Labels[LabelService],
+			ContainerID: c.ID,
+			Running:     c.State == container.StateRunning,
+			Labels:      c.Labels,
+		})
+	}
+	slices.SortFunc(owned, func(a, b Owned) int {
+		return cmp.Or(cmp.Compare(a.Instance, b.Instance), cmp.Compare(a.Service, b.Service), cmp.Compare(a.ContainerID, b.ContainerID))
+	})
+	return owned, nil
+}
+
+// instanceFilter selects what normsim created for one instance.
+func instanceFilter(instanceID string) filters.Args {
+	return filters.NewArgs(filters.Arg("label", LabelManaged+"=true"), filters.Arg("label", LabelInstance+"="+instanceID))
+}
+
+// Adopt tracks an instance an earlier run left in the engine, so that
+// Start, Stop, Logs and the runtime's events cover it as if this runtime
+// had prepared it. Adopting an instance already tracked is a no-op; one
+// with no container is ENotFound.
+func (r *Runtime) Adopt(ctx context.Context, instanceID string) error {
+	if r.lookup(instanceID) != nil {
+		return nil
+	}
+	if err := r.connect(ctx); err != nil {
+		return err
+	}
+	list, err := r.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: instanceFilter(instanceID)})
+	if err != nil {
+		return r.engineErr("list containers of instance "+instanceID, err)
+	}
+	if len(list) == 0 {
+		return sim.Errorf(sim.ENotFound, "instance %s has no containers in the docker engine", instanceID)
+	}
+	in := &instance{id: instanceID}
+	for _, c := range list {
+		in.services = append(in.services, &service{
+			name:      c.Labels[LabelService],
+			container: c.ID,
+			deps:      decodeDeps(c.Labels[LabelDependsOn]),
+		})
+	}
+	slices.SortFunc(in.services, func(a, b *service) int { return cmp.Compare(a.name, b.name) })
+	nets, err := r.cli.NetworkList(ctx, network.ListOptions{Filters: instanceFilter(instanceID)})
+	if err != nil {
+		return r.engineErr("list networks of instance "+instanceID, err)
+	}
+	if len(nets) > 0 {
+		in.network = nets[0].Name
+	}
+	if err := r.track(in); err != nil {
+		if sim.ErrorCode(err) == sim.EConflict {
+			return nil // adopted concurrently
+		}
+		return fmt.Errorf("adopt instance %s: %w", instanceID, err)
+	}
+	return nil
+}
+
+// RemoveInstance force-removes whatever normsim created for the instance
+// (containers, network, named volumes), tracked or not: the cleanup of an
+// earlier run's leftovers. Nothing to remove is not an error.
+func (r *Runtime) RemoveInstance(ctx context.Context, instanceID string) error {
+	if err := r.connect(ctx); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	in := r.instances[instanceID]
+	if in != nil {
+		in.stopping = true
+	}
+	r.mu.Unlock()
+
+	f := instanceFilter(instanceID)
+	list, err := r.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return r.engineErr("list containers of instance "+instanceID, err)
+	}
+	nets, err := r.cli.NetworkList(ctx, network.ListOptions{Filters: f})
+	if err != nil {
+		return r.engineErr("list networks of instance "+instanceID, err)
+	}
+	ids := make([]string, len(list))
+	for i, c := range list {
+		ids[i] = c.ID
+	}
+	netIDs := make([]string, len(nets))
+	for i, n := range nets {
+		netIDs[i] = n.ID
+	}
+	if err := r.removeAll(ctx, ids, netIDs, instanceID); err != nil {
+		return fmt.Errorf("remove instance %s: %w", instanceID, err)
+	}
+	if in != nil {
+		r.forget(in)
+	}
+	return nil
+}

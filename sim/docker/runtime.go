@@ -1,0 +1,246 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/client"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// Labels. The launch contract sets the io.normsim.* keys on every service;
+// the runtime sets instance, service and project itself as well, because
+// they are how it finds its containers again.
+const (
+	LabelManaged   = "io.normsim.managed" // "true" on everything this package creates
+	LabelInstance  = "io.normsim.instance"
+	LabelJob       = "io.normsim.job"
+	LabelRole      = "io.normsim.role"
+	LabelNode      = "io.normsim.node"
+	LabelTemplate  = "io.normsim.template"
+	LabelService   = "io.normsim.service"
+	LabelProject   = "io.normsim.project"
+	LabelDependsOn = "io.normsim.depends-on" // "db:service_healthy,init:service_completed_successfully"
+)
+
+// pingTimeout bounds Ping so `--runtime auto` decides quickly.
+const pingTimeout = 1500 * time.Millisecond
+
+// closeGrace is how long Close lets each container stop before SIGKILL;
+// compose's default. A deadline on Close's ctx shortens it.
+const closeGrace = 10 * time.Second
+
+// Config configures a Runtime. Every field is optional.
+type Config struct {
+	// Observer receives the services' started/healthy/unhealthy/exited
+	// events. It is called from the runtime's event goroutine and must not
+	// block.
+	Observer sim.RuntimeObserver
+	Logger   *slog.Logger
+	// Now stamps RuntimeEvents; time.Now by default.
+	Now func() time.Time
+}
+
+// Runtime is sim.Runtime on the Docker engine named by the environment
+// (DOCKER_HOST, DOCKER_API_VERSION, DOCKER_CERT_PATH, DOCKER_TLS_VERIFY).
+type Runtime struct {
+	cli      *client.Client
+	observer sim.RuntimeObserver
+	log      *slog.Logger
+	now      func() time.Time
+
+	connMu    sync.Mutex
+	connected bool // API version negotiated
+
+	mu        sync.Mutex
+	instances map[string]*instance
+	closed    bool
+	watching  bool
+	cancel    context.CancelFunc // stops the event watcher
+	wg        sync.WaitGroup     // the event watcher
+}
+
+var _ sim.Runtime = (*Runtime)(nil)
+
+// instance is what the runtime tracks of one instance it prepared or adopted.
+type instance struct {
+	id       string
+	network  string // name; "" when adopted without one
+	services []*service
+	stopping bool
+	// changed is closed (and replaced) whenever one of the instance's
+	// containers starts, so a following Logs resumes a service that
+	// (re)started; gone is closed once the instance is stopped or removed.
+	changed chan struct{}
+	gone    chan struct{}
+}
+
+type service struct {
+	name      string
+	container string // ID
+	deps      []sim.Dependency
+}
+
+func (in *instance) service(containerID string) *service {
+	for _, s := range in.services {
+		if s.container == containerID {
+			return s
+		}
+	}
+	return nil
+}
+
+// New returns a Runtime for the engine the environment names. It does no
+// I/O: use Ping to learn whether the engine answers.
+func New(cfg Config) (*Runtime, error) {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("docker client: %w", err)
+	}
+	r := &Runtime{
+		cli:       cli,
+		observer:  cfg.Observer,
+		log:       cfg.Logger,
+		now:       cfg.Now,
+		instances: map[string]*instance{},
+	}
+	if r.observer == nil {
+		r.observer = func(sim.RuntimeEvent) {}
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	return r, nil
+}
+
+// Name returns sim.RuntimeDocker.
+func (r *Runtime) Name() string { return sim.RuntimeDocker }
+
+// Client returns the runtime's engine client.
+func (r *Runtime) Client() *client.Client { return r.cli }
+
+// Ping reports whether the engine answers, within about 1.5 s; an engine
+// that does not is an EUnavailable error.
+func (r *Runtime) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	r.connMu.Lock()
+	defer r.connMu.Unlock()
+	return r.pingLocked(ctx)
+}
+
+// connect pings the engine once to settle the API version. It must come
+// before any concurrent use of the client: the client negotiates lazily,
+// and its event stream reads the version without the lock that guards the
+// negotiation.
+func (r *Runtime) connect(ctx context.Context) error {
+	r.connMu.Lock()
+	defer r.connMu.Unlock()
+	if r.connected {
+		return nil
+	}
+	return r.pingLocked(ctx)
+}
+
+func (r *Runtime) pingLocked(ctx context.Context) error {
+	ping, err := r.cli.Ping(ctx)
+	if err != nil {
+		return sim.Errorf(sim.EUnavailable, "docker engine at %s does not answer: %v", r.cli.DaemonHost(), err)
+	}
+	if !r.connected {
+		r.cli.NegotiateAPIVersionPing(ping)
+		r.connected = true
+	}
+	return nil
+}
+
+// Close stops watching the engine's events. Unless keep, it first stops and
+// removes every instance the runtime tracks (the ones it prepared and the
+// ones it adopted), giving each container up to 10 s (less when ctx has a
+// deadline) to exit on SIGTERM.
+func (r *Runtime) Close(ctx context.Context, keep bool) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	ids := make([]string, 0, len(r.instances))
+	for id := range r.instances {
+		ids = append(ids, id)
+	}
+	r.mu.Unlock()
+
+	var errs []error
+	if !keep {
+		grace := closeGrace
+		if dl, ok := ctx.Deadline(); ok {
+			grace = min(grace, max(0, time.Until(dl)-time.Second))
+		}
+		var wg sync.WaitGroup
+		errc := make(chan error, len(ids))
+		for _, id := range ids {
+			wg.Go(func() { errc <- r.Stop(ctx, id, grace) })
+		}
+		wg.Wait()
+		close(errc)
+		for err := range errc {
+			errs = append(errs, err)
+		}
+	}
+
+	r.mu.Lock()
+	cancel := r.cancel
+	r.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	r.wg.Wait()
+	errs = append(errs, r.cli.Close())
+	return errors.Join(errs...)
+}
+
+// errClosed is returned by calls made after Close.
+var errClosed = errors.New("docker runtime is closed")
+
+// track registers in, starting the event watcher on first use.
+func (r *Runtime) track(in *instance) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return errClosed
+	}
+	if _, ok := r.instances[in.id]; ok {
+		return sim.Errorf(sim.EConflict, "instance %s is already prepared in the docker runtime", in.id)
+	}
+	in.changed = make(chan struct{})
+	in.gone = make(chan struct{})
+	r.instances[in.id] = in
+	r.startWatchingLocked()
+	return nil
+}
+
+// lookup returns the tracked instance id, or nil.
+func (r *Runtime) lookup(id string) *instance {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.instances[id]
+}
+
+// forget drops in from the tracked instances and wakes its log followers.
+func (r *Runtime) forget(in *instance) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.instances[in.id] == in {
+		delete(r.instances, in.id)
+		close(in.gone)
+	}
+}

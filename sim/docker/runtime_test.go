@@ -1,0 +1,559 @@
+package docker_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/network"
+
+	"github.com/normsim/normsim/internal/testenv"
+	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/sim/docker"
+)
+
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// threeServices is db (healthy after its first probe), init (exits 0 at
+// once) and app, which waits for both.
+func threeServices(img string, hostPort int, dataDir string) []sim.ServiceSpec {
+	return []sim.ServiceSpec{
+		{
+			Name:  "db",
+			Image: img,
+			Env:   map[string]string{"GREETING": "db"},
+			Healthcheck: &sim.Healthcheck{
+				Test:     []string{"CMD", "/job", "health"},
+				Interval: 200 * time.Millisecond,
+				Timeout:  time.Second,
+				Retries:  3,
+			},
+			Volumes: []sim.Mount{
+				{Type: "volume", Source: "data", Target: "/data"},
+				{Type: "tmpfs", Target: "/scratch"},
+			},
+		},
+		{
+			Name:  "init",
+			Image: img,
+			Env:   map[string]string{"GREETING": "init", "JOB_EXIT": "0"},
+		},
+		{
+			Name:  "app",
+			Image: img,
+			Env: map[string]string{
+				"GREETING":            "hi",
+				"NORSK_WORKER_WS_URL": "ws://host.docker.internal:6797/instances/job-1/role-a",
+				"JOB_LISTEN":          ":8080",
+				"JOB_RESOLVE":         "host.docker.internal,db",
+				"JOB_READ":            "/in/hello.txt",
+			},
+			Ports:   []sim.PortBinding{{HostIP: "127.0.0.1", HostPort: hostPort, ContainerPort: 8080, Protocol: "tcp"}},
+			Volumes: []sim.Mount{{Type: "bind", Source: dataDir, Target: "/in", ReadOnly: true}},
+			DependsOn: []sim.Dependency{
+				{Service: "db", Condition: "service_healthy"},
+				{Service: "init", Condition: "service_completed_successfully"},
+			},
+		},
+	}
+}
+
+func TestPrepareStartLogsStop(t *testing.T) {
+	img, cli := mustJobImage(t)
+	r, rec := newRuntime(t)
+	ctx := context.Background()
+
+	dataDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dataDir, "hello.txt"), []byte("hi there"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port := testenv.FreePort(t)
+	spec := newSpec(t, cli, threeServices(img, port, dataDir)...)
+	id := spec.InstanceID
+
+	if err := r.Prepare(ctx, spec); err != nil {
+		t.Fatalf("prepare: %v", err)
+	}
+
+	// Prepared: created, not started, labelled, on the instance's network
+	// under the service's name.
+	netName := spec.Project + "_default"
+	nw, err := cli.NetworkInspect(ctx, netName, network.InspectOptions{})
+	if err != nil {
+		t.Fatalf("network %s: %v", netName, err)
+	}
+	if nw.Labels["io.normsim.managed"] != "true" || nw.Labels["io.normsim.instance"] != id {
+		t.Errorf("network labels = %v", nw.Labels)
+	}
+	for _, s := range []string{"db", "init", "app"} {
+		name := spec.Project + "-" + s + "-1"
+		c, err := cli.ContainerInspect(ctx, name)
+		if err != nil {
+			t.Fatalf("container %s: %v", name, err)
+		}
+		if c.State.Status != container.StateCreated {
+			t.Errorf("%s is %s after Prepare, want created", name, c.State.Status)
+		}
+		for k, v := range map[string]string{
+			"io.normsim.managed": "true", "io.normsim.instance": id, "io.normsim.service": s,
+			"io.normsim.job": spec.JobID, "io.normsim.role": "role-a", "io.normsim.node": "node-1",
+			"io.normsim.template": "test-template", "io.normsim.project": spec.Project, "com.example.extra": "kept",
+		} {
+			if got := c.Config.Labels[k]; got != v {
+				t.Errorf("%s label %s = %q, want %q", name, k, got, v)
+			}
+		}
+		if ep := c.NetworkSettings.Networks[netName]; ep == nil || !contains(ep.Aliases, s) {
+			t.Errorf("%s is not on %s under alias %s: %+v", name, netName, s, c.NetworkSettings.Networks)
+		}
+		if !contains(c.HostConfig.ExtraHosts, "host.docker.internal:host-gateway") {
+			t.Errorf("%s extra hosts = %v", name, c.HostConfig.ExtraHosts)
+		}
+	}
+	if evs, _ := rec.snapshot(); len(evs) != 0 {
+		t.Errorf("events before Start: %+v", evs)
+	}
+
+	if err := r.Start(ctx, id); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	// app started only after db was healthy and init had completed.
+	if st := state(t, cli, spec.Project+"-app-1"); !st.Running {
+		t.Errorf("app is %s after Start", st.Status)
+	}
+	if st := state(t, cli, spec.Project+"-init-1"); st.Running || st.ExitCode != 0 {
+		t.Errorf("init is %s (exit %d) after Start", st.Status, st.ExitCode)
+	}
+	if st := state(t, cli, spec.Project+"-db-1"); st.Health == nil || st.Health.Status != container.Healthy {
+		t.Errorf("db health after Start: %+v", st.Health)
+	}
+	for _, s := range []string{"db", "init", "app"} {
+		rec.wait(t, id, s, sim.ServiceStarted)
+	}
+	rec.wait(t, id, "db", sim.ServiceHealthy)
+	if ev := rec.wait(t, id, "init", sim.ServiceExited); ev.ExitCode != 0 {
+		t.Errorf("init exited %d", ev.ExitCode)
+	}
+
+	out := waitLogs(t, r, id,
+		"app | GREETING=hi\n",
+		"app | NORSK_WORKER_WS_URL=ws://host.docker.internal:6797/instances/job-1/role-a\n",
+		"app | read /in/hello.txt: \"hi there\" <nil>\n",
+		"db | GREETING=db\n",
+		"init | exiting with code 0\n", // stderr
+	)
+	if !regexp.MustCompile(`(?m)^app \| host\.docker\.internal=\d+\.\d+\.\d+\.\d+$`).MatchString(out) {
+		t.Errorf("host.docker.internal did not resolve in app:\n%s", out)
+	}
+	if !regexp.MustCompile(`(?m)^app \| db=\d+\.\d+\.\d+\.\d+$`).MatchString(out) {
+		t.Errorf("service alias db did not resolve in app:\n%s", out)
+	}
+
+	// The published port reaches app.
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port))
+	if err != nil {
+		t.Fatalf("published port: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "hello from hi" {
+		t.Errorf("published port answered %q", body)
+	}
+
+	// Following streams until ctx ends, then returns nil.
+	fctx, cancel := context.WithCancel(ctx)
+	var followed syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- r.Logs(fctx, id, true, &followed) }()
+	waitFor(t, func() bool { return strings.Contains(followed.String(), "app | GREETING=hi\n") })
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("following logs ended with %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("following logs did not end with its ctx")
+	}
+
+	if err := r.Stop(ctx, id, 5*time.Second); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	assertGone(t, cli, id)
+	time.Sleep(300 * time.Millisecond) // let the engine's die events arrive
+	for _, s := range []string{"db", "app"} {
+		if ev, ok := rec.find(id, s, sim.ServiceExited); ok {
+			t.Errorf("Stop was reported as the service exiting on its own: %+v", ev)
+		}
+	}
+	if err := r.Stop(ctx, id, time.Second); err != nil {
+		t.Errorf("second stop: %v", err)
+	}
+	if err := r.Logs(ctx, id, false, io.Discard); !isNotFound(err) {
+		t.Errorf("logs after stop: %v, want NOT_FOUND", err)
+	}
+}
+
+func TestServiceExitsOnItsOwn(t *testing.T) {
+	img, cli := mustJobImage(t)
+	r, rec := newRuntime(t)
+	ctx := context.Background()
+	spec := newSpec(t, cli, sim.ServiceSpec{Name: "job", Image: img, Env: map[string]string{"JOB_EXIT": "3"}})
+
+	if err := r.Prepare(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx, spec.InstanceID); err != nil {
+		t.Fatal(err)
+	}
+	ev := rec.wait(t, spec.InstanceID, "job", sim.ServiceExited)
+	if ev.ExitCode != 3 {
+		t.Errorf("exit code %d, want 3: %+v", ev.ExitCode, ev)
+	}
+	// The logs of an exited service stay readable until Stop.
+	waitLogs(t, r, spec.InstanceID, "job | exiting with code 3\n")
+	if err := r.Stop(ctx, spec.InstanceID, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, cli, spec.InstanceID)
+}
+
+func TestDependencyFails(t *testing.T) {
+	img, cli := mustJobImage(t)
+	r, _ := newRuntime(t)
+	ctx := context.Background()
+	spec := newSpec(t, cli,
+		sim.ServiceSpec{Name: "migrate", Image: img, Env: map[string]string{"JOB_EXIT": "3"}},
+		sim.ServiceSpec{Name: "app", Image: img, DependsOn: []sim.Dependency{{Service: "migrate", Condition: "service_completed_successfully"}}},
+	)
+	if err := r.Prepare(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	err := r.Start(ctx, spec.InstanceID)
+	wantCode(t, err, sim.EUnprocessable)
+	if !strings.Contains(err.Error(), `"migrate" exited with code 3`) {
+		t.Errorf("error does not say why: %v", err)
+	}
+	if st := state(t, cli, spec.Project+"-app-1"); st.Status != container.StateCreated {
+		t.Errorf("app is %s although its dependency failed", st.Status)
+	}
+	if err := r.Stop(ctx, spec.InstanceID, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, cli, spec.InstanceID)
+}
+
+func TestMissingImage(t *testing.T) {
+	img, cli := mustJobImage(t)
+	r, _ := newRuntime(t)
+	ctx := context.Background()
+	missing := "normsim-test/missing:" + randomID()
+	spec := newSpec(t, cli,
+		sim.ServiceSpec{Name: "ok", Image: img},
+		sim.ServiceSpec{Name: "gone", Image: missing},
+	)
+	err := r.Prepare(ctx, spec)
+	wantCode(t, err, sim.EImageMissing)
+	msg := sim.ErrorMessage(err)
+	for _, want := range []string{strconv.Quote(missing), "scripts/build-examples", "docker load"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message %q lacks %q", msg, want)
+		}
+	}
+	assertGone(t, cli, spec.InstanceID)
+	if _, err := cli.NetworkInspect(ctx, spec.Project+"_default", network.InspectOptions{}); err == nil {
+		t.Errorf("network %s_default was created", spec.Project)
+	}
+	wantCode(t, r.Start(ctx, spec.InstanceID), sim.ENotFound)
+}
+
+func TestPrepareConflict(t *testing.T) {
+	img, cli := mustJobImage(t)
+	r, _ := newRuntime(t)
+	ctx := context.Background()
+	spec := newSpec(t, cli, sim.ServiceSpec{Name: "a", Image: img}, sim.ServiceSpec{Name: "b", Image: img})
+	if err := r.Prepare(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, r.Prepare(ctx, spec), sim.EConflict)
+
+	// Another runtime (another normsim process) must not touch r's things.
+	other, _ := newRuntime(t)
+	wantCode(t, other.Prepare(ctx, spec), sim.EConflict)
+	for _, s := range []string{"a", "b"} {
+		if st := state(t, cli, spec.Project+"-"+s+"-1"); st.Status != container.StateCreated {
+			t.Errorf("%s is %s", s, st.Status)
+		}
+	}
+	if err := r.Stop(ctx, spec.InstanceID, 0); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, cli, spec.InstanceID)
+}
+
+func TestUnknownInstance(t *testing.T) {
+	r, err := docker.New(docker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background(), true)
+	ctx := context.Background()
+	if err := r.Stop(ctx, "nope", time.Second); err != nil {
+		t.Errorf("stop unknown: %v", err)
+	}
+	wantCode(t, r.Start(ctx, "nope"), sim.ENotFound)
+	wantCode(t, r.Logs(ctx, "nope", false, io.Discard), sim.ENotFound)
+}
+
+// A second runtime finds what a crashed first one left, adopts one instance
+// and removes the other.
+func TestOwnedAdoptRemove(t *testing.T) {
+	img, cli := mustJobImage(t)
+	ctx := context.Background()
+	first, err := docker.New(docker.Config{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adopted := newSpec(t, cli,
+		sim.ServiceSpec{Name: "a", Image: img, Env: map[string]string{"GREETING": "from a"}},
+		sim.ServiceSpec{Name: "b", Image: img, DependsOn: []sim.Dependency{{Service: "a", Condition: "service_started"}}},
+	)
+	leftover := newSpec(t, cli, sim.ServiceSpec{Name: "c", Image: img})
+	for _, spec := range []*sim.LaunchSpec{adopted, leftover} {
+		if err := first.Prepare(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		if err := first.Start(ctx, spec.InstanceID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := first.Close(ctx, true); err != nil { // the crash: everything keeps running
+		t.Fatal(err)
+	}
+
+	r, rec := newRuntime(t)
+	owned, err := r.Owned(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]docker.Owned{}
+	for _, o := range owned {
+		got[o.Instance+"/"+o.Service] = o
+	}
+	for _, key := range []string{adopted.InstanceID + "/a", adopted.InstanceID + "/b", leftover.InstanceID + "/c"} {
+		o, ok := got[key]
+		switch {
+		case !ok:
+			t.Errorf("Owned lacks %s: %+v", key, owned)
+		case !o.Running || o.ContainerID == "" || o.Labels["io.normsim.job"] == "":
+			t.Errorf("Owned %s = %+v", key, o)
+		}
+	}
+
+	wantCode(t, r.Adopt(ctx, "t-no-such-instance"), sim.ENotFound)
+	if err := r.Adopt(ctx, adopted.InstanceID); err != nil {
+		t.Fatalf("adopt: %v", err)
+	}
+	waitLogs(t, r, adopted.InstanceID, "a | GREETING=from a\n", "b | GREETING=\n")
+
+	// Events reach the new runtime: a death it did not cause is reported,
+	// and Start restarts the adopted instance.
+	if err := cli.ContainerKill(ctx, adopted.Project+"-a-1", "SIGKILL"); err != nil {
+		t.Fatal(err)
+	}
+	if ev := rec.wait(t, adopted.InstanceID, "a", sim.ServiceExited); ev.ExitCode != 128+int(syscall.SIGKILL) {
+		t.Errorf("killed service exited %d", ev.ExitCode)
+	}
+	if err := r.Start(ctx, adopted.InstanceID); err != nil {
+		t.Fatalf("start adopted: %v", err)
+	}
+	rec.wait(t, adopted.InstanceID, "a", sim.ServiceStarted)
+
+	if err := r.Stop(ctx, adopted.InstanceID, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, cli, adopted.InstanceID)
+
+	if err := r.RemoveInstance(ctx, leftover.InstanceID); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, cli, leftover.InstanceID)
+	if err := r.RemoveInstance(ctx, leftover.InstanceID); err != nil {
+		t.Errorf("second remove: %v", err)
+	}
+}
+
+// Close without keep removes what the runtime runs.
+func TestCloseRemoves(t *testing.T) {
+	img, cli := mustJobImage(t)
+	ctx := context.Background()
+	r, err := docker.New(docker.Config{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := newSpec(t, cli, sim.ServiceSpec{Name: "a", Image: img})
+	if err := r.Prepare(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx, spec.InstanceID); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, cli, spec.InstanceID)
+	if err := r.Prepare(ctx, spec); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("prepare after close: %v", err)
+	}
+}
+
+// Following a prepared instance's logs picks each service up when it starts.
+func TestFollowFromPrepare(t *testing.T) {
+	img, cli := mustJobImage(t)
+	r, _ := newRuntime(t)
+	ctx := context.Background()
+	spec := newSpec(t, cli, sim.ServiceSpec{Name: "a", Image: img, Env: map[string]string{"GREETING": "late"}})
+	if err := r.Prepare(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var followed syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- r.Logs(fctx, spec.InstanceID, true, &followed) }()
+	time.Sleep(200 * time.Millisecond) // let Logs find the container not yet started
+	if err := r.Start(ctx, spec.InstanceID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return strings.Contains(followed.String(), "a | GREETING=late\n") })
+	if err := r.Stop(ctx, spec.InstanceID, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("follow ended with %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("follow did not end when the instance was stopped")
+	}
+	if n := strings.Count(followed.String(), "a | GREETING=late\n"); n != 1 {
+		t.Errorf("line written %d times:\n%s", n, followed.String())
+	}
+}
+
+func TestBuildScratchImageRefusesNonStatic(t *testing.T) {
+	r, err := docker.New(docker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background(), true)
+	p := filepath.Join(t.TempDir(), "script")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\necho hi\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err = r.BuildScratchImage(context.Background(), "normsim-test/never:x", p)
+	if err == nil || !strings.Contains(err.Error(), "not a Linux executable") {
+		t.Errorf("got %v", err)
+	}
+	if err := r.BuildScratchImage(context.Background(), "normsim-test/never:x", filepath.Join(t.TempDir(), "absent")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("absent binary: %v", err)
+	}
+}
+
+func TestPrepareRefusesBadSpecs(t *testing.T) {
+	r, err := docker.New(docker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background(), true)
+	svc := func(name string, deps ...sim.Dependency) sim.ServiceSpec {
+		return sim.ServiceSpec{Name: name, Image: "x", DependsOn: deps}
+	}
+	dep := func(name, cond string) sim.Dependency { return sim.Dependency{Service: name, Condition: cond} }
+	tests := []struct {
+		name     string
+		spec     *sim.LaunchSpec
+		code     string
+		contains string
+	}{
+		{"no instance", &sim.LaunchSpec{Project: "p"}, sim.EInvalid, "instance id"},
+		{"bad project", &sim.LaunchSpec{InstanceID: "i", Project: "-p"}, sim.EInvalid, `project "-p"`},
+		{"no services", &sim.LaunchSpec{InstanceID: "i", Project: "p"}, sim.EComposeInvalid, "no services"},
+		{"no image", &sim.LaunchSpec{InstanceID: "i", Project: "p", Services: []sim.ServiceSpec{{Name: "a"}}}, sim.EComposeInvalid, "no image"},
+		{"twice", &sim.LaunchSpec{InstanceID: "i", Project: "p", Services: []sim.ServiceSpec{svc("a"), svc("a")}}, sim.EComposeInvalid, "twice"},
+		{"unknown dep", &sim.LaunchSpec{InstanceID: "i", Project: "p", Services: []sim.ServiceSpec{svc("a", dep("b", ""))}}, sim.EComposeInvalid, `depends on "b"`},
+		{"bad condition", &sim.LaunchSpec{InstanceID: "i", Project: "p", Services: []sim.ServiceSpec{svc("a", dep("b", "x")), svc("b")}}, sim.EComposeInvalid, `condition "x"`},
+		{"cycle", &sim.LaunchSpec{InstanceID: "i", Project: "p", Services: []sim.ServiceSpec{svc("a", dep("b", "")), svc("b", dep("a", ""))}}, sim.EComposeInvalid, "a -> b -> a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := r.Prepare(context.Background(), tt.spec)
+			wantCode(t, err, tt.code)
+			if !strings.Contains(err.Error(), tt.contains) {
+				t.Errorf("%v lacks %q", err, tt.contains)
+			}
+		})
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 20s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// BenchmarkPrepareStart measures Prepare+Start of three services (b after a,
+// c on its own), the work of `docker compose up -d`; Stop is not timed.
+func BenchmarkPrepareStart(b *testing.B) {
+	img, cli := mustJobImage(b)
+	r, _ := newRuntime(b)
+	ctx := context.Background()
+	for b.Loop() {
+		b.StopTimer()
+		spec := newSpec(b, cli,
+			sim.ServiceSpec{Name: "a", Image: img},
+			sim.ServiceSpec{Name: "b", Image: img, DependsOn: []sim.Dependency{{Service: "a", Condition: "service_started"}}},
+			sim.ServiceSpec{Name: "c", Image: img},
+		)
+		b.StartTimer()
+		if err := r.Prepare(ctx, spec); err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Start(ctx, spec.InstanceID); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if err := r.Stop(ctx, spec.InstanceID, 5*time.Second); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}

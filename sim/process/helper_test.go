@@ -1,0 +1,103 @@
+//go:build unix && !aix
+
+package process
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// helperEnv switches the test binary into a helper process: the tests run
+// os.Args[0] itself as the service, so they need no external tools.
+const helperEnv = "PROCESS_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(helperEnv); mode != "" {
+		os.Exit(helperMain(mode, os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// helperMain is a service for the tests. Every mode that waits for a
+// signal prints "ready" once its handler is in place.
+func helperMain(mode string, args []string) int {
+	switch mode {
+	case "env":
+		var env []string
+		for _, kv := range os.Environ() {
+			if strings.HasPrefix(kv, "NORSK_") || strings.HasPrefix(kv, "NORMSIM_") || strings.HasPrefix(kv, "SPEC_") {
+				env = append(env, kv)
+			}
+		}
+		slices.Sort(env)
+		for _, kv := range env {
+			fmt.Println("env", kv)
+		}
+		wd, _ := os.Getwd()
+		fmt.Println("wd", wd)
+		fmt.Println("env done")
+		return 0
+	case "exit":
+		code, _ := strconv.Atoi(args[0])
+		fmt.Println("to stdout")
+		fmt.Fprintln(os.Stderr, "to stderr")
+		fmt.Print("exiting with ", code) // no newline: the last line must still be read
+		return code
+	case "selfkill":
+		fmt.Println("killing myself")
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		time.Sleep(time.Hour)
+	case "sleep":
+		fmt.Println("ready")
+		time.Sleep(time.Hour)
+	case "tick":
+		for i := 0; ; i++ {
+			fmt.Println("tick", i)
+			time.Sleep(10 * time.Millisecond)
+		}
+	case "graceful":
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGTERM)
+		fmt.Println("ready")
+		<-c
+		fmt.Println("got SIGTERM, exiting")
+		return 0
+	case "stubborn":
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGTERM)
+		fmt.Println("ready")
+		for range c {
+			fmt.Println("ignoring SIGTERM")
+		}
+	case "slowstop":
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGTERM)
+		fmt.Println("ready")
+		<-c
+		time.Sleep(200 * time.Millisecond)
+		fmt.Println("grandchild stopped")
+		return 0
+	case "parent":
+		// Like `go run`: the leader dies of SIGTERM at once; the real
+		// program is its child, in the same process group.
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), helperEnv+"="+args[0])
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Start(); err != nil {
+			fmt.Println("start grandchild:", err)
+			return 1
+		}
+		fmt.Println("grandchild", cmd.Process.Pid)
+		time.Sleep(time.Hour)
+	}
+	fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
+	return 2
+}

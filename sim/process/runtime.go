@@ -1,0 +1,910 @@
+package process
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/normsim/normsim/sim"
+)
+
+const (
+	defaultLogLines = 10000
+	// defaultCloseGrace is how long Close gives processes between SIGTERM
+	// and SIGKILL: shutting the simulator down should be quick.
+	defaultCloseGrace = 2 * time.Second
+	// tailInterval is how often new output is read from the log files.
+	tailInterval = 50 * time.Millisecond
+	// groupPoll is how often a stop looks whether a process group is gone.
+	groupPoll = 20 * time.Millisecond
+	// reapBound caps every wait that follows a SIGKILL, so a process stuck
+	// in the kernel cannot hang a stop.
+	reapBound = time.Second
+	// maxStopped is how many stopped instances keep their logs.
+	maxStopped = 100
+	// maxLineBytes splits a line that never ends.
+	maxLineBytes = 64 << 10
+	// maxLogFileBytes is where a log file is emptied once read, so a chatty
+	// process cannot fill the disk.
+	maxLogFileBytes = 64 << 20
+)
+
+// Config configures a Runtime. The zero value works.
+type Config struct {
+	// Observer receives the runtime's events; nil drops them.
+	Observer sim.RuntimeObserver
+	// Logger logs what the runtime does; nil discards.
+	Logger *slog.Logger
+	// Now stamps events; nil means time.Now.
+	Now func() time.Time
+	// LogLines is how many lines of output are kept per instance; 0 means
+	// 10000.
+	LogLines int
+}
+
+// Runtime runs launch specs as host processes. It is safe for concurrent
+// use.
+type Runtime struct {
+	observer   sim.RuntimeObserver
+	logger     *slog.Logger
+	now        func() time.Time
+	logLines   int
+	closeGrace time.Duration
+
+	// closing ends when Close begins: it aborts Starts still waiting.
+	closing    context.Context
+	beginClose context.CancelFunc
+	// detached ends when Close has finished with every instance: the exit
+	// watchers of processes left running give up.
+	detached context.Context
+	detach   context.CancelFunc
+	wg       sync.WaitGroup // tailers and exit watchers
+
+	mu        sync.Mutex
+	closed    bool
+	instances map[string]*instance
+	stopped   map[string]*logRing // logs of stopped instances
+	order     []string            // stopped, oldest first
+}
+
+// instance is one prepared launch spec.
+type instance struct {
+	id       string
+	services []*service // in spec order
+	byName   map[string]*service
+	logs     *logRing
+
+	op sync.Mutex // serialises Start, Stop and Close on the instance
+	// Guarded by op.
+	state    instanceState
+	dir      string        // log files of the current run
+	tailQuit chan struct{} // ends the tailer of the current run
+	tailDone chan struct{}
+}
+
+type instanceState int
+
+const (
+	prepared instanceState = iota
+	running
+	gone // stopped or left running by Close: the runtime is done with it
+)
+
+func (s instanceState) String() string {
+	switch s {
+	case prepared:
+		return "prepared"
+	case running:
+		return "running"
+	case gone:
+		return "gone"
+	}
+	return fmt.Sprintf("instanceState(%d)", int(s))
+}
+
+// service is one service of an instance, resolved by Prepare.
+type service struct {
+	name   string
+	path   string // resolved executable
+	argv   []string
+	dir    string
+	env    map[string]string
+	deps   []sim.Dependency
+	prefix string
+	p      atomic.Pointer[proc] // the current run's process; nil before it starts
+}
+
+// proc is one started process and the state of its log file.
+type proc struct {
+	svc    *service
+	pid    int           // also its process group id
+	exited chan struct{} // closed once the leader is reaped
+	done   chan struct{} // closed once its group is gone and its output read
+
+	mu       sync.Mutex
+	decided  bool // the watcher has seen the exit and judged it
+	stopping bool // a stop is under way: the exit is not reported
+	natural  bool // it exited on its own
+	exit     exitInfo
+	out      *os.File // read side of the log file; nil once closed
+	buf      []byte
+	partial  []byte // output after the last newline
+}
+
+// exitInfo is how a process ended.
+type exitInfo struct {
+	code   int
+	detail string
+}
+
+func unknownExit(err error) exitInfo {
+	return exitInfo{code: -1, detail: fmt.Sprintf("exited; its exit status is unknown: %v", err)}
+}
+
+var errClosed = sim.Errorf(sim.EUnavailable, "the process runtime is closed")
+
+// New returns a Runtime. It starts nothing.
+func New(cfg Config) *Runtime {
+	r := &Runtime{
+		observer:   cfg.Observer,
+		logger:     cfg.Logger,
+		now:        cfg.Now,
+		logLines:   cfg.LogLines,
+		closeGrace: defaultCloseGrace,
+		instances:  map[string]*instance{},
+		stopped:    map[string]*logRing{},
+	}
+	if r.logger == nil {
+		r.logger = slog.New(slog.DiscardHandler)
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.logLines <= 0 {
+		r.logLines = defaultLogLines
+	}
+	r.closing, r.beginClose = context.WithCancel(context.Background())
+	r.detached, r.detach = context.WithCancel(context.Background())
+	return r
+}
+
+// Name returns sim.RuntimeProcess.
+func (r *Runtime) Name() string { return sim.RuntimeProcess }
+
+// Prepare checks that every service of spec can run as a host process and
+// resolves its executable; it starts nothing.
+func (r *Runtime) Prepare(ctx context.Context, spec *sim.LaunchSpec) error {
+	if spec == nil || spec.InstanceID == "" {
+		return sim.Errorf(sim.EInvalid, "launch spec has no instance id")
+	}
+	if !supported {
+		return sim.Errorf(sim.EUnprocessable, "the process runtime does not run on %s (it needs Linux, macOS or a BSD); use --runtime docker", runtime.GOOS)
+	}
+	services, err := resolveServices(spec.Services)
+	if err != nil {
+		return err
+	}
+	inst := &instance{
+		id:       spec.InstanceID,
+		services: services,
+		byName:   map[string]*service{},
+		logs:     newLogRing(r.logLines),
+	}
+	for _, s := range services {
+		inst.byName[s.name] = s
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return errClosed
+	}
+	if _, ok := r.instances[inst.id]; ok {
+		return sim.Errorf(sim.EConflict, "instance %q is already prepared in the process runtime", inst.id)
+	}
+	r.instances[inst.id] = inst
+	return nil
+}
+
+// resolveServices checks the specs and resolves their executables.
+func resolveServices(specs []sim.ServiceSpec) ([]*service, error) {
+	var services []*service
+	names := map[string]bool{}
+	for _, ss := range specs {
+		if names[ss.Name] {
+			return nil, sim.Errorf(sim.EUnprocessable, "service %q appears twice in the launch spec", ss.Name)
+		}
+		names[ss.Name] = true
+		if ss.Process == nil || len(ss.Process.Command) == 0 || ss.Process.Command[0] == "" {
+			return nil, sim.Errorf(sim.EUnprocessable, "service %q has no x-normsim command, so it cannot run as a host process; add x-normsim: {command: [...]} to it or use --runtime docker", ss.Name)
+		}
+		dir := ss.Process.Dir
+		if dir != "" {
+			abs, err := filepath.Abs(dir)
+			if err != nil {
+				return nil, sim.Errorf(sim.EUnprocessable, "service %q: x-normsim dir %q: %v", ss.Name, dir, err)
+			}
+			dir = abs
+			fi, err := os.Stat(dir)
+			if err != nil {
+				return nil, sim.Errorf(sim.EUnprocessable, "service %q: x-normsim dir %s does not exist", ss.Name, dir)
+			}
+			if !fi.IsDir() {
+				return nil, sim.Errorf(sim.EUnprocessable, "service %q: x-normsim dir %s is not a directory", ss.Name, dir)
+			}
+		}
+		path, err := resolveExecutable(ss.Process.Command[0], dir)
+		if err != nil {
+			return nil, sim.Errorf(sim.EUnprocessable, "service %q: x-normsim command %q: %v", ss.Name, ss.Process.Command[0], err)
+		}
+		services = append(services, &service{
+			name:   ss.Name,
+			path:   path,
+			argv:   slices.Clone(ss.Process.Command),
+			dir:    dir,
+			env:    maps.Clone(ss.Env),
+			deps:   slices.Clone(ss.DependsOn),
+			prefix: ss.Name + " | ",
+		})
+	}
+	for _, s := range services {
+		for _, d := range s.deps {
+			if !names[d.Service] {
+				return nil, sim.Errorf(sim.EUnprocessable, "service %q depends on %q, which is not in the launch spec", s.name, d.Service)
+			}
+		}
+	}
+	if cycle := findCycle(services); cycle != nil {
+		return nil, sim.Errorf(sim.EUnprocessable, "depends_on has a cycle: %s", strings.Join(cycle, " → "))
+	}
+	return services, nil
+}
+
+// resolveExecutable finds argv[0] the way a shell in dir would: a name with
+// a slash is a path (relative to dir), a bare name is looked up in $PATH.
+func resolveExecutable(name, dir string) (string, error) {
+	if !strings.Contains(name, "/") {
+		path, err := exec.LookPath(name)
+		if err != nil {
+			return "", fmt.Errorf("no executable named %s in $PATH", name)
+		}
+		return path, nil
+	}
+	path := name
+	if !filepath.IsAbs(path) {
+		if dir != "" {
+			path = filepath.Join(dir, path)
+		} else if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+	}
+	if _, err := exec.LookPath(path); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("%s does not exist", path)
+		}
+		return "", fmt.Errorf("%s is not an executable file", path)
+	}
+	return path, nil
+}
+
+// findCycle returns a depends_on cycle as a path of service names, or nil.
+func findCycle(services []*service) []string {
+	byName := map[string]*service{}
+	for _, s := range services {
+		byName[s.name] = s
+	}
+	const (
+		unseen = iota
+		onPath
+		done
+	)
+	mark := map[string]int{}
+	var path []string
+	var visit func(s *service) []string
+	visit = func(s *service) []string {
+		switch mark[s.name] {
+		case onPath:
+			i := slices.Index(path, s.name)
+			return append(slices.Clone(path[i:]), s.name)
+		case done:
+			return nil
+		}
+		mark[s.name] = onPath
+		path = append(path, s.name)
+		for _, d := range s.deps {
+			if c := visit(byName[d.Service]); c != nil {
+				return c
+			}
+		}
+		path = path[:len(path)-1]
+		mark[s.name] = done
+		return nil
+	}
+	for _, s := range services {
+		if c := visit(s); c != nil {
+			return c
+		}
+	}
+	return nil
+}
+
+// Start starts a prepared instance's processes, each once the services it
+// depends on have started (in parallel where they do not depend on each
+// other), and returns once all have started. A service_healthy dependency
+// counts as started: processes have no health checks. If a service cannot
+// start, whatever did start is killed and the instance stays prepared.
+func (r *Runtime) Start(ctx context.Context, instanceID string) error {
+	inst, err := r.lookup(instanceID)
+	if err != nil {
+		return err
+	}
+	inst.op.Lock()
+	defer inst.op.Unlock()
+	switch inst.state {
+	case running:
+		return sim.Errorf(sim.EConflict, "instance %q is already running in the process runtime", instanceID)
+	case gone:
+		return sim.Errorf(sim.ENotFound, "instance %q is not prepared in the process runtime", instanceID)
+	}
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stopAbort := context.AfterFunc(r.closing, func() { cancel(errClosed) })
+	defer stopAbort()
+
+	dir, err := os.MkdirTemp("", "normsim-"+safeName(instanceID)+"-")
+	if err != nil {
+		return fmt.Errorf("start instance %s: create log directory: %w", instanceID, err)
+	}
+	inst.dir = dir
+	for _, s := range inst.services {
+		s.p.Store(nil)
+	}
+	inst.tailQuit, inst.tailDone = make(chan struct{}), make(chan struct{})
+	r.wg.Add(1)
+	go r.tail(inst, inst.tailQuit, inst.tailDone)
+
+	env := os.Environ()
+	started := map[string]chan struct{}{}
+	for _, s := range inst.services {
+		started[s.name] = make(chan struct{})
+	}
+	var n atomic.Int32
+	var wg sync.WaitGroup
+	for i, s := range inst.services {
+		wg.Go(func() {
+			if err := r.awaitDeps(ctx, inst, s, started); err != nil {
+				cancel(err)
+				return
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			if err := r.startService(inst, s, i, env); err != nil {
+				cancel(err)
+				return
+			}
+			n.Add(1)
+			close(started[s.name])
+		})
+	}
+	wg.Wait()
+	if int(n.Load()) == len(inst.services) {
+		inst.state = running
+		return nil
+	}
+	err = context.Cause(ctx)
+	r.logger.Debug("start failed; killing what started", "instance", instanceID, "err", err)
+	r.halt(context.Background(), inst, 0)
+	r.endRun(inst)
+	if sim.ErrorCode(err) == sim.EInternal {
+		err = fmt.Errorf("start instance %s: %w", instanceID, err)
+	}
+	return err
+}
+
+// awaitDeps waits until the services s depends on allow it to start.
+func (r *Runtime) awaitDeps(ctx context.Context, inst *instance, s *service, started map[string]chan struct{}) error {
+	for _, d := range s.deps {
+		select {
+		case <-started[d.Service]:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		if d.Condition != "service_completed_successfully" {
+			continue
+		}
+		p := inst.byName[d.Service].p.Load()
+		select {
+		case <-p.exited:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		p.mu.Lock()
+		exit := p.exit
+		p.mu.Unlock()
+		if exit.code != 0 {
+			return sim.Errorf(sim.EUnprocessable, "service %q depends on %q completing successfully, but %s %s", s.name, d.Service, d.Service, exit.detail)
+		}
+	}
+	return nil
+}
+
+// startService starts s's process with its output going to a log file, and
+// its exit watcher.
+func (r *Runtime) startService(inst *instance, s *service, i int, environ []string) error {
+	logPath := filepath.Join(inst.dir, fmt.Sprintf("%02d-%s.log", i, safeName(s.name)))
+	w, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("start service %s: create log file: %w", s.name, err)
+	}
+	defer w.Close()
+	rd, err := os.OpenFile(logPath, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("start service %s: open log file: %w", s.name, err)
+	}
+	pid, pidfd, err := startProcess(s.path, s.argv, s.dir, buildEnv(environ, s.env), w)
+	if err != nil {
+		rd.Close()
+		return sim.Errorf(sim.EUnprocessable, "service %q: start %s: %v", s.name, s.path, err)
+	}
+	p := &proc{svc: s, pid: pid, out: rd, exited: make(chan struct{}), done: make(chan struct{})}
+	s.p.Store(p)
+	r.logger.Debug("process started", "instance", inst.id, "service", s.name, "pid", pid, "log", logPath)
+	// Started before the watcher exists, so an exit is never reported
+	// ahead of the start.
+	r.emit(sim.RuntimeEvent{Instance: inst.id, Service: s.name, Kind: sim.ServiceStarted})
+	r.wg.Add(1)
+	go r.watch(inst, p, pidfd)
+	return nil
+}
+
+// buildEnv is the inherited environment without the NORSK_* and NORMSIM_*
+// variables (they would point the job at the wrong manager, or leak
+// normsim's own settings into it), followed by the spec's env, sorted.
+func buildEnv(environ []string, spec map[string]string) []string {
+	env := make([]string, 0, len(environ)+len(spec))
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "NORSK_") || strings.HasPrefix(k, "NORMSIM_") {
+			continue
+		}
+		if _, ok := spec[k]; ok {
+			continue
+		}
+		env = append(env, kv)
+	}
+	for _, k := range slices.Sorted(maps.Keys(spec)) {
+		env = append(env, k+"="+spec[k])
+	}
+	return env
+}
+
+// watch waits for p to exit. An exit that no stop asked for is reported as
+// ServiceExited once the rest of its group is killed (a container's
+// processes end with its main process) and its last output is read.
+func (r *Runtime) watch(inst *instance, p *proc, pidfd int) {
+	defer r.wg.Done()
+	natural := false
+	exit, ok := waitExit(r.detached, p.pid, pidfd, func() {
+		p.mu.Lock()
+		p.decided = true
+		natural = !p.stopping
+		p.natural = natural
+		p.mu.Unlock()
+		if natural {
+			if err := killGroup(p.pid); err != nil {
+				r.logger.Warn("kill the rest of an exited process's group", "instance", inst.id, "service", p.svc.name, "err", err)
+			}
+		}
+	})
+	if !ok {
+		return // the runtime closed and left the process running
+	}
+	p.mu.Lock()
+	p.exit = exit
+	p.mu.Unlock()
+	close(p.exited)
+	if !natural {
+		return // the stop finishes the job
+	}
+	r.logger.Debug("process exited", "instance", inst.id, "service", p.svc.name, "pid", p.pid, "detail", exit.detail)
+	waitGone(context.Background(), []*proc{p}, reapBound)
+	p.drain(inst.logs, true)
+	r.emit(sim.RuntimeEvent{Instance: inst.id, Service: p.svc.name, Kind: sim.ServiceExited, ExitCode: exit.code, Detail: exit.detail})
+	close(p.done)
+}
+
+// tail reads new output from the log files until quit closes.
+func (r *Runtime) tail(inst *instance, quit <-chan struct{}, done chan<- struct{}) {
+	defer r.wg.Done()
+	defer close(done)
+	t := time.NewTicker(tailInterval)
+	defer t.Stop()
+	for {
+		for _, s := range inst.services {
+			if p := s.p.Load(); p != nil {
+				p.drain(inst.logs, false)
+			}
+		}
+		select {
+		case <-quit:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// drain reads what is new in p's log file into ring, line by line. With
+// final it also takes an unfinished last line and closes the file.
+func (p *proc) drain(ring *logRing, final bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.out == nil {
+		return
+	}
+	if p.buf == nil {
+		p.buf = make([]byte, 32<<10)
+	}
+	var lines []string
+	for {
+		n, err := p.out.Read(p.buf)
+		lines = p.split(lines, p.buf[:n])
+		if err != nil || n == 0 {
+			break
+		}
+	}
+	if final {
+		if len(p.partial) > 0 {
+			lines = append(lines, p.svc.prefix+strings.TrimSuffix(string(p.partial), "\r"))
+			p.partial = nil
+		}
+		p.out.Close()
+		p.out = nil
+	} else if off, err := p.out.Seek(0, io.SeekCurrent); err == nil && off > maxLogFileBytes {
+		// Lines written between the read above and this truncation are
+		// lost; a rare loss is the price of a bounded file.
+		if p.out.Truncate(0) == nil {
+			_, _ = p.out.Seek(0, io.SeekStart)
+		}
+	}
+	ring.append(lines...)
+}
+
+// split appends the complete lines in b (after what was left over) to
+// lines and keeps the rest for next time.
+func (p *proc) split(lines []string, b []byte) []string {
+	for len(b) > 0 {
+		i := slices.Index(b, '\n')
+		if i < 0 {
+			p.partial = append(p.partial, b...)
+			if len(p.partial) >= maxLineBytes {
+				lines = append(lines, p.svc.prefix+string(p.partial))
+				p.partial = p.partial[:0]
+			}
+			return lines
+		}
+		line := b[:i]
+		if len(p.partial) > 0 {
+			line = append(p.partial, line...)
+		}
+		lines = append(lines, p.svc.prefix+strings.TrimSuffix(string(line), "\r"))
+		p.partial = p.partial[:0]
+		b = b[i+1:]
+	}
+	return lines
+}
+
+// Stop sends SIGTERM to the process group of every service, SIGKILL to the
+// groups still there after grace (or once ctx ends), and waits until the
+// groups are gone. It then forgets the instance; its logs stay readable.
+// Stopping an unknown instance is not an error; stopping a prepared one
+// only forgets it.
+func (r *Runtime) Stop(ctx context.Context, instanceID string, grace time.Duration) error {
+	r.mu.Lock()
+	inst := r.instances[instanceID]
+	r.mu.Unlock()
+	if inst == nil {
+		return nil
+	}
+	r.stop(ctx, inst, grace)
+	return nil
+}
+
+func (r *Runtime) stop(ctx context.Context, inst *instance, grace time.Duration) {
+	inst.op.Lock()
+	defer inst.op.Unlock()
+	switch inst.state {
+	case gone:
+		return
+	case running:
+		r.halt(ctx, inst, grace)
+		r.endRun(inst)
+	}
+	inst.state = gone
+	r.forget(inst)
+}
+
+// halt ends every process of inst's current run: SIGTERM to each group,
+// SIGKILL to what is left after grace, then waits (boundedly) for the groups
+// to go and reads their last output.
+func (r *Runtime) halt(ctx context.Context, inst *instance, grace time.Duration) {
+	var live, exited []*proc
+	for _, s := range inst.services {
+		p := s.p.Load()
+		if p == nil {
+			continue
+		}
+		p.mu.Lock()
+		if p.decided && p.natural {
+			exited = append(exited, p)
+		} else {
+			p.stopping = true
+			live = append(live, p)
+		}
+		p.mu.Unlock()
+	}
+	for _, p := range live {
+		if err := terminateGroup(p.pid); err != nil {
+			r.logger.Warn("terminate process group", "instance", inst.id, "service", p.svc.name, "err", err)
+		}
+	}
+	if !waitGone(ctx, live, grace) {
+		for _, p := range live {
+			if groupAlive(p.pid) {
+				r.logger.Info("process group still running after grace; killing it", "instance", inst.id, "service", p.svc.name, "pid", p.pid, "grace", grace)
+				if err := killGroup(p.pid); err != nil {
+					r.logger.Warn("kill process group", "instance", inst.id, "service", p.svc.name, "err", err)
+				}
+			}
+		}
+		if !waitGone(context.Background(), live, reapBound) {
+			r.logger.Warn("killed processes did not go away", "instance", inst.id)
+		}
+	}
+	for _, p := range live {
+		p.drain(inst.logs, true)
+		close(p.done)
+	}
+	for _, p := range exited {
+		<-p.done
+	}
+}
+
+// waitGone waits until every proc's leader is reaped and its group has no
+// live member, for at most d or until ctx ends; it reports whether they all
+// went.
+func waitGone(ctx context.Context, procs []*proc, d time.Duration) bool {
+	gone := func() bool {
+		for _, p := range procs {
+			select {
+			case <-p.exited:
+			default:
+				return false
+			}
+			if groupAlive(p.pid) {
+				return false
+			}
+		}
+		return true
+	}
+	if gone() {
+		return true
+	}
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(groupPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return gone()
+		case <-deadline.C:
+			return gone()
+		case <-tick.C:
+			if gone() {
+				return true
+			}
+		}
+	}
+}
+
+// endRun stops the tailer of inst's current run and removes its log files.
+func (r *Runtime) endRun(inst *instance) {
+	close(inst.tailQuit)
+	<-inst.tailDone
+	if err := os.RemoveAll(inst.dir); err != nil {
+		r.logger.Warn("remove log directory", "instance", inst.id, "dir", inst.dir, "err", err)
+	}
+}
+
+// forget drops inst, keeping its logs (if it has any) among the stopped.
+func (r *Runtime) forget(inst *instance) {
+	inst.logs.close()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.instances[inst.id] == inst {
+		delete(r.instances, inst.id)
+	}
+	if inst.logs.empty() {
+		return
+	}
+	if _, ok := r.stopped[inst.id]; ok {
+		r.order = slices.DeleteFunc(r.order, func(id string) bool { return id == inst.id })
+	}
+	r.stopped[inst.id] = inst.logs
+	r.order = append(r.order, inst.id)
+	for len(r.order) > maxStopped {
+		delete(r.stopped, r.order[0])
+		r.order = r.order[1:]
+	}
+}
+
+// Logs writes the instance's buffered output to w, one line per line of
+// output, each prefixed "<service> | ". With follow it keeps writing new
+// lines until ctx ends (then it returns nil) or the instance stops. The
+// logs of a stopped instance stay readable.
+func (r *Runtime) Logs(ctx context.Context, instanceID string, follow bool, w io.Writer) error {
+	r.mu.Lock()
+	var ring *logRing
+	if inst := r.instances[instanceID]; inst != nil {
+		ring = inst.logs
+	} else {
+		ring = r.stopped[instanceID]
+	}
+	r.mu.Unlock()
+	if ring == nil {
+		return sim.Errorf(sim.ENotFound, "instance %q has no logs in the process runtime", instanceID)
+	}
+	bw := bufio.NewWriter(w)
+	var seq uint64
+	for {
+		lines, next, missed, wake, closed := ring.since(seq)
+		seq = next
+		if missed > 0 {
+			fmt.Fprintf(bw, "normsim | %d lines were dropped here: the log buffer keeps the last %d\n", missed, ring.max)
+		}
+		for _, l := range lines {
+			bw.WriteString(l)
+			bw.WriteByte('\n')
+		}
+		if err := bw.Flush(); err != nil {
+			return fmt.Errorf("write logs of instance %s: %w", instanceID, err)
+		}
+		if !follow || closed {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wake:
+		}
+	}
+}
+
+// Close releases the runtime. Unless keep, it stops every instance, giving
+// processes 2s between SIGTERM and SIGKILL. With keep it leaves the
+// processes running: each leads its own process group, so they outlive
+// normsim, and their output keeps going to their log files (under
+// os.TempDir, logged here); the runtime stops watching them and reports
+// nothing more about them. Either way Close returns once every goroutine
+// of the runtime has ended.
+func (r *Runtime) Close(ctx context.Context, keep bool) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	insts := slices.Collect(maps.Values(r.instances))
+	r.mu.Unlock()
+	r.beginClose()
+
+	var wg sync.WaitGroup
+	for _, inst := range insts {
+		if keep {
+			r.abandon(inst)
+		} else {
+			wg.Go(func() { r.stop(ctx, inst, r.closeGrace) })
+		}
+	}
+	wg.Wait()
+	r.detach()
+	r.wg.Wait()
+	return nil
+}
+
+// abandon lets go of inst's processes without stopping them.
+func (r *Runtime) abandon(inst *instance) {
+	inst.op.Lock()
+	defer inst.op.Unlock()
+	if inst.state == running {
+		close(inst.tailQuit)
+		<-inst.tailDone
+		for _, s := range inst.services {
+			p := s.p.Load()
+			if p == nil {
+				continue
+			}
+			p.drain(inst.logs, true)
+			select {
+			case <-p.exited:
+			default:
+				r.logger.Info("left process running", "instance", inst.id, "service", s.name, "pid", p.pid, "logDir", inst.dir)
+			}
+		}
+	}
+	inst.state = gone
+	r.forget(inst)
+}
+
+// Pids returns the pid of each running service of the instance (which is
+// also its process group id); nil for an unknown instance.
+func (r *Runtime) Pids(instanceID string) map[string]int {
+	r.mu.Lock()
+	inst := r.instances[instanceID]
+	r.mu.Unlock()
+	if inst == nil {
+		return nil
+	}
+	pids := map[string]int{}
+	for _, s := range inst.services {
+		p := s.p.Load()
+		if p == nil {
+			continue
+		}
+		select {
+		case <-p.exited:
+		default:
+			pids[s.name] = p.pid
+		}
+	}
+	return pids
+}
+
+func (r *Runtime) lookup(id string) (*instance, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, errClosed
+	}
+	inst := r.instances[id]
+	if inst == nil {
+		return nil, sim.Errorf(sim.ENotFound, "instance %q is not prepared in the process runtime", id)
+	}
+	return inst, nil
+}
+
+func (r *Runtime) emit(ev sim.RuntimeEvent) {
+	if r.observer == nil {
+		return
+	}
+	ev.At = r.now()
+	r.observer(ev)
+}
+
+// safeName keeps a name usable in a file name.
+func safeName(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 40 {
+		b = b[:40]
+	}
+	return string(b)
+}

@@ -1,0 +1,100 @@
+package process
+
+import (
+	"context"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startHelper starts this test binary in a helper mode, as the runtime does.
+func startHelper(tb testing.TB, mode string) (pid, pidfd int) {
+	tb.Helper()
+	out, err := os.Create(tb.TempDir() + "/out")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer out.Close()
+	pid, pidfd, err = startProcess(os.Args[0], []string{os.Args[0]}, "", append(os.Environ(), helperEnv+"="+mode), out)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if pidfd < 0 {
+		tb.Skip("the kernel gave no pidfd; the runtime polls instead")
+	}
+	return pid, pidfd
+}
+
+func TestWaitExit(t *testing.T) {
+	for _, usePidfd := range []bool{true, false} {
+		name := map[bool]string{true: "pidfd", false: "polling"}[usePidfd]
+		t.Run(name, func(t *testing.T) {
+			pid, pidfd := startHelper(t, "sleep")
+			if pgid, err := syscall.Getpgid(pid); err != nil || pgid != pid {
+				t.Fatalf("process group of %d = %d (%v), want its own", pid, pgid, err)
+			}
+			if !usePidfd {
+				syscall.Close(pidfd)
+				pidfd = -1
+			}
+			unreaped := false
+			done := make(chan exitInfo, 1)
+			go func() {
+				info, ok := waitExit(context.Background(), pid, pidfd, func() {
+					unreaped = hasExited(pid) && syscall.Kill(pid, 0) == nil
+				})
+				if !ok {
+					t.Error("waitExit gave up")
+				}
+				done <- info
+			}()
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case info := <-done:
+				if info != (exitInfo{code: 137, detail: "killed by signal 9"}) {
+					t.Fatalf("exit = %+v", info)
+				}
+			case <-time.After(waitLimit):
+				t.Fatal("waitExit did not notice the exit")
+			}
+			// With a pidfd, beforeReap runs while the exited process still
+			// holds its pid; polling can only see the exit by reaping.
+			if unreaped != usePidfd {
+				t.Fatalf("beforeReap saw the process unreaped: %v, want %v", unreaped, usePidfd)
+			}
+			if syscall.Kill(pid, 0) != syscall.ESRCH {
+				t.Fatal("process not reaped")
+			}
+		})
+	}
+}
+
+func TestWaitExitGivesUp(t *testing.T) {
+	pid, pidfd := startHelper(t, "sleep")
+	t.Cleanup(func() {
+		syscall.Kill(pid, syscall.SIGKILL)
+		var ws syscall.WaitStatus
+		syscall.Wait4(pid, &ws, 0, nil)
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan bool, 1)
+	go func() {
+		_, ok := waitExit(ctx, pid, pidfd, func() { t.Error("beforeReap ran for a live process") })
+		done <- ok
+	}()
+	cancel()
+	select {
+	case ok := <-done:
+		if ok {
+			t.Fatal("waitExit reported an exit")
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("waitExit did not give up when its context ended")
+	}
+	if !alive(pid) {
+		t.Fatal("giving up killed the process")
+	}
+}

@@ -1,0 +1,26 @@
+//go:build !unix || aix
+
+package process
+
+import (
+	"context"
+	"errors"
+	"os"
+)
+
+// supported: the process runtime works on this system.
+const supported = false
+
+var errUnsupported = errors.New("the process runtime does not run on this system")
+
+func startProcess(string, []string, string, []string, *os.File) (int, int, error) {
+	return 0, -1, errUnsupported
+}
+
+func terminateGroup(int) error { return errUnsupported }
+
+func killGroup(int) error { return errUnsupported }
+
+func groupAlive(int) bool { return false }
+
+func waitExit(context.Context, int, int, func()) (exitInfo, bool) { return exitInfo{}, false }

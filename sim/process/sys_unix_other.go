@@ -1,0 +1,23 @@
+//go:build unix && !linux && !aix
+
+package process
+
+import (
+	"context"
+	"syscall"
+)
+
+func sysProcAttr(pidfd *int) *syscall.SysProcAttr {
+	*pidfd = -1
+	return &syscall.SysProcAttr{Setpgid: true}
+}
+
+// waitExit waits until pid exits and reaps it, or gives up when ctx ends
+// (false). Without pidfds it polls; beforeReap runs just after the reap.
+func waitExit(ctx context.Context, pid, _ int, beforeReap func()) (exitInfo, bool) {
+	return pollExit(ctx, pid, beforeReap)
+}
+
+// groupAlive reports whether anything is left in group pgid. Zombies count:
+// the launchd and init of these systems reap orphans promptly.
+func groupAlive(pgid int) bool { return anyInGroup(pgid) }
