@@ -116,7 +116,7 @@ http://127.0.0.1:7788).`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr("%v\nRun '%s --help' for usage.", err, c.CommandPath())
 	})
-	root.AddCommand(newVersionCmd(env), newUpCmd(env), newValidateCmd(env))
+	root.AddCommand(newVersionCmd(env), newUpCmd(env), newValidateCmd(env), newBuildExamplesCmd(env))
 	root.AddCommand(clientCommands(env)...)
 	return root
 }

@@ -255,3 +255,9 @@ func RequireSeamless(tb testing.TB, m *sim.Migration) {
 		tb.Fatalf("migration %s output is not seamless: %+v\n%s", m.ID, m.Output, Timeline(m))
 	}
 }
+
+// Connect returns a Sim that talks to a normsim already running at url
+// (e.g. `normsim up` in another process); Main is nil.
+func Connect(url string) *Sim {
+	return &Sim{URL: url, http: &http.Client{Timeout: 30 * time.Second}}
+}

@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/docker/docker/client"
+	"github.com/spf13/cobra"
+
+	"github.com/normsim/normsim/app"
+)
+
+func newBuildExamplesCmd(env Env) *cobra.Command {
+	dir := "examples/jobs"
+	cmd := &cobra.Command{
+		Use:   "build-examples [NAME...]",
+		Short: "Build the example jobs into FROM-scratch Docker images",
+		Long: `Compile each example job under examples/jobs (or --dir) into a static Linux
+binary and build it into the image normsim/<name>:dev through the Docker
+engine's API. No base image and no registry are involved, so it works
+offline. The templates in templates/ run these images on the Docker runtime.`,
+		Example: `  normsim build-examples
+  normsim build-examples counter`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			names := args
+			if len(names) == 0 {
+				var err error
+				if names, err = app.ExampleNames(dir); err != nil {
+					return usageErr("%v (run from the repository root or pass --dir)", err)
+				}
+			}
+			cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+			if err != nil {
+				return err
+			}
+			defer cli.Close()
+			pctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
+			_, err = cli.Ping(pctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("the Docker engine does not answer (DOCKER_HOST=%q): %w", cli.DaemonHost(), err)
+			}
+			return app.BuildExampleImages(cmd.Context(), cli, dir, names, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", dir, "directory of example jobs")
+	return cmd
+}

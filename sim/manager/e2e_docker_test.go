@@ -1,0 +1,166 @@
+package manager_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+
+	"github.com/normsim/normsim/internal/testenv"
+	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/sim"
+)
+
+// dockerSim starts a sim on the Docker runtime with the counter image built.
+func dockerSim(t *testing.T, o normsimtest.Options) *normsimtest.Sim {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs real containers")
+	}
+	normsimtest.BuildJobImage(t, "normsim/counter:dev", filepath.Join("..", "..", "examples", "jobs", "counter"))
+	o.Runtime = sim.RuntimeDocker
+	// Registered first so it runs after the sim has shut down.
+	t.Cleanup(func() { requireNoContainers(t, "") })
+	return startSim(t, o)
+}
+
+// requireNoContainers fails when containers with normsim's labels remain
+// (for one instance, or any).
+func requireNoContainers(t *testing.T, instance string) {
+	t.Helper()
+	cli := testenv.RequireDocker(t)
+	f := filters.NewArgs(filters.Arg("label", "io.normsim.managed=true"))
+	if instance != "" {
+		f.Add("label", "io.normsim.instance="+instance)
+	}
+	list, err := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range list {
+		t.Errorf("container %s (%s) left behind", c.Names, c.Labels["io.normsim.instance"])
+	}
+}
+
+func TestDockerCounterConnectsLogsAndStops(t *testing.T) {
+	s := dockerSim(t, normsimtest.Options{})
+	in := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
+	if in.Runtime != sim.RuntimeDocker || in.Env != nil {
+		t.Fatalf("instance %+v: want docker, env hidden", in)
+	}
+	// Connected means the container resolved host.docker.internal and its
+	// job said hello to node a's listener with the right token.
+	s.WaitConnected(t, in.ID)
+	deadline := time.Now().Add(10 * time.Second)
+	var logs string
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(s.URL + "/api/v1/instances/" + in.ID + "/logs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		resp.Body.Close()
+		logs = b.String()
+		if strings.Contains(logs, "counter starting") && strings.Contains(logs, "output started") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(logs, "counter | ") || !strings.Contains(logs, "output started") {
+		t.Fatalf("logs do not show the counter running:\n%s", logs)
+	}
+	if err := s.Do(http.MethodDelete, "/api/v1/instances/"+in.ID, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	requireNoContainers(t, in.ID)
+}
+
+func TestDockerCounterMigratesWithEachStrategy(t *testing.T) {
+	for _, tc := range []struct {
+		template string
+		strategy sim.Strategy
+		verdict  string
+	}{
+		{"counter", sim.Handover, sim.VerdictSeamless},
+		{"counter", sim.StopThenStart, sim.VerdictGap},
+		{"relay-overlap", sim.Overlap, sim.VerdictOverlap},
+	} {
+		t.Run(string(tc.strategy), func(t *testing.T) {
+			s := dockerSim(t, normsimtest.Options{})
+			in := s.Launch(t, sim.LaunchRequest{Template: tc.template, Node: "a", Params: map[string]string{"RATE": "100"}})
+			s.WaitConnected(t, in.ID)
+			time.Sleep(300 * time.Millisecond)
+			id := in.ID
+			for _, to := range []string{"b", "a"} {
+				m := s.MigrateAndWait(t, id, sim.MigrateRequest{To: to, Strategy: string(tc.strategy)})
+				normsimtest.RequireCompleted(t, m)
+				if m.Output == nil || m.Output.Verdict != tc.verdict {
+					t.Fatalf("%s to %s: output %+v, want %s\n%s", tc.strategy, to, m.Output, tc.verdict, normsimtest.Timeline(m))
+				}
+				t.Logf("%s to %s in %.0f ms: %s (%s)", tc.strategy, to, *m.Durations.TotalMs, m.Output.Verdict, m.Output.Detail)
+				requireNoContainers(t, id) // the source's containers are gone
+				id = m.Target.Instance
+				s.WaitConnected(t, id)
+				time.Sleep(300 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// TestDockerRestartAdoptsOrCleansUp kills a real normsim process and starts
+// another over the same store: a running container is adopted (and still
+// connected), one whose instance was not running is removed.
+func TestDockerRestartAdoptsOrCleansUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real containers")
+	}
+	normsimtest.BuildJobImage(t, "normsim/counter:dev", filepath.Join("..", "..", "examples", "jobs", "counter"))
+	bin := buildNormsim(t)
+	db := filepath.Join(t.TempDir(), "normsim.db")
+	addr := "127.0.0.1:" + itoa(testenv.FreePort(t))
+	socketPort := testenv.FreePort(t)
+	up := func() *exec.Cmd {
+		// The same socket ports after the restart, so the adopted job's
+		// NORSK_WORKER_WS_URL still points at its node.
+		cmd := exec.Command(bin, "up", "--db", db, "--addr", addr, "--socket-port", itoa(socketPort), "--runtime", "docker",
+			"--templates", templatesDir)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Signal(syscall.SIGINT); cmd.Wait() })
+		waitReady(t, "http://"+addr)
+		return cmd
+	}
+	first := up()
+	api := normsimtestClient(addr)
+	in := api.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
+	api.WaitConnected(t, in.ID)
+
+	first.Process.Kill() // SIGKILL: no cleanup
+	first.Wait()
+
+	up()
+	got := api.WaitInstance(t, in.ID, 30*time.Second, "adopted, running and reconnected", func(i sim.Instance) bool {
+		return i.State == sim.InstanceRunning && i.Connected
+	})
+	if got.Error != "" {
+		t.Fatalf("adopted instance carries an error: %q", got.Error)
+	}
+	// The adopted instance is fully managed: stopping it removes its
+	// containers.
+	if err := api.Do(http.MethodDelete, "/api/v1/instances/"+in.ID, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	requireNoContainers(t, in.ID)
+}
