@@ -235,10 +235,19 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return err
 	}
 
+	owner, err := m.Store.Owner(ctx)
+	if err != nil {
+		return err
+	}
+	for _, rt := range m.Runtimes {
+		if o, ok := rt.(interface{ SetOwner(string) }); ok {
+			o.SetOwner(owner)
+		}
+	}
 	sinkPort := m.Sink.Port()
 	mgr = manager.New(manager.Config{
 		Nodes: nodes, Store: m.Store, Catalog: m.Catalog, Runtimes: m.Runtimes, DefaultRuntime: defaultRuntime,
-		Sink: m.Sink, StudioAccess: m.Opts.StudioAccess, Logger: m.log, Now: m.Opts.Now,
+		Sink: m.Sink, StudioAccess: m.Opts.StudioAccess, Owner: owner, Logger: m.log, Now: m.Opts.Now,
 		OutputEnv: func(runtime string) map[string]string {
 			host := "127.0.0.1"
 			if runtime == sim.RuntimeDocker {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/docker"
+	"github.com/normsim/normsim/sim/manager"
 	"github.com/normsim/normsim/sim/process"
 )
 
@@ -24,7 +25,7 @@ func DockerRuntime() RuntimeFactory {
 			rt.Close(context.Background(), true)
 			return nil, err
 		}
-		return dockerAdopter{rt}, nil
+		return dockerAdopter{Runtime: rt, owner: new(string)}, nil
 	}}
 }
 
@@ -41,8 +42,16 @@ func DefaultRuntimes() []RuntimeFactory {
 	return []RuntimeFactory{DockerRuntime(), ProcessRuntime()}
 }
 
-// dockerAdopter lets the manager find containers an earlier run left.
-type dockerAdopter struct{ *docker.Runtime }
+// dockerAdopter lets the manager find containers an earlier run over the
+// same store left: only those carrying this store's owner label, never
+// another normsim's on the same engine.
+type dockerAdopter struct {
+	*docker.Runtime
+	owner *string
+}
+
+// SetOwner names the store whose containers this runtime may adopt.
+func (d dockerAdopter) SetOwner(owner string) { *d.owner = owner }
 
 func (d dockerAdopter) Leftovers(ctx context.Context) (map[string]bool, error) {
 	owned, err := d.Owned(ctx)
@@ -51,6 +60,9 @@ func (d dockerAdopter) Leftovers(ctx context.Context) (map[string]bool, error) {
 	}
 	out := map[string]bool{}
 	for _, o := range owned {
+		if o.Labels[manager.LabelOwner] != *d.owner {
+			continue
+		}
 		running, seen := out[o.Instance]
 		if !seen {
 			running = true

@@ -118,13 +118,25 @@ func (t Timeouts) WithDefaults() Timeouts {
 	}
 }
 
-// Fault is a fault armed on a protocol event of a migration (issue 7 builds
-// the full set; the engine records each on the timeline).
+// Fault is a fault armed on a protocol event of a migration, never on the
+// wall clock: it fires when a frame of type On passes (in either direction)
+// during the migration. Each fault fires once and is recorded on the
+// timeline. See docs/faults.md for the kinds.
 type Fault struct {
-	Kind  string   `json:"kind"`            // e.g. "kill", "drop-socket", "drop-frame"
-	Side  string   `json:"side,omitempty"`  // source | target
-	On    string   `json:"on,omitempty"`    // the frame type or phase that arms it
-	Frame string   `json:"frame,omitempty"` // frame type for frame faults
+	Kind string `json:"kind"`
+	// Side is the job the fault hits: source or target.
+	Side string `json:"side,omitempty"`
+	// On is the frame type whose passage arms the fault (kill, stop, pause,
+	// drop-socket, worker-abort). Frame faults fire on their Frame instead.
+	On string `json:"on,omitempty"`
+	// Frame is the frame type a frame fault (delay-frame, drop-frame,
+	// duplicate-frame, corrupt-frame) acts on.
+	Frame string `json:"frame,omitempty"`
+	// Direction of the frame: out (worker → job) or in (job → worker);
+	// defaults to the direction that frame type travels.
+	Direction string `json:"direction,omitempty"`
+	// Delay is how long delay-frame holds the frame or pause freezes the job
+	// (default 1s).
 	Delay Duration `json:"delay,omitempty"`
 }
 

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"io"
+	"syscall"
 	"time"
 )
 
@@ -53,3 +54,11 @@ const (
 
 // RuntimeObserver receives a runtime's events. Implementations must not block.
 type RuntimeObserver func(RuntimeEvent)
+
+// Signaler is a runtime that can deliver a signal to an instance's services
+// without stopping them through Stop, for fault injection: a SIGKILL is a
+// crash the runtime reports as ServiceExited, SIGSTOP/SIGCONT freeze and
+// thaw the job.
+type Signaler interface {
+	Signal(ctx context.Context, instanceID string, sig syscall.Signal) error
+}

@@ -267,6 +267,40 @@ func (l *Listener) Disconnect(jobID, role string, code int, reason string) {
 	}
 }
 
+// Drop tears an instance's connection down without a close frame, as a
+// network failure would (fault injection).
+func (l *Listener) Drop(jobID, role string) {
+	l.mu.Lock()
+	in, ok := l.instances[key{jobID, role}]
+	var c *conn
+	if ok {
+		c = in.cur
+	}
+	l.mu.Unlock()
+	if c != nil {
+		c.once.Do(func() { c.setClose(int(websocket.StatusAbnormalClosure), "connection dropped") })
+		c.ws.CloseNow()
+	}
+}
+
+// SendRaw writes text that is not a valid frame (fault injection: a
+// corrupted frame); typ names it in the frame record.
+func (l *Listener) SendRaw(ctx context.Context, jobID, role, typ string, data []byte) error {
+	l.mu.Lock()
+	in, ok := l.instances[key{jobID, role}]
+	var c *conn
+	if ok {
+		c = in.cur
+	}
+	l.mu.Unlock()
+	if c == nil {
+		return fmt.Errorf("send %s to %s/%s: %w", typ, jobID, role, ErrNotConnected)
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	return c.writeLocked(ctx, typ, data)
+}
+
 // conn is one accepted WebSocket.
 type conn struct {
 	l       *Listener
@@ -274,9 +308,23 @@ type conn struct {
 	key     key
 	writeMu sync.Mutex
 	once    sync.Once
-	// closeCode and closeReason are what we closed with, for the event.
+	// closeCode and closeReason are what we closed with, for the event;
+	// written once inside once.
+	closeMu     sync.Mutex
 	closeCode   int
 	closeReason string
+}
+
+func (c *conn) setClose(code int, reason string) {
+	c.closeMu.Lock()
+	c.closeCode, c.closeReason = code, reason
+	c.closeMu.Unlock()
+}
+
+func (c *conn) closed() (int, string) {
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	return c.closeCode, c.closeReason
 }
 
 func (c *conn) send(ctx context.Context, f protocol.WorkerFrame) error {
@@ -304,7 +352,7 @@ func (c *conn) writeLocked(ctx context.Context, typ string, data []byte) error {
 // a peer that never answers the close handshake cannot hold the caller.
 func (c *conn) close(code websocket.StatusCode, reason string) {
 	c.once.Do(func() {
-		c.closeCode, c.closeReason = int(code), reason
+		c.setClose(int(code), reason)
 		c.l.wg.Add(1)
 		go func() {
 			defer c.l.wg.Done()
@@ -440,8 +488,8 @@ func (l *Listener) run(ctx context.Context, c *conn) {
 	}
 	l.mu.Unlock()
 	_ = reg
-	if c.closeCode != 0 {
-		code, reason = c.closeCode, c.closeReason
+	if cc, cr := c.closed(); cc != 0 {
+		code, reason = cc, cr
 	}
 	if current {
 		l.cfg.OnEvent(Event{Kind: Disconnected, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now(), Code: code, Reason: reason})

@@ -1,18 +1,113 @@
 package manager
 
 import (
+	"context"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
 )
 
-// faultKinds are the faults a migration request may arm.
-var faultKinds = map[string]string{
-	"target-fail-start": "the target fails to start",
+// Fault kinds (docs/faults.md).
+const (
+	faultKill            = "kill"
+	faultStop            = "stop"
+	faultPause           = "pause"
+	faultDropSocket      = "drop-socket"
+	faultWorkerAbort     = "worker-abort"
+	faultTargetFailStart = "target-fail-start"
+	faultDelayFrame      = "delay-frame"
+	faultDropFrame       = "drop-frame"
+	faultDuplicateFrame  = "duplicate-frame"
+	faultCorruptFrame    = "corrupt-frame"
+)
+
+// faultKinds says what each kind needs: a side, an On frame, a Frame.
+var faultKinds = map[string]struct{ side, on, frame, signal bool }{
+	faultKill:            {side: true, on: true, signal: true},
+	faultStop:            {side: true, on: true, signal: true},
+	faultPause:           {side: true, on: true, signal: true},
+	faultDropSocket:      {side: true, on: true},
+	faultWorkerAbort:     {on: true},
+	faultTargetFailStart: {},
+	faultDelayFrame:      {frame: true},
+	faultDropFrame:       {frame: true},
+	faultDuplicateFrame:  {frame: true},
+	faultCorruptFrame:    {frame: true},
 }
 
-func validateFaults(fs []sim.Fault) error {
-	for i, f := range fs {
-		if _, ok := faultKinds[f.Kind]; !ok {
-			return sim.Errorf(sim.EUnprocessable, "faults[%d].kind: unknown fault %q", i, f.Kind)
+var jobFrames = map[string]bool{protocol.TypeHello: true, protocol.TypeState: true, protocol.TypeStateRefused: true,
+	protocol.TypeTargetReady: true, protocol.TypeSourceStoppedOutput: true, protocol.TypeTargetApplied: true, protocol.TypeAbort: true}
+
+var workerFrames = map[string]bool{protocol.TypeHelloAck: true, protocol.TypeGetState: true, protocol.TypeInitialState: true,
+	protocol.TypeCutoverReady: true, protocol.TypeCutoverApply: true, protocol.TypeAbort: true}
+
+// frameDirection is the direction a frame type travels: in (job → worker)
+// or out (worker → job); "" for abort, which travels both ways.
+func frameDirection(typ string) string {
+	switch {
+	case jobFrames[typ] && workerFrames[typ]:
+		return ""
+	case jobFrames[typ]:
+		return "in"
+	case workerFrames[typ]:
+		return "out"
+	}
+	return ""
+}
+
+// validateFaults checks each fault names what its kind needs, and that the
+// runtimes can deliver the signals it sends.
+func validateFaults(fs []sim.Fault, srcRuntime, tgtRuntime sim.Runtime) error {
+	for i := range fs {
+		f := &fs[i]
+		at := fmt.Sprintf("faults[%d]", i)
+		need, ok := faultKinds[f.Kind]
+		if !ok {
+			return sim.Errorf(sim.EUnprocessable, "%s.kind: must be one of kill, stop, pause, drop-socket, worker-abort, target-fail-start, delay-frame, drop-frame, duplicate-frame, corrupt-frame; got %q", at, f.Kind)
+		}
+		if f.Side != "" && f.Side != sideSource && f.Side != sideTarget {
+			return sim.Errorf(sim.EUnprocessable, "%s.side: must be source or target; got %q", at, f.Side)
+		}
+		if need.side && f.Side == "" {
+			return sim.Errorf(sim.EUnprocessable, "%s.side: required for %s (source or target)", at, f.Kind)
+		}
+		if need.on {
+			if f.On == "" {
+				return sim.Errorf(sim.EUnprocessable, "%s.on: required for %s: the frame type whose passage fires it (e.g. target-ready)", at, f.Kind)
+			}
+			if !jobFrames[f.On] && !workerFrames[f.On] {
+				return sim.Errorf(sim.EUnprocessable, "%s.on: %q is not a frame type of the job socket", at, f.On)
+			}
+		} else if f.On != "" {
+			return sim.Errorf(sim.EUnprocessable, "%s.on: %s fires on its frame, not on another; remove on", at, f.Kind)
+		}
+		if need.frame {
+			if !jobFrames[f.Frame] && !workerFrames[f.Frame] {
+				return sim.Errorf(sim.EUnprocessable, "%s.frame: required for %s: a frame type of the job socket; got %q", at, f.Kind, f.Frame)
+			}
+			want := frameDirection(f.Frame)
+			switch {
+			case f.Direction == "" && want == "":
+				return sim.Errorf(sim.EUnprocessable, "%s.direction: required for %s of %s (in or out)", at, f.Kind, f.Frame)
+			case f.Direction == "":
+				f.Direction = want
+			case f.Direction != "in" && f.Direction != "out":
+				return sim.Errorf(sim.EUnprocessable, "%s.direction: must be in or out; got %q", at, f.Direction)
+			case want != "" && f.Direction != want:
+				return sim.Errorf(sim.EUnprocessable, "%s.direction: %s only travels %s", at, f.Frame, want)
+			}
+		}
+		if need.signal {
+			rt := srcRuntime
+			if f.Side == sideTarget {
+				rt = tgtRuntime
+			}
+			if _, ok := rt.(sim.Signaler); !ok {
+				return sim.Errorf(sim.EUnprocessable, "%s: %s needs a runtime that can signal the %s; %s cannot", at, f.Kind, f.Side, rt.Name())
+			}
 		}
 	}
 	return nil
@@ -27,4 +122,121 @@ func (r *run) fault(kind, side string) *sim.Fault {
 		}
 	}
 	return nil
+}
+
+func faultDelay(f *sim.Fault) time.Duration {
+	if f.Delay > 0 {
+		return f.Delay.D()
+	}
+	return time.Second
+}
+
+// frameFaultLocked returns (and spends) the frame fault armed on a frame of
+// this type, direction and side, if any.
+func (r *run) frameFaultLocked(typ, dir, side string) *sim.Fault {
+	for i := range r.faults {
+		f := &r.faults[i]
+		if r.fired[i] || !faultKinds[f.Kind].frame || f.Frame != typ || f.Direction != dir {
+			continue
+		}
+		if f.Side != "" && f.Side != side {
+			continue
+		}
+		r.fired[i] = true
+		return f
+	}
+	return nil
+}
+
+// strikeLocked fires, synchronously, the faults armed on a frame of typ
+// that hit side (the job sending or receiving it), so the fault lands
+// exactly there and not a relay later. It reports whether the frame is lost
+// with the job (killed, stopped, or its socket dropped): it is then neither
+// delivered nor acted on.
+func (r *run) strikeLocked(typ, side string) (lost bool) {
+	for i := range r.faults {
+		f := r.faults[i]
+		if r.fired[i] || !faultKinds[f.Kind].side || f.On != typ || f.Side != side {
+			continue
+		}
+		r.fired[i] = true
+		r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: %s the %s (armed on %s)", f.Kind, f.Side, typ), nil)
+		if r.actLocked(f) && f.Kind != faultPause {
+			lost = true
+		}
+	}
+	if lost {
+		r.recordLocked(r.phase, sideManager, fmt.Sprintf("%s is lost with the %s", typ, side), nil)
+	}
+	return lost
+}
+
+// fireOnLocked fires the other faults armed on the passage of a frame type:
+// those hitting the other side, and worker-abort.
+func (r *run) fireOnLocked(typ string) {
+	for i := range r.faults {
+		f := r.faults[i]
+		if r.fired[i] || !faultKinds[f.Kind].on || f.On != typ {
+			continue
+		}
+		r.fired[i] = true
+		who := "the " + f.Side
+		if f.Side == "" {
+			who = "the migration"
+		}
+		r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: %s %s (armed on %s)", f.Kind, who, typ), nil)
+		if f.Kind == faultWorkerAbort {
+			r.post(runEvent{kind: evFault, reason: "the worker aborted (fault armed on " + f.On + ")"})
+			continue
+		}
+		r.actLocked(f)
+	}
+}
+
+// actLocked carries out a fault on a job and reports whether it landed. A
+// pause thaws the job again after its delay, in the background.
+func (r *run) actLocked(f sim.Fault) bool {
+	role, node, runtime := r.src.ID, r.srcNode, r.m.cfg.Runtimes[r.src.Runtime]
+	if f.Side == sideTarget {
+		role, node, runtime = r.tgtID, r.tgtNode, r.rt
+	}
+	if role == "" {
+		r.recordLocked(r.phase, sideManager, "fault "+f.Kind+" skipped: there is no "+f.Side+" yet", nil)
+		return false
+	}
+	ctx, cancel := context.WithTimeout(r.m.ctx, 10*time.Second)
+	defer cancel()
+	var err error
+	switch f.Kind {
+	case faultDropSocket:
+		node.Socket.Drop(r.src.JobID, role)
+	case faultKill:
+		err = runtime.(sim.Signaler).Signal(ctx, role, syscall.SIGKILL)
+	case faultStop:
+		err = runtime.(sim.Signaler).Signal(ctx, role, syscall.SIGTERM)
+	case faultPause:
+		sg := runtime.(sim.Signaler)
+		if err = sg.Signal(ctx, role, syscall.SIGSTOP); err == nil {
+			d := faultDelay(&f)
+			r.recordLocked(r.phase, f.Side, fmt.Sprintf("paused for %s", d), nil)
+			r.m.wg.Add(1)
+			go func() {
+				defer r.m.wg.Done()
+				select {
+				case <-time.After(d):
+				case <-r.m.ctx.Done():
+				}
+				if err := sg.Signal(context.Background(), role, syscall.SIGCONT); err != nil {
+					r.record(r.phase, sideManager, "could not resume the "+f.Side+": "+err.Error(), nil)
+					return
+				}
+				r.record(r.phase, f.Side, "resumed", nil)
+			}()
+		}
+	}
+	if err != nil {
+		r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault %s could not be delivered: %v", f.Kind, err), nil)
+		return false
+	}
+	return true
 }

@@ -30,7 +30,12 @@ type Socket interface {
 	Send(ctx context.Context, jobID, role string, f protocol.WorkerFrame) error
 	Disconnect(jobID, role string, code int, reason string)
 	Connected(jobID, role string) bool
+	Drop(jobID, role string)
+	SendRaw(ctx context.Context, jobID, role, typ string, data []byte) error
 }
+
+// LabelOwner is the label naming the store whose normsim launched a service.
+const LabelOwner = "io.normsim.owner"
 
 // Node is a simulated worker node; Socket is nil without a listener.
 type Node struct {
@@ -59,8 +64,11 @@ type Config struct {
 	// address as a job of that runtime reaches it).
 	OutputEnv    func(runtime string) map[string]string
 	StudioAccess string
-	Logger       *slog.Logger
-	Now          func() time.Time
+	// Owner labels everything launched (LabelOwner), so a restart adopts
+	// only what this store's earlier runs started.
+	Owner  string
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Manager is the simulated manager.
@@ -334,6 +342,14 @@ func (m *Manager) launch(ctx context.Context, req LaunchRequest, o launchOpts) (
 		StudioAccess: m.cfg.StudioAccess, Env: env})
 	if err != nil {
 		return sim.Instance{}, err
+	}
+	if m.cfg.Owner != "" {
+		for i := range spec.Services {
+			if spec.Services[i].Labels == nil {
+				spec.Services[i].Labels = map[string]string{}
+			}
+			spec.Services[i].Labels[LabelOwner] = m.cfg.Owner
+		}
 	}
 	inst.Env = map[string]map[string]string{}
 	for _, s := range spec.Services {

@@ -89,19 +89,20 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 	if err != nil {
 		return nil, err
 	}
-	if err := validateFaults(req.Faults); err != nil {
+	faults := append([]sim.Fault(nil), req.Faults...)
+	if err := validateFaults(faults, m.cfg.Runtimes[srcSnap.Runtime], rt); err != nil {
 		return nil, err
 	}
 
 	now := m.now()
 	r := &run{m: m, id: "mig-" + randomHex(5), events: make(chan runEvent, 256), rt: rt,
 		src: srcSnap, srcNode: m.nodes[srcSnap.Node], tgtNode: toNode, timeouts: req.Timeouts.WithDefaults(),
-		faults: req.Faults, start: now}
+		faults: faults, fired: make([]bool, len(faults)), start: now}
 	r.mig = sim.Migration{ID: r.id, JobID: srcSnap.JobID, Strategy: strategy, State: sim.MigrationRunning,
 		Source:   sim.MigrationEndpoint{Instance: srcSnap.ID, Node: srcSnap.Node, Runtime: srcSnap.Runtime},
 		Target:   sim.MigrationEndpoint{Node: to, Runtime: rt.Name()},
 		Result:   sim.MigrationResult{Applied: []string{}, Failed: []sim.FailedApply{}},
-		Timeouts: r.timeouts, Faults: req.Faults, StartedAt: now, Events: []sim.MigrationEvent{}}
+		Timeouts: r.timeouts, Faults: faults, StartedAt: now, Events: []sim.MigrationEvent{}}
 
 	m.mu.Lock()
 	if m.closed {
@@ -208,6 +209,7 @@ type runEventKind int
 const (
 	evSocket runEventKind = iota + 1
 	evRuntime
+	evFault // a worker-abort fault fired
 )
 
 type runEvent struct {
@@ -215,6 +217,7 @@ type runEvent struct {
 	instance string
 	socket   jobsocket.Event
 	runtime  sim.RuntimeEvent
+	reason   string
 }
 
 // run is one migration in progress.
@@ -227,6 +230,7 @@ type run struct {
 	tgtNode  *Node
 	timeouts sim.Timeouts
 	faults   []sim.Fault
+	fired    []bool // guarded by mu
 	start    time.Time
 	events   chan runEvent
 
@@ -324,6 +328,53 @@ func frameDetail(f protocol.JobFrame) string {
 func (r *run) onSocket(ev jobsocket.Event) {
 	side := r.sideOf(ev.Role)
 	r.mu.Lock()
+	if ev.Kind == jobsocket.Frame && r.strikeLocked(ev.Frame.Type, side) {
+		r.recordLocked(r.phase, side, frameDetail(ev.Frame), frameInfo("in", ev.Frame.Type, ev.Size, payloadOf(ev.Frame)))
+		r.fireOnLocked(ev.Frame.Type)
+		r.mu.Unlock()
+		return
+	}
+	if ev.Kind == jobsocket.Frame {
+		if fl := r.frameFaultLocked(ev.Frame.Type, "in", side); fl != nil {
+			r.recordLocked(r.phase, side, frameDetail(ev.Frame), frameInfo("in", ev.Frame.Type, ev.Size, payloadOf(ev.Frame)))
+			switch fl.Kind {
+			case "drop-frame":
+				r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: dropped %s from the %s", ev.Frame.Type, side), nil)
+				r.mu.Unlock()
+				return
+			case "corrupt-frame":
+				r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: %s from the %s arrived corrupted; closing its socket with 4400", ev.Frame.Type, side), nil)
+				node := r.srcNode
+				if side == sideTarget {
+					node = r.tgtNode
+				}
+				r.mu.Unlock()
+				node.Socket.Disconnect(r.src.JobID, ev.Role, protocol.CloseProtocolError, "frame is not valid JSON")
+				return
+			case "delay-frame":
+				d := faultDelay(fl)
+				r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: %s from the %s held for %s", ev.Frame.Type, side, d), nil)
+				r.mu.Unlock()
+				r.m.wg.Add(1)
+				time.AfterFunc(d, func() { defer r.m.wg.Done(); r.handleSocket(ev, side) })
+				return
+			case "duplicate-frame":
+				r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: %s from the %s delivered twice", ev.Frame.Type, side), nil)
+				r.mu.Unlock()
+				r.handleSocket(ev, side)
+				r.handleSocket(ev, side)
+				return
+			}
+		}
+	}
+	r.mu.Unlock()
+	r.handleSocket(ev, side)
+}
+
+// handleSocket records a socket event, relays the cutover frames, and hands
+// the event to the migration's goroutine.
+func (r *run) handleSocket(ev jobsocket.Event, side string) {
+	r.mu.Lock()
 	switch ev.Kind {
 	case jobsocket.Frame:
 		f := ev.Frame
@@ -348,23 +399,66 @@ func (r *run) onSocket(ev jobsocket.Event) {
 	case jobsocket.Disconnected:
 		r.recordLocked(r.phase, side, fmt.Sprintf("socket closed (%d %s)", ev.Code, ev.Reason), nil)
 	}
+	if ev.Kind == jobsocket.Frame {
+		r.fireOnLocked(ev.Frame.Type)
+	}
 	r.mu.Unlock()
 	r.post(runEvent{kind: evSocket, instance: ev.Role, socket: ev})
 }
 
 // relayLocked sends a frame to one side after arming what it may answer.
 func (r *run) relayLocked(role string, node *Node, f protocol.WorkerFrame, expect ...string) {
+	r.deliverLocked(role, node, f, expect...)
+}
+
+// deliverLocked arms what the job may answer, applies any frame fault armed
+// on this frame, sends it, records it, and fires faults armed on it.
+func (r *run) deliverLocked(role string, node *Node, f protocol.WorkerFrame, expect ...string) error {
 	node.Socket.Expect(r.src.JobID, role, expect...)
-	size := 0
-	if b, err := f.Marshal(); err == nil {
-		size = len(b)
-	}
 	side := r.sideOf(role)
-	if err := node.Socket.Send(context.Background(), r.src.JobID, role, f); err != nil {
-		r.recordLocked(r.phase, sideManager, fmt.Sprintf("could not send %s to the %s: %v", f.Type, side, err), nil)
-		return
+	b, _ := f.Marshal()
+	send := func() error {
+		if err := node.Socket.Send(context.Background(), r.src.JobID, role, f); err != nil {
+			r.recordLocked(r.phase, sideManager, fmt.Sprintf("could not send %s to the %s: %v", f.Type, side, err), nil)
+			return err
+		}
+		r.recordLocked(r.phase, side, f.Type, frameInfo("out", f.Type, len(b), f.Payload))
+		return nil
 	}
-	r.recordLocked(r.phase, side, f.Type, frameInfo("out", f.Type, size, f.Payload))
+	if r.strikeLocked(f.Type, side) {
+		r.fireOnLocked(f.Type)
+		return nil
+	}
+	var err error
+	switch fl := r.frameFaultLocked(f.Type, "out", side); {
+	case fl == nil:
+		err = send()
+	case fl.Kind == "drop-frame":
+		r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: dropped %s to the %s", f.Type, side), nil)
+	case fl.Kind == "duplicate-frame":
+		r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: %s to the %s sent twice", f.Type, side), nil)
+		if err = send(); err == nil {
+			err = send()
+		}
+	case fl.Kind == "corrupt-frame":
+		r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: corrupted %s to the %s", f.Type, side), nil)
+		bad := b[:len(b)/2]
+		if err = node.Socket.SendRaw(context.Background(), r.src.JobID, role, f.Type, bad); err == nil {
+			r.recordLocked(r.phase, side, f.Type+" (corrupted)", frameInfo("out", f.Type, len(bad), nil))
+		}
+	case fl.Kind == "delay-frame":
+		d := faultDelay(fl)
+		r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: %s to the %s held for %s", f.Type, side, d), nil)
+		r.m.wg.Add(1)
+		time.AfterFunc(d, func() {
+			defer r.m.wg.Done()
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			send()
+		})
+	}
+	r.fireOnLocked(f.Type)
+	return err
 }
 
 func payloadOf(f protocol.JobFrame) json.RawMessage {
@@ -381,14 +475,7 @@ func payloadOf(f protocol.JobFrame) json.RawMessage {
 func (r *run) send(role string, node *Node, f protocol.WorkerFrame, expect ...string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	node.Socket.Expect(r.src.JobID, role, expect...)
-	b, _ := f.Marshal()
-	if err := node.Socket.Send(context.Background(), r.src.JobID, role, f); err != nil {
-		r.recordLocked(r.phase, sideManager, fmt.Sprintf("could not send %s to the %s: %v", f.Type, r.sideOf(role), err), nil)
-		return err
-	}
-	r.recordLocked(r.phase, r.sideOf(role), f.Type, frameInfo("out", f.Type, len(b), f.Payload))
-	return nil
+	return r.deliverLocked(role, node, f, expect...)
 }
 
 // errEnd carries why a migration ends early.
@@ -434,6 +521,8 @@ func (r *run) disruption(ev runEvent) error {
 		case jobsocket.Disconnected:
 			return endf("the %s dropped its socket (%d %s)", side, ev.socket.Code, ev.socket.Reason)
 		}
+	case evFault:
+		return endf("%s", ev.reason)
 	case evRuntime:
 		if ev.runtime.Kind == sim.ServiceExited {
 			d := ev.runtime.Detail
@@ -578,7 +667,10 @@ func (r *run) handover(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	r.record("place-target", sideTarget, "hello-ack and initial-state sent", frameInfo("out", protocol.TypeInitialState, 0, state))
+	r.mu.Lock()
+	r.recordLocked("place-target", sideTarget, "hello-ack and initial-state sent", frameInfo("out", protocol.TypeInitialState, 0, state))
+	r.fireOnLocked(protocol.TypeInitialState)
+	r.mu.Unlock()
 
 	// 3. target-ready, relayed to the source as cutover-ready (in onSocket).
 	r.setPhase("target-ready")

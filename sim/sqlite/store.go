@@ -430,3 +430,14 @@ func JournalMode(ctx context.Context, s *Store) (string, error) {
 	err := s.db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode)
 	return mode, err
 }
+
+// Owner is the store's random identity, made when it was created: normsim
+// labels what it launches with it, so a restart adopts its own containers
+// and never another normsim's.
+func (s *Store) Owner(ctx context.Context) (string, error) {
+	var v string
+	if err := s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'owner'`).Scan(&v); err != nil {
+		return "", fmt.Errorf("read store owner: %w", err)
+	}
+	return v, nil
+}

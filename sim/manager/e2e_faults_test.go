@@ -1,0 +1,234 @@
+package manager_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/protocol"
+	"github.com/normsim/normsim/sim"
+)
+
+// handoverUntil runs a handover with raw jobs, the test answering each
+// frame, up to (and including) the step named stop.
+type handover struct {
+	t      *testing.T
+	s      *normsimtest.Sim
+	m      *sim.Migration
+	sj, tj *rawJob
+}
+
+func startHandover(t *testing.T, req sim.MigrateRequest) *handover {
+	t.Helper()
+	s := startSim(t, normsimtest.Options{})
+	src, sj := launchExternal(t, s, "a")
+	m, err := s.Migrate(src.ID, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &handover{t: t, s: s, m: m, sj: sj}
+}
+
+func (h *handover) state() {
+	h.sj.expect(protocol.TypeGetState)
+	h.sj.send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{"n":1}`)})
+	_, env := targetEnv(h.t, h.s, h.m.ID)
+	h.tj = dialJob(h.t, env)
+	h.tj.expect(protocol.TypeInitialState)
+}
+
+func (h *handover) ready() {
+	h.tj.send(protocol.JobFrame{Type: protocol.TypeTargetReady, Payload: json.RawMessage(`null`)})
+}
+
+func (h *handover) end() *sim.Migration { return h.s.WaitMigration(h.t, h.m.ID, 30*time.Second) }
+
+func short() sim.Timeouts {
+	d := sim.Duration(400 * time.Millisecond)
+	return sim.Timeouts{State: d, TargetReady: d, Stop: d, Apply: d}
+}
+
+func requireTimeline(t *testing.T, m *sim.Migration, text string) {
+	t.Helper()
+	for _, ev := range m.Events {
+		if strings.Contains(ev.Detail, text) {
+			return
+		}
+	}
+	t.Fatalf("timeline has no %q\n%s", text, normsimtest.Timeline(m))
+}
+
+func TestFaultDropFrameAfterPointOfNoReturnFails(t *testing.T) {
+	h := startHandover(t, sim.MigrateRequest{Timeouts: short(), Faults: []sim.Fault{{Kind: "drop-frame", Frame: "cutover-apply"}}})
+	h.state()
+	h.ready()
+	h.sj.expect(protocol.TypeCutoverReady)
+	h.sj.send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":3}`)})
+	m := h.end()
+	normsimtest.RequireState(t, m, sim.MigrationFailed)
+	if m.Phase != "cutover-apply" || !strings.Contains(m.Reason, "target-applied") {
+		t.Fatalf("phase %s reason %q", m.Phase, m.Reason)
+	}
+	requireTimeline(t, m, "fault: dropped cutover-apply to the target")
+}
+
+func TestFaultDropIncomingTargetReadyAborts(t *testing.T) {
+	h := startHandover(t, sim.MigrateRequest{Timeouts: short(), Faults: []sim.Fault{{Kind: "drop-frame", Frame: "target-ready"}}})
+	h.state()
+	h.ready()
+	m := h.end()
+	normsimtest.RequireState(t, m, sim.MigrationAborted)
+	requireTimeline(t, m, "fault: dropped target-ready from the target")
+	h.sj.expect(protocol.TypeAbort)
+}
+
+func TestFaultDelayAndDuplicateStillComplete(t *testing.T) {
+	h := startHandover(t, sim.MigrateRequest{Faults: []sim.Fault{
+		{Kind: "delay-frame", Frame: "get-state", Delay: sim.Duration(200 * time.Millisecond)},
+		{Kind: "duplicate-frame", Frame: "cutover-ready"},
+	}})
+	start := time.Now()
+	h.state()
+	if time.Since(start) < 150*time.Millisecond {
+		t.Fatal("get-state was not held")
+	}
+	h.ready()
+	h.sj.expect(protocol.TypeCutoverReady)
+	h.sj.expect(protocol.TypeCutoverReady) // the duplicate
+	h.sj.send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":3}`)})
+	h.tj.expect(protocol.TypeCutoverApply)
+	h.tj.send(protocol.JobFrame{Type: protocol.TypeTargetApplied})
+	m := h.end()
+	normsimtest.RequireCompleted(t, m)
+	requireTimeline(t, m, "held for 200ms")
+	requireTimeline(t, m, "sent twice")
+}
+
+func TestFaultCorruptFrames(t *testing.T) {
+	t.Run("out", func(t *testing.T) {
+		h := startHandover(t, sim.MigrateRequest{Timeouts: short(), Faults: []sim.Fault{{Kind: "corrupt-frame", Frame: "get-state"}}})
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, data, err := h.sj.c.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := protocol.ParseWorkerFrame(data); err == nil {
+			t.Fatalf("corrupted frame %s parses", data)
+		}
+		m := h.end()
+		normsimtest.RequireState(t, m, sim.MigrationAborted)
+	})
+	t.Run("in", func(t *testing.T) {
+		h := startHandover(t, sim.MigrateRequest{Faults: []sim.Fault{{Kind: "corrupt-frame", Frame: "state"}}})
+		h.sj.expect(protocol.TypeGetState)
+		h.sj.send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`1`)})
+		if code := closeStatus(t, h.sj.c); code != protocol.CloseProtocolError {
+			t.Fatalf("source closed with %d, want 4400", code)
+		}
+		m := h.end()
+		normsimtest.RequireState(t, m, sim.MigrationAborted)
+		if !strings.Contains(m.Reason, "dropped its socket") {
+			t.Fatalf("reason %q", m.Reason)
+		}
+	})
+}
+
+func TestFaultWorkerAbortAndDropSocket(t *testing.T) {
+	t.Run("worker-abort", func(t *testing.T) {
+		h := startHandover(t, sim.MigrateRequest{Faults: []sim.Fault{{Kind: "worker-abort", On: "target-ready"}}})
+		h.state()
+		h.ready()
+		m := h.end()
+		normsimtest.RequireState(t, m, sim.MigrationAborted)
+		if !strings.Contains(m.Reason, "worker aborted") {
+			t.Fatalf("reason %q", m.Reason)
+		}
+	})
+	t.Run("drop-socket", func(t *testing.T) {
+		h := startHandover(t, sim.MigrateRequest{Faults: []sim.Fault{{Kind: "drop-socket", Side: "target", On: "initial-state"}}})
+		h.state()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, _, err := h.tj.c.Read(ctx); err == nil || websocket.CloseStatus(err) != -1 {
+			t.Fatalf("target socket: %v, want an abrupt end", err)
+		}
+		m := h.end()
+		normsimtest.RequireState(t, m, sim.MigrationAborted)
+		h.sj.expect(protocol.TypeAbort)
+	})
+}
+
+func TestFaultValidation(t *testing.T) {
+	s := startSim(t, normsimtest.Options{})
+	src, _ := launchExternal(t, s, "a")
+	for _, tt := range []struct {
+		f    sim.Fault
+		says string
+	}{
+		{sim.Fault{Kind: "explode"}, "kind: must be one of"},
+		{sim.Fault{Kind: "kill", On: "target-ready"}, "side: required"},
+		{sim.Fault{Kind: "drop-socket", Side: "target"}, "on: required"},
+		{sim.Fault{Kind: "drop-socket", Side: "target", On: "nope"}, "not a frame type"},
+		{sim.Fault{Kind: "drop-frame"}, "frame: required"},
+		{sim.Fault{Kind: "drop-frame", Frame: "abort"}, "direction: required"},
+		{sim.Fault{Kind: "drop-frame", Frame: "state", Direction: "out"}, "only travels in"},
+		{sim.Fault{Kind: "kill", Side: "source", On: "get-state"}, "cannot"}, // external runtime has no signals
+	} {
+		_, err := s.Migrate(src.ID, sim.MigrateRequest{Faults: []sim.Fault{tt.f}})
+		var e *normsimtest.APIError
+		if !errors.As(err, &e) || e.Status != 422 || !strings.Contains(e.Message, tt.says) {
+			t.Errorf("fault %+v: %v, want 422 saying %q", tt.f, err, tt.says)
+		}
+	}
+}
+
+// TestFaultsOnRealProcesses kills, stops and pauses real counter processes.
+func TestFaultsOnRealProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	for _, tt := range []struct {
+		name     string
+		strategy string
+		faults   []sim.Fault
+		timeouts sim.Timeouts
+		state    sim.MigrationState
+		reason   string
+	}{
+		{"kill target before the point of no return", "handover",
+			[]sim.Fault{{Kind: "kill", Side: "target", On: "target-ready"}}, sim.Timeouts{}, sim.MigrationAborted, "the target"},
+		{"stop target after the point of no return", "handover",
+			[]sim.Fault{{Kind: "stop", Side: "target", On: "cutover-apply"}}, sim.Timeouts{Apply: sim.Duration(5 * time.Second)}, sim.MigrationFailed, ""},
+		{"pause source past its state timeout", "handover",
+			[]sim.Fault{{Kind: "pause", Side: "source", On: "get-state", Delay: sim.Duration(1500 * time.Millisecond)}},
+			sim.Timeouts{State: sim.Duration(500 * time.Millisecond)}, sim.MigrationAborted, "timed out"},
+		{"target fails to start in stopThenStart", "stopThenStart",
+			[]sim.Fault{{Kind: "target-fail-start"}}, sim.Timeouts{}, sim.MigrationFailed, "failed to start"},
+		{"target fails to start in handover", "handover",
+			[]sim.Fault{{Kind: "target-fail-start"}}, sim.Timeouts{}, sim.MigrationAborted, "failed to start"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := startSim(t, normsimtest.Options{Runtime: sim.RuntimeProcess})
+			in := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
+			s.WaitConnected(t, in.ID)
+			m := s.MigrateAndWait(t, in.ID, sim.MigrateRequest{Strategy: tt.strategy, Faults: tt.faults, Timeouts: tt.timeouts})
+			normsimtest.RequireState(t, m, tt.state)
+			t.Logf("%s: %s\n%s", m.State, m.Reason, normsimtest.Timeline(m))
+			if !strings.Contains(m.Reason, tt.reason) {
+				t.Fatalf("reason %q, want it to mention %q\n%s", m.Reason, tt.reason, normsimtest.Timeline(m))
+			}
+			if tt.state == sim.MigrationAborted {
+				// Rolled back: the source is still producing.
+				src := s.WaitInstance(t, in.ID, 10*time.Second, "running", func(i sim.Instance) bool { return i.State == sim.InstanceRunning })
+				_ = src
+			}
+		})
+	}
+}
