@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -163,5 +164,68 @@ func TestUnknownNoJobSocketNode(t *testing.T) {
 	m.Close()
 	if err == nil || !strings.Contains(err.Error(), "--no-job-socket") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestBrokenTemplateNextToGoodOnes: a template that fails validation is
+// listed with its error and the good ones stay usable.
+func TestBrokenTemplateNextToGoodOnes(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "broken")
+	os.MkdirAll(bad, 0o755)
+	os.WriteFile(filepath.Join(bad, "manifest.json"), []byte(`{"productTemplateSchemaVersion":2}`), 0o644)
+	opts := testOptions(t)
+	opts.Templates = []string{filepath.Join("..", "templates"), dir}
+	m := app.New(opts)
+	if err := m.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var list []struct {
+		Name  string `json:"name"`
+		Valid bool   `json:"valid"`
+		Error *struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+		Strategy string `json:"strategy"`
+	}
+	if code := getJSON(t, m.URL()+"/api/v1/templates", &list); code != 200 {
+		t.Fatalf("templates: %d", code)
+	}
+	byName := map[string]int{}
+	for i, tm := range list {
+		byName[tm.Name] = i
+	}
+	b, ok := byName["broken"]
+	if !ok || list[b].Valid || list[b].Error == nil || list[b].Error.Code != "MANIFEST_INVALID" || !strings.Contains(list[b].Error.Message, "productTemplateSchemaVersion") {
+		t.Fatalf("broken template listed as %+v", list)
+	}
+	c, ok := byName["counter"]
+	if !ok || !list[c].Valid || list[c].Strategy != "handover" {
+		t.Fatalf("counter listed as %+v", list[c])
+	}
+	// The good one launches; the broken one is refused with its reason.
+	post := func(body string) (int, string) {
+		resp, err := http.Post(m.URL()+"/api/v1/instances", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	if code, body := post(`{"template":"counter","node":"a","runtime":"external"}`); code != 201 {
+		t.Fatalf("launch counter: %d %s", code, body)
+	}
+	if code, body := post(`{"template":"broken","node":"a","runtime":"external"}`); code != 422 || !strings.Contains(body, "TEMPLATE_INVALID") {
+		t.Fatalf("launch broken: %d %s", code, body)
+	}
+	if code, body := post(`{"template":"counter","node":"zz","runtime":"external"}`); code != 404 {
+		t.Fatalf("unknown node: %d %s", code, body)
+	}
+	if code, body := post(`{"template":"counter","node":"a","params":{"RATE":"fast"},"runtime":"external"}`); code != 422 || !strings.Contains(body, "RATE") {
+		t.Fatalf("bad param: %d %s", code, body)
 	}
 }

@@ -1,0 +1,126 @@
+package cli_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/normsim/normsim/cli"
+	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/sim"
+)
+
+func run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := cli.Main(args, cli.Env{Stdout: &out, Stderr: &errb})
+	return code, out.String(), errb.String()
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := run(t, "version")
+	if code != 0 || !strings.HasPrefix(out, "normsim ") {
+		t.Fatalf("version: %d %q", code, out)
+	}
+}
+
+func TestUsageErrorsExit2(t *testing.T) {
+	for _, args := range [][]string{
+		{"up", "--no-such-flag"},
+		{"validate"},
+		{"launch"},
+		{"migrate", "a", "b"},
+		{"migrate", "x", "--timeout", "bogus=1s"},
+		{"up", "--log-format", "xml"},
+	} {
+		code, _, errOut := run(t, args...)
+		if code != 2 || errOut == "" {
+			t.Errorf("%v: exit %d, stderr %q; want 2 with a message", args, code, errOut)
+		}
+	}
+}
+
+func TestValidateExitCodes(t *testing.T) {
+	code, out, _ := run(t, "validate", "../templates/counter", "../templates/plain")
+	if code != 0 || !strings.Contains(out, "ok    counter") {
+		t.Fatalf("valid templates: %d\n%s", code, out)
+	}
+	broken := t.TempDir()
+	os.WriteFile(filepath.Join(broken, "manifest.json"), []byte(`{"productTemplateSchemaVersion":1,"productName":"x","productVersion":"1","generatedAt":"now","target":"docker-compose","migration":{"strategy":"live"}}`), 0o644)
+	os.WriteFile(filepath.Join(broken, "compose.yml"), []byte("services:\n  a:\n    image: x\n"), 0o644)
+	code, out, _ = run(t, "validate", broken)
+	if code != 1 || !strings.Contains(out, "MANIFEST_INVALID") || !strings.Contains(out, `migration.strategy: must be one of overlap, stopThenStart, handover; got "live"`) {
+		t.Fatalf("broken template: %d\n%s", code, out)
+	}
+	code, out, _ = run(t, "validate", "--json", broken)
+	var res []struct {
+		Valid    bool
+		Problems []struct{ Code, Path string }
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 1 || len(res) != 1 || res[0].Valid || res[0].Problems[0].Path != "migration.strategy" {
+		t.Fatalf("--json: %d %v\n%s", code, err, out)
+	}
+	if code, _, _ := run(t, "validate", filepath.Join(broken, "missing")); code != 2 {
+		t.Fatalf("missing path: exit %d, want 2", code)
+	}
+}
+
+// TestClientCommands drives launch, ps, logs, migrate and stop against a
+// running sim, the way a developer does from a second terminal.
+func TestClientCommands(t *testing.T) {
+	s := normsimtest.Start(t, normsimtest.Options{Templates: []string{"../templates"}, Runtime: sim.RuntimeExternal})
+	server := "--server=" + s.URL
+
+	code, out, errOut := run(t, "launch", "counter", "--node", "a", "--param", "RATE=10", server)
+	if code != 0 || !strings.Contains(out, "export NORSK_WORKER_TOKEN=") {
+		t.Fatalf("launch: %d\n%s%s", code, out, errOut)
+	}
+	id := strings.Fields(out)[0]
+
+	code, out, _ = run(t, "ps", server)
+	if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "external") {
+		t.Fatalf("ps: %d\n%s", code, out)
+	}
+	code, out, _ = run(t, "logs", id, server)
+	if code != 0 || !strings.Contains(out, "external runtime") {
+		t.Fatalf("logs: %d\n%s", code, out)
+	}
+	// Not connected: a handover is refused with the reason, exit 1.
+	code, _, errOut = run(t, "migrate", id, "--wait", server)
+	if code != 1 || !strings.Contains(errOut, "not connected") {
+		t.Fatalf("migrate of an unconnected instance: %d %q", code, errOut)
+	}
+	code, _, errOut = run(t, "launch", "nope", "--node", "a", server)
+	if code != 1 || !strings.Contains(errOut, "not found") {
+		t.Fatalf("unknown template: %d %q", code, errOut)
+	}
+	code, out, _ = run(t, "stop", id, server)
+	if code != 0 || !strings.Contains(out, "stopped "+id) {
+		t.Fatalf("stop: %d %q", code, out)
+	}
+	code, _, errOut = run(t, "stop", id, server)
+	if code != 1 || !strings.Contains(errOut, "not found") {
+		t.Fatalf("stop again: %d %q", code, errOut)
+	}
+	code, _, errOut = run(t, "ps", "--server=http://127.0.0.1:1")
+	if code != 1 || !strings.Contains(errOut, "cannot reach normsim") {
+		t.Fatalf("ps without a sim: %d %q", code, errOut)
+	}
+}
+
+// TestMigrateWaitPrintsPhases migrates a real counter process.
+func TestMigrateWaitPrintsPhases(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	s := normsimtest.Start(t, normsimtest.Options{Templates: []string{"../templates"}})
+	in := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
+	s.WaitConnected(t, in.ID)
+	code, out, errOut := run(t, "migrate", in.ID, "--wait", "--server="+s.URL)
+	if code != 0 || !strings.Contains(out, "cutover-apply") || !strings.Contains(out, "completed") || !strings.Contains(out, "output: seamless") {
+		t.Fatalf("migrate --wait: %d\n%s%s", code, out, errOut)
+	}
+}
