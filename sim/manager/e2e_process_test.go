@@ -1,6 +1,11 @@
 package manager_test
 
 import (
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,4 +67,66 @@ func TestCounterMigratesWithEachStrategy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestProcessCounterConnectsLogsAndStops: the counter as a host process
+// dials node a's listener, its logs are retrievable, and DELETE ends its
+// whole process group.
+func TestProcessCounterConnectsLogsAndStops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	s := startSim(t, normsimtest.Options{Runtime: sim.RuntimeProcess})
+	in := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
+	s.WaitConnected(t, in.ID)
+	pids := s.Main.Runtimes[sim.RuntimeProcess].(interface{ Pids(string) map[string]int }).Pids(in.ID)
+	pid := pids["counter"]
+	if pid == 0 {
+		t.Fatalf("no pid for the counter: %v", pids)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	var logs string
+	for time.Now().Before(deadline) && !strings.Contains(logs, "output started") {
+		resp, err := http.Get(s.URL + "/api/v1/instances/" + in.ID + "/logs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		logs = string(b)
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(logs, "counter | ") || !strings.Contains(logs, "127.0.0.1") {
+		t.Fatalf("logs do not show the counter with its 127.0.0.1 socket URL:\n%s", logs)
+	}
+	if err := s.Do(http.MethodDelete, "/api/v1/instances/"+in.ID, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if live := liveInGroup(pid); len(live) > 0 {
+		t.Fatalf("processes %v of group %d still alive after stop", live, pid)
+	}
+}
+
+// liveInGroup lists the processes of a process group that are not zombies
+// (this sandbox's PID 1 does not reap orphans, so zombies linger).
+func liveInGroup(pgid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var live []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...; comm may hold spaces.
+		rest := string(b[strings.LastIndexByte(string(b), ')')+2:])
+		f := strings.Fields(rest)
+		if len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
+			live = append(live, pid)
+		}
+	}
+	return live
 }
