@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/normsim/normsim/cli"
 	"github.com/normsim/normsim/normsimtest"
@@ -79,6 +80,7 @@ func TestClientCommands(t *testing.T) {
 		t.Fatalf("launch: %d\n%s%s", code, out, errOut)
 	}
 	id := strings.Fields(out)[0]
+	s.WaitInstance(t, id, 10*time.Second, "running", func(in sim.Instance) bool { return in.State == sim.InstanceRunning })
 
 	code, out, _ = run(t, "ps", server)
 	if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "external") {

@@ -49,6 +49,11 @@ func CheckStrategy(declared, requested Strategy) error {
 	if requested == d || requested == StopThenStart {
 		return nil
 	}
+	if d == StopThenStart {
+		return &Error{Code: EUnprocessable, Message: fmt.Sprintf(
+			"strategy %q is not allowed: the template declares %q (or nothing), so a migration may only use %q",
+			requested, d, StopThenStart)}
+	}
 	return &Error{Code: EUnprocessable, Message: fmt.Sprintf(
 		"strategy %q is not allowed: the template declares %q, so a migration may use %q or %q",
 		requested, d, d, StopThenStart)}

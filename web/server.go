@@ -54,6 +54,7 @@ type Server struct {
 	log    *slog.Logger
 	router chi.Router
 	csrf   *csrf
+	assets *assets
 }
 
 // maxBodyBytes bounds every request body.
@@ -67,7 +68,7 @@ func New(cfg Config) *Server {
 	if cfg.Ready == nil {
 		cfg.Ready = func() bool { return true }
 	}
-	s := &Server{cfg: cfg, svc: cfg.Service, log: cfg.Logger, csrf: newCSRF(cfg.CSRFKey)}
+	s := &Server{cfg: cfg, svc: cfg.Service, log: cfg.Logger, csrf: newCSRF(cfg.CSRFKey), assets: loadAssets()}
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
 	r.Use(s.checkHost)
@@ -111,7 +112,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 func (s *Server) checkHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.hostAllowed(r.Host) {
-			writeErrorStatus(w, http.StatusForbidden, "HOST_REFUSED", "host "+r.Host+" is not this normsim's address; use localhost or "+s.cfg.Addr)
+			s.refuse(w, r, http.StatusForbidden, "HOST_REFUSED", "host "+r.Host+" is not this normsim's address; use localhost or "+s.cfg.Addr,
+				"normsim only answers requests addressed to it by its bound address or a loopback name, so a web page that rebinds a DNS name to this machine cannot drive it.")
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -154,11 +156,11 @@ func (s *Server) checkOrigin(next http.Handler) http.Handler {
 			return
 		}
 		if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, r.Host) {
-			writeErrorStatus(w, http.StatusForbidden, "ORIGIN_REFUSED", "origin "+o+" may not change this normsim")
+			s.refuse(w, r, http.StatusForbidden, "ORIGIN_REFUSED", "origin "+o+" may not change this normsim", "")
 			return
 		}
 		if sf := r.Header.Get("Sec-Fetch-Site"); sf == "cross-site" || sf == "same-site" {
-			writeErrorStatus(w, http.StatusForbidden, "ORIGIN_REFUSED", "cross-site requests may not change this normsim")
+			s.refuse(w, r, http.StatusForbidden, "ORIGIN_REFUSED", "cross-site requests may not change this normsim", "")
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -28,17 +28,31 @@ func dockerSim(t *testing.T, o normsimtest.Options) *normsimtest.Sim {
 	}
 	normsimtest.BuildJobImage(t, "normsim/counter:dev", filepath.Join("..", "..", "examples", "jobs", "counter"))
 	o.Runtime = sim.RuntimeDocker
-	// Registered first so it runs after the sim has shut down.
-	t.Cleanup(func() { requireNoContainers(t, "") })
-	return startSim(t, o)
+	// Registered first so it runs after the sim has shut down: nothing this
+	// sim (its store's owner label) launched may be left.
+	var owner string
+	t.Cleanup(func() {
+		if owner != "" {
+			requireNoContainers(t, "", "io.normsim.owner="+owner)
+		}
+	})
+	s := startSim(t, o)
+	var err error
+	if owner, err = s.Main.Store.Owner(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // requireNoContainers fails when containers with normsim's labels remain
 // (for one instance, or any).
-func requireNoContainers(t *testing.T, instance string) {
+func requireNoContainers(t *testing.T, instance string, labels ...string) {
 	t.Helper()
 	cli := testenv.RequireDocker(t)
 	f := filters.NewArgs(filters.Arg("label", "io.normsim.managed=true"))
+	for _, l := range labels {
+		f.Add("label", l)
+	}
 	if instance != "" {
 		f.Add("label", "io.normsim.instance="+instance)
 	}

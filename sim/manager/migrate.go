@@ -564,6 +564,16 @@ func (r *run) placeTarget(ctx context.Context, prepareOnly bool, o launchOpts) (
 	if err != nil {
 		return tgt, endf("could not place the target on node %s: %s", r.tgtNode.Name, sim.ErrorMessage(err)+internalText(err))
 	}
+	// Route the target's socket events to this migration, and arm what a
+	// handover target may say, before its env is visible: an external job
+	// dials the moment the migration shows the env, and its hello or
+	// target-ready must be neither lost nor judged out of phase.
+	r.m.mu.Lock()
+	r.m.byInstance[tgt.ID] = r
+	r.m.mu.Unlock()
+	if o.handoverTarget {
+		r.tgtNode.Socket.Expect(r.src.JobID, tgt.ID, protocol.TypeTargetReady, protocol.TypeAbort)
+	}
 	r.mu.Lock()
 	r.tgtID = tgt.ID
 	r.mig.Target.Instance = tgt.ID
@@ -571,9 +581,6 @@ func (r *run) placeTarget(ctx context.Context, prepareOnly bool, o launchOpts) (
 		r.mig.Target.Env = tgt.Env
 	}
 	r.mu.Unlock()
-	r.m.mu.Lock()
-	r.m.byInstance[tgt.ID] = r
-	r.m.mu.Unlock()
 	r.m.journal.migration(r.doc())
 	r.record(r.phase, sideTarget, fmt.Sprintf("target %s created on node %s (%s runtime)", tgt.ID, tgt.Node, tgt.Runtime), nil)
 	if prepareOnly {
@@ -658,7 +665,6 @@ func (r *run) handover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.tgtNode.Socket.Expect(src.JobID, tgt.ID, protocol.TypeTargetReady, protocol.TypeAbort)
 	if err := r.startTarget(ctx); err != nil {
 		return err
 	}
@@ -668,7 +674,8 @@ func (r *run) handover(ctx context.Context) error {
 		return err
 	}
 	r.mu.Lock()
-	r.recordLocked("place-target", sideTarget, "hello-ack and initial-state sent", frameInfo("out", protocol.TypeInitialState, 0, state))
+	initial, _ := protocol.WorkerFrame{Type: protocol.TypeInitialState, MigrationID: r.id, Payload: state}.Marshal()
+	r.recordLocked("place-target", sideTarget, "hello-ack and initial-state sent", frameInfo("out", protocol.TypeInitialState, len(initial), state))
 	r.fireOnLocked(protocol.TypeInitialState)
 	r.mu.Unlock()
 
@@ -822,6 +829,14 @@ func (r *run) finish(ctx context.Context, err error) {
 	if state == sim.MigrationCompleted || state == sim.MigrationFailed {
 		r.measureOutput(ctx)
 	}
+	// Release the job and its instances before the end is visible: a
+	// client that reads "completed" may migrate or stop them at once, and
+	// must not be told they are still part of this migration (409).
+	r.m.mu.Lock()
+	delete(r.m.byJob, r.src.JobID)
+	delete(r.m.byInstance, r.src.ID)
+	delete(r.m.byInstance, r.tgtID)
+	r.m.mu.Unlock()
 	r.mu.Lock()
 	now := r.m.now()
 	r.mig.State, r.mig.Reason = state, reason
@@ -844,9 +859,6 @@ func (r *run) finish(ctx context.Context, err error) {
 	// Written before it leaves memory, so a reader always finds it.
 	r.m.journal.Flush()
 	r.m.mu.Lock()
-	delete(r.m.byJob, r.src.JobID)
-	delete(r.m.byInstance, r.src.ID)
-	delete(r.m.byInstance, r.tgtID)
 	delete(r.m.migrations, r.id)
 	r.m.mu.Unlock()
 	r.m.publish("migration.ended", "", r.id, map[string]any{"state": state, "reason": reason})

@@ -1,0 +1,504 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/coder/websocket"
+
+	"github.com/normsim/normsim/app"
+	"github.com/normsim/normsim/internal/testenv"
+	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/protocol"
+	"github.com/normsim/normsim/sim"
+)
+
+// The browser tests drive the dashboard in headless Chromium the way a
+// developer uses it: they click the buttons and watch the pages change
+// through the event stream, never reloading. Without a Chromium-family
+// browser they skip, or fail when NORMSIM_REQUIRE_BROWSER=1.
+
+// probe runs in every page before its own scripts: it counts page loads
+// (so a test can prove a change arrived without a reload), records what the
+// page showed when it loaded, and collects script errors.
+const probe = `
+(function () {
+  var n = Number(sessionStorage.getItem('nsLoads') || 0) + 1;
+  sessionStorage.setItem('nsLoads', String(n));
+  window.__nsLoads = n;
+  window.__nsErrors = [];
+  window.addEventListener('error', function (e) { window.__nsErrors.push(String(e.message)); });
+  window.addEventListener('unhandledrejection', function (e) { window.__nsErrors.push('unhandled rejection: ' + e.reason); });
+  document.addEventListener('DOMContentLoaded', function () {
+    var m = document.querySelector('#mig-state [data-state]');
+    window.__nsFirstState = m ? m.dataset.state : '';
+    window.__nsFirstConnected = !!document.querySelector('#inst-conn .conn.on');
+  });
+})();
+`
+
+// browser is one headless Chromium tab for a test.
+type browser struct {
+	t   *testing.T
+	ctx context.Context
+	dir string
+	n   int
+}
+
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	path := testenv.RequireBrowser(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.WindowSize(1440, 1000),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	ctx, cancelTime := context.WithTimeout(ctx, 4*time.Minute)
+	t.Cleanup(func() { cancelTime(); cancelTab(); cancelAlloc() })
+	b := &browser{t: t, ctx: ctx, dir: artifactDir(t)}
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: probe}); err != nil {
+		t.Fatalf("start %s: %v", path, err)
+	}
+	t.Logf("screenshots go to %s", b.dir)
+	return b
+}
+
+// artifactDir is where a test's screenshots go: $NORMSIM_ARTIFACTS/<test>
+// when set (CI keeps it), else the test's artifact directory (kept under
+// the output directory with go test -artifacts).
+func artifactDir(t *testing.T) string {
+	if root := os.Getenv("NORMSIM_ARTIFACTS"); root != "" {
+		dir := filepath.Join(root, regexp.MustCompile(`[^A-Za-z0-9_.-]+`).ReplaceAllString(t.Name(), "_"))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatalf("artifacts: %v", err)
+		}
+		return dir
+	}
+	return t.ArtifactDir()
+}
+
+func (b *browser) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, steps...); err != nil {
+		b.fail("%s: %v", what, err)
+	}
+}
+
+// fail saves a screenshot and the page's text, then fails the test.
+func (b *browser) fail(format string, args ...any) {
+	b.t.Helper()
+	b.screenshot("failure")
+	text, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`))
+	b.t.Fatalf(format+"\npage: %s", append(args, text)...)
+}
+
+func (b *browser) open(url string) {
+	b.t.Helper()
+	b.do("open "+url, chromedp.Navigate(url))
+	b.wait("the event stream to connect", `document.querySelector('#live[data-state="live"]') !== null`, 15*time.Second)
+}
+
+// wait polls a JavaScript condition until it holds. It evaluates the
+// condition afresh each time, so a navigation in between (a form post and
+// its redirect) is no error.
+func (b *browser) wait(what, cond string, timeout time.Duration) {
+	b.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool]("!!("+cond+")"))
+		if err == nil && ok {
+			return
+		}
+		last = err
+		if time.Now().After(deadline) || b.ctx.Err() != nil {
+			b.fail("waiting %v for %s (%s): last error %v", timeout, what, cond, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func evalJS[T any](b *browser, expr string) T {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.fail("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+func (b *browser) click(sel string) {
+	b.t.Helper()
+	b.do("click "+sel, chromedp.Click(chromedp.CSS(sel), chromedp.NodeVisible))
+}
+
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	return evalJS[string](b, fmt.Sprintf(`(document.querySelector(%q) || {textContent: ''}).textContent`, sel))
+}
+
+func (b *browser) loads() int { return evalJS[int](b, `window.__nsLoads`) }
+
+func (b *browser) screenshot(name string) {
+	b.t.Helper()
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	b.n++
+	p := filepath.Join(b.dir, fmt.Sprintf("%02d-%s.png", b.n, name))
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		b.t.Errorf("save screenshot: %v", err)
+		return
+	}
+	b.t.Logf("screenshot: %s", p)
+}
+
+// noScriptErrors fails the test if a page script threw.
+func (b *browser) noScriptErrors() {
+	b.t.Helper()
+	if errs := evalJS[[]string](b, `window.__nsErrors || []`); len(errs) > 0 {
+		b.fail("script errors on the page: %q", errs)
+	}
+}
+
+func TestBrowserLaunchAndHandoverCounter(t *testing.T) {
+	b := newBrowser(t)
+	s := startSim(t, normsimtest.Options{})
+	b.open(s.URL + "/")
+	b.screenshot("overview")
+
+	// Launch counter from its form, on node a.
+	b.do("pick node a", chromedp.SetValue(chromedp.ID("launch-counter-node"), "a"))
+	b.click("#launch-counter")
+	b.wait("the instance page", `location.pathname.startsWith('/instances/counter-')`, 20*time.Second)
+	b.wait("the instance page's event stream", `document.querySelector('#live[data-state="live"]') !== null`, 15*time.Second)
+	id := strings.TrimPrefix(evalJS[string](b, `location.pathname`), "/instances/")
+	loads := b.loads()
+
+	// The first launch compiles the counter: the page shows it starting,
+	// then connected, without a reload.
+	b.wait("the instance to run and connect", `!!document.querySelector('#inst-state [data-state="running"]') && !!document.querySelector('#inst-conn .conn.on')`, 90*time.Second)
+	if !evalJS[bool](b, `window.__nsFirstConnected`) {
+		t.Logf("the instance page loaded before %s connected, and showed the connection live", id)
+	}
+	b.wait("the log tail", `document.getElementById('log').textContent.includes('job socket connected')`, 20*time.Second)
+	if got := b.loads(); got != loads {
+		b.fail("the instance page reloaded (%d loads, want %d)", got, loads)
+	}
+	b.screenshot("instance")
+
+	// Hand over from the instance page; the migration page follows it live.
+	b.click("#migrate-handover")
+	b.wait("the migration page", `location.pathname.startsWith('/migrations/mig-')`, 20*time.Second)
+	loads = b.loads()
+	first := evalJS[string](b, `window.__nsFirstState`)
+	b.wait("the migration to complete", `!!document.querySelector('#mig-state [data-state="completed"]')`, 90*time.Second)
+	b.wait("the seam verdict", `!!document.querySelector('#seam-verdict[data-verdict]')`, 10*time.Second)
+	if got := b.loads(); got != loads {
+		b.fail("the migration page reloaded (%d loads, want %d)", got, loads)
+	}
+	t.Logf("the migration page loaded showing %q and reached completed without a reload", first)
+	if v := evalJS[string](b, `document.getElementById('seam-verdict').dataset.verdict`); v != sim.VerdictSeamless {
+		b.fail("seam verdict %q, want seamless", v)
+	}
+	if txt := b.text("#seam-verdict"); txt != "Seamless" {
+		b.fail("seam verdict reads %q", txt)
+	}
+	if txt := b.text("#seam"); !strings.Contains(txt, "source last") || !strings.Contains(txt, "target first") {
+		b.fail("the seam shows no positions: %q", txt)
+	}
+
+	// Every frame of the handover is on the timeline; one click shows a
+	// frame's payload.
+	for _, typ := range []string{"get-state", "state", "initial-state", "target-ready", "cutover-ready", "source-stopped-output", "cutover-apply", "target-applied"} {
+		if !evalJS[bool](b, fmt.Sprintf(`[...document.querySelectorAll('#timeline .mark.frame')].some(e => e.textContent.trim().endsWith(' %s'))`, typ)) {
+			b.fail("no %s frame on the timeline", typ)
+		}
+	}
+	b.do("click the source-stopped-output frame", chromedp.Click(chromedp.JSPath(
+		`[...document.querySelectorAll('#timeline .mark.frame')].filter(e => e.textContent.includes('source-stopped-output'))`)))
+	b.wait("the frame's payload", `(document.querySelector('#frame-detail-body pre') || {textContent: ''}).textContent.includes('"last"')`, 5*time.Second)
+	if h := b.text("#fd-h"); !strings.HasPrefix(h, "Frame #") {
+		b.fail("detail heading %q", h)
+	}
+	b.screenshot("migration")
+	b.noScriptErrors()
+
+	// Zoomed on the cutover, the few milliseconds of the handover spread out.
+	b.click("#zoom-cutover")
+	b.wait("the cutover axis", `location.search === '?zoom=cutover' && !!document.querySelector('#zoom-cutover[aria-current]')`, 10*time.Second)
+	b.wait("the cutover frames", `[...document.querySelectorAll('#timeline .mark.frame')].length >= 4`, 10*time.Second)
+	b.screenshot("migration-cutover")
+
+	// Back on the overview: the job runs on node b, the source stopped.
+	m := s.Migration(t, strings.TrimPrefix(evalJS[string](b, `location.pathname`), "/migrations/"))
+	b.open(s.URL + "/")
+	b.wait("the target on node b", fmt.Sprintf(`!!document.querySelector('[data-node="b"] tr[data-instance=%q] [data-state="running"]')`, m.Target.Instance), 10*time.Second)
+	b.wait("the source stopped on node a", fmt.Sprintf(`!!document.querySelector('[data-node="a"] tr[data-instance=%q] [data-state="stopped"]')`, id), 10*time.Second)
+	b.screenshot("overview-after")
+
+	// The history lists it, and filters by job and state.
+	b.open(s.URL + "/migrations?job=" + m.JobID + "&state=completed")
+	b.wait("the migration in the history", fmt.Sprintf(`!!document.querySelector('#history a[href="/migrations/%s"]')`, m.ID), 10*time.Second)
+	b.screenshot("history")
+	b.noScriptErrors()
+}
+
+func TestBrowserRefusedMigrations(t *testing.T) {
+	b := newBrowser(t)
+	s := startSim(t, normsimtest.Options{Runtime: sim.RuntimeExternal})
+
+	// plain declares nothing: only stopThenStart is allowed.
+	b.open(s.URL + "/")
+	b.click("#launch-plain")
+	b.wait("the plain instance page", `location.pathname.startsWith('/instances/plain-')`, 20*time.Second)
+	for _, st := range []string{"overlap", "handover"} {
+		if !evalJS[bool](b, `document.getElementById('migrate-`+st+`').disabled`) {
+			b.fail("the %s button of plain is enabled", st)
+		}
+		if why := b.text("#why-" + st); !strings.Contains(why, "promises only stopThenStart") {
+			b.fail("the %s button says why not: %q", st, why)
+		}
+	}
+	if evalJS[bool](b, `document.getElementById('migrate-stopThenStart').disabled`) {
+		b.fail("stopThenStart is disabled for plain")
+	}
+	b.screenshot("plain-buttons")
+
+	// A request for a strategy the template does not allow (a stale page,
+	// a crafted form) is refused and the page says why.
+	b.do("force the overlap button", chromedp.Evaluate[chromedp.Void](`document.getElementById('migrate-overlap').disabled = false`))
+	b.click("#migrate-overlap")
+	b.wait("the refusal", `(document.querySelector('#migrate-error') || {textContent: ''}).textContent.includes('is not allowed')`, 20*time.Second)
+	msg := b.text("#migrate-error")
+	for _, want := range []string{`strategy "overlap" is not allowed: the template declares "stopThenStart"`, "never one the product did not promise"} {
+		if !strings.Contains(msg, want) {
+			b.fail("the refusal reads %q, want %q", msg, want)
+		}
+	}
+	if p := evalJS[string](b, `location.pathname`); !strings.HasPrefix(p, "/instances/plain-") || strings.HasSuffix(p, "/migrate") {
+		b.fail("after a refusal the address is %s, want the instance page", p)
+	}
+	b.screenshot("refused-strategy")
+	b.noScriptErrors()
+
+	// counter declares handover, but an external instance nobody started is
+	// not connected: the handover is refused with the reason.
+	b.open(s.URL + "/")
+	b.click("#launch-counter")
+	b.wait("the counter instance page", `location.pathname.startsWith('/instances/counter-')`, 20*time.Second)
+	id := strings.TrimPrefix(evalJS[string](b, `location.pathname`), "/instances/")
+	b.wait("the instance to run", `!!document.querySelector('#inst-state [data-state="running"]')`, 20*time.Second)
+	if env := b.text("#env-dotenv"); !strings.Contains(env, protocol.EnvToken+"=") {
+		b.fail("the external instance shows no env to paste: %q", env)
+	}
+	b.click("#migrate-handover")
+	b.wait("the refusal", `!!document.querySelector('#migrate-error')`, 20*time.Second)
+	if msg := b.text("#migrate-error"); !strings.Contains(msg, "handover needs the source connected to its job socket; "+id+" is not connected") {
+		b.fail("the refusal reads %q", msg)
+	}
+	b.screenshot("refused-not-connected")
+
+	// Connected now (a job we play), the source itself refuses: the
+	// migration page ends refused, highlighted, with the job's reason.
+	in := s.Instance(t, id)
+	full, _ := s.Main.Manager.Instance(t.Context(), id)
+	src := dialJob(t, full.Env["counter"])
+	b.wait("the instance to show connected", `!!document.querySelector('#inst-conn .conn.on')`, 10*time.Second)
+	b.click("#migrate-handover")
+	b.wait("the migration page", `location.pathname.startsWith('/migrations/mig-')`, 20*time.Second)
+	b.wait("the migration page's event stream", `document.querySelector('#live[data-state="live"]') !== null`, 15*time.Second)
+	loads := b.loads()
+	src.expect(protocol.TypeGetState)
+	src.send(protocol.JobFrame{Type: protocol.TypeStateRefused, Reason: "busy recording"})
+	b.wait("the refused end", `!!document.querySelector('#mig-state [data-state="refused"]')`, 20*time.Second)
+	if r := b.text("#mig-reason"); !strings.Contains(r, "busy recording") || !strings.Contains(r, "no target was placed") {
+		b.fail("the end reason reads %q", r)
+	}
+	if !evalJS[bool](b, `document.getElementById('mig-reason').classList.contains('bad')`) {
+		b.fail("a refused migration is not highlighted")
+	}
+	if got := b.loads(); got != loads {
+		b.fail("the migration page reloaded")
+	}
+	_ = in
+	b.screenshot("refused-by-source")
+	b.noScriptErrors()
+}
+
+func TestBrowserTimelineFollowsAHandoverStepByStep(t *testing.T) {
+	b := newBrowser(t)
+	s := startSim(t, normsimtest.Options{Runtime: sim.RuntimeExternal})
+	in := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
+	full, _ := s.Main.Manager.Instance(t.Context(), in.ID)
+	src := dialJob(t, full.Env["counter"])
+	s.WaitConnected(t, in.ID)
+
+	b.open(s.URL + "/instances/" + in.ID)
+	b.click("#migrate-handover")
+	b.wait("the migration page", `location.pathname.startsWith('/migrations/mig-')`, 20*time.Second)
+	b.wait("the event stream", `document.querySelector('#live[data-state="live"]') !== null`, 15*time.Second)
+	migID := strings.TrimPrefix(evalJS[string](b, `location.pathname`), "/migrations/")
+	loads := b.loads()
+	hasFrame := func(label string) string {
+		return fmt.Sprintf(`[...document.querySelectorAll('#timeline .mark.frame')].some(e => e.textContent.trim() === %q)`, label)
+	}
+
+	// The source is asked for its state and has not answered: running.
+	src.expect(protocol.TypeGetState)
+	b.wait("get-state on the timeline", hasFrame("→ get-state"), 10*time.Second)
+	if st := evalJS[string](b, `document.querySelector('#mig-state [data-state]').dataset.state`); st != "running" {
+		b.fail("state %q while the source has not answered", st)
+	}
+	b.screenshot("waiting-for-state")
+
+	src.send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{"next":41}`)})
+	b.wait("the state frame", hasFrame("← state"), 10*time.Second)
+
+	var env map[string]string
+	waitFor(t, 10*time.Second, "the target's env", func() bool {
+		m := s.Migration(t, migID)
+		env = m.Target.Env["counter"]
+		return env != nil
+	})
+	b.wait("the env to start the target with", `!!document.querySelector('#target-env')`, 10*time.Second)
+	tgt := dialJob(t, env)
+	tgt.expect(protocol.TypeInitialState)
+	b.wait("initial-state", hasFrame("→ initial-state"), 10*time.Second)
+
+	tgt.send(protocol.JobFrame{Type: protocol.TypeTargetReady, Payload: json.RawMessage(`{"ready":true}`)})
+	src.expect(protocol.TypeCutoverReady)
+	b.wait("cutover-ready", hasFrame("→ cutover-ready"), 10*time.Second)
+	b.screenshot("cutover-ready")
+
+	src.send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":41}`)})
+	tgt.expect(protocol.TypeCutoverApply)
+	b.wait("the point of no return", `!!document.querySelector('#timeline .ponr')`, 10*time.Second)
+
+	tgt.send(protocol.JobFrame{Type: protocol.TypeTargetApplied, Applied: []string{"counter"}})
+	b.wait("completed", `!!document.querySelector('#mig-state [data-state="completed"]')`, 20*time.Second)
+	if got := b.loads(); got != loads {
+		b.fail("the migration page reloaded (%d loads, want %d)", got, loads)
+	}
+	if d := b.text("#d-cutover"); d == "—" || d == "" {
+		b.fail("no cutover duration: %q", d)
+	}
+	// The sink saw no output from jobs played by the test: said so.
+	if v := evalJS[string](b, `document.getElementById('seam-verdict').dataset.verdict`); v != "not measured" && v != sim.VerdictNoOutput {
+		b.fail("seam verdict %q for a job without output", v)
+	}
+
+	// The state frame's payload, one click away.
+	b.do("click the state frame", chromedp.Click(chromedp.JSPath(`[...document.querySelectorAll('#timeline .mark.frame')].filter(e => e.textContent.trim() === '← state')`)))
+	b.wait("the payload", `(document.querySelector('#frame-detail-body pre') || {textContent: ''}).textContent.includes('"next": 41')`, 5*time.Second)
+	b.screenshot("completed")
+	b.noScriptErrors()
+}
+
+// rawJob plays a job over a raw WebSocket, so a test controls every frame.
+type rawJob struct {
+	t *testing.T
+	c *websocket.Conn
+}
+
+func dialJob(t *testing.T, env map[string]string) *rawJob {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, env[protocol.EnvURL], nil)
+	if err != nil {
+		t.Fatalf("dial %s: %v", env[protocol.EnvURL], err)
+	}
+	t.Cleanup(func() { c.CloseNow() })
+	j := &rawJob{t: t, c: c}
+	j.send(protocol.JobFrame{Type: protocol.TypeHello, Token: env[protocol.EnvToken]})
+	j.expect(protocol.TypeHelloAck)
+	return j
+}
+
+func (j *rawJob) send(f protocol.JobFrame) {
+	j.t.Helper()
+	b, err := f.Marshal()
+	if err != nil {
+		j.t.Fatal(err)
+	}
+	if err := j.c.Write(context.Background(), websocket.MessageText, b); err != nil {
+		j.t.Fatalf("send %s: %v", f.Type, err)
+	}
+}
+
+func (j *rawJob) expect(typ string) protocol.WorkerFrame {
+	j.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	_, data, err := j.c.Read(ctx)
+	if err != nil {
+		j.t.Fatalf("read, waiting for %s: %v", typ, err)
+	}
+	f, err := protocol.ParseWorkerFrame(data)
+	if err != nil {
+		j.t.Fatalf("worker sent an invalid frame %s: %v", data, err)
+	}
+	if f.Type != typ {
+		j.t.Fatalf("got %s (%s), want %s", f.Type, data, typ)
+	}
+	return f
+}
+
+// TestBrowserSurvivesARestart stops normsim under an open page and starts
+// it again on the same address: the page reconnects by itself, refreshes,
+// and its forms work with the new run's CSRF token.
+func TestBrowserSurvivesARestart(t *testing.T) {
+	b := newBrowser(t)
+	opts := app.DefaultOptions()
+	opts.Addr = fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	opts.SocketPort = 0
+	opts.SocketHost = "127.0.0.1"
+	opts.DB = filepath.Join(t.TempDir(), "normsim.db")
+	opts.Templates = []string{templatesDir}
+	opts.Runtime = sim.RuntimeExternal
+	start := func() *app.Main {
+		m := app.New(opts)
+		if err := m.Open(context.Background()); err != nil {
+			t.Fatalf("start normsim on %s: %v", opts.Addr, err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}
+	first := start()
+	b.open(first.URL() + "/")
+	token := evalJS[string](b, `document.querySelector('form[aria-label="Launch plain"] input[name="csrf"]').value`)
+	loads := b.loads()
+
+	first.Close()
+	b.wait("the page to notice", `!!document.querySelector('#live[data-state="reconnecting"]')`, 20*time.Second)
+	b.screenshot("reconnecting")
+	second := start()
+	b.wait("the page to reconnect", `!!document.querySelector('#live[data-state="live"]')`, 30*time.Second)
+	b.wait("the new run's token", fmt.Sprintf(`document.querySelector('form[aria-label="Launch plain"] input[name="csrf"]').value !== %q`, token), 10*time.Second)
+	if got := b.loads(); got != loads {
+		b.fail("the page reloaded (%d loads, want %d)", got, loads)
+	}
+	b.click("#launch-plain")
+	b.wait("the instance page", `location.pathname.startsWith('/instances/plain-')`, 20*time.Second)
+	b.noScriptErrors()
+	if list, err := second.Manager.Instances(t.Context()); err != nil || len(list) != 1 {
+		t.Fatalf("instances after the launch: %v %v", list, err)
+	}
+}

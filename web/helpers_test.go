@@ -1,0 +1,295 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"html"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/web"
+)
+
+var templatesDir = filepath.Join("..", "templates")
+
+// startSim runs a whole simulator with the repository's templates.
+func startSim(t *testing.T, o normsimtest.Options) *normsimtest.Sim {
+	t.Helper()
+	if o.Templates == nil {
+		o.Templates = []string{templatesDir}
+	}
+	return normsimtest.Start(t, o)
+}
+
+// host is the Host every request of the tests names unless a test says
+// otherwise: the address a server made by newServer is bound to.
+const host = "127.0.0.1:7788"
+
+// newServer builds the handler over svc, bound (as far as the Host check
+// knows) to host.
+func newServer(t *testing.T, svc web.Service, logger *slog.Logger) *web.Server {
+	t.Helper()
+	return web.New(web.Config{Service: svc, Addr: host, Logger: logger, Version: "test"})
+}
+
+// response is a recorded answer.
+type response struct {
+	Status int
+	Header http.Header
+	Body   string
+}
+
+// do serves one request in memory.
+func do(t *testing.T, h http.Handler, req *http.Request) response {
+	t.Helper()
+	if req.Host == "" || req.Host == "example.com" {
+		req.Host = host
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.String()}
+}
+
+func get(t *testing.T, h http.Handler, path string) response {
+	t.Helper()
+	return do(t, h, httptest.NewRequest(http.MethodGet, path, nil))
+}
+
+// post sends a form the way a browser on the dashboard does: same-origin
+// Origin, form encoding.
+func post(t *testing.T, h http.Handler, path string, form url.Values) response {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "http://"+host)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	return do(t, h, req)
+}
+
+var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// csrfToken fetches a page and returns the token of its forms.
+func csrfToken(t *testing.T, h http.Handler, path string) string {
+	t.Helper()
+	r := get(t, h, path)
+	m := csrfRE.FindStringSubmatch(r.Body)
+	if m == nil {
+		t.Fatalf("GET %s (%d) has no CSRF field:\n%s", path, r.Status, r.Body)
+	}
+	return html.UnescapeString(m[1])
+}
+
+// text is a page's body with the HTML escapes undone, for matching
+// messages.
+func (r response) text() string { return html.UnescapeString(r.Body) }
+
+func mustContain(t *testing.T, r response, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(r.Body, w) && !strings.Contains(r.text(), w) {
+			t.Errorf("page (status %d) does not contain %q", r.Status, w)
+		}
+	}
+	if t.Failed() {
+		t.Logf("body:\n%s", r.Body)
+	}
+}
+
+func mustNotContain(t *testing.T, r response, bad ...string) {
+	t.Helper()
+	for _, b := range bad {
+		if strings.Contains(r.Body, b) || strings.Contains(r.text(), b) {
+			t.Errorf("page (status %d) contains %q", r.Status, b)
+		}
+	}
+}
+
+// fakeService is a Service whose answers a test sets, recording what the
+// handlers asked of it.
+type fakeService struct {
+	mu         sync.Mutex
+	nodes      []sim.Node
+	templates  []*sim.Template
+	instances  []sim.Instance
+	migrations []*sim.Migration
+	bus        *sim.Bus
+
+	launchErr, migrateErr, stopErr error
+	launched                       []sim.LaunchRequest
+	migrated                       []sim.MigrateRequest
+	stopped                        []string
+	filters                        []sim.MigrationFilter
+}
+
+func newFake() *fakeService {
+	rate := "50"
+	min, max := 1.0, 1000.0
+	secretDefault := "hunter2-default"
+	return &fakeService{
+		bus: sim.NewBus(),
+		nodes: []sim.Node{
+			{Name: "a", SocketPort: 6797, SocketURL: "ws://127.0.0.1:6797"},
+			{Name: "b", SocketPort: 6798, SocketURL: "ws://127.0.0.1:6798"},
+			{Name: "c"},
+		},
+		templates: []*sim.Template{
+			{Name: "counter", Path: "/t/counter", Valid: true, Strategy: sim.Handover, ProductName: "Counter", ProductVersion: "0.1.0",
+				Parameters: []sim.Parameter{
+					{Name: "RATE", Purpose: "Packets per second.", Type: "int", Default: &rate, Min: &min, Max: &max},
+					{Name: "MODE", Type: "enum", Values: []string{"fast", "slow"}, Required: true},
+					{Name: "API_KEY", Type: "string", Secret: true, Default: &secretDefault},
+				},
+				AllocatedPorts: []sim.AllocatedPortDecl{{Param: "SRT_PORT", Protocol: "udp", Preferred: 5000, Service: "counter"}}},
+			{Name: "plain", Path: "/t/plain", Valid: true, Strategy: sim.StopThenStart},
+			{Name: "broken", Path: "/t/broken", Error: &sim.TemplateError{Code: sim.EManifestInvalid, Message: "manifest.json: target: must be \"docker-compose\""}},
+		},
+	}
+}
+
+func (f *fakeService) Nodes() []sim.Node      { return f.nodes }
+func (f *fakeService) Catalog() sim.Catalog   { return fakeCatalog{f} }
+func (f *fakeService) DefaultRuntime() string { return sim.RuntimeProcess }
+func (f *fakeService) Bus() *sim.Bus          { return f.bus }
+func (f *fakeService) add(in sim.Instance) {
+	f.mu.Lock()
+	f.instances = append(f.instances, in)
+	f.mu.Unlock()
+}
+func (f *fakeService) addMig(m *sim.Migration) {
+	f.mu.Lock()
+	f.migrations = append(f.migrations, m)
+	f.mu.Unlock()
+}
+
+func (f *fakeService) Instances(ctx context.Context) ([]sim.Instance, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]sim.Instance(nil), f.instances...), nil
+}
+
+func (f *fakeService) Instance(ctx context.Context, id string) (sim.Instance, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, in := range f.instances {
+		if in.ID == id {
+			return in, nil
+		}
+	}
+	return sim.Instance{}, sim.Errorf(sim.ENotFound, "instance %q not found", id)
+}
+
+func (f *fakeService) Launch(ctx context.Context, req sim.LaunchRequest) (sim.Instance, error) {
+	f.mu.Lock()
+	f.launched = append(f.launched, req)
+	err := f.launchErr
+	f.mu.Unlock()
+	if err != nil {
+		return sim.Instance{}, err
+	}
+	in := sim.Instance{ID: req.Template + "-new", JobID: "job-new", Node: req.Node, Template: req.Template, Runtime: sim.RuntimeProcess, State: sim.InstanceStarting}
+	f.add(in)
+	return in, nil
+}
+
+func (f *fakeService) Stop(ctx context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stopped = append(f.stopped, id)
+	return f.stopErr
+}
+
+func (f *fakeService) Logs(ctx context.Context, id string, follow bool, w io.Writer) error {
+	_, err := io.WriteString(w, "line one\nline two\n")
+	return err
+}
+
+func (f *fakeService) Migrate(ctx context.Context, id string, req sim.MigrateRequest) (*sim.Migration, error) {
+	f.mu.Lock()
+	f.migrated = append(f.migrated, req)
+	err := f.migrateErr
+	f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Instance(ctx, id); err != nil {
+		return nil, err
+	}
+	return &sim.Migration{ID: "mig-new", State: sim.MigrationRunning}, nil
+}
+
+func (f *fakeService) Migration(ctx context.Context, id string) (*sim.Migration, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.migrations {
+		if m.ID == id {
+			return m, nil
+		}
+	}
+	return nil, sim.Errorf(sim.ENotFound, "migration %q not found", id)
+}
+
+func (f *fakeService) Migrations(ctx context.Context, flt sim.MigrationFilter) ([]*sim.Migration, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.filters = append(f.filters, flt)
+	var out []*sim.Migration
+	for _, m := range f.migrations {
+		if (flt.JobID == "" || m.JobID == flt.JobID) && (flt.State == "" || m.State == flt.State) {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+type fakeCatalog struct{ f *fakeService }
+
+func (c fakeCatalog) List() []*sim.Template { return c.f.templates }
+
+func (c fakeCatalog) Get(name string) (*sim.Template, error) {
+	for _, t := range c.f.templates {
+		if t.Name == name {
+			return t, nil
+		}
+	}
+	return nil, sim.Errorf(sim.ENotFound, "template %q not found", name)
+}
+
+func (c fakeCatalog) Launch(name string, in sim.LaunchInput) (*sim.LaunchSpec, error) {
+	return nil, errors.New("not in the fake")
+}
+
+// apiError decodes the API's JSON error.
+func apiError(t *testing.T, r response) (code, msg string) {
+	t.Helper()
+	var b struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(r.Body), &b); err != nil {
+		t.Fatalf("not a JSON error (%d): %v\n%s", r.Status, err, r.Body)
+	}
+	return b.Error.Code, b.Error.Message
+}
+
+// waitFor polls cond for up to d.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

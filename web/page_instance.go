@@ -1,0 +1,301 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// The instance page: state, env, log tail and the migrate form.
+
+type instancePage struct {
+	pageBase
+	In       sim.Instance // token and env removed; see Env
+	External bool
+	Template *sim.Template
+	Declared sim.Strategy
+	// Strategies are the migrate buttons; Targets the target node choice.
+	Strategies []strategyButton
+	Targets    []targetOption
+	Timeouts   []timeoutField
+	Runtimes   []string
+	Runtime    string
+	Notes      []string
+	Error      string
+	Code       string
+	ErrorHelp  string
+	Env        []envService
+	DotEnv     string
+	JSONEnv    string
+	Params     []envVar
+	Migrations []*sim.Migration
+	Active     *sim.Migration
+	Terminal   bool
+}
+
+type strategyButton struct {
+	Name     sim.Strategy
+	Allowed  bool
+	Declared bool
+	Reason   string
+	Summary  string
+}
+
+type targetOption struct {
+	Name, Label string
+	Selected    bool
+}
+
+type timeoutField struct {
+	Name, Label, Help, Value string
+	Default                  int64
+}
+
+type envService struct {
+	Service string
+	Vars    []envVar
+}
+
+type envVar struct {
+	Name, Value string
+	Hidden      bool
+}
+
+// migrateForm is a submitted migrate form.
+type migrateForm struct {
+	Strategy, To, Runtime string
+	Timeouts              map[string]string
+	Err                   error
+}
+
+var strategySummary = map[sim.Strategy]string{
+	sim.Overlap:       "start the target, then stop the source; both may produce briefly",
+	sim.StopThenStart: "prepare the target, stop the source, start the target; safe, leaves a gap",
+	sim.Handover:      "hand over at an exact position through the job socket",
+}
+
+// timeoutSpecs are the migrate form's optional per-phase timeouts.
+var timeoutSpecs = []struct {
+	name, label, help string
+	def               func(sim.Timeouts) sim.Duration
+}{
+	{"state", "State", "get-state → state", func(t sim.Timeouts) sim.Duration { return t.State }},
+	{"targetStart", "Target start", "target placed → running (and connected)", func(t sim.Timeouts) sim.Duration { return t.TargetStart }},
+	{"targetReady", "Target ready", "initial-state → target-ready", func(t sim.Timeouts) sim.Duration { return t.TargetReady }},
+	{"stop", "Source stop", "cutover-ready → source-stopped-output", func(t sim.Timeouts) sim.Duration { return t.Stop }},
+	{"apply", "Apply", "cutover-apply → target-applied", func(t sim.Timeouts) sim.Duration { return t.Apply }},
+	{"stopGrace", "Stop grace", "SIGTERM → SIGKILL when stopping", func(t sim.Timeouts) sim.Duration { return t.StopGrace }},
+}
+
+func (s *Server) instancePage(w http.ResponseWriter, r *http.Request) {
+	s.renderInstance(w, r, http.StatusOK, chi.URLParam(r, "id"), nil)
+}
+
+func (s *Server) renderInstance(w http.ResponseWriter, r *http.Request, status int, id string, mf *migrateForm) {
+	ctx := r.Context()
+	raw, err := s.svc.Instance(ctx, id)
+	if err != nil {
+		s.renderServiceError(w, r, err, "The instance may have been stopped and removed; the overview lists the current ones.")
+		return
+	}
+	p := instancePage{pageBase: s.base(r, "Instance "+raw.ID, "overview", "instance", "/instances/"+url.PathEscape(raw.ID))}
+	p.Instance = raw.ID
+	p.In = safeInstance(raw)
+	p.External = raw.Runtime == sim.RuntimeExternal
+	p.Terminal = raw.State.Terminal()
+	p.Env = envView(raw)
+	hideSecretParams(p.Env, raw, s.svc.Catalog())
+	p.Params = paramsView(raw, s.svc.Catalog())
+	if p.External {
+		p.DotEnv, p.JSONEnv = pasteEnv(raw.Env)
+	}
+	if t, err := s.svc.Catalog().Get(raw.Template); err == nil {
+		p.Template = t
+	}
+	declared := sim.DefaultStrategy
+	if p.Template != nil {
+		declared = sim.DeclaredStrategy(p.Template.Strategy)
+	}
+	p.Declared = declared
+	for _, st := range sim.Strategies {
+		b := strategyButton{Name: st, Declared: st == declared, Summary: strategySummary[st]}
+		if err := sim.CheckStrategy(declared, st); err == nil {
+			b.Allowed = true
+		} else {
+			b.Reason = strategyRefusal(declared, st)
+		}
+		p.Strategies = append(p.Strategies, b)
+	}
+	if mf == nil {
+		mf = &migrateForm{}
+	}
+	nodes := s.svc.Nodes()
+	var firstOther string
+	for _, n := range nodes {
+		if n.Name == raw.Node {
+			continue
+		}
+		if firstOther == "" {
+			firstOther = n.Name
+		}
+		label := n.Name + " — job socket " + n.SocketURL
+		if !n.HasJobSocket() {
+			label = n.Name + " — no job socket (handover impossible)"
+		}
+		p.Targets = append(p.Targets, targetOption{Name: n.Name, Label: label, Selected: mf.To == n.Name})
+	}
+	p.Runtime = mf.Runtime
+	p.Runtimes = runtimeChoices(raw.Runtime)
+	for _, ts := range timeoutSpecs {
+		p.Timeouts = append(p.Timeouts, timeoutField{Name: ts.name, Label: ts.label, Help: ts.help,
+			Default: ts.def(sim.DefaultTimeouts).D().Milliseconds(), Value: mf.Timeouts[ts.name]})
+	}
+	if raw.State != sim.InstanceRunning {
+		p.Notes = append(p.Notes, fmt.Sprintf("This instance is %s; only a running instance can migrate.", raw.State))
+	} else if !raw.Connected && slices.Contains(sim.AllowedStrategies(declared), sim.Handover) {
+		p.Notes = append(p.Notes, "Not connected to its job socket yet: a handover needs the source connected.")
+	}
+	if firstOther == "" {
+		p.Notes = append(p.Notes, "There is no other node to migrate to.")
+	}
+	if mf.Err != nil {
+		p.Error, p.Code = sim.ErrorMessage(mf.Err), sim.ErrorCode(mf.Err)
+		if strings.HasPrefix(p.Error, "strategy ") && strings.Contains(p.Error, "is not allowed") {
+			p.ErrorHelp = "A migration may use the strategy the template declares or stopThenStart, never one the product did not promise: " +
+				"overlap is not “safer” than handover, since a handover product never promised to tolerate a second writer."
+		}
+	}
+	migs, err := s.svc.Migrations(ctx, sim.MigrationFilter{JobID: raw.JobID, Limit: 20})
+	if err == nil {
+		p.Migrations = migs
+		for _, m := range migs {
+			if m.State == sim.MigrationRunning && (m.Source.Instance == raw.ID || m.Target.Instance == raw.ID) {
+				p.Active = m
+			}
+		}
+	}
+	s.render(w, status, "instance", p)
+}
+
+// strategyRefusal says why a strategy button is disabled, in the words of
+// the contract.
+func strategyRefusal(declared, st sim.Strategy) string {
+	if declared == sim.DefaultStrategy {
+		// Declared or not: the catalog cannot tell, and the rule is the same.
+		return fmt.Sprintf("Not allowed: the template promises only %s (the default when a manifest declares no strategy); %s needs the manifest to declare it.", sim.StopThenStart, st)
+	}
+	return fmt.Sprintf("Not allowed: the template declares %s, so a migration may use %s or %s; the product never promised %s.", declared, declared, sim.StopThenStart, st)
+}
+
+// safeInstance is an instance as a page may show it: never the token, and
+// the env only through envView.
+func safeInstance(in sim.Instance) sim.Instance {
+	in.Token = ""
+	in.Env = nil
+	in.RuntimeRef = nil
+	return in
+}
+
+// envView lists an instance's env per service. For anything but an external
+// instance the NORSK_* values (the job-socket URL and token among them) and
+// the values of secret parameters are hidden: the job has them, the page
+// does not need them.
+func envView(in sim.Instance) []envService {
+	external := in.Runtime == sim.RuntimeExternal
+	var out []envService
+	for _, svc := range sortedKeys(in.Env) {
+		es := envService{Service: svc}
+		vars := in.Env[svc]
+		for _, k := range sortedKeys(vars) {
+			v := envVar{Name: k, Value: vars[k]}
+			if !external && (strings.HasPrefix(k, "NORSK_") || (in.Token != "" && strings.Contains(v.Value, in.Token))) {
+				v.Value, v.Hidden = "", true
+			}
+			es.Vars = append(es.Vars, v)
+		}
+		out = append(out, es)
+	}
+	return out
+}
+
+// paramsView lists the launch params; a secret parameter's value is hidden.
+func paramsView(in sim.Instance, cat sim.Catalog) []envVar {
+	secret := map[string]bool{}
+	if t, err := cat.Get(in.Template); err == nil {
+		for _, p := range t.Parameters {
+			secret[p.Name] = p.Secret
+		}
+	}
+	var out []envVar
+	for _, k := range sortedKeys(in.Params) {
+		v := envVar{Name: k, Value: in.Params[k]}
+		if secret[k] {
+			v.Value, v.Hidden = "", true
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// hideSecretParams hides, in the env of a non-external instance, any value
+// that carries a secret parameter's value.
+func hideSecretParams(env []envService, in sim.Instance, cat sim.Catalog) {
+	if in.Runtime == sim.RuntimeExternal {
+		return
+	}
+	t, err := cat.Get(in.Template)
+	if err != nil {
+		return
+	}
+	var secrets []string
+	for _, p := range t.Parameters {
+		if !p.Secret {
+			continue
+		}
+		if v := in.Params[p.Name]; v != "" {
+			secrets = append(secrets, v)
+		} else if p.Default != nil && *p.Default != "" {
+			secrets = append(secrets, *p.Default)
+		}
+	}
+	for i := range env {
+		for j := range env[i].Vars {
+			for _, sv := range secrets {
+				if strings.Contains(env[i].Vars[j].Value, sv) {
+					env[i].Vars[j].Value, env[i].Vars[j].Hidden = "", true
+				}
+			}
+		}
+	}
+}
+
+// pasteEnv renders an external instance's env the two ways a debugger
+// config takes it: .env lines and a JSON object (VS Code's "env").
+func pasteEnv(env map[string]map[string]string) (dotenv, jsonEnv string) {
+	var b strings.Builder
+	merged := map[string]string{}
+	multi := len(env) > 1
+	for _, svc := range sortedKeys(env) {
+		if multi {
+			fmt.Fprintf(&b, "# service %s\n", svc)
+		}
+		for _, k := range sortedKeys(env[svc]) {
+			fmt.Fprintf(&b, "%s=%s\n", k, env[svc][k])
+			merged[k] = env[svc][k]
+		}
+	}
+	if multi {
+		// One JSON object per service.
+		j, _ := json.MarshalIndent(env, "", "  ")
+		return b.String(), string(j)
+	}
+	j, _ := json.MarshalIndent(merged, "", "  ")
+	return b.String(), string(j)
+}

@@ -1,0 +1,156 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// The migration pages: one migration's timeline and the history.
+
+type migrationPage struct {
+	pageBase
+	M *sim.Migration
+	// Zoom is "cutover" when the axis shows the cutover only; CanZoom says
+	// the migration has one.
+	Zoom      string
+	CanZoom   bool
+	TL        timeline
+	Seam      seamView
+	TargetEnv string
+	Highlight bool
+}
+
+// seamView is the output verdict as the page states it.
+type seamView struct {
+	Verdict  string
+	Tone     string
+	Headline string
+	Detail   string
+	Measured bool
+	Report   *sim.OutputReport
+}
+
+func seam(m *sim.Migration) seamView {
+	o := m.Output
+	if o == nil {
+		v := seamView{Verdict: "not measured", Tone: "muted", Headline: "Not measured"}
+		switch {
+		case !m.State.Ended():
+			v.Headline, v.Detail = "Waiting", "The seam is judged when the migration ends."
+		case m.State == sim.MigrationRefused || m.State == sim.MigrationAborted:
+			v.Detail = "Nothing was cut over: the source kept producing."
+		default:
+			v.Detail = "The output sink saw no packets from this job, so there is no seam to judge."
+		}
+		return v
+	}
+	v := seamView{Verdict: o.Verdict, Measured: true, Report: o}
+	if o.LastSource == nil || o.FirstTarget == nil {
+		v.Detail = o.Detail // no positions to show: say why
+	}
+	switch o.Verdict {
+	case sim.VerdictSeamless:
+		v.Tone, v.Headline = "ok", "Seamless"
+	case sim.VerdictGap:
+		v.Tone, v.Headline = "bad", fmt.Sprintf("Gap of %s · %d lost", fmtMs(o.GapMs), o.Lost)
+	case sim.VerdictOverlap:
+		v.Tone, v.Headline = "bad", fmt.Sprintf("Overlap of %s · %d duplicated", fmtMs(o.OverlapMs), o.Duplicated)
+	case sim.VerdictDuplicate:
+		v.Tone, v.Headline = "bad", fmt.Sprintf("%d duplicated", o.Duplicated)
+	case sim.VerdictNoOutput:
+		v.Tone, v.Headline = "muted", "No output to compare"
+	default:
+		v.Tone, v.Headline = "muted", o.Verdict
+	}
+	return v
+}
+
+func (s *Server) migrationPage(w http.ResponseWriter, r *http.Request) {
+	m, err := s.svc.Migration(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		s.renderServiceError(w, r, err, "The migrations page lists every migration this normsim remembers.")
+		return
+	}
+	refresh := "/migrations/" + url.PathEscape(m.ID)
+	now := time.Now()
+	cut := cutoverWindow(m, now)
+	p := migrationPage{M: m, CanZoom: cut != nil}
+	var win *window
+	if r.URL.Query().Get("zoom") == "cutover" && cut != nil {
+		p.Zoom, win = "cutover", cut
+		refresh += "?zoom=cutover"
+	}
+	p.pageBase = s.base(r, "Migration "+m.ID, "migrations", "migration", refresh)
+	p.Migration = m.ID
+	p.Ended = m.State.Ended()
+	p.TL = layoutTimeline(m, now, win)
+	p.Seam = seam(m)
+	p.Highlight = m.State == sim.MigrationAborted || m.State == sim.MigrationFailed || m.State == sim.MigrationRefused
+	if m.Target.Runtime == sim.RuntimeExternal && m.Target.Env != nil {
+		p.TargetEnv, _ = pasteEnv(m.Target.Env)
+	}
+	s.render(w, http.StatusOK, "migration", p)
+}
+
+type migrationsPage struct {
+	pageBase
+	List   []*sim.Migration
+	Job    string
+	State  string
+	States []sim.MigrationState
+	Jobs   []string
+	Error  string
+}
+
+var migrationStates = []sim.MigrationState{sim.MigrationRunning, sim.MigrationCompleted, sim.MigrationRefused, sim.MigrationAborted, sim.MigrationFailed}
+
+func (s *Server) migrationsPage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	p := migrationsPage{pageBase: s.base(r, "Migrations", "migrations", "migrations", r.URL.RequestURI()), Job: strings.TrimSpace(q.Get("job")), State: q.Get("state"), States: migrationStates}
+	status := http.StatusOK
+	if p.State != "" && !slices.Contains(migrationStates, sim.MigrationState(p.State)) {
+		p.Error = fmt.Sprintf("state: must be one of running, completed, refused, aborted, failed; got %q", p.State)
+		status = http.StatusBadRequest
+	} else {
+		list, err := s.svc.Migrations(r.Context(), sim.MigrationFilter{JobID: p.Job, State: sim.MigrationState(p.State), Limit: 500})
+		if err != nil {
+			s.renderServiceError(w, r, err, "")
+			return
+		}
+		p.List = list
+	}
+	p.Jobs = s.knownJobs(r.Context(), p.List)
+	s.render(w, status, "migrations", p)
+}
+
+// knownJobs lists job ids for the filter's suggestions.
+func (s *Server) knownJobs(ctx context.Context, list []*sim.Migration) []string {
+	seen := map[string]bool{}
+	if insts, err := s.svc.Instances(ctx); err == nil {
+		for _, in := range insts {
+			seen[in.JobID] = true
+		}
+	}
+	for _, m := range list {
+		seen[m.JobID] = true
+	}
+	return sortedKeys(seen)
+}
+
+// renderServiceError renders a page for an error from the Service.
+func (s *Server) renderServiceError(w http.ResponseWriter, r *http.Request, err error, hint string) {
+	code := sim.ErrorCode(err)
+	if code == sim.EInternal {
+		s.log.Error("dashboard request failed", "path", r.URL.Path, "err", err)
+	}
+	s.renderError(w, r, statusOf(code), code, sim.ErrorMessage(err), hint)
+}

@@ -1,0 +1,395 @@
+package web
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// The migration page draws every timeline event on a real time axis, one
+// swimlane per side. Layout happens here, in Go, so the page reads the same
+// with or without JavaScript and the layout is testable; app.js only swaps
+// in a fresh rendering when an event arrives.
+
+// lanes are the swimlanes in the order they are drawn.
+var lanes = []struct{ name, title string }{
+	{"manager", "Manager"},
+	{"source", "Source job"},
+	{"target", "Target job"},
+	{"output", "Output"},
+}
+
+// Layout constants. The track's width is not known on the server, so label
+// widths are estimated for a track of trackPx pixels; a narrower window
+// overlaps labels a little, a wider one spaces them out.
+const (
+	trackPx  = 780.0
+	charPx   = 7.0
+	labelPad = 20.0
+	dotPx    = 14.0
+	rowPx    = 26.0
+	lanePad  = 8.0
+	maxRows  = 6
+)
+
+type timeline struct {
+	SpanMs float64
+	// Window is the stretch drawn when zoomed in; nil for the whole axis.
+	Window *window
+	Ticks  []tick
+	Phases []phaseSpan
+	Lanes  []lane
+	// Ponr is the point of no return as a percentage of the axis, when the
+	// migration reached it; Now is the present moment of a running one.
+	Ponr   *float64
+	Now    *float64
+	Events []timelineEvent
+}
+
+type tick struct {
+	Left  float64
+	Label string
+}
+
+type phaseSpan struct {
+	Name        string
+	Left, Width float64
+	// Narrow: too narrow for its name, which then shows on hover only.
+	Narrow bool
+}
+
+type lane struct {
+	Name, Title string
+	Height      float64
+	Marks       []mark
+}
+
+type mark struct {
+	Seq       int
+	Left, Top float64
+	Label     string
+	Class     string
+	Title     string
+	Flip      bool
+}
+
+type timelineEvent struct {
+	sim.MigrationEvent
+	Ms      float64
+	Dir     string // "worker → job" | "job → worker" | ""
+	Payload string
+	Tone    string
+}
+
+// direction names a frame's direction for people.
+func direction(d string) string {
+	switch d {
+	case "in":
+		return "job → worker"
+	case "out":
+		return "worker → job"
+	}
+	return d
+}
+
+// eventTone says how an event should stand out: ok, bad, ponr or "".
+func eventTone(ev sim.MigrationEvent) string {
+	d := ev.Detail
+	switch {
+	case strings.HasPrefix(d, "point of no return"):
+		return "ponr"
+	case strings.HasPrefix(d, "migration completed"):
+		return "ok"
+	case strings.HasPrefix(d, "migration "), strings.HasPrefix(d, "rolling back"), strings.HasPrefix(d, "could not"),
+		strings.HasPrefix(d, "failed"), strings.HasPrefix(d, "refused"), strings.HasPrefix(d, "fault"),
+		strings.HasPrefix(d, "socket closed"), strings.HasPrefix(d, "abort"):
+		return "bad"
+	case strings.HasPrefix(d, "output seamless"):
+		return "ok"
+	case strings.HasPrefix(d, "output "):
+		return "bad"
+	}
+	if ev.Frame != nil && (ev.Frame.Type == "abort" || ev.Frame.Type == "state-refused") {
+		return "bad"
+	}
+	return ""
+}
+
+// window is a stretch of the time axis, in ms from the migration's start.
+type window struct{ From, To float64 }
+
+// cutoverWindow is the stretch from the target's target-ready to its
+// target-applied (or the present, or the last event), padded a little: the
+// few milliseconds of a handover that a whole-migration axis squeezes into a
+// line. Nil when the migration has no cutover.
+func cutoverWindow(m *sim.Migration, now time.Time) *window {
+	msOf := func(t time.Time) float64 { return float64(t.Sub(m.StartedAt)) / float64(time.Millisecond) }
+	from, to := -1.0, -1.0
+	for _, ev := range m.Events {
+		if ev.Frame == nil {
+			continue
+		}
+		switch {
+		case from < 0 && ev.Frame.Type == "target-ready":
+			from = msOf(ev.At)
+		case ev.Frame.Type == "target-applied":
+			to = msOf(ev.At)
+		}
+	}
+	if from < 0 {
+		return nil
+	}
+	if to < from {
+		if m.EndedAt != nil {
+			to = msOf(m.Events[len(m.Events)-1].At)
+		} else {
+			to = msOf(now)
+		}
+	}
+	pad := math.Max((to-from)*0.15, 0.5)
+	return &window{From: math.Max(from-pad, 0), To: to + pad}
+}
+
+// layoutTimeline places a migration's events. now is the present, used to
+// extend the axis of a migration that is still running. With a window only
+// that stretch of the axis is drawn (every event stays in the table).
+func layoutTimeline(m *sim.Migration, now time.Time, win *window) timeline {
+	var tl timeline
+	msOf := func(t time.Time) float64 { return float64(t.Sub(m.StartedAt)) / float64(time.Millisecond) }
+	maxMs := 0.0
+	for _, ev := range m.Events {
+		maxMs = math.Max(maxMs, msOf(ev.At))
+	}
+	if m.EndedAt != nil {
+		maxMs = math.Max(maxMs, msOf(*m.EndedAt))
+	} else {
+		n := msOf(now)
+		if n > maxMs {
+			maxMs = n
+		}
+	}
+	span := math.Max(maxMs*1.04, 1)
+	tl.SpanMs = span
+	lo, hi := 0.0, span
+	if win != nil && win.To > win.From {
+		lo, hi = win.From, win.To
+		tl.Window = win
+	}
+	width := hi - lo
+	pct := func(ms float64) float64 { return math.Max(0, math.Min(100, (ms-lo)/width*100)) }
+	shown := func(ms float64) bool { return ms >= lo && ms <= hi }
+
+	step := niceStep(width, 8)
+	first := math.Ceil(lo/step) * step
+	for i := 0; first+float64(i)*step <= hi; i++ {
+		v := first + float64(i)*step
+		tl.Ticks = append(tl.Ticks, tick{Left: pct(v), Label: tickLabel(v, step)})
+	}
+
+	// Phases: consecutive events in one phase make a band.
+	type band struct {
+		name       string
+		start, end float64
+	}
+	var bands []band
+	for _, ev := range m.Events {
+		p := ev.Phase
+		if p == "" {
+			p = "requested"
+		}
+		ms := msOf(ev.At)
+		if len(bands) > 0 && bands[len(bands)-1].name == p {
+			continue
+		}
+		if len(bands) > 0 {
+			bands[len(bands)-1].end = ms
+		}
+		bands = append(bands, band{name: p, start: ms})
+	}
+	if len(bands) > 0 {
+		bands[len(bands)-1].end = maxMs
+	}
+	for _, b := range bands {
+		if b.end < lo || b.start > hi {
+			continue
+		}
+		w := math.Max(pct(b.end)-pct(b.start), 0.4)
+		need := (float64(len(b.name))*charPx*0.95 + 10) / trackPx * 100
+		tl.Phases = append(tl.Phases, phaseSpan{Name: b.name, Left: pct(b.start), Width: w, Narrow: w < need})
+	}
+
+	if m.EndedAt == nil && shown(msOf(now)) {
+		v := pct(msOf(now))
+		tl.Now = &v
+	}
+
+	laneIdx := map[string]int{}
+	for i, l := range lanes {
+		laneIdx[l.name] = i
+		tl.Lanes = append(tl.Lanes, lane{Name: l.name, Title: l.title})
+	}
+	// rows[lane][row] is the right edge (in %) of the last mark placed there.
+	rows := make([][]float64, len(lanes))
+	for _, ev := range m.Events {
+		ms := msOf(ev.At)
+		te := timelineEvent{MigrationEvent: ev, Ms: ms, Tone: eventTone(ev)}
+		if ev.Frame != nil {
+			te.Dir = direction(ev.Frame.Direction)
+			te.Payload = prettyJSON(ev.Frame.Payload)
+		}
+		tl.Events = append(tl.Events, te)
+		if !shown(ms) {
+			continue
+		}
+		if te.Tone == "ponr" {
+			v := pct(ms)
+			tl.Ponr = &v
+		}
+
+		li, ok := laneIdx[ev.Side]
+		if !ok {
+			li = 0
+		}
+		mk := mark{Seq: ev.Seq, Left: pct(ms), Title: fmt.Sprintf("%s · %s · %s", fmtMs(&ms), ev.Side, ev.Detail)}
+		widthPx := dotPx
+		if ev.Frame != nil {
+			arrow := "→"
+			if ev.Frame.Direction == "in" {
+				arrow = "←"
+			}
+			mk.Label = arrow + " " + ev.Frame.Type
+			mk.Class = "frame " + ev.Frame.Direction
+			widthPx = float64(len([]rune(mk.Label)))*charPx + labelPad
+			size := "size not recorded"
+			if ev.Frame.Size > 0 {
+				size = fmtBytes(ev.Frame.Size)
+			}
+			mk.Title = fmt.Sprintf("%s · %s %s · %s · %s", fmtMs(&ms), ev.Frame.Type, te.Dir, size, ev.Side)
+		} else {
+			mk.Class = "dot"
+			if mk.Label = shortLabel(ev.Detail); mk.Label != "" {
+				mk.Class += " labelled"
+				widthPx += float64(len([]rune(mk.Label)))*charPx*0.9 + 6
+			}
+		}
+		if te.Tone != "" {
+			mk.Class += " " + te.Tone
+		}
+		w := widthPx / trackPx * 100
+		lo, hi := mk.Left, mk.Left+w
+		if hi > 100 {
+			mk.Flip = true
+			lo, hi = mk.Left-w, mk.Left
+		}
+		row := -1
+		for r, right := range rows[li] {
+			if right <= lo {
+				row = r
+				break
+			}
+		}
+		if row < 0 {
+			if len(rows[li]) < maxRows {
+				rows[li] = append(rows[li], 0)
+				row = len(rows[li]) - 1
+			} else {
+				// Crowded: reuse the row that frees up first.
+				row = 0
+				for r, right := range rows[li] {
+					if right < rows[li][row] {
+						row = r
+					}
+				}
+			}
+		}
+		rows[li][row] = hi + 0.3
+		mk.Top = lanePad + float64(row)*rowPx
+		tl.Lanes[li].Marks = append(tl.Lanes[li].Marks, mk)
+	}
+	for i := range tl.Lanes {
+		n := math.Max(float64(len(rows[i])), 1)
+		tl.Lanes[i].Height = n*rowPx + 2*lanePad
+	}
+	return tl
+}
+
+// shortLabels name the events worth a word on the timeline; the rest are
+// dots whose detail shows on hover, on selection and in the table.
+var shortLabels = []struct{ prefix, label string }{
+	{"point of no return", "point of no return"},
+	{"connected", "connected"},
+	{"socket closed", "socket closed"},
+	{"target started", "started"},
+	{"target running", "running"},
+	{"stopping the source", "stopping"},
+	{"source stopped", "stopped"},
+	{"source left running", "left running"},
+	{"target removed", "removed"},
+	{"rolling back", "rolling back"},
+	{"refused", "refused"},
+	{"fault", "fault"},
+	{"could not", "error"},
+	{"failed after", "failed"},
+	{"migration completed", "completed"},
+	{"migration aborted", "aborted"},
+	{"migration failed", "failed"},
+	{"migration refused", "refused"},
+}
+
+func shortLabel(detail string) string {
+	if strings.HasPrefix(detail, "target ") && strings.Contains(detail, " created on node ") {
+		return "created"
+	}
+	if rest, ok := strings.CutPrefix(detail, "output "); ok {
+		verdict, _, _ := strings.Cut(rest, ":")
+		return verdict
+	}
+	if strings.Contains(detail, " of ") && strings.Contains(detail, " from node ") {
+		return "requested"
+	}
+	for _, l := range shortLabels {
+		if strings.HasPrefix(detail, l.prefix) {
+			return l.label
+		}
+	}
+	return ""
+}
+
+// niceStep picks a tick step of 1, 2 or 5 times a power of ten giving at
+// most maxTicks ticks over span.
+func niceStep(span float64, maxTicks int) float64 {
+	if span <= 0 {
+		return 1
+	}
+	raw := span / float64(maxTicks)
+	p := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*p >= raw {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+func tickLabel(v, step float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case step >= 1000:
+		return trimZeros(fmt.Sprintf("%.3f", v/1000)) + " s"
+	case step >= 1:
+		return fmt.Sprintf("%.0f ms", v)
+	default:
+		return trimZeros(fmt.Sprintf("%.3f", v)) + " ms"
+	}
+}
+
+func trimZeros(s string) string {
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}

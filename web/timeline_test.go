@@ -1,0 +1,208 @@
+package web
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/sim"
+)
+
+func TestNiceStep(t *testing.T) {
+	for _, tc := range []struct{ span, want float64 }{
+		{1, 0.2}, {8, 1}, {9, 2}, {100, 20}, {190, 50}, {1000, 200}, {4000, 500}, {12000, 2000}, {0, 1},
+	} {
+		if got := niceStep(tc.span, 8); got != tc.want {
+			t.Errorf("niceStep(%v) = %v, want %v", tc.span, got, tc.want)
+		}
+	}
+}
+
+func TestTickLabel(t *testing.T) {
+	for _, tc := range []struct {
+		v, step float64
+		want    string
+	}{
+		{0, 50, "0"}, {50, 50, "50 ms"}, {2000, 1000, "2 s"}, {2500, 500, "2500 ms"}, {0.4, 0.2, "0.4 ms"}, {3000, 2000, "3 s"},
+	} {
+		if got := tickLabel(tc.v, tc.step); got != tc.want {
+			t.Errorf("tickLabel(%v, %v) = %q, want %q", tc.v, tc.step, got, tc.want)
+		}
+	}
+}
+
+func TestFmtMs(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	for _, tc := range []struct {
+		in   *float64
+		want string
+	}{
+		{nil, "—"}, {f(0.84), "0.8 ms"}, {f(9.96), "10.0 ms"}, {f(412.4), "412 ms"}, {f(9999), "9999 ms"}, {f(34210), "34.21 s"},
+	} {
+		if got := fmtMs(tc.in); got != tc.want {
+			t.Errorf("fmtMs(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestFieldErrors(t *testing.T) {
+	got := fieldErrors(`params.RATE: must be at most 1000; got "5000"; params.MODE: is required and the template gives no default; params.RATE: again`)
+	if len(got) != 2 || got["RATE"] != `must be at most 1000; got "5000"; again` || got["MODE"] != "is required and the template gives no default" {
+		t.Fatalf("fieldErrors = %q", got)
+	}
+	if len(fieldErrors(`node "z" not found`)) != 0 {
+		t.Fatal("a message naming no parameter gave field errors")
+	}
+}
+
+func TestShortLabel(t *testing.T) {
+	for detail, want := range map[string]string{
+		"handover of counter-1 from node a to node b":                   "requested",
+		"target counter-2 created on node b (process runtime)":          "created",
+		"connected (hello accepted)":                                    "connected",
+		"point of no return: the source stopped its output":             "point of no return",
+		"output seamless: source stopped at 41, target continued at 42": "seamless",
+		"output gap: 3 packets lost":                                    "gap",
+		"migration aborted: timed out":                                  "aborted",
+		"hello-ack and initial-state sent":                              "",
+	} {
+		if got := shortLabel(detail); got != want {
+			t.Errorf("shortLabel(%q) = %q, want %q", detail, got, want)
+		}
+	}
+}
+
+func TestLayoutTimeline(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms float64) time.Time { return t0.Add(time.Duration(ms * float64(time.Millisecond))) }
+	frame := func(dir, typ string) *sim.FrameInfo { return &sim.FrameInfo{Direction: dir, Type: typ, Size: 40} }
+	end := at(200)
+	m := &sim.Migration{StartedAt: t0, EndedAt: &end, Events: []sim.MigrationEvent{
+		{Seq: 1, At: at(0), Side: "manager", Detail: "handover of x from node a to node b"},
+		{Seq: 2, At: at(1), Phase: "get-state", Side: "source", Frame: frame("out", "get-state")},
+		{Seq: 3, At: at(1.2), Phase: "get-state", Side: "source", Frame: frame("in", "state")},
+		{Seq: 4, At: at(1.3), Phase: "get-state", Side: "source", Frame: frame("in", "abort")},
+		{Seq: 5, At: at(100), Phase: "cutover-apply", Side: "manager", Detail: "point of no return: the source stopped its output"},
+		{Seq: 6, At: at(199.9), Phase: "cutover-apply", Side: "target", Frame: frame("in", "target-applied")},
+		{Seq: 7, At: at(200), Phase: "stop-source", Side: "somewhere", Detail: "migration completed"},
+	}}
+	tl := layoutTimeline(m, at(10_000), nil)
+	if tl.SpanMs < 200 || tl.SpanMs > 220 || tl.Now != nil {
+		t.Fatalf("span %v (now %v): a finished migration's axis ends at its end", tl.SpanMs, tl.Now)
+	}
+	if len(tl.Ticks) < 4 || tl.Ticks[0].Label != "0" || tl.Ticks[1].Label != "50 ms" {
+		t.Fatalf("ticks = %+v", tl.Ticks)
+	}
+	if tl.Ponr == nil || *tl.Ponr < 45 || *tl.Ponr > 50 {
+		t.Fatalf("ponr at %v%%", tl.Ponr)
+	}
+	var phases []string
+	for _, p := range tl.Phases {
+		phases = append(phases, p.Name)
+	}
+	if strings.Join(phases, ",") != "requested,get-state,cutover-apply,stop-source" {
+		t.Fatalf("phases = %v", phases)
+	}
+	lanes := map[string]lane{}
+	for _, l := range tl.Lanes {
+		lanes[l.Name] = l
+	}
+	src := lanes["source"]
+	if len(src.Marks) != 3 {
+		t.Fatalf("source marks = %+v", src.Marks)
+	}
+	// Three frames within 0.3 ms cannot share a row.
+	tops := map[float64]bool{}
+	for _, mk := range src.Marks {
+		tops[mk.Top] = true
+	}
+	if len(tops) != 3 || src.Height < 3*rowPx {
+		t.Fatalf("overlapping marks share rows: %+v (lane height %v)", src.Marks, src.Height)
+	}
+	if src.Marks[0].Label != "→ get-state" || src.Marks[1].Label != "← state" || !strings.Contains(src.Marks[2].Class, "bad") {
+		t.Fatalf("source labels = %+v", src.Marks)
+	}
+	// A frame label at the right edge opens to the left.
+	tgt := lanes["target"].Marks[0]
+	if !tgt.Flip || tgt.Class != "frame in" {
+		t.Fatalf("target mark = %+v", tgt)
+	}
+	// An event on an unknown side lands on the manager lane.
+	mgr := lanes["manager"].Marks
+	if last := mgr[len(mgr)-1]; last.Seq != 7 || !strings.Contains(last.Class, "ok") || last.Label != "completed" {
+		t.Fatalf("manager marks = %+v", mgr)
+	}
+	if len(tl.Events) != 7 || tl.Events[2].Dir != "job → worker" || tl.Events[1].Dir != "worker → job" {
+		t.Fatalf("events = %+v", tl.Events)
+	}
+
+	// Zoomed on the cutover: only that stretch is drawn, with its own ticks;
+	// the table keeps every event.
+	w := cutoverWindow(m, at(10_000))
+	if w != nil {
+		t.Fatalf("cutover window %+v of a migration without target-ready", w)
+	}
+	m.Events = append(m.Events[:5:5], sim.MigrationEvent{Seq: 6, At: at(150), Phase: "target-ready", Side: "target", Frame: frame("in", "target-ready")},
+		sim.MigrationEvent{Seq: 7, At: at(152), Phase: "cutover-apply", Side: "target", Frame: frame("in", "target-applied")},
+		sim.MigrationEvent{Seq: 8, At: at(200), Phase: "stop-source", Side: "manager", Detail: "migration completed"})
+	w = cutoverWindow(m, at(10_000))
+	if w == nil || w.From != 149.5 || w.To != 152.5 {
+		t.Fatalf("cutover window = %+v, want 149.5–152.5", w)
+	}
+	zt := layoutTimeline(m, at(10_000), w)
+	if zt.Window != w || len(zt.Events) != 8 || zt.Ponr != nil {
+		t.Fatalf("zoomed: window %+v, %d events, ponr %v", zt.Window, len(zt.Events), zt.Ponr)
+	}
+	var drawn []int
+	for _, l := range zt.Lanes {
+		for _, mk := range l.Marks {
+			drawn = append(drawn, mk.Seq)
+		}
+	}
+	if len(drawn) != 2 || zt.Ticks[0].Label != "149.5 ms" || zt.Ticks[len(zt.Ticks)-1].Label != "152.5 ms" {
+		t.Fatalf("zoomed: marks %v, ticks %+v", drawn, zt.Ticks)
+	}
+
+	// A running migration's axis reaches the present.
+	m.EndedAt = nil
+	tl = layoutTimeline(m, at(1000), nil)
+	if tl.Now == nil || tl.SpanMs < 1000 || *tl.Now < 90 || *tl.Now > 100 {
+		t.Fatalf("running: span %v now %v", tl.SpanMs, tl.Now)
+	}
+}
+
+func TestLayoutTimelineWithManyEventsStaysInBounds(t *testing.T) {
+	t0 := time.Now()
+	m := &sim.Migration{StartedAt: t0}
+	for i := range 60 {
+		m.Events = append(m.Events, sim.MigrationEvent{Seq: i + 1, At: t0.Add(time.Duration(i) * 100 * time.Microsecond), Side: "source",
+			Frame: &sim.FrameInfo{Direction: "in", Type: "frame-" + strconv.Itoa(i)}})
+	}
+	tl := layoutTimeline(m, t0.Add(10*time.Millisecond), nil)
+	for _, mk := range tl.Lanes[1].Marks {
+		if mk.Left < 0 || mk.Left > 100 || mk.Top > lanePad+(maxRows-1)*rowPx {
+			t.Fatalf("mark out of bounds: %+v", mk)
+		}
+	}
+}
+
+func TestCSRFTokens(t *testing.T) {
+	c := newCSRF([]byte("k1"))
+	tok := c.Token()
+	if !c.Valid(tok) {
+		t.Fatal("a fresh token is invalid")
+	}
+	if newCSRF([]byte("k2")).Valid(tok) {
+		t.Fatal("a token signed with another key is valid")
+	}
+	past := strconv.FormatInt(time.Now().Add(-time.Minute).Unix(), 10)
+	if c.Valid(past + "." + c.sign(past)) {
+		t.Fatal("an expired token is valid")
+	}
+	for _, bad := range []string{"", ".", "abc", tok + "x", "x" + tok} {
+		if c.Valid(bad) {
+			t.Errorf("token %q is valid", bad)
+		}
+	}
+}
