@@ -1,0 +1,190 @@
+package scenario
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// Outcome is what a migrate step produced: the migration as it ended, or
+// the API's refusal of the request (then no migration ran).
+type Outcome struct {
+	Migration *sim.Migration
+	Refusal   *APIError
+}
+
+// Check is one expectation, judged.
+type Check struct {
+	// Expect is the key of the expectation: state, phase, reason, seam,
+	// maxGapMs, minOverlapMs, maxTotalMs or error.
+	Expect string `json:"expect"`
+	Want   string `json:"want"`
+	Got    string `json:"got"`
+	OK     bool   `json:"ok"`
+	// Message says what happened instead, when the expectation did not hold.
+	Message string `json:"message,omitempty"`
+}
+
+// Judge checks an outcome against an expectation. Every expectation set is
+// judged, so a report shows all that went wrong, not only the first.
+func Judge(e *Expect, o Outcome) []Check {
+	if e.Error != 0 {
+		return judgeRefusal(e, o)
+	}
+	m := o.Migration
+	if m == nil {
+		got := "no migration"
+		if o.Refusal != nil {
+			got = "the request refused: " + o.Refusal.Error()
+		}
+		return []Check{{Expect: "state", Want: string(e.State), Got: got,
+			Message: fmt.Sprintf("expected state %s, got %s", e.State, got)}}
+	}
+	var out []Check
+	add := func(c Check) { out = append(out, c) }
+
+	got := string(m.State)
+	msg := "got " + got
+	if m.State != sim.MigrationCompleted && m.Phase != "" {
+		msg += " in phase " + m.Phase
+	}
+	if m.Reason != "" {
+		msg += ": " + m.Reason
+	}
+	add(check("state", string(e.State), got, m.State == e.State, "expected state %s, %s", e.State, msg))
+	if e.Phase != "" {
+		add(check("phase", e.Phase, m.Phase, m.Phase == e.Phase, "expected phase %s, got %s (state %s%s)", e.Phase, orNone(m.Phase), m.State, colon(m.Reason)))
+	}
+	if e.Reason != "" {
+		add(check("reason", e.Reason, m.Reason, strings.Contains(m.Reason, e.Reason), "expected a reason containing %q, got %q (state %s)", e.Reason, m.Reason, m.State))
+	}
+	o2 := m.Output
+	noSeam := func(key, want string) {
+		add(Check{Expect: key, Want: want, Got: "no seam verdict",
+			Message: fmt.Sprintf("expected %s, got no seam verdict (the migration ended %s%s; the seam is judged only when a migration completes or fails after the point of no return, and the job sends output)", describeWant(key, want), m.State, inPhase(m))})
+	}
+	if e.Seam != "" {
+		if o2 == nil {
+			noSeam("seam", e.Seam)
+		} else {
+			add(check("seam", e.Seam, o2.Verdict, o2.Verdict == e.Seam, "expected seam %s, got %s (%s)", e.Seam, o2.Verdict, o2.Detail))
+		}
+	}
+	if e.MaxGapMs != nil {
+		want := num(*e.MaxGapMs)
+		if o2 == nil {
+			noSeam("maxGapMs", want)
+		} else {
+			gap := 0.0
+			if o2.GapMs != nil {
+				gap = *o2.GapMs
+			}
+			add(check("maxGapMs", want, num(gap), gap <= *e.MaxGapMs, "expected a gap of at most %s ms, got %.1f ms (%s: %s)", want, gap, o2.Verdict, o2.Detail))
+		}
+	}
+	if e.MinOverlapMs != nil {
+		want := num(*e.MinOverlapMs)
+		if o2 == nil {
+			noSeam("minOverlapMs", want)
+		} else {
+			ov := 0.0
+			if o2.OverlapMs != nil {
+				ov = *o2.OverlapMs
+			}
+			ok := ov >= *e.MinOverlapMs && (o2.OverlapMs != nil || *e.MinOverlapMs == 0)
+			add(check("minOverlapMs", want, num(ov), ok, "expected an overlap of at least %s ms, got %.1f ms (%s: %s)", want, ov, o2.Verdict, o2.Detail))
+		}
+	}
+	if e.MaxTotalMs != nil {
+		want := num(*e.MaxTotalMs)
+		if t := m.Durations.TotalMs; t == nil {
+			add(Check{Expect: "maxTotalMs", Want: want, Got: "unknown", Message: fmt.Sprintf("expected the migration to take at most %s ms, but it has no total duration", want)})
+		} else {
+			add(check("maxTotalMs", want, num(*t), *t <= *e.MaxTotalMs, "expected the migration to take at most %s ms, got %.1f ms (%s)", want, *t, m.State))
+		}
+	}
+	return out
+}
+
+func judgeRefusal(e *Expect, o Outcome) []Check {
+	want := strconv.Itoa(e.Error)
+	if o.Refusal == nil {
+		got := "no refusal"
+		msg := fmt.Sprintf("expected the request to be refused with %d, but it was accepted", e.Error)
+		if m := o.Migration; m != nil {
+			got = "migration " + string(m.State)
+			msg = fmt.Sprintf("expected the request to be refused with %d, but migration %s started and ended %s%s%s", e.Error, m.ID, m.State, inPhase(m), colon(m.Reason))
+		}
+		return []Check{{Expect: "error", Want: want, Got: got, Message: msg}}
+	}
+	r := o.Refusal
+	out := []Check{check("error", want, strconv.Itoa(r.Status), r.Status == e.Error, "expected the request to be refused with %d, got %s", e.Error, r.Error())}
+	if e.Reason != "" {
+		out = append(out, check("reason", e.Reason, r.Message, strings.Contains(r.Message, e.Reason), "expected a refusal containing %q, got %q", e.Reason, r.Message))
+	}
+	return out
+}
+
+func check(key, want, got string, ok bool, format string, args ...any) Check {
+	c := Check{Expect: key, Want: want, Got: got, OK: ok}
+	if !ok {
+		c.Message = fmt.Sprintf(format, args...)
+	}
+	return c
+}
+
+func describeWant(key, want string) string {
+	switch key {
+	case "maxGapMs":
+		return "a gap of at most " + want + " ms"
+	case "minOverlapMs":
+		return "an overlap of at least " + want + " ms"
+	}
+	return "seam " + want
+}
+
+func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func colon(s string) string {
+	if s == "" {
+		return ""
+	}
+	return ": " + s
+}
+
+func inPhase(m *sim.Migration) string {
+	if m.State == sim.MigrationCompleted || m.Phase == "" {
+		return ""
+	}
+	return " in phase " + m.Phase
+}
+
+// Failed reports whether any check did not hold.
+func Failed(cs []Check) bool {
+	for _, c := range cs {
+		if !c.OK {
+			return true
+		}
+	}
+	return false
+}
+
+// FailureMessage joins what went wrong, one expectation after another.
+func FailureMessage(cs []Check) string {
+	var parts []string
+	for _, c := range cs {
+		if !c.OK {
+			parts = append(parts, c.Message)
+		}
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,85 @@
+package scenario
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/normsim/normsim/sim"
+)
+
+func f64(v float64) *float64 { return &v }
+
+func TestJudge(t *testing.T) {
+	completed := func(o *sim.OutputReport) *sim.Migration {
+		return &sim.Migration{ID: "mig-1", State: sim.MigrationCompleted, Phase: "stop-source", Output: o,
+			Durations: sim.Durations{TotalMs: f64(180)}}
+	}
+	seamless := &sim.OutputReport{Verdict: sim.VerdictSeamless, GapMs: f64(9.5), Detail: "source stopped at 9, target continued at 10"}
+	gap := &sim.OutputReport{Verdict: sim.VerdictGap, GapMs: f64(1340), Lost: 134, Detail: "134 packets lost"}
+	overlap := &sim.OutputReport{Verdict: sim.VerdictOverlap, OverlapMs: f64(250), Duplicated: 25, Detail: "both produced for 250 ms"}
+	aborted := &sim.Migration{ID: "mig-2", State: sim.MigrationAborted, Phase: "target-ready", Reason: "the target aborted: not ready"}
+	refusal := &APIError{Status: 422, Code: sim.EUnprocessable, Message: `strategy "overlap" is not allowed`}
+
+	for _, tc := range []struct {
+		name   string
+		expect Expect
+		out    Outcome
+		want   []string // the failure messages, in order; none means it held
+	}{
+		{"completed", Expect{State: sim.MigrationCompleted}, Outcome{Migration: completed(seamless)}, nil},
+		{"completed and seamless", Expect{State: sim.MigrationCompleted, Seam: sim.VerdictSeamless, MaxGapMs: f64(50), MaxTotalMs: f64(200)},
+			Outcome{Migration: completed(seamless)}, nil},
+		{"aborted where expected", Expect{State: sim.MigrationAborted, Phase: "target-ready", Reason: "not ready"}, Outcome{Migration: aborted}, nil},
+		{"overlap long enough", Expect{State: sim.MigrationCompleted, Seam: sim.VerdictOverlap, MinOverlapMs: f64(1)}, Outcome{Migration: completed(overlap)}, nil},
+		{"refused as expected", Expect{Error: 422, Reason: "not allowed"}, Outcome{Refusal: refusal}, nil},
+
+		{"aborted instead of completed", Expect{State: sim.MigrationCompleted}, Outcome{Migration: aborted},
+			[]string{"expected state completed, got aborted in phase target-ready: the target aborted: not ready"}},
+		{"seamless instead of gap", Expect{State: sim.MigrationCompleted, Seam: sim.VerdictGap}, Outcome{Migration: completed(seamless)},
+			[]string{"expected seam gap, got seamless (source stopped at 9, target continued at 10)"}},
+		{"gap too long", Expect{State: sim.MigrationCompleted, Seam: sim.VerdictGap, MaxGapMs: f64(1000)}, Outcome{Migration: completed(gap)},
+			[]string{"expected a gap of at most 1000 ms, got 1340.0 ms (gap: 134 packets lost)"}},
+		{"no overlap", Expect{State: sim.MigrationCompleted, MinOverlapMs: f64(1)}, Outcome{Migration: completed(seamless)},
+			[]string{"expected an overlap of at least 1 ms, got 0.0 ms (seamless: source stopped at 9, target continued at 10)"}},
+		{"too slow", Expect{State: sim.MigrationCompleted, MaxTotalMs: f64(100)}, Outcome{Migration: completed(seamless)},
+			[]string{"expected the migration to take at most 100 ms, got 180.0 ms (completed)"}},
+		{"every failure is reported", Expect{State: sim.MigrationAborted, Phase: "cutover-ready", Reason: "timeout"}, Outcome{Migration: aborted},
+			[]string{"expected phase cutover-ready, got target-ready (state aborted: the target aborted: not ready)",
+				`expected a reason containing "timeout", got "the target aborted: not ready" (state aborted)`}},
+		{"no seam verdict", Expect{State: sim.MigrationCompleted, Seam: sim.VerdictSeamless}, Outcome{Migration: completed(nil)},
+			[]string{"expected seam seamless, got no seam verdict (the migration ended completed; the seam is judged only"}},
+		{"refused request instead of a migration", Expect{State: sim.MigrationCompleted}, Outcome{Refusal: refusal},
+			[]string{`expected state completed, got the request refused: 422 UNPROCESSABLE: strategy "overlap" is not allowed`}},
+		{"a migration instead of a refusal", Expect{Error: 422}, Outcome{Migration: aborted},
+			[]string{"expected the request to be refused with 422, but migration mig-2 started and ended aborted in phase target-ready: the target aborted: not ready"}},
+		{"refused with another status", Expect{Error: 409, Reason: "busy"}, Outcome{Refusal: refusal},
+			[]string{`expected the request to be refused with 409, got 422 UNPROCESSABLE: strategy "overlap" is not allowed`,
+				`expected a refusal containing "busy", got "strategy \"overlap\" is not allowed"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := Judge(&tc.expect, tc.out)
+			var got []string
+			for _, c := range cs {
+				if !c.OK {
+					got = append(got, c.Message)
+				} else if c.Message != "" {
+					t.Errorf("a check that held carries a message: %+v", c)
+				}
+			}
+			if Failed(cs) != (len(tc.want) > 0) {
+				t.Fatalf("Failed = %v for %+v", Failed(cs), cs)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("failures %q, want %q", got, tc.want)
+			}
+			for i := range got {
+				if !strings.HasPrefix(got[i], tc.want[i]) {
+					t.Errorf("failure %d:\n got %s\nwant %s", i, got[i], tc.want[i])
+				}
+			}
+			if msg := FailureMessage(cs); len(tc.want) > 0 && !strings.HasPrefix(msg, tc.want[0]) {
+				t.Errorf("failure message %q", msg)
+			}
+		})
+	}
+}
