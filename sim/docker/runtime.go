@@ -18,13 +18,13 @@ import (
 // they are how it finds its containers again.
 const (
 	LabelManaged   = "io.normsim.managed" // "true" on everything this package creates
-	LabelInstance  = "io.normsim.instance"
-	LabelJob       = "io.normsim.job"
-	LabelRole      = "io.normsim.role"
-	LabelNode      = "io.normsim.node"
-	LabelTemplate  = "io.normsim.template"
-	LabelService   = "io.normsim.service"
-	LabelProject   = "io.normsim.project"
+	LabelInstance  = sim.LabelInstance
+	LabelJob       = sim.LabelJob
+	LabelRole      = sim.LabelRole
+	LabelNode      = sim.LabelNode
+	LabelTemplate  = sim.LabelTemplate
+	LabelService   = sim.LabelService
+	LabelProject   = sim.LabelProject
 	LabelDependsOn = "io.normsim.depends-on" // "db:service_healthy,init:service_completed_successfully"
 )
 

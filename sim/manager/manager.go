@@ -35,7 +35,7 @@ type Socket interface {
 }
 
 // LabelOwner is the label naming the store whose normsim launched a service.
-const LabelOwner = "io.normsim.owner"
+const LabelOwner = sim.LabelOwner
 
 // Node is a simulated worker node; Socket is nil without a listener.
 type Node struct {

@@ -31,15 +31,16 @@ const (
 
 var contractEnv = []string{EnvWorkerURL, EnvWorkerToken, EnvAllocatedPorts, EnvStudioAccess}
 
-// The labels normsim puts on every service it launches.
+// The labels normsim puts on every service it launches (sim's, named here
+// for the launch contract's readers).
 const (
-	LabelInstance = "io.normsim.instance"
-	LabelJob      = "io.normsim.job"
-	LabelRole     = "io.normsim.role"
-	LabelNode     = "io.normsim.node"
-	LabelTemplate = "io.normsim.template"
-	LabelService  = "io.normsim.service"
-	LabelProject  = "io.normsim.project"
+	LabelInstance = sim.LabelInstance
+	LabelJob      = sim.LabelJob
+	LabelRole     = sim.LabelRole
+	LabelNode     = sim.LabelNode
+	LabelTemplate = sim.LabelTemplate
+	LabelService  = sim.LabelService
+	LabelProject  = sim.LabelProject
 )
 
 // The container host of the job socket and the extra_hosts entry that makes
