@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/normsim/normsim/client"
 )
 
 // Version is set at build time (-ldflags "-X github.com/normsim/normsim/cli.Version=v1.2.3").
@@ -65,7 +67,16 @@ func Main(args []string, env Env) int {
 		}
 		return ee.Code
 	}
-	fmt.Fprintln(env.Stderr, "normsim:", err)
+	var apiErr *client.Error
+	var unreachable *client.UnreachableError
+	switch {
+	case errors.As(err, &apiErr):
+		fmt.Fprintf(env.Stderr, "normsim: %s (%s)\n", apiErr.Message, apiErr.Code)
+	case errors.As(err, &unreachable):
+		fmt.Fprintf(env.Stderr, "normsim: %v\n  is `normsim up` running? point elsewhere with --server or NORMSIM_SERVER\n", unreachable)
+	default:
+		fmt.Fprintln(env.Stderr, "normsim:", err)
+	}
 	if isUsage(err) {
 		return 2
 	}

@@ -2,9 +2,7 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,14 +16,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/normsim/normsim/client"
 	"github.com/normsim/normsim/sim"
 )
-
-// apiClient talks to a running sim's API.
-type apiClient struct {
-	base string
-	http *http.Client
-}
 
 func defaultServer() string {
 	if s := os.Getenv("NORMSIM_SERVER"); s != "" {
@@ -34,58 +27,9 @@ func defaultServer() string {
 	return "http://127.0.0.1:7788"
 }
 
-// apiError is an error the API returned.
-type apiError struct {
-	Status  int
-	Code    string
-	Message string
-}
-
-func (e *apiError) Error() string { return e.Message + " (" + e.Code + ")" }
-
-func (c *apiClient) do(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.base, "/")+path, rd)
-	if err != nil {
-		return fmt.Errorf("--server %s: %w", c.base, err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("cannot reach normsim at %s (is `normsim up` running? use --server to point elsewhere): %w", c.base, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		var eb struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		if json.Unmarshal(data, &eb) == nil && eb.Error.Code != "" {
-			return &apiError{Status: resp.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message}
-		}
-		return &apiError{Status: resp.StatusCode, Code: http.StatusText(resp.StatusCode), Message: strings.TrimSpace(string(data))}
-	}
-	if out != nil {
-		return json.NewDecoder(resp.Body).Decode(out)
-	}
-	return nil
-}
-
 func clientCommands(env Env) []*cobra.Command {
 	var server string
-	client := func() *apiClient { return &apiClient{base: server, http: &http.Client{}} }
+	api := func() *client.Client { return client.New(server, nil) }
 	add := func(c *cobra.Command) *cobra.Command {
 		c.Flags().StringVar(&server, "server", defaultServer(), "URL of the running normsim (env NORMSIM_SERVER)")
 		return c
@@ -112,7 +56,7 @@ func clientCommands(env Env) []*cobra.Command {
 				req.Params[k] = v
 			}
 			var in sim.Instance
-			if err := client().do(cmd.Context(), http.MethodPost, "/api/v1/instances", req, &in); err != nil {
+			if err := api().Do(cmd.Context(), http.MethodPost, "/api/v1/instances", req, &in); err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
@@ -134,7 +78,7 @@ func clientCommands(env Env) []*cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var list []sim.Instance
-			if err := client().do(cmd.Context(), http.MethodGet, "/api/v1/instances", nil, &list); err != nil {
+			if err := api().Do(cmd.Context(), http.MethodGet, "/api/v1/instances", nil, &list); err != nil {
 				return err
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
@@ -152,7 +96,7 @@ func clientCommands(env Env) []*cobra.Command {
 		Args:  minArgs(1, "ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, id := range args {
-				if err := client().do(cmd.Context(), http.MethodDelete, "/api/v1/instances/"+url.PathEscape(id), nil, nil); err != nil {
+				if err := api().Do(cmd.Context(), http.MethodDelete, "/api/v1/instances/"+url.PathEscape(id), nil, nil); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "stopped %s\n", id)
@@ -167,31 +111,7 @@ func clientCommands(env Env) []*cobra.Command {
 		Short: "Print an instance's logs (-f to follow)",
 		Args:  exactArgs(1, "ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c := client()
-			u := strings.TrimRight(c.base, "/") + "/api/v1/instances/" + url.PathEscape(args[0]) + "/logs"
-			if follow {
-				u += "?follow=1"
-			}
-			req, err := http.NewRequestWithContext(cmd.Context(), http.MethodGet, u, nil)
-			if err != nil {
-				return err
-			}
-			resp, err := c.http.Do(req)
-			if err != nil {
-				if cmd.Context().Err() != nil {
-					return nil
-				}
-				return fmt.Errorf("cannot reach normsim at %s: %w", c.base, err)
-			}
-			defer resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return c.do(cmd.Context(), http.MethodGet, "/api/v1/instances/"+url.PathEscape(args[0]), nil, nil)
-			}
-			_, err = io.Copy(cmd.OutOrStdout(), resp.Body)
-			if cmd.Context().Err() != nil {
-				return nil
-			}
-			return err
+			return api().Logs(cmd.Context(), args[0], follow, cmd.OutOrStdout())
 		},
 	}
 	logs.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new lines")
@@ -215,9 +135,9 @@ completed.`,
 			if err := parseTimeouts(timeouts, &req.Timeouts); err != nil {
 				return err
 			}
-			c := client()
+			c := api()
 			var mig sim.Migration
-			if err := c.do(cmd.Context(), http.MethodPost, "/api/v1/instances/"+url.PathEscape(args[0])+"/migrate", req, &mig); err != nil {
+			if err := c.Do(cmd.Context(), http.MethodPost, "/api/v1/instances/"+url.PathEscape(args[0])+"/migrate", req, &mig); err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
@@ -267,11 +187,11 @@ func parseTimeouts(specs []string, t *sim.Timeouts) error {
 }
 
 // followMigration prints each new timeline event until the migration ends.
-func followMigration(ctx context.Context, c *apiClient, id string, out io.Writer) (*sim.Migration, error) {
+func followMigration(ctx context.Context, c *client.Client, id string, out io.Writer) (*sim.Migration, error) {
 	printed := 0
 	for {
 		var mig sim.Migration
-		if err := c.do(ctx, http.MethodGet, "/api/v1/migrations/"+url.PathEscape(id), nil, &mig); err != nil {
+		if err := c.Do(ctx, http.MethodGet, "/api/v1/migrations/"+url.PathEscape(id), nil, &mig); err != nil {
 			return nil, err
 		}
 		for _, ev := range mig.Events[min(printed, len(mig.Events)):] {

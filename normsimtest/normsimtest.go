@@ -15,9 +15,7 @@ package normsimtest
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -25,6 +23,7 @@ import (
 	"time"
 
 	"github.com/normsim/normsim/app"
+	"github.com/normsim/normsim/client"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/sqlite"
 )
@@ -49,8 +48,9 @@ type Options struct {
 type Sim struct {
 	Main *app.Main
 	// URL is the API/dashboard base URL.
-	URL  string
-	http *http.Client
+	URL string
+	// Client is an API client of the simulator.
+	Client *client.Client
 }
 
 // Start runs a simulator for the rest of the test.
@@ -85,53 +85,15 @@ func Start(tb testing.TB, o Options) *Sim {
 		tb.Fatalf("normsimtest: start the simulator: %v", err)
 	}
 	tb.Cleanup(func() { m.Close() })
-	return &Sim{Main: m, URL: m.URL(), http: &http.Client{Timeout: 30 * time.Second}}
+	return &Sim{Main: m, URL: m.URL(), Client: client.New(m.URL(), &http.Client{Timeout: 30 * time.Second})}
 }
 
 // APIError is an error response of the API.
-type APIError struct {
-	Status  int
-	Code    string
-	Message string
-}
-
-func (e *APIError) Error() string {
-	return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
-}
+type APIError = client.Error
 
 // Do calls the API; a non-2xx answer is an *APIError.
 func (s *Sim) Do(method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, s.URL+path, rd)
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := s.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		var eb struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
-		json.NewDecoder(resp.Body).Decode(&eb)
-		return &APIError{Status: resp.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message}
-	}
-	if out != nil {
-		return json.NewDecoder(resp.Body).Decode(out)
-	}
-	return nil
+	return s.Client.Do(context.Background(), method, path, body, out)
 }
 
 // Launch places a template and fails the test on error.
@@ -259,5 +221,5 @@ func RequireSeamless(tb testing.TB, m *sim.Migration) {
 // Connect returns a Sim that talks to a normsim already running at url
 // (e.g. `normsim up` in another process); Main is nil.
 func Connect(url string) *Sim {
-	return &Sim{URL: url, http: &http.Client{Timeout: 30 * time.Second}}
+	return &Sim{URL: url, Client: client.New(url, &http.Client{Timeout: 30 * time.Second})}
 }

@@ -7,12 +7,12 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/normsim/normsim/client"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -39,7 +39,7 @@ type Config struct {
 // Runner runs scenarios against a simulator, one at a time.
 type Runner struct {
 	cfg Config
-	c   *client
+	c   *client.Client
 }
 
 // NewRunner returns a runner with cfg's defaults filled in.
@@ -59,14 +59,14 @@ func NewRunner(cfg Config) *Runner {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second}
 	}
-	return &Runner{cfg: cfg, c: &client{base: cfg.URL, http: cfg.HTTPClient}}
+	return &Runner{cfg: cfg, c: client.New(cfg.URL, cfg.HTTPClient)}
 }
 
 // Check compares the scenarios with the simulator: every template they
 // launch must be loaded and valid. A problem points at where the template
 // is named. The error is for a simulator that does not answer.
 func (r *Runner) Check(ctx context.Context, scenarios []*Scenario) (Problems, error) {
-	list, err := r.c.templates(ctx)
+	list, err := r.c.Templates(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list the templates: %w", err)
 	}
@@ -153,7 +153,7 @@ type runState struct {
 
 func (r *Runner) runOnce(ctx context.Context, s *Scenario, run int, res *ScenarioResult) {
 	before := map[string]bool{}
-	list, listErr := r.c.instances(ctx)
+	list, listErr := r.c.Instances(ctx)
 	for _, in := range list {
 		before[in.ID] = true
 	}
@@ -264,7 +264,7 @@ func (r *Runner) launch(ctx context.Context, s *Scenario, l *Launch, rs *runStat
 	maps.Copy(req.Params, s.Params)
 	maps.Copy(req.Params, l.Params)
 	sr.Job = l.As
-	in, err := r.c.launch(ctx, req)
+	in, err := r.c.Launch(ctx, req)
 	if err != nil {
 		sr.fail(StatusError, "launch %s on %s refused: %v", req.Template, req.Node, err)
 		return
@@ -316,7 +316,7 @@ func (r *Runner) waitInstance(ctx context.Context, id string, timeout time.Durat
 	deadline := r.cfg.Now().Add(timeout)
 	var last *sim.Instance
 	for {
-		in, err := r.c.instance(ctx, id)
+		in, err := r.c.Instance(ctx, id)
 		if err != nil {
 			sr.fail(StatusError, "instance %s: %v", id, err)
 			return
@@ -354,20 +354,12 @@ func (r *Runner) waitInstance(ctx context.Context, id string, timeout time.Durat
 func (r *Runner) logTail(ctx context.Context, id string) string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(r.c.base, "/")+"/api/v1/instances/"+url.PathEscape(id)+"/logs", nil)
-	if err != nil {
+	var buf strings.Builder
+	if err := r.c.Logs(ctx, id, false, &limitWriter{w: &buf, n: 1 << 20}); err != nil {
 		return ""
 	}
-	resp, err := r.c.http.Do(req)
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return ""
-	}
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	data := buf.String()
+	lines := strings.Split(strings.TrimRight(data, "\n"), "\n")
 	if len(lines) == 1 && lines[0] == "" {
 		return ""
 	}
@@ -376,6 +368,25 @@ func (r *Runner) logTail(ctx context.Context, id string) string {
 		lines = lines[len(lines)-keep:]
 	}
 	return "last log lines of " + id + ":\n" + strings.Join(lines, "\n") + "\n"
+}
+
+// limitWriter keeps the first n bytes and drops the rest.
+type limitWriter struct {
+	w io.Writer
+	n int
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if l.n <= 0 {
+		return len(p), nil
+	}
+	keep := p
+	if len(keep) > l.n {
+		keep = keep[:l.n]
+	}
+	l.n -= len(keep)
+	l.w.Write(keep)
+	return len(p), nil
 }
 
 func (r *Runner) sleep(ctx context.Context) bool {
@@ -396,7 +407,7 @@ func (r *Runner) migrate(ctx context.Context, m *Migrate, e *Expect, rs *runStat
 	body := m.Request()
 	sr.Request = &body
 	var o Outcome
-	mig, err := r.c.migrate(ctx, id, body)
+	mig, err := r.c.Migrate(ctx, id, body)
 	// The API shows a migration ended a moment before the manager lets go
 	// of its job (it writes the record first), so a request right after the
 	// previous step's migration ended can meet 409 "already migrating". The
@@ -406,7 +417,7 @@ func (r *Runner) migrate(ctx context.Context, m *Migrate, e *Expect, rs *runStat
 		if !r.sleep(ctx) {
 			break
 		}
-		mig, err = r.c.migrate(ctx, id, body)
+		mig, err = r.c.Migrate(ctx, id, body)
 	}
 	var apiErr *APIError
 	switch {
@@ -442,7 +453,7 @@ func (r *Runner) waitMigration(ctx context.Context, m *sim.Migration, timeout ti
 	deadline := r.cfg.Now().Add(timeout)
 	last := m
 	for {
-		got, err := r.c.migration(ctx, m.ID)
+		got, err := r.c.Migration(ctx, m.ID)
 		if err != nil {
 			if ctx.Err() != nil {
 				sr.fail(StatusError, "interrupted while migration %s was %s in phase %s", m.ID, last.State, last.Phase)
@@ -474,7 +485,7 @@ func (r *Runner) cleanup(ctx context.Context, before map[string]bool) []string {
 	defer cancel()
 	var problems []string
 	for {
-		running, err := r.c.migrations(ctx, sim.MigrationRunning)
+		running, err := r.c.Migrations(ctx, sim.MigrationFilter{State: sim.MigrationRunning})
 		if err != nil {
 			return []string{fmt.Sprintf("list running migrations: %v", err)}
 		}
@@ -492,7 +503,7 @@ func (r *Runner) cleanup(ctx context.Context, before map[string]bool) []string {
 			break
 		}
 	}
-	list, err := r.c.instances(ctx)
+	list, err := r.c.Instances(ctx)
 	if err != nil {
 		return append(problems, fmt.Sprintf("list instances: %v", err))
 	}
@@ -505,11 +516,11 @@ func (r *Runner) cleanup(ctx context.Context, before map[string]bool) []string {
 		wg.Add(1)
 		go func(id string) {
 			defer wg.Done()
-			err := r.c.stop(ctx, id)
+			err := r.c.Stop(ctx, id)
 			// As in migrate: a migration that just ended may hold the
 			// instance a moment longer.
 			for deadline := r.cfg.Now().Add(conflictGrace); isConflict(err) && r.cfg.Now().Before(deadline) && r.sleep(ctx); {
-				err = r.c.stop(ctx, id)
+				err = r.c.Stop(ctx, id)
 			}
 			if err != nil {
 				var apiErr *APIError
