@@ -161,7 +161,11 @@ func newFake() *fakeService {
 func (f *fakeService) Nodes() []sim.Node      { return f.nodes }
 func (f *fakeService) Catalog() sim.Catalog   { return fakeCatalog{f} }
 func (f *fakeService) DefaultRuntime() string { return sim.RuntimeProcess }
-func (f *fakeService) Bus() *sim.Bus          { return f.bus }
+
+func (f *fakeService) Runtimes() []string {
+	return []string{sim.RuntimeExternal, sim.RuntimeProcess}
+}
+func (f *fakeService) Bus() *sim.Bus { return f.bus }
 func (f *fakeService) add(in sim.Instance) {
 	f.mu.Lock()
 	f.instances = append(f.instances, in)

@@ -152,7 +152,7 @@ func (s *Server) renderInstance(w http.ResponseWriter, r *http.Request, status i
 		p.Targets = append(p.Targets, targetOption{Name: n.Name, Label: label, Selected: mf.To == n.Name})
 	}
 	p.Runtime = mf.Runtime
-	p.Runtimes = runtimeChoices(raw.Runtime)
+	p.Runtimes = runtimeChoices(raw.Runtime, s.svc.Runtimes())
 	for _, ts := range timeoutSpecs {
 		p.Timeouts = append(p.Timeouts, timeoutField{Name: ts.name, Label: ts.label, Help: ts.help,
 			Default: ts.def(sim.DefaultTimeouts).D().Milliseconds(), Value: mf.Timeouts[ts.name]})

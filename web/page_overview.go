@@ -73,7 +73,7 @@ func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) renderOverview(w http.ResponseWriter, r *http.Request, status int, lf *launchForm) {
 	ctx := r.Context()
 	p := overviewPage{pageBase: s.base(r, "Overview", "overview", "overview", "/"), DefaultRuntime: s.svc.DefaultRuntime()}
-	p.Runtimes = runtimeChoices(s.svc.DefaultRuntime())
+	p.Runtimes = runtimeChoices(s.svc.DefaultRuntime(), s.svc.Runtimes())
 	insts, err := s.svc.Instances(ctx)
 	if err != nil {
 		p.Problem = "could not list instances: " + sim.ErrorMessage(err)
@@ -130,10 +130,11 @@ func (s *Server) renderOverview(w http.ResponseWriter, r *http.Request, status i
 	s.render(w, status, "overview", p)
 }
 
-// runtimeChoices lists the runtimes a launch may ask for, the default first.
-func runtimeChoices(def string) []string {
+// runtimeChoices lists the runtimes available for a launch, the default
+// first.
+func runtimeChoices(def string, available []string) []string {
 	out := []string{def}
-	for _, rt := range []string{sim.RuntimeProcess, sim.RuntimeDocker, sim.RuntimeExternal} {
+	for _, rt := range available {
 		if rt != def {
 			out = append(out, rt)
 		}

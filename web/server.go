@@ -22,6 +22,8 @@ type Service interface {
 	Nodes() []sim.Node
 	Catalog() sim.Catalog
 	DefaultRuntime() string
+	// Runtimes lists the runtimes a launch may ask for.
+	Runtimes() []string
 	Bus() *sim.Bus
 	Instances(ctx context.Context) ([]sim.Instance, error)
 	Instance(ctx context.Context, id string) (sim.Instance, error)

@@ -145,6 +145,16 @@ func (m *Manager) Catalog() sim.Catalog { return m.cfg.Catalog }
 // DefaultRuntime is the runtime a launch without one uses.
 func (m *Manager) DefaultRuntime() string { return m.cfg.DefaultRuntime }
 
+// Runtimes lists the runtimes available here, sorted.
+func (m *Manager) Runtimes() []string {
+	out := make([]string, 0, len(m.cfg.Runtimes))
+	for name := range m.cfg.Runtimes {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Nodes lists the nodes in order.
 func (m *Manager) Nodes() []sim.Node {
 	out := make([]sim.Node, 0, len(m.order))
