@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -232,7 +234,18 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // decode reads a JSON body strictly: unknown fields and trailing data are
 // errors that name the problem.
 func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return sim.Errorf(sim.EInvalid, "request body is larger than %d bytes", mbe.Limit)
+		}
+		return sim.Errorf(sim.EInvalid, "request body: %v", err)
+	}
+	if err := checkKeyCase(body, reflect.TypeOf(v), ""); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var mbe *http.MaxBytesError
