@@ -480,6 +480,11 @@ func (l *Listener) run(ctx context.Context, c *conn) {
 
 	// Phase 2: frames, each judged against the instance's current phase.
 	code, reason := l.serveFrames(ctx, c)
+	// A write that timed out closes the socket under this read loop before
+	// the writer can say why (1008, too slow to read): wait for the writer
+	// to let go, so the close reported below is the writer's, not "lost".
+	c.writeMu.Lock()
+	c.writeMu.Unlock()
 	l.mu.Lock()
 	in, ok := l.instances[c.key]
 	current := ok && in.cur == c

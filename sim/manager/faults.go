@@ -227,10 +227,10 @@ func (r *run) actLocked(f sim.Fault) bool {
 				case <-r.m.ctx.Done():
 				}
 				if err := sg.Signal(context.Background(), role, syscall.SIGCONT); err != nil {
-					r.record(r.phase, sideManager, "could not resume the "+f.Side+": "+err.Error(), nil)
+					r.recordHere(sideManager, "could not resume the "+f.Side+": "+err.Error(), nil)
 					return
 				}
-				r.record(r.phase, f.Side, "resumed", nil)
+				r.recordHere(f.Side, "resumed", nil)
 			}()
 		}
 	}

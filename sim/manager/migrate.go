@@ -95,7 +95,7 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 	}
 
 	now := m.now()
-	r := &run{m: m, id: "mig-" + randomHex(5), events: make(chan runEvent, 256), rt: rt,
+	r := &run{m: m, id: "mig-" + randomHex(5), events: make(chan *runEvent, 256), rt: rt,
 		src: srcSnap, srcNode: m.nodes[srcSnap.Node], tgtNode: toNode, timeouts: req.Timeouts.WithDefaults(),
 		faults: faults, fired: make([]bool, len(faults)), start: now}
 	r.mig = sim.Migration{ID: r.id, JobID: srcSnap.JobID, Strategy: strategy, State: sim.MigrationRunning,
@@ -232,7 +232,10 @@ type run struct {
 	faults   []sim.Fault
 	fired    []bool // guarded by mu
 	start    time.Time
-	events   chan runEvent
+	// events carries pointers: a runEvent holds a whole frame, and a
+	// buffer of 256 of them per migration would cost ~100 KB each, 100 MB
+	// for a thousand concurrent handovers.
+	events chan *runEvent
 
 	mu                            sync.Mutex
 	mig                           sim.Migration
@@ -241,6 +244,16 @@ type run struct {
 	ponr                          bool
 	ended                         bool
 	readyAt, appliedAt, stoppedAt time.Time
+	// deferring is set while a socket event is handled: timeline events
+	// are stamped when they happen but stored and published (JSON, the
+	// journal, the bus) only after a cutover frame has been relayed, so
+	// recording never sits on the relay's path. Guarded by mu.
+	deferring bool
+	deferred  []sim.MigrationEvent
+	// initialState is the source's state a handover target gets on
+	// connect, and initialSize the size of that initial-state frame.
+	initialState json.RawMessage
+	initialSize  int
 }
 
 func (r *run) doc() *sim.Migration {
@@ -261,7 +274,7 @@ func (r *run) snapshot() *sim.Migration {
 
 func (r *run) post(ev runEvent) {
 	select {
-	case r.events <- ev:
+	case r.events <- &ev:
 	default:
 		// A flood of events cannot grow memory: the migration sees the
 		// ones that fit, and a flood is itself a reason to end.
@@ -276,12 +289,41 @@ func (r *run) record(phase, side, detail string, frame *sim.FrameInfo) {
 	r.mu.Unlock()
 }
 
+// recordHere adds a timeline event in the current phase (which the socket
+// goroutines move, so it is read under mu).
+func (r *run) recordHere(side, detail string, frame *sim.FrameInfo) {
+	r.mu.Lock()
+	r.recordLocked(r.phase, side, detail, frame)
+	r.mu.Unlock()
+}
+
 func (r *run) recordLocked(phase, side, detail string, frame *sim.FrameInfo) {
-	ev := sim.MigrationEvent{Seq: len(r.mig.Events) + 1, At: r.m.now(), Phase: phase, Side: side, Detail: detail, Frame: frame}
+	ev := sim.MigrationEvent{At: r.m.now(), Phase: phase, Side: side, Detail: detail, Frame: frame}
+	if r.deferring {
+		r.deferred = append(r.deferred, ev)
+		return
+	}
+	r.appendLocked(ev)
+}
+
+func (r *run) appendLocked(ev sim.MigrationEvent) {
+	ev.Seq = len(r.mig.Events) + 1
 	r.mig.Events = append(r.mig.Events, ev)
 	r.m.journal.migrationEvent(r.id, ev)
 	data, _ := json.Marshal(ev)
 	r.m.cfg.Bus.Publish(sim.Event{At: ev.At, Kind: "migration.event", Migration: r.id, Data: data})
+}
+
+// deferLocked starts holding timeline events back; flushLocked records
+// them, in order, with the times they were stamped.
+func (r *run) deferLocked() { r.deferring = true }
+
+func (r *run) flushLocked() {
+	r.deferring = false
+	for _, ev := range r.deferred {
+		r.appendLocked(ev)
+	}
+	r.deferred = r.deferred[:0]
 }
 
 // phaseOrder ranks phases so a phase never moves backwards: the cutover
@@ -375,6 +417,7 @@ func (r *run) onSocket(ev jobsocket.Event) {
 // the event to the migration's goroutine.
 func (r *run) handleSocket(ev jobsocket.Event, side string) {
 	r.mu.Lock()
+	r.deferLocked()
 	switch ev.Kind {
 	case jobsocket.Frame:
 		f := ev.Frame
@@ -396,14 +439,28 @@ func (r *run) handleSocket(ev jobsocket.Event, side string) {
 		}
 	case jobsocket.Connected:
 		r.recordLocked(r.phase, side, "connected (hello accepted)", nil)
+		if side == sideTarget && r.initialState != nil {
+			// The listener wrote hello-ack and initial-state before it told
+			// us of the connection, and reads the target's next frame only
+			// after this returns: recorded here, they stay ahead of the
+			// target's answer in the timeline.
+			r.recordLocked(r.phase, sideTarget, "hello-ack and initial-state sent",
+				frameInfo("out", protocol.TypeInitialState, r.initialSize, r.initialState))
+			r.fireOnLocked(protocol.TypeInitialState)
+		}
 	case jobsocket.Disconnected:
 		r.recordLocked(r.phase, side, fmt.Sprintf("socket closed (%d %s)", ev.Code, ev.Reason), nil)
 	}
+	r.flushLocked()
 	if ev.Kind == jobsocket.Frame {
 		r.fireOnLocked(ev.Frame.Type)
 	}
-	r.mu.Unlock()
+	// Posted under mu, like the relay above: the job's answer to a relayed
+	// frame is handled in a later critical section, so it can never reach
+	// the migration's goroutine before the frame it answers (await drops
+	// what it does not wait for).
 	r.post(runEvent{kind: evSocket, instance: ev.Role, socket: ev})
+	r.mu.Unlock()
 }
 
 // relayLocked sends a frame to one side after arming what it may answer.
@@ -492,7 +549,8 @@ func (r *run) await(ctx context.Context, what string, timeout time.Duration, acc
 	defer timer.Stop()
 	for {
 		select {
-		case ev := <-r.events:
+		case p := <-r.events:
+			ev := *p
 			if accept(ev) {
 				return ev, nil
 			}
@@ -582,7 +640,7 @@ func (r *run) placeTarget(ctx context.Context, prepareOnly bool, o launchOpts) (
 	}
 	r.mu.Unlock()
 	r.m.journal.migration(r.doc())
-	r.record(r.phase, sideTarget, fmt.Sprintf("target %s created on node %s (%s runtime)", tgt.ID, tgt.Node, tgt.Runtime), nil)
+	r.recordHere(sideTarget, fmt.Sprintf("target %s created on node %s (%s runtime)", tgt.ID, tgt.Node, tgt.Runtime), nil)
 	if prepareOnly {
 		return tgt, nil
 	}
@@ -605,7 +663,7 @@ func (r *run) startTarget(ctx context.Context) error {
 		return endf("the target instance is gone")
 	}
 	if f := r.fault("target-fail-start", ""); f != nil {
-		r.record(r.phase, sideManager, "fault: the target fails to start", nil)
+		r.recordHere(sideManager, "fault: the target fails to start", nil)
 		r.m.mu.Lock()
 		r.m.setStateLocked(in, sim.InstanceFailed, "start: injected fault target-fail-start")
 		r.m.mu.Unlock()
@@ -614,7 +672,7 @@ func (r *run) startTarget(ctx context.Context) error {
 	if err := r.m.start(ctx, in, r.rt); err != nil {
 		return endf("the target failed to start: %v", err)
 	}
-	r.record(r.phase, sideTarget, "target started", nil)
+	r.recordHere(sideTarget, "target started", nil)
 	return nil
 }
 
@@ -656,6 +714,10 @@ func (r *run) handover(ctx context.Context) error {
 		return &refused{ev.socket.Frame.Reason}
 	}
 	state := ev.socket.Frame.Payload
+	initial, _ := protocol.WorkerFrame{Type: protocol.TypeInitialState, MigrationID: r.id, Payload: state}.Marshal()
+	r.mu.Lock()
+	r.initialState, r.initialSize = state, len(initial)
+	r.mu.Unlock()
 	r.srcNode.Socket.Expect(src.JobID, src.ID, protocol.TypeAbort)
 
 	// 2. place the target; on connect it gets hello-ack with the migration,
@@ -673,11 +735,8 @@ func (r *run) handover(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	r.mu.Lock()
-	initial, _ := protocol.WorkerFrame{Type: protocol.TypeInitialState, MigrationID: r.id, Payload: state}.Marshal()
-	r.recordLocked("place-target", sideTarget, "hello-ack and initial-state sent", frameInfo("out", protocol.TypeInitialState, len(initial), state))
-	r.fireOnLocked(protocol.TypeInitialState)
-	r.mu.Unlock()
+	// (hello-ack and initial-state were recorded as the target connected,
+	// in handleSocket.)
 
 	// 3. target-ready, relayed to the source as cutover-ready (in onSocket).
 	r.setPhase("target-ready")
@@ -955,5 +1014,5 @@ func (r *run) measureOutput(ctx context.Context) {
 	r.mu.Lock()
 	r.mig.Output = rep
 	r.mu.Unlock()
-	r.record(r.phase, sideOutput, "output "+rep.Verdict+": "+rep.Detail, nil)
+	r.recordHere(sideOutput, "output "+rep.Verdict+": "+rep.Detail, nil)
 }

@@ -1,0 +1,79 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/normsim/normsim/client"
+	"github.com/normsim/normsim/sim"
+)
+
+// API is the API client (package client) with a transport sized for load:
+// it keeps enough connections open that a thousand concurrent handovers do
+// not churn through ephemeral ports.
+type API struct {
+	*client.Client
+	hc *http.Client
+}
+
+// NewAPI returns a client of the sim at base (http://host:port) that keeps
+// up to conns connections open.
+func NewAPI(base string, conns int) *API {
+	if conns < 2 {
+		conns = 2
+	}
+	tr := &http.Transport{
+		Proxy:               nil, // the sim is local: never through $HTTP_PROXY
+		MaxIdleConns:        conns,
+		MaxIdleConnsPerHost: conns,
+		MaxConnsPerHost:     conns,
+		IdleConnTimeout:     30 * time.Second,
+	}
+	hc := &http.Client{Transport: tr, Timeout: 60 * time.Second}
+	return &API{Client: client.New(base, hc), hc: hc}
+}
+
+// Close drops the idle connections.
+func (a *API) Close() { a.hc.CloseIdleConnections() }
+
+// WaitMigration polls until the migration ends.
+func (a *API) WaitMigration(ctx context.Context, id string) (*sim.Migration, error) {
+	delay := time.Millisecond
+	for {
+		m, err := a.Migration(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if m.State.Ended() {
+			return m, nil
+		}
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return m, fmt.Errorf("migration %s still %s in phase %s: %w", id, m.State, m.Phase, ctx.Err())
+		}
+		delay = min(2*delay, 50*time.Millisecond)
+	}
+}
+
+// WaitReady polls url until it answers 200 or ctx ends.
+func WaitReady(ctx context.Context, url string) error {
+	c := &http.Client{Timeout: time.Second}
+	for {
+		if resp, err := c.Get(url); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-time.After(time.Millisecond):
+		case <-ctx.Done():
+			return fmt.Errorf("%s never answered 200: %w", url, ctx.Err())
+		}
+	}
+}

@@ -1,0 +1,502 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/normsim/normsim/app"
+	"github.com/normsim/normsim/client"
+	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/sim/sqlite"
+	"github.com/normsim/normsim/web"
+)
+
+// Where the sim under load runs.
+const (
+	// SimInProcess runs the sim inside the bench process: the goroutine
+	// count is the sim's and the clients', and the RSS includes the clients.
+	SimInProcess = "in-process"
+	// SimChild runs `normsim up` as a child process: its peak RSS (VmHWM)
+	// is the sim's alone.
+	SimChild = "child"
+	// SimServer is a sim someone else runs (Config.Server).
+	SimServer = "server"
+)
+
+// Config configures a load run.
+type Config struct {
+	// Jobs is how many simulated jobs connect (half on each of two nodes);
+	// each hands over once, all at the same time. Default 1000.
+	Jobs int
+	// Concurrency bounds the handovers in flight. Default: Jobs.
+	Concurrency int
+	// Server is the base URL of a running sim; empty starts one as Sim says.
+	Server string
+	// Sim is SimInProcess (default) or SimChild when Server is empty.
+	Sim string
+	// Binary is the normsim executable for SimChild (default: this one).
+	Binary string
+	// Template is the handover template to launch (default "counter"); it
+	// must declare the handover strategy.
+	Template string
+	// TemplateDirs and DefaultTemplates are the in-process sim's templates.
+	TemplateDirs     []string
+	DefaultTemplates fs.FS
+	// Timeout bounds the whole run (default 5 minutes).
+	Timeout time.Duration
+	// Out receives progress lines; Every is how often (default 1s).
+	Out   io.Writer
+	Every time.Duration
+	// Logger receives the in-process sim's logs (default: discarded).
+	Logger *slog.Logger
+}
+
+// Report is what a load run measured.
+type Report struct {
+	Sim         string
+	Jobs        int
+	Concurrency int
+	// Connected is how long launching and connecting every job took.
+	Connected time.Duration
+	// Completed and Failed count the handovers; Elapsed is the wall time
+	// from the first migrate request to the last handover's end.
+	Completed, Failed int
+	Elapsed           time.Duration
+	// Throughput is completed handovers per second of Elapsed.
+	Throughput float64
+	// Wall and Cutover are per handover, from the jobs' side (see Handover).
+	Wall, Cutover Summary
+	// PeakRSS is the sim's peak resident set (VmHWM), RSSBefore and
+	// RSSAfter its resident set before the jobs connected and after they
+	// were all removed; RSSWhat says whose memory it is.
+	PeakRSS, RSSBefore, RSSAfter int64
+	RSSWhat                      string
+	// GoroutinesBefore and GoroutinesAfter are counted before the jobs
+	// connect and after every instance was removed and every client closed
+	// (in-process only; -1 otherwise).
+	GoroutinesBefore, GoroutinesAfter int
+	// Errors holds the first few failures.
+	Errors []string
+}
+
+func (c *Config) defaults() {
+	if c.Jobs <= 0 {
+		c.Jobs = 1000
+	}
+	if c.Concurrency <= 0 || c.Concurrency > c.Jobs {
+		c.Concurrency = c.Jobs
+	}
+	if c.Template == "" {
+		c.Template = "counter"
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 5 * time.Minute
+	}
+	if c.Out == nil {
+		c.Out = io.Discard
+	}
+	if c.Every <= 0 {
+		c.Every = time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case c.Server != "":
+		c.Sim = SimServer
+	case c.Sim == "":
+		c.Sim = SimInProcess
+	}
+}
+
+// target is the sim under load.
+type target struct {
+	url   string
+	pid   int // 0 in-process or unknown
+	close func() error
+}
+
+// Run connects cfg.Jobs jobs and hands every one of them over at once.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg.defaults()
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	rep := &Report{Sim: cfg.Sim, Jobs: cfg.Jobs, Concurrency: cfg.Concurrency, GoroutinesBefore: -1, GoroutinesAfter: -1}
+
+	tgt, err := startTarget(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer tgt.close()
+	api := NewAPI(tgt.url, min(cfg.Concurrency, 256))
+	defer api.Close()
+	nodes, err := socketNodes(ctx, api)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cfg.Out, "normsim bench: %d jobs on nodes %s and %s, %d handovers in flight, sim %s at %s\n",
+		cfg.Jobs, nodes[0], nodes[1], cfg.Concurrency, cfg.Sim, tgt.url)
+
+	if cfg.Sim == SimInProcess {
+		rep.GoroutinesBefore = settledGoroutines(0)
+	}
+	if st, err := ReadProcStatus(tgt.pid); err == nil && cfg.Sim != SimServer {
+		rep.RSSBefore = st.VmRSS
+	}
+
+	// 1. Launch and connect every job, alternating nodes.
+	type job struct {
+		id   string
+		node int
+		conn *Job
+	}
+	jobs := make([]job, cfg.Jobs)
+	start := time.Now()
+	var connected atomic.Int64
+	stop := progress(cfg.Out, cfg.Every, func() string {
+		return fmt.Sprintf("  connecting: %d/%d jobs", connected.Load(), cfg.Jobs)
+	})
+	err = parallel(ctx, min(cfg.Concurrency, 64), cfg.Jobs, func(ctx context.Context, i int) error {
+		in, j, err := LaunchConnected(ctx, api, cfg.Template, nodes[i%2])
+		if err != nil {
+			return err
+		}
+		jobs[i] = job{id: in.ID, node: i % 2, conn: j}
+		connected.Add(1)
+		return nil
+	})
+	stop()
+	rep.Connected = time.Since(start)
+	closeAll := func() {
+		for _, j := range jobs {
+			if j.conn != nil {
+				j.conn.Close()
+			}
+		}
+	}
+	if err != nil {
+		closeAll()
+		var ids []string
+		for _, j := range jobs {
+			if j.id != "" {
+				ids = append(ids, j.id)
+			}
+		}
+		remove(context.Background(), api, ids)
+		return nil, fmt.Errorf("connect the jobs: %w", err)
+	}
+	fmt.Fprintf(cfg.Out, "  connected %d jobs in %s\n", cfg.Jobs, Round(rep.Connected))
+
+	// 2. Every job hands over to the other node, all released at once.
+	var (
+		mu        sync.Mutex
+		walls     = make([]time.Duration, 0, cfg.Jobs)
+		cutovers  = make([]time.Duration, 0, cfg.Jobs)
+		targets   = make([]*Job, 0, cfg.Jobs)
+		targetIDs = make([]string, 0, cfg.Jobs)
+		done      atomic.Int64
+		failed    atomic.Int64
+	)
+	start = time.Now()
+	stop = progress(cfg.Out, cfg.Every, func() string {
+		n := done.Load()
+		return fmt.Sprintf("  handovers: %d/%d completed, %d failed, %.0f/s", n, cfg.Jobs, failed.Load(),
+			float64(n)/time.Since(start).Seconds())
+	})
+	sem := make(chan struct{}, cfg.Concurrency)
+	var wg sync.WaitGroup
+	for i := range jobs {
+		wg.Add(1)
+		go func(j job) {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				failed.Add(1)
+				return
+			}
+			defer func() { <-sem }()
+			hctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			defer cancel()
+			h, err := PlayHandover(hctx, api, j.id, j.conn, HandoverOptions{To: nodes[1-j.node]})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed.Add(1)
+				if len(rep.Errors) < 10 {
+					rep.Errors = append(rep.Errors, err.Error())
+				}
+				return
+			}
+			done.Add(1)
+			walls = append(walls, h.Wall)
+			cutovers = append(cutovers, h.Cutover)
+			targets = append(targets, h.TargetJob)
+			targetIDs = append(targetIDs, h.TargetID)
+		}(jobs[i])
+	}
+	wg.Wait()
+	rep.Elapsed = time.Since(start)
+	stop()
+	rep.Completed, rep.Failed = int(done.Load()), int(failed.Load())
+	rep.Throughput = float64(rep.Completed) / rep.Elapsed.Seconds()
+	rep.Wall, rep.Cutover = Summarize(walls), Summarize(cutovers)
+	fmt.Fprintf(cfg.Out, "  %d completed, %d failed in %s (%.0f handovers/s)\n", rep.Completed, rep.Failed, Round(rep.Elapsed), rep.Throughput)
+
+	// Peak memory is read before anything is torn down.
+	switch cfg.Sim {
+	case SimInProcess:
+		rep.RSSWhat = fmt.Sprintf("this process: the sim and the %d client connections together", 2*cfg.Jobs)
+	case SimChild:
+		rep.RSSWhat = fmt.Sprintf("the sim alone (normsim up, pid %d)", tgt.pid)
+	}
+	if cfg.Sim != SimServer {
+		if st, err := ReadProcStatus(tgt.pid); err == nil {
+			rep.PeakRSS = st.VmHWM
+		}
+	}
+
+	// 3. Remove everything and close every client: the sim must be back
+	// where it started.
+	closeAll()
+	for _, t := range targets {
+		t.Close()
+	}
+	ids := targetIDs
+	for _, j := range jobs {
+		ids = append(ids, j.id)
+	}
+	if err := remove(ctx, api, ids); err != nil {
+		return rep, fmt.Errorf("remove the instances: %w", err)
+	}
+	api.Close()
+	if cfg.Sim == SimInProcess {
+		rep.GoroutinesAfter = settledGoroutines(rep.GoroutinesBefore)
+	}
+	if cfg.Sim != SimServer {
+		runtime.GC()
+		time.Sleep(200 * time.Millisecond)
+		if st, err := ReadProcStatus(tgt.pid); err == nil {
+			rep.RSSAfter = st.VmRSS
+		}
+	}
+	return rep, nil
+}
+
+// WriteReport prints a report for a reader.
+func WriteReport(w io.Writer, r *Report) {
+	fmt.Fprintf(w, "\nnormsim bench: %d jobs, %d concurrent handovers (sim %s)\n", r.Jobs, r.Concurrency, r.Sim)
+	fmt.Fprintf(w, "  connect      %s for all %d jobs\n", Round(r.Connected), r.Jobs)
+	fmt.Fprintf(w, "  handovers    %d completed, %d failed in %s\n", r.Completed, r.Failed, Round(r.Elapsed))
+	fmt.Fprintf(w, "  throughput   %.0f handovers/s\n", r.Throughput)
+	fmt.Fprintf(w, "  wall         %s  (migrate request -> source stopped, per handover)\n", r.Wall)
+	fmt.Fprintf(w, "  cutover      %s  (source-stopped-output sent -> cutover-apply read)\n", r.Cutover)
+	if r.PeakRSS > 0 {
+		fmt.Fprintf(w, "  peak RSS     %s  (%s)\n", MiB(r.PeakRSS), r.RSSWhat)
+		fmt.Fprintf(w, "  RSS          %s before, %s after\n", MiB(r.RSSBefore), MiB(r.RSSAfter))
+	}
+	if r.GoroutinesBefore >= 0 {
+		fmt.Fprintf(w, "  goroutines   %d before, %d after\n", r.GoroutinesBefore, r.GoroutinesAfter)
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintf(w, "  error: %s\n", e)
+	}
+}
+
+// startTarget starts (or attaches to) the sim under load.
+func startTarget(ctx context.Context, cfg Config) (*target, error) {
+	switch cfg.Sim {
+	case SimServer:
+		if err := WaitReady(ctx, cfg.Server+"/readyz"); err != nil {
+			return nil, err
+		}
+		return &target{url: cfg.Server, close: func() error { return nil }}, nil
+	case SimInProcess:
+		opts := app.DefaultOptions()
+		opts.SocketPort = 0
+		opts.SocketHost = "127.0.0.1"
+		opts.Addr = "127.0.0.1:0"
+		opts.DB = sqlite.Memory
+		opts.Runtime = sim.RuntimeExternal
+		opts.Templates = cfg.TemplateDirs
+		opts.DefaultTemplates = cfg.DefaultTemplates
+		opts.Logger = cfg.Logger
+		m := app.New(opts)
+		if err := m.Open(ctx); err != nil {
+			return nil, fmt.Errorf("start the sim: %w", err)
+		}
+		return &target{url: m.URL(), close: m.Close}, nil
+	case SimChild:
+		return startChild(ctx, cfg)
+	}
+	return nil, fmt.Errorf("sim %q: use %s or %s", cfg.Sim, SimInProcess, SimChild)
+}
+
+// startChild runs `normsim up` with an in-memory store on free ports.
+func startChild(ctx context.Context, cfg Config) (*target, error) {
+	bin := cfg.Binary
+	if bin == "" {
+		var err error
+		if bin, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	args := []string{"up", "--db", sqlite.Memory, "--addr", addr, "--socket-port", "0", "--socket-host", "127.0.0.1",
+		"--runtime", sim.RuntimeExternal, "--log-level", "warn"}
+	for _, d := range cfg.TemplateDirs {
+		args = append(args, "--templates", d)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s up: %w", bin, err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	stop := func() error {
+		cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := WaitReady(rctx, "http://"+addr+"/readyz"); err != nil {
+		stop()
+		return nil, err
+	}
+	return &target{url: "http://" + addr, pid: cmd.Process.Pid, close: stop}, nil
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// socketNodes returns the first two nodes that serve a job socket.
+func socketNodes(ctx context.Context, api *API) ([2]string, error) {
+	var nodes []web.NodeJSON
+	if err := api.Do(ctx, http.MethodGet, "/api/v1/nodes", nil, &nodes); err != nil {
+		return [2]string{}, err
+	}
+	var out []string
+	for _, n := range nodes {
+		if n.Socket != nil {
+			out = append(out, n.Name)
+		}
+	}
+	if len(out) < 2 {
+		return [2]string{}, fmt.Errorf("the sim has %d nodes with a job socket; a handover needs 2", len(out))
+	}
+	return [2]string{out[0], out[1]}, nil
+}
+
+// remove stops and removes the instances the run created (and only
+// those: a --server sim may hold others).
+func remove(ctx context.Context, api *API, ids []string) error {
+	return parallel(ctx, 32, len(ids), func(ctx context.Context, i int) error {
+		err := api.Stop(ctx, ids[i])
+		var e *client.Error
+		if errors.As(err, &e) && e.Status == http.StatusNotFound {
+			return nil
+		}
+		return err
+	})
+}
+
+// parallel runs f for 0..n-1 on workers goroutines; the first error stops
+// handing out work and is returned.
+func parallel(ctx context.Context, workers, n int, f func(context.Context, int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var next atomic.Int64
+	var once sync.Once
+	var first error
+	var wg sync.WaitGroup
+	for range max(1, min(workers, n)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := f(ctx, i); err != nil {
+					once.Do(func() { first = err; cancel() })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if first == nil && ctx.Err() != nil && n > 0 {
+		return ctx.Err()
+	}
+	return first
+}
+
+// progress prints line() every interval until stop is called.
+func progress(w io.Writer, every time.Duration, line func() string) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				fmt.Fprintln(w, line())
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// settledGoroutines waits up to 5 s for the goroutine count to fall to
+// want (0: just let things settle) and returns the count.
+func settledGoroutines(want int) int {
+	deadline := time.Now().Add(5 * time.Second)
+	n := runtime.NumGoroutine()
+	for time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		m := runtime.NumGoroutine()
+		if (want > 0 && m <= want) || (want == 0 && m == n) {
+			return m
+		}
+		n = m
+	}
+	return n
+}

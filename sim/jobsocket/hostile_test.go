@@ -1,0 +1,678 @@
+package jobsocket_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/normsim/normsim/internal/bench"
+	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/protocol"
+	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/sim/jobsocket"
+)
+
+// attack is one kind of hostile connection and the close code the
+// contract answers it with.
+type attack struct {
+	name string
+	code websocket.StatusCode
+	// path is the path dialled; play does the rest on the open socket.
+	path func(i int) string
+	play func(ctx context.Context, c *websocket.Conn, i int) error
+}
+
+const (
+	legitJob, legitRole, legitToken = "legit job", "role/1", "legit-0123456789abcdef0123456789abcdef"
+	otherJob, otherRole, otherToken = "other job", "role/2", "other-0123456789abcdef0123456789abcdef"
+	floodFrames                     = 50
+)
+
+func floodKey(i int) (job, role, token string) {
+	return "flood", fmt.Sprintf("f%d", i), fmt.Sprintf("flood-token-%d-0123456789abcdef", i)
+}
+
+func writeText(ctx context.Context, c *websocket.Conn, s string) error {
+	return c.Write(ctx, websocket.MessageText, []byte(s))
+}
+
+// hostileAttacks covers every way the issue lists of attacking a node.
+func hostileAttacks() []attack {
+	legit := func(int) string { return protocol.Path(legitJob, legitRole) }
+	oversize := strings.Repeat("x", protocol.MaxFrameBytes+1)
+	abort := `{"type":"abort","reason":"` + strings.Repeat("a", 1000) + `"}`
+	return []attack{
+		{"garbage first frame", protocol.CloseProtocolError, legit, func(ctx context.Context, c *websocket.Conn, i int) error {
+			return writeText(ctx, c, fmt.Sprintf("\x00garbage %d {{{", i))
+		}},
+		{"binary frame", protocol.CloseProtocolError, legit, func(ctx context.Context, c *websocket.Conn, i int) error {
+			return c.Write(ctx, websocket.MessageBinary, []byte(hello(legitToken)))
+		}},
+		{"oversize first frame", protocol.CloseFrameTooLarge, legit, func(ctx context.Context, c *websocket.Conn, i int) error {
+			return writeText(ctx, c, oversize)
+		}},
+		{"no hello", protocol.CloseUnauthorized, legit, func(ctx context.Context, c *websocket.Conn, i int) error {
+			return nil // say nothing: the hello timeout closes it
+		}},
+		{"wrong token", protocol.CloseUnauthorized, legit, func(ctx context.Context, c *websocket.Conn, i int) error {
+			return writeText(ctx, c, hello(fmt.Sprintf("wrong-%d", i)))
+		}},
+		{"another instance's token", protocol.CloseUnauthorized, legit, func(ctx context.Context, c *websocket.Conn, i int) error {
+			return writeText(ctx, c, hello(otherToken))
+		}},
+		{"no instance at the path", protocol.CloseUnauthorized, func(i int) string { return protocol.Path("nobody", fmt.Sprint(i)) },
+			func(ctx context.Context, c *websocket.Conn, i int) error { return writeText(ctx, c, hello(legitToken)) }},
+		{"not an instance path", protocol.CloseUnauthorized, func(i int) string { return fmt.Sprintf("/instances/j%%C3%%28%d/r", i) },
+			func(ctx context.Context, c *websocket.Conn, i int) error { return nil }},
+		{"out-of-phase flood after hello", protocol.CloseProtocolError,
+			func(i int) string { j, r, _ := floodKey(i); return protocol.Path(j, r) },
+			func(ctx context.Context, c *websocket.Conn, i int) error {
+				_, _, tok := floodKey(i)
+				if err := helloAck(ctx, c, tok); err != nil {
+					return err
+				}
+				for range floodFrames {
+					if err := writeText(ctx, c, `{"type":"state","payload":{"n":1}}`); err != nil {
+						return nil // closed under us: the close code tells
+					}
+				}
+				return nil
+			}},
+		{"allowed flood after hello, then garbage", protocol.CloseProtocolError,
+			func(i int) string { j, r, _ := floodKey(i); return protocol.Path(j, r) },
+			func(ctx context.Context, c *websocket.Conn, i int) error {
+				_, _, tok := floodKey(i)
+				if err := helloAck(ctx, c, tok); err != nil {
+					return err
+				}
+				for range floodFrames {
+					if err := writeText(ctx, c, abort); err != nil {
+						return nil
+					}
+				}
+				return writeText(ctx, c, "not json")
+			}},
+	}
+}
+
+func helloAck(ctx context.Context, c *websocket.Conn, token string) error {
+	if err := writeText(ctx, c, hello(token)); err != nil {
+		return err
+	}
+	_, data, err := c.Read(ctx)
+	if err != nil {
+		return fmt.Errorf("no hello-ack: %w", err)
+	}
+	if f, err := protocol.ParseWorkerFrame(data); err != nil || f.Type != protocol.TypeHelloAck {
+		return fmt.Errorf("got %s, want hello-ack", data)
+	}
+	return nil
+}
+
+// runAttack dials, plays the attack and reads until the listener closes
+// the socket, returning the close code it got.
+func runAttack(ctx context.Context, port int, a attack, i int) (websocket.StatusCode, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, fmt.Sprintf("ws://127.0.0.1:%d%s", port, a.path(i)), nil)
+	if err != nil {
+		return 0, "", fmt.Errorf("dial: %w", err)
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(1 << 20)
+	if err := a.play(ctx, c, i); err != nil {
+		return 0, "", err
+	}
+	for {
+		_, _, err := c.Read(ctx)
+		if err == nil {
+			continue
+		}
+		var ce websocket.CloseError
+		if errors.As(err, &ce) {
+			return ce.Code, ce.Reason, nil
+		}
+		return -1, "", fmt.Errorf("socket ended without a close frame: %w", err)
+	}
+}
+
+// legitClient is the job that stays connected through the attack and keeps
+// receiving what the listener sends it.
+type legitClient struct {
+	c        *websocket.Conn
+	received atomic.Int64
+	done     chan error
+}
+
+func connectLegit(t *testing.T, l *jobsocket.Listener) *legitClient {
+	t.Helper()
+	c := dial(t, l, protocol.Path(legitJob, legitRole))
+	write(t, c, hello(legitToken))
+	if f := read(t, c); f.Type != protocol.TypeHelloAck {
+		t.Fatalf("legit job got %+v, want hello-ack", f)
+	}
+	lc := &legitClient{c: c, done: make(chan error, 1)}
+	go func() {
+		for {
+			_, data, err := c.Read(context.Background())
+			if err != nil {
+				lc.done <- err
+				return
+			}
+			if f, err := protocol.ParseWorkerFrame(data); err != nil || f.Type != protocol.TypeGetState {
+				lc.done <- fmt.Errorf("legit job got %s", data)
+				return
+			}
+			lc.received.Add(1)
+		}
+	}()
+	return lc
+}
+
+// heapAfterGC is the live heap once garbage is collected.
+func heapAfterGC() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// waitGoroutines waits until at most want goroutines run, or 10 s.
+func waitGoroutines(want int) int {
+	deadline := time.Now().Add(10 * time.Second)
+	n := runtime.NumGoroutine()
+	for n > want && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		n = runtime.NumGoroutine()
+	}
+	return n
+}
+
+func stacks() string {
+	buf := make([]byte, 1<<20)
+	return string(buf[:runtime.Stack(buf, true)])
+}
+
+// TestHostileConnections throws 10,000 hostile connections at one node —
+// garbage, binary and oversize frames, silence (the hello timeout is cut to
+// 1 s here; TestSlowClientsRealHelloTimeout uses the contract's 5 s),
+// wrong tokens, another instance's token, paths that name nothing, and
+// floods after a valid hello — while a legitimate job stays connected and
+// keeps receiving frames. Every attacker gets the contract's close code,
+// the legitimate job is never disturbed, and goroutines and memory return
+// to where they were.
+func TestHostileConnections(t *testing.T) {
+	total := 10000
+	if testing.Short() {
+		total = 1000
+	}
+	var frames atomic.Int64
+	// Long enough that a loaded machine (the race detector, 64 busy
+	// attackers on two cores) gets every prompt hello in, short enough to
+	// keep the test quick.
+	const helloTimeout = time.Second
+	l := jobsocket.New(jobsocket.Config{Node: "a", HelloTimeout: helloTimeout, OnEvent: func(ev jobsocket.Event) {
+		if ev.Kind == jobsocket.Frame {
+			frames.Add(1)
+		}
+	}})
+	if err := l.Open("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	l.Register(jobsocket.Registration{JobID: legitJob, Role: legitRole, Token: legitToken})
+	l.Register(jobsocket.Registration{JobID: otherJob, Role: otherRole, Token: otherToken})
+	attacks := hostileAttacks()
+	silentAttack := -1
+	for i, a := range attacks {
+		if a.name == "no hello" {
+			silentAttack = i
+		}
+	}
+	for i := range total {
+		if strings.Contains(attacks[i%len(attacks)].name, "flood") {
+			j, r, tok := floodKey(i)
+			l.Register(jobsocket.Registration{JobID: j, Role: r, Token: tok})
+			if strings.HasPrefix(attacks[i%len(attacks)].name, "allowed") {
+				l.Expect(j, r, protocol.TypeAbort)
+			}
+		}
+	}
+	lc := connectLegit(t, l)
+	t.Cleanup(func() { lc.c.CloseNow() })
+	// Warm up, then take the baseline with the legitimate job connected.
+	if err := l.Send(context.Background(), legitJob, legitRole, protocol.WorkerFrame{Type: protocol.TypeGetState, MigrationID: "m0"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	baseGoroutines := runtime.NumGoroutine()
+	baseHeap := heapAfterGC()
+
+	// The legitimate job keeps working all along: the worker sends it a
+	// frame every 5 ms and it must arrive.
+	stopSending := make(chan struct{})
+	var sendErr error
+	var sent atomic.Int64
+	var sendWG sync.WaitGroup
+	sendWG.Add(1)
+	go func() {
+		defer sendWG.Done()
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stopSending:
+				return
+			case <-tick.C:
+			}
+			if err := l.Send(context.Background(), legitJob, legitRole, protocol.WorkerFrame{Type: protocol.TypeGetState, MigrationID: "m"}); err != nil {
+				sendErr = err
+				return
+			}
+			sent.Add(1)
+		}
+	}()
+
+	type failure struct {
+		attack string
+		detail string
+	}
+	var (
+		mu       sync.Mutex
+		failures []failure
+		perKind  = map[string]int{}
+		next     atomic.Int64
+		wg       sync.WaitGroup
+	)
+	start := time.Now()
+	attackOnce := func(i int) {
+		a := attacks[i%len(attacks)]
+		code, reason, err := runAttack(context.Background(), l.Port(), a, i)
+		mu.Lock()
+		perKind[a.name]++
+		switch {
+		case err != nil:
+			failures = append(failures, failure{a.name, err.Error()})
+		case code != a.code:
+			failures = append(failures, failure{a.name, fmt.Sprintf("closed with %d %q, want %d", code, reason, a.code)})
+		case reason == "":
+			failures = append(failures, failure{a.name, fmt.Sprintf("closed with %d and no reason", code)})
+		}
+		mu.Unlock()
+	}
+	// Silent attackers only wait: they get a pool of their own so the
+	// busy ones are not held up behind them.
+	var nextSilent atomic.Int64
+	pool := func(workers int, silent bool) {
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					var i int
+					if silent {
+						i = int(nextSilent.Add(1)-1)*len(attacks) + silentAttack
+					} else {
+						i = int(next.Add(1) - 1)
+						if i%len(attacks) == silentAttack {
+							continue
+						}
+					}
+					if i >= total {
+						return
+					}
+					attackOnce(i)
+				}
+			}()
+		}
+	}
+	pool(64, false)
+	pool(250, true)
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(stopSending)
+	sendWG.Wait()
+
+	for i, f := range failures {
+		if i == 20 {
+			t.Errorf("... and %d more", len(failures)-20)
+			break
+		}
+		t.Errorf("%s: %s", f.attack, f.detail)
+	}
+	t.Logf("%d hostile connections in %v (%v)", total, elapsed.Round(time.Millisecond), perKind)
+
+	// The legitimate job was never disturbed: every frame sent reached it,
+	// and it is still this instance's connection.
+	if sendErr != nil {
+		t.Fatalf("sending to the legitimate job failed during the attack: %v", sendErr)
+	}
+	if sent.Load() < 10 {
+		t.Fatalf("only %d frames were sent to the legitimate job during the attack", sent.Load())
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for lc.received.Load() < sent.Load()+1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case err := <-lc.done:
+		t.Fatalf("the legitimate job's socket ended: %v", err)
+	default:
+	}
+	if got, want := lc.received.Load(), sent.Load()+1; got != want {
+		t.Fatalf("the legitimate job received %d frames, want %d", got, want)
+	}
+	if !l.Connected(legitJob, legitRole) {
+		t.Fatal("the legitimate job is no longer connected")
+	}
+	if n := frames.Load(); n < int64(total/len(attacks)*floodFrames/2) {
+		t.Errorf("only %d allowed flood frames reached the manager", n)
+	}
+
+	// Everything the attack started is gone.
+	for i := range total {
+		if strings.Contains(attacks[i%len(attacks)].name, "flood") {
+			j, r, _ := floodKey(i)
+			l.Unregister(j, r)
+		}
+	}
+	if n := waitGoroutines(baseGoroutines); n > baseGoroutines {
+		t.Fatalf("%d goroutines after the attack, %d before\n%s", n, baseGoroutines, stacks())
+	}
+	// A leak of even 1 KiB per connection would show as 10 MB.
+	if heap := heapAfterGC(); heap > baseHeap+8<<20 {
+		t.Fatalf("live heap %d KiB after the attack, %d KiB before", heap>>10, baseHeap>>10)
+	} else {
+		t.Logf("live heap %d KiB before, %d KiB after; goroutines %d before, %d after", baseHeap>>10, heap>>10, baseGoroutines, runtime.NumGoroutine())
+	}
+}
+
+// TestSlowClientsRealHelloTimeout holds 200 connections open without a
+// hello for the contract's full 5 s: each is closed with 4401 at the
+// timeout, and a legitimate job connected alongside is served throughout.
+func TestSlowClientsRealHelloTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits the contract's 5 s hello timeout")
+	}
+	l, _ := MustListener(t, jobsocket.Config{})
+	l.Register(jobsocket.Registration{JobID: legitJob, Role: legitRole, Token: legitToken})
+	lc := connectLegit(t, l)
+	baseGoroutines := runtime.NumGoroutine()
+	const n = 200
+	type result struct {
+		code    websocket.StatusCode
+		err     error
+		elapsed time.Duration
+	}
+	results := make(chan result, n)
+	for i := range n {
+		go func() {
+			start := time.Now()
+			code, _, err := runAttack(context.Background(), l.Port(), hostileAttacks()[3], i) // no hello
+			results <- result{code, err, time.Since(start)}
+		}()
+	}
+	// Served while they wait.
+	time.Sleep(time.Second)
+	for range 10 {
+		if err := l.Send(context.Background(), legitJob, legitRole, protocol.WorkerFrame{Type: protocol.TypeGetState, MigrationID: "m"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range n {
+		r := <-results
+		if r.err != nil || r.code != protocol.CloseUnauthorized {
+			t.Fatalf("slow client: code %d, err %v; want 4401", r.code, r.err)
+		}
+		if r.elapsed < protocol.HelloTimeout-100*time.Millisecond {
+			t.Fatalf("slow client closed after %v, before the 5 s hello timeout", r.elapsed)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for lc.received.Load() < 10 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := lc.received.Load(); got != 10 {
+		t.Fatalf("the legitimate job received %d of 10 frames", got)
+	}
+	if got := waitGoroutines(baseGoroutines); got > baseGoroutines {
+		t.Fatalf("%d goroutines after, %d before\n%s", got, baseGoroutines, stacks())
+	}
+}
+
+// slowStore is a store whose frame writes take their time, as a busy disk
+// would: the recorder's queue fills and must drop rather than grow.
+type slowStore struct {
+	sim.Store
+	delay   time.Duration
+	written atomic.Int64
+}
+
+func (s *slowStore) RecordFrames(ctx context.Context, frs []sim.FrameRecord) error {
+	time.Sleep(s.delay)
+	s.written.Add(int64(len(frs)))
+	return nil
+}
+
+// TestFloodingJobCannotGrowMemory has a job flood the listener with frames
+// of the maximum size that its phase allows, as fast as it can, for two
+// seconds, while the frame store is slow. The listener reads one frame at a
+// time (TCP pushes back on the job), the recorder's queue is bounded and
+// drops what does not fit (counted, and logged once), so the live heap
+// stays flat however much the job sends.
+func TestFloodingJobCannotGrowMemory(t *testing.T) {
+	const queue = 16
+	var logged bytes.Buffer
+	var logMu sync.Mutex
+	rec := jobsocket.NewRecorder(&slowStore{delay: 500 * time.Millisecond}, queue, newBufLogger(&logged, &logMu))
+	var frames atomic.Int64
+	l := jobsocket.New(jobsocket.Config{Node: "a", Recorder: rec, OnEvent: func(ev jobsocket.Event) {
+		if ev.Kind == jobsocket.Frame {
+			frames.Add(1)
+		}
+	}})
+	if err := l.Open("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close(); rec.Close() })
+	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+	c := dial(t, l, "/instances/j/r")
+	write(t, c, hello(token))
+	read(t, c)
+	l.Expect("j", "r", protocol.TypeAbort) // abort stays allowed: a flood the phase accepts
+	prefix := `{"type":"abort","reason":"`
+	frame := []byte(prefix + strings.Repeat("x", protocol.MaxFrameBytes-len(prefix)-2) + `"}`)
+	base := heapAfterGC()
+
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var ms runtime.MemStats
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > peak.Load() {
+				peak.Store(ms.HeapInuse)
+			}
+		}
+	}()
+	var sentBytes int64
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := c.Write(context.Background(), websocket.MessageText, frame); err != nil {
+			t.Fatalf("flood write: %v", err)
+		}
+		sentBytes += int64(len(frame))
+	}
+	close(stop)
+	wg.Wait()
+	// Every frame was judged and handed over; nothing was kept for it but
+	// what the bounded queue holds.
+	deadline = time.Now().Add(5 * time.Second)
+	for frames.Load() < sentBytes/int64(len(frame)) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got, want := frames.Load(), sentBytes/int64(len(frame)); got != want {
+		t.Fatalf("%d frames reached the manager, %d were sent", got, want)
+	}
+	bound := uint64(queue*2*len(frame)) + 32<<20
+	growth := int64(peak.Load()) - int64(base)
+	t.Logf("flooded %d MiB in %d frames; heap in use peaked %d MiB over the baseline; recorder dropped %d records",
+		sentBytes>>20, frames.Load(), growth>>20, rec.Dropped())
+	if growth > int64(bound) {
+		t.Fatalf("heap in use grew %d MiB during the flood; the bound is %d MiB", growth>>20, bound>>20)
+	}
+	if rec.Dropped() == 0 {
+		t.Fatal("the slow store kept up with the flood: the test did not fill the queue")
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if n := strings.Count(logged.String(), "queue full"); n != 1 {
+		t.Fatalf("the full queue was logged %d times, want once:\n%s", n, logged.String())
+	}
+	if !l.Connected("j", "r") {
+		t.Fatal("the flooding job was dropped although every frame was allowed")
+	}
+}
+
+// TestJobThatDoesNotReadIsDropped: a job that stops reading cannot make the
+// worker buffer frames for it. A write that does not finish within the
+// write timeout closes the socket with a reason, and the manager is told.
+func TestJobThatDoesNotReadIsDropped(t *testing.T) {
+	l, ev := MustListener(t, jobsocket.Config{WriteTimeout: 300 * time.Millisecond})
+	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+	c := dial(t, l, "/instances/j/r")
+	write(t, c, hello(token))
+	read(t, c)
+	ev.wait(t, jobsocket.Connected)
+	payload := []byte(`"` + strings.Repeat("p", 60000) + `"`)
+	base := heapAfterGC()
+	start := time.Now()
+	var sendErr error
+	n := 0
+	for time.Since(start) < 30*time.Second {
+		if sendErr = l.Send(context.Background(), "j", "r", protocol.WorkerFrame{Type: protocol.TypeInitialState, MigrationID: "m", Payload: payload}); sendErr != nil {
+			break
+		}
+		n++
+	}
+	if sendErr == nil {
+		t.Fatal("the worker kept writing to a job that never reads")
+	}
+	d := ev.wait(t, jobsocket.Disconnected)
+	if d.Code != int(websocket.StatusPolicyViolation) || !strings.Contains(d.Reason, "too slow") {
+		t.Fatalf("disconnected with %d %q, want 1008 naming the slow reader", d.Code, d.Reason)
+	}
+	if l.Connected("j", "r") {
+		t.Fatal("the slow job is still connected")
+	}
+	if heap := heapAfterGC(); heap > base+16<<20 {
+		t.Fatalf("live heap grew %d MiB buffering for a job that does not read", (heap-base)>>20)
+	}
+	t.Logf("%d frames (%d KiB) fit in the socket buffers before the write timed out: %v", n, n*len(payload)>>10, sendErr)
+}
+
+// lockedWriter lets a test read what a logger wrote from other goroutines.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func newBufLogger(b *bytes.Buffer, mu *sync.Mutex) *slog.Logger {
+	return slog.New(slog.NewTextHandler(lockedWriter{mu, b}, nil))
+}
+
+// TestFloodDuringHandover: a source job answers get-state with a flood of
+// the one frame its phase allows (abort, at the 64 KiB cap). The first
+// abort ends the migration, the rollback takes abort off what the job may
+// say, and the next frame closes its socket with 4400: the flood cannot
+// fill the timeline or memory, and the sim carries on.
+func TestFloodDuringHandover(t *testing.T) {
+	s := normsimtest.Start(t, normsimtest.Options{Templates: []string{filepath.Join("..", "..", "templates")}, Runtime: sim.RuntimeExternal})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	api := bench.NewAPI(s.URL, 4)
+	defer api.Close()
+	in, job, err := bench.LaunchConnected(ctx, api, "counter", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer job.Close()
+	base := heapAfterGC()
+	m, err := api.Migrate(ctx, in.ID, sim.MigrateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := job.Expect(ctx, protocol.TypeGetState); err != nil {
+		t.Fatal(err)
+	}
+	prefix := `{"type":"abort","reason":"`
+	frame := []byte(prefix + strings.Repeat("x", protocol.MaxFrameBytes-len(prefix)-2) + `"}`)
+	// Half a second of flood, without reading: the worker has long closed
+	// the socket, and drains what still comes until the job answers the
+	// close.
+	sent := 0
+	for start := time.Now(); time.Since(start) < 500*time.Millisecond; sent++ {
+		if err := job.SendRaw(ctx, frame); err != nil {
+			break
+		}
+	}
+	code, err := job.WaitClosed(ctx)
+	if err != nil || code != protocol.CloseProtocolError {
+		t.Fatalf("flooding job closed with %d (%v), want 4400", code, err)
+	}
+	done := s.WaitMigration(t, m.ID, 30*time.Second)
+	normsimtest.RequireState(t, done, sim.MigrationAborted)
+	if !strings.Contains(done.Reason, "the source aborted") {
+		t.Fatalf("reason %q", done.Reason)
+	}
+	aborts := 0
+	for _, ev := range done.Events {
+		if ev.Frame != nil && ev.Frame.Type == protocol.TypeAbort && ev.Frame.Direction == "in" {
+			aborts++
+		}
+	}
+	t.Logf("the job sent %d abort frames; the timeline kept %d", sent, aborts)
+	if aborts > 100 {
+		t.Fatalf("the timeline kept %d frames of the flood", aborts)
+	}
+	if heap := heapAfterGC(); heap > base+64<<20 {
+		t.Fatalf("live heap grew %d MiB from one flooding job", (heap-base)>>20)
+	}
+	// The sim carries on: another job hands over normally.
+	in2, job2, err := bench.LaunchConnected(ctx, api, "counter", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer job2.Close()
+	h, err := bench.PlayHandover(ctx, api, in2.ID, job2, bench.HandoverOptions{To: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.TargetJob.Close()
+}
