@@ -174,6 +174,13 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 	m.httpLn = ln
 
+	// Templates load in the background from here on (see loadCatalogDirs).
+	catalog, err := m.loadCatalogDirs()
+	if err != nil {
+		return err
+	}
+	m.Catalog = catalog
+
 	m.Store, err = sqlite.Open(ctx, m.Opts.DB)
 	if err != nil {
 		return err
@@ -217,12 +224,6 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if err := m.Sink.Open(sinkAddr); err != nil {
 		return listenErr("output sink", sinkAddr, "--output-port", err)
 	}
-
-	catalog, err := m.loadCatalogDirs()
-	if err != nil {
-		return err
-	}
-	m.Catalog = catalog
 
 	m.Runtimes = map[string]sim.Runtime{sim.RuntimeExternal: manager.External{}}
 	obs := func(ev sim.RuntimeEvent) {
@@ -384,6 +385,9 @@ func (m *Main) Close() error {
 		wg.Wait()
 		if m.Manager != nil && !m.Opts.Keep {
 			m.Manager.MarkAllStopped()
+		}
+		if lc, ok := m.Catalog.(*lazyCatalog); ok {
+			lc.wait() // its loader is ours to wait for
 		}
 		if m.recorder != nil {
 			m.recorder.Close()

@@ -6,13 +6,14 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/template"
 )
 
 // loadCatalog loads the templates below each dir. With no dirs it uses
 // ./templates when present; otherwise the embedded defaults are unpacked to
 // a temporary directory so a fresh machine has something to launch.
-func (m *Main) loadCatalogDirs() (*template.Catalog, error) {
+func (m *Main) loadCatalogDirs() (*lazyCatalog, error) {
 	dirs := m.Opts.Templates
 	if len(dirs) == 0 {
 		if st, err := os.Stat("templates"); err == nil && st.IsDir() {
@@ -46,11 +47,43 @@ func (m *Main) loadCatalogDirs() (*template.Catalog, error) {
 	if m.templatesNote == "" && len(abs) > 0 {
 		m.templatesNote = fmt.Sprint(abs)
 	}
-	c, err := template.LoadDirs(abs...)
-	if err != nil {
-		return nil, fmt.Errorf("--templates: %w", err)
-	}
-	return c, nil
+	// Validating templates (compose-go compiles its JSON schema on first
+	// use) is most of start-up and nothing /readyz waits for: it runs in
+	// the background, and the first caller that needs the catalog waits.
+	lc := &lazyCatalog{done: make(chan struct{})}
+	go func() {
+		defer close(lc.done)
+		c, err := template.LoadDirs(abs...)
+		if err != nil {
+			m.log.Error("load templates", "err", err)
+			c = template.NewCatalog()
+		}
+		lc.c = c
+	}()
+	return lc, nil
+}
+
+// lazyCatalog is a sim.Catalog still loading in the background; every
+// method waits until it is loaded.
+type lazyCatalog struct {
+	done chan struct{}
+	c    *template.Catalog
+}
+
+func (l *lazyCatalog) wait() *template.Catalog {
+	<-l.done
+	return l.c
+}
+
+// List waits for the catalog and lists it.
+func (l *lazyCatalog) List() []*sim.Template { return l.wait().List() }
+
+// Get waits for the catalog and returns one template.
+func (l *lazyCatalog) Get(name string) (*sim.Template, error) { return l.wait().Get(name) }
+
+// Launch waits for the catalog and applies the launch contract.
+func (l *lazyCatalog) Launch(name string, in sim.LaunchInput) (*sim.LaunchSpec, error) {
+	return l.wait().Launch(name, in)
 }
 
 var _ fs.FS // DefaultTemplates is an fs.FS
