@@ -232,6 +232,16 @@ func (l *Listener) Expect(jobID, role string, types ...string) {
 	}
 }
 
+// current is an instance's current connection, nil when it has none.
+func (l *Listener) current(jobID, role string) *conn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if in, ok := l.instances[key{jobID, role}]; ok {
+		return in.cur
+	}
+	return nil
+}
+
 // ErrNotConnected is returned by Send when the instance has no connection.
 var ErrNotConnected = errors.New("job is not connected")
 
@@ -239,13 +249,7 @@ var ErrNotConnected = errors.New("job is not connected")
 // does not finish within the write timeout drops the connection: a job that
 // does not read cannot stall the sim.
 func (l *Listener) Send(ctx context.Context, jobID, role string, f protocol.WorkerFrame) error {
-	l.mu.Lock()
-	in, ok := l.instances[key{jobID, role}]
-	var c *conn
-	if ok {
-		c = in.cur
-	}
-	l.mu.Unlock()
+	c := l.current(jobID, role)
 	if c == nil {
 		return fmt.Errorf("send %s to %s/%s: %w", f.Type, jobID, role, ErrNotConnected)
 	}
@@ -255,13 +259,7 @@ func (l *Listener) Send(ctx context.Context, jobID, role string, f protocol.Work
 // Disconnect closes an instance's current connection with code and reason
 // (a fault, or a normal close for an external instance being stopped).
 func (l *Listener) Disconnect(jobID, role string, code int, reason string) {
-	l.mu.Lock()
-	in, ok := l.instances[key{jobID, role}]
-	var c *conn
-	if ok {
-		c = in.cur
-	}
-	l.mu.Unlock()
+	c := l.current(jobID, role)
 	if c != nil {
 		c.close(websocket.StatusCode(code), reason)
 	}
@@ -270,13 +268,7 @@ func (l *Listener) Disconnect(jobID, role string, code int, reason string) {
 // Drop tears an instance's connection down without a close frame, as a
 // network failure would (fault injection).
 func (l *Listener) Drop(jobID, role string) {
-	l.mu.Lock()
-	in, ok := l.instances[key{jobID, role}]
-	var c *conn
-	if ok {
-		c = in.cur
-	}
-	l.mu.Unlock()
+	c := l.current(jobID, role)
 	if c != nil {
 		c.once.Do(func() { c.setClose(int(websocket.StatusAbnormalClosure), "connection dropped") })
 		c.ws.CloseNow()
@@ -286,13 +278,7 @@ func (l *Listener) Drop(jobID, role string) {
 // SendRaw writes text that is not a valid frame (fault injection: a
 // corrupted frame); typ names it in the frame record.
 func (l *Listener) SendRaw(ctx context.Context, jobID, role, typ string, data []byte) error {
-	l.mu.Lock()
-	in, ok := l.instances[key{jobID, role}]
-	var c *conn
-	if ok {
-		c = in.cur
-	}
-	l.mu.Unlock()
+	c := l.current(jobID, role)
 	if c == nil {
 		return fmt.Errorf("send %s to %s/%s: %w", typ, jobID, role, ErrNotConnected)
 	}
