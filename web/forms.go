@@ -113,9 +113,18 @@ func (s *Server) uiLaunch(w http.ResponseWriter, r *http.Request) {
 func (s *Server) uiMigrate(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	f := r.PostForm
-	mf := &migrateForm{Strategy: f.Get("strategy"), To: f.Get("to"), Runtime: f.Get("runtime"), Timeouts: map[string]string{}}
+	mf := &migrateForm{Strategy: f.Get("strategy"), To: f.Get("to"), Runtime: f.Get("runtime"), Timeouts: map[string]string{},
+		Faults: strings.TrimSpace(f.Get("faults"))}
 	req := sim.MigrateRequest{Strategy: mf.Strategy, To: mf.To, Runtime: mf.Runtime}
+	if mf.Faults != "" {
+		// The same fault list POST /api/v1/instances/{id}/migrate takes,
+		// read as strictly as the API reads it.
+		mf.Err = decodeStrict([]byte(mf.Faults), &req.Faults, "faults")
+	}
 	for _, ts := range timeoutSpecs {
+		if mf.Err != nil {
+			break
+		}
 		v := strings.TrimSpace(f.Get("timeout." + ts.name))
 		if v == "" {
 			continue

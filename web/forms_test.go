@@ -203,3 +203,29 @@ func TestInternalErrorsAreLoggedAndNotShown(t *testing.T) {
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+func TestMigrateFormArmsFaults(t *testing.T) {
+	f := newFake()
+	f.add(sim.Instance{ID: "i1", Node: "a", Template: "counter", Runtime: sim.RuntimeProcess, State: sim.InstanceRunning, Connected: true})
+	s := newServer(t, f, nil)
+	tok := csrfToken(t, s, "/instances/i1")
+	r := post(t, s, "/ui/instances/i1/migrate", url.Values{"csrf": {tok}, "strategy": {"handover"},
+		"faults": {`[{"kind":"kill","side":"target","on":"target-ready"},{"kind":"delay-frame","frame":"get-state","delay":"300ms"}]`}})
+	if r.Status != http.StatusSeeOther {
+		t.Fatalf("migrate with faults = %d\n%s", r.Status, r.Body)
+	}
+	got := f.migrated[0].Faults
+	if len(got) != 2 || got[0].Kind != "kill" || got[0].Side != "target" || got[0].On != "target-ready" || got[1].Delay.D() != 300*time.Millisecond {
+		t.Fatalf("faults = %+v", got)
+	}
+	for _, bad := range []string{`{"kind":"kill"}`, `[{"Kind":"kill"}]`, `[{"kind":"kill","when":"now"}]`, `[`} {
+		r := post(t, s, "/ui/instances/i1/migrate", url.Values{"csrf": {tok}, "strategy": {"handover"}, "faults": {bad}})
+		if r.Status != http.StatusBadRequest {
+			t.Errorf("faults %s = %d, want 400", bad, r.Status)
+		}
+		mustContain(t, r, "faults", `id="migrate-error"`, `<details class="faults" open>`)
+	}
+	if len(f.migrated) != 1 {
+		t.Fatalf("Migrate was called with bad faults: %+v", f.migrated[1:])
+	}
+}

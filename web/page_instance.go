@@ -25,6 +25,8 @@ type instancePage struct {
 	Strategies []strategyButton
 	Targets    []targetOption
 	Timeouts   []timeoutField
+	// Faults is the migrate form's fault list as typed (JSON).
+	Faults     string
 	Runtimes   []string
 	Runtime    string
 	Notes      []string
@@ -72,6 +74,7 @@ type envVar struct {
 type migrateForm struct {
 	Strategy, To, Runtime string
 	Timeouts              map[string]string
+	Faults                string
 	Err                   error
 }
 
@@ -152,6 +155,7 @@ func (s *Server) renderInstance(w http.ResponseWriter, r *http.Request, status i
 		p.Targets = append(p.Targets, targetOption{Name: n.Name, Label: label, Selected: mf.To == n.Name})
 	}
 	p.Runtime = mf.Runtime
+	p.Faults = mf.Faults
 	p.Runtimes = runtimeChoices(raw.Runtime, s.svc.Runtimes())
 	for _, ts := range timeoutSpecs {
 		p.Timeouts = append(p.Timeouts, timeoutField{Name: ts.name, Label: ts.label, Help: ts.help,

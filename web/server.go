@@ -242,27 +242,30 @@ func decode(r *http.Request, v any) error {
 		}
 		return sim.Errorf(sim.EInvalid, "request body: %v", err)
 	}
-	if err := checkKeyCase(body, reflect.TypeOf(v), ""); err != nil {
+	return decodeStrict(body, v, "request body")
+}
+
+// decodeStrict reads one JSON value into v: keys spelled exactly as the
+// fields (case included), no unknown fields, nothing after it. what names
+// the input in errors.
+func decodeStrict(data []byte, v any, what string) error {
+	if err := checkKeyCase(data, reflect.TypeOf(v), what); err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return sim.Errorf(sim.EInvalid, "request body is larger than %d bytes", mbe.Limit)
-		}
 		if errors.Is(err, io.EOF) {
-			return sim.Errorf(sim.EInvalid, "request body is empty; send a JSON object")
+			return sim.Errorf(sim.EInvalid, "%s is empty; send JSON", what)
 		}
 		var se *sim.Error
 		if errors.As(err, &se) {
 			return se
 		}
-		return sim.Errorf(sim.EInvalid, "request body: %v", err)
+		return sim.Errorf(sim.EInvalid, "%s: %v", what, err)
 	}
 	if dec.More() {
-		return sim.Errorf(sim.EInvalid, "request body: one JSON object expected, found more after it")
+		return sim.Errorf(sim.EInvalid, "%s: one JSON value expected, found more after it", what)
 	}
 	return nil
 }

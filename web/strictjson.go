@@ -41,7 +41,7 @@ func checkKeyCase(data []byte, t reflect.Type, path string) error {
 			if !ok {
 				for name := range fields {
 					if strings.EqualFold(name, k) {
-						return sim.Errorf(sim.EInvalid, "request body: unknown field %q%s (did you mean %q? keys are case-sensitive)", k, at(path), name)
+						return sim.Errorf(sim.EInvalid, "unknown field %q in %s (did you mean %q? keys are case-sensitive)", k, path, name)
 					}
 				}
 				continue // unknown outright: the decoder reports it
@@ -69,13 +69,6 @@ func join(path, k string) string {
 		return k
 	}
 	return path + "." + k
-}
-
-func at(path string) string {
-	if path == "" {
-		return ""
-	}
-	return " in " + path
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
