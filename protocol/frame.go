@@ -205,7 +205,7 @@ func migrationRef(root *value) (*MigrationRef, error) {
 // quoteShort quotes a value from the frame for a refusal reason, cut short
 // first: the reason must fit a close frame whatever the frame contained.
 func quoteShort(s string) string {
-	return strconv.Quote(truncateUTF8(s, 40))
+	return strconv.Quote(Truncate(s, 40))
 }
 
 // Marshal encodes the frame with exactly the members of its Type, "type"
@@ -330,7 +330,7 @@ func checkPayload(p []byte) error {
 		return fmt.Errorf("payload is %w", err)
 	}
 	if v.bad != nil {
-		return fmt.Errorf("payload number %s is not finite", truncateUTF8(string(v.bad), 40))
+		return fmt.Errorf("payload number %s is not finite", Truncate(string(v.bad), 40))
 	}
 	return nil
 }

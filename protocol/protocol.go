@@ -162,12 +162,13 @@ func (e *FrameError) Error() string { return e.Reason }
 const maxReasonBytes = 120
 
 func frameErr(reason string) *FrameError {
-	return &FrameError{Reason: truncateUTF8(reason, maxReasonBytes)}
+	return &FrameError{Reason: Truncate(reason, maxReasonBytes)}
 }
 
-// truncateUTF8 cuts s to at most n bytes without splitting a rune, marking the
-// cut with an ellipsis.
-func truncateUTF8(s string, n int) string {
+// Truncate cuts s to at most n bytes without splitting a rune, marking the
+// cut with an ellipsis: for reasons that travel in frames or close frames
+// (a close reason may hold at most 123 bytes).
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/coder/websocket"
 	"github.com/normsim/normsim/protocol"
@@ -446,7 +445,7 @@ func (l *Listener) run(ctx context.Context, c *conn) {
 	}
 	f, perr := protocol.ParseJobFrame(data)
 	if perr != nil {
-		c.close(protocol.CloseProtocolError, shortReason(perr.Error()))
+		c.close(protocol.CloseProtocolError, perr.Error()) // parse errors are capped at 120 bytes
 		c.drain()
 		return
 	}
@@ -544,7 +543,7 @@ func (l *Listener) serveFrames(ctx context.Context, c *conn) (int, string) {
 		f, perr := protocol.ParseJobFrame(data)
 		if perr != nil {
 			l.record(c.key, "in", "invalid", len(data), data)
-			reason := shortReason(perr.Error())
+			reason := perr.Error() // capped at 120 bytes by the parser
 			c.close(protocol.CloseProtocolError, reason)
 			c.drain()
 			return protocol.CloseProtocolError, reason
@@ -570,18 +569,6 @@ func (l *Listener) serveFrames(ctx context.Context, c *conn) (int, string) {
 		}
 		l.cfg.OnEvent(Event{Kind: Frame, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now(), Frame: f, Size: len(data)})
 	}
-}
-
-// shortReason keeps a close reason within the 123 bytes a close frame allows.
-func shortReason(s string) string {
-	if len(s) <= 120 {
-		return s
-	}
-	cut := 117
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
 }
 
 func (l *Listener) record(k key, dir, typ string, size int, data []byte) {

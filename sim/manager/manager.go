@@ -96,8 +96,9 @@ type Manager struct {
 type instance struct {
 	sim.Instance
 	spec    *sim.LaunchSpec
-	changed chan struct{} // closed and replaced on every change
-	stopped bool          // Stop was called: exits are expected
+	changed chan struct{}   // closed and replaced on every change
+	stopped bool            // Stop was called: exits are expected
+	healthy map[string]bool // services that reported healthy
 }
 
 // New returns a manager; Start reconciles what the store remembers.
@@ -200,7 +201,9 @@ func newToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// publish records an event in the store (through the journal) and on the bus.
+// publish records an event in the store (through the journal) and on the
+// bus. Callers that hold m.mu publish under it, which keeps events in the
+// order of the changes they describe.
 func (m *Manager) publish(kind, instanceID, migrationID string, data any) {
 	var raw json.RawMessage
 	if data != nil {
@@ -231,18 +234,13 @@ func (m *Manager) setStateLocked(in *instance, to sim.InstanceState, errText str
 		in.Error = errText
 	}
 	m.changedLocked(in)
-	m.publishLocked("instance.state", in.ID, "", map[string]any{"from": from, "to": to, "error": errText, "node": in.Node})
+	m.publish("instance.state", in.ID, "", map[string]any{"from": from, "to": to, "error": errText, "node": in.Node})
 	return true
 }
 
-func (m *Manager) publishLocked(kind, instanceID, migrationID string, data any) {
-	// The journal and bus never block for long; publishing under m.mu keeps
-	// events in the order of the changes they describe.
-	m.publish(kind, instanceID, migrationID, data)
-}
-
-// Instances lists instances: live ones first from memory, then any in the
-// store the manager does not hold (e.g. stopped before a restart).
+// Instances lists the instances under management (including sources a
+// migration stopped), oldest first. Removed instances live on only in the
+// store's event history.
 func (m *Manager) Instances(ctx context.Context) ([]sim.Instance, error) {
 	m.mu.Lock()
 	out := make([]sim.Instance, 0, len(m.instances))
@@ -376,7 +374,7 @@ func (m *Manager) launch(ctx context.Context, req LaunchRequest, o launchOpts) (
 	} else {
 		inst.State = sim.InstanceStarting
 	}
-	in := &instance{Instance: inst, spec: spec, changed: make(chan struct{})}
+	in := &instance{Instance: inst, spec: spec, changed: make(chan struct{}), healthy: map[string]bool{}}
 
 	m.mu.Lock()
 	if m.closed {
@@ -385,7 +383,7 @@ func (m *Manager) launch(ctx context.Context, req LaunchRequest, o launchOpts) (
 	}
 	m.instances[id] = in
 	m.changedLocked(in)
-	m.publishLocked("instance.state", id, o.migrationID, map[string]any{"from": "", "to": inst.State, "node": inst.Node})
+	m.publish("instance.state", id, o.migrationID, map[string]any{"from": "", "to": inst.State, "node": inst.Node})
 	m.mu.Unlock()
 
 	if node.Socket != nil {
@@ -449,7 +447,7 @@ func (m *Manager) start(ctx context.Context, in *instance, rt sim.Runtime) error
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err != nil {
-		m.setStateLocked(in, sim.InstanceFailed, "start: "+sim.ErrorMessage(errors.Unwrap(err))+errText(err))
+		m.setStateLocked(in, sim.InstanceFailed, "start: "+describe(err))
 		return err
 	}
 	if pr, ok := rt.(PidReporter); ok {
@@ -473,11 +471,13 @@ func (m *Manager) start(ctx context.Context, in *instance, rt sim.Runtime) error
 	return nil
 }
 
-func errText(err error) string {
-	if errors.Unwrap(err) == nil {
-		return err.Error()
+// describe is an error's text for a person: a coded error's message, or
+// the whole chain of anything else (a runtime's engine error).
+func describe(err error) string {
+	if sim.ErrorCode(err) != sim.EInternal {
+		return sim.ErrorMessage(err)
 	}
-	return ""
+	return err.Error()
 }
 
 func hasHealthcheck(spec *sim.LaunchSpec) bool {
@@ -549,7 +549,7 @@ func (m *Manager) stopInstance(ctx context.Context, in *instance, grace time.Dur
 	if in.Connected {
 		in.Connected = false
 		m.changedLocked(in)
-		m.publishLocked("instance.connected", in.ID, "", map[string]any{"connected": false})
+		m.publish("instance.connected", in.ID, "", map[string]any{"connected": false})
 	}
 	if stopErr != nil {
 		m.setStateLocked(in, sim.InstanceFailed, "stop: "+stopErr.Error())
@@ -592,11 +592,13 @@ func (m *Manager) OnRuntimeEvent(ev sim.RuntimeEvent) {
 			m.setStateLocked(in, sim.InstanceFailed, fmt.Sprintf("service %s %s", ev.Service, detail))
 		}
 	case sim.ServiceHealthy:
-		if !in.Healthy && m.allHealthy(in, ev.Service) {
+		in.healthy[ev.Service] = true
+		if !in.Healthy && in.allHealthy() {
 			in.Healthy = true
 			m.changedLocked(in)
 		}
 	case sim.ServiceUnhealthy:
+		delete(in.healthy, ev.Service)
 		if in.Healthy {
 			in.Healthy = false
 			m.changedLocked(in)
@@ -610,15 +612,14 @@ func (m *Manager) OnRuntimeEvent(ev sim.RuntimeEvent) {
 	}
 }
 
-// allHealthy tracks healthy services; true when every service with a
-// healthcheck has reported healthy.
-func (m *Manager) allHealthy(in *instance, service string) bool {
-	if in.RuntimeRef == nil {
-		in.RuntimeRef = map[string]string{}
+// allHealthy reports whether every service with a healthcheck has said
+// it is healthy.
+func (in *instance) allHealthy() bool {
+	if in.spec == nil {
+		return false
 	}
-	in.RuntimeRef["healthy:"+service] = "1"
 	for _, s := range in.spec.Services {
-		if s.Healthcheck != nil && in.RuntimeRef["healthy:"+s.Name] != "1" {
+		if s.Healthcheck != nil && !in.healthy[s.Name] {
 			return false
 		}
 	}
@@ -644,7 +645,7 @@ func (m *Manager) OnSocketEvent(ev SocketEvent) {
 		if in.Connected != c {
 			in.Connected = c
 			m.changedLocked(in)
-			m.publishLocked("instance.connected", in.ID, "", map[string]any{"connected": c, "code": ev.Code, "reason": ev.Reason})
+			m.publish("instance.connected", in.ID, "", map[string]any{"connected": c, "code": ev.Code, "reason": ev.Reason})
 		}
 	}
 	r := m.byInstance[ev.Role]

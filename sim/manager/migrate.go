@@ -426,7 +426,7 @@ func (r *run) handleSocket(ev jobsocket.Event, side string) {
 		case side == sideTarget && f.Type == protocol.TypeTargetReady && (r.phase == "place-target" || r.phase == "target-ready"):
 			r.readyAt = ev.At
 			r.phase, r.mig.Phase = "cutover-ready", "cutover-ready"
-			r.relayLocked(r.src.ID, r.srcNode, protocol.WorkerFrame{Type: protocol.TypeCutoverReady, MigrationID: r.id, Payload: f.Payload},
+			r.deliverLocked(r.src.ID, r.srcNode, protocol.WorkerFrame{Type: protocol.TypeCutoverReady, MigrationID: r.id, Payload: f.Payload},
 				protocol.TypeSourceStoppedOutput, protocol.TypeAbort)
 		case side == sideSource && f.Type == protocol.TypeSourceStoppedOutput && r.phase == "cutover-ready":
 			// The point of no return: from here nothing rolls back.
@@ -434,7 +434,7 @@ func (r *run) handleSocket(ev jobsocket.Event, side string) {
 			r.ponr = true
 			r.phase, r.mig.Phase = "cutover-apply", "cutover-apply"
 			r.recordLocked(r.phase, sideManager, "point of no return: the source stopped its output", nil)
-			r.relayLocked(r.tgtID, r.tgtNode, protocol.WorkerFrame{Type: protocol.TypeCutoverApply, MigrationID: r.id, Payload: f.Payload},
+			r.deliverLocked(r.tgtID, r.tgtNode, protocol.WorkerFrame{Type: protocol.TypeCutoverApply, MigrationID: r.id, Payload: f.Payload},
 				protocol.TypeTargetApplied, protocol.TypeAbort)
 		}
 	case jobsocket.Connected:
@@ -461,11 +461,6 @@ func (r *run) handleSocket(ev jobsocket.Event, side string) {
 	// what it does not wait for).
 	r.post(runEvent{kind: evSocket, instance: ev.Role, socket: ev})
 	r.mu.Unlock()
-}
-
-// relayLocked sends a frame to one side after arming what it may answer.
-func (r *run) relayLocked(role string, node *Node, f protocol.WorkerFrame, expect ...string) {
-	r.deliverLocked(role, node, f, expect...)
 }
 
 // deliverLocked arms what the job may answer, applies any frame fault armed
@@ -620,7 +615,7 @@ func (r *run) placeTarget(ctx context.Context, prepareOnly bool, o launchOpts) (
 	o.prepareOnly = true
 	tgt, err := r.m.launch(ctx, LaunchRequest{Template: r.src.Template, Node: r.tgtNode.Name, Params: r.src.Params, Runtime: r.rt.Name()}, o)
 	if err != nil {
-		return tgt, endf("could not place the target on node %s: %s", r.tgtNode.Name, sim.ErrorMessage(err)+internalText(err))
+		return tgt, endf("could not place the target on node %s: %s", r.tgtNode.Name, describe(err))
 	}
 	// Route the target's socket events to this migration, and arm what a
 	// handover target may say, before its env is visible: an external job
@@ -645,13 +640,6 @@ func (r *run) placeTarget(ctx context.Context, prepareOnly bool, o launchOpts) (
 		return tgt, nil
 	}
 	return tgt, r.startTarget(ctx)
-}
-
-func internalText(err error) string {
-	if sim.ErrorCode(err) == sim.EInternal {
-		return ": " + err.Error()
-	}
-	return ""
 }
 
 // startTarget starts the prepared target.
@@ -936,7 +924,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // side still there, target removed, source left running.
 func (r *run) rollback(reason, phase string) {
 	r.record(phase, sideManager, "rolling back: "+reason, nil)
-	abort := protocol.WorkerFrame{Type: protocol.TypeAbort, MigrationID: r.id, Reason: shortReason(reason)}
+	abort := protocol.WorkerFrame{Type: protocol.TypeAbort, MigrationID: r.id, Reason: protocol.Truncate(reason, 200)}
 	if r.mig.Strategy == sim.Handover {
 		if r.srcNode.Socket != nil && r.srcNode.Socket.Connected(r.src.JobID, r.src.ID) {
 			r.send(r.src.ID, r.srcNode, abort)
@@ -968,13 +956,6 @@ func (r *run) rollback(reason, phase string) {
 		}
 	}
 	r.record(phase, sideSource, "source left running", nil)
-}
-
-func shortReason(s string) string {
-	if len(s) > 200 {
-		return s[:200]
-	}
-	return s
 }
 
 // measureOutput judges the output seam from what the sink saw, waiting

@@ -73,9 +73,7 @@ func (m *Manager) Recover(ctx context.Context) error {
 			leftovers[name] = l
 		}
 	}
-	known := map[string]bool{}
 	for _, in := range stored {
-		known[in.ID] = true
 		if in.State.Terminal() {
 			continue
 		}
@@ -121,7 +119,7 @@ func (m *Manager) Recover(ctx context.Context) error {
 		}
 		// Adopted: back under management, its socket registered again with
 		// the same token so the job can reconnect.
-		live := &instance{Instance: *in, changed: make(chan struct{})}
+		live := &instance{Instance: *in, changed: make(chan struct{}), healthy: map[string]bool{}}
 		if tmpl, err := m.cfg.Catalog.Get(in.Template); err == nil && tmpl.Valid {
 			if spec, err := m.cfg.Catalog.Launch(in.Template, sim.LaunchInput{Instance: in, Node: m.nodes[in.Node].Node, Runtime: in.Runtime}); err == nil {
 				live.spec = spec
@@ -134,12 +132,11 @@ func (m *Manager) Recover(ctx context.Context) error {
 			n.Socket.Register(jobsocket.Registration{JobID: in.JobID, Role: in.ID, Token: in.Token})
 		}
 	}
-	// Whatever a runtime still holds that the store does not know is removed.
+	// Whatever a runtime still holds that is not under management now
+	// (unknown to the store, or recorded as ended) is removed.
 	for name, l := range leftovers {
 		for id := range l {
-			if !known[id] {
-				m.cfg.Runtimes[name].(Adopter).RemoveInstance(ctx, id)
-			} else if in, _ := m.Instance(ctx, id); in.ID == "" {
+			if _, err := m.Instance(ctx, id); err != nil {
 				m.cfg.Runtimes[name].(Adopter).RemoveInstance(ctx, id)
 			}
 		}
