@@ -274,8 +274,10 @@ func (l *Listener) Drop(jobID, role string) {
 	}
 }
 
-// SendRaw writes text that is not a valid frame (fault injection: a
-// corrupted frame); typ names it in the frame record.
+// SendRaw writes data as one text frame, as is: a frame the caller has
+// already marshalled (so the relay marshals once), or on purpose something
+// that is not a valid frame (fault injection). typ names it in the frame
+// record; a slow job is dropped as with Send.
 func (l *Listener) SendRaw(ctx context.Context, jobID, role, typ string, data []byte) error {
 	c := l.current(jobID, role)
 	if c == nil {

@@ -27,7 +27,6 @@ type Socket interface {
 	Register(jobsocket.Registration)
 	Unregister(jobID, role string)
 	Expect(jobID, role string, types ...string)
-	Send(ctx context.Context, jobID, role string, f protocol.WorkerFrame) error
 	Disconnect(jobID, role string, code int, reason string)
 	Connected(jobID, role string) bool
 	Drop(jobID, role string)

@@ -468,9 +468,15 @@ func (r *run) handleSocket(ev jobsocket.Event, side string) {
 func (r *run) deliverLocked(role string, node *Node, f protocol.WorkerFrame, expect ...string) error {
 	node.Socket.Expect(r.src.JobID, role, expect...)
 	side := r.sideOf(role)
-	b, _ := f.Marshal()
+	// Marshalled once: the bytes are what is sent, sized and (for a
+	// corrupt-frame fault) cut.
+	b, err := f.Marshal()
+	if err != nil {
+		r.recordLocked(r.phase, sideManager, fmt.Sprintf("could not marshal %s for the %s: %v", f.Type, side, err), nil)
+		return err
+	}
 	send := func() error {
-		if err := node.Socket.Send(context.Background(), r.src.JobID, role, f); err != nil {
+		if err := node.Socket.SendRaw(context.Background(), r.src.JobID, role, f.Type, b); err != nil {
 			r.recordLocked(r.phase, sideManager, fmt.Sprintf("could not send %s to the %s: %v", f.Type, side, err), nil)
 			return err
 		}
@@ -481,7 +487,6 @@ func (r *run) deliverLocked(role string, node *Node, f protocol.WorkerFrame, exp
 		r.fireOnLocked(f.Type)
 		return nil
 	}
-	var err error
 	switch fl := r.frameFaultLocked(f.Type, "out", side); {
 	case fl == nil:
 		err = send()
