@@ -2,7 +2,6 @@ package app
 
 import (
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -85,5 +84,3 @@ func (l *lazyCatalog) Get(name string) (*sim.Template, error) { return l.wait().
 func (l *lazyCatalog) Launch(name string, in sim.LaunchInput) (*sim.LaunchSpec, error) {
 	return l.wait().Launch(name, in)
 }
-
-var _ fs.FS // DefaultTemplates is an fs.FS

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -55,8 +53,8 @@ func clientCommands(env Env) []*cobra.Command {
 				}
 				req.Params[k] = v
 			}
-			var in sim.Instance
-			if err := api().Do(cmd.Context(), http.MethodPost, "/api/v1/instances", req, &in); err != nil {
+			in, err := api().Launch(cmd.Context(), req)
+			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
@@ -77,8 +75,8 @@ func clientCommands(env Env) []*cobra.Command {
 		Short: "List the instances of a running sim",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var list []sim.Instance
-			if err := api().Do(cmd.Context(), http.MethodGet, "/api/v1/instances", nil, &list); err != nil {
+			list, err := api().Instances(cmd.Context())
+			if err != nil {
 				return err
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
@@ -96,7 +94,7 @@ func clientCommands(env Env) []*cobra.Command {
 		Args:  minArgs(1, "ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, id := range args {
-				if err := api().Do(cmd.Context(), http.MethodDelete, "/api/v1/instances/"+url.PathEscape(id), nil, nil); err != nil {
+				if err := api().Stop(cmd.Context(), id); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "stopped %s\n", id)
@@ -136,8 +134,8 @@ completed.`,
 				return err
 			}
 			c := api()
-			var mig sim.Migration
-			if err := c.Do(cmd.Context(), http.MethodPost, "/api/v1/instances/"+url.PathEscape(args[0])+"/migrate", req, &mig); err != nil {
+			mig, err := c.Migrate(cmd.Context(), args[0], req)
+			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
@@ -190,8 +188,8 @@ func parseTimeouts(specs []string, t *sim.Timeouts) error {
 func followMigration(ctx context.Context, c *client.Client, id string, out io.Writer) (*sim.Migration, error) {
 	printed := 0
 	for {
-		var mig sim.Migration
-		if err := c.Do(ctx, http.MethodGet, "/api/v1/migrations/"+url.PathEscape(id), nil, &mig); err != nil {
+		mig, err := c.Migration(ctx, id)
+		if err != nil {
 			return nil, err
 		}
 		for _, ev := range mig.Events[min(printed, len(mig.Events)):] {
@@ -207,7 +205,7 @@ func followMigration(ctx context.Context, c *client.Client, id string, out io.Wr
 			if mig.Output != nil {
 				fmt.Fprintf(out, "output: %s (%s)\n", mig.Output.Verdict, mig.Output.Detail)
 			}
-			return &mig, nil
+			return mig, nil
 		}
 		select {
 		case <-ctx.Done():
