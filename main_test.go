@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -50,7 +49,7 @@ func TestDevComposeServesDashboard(t *testing.T) {
 	addr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
 	run := func(args ...string) error {
 		cmd := exec.Command(compose[0], append(append(compose[1:], "-f", "docker-compose.dev.yml", "-p", project), args...)...)
-		cmd.Env = append(os.Environ(), "NORMSIM_ADDR="+addr, "NORMSIM_SOCKET_PORT="+strconv.Itoa(freePair(t)))
+		cmd.Env = append(os.Environ(), "NORMSIM_ADDR="+addr, "NORMSIM_SOCKET_PORT="+strconv.Itoa(testenv.FreePortPair(t)))
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Logf("%v: %s", cmd.Args, out)
@@ -88,25 +87,4 @@ func TestDevComposeServesDashboard(t *testing.T) {
 	if len(nodes) != 2 {
 		t.Fatalf("nodes = %+v", nodes)
 	}
-}
-
-// freePair finds a port whose successor is free too (node b's socket).
-func freePair(t *testing.T) int {
-	for i := 0; i < 20; i++ {
-		p := testenv.FreePort(t)
-		if p < 65535 && portFree(p+1) {
-			return p
-		}
-	}
-	t.Fatal("no two consecutive free ports")
-	return 0
-}
-
-func portFree(p int) bool {
-	l, err := net.Listen("tcp", "0.0.0.0:"+strconv.Itoa(p))
-	if err != nil {
-		return false
-	}
-	l.Close()
-	return true
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -130,7 +129,7 @@ func TestCrashLoop(t *testing.T) {
 		t.Helper()
 		for attempt := 0; ; attempt++ {
 			addr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
-			cmd := exec.Command(bin, "up", "--db", db, "--addr", addr, "--socket-port", strconv.Itoa(freePortPair(t)),
+			cmd := exec.Command(bin, "up", "--db", db, "--addr", addr, "--socket-port", strconv.Itoa(testenv.FreePortPair(t)),
 				"--socket-host", "127.0.0.1", "--runtime", sim.RuntimeExternal, "--templates", filepath.Join(root, "templates"),
 				"--log-level", "error")
 			cmd.Dir = root
@@ -261,29 +260,6 @@ func TestCrashLoop(t *testing.T) {
 	if killedWithProcesses == 0 {
 		t.Fatal("no kill landed while a host process ran: the orphan check tested nothing")
 	}
-}
-
-// freePortPair returns a port p such that p and p+1 were both free a
-// moment ago: normsim's node b listens on node a's socket port + 1, and
-// Linux hands the even ports next to a bind(0) port to outgoing
-// connections, so p+1 is often taken.
-func freePortPair(t *testing.T) int {
-	t.Helper()
-	for range 100 {
-		a, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := a.Addr().(*net.TCPAddr).Port
-		b, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+1))
-		a.Close()
-		if err == nil {
-			b.Close()
-			return p
-		}
-	}
-	t.Fatal("no two consecutive free ports")
-	return 0
 }
 
 // checkRecovered checks a restart over the store of a killed normsim.

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"testing"
 	"time"
 
@@ -72,6 +73,30 @@ func FreePort(tb testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// FreePortPair returns a port p such that p and p+1 were both free a moment
+// ago (on every interface), for `normsim up --socket-port p`: node b
+// listens on p+1. FreePort alone is not enough: Linux gives bind(0) a port
+// of one parity and outgoing connections the other, so the port after a
+// free one is often some connection's.
+func FreePortPair(tb testing.TB) int {
+	tb.Helper()
+	for range 100 {
+		a, err := net.Listen("tcp", "0.0.0.0:0")
+		if err != nil {
+			tb.Fatalf("find a free port: %v", err)
+		}
+		p := a.Addr().(*net.TCPAddr).Port
+		b, err := net.Listen("tcp", "0.0.0.0:"+strconv.Itoa(p+1))
+		a.Close()
+		if err == nil {
+			b.Close()
+			return p
+		}
+	}
+	tb.Fatal("no two consecutive free ports")
+	return 0
 }
 
 // missing skips tb, or fails it when env is "1".

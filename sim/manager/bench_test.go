@@ -2,7 +2,6 @@ package manager_test
 
 import (
 	"context"
-	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -119,27 +118,3 @@ func relayInside(m *sim.Migration) (time.Duration, bool) {
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
-
-// freePortPair returns a port p such that p and p+1 were both free a
-// moment ago, for `normsim up --socket-port p` (node b listens on p+1).
-// testenv.FreePort alone is not enough: Linux gives bind(0) a port of one
-// parity and outgoing connections the other, so the port after a free one
-// is often some connection's.
-func freePortPair(t *testing.T) int {
-	t.Helper()
-	for range 100 {
-		a, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := a.Addr().(*net.TCPAddr).Port
-		b, err := net.Listen("tcp", "0.0.0.0:"+strconv.Itoa(p+1))
-		a.Close()
-		if err == nil {
-			b.Close()
-			return p
-		}
-	}
-	t.Fatal("no two consecutive free ports")
-	return 0
-}

@@ -25,7 +25,7 @@ func TestKilledMidHandoverRecovers(t *testing.T) {
 	bin := buildNormsim(t)
 	db := filepath.Join(t.TempDir(), "normsim.db")
 	addr := "127.0.0.1:" + itoa(testenv.FreePort(t))
-	socketPort := freePortPair(t) // node b listens on socketPort+1
+	socketPort := testenv.FreePortPair(t) // node b listens on socketPort+1
 	up := func() *exec.Cmd {
 		cmd := exec.Command(bin, "up", "--db", db, "--addr", addr, "--socket-port", itoa(socketPort),
 			"--runtime", "external", "--templates", templatesDir)

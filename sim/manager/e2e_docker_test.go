@@ -142,7 +142,7 @@ func TestDockerRestartAdoptsOrCleansUp(t *testing.T) {
 	bin := buildNormsim(t)
 	db := filepath.Join(t.TempDir(), "normsim.db")
 	addr := "127.0.0.1:" + itoa(testenv.FreePort(t))
-	socketPort := freePortPair(t) // node b listens on socketPort+1
+	socketPort := testenv.FreePortPair(t) // node b listens on socketPort+1
 	up := func() *exec.Cmd {
 		// The same socket ports after the restart, so the adopted job's
 		// NORSK_WORKER_WS_URL still points at its node.
