@@ -265,7 +265,14 @@ func decodeStrict(data []byte, v any, what string) error {
 		return sim.Errorf(sim.EInvalid, "%s: %v", what, err)
 	}
 	if dec.More() {
-		return sim.Errorf(sim.EInvalid, "%s: one JSON value expected, found more after it", what)
+		noun := "value"
+		switch reflect.Indirect(reflect.ValueOf(v)).Kind() {
+		case reflect.Struct:
+			noun = "object"
+		case reflect.Slice:
+			noun = "array"
+		}
+		return sim.Errorf(sim.EInvalid, "%s: one JSON %s expected, found more after it", what, noun)
 	}
 	return nil
 }
