@@ -431,8 +431,14 @@ func (s *session) abortFromHandler(m *migration, id, what string, err error) {
 	m.ended = true
 	m.cancel()
 	s.mu.Unlock()
-	if b, err := encode(protocol.JobFrame{Type: protocol.TypeAbort, Reason: reason}); err == nil {
-		s.send(id, b)
+	// A handler that failed because the session is ending (Close, or the
+	// connection going) cannot tell the worker anything: writing with the
+	// session's context already cancelled would tear the socket down
+	// instead of letting it close normally. The job still rolls back.
+	if s.ctx.Err() == nil {
+		if b, err := encode(protocol.JobFrame{Type: protocol.TypeAbort, Reason: reason}); err == nil {
+			s.send(id, b)
+		}
 	}
 	s.notifyAbort(id, reason)
 }
