@@ -476,7 +476,7 @@ func TestFloodingJobCannotGrowMemory(t *testing.T) {
 	const queue = 16
 	var logged bytes.Buffer
 	var logMu sync.Mutex
-	rec := jobsocket.NewRecorder(&slowStore{delay: 500 * time.Millisecond}, queue, newBufLogger(&logged, &logMu))
+	rec := jobsocket.NewRecorder(&slowStore{delay: 500 * time.Millisecond}, jobsocket.RecorderLimits{Records: queue, Bytes: queue * protocol.MaxFrameBytes}, newBufLogger(&logged, &logMu))
 	var frames atomic.Int64
 	l := jobsocket.New(jobsocket.Config{Node: "a", Recorder: rec, OnEvent: func(ev jobsocket.Event) {
 		if ev.Kind == jobsocket.Frame {

@@ -1,0 +1,91 @@
+package jobsocket_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/sim/jobsocket"
+)
+
+// gatedStore blocks its first RecordFrames until released, and keeps what
+// it was given.
+type gatedStore struct {
+	sim.Store
+	entered chan struct{}
+	release chan struct{}
+	once    sync.Once
+	mu      sync.Mutex
+	got     []sim.FrameRecord
+}
+
+func (s *gatedStore) RecordFrames(ctx context.Context, frs []sim.FrameRecord) error {
+	s.once.Do(func() {
+		close(s.entered)
+		<-s.release
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, frs...)
+	return nil
+}
+
+// TestRecorderBoundsBytes: while the store is busy, the recorder holds at
+// most its byte budget of frame text, however few records that is; what
+// fits is written once the store catches up, in order, and Close flushes.
+func TestRecorderBoundsBytes(t *testing.T) {
+	st := &gatedStore{entered: make(chan struct{}), release: make(chan struct{})}
+	rec := jobsocket.NewRecorder(st, jobsocket.RecorderLimits{Records: 1000, Bytes: 100 << 10}, nil)
+	frame := func(i int) sim.FrameRecord {
+		return sim.FrameRecord{JobID: "j", Type: "abort", Size: 40 << 10, Data: strings.Repeat(string(rune('a'+i)), 40<<10)}
+	}
+	rec.Record(frame(0))
+	select {
+	case <-st.entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the recorder did not write the first record")
+	}
+	for i := 1; i <= 4; i++ { // 40 KiB each against a 100 KiB budget: two fit
+		rec.Record(frame(i))
+	}
+	if got := rec.Dropped(); got != 2 {
+		t.Fatalf("dropped %d records, want 2 (two 40 KiB records fit in 100 KiB)", got)
+	}
+	close(st.release)
+	rec.Close()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var types []string
+	for _, f := range st.got {
+		types = append(types, f.Data[:1])
+	}
+	if strings.Join(types, "") != "abc" {
+		t.Fatalf("stored %q, want the first three records in order", strings.Join(types, ""))
+	}
+	rec.Record(frame(5)) // after Close: dropped, not a panic
+	if got := rec.Dropped(); got != 3 {
+		t.Fatalf("dropped %d after Close, want 3", got)
+	}
+}
+
+// TestRecorderBoundsRecords: the count limit holds for small records too.
+func TestRecorderBoundsRecords(t *testing.T) {
+	st := &gatedStore{entered: make(chan struct{}), release: make(chan struct{})}
+	rec := jobsocket.NewRecorder(st, jobsocket.RecorderLimits{Records: 10, Bytes: 1 << 20}, nil)
+	rec.Record(sim.FrameRecord{Type: "hello"})
+	<-st.entered
+	for range 15 {
+		rec.Record(sim.FrameRecord{Type: "state", Data: "{}"})
+	}
+	if got := rec.Dropped(); got != 5 {
+		t.Fatalf("dropped %d records, want 5 over a limit of 10", got)
+	}
+	close(st.release)
+	rec.Close()
+	if len(st.got) != 11 {
+		t.Fatalf("stored %d records, want 11", len(st.got))
+	}
+}
