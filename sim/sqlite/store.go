@@ -65,42 +65,61 @@ func (s *Store) Path() string { return s.path }
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
+// migrate applies the embedded migrations not yet applied, in name order,
+// in one transaction: a store is either on the new schema or untouched.
 func (s *Store) migrate(ctx context.Context) error {
 	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	applied := map[string]bool{}
+	rows, err := s.db.QueryContext(ctx, `SELECT name FROM schema_migrations`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return err
+		}
+		applied[name] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
 	}
 	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
 	if err != nil {
 		return err
 	}
 	sort.Strings(names)
+	var tx *sql.Tx
 	for _, name := range names {
-		var n int
-		if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE name = ?`, name).Scan(&n); err != nil {
-			return err
-		}
-		if n > 0 {
+		if applied[name] {
 			continue
 		}
 		body, err := migrationFiles.ReadFile(name)
 		if err != nil {
 			return err
 		}
-		tx, err := s.db.BeginTx(ctx, nil)
-		if err != nil {
-			return err
+		if tx == nil {
+			if tx, err = s.db.BeginTx(ctx, nil); err != nil {
+				return err
+			}
+			defer tx.Rollback()
 		}
 		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-			tx.Rollback()
 			return fmt.Errorf("apply %s: %w", name, err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)`, name, time.Now().UnixNano()); err != nil {
-			tx.Rollback()
-			return err
-		}
-		if err := tx.Commit(); err != nil {
 			return fmt.Errorf("apply %s: %w", name, err)
 		}
+	}
+	if tx == nil {
+		return nil
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("apply migrations: %w", err)
 	}
 	return nil
 }
