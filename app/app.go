@@ -155,9 +155,12 @@ func listenErr(what, addr, flag string, err error) error {
 	return fmt.Errorf("%s: listen on %s: %w", what, addr, err)
 }
 
-// Open starts everything: listeners first (synchronously, so a port in use
-// is an error from Open), then the store, catalog, runtimes, manager and web
-// server. On error everything already started is closed.
+// Open starts everything /readyz stands for: the dashboard listener, the
+// store and the runtimes side by side, the job-socket listeners and the
+// output sink, the manager and the web server. What nothing waits for yet
+// (the template catalog, the dashboard's page templates) starts once ready.
+// A port in use is an error from Open; on error everything already started
+// is closed.
 func (m *Main) Open(ctx context.Context) (err error) {
 	defer func() {
 		if err != nil {
@@ -181,17 +184,34 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 	m.Catalog = catalog
 
-	m.Store, err = sqlite.Open(ctx, m.Opts.DB)
-	if err != nil {
+	// The store and the runtimes (is a Docker engine answering?) take a few
+	// ms each and need nothing from each other: open them side by side, and
+	// the output sink meanwhile.
+	var mgr *manager.Manager
+	obs := func(ev sim.RuntimeEvent) {
+		if mgr != nil {
+			mgr.OnRuntimeEvent(ev)
+		}
+	}
+	m.Runtimes = map[string]sim.Runtime{sim.RuntimeExternal: manager.External{}}
+	var defaultRuntime string
+	var storeErr, runtimeErr error
+	opened := make(chan struct{})
+	go func() {
+		defer close(opened)
+		defaultRuntime, runtimeErr = m.openRuntimes(ctx, obs)
+	}()
+	m.Store, storeErr = sqlite.Open(ctx, m.Opts.DB)
+	<-opened
+	if err := errors.Join(storeErr, runtimeErr); err != nil {
 		return err
 	}
-	m.recorder = jobsocket.NewRecorder(m.Store, 16384, m.log)
+	m.recorder = jobsocket.NewRecorder(m.Store, jobsocket.DefaultRecorderLimits, m.log)
 
 	noSocket := map[string]bool{}
 	for _, n := range m.Opts.NoJobSocket {
 		noSocket[n] = true
 	}
-	var mgr *manager.Manager
 	onEvent := func(ev jobsocket.Event) {
 		if mgr != nil {
 			mgr.OnSocketEvent(ev)
@@ -225,17 +245,6 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return listenErr("output sink", sinkAddr, "--output-port", err)
 	}
 
-	m.Runtimes = map[string]sim.Runtime{sim.RuntimeExternal: manager.External{}}
-	obs := func(ev sim.RuntimeEvent) {
-		if mgr != nil {
-			mgr.OnRuntimeEvent(ev)
-		}
-	}
-	defaultRuntime, err := m.openRuntimes(ctx, obs)
-	if err != nil {
-		return err
-	}
-
 	owner, err := m.Store.Owner(ctx)
 	if err != nil {
 		return err
@@ -258,8 +267,12 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		},
 	})
 	m.Manager = mgr
-	if err := mgr.Recover(ctx); err != nil {
-		return err
+	// An in-memory store starts empty under a new owner label: no earlier
+	// run can have left anything for it to recover.
+	if m.Opts.DB != sqlite.Memory {
+		if err := mgr.Recover(ctx); err != nil {
+			return err
+		}
 	}
 
 	m.Web = web.New(web.Config{Service: mgr, Addr: ln.Addr().String(), Logger: m.log, Version: m.Opts.Version,
@@ -280,6 +293,13 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		}
 	}()
 	close(m.ready)
+	// Work nobody waits for yet, now that nothing else wants the CPU.
+	catalog.start()
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.Web.Warm()
+	}()
 	return nil
 }
 
@@ -387,7 +407,7 @@ func (m *Main) Close() error {
 			m.Manager.MarkAllStopped()
 		}
 		if lc, ok := m.Catalog.(*lazyCatalog); ok {
-			lc.wait() // its loader is ours to wait for
+			lc.close() // its loader is ours to wait for
 		}
 		if m.recorder != nil {
 			m.recorder.Close()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/template"
@@ -47,29 +48,49 @@ func (m *Main) loadCatalogDirs() (*lazyCatalog, error) {
 		m.templatesNote = fmt.Sprint(abs)
 	}
 	// Validating templates (compose-go compiles its JSON schema on first
-	// use) is most of start-up and nothing /readyz waits for: it runs in
-	// the background, and the first caller that needs the catalog waits.
-	lc := &lazyCatalog{done: make(chan struct{})}
-	go func() {
-		defer close(lc.done)
+	// use) is most of start-up and nothing /readyz waits for: Open starts
+	// it once ready, so it does not compete for the CPU before then, and
+	// the first caller that needs the catalog waits (or starts it).
+	return &lazyCatalog{done: make(chan struct{}), load: func() *template.Catalog {
 		c, err := template.LoadDirs(abs...)
 		if err != nil {
 			m.log.Error("load templates", "err", err)
 			c = template.NewCatalog()
 		}
-		lc.c = c
-	}()
-	return lc, nil
+		return c
+	}}, nil
 }
 
-// lazyCatalog is a sim.Catalog still loading in the background; every
-// method waits until it is loaded.
+// lazyCatalog is a sim.Catalog loaded in the background; every method
+// waits until it is loaded.
 type lazyCatalog struct {
+	once sync.Once
+	load func() *template.Catalog
 	done chan struct{}
 	c    *template.Catalog
 }
 
+// start begins loading in the background, once.
+func (l *lazyCatalog) start() {
+	l.once.Do(func() {
+		go func() {
+			l.c = l.load()
+			close(l.done)
+		}()
+	})
+}
+
+// close waits for a load in progress, or makes sure none starts.
+func (l *lazyCatalog) close() {
+	l.once.Do(func() {
+		l.c = template.NewCatalog()
+		close(l.done)
+	})
+	<-l.done
+}
+
 func (l *lazyCatalog) wait() *template.Catalog {
+	l.start()
 	<-l.done
 	return l.c
 }

@@ -38,7 +38,7 @@ func (s *Server) mountPages(r chi.Router) {
 // current asset version may be cached for good; anything else is revalidated.
 func (s *Server) static(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "*")
-	b, err := fs.ReadFile(s.assets.static, name)
+	b, err := fs.ReadFile(s.assets().static, name)
 	if err != nil {
 		http.NotFound(w, r)
 		return
@@ -51,7 +51,7 @@ func (s *Server) static(w http.ResponseWriter, r *http.Request) {
 	case strings.HasSuffix(name, ".svg"):
 		w.Header().Set("Content-Type", "image/svg+xml")
 	}
-	if r.URL.Query().Get("v") == s.assets.version {
+	if r.URL.Query().Get("v") == s.assets().version {
 		w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
 	} else {
 		w.Header().Set("Cache-Control", "no-cache")

@@ -62,7 +62,7 @@ func loadAssets() *assets {
 // template error becomes a clean 500 rather than half a page.
 func (s *Server) render(w http.ResponseWriter, status int, name string, data any) {
 	var buf bytes.Buffer
-	if err := s.assets.pages[name].ExecuteTemplate(&buf, "layout.html", data); err != nil {
+	if err := s.assets().pages[name].ExecuteTemplate(&buf, "layout.html", data); err != nil {
 		s.log.Error("render page", "page", name, "err", err)
 		http.Error(w, "normsim: could not render the page: "+err.Error(), http.StatusInternalServerError)
 		return
@@ -105,7 +105,7 @@ type pageBase struct {
 }
 
 func (s *Server) base(r *http.Request, title, nav, page, refresh string) pageBase {
-	return pageBase{Title: title, Nav: nav, CSRF: s.csrf.Token(), Version: s.cfg.Version, Asset: s.assets.version,
+	return pageBase{Title: title, Nav: nav, CSRF: s.csrf.Token(), Version: s.cfg.Version, Asset: s.assets().version,
 		Page: page, RefreshURL: refresh}
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -58,7 +59,9 @@ type Server struct {
 	log    *slog.Logger
 	router chi.Router
 	csrf   *csrf
-	assets *assets
+	// assets are parsed on first use (or by Warm): parsing every page is
+	// work start-up does not need to wait for.
+	assets func() *assets
 }
 
 // maxBodyBytes bounds every request body.
@@ -72,7 +75,7 @@ func New(cfg Config) *Server {
 	if cfg.Ready == nil {
 		cfg.Ready = func() bool { return true }
 	}
-	s := &Server{cfg: cfg, svc: cfg.Service, log: cfg.Logger, csrf: newCSRF(cfg.CSRFKey), assets: loadAssets()}
+	s := &Server{cfg: cfg, svc: cfg.Service, log: cfg.Logger, csrf: newCSRF(cfg.CSRFKey), assets: sync.OnceValue(loadAssets)}
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
 	r.Use(s.checkHost)
@@ -108,6 +111,10 @@ func New(cfg Config) *Server {
 	s.router = r
 	return s
 }
+
+// Warm parses the dashboard's pages now, so the first page view does not;
+// call it in the background once the server is up.
+func (s *Server) Warm() { s.assets() }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
 
