@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/normsim/normsim/sim"
@@ -28,6 +29,73 @@ const Memory = ":memory:"
 type Store struct {
 	db   *sql.DB
 	path string
+
+	// writes are the statements the journal and the recorder run on every
+	// change, prepared once (parsing them was most of a write's cost).
+	prepOnce sync.Once
+	prepErr  error
+	writes   [numWrites]*sql.Stmt
+}
+
+// write names one of the prepared writes.
+type write int
+
+const (
+	wSaveInstance write = iota
+	wDeleteInstance
+	wSaveMigration
+	wMigrationEvent
+	wEvent
+	wFrame
+	numWrites
+)
+
+var writeSQL = [numWrites]string{
+	wSaveInstance: `INSERT INTO instances
+		(id, job_id, role, node, template, runtime, state, error, params, token, migration_id, ports, connected, created_at, updated_at, env, runtime_ref, healthy)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		ON CONFLICT(id) DO UPDATE SET job_id=excluded.job_id, role=excluded.role, node=excluded.node,
+		template=excluded.template, runtime=excluded.runtime, state=excluded.state, error=excluded.error,
+		params=excluded.params, token=excluded.token, migration_id=excluded.migration_id, ports=excluded.ports,
+		connected=excluded.connected, updated_at=excluded.updated_at, env=excluded.env,
+		runtime_ref=excluded.runtime_ref, healthy=excluded.healthy`,
+	wDeleteInstance: `DELETE FROM instances WHERE id = ?`,
+	wSaveMigration: `INSERT INTO migrations (id, job_id, state, started_at, doc) VALUES (?,?,?,?,?)
+		ON CONFLICT(id) DO UPDATE SET job_id=excluded.job_id, state=excluded.state, doc=excluded.doc`,
+	wMigrationEvent: `INSERT OR REPLACE INTO migration_events (migration_id, seq, at, phase, side, detail, frame) VALUES (?,?,?,?,?,?,?)`,
+	wEvent:          `INSERT INTO events (at, kind, instance, migration, data) VALUES (?,?,?,?,?)`,
+	wFrame:          `INSERT INTO frames (at, node, job_id, role, direction, type, size, data) VALUES (?,?,?,?,?,?,?,?)`,
+}
+
+// prepareWrites prepares the writes on first use. It must run before a
+// transaction is begun: preparing needs the store's one connection, which
+// a transaction holds.
+func (s *Store) prepareWrites() error {
+	s.prepOnce.Do(func() {
+		for w, q := range writeSQL {
+			st, err := s.db.PrepareContext(context.Background(), q)
+			if err != nil {
+				s.prepErr = fmt.Errorf("prepare store writes: %w", err)
+				return
+			}
+			s.writes[w] = st
+		}
+	})
+	return s.prepErr
+}
+
+// exec runs a prepared write in tx, or as its own transaction when tx is
+// nil. Callers holding a transaction have called prepareWrites before it.
+func (s *Store) exec(ctx context.Context, tx *sql.Tx, w write, args ...any) error {
+	if err := s.prepareWrites(); err != nil {
+		return err
+	}
+	st := s.writes[w]
+	if tx != nil {
+		st = tx.StmtContext(ctx, st) // reuses the statement prepared on the connection
+	}
+	_, err := st.ExecContext(ctx, args...)
+	return err
 }
 
 var _ sim.Store = (*Store)(nil)
@@ -59,11 +127,77 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
+type batchKey struct{}
+
+// Batch runs fn with a context under which every write to this store shares
+// one transaction, committed when fn returns. A write that fails is its
+// caller's error and is undone alone; the others are committed. One commit
+// for a burst of small writes is most of what a write costs, and the
+// store's single connection is held for the batch, so keep fn to writes.
+func (s *Store) Batch(ctx context.Context, fn func(ctx context.Context)) error {
+	if err := s.prepareWrites(); err != nil {
+		return err
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin batch: %w", err)
+	}
+	defer tx.Rollback()
+	fn(context.WithValue(ctx, batchKey{}, tx))
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit batch: %w", err)
+	}
+	return nil
+}
+
+// batchTx is the transaction of the batch ctx runs in, or nil. A single
+// statement that fails in it is undone alone by SQLite.
+func batchTx(ctx context.Context) *sql.Tx {
+	tx, _ := ctx.Value(batchKey{}).(*sql.Tx)
+	return tx
+}
+
+// atomically runs several writes as one: inside a batch in a savepoint of
+// its transaction, otherwise in a transaction of their own.
+func (s *Store) atomically(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if tx := batchTx(ctx); tx != nil {
+		if _, err := tx.ExecContext(ctx, `SAVEPOINT writes`); err != nil {
+			return err
+		}
+		if err := fn(tx); err != nil {
+			tx.ExecContext(ctx, `ROLLBACK TO writes`)
+			tx.ExecContext(ctx, `RELEASE writes`)
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `RELEASE writes`)
+		return err
+	}
+	if err := s.prepareWrites(); err != nil {
+		return err
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
 // Path is where the store lives (Memory for an in-memory one).
 func (s *Store) Path() string { return s.path }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	for _, st := range s.writes {
+		if st != nil {
+			st.Close()
+		}
+	}
+	return s.db.Close()
+}
 
 // migrate applies the embedded migrations not yet applied, in name order,
 // in one transaction: a store is either on the new schema or untouched.
@@ -135,14 +269,7 @@ func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 
 // SaveInstance inserts or replaces an instance.
 func (s *Store) SaveInstance(ctx context.Context, in *sim.Instance) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO instances
-		(id, job_id, role, node, template, runtime, state, error, params, token, migration_id, ports, connected, created_at, updated_at, env, runtime_ref, healthy)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
-		ON CONFLICT(id) DO UPDATE SET job_id=excluded.job_id, role=excluded.role, node=excluded.node,
-		template=excluded.template, runtime=excluded.runtime, state=excluded.state, error=excluded.error,
-		params=excluded.params, token=excluded.token, migration_id=excluded.migration_id, ports=excluded.ports,
-		connected=excluded.connected, updated_at=excluded.updated_at, env=excluded.env,
-		runtime_ref=excluded.runtime_ref, healthy=excluded.healthy`,
+	err := s.exec(ctx, batchTx(ctx), wSaveInstance,
 		in.ID, in.JobID, in.Role, in.Node, in.Template, in.Runtime, string(in.State), in.Error,
 		jsonText(in.Params), in.Token, in.MigrationID, jsonText(in.Ports), in.Connected,
 		nanos(in.CreatedAt), nanos(in.UpdatedAt), jsonText(in.Env), jsonText(in.RuntimeRef), in.Healthy)
@@ -203,7 +330,7 @@ func (s *Store) ListInstances(ctx context.Context) ([]*sim.Instance, error) {
 
 // DeleteInstance removes an instance's row.
 func (s *Store) DeleteInstance(ctx context.Context, id string) error {
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM instances WHERE id = ?`, id); err != nil {
+	if err := s.exec(ctx, batchTx(ctx), wDeleteInstance, id); err != nil {
 		return fmt.Errorf("delete instance %s: %w", id, err)
 	}
 	return nil
@@ -213,9 +340,7 @@ func (s *Store) DeleteInstance(ctx context.Context, id string) error {
 func (s *Store) SaveMigration(ctx context.Context, m *sim.Migration) error {
 	doc := *m
 	doc.Events = nil
-	_, err := s.db.ExecContext(ctx, `INSERT INTO migrations (id, job_id, state, started_at, doc) VALUES (?,?,?,?,?)
-		ON CONFLICT(id) DO UPDATE SET job_id=excluded.job_id, state=excluded.state, doc=excluded.doc`,
-		m.ID, m.JobID, string(m.State), nanos(m.StartedAt), jsonText(doc))
+	err := s.exec(ctx, batchTx(ctx), wSaveMigration, m.ID, m.JobID, string(m.State), nanos(m.StartedAt), jsonText(doc))
 	if err != nil {
 		return fmt.Errorf("save migration %s: %w", m.ID, err)
 	}
@@ -315,22 +440,27 @@ func (s *Store) AppendMigrationEvents(ctx context.Context, migrationID string, e
 	if len(evs) == 0 {
 		return nil
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	for _, ev := range evs {
+	insert := func(tx *sql.Tx, ev sim.MigrationEvent) error {
 		var frame any
 		if ev.Frame != nil {
 			frame = jsonText(ev.Frame)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO migration_events (migration_id, seq, at, phase, side, detail, frame) VALUES (?,?,?,?,?,?,?)`,
-			migrationID, ev.Seq, nanos(ev.At), ev.Phase, ev.Side, ev.Detail, frame); err != nil {
+		if err := s.exec(ctx, tx, wMigrationEvent, migrationID, ev.Seq, nanos(ev.At), ev.Phase, ev.Side, ev.Detail, frame); err != nil {
 			return fmt.Errorf("append migration event %s/%d: %w", migrationID, ev.Seq, err)
 		}
+		return nil
 	}
-	return tx.Commit()
+	if len(evs) == 1 { // one statement is atomic by itself
+		return insert(batchTx(ctx), evs[0])
+	}
+	return s.atomically(ctx, func(tx *sql.Tx) error {
+		for _, ev := range evs {
+			if err := insert(tx, ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // AppendEvent records a change.
@@ -339,8 +469,7 @@ func (s *Store) AppendEvent(ctx context.Context, ev sim.Event) error {
 	if len(ev.Data) > 0 {
 		data = string(ev.Data)
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO events (at, kind, instance, migration, data) VALUES (?,?,?,?,?)`,
-		nanos(ev.At), ev.Kind, ev.Instance, ev.Migration, data)
+	err := s.exec(ctx, batchTx(ctx), wEvent, nanos(ev.At), ev.Kind, ev.Instance, ev.Migration, data)
 	if err != nil {
 		return fmt.Errorf("append event %s: %w", ev.Kind, err)
 	}
@@ -391,22 +520,14 @@ func (s *Store) RecordFrames(ctx context.Context, frs []sim.FrameRecord) error {
 	if len(frs) == 0 {
 		return nil
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO frames (at, node, job_id, role, direction, type, size, data) VALUES (?,?,?,?,?,?,?,?)`)
-	if err != nil {
-		return err
-	}
-	defer stmt.Close()
-	for _, f := range frs {
-		if _, err := stmt.ExecContext(ctx, nanos(f.At), f.Node, f.JobID, f.Role, f.Direction, f.Type, f.Size, f.Data); err != nil {
-			return fmt.Errorf("record frame: %w", err)
+	return s.atomically(ctx, func(tx *sql.Tx) error {
+		for _, f := range frs {
+			if err := s.exec(ctx, tx, wFrame, nanos(f.At), f.Node, f.JobID, f.Role, f.Direction, f.Type, f.Size, f.Data); err != nil {
+				return fmt.Errorf("record frame: %w", err)
+			}
 		}
-	}
-	return tx.Commit()
+		return nil
+	})
 }
 
 // ListFrames returns recorded frames oldest first.
