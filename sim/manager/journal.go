@@ -10,40 +10,123 @@ import (
 )
 
 // journal writes everything the manager records to the store, in order, on
-// one goroutine: no caller (least of all a frame relay) waits for SQLite.
+// one goroutine: no caller (least of all a frame relay) waits for SQLite,
+// and none blocks, so the manager may record while holding its locks.
+// Callers are bounded by what the manager does (a migration's timeline is
+// capped, instances and events come from requests and connections), so the
+// queue is not: a slow store costs memory for a while, never a stalled relay.
 type journal struct {
-	store  sim.Store
-	log    *slog.Logger
-	ops    chan func(context.Context)
-	mu     sync.RWMutex
-	closed bool
-	done   chan struct{}
+	store sim.Store
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	pending []journalOp
+	closed  bool
+	wake    chan struct{} // capacity 1: something is pending, or closed
+	done    chan struct{}
+}
+
+// journalOp is one write, or (write nil) a Flush waiting for what was
+// queued before it to be committed.
+type journalOp struct {
+	write   func(context.Context)
+	flushed chan struct{}
+}
+
+// journalLinger is how long the journal lets a burst gather before writing
+// it: a handover records a dozen events within a millisecond or two, and
+// the relay that caused them should have the CPU first.
+const journalLinger = time.Millisecond
+
+// journalBatch is the most writes committed in one transaction.
+const journalBatch = 512
+
+// batcher is a store that can commit several writes in one transaction
+// (sim/sqlite's Store).
+type batcher interface {
+	Batch(ctx context.Context, fn func(ctx context.Context)) error
 }
 
 func newJournal(store sim.Store, log *slog.Logger) *journal {
-	j := &journal{store: store, log: log, ops: make(chan func(context.Context), 8192), done: make(chan struct{})}
+	j := &journal{store: store, log: log, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go j.loop()
 	return j
 }
 
 func (j *journal) loop() {
 	defer close(j.done)
-	for op := range j.ops {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		op(ctx)
-		cancel()
+	var spare []journalOp
+	for range j.wake {
+		j.mu.Lock()
+		closed := j.closed
+		j.mu.Unlock()
+		if !closed {
+			time.Sleep(journalLinger)
+		}
+		j.mu.Lock()
+		ops := j.pending
+		j.pending = spare
+		closed = j.closed
+		j.mu.Unlock()
+		for rest := ops; len(rest) > 0; {
+			n := min(len(rest), journalBatch)
+			j.write(rest[:n])
+			rest = rest[n:]
+		}
+		clear(ops)
+		spare = ops[:0]
+		if closed {
+			return
+		}
 	}
 }
 
-func (j *journal) do(op func(context.Context)) {
+// write commits ops, in one transaction where the store can, then tells
+// the flushes among them.
+func (j *journal) write(ops []journalOp) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	run := func(ctx context.Context) {
+		for _, op := range ops {
+			if op.write != nil {
+				op.write(ctx)
+			}
+		}
+	}
+	if b, ok := j.store.(batcher); ok && len(ops) > 1 {
+		if err := b.Batch(ctx, run); err != nil {
+			j.log.Error("write journal", "ops", len(ops), "err", err)
+		}
+	} else {
+		run(ctx)
+	}
+	for _, op := range ops {
+		if op.flushed != nil {
+			close(op.flushed)
+		}
+	}
+}
+
+func (j *journal) enqueue(op journalOp) bool {
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return false
+	}
+	j.pending = append(j.pending, op)
+	j.mu.Unlock()
+	select {
+	case j.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+func (j *journal) do(write func(context.Context)) {
 	if j.store == nil {
 		return
 	}
-	j.mu.RLock()
-	defer j.mu.RUnlock()
-	if !j.closed {
-		j.ops <- op
-	}
+	j.enqueue(journalOp{write: write})
 }
 
 func (j *journal) instance(in *sim.Instance) {
@@ -86,20 +169,15 @@ func (j *journal) migrationEvent(id string, ev sim.MigrationEvent) {
 	})
 }
 
-// Flush waits until every op queued before it has been written.
+// Flush waits until every op queued before it has been committed.
 func (j *journal) Flush() {
 	if j.store == nil {
 		return
 	}
-	done := make(chan struct{})
-	j.mu.RLock()
-	if j.closed {
-		j.mu.RUnlock()
-		return
+	flushed := make(chan struct{})
+	if j.enqueue(journalOp{flushed: flushed}) {
+		<-flushed
 	}
-	j.ops <- func(context.Context) { close(done) }
-	j.mu.RUnlock()
-	<-done
 }
 
 // Close writes what is queued and stops.
@@ -107,7 +185,10 @@ func (j *journal) Close() {
 	j.mu.Lock()
 	if !j.closed {
 		j.closed = true
-		close(j.ops)
+		select {
+		case j.wake <- struct{}{}:
+		default:
+		}
 	}
 	j.mu.Unlock()
 	<-j.done
