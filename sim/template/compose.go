@@ -1,6 +1,7 @@
 package template
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/compose-spec/compose-go/v2/loader"
@@ -52,6 +54,86 @@ func loadProject(ctx context.Context, dir string, content []byte, project string
 		return nil, composeError(dir, err)
 	}
 	return p, nil
+}
+
+// launchProject loads the compose project for a launch with env's values
+// interpolated. Loading is most of a launch's CPU (compose-go validates
+// against the compose schema and canonicalises), and a job that migrates
+// launches its template with the same values each time, so projects are
+// kept by their values where the result depends on nothing else: not on
+// the project's name (each instance has its own) and not on other files,
+// which could change between launches. The project is shared: callers
+// copy what they change (serviceSpec does).
+func (l *Loaded) launchProject(name string, env map[string]string) (*types.Project, error) {
+	if !cacheable(l.compose) {
+		return loadProject(context.Background(), l.Dir, l.compose, name, env, true)
+	}
+	key := envKey(env)
+	if p := l.projects.get(key); p != nil {
+		return p, nil
+	}
+	p, err := loadProject(context.Background(), l.Dir, l.compose, cachedProjectName, env, true)
+	if err != nil {
+		return nil, err
+	}
+	l.projects.put(key, p)
+	return p, nil
+}
+
+// cachedProjectName names the projects kept in a projectCache; nothing of
+// a launch's spec comes from the name.
+const cachedProjectName = "normsim-launch"
+
+// readsAtLoad are what make compose-go's result depend on more than the
+// compose text and the values: files read while loading, and the
+// project's name interpolated. A compose file mentioning any of them is
+// loaded afresh for every launch (a false alarm only costs the cache).
+var readsAtLoad = []string{"env_file", "label_file", "extends", "include", "COMPOSE_PROJECT_NAME"}
+
+func cacheable(compose []byte) bool {
+	for _, s := range readsAtLoad {
+		if bytes.Contains(compose, []byte(s)) {
+			return false
+		}
+	}
+	return true
+}
+
+// envKey is env as one string, the same for equal maps.
+func envKey(env map[string]string) string {
+	var b strings.Builder
+	for _, k := range sortedKeys(env) {
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(env[k])
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// projectCache holds loaded projects by envKey, at most projectCacheSize;
+// when full it starts again (a template launched with more distinct values
+// than that gains little from a cache).
+type projectCache struct {
+	mu    sync.Mutex
+	byEnv map[string]*types.Project
+}
+
+const projectCacheSize = 64
+
+func (c *projectCache) get(key string) *types.Project {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byEnv[key]
+}
+
+func (c *projectCache) put(key string, p *types.Project) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byEnv == nil || len(c.byEnv) >= projectCacheSize {
+		c.byEnv = map[string]*types.Project{}
+	}
+	c.byEnv[key] = p
 }
 
 // composeError strips the absolute file name compose-go puts in messages.

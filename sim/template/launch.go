@@ -1,7 +1,6 @@
 package template
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -91,7 +90,7 @@ func (l *Loaded) Launch(in sim.LaunchInput) (*sim.LaunchSpec, error) {
 	}
 
 	project := ProjectName(in.Instance.ID)
-	p, err := loadProject(context.Background(), l.Dir, l.compose, project, env, true)
+	p, err := l.launchProject(project, env)
 	if err != nil {
 		code := sim.EComposeInvalid
 		if interpolationFailed(err) {

@@ -53,6 +53,7 @@ type Loaded struct {
 	params       []sim.Parameter
 	compose      []byte
 	manifestOnly bool
+	projects     projectCache
 }
 
 // Valid reports whether the template passed validation.
