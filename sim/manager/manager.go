@@ -42,6 +42,12 @@ type Node struct {
 	Socket Socket
 }
 
+// socketConnected reports whether the instance's job is connected to this
+// node's listener right now.
+func (n *Node) socketConnected(in sim.Instance) bool {
+	return n != nil && n.Socket != nil && n.Socket.Connected(in.JobID, in.Role)
+}
+
 // OutputSink is where jobs send output (the sink package implements it).
 type OutputSink interface {
 	Packets(jobID string, since time.Time) []sim.Packet

@@ -77,7 +77,10 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 		if !toNode.HasJobSocket() {
 			return nil, sim.Errorf(sim.EUnprocessable, "handover needs a target node with %s; node %s runs without a job socket", sim.CapabilityJobSocket, to)
 		}
-		if !srcSnap.Connected {
+		// The listener tells the manager of a connection just after it
+		// writes hello-ack, so a job that asks to migrate the moment it
+		// reads hello-ack is connected before the manager has heard.
+		if !srcSnap.Connected && !m.nodes[srcSnap.Node].socketConnected(srcSnap) {
 			return nil, sim.Errorf(sim.EUnprocessable, "handover needs the source connected to its job socket; %s is not connected", instanceID)
 		}
 	}
