@@ -496,6 +496,14 @@ func (m *Manager) start(ctx context.Context, in *instance, rt sim.Runtime) error
 	m.setStateLocked(in, sim.InstanceStarting, "")
 	m.mu.Unlock()
 	err := rt.Start(ctx, in.ID)
+	pids := false
+	defer func() {
+		// Host processes outlive a killed normsim: their pids are in the
+		// store before Start returns, so a restart can stop them.
+		if pids {
+			m.journal.Flush()
+		}
+	}()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err != nil {
@@ -508,14 +516,19 @@ func (m *Manager) start(ctx context.Context, in *instance, rt sim.Runtime) error
 		}
 		for svc, pid := range pr.Pids(in.ID) {
 			in.RuntimeRef["pid:"+svc] = strconv.Itoa(pid)
+			pids = true
 		}
 	}
+	journaled := false
 	if in.State == sim.InstanceStarting {
-		m.setStateLocked(in, sim.InstanceRunning, "")
+		journaled = m.setStateLocked(in, sim.InstanceRunning, "")
 		if !hasHealthcheck(in.spec) && !in.Healthy {
 			in.Healthy = true
 			m.changedLocked(in)
 		}
+	}
+	if pids && !journaled {
+		m.changedLocked(in) // the pids, whatever the state
 	}
 	if in.State != sim.InstanceRunning {
 		return fmt.Errorf("instance %s is %s: %s", in.ID, in.State, in.Error)

@@ -17,7 +17,12 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
+	version := flag.Bool("version", false, "print a version and exit (the exec-only peer of normsim version)")
 	flag.Parse()
+	if *version {
+		os.Stdout.WriteString("barehttp\n")
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ln, err := net.Listen("tcp", *addr)
