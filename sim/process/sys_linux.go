@@ -87,9 +87,46 @@ func groupAlive(pgid int) bool {
 	if !anyInGroup(pgid) {
 		return false
 	}
+	alive := false
+	ok := eachInGroup(pgid, func(pid string, state byte) bool {
+		alive = state != 'Z' && state != 'X'
+		return !alive
+	})
+	return alive || !ok
+}
+
+// groupStopped reports whether every live process of group pgid, every
+// thread of it, has stopped (state T). After kill(SIGSTOP) returns, a
+// multi-threaded process can run on until one of its threads gets a CPU to
+// start the group stop: under load, long enough to read a frame and answer.
+func groupStopped(pgid int) bool {
+	stopped := true
+	ok := eachInGroup(pgid, func(pid string, state byte) bool {
+		if state == 'Z' || state == 'X' {
+			return true
+		}
+		tasks, err := os.ReadDir("/proc/" + pid + "/task")
+		if err != nil {
+			stopped = state == 'T'
+			return stopped
+		}
+		for _, t := range tasks {
+			if st, ok := procState("/proc/" + pid + "/task/" + t.Name() + "/stat"); ok && st != 'T' && st != 'Z' && st != 'X' {
+				stopped = false
+				return false
+			}
+		}
+		return true
+	})
+	return ok && stopped
+}
+
+// eachInGroup calls fn with the pid and state of each process in group
+// pgid until fn returns false. It reports false when /proc cannot be read.
+func eachInGroup(pgid int, fn func(pid string, state byte) bool) bool {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return true
+		return false
 	}
 	want := []byte(strconv.Itoa(pgid))
 	for _, e := range ents {
@@ -101,18 +138,40 @@ func groupAlive(pgid int) bool {
 		if err != nil {
 			continue
 		}
-		// pid (comm) state ppid pgrp ...; comm may hold spaces and parens.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
+		f, ok := statFields(b)
+		if !ok || len(f) < 3 || !bytes.Equal(f[2], want) {
 			continue
 		}
-		f := bytes.Fields(b[i+1:])
-		if len(f) < 3 || string(f[0]) == "Z" || string(f[0]) == "X" {
-			continue
-		}
-		if bytes.Equal(f[2], want) {
-			return true
+		if !fn(name, f[0][0]) {
+			break
 		}
 	}
-	return false
+	return true
+}
+
+// procState is the state letter in a /proc stat file.
+func procState(path string) (byte, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	f, ok := statFields(b)
+	if !ok || len(f) < 1 {
+		return 0, false
+	}
+	return f[0][0], true
+}
+
+// statFields splits a /proc stat line after "pid (comm)": state, ppid,
+// pgrp, ... The comm may hold spaces and parentheses.
+func statFields(b []byte) ([][]byte, bool) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil, false
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) == 0 || len(f[0]) == 0 {
+		return nil, false
+	}
+	return f, true
 }

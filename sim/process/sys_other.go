@@ -24,3 +24,5 @@ func killGroup(int) error { return errUnsupported }
 func groupAlive(int) bool { return false }
 
 func waitExit(context.Context, int, int, func()) (exitInfo, bool) { return exitInfo{}, false }
+
+func groupStopped(int) bool { return true }
