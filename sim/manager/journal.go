@@ -3,9 +3,9 @@ package manager
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
+	"github.com/normsim/normsim/internal/batchq"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -18,12 +18,7 @@ import (
 type journal struct {
 	store sim.Store
 	log   *slog.Logger
-
-	mu      sync.Mutex
-	pending []journalOp
-	closed  bool
-	wake    chan struct{} // capacity 1: something is pending, or closed
-	done    chan struct{}
+	queue *batchq.Queue[journalOp]
 }
 
 // journalOp is one write, or (write nil) a Flush waiting for what was
@@ -48,37 +43,9 @@ type batcher interface {
 }
 
 func newJournal(store sim.Store, log *slog.Logger) *journal {
-	j := &journal{store: store, log: log, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	go j.loop()
+	j := &journal{store: store, log: log}
+	j.queue = batchq.New(batchq.Limits{}, journalLinger, journalBatch, j.write)
 	return j
-}
-
-func (j *journal) loop() {
-	defer close(j.done)
-	var spare []journalOp
-	for range j.wake {
-		j.mu.Lock()
-		closed := j.closed
-		j.mu.Unlock()
-		if !closed {
-			time.Sleep(journalLinger)
-		}
-		j.mu.Lock()
-		ops := j.pending
-		j.pending = spare
-		closed = j.closed
-		j.mu.Unlock()
-		for rest := ops; len(rest) > 0; {
-			n := min(len(rest), journalBatch)
-			j.write(rest[:n])
-			rest = rest[n:]
-		}
-		clear(ops)
-		spare = ops[:0]
-		if closed {
-			return
-		}
-	}
 }
 
 // write commits ops, in one transaction where the store can, then tells
@@ -107,26 +74,11 @@ func (j *journal) write(ops []journalOp) {
 	}
 }
 
-func (j *journal) enqueue(op journalOp) bool {
-	j.mu.Lock()
-	if j.closed {
-		j.mu.Unlock()
-		return false
-	}
-	j.pending = append(j.pending, op)
-	j.mu.Unlock()
-	select {
-	case j.wake <- struct{}{}:
-	default:
-	}
-	return true
-}
-
 func (j *journal) do(write func(context.Context)) {
 	if j.store == nil {
 		return
 	}
-	j.enqueue(journalOp{write: write})
+	j.queue.Add(journalOp{write: write}, 0)
 }
 
 func (j *journal) instance(in *sim.Instance) {
@@ -175,21 +127,10 @@ func (j *journal) Flush() {
 		return
 	}
 	flushed := make(chan struct{})
-	if j.enqueue(journalOp{flushed: flushed}) {
+	if j.queue.Add(journalOp{flushed: flushed}, 0) {
 		<-flushed
 	}
 }
 
 // Close writes what is queued and stops.
-func (j *journal) Close() {
-	j.mu.Lock()
-	if !j.closed {
-		j.closed = true
-		select {
-		case j.wake <- struct{}{}:
-		default:
-		}
-	}
-	j.mu.Unlock()
-	<-j.done
-}
+func (j *journal) Close() { j.queue.Close() }

@@ -1,0 +1,104 @@
+// Package batchq is a queue whose items one goroutine writes in batches,
+// for the sim's recorders: adding never blocks, a burst of items gathers
+// for a moment (the linger) before the batch is written, so the work that
+// caused the burst has the CPU first, and the queue may be bounded by item
+// count and by a size the caller assigns to each item.
+package batchq
+
+import (
+	"sync"
+	"time"
+)
+
+// Limits bound what a queue holds while its writer catches up; zero means
+// no bound.
+type Limits struct {
+	Items int
+	Size  int
+}
+
+// Queue hands items to write in batches of at most batch items, in order,
+// on its own goroutine.
+type Queue[T any] struct {
+	write  func([]T)
+	linger time.Duration
+	batch  int
+	limits Limits
+
+	mu      sync.Mutex
+	pending []T
+	size    int
+	closed  bool
+	wake    chan struct{} // capacity 1: something is pending, or closed
+	done    chan struct{}
+}
+
+// New starts a queue's writer goroutine.
+func New[T any](limits Limits, linger time.Duration, batch int, write func([]T)) *Queue[T] {
+	q := &Queue[T]{write: write, linger: linger, batch: batch, limits: limits,
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go q.loop()
+	return q
+}
+
+// Add queues item, of the given size, and reports whether it was taken: not
+// when the queue is closed or the item would pass a limit.
+func (q *Queue[T]) Add(item T, size int) bool {
+	q.mu.Lock()
+	if q.closed || (q.limits.Items > 0 && len(q.pending) >= q.limits.Items) ||
+		(q.limits.Size > 0 && q.size+size > q.limits.Size) {
+		q.mu.Unlock()
+		return false
+	}
+	q.pending = append(q.pending, item)
+	q.size += size
+	q.mu.Unlock()
+	q.signal()
+	return true
+}
+
+// Close writes what is queued, then stops the writer; Add refuses from now.
+func (q *Queue[T]) Close() {
+	q.mu.Lock()
+	if !q.closed {
+		q.closed = true
+		q.signal()
+	}
+	q.mu.Unlock()
+	<-q.done
+}
+
+func (q *Queue[T]) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *Queue[T]) loop() {
+	defer close(q.done)
+	var spare []T
+	for range q.wake {
+		q.mu.Lock()
+		closed := q.closed
+		q.mu.Unlock()
+		if !closed {
+			time.Sleep(q.linger)
+		}
+		q.mu.Lock()
+		items := q.pending
+		q.pending, q.size = spare, 0
+		closed = q.closed
+		q.mu.Unlock()
+		for rest := items; len(rest) > 0; {
+			n := min(len(rest), q.batch)
+			q.write(rest[:n])
+			rest = rest[n:]
+		}
+		clear(items) // let go of what the items hold
+		spare = items[:0]
+		if closed {
+			return
+		}
+	}
+}

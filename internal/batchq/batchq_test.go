@@ -1,0 +1,65 @@
+package batchq_test
+
+import (
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/internal/batchq"
+)
+
+// TestOrderBatchesAndClose: items reach the writer in order, in batches no
+// larger than asked, and Close writes what is still queued.
+func TestOrderBatchesAndClose(t *testing.T) {
+	var mu sync.Mutex
+	var got []int
+	var sizes []int
+	q := batchq.New(batchq.Limits{}, time.Millisecond, 3, func(b []int) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, b...)
+		sizes = append(sizes, len(b))
+	})
+	for i := range 10 {
+		if !q.Add(i, 0) {
+			t.Fatalf("item %d refused by an unbounded queue", i)
+		}
+	}
+	q.Close()
+	if q.Add(10, 0) {
+		t.Fatal("a closed queue took an item")
+	}
+	if want := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}; !slices.Equal(got, want) {
+		t.Fatalf("written %v, want %v", got, want)
+	}
+	for _, n := range sizes {
+		if n > 3 {
+			t.Fatalf("a batch of %d, over 3: %v", n, sizes)
+		}
+	}
+}
+
+// TestLimits: while the writer is busy, the queue takes items up to its
+// item limit and its size limit, whichever comes first.
+func TestLimits(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var written []string
+	q := batchq.New(batchq.Limits{Items: 3, Size: 10}, 0, 100, func(b []string) {
+		once.Do(func() { close(entered); <-release })
+		written = append(written, b...)
+	})
+	q.Add("first", 0)
+	<-entered // the writer holds "first"; what follows waits in the queue
+	took := []bool{q.Add("a", 4), q.Add("b", 4), q.Add("c", 4), q.Add("d", 1), q.Add("e", 1)}
+	// a, b fit (8); c would make 12 > 10; d makes 9; e is a fourth item > 3.
+	if want := []bool{true, true, false, true, false}; !slices.Equal(took, want) {
+		t.Fatalf("taken %v, want %v", took, want)
+	}
+	close(release)
+	q.Close()
+	if want := []string{"first", "a", "b", "d"}; !slices.Equal(written, want) {
+		t.Fatalf("written %v, want %v", written, want)
+	}
+}
