@@ -13,10 +13,10 @@ import (
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
-	"github.com/coder/websocket"
 
 	"github.com/normsim/normsim/app"
 	"github.com/normsim/normsim/internal/testenv"
+	"github.com/normsim/normsim/internal/testjob"
 	"github.com/normsim/normsim/normsimtest"
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
@@ -319,14 +319,14 @@ func TestBrowserRefusedMigrations(t *testing.T) {
 	// migration page ends refused, highlighted, with the job's reason.
 	in := s.Instance(t, id)
 	full, _ := s.Main.Manager.Instance(t.Context(), id)
-	src := dialJob(t, full.Env["counter"])
+	src := testjob.Dial(t, full.Env["counter"])
 	b.wait("the instance to show connected", `!!document.querySelector('#inst-conn .conn.on')`, 10*time.Second)
 	b.click("#migrate-handover")
 	b.wait("the migration page", `location.pathname.startsWith('/migrations/mig-')`, 20*time.Second)
 	b.wait("the migration page's event stream", `document.querySelector('#live[data-state="live"]') !== null`, 15*time.Second)
 	loads := b.loads()
-	src.expect(protocol.TypeGetState)
-	src.send(protocol.JobFrame{Type: protocol.TypeStateRefused, Reason: "busy recording"})
+	src.Expect(protocol.TypeGetState)
+	src.Send(protocol.JobFrame{Type: protocol.TypeStateRefused, Reason: "busy recording"})
 	b.wait("the refused end", `!!document.querySelector('#mig-state [data-state="refused"]')`, 20*time.Second)
 	if r := b.text("#mig-reason"); !strings.Contains(r, "busy recording") || !strings.Contains(r, "no target was placed") {
 		b.fail("the end reason reads %q", r)
@@ -347,7 +347,7 @@ func TestBrowserTimelineFollowsAHandoverStepByStep(t *testing.T) {
 	s := startSim(t, normsimtest.Options{Runtime: sim.RuntimeExternal})
 	in := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
 	full, _ := s.Main.Manager.Instance(t.Context(), in.ID)
-	src := dialJob(t, full.Env["counter"])
+	src := testjob.Dial(t, full.Env["counter"])
 	s.WaitConnected(t, in.ID)
 
 	b.open(s.URL + "/instances/" + in.ID)
@@ -361,14 +361,14 @@ func TestBrowserTimelineFollowsAHandoverStepByStep(t *testing.T) {
 	}
 
 	// The source is asked for its state and has not answered: running.
-	src.expect(protocol.TypeGetState)
+	src.Expect(protocol.TypeGetState)
 	b.wait("get-state on the timeline", hasFrame("→ get-state"), 10*time.Second)
 	if st := evalJS[string](b, `document.querySelector('#mig-state [data-state]').dataset.state`); st != "running" {
 		b.fail("state %q while the source has not answered", st)
 	}
 	b.screenshot("waiting-for-state")
 
-	src.send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{"next":41}`)})
+	src.Send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{"next":41}`)})
 	b.wait("the state frame", hasFrame("← state"), 10*time.Second)
 
 	var env map[string]string
@@ -378,20 +378,20 @@ func TestBrowserTimelineFollowsAHandoverStepByStep(t *testing.T) {
 		return env != nil
 	})
 	b.wait("the env to start the target with", `!!document.querySelector('#target-env')`, 10*time.Second)
-	tgt := dialJob(t, env)
-	tgt.expect(protocol.TypeInitialState)
+	tgt := testjob.Dial(t, env)
+	tgt.Expect(protocol.TypeInitialState)
 	b.wait("initial-state", hasFrame("→ initial-state"), 10*time.Second)
 
-	tgt.send(protocol.JobFrame{Type: protocol.TypeTargetReady, Payload: json.RawMessage(`{"ready":true}`)})
-	src.expect(protocol.TypeCutoverReady)
+	tgt.Send(protocol.JobFrame{Type: protocol.TypeTargetReady, Payload: json.RawMessage(`{"ready":true}`)})
+	src.Expect(protocol.TypeCutoverReady)
 	b.wait("cutover-ready", hasFrame("→ cutover-ready"), 10*time.Second)
 	b.screenshot("cutover-ready")
 
-	src.send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":41}`)})
-	tgt.expect(protocol.TypeCutoverApply)
+	src.Send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":41}`)})
+	tgt.Expect(protocol.TypeCutoverApply)
 	b.wait("the point of no return", `!!document.querySelector('#timeline .ponr')`, 10*time.Second)
 
-	tgt.send(protocol.JobFrame{Type: protocol.TypeTargetApplied, Applied: []string{"counter"}})
+	tgt.Send(protocol.JobFrame{Type: protocol.TypeTargetApplied, Applied: []string{"counter"}})
 	b.wait("completed", `!!document.querySelector('#mig-state [data-state="completed"]')`, 20*time.Second)
 	if got := b.loads(); got != loads {
 		b.fail("the migration page reloaded (%d loads, want %d)", got, loads)
@@ -409,56 +409,6 @@ func TestBrowserTimelineFollowsAHandoverStepByStep(t *testing.T) {
 	b.wait("the payload", `(document.querySelector('#frame-detail-body pre') || {textContent: ''}).textContent.includes('"next": 41')`, 5*time.Second)
 	b.screenshot("completed")
 	b.noScriptErrors()
-}
-
-// rawJob plays a job over a raw WebSocket, so a test controls every frame.
-type rawJob struct {
-	t *testing.T
-	c *websocket.Conn
-}
-
-func dialJob(t *testing.T, env map[string]string) *rawJob {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(ctx, env[protocol.EnvURL], nil)
-	if err != nil {
-		t.Fatalf("dial %s: %v", env[protocol.EnvURL], err)
-	}
-	t.Cleanup(func() { c.CloseNow() })
-	j := &rawJob{t: t, c: c}
-	j.send(protocol.JobFrame{Type: protocol.TypeHello, Token: env[protocol.EnvToken]})
-	j.expect(protocol.TypeHelloAck)
-	return j
-}
-
-func (j *rawJob) send(f protocol.JobFrame) {
-	j.t.Helper()
-	b, err := f.Marshal()
-	if err != nil {
-		j.t.Fatal(err)
-	}
-	if err := j.c.Write(context.Background(), websocket.MessageText, b); err != nil {
-		j.t.Fatalf("send %s: %v", f.Type, err)
-	}
-}
-
-func (j *rawJob) expect(typ string) protocol.WorkerFrame {
-	j.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	_, data, err := j.c.Read(ctx)
-	if err != nil {
-		j.t.Fatalf("read, waiting for %s: %v", typ, err)
-	}
-	f, err := protocol.ParseWorkerFrame(data)
-	if err != nil {
-		j.t.Fatalf("worker sent an invalid frame %s: %v", data, err)
-	}
-	if f.Type != typ {
-		j.t.Fatalf("got %s (%s), want %s", f.Type, data, typ)
-	}
-	return f
 }
 
 // TestBrowserSurvivesARestart stops normsim under an open page and starts

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/normsim/normsim/internal/testjob"
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/jobsocket"
@@ -59,13 +60,13 @@ func TestMigrateRightAfterHelloAck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := dialJob(t, in.Env["counter"]) // returns once hello-ack is read
+	j := testjob.Dial(t, in.Env["counter"]) // returns once hello-ack is read
 	m, err := mgr.Migrate(ctx, in.ID, manager.MigrateRequest{Strategy: string(sim.Handover)})
 	close(release)
 	if err != nil {
 		t.Fatalf("migrate right after hello-ack: %v", err)
 	}
-	if gs := j.expect(protocol.TypeGetState); gs.MigrationID != m.ID {
+	if gs := j.Expect(protocol.TypeGetState); gs.MigrationID != m.ID {
 		t.Fatalf("get-state names migration %q, want %q", gs.MigrationID, m.ID)
 	}
 	deadline := time.Now().Add(5 * time.Second)

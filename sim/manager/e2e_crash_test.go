@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/normsim/normsim/internal/testenv"
+	"github.com/normsim/normsim/internal/testjob"
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
 )
@@ -40,17 +41,17 @@ func TestKilledMidHandoverRecovers(t *testing.T) {
 	first := up()
 	api := normsimtestClient(addr)
 	src := api.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
-	sj := dialJob(t, src.Env["counter"])
+	sj := testjob.Dial(t, src.Env["counter"])
 	api.WaitConnected(t, src.ID)
 	m, err := api.Migrate(src.ID, sim.MigrateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sj.expect(protocol.TypeGetState)
-	sj.send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{"n":1}`)})
+	sj.Expect(protocol.TypeGetState)
+	sj.Send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{"n":1}`)})
 	_, env := targetEnv(t, api, m.ID)
-	tj := dialJob(t, env)
-	tj.expect(protocol.TypeInitialState)
+	tj := testjob.Dial(t, env)
+	tj.Expect(protocol.TypeInitialState)
 	before := api.Migration(t, m.ID)
 	time.Sleep(300 * time.Millisecond) // the journal writes within milliseconds
 
@@ -77,7 +78,7 @@ func TestKilledMidHandoverRecovers(t *testing.T) {
 	}
 	// External instances stay registered with their tokens: the source job
 	// reconnects and is connected again.
-	sj2 := dialJob(t, src.Env["counter"])
+	sj2 := testjob.Dial(t, src.Env["counter"])
 	_ = sj2
 	api.WaitConnected(t, src.ID)
 }

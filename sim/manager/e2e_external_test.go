@@ -12,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/normsim/normsim/internal/testjob"
 	"github.com/normsim/normsim/normsimtest"
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
@@ -27,74 +28,15 @@ func startSim(t *testing.T, o normsimtest.Options) *normsimtest.Sim {
 	return normsimtest.Start(t, o)
 }
 
-// rawJob plays a job over a raw WebSocket, so a test controls every frame.
-type rawJob struct {
-	t *testing.T
-	c *websocket.Conn
-}
-
-func dialJob(t *testing.T, env map[string]string) *rawJob {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(ctx, env[protocol.EnvURL], nil)
-	if err != nil {
-		t.Fatalf("dial %s: %v", env[protocol.EnvURL], err)
-	}
-	c.SetReadLimit(1 << 20)
-	t.Cleanup(func() { c.CloseNow() })
-	j := &rawJob{t: t, c: c}
-	j.send(protocol.JobFrame{Type: protocol.TypeHello, Token: env[protocol.EnvToken]})
-	if f := j.read(); f.Type != protocol.TypeHelloAck {
-		t.Fatalf("first frame %+v, want hello-ack", f)
-	}
-	return j
-}
-
-func (j *rawJob) send(f protocol.JobFrame) {
-	j.t.Helper()
-	b, err := f.Marshal()
-	if err != nil {
-		j.t.Fatal(err)
-	}
-	if err := j.c.Write(context.Background(), websocket.MessageText, b); err != nil {
-		j.t.Fatalf("send %s: %v", f.Type, err)
-	}
-}
-
-func (j *rawJob) read() protocol.WorkerFrame {
-	j.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, data, err := j.c.Read(ctx)
-	if err != nil {
-		j.t.Fatalf("read: %v", err)
-	}
-	f, err := protocol.ParseWorkerFrame(data)
-	if err != nil {
-		j.t.Fatalf("worker sent an invalid frame %s: %v", data, err)
-	}
-	return f
-}
-
-func (j *rawJob) expect(typ string) protocol.WorkerFrame {
-	j.t.Helper()
-	f := j.read()
-	if f.Type != typ {
-		j.t.Fatalf("got %s (%+v), want %s", f.Type, f, typ)
-	}
-	return f
-}
-
 // launchExternal launches the counter template as an external instance on
 // node a and connects a raw job to it.
-func launchExternal(t *testing.T, s *normsimtest.Sim, node string) (sim.Instance, *rawJob) {
+func launchExternal(t *testing.T, s *normsimtest.Sim, node string) (sim.Instance, *testjob.Job) {
 	t.Helper()
 	in := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: node, Runtime: sim.RuntimeExternal})
 	if in.Env == nil || in.Env["counter"][protocol.EnvToken] == "" {
 		t.Fatalf("external instance shows no env: %+v", in)
 	}
-	j := dialJob(t, in.Env["counter"])
+	j := testjob.Dial(t, in.Env["counter"])
 	s.WaitConnected(t, in.ID)
 	return in, j
 }
@@ -127,46 +69,38 @@ func TestHandoverExternalRelaysPayloadsUnchanged(t *testing.T) {
 	if m.Strategy != sim.Handover || m.Target.Node != "b" || m.State != sim.MigrationRunning {
 		t.Fatalf("migration = %+v", m)
 	}
-	gs := sj.expect(protocol.TypeGetState)
+	gs := sj.Expect(protocol.TypeGetState)
 	if gs.MigrationID != m.ID {
 		t.Fatalf("get-state migrationId %q, want %q", gs.MigrationID, m.ID)
 	}
 	state := `{"next":  41, "nested": {"k":[1.50, 2e3, "\u00e9"]}}`
-	sj.send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(state)})
+	sj.Send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(state)})
 
 	tgtID, env := targetEnv(t, s, m.ID)
 	if !strings.Contains(env[protocol.EnvURL], "/instances/"+src.JobID+"/") {
 		t.Fatalf("target URL %s does not keep the job id %s", env[protocol.EnvURL], src.JobID)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(ctx, env[protocol.EnvURL], nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	tj := &rawJob{t: t, c: c}
-	tj.send(protocol.JobFrame{Type: protocol.TypeHello, Token: env[protocol.EnvToken]})
-	ack := tj.expect(protocol.TypeHelloAck)
+	tj := testjob.Dial(t, env)
+	ack := tj.Ack
 	if ack.Migration == nil || ack.Migration.ID != m.ID || ack.Migration.Side != "target" {
 		t.Fatalf("target hello-ack = %+v", ack)
 	}
-	is := tj.expect(protocol.TypeInitialState)
+	is := tj.Expect(protocol.TypeInitialState)
 	if string(is.Payload) != state {
 		t.Fatalf("initial-state payload %s, want %s unchanged", is.Payload, state)
 	}
-	tj.send(protocol.JobFrame{Type: protocol.TypeTargetReady, Payload: json.RawMessage(`{"ready" : true}`)})
-	cr := sj.expect(protocol.TypeCutoverReady)
+	tj.Send(protocol.JobFrame{Type: protocol.TypeTargetReady, Payload: json.RawMessage(`{"ready" : true}`)})
+	cr := sj.Expect(protocol.TypeCutoverReady)
 	if string(cr.Payload) != `{"ready" : true}` {
 		t.Fatalf("cutover-ready payload %s", cr.Payload)
 	}
-	sj.send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":1234567890123}`)})
-	ca := tj.expect(protocol.TypeCutoverApply)
+	sj.Send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":1234567890123}`)})
+	ca := tj.Expect(protocol.TypeCutoverApply)
 	if string(ca.Payload) != `{"last":1234567890123}` || ca.MigrationID != m.ID {
 		t.Fatalf("cutover-apply = %+v payload %s", ca, ca.Payload)
 	}
 	skew := 1.5
-	tj.send(protocol.JobFrame{Type: protocol.TypeTargetApplied, Applied: []string{"counter"},
+	tj.Send(protocol.JobFrame{Type: protocol.TypeTargetApplied, Applied: []string{"counter"},
 		Failed: []protocol.FailedApply{{ID: "overlay", Reason: "missing font"}}, SkewMs: &skew})
 
 	done := s.WaitMigration(t, m.ID, 30*time.Second)
@@ -179,7 +113,7 @@ func TestHandoverExternalRelaysPayloadsUnchanged(t *testing.T) {
 		t.Fatalf("target %s job %s", done.Target.Instance, done.JobID)
 	}
 	// The source is stopped with a normal close once the target applied.
-	if code := closeStatus(t, sj.c); code != websocket.StatusNormalClosure {
+	if code := closeStatus(t, sj.Conn()); code != websocket.StatusNormalClosure {
 		t.Fatalf("source socket closed with %d, want 1000", code)
 	}
 	if in := s.Instance(t, src.ID); in.State != sim.InstanceStopped {
@@ -224,8 +158,8 @@ func TestStateRefusedEndsRefusedWithNoTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sj.expect(protocol.TypeGetState)
-	sj.send(protocol.JobFrame{Type: protocol.TypeStateRefused, Reason: "busy recording"})
+	sj.Expect(protocol.TypeGetState)
+	sj.Send(protocol.JobFrame{Type: protocol.TypeStateRefused, Reason: "busy recording"})
 	done := s.WaitMigration(t, m.ID, 10*time.Second)
 	normsimtest.RequireState(t, done, sim.MigrationRefused)
 	if done.Reason != "busy recording" || done.Target.Instance != "" {
@@ -277,39 +211,39 @@ func TestAbortsBeforeAndFailuresAfterThePointOfNoReturn(t *testing.T) {
 					t.Fatal(err)
 				}
 				// breaker is the side that misbehaves in this phase.
-				breakNow := func(j *rawJob) {
+				breakNow := func(j *testjob.Job) {
 					switch b.how {
 					case abort:
-						j.send(protocol.JobFrame{Type: protocol.TypeAbort, Reason: "test says no"})
+						j.Send(protocol.JobFrame{Type: protocol.TypeAbort, Reason: "test says no"})
 					case drop:
-						j.c.CloseNow()
+						j.Conn().CloseNow()
 					case timeout: // say nothing
 					}
 				}
-				sj.expect(protocol.TypeGetState)
-				var tj *rawJob
+				sj.Expect(protocol.TypeGetState)
+				var tj *testjob.Job
 				var tgtID string
 				switch p.at {
 				case atGetState:
 					breakNow(sj)
 				default:
-					sj.send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{"n":1}`)})
+					sj.Send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{"n":1}`)})
 					var env map[string]string
 					tgtID, env = targetEnv(t, s, m.ID)
-					tj = dialJob(t, env)
-					tj.expect(protocol.TypeInitialState)
+					tj = testjob.Dial(t, env)
+					tj.Expect(protocol.TypeInitialState)
 					if p.at == atTargetReady {
 						breakNow(tj)
 						break
 					}
-					tj.send(protocol.JobFrame{Type: protocol.TypeTargetReady, Payload: json.RawMessage(`null`)})
-					sj.expect(protocol.TypeCutoverReady)
+					tj.Send(protocol.JobFrame{Type: protocol.TypeTargetReady, Payload: json.RawMessage(`null`)})
+					sj.Expect(protocol.TypeCutoverReady)
 					if p.at == atCutoverReady {
 						breakNow(sj)
 						break
 					}
-					sj.send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":9}`)})
-					tj.expect(protocol.TypeCutoverApply)
+					sj.Send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":9}`)})
+					tj.Expect(protocol.TypeCutoverApply)
 					breakNow(tj)
 				}
 				done := s.WaitMigration(t, m.ID, 30*time.Second)
@@ -339,7 +273,7 @@ func TestAbortsBeforeAndFailuresAfterThePointOfNoReturn(t *testing.T) {
 				// aborting or leaving.
 				sourceBroke := p.at == atGetState || p.at == atCutoverReady
 				if !sourceBroke || b.how == timeout {
-					f := sj.expect(protocol.TypeAbort)
+					f := sj.Expect(protocol.TypeAbort)
 					if f.MigrationID != m.ID || f.Reason == "" {
 						t.Fatalf("abort to source = %+v", f)
 					}
@@ -391,12 +325,12 @@ func TestRefusalsAreErrorsNotMigrations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sj.expect(protocol.TypeGetState)
+	sj.Expect(protocol.TypeGetState)
 	_, err = s.Migrate(src.ID, sim.MigrateRequest{})
 	var e *normsimtest.APIError
 	if !errors.As(err, &e) || e.Status != 409 {
 		t.Fatalf("second migration: %v, want 409", err)
 	}
-	sj.send(protocol.JobFrame{Type: protocol.TypeStateRefused, Reason: "done testing"})
+	sj.Send(protocol.JobFrame{Type: protocol.TypeStateRefused, Reason: "done testing"})
 	s.WaitMigration(t, m.ID, 10*time.Second)
 }

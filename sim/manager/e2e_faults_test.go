@@ -10,6 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/normsim/normsim/internal/testjob"
 	"github.com/normsim/normsim/normsimtest"
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
@@ -21,7 +22,7 @@ type handover struct {
 	t      *testing.T
 	s      *normsimtest.Sim
 	m      *sim.Migration
-	sj, tj *rawJob
+	sj, tj *testjob.Job
 }
 
 func startHandover(t *testing.T, req sim.MigrateRequest) *handover {
@@ -36,15 +37,15 @@ func startHandover(t *testing.T, req sim.MigrateRequest) *handover {
 }
 
 func (h *handover) state() {
-	h.sj.expect(protocol.TypeGetState)
-	h.sj.send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{"n":1}`)})
+	h.sj.Expect(protocol.TypeGetState)
+	h.sj.Send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{"n":1}`)})
 	_, env := targetEnv(h.t, h.s, h.m.ID)
-	h.tj = dialJob(h.t, env)
-	h.tj.expect(protocol.TypeInitialState)
+	h.tj = testjob.Dial(h.t, env)
+	h.tj.Expect(protocol.TypeInitialState)
 }
 
 func (h *handover) ready() {
-	h.tj.send(protocol.JobFrame{Type: protocol.TypeTargetReady, Payload: json.RawMessage(`null`)})
+	h.tj.Send(protocol.JobFrame{Type: protocol.TypeTargetReady, Payload: json.RawMessage(`null`)})
 }
 
 func (h *handover) end() *sim.Migration { return h.s.WaitMigration(h.t, h.m.ID, 30*time.Second) }
@@ -68,8 +69,8 @@ func TestFaultDropFrameAfterPointOfNoReturnFails(t *testing.T) {
 	h := startHandover(t, sim.MigrateRequest{Timeouts: short(), Faults: []sim.Fault{{Kind: "drop-frame", Frame: "cutover-apply"}}})
 	h.state()
 	h.ready()
-	h.sj.expect(protocol.TypeCutoverReady)
-	h.sj.send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":3}`)})
+	h.sj.Expect(protocol.TypeCutoverReady)
+	h.sj.Send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":3}`)})
 	m := h.end()
 	normsimtest.RequireState(t, m, sim.MigrationFailed)
 	if m.Phase != "cutover-apply" || !strings.Contains(m.Reason, "target-applied") {
@@ -85,7 +86,7 @@ func TestFaultDropIncomingTargetReadyAborts(t *testing.T) {
 	m := h.end()
 	normsimtest.RequireState(t, m, sim.MigrationAborted)
 	requireTimeline(t, m, "fault: dropped target-ready from the target")
-	h.sj.expect(protocol.TypeAbort)
+	h.sj.Expect(protocol.TypeAbort)
 }
 
 func TestFaultDelayAndDuplicateStillComplete(t *testing.T) {
@@ -99,11 +100,11 @@ func TestFaultDelayAndDuplicateStillComplete(t *testing.T) {
 		t.Fatal("get-state was not held")
 	}
 	h.ready()
-	h.sj.expect(protocol.TypeCutoverReady)
-	h.sj.expect(protocol.TypeCutoverReady) // the duplicate
-	h.sj.send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":3}`)})
-	h.tj.expect(protocol.TypeCutoverApply)
-	h.tj.send(protocol.JobFrame{Type: protocol.TypeTargetApplied})
+	h.sj.Expect(protocol.TypeCutoverReady)
+	h.sj.Expect(protocol.TypeCutoverReady) // the duplicate
+	h.sj.Send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":3}`)})
+	h.tj.Expect(protocol.TypeCutoverApply)
+	h.tj.Send(protocol.JobFrame{Type: protocol.TypeTargetApplied})
 	m := h.end()
 	normsimtest.RequireCompleted(t, m)
 	requireTimeline(t, m, "held for 200ms")
@@ -115,7 +116,7 @@ func TestFaultCorruptFrames(t *testing.T) {
 		h := startHandover(t, sim.MigrateRequest{Timeouts: short(), Faults: []sim.Fault{{Kind: "corrupt-frame", Frame: "get-state"}}})
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_, data, err := h.sj.c.Read(ctx)
+		_, data, err := h.sj.Conn().Read(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,9 +128,9 @@ func TestFaultCorruptFrames(t *testing.T) {
 	})
 	t.Run("in", func(t *testing.T) {
 		h := startHandover(t, sim.MigrateRequest{Faults: []sim.Fault{{Kind: "corrupt-frame", Frame: "state"}}})
-		h.sj.expect(protocol.TypeGetState)
-		h.sj.send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`1`)})
-		if code := closeStatus(t, h.sj.c); code != protocol.CloseProtocolError {
+		h.sj.Expect(protocol.TypeGetState)
+		h.sj.Send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`1`)})
+		if code := closeStatus(t, h.sj.Conn()); code != protocol.CloseProtocolError {
 			t.Fatalf("source closed with %d, want 4400", code)
 		}
 		m := h.end()
@@ -156,12 +157,12 @@ func TestFaultWorkerAbortAndDropSocket(t *testing.T) {
 		h.state()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if _, _, err := h.tj.c.Read(ctx); err == nil || websocket.CloseStatus(err) != -1 {
+		if _, _, err := h.tj.Conn().Read(ctx); err == nil || websocket.CloseStatus(err) != -1 {
 			t.Fatalf("target socket: %v, want an abrupt end", err)
 		}
 		m := h.end()
 		normsimtest.RequireState(t, m, sim.MigrationAborted)
-		h.sj.expect(protocol.TypeAbort)
+		h.sj.Expect(protocol.TypeAbort)
 	})
 }
 
