@@ -2,6 +2,7 @@ package template
 
 import (
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/normsim/normsim/sim"
@@ -129,5 +130,34 @@ services:
 	}
 	if len(l.projects.byEnv) != 0 {
 		t.Fatal("a project reading an env file was cached")
+	}
+}
+
+// TestLaunchCacheShared: launches with the same values share one cached
+// project at the same time; under -race this shows any write to it.
+func TestLaunchCacheShared(t *testing.T) {
+	l := MustLoad(t, tpl(richCompose, richParams, "allocatedPorts", `[{"param":"PORT","protocol":"tcp","preferred":7000,"service":"web"}]`))
+	params := map[string]string{"TAG": "2", "PORT": "7001"}
+	done := make(chan error)
+	for i := range 8 {
+		go func() {
+			in := input(params)
+			in.Instance = &sim.Instance{ID: "i" + strconv.Itoa(i), JobID: "j", Role: "r", Params: params}
+			spec, err := l.Launch(in)
+			if err == nil {
+				for si := range spec.Services {
+					spec.Services[si].Env["A"] = strconv.Itoa(i) // each caller owns its spec
+				}
+			}
+			done <- err
+		}()
+	}
+	for range 8 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+	if n := len(l.projects.byEnv); n != 1 {
+		t.Errorf("cache holds %d projects for one set of values", n)
 	}
 }
