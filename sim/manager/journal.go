@@ -22,8 +22,10 @@ type journal struct {
 }
 
 // journalOp is one write, or (write nil) a Flush waiting for what was
-// queued before it to be committed.
+// queued before it to be committed. A write with a key replaces the whole
+// record the key names (an instance, a migration's document).
 type journalOp struct {
+	key     string
 	write   func(context.Context)
 	flushed chan struct{}
 }
@@ -53,10 +55,27 @@ func newJournal(store sim.Store, log *slog.Logger) *journal {
 func (j *journal) write(ops []journalOp) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// A burst holds several snapshots of an instance or a migration as it
+	// moves through its phases: only the last is written, in the place of
+	// the first, so what refers to the record (a migration's events) still
+	// comes after it.
+	last := map[string]int{}
+	for i, op := range ops {
+		if op.key != "" {
+			last[op.key] = i
+		}
+	}
 	run := func(ctx context.Context) {
 		for _, op := range ops {
-			if op.write != nil {
+			switch {
+			case op.write == nil:
+			case op.key == "":
 				op.write(ctx)
+			default:
+				if i, ok := last[op.key]; ok {
+					ops[i].write(ctx)
+					delete(last, op.key)
+				}
 			}
 		}
 	}
@@ -74,15 +93,15 @@ func (j *journal) write(ops []journalOp) {
 	}
 }
 
-func (j *journal) do(write func(context.Context)) {
+func (j *journal) do(key string, write func(context.Context)) {
 	if j.store == nil {
 		return
 	}
-	j.queue.Add(journalOp{write: write}, 0)
+	j.queue.Add(journalOp{key: key, write: write}, 0)
 }
 
 func (j *journal) instance(in *sim.Instance) {
-	j.do(func(ctx context.Context) {
+	j.do("instance "+in.ID, func(ctx context.Context) {
 		if err := j.store.SaveInstance(ctx, in); err != nil {
 			j.log.Error("save instance", "instance", in.ID, "err", err)
 		}
@@ -90,7 +109,7 @@ func (j *journal) instance(in *sim.Instance) {
 }
 
 func (j *journal) deleteInstance(id string) {
-	j.do(func(ctx context.Context) {
+	j.do("instance "+id, func(ctx context.Context) {
 		if err := j.store.DeleteInstance(ctx, id); err != nil {
 			j.log.Error("delete instance", "instance", id, "err", err)
 		}
@@ -98,7 +117,7 @@ func (j *journal) deleteInstance(id string) {
 }
 
 func (j *journal) event(ev sim.Event) {
-	j.do(func(ctx context.Context) {
+	j.do("", func(ctx context.Context) {
 		if err := j.store.AppendEvent(ctx, ev); err != nil {
 			j.log.Error("append event", "kind", ev.Kind, "err", err)
 		}
@@ -106,7 +125,7 @@ func (j *journal) event(ev sim.Event) {
 }
 
 func (j *journal) migration(m *sim.Migration) {
-	j.do(func(ctx context.Context) {
+	j.do("migration "+m.ID, func(ctx context.Context) {
 		if err := j.store.SaveMigration(ctx, m); err != nil {
 			j.log.Error("save migration", "migration", m.ID, "err", err)
 		}
@@ -114,7 +133,7 @@ func (j *journal) migration(m *sim.Migration) {
 }
 
 func (j *journal) migrationEvent(id string, ev sim.MigrationEvent) {
-	j.do(func(ctx context.Context) {
+	j.do("", func(ctx context.Context) {
 		if err := j.store.AppendMigrationEvents(ctx, id, []sim.MigrationEvent{ev}); err != nil {
 			j.log.Error("append migration event", "migration", id, "err", err)
 		}
