@@ -462,12 +462,8 @@ func checkRequirements(c *checker, v any) *Requirements {
 		return g, len(c.problems) == before
 	})
 	r.Capabilities = checkRequirement(c, o, "capabilities", func(path string, v any) ([]Capability, bool) {
-		l, ok := c.array(path, v)
+		l, ok := c.nonEmptyArray(path, v)
 		if !ok {
-			return nil, false
-		}
-		if len(l) == 0 {
-			c.failf(path, "must have at least one entry")
 			return nil, false
 		}
 		before := len(c.problems)
@@ -501,12 +497,8 @@ func checkRequirements(c *checker, v any) *Requirements {
 		return out, len(c.problems) == before
 	})
 	r.HostPorts = checkRequirement(c, o, "hostPorts", func(path string, v any) ([]string, bool) {
-		l, ok := c.array(path, v)
+		l, ok := c.nonEmptyArray(path, v)
 		if !ok {
-			return nil, false
-		}
-		if len(l) == 0 {
-			c.failf(path, "must have at least one entry")
 			return nil, false
 		}
 		before := len(c.problems)

@@ -258,6 +258,16 @@ func (c *checker) array(path string, v any) ([]any, bool) {
 	return l, ok
 }
 
+// nonEmptyArray is array for a list that must have an entry.
+func (c *checker) nonEmptyArray(path string, v any) ([]any, bool) {
+	l, ok := c.array(path, v)
+	if ok && len(l) == 0 {
+		c.failf(path, "must have at least one entry")
+		return nil, false
+	}
+	return l, ok
+}
+
 func (c *checker) str(path string, v any) (string, bool) {
 	s, ok := v.(string)
 	if !ok {
