@@ -7,7 +7,6 @@ import (
 
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/docker"
-	"github.com/normsim/normsim/sim/manager"
 	"github.com/normsim/normsim/sim/process"
 )
 
@@ -60,7 +59,7 @@ func (d dockerAdopter) Leftovers(ctx context.Context) (map[string]bool, error) {
 	}
 	out := map[string]bool{}
 	for _, o := range owned {
-		if o.Labels[manager.LabelOwner] != *d.owner {
+		if o.Labels[sim.LabelOwner] != *d.owner {
 			continue
 		}
 		running, seen := out[o.Instance]

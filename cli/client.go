@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -216,20 +217,10 @@ func followMigration(ctx context.Context, c *client.Client, id string, out io.Wr
 }
 
 func printEnv(w io.Writer, env map[string]map[string]string) {
-	services := make([]string, 0, len(env))
-	for s := range env {
-		services = append(services, s)
-	}
-	sort.Strings(services)
 	bw := bufio.NewWriter(w)
-	for _, s := range services {
+	for _, s := range slices.Sorted(maps.Keys(env)) {
 		fmt.Fprintf(bw, "# service %s\n", s)
-		keys := make([]string, 0, len(env[s]))
-		for k := range env[s] {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(env[s])) {
 			fmt.Fprintf(bw, "export %s=%q\n", k, env[s][k])
 		}
 	}

@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -214,10 +215,10 @@ func safeInstance(in sim.Instance) sim.Instance {
 func envView(in sim.Instance) []envService {
 	external := in.Runtime == sim.RuntimeExternal
 	var out []envService
-	for _, svc := range sortedKeys(in.Env) {
+	for _, svc := range slices.Sorted(maps.Keys(in.Env)) {
 		es := envService{Service: svc}
 		vars := in.Env[svc]
-		for _, k := range sortedKeys(vars) {
+		for _, k := range slices.Sorted(maps.Keys(vars)) {
 			v := envVar{Name: k, Value: vars[k]}
 			if !external && (strings.HasPrefix(k, "NORSK_") || (in.Token != "" && strings.Contains(v.Value, in.Token))) {
 				v.Value, v.Hidden = "", true
@@ -238,7 +239,7 @@ func paramsView(in sim.Instance, cat sim.Catalog) []envVar {
 		}
 	}
 	var out []envVar
-	for _, k := range sortedKeys(in.Params) {
+	for _, k := range slices.Sorted(maps.Keys(in.Params)) {
 		v := envVar{Name: k, Value: in.Params[k]}
 		if secret[k] {
 			v.Value, v.Hidden = "", true
@@ -286,11 +287,11 @@ func pasteEnv(env map[string]map[string]string) (dotenv, jsonEnv string) {
 	var b strings.Builder
 	merged := map[string]string{}
 	multi := len(env) > 1
-	for _, svc := range sortedKeys(env) {
+	for _, svc := range slices.Sorted(maps.Keys(env)) {
 		if multi {
 			fmt.Fprintf(&b, "# service %s\n", svc)
 		}
-		for _, k := range sortedKeys(env[svc]) {
+		for _, k := range slices.Sorted(maps.Keys(env[svc])) {
 			fmt.Fprintf(&b, "%s=%s\n", k, env[svc][k])
 			merged[k] = env[svc][k]
 		}

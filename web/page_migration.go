@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -143,7 +144,7 @@ func (s *Server) knownJobs(ctx context.Context, list []*sim.Migration) []string 
 	for _, m := range list {
 		seen[m.JobID] = true
 	}
-	return sortedKeys(seen)
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // renderServiceError renders a page for an error from the Service.

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -101,7 +102,7 @@ func (s *Server) renderOverview(w http.ResponseWriter, r *http.Request, status i
 		p.Nodes = append(p.Nodes, nodeView{Node: n, Capabilities: n.Capabilities(), Instances: byNode[n.Name]})
 		delete(byNode, n.Name)
 	}
-	for _, name := range sortedKeys(byNode) {
+	for _, name := range slices.Sorted(maps.Keys(byNode)) {
 		p.Nodes = append(p.Nodes, nodeView{Node: sim.Node{Name: name}, Instances: byNode[name], Unknown: true})
 	}
 	for _, t := range s.svc.Catalog().List() {

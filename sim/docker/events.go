@@ -104,7 +104,7 @@ func (w *watcher) stream(ctx context.Context) error {
 func (r *Runtime) handle(m events.Message) {
 	attrs := m.Actor.Attributes
 	r.mu.Lock()
-	in := r.instances[attrs[LabelInstance]]
+	in := r.instances[attrs[sim.LabelInstance]]
 	var svc *service
 	if in != nil {
 		svc = in.service(m.Actor.ID)

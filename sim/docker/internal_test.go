@@ -168,7 +168,7 @@ func (f *fakeEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if i := strings.Index(path[1:], "/"); strings.HasPrefix(path, "/v1.") && i > 0 {
 		path = path[i+1:]
 	}
-	labels := map[string]string{LabelManaged: "true", LabelInstance: "i1", LabelService: "app", LabelProject: "normsim-i1", "name": "normsim-i1-app-1"}
+	labels := map[string]string{LabelManaged: "true", sim.LabelInstance: "i1", sim.LabelService: "app", sim.LabelProject: "normsim-i1", "name": "normsim-i1-app-1"}
 	ev := func(action events.Action, nano int64, extra map[string]string) events.Message {
 		attrs := map[string]string{}
 		for k, v := range labels {

@@ -36,8 +36,8 @@ func (r *Runtime) Owned(ctx context.Context) ([]Owned, error) {
 	owned := make([]Owned, 0, len(list))
 	for _, c := range list {
 		owned = append(owned, Owned{
-			Instance:    c.Labels[LabelInstance],
-			Service:     c.Labels[LabelService],
+			Instance:    c.Labels[sim.LabelInstance],
+			Service:     c.Labels[sim.LabelService],
 			ContainerID: c.ID,
 			Running:     c.State == container.StateRunning,
 			Labels:      c.Labels,
@@ -51,7 +51,7 @@ func (r *Runtime) Owned(ctx context.Context) ([]Owned, error) {
 
 // instanceFilter selects what normsim created for one instance.
 func instanceFilter(instanceID string) filters.Args {
-	return filters.NewArgs(filters.Arg("label", LabelManaged+"=true"), filters.Arg("label", LabelInstance+"="+instanceID))
+	return filters.NewArgs(filters.Arg("label", LabelManaged+"=true"), filters.Arg("label", sim.LabelInstance+"="+instanceID))
 }
 
 // Adopt tracks an instance an earlier run left in the engine, so that
@@ -75,7 +75,7 @@ func (r *Runtime) Adopt(ctx context.Context, instanceID string) error {
 	in := &instance{id: instanceID}
 	for _, c := range list {
 		in.services = append(in.services, &service{
-			name:      c.Labels[LabelService],
+			name:      c.Labels[sim.LabelService],
 			container: c.ID,
 			deps:      decodeDeps(c.Labels[LabelDependsOn]),
 		})

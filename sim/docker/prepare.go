@@ -106,9 +106,9 @@ func (r *Runtime) prepare(ctx context.Context, spec *sim.LaunchSpec, netName str
 	}
 
 	labels := map[string]string{
-		LabelManaged:  "true",
-		LabelInstance: spec.InstanceID,
-		LabelProject:  spec.Project,
+		LabelManaged:      "true",
+		sim.LabelInstance: spec.InstanceID,
+		sim.LabelProject:  spec.Project,
 	}
 	net, err := r.cli.NetworkCreate(ctx, netName, network.CreateOptions{Driver: "bridge", Labels: labels})
 	if err != nil {
@@ -176,7 +176,7 @@ func (r *Runtime) prepare(ctx context.Context, spec *sim.LaunchSpec, netName str
 func (r *Runtime) removeNetworkOf(ctx context.Context, name, instanceID string) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	f := filters.NewArgs(filters.Arg("name", name), filters.Arg("label", LabelManaged+"=true"), filters.Arg("label", LabelInstance+"="+instanceID))
+	f := filters.NewArgs(filters.Arg("name", name), filters.Arg("label", LabelManaged+"=true"), filters.Arg("label", sim.LabelInstance+"="+instanceID))
 	nets, err := r.cli.NetworkList(cctx, network.ListOptions{Filters: f})
 	if err != nil {
 		return
@@ -310,15 +310,15 @@ func containerConfig(spec *sim.LaunchSpec, s *sim.ServiceSpec, netName string) (
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	for k, v := range map[string]string{LabelJob: spec.JobID, LabelRole: spec.Role, LabelNode: spec.Node, LabelTemplate: spec.Template} {
+	for k, v := range map[string]string{sim.LabelJob: spec.JobID, sim.LabelRole: spec.Role, sim.LabelNode: spec.Node, sim.LabelTemplate: spec.Template} {
 		if _, ok := labels[k]; !ok && v != "" {
 			labels[k] = v
 		}
 	}
 	labels[LabelManaged] = "true"
-	labels[LabelInstance] = spec.InstanceID
-	labels[LabelProject] = spec.Project
-	labels[LabelService] = s.Name
+	labels[sim.LabelInstance] = spec.InstanceID
+	labels[sim.LabelProject] = spec.Project
+	labels[sim.LabelService] = s.Name
 	if len(s.DependsOn) > 0 {
 		labels[LabelDependsOn] = encodeDeps(s.DependsOn)
 	}
@@ -395,7 +395,7 @@ func containerConfig(spec *sim.LaunchSpec, s *sim.ServiceSpec, netName string) (
 				// let Stop remove it with the instance.
 				mt.Source = spec.Project + "_" + m.Source
 				mt.VolumeOptions = &mount.VolumeOptions{Labels: map[string]string{
-					LabelManaged: "true", LabelInstance: spec.InstanceID, LabelProject: spec.Project,
+					LabelManaged: "true", sim.LabelInstance: spec.InstanceID, sim.LabelProject: spec.Project,
 				}}
 			}
 			host.Mounts = append(host.Mounts, mt)

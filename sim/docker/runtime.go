@@ -13,18 +13,12 @@ import (
 	"github.com/normsim/normsim/sim"
 )
 
-// Labels. The launch contract sets the io.normsim.* keys on every service;
-// the runtime sets instance, service and project itself as well, because
-// they are how it finds its containers again.
+// Labels of this package's own, beside sim's Label* keys. The launch
+// contract sets those on every service; the runtime sets instance, service
+// and project itself as well, because they are how it finds its containers
+// again.
 const (
-	LabelManaged   = "io.normsim.managed" // "true" on everything this package creates
-	LabelInstance  = sim.LabelInstance
-	LabelJob       = sim.LabelJob
-	LabelRole      = sim.LabelRole
-	LabelNode      = sim.LabelNode
-	LabelTemplate  = sim.LabelTemplate
-	LabelService   = sim.LabelService
-	LabelProject   = sim.LabelProject
+	LabelManaged   = "io.normsim.managed"    // "true" on everything this package creates
 	LabelDependsOn = "io.normsim.depends-on" // "db:service_healthy,init:service_completed_successfully"
 )
 

@@ -240,7 +240,7 @@ func (r *Runtime) removeAll(ctx context.Context, containers, networks []string, 
 	}
 	wg.Wait()
 	vols, err := r.cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(
-		filters.Arg("label", LabelManaged+"=true"), filters.Arg("label", LabelInstance+"="+instanceID))})
+		filters.Arg("label", LabelManaged+"=true"), filters.Arg("label", sim.LabelInstance+"="+instanceID))})
 	if err != nil {
 		fail(r.engineErr("list volumes", err))
 	}

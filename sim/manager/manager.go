@@ -33,9 +33,6 @@ type Socket interface {
 	SendRaw(ctx context.Context, jobID, role, typ string, data []byte) error
 }
 
-// LabelOwner is the label naming the store whose normsim launched a service.
-const LabelOwner = sim.LabelOwner
-
 // Node is a simulated worker node; Socket is nil without a listener.
 type Node struct {
 	sim.Node
@@ -69,7 +66,7 @@ type Config struct {
 	// address as a job of that runtime reaches it).
 	OutputEnv    func(runtime string) map[string]string
 	StudioAccess string
-	// Owner labels everything launched (LabelOwner), so a restart adopts
+	// Owner labels everything launched (sim.LabelOwner), so a restart adopts
 	// only what this store's earlier runs started.
 	Owner  string
 	Logger *slog.Logger
@@ -408,7 +405,7 @@ func (m *Manager) launch(ctx context.Context, req LaunchRequest, o launchOpts) (
 			if spec.Services[i].Labels == nil {
 				spec.Services[i].Labels = map[string]string{}
 			}
-			spec.Services[i].Labels[LabelOwner] = m.cfg.Owner
+			spec.Services[i].Labels[sim.LabelOwner] = m.cfg.Owner
 		}
 	}
 	inst.Env = map[string]map[string]string{}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -102,7 +103,7 @@ func cacheable(compose []byte) bool {
 // envKey is env as one string, the same for equal maps.
 func envKey(env map[string]string) string {
 	var b strings.Builder
-	for _, k := range sortedKeys(env) {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
 		b.WriteString(k)
 		b.WriteByte('=')
 		b.WriteString(env[k])
@@ -203,12 +204,7 @@ func processSpec(service string, ext types.Extensions, dir string) (*sim.Process
 	if !ok {
 		return nil, fmt.Errorf("%s: must be a mapping {command, dir}; got %s", path, describeCompose(raw))
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if k != "command" && k != "dir" {
 			return nil, fmt.Errorf("%s.%s: unknown key; allowed: command, dir", path, k)
 		}

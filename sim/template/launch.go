@@ -8,7 +8,6 @@ import (
 	"net"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -29,18 +28,6 @@ const (
 )
 
 var contractEnv = []string{EnvWorkerURL, EnvWorkerToken, EnvAllocatedPorts, EnvStudioAccess}
-
-// The labels normsim puts on every service it launches (sim's, named here
-// for the launch contract's readers).
-const (
-	LabelInstance = sim.LabelInstance
-	LabelJob      = sim.LabelJob
-	LabelRole     = sim.LabelRole
-	LabelNode     = sim.LabelNode
-	LabelTemplate = sim.LabelTemplate
-	LabelService  = sim.LabelService
-	LabelProject  = sim.LabelProject
-)
 
 // The container host of the job socket and the extra_hosts entry that makes
 // it resolve on native Linux.
@@ -70,7 +57,7 @@ func (l *Loaded) Launch(in sim.LaunchInput) (*sim.LaunchSpec, error) {
 	if in.Instance == nil {
 		return nil, fmt.Errorf("launch %s: no instance given", l.Template.Name)
 	}
-	for _, k := range sortedKeys(in.Env) {
+	for _, k := range slices.Sorted(maps.Keys(in.Env)) {
 		if reserved(k) {
 			return nil, fmt.Errorf("launch %s: launcher env %s is in the reserved %s namespace", l.Template.Name, k, ReservedPrefix)
 		}
@@ -148,13 +135,13 @@ func (l *Loaded) Launch(in sim.LaunchInput) (*sim.LaunchSpec, error) {
 		s.ExtraHosts = append(hosts, HostGatewayMap)
 
 		maps.Copy(s.Labels, map[string]string{
-			LabelInstance: in.Instance.ID,
-			LabelJob:      in.Instance.JobID,
-			LabelRole:     in.Instance.Role,
-			LabelNode:     in.Node.Name,
-			LabelTemplate: l.Template.Name,
-			LabelService:  name,
-			LabelProject:  project,
+			sim.LabelInstance: in.Instance.ID,
+			sim.LabelJob:      in.Instance.JobID,
+			sim.LabelRole:     in.Instance.Role,
+			sim.LabelNode:     in.Node.Name,
+			sim.LabelTemplate: l.Template.Name,
+			sim.LabelService:  name,
+			sim.LabelProject:  project,
 		})
 		spec.Services = append(spec.Services, s)
 	}
@@ -185,15 +172,6 @@ func reserved(name string) bool {
 	return strings.HasPrefix(strings.ToUpper(name), ReservedPrefix)
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // resolveParams checks the operator's values against parameters.yaml and
 // the manifest's allocatedPorts and applies defaults. values is what
 // compose interpolation sees (allocated-port params excluded); portValues
@@ -208,7 +186,7 @@ func (l *Loaded) resolveParams(given map[string]string) (values, portValues map[
 		isPort[d.Param] = true
 	}
 	var problems []string
-	for _, k := range sortedKeys(given) {
+	for _, k := range slices.Sorted(maps.Keys(given)) {
 		switch {
 		case reserved(k):
 			problems = append(problems, fmt.Sprintf("params.%s: names in the %s namespace are reserved for the infrastructure", k, ReservedPrefix))

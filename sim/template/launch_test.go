@@ -143,13 +143,13 @@ services:
 	}
 	for _, s := range spec.Services {
 		want := map[string]string{
-			LabelInstance: "My.Instance_1",
-			LabelJob:      "job-1",
-			LabelRole:     "role-1",
-			LabelNode:     "node-a",
-			LabelTemplate: "tpl",
-			LabelService:  s.Name,
-			LabelProject:  "normsim-myinstance_1",
+			sim.LabelInstance: "My.Instance_1",
+			sim.LabelJob:      "job-1",
+			sim.LabelRole:     "role-1",
+			sim.LabelNode:     "node-a",
+			sim.LabelTemplate: "tpl",
+			sim.LabelService:  s.Name,
+			sim.LabelProject:  "normsim-myinstance_1",
 		}
 		if s.Name == "app" {
 			want["mine"] = "yes"
