@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"testing"
 
 	"github.com/docker/docker/client"
-	"testing"
 
 	"github.com/normsim/normsim/app"
 	"github.com/normsim/normsim/internal/testenv"
