@@ -188,32 +188,27 @@ func parseTimeouts(specs []string, t *sim.Timeouts) error {
 // followMigration prints each new timeline event until the migration ends.
 func followMigration(ctx context.Context, c *client.Client, id string, out io.Writer) (*sim.Migration, error) {
 	printed := 0
-	for {
-		mig, err := c.Migration(ctx, id)
-		if err != nil {
-			return nil, err
-		}
+	mig, err := c.WaitMigration(ctx, id, func(mig *sim.Migration) {
 		for _, ev := range mig.Events[min(printed, len(mig.Events)):] {
 			fmt.Fprintf(out, "  %8.1f ms  %-14s %-8s %s\n", float64(ev.At.Sub(mig.StartedAt))/float64(time.Millisecond), ev.Phase, ev.Side, ev.Detail)
 		}
 		printed = len(mig.Events)
-		if mig.State.Ended() {
-			fmt.Fprintf(out, "%s %s", mig.ID, mig.State)
-			if mig.Reason != "" {
-				fmt.Fprintf(out, ": %s", mig.Reason)
-			}
-			fmt.Fprintln(out)
-			if mig.Output != nil {
-				fmt.Fprintf(out, "output: %s (%s)\n", mig.Output.Verdict, mig.Output.Detail)
-			}
-			return mig, nil
-		}
-		select {
-		case <-ctx.Done():
+	})
+	if err != nil {
+		if ctx.Err() != nil {
 			return nil, errors.New("interrupted while waiting; the migration goes on")
-		case <-time.After(100 * time.Millisecond):
 		}
+		return nil, err
 	}
+	fmt.Fprintf(out, "%s %s", mig.ID, mig.State)
+	if mig.Reason != "" {
+		fmt.Fprintf(out, ": %s", mig.Reason)
+	}
+	fmt.Fprintln(out)
+	if mig.Output != nil {
+		fmt.Fprintf(out, "output: %s (%s)\n", mig.Output.Verdict, mig.Output.Detail)
+	}
+	return mig, nil
 }
 
 func printEnv(w io.Writer, env map[string]map[string]string) {

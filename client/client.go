@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/normsim/normsim/sim"
 )
@@ -185,6 +186,34 @@ func (c *Client) Migration(ctx context.Context, id string) (*sim.Migration, erro
 		return nil, err
 	}
 	return &m, nil
+}
+
+// WaitMigration polls a migration until it ends, calling each (when not
+// nil) with every state it fetched. Polls start 1 ms apart and back off to
+// 50 ms. When ctx ends first it returns the last state fetched (nil if
+// none) with ctx's error.
+func (c *Client) WaitMigration(ctx context.Context, id string, each func(*sim.Migration)) (*sim.Migration, error) {
+	delay := time.Millisecond
+	var last *sim.Migration
+	for {
+		m, err := c.Migration(ctx, id)
+		if err != nil {
+			return last, err
+		}
+		last = m
+		if each != nil {
+			each(m)
+		}
+		if m.State.Ended() {
+			return m, nil
+		}
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return last, ctx.Err()
+		}
+		delay = min(2*delay, 50*time.Millisecond)
+	}
 }
 
 // Migrations lists migrations newest first, without their timelines.

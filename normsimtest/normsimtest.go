@@ -162,17 +162,18 @@ func (s *Sim) Migration(tb testing.TB, id string) *sim.Migration {
 // WaitMigration waits until the migration ends.
 func (s *Sim) WaitMigration(tb testing.TB, id string, timeout time.Duration) *sim.Migration {
 	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		m := s.Migration(tb, id)
-		if m.State.Ended() {
-			return m
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("normsimtest: migration %s still %s in phase %s after %v\n%s", id, m.State, m.Phase, timeout, Timeline(m))
-		}
-		time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	m, err := s.Client.WaitMigration(ctx, id, nil)
+	switch {
+	case err == nil:
+		return m
+	case m != nil && ctx.Err() != nil:
+		tb.Fatalf("normsimtest: migration %s still %s in phase %s after %v\n%s", id, m.State, m.Phase, timeout, Timeline(m))
+	default:
+		tb.Fatalf("normsimtest: wait for migration %s: %v", id, err)
 	}
+	return nil
 }
 
 // MigrateAndWait migrates and waits for the end, failing the test if the

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/normsim/normsim/client"
-	"github.com/normsim/normsim/sim"
 )
 
 // API is the API client (package client) with a transport sized for load:
@@ -38,26 +37,6 @@ func NewAPI(base string, conns int) *API {
 
 // Close drops the idle connections.
 func (a *API) Close() { a.hc.CloseIdleConnections() }
-
-// WaitMigration polls until the migration ends.
-func (a *API) WaitMigration(ctx context.Context, id string) (*sim.Migration, error) {
-	delay := time.Millisecond
-	for {
-		m, err := a.Migration(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if m.State.Ended() {
-			return m, nil
-		}
-		select {
-		case <-time.After(delay):
-		case <-ctx.Done():
-			return m, fmt.Errorf("migration %s still %s in phase %s: %w", id, m.State, m.Phase, ctx.Err())
-		}
-		delay = min(2*delay, 50*time.Millisecond)
-	}
-}
 
 // WaitReady polls url until it answers 200 or ctx ends.
 func WaitReady(ctx context.Context, url string) error {

@@ -125,7 +125,7 @@ func PlayHandover(ctx context.Context, api *API, srcID string, src *Job, opts Ha
 	}
 	// The source is stopped just before the migration ends: wait for the
 	// end, so the job can migrate again at once.
-	done, err := api.WaitMigration(ctx, m.ID)
+	done, err := api.WaitMigration(ctx, m.ID, nil)
 	if err != nil {
 		return fail("end", err)
 	}
