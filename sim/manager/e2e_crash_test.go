@@ -3,14 +3,9 @@ package manager_test
 import (
 	"encoding/json"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/internal/testjob"
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
@@ -23,21 +18,7 @@ func TestKilledMidHandoverRecovers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs normsim")
 	}
-	bin := buildNormsim(t)
-	db := filepath.Join(t.TempDir(), "normsim.db")
-	addr := "127.0.0.1:" + itoa(testenv.FreePort(t))
-	socketPort := testenv.FreePortPair(t) // node b listens on socketPort+1
-	up := func() *exec.Cmd {
-		cmd := exec.Command(bin, "up", "--db", db, "--addr", addr, "--socket-port", itoa(socketPort),
-			"--runtime", "external", "--templates", templatesDir)
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Signal(syscall.SIGINT); cmd.Wait() })
-		waitReady(t, "http://"+addr)
-		return cmd
-	}
+	up, addr := restartableUp(t, "external")
 	first := up()
 	api := normsimtestClient(addr)
 	src := api.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})

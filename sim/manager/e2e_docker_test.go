@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"context"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -139,23 +136,9 @@ func TestDockerRestartAdoptsOrCleansUp(t *testing.T) {
 		t.Skip("runs real containers")
 	}
 	normsimtest.BuildJobImage(t, "normsim/counter:dev", filepath.Join("..", "..", "examples", "jobs", "counter"))
-	bin := buildNormsim(t)
-	db := filepath.Join(t.TempDir(), "normsim.db")
-	addr := "127.0.0.1:" + itoa(testenv.FreePort(t))
-	socketPort := testenv.FreePortPair(t) // node b listens on socketPort+1
-	up := func() *exec.Cmd {
-		// The same socket ports after the restart, so the adopted job's
-		// NORSK_WORKER_WS_URL still points at its node.
-		cmd := exec.Command(bin, "up", "--db", db, "--addr", addr, "--socket-port", itoa(socketPort), "--runtime", "docker",
-			"--templates", templatesDir)
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Signal(syscall.SIGINT); cmd.Wait() })
-		waitReady(t, "http://"+addr)
-		return cmd
-	}
+	// The same socket ports after the restart, so the adopted job's
+	// NORSK_WORKER_WS_URL still points at its node.
+	up, addr := restartableUp(t, "docker")
 	first := up()
 	api := normsimtestClient(addr)
 	in := api.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
