@@ -21,25 +21,7 @@ func FuzzParseJobFrame(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fr, err := ParseJobFrame(data)
-		if err != nil {
-			checkRefusal(t, data, err)
-			return
-		}
-		b, err := fr.Marshal()
-		if err != nil {
-			t.Fatalf("accepted %q as %#v, which does not marshal: %v", data, fr, err)
-		}
-		back, err := ParseJobFrame(b)
-		if err != nil {
-			t.Fatalf("accepted %q, but its marshalling %q is refused: %v", data, b, err)
-		}
-		if !reflect.DeepEqual(back, fr) {
-			t.Fatalf("accepted %q as\n%#v\nbut %q parses back as\n%#v", data, fr, b, back)
-		}
-		if fr.Payload != nil && !bytes.Contains(data, fr.Payload) {
-			t.Fatalf("payload %q is not a piece of the frame %q", fr.Payload, data)
-		}
+		checkRoundTrip(t, data, ParseJobFrame, func(fr JobFrame) []byte { return fr.Payload })
 	})
 }
 
@@ -52,23 +34,36 @@ func FuzzParseWorkerFrame(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fr, err := ParseWorkerFrame(data)
-		if err != nil {
-			checkRefusal(t, data, err)
-			return
-		}
-		b, err := fr.Marshal()
-		if err != nil {
-			t.Fatalf("accepted %q as %#v, which does not marshal: %v", data, fr, err)
-		}
-		back, err := ParseWorkerFrame(b)
-		if err != nil {
-			t.Fatalf("accepted %q, but its marshalling %q is refused: %v", data, b, err)
-		}
-		if !reflect.DeepEqual(back, fr) {
-			t.Fatalf("accepted %q as\n%#v\nbut %q parses back as\n%#v", data, fr, b, back)
-		}
+		checkRoundTrip(t, data, ParseWorkerFrame, nil)
 	})
+}
+
+// checkRoundTrip: a frame parse accepts marshals, and the marshalling
+// parses back to the same frame; a refusal is a *FrameError with a fit
+// reason. With payload, the payload kept is a piece of the frame's bytes.
+func checkRoundTrip[F interface{ Marshal() ([]byte, error) }](t *testing.T, data []byte, parse func([]byte) (F, error), payload func(F) []byte) {
+	t.Helper()
+	fr, err := parse(data)
+	if err != nil {
+		checkRefusal(t, data, err)
+		return
+	}
+	b, err := fr.Marshal()
+	if err != nil {
+		t.Fatalf("accepted %q as %#v, which does not marshal: %v", data, fr, err)
+	}
+	back, err := parse(b)
+	if err != nil {
+		t.Fatalf("accepted %q, but its marshalling %q is refused: %v", data, b, err)
+	}
+	if !reflect.DeepEqual(back, fr) {
+		t.Fatalf("accepted %q as\n%#v\nbut %q parses back as\n%#v", data, fr, b, back)
+	}
+	if payload != nil {
+		if p := payload(fr); p != nil && !bytes.Contains(data, p) {
+			t.Fatalf("payload %q is not a piece of the frame %q", p, data)
+		}
+	}
 }
 
 func checkRefusal(t *testing.T, data []byte, err error) {
