@@ -432,17 +432,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 		{Type: TypeAbort, Reason: ""},
 	}
 	for _, f := range jobs {
-		b, err := f.Marshal()
-		if err != nil {
-			t.Fatalf("Marshal(%+v): %v", f, err)
-		}
-		got, err := ParseJobFrame(b)
-		if err != nil {
-			t.Fatalf("ParseJobFrame(%s): %v", b, err)
-		}
-		if !reflect.DeepEqual(got, f) {
-			t.Errorf("round trip of %s\n got %#v\nwant %#v", b, got, f)
-		}
+		marshalParsesBack(t, f, ParseJobFrame)
 	}
 	workers := []WorkerFrame{
 		{Type: TypeHelloAck},
@@ -454,17 +444,23 @@ func TestMarshalRoundTrip(t *testing.T) {
 		{Type: TypeAbort, MigrationID: "m", Reason: "timed out"},
 	}
 	for _, f := range workers {
-		b, err := f.Marshal()
-		if err != nil {
-			t.Fatalf("Marshal(%+v): %v", f, err)
-		}
-		got, err := ParseWorkerFrame(b)
-		if err != nil {
-			t.Fatalf("ParseWorkerFrame(%s): %v", b, err)
-		}
-		if !reflect.DeepEqual(got, f) {
-			t.Errorf("round trip of %s\n got %#v\nwant %#v", b, got, f)
-		}
+		marshalParsesBack(t, f, ParseWorkerFrame)
+	}
+}
+
+// marshalParsesBack checks that f marshals and parses back to f.
+func marshalParsesBack[F interface{ Marshal() ([]byte, error) }](t *testing.T, f F, parse func([]byte) (F, error)) {
+	t.Helper()
+	b, err := f.Marshal()
+	if err != nil {
+		t.Fatalf("Marshal(%+v): %v", f, err)
+	}
+	got, err := parse(b)
+	if err != nil {
+		t.Fatalf("parse(%s): %v", b, err)
+	}
+	if !reflect.DeepEqual(got, f) {
+		t.Errorf("round trip of %s\n got %#v\nwant %#v", b, got, f)
 	}
 }
 
