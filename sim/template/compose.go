@@ -66,7 +66,7 @@ func loadProject(ctx context.Context, dir string, content []byte, project string
 // which could change between launches. The project is shared: callers
 // copy what they change (serviceSpec does).
 func (l *Loaded) launchProject(name string, env map[string]string) (*types.Project, error) {
-	if !cacheable(l.compose) {
+	if !l.projects.enabled {
 		return loadProject(context.Background(), l.Dir, l.compose, name, env, true)
 	}
 	key := envKey(env)
@@ -116,8 +116,9 @@ func envKey(env map[string]string) string {
 // when full it starts again (a template launched with more distinct values
 // than that gains little from a cache).
 type projectCache struct {
-	mu    sync.Mutex
-	byEnv map[string]*types.Project
+	enabled bool // the compose file is cacheable; set once, at load
+	mu      sync.Mutex
+	byEnv   map[string]*types.Project
 }
 
 const projectCacheSize = 64

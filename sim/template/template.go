@@ -291,6 +291,7 @@ func (l *Loaded) validate(files rootFiles) {
 		return
 	}
 	l.compose = data
+	l.projects.enabled = cacheable(data)
 	if err := checkComposeStructure(l.Dir, data); err != nil {
 		l.add(composeProblem(err))
 		return
