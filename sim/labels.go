@@ -14,3 +14,12 @@ const (
 	LabelProject  = "io.normsim.project"
 	LabelOwner    = "io.normsim.owner"
 )
+
+// The variables normsim adds to every instance's environment, beside the
+// contract's NORSK_* ones. A host process carries its instance ID with it, so
+// a restart finds the processes a killed normsim started even when their
+// pids never reached the store.
+const (
+	EnvInstance = "NORMSIM_INSTANCE"
+	EnvJob      = "NORMSIM_JOB"
+)

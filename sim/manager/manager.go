@@ -394,7 +394,7 @@ func (m *Manager) launch(ctx context.Context, req LaunchRequest, o launchOpts) (
 	if m.cfg.OutputEnv != nil {
 		env = m.cfg.OutputEnv(rt.Name())
 	}
-	env = mergeEnv(env, map[string]string{"NORMSIM_INSTANCE": id, "NORMSIM_JOB": jobID})
+	env = mergeEnv(env, map[string]string{sim.EnvInstance: id, sim.EnvJob: jobID})
 	spec, err := m.cfg.Catalog.Launch(tmpl.Name, sim.LaunchInput{Instance: &inst, Node: node.Node, Runtime: rt.Name(),
 		StudioAccess: m.cfg.StudioAccess, Env: env})
 	if err != nil {
@@ -492,6 +492,11 @@ func (m *Manager) start(ctx context.Context, in *instance, rt sim.Runtime) error
 	m.mu.Lock()
 	m.setStateLocked(in, sim.InstanceStarting, "")
 	m.mu.Unlock()
+	if _, ok := rt.(PidReporter); ok {
+		// Host processes outlive a killed normsim: the instance is in the
+		// store before they exist, so a restart can find them by its ID.
+		m.journal.Flush()
+	}
 	err := rt.Start(ctx, in.ID)
 	pids := false
 	defer func() {

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/jobsocket"
+	"github.com/normsim/normsim/sim/process"
 )
 
 // Adopter is a runtime that can find what an earlier run of normsim left
@@ -73,6 +73,19 @@ func (m *Manager) Recover(ctx context.Context) error {
 			leftovers[name] = l
 		}
 	}
+	// Host processes cannot be adopted: every one an earlier run started is
+	// stopped, found by recorded pid or by its instance ID (a kill can land
+	// between the fork and the pid reaching the store). Ended instances are
+	// searched too: nothing of theirs should still run.
+	hostProcs := map[string][]int{}
+	for _, in := range stored {
+		if in.Runtime == sim.RuntimeProcess {
+			hostProcs[in.ID] = recordedPids(in.RuntimeRef)
+		}
+	}
+	if n := process.StopLeftovers(hostProcs); n > 0 {
+		m.log.Info("stopped host processes an earlier run left", "groups", n)
+	}
 	for _, in := range stored {
 		if in.State.Terminal() {
 			continue
@@ -86,7 +99,6 @@ func (m *Manager) Recover(ctx context.Context) error {
 				in.State = sim.InstanceRunning
 			}
 		case sim.RuntimeProcess:
-			killProcessGroups(in.RuntimeRef)
 			in.State, reason = sim.InstanceFailed, "normsim restarted; host processes cannot be adopted, so the earlier ones were stopped"
 		default:
 			l, ok := leftovers[in.Runtime]
@@ -144,16 +156,18 @@ func (m *Manager) Recover(ctx context.Context) error {
 	return nil
 }
 
-// killProcessGroups stops the process groups an earlier run recorded.
-func killProcessGroups(ref map[string]string) {
+// recordedPids is the host-process pids an instance's RuntimeRef holds.
+func recordedPids(ref map[string]string) []int {
+	var pids []int
 	for k, v := range ref {
 		if !strings.HasPrefix(k, "pid:") {
 			continue
 		}
-		if pid, err := strconv.Atoi(v); err == nil && pid > 1 {
-			syscall.Kill(-pid, syscall.SIGKILL)
+		if pid, err := strconv.Atoi(v); err == nil {
+			pids = append(pids, pid)
 		}
 	}
+	return pids
 }
 
 // MarkAllStopped records every live instance as stopped, straight to the

@@ -175,3 +175,57 @@ func statFields(b []byte) ([][]byte, bool) {
 	}
 	return f, true
 }
+
+// taggedGroups is the process groups of the processes whose environment
+// holds key=v for one of values, never normsim's own group. A process that
+// cannot be read (another user's, or gone) is not ours to find.
+func taggedGroups(key string, values []string) []int {
+	if len(values) == 0 {
+		return nil
+	}
+	want := make(map[string]bool, len(values))
+	for _, v := range values {
+		want[key+"="+v] = true
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self, own := strconv.Itoa(os.Getpid()), syscall.Getpgrp()
+	var groups []int
+	for _, e := range ents {
+		name := e.Name()
+		if name == "" || name[0] < '0' || name[0] > '9' || name == self {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + name + "/environ")
+		if err != nil || !environHas(env, want) {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + name + "/stat")
+		if err != nil {
+			continue
+		}
+		f, ok := statFields(b)
+		if !ok || len(f) < 3 {
+			continue
+		}
+		if pgid, err := strconv.Atoi(string(f[2])); err == nil && pgid > 1 && pgid != own {
+			groups = append(groups, pgid)
+		}
+	}
+	return groups
+}
+
+// environHas reports whether a /proc environ (NUL-separated key=value)
+// holds one of the wanted entries.
+func environHas(env []byte, want map[string]bool) bool {
+	for len(env) > 0 {
+		kv, rest, _ := bytes.Cut(env, []byte{0})
+		if want[string(kv)] {
+			return true
+		}
+		env = rest
+	}
+	return false
+}

@@ -3,9 +3,12 @@ package process
 import (
 	"context"
 	"os"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/normsim/normsim/sim"
 )
 
 // startHelper starts this test binary in a helper mode, as the runtime does.
@@ -96,5 +99,48 @@ func TestWaitExitGivesUp(t *testing.T) {
 	}
 	if !alive(pid) {
 		t.Fatal("giving up killed the process")
+	}
+}
+
+// TestStopLeftovers: a restart stops what a killed normsim started, by
+// recorded pid and, for a process whose pid never reached the store, by the
+// instance ID in its environment; another instance's process is left alone.
+func TestStopLeftovers(t *testing.T) {
+	start := func(env ...string) (pid, pidfd int) {
+		t.Helper()
+		out, err := os.Create(t.TempDir() + "/out")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer out.Close()
+		pid, pidfd, err = startProcess(os.Args[0], []string{os.Args[0]}, "", append(os.Environ(), append(env, helperEnv+"=sleep")...), out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { killGroup(pid); reap(pid); syscall.Close(pidfd) })
+		return pid, pidfd
+	}
+	suffix := strconv.Itoa(os.Getpid())
+	unrecorded, unrecordedFD := start(sim.EnvInstance + "=lost-" + suffix)
+	recorded, recordedFD := start()
+	other, _ := start(sim.EnvInstance + "=other-" + suffix)
+
+	n := StopLeftovers(map[string][]int{"lost-" + suffix: nil, "kept-" + suffix: {recorded}})
+	if n != 2 {
+		t.Errorf("StopLeftovers signalled %d groups, want 2", n)
+	}
+	for _, p := range []struct {
+		name    string
+		pid, fd int
+	}{{"the process found by its instance ID", unrecorded, unrecordedFD}, {"the recorded pid", recorded, recordedFD}} {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		info, ok := waitExit(ctx, p.pid, p.fd, func() {})
+		cancel()
+		if !ok || info.code != 137 {
+			t.Errorf("%s: exit %+v (exited: %v), want killed by SIGKILL", p.name, info, ok)
+		}
+	}
+	if !alive(other) {
+		t.Error("another instance's process was killed")
 	}
 }

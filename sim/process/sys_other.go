@@ -26,3 +26,7 @@ func groupAlive(int) bool { return false }
 func waitExit(context.Context, int, int, func()) (exitInfo, bool) { return exitInfo{}, false }
 
 func groupStopped(int) bool { return true }
+
+func taggedGroups(string, []string) []int { return nil }
+
+func anyInGroup(int) bool { return false }

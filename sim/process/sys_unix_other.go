@@ -25,3 +25,7 @@ func groupAlive(pgid int) bool { return anyInGroup(pgid) }
 // groupStopped cannot look at the group's threads without /proc: kill's
 // return is as good as it gets here.
 func groupStopped(int) bool { return true }
+
+// taggedGroups finds nothing: without /proc no other process's environment
+// can be read, so only recorded pids are stopped.
+func taggedGroups(string, []string) []int { return nil }
