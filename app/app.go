@@ -245,10 +245,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return listenErr("output sink", sinkAddr, "--output-port", err)
 	}
 
-	owner, err := m.Store.Owner(ctx)
-	if err != nil {
-		return err
-	}
+	owner := m.Store.Owner()
 	for _, rt := range m.Runtimes {
 		if o, ok := rt.(interface{ SetOwner(string) }); ok {
 			o.SetOwner(owner)

@@ -34,10 +34,7 @@ func dockerSim(t *testing.T, o normsimtest.Options) *normsimtest.Sim {
 		}
 	})
 	s := startSim(t, o)
-	var err error
-	if owner, err = s.Main.Store.Owner(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	owner = s.Main.Store.Owner()
 	return s
 }
 

@@ -2,7 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -27,8 +29,14 @@ const Memory = ":memory:"
 
 // Store is a sim.Store on SQLite.
 type Store struct {
-	db   *sql.DB
-	path string
+	db    *sql.DB
+	path  string
+	owner string
+
+	// schemaDone is closed once the schema is built; schemaErr says why it
+	// could not be (an in-memory store's is built in the background).
+	schemaDone chan struct{}
+	schemaErr  error
 
 	// writes are the statements the journal and the recorder run on every
 	// change, prepared once (parsing them was most of a write's cost).
@@ -73,7 +81,7 @@ var writeSQL = [numWrites]string{
 func (s *Store) prepareWrites() error {
 	s.prepOnce.Do(func() {
 		for w, q := range writeSQL {
-			st, err := s.db.PrepareContext(context.Background(), q)
+			st, err := s.pool().PrepareContext(context.Background(), q)
 			if err != nil {
 				s.prepErr = fmt.Errorf("prepare store writes: %w", err)
 				return
@@ -102,6 +110,11 @@ var _ sim.Store = (*Store)(nil)
 
 // Open opens (creating if needed) the store at path, or an in-memory one for
 // Memory, and brings its schema up to date.
+//
+// An in-memory store is new and empty, so there is nothing to check: its
+// schema is built in the background, and every query waits for it (see
+// pool). Building it is most of what opening costs (about 2 ms), and
+// `normsim up --db :memory:` need not wait for it to be ready.
 func Open(ctx context.Context, path string) (*Store, error) {
 	var dsn string
 	if path == Memory {
@@ -119,12 +132,49 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// One writer at a time is SQLite's model anyway; one connection also keeps
 	// an in-memory database a single database.
 	db.SetMaxOpenConns(1)
-	s := &Store{db: db, path: path}
-	if err := s.migrate(ctx); err != nil {
+	s := &Store{db: db, path: path, schemaDone: make(chan struct{})}
+	if path == Memory {
+		s.owner = newOwner()
+		go func() {
+			defer close(s.schemaDone)
+			ctx := context.Background()
+			err := s.migrate(ctx)
+			if err == nil {
+				_, err = db.ExecContext(ctx, `UPDATE meta SET value = ? WHERE key = 'owner'`, s.owner)
+			}
+			if err != nil {
+				// Only a broken build can get here (the tests open memory
+				// stores by the hundred): every query fails from now on,
+				// and Close says why.
+				s.schemaErr = fmt.Errorf("open store %s: %w", path, err)
+				db.Close()
+			}
+		}()
+		return s, nil
+	}
+	defer close(s.schemaDone)
+	if err = s.migrate(ctx); err == nil {
+		err = db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'owner'`).Scan(&s.owner)
+	}
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// pool is the database once its schema is built.
+func (s *Store) pool() *sql.DB {
+	<-s.schemaDone
+	return s.db
+}
+
+// newOwner is a fresh owner label: 16 hex digits, as the meta migration
+// draws for a store file.
+func newOwner() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 type batchKey struct{}
@@ -138,7 +188,7 @@ func (s *Store) Batch(ctx context.Context, fn func(ctx context.Context)) error {
 	if err := s.prepareWrites(); err != nil {
 		return err
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.pool().BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin batch: %w", err)
 	}
@@ -175,7 +225,7 @@ func (s *Store) atomically(ctx context.Context, fn func(tx *sql.Tx) error) error
 	if err := s.prepareWrites(); err != nil {
 		return err
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.pool().BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -191,22 +241,24 @@ func (s *Store) Path() string { return s.path }
 
 // Close closes the database.
 func (s *Store) Close() error {
+	<-s.schemaDone
 	for _, st := range s.writes {
 		if st != nil {
 			st.Close()
 		}
 	}
-	return s.db.Close()
+	return errors.Join(s.schemaErr, s.db.Close())
 }
 
 // migrate applies the embedded migrations not yet applied, in name order,
 // in one transaction: a store is either on the new schema or untouched.
 func (s *Store) migrate(ctx context.Context) error {
-	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+	db := s.db // not pool: migrate is what pool waits for
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
 	applied := map[string]bool{}
-	rows, err := s.db.QueryContext(ctx, `SELECT name FROM schema_migrations`)
+	rows, err := db.QueryContext(ctx, `SELECT name FROM schema_migrations`)
 	if err != nil {
 		return err
 	}
@@ -237,7 +289,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			return err
 		}
 		if tx == nil {
-			if tx, err = s.db.BeginTx(ctx, nil); err != nil {
+			if tx, err = db.BeginTx(ctx, nil); err != nil {
 				return err
 			}
 			defer tx.Rollback()
@@ -300,7 +352,7 @@ func scanInstance(row interface{ Scan(...any) error }) (*sim.Instance, error) {
 
 // GetInstance returns one instance or an ENotFound error.
 func (s *Store) GetInstance(ctx context.Context, id string) (*sim.Instance, error) {
-	in, err := scanInstance(s.db.QueryRowContext(ctx, `SELECT `+instanceColumns+` FROM instances WHERE id = ?`, id))
+	in, err := scanInstance(s.pool().QueryRowContext(ctx, `SELECT `+instanceColumns+` FROM instances WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, sim.Errorf(sim.ENotFound, "instance %q not found", id)
 	}
@@ -312,7 +364,7 @@ func (s *Store) GetInstance(ctx context.Context, id string) (*sim.Instance, erro
 
 // ListInstances returns every instance, oldest first.
 func (s *Store) ListInstances(ctx context.Context) ([]*sim.Instance, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+instanceColumns+` FROM instances ORDER BY created_at, id`)
+	rows, err := s.pool().QueryContext(ctx, `SELECT `+instanceColumns+` FROM instances ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("list instances: %w", err)
 	}
@@ -350,7 +402,7 @@ func (s *Store) SaveMigration(ctx context.Context, m *sim.Migration) error {
 // GetMigration returns a migration with its events.
 func (s *Store) GetMigration(ctx context.Context, id string) (*sim.Migration, error) {
 	var doc string
-	err := s.db.QueryRowContext(ctx, `SELECT doc FROM migrations WHERE id = ?`, id).Scan(&doc)
+	err := s.pool().QueryRowContext(ctx, `SELECT doc FROM migrations WHERE id = ?`, id).Scan(&doc)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, sim.Errorf(sim.ENotFound, "migration %q not found", id)
 	}
@@ -369,7 +421,7 @@ func (s *Store) GetMigration(ctx context.Context, id string) (*sim.Migration, er
 }
 
 func (s *Store) migrationEvents(ctx context.Context, id string) ([]sim.MigrationEvent, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, at, phase, side, detail, frame FROM migration_events WHERE migration_id = ? ORDER BY seq`, id)
+	rows, err := s.pool().QueryContext(ctx, `SELECT seq, at, phase, side, detail, frame FROM migration_events WHERE migration_id = ? ORDER BY seq`, id)
 	if err != nil {
 		return nil, fmt.Errorf("list migration events %s: %w", id, err)
 	}
@@ -414,7 +466,7 @@ func (s *Store) ListMigrations(ctx context.Context, f sim.MigrationFilter) ([]*s
 	if f.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	rows, err := s.pool().QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list migrations: %w", err)
 	}
@@ -492,7 +544,7 @@ func (s *Store) ListEvents(ctx context.Context, f sim.EventFilter) ([]sim.Event,
 	if f.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	rows, err := s.pool().QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
@@ -546,7 +598,7 @@ func (s *Store) ListFrames(ctx context.Context, f sim.FrameFilter) ([]sim.FrameR
 	if f.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	rows, err := s.pool().QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list frames: %w", err)
 	}
@@ -567,17 +619,11 @@ func (s *Store) ListFrames(ctx context.Context, f sim.FrameFilter) ([]sim.FrameR
 // JournalMode reports the database's journal mode ("wal" for file stores).
 func JournalMode(ctx context.Context, s *Store) (string, error) {
 	var mode string
-	err := s.db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode)
+	err := s.pool().QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode)
 	return mode, err
 }
 
 // Owner is the store's random identity, made when it was created: normsim
 // labels what it launches with it, so a restart adopts its own containers
 // and never another normsim's.
-func (s *Store) Owner(ctx context.Context) (string, error) {
-	var v string
-	if err := s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'owner'`).Scan(&v); err != nil {
-		return "", fmt.Errorf("read store owner: %w", err)
-	}
-	return v, nil
-}
+func (s *Store) Owner() string { return s.owner }

@@ -1,0 +1,96 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/normsim/normsim/sim"
+)
+
+var ownerRe = regexp.MustCompile(`^[0-9a-f]{16}$`)
+
+// storedOwner is the owner in the store's meta table.
+func storedOwner(t *testing.T, s *Store) string {
+	t.Helper()
+	var v string
+	if err := s.pool().QueryRowContext(context.Background(), `SELECT value FROM meta WHERE key = 'owner'`).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func open(t *testing.T, path string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// A store file keeps its owner across opens; every store, in memory or
+// not, has its own, and Owner is what the store holds.
+func TestOwner(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "normsim.db")
+	file := open(t, path)
+	owner := file.Owner()
+	if !ownerRe.MatchString(owner) || storedOwner(t, file) != owner {
+		t.Fatalf("file store owner %q, stored %q", owner, storedOwner(t, file))
+	}
+	file.Close()
+	if again := open(t, path).Owner(); again != owner {
+		t.Fatalf("owner after reopen = %q, want %q", again, owner)
+	}
+	other := open(t, filepath.Join(t.TempDir(), "other.db")).Owner()
+
+	mem1, mem2 := open(t, Memory), open(t, Memory)
+	for _, s := range []*Store{mem1, mem2} {
+		if !ownerRe.MatchString(s.Owner()) || storedOwner(t, s) != s.Owner() {
+			t.Fatalf("memory store owner %q, stored %q", s.Owner(), storedOwner(t, s))
+		}
+	}
+	if len(map[string]bool{owner: true, other: true, mem1.Owner(): true, mem2.Owner(): true}) != 4 {
+		t.Fatalf("owners not distinct: %s %s %s %s", owner, other, mem1.Owner(), mem2.Owner())
+	}
+}
+
+// An in-memory store builds its schema in the background; a query made the
+// moment Open returns waits for it rather than finding no tables.
+func TestMemoryStoreQueriesWaitForSchema(t *testing.T) {
+	ctx := context.Background()
+	for range 20 {
+		s := open(t, Memory)
+		if err := s.SaveInstance(ctx, &sim.Instance{ID: "i", JobID: "j", Role: "i", Node: "a", Template: "t",
+			Runtime: sim.RuntimeExternal, State: sim.InstanceRunning}); err != nil {
+			t.Fatal(err)
+		}
+		if list, err := s.ListInstances(ctx); err != nil || len(list) != 1 {
+			t.Fatalf("ListInstances = %d, %v", len(list), err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A file that is not a SQLite database is refused with its path named.
+func TestOpenRefusesAFileThatIsNotAStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(path, bytes.Repeat([]byte("not a database\n"), 400), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(context.Background(), path)
+	if err == nil {
+		s.Close()
+		t.Fatal("Open accepted a text file")
+	}
+	if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "not a database") {
+		t.Fatalf("error = %v; want the path and SQLite's reason", err)
+	}
+}
