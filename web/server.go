@@ -10,11 +10,11 @@ import (
 	"net"
 	"net/http"
 	"reflect"
+	"runtime/debug"
 	"strings"
 	"sync"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/normsim/normsim/sim"
 )
@@ -77,7 +77,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, svc: cfg.Service, log: cfg.Logger, csrf: newCSRF(cfg.CSRFKey), assets: sync.OnceValue(loadAssets)}
 	r := chi.NewRouter()
-	r.Use(middleware.Recoverer)
+	r.Use(s.recoverPanics)
 	r.Use(s.checkHost)
 	r.Use(s.checkOrigin)
 	r.Use(func(next http.Handler) http.Handler {
@@ -180,6 +180,29 @@ func (s *Server) checkOrigin(next http.Handler) http.Handler {
 
 func sameOrigin(origin, host string) bool {
 	return origin == "http://"+host
+}
+
+// recoverPanics turns a handler's panic into a logged stack and a 500, so
+// one bad request never takes the sim down. (chi's middleware.Recoverer does
+// the same, but its package links net/http/pprof and expvar into normsim and
+// runs their init at every start.)
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			rec := recover()
+			if rec == nil {
+				return
+			}
+			if rec == http.ErrAbortHandler {
+				panic(rec) // net/http's own way to abort a response
+			}
+			s.log.Error("request handler panicked", "method", r.Method, "path", r.URL.Path, "panic", rec, "stack", string(debug.Stack()))
+			if r.Header.Get("Connection") != "Upgrade" {
+				writeErrorStatus(w, http.StatusInternalServerError, sim.EInternal, "internal error: the request handler panicked (see normsim's log)")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
