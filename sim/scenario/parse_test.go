@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -309,4 +310,15 @@ func fmtErr(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// validAlias is the rule `^[A-Za-z][A-Za-z0-9_-]{0,62}$`, written out.
+func TestValidAlias(t *testing.T) {
+	rule := regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,62}$`)
+	for _, name := range []string{"", "a", "Z", "src", "a-b_c9", "9a", "-a", "_a", "a b", "a.b", "é", "aé",
+		strings.Repeat("a", 63), strings.Repeat("a", 64), "a\x00", "A" + strings.Repeat("-", 62)} {
+		if got, want := validAlias(name), rule.MatchString(name); got != want {
+			t.Errorf("validAlias(%q) = %v, want %v", name, got, want)
+		}
+	}
 }
