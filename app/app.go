@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -104,20 +105,21 @@ type Main struct {
 	Listeners map[string]*jobsocket.Listener
 	Sink      *sink.Sink
 	Catalog   sim.Catalog
-	Runtimes  map[string]sim.Runtime
 	Web       *web.Server
-	// RuntimeNote says how the default runtime was chosen, for the banner.
-	RuntimeNote string
 
-	log           *slog.Logger
-	tempDirs      []string
-	templatesNote string
-	recorder      *jobsocket.Recorder
-	httpLn        net.Listener
-	httpSrv       *http.Server
-	ready         chan struct{}
-	wg            sync.WaitGroup
-	closeOne      sync.Once
+	// runtimes is written until runtimesOpened is closed (see Runtime).
+	runtimes       map[string]sim.Runtime
+	runtimesOpened chan struct{}
+	runtimeNote    string
+	log            *slog.Logger
+	tempDirs       []string
+	templatesNote  string
+	recorder       *jobsocket.Recorder
+	httpLn         net.Listener
+	httpSrv        *http.Server
+	ready          chan struct{}
+	wg             sync.WaitGroup
+	closeOne       sync.Once
 }
 
 // New returns a simulator with opts; Open starts it.
@@ -185,25 +187,33 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	m.Catalog = catalog
 
 	// The store and the runtimes (is a Docker engine answering?) take a few
-	// ms each and need nothing from each other: open them side by side, and
-	// the output sink meanwhile.
-	var mgr *manager.Manager
+	// ms each and need nothing from each other: open them side by side.
+	var mgr atomic.Pointer[manager.Manager]
 	obs := func(ev sim.RuntimeEvent) {
-		if mgr != nil {
-			mgr.OnRuntimeEvent(ev)
+		if mg := mgr.Load(); mg != nil {
+			mg.OnRuntimeEvent(ev)
 		}
 	}
-	m.Runtimes = map[string]sim.Runtime{sim.RuntimeExternal: manager.External{}}
+	m.runtimes = map[string]sim.Runtime{sim.RuntimeExternal: manager.External{}}
+	m.runtimesOpened = make(chan struct{})
 	var defaultRuntime string
-	var storeErr, runtimeErr error
-	opened := make(chan struct{})
+	var runtimeErr error
 	go func() {
-		defer close(opened)
+		defer close(m.runtimesOpened)
 		defaultRuntime, runtimeErr = m.openRuntimes(ctx, obs)
 	}()
-	m.Store, storeErr = sqlite.Open(ctx, m.Opts.DB)
-	<-opened
-	if err := errors.Join(storeErr, runtimeErr); err != nil {
+	m.Store, err = sqlite.Open(ctx, m.Opts.DB)
+	// A --runtime that is missing must fail the start, and a store file's
+	// recovery needs every runtime. Otherwise (an in-memory store, --runtime
+	// auto or external) nothing can fail: whether Docker answers is settled
+	// after ready, and a launch waits for it.
+	runtimesLater := m.Opts.DB == sqlite.Memory &&
+		(m.Opts.Runtime == "" || m.Opts.Runtime == "auto" || m.Opts.Runtime == sim.RuntimeExternal)
+	if !runtimesLater {
+		<-m.runtimesOpened
+		err = errors.Join(err, runtimeErr)
+	}
+	if err != nil {
 		return err
 	}
 	m.recorder = jobsocket.NewRecorder(m.Store, jobsocket.DefaultRecorderLimits, m.log)
@@ -213,8 +223,8 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		noSocket[n] = true
 	}
 	onEvent := func(ev jobsocket.Event) {
-		if mgr != nil {
-			mgr.OnSocketEvent(ev)
+		if mg := mgr.Load(); mg != nil {
+			mg.OnSocketEvent(ev)
 		}
 	}
 	var nodes []manager.Node
@@ -246,14 +256,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 
 	owner := m.Store.Owner()
-	for _, rt := range m.Runtimes {
-		if o, ok := rt.(interface{ SetOwner(string) }); ok {
-			o.SetOwner(owner)
-		}
-	}
 	sinkPort := m.Sink.Port()
-	mgr = manager.New(manager.Config{
-		Nodes: nodes, Store: m.Store, Catalog: m.Catalog, Runtimes: m.Runtimes, DefaultRuntime: defaultRuntime,
+	cfg := manager.Config{
+		Nodes: nodes, Store: m.Store, Catalog: m.Catalog,
 		Sink: m.Sink, StudioAccess: m.Opts.StudioAccess, Owner: owner, Logger: m.log, Now: m.Opts.Now,
 		OutputEnv: func(runtime string) map[string]string {
 			host := "127.0.0.1"
@@ -262,17 +267,26 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			}
 			return map[string]string{sink.EnvAddr: net.JoinHostPort(host, strconv.Itoa(sinkPort))}
 		},
-	})
-	m.Manager = mgr
+	}
+	var runtimesSet chan manager.RuntimeSet
+	if runtimesLater {
+		runtimesSet = make(chan manager.RuntimeSet, 1)
+		cfg.RuntimesLater = runtimesSet
+	} else {
+		m.setRuntimeOwner(owner)
+		cfg.Runtimes, cfg.DefaultRuntime = m.runtimes, defaultRuntime
+	}
+	m.Manager = manager.New(cfg)
+	mgr.Store(m.Manager)
 	// An in-memory store starts empty under a new owner label: no earlier
 	// run can have left anything for it to recover.
 	if m.Opts.DB != sqlite.Memory {
-		if err := mgr.Recover(ctx); err != nil {
+		if err := m.Manager.Recover(ctx); err != nil {
 			return err
 		}
 	}
 
-	m.Web = web.New(web.Config{Service: mgr, Addr: ln.Addr().String(), Logger: m.log, Version: m.Opts.Version,
+	m.Web = web.New(web.Config{Service: m.Manager, Addr: ln.Addr().String(), Logger: m.log, Version: m.Opts.Version,
 		Ready: func() bool {
 			select {
 			case <-m.ready:
@@ -291,6 +305,15 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}()
 	close(m.ready)
 	// Work nobody waits for yet, now that nothing else wants the CPU.
+	if runtimesLater {
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			<-m.runtimesOpened // auto and external cannot fail
+			m.setRuntimeOwner(owner)
+			runtimesSet <- manager.RuntimeSet{Runtimes: m.runtimes, Default: defaultRuntime}
+		}()
+	}
 	catalog.start()
 	m.wg.Add(1)
 	go func() {
@@ -298,6 +321,28 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		m.Web.Warm()
 	}()
 	return nil
+}
+
+// setRuntimeOwner names the store whose leftovers the runtimes may adopt.
+func (m *Main) setRuntimeOwner(owner string) {
+	for _, rt := range m.runtimes {
+		if o, ok := rt.(interface{ SetOwner(string) }); ok {
+			o.SetOwner(owner)
+		}
+	}
+}
+
+// Runtime is the named runtime, or nil, once the runtimes are known.
+func (m *Main) Runtime(name string) sim.Runtime {
+	<-m.runtimesOpened
+	return m.runtimes[name]
+}
+
+// RuntimeNote says how the default runtime was chosen, for the banner. It
+// waits until the runtimes are known (after ready, with an in-memory store).
+func (m *Main) RuntimeNote() string {
+	<-m.runtimesOpened
+	return m.runtimeNote
 }
 
 func (m *Main) validateNodes() error {
@@ -331,7 +376,7 @@ func (m *Main) openRuntimes(ctx context.Context, obs sim.RuntimeObserver) (strin
 			}
 			continue
 		}
-		m.Runtimes[f.Name] = rt
+		m.runtimes[f.Name] = rt
 	}
 	if firstErr != nil {
 		return "", firstErr
@@ -339,22 +384,22 @@ func (m *Main) openRuntimes(ctx context.Context, obs sim.RuntimeObserver) (strin
 	switch m.Opts.Runtime {
 	case "", "auto":
 		for _, f := range m.Opts.Runtimes {
-			if _, ok := m.Runtimes[f.Name]; ok {
+			if _, ok := m.runtimes[f.Name]; ok {
 				if f.Name == sim.RuntimeDocker {
-					m.RuntimeNote = "docker (the Docker engine answered)"
+					m.runtimeNote = "docker (the Docker engine answered)"
 				} else {
-					m.RuntimeNote = f.Name + " (no Docker engine answered)"
+					m.runtimeNote = f.Name + " (no Docker engine answered)"
 				}
 				return f.Name, nil
 			}
 		}
-		m.RuntimeNote = "external (no other runtime available)"
+		m.runtimeNote = "external (no other runtime available)"
 		return sim.RuntimeExternal, nil
 	default:
-		if _, ok := m.Runtimes[m.Opts.Runtime]; !ok {
+		if _, ok := m.runtimes[m.Opts.Runtime]; !ok {
 			return "", fmt.Errorf("--runtime: unknown runtime %q; use auto, docker, process or external", m.Opts.Runtime)
 		}
-		m.RuntimeNote = m.Opts.Runtime + " (--runtime)"
+		m.runtimeNote = m.Opts.Runtime + " (--runtime)"
 		return m.Opts.Runtime, nil
 	}
 }
@@ -389,8 +434,11 @@ func (m *Main) Close() error {
 		if m.Sink != nil {
 			m.Sink.Close()
 		}
+		if m.runtimesOpened != nil {
+			<-m.runtimesOpened
+		}
 		var wg sync.WaitGroup
-		for _, rt := range m.Runtimes {
+		for _, rt := range m.runtimes {
 			wg.Add(1)
 			go func(rt sim.Runtime) {
 				defer wg.Done()
@@ -446,7 +494,7 @@ func (m *Main) PrintBanner(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "  Output sink udp://127.0.0.1:%d  (jobs get it as %s)\n", m.Sink.Port(), sink.EnvAddr)
-	fmt.Fprintf(w, "  Runtime     %s\n", m.RuntimeNote)
+	fmt.Fprintf(w, "  Runtime     %s\n", m.RuntimeNote())
 	if m.Opts.DB == sqlite.Memory {
 		fmt.Fprintf(w, "  Store       in memory (records are lost on exit)\n")
 	} else {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/normsim/normsim/app"
+	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/sqlite"
 )
 
@@ -164,6 +166,50 @@ func TestUnknownNoJobSocketNode(t *testing.T) {
 	m.Close()
 	if err == nil || !strings.Contains(err.Error(), "--no-job-socket") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestRuntimes: with an in-memory store, an auto start is ready before it
+// knows whether Docker answers, and finds out after (the banner and a
+// launch wait for it); a --runtime that is not available still fails the
+// start, with the runtime's reason.
+func TestRuntimes(t *testing.T) {
+	answered := make(chan struct{})
+	slowDocker := app.RuntimeFactory{Name: sim.RuntimeDocker, New: func(context.Context, sim.RuntimeObserver, *slog.Logger) (sim.Runtime, error) {
+		<-answered
+		return nil, errors.New("no engine at unix:///nowhere.sock")
+	}}
+
+	opts := testOptions(t)
+	opts.Runtimes = []app.RuntimeFactory{slowDocker, app.ProcessRuntime()}
+	m := app.New(opts)
+	opened := make(chan error, 1)
+	go func() { opened <- m.Open(context.Background()) }()
+	select {
+	case err := <-opened:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		close(answered)
+		t.Fatal("Open waited for the Docker probe")
+	}
+	close(answered)
+	if note := m.RuntimeNote(); note != "process (no Docker engine answered)" {
+		t.Errorf("runtime note = %q", note)
+	}
+	if def := m.Manager.DefaultRuntime(); def != sim.RuntimeProcess {
+		t.Errorf("default runtime = %q, want process", def)
+	}
+	m.Close()
+
+	opts.Runtimes = []app.RuntimeFactory{slowDocker, app.ProcessRuntime()}
+	opts.Runtime = sim.RuntimeDocker
+	m = app.New(opts)
+	err := m.Open(context.Background())
+	m.Close()
+	if err == nil || !strings.Contains(err.Error(), "--runtime docker: no engine at unix:///nowhere.sock") {
+		t.Fatalf("--runtime docker without an engine: err = %v", err)
 	}
 }
 

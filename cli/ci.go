@@ -136,7 +136,7 @@ wrong, and nothing ran.`,
 				return &ExitError{Code: ciExitFailed, Err: fmt.Errorf("ci: start the simulator: %w", err)}
 			}
 			fmt.Fprintf(out, "normsim ci %s: %d scenario(s) from %d file(s); nodes %s; default runtime %s; API %s\n\n",
-				Version, len(scenarios), len(files), strings.Join(opts.Nodes, ", "), m.RuntimeNote, m.URL())
+				Version, len(scenarios), len(files), strings.Join(opts.Nodes, ", "), m.RuntimeNote(), m.URL())
 
 			runner := scenario.NewRunner(scenario.Config{URL: m.URL(), Out: out, Verbose: verbose})
 			probs, err = runner.Check(cmd.Context(), scenarios)

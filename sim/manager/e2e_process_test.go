@@ -79,7 +79,7 @@ func TestProcessCounterConnectsLogsAndStops(t *testing.T) {
 	s := startSim(t, normsimtest.Options{Runtime: sim.RuntimeProcess})
 	in := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
 	s.WaitConnected(t, in.ID)
-	pids := s.Main.Runtimes[sim.RuntimeProcess].(interface{ Pids(string) map[string]int }).Pids(in.ID)
+	pids := s.Main.Runtime(sim.RuntimeProcess).(interface{ Pids(string) map[string]int }).Pids(in.ID)
 	pid := pids["counter"]
 	if pid == 0 {
 		t.Fatalf("no pid for the counter: %v", pids)

@@ -196,7 +196,7 @@ func (r *run) fireOnLocked(typ string) {
 // actLocked carries out a fault on a job and reports whether it landed. A
 // pause thaws the job again after its delay, in the background.
 func (r *run) actLocked(f sim.Fault) bool {
-	role, node, runtime := r.src.ID, r.srcNode, r.m.cfg.Runtimes[r.src.Runtime]
+	role, node, runtime := r.src.ID, r.srcNode, r.m.runtimes().Runtimes[r.src.Runtime]
 	if f.Side == sideTarget {
 		role, node, runtime = r.tgtID, r.tgtNode, r.rt
 	}

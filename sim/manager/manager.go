@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,8 +62,13 @@ type Config struct {
 	Runtimes map[string]sim.Runtime
 	// DefaultRuntime is used when a launch names none.
 	DefaultRuntime string
-	Bus            *sim.Bus
-	Sink           OutputSink
+	// RuntimesLater, when set, delivers the runtimes and the default after
+	// New returns, in place of the two fields above: normsim up learns
+	// whether a Docker engine answers after it is ready. Whatever needs a
+	// runtime waits for them.
+	RuntimesLater <-chan RuntimeSet
+	Bus           *sim.Bus
+	Sink          OutputSink
 	// OutputEnv is added to every launch's env for each runtime (the sink's
 	// address as a job of that runtime reaches it).
 	OutputEnv    func(runtime string) map[string]string
@@ -73,6 +80,13 @@ type Config struct {
 	Now    func() time.Time
 }
 
+// RuntimeSet is the runtimes a manager launches with, by name, and the one
+// a launch that names none uses.
+type RuntimeSet struct {
+	Runtimes map[string]sim.Runtime
+	Default  string
+}
+
 // Manager is the simulated manager.
 type Manager struct {
 	cfg   Config
@@ -80,6 +94,10 @@ type Manager struct {
 	now   func() time.Time
 	nodes map[string]*Node
 	order []string
+
+	// rts is set once, before rtsKnown is closed; read it through runtimes.
+	rts      RuntimeSet
+	rtsKnown chan struct{}
 
 	journal *journal
 
@@ -115,19 +133,22 @@ func New(cfg Config) *Manager {
 	if cfg.Bus == nil {
 		cfg.Bus = sim.NewBus()
 	}
-	if cfg.Runtimes == nil {
-		cfg.Runtimes = map[string]sim.Runtime{}
-	}
-	if _, ok := cfg.Runtimes[sim.RuntimeExternal]; !ok {
-		cfg.Runtimes[sim.RuntimeExternal] = External{}
-	}
-	if cfg.DefaultRuntime == "" {
-		cfg.DefaultRuntime = sim.RuntimeExternal
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{cfg: cfg, log: cfg.Logger, now: cfg.Now, nodes: map[string]*Node{},
 		instances: map[string]*instance{}, migrations: map[string]*run{}, byJob: map[string]*run{},
-		byInstance: map[string]*run{}, drawn: map[string]bool{}, ctx: ctx, cancel: cancel}
+		byInstance: map[string]*run{}, drawn: map[string]bool{}, ctx: ctx, cancel: cancel, rtsKnown: make(chan struct{})}
+	if cfg.RuntimesLater == nil {
+		m.setRuntimes(RuntimeSet{Runtimes: cfg.Runtimes, Default: cfg.DefaultRuntime})
+	} else {
+		go func() {
+			var set RuntimeSet // closed before they came: external only
+			select {
+			case set = <-cfg.RuntimesLater:
+			case <-ctx.Done():
+			}
+			m.setRuntimes(set)
+		}()
+	}
 	for i := range cfg.Nodes {
 		n := &cfg.Nodes[i]
 		m.nodes[n.Name] = n
@@ -146,17 +167,34 @@ func (m *Manager) Store() sim.Store { return m.cfg.Store }
 // Catalog is the template catalog.
 func (m *Manager) Catalog() sim.Catalog { return m.cfg.Catalog }
 
+// setRuntimes makes set the manager's runtimes, external always among them.
+func (m *Manager) setRuntimes(set RuntimeSet) {
+	rts := maps.Clone(set.Runtimes)
+	if rts == nil {
+		rts = map[string]sim.Runtime{}
+	}
+	if _, ok := rts[sim.RuntimeExternal]; !ok {
+		rts[sim.RuntimeExternal] = External{}
+	}
+	if set.Default == "" {
+		set.Default = sim.RuntimeExternal
+	}
+	m.rts = RuntimeSet{Runtimes: rts, Default: set.Default}
+	close(m.rtsKnown)
+}
+
+// runtimes is the manager's runtime set, waiting until it is known.
+func (m *Manager) runtimes() RuntimeSet {
+	<-m.rtsKnown
+	return m.rts
+}
+
 // DefaultRuntime is the runtime a launch without one uses.
-func (m *Manager) DefaultRuntime() string { return m.cfg.DefaultRuntime }
+func (m *Manager) DefaultRuntime() string { return m.runtimes().Default }
 
 // Runtimes lists the runtimes available here, sorted.
 func (m *Manager) Runtimes() []string {
-	out := make([]string, 0, len(m.cfg.Runtimes))
-	for name := range m.cfg.Runtimes {
-		out = append(out, name)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(m.runtimes().Runtimes))
 }
 
 // Nodes lists the nodes in order.
@@ -335,14 +373,9 @@ func (m *Manager) Launch(ctx context.Context, req LaunchRequest) (sim.Instance, 
 }
 
 func (m *Manager) runtime(name string) (sim.Runtime, error) {
-	rt, ok := m.cfg.Runtimes[name]
+	rt, ok := m.runtimes().Runtimes[name]
 	if !ok {
-		var names []string
-		for n := range m.cfg.Runtimes {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return nil, sim.Errorf(sim.EUnprocessable, "runtime %q is not available; available: %s", name, strings.Join(names, ", "))
+		return nil, sim.Errorf(sim.EUnprocessable, "runtime %q is not available; available: %s", name, strings.Join(m.Runtimes(), ", "))
 	}
 	return rt, nil
 }
@@ -366,7 +399,7 @@ func (m *Manager) launch(ctx context.Context, req LaunchRequest, o launchOpts) (
 		return sim.Instance{}, sim.Errorf(sim.ETemplateInvalid, "template %q is invalid: %s", tmpl.Name, tmpl.Error.Message)
 	}
 	if req.Runtime == "" {
-		req.Runtime = m.cfg.DefaultRuntime
+		req.Runtime = m.DefaultRuntime()
 	}
 	rt, err := m.runtime(req.Runtime)
 	if err != nil {

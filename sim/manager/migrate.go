@@ -93,7 +93,7 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 		return nil, err
 	}
 	faults := append([]sim.Fault(nil), req.Faults...)
-	if err := validateFaults(faults, m.cfg.Runtimes[srcSnap.Runtime], rt); err != nil {
+	if err := validateFaults(faults, m.runtimes().Runtimes[srcSnap.Runtime], rt); err != nil {
 		return nil, err
 	}
 

@@ -63,7 +63,7 @@ func (m *Manager) Recover(ctx context.Context) error {
 		return fmt.Errorf("recover instances: %w", err)
 	}
 	leftovers := map[string]map[string]bool{} // runtime → instance → running
-	for name, rt := range m.cfg.Runtimes {
+	for name, rt := range m.runtimes().Runtimes {
 		if a, ok := rt.(Adopter); ok {
 			l, err := a.Leftovers(ctx)
 			if err != nil {
@@ -106,7 +106,7 @@ func (m *Manager) Recover(ctx context.Context) error {
 				in.State, reason = sim.InstanceFailed, "normsim restarted and runtime "+in.Runtime+" is not available"
 				break
 			}
-			a := m.cfg.Runtimes[in.Runtime].(Adopter)
+			a := m.runtimes().Runtimes[in.Runtime].(Adopter)
 			if running, ok := l[in.ID]; ok && running && in.State == sim.InstanceRunning {
 				if err := a.Adopt(ctx, in.ID); err == nil {
 					break
@@ -149,7 +149,7 @@ func (m *Manager) Recover(ctx context.Context) error {
 	for name, l := range leftovers {
 		for id := range l {
 			if _, err := m.Instance(ctx, id); err != nil {
-				m.cfg.Runtimes[name].(Adopter).RemoveInstance(ctx, id)
+				m.runtimes().Runtimes[name].(Adopter).RemoveInstance(ctx, id)
 			}
 		}
 	}
