@@ -314,10 +314,13 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			runtimesSet <- manager.RuntimeSet{Runtimes: m.runtimes, Default: defaultRuntime}
 		}()
 	}
+	// One after the other: with both at once, on two cores, the first
+	// requests (the /readyz poll that just succeeded) waited for a core.
 	catalog.start()
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
+		catalog.List()
 		m.Web.Warm()
 	}()
 	return nil
