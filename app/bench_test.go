@@ -43,7 +43,7 @@ func mustBuild(tb testing.TB) (normsim, bare, repoRoot string) {
 // default runtime is auto (a Docker engine is asked whether it answers).
 // A third variant pins --runtime external to show what that costs.
 //
-//	go test -run '^$' -bench BenchmarkStartup -benchtime 20x ./app/
+//	go test -run '^$' -bench BenchmarkStartup -benchtime 60x ./app/
 func BenchmarkStartup(b *testing.B) {
 	normsim, bare, root := mustBuild(b)
 	ctx := context.Background()
