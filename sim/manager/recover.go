@@ -76,10 +76,15 @@ func (m *Manager) Recover(ctx context.Context) error {
 	// Host processes cannot be adopted: every one an earlier run started is
 	// stopped, found by recorded pid or by its instance ID (a kill can land
 	// between the fork and the pid reaching the store). Ended instances are
-	// searched too: nothing of theirs should still run.
+	// searched by ID too, but their recorded pids are not trusted: those
+	// processes were seen to end, and the pids may belong to others now.
 	hostProcs := map[string][]int{}
 	for _, in := range stored {
-		if in.Runtime == sim.RuntimeProcess {
+		if in.Runtime != sim.RuntimeProcess {
+			continue
+		}
+		hostProcs[in.ID] = nil
+		if !in.State.Terminal() {
 			hostProcs[in.ID] = recordedPids(in.RuntimeRef)
 		}
 	}

@@ -25,6 +25,7 @@ func StopLeftovers(recorded map[string][]int) int {
 	for _, pgid := range taggedGroups(sim.EnvInstance, slices.Collect(maps.Keys(recorded))) {
 		groups[pgid] = true
 	}
+	delete(groups, ownGroup()) // a reused pid must never take normsim down
 	n := 0
 	for pgid := range groups {
 		if anyInGroup(pgid) && killGroup(pgid) == nil {

@@ -191,7 +191,7 @@ func taggedGroups(key string, values []string) []int {
 	if err != nil {
 		return nil
 	}
-	self, own := strconv.Itoa(os.Getpid()), syscall.Getpgrp()
+	self, own := strconv.Itoa(os.Getpid()), ownGroup()
 	var groups []int
 	for _, e := range ents {
 		name := e.Name()

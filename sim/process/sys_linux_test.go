@@ -104,7 +104,8 @@ func TestWaitExitGivesUp(t *testing.T) {
 
 // TestStopLeftovers: a restart stops what a killed normsim started, by
 // recorded pid and, for a process whose pid never reached the store, by the
-// instance ID in its environment; another instance's process is left alone.
+// instance ID in its environment; another instance's process, and normsim's
+// own group, are left alone.
 func TestStopLeftovers(t *testing.T) {
 	start := func(env ...string) (pid, pidfd int) {
 		t.Helper()
@@ -125,7 +126,13 @@ func TestStopLeftovers(t *testing.T) {
 	recorded, recordedFD := start()
 	other, _ := start(sim.EnvInstance + "=other-" + suffix)
 
-	n := StopLeftovers(map[string][]int{"lost-" + suffix: nil, "kept-" + suffix: {recorded}})
+	// A recorded pid that is now normsim's own group (reused) is spared:
+	// a helper's group stands in for normsim's.
+	own, _ := start()
+	real := ownGroup
+	ownGroup = func() int { return own }
+	defer func() { ownGroup = real }()
+	n := StopLeftovers(map[string][]int{"lost-" + suffix: nil, "kept-" + suffix: {recorded, own}})
 	if n != 2 {
 		t.Errorf("StopLeftovers signalled %d groups, want 2", n)
 	}
@@ -142,5 +149,8 @@ func TestStopLeftovers(t *testing.T) {
 	}
 	if !alive(other) {
 		t.Error("another instance's process was killed")
+	}
+	if !alive(own) {
+		t.Error("normsim's own process group was killed")
 	}
 }

@@ -30,3 +30,5 @@ func groupStopped(int) bool { return true }
 func taggedGroups(string, []string) []int { return nil }
 
 func anyInGroup(int) bool { return false }
+
+var ownGroup = func() int { return -1 }

@@ -61,6 +61,9 @@ func signalGroup(pgid int, sig syscall.Signal) error {
 	return nil
 }
 
+// ownGroup is normsim's own process group (a variable for the tests).
+var ownGroup = syscall.Getpgrp
+
 // anyInGroup reports whether kill can still find a member of group pgid,
 // zombies included.
 func anyInGroup(pgid int) bool {

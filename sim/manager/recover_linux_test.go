@@ -1,0 +1,80 @@
+package manager
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/sim/sqlite"
+	"github.com/normsim/normsim/sim/template"
+)
+
+// TestRecoverStopsHostProcesses: after a kill, the restart stops a host
+// process of a live instance even when its pid never reached the store (it
+// finds it by instance ID), and leaves alone a pid an ended instance
+// recorded (the pid may be someone else's by now).
+func TestRecoverStopsHostProcesses(t *testing.T) {
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, sqlite.Memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	sleep := func(env ...string) *exec.Cmd {
+		cmd := exec.Command("sleep", "60")
+		cmd.Env = append(os.Environ(), env...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Skip("no sleep(1) to stand in for a job:", err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	suffix := strconv.Itoa(os.Getpid())
+	starting, ended := "counter-s"+suffix, "counter-e"+suffix
+	lost := sleep(sim.EnvInstance + "=" + starting)
+	reused := sleep() // holds the pid the ended instance recorded
+	now := time.Now()
+	for _, in := range []*sim.Instance{
+		{ID: starting, JobID: "job-s", Role: starting, Node: "a", Template: "counter", Runtime: sim.RuntimeProcess,
+			State: sim.InstanceStarting, CreatedAt: now, UpdatedAt: now},
+		{ID: ended, JobID: "job-e", Role: ended, Node: "a", Template: "counter", Runtime: sim.RuntimeProcess,
+			State: sim.InstanceStopped, RuntimeRef: map[string]string{"pid:counter": strconv.Itoa(reused.Process.Pid)},
+			CreatedAt: now, UpdatedAt: now},
+	} {
+		if err := store.SaveInstance(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}}, Store: store, Catalog: template.NewCatalog()})
+	defer m.Close()
+	if err := m.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	exited := make(chan error, 1)
+	go func() { exited <- lost.Wait() }()
+	select {
+	case err := <-exited:
+		if ws, ok := lost.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+			t.Fatalf("the unrecorded process ended with %v, want SIGKILL", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the process whose pid never reached the store is still running")
+	}
+	// Killed, it would be a zombie (unreaped), which signal 0 still finds.
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(reused.Process.Pid) + "/stat")
+	if i := bytes.LastIndexByte(stat, ')'); err != nil || i < 0 || len(stat) < i+3 || stat[i+2] == 'Z' {
+		t.Fatalf("the pid an ended instance recorded was killed (stat %q, %v)", stat, err)
+	}
+	in, err := store.GetInstance(ctx, starting)
+	if err != nil || in.State != sim.InstanceFailed {
+		t.Fatalf("the starting instance after recovery: %+v, %v", in, err)
+	}
+}
