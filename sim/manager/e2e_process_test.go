@@ -1,9 +1,11 @@
 package manager_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -83,6 +85,15 @@ func TestProcessCounterConnectsLogsAndStops(t *testing.T) {
 	pid := pids["counter"]
 	if pid == 0 {
 		t.Fatalf("no pid for the counter: %v", pids)
+	}
+	// What a restart needs to stop it is in the store: the pid and, on
+	// Linux, when the process started (a reused pid has another).
+	stored, err := s.Main.Store.GetInstance(context.Background(), in.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.RuntimeRef["pid:counter"] != strconv.Itoa(pid) || (runtime.GOOS == "linux" && stored.RuntimeRef["started:counter"] == "") {
+		t.Fatalf("stored runtime ref %v, want pid %d and its start mark", stored.RuntimeRef, pid)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	var logs string

@@ -525,7 +525,7 @@ func (m *Manager) start(ctx context.Context, in *instance, rt sim.Runtime) error
 	m.mu.Lock()
 	m.setStateLocked(in, sim.InstanceStarting, "")
 	m.mu.Unlock()
-	if _, ok := rt.(PidReporter); ok {
+	if _, ok := rt.(HostProcessRunner); ok {
 		// Host processes outlive a killed normsim: the instance is in the
 		// store before they exist, so a restart can find them by its ID.
 		m.journal.Flush()
@@ -545,12 +545,15 @@ func (m *Manager) start(ctx context.Context, in *instance, rt sim.Runtime) error
 		m.setStateLocked(in, sim.InstanceFailed, "start: "+describe(err))
 		return err
 	}
-	if pr, ok := rt.(PidReporter); ok {
+	if hp, ok := rt.(HostProcessRunner); ok {
 		if in.RuntimeRef == nil {
 			in.RuntimeRef = map[string]string{}
 		}
-		for svc, pid := range pr.Pids(in.ID) {
-			in.RuntimeRef["pid:"+svc] = strconv.Itoa(pid)
+		for svc, p := range hp.Processes(in.ID) {
+			in.RuntimeRef["pid:"+svc] = strconv.Itoa(p.Pid)
+			if p.Started != "" {
+				in.RuntimeRef["started:"+svc] = p.Started
+			}
 			pids = true
 		}
 	}

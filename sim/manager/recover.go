@@ -21,10 +21,10 @@ type Adopter interface {
 	RemoveInstance(ctx context.Context, instanceID string) error
 }
 
-// PidReporter is a runtime that runs host processes (so a restart can stop
-// the ones an earlier run left).
-type PidReporter interface {
-	Pids(instanceID string) map[string]int
+// HostProcessRunner is a runtime that runs host processes: they are
+// recorded so a restart can stop the ones an earlier run left.
+type HostProcessRunner interface {
+	Processes(instanceID string) map[string]process.Recorded
 }
 
 // Recover reconciles what the store remembers with what still runs: a
@@ -78,14 +78,14 @@ func (m *Manager) Recover(ctx context.Context) error {
 	// between the fork and the pid reaching the store). Ended instances are
 	// searched by ID too, but their recorded pids are not trusted: those
 	// processes were seen to end, and the pids may belong to others now.
-	hostProcs := map[string][]int{}
+	hostProcs := map[string][]process.Recorded{}
 	for _, in := range stored {
 		if in.Runtime != sim.RuntimeProcess {
 			continue
 		}
 		hostProcs[in.ID] = nil
 		if !in.State.Terminal() {
-			hostProcs[in.ID] = recordedPids(in.RuntimeRef)
+			hostProcs[in.ID] = recordedProcesses(in.RuntimeRef)
 		}
 	}
 	if n := process.StopLeftovers(hostProcs); n > 0 {
@@ -161,18 +161,20 @@ func (m *Manager) Recover(ctx context.Context) error {
 	return nil
 }
 
-// recordedPids is the host-process pids an instance's RuntimeRef holds.
-func recordedPids(ref map[string]string) []int {
-	var pids []int
+// recordedProcesses is the host processes an instance's RuntimeRef holds:
+// "pid:SERVICE" and, where the system told, "started:SERVICE".
+func recordedProcesses(ref map[string]string) []process.Recorded {
+	var out []process.Recorded
 	for k, v := range ref {
-		if !strings.HasPrefix(k, "pid:") {
+		svc, ok := strings.CutPrefix(k, "pid:")
+		if !ok {
 			continue
 		}
 		if pid, err := strconv.Atoi(v); err == nil {
-			pids = append(pids, pid)
+			out = append(out, process.Recorded{Pid: pid, Started: ref["started:"+svc]})
 		}
 	}
-	return pids
+	return out
 }
 
 // MarkAllStopped records every live instance as stopped, straight to the

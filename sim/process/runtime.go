@@ -130,8 +130,9 @@ type service struct {
 // proc is one started process and the state of its log file.
 type proc struct {
 	svc    *service
-	pid    int           // also its process group id
-	exited chan struct{} // closed once the leader is reaped
+	pid     int           // also its process group id
+	started string        // startMark(pid), read while the pid is surely ours
+	exited  chan struct{} // closed once the leader is reaped
 	done   chan struct{} // closed once its group is gone and its output read
 
 	mu       sync.Mutex
@@ -460,7 +461,8 @@ func (r *Runtime) startService(inst *instance, s *service, i int, environ []stri
 		rd.Close()
 		return sim.Errorf(sim.EUnprocessable, "service %q: start %s: %v", s.name, s.path, err)
 	}
-	p := &proc{svc: s, pid: pid, out: rd, exited: make(chan struct{}), done: make(chan struct{})}
+	// Unreaped (the watcher reaps it), the pid cannot be reused yet.
+	p := &proc{svc: s, pid: pid, started: startMark(pid), out: rd, exited: make(chan struct{}), done: make(chan struct{})}
 	s.p.Store(p)
 	r.logger.Debug("process started", "instance", inst.id, "service", s.name, "pid", pid, "log", logPath)
 	// Started before the watcher exists, so an exit is never reported
@@ -853,13 +855,37 @@ func (r *Runtime) abandon(inst *instance) {
 // Pids returns the pid of each running service of the instance (which is
 // also its process group id); nil for an unknown instance.
 func (r *Runtime) Pids(instanceID string) map[string]int {
+	procs := r.running(instanceID)
+	if procs == nil {
+		return nil
+	}
+	pids := make(map[string]int, len(procs))
+	for name, p := range procs {
+		pids[name] = p.pid
+	}
+	return pids
+}
+
+// Processes is what a store records of each running service of the
+// instance so a restart can stop it (see StopLeftovers).
+func (r *Runtime) Processes(instanceID string) map[string]Recorded {
+	out := map[string]Recorded{}
+	for name, p := range r.running(instanceID) {
+		out[name] = Recorded{Pid: p.pid, Started: p.started}
+	}
+	return out
+}
+
+// running is the instance's services whose process is running, or nil for
+// an instance this runtime does not hold.
+func (r *Runtime) running(instanceID string) map[string]*proc {
 	r.mu.Lock()
 	inst := r.instances[instanceID]
 	r.mu.Unlock()
 	if inst == nil {
 		return nil
 	}
-	pids := map[string]int{}
+	procs := map[string]*proc{}
 	for _, s := range inst.services {
 		p := s.p.Load()
 		if p == nil {
@@ -868,10 +894,10 @@ func (r *Runtime) Pids(instanceID string) map[string]int {
 		select {
 		case <-p.exited:
 		default:
-			pids[s.name] = p.pid
+			procs[s.name] = p
 		}
 	}
-	return pids
+	return procs
 }
 
 func (r *Runtime) lookup(id string) (*instance, error) {

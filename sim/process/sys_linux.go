@@ -229,3 +229,18 @@ func environHas(env []byte, want map[string]bool) bool {
 	}
 	return false
 }
+
+// startMark is when process pid started, in clock ticks since boot (field
+// 22 of /proc/PID/stat), or "" when it cannot be read. A pid given to a
+// later process gets another mark.
+func startMark(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	f, ok := statFields(b)
+	if !ok || len(f) < 20 {
+		return ""
+	}
+	return string(f[19])
+}

@@ -104,8 +104,8 @@ func TestWaitExitGivesUp(t *testing.T) {
 
 // TestStopLeftovers: a restart stops what a killed normsim started, by
 // recorded pid and, for a process whose pid never reached the store, by the
-// instance ID in its environment; another instance's process, and normsim's
-// own group, are left alone.
+// instance ID in its environment; another instance's process, normsim's
+// own group, and a recorded pid now held by a later process are left alone.
 func TestStopLeftovers(t *testing.T) {
 	start := func(env ...string) (pid, pidfd int) {
 		t.Helper()
@@ -132,7 +132,15 @@ func TestStopLeftovers(t *testing.T) {
 	real := ownGroup
 	ownGroup = func() int { return own }
 	defer func() { ownGroup = real }()
-	n := StopLeftovers(map[string][]int{"lost-" + suffix: nil, "kept-" + suffix: {recorded, own}})
+	// A recorded pid whose process started at another time than recorded
+	// was given to someone else: spared too.
+	reused, _ := start()
+	if startMark(recorded) == "" {
+		t.Fatalf("no start mark for pid %d", recorded)
+	}
+	n := StopLeftovers(map[string][]Recorded{"lost-" + suffix: nil, "kept-" + suffix: {
+		{Pid: recorded, Started: startMark(recorded)}, {Pid: own}, {Pid: reused, Started: startMark(reused) + "0"},
+	}})
 	if n != 2 {
 		t.Errorf("StopLeftovers signalled %d groups, want 2", n)
 	}
@@ -152,5 +160,8 @@ func TestStopLeftovers(t *testing.T) {
 	}
 	if !alive(own) {
 		t.Error("normsim's own process group was killed")
+	}
+	if !alive(reused) {
+		t.Error("a pid recorded with another start time was killed")
 	}
 }
