@@ -129,11 +129,11 @@ type service struct {
 
 // proc is one started process and the state of its log file.
 type proc struct {
-	svc    *service
+	svc     *service
 	pid     int           // also its process group id
 	started string        // startMark(pid), read while the pid is surely ours
 	exited  chan struct{} // closed once the leader is reaped
-	done   chan struct{} // closed once its group is gone and its output read
+	done    chan struct{} // closed once its group is gone and its output read
 
 	mu       sync.Mutex
 	decided  bool // the watcher has seen the exit and judged it
