@@ -335,8 +335,12 @@ func (m *Main) setRuntimeOwner(owner string) {
 	}
 }
 
-// Runtime is the named runtime, or nil, once the runtimes are known.
+// Runtime is the named runtime, or nil, once the runtimes are known (nil
+// before Open).
 func (m *Main) Runtime(name string) sim.Runtime {
+	if m.runtimesOpened == nil {
+		return nil
+	}
 	<-m.runtimesOpened
 	return m.runtimes[name]
 }
@@ -344,6 +348,9 @@ func (m *Main) Runtime(name string) sim.Runtime {
 // RuntimeNote says how the default runtime was chosen, for the banner. It
 // waits until the runtimes are known (after ready, with an in-memory store).
 func (m *Main) RuntimeNote() string {
+	if m.runtimesOpened == nil {
+		return ""
+	}
 	<-m.runtimesOpened
 	return m.runtimeNote
 }
