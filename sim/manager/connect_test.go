@@ -10,8 +10,6 @@ import (
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/jobsocket"
 	"github.com/normsim/normsim/sim/manager"
-	"github.com/normsim/normsim/sim/sqlite"
-	"github.com/normsim/normsim/sim/template"
 )
 
 // TestMigrateRightAfterHelloAck: the listener writes hello-ack and only
@@ -22,15 +20,7 @@ import (
 // the migrate request.
 func TestMigrateRightAfterHelloAck(t *testing.T) {
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, sqlite.Memory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	catalog, err := template.LoadDirs(templatesDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, catalog := manager.NewMemStore(t), manager.RepoCatalog(t)
 	var mgr *manager.Manager
 	release := make(chan struct{})
 	onEvent := func(ev jobsocket.Event) {

@@ -2,13 +2,10 @@ package manager
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/normsim/normsim/sim"
-	"github.com/normsim/normsim/sim/sqlite"
-	"github.com/normsim/normsim/sim/template"
 )
 
 // TestInstanceIDsNeverCollide: a drawn name that an instance here, or one
@@ -16,21 +13,13 @@ import (
 // never replaces an older one.
 func TestInstanceIDsNeverCollide(t *testing.T) {
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, sqlite.Memory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := NewMemStore(t)
 	old := &sim.Instance{ID: "plain-000002", JobID: "job-old", Role: "plain-000002", State: sim.InstanceStopped,
 		CreatedAt: time.Now(), UpdatedAt: time.Now()}
 	if err := store.SaveInstance(ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	catalog, err := template.LoadDirs(filepath.Join("..", "..", "templates"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}, {Node: sim.Node{Name: "b"}}}, Store: store, Catalog: catalog,
+	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}, {Node: sim.Node{Name: "b"}}}, Store: store, Catalog: RepoCatalog(t),
 		Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: External{}}, DefaultRuntime: sim.RuntimeExternal})
 	defer m.Close()
 

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/normsim/normsim/sim"
-	"github.com/normsim/normsim/sim/sqlite"
 	"github.com/normsim/normsim/sim/template"
 )
 
@@ -21,11 +20,7 @@ import (
 // recorded (the pid may be someone else's by now).
 func TestRecoverStopsHostProcesses(t *testing.T) {
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, sqlite.Memory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := NewMemStore(t)
 	sleep := func(env ...string) *exec.Cmd {
 		cmd := exec.Command("sleep", "60")
 		cmd.Env = append(os.Environ(), env...)

@@ -2,14 +2,11 @@ package manager
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/normsim/normsim/sim"
-	"github.com/normsim/normsim/sim/sqlite"
-	"github.com/normsim/normsim/sim/template"
 )
 
 // lateRuntime is the external runtime under another name.
@@ -22,15 +19,7 @@ func (lateRuntime) Name() string { return "late" }
 // closed before they come knows the external runtime only.
 func TestRuntimesLater(t *testing.T) {
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, sqlite.Memory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	catalog, err := template.LoadDirs(filepath.Join("..", "..", "templates"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, catalog := NewMemStore(t), RepoCatalog(t)
 	later := make(chan RuntimeSet, 1)
 	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}}, Store: store, Catalog: catalog, RuntimesLater: later})
 	defer m.Close()
