@@ -46,11 +46,7 @@ func snapshotState(t *testing.T, m *app.Main) apiState {
 func TestHostileAPIInput(t *testing.T) {
 	opts := testOptions(t)
 	opts.Runtime = sim.RuntimeExternal
-	m := app.New(opts)
-	if err := m.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
+	m := openApp(t, opts)
 	// Something to change: an instance that could be stopped or migrated.
 	var in sim.Instance
 	if code := postJSON(t, m.URL()+"/api/v1/instances", `{"template":"counter","node":"a","runtime":"external"}`, &in); code != http.StatusCreated {
@@ -173,14 +169,9 @@ func postJSON(t *testing.T, url, body string, out any) int {
 // sensitive (contract §1) and so are the API's, although encoding/json
 // alone would match {"Template": ...} to "template".
 func TestAPIFieldNamesAreCaseSensitive(t *testing.T) {
-
 	opts := testOptions(t)
 	opts.Runtime = sim.RuntimeExternal
-	m := app.New(opts)
-	if err := m.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
+	m := openApp(t, opts)
 	if code := postJSON(t, m.URL()+"/api/v1/instances", `{"Template":"counter","Node":"a"}`, nil); code != http.StatusBadRequest {
 		t.Fatalf("status %d, want 400 for keys spelled in another case", code)
 	}

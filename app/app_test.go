@@ -31,6 +31,17 @@ func testOptions(t *testing.T) app.Options {
 	return opts
 }
 
+// openApp opens a simulator with opts, closed when the test ends.
+func openApp(t *testing.T, opts app.Options) *app.Main {
+	t.Helper()
+	m := app.New(opts)
+	if err := m.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
 func getJSON(t *testing.T, url string, v any) int {
 	t.Helper()
 	resp, err := http.Get(url)
@@ -222,11 +233,7 @@ func TestBrokenTemplateNextToGoodOnes(t *testing.T) {
 	os.WriteFile(filepath.Join(bad, "manifest.json"), []byte(`{"productTemplateSchemaVersion":2}`), 0o644)
 	opts := testOptions(t)
 	opts.Templates = []string{filepath.Join("..", "templates"), dir}
-	m := app.New(opts)
-	if err := m.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := openApp(t, opts)
 	var list []struct {
 		Name  string `json:"name"`
 		Valid bool   `json:"valid"`
