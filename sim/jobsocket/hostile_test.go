@@ -43,6 +43,29 @@ func floodKey(i int) (job, role, token string) {
 	return "flood", fmt.Sprintf("f%d", i), fmt.Sprintf("flood-token-%d-0123456789abcdef", i)
 }
 
+// floodPath is the socket path of flooding attacker i.
+func floodPath(i int) string { j, r, _ := floodKey(i); return protocol.Path(j, r) }
+
+// floodAfterHello says hello with the attacker's valid token, then sends
+// frame floodFrames times and, unless it is "", then.
+func floodAfterHello(frame, then string) func(ctx context.Context, c *websocket.Conn, i int) error {
+	return func(ctx context.Context, c *websocket.Conn, i int) error {
+		_, _, tok := floodKey(i)
+		if err := helloAck(ctx, c, tok); err != nil {
+			return err
+		}
+		for range floodFrames {
+			if err := writeText(ctx, c, frame); err != nil {
+				return nil // closed under us: the close code tells
+			}
+		}
+		if then == "" {
+			return nil
+		}
+		return writeText(ctx, c, then)
+	}
+}
+
 func writeText(ctx context.Context, c *websocket.Conn, s string) error {
 	return c.Write(ctx, websocket.MessageText, []byte(s))
 }
@@ -75,34 +98,10 @@ func hostileAttacks() []attack {
 			func(ctx context.Context, c *websocket.Conn, i int) error { return writeText(ctx, c, hello(legitToken)) }},
 		{"not an instance path", protocol.CloseUnauthorized, func(i int) string { return fmt.Sprintf("/instances/j%%C3%%28%d/r", i) },
 			func(ctx context.Context, c *websocket.Conn, i int) error { return nil }},
-		{"out-of-phase flood after hello", protocol.CloseProtocolError,
-			func(i int) string { j, r, _ := floodKey(i); return protocol.Path(j, r) },
-			func(ctx context.Context, c *websocket.Conn, i int) error {
-				_, _, tok := floodKey(i)
-				if err := helloAck(ctx, c, tok); err != nil {
-					return err
-				}
-				for range floodFrames {
-					if err := writeText(ctx, c, `{"type":"state","payload":{"n":1}}`); err != nil {
-						return nil // closed under us: the close code tells
-					}
-				}
-				return nil
-			}},
-		{"allowed flood after hello, then garbage", protocol.CloseProtocolError,
-			func(i int) string { j, r, _ := floodKey(i); return protocol.Path(j, r) },
-			func(ctx context.Context, c *websocket.Conn, i int) error {
-				_, _, tok := floodKey(i)
-				if err := helloAck(ctx, c, tok); err != nil {
-					return err
-				}
-				for range floodFrames {
-					if err := writeText(ctx, c, abort); err != nil {
-						return nil
-					}
-				}
-				return writeText(ctx, c, "not json")
-			}},
+		{"out-of-phase flood after hello", protocol.CloseProtocolError, floodPath,
+			floodAfterHello(`{"type":"state","payload":{"n":1}}`, "")},
+		{"allowed flood after hello, then garbage", protocol.CloseProtocolError, floodPath,
+			floodAfterHello(abort, "not json")},
 	}
 }
 
