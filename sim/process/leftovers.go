@@ -35,7 +35,7 @@ func StopLeftovers(recorded map[string][]Recorded) int {
 	for _, pgid := range taggedGroups(sim.EnvInstance, slices.Collect(maps.Keys(recorded))) {
 		groups[pgid] = true
 	}
-	delete(groups, ownGroup()) // a reused pid must never take normsim down
+	delete(groups, ownGroup()) // neither a reused pid nor a tag normsim inherited may take it down
 	n := 0
 	for pgid := range groups {
 		if anyInGroup(pgid) && killGroup(pgid) == nil {

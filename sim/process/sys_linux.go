@@ -124,29 +124,42 @@ func groupStopped(pgid int) bool {
 // eachInGroup calls fn with the pid and state of each process in group
 // pgid until fn returns false. It reports false when /proc cannot be read.
 func eachInGroup(pgid int, fn func(pid string, state byte) bool) bool {
+	want := []byte(strconv.Itoa(pgid))
+	return eachProc(func(pid string) bool {
+		f, ok := procStat(pid)
+		if !ok || len(f) < 3 || !bytes.Equal(f[2], want) {
+			return true
+		}
+		return fn(pid, f[0][0])
+	})
+}
+
+// eachProc calls fn with each pid in /proc until fn returns false. It
+// reports false when /proc cannot be read.
+func eachProc(fn func(pid string) bool) bool {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return false
 	}
-	want := []byte(strconv.Itoa(pgid))
 	for _, e := range ents {
 		name := e.Name()
 		if name == "" || name[0] < '0' || name[0] > '9' {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + name + "/stat")
-		if err != nil {
-			continue
-		}
-		f, ok := statFields(b)
-		if !ok || len(f) < 3 || !bytes.Equal(f[2], want) {
-			continue
-		}
-		if !fn(name, f[0][0]) {
+		if !fn(name) {
 			break
 		}
 	}
 	return true
+}
+
+// procStat is the fields of /proc/PID/stat after "pid (comm)".
+func procStat(pid string) ([][]byte, bool) {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return nil, false
+	}
+	return statFields(b)
 }
 
 // procState is the state letter in a /proc stat file.
@@ -177,8 +190,8 @@ func statFields(b []byte) ([][]byte, bool) {
 }
 
 // taggedGroups is the process groups of the processes whose environment
-// holds key=v for one of values, never normsim's own group. A process that
-// cannot be read (another user's, or gone) is not ours to find.
+// holds key=v for one of values. A process that cannot be read (another
+// user's, or gone) is not ours to find.
 func taggedGroups(key string, values []string) []int {
 	if len(values) == 0 {
 		return nil
@@ -187,33 +200,19 @@ func taggedGroups(key string, values []string) []int {
 	for _, v := range values {
 		want[key+"="+v] = true
 	}
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	self, own := strconv.Itoa(os.Getpid()), ownGroup()
 	var groups []int
-	for _, e := range ents {
-		name := e.Name()
-		if name == "" || name[0] < '0' || name[0] > '9' || name == self {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + name + "/environ")
+	eachProc(func(pid string) bool {
+		env, err := os.ReadFile("/proc/" + pid + "/environ")
 		if err != nil || !environHas(env, want) {
-			continue
+			return true
 		}
-		b, err := os.ReadFile("/proc/" + name + "/stat")
-		if err != nil {
-			continue
+		if f, ok := procStat(pid); ok && len(f) >= 3 {
+			if pgid, err := strconv.Atoi(string(f[2])); err == nil && pgid > 1 {
+				groups = append(groups, pgid)
+			}
 		}
-		f, ok := statFields(b)
-		if !ok || len(f) < 3 {
-			continue
-		}
-		if pgid, err := strconv.Atoi(string(f[2])); err == nil && pgid > 1 && pgid != own {
-			groups = append(groups, pgid)
-		}
-	}
+		return true
+	})
 	return groups
 }
 
@@ -234,11 +233,7 @@ func environHas(env []byte, want map[string]bool) bool {
 // 22 of /proc/PID/stat), or "" when it cannot be read. A pid given to a
 // later process gets another mark.
 func startMark(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	f, ok := statFields(b)
+	f, ok := procStat(strconv.Itoa(pid))
 	if !ok || len(f) < 20 {
 		return ""
 	}
