@@ -158,7 +158,7 @@ completed.`,
 	migrate.Flags().StringVar(&strategy, "strategy", "", "overlap, stopThenStart or handover (default: the template's declared one)")
 	migrate.Flags().StringVar(&mruntime, "runtime", "", "runtime of the target (default: the source's)")
 	migrate.Flags().BoolVar(&wait, "wait", false, "print the phases as they happen and wait for the end")
-	migrate.Flags().StringArrayVar(&timeouts, "timeout", nil, "per-phase timeout PHASE=DURATION: state, targetStart, targetReady, stop, apply, stopGrace (repeatable)")
+	migrate.Flags().StringArrayVar(&timeouts, "timeout", nil, "per-phase timeout PHASE=DURATION: "+strings.Join(sim.TimeoutNames(), ", ")+" (repeatable; docs/migrations.md)")
 
 	cmds := []*cobra.Command{launch, ps, stop, logs, migrate}
 	for _, c := range cmds {
@@ -168,13 +168,11 @@ completed.`,
 }
 
 func parseTimeouts(specs []string, t *sim.Timeouts) error {
-	fields := map[string]*sim.Duration{"state": &t.State, "targetStart": &t.TargetStart, "targetReady": &t.TargetReady,
-		"stop": &t.Stop, "apply": &t.Apply, "stopGrace": &t.StopGrace}
 	for _, s := range specs {
 		k, v, ok := strings.Cut(s, "=")
-		f, known := fields[k]
+		f, known := t.Field(k)
 		if !ok || !known {
-			return usageErr("--timeout: want PHASE=DURATION with PHASE one of state, targetStart, targetReady, stop, apply, stopGrace; got %q", s)
+			return usageErr("--timeout: want PHASE=DURATION with PHASE one of %s; got %q", strings.Join(sim.TimeoutNames(), ", "), s)
 		}
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {

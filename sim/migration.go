@@ -87,6 +87,10 @@ type Timeouts struct {
 	Stop        Duration `json:"stop,omitempty"`        // cutover-ready → source-stopped-output
 	Apply       Duration `json:"apply,omitempty"`       // cutover-apply → target-applied
 	StopGrace   Duration `json:"stopGrace,omitempty"`   // SIGTERM → SIGKILL when stopping an instance
+	// Linger is how long after the point of no return a handover's source
+	// keeps running before it is stopped, so output it sends after
+	// source-stopped-output reaches the sink and is judged.
+	Linger Duration `json:"linger,omitempty"`
 }
 
 // DefaultTimeouts are the documented per-phase defaults (docs/migrations.md).
@@ -97,6 +101,51 @@ var DefaultTimeouts = Timeouts{
 	Stop:        Duration(10 * time.Second),
 	Apply:       Duration(10 * time.Second),
 	StopGrace:   Duration(10 * time.Second),
+	// 250 ms: a source producing at 25 packets/s sends six packets in it.
+	Linger: Duration(250 * time.Millisecond),
+}
+
+// TimeoutField is one field of Timeouts, by its JSON name, so the CLI,
+// scenario files and the dashboard read and set them from one list.
+type TimeoutField struct {
+	Name  string // the JSON name: state, targetStart, …
+	Label string // a form's label
+	Help  string // what it bounds
+	Value *Duration
+}
+
+// Fields lists t's fields, in the order a migration meets them.
+func (t *Timeouts) Fields() []TimeoutField {
+	return []TimeoutField{
+		{"state", "State", "get-state → state", &t.State},
+		{"targetStart", "Target start", "target placed → running (and connected)", &t.TargetStart},
+		{"targetReady", "Target ready", "initial-state → target-ready", &t.TargetReady},
+		{"stop", "Source stop", "cutover-ready → source-stopped-output", &t.Stop},
+		{"apply", "Apply", "cutover-apply → target-applied", &t.Apply},
+		{"stopGrace", "Stop grace", "SIGTERM → SIGKILL when stopping", &t.StopGrace},
+		{"linger", "Linger", "point of no return → the handover's source is stopped", &t.Linger},
+	}
+}
+
+// TimeoutNames are the JSON names of Timeouts' fields.
+func TimeoutNames() []string {
+	var t Timeouts
+	fs := t.Fields()
+	names := make([]string, len(fs))
+	for i, f := range fs {
+		names[i] = f.Name
+	}
+	return names
+}
+
+// Field returns the field named name, or false.
+func (t *Timeouts) Field(name string) (*Duration, bool) {
+	for _, f := range t.Fields() {
+		if f.Name == name {
+			return f.Value, true
+		}
+	}
+	return nil, false
 }
 
 // WithDefaults fills zero fields from DefaultTimeouts.
@@ -115,6 +164,7 @@ func (t Timeouts) WithDefaults() Timeouts {
 		Stop:        pick(t.Stop, d.Stop),
 		Apply:       pick(t.Apply, d.Apply),
 		StopGrace:   pick(t.StopGrace, d.StopGrace),
+		Linger:      pick(t.Linger, d.Linger),
 	}
 }
 
@@ -160,17 +210,45 @@ type FrameInfo struct {
 
 // OutputReport is the output-continuity verdict at the seam of a migration.
 type OutputReport struct {
-	// Verdict: seamless | gap | overlap | duplicate | unknown.
+	// Verdict: seamless | gap | overlap | duplicate | no-output | unknown.
 	Verdict string `json:"verdict"`
-	// LastSource is the last sequence number the source sent before the
-	// target's first; FirstTarget the target's first.
+	// LastSource is the last sequence number the source sent before it
+	// stopped (in a handover: at or before source-stopped-output);
+	// FirstTarget the target's first.
 	LastSource  *int64   `json:"lastSource,omitempty"`
 	FirstTarget *int64   `json:"firstTarget,omitempty"`
 	GapMs       *float64 `json:"gapMs,omitempty"`
 	OverlapMs   *float64 `json:"overlapMs,omitempty"`
 	Lost        int64    `json:"lost"`
 	Duplicated  int64    `json:"duplicated"`
-	Detail      string   `json:"detail,omitempty"`
+	// AtFault names the side that broke the protocol's promise about
+	// output, when the packets prove it: "source" (it produced after
+	// source-stopped-output), "target" (it produced before cutover-apply)
+	// or "source and target". Empty when no side can be blamed.
+	AtFault string `json:"atFault,omitempty"`
+	// SourceAfterStop counts the source's packets that arrived after its
+	// source-stopped-output; TargetBeforeApply the target's that arrived
+	// before cutover-apply was sent.
+	SourceAfterStop   int64 `json:"sourceAfterStop,omitempty"`
+	TargetBeforeApply int64 `json:"targetBeforeApply,omitempty"`
+	// Unreadable counts the packets the sink received during the
+	// migration but could not read; they are not part of the verdict.
+	Unreadable *UnreadablePackets `json:"unreadable,omitempty"`
+	Detail     string             `json:"detail,omitempty"`
+}
+
+// UnreadablePackets are output packets the sink could not read: not JSON,
+// naming no job or instance, or without an integer seq.
+type UnreadablePackets struct {
+	// Count is how many, by this job's senders (FromJob) and by senders
+	// the sink could not tie to any job (Unattributed).
+	Count        int64 `json:"count"`
+	FromJob      int64 `json:"fromJob"`
+	Unattributed int64 `json:"unattributed"`
+	// Reasons counts them by what was wrong.
+	Reasons map[string]int64 `json:"reasons"`
+	// Example is the first one, cut to a readable length.
+	Example string `json:"example,omitempty"`
 }
 
 // Duration is a time.Duration that reads and writes JSON as milliseconds (a

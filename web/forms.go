@@ -121,35 +121,21 @@ func (s *Server) uiMigrate(w http.ResponseWriter, r *http.Request) {
 		// read as strictly as the API reads it.
 		mf.Err = decodeStrict([]byte(mf.Faults), &req.Faults, "faults")
 	}
-	for _, ts := range timeoutSpecs {
+	for _, ts := range req.Timeouts.Fields() {
 		if mf.Err != nil {
 			break
 		}
-		v := strings.TrimSpace(f.Get("timeout." + ts.name))
+		v := strings.TrimSpace(f.Get("timeout." + ts.Name))
 		if v == "" {
 			continue
 		}
-		mf.Timeouts[ts.name] = v
+		mf.Timeouts[ts.Name] = v
 		ms, err := strconv.ParseFloat(v, 64)
 		if err != nil || ms < 0 || ms > 24*3600*1000 {
-			mf.Err = sim.Errorf(sim.EInvalid, "timeouts.%s: must be a number of milliseconds from 0 to 86400000; got %q", ts.name, v)
+			mf.Err = sim.Errorf(sim.EInvalid, "timeouts.%s: must be a number of milliseconds from 0 to 86400000; got %q", ts.Name, v)
 			break
 		}
-		d := sim.Duration(time.Duration(ms * float64(time.Millisecond)))
-		switch ts.name {
-		case "state":
-			req.Timeouts.State = d
-		case "targetStart":
-			req.Timeouts.TargetStart = d
-		case "targetReady":
-			req.Timeouts.TargetReady = d
-		case "stop":
-			req.Timeouts.Stop = d
-		case "apply":
-			req.Timeouts.Apply = d
-		case "stopGrace":
-			req.Timeouts.StopGrace = d
-		}
+		*ts.Value = sim.Duration(time.Duration(ms * float64(time.Millisecond)))
 	}
 	if mf.Err == nil {
 		m, err := s.svc.Migrate(r.Context(), id, req)

@@ -85,19 +85,6 @@ var strategySummary = map[sim.Strategy]string{
 	sim.Handover:      "hand over at an exact position through the job socket",
 }
 
-// timeoutSpecs are the migrate form's optional per-phase timeouts.
-var timeoutSpecs = []struct {
-	name, label, help string
-	def               func(sim.Timeouts) sim.Duration
-}{
-	{"state", "State", "get-state → state", func(t sim.Timeouts) sim.Duration { return t.State }},
-	{"targetStart", "Target start", "target placed → running (and connected)", func(t sim.Timeouts) sim.Duration { return t.TargetStart }},
-	{"targetReady", "Target ready", "initial-state → target-ready", func(t sim.Timeouts) sim.Duration { return t.TargetReady }},
-	{"stop", "Source stop", "cutover-ready → source-stopped-output", func(t sim.Timeouts) sim.Duration { return t.Stop }},
-	{"apply", "Apply", "cutover-apply → target-applied", func(t sim.Timeouts) sim.Duration { return t.Apply }},
-	{"stopGrace", "Stop grace", "SIGTERM → SIGKILL when stopping", func(t sim.Timeouts) sim.Duration { return t.StopGrace }},
-}
-
 func (s *Server) instancePage(w http.ResponseWriter, r *http.Request) {
 	s.renderInstance(w, r, http.StatusOK, chi.URLParam(r, "id"), nil)
 }
@@ -158,9 +145,10 @@ func (s *Server) renderInstance(w http.ResponseWriter, r *http.Request, status i
 	p.Runtime = mf.Runtime
 	p.Faults = mf.Faults
 	p.Runtimes = runtimeChoices(raw.Runtime, s.svc.Runtimes())
-	for _, ts := range timeoutSpecs {
-		p.Timeouts = append(p.Timeouts, timeoutField{Name: ts.name, Label: ts.label, Help: ts.help,
-			Default: ts.def(sim.DefaultTimeouts).D().Milliseconds(), Value: mf.Timeouts[ts.name]})
+	defaults := sim.DefaultTimeouts
+	for _, ts := range defaults.Fields() {
+		p.Timeouts = append(p.Timeouts, timeoutField{Name: ts.Name, Label: ts.Label, Help: ts.Help,
+			Default: ts.Value.D().Milliseconds(), Value: mf.Timeouts[ts.Name]})
 	}
 	if raw.State != sim.InstanceRunning {
 		p.Notes = append(p.Notes, fmt.Sprintf("This instance is %s; only a running instance can migrate.", raw.State))

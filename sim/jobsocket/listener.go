@@ -51,10 +51,43 @@ type Event struct {
 	// Frame and Size are set for Frame events.
 	Frame protocol.JobFrame
 	Size  int
+	// Late marks a frame that answers an ask which has since expired
+	// (Expire): the job sent it before it could read that the migration
+	// ended. It is no protocol error; the manager records it and ignores it.
+	Late bool
 	// Code and Reason are set for Disconnected events: the close code
 	// (ours or the job's) and why.
 	Code   int
 	Reason string
+	// ClosedBy says who ended the connection, for Disconnected events.
+	ClosedBy Closer
+}
+
+// Closer says which end closed a job's connection.
+type Closer int
+
+// Who closed a connection.
+const (
+	// ClosedByJob: the job sent a close frame.
+	ClosedByJob Closer = iota + 1
+	// ClosedByWorker: the listener closed it (a protocol error, a
+	// replacement, a slow reader, a stop, or a fault).
+	ClosedByWorker
+	// ConnectionLost: the connection ended without a close frame from
+	// either side (the job's process died, or the network went away).
+	ConnectionLost
+)
+
+func (c Closer) String() string {
+	switch c {
+	case ClosedByJob:
+		return "job"
+	case ClosedByWorker:
+		return "worker"
+	case ConnectionLost:
+		return "lost"
+	}
+	return "unknown"
 }
 
 // Registration is an instance the listener accepts connections for.
@@ -107,6 +140,10 @@ type instance struct {
 	cur *conn
 	// expect is the set of job→worker frame types the current phase allows.
 	expect map[string]bool
+	// late holds answers to asks that expired (Expire): each is accepted
+	// once more, flagged Late, because the job may have sent it before it
+	// read that the migration ended.
+	late map[string]bool
 }
 
 // New returns a listener; Open starts it.
@@ -192,7 +229,7 @@ func (l *Listener) Register(reg Registration) {
 		in.reg = reg
 		return
 	}
-	l.instances[k] = &instance{reg: reg, expect: map[string]bool{}}
+	l.instances[k] = &instance{reg: reg, expect: map[string]bool{}, late: map[string]bool{}}
 }
 
 // Unregister forgets an instance and closes its connection normally.
@@ -229,6 +266,28 @@ func (l *Listener) Expect(jobID, role string, types ...string) {
 	for _, t := range types {
 		in.expect[t] = true
 	}
+}
+
+// Expire ends the instance's current phase: nothing is expected of it any
+// more, but each frame the phase allowed is accepted once more, as a late
+// answer (Event.Late), instead of closing the socket with 4400. A job's
+// answer can cross the worker's abort on the wire; a correct job must not
+// be punished for it. Late answers stay acceptable until the job answers a
+// newer ask (it has then read past the end, and everything it sent before
+// has been read) or connects again.
+func (l *Listener) Expire(jobID, role string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	in, ok := l.instances[key{jobID, role}]
+	if !ok {
+		return
+	}
+	for t, ok := range in.expect {
+		if ok {
+			in.late[t] = true
+		}
+	}
+	in.expect = map[string]bool{}
 }
 
 // current is an instance's current connection, nil when it has none.
@@ -480,11 +539,15 @@ func (l *Listener) run(ctx context.Context, c *conn) {
 	}
 	l.mu.Unlock()
 	_ = reg
+	by := ClosedByJob
+	if code == int(websocket.StatusAbnormalClosure) {
+		by = ConnectionLost
+	}
 	if cc, cr := c.closed(); cc != 0 {
-		code, reason = cc, cr
+		code, reason, by = cc, cr, ClosedByWorker
 	}
 	if current {
-		l.cfg.OnEvent(Event{Kind: Disconnected, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now(), Code: code, Reason: reason})
+		l.cfg.OnEvent(Event{Kind: Disconnected, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now(), Code: code, Reason: reason, ClosedBy: by})
 	}
 }
 
@@ -502,6 +565,8 @@ func (l *Listener) authenticate(c *conn, token string) (Registration, bool) {
 	}
 	old := in.cur
 	in.cur = c
+	// Late answers belong to the connection that was asked.
+	in.late = map[string]bool{}
 	reg := in.reg
 	// Hold c's write lock until hello-ack and the initial state are out, so
 	// no Send can slip in between.
@@ -558,6 +623,14 @@ func (l *Listener) serveFrames(ctx context.Context, c *conn) (int, string) {
 			// until the manager asks again. Abort stays allowed.
 			in.expect = map[string]bool{protocol.TypeAbort: in.expect[protocol.TypeAbort]}
 		}
+		late := !allowed && ok && in.cur == c && in.late[f.Type]
+		switch {
+		case late:
+			delete(in.late, f.Type)
+			allowed = true
+		case allowed && len(in.late) > 0:
+			clear(in.late)
+		}
 		l.mu.Unlock()
 		l.record(c.key, "in", f.Type, len(data), data)
 		if !allowed {
@@ -569,7 +642,7 @@ func (l *Listener) serveFrames(ctx context.Context, c *conn) (int, string) {
 			c.drain()
 			return protocol.CloseProtocolError, reason
 		}
-		l.cfg.OnEvent(Event{Kind: Frame, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now(), Frame: f, Size: len(data)})
+		l.cfg.OnEvent(Event{Kind: Frame, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now(), Frame: f, Size: len(data), Late: late})
 	}
 }
 

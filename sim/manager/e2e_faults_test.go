@@ -135,7 +135,7 @@ func TestFaultCorruptFrames(t *testing.T) {
 		}
 		m := h.end()
 		normsimtest.RequireState(t, m, sim.MigrationAborted)
-		if !strings.Contains(m.Reason, "dropped its socket") {
+		if !strings.Contains(m.Reason, "normsim closed the source's socket with 4400 (frame is not valid JSON)") {
 			t.Fatalf("reason %q", m.Reason)
 		}
 	})

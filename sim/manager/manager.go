@@ -29,6 +29,7 @@ type Socket interface {
 	Register(jobsocket.Registration)
 	Unregister(jobID, role string)
 	Expect(jobID, role string, types ...string)
+	Expire(jobID, role string)
 	Disconnect(jobID, role string, code int, reason string)
 	Connected(jobID, role string) bool
 	Drop(jobID, role string)
@@ -52,6 +53,8 @@ type OutputSink interface {
 	Packets(jobID string, since time.Time) []sim.Packet
 	Seen(jobID string) bool
 	Watch(jobID string) (<-chan struct{}, func())
+	// Unreadable counts the datagrams since then it could not read.
+	Unreadable(jobID string, since time.Time) *sim.UnreadablePackets
 }
 
 // Config configures a Manager.
@@ -107,10 +110,15 @@ type Manager struct {
 	migrations map[string]*run // running migrations by id
 	byJob      map[string]*run // running migration per job
 	byInstance map[string]*run // running migration per source/target instance
-	closed     bool
-	wg         sync.WaitGroup
-	ctx        context.Context
-	cancel     context.CancelFunc
+	// ended is the migration each instance last took part in, once it has
+	// ended: a frame that crossed that end on the wire is recorded on its
+	// timeline. An instance's entry goes when it is removed or migrates
+	// again.
+	ended  map[string]*run
+	closed bool
+	wg     sync.WaitGroup
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // instance is the manager's live record of an instance.
@@ -136,7 +144,7 @@ func New(cfg Config) *Manager {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{cfg: cfg, log: cfg.Logger, now: cfg.Now, nodes: map[string]*Node{},
 		instances: map[string]*instance{}, migrations: map[string]*run{}, byJob: map[string]*run{},
-		byInstance: map[string]*run{}, drawn: map[string]bool{}, ctx: ctx, cancel: cancel, rtsKnown: make(chan struct{})}
+		byInstance: map[string]*run{}, ended: map[string]*run{}, drawn: map[string]bool{}, ctx: ctx, cancel: cancel, rtsKnown: make(chan struct{})}
 	if cfg.RuntimesLater == nil {
 		m.setRuntimes(RuntimeSet{Runtimes: cfg.Runtimes, Default: cfg.DefaultRuntime})
 	} else {
@@ -625,6 +633,7 @@ func (m *Manager) Stop(ctx context.Context, id string) error {
 	}
 	m.mu.Lock()
 	delete(m.instances, id)
+	delete(m.ended, id)
 	m.mu.Unlock()
 	m.journal.deleteInstance(id)
 	m.publish("instance.removed", id, "", nil)
@@ -711,7 +720,7 @@ func (m *Manager) OnRuntimeEvent(ev sim.RuntimeEvent) {
 	m.mu.Unlock()
 	m.publish("instance.runtime", ev.Instance, "", map[string]any{"service": ev.Service, "kind": ev.Kind, "exitCode": ev.ExitCode, "detail": ev.Detail})
 	if r != nil {
-		r.post(runEvent{kind: evRuntime, instance: ev.Instance, runtime: ev})
+		r.onRuntime(ev)
 	}
 }
 
@@ -752,9 +761,13 @@ func (m *Manager) OnSocketEvent(ev SocketEvent) {
 		}
 	}
 	r := m.byInstance[ev.Role]
+	ended := m.ended[ev.Role]
 	m.mu.Unlock()
-	if r != nil {
+	switch {
+	case r != nil:
 		r.onSocket(ev)
+	case ended != nil && ev.Kind == jobsocket.Frame:
+		ended.late(ev)
 	}
 }
 

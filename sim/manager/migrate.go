@@ -118,6 +118,7 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 	}
 	m.byJob[srcSnap.JobID] = r
 	m.byInstance[srcSnap.ID] = r
+	delete(m.ended, srcSnap.ID)
 	m.migrations[r.id] = r
 	m.mu.Unlock()
 
@@ -240,13 +241,24 @@ type run struct {
 	// for a thousand concurrent handovers.
 	events chan *runEvent
 
-	mu                            sync.Mutex
-	mig                           sim.Migration
-	tgtID                         string
-	phase                         string
-	ponr                          bool
-	ended                         bool
+	mu    sync.Mutex
+	mig   sim.Migration
+	tgtID string
+	phase string
+	ponr  bool
+	// ending is set the moment the migration is bound to end (an abort,
+	// a lost socket or an exit seen on a socket goroutine, or finish): from
+	// then on no frame is relayed, and a frame that arrives is a late one,
+	// recorded and ignored.
+	ending bool
+	ended  bool
+	// abortedBy is the side whose abort ended the migration: the other
+	// side is told, not the one that said it.
+	abortedBy                     string
 	readyAt, appliedAt, stoppedAt time.Time
+	// applySentAt is taken just before cutover-apply is written: the
+	// target can produce nothing legitimately before it.
+	applySentAt time.Time
 	// deferring is set while a socket event is handled: timeline events
 	// are stamped when they happen but stored and published (JSON, the
 	// journal, the bus) only after a cutover frame has been relayed, so
@@ -416,15 +428,52 @@ func (r *run) onSocket(ev jobsocket.Event) {
 	r.handleSocket(ev, side)
 }
 
+// late records a frame that arrived after the migration was bound to end:
+// the job sent it before it could read the abort (or the end) on the wire.
+// It is not a protocol error, and nothing acts on it.
+func (r *run) late(ev jobsocket.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lateLocked(ev, r.sideOf(ev.Role))
+}
+
+func (r *run) lateLocked(ev jobsocket.Event, side string) {
+	f := ev.Frame
+	r.recordLocked(r.phase, side, fmt.Sprintf("late %s from the %s: it crossed the end of the migration on the wire; ignored", frameDetail(f), side),
+		frameInfo("in", f.Type, ev.Size, payloadOf(f)))
+}
+
+// onRuntime hands a runtime event to the migration's goroutine; a service
+// that exited binds the migration to end, so nothing is relayed past it.
+func (r *run) onRuntime(ev sim.RuntimeEvent) {
+	r.mu.Lock()
+	if ev.Kind == sim.ServiceExited {
+		r.ending = true
+	}
+	r.post(runEvent{kind: evRuntime, instance: ev.Instance, runtime: ev})
+	r.mu.Unlock()
+}
+
 // handleSocket records a socket event, relays the cutover frames, and hands
 // the event to the migration's goroutine.
 func (r *run) handleSocket(ev jobsocket.Event, side string) {
 	r.mu.Lock()
+	if ev.Kind == jobsocket.Frame && (ev.Late || r.ending) {
+		r.lateLocked(ev, side)
+		r.mu.Unlock()
+		return
+	}
 	r.deferLocked()
 	switch ev.Kind {
 	case jobsocket.Frame:
 		f := ev.Frame
 		r.recordLocked(r.phase, side, frameDetail(f), frameInfo("in", f.Type, ev.Size, payloadOf(f)))
+		if f.Type == protocol.TypeAbort {
+			// Handled on this goroutine, in order with the relays: an
+			// answer the other side sends after this abort is late.
+			r.ending = true
+			r.abortedBy = side
+		}
 		switch {
 		case side == sideTarget && f.Type == protocol.TypeTargetReady && (r.phase == "place-target" || r.phase == "target-ready"):
 			r.readyAt = ev.At
@@ -437,6 +486,7 @@ func (r *run) handleSocket(ev jobsocket.Event, side string) {
 			r.ponr = true
 			r.phase, r.mig.Phase = "cutover-apply", "cutover-apply"
 			r.recordLocked(r.phase, sideManager, "point of no return: the source stopped its output", nil)
+			r.applySentAt = r.m.now()
 			r.deliverLocked(r.tgtID, r.tgtNode, protocol.WorkerFrame{Type: protocol.TypeCutoverApply, MigrationID: r.id, Payload: f.Payload},
 				protocol.TypeTargetApplied, protocol.TypeAbort)
 		}
@@ -452,7 +502,8 @@ func (r *run) handleSocket(ev jobsocket.Event, side string) {
 			r.fireOnLocked(protocol.TypeInitialState)
 		}
 	case jobsocket.Disconnected:
-		r.recordLocked(r.phase, side, fmt.Sprintf("socket closed (%d %s)", ev.Code, ev.Reason), nil)
+		r.ending = true
+		r.recordLocked(r.phase, side, socketClosed(ev), nil)
 	}
 	r.flushLocked()
 	if ev.Kind == jobsocket.Frame {
@@ -469,7 +520,9 @@ func (r *run) handleSocket(ev jobsocket.Event, side string) {
 // deliverLocked arms what the job may answer, applies any frame fault armed
 // on this frame, sends it, records it, and fires faults armed on it.
 func (r *run) deliverLocked(role string, node *Node, f protocol.WorkerFrame, expect ...string) error {
-	node.Socket.Expect(r.src.JobID, role, expect...)
+	if len(expect) > 0 {
+		node.Socket.Expect(r.src.JobID, role, expect...)
+	}
 	side := r.sideOf(role)
 	// Marshalled once: the bytes are what is sent, sized and (for a
 	// corrupt-frame fault) cut.
@@ -580,20 +633,115 @@ func (r *run) disruption(ev runEvent) error {
 				return endf("the %s aborted: %s", side, ev.socket.Frame.Reason)
 			}
 		case jobsocket.Disconnected:
-			return endf("the %s dropped its socket (%d %s)", side, ev.socket.Code, ev.socket.Reason)
+			// A job that crashes drops its socket and exits at about the
+			// same moment; which of the two normsim hears first is a race.
+			// The exit is the better reason, so wait briefly for it.
+			if ev.socket.ClosedBy == jobsocket.ClosedByWorker {
+				// normsim closed it on purpose (a protocol error, a
+				// fault): the job did not crash.
+				return endf("%s on %s", socketDropped(side, ev.socket), r.currentPhase())
+			}
+			if exit, ok := r.awaitExit(ev.instance); ok {
+				return r.exited(side, exit)
+			}
+			return endf("%s on %s", socketDropped(side, ev.socket), r.currentPhase())
 		}
 	case evFault:
 		return endf("%s", ev.reason)
 	case evRuntime:
 		if ev.runtime.Kind == sim.ServiceExited {
-			d := ev.runtime.Detail
-			if d == "" {
-				d = fmt.Sprintf("exited with code %d", ev.runtime.ExitCode)
-			}
-			return endf("the %s's service %s %s", side, ev.runtime.Service, d)
+			return r.exited(side, ev.runtime)
 		}
 	}
 	return nil
+}
+
+// exitGrace is how long a lost socket waits for its job's exit to be
+// reported, on runtimes that report exits: longer than the Docker engine
+// and the process runtime take to notice one, short enough that a job
+// which only closed its socket is not kept waiting.
+var exitGrace = 1500 * time.Millisecond
+
+// awaitExit waits up to exitGrace for a service of the instance to exit.
+// Other events are read and dropped: the migration is ending anyway.
+func (r *run) awaitExit(instance string) (sim.RuntimeEvent, bool) {
+	rt := r.rt.Name()
+	if instance == r.src.ID {
+		rt = r.src.Runtime
+	}
+	if rt == sim.RuntimeExternal {
+		return sim.RuntimeEvent{}, false // nothing reports its exits
+	}
+	timer := time.NewTimer(exitGrace)
+	defer timer.Stop()
+	for {
+		select {
+		case p := <-r.events:
+			if p.kind == evRuntime && p.instance == instance && p.runtime.Kind == sim.ServiceExited {
+				return p.runtime, true
+			}
+		case <-timer.C:
+			return sim.RuntimeEvent{}, false
+		case <-r.m.ctx.Done():
+			return sim.RuntimeEvent{}, false
+		}
+	}
+}
+
+// exited is the end of a migration whose job's service exited.
+func (r *run) exited(side string, ev sim.RuntimeEvent) error {
+	return endf("the %s's service %s %s on %s", side, ev.Service, exitPhrase(ev), r.currentPhase())
+}
+
+func (r *run) currentPhase() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.phase
+}
+
+// exitPhrase says how a service ended, the same way on every runtime:
+// "exited with code 3", "killed by signal 9".
+func exitPhrase(ev sim.RuntimeEvent) string {
+	if strings.HasPrefix(ev.Detail, "killed by signal") || strings.HasPrefix(ev.Detail, "exited with") {
+		return ev.Detail // the process runtime knows the signal
+	}
+	if ev.ExitCode > 128 && ev.ExitCode <= 128+64 {
+		// The Docker engine reports only the code; 128+n is how a
+		// container's main process ends on signal n.
+		return fmt.Sprintf("exited with code %d (128+%d: killed by signal %d)", ev.ExitCode, ev.ExitCode-128, ev.ExitCode-128)
+	}
+	return fmt.Sprintf("exited with code %d", ev.ExitCode)
+}
+
+// closeText is a close code and its reason as a person reads them:
+// "4400 (frame state is out of phase)", "1000 (no reason given)".
+func closeText(code int, reason string) string {
+	if reason == "" {
+		reason = "no reason given"
+	}
+	return fmt.Sprintf("%d (%s)", code, reason)
+}
+
+// socketClosed is the timeline entry of a closed socket: who closed it.
+func socketClosed(ev jobsocket.Event) string {
+	switch ev.ClosedBy {
+	case jobsocket.ClosedByWorker:
+		return "socket closed by normsim with " + closeText(ev.Code, ev.Reason)
+	case jobsocket.ConnectionLost:
+		return fmt.Sprintf("connection lost without a close frame (%d)", ev.Code)
+	}
+	return "socket closed by the job with " + closeText(ev.Code, ev.Reason)
+}
+
+// socketDropped is why a lost socket ends a migration, naming who closed it.
+func socketDropped(side string, ev jobsocket.Event) string {
+	switch ev.ClosedBy {
+	case jobsocket.ClosedByWorker:
+		return fmt.Sprintf("normsim closed the %s's socket with %s", side, closeText(ev.Code, ev.Reason))
+	case jobsocket.ConnectionLost:
+		return fmt.Sprintf("the %s's connection was lost without a close frame (%d)", side, ev.Code)
+	}
+	return fmt.Sprintf("the %s closed its socket with %s", side, closeText(ev.Code, ev.Reason))
 }
 
 func isFrame(role, typ string) func(runEvent) bool {
@@ -759,8 +907,34 @@ func (r *run) handover(ctx context.Context) error {
 	}
 	r.mig.Result.SkewMs = f.SkewMs
 	r.mu.Unlock()
-	r.tgtNode.Socket.Expect(src.JobID, tgt.ID)
+	r.expire(r.tgtNode, tgt.ID)
+	r.linger(ctx)
 	return r.stopSource(ctx)
+}
+
+// linger keeps the source running until Timeouts.Linger has passed since
+// the point of no return, for a job whose output the sink watches: a
+// source that goes on producing after source-stopped-output is then caught
+// even on runtimes that stop it right after target-applied.
+func (r *run) linger(ctx context.Context) {
+	sink := r.m.cfg.Sink
+	if sink == nil || !sink.Seen(r.src.JobID) {
+		return
+	}
+	r.mu.Lock()
+	until := r.stoppedAt.Add(r.timeouts.Linger.D())
+	r.mu.Unlock()
+	wait := until.Sub(r.m.now())
+	if wait <= 0 {
+		return
+	}
+	r.record("stop-source", sideManager, fmt.Sprintf("source kept running %s past the point of no return (linger) so late output shows", r.timeouts.Linger.D()), nil)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 type refused struct{ reason string }
@@ -862,8 +1036,17 @@ func (r *run) stopThenStart(ctx context.Context) error {
 // failed, then measures the output seam.
 func (r *run) finish(ctx context.Context, err error) {
 	r.mu.Lock()
-	ponr, phase := r.ponr, r.phase
+	// From here on nothing is relayed: a source-stopped-output that
+	// arrives now is late, not the point of no return.
+	r.ending = true
+	ponr, phase, tgtID := r.ponr, r.phase, r.tgtID
 	r.mu.Unlock()
+	// What either job may still send about this migration is late, not a
+	// protocol error: its answer may already be on the wire.
+	r.expire(r.srcNode, r.src.ID)
+	if tgtID != "" {
+		r.expire(r.tgtNode, tgtID)
+	}
 	var state sim.MigrationState
 	reason := ""
 	var rf *refused
@@ -872,7 +1055,6 @@ func (r *run) finish(ctx context.Context, err error) {
 		state = sim.MigrationCompleted
 	case errors.As(err, &rf):
 		state, reason = sim.MigrationRefused, rf.reason
-		r.srcNode.Socket.Expect(r.src.JobID, r.src.ID)
 		r.record(phase, sideSource, "refused: "+rf.reason, nil)
 	case !ponr:
 		state, reason = sim.MigrationAborted, err.Error()
@@ -891,6 +1073,11 @@ func (r *run) finish(ctx context.Context, err error) {
 	delete(r.m.byJob, r.src.JobID)
 	delete(r.m.byInstance, r.src.ID)
 	delete(r.m.byInstance, r.tgtID)
+	for _, id := range []string{r.src.ID, r.tgtID} {
+		if _, ok := r.m.instances[id]; ok && id != "" {
+			r.m.ended[id] = r
+		}
+	}
 	r.m.mu.Unlock()
 	r.mu.Lock()
 	now := r.m.now()
@@ -928,25 +1115,30 @@ func suffix(reason string) string {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
+// expire ends what the migration asked of a job (jobsocket's Expire).
+func (r *run) expire(node *Node, role string) {
+	if node.Socket != nil {
+		node.Socket.Expire(r.src.JobID, role)
+	}
+}
+
 // rollback undoes a migration before the point of no return: abort to each
-// side still there, target removed, source left running.
+// side still there but the one that aborted, target removed, source left
+// running. Every abort is written before the end is visible.
 func (r *run) rollback(reason, phase string) {
 	r.record(phase, sideManager, "rolling back: "+reason, nil)
 	abort := protocol.WorkerFrame{Type: protocol.TypeAbort, MigrationID: r.id, Reason: protocol.Truncate(reason, 200)}
+	r.mu.Lock()
+	tgtID, abortedBy := r.tgtID, r.abortedBy
+	r.mu.Unlock()
 	if r.mig.Strategy == sim.Handover {
-		if r.srcNode.Socket != nil && r.srcNode.Socket.Connected(r.src.JobID, r.src.ID) {
+		if abortedBy != sideSource && r.srcNode.Socket != nil && r.srcNode.Socket.Connected(r.src.JobID, r.src.ID) {
 			r.send(r.src.ID, r.srcNode, abort)
 		}
-		r.mu.Lock()
-		tgtID := r.tgtID
-		r.mu.Unlock()
-		if tgtID != "" && r.tgtNode.Socket != nil && r.tgtNode.Socket.Connected(r.src.JobID, tgtID) {
+		if abortedBy != sideTarget && tgtID != "" && r.tgtNode.Socket != nil && r.tgtNode.Socket.Connected(r.src.JobID, tgtID) {
 			r.send(tgtID, r.tgtNode, abort)
 		}
 	}
-	r.mu.Lock()
-	tgtID := r.tgtID
-	r.mu.Unlock()
 	if tgtID != "" {
 		r.m.mu.Lock()
 		in := r.m.instances[tgtID]
@@ -972,11 +1164,23 @@ func (r *run) measureOutput(ctx context.Context) {
 	sink := r.m.cfg.Sink
 	r.mu.Lock()
 	tgtID := r.tgtID
+	moments := sim.SeamMoments{SourceStopped: r.stoppedAt, ApplySent: r.applySentAt}
 	r.mu.Unlock()
-	if sink == nil || tgtID == "" || !sink.Seen(r.src.JobID) {
+	if sink == nil || tgtID == "" {
 		return
 	}
 	since := r.start.Add(-2 * time.Second)
+	unreadable := sink.Unreadable(r.src.JobID, since)
+	if !sink.Seen(r.src.JobID) {
+		if unreadable != nil {
+			// Output that could not be read is still output: say so
+			// rather than nothing.
+			rep := &sim.OutputReport{Verdict: sim.VerdictUnknown, Detail: "no readable packets"}
+			rep.AddUnreadable(unreadable)
+			r.setOutput(rep)
+		}
+		return
+	}
 	poke, stop := sink.Watch(r.src.JobID)
 	defer stop()
 	deadline := time.NewTimer(2 * time.Second)
@@ -999,7 +1203,12 @@ func (r *run) measureOutput(ctx context.Context) {
 		}
 		break
 	}
-	rep := sim.AnalyzeSeam(r.src.ID, tgtID, sink.Packets(r.src.JobID, since))
+	rep := sim.AnalyzeSeam(r.src.ID, tgtID, sink.Packets(r.src.JobID, since), moments)
+	rep.AddUnreadable(sink.Unreadable(r.src.JobID, since))
+	r.setOutput(rep)
+}
+
+func (r *run) setOutput(rep *sim.OutputReport) {
 	r.mu.Lock()
 	r.mig.Output = rep
 	r.mu.Unlock()

@@ -496,7 +496,7 @@ var (
 	launchKeys   = []string{"node", "as", "template", "runtime", "params", "until", "timeout"}
 	waitKeys     = []string{"instance", "connected", "running", "timeout"}
 	migrateKeys  = []string{"instance", "to", "strategy", "runtime", "timeouts", "faults", "timeout"}
-	timeoutKeys  = []string{"state", "targetStart", "targetReady", "stop", "apply", "stopGrace"}
+	timeoutKeys  = sim.TimeoutNames()
 	expectKeys   = []string{"state", "phase", "reason", "seam", "maxGapMs", "minOverlapMs", "maxTotalMs", "error"}
 	untils       = []string{UntilConnected, UntilRunning, UntilNone}
 	strategies   = []string{string(sim.Handover), string(sim.StopThenStart), string(sim.Overlap)}
@@ -860,12 +860,10 @@ func (p *parser) migrate(f field, what string, s *Scenario, st *stepState) *Migr
 	}
 	if g, ok := m["timeouts"]; ok {
 		if tm, ok := p.mapping(g.val, what+".timeouts", timeoutKeys...); ok {
-			set := map[string]*sim.Duration{"state": &mg.Timeouts.State, "targetStart": &mg.Timeouts.TargetStart,
-				"targetReady": &mg.Timeouts.TargetReady, "stop": &mg.Timeouts.Stop, "apply": &mg.Timeouts.Apply,
-				"stopGrace": &mg.Timeouts.StopGrace}
 			for k, h := range tm {
 				if d, ok := p.duration(h, what+".timeouts."+k); ok {
-					*set[k] = sim.Duration(d)
+					f, _ := mg.Timeouts.Field(k) // the keys were checked against the names
+					*f = sim.Duration(d)
 				}
 			}
 		}

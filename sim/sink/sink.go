@@ -4,15 +4,21 @@
 //
 // A packet is one datagram holding a JSON object
 // {"job":"<jobId>","instance":"<role>","seq":<n>}; the sink stamps it with
-// its arrival time and keeps the most recent packets per job.
+// its arrival time and keeps the most recent packets per job. A datagram it
+// cannot read (not JSON, no job or instance, a seq that is not an integer)
+// is counted, never dropped silently: against the job whose packets came
+// from the same address before, or else as unattributed.
 package sink
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net"
+	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/normsim/normsim/sim"
 )
@@ -29,7 +35,24 @@ type Sink struct {
 	byJob  map[string][]sim.Packet
 	wg     sync.WaitGroup
 	notify map[string][]chan struct{}
+	// unreadable holds the datagrams that could not be read, by the job
+	// their sender's address last sent a readable packet for ("" when
+	// none); senders maps those addresses to jobs.
+	unreadable map[string][]unreadable
+	senders    map[string]string
 }
+
+// unreadable is one datagram the sink could not read.
+type unreadable struct {
+	at     time.Time
+	reason string
+	data   string
+}
+
+// maxSenders bounds the address → job map; past it the map starts over
+// (packets from forgotten senders count as unattributed until they send a
+// readable one again).
+const maxSenders = 4096
 
 // New returns a sink keeping up to limit packets per job.
 func New(now func() time.Time, limit int) *Sink {
@@ -39,7 +62,8 @@ func New(now func() time.Time, limit int) *Sink {
 	if limit <= 0 {
 		limit = 50000
 	}
-	return &Sink{now: now, limit: limit, byJob: map[string][]sim.Packet{}, notify: map[string][]chan struct{}{}}
+	return &Sink{now: now, limit: limit, byJob: map[string][]sim.Packet{}, notify: map[string][]chan struct{}{},
+		unreadable: map[string][]unreadable{}, senders: map[string]string{}}
 }
 
 // Open listens on a UDP address and receives in the background.
@@ -69,33 +93,130 @@ func (s *Sink) Close() error {
 
 func (s *Sink) loop() {
 	defer s.wg.Done()
-	buf := make([]byte, 2048)
+	// One byte more than a readable packet needs, so a datagram cut by
+	// the buffer is seen as too long rather than as bad JSON.
+	buf := make([]byte, 2049)
 	for {
-		n, _, err := s.pc.ReadFrom(buf)
+		n, from, err := s.pc.ReadFrom(buf)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
 			continue
 		}
-		at := s.now()
-		var p sim.Packet
-		if json.Unmarshal(buf[:n], &p) != nil || p.JobID == "" || p.Instance == "" {
-			continue // not ours to judge: output that is not a counter packet
-		}
-		p.At = at
-		s.add(p)
+		s.receive(buf[:n], from.String(), s.now())
 	}
+}
+
+// receive keeps one datagram: a packet, or a count of one it could not read.
+func (s *Sink) receive(data []byte, from string, at time.Time) {
+	p, why := parsePacket(data)
+	if why != "" {
+		s.mu.Lock()
+		job := s.senders[from]
+		s.unreadable[job] = trim(append(s.unreadable[job], unreadable{at: at, reason: why, data: example(data)}), s.limit)
+		s.mu.Unlock()
+		return
+	}
+	p.At = at
+	s.mu.Lock()
+	if _, ok := s.senders[from]; !ok && len(s.senders) >= maxSenders {
+		clear(s.senders)
+	}
+	s.senders[from] = p.JobID
+	s.mu.Unlock()
+	s.add(p)
+}
+
+// Reasons a datagram could not be read, as the report counts them.
+const (
+	whyNotJSON   = "not a JSON object"
+	whyNoJob     = "naming no job"
+	whyNoInst    = "naming no instance"
+	whyBadSeq    = "with a seq that is not an integer"
+	whyTooLong   = "longer than 2048 bytes"
+	exampleBytes = 80
+)
+
+// parsePacket reads {"job","instance","seq"} or says why it cannot.
+func parsePacket(data []byte) (sim.Packet, string) {
+	if len(data) > 2048 {
+		return sim.Packet{}, whyTooLong
+	}
+	var raw struct {
+		JobID    string          `json:"job"`
+		Instance string          `json:"instance"`
+		Seq      json.RawMessage `json:"seq"`
+	}
+	if json.Unmarshal(data, &raw) != nil || !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+		return sim.Packet{}, whyNotJSON
+	}
+	switch {
+	case raw.JobID == "":
+		return sim.Packet{}, whyNoJob
+	case raw.Instance == "":
+		return sim.Packet{}, whyNoInst
+	}
+	seq, err := strconv.ParseInt(string(raw.Seq), 10, 64)
+	if err != nil {
+		return sim.Packet{}, whyBadSeq
+	}
+	return sim.Packet{JobID: raw.JobID, Instance: raw.Instance, Seq: seq}, ""
+}
+
+// example is a datagram as a report quotes it: valid UTF-8, cut short.
+func example(data []byte) string {
+	if len(data) > exampleBytes {
+		data = data[:exampleBytes]
+	}
+	return string(bytes.ToValidUTF8(data, []byte(string(utf8.RuneError))))
+}
+
+// trim keeps the newest half of xs once it is over limit.
+func trim[T any](xs []T, limit int) []T {
+	if len(xs) > limit {
+		xs = append(xs[:0], xs[len(xs)-limit/2:]...)
+	}
+	return xs
+}
+
+// Unreadable counts the datagrams received at or after since that could
+// not be read: those from the job's senders and those from senders tied to
+// no job. Nil when there were none.
+func (s *Sink) Unreadable(jobID string, since time.Time) *sim.UnreadablePackets {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := &sim.UnreadablePackets{Reasons: map[string]int64{}}
+	for _, key := range []string{jobID, ""} {
+		for _, x := range s.unreadable[key] {
+			if x.at.Before(since) {
+				continue
+			}
+			u.Count++
+			if key == "" {
+				u.Unattributed++
+			} else {
+				u.FromJob++
+			}
+			u.Reasons[x.reason]++
+			if u.Example == "" {
+				u.Example = x.data
+			}
+		}
+		if jobID == "" {
+			break
+		}
+	}
+	if u.Count == 0 {
+		return nil
+	}
+	return u
 }
 
 func (s *Sink) add(p sim.Packet) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	pk := append(s.byJob[p.JobID], p)
-	if len(pk) > s.limit {
-		pk = append(pk[:0], pk[len(pk)-s.limit/2:]...)
-	}
-	s.byJob[p.JobID] = pk
+	s.byJob[p.JobID] = trim(append(s.byJob[p.JobID], p), s.limit)
 	for _, c := range s.notify[p.JobID] {
 		select {
 		case c <- struct{}{}:
@@ -147,9 +268,10 @@ func (s *Sink) Watch(jobID string) (<-chan struct{}, func()) {
 	}
 }
 
-// Forget drops a job's packets.
+// Forget drops a job's packets and the count of its unreadable ones.
 func (s *Sink) Forget(jobID string) {
 	s.mu.Lock()
 	delete(s.byJob, jobID)
+	delete(s.unreadable, jobID)
 	s.mu.Unlock()
 }

@@ -35,3 +35,51 @@ func TestSinkAttributesPackets(t *testing.T) {
 		t.Fatalf("packets = %+v", got)
 	}
 }
+
+// TestSinkCountsWhatItCannotRead sends every kind of datagram the sink
+// cannot read and checks each is counted against the job whose address
+// sent readable packets before, or as unattributed.
+func TestSinkCountsWhatItCannotRead(t *testing.T) {
+	s := New(nil, 0)
+	start := time.Now()
+	from := "127.0.0.1:4000" // the job's sender
+	stranger := "127.0.0.1:4001"
+	s.receive([]byte(`{"job":"j1","instance":"a","seq":1}`), from, start)
+	for _, d := range []string{
+		`garbage`,                               // not JSON
+		`[1,2]`,                                 // not an object
+		`{"instance":"a","seq":2}`,              // no job
+		`{"job":"j1","seq":2}`,                  // no instance
+		`{"job":"j1","instance":"a","seq":2.5}`, // not an integer
+		`{"job":"j1","instance":"a","seq":"3"}`, // a string
+		`{"job":"j1","instance":"a"}`,           // no seq at all
+		string(make([]byte, 2049)),              // too long
+	} {
+		s.receive([]byte(d), from, start.Add(time.Millisecond))
+	}
+	s.receive([]byte("\xff\xfe binary"), stranger, start.Add(time.Millisecond))
+	s.receive([]byte(`{"job":"j1","instance":"a","seq":9}`), from, start.Add(2*time.Millisecond))
+
+	if got := len(s.Packets("j1", time.Time{})); got != 2 {
+		t.Fatalf("kept %d readable packets, want 2", got)
+	}
+	u := s.Unreadable("j1", start)
+	if u == nil || u.Count != 9 || u.FromJob != 8 || u.Unattributed != 1 {
+		t.Fatalf("unreadable = %+v, want 9: 8 from the job, 1 unattributed", u)
+	}
+	want := map[string]int64{whyNotJSON: 3, whyNoJob: 1, whyNoInst: 1, whyBadSeq: 3, whyTooLong: 1}
+	for why, n := range want {
+		if u.Reasons[why] != n {
+			t.Errorf("%q: %d, want %d (all: %v)", why, u.Reasons[why], n, u.Reasons)
+		}
+	}
+	if u.Example != "garbage" {
+		t.Errorf("example %q", u.Example)
+	}
+	if later := s.Unreadable("j1", start.Add(2*time.Millisecond)); later != nil {
+		t.Errorf("nothing unreadable arrived after the last one; got %+v", later)
+	}
+	if other := s.Unreadable("j2", start); other == nil || other.FromJob != 0 || other.Unattributed != 1 {
+		t.Errorf("another job sees only the unattributed datagram; got %+v", other)
+	}
+}

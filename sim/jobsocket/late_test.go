@@ -1,0 +1,73 @@
+package jobsocket_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/protocol"
+	"github.com/normsim/normsim/sim/jobsocket"
+)
+
+// TestExpiredAsksAreAnsweredLateOnce: after Expire, each frame the phase
+// allowed is accepted once more and flagged late; a second copy is out of
+// phase (4400). Late answers end once the job answers a newer ask.
+func TestExpiredAsksAreAnsweredLateOnce(t *testing.T) {
+	l, ev := MustListener(t, jobsocket.Config{})
+	l.Register(jobsocket.Registration{JobID: "j", Role: "s", Token: token})
+	c := dial(t, l, protocol.Path("j", "s"))
+	write(t, c, hello(token))
+	read(t, c)
+	ev.wait(t, jobsocket.Connected)
+
+	l.Expect("j", "s", protocol.TypeSourceStoppedOutput, protocol.TypeAbort)
+	l.Expire("j", "s")
+	write(t, c, `{"type":"source-stopped-output","payload":1}`)
+	if f := ev.wait(t, jobsocket.Frame); !f.Late || f.Frame.Type != protocol.TypeSourceStoppedOutput {
+		t.Fatalf("got %+v, want a late source-stopped-output", f)
+	}
+	// A newer ask and its answer: what was late is no longer acceptable.
+	l.Expect("j", "s", protocol.TypeState, protocol.TypeStateRefused, protocol.TypeAbort)
+	write(t, c, `{"type":"state","payload":null}`)
+	if f := ev.wait(t, jobsocket.Frame); f.Late || f.Frame.Type != protocol.TypeState {
+		t.Fatalf("got %+v, want an on-time state", f)
+	}
+	write(t, c, `{"type":"abort","reason":"x"}`) // abort stays allowed through the phase
+	if f := ev.wait(t, jobsocket.Frame); f.Late {
+		t.Fatalf("abort in phase flagged late: %+v", f)
+	}
+	l.Expire("j", "s")
+	write(t, c, `{"type":"abort","reason":"crossed"}`)
+	if f := ev.wait(t, jobsocket.Frame); !f.Late {
+		t.Fatalf("abort after Expire not flagged late: %+v", f)
+	}
+	write(t, c, `{"type":"abort","reason":"again"}`)
+	if code, reason := closeCode(t, c, 5*time.Second); code != protocol.CloseProtocolError || reason != "frame abort is out of phase" {
+		t.Fatalf("a second late abort closed with %d %q, want 4400 out of phase", code, reason)
+	}
+	if d := ev.wait(t, jobsocket.Disconnected); d.ClosedBy != jobsocket.ClosedByWorker || d.Code != protocol.CloseProtocolError {
+		t.Fatalf("disconnect %+v, want closed by the worker with 4400", d)
+	}
+}
+
+// TestDisconnectSaysWhoClosed: a job's close frame, and a connection torn
+// down without one, are told apart from closes the listener made.
+func TestDisconnectSaysWhoClosed(t *testing.T) {
+	l, ev := MustListener(t, jobsocket.Config{})
+	l.Register(jobsocket.Registration{JobID: "j", Role: "s", Token: token})
+	c := dial(t, l, protocol.Path("j", "s"))
+	write(t, c, hello(token))
+	read(t, c)
+	ev.wait(t, jobsocket.Connected)
+	c.Close(1000, "")
+	if d := ev.wait(t, jobsocket.Disconnected); d.ClosedBy != jobsocket.ClosedByJob || d.Code != 1000 {
+		t.Fatalf("got %+v, want closed by the job with 1000", d)
+	}
+	c = dial(t, l, protocol.Path("j", "s"))
+	write(t, c, hello(token))
+	read(t, c)
+	ev.wait(t, jobsocket.Connected)
+	c.CloseNow()
+	if d := ev.wait(t, jobsocket.Disconnected); d.ClosedBy != jobsocket.ConnectionLost || d.Code != 1006 {
+		t.Fatalf("got %+v, want a lost connection (1006)", d)
+	}
+}

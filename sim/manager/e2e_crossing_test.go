@@ -1,0 +1,155 @@
+package manager_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/normsim/normsim/internal/testjob"
+	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/protocol"
+	"github.com/normsim/normsim/sim"
+)
+
+// waitTimeline waits until the migration's timeline says text.
+func waitTimeline(t *testing.T, s *normsimtest.Sim, id, text string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		m := s.Migration(t, id)
+		for _, ev := range m.Events {
+			if strings.Contains(ev.Detail, text) {
+				return
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("timeline never said %q\n%s", text, normsimtest.Timeline(s.Migration(t, id)))
+}
+
+// requireHandsOverAgain proves the source is still connected and usable:
+// a second migration asks it for its state, and that is the next frame
+// it reads (no leftover abort before it).
+func requireHandsOverAgain(t *testing.T, s *normsimtest.Sim, srcID string, sj *testjob.Job) {
+	t.Helper()
+	m, err := s.Migrate(srcID, sim.MigrateRequest{})
+	if err != nil {
+		t.Fatalf("migrate again: %v", err)
+	}
+	if f := sj.Read(); f.Type != protocol.TypeGetState || f.MigrationID != m.ID {
+		t.Fatalf("the next frame the source read is %+v, want get-state of %s", f, m.ID)
+	}
+	sj.Send(protocol.JobFrame{Type: protocol.TypeStateRefused, Reason: "enough for one test"})
+	normsimtest.RequireState(t, s.WaitMigration(t, m.ID, 10*time.Second), sim.MigrationRefused)
+}
+
+// TestAnswerAfterTheEndIsLateNotAProtocolError: the worker gives up on the
+// source (a timeout) and sends abort; a correct source that had already
+// sent source-stopped-output, or sends it before it reads the abort, is
+// not closed with 4400: the frame is recorded on the ended migration's
+// timeline and ignored, and the source stays connected.
+func TestAnswerAfterTheEndIsLateNotAProtocolError(t *testing.T) {
+	h := startHandover(t, sim.MigrateRequest{Timeouts: sim.Timeouts{Stop: sim.Duration(300 * time.Millisecond)}})
+	h.state()
+	h.ready()
+	h.sj.Expect(protocol.TypeCutoverReady)
+	done := h.end() // the stop timeout passes: rolled back
+	normsimtest.RequireState(t, done, sim.MigrationAborted)
+	// The source answers as if it had not seen the abort yet.
+	h.sj.Send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":7}`)})
+	h.sj.Send(protocol.JobFrame{Type: protocol.TypeAbort, Reason: "crossed too"})
+	if f := h.sj.Read(); f.Type != protocol.TypeAbort || f.MigrationID != done.ID {
+		t.Fatalf("source read %+v, want the worker's abort", f)
+	}
+	waitTimeline(t, h.s, done.ID, "late source-stopped-output from the source")
+	waitTimeline(t, h.s, done.ID, "late abort: crossed too from the source")
+	if m := h.s.Migration(t, done.ID); m.State != sim.MigrationAborted {
+		t.Fatalf("a late frame changed the ended migration to %s", m.State)
+	}
+	requireHandsOverAgain(t, h.s, h.m.Source.Instance, h.sj)
+}
+
+// TestAnswerCrossingTheOtherSidesAbortIsLate: the target aborts while the
+// source, which has not read the worker's abort yet, stops its output.
+// The target's abort came first, so the migration is rolled back (aborted,
+// not failed: the late source-stopped-output is no point of no return),
+// and the source is told and stays connected.
+func TestAnswerCrossingTheOtherSidesAbortIsLate(t *testing.T) {
+	h := startHandover(t, sim.MigrateRequest{})
+	h.state()
+	h.ready()
+	h.sj.Expect(protocol.TypeCutoverReady)
+	h.tj.Send(protocol.JobFrame{Type: protocol.TypeAbort, Reason: "target changed its mind"})
+	waitTimeline(t, h.s, h.m.ID, "abort: target changed its mind")
+	h.sj.Send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":7}`)})
+	done := h.end()
+	normsimtest.RequireState(t, done, sim.MigrationAborted)
+	if !strings.Contains(done.Reason, "the target aborted: target changed its mind") {
+		t.Fatalf("reason %q", done.Reason)
+	}
+	if f := h.sj.Read(); f.Type != protocol.TypeAbort {
+		t.Fatalf("source read %+v, want abort", f)
+	}
+	waitTimeline(t, h.s, done.ID, "late source-stopped-output from the source")
+	// The target is not sent its own abort back: the next thing it sees
+	// is its socket closing as it is removed.
+	if _, data, err := h.tj.Conn().Read(t.Context()); err == nil {
+		t.Fatalf("the target that aborted was sent %s", data)
+	} else if s := websocket.CloseStatus(err); s != websocket.StatusNormalClosure {
+		t.Fatalf("target socket ended with %v, want a normal close as it is removed", err)
+	}
+	requireHandsOverAgain(t, h.s, h.m.Source.Instance, h.sj)
+}
+
+// TestTheSideThatAbortsIsNotSentItsAbortBack: the source aborts at
+// cutover-ready; the target is told, the source is not.
+func TestTheSideThatAbortsIsNotSentItsAbortBack(t *testing.T) {
+	h := startHandover(t, sim.MigrateRequest{})
+	h.state()
+	h.ready()
+	h.sj.Expect(protocol.TypeCutoverReady)
+	h.sj.Send(protocol.JobFrame{Type: protocol.TypeAbort, Reason: "source says no"})
+	if f := h.tj.Read(); f.Type != protocol.TypeAbort || !strings.Contains(f.Reason, "the source aborted: source says no") {
+		t.Fatalf("target read %+v, want the source's abort", f)
+	}
+	done := h.end()
+	normsimtest.RequireState(t, done, sim.MigrationAborted)
+	for _, ev := range done.Events {
+		if ev.Side == "source" && ev.Frame != nil && ev.Frame.Direction == "out" && ev.Frame.Type == protocol.TypeAbort {
+			t.Fatalf("the timeline shows an abort sent to the source that aborted\n%s", normsimtest.Timeline(done))
+		}
+	}
+	requireHandsOverAgain(t, h.s, h.m.Source.Instance, h.sj)
+}
+
+// TestReasonsSayWhoClosedWhat: a socket the job closed, one normsim closed
+// for a protocol error, and an empty close reason each read as what
+// happened.
+func TestReasonsSayWhoClosedWhat(t *testing.T) {
+	t.Run("the job closed it without a reason", func(t *testing.T) {
+		h := startHandover(t, sim.MigrateRequest{})
+		h.state()
+		h.tj.Conn().Close(websocket.StatusNormalClosure, "")
+		done := h.end()
+		normsimtest.RequireState(t, done, sim.MigrationAborted)
+		if want := "the target closed its socket with 1000 (no reason given) on target-ready"; done.Reason != want {
+			t.Fatalf("reason %q, want %q", done.Reason, want)
+		}
+	})
+	t.Run("normsim closed it for a frame out of phase", func(t *testing.T) {
+		h := startHandover(t, sim.MigrateRequest{})
+		h.state()
+		h.tj.Send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`1`)})
+		done := h.end()
+		normsimtest.RequireState(t, done, sim.MigrationAborted)
+		if want := "normsim closed the target's socket with 4400 (frame state is out of phase) on target-ready"; done.Reason != want {
+			t.Fatalf("reason %q, want %q", done.Reason, want)
+		}
+		if strings.Contains(done.Reason, "dropped") {
+			t.Fatalf("reason %q blames the job for a close normsim made", done.Reason)
+		}
+	})
+}
