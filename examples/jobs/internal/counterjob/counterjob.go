@@ -123,11 +123,6 @@ func run(log *slog.Logger, misbehave string) error {
 		}
 		drain = time.Duration(n) * time.Millisecond
 	}
-	if misbehave == "keep-running" && drain == 0 {
-		// Its output outlives even the stop, as a job that ignores its
-		// own "stopped" would: long enough for the seam to show it.
-		drain = 300 * time.Millisecond
-	}
 	c.loop(ctx)
 	if drain > 0 {
 		log.Info("draining output before exit", "for", drain)
