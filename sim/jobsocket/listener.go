@@ -486,7 +486,7 @@ func (l *Listener) run(ctx context.Context, c *conn) {
 	var timedOut atomic.Bool
 	timer := time.AfterFunc(l.cfg.HelloTimeout, func() {
 		timedOut.Store(true)
-		c.close(protocol.CloseUnauthorized, "no hello within "+l.cfg.HelloTimeout.String())
+		c.close(protocol.CloseUnauthorized, protocol.ReasonHelloTimeout+" "+l.cfg.HelloTimeout.String())
 	})
 	data, err := c.readFrame(ctx)
 	if !timer.Stop() || timedOut.Load() {
