@@ -298,25 +298,29 @@ func (j *rawJob) write(b []byte) {
 // readFrame reads one frame from the listener (unmasked, unfragmented).
 func (j *rawJob) readFrame() (opcode byte, payload []byte) {
 	j.t.Helper()
-	var h [2]byte
-	if _, err := io.ReadFull(j.br, h[:]); err != nil {
-		j.t.Fatalf("raw read: %v", err)
+	readFull := func(b []byte) {
+		if _, err := io.ReadFull(j.br, b); err != nil {
+			j.t.Fatalf("raw read: %v", err)
+		}
 	}
+	var h [2]byte
+	readFull(h[:])
 	n := uint64(h[1] & 0x7f)
 	switch n {
 	case 126:
 		var b [2]byte
-		io.ReadFull(j.br, b[:])
+		readFull(b[:])
 		n = uint64(binary.BigEndian.Uint16(b[:]))
 	case 127:
 		var b [8]byte
-		io.ReadFull(j.br, b[:])
+		readFull(b[:])
 		n = binary.BigEndian.Uint64(b[:])
 	}
-	payload = make([]byte, n)
-	if _, err := io.ReadFull(j.br, payload); err != nil {
-		j.t.Fatalf("raw read: %v", err)
+	if n > 1<<20 {
+		j.t.Fatalf("the listener sent a frame of %d bytes", n)
 	}
+	payload = make([]byte, n)
+	readFull(payload)
 	return h[0] & 0x0f, payload
 }
 
