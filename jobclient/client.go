@@ -37,8 +37,13 @@ var (
 	// connection for this instance took over. The client does not reconnect:
 	// two copies of a job would keep replacing each other.
 	ErrReplaced = errors.New("jobclient: replaced by a newer connection for this instance (close 4409)")
-	// ErrUnauthorized: the worker closed the socket with 4401: the token is
-	// wrong or the path names no instance. Retrying cannot fix either.
+	// ErrUnauthorized: the worker closed the socket with 4401 because the
+	// token is wrong or the path names no instance. Retrying cannot fix
+	// either, so the client stops; Err wraps this with the worker's reason.
+	// A 4401 whose reason begins with protocol.ReasonHelloTimeout ("no
+	// hello within 5s") is not this error: the hello was only late, the
+	// token may well be right, and the client reconnects with its usual
+	// backoff.
 	ErrUnauthorized = errors.New("jobclient: worker refused the token or the instance (close 4401)")
 	// ErrFrameTooLarge: a frame the job would send is over
 	// protocol.MaxFrameBytes, which the worker answers by closing the socket.
@@ -309,8 +314,9 @@ func (c *Client) WaitConnected(ctx context.Context) error {
 func (c *Client) Done() <-chan struct{} { return c.done }
 
 // Err returns nil while the client runs, and why it stopped once Done is
-// closed: ErrDisabled, ErrClosed, ErrReplaced, ErrUnauthorized, a URL
-// error, or the error of the context given to Connect.
+// closed: ErrDisabled, ErrClosed, ErrReplaced, ErrUnauthorized (wrapped
+// with the worker's reason; test with errors.Is), a URL error, or the error
+// of the context given to Connect.
 func (c *Client) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -376,14 +382,20 @@ func (c *Client) run() {
 			}
 			return
 		}
-		switch websocket.CloseStatus(err) {
-		case protocol.CloseReplaced:
+		var ce websocket.CloseError
+		errors.As(err, &ce)
+		switch {
+		case ce.Code == protocol.CloseReplaced:
 			c.log.Warn("job socket replaced by a newer connection for this instance; not reconnecting", "err", err)
 			c.stop(ErrReplaced)
 			return
-		case protocol.CloseUnauthorized:
+		case ce.Code == protocol.CloseUnauthorized && helloTimedOut(ce.Reason):
+			// Only late (a slow start, a stalled network): the token may
+			// be right, so try again like after any other drop.
+			c.log.Warn("job socket closed: the worker gave up waiting for our hello; reconnecting", "err", err)
+		case ce.Code == protocol.CloseUnauthorized:
 			c.log.Error("job socket refused: wrong token or no such instance; not reconnecting", "err", err)
-			c.stop(ErrUnauthorized)
+			c.stop(fmt.Errorf("%w: %s", ErrUnauthorized, ce.Reason))
 			return
 		}
 		if acked {
@@ -399,6 +411,15 @@ func (c *Client) run() {
 			t.Stop()
 		}
 	}
+}
+
+// helloTimedOut reports whether the reason of a 4401 close says the worker
+// timed out waiting for the hello: the only way to tell that close from a
+// refused token. Case is ignored, so a worker that words the reason with a
+// capital still counts.
+func helloTimedOut(reason string) bool {
+	p := protocol.ReasonHelloTimeout
+	return len(reason) >= len(p) && strings.EqualFold(reason[:len(p)], p)
 }
 
 // backoff returns the delay before reconnect attempt n (from 0): doubling

@@ -481,6 +481,45 @@ func TestNoReconnectAfterTerminalClose(t *testing.T) {
 	}
 }
 
+// TestHelloTimeoutIsNotARefusal: of the 4401 closes, only the ones whose
+// reason says the hello came too late are retried; any other 4401 reason
+// means a wrong token or a path naming nothing, and stops the client with
+// the reason in Err.
+func TestHelloTimeoutIsNotARefusal(t *testing.T) {
+	tests := []struct {
+		name, reason string
+		reconnect    bool
+	}{
+		{"hello timeout", "no hello within 5s", true},
+		{"short hello timeout", "no hello within 100ms", true},
+		{"capitalised", "No hello within 5000 ms", true},
+		{"wrong token", "wrong token or unknown instance", false},
+		{"bad path", "path names no instance", false},
+		{"no reason", "", false},
+		{"hello elsewhere in the reason", "hello: no", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newFakeWorker(t)
+			c := connect(t, w, Handler{})
+			w.accept("s3cret").close(protocol.CloseUnauthorized, tt.reason)
+			if tt.reconnect {
+				acked(t, w, c, nil)
+				return
+			}
+			select {
+			case <-c.Done():
+			case <-time.After(testTimeout):
+				t.Fatal("client did not stop")
+			}
+			if err := c.Err(); !errors.Is(err, ErrUnauthorized) || !strings.Contains(err.Error(), "4401") || !strings.Contains(err.Error(), tt.reason) {
+				t.Fatalf("Err = %v, want ErrUnauthorized naming 4401 and %q", err, tt.reason)
+			}
+			w.noConnection(100 * time.Millisecond)
+		})
+	}
+}
+
 func TestInvalidWorkerFrame(t *testing.T) {
 	tests := []struct {
 		name   string

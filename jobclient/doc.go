@@ -36,4 +36,11 @@
 // an abort: the abort cancels the handler's context. Handlers are called one
 // at a time, in the order the worker's frames arrived. Close stops everything
 // and waits for it.
+//
+// The client stops reconnecting only on the closes that retrying cannot fix:
+// 4409, a newer connection for the instance took over ([ErrReplaced]), and
+// 4401 for a wrong token or a path that names no instance
+// ([ErrUnauthorized]). A 4401 whose reason says the hello came too late
+// ("no hello within 5s", see protocol.ReasonHelloTimeout) is a drop like any
+// other: the token may well be right, so the client reconnects.
 package jobclient

@@ -47,6 +47,13 @@ const (
 	// wrong token, or named no instance in its path.
 	CloseUnauthorized = 4401
 
+	// ReasonHelloTimeout begins the reason of a CloseUnauthorized sent
+	// because no hello came within HelloTimeout (normsim's listener adds
+	// the timeout: "no hello within 5s"). The reason is all that tells that
+	// close, after which a job with the right token may try again, from a
+	// refused token, after which it must not.
+	ReasonHelloTimeout = "no hello within"
+
 	// CloseReplaced closes a socket that a newer connection for the same
 	// instance took over.
 	CloseReplaced = 4409

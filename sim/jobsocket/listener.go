@@ -1,6 +1,7 @@
 package jobsocket
 
 import (
+	"bufio"
 	"context"
 	"crypto/subtle"
 	"errors"
@@ -117,6 +118,11 @@ type Config struct {
 	HelloTimeout time.Duration
 	// WriteTimeout bounds a frame write to a slow job before it is dropped.
 	WriteTimeout time.Duration
+	// CloseTimeout bounds a close handshake the listener starts, including
+	// the discarding of whatever the job still sends before its close frame
+	// (the rest of an oversized frame, say); past it the connection is
+	// dropped. Default 5s.
+	CloseTimeout time.Duration
 }
 
 // Listener is one node's job-socket server.
@@ -159,6 +165,9 @@ func New(cfg Config) *Listener {
 	}
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = 5 * time.Second
+	}
+	if cfg.CloseTimeout <= 0 {
+		cfg.CloseTimeout = 5 * time.Second
 	}
 	if cfg.OnEvent == nil {
 		cfg.OnEvent = func(Event) {}
@@ -212,7 +221,7 @@ func (l *Listener) Close() error {
 		err = l.srv.Close()
 	}
 	for _, c := range conns {
-		c.ws.CloseNow()
+		c.abort()
 	}
 	l.wg.Wait()
 	return err
@@ -328,8 +337,11 @@ func (l *Listener) Disconnect(jobID, role string, code int, reason string) {
 func (l *Listener) Drop(jobID, role string) {
 	c := l.current(jobID, role)
 	if c != nil {
-		c.once.Do(func() { c.setClose(int(websocket.StatusAbnormalClosure), "connection dropped") })
-		c.ws.CloseNow()
+		c.once.Do(func() {
+			c.setClose(int(websocket.StatusAbnormalClosure), "connection dropped")
+			close(c.closeDone)
+		})
+		c.abort()
 	}
 }
 
@@ -349,11 +361,20 @@ func (l *Listener) SendRaw(ctx context.Context, jobID, role, typ string, data []
 
 // conn is one accepted WebSocket.
 type conn struct {
-	l       *Listener
-	ws      *websocket.Conn
+	l  *Listener
+	ws *websocket.Conn
+	// raw is the TCP connection under ws. ws cannot cut short a close
+	// handshake it is in (CloseNow waits for it), and the handshake skips
+	// the rest of an oversized frame without any deadline: raw's deadline
+	// and Close bound it.
+	raw     net.Conn
 	key     key
 	writeMu sync.Mutex
-	once    sync.Once
+	// once starts the end of the connection: a close handshake (close), a
+	// drop (Drop) or, when neither came first, the release in finish.
+	// closeDone is closed when that end is over.
+	once      sync.Once
+	closeDone chan struct{}
 	// closeCode and closeReason are what we closed with, for the event;
 	// written once inside once.
 	closeMu     sync.Mutex
@@ -396,20 +417,63 @@ func (c *conn) writeLocked(ctx context.Context, typ string, data []byte) error {
 
 // close closes the socket once, with a code and reason, in the background so
 // a peer that never answers the close handshake cannot hold the caller.
+//
+// Once close is called, nothing else may read from ws: the handshake reads
+// and discards everything up to the job's close frame, the rest of a
+// message the reader stopped inside included. A Read of ours after a
+// half-read message would take the rest of its payload for frame headers
+// (and close with 1002); every path that closes ends its reading there.
 func (c *conn) close(code websocket.StatusCode, reason string) {
 	c.once.Do(func() {
 		c.setClose(int(code), reason)
+		// A job that keeps sending (a frame announcing terabytes, say)
+		// would keep the handshake discarding for ever.
+		c.raw.SetDeadline(time.Now().Add(c.l.cfg.CloseTimeout))
 		c.l.wg.Add(1)
 		go func() {
 			defer c.l.wg.Done()
+			defer close(c.closeDone)
 			c.ws.Close(code, reason)
 		}()
 	})
 }
 
+// finish is the last thing done with a connection whose reader has
+// returned: it waits for a close under way (bounded by CloseTimeout) or,
+// when none was started (the job closed, or the connection broke), releases
+// the connection at once.
+func (c *conn) finish() {
+	c.once.Do(func() {
+		c.ws.CloseNow()
+		close(c.closeDone)
+	})
+	<-c.closeDone
+}
+
+// abort tears the connection down at once, without a close frame, even in
+// the middle of a close handshake.
+func (c *conn) abort() {
+	c.raw.Close()
+	c.ws.CloseNow()
+}
+
+// hijackWatch hands the TCP connection that websocket.Accept hijacks to the
+// listener as well.
+type hijackWatch struct {
+	http.ResponseWriter
+	conn net.Conn
+}
+
+func (h *hijackWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := http.NewResponseController(h.ResponseWriter).Hijack()
+	h.conn = c
+	return c, brw, err
+}
+
 // ServeHTTP upgrades a job's connection and runs it.
 func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	hw := &hijackWatch{ResponseWriter: w}
+	ws, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
 		// Jobs are not browsers; the per-instance token is the guard.
 		InsecureSkipVerify: true,
 		CompressionMode:    websocket.CompressionDisabled,
@@ -421,40 +485,34 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// library's 1009; one byte over the cap is enough to know.
 	ws.SetReadLimit(protocol.MaxFrameBytes + 1)
 	jobID, role, ok := protocol.ParsePath(r.RequestURI)
-	c := &conn{l: l, ws: ws, key: key{jobID, role}}
+	c := &conn{l: l, ws: ws, raw: hw.conn, key: key{jobID, role}, closeDone: make(chan struct{})}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		ws.CloseNow()
+		c.abort()
 		return
 	}
 	l.conns[c] = struct{}{}
 	l.mu.Unlock()
 	defer func() {
+		// Listed until its close is over, so Listener.Close can cut a
+		// close handshake short.
+		c.finish()
 		l.mu.Lock()
 		delete(l.conns, c)
 		l.mu.Unlock()
 	}()
 	if !ok {
 		c.close(protocol.CloseUnauthorized, "path names no instance")
-		c.drain()
 		return
 	}
 	l.run(r.Context(), c)
 }
 
-// drain reads until the socket is closed so the close handshake completes.
-func (c *conn) drain() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for {
-		if _, _, err := c.ws.Read(ctx); err != nil {
-			return
-		}
-	}
-}
-
-// readFrame reads one message, enforcing text-only and the size cap.
+// readFrame reads one message, enforcing text-only and the size cap. The
+// size is judged first: a frame over the cap closes with 4413 whatever its
+// type, so a binary one too. After an error the message may be half read:
+// the caller must not read again (see close).
 func (c *conn) readFrame(ctx context.Context) ([]byte, error) {
 	typ, rd, err := c.ws.Reader(ctx)
 	if err != nil {
@@ -487,12 +545,11 @@ func (l *Listener) run(ctx context.Context, c *conn) {
 	var timedOut atomic.Bool
 	timer := time.AfterFunc(l.cfg.HelloTimeout, func() {
 		timedOut.Store(true)
-		c.close(protocol.CloseUnauthorized, "no hello within "+l.cfg.HelloTimeout.String())
+		c.close(protocol.CloseUnauthorized, protocol.ReasonHelloTimeout+" "+l.cfg.HelloTimeout.String())
 	})
 	data, err := c.readFrame(ctx)
 	if !timer.Stop() || timedOut.Load() {
-		c.drain()
-		return
+		return // closing with 4401 already
 	}
 	if err != nil {
 		var ce *closeErr
@@ -501,25 +558,21 @@ func (l *Listener) run(ctx context.Context, c *conn) {
 		} else {
 			c.close(websocket.StatusNormalClosure, "")
 		}
-		c.drain()
 		return
 	}
 	f, perr := protocol.ParseJobFrame(data)
 	if perr != nil {
 		c.close(protocol.CloseProtocolError, perr.Error()) // parse errors are capped at 120 bytes
-		c.drain()
 		return
 	}
 	if f.Type != protocol.TypeHello {
 		c.close(protocol.CloseProtocolError, "first frame must be hello; got "+f.Type)
-		c.drain()
 		return
 	}
 	l.record(c.key, "in", f.Type, len(data), redactedHello)
 	reg, ok := l.authenticate(c, f.Token)
 	if !ok {
 		c.close(protocol.CloseUnauthorized, "wrong token or unknown instance")
-		c.drain()
 		return
 	}
 	l.cfg.OnEvent(Event{Kind: Connected, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now()})
@@ -597,7 +650,6 @@ func (l *Listener) serveFrames(ctx context.Context, c *conn) (int, string) {
 			var ce *closeErr
 			if errors.As(err, &ce) {
 				c.close(websocket.StatusCode(ce.code), ce.reason)
-				c.drain()
 				return ce.code, ce.reason
 			}
 			if s := websocket.CloseStatus(err); s != -1 {
@@ -612,7 +664,6 @@ func (l *Listener) serveFrames(ctx context.Context, c *conn) (int, string) {
 			l.record(c.key, "in", "invalid", len(data), data)
 			reason := perr.Error() // capped at 120 bytes by the parser
 			c.close(protocol.CloseProtocolError, reason)
-			c.drain()
 			return protocol.CloseProtocolError, reason
 		}
 		l.mu.Lock()
@@ -639,7 +690,6 @@ func (l *Listener) serveFrames(ctx context.Context, c *conn) (int, string) {
 				reason = "hello was already said"
 			}
 			c.close(protocol.CloseProtocolError, reason)
-			c.drain()
 			return protocol.CloseProtocolError, reason
 		}
 		l.cfg.OnEvent(Event{Kind: Frame, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now(), Frame: f, Size: len(data), Late: late})

@@ -161,7 +161,7 @@ func TestCloseCodes(t *testing.T) {
 		name   string
 		path   string
 		frames []string
-		binary bool
+		binary bool // the last frame is binary
 		code   websocket.StatusCode
 	}{
 		{"wrong token", "/instances/j/r", []string{hello("nope")}, false, protocol.CloseUnauthorized},
@@ -180,6 +180,11 @@ func TestCloseCodes(t *testing.T) {
 		{"infinite payload number", "/instances/j/r", []string{hello(token), `{"type":"abort","reason":1e400}`}, false, protocol.CloseProtocolError},
 		{"65537 bytes", "/instances/j/r", []string{pad(protocol.MaxFrameBytes + 1)}, false, protocol.CloseFrameTooLarge},
 		{"65537 bytes after hello", "/instances/j/r", []string{hello(token), pad(protocol.MaxFrameBytes + 1)}, false, protocol.CloseFrameTooLarge},
+		// Size is judged before type: over the cap is 4413, binary or not.
+		{"binary frame over the cap", "/instances/j/r", []string{pad(200000)}, true, protocol.CloseFrameTooLarge},
+		{"binary frame over the cap after hello", "/instances/j/r", []string{hello(token), pad(200000)}, true, protocol.CloseFrameTooLarge},
+		// What comes after the close started is discarded, however large.
+		{"out of phase, then 1 MiB", "/instances/j/r", []string{hello(token), `{"type":"state","payload":1}`, pad(1 << 20)}, false, protocol.CloseProtocolError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -188,13 +193,14 @@ func TestCloseCodes(t *testing.T) {
 			c := dial(t, l, tt.path)
 			for i, f := range tt.frames {
 				typ := websocket.MessageText
-				if tt.binary {
+				last := i == len(tt.frames)-1
+				if tt.binary && last { // binary: the last frame is sent as one
 					typ = websocket.MessageBinary
 				}
 				if err := c.Write(context.Background(), typ, []byte(f)); err != nil {
 					break // the listener may already have closed
 				}
-				if i == 0 && strings.HasPrefix(f, `{"type":"hello","token":"`+token+`"}`) && !tt.binary && tt.path == "/instances/j/r" {
+				if i == 0 && f == hello(token) && typ == websocket.MessageText && tt.path == "/instances/j/r" {
 					read(t, c) // hello-ack
 				}
 			}
