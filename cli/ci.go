@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -138,6 +139,11 @@ wrong, and nothing ran.`,
 			fmt.Fprintf(out, "normsim ci %s: %d scenario(s) from %d file(s); nodes %s; default runtime %s; API %s\n\n",
 				Version, len(scenarios), len(files), strings.Join(opts.Nodes, ", "), m.RuntimeNote(), m.URL())
 
+			// On Ctrl-C or SIGTERM the sim ends its migrations at once, so
+			// the runner's cleanup need not wait out their phases (or a
+			// frame a fault holds) before it removes the instances.
+			stop := context.AfterFunc(cmd.Context(), m.Manager.Interrupt)
+			defer stop()
 			runner := scenario.NewRunner(scenario.Config{URL: m.URL(), Out: out, Verbose: verbose})
 			probs, err = runner.Check(cmd.Context(), scenarios)
 			if err != nil {

@@ -58,9 +58,38 @@ func frameDirection(typ string) string {
 	return ""
 }
 
-// validateFaults checks each fault names what its kind needs, and that the
-// runtimes can deliver the signals it sends.
-func validateFaults(fs []sim.Fault, srcRuntime, tgtRuntime sim.Runtime) error {
+// phaseTimeout is the timeout of the phase a frame type belongs to, and
+// that timeout's name: the most a fault may hold it (or pause a job on
+// it). abort can come in any phase, so the shortest phase bounds it.
+func phaseTimeout(typ string, t sim.Timeouts) (time.Duration, string) {
+	switch typ {
+	case protocol.TypeGetState, protocol.TypeState, protocol.TypeStateRefused:
+		return t.State.D(), "state"
+	case protocol.TypeHello, protocol.TypeHelloAck:
+		return t.TargetStart.D(), "targetStart"
+	case protocol.TypeInitialState, protocol.TypeTargetReady:
+		return t.TargetReady.D(), "targetReady"
+	case protocol.TypeCutoverReady, protocol.TypeSourceStoppedOutput:
+		return t.Stop.D(), "stop"
+	case protocol.TypeCutoverApply, protocol.TypeTargetApplied:
+		return t.Apply.D(), "apply"
+	}
+	d, name := t.State.D(), "state"
+	for _, f := range []struct {
+		d    time.Duration
+		name string
+	}{{t.TargetReady.D(), "targetReady"}, {t.Stop.D(), "stop"}, {t.Apply.D(), "apply"}} {
+		if f.d < d {
+			d, name = f.d, f.name
+		}
+	}
+	return d, name
+}
+
+// validateFaults checks each fault names what its kind needs, that a delay
+// is no longer than its phase's timeout, and that the runtimes can deliver
+// the signals it sends.
+func validateFaults(fs []sim.Fault, timeouts sim.Timeouts, srcRuntime, tgtRuntime sim.Runtime) error {
 	for i := range fs {
 		f := &fs[i]
 		at := fmt.Sprintf("faults[%d]", i)
@@ -98,6 +127,17 @@ func validateFaults(fs []sim.Fault, srcRuntime, tgtRuntime sim.Runtime) error {
 				return sim.Errorf(sim.EUnprocessable, "%s.direction: must be in or out; got %q", at, f.Direction)
 			case want != "" && f.Direction != want:
 				return sim.Errorf(sim.EUnprocessable, "%s.direction: %s only travels %s", at, f.Frame, want)
+			}
+		}
+		if f.Kind == faultDelayFrame || f.Kind == faultPause {
+			on := f.Frame
+			if f.Kind == faultPause {
+				on = f.On
+			}
+			limit, name := phaseTimeout(on, timeouts)
+			if d := faultDelay(f); d > limit {
+				return sim.Errorf(sim.EUnprocessable, "%s.delay: %s is longer than the %s timeout (%s) of the phase %s belongs to; a %s may last at most that timeout (raise timeouts.%s to hold it longer)",
+					at, d, name, limit, on, f.Kind, name)
 			}
 		}
 		if need.signal {

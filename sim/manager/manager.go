@@ -226,12 +226,21 @@ func (m *Manager) Node(name string) (sim.Node, error) {
 // Close stops every running migration's goroutine and flushes the journal.
 // Instances keep running: the app decides whether runtimes remove them.
 func (m *Manager) Close() {
+	m.Interrupt()
+	m.wg.Wait()
+	m.journal.Close()
+}
+
+// Interrupt ends every running migration now (as interrupted: rolled back
+// before the point of no return), discards frames a fault holds, and
+// refuses new migrations, without waiting. Reads and stops keep working,
+// so a caller that was interrupted (normsim ci on SIGTERM) can still
+// remove its instances before it calls Close.
+func (m *Manager) Interrupt() {
 	m.mu.Lock()
 	m.closed = true
 	m.mu.Unlock()
 	m.cancel()
-	m.wg.Wait()
-	m.journal.Close()
 }
 
 // Flush waits until everything recorded so far is in the store.

@@ -93,7 +93,7 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 		return nil, err
 	}
 	faults := append([]sim.Fault(nil), req.Faults...)
-	if err := validateFaults(faults, m.runtimes().Runtimes[srcSnap.Runtime], rt); err != nil {
+	if err := validateFaults(faults, req.Timeouts.WithDefaults(), m.runtimes().Runtimes[srcSnap.Runtime], rt); err != nil {
 		return nil, err
 	}
 
@@ -411,9 +411,8 @@ func (r *run) onSocket(ev jobsocket.Event) {
 			case "delay-frame":
 				d := faultDelay(fl)
 				r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: %s from the %s held for %s", ev.Frame.Type, side, d), nil)
+				r.holdLocked(d, ev.Frame.Type+" from the "+side, func() { r.handleSocket(ev, side) })
 				r.mu.Unlock()
-				r.m.wg.Add(1)
-				time.AfterFunc(d, func() { defer r.m.wg.Done(); r.handleSocket(ev, side) })
 				return
 			case "duplicate-frame":
 				r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: %s from the %s delivered twice", ev.Frame.Type, side), nil)
@@ -562,9 +561,7 @@ func (r *run) deliverLocked(role string, node *Node, f protocol.WorkerFrame, exp
 	case fl.Kind == "delay-frame":
 		d := faultDelay(fl)
 		r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: %s to the %s held for %s", f.Type, side, d), nil)
-		r.m.wg.Add(1)
-		time.AfterFunc(d, func() {
-			defer r.m.wg.Done()
+		r.holdLocked(d, f.Type+" to the "+side, func() {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			send()
@@ -572,6 +569,24 @@ func (r *run) deliverLocked(role string, node *Node, f protocol.WorkerFrame, exp
 	}
 	r.fireOnLocked(f.Type)
 	return err
+}
+
+// holdLocked delivers a frame a delay-frame fault holds once d has passed,
+// unless normsim shuts down first: then the frame is discarded (and
+// recorded so), and shutdown does not wait for the delay.
+func (r *run) holdLocked(d time.Duration, what string, deliver func()) {
+	r.m.wg.Add(1)
+	go func() {
+		defer r.m.wg.Done()
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			deliver()
+		case <-r.m.ctx.Done():
+			r.recordHere(sideManager, "fault: the held "+what+" was discarded: normsim is shutting down", nil)
+		}
+	}()
 }
 
 func payloadOf(f protocol.JobFrame) json.RawMessage {

@@ -1,0 +1,212 @@
+package app_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/internal/bench"
+	"github.com/normsim/normsim/internal/testenv"
+	"github.com/normsim/normsim/sim"
+)
+
+// heldDelay is how long the fault in these tests holds cutover-ready:
+// within the stop phase's 10 s timeout, and far longer than an exit that
+// does not wait for it takes.
+const heldDelay = 9 * time.Second
+
+var heldFault = []sim.Fault{{Kind: "delay-frame", Frame: "cutover-ready", Delay: sim.Duration(heldDelay)}}
+
+// lockedBuffer is a child's output, read while the child writes it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// mustGetJSON reads a 200 answer of the API into out.
+func mustGetJSON(t *testing.T, url string, out any) {
+	t.Helper()
+	if code := getJSON(t, url, out); code != http.StatusOK {
+		t.Fatalf("GET %s: %d", url, code)
+	}
+}
+
+// waitHeld waits until a migration of the API at base holds a frame, and
+// returns the job it moves.
+func waitHeld(t *testing.T, base string) string {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		var list []sim.Migration
+		mustGetJSON(t, base+"/api/v1/migrations", &list)
+		for _, m := range list {
+			var full sim.Migration
+			mustGetJSON(t, base+"/api/v1/migrations/"+m.ID, &full)
+			for _, ev := range full.Events {
+				if strings.Contains(ev.Detail, "held for") {
+					return full.JobID
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("no migration came to hold its frame")
+	return ""
+}
+
+// signalAndTime signals the process and returns how long it took to exit.
+func signalAndTime(t *testing.T, cmd *exec.Cmd, exited <-chan struct{}, sig syscall.Signal) time.Duration {
+	t.Helper()
+	start := time.Now()
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+		return time.Since(start)
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("normsim did not exit within 30 s of %v", sig)
+		return 0
+	}
+}
+
+// requireExitBeforeTheDelay fails when an exit waited for the held frame,
+// and when a process of the job outlived normsim.
+func requireExitBeforeTheDelay(t *testing.T, what string, took time.Duration, job string) {
+	t.Helper()
+	t.Logf("%s: exited %s after the signal, with a %s delay held", what, took.Round(time.Millisecond), heldDelay)
+	if took >= heldDelay/2 {
+		t.Errorf("%s took %s to exit: it waited for the held frame", what, took)
+	}
+	if left := processesOf(map[string]bool{job: true}); len(left) > 0 {
+		t.Errorf("%s left processes of %s running: %v", what, job, left)
+	}
+}
+
+// TestSignalsDoNotWaitForAHeldFrame: with a delay-frame fault holding
+// cutover-ready, SIGINT (Ctrl-C) and SIGTERM of `normsim up`, and SIGTERM
+// of `normsim ci`, end normsim without waiting for the delay, and leave no
+// process of the job behind.
+func TestSignalsDoNotWaitForAHeldFrame(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds normsim and runs host processes")
+	}
+	root, _ := filepath.Abs("..")
+	bin, err := bench.Build(context.Background(), root, ".", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(t *testing.T, args ...string) (*exec.Cmd, <-chan struct{}, *lockedBuffer) {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = root
+		out := &lockedBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+		return cmd, exited, out
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run("up/"+sig.String(), func(t *testing.T) {
+			addr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
+			cmd, exited, out := start(t, "up", "--db", ":memory:", "--addr", addr, "--socket-port", "0",
+				"--runtime", sim.RuntimeProcess, "--templates", filepath.Join(root, "templates"))
+			base := "http://" + addr
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			if err := bench.WaitReady(ctx, base+"/readyz"); err != nil {
+				t.Fatalf("normsim up never became ready: %v\n%s", err, out)
+			}
+			var in sim.Instance
+			mustPostJSON(t, base+"/api/v1/instances", sim.LaunchRequest{Template: "counter", Node: "a"}, &in)
+			waitConnected(t, base, in.ID)
+			mustPostJSON(t, base+"/api/v1/instances/"+in.ID+"/migrate", sim.MigrateRequest{Faults: heldFault}, nil)
+			job := waitHeld(t, base)
+			requireExitBeforeTheDelay(t, "normsim up", signalAndTime(t, cmd, exited, sig), job)
+		})
+	}
+	t.Run("ci/SIGTERM", func(t *testing.T) {
+		scenario := filepath.Join(t.TempDir(), "held.yaml")
+		os.WriteFile(scenario, []byte(`
+template: counter
+steps:
+  - launch: {node: a}
+  - migrate:
+      to: b
+      faults: [{kind: delay-frame, frame: cutover-ready, delay: 9s}]
+`), 0o644)
+		cmd, exited, out := start(t, "ci", scenario, "--runtime", sim.RuntimeProcess, "--templates", filepath.Join(root, "templates"))
+		base := waitLine(t, out, regexp.MustCompile(`API (http://\S+?)(/api/v1)?\s`))
+		job := waitHeld(t, base)
+		requireExitBeforeTheDelay(t, "normsim ci", signalAndTime(t, cmd, exited, syscall.SIGTERM), job)
+	})
+}
+
+// mustPostJSON posts body and reads a 2xx answer into out.
+func mustPostJSON(t *testing.T, url string, body, out any) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	if code := postJSON(t, url, string(b), out); code/100 != 2 {
+		t.Fatalf("POST %s: %d", url, code)
+	}
+}
+
+func waitConnected(t *testing.T, base, id string) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		var in sim.Instance
+		mustGetJSON(t, base+"/api/v1/instances/"+id, &in)
+		if in.Connected {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("instance %s never connected", id)
+}
+
+// waitLine waits until the output has a line matching re and returns its
+// first group.
+func waitLine(t *testing.T, out *lockedBuffer, re *regexp.Regexp) string {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		sc := bufio.NewScanner(strings.NewReader(out.String()))
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text() + " "); m != nil {
+				return m[1]
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no line matching %s in:\n%s", re, out)
+	return ""
+}
