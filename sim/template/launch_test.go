@@ -251,22 +251,29 @@ func TestLaunchParams(t *testing.T) {
 	const params = `
 parameters:
   - name: RATE
+    purpose: p
     type: int
     default: "50"
     min: 1
     max: 1000
   - name: GAIN
+    purpose: p
     type: number
     max: 2.5
   - name: LOUD
+    purpose: p
     type: boolean
   - name: MODE
+    purpose: p
     type: enum
     values: [fast, slow]
   - name: LABEL
+    purpose: p
   - name: KEY
+    purpose: p
     required: true
   - name: WITH_DEFAULT
+    purpose: p
     required: true
     default: "d"
 `
@@ -359,7 +366,7 @@ services:
 }
 
 func TestLaunchParamBadDefault(t *testing.T) {
-	l := MustLoad(t, tpl(oneService, "parameters:\n  - name: N\n    type: int\n    default: \"many\"\n"))
+	l := MustLoad(t, tpl(oneService, "parameters:\n  - name: N\n    purpose: p\n    type: int\n    default: \"many\"\n"))
 	_, err := l.Launch(input(nil))
 	wantErr(t, err, sim.EParamsInvalid, `params.N: must be an int; got "many" (the template's default)`)
 	if _, err := l.Launch(input(map[string]string{"N": "3"})); err != nil {
@@ -376,7 +383,7 @@ services:
     environment:
       NEED: ${NEED:?set NEED please}
 `
-	params := "parameters:\n  - name: TAG\n  - name: MSG\n  - name: NEED\n"
+	params := "parameters:\n  - name: TAG\n    purpose: p\n  - name: MSG\n    purpose: p\n  - name: NEED\n    purpose: p\n"
 	l := MustLoad(t, tpl(compose, params))
 	spec, err := l.Launch(input(map[string]string{"MSG": "hi there", "NEED": "n"}))
 	if err != nil {
@@ -623,7 +630,7 @@ services:
 }
 
 func TestLaunchAllocatedPortWithParameterDefault(t *testing.T) {
-	params := "parameters:\n  - name: HTTP_PORT\n    default: auto\n"
+	params := "parameters:\n  - name: HTTP_PORT\n    purpose: p\n    default: auto\n"
 	decl := `[{"param": "HTTP_PORT", "protocol": "tcp", "preferred": 8080, "service": "app"}]`
 	l := MustLoad(t, tpl(oneService, params, "allocatedPorts", decl))
 	spec, err := l.Launch(input(nil))
@@ -792,7 +799,7 @@ services:
     x-normsim:
       command: [job]
 `
-	l := MustLoad(t, tpl(compose, "parameters:\n  - name: WHAT\n    default: counter\n"))
+	l := MustLoad(t, tpl(compose, "parameters:\n  - name: WHAT\n    purpose: p\n    default: counter\n"))
 	spec, err := l.Launch(input(nil))
 	if err != nil {
 		t.Fatal(err)
