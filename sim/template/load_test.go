@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -305,6 +306,14 @@ func TestValidatePath(t *testing.T) {
 	}
 	if _, err := ValidatePath(filepath.Join(root, "missing")); err == nil {
 		t.Error("a missing path must be an error")
+	}
+	// A README beside the templates is what templates/* also names.
+	writeFiles(t, root, map[string]string{"README.md": "# templates\n"})
+	if results, err := ValidatePath(filepath.Join(root, "README.md")); !errors.Is(err, ErrNotATemplate) || results != nil {
+		t.Errorf("ValidatePath(README.md) = %+v, %v; want ErrNotATemplate", results, err)
+	}
+	if results, err := ValidatePath(root); err != nil || len(results) != 2 {
+		t.Errorf("ValidatePath(dir with a README) = %+v, %v; want the two templates", results, err)
 	}
 	// A template dir missing its manifest is still one template.
 	writeFiles(t, filepath.Join(root, "nomanifest"), map[string]string{"compose.yml": oneService})
