@@ -2,11 +2,15 @@ package template
 
 import (
 	"fmt"
+	"io"
+	"net"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -644,6 +648,24 @@ func TestLaunchAllocatedPortWithParameterDefault(t *testing.T) {
 	if err != nil || spec.AllocatedPorts["HTTP_PORT"].Port != 9001 {
 		t.Errorf("operator value: %+v %v", spec, err)
 	}
+	// Blank is a value, and the contract's value for closed: it beats the
+	// default, where leaving the param out takes it.
+	for _, blank := range []string{"", "  "} {
+		spec, err = l.Launch(input(map[string]string{"HTTP_PORT": blank}))
+		if err != nil {
+			t.Fatalf("blank %q: %v", blank, err)
+		}
+		if ap, open := spec.AllocatedPorts["HTTP_PORT"]; open {
+			t.Errorf("blank %q opened the port: %+v", blank, ap)
+		}
+		app := service(t, spec, "app")
+		if got := app.Env[EnvAllocatedPorts]; got != "{}" {
+			t.Errorf("blank %q: NORSK_ALLOCATED_PORTS = %s, want {}", blank, got)
+		}
+		if len(app.Ports) != 0 {
+			t.Errorf("blank %q: published %+v", blank, app.Ports)
+		}
+	}
 }
 
 func TestLaunchAllocatedPortUnknownService(t *testing.T) {
@@ -667,6 +689,105 @@ func TestDefaultPortProbe(t *testing.T) {
 		if port := spec.AllocatedPorts[p].Port; port < 20000 || !probePort(port, spec.AllocatedPorts[p].Protocol) {
 			t.Errorf("%s: port %d is not free", p, port)
 		}
+	}
+}
+
+// TestDefaultPortProbeSkipsHeldPorts holds a port on each address Docker
+// publishes on, the way another program would, and checks that the probe
+// calls it taken and that auto moves past it.
+func TestDefaultPortProbeSkipsHeldPorts(t *testing.T) {
+	ipv4 := ""
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+				ipv4 = n.IP.String()
+				break
+			}
+		}
+	}
+	for _, proto := range []string{"tcp", "udp"} {
+		for _, h := range []struct{ family, host string }{{"4", "0.0.0.0"}, {"4", ipv4}, {"6", "::"}} {
+			t.Run(proto+h.family+" "+h.host, func(t *testing.T) {
+				if h.host == "" {
+					t.Skip("this host has no non-loopback IPv4 address")
+				}
+				held, err := bindPort(proto+h.family, net.JoinHostPort(h.host, "0"))
+				if err != nil {
+					if h.family == "6" && noIPv6(err) {
+						t.Skip("this host has no IPv6")
+					}
+					t.Fatal(err)
+				}
+				defer held.Close()
+				var port int
+				switch c := held.(type) {
+				case net.Listener:
+					port = c.Addr().(*net.TCPAddr).Port
+				case net.PacketConn:
+					port = c.LocalAddr().(*net.UDPAddr).Port
+				}
+				if probePort(port, proto) {
+					t.Errorf("probePort(%d, %s) = free while it is held on %s", port, proto, h.host)
+				}
+				decl := fmt.Sprintf(`[{"param": "P", "protocol": %q, "preferred": %d}]`, proto, port)
+				in := input(map[string]string{"P": "auto"})
+				in.PortFree = nil
+				spec, err := MustLoad(t, tpl(oneService, "", "allocatedPorts", decl)).Launch(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := spec.AllocatedPorts["P"].Port; got == port {
+					t.Errorf("auto chose %d/%s, held on %s", got, proto, h.host)
+				}
+			})
+		}
+	}
+}
+
+// TestPortProbeAddresses checks which binds the probe makes, and that a
+// host without IPv6 still has free ports.
+func TestPortProbeAddresses(t *testing.T) {
+	noV6 := &net.OpError{Op: "listen", Net: "tcp6", Err: os.NewSyscallError("socket", syscall.EAFNOSUPPORT)}
+	inUse := &net.OpError{Op: "listen", Net: "tcp6", Err: os.NewSyscallError("bind", syscall.EADDRINUSE)}
+	tests := []struct {
+		name  string
+		v6err error
+		want  bool
+	}{
+		{"IPv6 free", nil, true},
+		{"no IPv6 on the host", noV6, true},
+		{"held on ::", inUse, false},
+	}
+	for _, proto := range []string{"tcp", "udp"} {
+		for _, tt := range tests {
+			t.Run(proto+" "+tt.name, func(t *testing.T) {
+				var tried []string
+				bind := func(network, addr string) (io.Closer, error) {
+					tried = append(tried, network+" "+addr)
+					if strings.HasSuffix(network, "6") && tt.v6err != nil {
+						return nil, tt.v6err
+					}
+					return io.NopCloser(nil), nil
+				}
+				if got := probePortWith(bind, 7000, proto); got != tt.want {
+					t.Errorf("free = %v, want %v", got, tt.want)
+				}
+				want := []string{proto + "4 127.0.0.1:7000", proto + "4 0.0.0.0:7000", proto + "6 [::]:7000"}
+				if !reflect.DeepEqual(tried, want) {
+					t.Errorf("binds = %q, want %q", tried, want)
+				}
+			})
+		}
+	}
+	// An IPv4 failure is never excused as a missing IPv6.
+	bind := func(network, addr string) (io.Closer, error) {
+		if strings.HasPrefix(addr, "0.0.0.0") {
+			return nil, &net.OpError{Op: "listen", Net: network, Err: os.NewSyscallError("bind", syscall.EADDRNOTAVAIL)}
+		}
+		return io.NopCloser(nil), nil
+	}
+	if probePortWith(bind, 7000, "tcp") {
+		t.Error("a port 0.0.0.0 refuses is free")
 	}
 }
 
