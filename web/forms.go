@@ -84,15 +84,26 @@ func seeOther(w http.ResponseWriter, r *http.Request, to string) {
 func (s *Server) uiLaunch(w http.ResponseWriter, r *http.Request) {
 	f := r.PostForm
 	lf := &launchForm{Template: f.Get("template"), Node: f.Get("node"), Runtime: f.Get("runtime"), Params: map[string]string{}}
+	isPort := map[string]bool{}
+	if t, err := s.svc.Catalog().Get(lf.Template); err == nil {
+		for _, d := range t.AllocatedPorts {
+			isPort[d.Param] = true
+		}
+	}
 	for k, vs := range f {
 		name, ok := strings.CutPrefix(k, "param.")
 		if !ok || len(vs) == 0 {
 			continue
 		}
-		// A blank field means "not given": the template's default applies
-		// (and an allocated port stays closed).
-		if v := vs[len(vs)-1]; strings.TrimSpace(v) != "" {
+		// A blank field means "not given": the template's default applies.
+		// A blank port field is kept: blank closes an allocated port even
+		// when its default is auto, and the field shows that default, so
+		// clearing it is how the operator closes the port.
+		switch v := vs[len(vs)-1]; {
+		case strings.TrimSpace(v) != "":
 			lf.Params[name] = v
+		case isPort[name]:
+			lf.Params[name] = ""
 		}
 	}
 	req := sim.LaunchRequest{Template: lf.Template, Node: lf.Node, Runtime: lf.Runtime, Params: lf.Params}
