@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/normsim/normsim/sim"
 )
 
@@ -122,7 +120,7 @@ func (s *Server) uiLaunch(w http.ResponseWriter, r *http.Request) {
 
 // uiMigrate starts a migration from the instance page's migrate form.
 func (s *Server) uiMigrate(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id := pathParam(r, "id")
 	f := r.PostForm
 	mf := &migrateForm{Strategy: f.Get("strategy"), To: f.Get("to"), Runtime: f.Get("runtime"), Timeouts: map[string]string{},
 		Faults: strings.TrimSpace(f.Get("faults"))}
@@ -182,7 +180,7 @@ func (s *Server) uiMigrate(w http.ResponseWriter, r *http.Request) {
 
 // uiStop stops and removes an instance.
 func (s *Server) uiStop(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id := pathParam(r, "id")
 	if err := s.svc.Stop(r.Context(), id); err != nil {
 		s.logFormError("stop", err)
 		if sim.ErrorCode(err) == sim.ENotFound {
