@@ -67,6 +67,17 @@ func TestValidateExitCodes(t *testing.T) {
 	if code, _, _ := run(t, "validate", filepath.Join(broken, "missing")); code != 2 {
 		t.Fatalf("missing path: exit %d, want 2", code)
 	}
+	// What the shell makes of templates/*: the README beside the
+	// templates is skipped with a note, not judged as a manifest.
+	readme := filepath.Join(t.TempDir(), "README.md")
+	os.WriteFile(readme, []byte("# templates\n"), 0o644)
+	code, out, errOut := run(t, "validate", "../templates/counter", readme)
+	if code != 0 || !strings.Contains(out, "1 template(s) checked, 0 invalid") || !strings.Contains(errOut, "skip  "+readme+": not a template") {
+		t.Fatalf("template and README: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if code, _, errOut := run(t, "validate", readme); code != 2 || !strings.Contains(errOut, "none of the paths is a template") {
+		t.Fatalf("only a README: exit %d, stderr %q; want 2", code, errOut)
+	}
 }
 
 // TestClientCommands drives launch, ps, logs, migrate and stop against a

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -17,7 +18,8 @@ func newValidateCmd(env Env) *cobra.Command {
 		Long: `Check product templates: a template directory, a directory of templates, a
 template .tar/.tar.gz, or a bare manifest.json. Prints one line per problem
 with its code (MANIFEST_MISSING, MANIFEST_INVALID, PARAMETERS_INVALID,
-COMPOSE_INVALID) and the field path.
+COMPOSE_INVALID) and the field path. Other files (a README.md that a glob
+such as templates/* picks up) are skipped with a note on stderr.
 
 Exit status: 0 when every template is valid, 1 when one is not, 2 for a
 usage error (including a path that does not exist).`,
@@ -31,12 +33,23 @@ usage error (including a path that does not exist).`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var all []template.Result
+			skipped := 0
 			for _, p := range args {
 				res, err := template.ValidatePath(p)
+				if errors.Is(err, template.ErrNotATemplate) {
+					// templates/* names the README beside the templates too;
+					// say so and go on rather than judge it as a manifest.
+					fmt.Fprintf(cmd.ErrOrStderr(), "skip  %s: %v\n", p, template.ErrNotATemplate)
+					skipped++
+					continue
+				}
 				if err != nil {
 					return usageErr("%v", err)
 				}
 				all = append(all, res...)
+			}
+			if len(all) == 0 && skipped > 0 {
+				return usageErr("validate: none of the paths is a template")
 			}
 			out := cmd.OutOrStdout()
 			bad := 0

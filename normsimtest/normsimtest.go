@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,9 +160,24 @@ func (s *Sim) Migration(tb testing.TB, id string) *sim.Migration {
 	return &m
 }
 
-// WaitMigration waits until the migration ends.
+// WaitMigration waits until the migration ends, at most timeout, and never
+// past a point shortly before the test's deadline (go test -timeout), so
+// a migration that hangs fails the test with its timeline instead of
+// panicking the test binary.
 func (s *Sim) WaitMigration(tb testing.TB, id string, timeout time.Duration) *sim.Migration {
 	tb.Helper()
+	return s.waitMigration(tb, id, timeout, fmt.Sprintf("the %v asked for", timeout))
+}
+
+func (s *Sim) waitMigration(tb testing.TB, id string, timeout time.Duration, why string) *sim.Migration {
+	tb.Helper()
+	if d, ok := tb.(interface{ Deadline() (time.Time, bool) }); ok {
+		if deadline, set := d.Deadline(); set {
+			if capped, ok := capToDeadline(timeout, time.Until(deadline)); ok {
+				timeout, why = capped, "cut short to end before the test's deadline (go test -timeout), which comes sooner than "+why
+			}
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	m, err := s.Client.WaitMigration(ctx, id, nil)
@@ -169,22 +185,60 @@ func (s *Sim) WaitMigration(tb testing.TB, id string, timeout time.Duration) *si
 	case err == nil:
 		return m
 	case m != nil && ctx.Err() != nil:
-		tb.Fatalf("normsimtest: migration %s still %s in phase %s after %v\n%s", id, m.State, m.Phase, timeout, Timeline(m))
+		tb.Fatalf("normsimtest: migration %s still %s in phase %s after waiting %v for it to end (%s)\n%s", id, m.State, m.Phase, timeout, why, Timeline(m))
 	default:
 		tb.Fatalf("normsimtest: wait for migration %s: %v", id, err)
 	}
 	return nil
 }
 
+// deadlineReserve is kept free before a test's deadline, so a failure can
+// be reported and the simulator closed before go test panics.
+const deadlineReserve = 5 * time.Second
+
+// capToDeadline shortens timeout to end deadlineReserve before a deadline
+// left from now (half of what is left, when that is less than twice the
+// reserve); ok says whether it did.
+func capToDeadline(timeout, left time.Duration) (time.Duration, bool) {
+	reserve := deadlineReserve
+	if left < 2*reserve {
+		reserve = left / 2
+	}
+	if limit := left - reserve; limit < timeout {
+		return max(limit, 0), true
+	}
+	return timeout, false
+}
+
+// waitMargin is added to the phase timeouts for the steps no timeout
+// bounds: creating and starting the target (an image pull or a compose
+// create), the rollback's stop, and the up to 2 s the output seam is
+// measured after the end.
+const waitMargin = 30 * time.Second
+
+// MigrationWait is how long MigrateAndWait waits for a migration with
+// these timeouts (zero fields take sim.DefaultTimeouts) to end: every
+// phase timeout, which a handover's phases can use up one after another
+// (state, targetStart, targetReady, stop, apply), plus stopGrace for
+// stopping the source, plus 30 s for the untimed steps. With the defaults
+// that is 2 min 40 s.
+func MigrationWait(t sim.Timeouts) time.Duration {
+	t = t.WithDefaults()
+	return t.State.D() + t.TargetStart.D() + t.TargetReady.D() + t.Stop.D() + t.Apply.D() + t.StopGrace.D() + waitMargin
+}
+
 // MigrateAndWait migrates and waits for the end, failing the test if the
-// request is refused.
+// request is refused or the migration has not ended after
+// MigrationWait(req.Timeouts), or shortly before the test's deadline if
+// that comes first.
 func (s *Sim) MigrateAndWait(tb testing.TB, id string, req sim.MigrateRequest) *sim.Migration {
 	tb.Helper()
 	m, err := s.Migrate(id, req)
 	if err != nil {
 		tb.Fatalf("normsimtest: migrate %s: %v", id, err)
 	}
-	return s.WaitMigration(tb, m.ID, 2*time.Minute)
+	wait := MigrationWait(req.Timeouts)
+	return s.waitMigration(tb, m.ID, wait, fmt.Sprintf("the %v its timeouts allow: the phases, stopGrace and %v for the untimed steps", wait, waitMargin))
 }
 
 // Timeline renders a migration's events for a failure message.
@@ -215,8 +269,49 @@ func RequireCompleted(tb testing.TB, m *sim.Migration) {
 func RequireSeamless(tb testing.TB, m *sim.Migration) {
 	tb.Helper()
 	if m.Output == nil || m.Output.Verdict != sim.VerdictSeamless {
-		tb.Fatalf("migration %s output is not seamless: %+v\n%s", m.ID, m.Output, Timeline(m))
+		tb.Fatalf("migration %s output is not seamless: %s\n%s", m.ID, DescribeOutput(m.Output), Timeline(m))
 	}
+}
+
+// DescribeOutput renders an output report for a failure message, with the
+// numbers behind its pointers ("last source packet 41, first target packet
+// 43, 1 packet lost, gap 25.0 ms"); fields that were not measured are left
+// out.
+func DescribeOutput(o *sim.OutputReport) string {
+	if o == nil {
+		return "no output report (the migration did not get to measure the seam)"
+	}
+	parts := []string{"verdict " + o.Verdict}
+	if o.LastSource != nil {
+		parts = append(parts, fmt.Sprintf("last source packet %d", *o.LastSource))
+	}
+	if o.FirstTarget != nil {
+		parts = append(parts, fmt.Sprintf("first target packet %d", *o.FirstTarget))
+	}
+	if o.Lost != 0 {
+		parts = append(parts, plural(o.Lost, "packet")+" lost")
+	}
+	if o.Duplicated != 0 {
+		parts = append(parts, plural(o.Duplicated, "packet")+" duplicated")
+	}
+	if o.GapMs != nil {
+		parts = append(parts, fmt.Sprintf("gap %.1f ms", *o.GapMs))
+	}
+	if o.OverlapMs != nil {
+		parts = append(parts, fmt.Sprintf("overlap %.1f ms", *o.OverlapMs))
+	}
+	if o.Detail != "" {
+		parts = append(parts, o.Detail)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// plural is "1 packet" or "2 packets".
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // Connect returns a Sim that talks to a normsim already running at url

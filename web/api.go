@@ -4,10 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
-
-	"github.com/go-chi/chi/v5"
 
 	"github.com/normsim/normsim/sim"
 )
@@ -50,7 +49,7 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request) {
-	t, err := s.svc.Catalog().Get(chi.URLParam(r, "name"))
+	t, err := s.svc.Catalog().Get(pathParam(r, "name"))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -95,12 +94,12 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	w.Header().Set("Location", "/api/v1/instances/"+in.ID)
+	w.Header().Set("Location", "/api/v1/instances/"+url.PathEscape(in.ID))
 	writeJSON(w, http.StatusCreated, in.View())
 }
 
 func (s *Server) getInstance(w http.ResponseWriter, r *http.Request) {
-	in, err := s.svc.Instance(r.Context(), chi.URLParam(r, "id"))
+	in, err := s.svc.Instance(r.Context(), pathParam(r, "id"))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -109,7 +108,7 @@ func (s *Server) getInstance(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
-	if err := s.svc.Stop(r.Context(), chi.URLParam(r, "id")); err != nil {
+	if err := s.svc.Stop(r.Context(), pathParam(r, "id")); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -131,7 +130,7 @@ func (fw flushWriter) Write(p []byte) (int, error) {
 }
 
 func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id := pathParam(r, "id")
 	if _, err := s.svc.Instance(r.Context(), id); err != nil {
 		writeError(w, err)
 		return
@@ -153,12 +152,12 @@ func (s *Server) migrate(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	m, err := s.svc.Migrate(r.Context(), chi.URLParam(r, "id"), req)
+	m, err := s.svc.Migrate(r.Context(), pathParam(r, "id"), req)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	w.Header().Set("Location", "/api/v1/migrations/"+m.ID)
+	w.Header().Set("Location", "/api/v1/migrations/"+url.PathEscape(m.ID))
 	writeJSON(w, http.StatusAccepted, m)
 }
 
@@ -182,7 +181,7 @@ func (s *Server) listMigrations(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getMigration(w http.ResponseWriter, r *http.Request) {
-	m, err := s.svc.Migration(r.Context(), chi.URLParam(r, "id"))
+	m, err := s.svc.Migration(r.Context(), pathParam(r, "id"))
 	if err != nil {
 		writeError(w, err)
 		return

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/normsim/normsim/sim"
 )
 
@@ -84,15 +82,26 @@ func seeOther(w http.ResponseWriter, r *http.Request, to string) {
 func (s *Server) uiLaunch(w http.ResponseWriter, r *http.Request) {
 	f := r.PostForm
 	lf := &launchForm{Template: f.Get("template"), Node: f.Get("node"), Runtime: f.Get("runtime"), Params: map[string]string{}}
+	isPort := map[string]bool{}
+	if t, err := s.svc.Catalog().Get(lf.Template); err == nil {
+		for _, d := range t.AllocatedPorts {
+			isPort[d.Param] = true
+		}
+	}
 	for k, vs := range f {
 		name, ok := strings.CutPrefix(k, "param.")
 		if !ok || len(vs) == 0 {
 			continue
 		}
-		// A blank field means "not given": the template's default applies
-		// (and an allocated port stays closed).
-		if v := vs[len(vs)-1]; strings.TrimSpace(v) != "" {
+		// A blank field means "not given": the template's default applies.
+		// A blank port field is kept: blank closes an allocated port even
+		// when its default is auto, and the field shows that default, so
+		// clearing it is how the operator closes the port.
+		switch v := vs[len(vs)-1]; {
+		case strings.TrimSpace(v) != "":
 			lf.Params[name] = v
+		case isPort[name]:
+			lf.Params[name] = ""
 		}
 	}
 	req := sim.LaunchRequest{Template: lf.Template, Node: lf.Node, Runtime: lf.Runtime, Params: lf.Params}
@@ -111,7 +120,7 @@ func (s *Server) uiLaunch(w http.ResponseWriter, r *http.Request) {
 
 // uiMigrate starts a migration from the instance page's migrate form.
 func (s *Server) uiMigrate(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id := pathParam(r, "id")
 	f := r.PostForm
 	mf := &migrateForm{Strategy: f.Get("strategy"), To: f.Get("to"), Runtime: f.Get("runtime"), Timeouts: map[string]string{},
 		Faults: strings.TrimSpace(f.Get("faults"))}
@@ -157,7 +166,7 @@ func (s *Server) uiMigrate(w http.ResponseWriter, r *http.Request) {
 
 // uiStop stops and removes an instance.
 func (s *Server) uiStop(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id := pathParam(r, "id")
 	if err := s.svc.Stop(r.Context(), id); err != nil {
 		s.logFormError("stop", err)
 		if sim.ErrorCode(err) == sim.ENotFound {

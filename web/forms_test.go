@@ -24,9 +24,14 @@ func TestLaunchFormRedirectsToTheInstance(t *testing.T) {
 		t.Fatalf("launch = %d Location %q\n%s", r.Status, r.Header.Get("Location"), r.Body)
 	}
 	got := f.launched[0]
-	if got.Template != "counter" || got.Node != "b" || got.Runtime != "external" || len(got.Params) != 2 ||
+	if got.Template != "counter" || got.Node != "b" || got.Runtime != "external" || len(got.Params) != 3 ||
 		got.Params["RATE"] != "20" || got.Params["MODE"] != "slow" {
 		t.Fatalf("launch request = %+v (blank fields must be left out so defaults apply)", got)
+	}
+	// A cleared port field is the operator closing the port, which a
+	// default of auto must not reopen: it is sent blank, not left out.
+	if v, sent := got.Params["SRT_PORT"]; !sent || v != "" {
+		t.Fatalf("SRT_PORT = %q (sent %v), want a blank that closes the port", v, sent)
 	}
 }
 

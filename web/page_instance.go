@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/normsim/normsim/sim"
 )
 
@@ -86,7 +84,7 @@ var strategySummary = map[sim.Strategy]string{
 }
 
 func (s *Server) instancePage(w http.ResponseWriter, r *http.Request) {
-	s.renderInstance(w, r, http.StatusOK, chi.URLParam(r, "id"), nil)
+	s.renderInstance(w, r, http.StatusOK, pathParam(r, "id"), nil)
 }
 
 func (s *Server) renderInstance(w http.ResponseWriter, r *http.Request, status int, id string, mf *migrateForm) {

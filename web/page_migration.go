@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/normsim/normsim/sim"
 )
 
@@ -76,7 +74,7 @@ func seam(m *sim.Migration) seamView {
 }
 
 func (s *Server) migrationPage(w http.ResponseWriter, r *http.Request) {
-	m, err := s.svc.Migration(r.Context(), chi.URLParam(r, "id"))
+	m, err := s.svc.Migration(r.Context(), pathParam(r, "id"))
 	if err != nil {
 		s.renderServiceError(w, r, err, "The migrations page lists every migration this normsim remembers.")
 		return

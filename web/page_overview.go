@@ -148,6 +148,10 @@ func runtimeChoices(def string, available []string) []string {
 func paramViews(t *sim.Template, given map[string]string, errs map[string]string) []paramView {
 	var out []paramView
 	seen := map[string]bool{}
+	isPort := map[string]bool{}
+	for _, d := range t.AllocatedPorts {
+		isPort[d.Param] = true
+	}
 	for _, p := range t.Parameters {
 		seen[p.Name] = true
 		v := paramView{Name: p.Name, Purpose: p.Purpose, Type: p.Type, ID: "launch-" + t.Name + "-" + p.Name, Required: p.Required, Error: errs[p.Name]}
@@ -204,6 +208,9 @@ func paramViews(t *sim.Template, given map[string]string, errs map[string]string
 		}
 		if p.Secret {
 			hint = append(hint, "secret")
+		}
+		if isPort[p.Name] {
+			hint = append(hint, "an allocated port: blank closes it")
 		}
 		if g, ok := given[p.Name]; ok && !p.Secret {
 			v.Value = g

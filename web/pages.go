@@ -36,7 +36,7 @@ func (s *Server) mountPages(r chi.Router) {
 // static serves the embedded CSS and JavaScript. A request naming the
 // current asset version may be cached for good; anything else is revalidated.
 func (s *Server) static(w http.ResponseWriter, r *http.Request) {
-	name := chi.URLParam(r, "*")
+	name := pathParam(r, "*")
 	b, err := fs.ReadFile(s.assets().static, name)
 	if err != nil {
 		http.NotFound(w, r)

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"math"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -165,6 +166,9 @@ var funcs = template.FuncMap{
 	},
 	"left":   func(v float64) template.CSS { return template.CSS(fmt.Sprintf("left:%.3f%%", v)) },
 	"height": func(px float64) template.CSS { return template.CSS(fmt.Sprintf("height:%.0fpx", px)) },
+	// pathEscape puts an id into a link's path: html/template only
+	// normalises a URL, which leaves a "?" or "#" in an id to end the path.
+	"pathEscape": url.PathEscape,
 }
 
 // fmtMs formats milliseconds for people: "0.8 ms", "412 ms", "3.42 s".

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"reflect"
 	"runtime/debug"
 	"strings"
@@ -77,6 +78,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, svc: cfg.Service, log: cfg.Logger, csrf: newCSRF(cfg.CSRFKey), assets: sync.OnceValue(loadAssets)}
 	r := chi.NewRouter()
+	r.Use(routeOnEscapedPath)
 	r.Use(s.recoverPanics)
 	r.Use(s.checkHost)
 	r.Use(s.checkOrigin)
@@ -305,4 +307,31 @@ func decodeStrict(data []byte, v any, what string) error {
 		return sim.Errorf(sim.EInvalid, "%s: one JSON %s expected, found more after it", what, noun)
 	}
 	return nil
+}
+
+// routeOnEscapedPath makes chi match every request on its escaped path.
+// Left to itself chi matches on r.URL.RawPath when the request's escaping
+// differs from Go's default and on the decoded r.URL.Path otherwise, so a
+// param came back escaped or not depending on the client's encoder
+// (encodeURIComponent escapes "+" and "@", url.PathEscape does not; it
+// escapes "," and ";", which Go's default does not). Matching always on the
+// escaped form keeps an escaped "/" inside its segment, and pathParam
+// decodes every param the same way.
+func routeOnEscapedPath(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rctx := chi.RouteContext(r.Context()); rctx != nil && rctx.RoutePath == "" {
+			rctx.RoutePath = r.URL.EscapedPath()
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// pathParam is the decoded value of a route param ("id", "name", "*"):
+// the one place ids are read from a path.
+func pathParam(r *http.Request, key string) string {
+	v := chi.URLParam(r, key)
+	if d, err := url.PathUnescape(v); err == nil {
+		return d
+	}
+	return v // EscapedPath is always valid; kept for a hand-built request
 }

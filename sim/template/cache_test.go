@@ -37,8 +37,10 @@ services:
 const richParams = `
 parameters:
   - name: TAG
+    purpose: p
     default: "1"
   - name: RATE
+    purpose: p
     default: "5"
 `
 

@@ -62,8 +62,8 @@ func FuzzValidateManifest(f *testing.F) {
 // FuzzValidateParameters checks the same for parameters.yaml; JSON is YAML,
 // so the round trip writes JSON.
 func FuzzValidateParameters(f *testing.F) {
-	f.Add([]byte("parameters:\n  - name: RATE\n    type: int\n    default: \"50\"\n    min: 1\n    max: 1000\n"))
-	f.Add([]byte("parameters:\n  - name: MODE\n    type: enum\n    values: [a, b]\n"))
+	f.Add([]byte("parameters:\n  - name: RATE\n    purpose: p\n    type: int\n    default: \"50\"\n    min: 1\n    max: 1000\n"))
+	f.Add([]byte("parameters:\n  - name: MODE\n    purpose: p\n    type: enum\n    values: [a, b]\n"))
 	f.Add([]byte(""))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ps, probs := ValidateParameters(data)

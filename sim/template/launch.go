@@ -2,7 +2,9 @@ package template
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"net"
@@ -10,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/compose-spec/compose-go/v2/loader"
 
@@ -202,18 +205,24 @@ func (l *Loaded) resolveParams(given map[string]string) (values, portValues map[
 			continue
 		}
 		v, ok := given[p.Name]
+		if isPort[p.Name] { // judged as a port below, defaults included
+			// The contract's "absent/blank = closed" is about the value:
+			// an operator who gives none gets the default (auto opens the
+			// port), one who gives a blank has closed it.
+			switch {
+			case ok:
+				portValues[p.Name] = v
+			case p.Default != nil:
+				portValues[p.Name] = *p.Default
+			}
+			continue
+		}
 		fromDefault := false
 		if !ok || strings.TrimSpace(v) == "" {
 			ok = false
 			if p.Default != nil {
 				v, ok, fromDefault = *p.Default, true, true
 			}
-		}
-		if isPort[p.Name] { // judged as a port below, defaults included
-			if ok {
-				portValues[p.Name] = v
-			}
-			continue
 		}
 		if !ok {
 			if p.Required {
@@ -350,21 +359,52 @@ func (l *Loaded) allocatePorts(values map[string]string, in sim.LaunchInput) (ma
 	return out, nil
 }
 
-// probePort reports whether port is free on 127.0.0.1 by binding it.
+// probeHosts are the addresses an auto port must be free on. Docker
+// publishes an allocated port on every IPv4 and IPv6 address, so a port
+// that anything holds on one interface would fail the publish; loopback is
+// probed too because on BSD-derived systems a wildcard bind succeeds beside
+// a socket bound to 127.0.0.1. Linux refuses the 0.0.0.0 bind there itself.
+var probeHosts = []string{"127.0.0.1", "0.0.0.0", "::"}
+
+// probePort reports whether port is free for protocol ("tcp" or "udp") on
+// every probe host, by binding it.
 func probePort(port int, protocol string) bool {
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	if protocol == "udp" {
-		c, err := net.ListenPacket("udp", addr)
-		if err != nil {
-			return false
-		}
-		c.Close()
-		return true
+	return probePortWith(bindPort, port, protocol)
+}
+
+// bindPort binds network ("tcp4", "udp6", ...) at addr and returns what to
+// close.
+func bindPort(network, addr string) (io.Closer, error) {
+	if strings.HasPrefix(network, "udp") {
+		return net.ListenPacket(network, addr)
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
+	return net.Listen(network, addr)
+}
+
+// probePortWith is probePort with the bind injected, so the IPv6-less host
+// can be tested.
+func probePortWith(bind func(network, addr string) (io.Closer, error), port int, protocol string) bool {
+	for _, host := range probeHosts {
+		family := "4"
+		if strings.Contains(host, ":") {
+			// tcp6/udp6 binds :: for IPv6 only; 0.0.0.0 covers IPv4.
+			family = "6"
+		}
+		c, err := bind(protocol+family, net.JoinHostPort(host, strconv.Itoa(port)))
+		if err == nil {
+			c.Close()
+			continue
+		}
+		if family == "6" && noIPv6(err) {
+			continue // nothing can hold an IPv6 port, nor will Docker publish one
+		}
 		return false
 	}
-	ln.Close()
 	return true
+}
+
+// noIPv6 reports whether a bind on :: failed because the host has no IPv6
+// (the kernel lacks it, or it is disabled), not because the port is taken.
+func noIPv6(err error) bool {
+	return errors.Is(err, syscall.EAFNOSUPPORT) || errors.Is(err, syscall.EADDRNOTAVAIL) || errors.Is(err, syscall.EPROTONOSUPPORT)
 }

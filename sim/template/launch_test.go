@@ -2,11 +2,15 @@ package template
 
 import (
 	"fmt"
+	"io"
+	"net"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -251,22 +255,29 @@ func TestLaunchParams(t *testing.T) {
 	const params = `
 parameters:
   - name: RATE
+    purpose: p
     type: int
     default: "50"
     min: 1
     max: 1000
   - name: GAIN
+    purpose: p
     type: number
     max: 2.5
   - name: LOUD
+    purpose: p
     type: boolean
   - name: MODE
+    purpose: p
     type: enum
     values: [fast, slow]
   - name: LABEL
+    purpose: p
   - name: KEY
+    purpose: p
     required: true
   - name: WITH_DEFAULT
+    purpose: p
     required: true
     default: "d"
 `
@@ -359,7 +370,7 @@ services:
 }
 
 func TestLaunchParamBadDefault(t *testing.T) {
-	l := MustLoad(t, tpl(oneService, "parameters:\n  - name: N\n    type: int\n    default: \"many\"\n"))
+	l := MustLoad(t, tpl(oneService, "parameters:\n  - name: N\n    purpose: p\n    type: int\n    default: \"many\"\n"))
 	_, err := l.Launch(input(nil))
 	wantErr(t, err, sim.EParamsInvalid, `params.N: must be an int; got "many" (the template's default)`)
 	if _, err := l.Launch(input(map[string]string{"N": "3"})); err != nil {
@@ -376,7 +387,7 @@ services:
     environment:
       NEED: ${NEED:?set NEED please}
 `
-	params := "parameters:\n  - name: TAG\n  - name: MSG\n  - name: NEED\n"
+	params := "parameters:\n  - name: TAG\n    purpose: p\n  - name: MSG\n    purpose: p\n  - name: NEED\n    purpose: p\n"
 	l := MustLoad(t, tpl(compose, params))
 	spec, err := l.Launch(input(map[string]string{"MSG": "hi there", "NEED": "n"}))
 	if err != nil {
@@ -623,7 +634,7 @@ services:
 }
 
 func TestLaunchAllocatedPortWithParameterDefault(t *testing.T) {
-	params := "parameters:\n  - name: HTTP_PORT\n    default: auto\n"
+	params := "parameters:\n  - name: HTTP_PORT\n    purpose: p\n    default: auto\n"
 	decl := `[{"param": "HTTP_PORT", "protocol": "tcp", "preferred": 8080, "service": "app"}]`
 	l := MustLoad(t, tpl(oneService, params, "allocatedPorts", decl))
 	spec, err := l.Launch(input(nil))
@@ -636,6 +647,24 @@ func TestLaunchAllocatedPortWithParameterDefault(t *testing.T) {
 	spec, err = l.Launch(input(map[string]string{"HTTP_PORT": "9001"}))
 	if err != nil || spec.AllocatedPorts["HTTP_PORT"].Port != 9001 {
 		t.Errorf("operator value: %+v %v", spec, err)
+	}
+	// Blank is a value, and the contract's value for closed: it beats the
+	// default, where leaving the param out takes it.
+	for _, blank := range []string{"", "  "} {
+		spec, err = l.Launch(input(map[string]string{"HTTP_PORT": blank}))
+		if err != nil {
+			t.Fatalf("blank %q: %v", blank, err)
+		}
+		if ap, open := spec.AllocatedPorts["HTTP_PORT"]; open {
+			t.Errorf("blank %q opened the port: %+v", blank, ap)
+		}
+		app := service(t, spec, "app")
+		if got := app.Env[EnvAllocatedPorts]; got != "{}" {
+			t.Errorf("blank %q: NORSK_ALLOCATED_PORTS = %s, want {}", blank, got)
+		}
+		if len(app.Ports) != 0 {
+			t.Errorf("blank %q: published %+v", blank, app.Ports)
+		}
 	}
 }
 
@@ -660,6 +689,105 @@ func TestDefaultPortProbe(t *testing.T) {
 		if port := spec.AllocatedPorts[p].Port; port < 20000 || !probePort(port, spec.AllocatedPorts[p].Protocol) {
 			t.Errorf("%s: port %d is not free", p, port)
 		}
+	}
+}
+
+// TestDefaultPortProbeSkipsHeldPorts holds a port on each address Docker
+// publishes on, the way another program would, and checks that the probe
+// calls it taken and that auto moves past it.
+func TestDefaultPortProbeSkipsHeldPorts(t *testing.T) {
+	ipv4 := ""
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+				ipv4 = n.IP.String()
+				break
+			}
+		}
+	}
+	for _, proto := range []string{"tcp", "udp"} {
+		for _, h := range []struct{ family, host string }{{"4", "0.0.0.0"}, {"4", ipv4}, {"6", "::"}} {
+			t.Run(proto+h.family+" "+h.host, func(t *testing.T) {
+				if h.host == "" {
+					t.Skip("this host has no non-loopback IPv4 address")
+				}
+				held, err := bindPort(proto+h.family, net.JoinHostPort(h.host, "0"))
+				if err != nil {
+					if h.family == "6" && noIPv6(err) {
+						t.Skip("this host has no IPv6")
+					}
+					t.Fatal(err)
+				}
+				defer held.Close()
+				var port int
+				switch c := held.(type) {
+				case net.Listener:
+					port = c.Addr().(*net.TCPAddr).Port
+				case net.PacketConn:
+					port = c.LocalAddr().(*net.UDPAddr).Port
+				}
+				if probePort(port, proto) {
+					t.Errorf("probePort(%d, %s) = free while it is held on %s", port, proto, h.host)
+				}
+				decl := fmt.Sprintf(`[{"param": "P", "protocol": %q, "preferred": %d}]`, proto, port)
+				in := input(map[string]string{"P": "auto"})
+				in.PortFree = nil
+				spec, err := MustLoad(t, tpl(oneService, "", "allocatedPorts", decl)).Launch(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := spec.AllocatedPorts["P"].Port; got == port {
+					t.Errorf("auto chose %d/%s, held on %s", got, proto, h.host)
+				}
+			})
+		}
+	}
+}
+
+// TestPortProbeAddresses checks which binds the probe makes, and that a
+// host without IPv6 still has free ports.
+func TestPortProbeAddresses(t *testing.T) {
+	noV6 := &net.OpError{Op: "listen", Net: "tcp6", Err: os.NewSyscallError("socket", syscall.EAFNOSUPPORT)}
+	inUse := &net.OpError{Op: "listen", Net: "tcp6", Err: os.NewSyscallError("bind", syscall.EADDRINUSE)}
+	tests := []struct {
+		name  string
+		v6err error
+		want  bool
+	}{
+		{"IPv6 free", nil, true},
+		{"no IPv6 on the host", noV6, true},
+		{"held on ::", inUse, false},
+	}
+	for _, proto := range []string{"tcp", "udp"} {
+		for _, tt := range tests {
+			t.Run(proto+" "+tt.name, func(t *testing.T) {
+				var tried []string
+				bind := func(network, addr string) (io.Closer, error) {
+					tried = append(tried, network+" "+addr)
+					if strings.HasSuffix(network, "6") && tt.v6err != nil {
+						return nil, tt.v6err
+					}
+					return io.NopCloser(nil), nil
+				}
+				if got := probePortWith(bind, 7000, proto); got != tt.want {
+					t.Errorf("free = %v, want %v", got, tt.want)
+				}
+				want := []string{proto + "4 127.0.0.1:7000", proto + "4 0.0.0.0:7000", proto + "6 [::]:7000"}
+				if !reflect.DeepEqual(tried, want) {
+					t.Errorf("binds = %q, want %q", tried, want)
+				}
+			})
+		}
+	}
+	// An IPv4 failure is never excused as a missing IPv6.
+	bind := func(network, addr string) (io.Closer, error) {
+		if strings.HasPrefix(addr, "0.0.0.0") {
+			return nil, &net.OpError{Op: "listen", Net: network, Err: os.NewSyscallError("bind", syscall.EADDRNOTAVAIL)}
+		}
+		return io.NopCloser(nil), nil
+	}
+	if probePortWith(bind, 7000, "tcp") {
+		t.Error("a port 0.0.0.0 refuses is free")
 	}
 }
 
@@ -792,7 +920,7 @@ services:
     x-normsim:
       command: [job]
 `
-	l := MustLoad(t, tpl(compose, "parameters:\n  - name: WHAT\n    default: counter\n"))
+	l := MustLoad(t, tpl(compose, "parameters:\n  - name: WHAT\n    purpose: p\n    default: counter\n"))
 	spec, err := l.Launch(input(nil))
 	if err != nil {
 		t.Fatal(err)

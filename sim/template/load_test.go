@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -39,6 +40,7 @@ func TestBrokenTemplates(t *testing.T) {
 		"parameters-norsk-name":       {sim.EParametersInvalid, "parameters.yaml", "parameters[0].name", "NORSK_ namespace", nil},
 		"parameters-enum-no-values":   {sim.EParametersInvalid, "parameters.yaml", "parameters[0].values", "is required for type enum", nil},
 		"parameters-min-max":          {sim.EParametersInvalid, "parameters.yaml", "parameters[0].min", "must be at most max (1); got 10", nil},
+		"parameters-no-purpose":       {sim.EParametersInvalid, "parameters.yaml", "parameters[1].purpose", "parameters[1].purpose: is required", nil},
 		"compose-missing":             {sim.EComposeInvalid, "compose.yml", "", "compose.yml: missing at the template root", nil},
 		"compose-not-yaml":            {sim.EComposeInvalid, "compose.yml", "", "compose.yml: failed to parse compose.yml", nil},
 		"compose-unknown-key":         {sim.EComposeInvalid, "compose.yml", "", "compose.yml: services.app.imagee: unknown key, not in the compose specification", nil},
@@ -153,7 +155,7 @@ services:
     x-normsim:
       command: [job]
       dir: ..
-`, "parameters:\n  - name: RATE\n    default: \"5\"\n", "migration", `{"strategy": "handover"}`))
+`, "parameters:\n  - name: RATE\n    purpose: p\n    default: \"5\"\n", "migration", `{"strategy": "handover"}`))
 	writeFiles(t, dir, map[string]string{"assets/logo.txt": "x", "workdir-seed/a": "b"})
 	tests := []struct {
 		file, prefix string
@@ -253,7 +255,7 @@ services:
   a:
     image: y
 `
-	l := MustLoad(t, tpl(compose, "parameters:\n  - name: RATE\n    type: int\n",
+	l := MustLoad(t, tpl(compose, "parameters:\n  - name: RATE\n    purpose: p\n    type: int\n",
 		"productName", `"Prod"`, "productVersion", `"2.0"`,
 		"allocatedPorts", `[{"param": "P", "protocol": "udp", "preferred": 5000}]`))
 	tp := l.Template
@@ -304,6 +306,14 @@ func TestValidatePath(t *testing.T) {
 	}
 	if _, err := ValidatePath(filepath.Join(root, "missing")); err == nil {
 		t.Error("a missing path must be an error")
+	}
+	// A README beside the templates is what templates/* also names.
+	writeFiles(t, root, map[string]string{"README.md": "# templates\n"})
+	if results, err := ValidatePath(filepath.Join(root, "README.md")); !errors.Is(err, ErrNotATemplate) || results != nil {
+		t.Errorf("ValidatePath(README.md) = %+v, %v; want ErrNotATemplate", results, err)
+	}
+	if results, err := ValidatePath(root); err != nil || len(results) != 2 {
+		t.Errorf("ValidatePath(dir with a README) = %+v, %v; want the two templates", results, err)
 	}
 	// A template dir missing its manifest is still one template.
 	writeFiles(t, filepath.Join(root, "nomanifest"), map[string]string{"compose.yml": oneService})

@@ -67,9 +67,9 @@ func ValidateParameters(data []byte) ([]sim.Parameter, []Problem) {
 				p.Name = name
 			}
 		}
-		if s := c.optString(o, path, "purpose"); s != nil {
-			p.Purpose = *s
-		}
+		// The reference schema requires purpose (the launch form shows it
+		// as the field's help), so a name alone is not a parameter.
+		p.Purpose = c.reqString(o, path, "purpose")
 		if tv, ok := o["type"]; ok {
 			p.Type, _ = c.enum(join(path, "type"), tv, TypeString, TypeInt, TypeNumber, TypeBoolean, TypeEnum)
 		}

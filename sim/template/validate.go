@@ -1,9 +1,18 @@
 package template
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 )
+
+// ErrNotATemplate is ValidatePath's answer for a file that is neither a
+// template archive nor a .json manifest (a README.md beside the templates,
+// say): the catalog skips such files in a directory of templates, and a
+// shell glob such as templates/* hands them to validate one by one.
+var ErrNotATemplate = errors.New("not a template: give a directory, a .tar/.tar.gz/.tgz archive or a manifest .json")
 
 // Result is the validation of one template, for `normsim validate`.
 type Result struct {
@@ -17,8 +26,9 @@ type Result struct {
 // holds manifest.json or compose.yml), a directory of templates, a template
 // archive, or a bare manifest.json (only the manifest is judged). It returns
 // one Result per template found, sorted by name; the error is only for a path
-// that cannot be read. A directory of templates reports name clashes as
-// LoadDirs does.
+// that cannot be read, or ErrNotATemplate (wrapped) for a file that is
+// none of these. A directory of templates reports name clashes as LoadDirs
+// does.
 func ValidatePath(path string) ([]Result, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -32,6 +42,10 @@ func ValidatePath(path string) ([]Result, error) {
 		}
 		loaded = c.Loaded()
 	} else {
+		_, isTar := tarBase(filepath.Base(path))
+		if !isTar && !strings.EqualFold(filepath.Ext(path), ".json") {
+			return nil, fmt.Errorf("validate %s: %w", path, ErrNotATemplate)
+		}
 		loaded = []*Loaded{Load(path)}
 	}
 	out := make([]Result, 0, len(loaded))
