@@ -217,14 +217,13 @@ func capToDeadline(timeout, left time.Duration) (time.Duration, bool) {
 const waitMargin = 30 * time.Second
 
 // MigrationWait is how long MigrateAndWait waits for a migration with
-// these timeouts (zero fields take sim.DefaultTimeouts) to end: every
-// phase timeout, which a handover's phases can use up one after another
-// (state, targetStart, targetReady, stop, apply), plus stopGrace for
-// stopping the source, plus 30 s for the untimed steps. With the defaults
-// that is 2 min 40 s.
+// these timeouts (zero fields take sim.DefaultTimeouts) to end:
+// t.Longest() (every phase timeout, which a handover's phases can use up
+// one after another, plus the linger and stopGrace for stopping the
+// source) plus 30 s for the untimed steps. With the defaults that is
+// 2 min 40.25 s.
 func MigrationWait(t sim.Timeouts) time.Duration {
-	t = t.WithDefaults()
-	return t.State.D() + t.TargetStart.D() + t.TargetReady.D() + t.Stop.D() + t.Apply.D() + t.StopGrace.D() + waitMargin
+	return t.Longest() + waitMargin
 }
 
 // MigrateAndWait migrates and waits for the end, failing the test if the

@@ -78,17 +78,17 @@ func TestRequireSeamlessPrintsTheNumbers(t *testing.T) {
 func TestMigrationWait(t *testing.T) {
 	ms := func(n int) sim.Duration { return sim.Duration(time.Duration(n) * time.Millisecond) }
 	long := sim.Timeouts{TargetStart: sim.Duration(10 * time.Minute)}
-	short := sim.Timeouts{State: ms(100), TargetStart: ms(100), TargetReady: ms(100), Stop: ms(100), Apply: ms(100), StopGrace: ms(100)}
+	short := sim.Timeouts{State: ms(100), TargetStart: ms(100), TargetReady: ms(100), Stop: ms(100), Apply: ms(100), StopGrace: ms(100), Linger: ms(100)}
 	tests := []struct {
 		name string
 		in   sim.Timeouts
 		want time.Duration
 	}{
-		// 10 + 60 + 30 + 10 + 10 + stopGrace 10 + margin 30
-		{"defaults", sim.Timeouts{}, 160 * time.Second},
-		{"a long targetStart", long, 10*time.Minute + 100*time.Second},
-		{"short everything", short, 600*time.Millisecond + 30*time.Second},
-		{"only stopGrace set", sim.Timeouts{StopGrace: sim.Duration(time.Minute)}, 210 * time.Second},
+		// 10 + 60 + 30 + 10 + 10 + linger 0.25 + stopGrace 10 + margin 30
+		{"defaults", sim.Timeouts{}, 160250 * time.Millisecond},
+		{"a long targetStart", long, 10*time.Minute + 100250*time.Millisecond},
+		{"short everything", short, 700*time.Millisecond + 30*time.Second},
+		{"only stopGrace set", sim.Timeouts{StopGrace: sim.Duration(time.Minute)}, 210250 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -146,7 +146,7 @@ func TestMigrateAndWaitStopsBeforeTheTestDeadline(t *testing.T) {
 	if len(tb.failures) != 1 {
 		t.Fatalf("failures = %q, want one", tb.failures)
 	}
-	for _, w := range []string{"migration mig-1 still running in phase get-state after waiting", "cut short to end before the test's deadline", "the 2m40s its timeouts allow"} {
+	for _, w := range []string{"migration mig-1 still running in phase get-state after waiting", "cut short to end before the test's deadline", "the 2m40.25s its timeouts allow"} {
 		if !strings.Contains(tb.failures[0], w) {
 			t.Errorf("message %q does not say %q", tb.failures[0], w)
 		}

@@ -148,6 +148,15 @@ func (t *Timeouts) Field(name string) (*Duration, bool) {
 	return nil, false
 }
 
+// Longest is the longest a migration with these timeouts (zero fields
+// take the defaults) can take in its timed steps: a handover can use up
+// every phase's timeout one after another, then lingers and stops the
+// source. A caller waiting for the end adds a margin for untimed steps.
+func (t Timeouts) Longest() time.Duration {
+	t = t.WithDefaults()
+	return t.State.D() + t.TargetStart.D() + t.TargetReady.D() + t.Stop.D() + t.Apply.D() + t.Linger.D() + t.StopGrace.D()
+}
+
 // WithDefaults fills zero fields from DefaultTimeouts.
 func (t Timeouts) WithDefaults() Timeouts {
 	pick := func(v, d Duration) Duration {

@@ -147,8 +147,7 @@ func (m *Migrate) WaitTimeout() time.Duration {
 	if m.Timeout > 0 {
 		return m.Timeout
 	}
-	t := m.Timeouts.WithDefaults()
-	return t.State.D() + t.TargetStart.D() + t.TargetReady.D() + t.Stop.D() + t.Apply.D() + t.Linger.D() + t.StopGrace.D() + 30*time.Second
+	return m.Timeouts.Longest() + 30*time.Second
 }
 
 // Request is the body of the migrate request.
