@@ -288,10 +288,10 @@ func DescribeOutput(o *sim.OutputReport) string {
 		parts = append(parts, fmt.Sprintf("first target packet %d", *o.FirstTarget))
 	}
 	if o.Lost != 0 {
-		parts = append(parts, plural(o.Lost, "packet")+" lost")
+		parts = append(parts, sim.Plural(o.Lost, "packet")+" lost")
 	}
 	if o.Duplicated != 0 {
-		parts = append(parts, plural(o.Duplicated, "packet")+" duplicated")
+		parts = append(parts, sim.Plural(o.Duplicated, "packet")+" duplicated")
 	}
 	if o.GapMs != nil {
 		parts = append(parts, fmt.Sprintf("gap %.1f ms", *o.GapMs))
@@ -299,18 +299,13 @@ func DescribeOutput(o *sim.OutputReport) string {
 	if o.OverlapMs != nil {
 		parts = append(parts, fmt.Sprintf("overlap %.1f ms", *o.OverlapMs))
 	}
+	if o.AtFault != "" {
+		parts = append(parts, "at fault: "+o.AtFault)
+	}
 	if o.Detail != "" {
 		parts = append(parts, o.Detail)
 	}
 	return strings.Join(parts, ", ")
-}
-
-// plural is "1 packet" or "2 packets".
-func plural(n int64, noun string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // Connect returns a Sim that talks to a normsim already running at url

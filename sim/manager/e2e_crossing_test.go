@@ -2,6 +2,8 @@ package manager_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -152,4 +154,53 @@ func TestReasonsSayWhoClosedWhat(t *testing.T) {
 			t.Fatalf("reason %q blames the job for a close normsim made", done.Reason)
 		}
 	})
+}
+
+// TestUnreadablePacketsAreInTheOutputReport: a job whose output holds
+// datagrams the sink cannot read gets them counted in the migration's
+// report, and its seam, seamless by the readable packets, is not vouched
+// for.
+func TestUnreadablePacketsAreInTheOutputReport(t *testing.T) {
+	s := startSim(t, normsimtest.Options{})
+	src, sj := launchExternal(t, s, "a")
+	addr := src.Env["counter"]["NORMSIM_OUTPUT_ADDR"]
+	out := func() net.Conn {
+		c, err := net.Dial("udp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	send := func(c net.Conn, instance string, from, to int) {
+		for seq := from; seq <= to; seq++ {
+			fmt.Fprintf(c, `{"job":%q,"instance":%q,"seq":%d}`, src.JobID, instance, seq)
+		}
+	}
+	srcOut := out()
+	m, err := s.Migrate(src.ID, sim.MigrateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(srcOut, src.ID, 1, 5)
+	srcOut.Write([]byte("garbage"))
+	fmt.Fprintf(srcOut, `{"job":%q,"instance":%q,"seq":6.5}`, src.JobID, src.ID)
+	sj.Expect(protocol.TypeGetState)
+	sj.Send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{}`)})
+	tgtID, env := targetEnv(t, s, m.ID)
+	tj := testjob.Dial(t, env)
+	tj.Expect(protocol.TypeInitialState)
+	tj.Send(protocol.JobFrame{Type: protocol.TypeTargetReady, Payload: json.RawMessage(`null`)})
+	sj.Expect(protocol.TypeCutoverReady)
+	sj.Send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":5}`)})
+	tj.Expect(protocol.TypeCutoverApply)
+	send(out(), tgtID, 6, 9)
+	tj.Send(protocol.JobFrame{Type: protocol.TypeTargetApplied})
+	done := s.WaitMigration(t, m.ID, 30*time.Second)
+	normsimtest.RequireCompleted(t, done)
+	o := done.Output
+	if o == nil || o.Verdict != sim.VerdictUnknown || o.Unreadable == nil || o.Unreadable.FromJob != 2 ||
+		!strings.Contains(o.Detail, "2 packets could not be read: 1 not a JSON object, 1 with a seq that is not an integer") {
+		t.Fatalf("output %s\n%s", normsimtest.DescribeOutput(o), normsimtest.Timeline(done))
+	}
 }
