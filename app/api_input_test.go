@@ -52,6 +52,14 @@ func TestHostileAPIInput(t *testing.T) {
 	if code := postJSON(t, m.URL()+"/api/v1/instances", `{"template":"counter","node":"a","runtime":"external"}`, &in); code != http.StatusCreated {
 		t.Fatalf("launch: %d", code)
 	}
+	// A launch answers while the instance is still starting; the state to
+	// keep is the one it settles in.
+	for deadline := time.Now().Add(10 * time.Second); in.State != sim.InstanceRunning; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the external instance stayed %s", in.State)
+		}
+		getJSON(t, m.URL()+"/api/v1/instances/"+url.PathEscape(in.ID), &in)
+	}
 	before := snapshotState(t, m)
 
 	huge := `{"template":"` + strings.Repeat("x", 2<<20) + `","node":"a"}`

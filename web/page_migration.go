@@ -53,8 +53,10 @@ func seam(m *sim.Migration) seamView {
 		return v
 	}
 	v := seamView{Verdict: o.Verdict, Measured: true, Report: o}
-	if o.LastSource == nil || o.FirstTarget == nil {
-		v.Detail = o.Detail // no positions to show: say why
+	if o.LastSource == nil || o.FirstTarget == nil || o.AtFault != "" || o.Unreadable != nil {
+		// No positions to show, a side to blame, or packets not read:
+		// the detail says which.
+		v.Detail = o.Detail
 	}
 	switch o.Verdict {
 	case sim.VerdictSeamless:
@@ -63,6 +65,11 @@ func seam(m *sim.Migration) seamView {
 		v.Tone, v.Headline = "bad", fmt.Sprintf("Gap of %s · %d lost", fmtMs(o.GapMs), o.Lost)
 	case sim.VerdictOverlap:
 		v.Tone, v.Headline = "bad", fmt.Sprintf("Overlap of %s · %d duplicated", fmtMs(o.OverlapMs), o.Duplicated)
+		if o.AtFault != "" {
+			v.Headline = fmt.Sprintf("Overlap · %s at fault · %d duplicated", o.AtFault, o.Duplicated)
+		}
+	case sim.VerdictUnknown:
+		v.Tone, v.Headline = "muted", "Not proven: some packets could not be read"
 	case sim.VerdictDuplicate:
 		v.Tone, v.Headline = "bad", fmt.Sprintf("%d duplicated", o.Duplicated)
 	case sim.VerdictNoOutput:

@@ -322,3 +322,25 @@ func TestUnknownThingsAreHTML404s(t *testing.T) {
 		t.Errorf("GET /ui/instances = %d", r.Status)
 	}
 }
+
+// TestMigrationPageNamesTheSideAtFault: a handover whose source kept
+// producing says so on the page, with the count, and a seam left unproven
+// by unreadable packets says why.
+func TestMigrationPageNamesTheSideAtFault(t *testing.T) {
+	m := completedMigration()
+	m.ID = "mig-late"
+	m.Output = &sim.OutputReport{Verdict: sim.VerdictOverlap, AtFault: "source", SourceAfterStop: 3, Duplicated: 3,
+		LastSource: seq(41), FirstTarget: seq(42), OverlapMs: ms(80),
+		Detail: "the source sent 3 packets after source-stopped-output (the last 120.0 ms after it) (3 packets duplicated)"}
+	u := completedMigration()
+	u.ID = "mig-unread"
+	u.Output = &sim.OutputReport{Verdict: sim.VerdictUnknown, LastSource: seq(41), FirstTarget: seq(42),
+		Unreadable: &sim.UnreadablePackets{Count: 2, FromJob: 2, Reasons: map[string]int64{"not a JSON object": 2}},
+		Detail:     "the readable packets are seamless (…), but not all of the job's packets could be read; 2 packets could not be read: 2 not a JSON object"}
+	f := newFake()
+	f.addMig(m)
+	f.addMig(u)
+	s := newServer(t, f, nil)
+	mustContain(t, get(t, s, "/migrations/mig-late"), "Overlap · source at fault · 3 duplicated", "the source sent 3 packets after source-stopped-output")
+	mustContain(t, get(t, s, "/migrations/mig-unread"), "Not proven: some packets could not be read", "2 packets could not be read")
+}
