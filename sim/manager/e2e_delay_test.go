@@ -53,7 +53,7 @@ func TestDelayIsBoundedByItsPhaseTimeout(t *testing.T) {
 			"faults[0].delay: 20s is longer than the stop timeout (10s) of the phase cutover-ready belongs to"},
 		{sim.Fault{Kind: "delay-frame", Frame: "state", Delay: sim.Duration(2 * time.Second)}, sim.Timeouts{State: sim.Duration(time.Second)},
 			"faults[0].delay: 2s is longer than the state timeout (1s) of the phase state belongs to"},
-		{sim.Fault{Kind: "pause", Side: "source", On: "target-ready", Delay: sim.Duration(31 * time.Second)}, sim.Timeouts{},
+		{sim.Fault{Kind: "delay-frame", Frame: "target-ready", Delay: sim.Duration(31 * time.Second)}, sim.Timeouts{},
 			"faults[0].delay: 31s is longer than the targetReady timeout (30s)"},
 	} {
 		_, err := s.Migrate(src.ID, sim.MigrateRequest{Timeouts: tt.to, Faults: []sim.Fault{tt.fault}})

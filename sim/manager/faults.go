@@ -59,8 +59,8 @@ func frameDirection(typ string) string {
 }
 
 // phaseTimeout is the timeout of the phase a frame type belongs to, and
-// that timeout's name: the most a fault may hold it (or pause a job on
-// it). abort can come in any phase, so the shortest phase bounds it.
+// that timeout's name: the most a delay-frame fault may hold it. abort can
+// come in any phase, so the shortest phase bounds it.
 func phaseTimeout(typ string, t sim.Timeouts) (time.Duration, string) {
 	switch typ {
 	case protocol.TypeGetState, protocol.TypeState, protocol.TypeStateRefused:
@@ -86,9 +86,9 @@ func phaseTimeout(typ string, t sim.Timeouts) (time.Duration, string) {
 	return d, name
 }
 
-// validateFaults checks each fault names what its kind needs, that a delay
-// is no longer than its phase's timeout, and that the runtimes can deliver
-// the signals it sends.
+// validateFaults checks each fault names what its kind needs, that a held
+// frame is held no longer than its phase's timeout, and that the runtimes
+// can deliver the signals it sends.
 func validateFaults(fs []sim.Fault, timeouts sim.Timeouts, srcRuntime, tgtRuntime sim.Runtime) error {
 	for i := range fs {
 		f := &fs[i]
@@ -129,15 +129,13 @@ func validateFaults(fs []sim.Fault, timeouts sim.Timeouts, srcRuntime, tgtRuntim
 				return sim.Errorf(sim.EUnprocessable, "%s.direction: %s only travels %s", at, f.Frame, want)
 			}
 		}
-		if f.Kind == faultDelayFrame || f.Kind == faultPause {
-			on := f.Frame
-			if f.Kind == faultPause {
-				on = f.On
-			}
-			limit, name := phaseTimeout(on, timeouts)
+		if f.Kind == faultDelayFrame {
+			// A frame held past its phase's timeout could never arrive in
+			// time. (A pause may outlast it: a frozen job is the point.)
+			limit, name := phaseTimeout(f.Frame, timeouts)
 			if d := faultDelay(f); d > limit {
-				return sim.Errorf(sim.EUnprocessable, "%s.delay: %s is longer than the %s timeout (%s) of the phase %s belongs to; a %s may last at most that timeout (raise timeouts.%s to hold it longer)",
-					at, d, name, limit, on, f.Kind, name)
+				return sim.Errorf(sim.EUnprocessable, "%s.delay: %s is longer than the %s timeout (%s) of the phase %s belongs to; a held frame may wait at most that timeout (raise timeouts.%s to hold it longer)",
+					at, d, name, limit, f.Frame, name)
 			}
 		}
 		if need.signal {
