@@ -4,9 +4,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim/jobsocket"
 )
+
+// connected connects as j/s and waits until the listener has reported it.
+func connected(t *testing.T, l *jobsocket.Listener, ev *events) *websocket.Conn {
+	t.Helper()
+	c := dial(t, l, protocol.Path("j", "s"))
+	write(t, c, hello(token))
+	read(t, c)
+	ev.wait(t, jobsocket.Connected)
+	return c
+}
 
 // TestExpiredAsksAreAnsweredLateOnce: after Expire, each frame the phase
 // allowed is accepted once more and flagged late; a second copy is out of
@@ -14,10 +26,7 @@ import (
 func TestExpiredAsksAreAnsweredLateOnce(t *testing.T) {
 	l, ev := MustListener(t, jobsocket.Config{})
 	l.Register(jobsocket.Registration{JobID: "j", Role: "s", Token: token})
-	c := dial(t, l, protocol.Path("j", "s"))
-	write(t, c, hello(token))
-	read(t, c)
-	ev.wait(t, jobsocket.Connected)
+	c := connected(t, l, ev)
 
 	l.Expect("j", "s", protocol.TypeSourceStoppedOutput, protocol.TypeAbort)
 	l.Expire("j", "s")
@@ -54,19 +63,12 @@ func TestExpiredAsksAreAnsweredLateOnce(t *testing.T) {
 func TestDisconnectSaysWhoClosed(t *testing.T) {
 	l, ev := MustListener(t, jobsocket.Config{})
 	l.Register(jobsocket.Registration{JobID: "j", Role: "s", Token: token})
-	c := dial(t, l, protocol.Path("j", "s"))
-	write(t, c, hello(token))
-	read(t, c)
-	ev.wait(t, jobsocket.Connected)
+	c := connected(t, l, ev)
 	c.Close(1000, "")
 	if d := ev.wait(t, jobsocket.Disconnected); d.ClosedBy != jobsocket.ClosedByJob || d.Code != 1000 {
 		t.Fatalf("got %+v, want closed by the job with 1000", d)
 	}
-	c = dial(t, l, protocol.Path("j", "s"))
-	write(t, c, hello(token))
-	read(t, c)
-	ev.wait(t, jobsocket.Connected)
-	c.CloseNow()
+	connected(t, l, ev).CloseNow()
 	if d := ev.wait(t, jobsocket.Disconnected); d.ClosedBy != jobsocket.ConnectionLost || d.Code != 1006 {
 		t.Fatalf("got %+v, want a lost connection (1006)", d)
 	}
