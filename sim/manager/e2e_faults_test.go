@@ -146,11 +146,17 @@ func TestFaultWorkerAbortAndDropSocket(t *testing.T) {
 		h := startHandover(t, sim.MigrateRequest{Faults: []sim.Fault{{Kind: "worker-abort", On: "target-ready"}}})
 		h.state()
 		h.ready()
+		// The source had been sent cutover-ready just before the worker
+		// aborted, and answers at once: that answer is late, not a point
+		// of no return.
+		h.sj.Expect(protocol.TypeCutoverReady)
+		h.sj.Send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":1}`)})
 		m := h.end()
 		normsimtest.RequireState(t, m, sim.MigrationAborted)
 		if !strings.Contains(m.Reason, "worker aborted") {
 			t.Fatalf("reason %q", m.Reason)
 		}
+		h.sj.Expect(protocol.TypeAbort)
 	})
 	t.Run("drop-socket", func(t *testing.T) {
 		h := startHandover(t, sim.MigrateRequest{Faults: []sim.Fault{{Kind: "drop-socket", Side: "target", On: "initial-state"}}})

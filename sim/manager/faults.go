@@ -224,6 +224,9 @@ func (r *run) fireOnLocked(typ string) {
 		}
 		r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: %s %s (armed on %s)", f.Kind, who, typ), nil)
 		if f.Kind == faultWorkerAbort {
+			// The worker decides here: an answer relayed after this
+			// would be a point of no return the worker never allowed.
+			r.ending = true
 			r.post(runEvent{kind: evFault, reason: "the worker aborted (fault armed on " + f.On + ")"})
 			continue
 		}
