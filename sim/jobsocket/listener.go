@@ -700,6 +700,11 @@ func (l *Listener) record(k key, dir, typ string, size int, data []byte) {
 	if l.cfg.Recorder == nil {
 		return
 	}
+	if dir == "in" {
+		// A hello can come again (out of phase) or arrive broken; its
+		// token is never kept, whatever the phase.
+		data = redactTokens(data)
+	}
 	l.cfg.Recorder.Record(sim.FrameRecord{At: l.cfg.Now(), Node: l.cfg.Node, JobID: k.jobID, Role: k.role,
 		Direction: dir, Type: typ, Size: size, Data: string(data)})
 }

@@ -89,3 +89,32 @@ func TestRecorderBoundsRecords(t *testing.T) {
 		t.Fatalf("stored %d records, want 11", len(st.got))
 	}
 }
+
+// TestRepeatedHelloIsRecordedRedacted: a hello said again after the socket
+// is authenticated (closed 4400) and a broken frame that carries a token
+// are recorded without the token.
+func TestRepeatedHelloIsRecordedRedacted(t *testing.T) {
+	st := &gatedStore{entered: make(chan struct{}), release: make(chan struct{})}
+	close(st.release)
+	rec := jobsocket.NewRecorder(st, jobsocket.RecorderLimits{}, nil)
+	l, ev := MustListener(t, jobsocket.Config{Recorder: rec})
+	l.Register(jobsocket.Registration{JobID: "j", Role: "s", Token: token})
+	c := connected(t, l, ev)
+	write(t, c, hello(token))
+	closeCode(t, c, 5*time.Second)
+	c = connected(t, l, ev)
+	write(t, c, `{"type":"state","token":"`+token+`",`)
+	closeCode(t, c, 5*time.Second)
+	ev.wait(t, jobsocket.Disconnected)
+	rec.Close()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.got) < 4 {
+		t.Fatalf("recorded %d frames, want the two hellos, the repeat and the broken frame", len(st.got))
+	}
+	for _, f := range st.got {
+		if strings.Contains(f.Data, token) {
+			t.Errorf("a %s frame was recorded with its token: %s", f.Type, f.Data)
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package jobsocket
+
+import (
+	"bytes"
+	"strings"
+)
+
+// redactTokens returns a frame as the frame records keep it: the string
+// value of every top-level "token" key (any case: a job that misspells
+// the key still sent its secret) replaced by "<redacted>". It scans rather
+// than parses, so a frame that is not valid JSON, or is cut short, is
+// redacted too. Frames without such a key are returned as they are.
+func redactTokens(data []byte) []byte {
+	if !bytes.Contains(bytes.ToLower(data), []byte(`"token"`)) {
+		return data
+	}
+	var out []byte
+	depth, last := 0, 0
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		case '"':
+			end := stringEnd(data, i)
+			if depth == 1 && strings.EqualFold(string(data[i+1:min(end, len(data))]), "token") {
+				// Skip to the value: spaces, a colon, spaces.
+				j := end + 1
+				for j < len(data) && (data[j] == ' ' || data[j] == '\t' || data[j] == '\n' || data[j] == '\r' || data[j] == ':') {
+					j++
+				}
+				if j < len(data) && data[j] == '"' {
+					vend := stringEnd(data, j)
+					out = append(out, data[last:j]...)
+					out = append(out, `"<redacted>"`...)
+					last = min(vend+1, len(data))
+					i = last - 1
+					continue
+				}
+			}
+			i = end
+		}
+	}
+	if out == nil {
+		return data
+	}
+	return append(out, data[last:]...)
+}
+
+// stringEnd is the index of the quote closing the JSON string that opens
+// at data[start], or len(data) when it is never closed.
+func stringEnd(data []byte, start int) int {
+	for i := start + 1; i < len(data); i++ {
+		switch data[i] {
+		case '\\':
+			i++
+		case '"':
+			return i
+		}
+	}
+	return len(data)
+}

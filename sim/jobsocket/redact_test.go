@@ -1,0 +1,22 @@
+package jobsocket
+
+import "testing"
+
+func TestRedactTokens(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{`{"type":"hello","token":"s3cret"}`, `{"type":"hello","token":"<redacted>"}`},
+		{`{"type":"hello", "token" : "s3\"cret"}`, `{"type":"hello", "token" : "<redacted>"}`},
+		{`{"type":"hello","Token":"s3cret"}`, `{"type":"hello","Token":"<redacted>"}`},
+		{`{"type":"hello","token":"s3cret"`, `{"type":"hello","token":"<redacted>"`},                   // cut short
+		{`{"type":"hello","token":"s3cr`, `{"type":"hello","token":"<redacted>"`},                      // cut inside the secret
+		{`{"token":"a","token":"b"}`, `{"token":"<redacted>","token":"<redacted>"}`},                   // duplicated keys
+		{`{"type":"state","payload":{"token":"keep"}}`, `{"type":"state","payload":{"token":"keep"}}`}, // a payload is the job's
+		{`{"type":"state","payload":"\"token\":\"x\""}`, `{"type":"state","payload":"\"token\":\"x\""}`},
+		{`{"type":"hello","token":null}`, `{"type":"hello","token":null}`},
+		{`not json "token": "x"`, `not json "token": "x"`}, // not inside an object
+	} {
+		if got := string(redactTokens([]byte(tt.in))); got != tt.want {
+			t.Errorf("redactTokens(%s) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
