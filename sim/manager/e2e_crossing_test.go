@@ -204,3 +204,86 @@ func TestUnreadablePacketsAreInTheOutputReport(t *testing.T) {
 		t.Fatalf("output %s\n%s", normsimtest.DescribeOutput(o), normsimtest.Timeline(done))
 	}
 }
+
+// TestRollbackAndPointOfNoReturnAreDecidedOnce races the target's abort
+// against the source's source-stopped-output, sent at the same moment,
+// 150 times. Whichever the worker sees first decides, once: an aborted
+// migration never passed the point of no return and never sent
+// cutover-apply; a failed one passed it before the abort.
+func TestRollbackAndPointOfNoReturnAreDecidedOnce(t *testing.T) {
+	const races = 150
+	s := startSim(t, normsimtest.Options{})
+	src, sj := launchExternal(t, s, "a")
+	counts := map[sim.MigrationState]int{}
+	for i := range races {
+		m, err := s.Migrate(src.ID, sim.MigrateRequest{})
+		if err != nil {
+			t.Fatalf("race %d: %v", i, err)
+		}
+		sj.Expect(protocol.TypeGetState)
+		sj.Send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{}`)})
+		_, env := targetEnv(t, s, m.ID)
+		tj := testjob.Dial(t, env)
+		tj.Expect(protocol.TypeInitialState)
+		tj.Send(protocol.JobFrame{Type: protocol.TypeTargetReady, Payload: json.RawMessage(`null`)})
+		sj.Expect(protocol.TypeCutoverReady)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			tj.Send(protocol.JobFrame{Type: protocol.TypeAbort, Reason: "race"})
+		}()
+		sj.Send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":1}`)})
+		<-done
+		end := s.WaitMigration(t, m.ID, 30*time.Second)
+		counts[end.State]++
+		ponr, applySent := false, false
+		for _, ev := range end.Events {
+			ponr = ponr || strings.HasPrefix(ev.Detail, "point of no return")
+			applySent = applySent || (ev.Frame != nil && ev.Frame.Direction == "out" && ev.Frame.Type == protocol.TypeCutoverApply)
+		}
+		switch end.State {
+		case sim.MigrationAborted:
+			if ponr || applySent {
+				t.Fatalf("race %d: aborted, yet the timeline shows the point of no return (%v) or cutover-apply sent (%v)\n%s", i, ponr, applySent, normsimtest.Timeline(end))
+			}
+			// The source was told; it stays connected for the next race.
+			if f := sj.Read(); f.Type != protocol.TypeAbort {
+				t.Fatalf("race %d: the source read %+v after the rollback, want abort", i, f)
+			}
+		case sim.MigrationFailed:
+			if !ponr {
+				t.Fatalf("race %d: failed without passing the point of no return\n%s", i, normsimtest.Timeline(end))
+			}
+			// After the point of no return nothing rolls back: the source
+			// stays as it is; reconnect nothing, just move on.
+		default:
+			t.Fatalf("race %d ended %s (%s)", i, end.State, end.Reason)
+		}
+		tj.Conn().CloseNow()
+	}
+	t.Logf("%d races: %d aborted, %d failed", races, counts[sim.MigrationAborted], counts[sim.MigrationFailed])
+}
+
+// TestHeldFrameAfterTheTimeoutIsNotRelayed: a target-ready a fault holds
+// as long as the target-ready timeout arrives when the migration has
+// timed out; it never reaches the source as cutover-ready.
+func TestHeldFrameAfterTheTimeoutIsNotRelayed(t *testing.T) {
+	const d = 300 * time.Millisecond
+	for i := range 5 {
+		h := startHandover(t, sim.MigrateRequest{Timeouts: sim.Timeouts{TargetReady: sim.Duration(d)},
+			Faults: []sim.Fault{{Kind: "delay-frame", Frame: "target-ready", Delay: sim.Duration(d)}}})
+		h.state()
+		// Sent once normsim waits for it, so its hold ends after the wait's
+		// timeout: the frame is held past its timeout.
+		for h.s.Migration(t, h.m.ID).Phase != "target-ready" {
+			time.Sleep(time.Millisecond)
+		}
+		h.ready()
+		done := h.end()
+		normsimtest.RequireState(t, done, sim.MigrationAborted)
+		if f := h.sj.Read(); f.Type != protocol.TypeAbort {
+			t.Fatalf("run %d: the source read %+v, want the rollback's abort", i, f)
+		}
+		requireHandsOverAgain(t, h.s, h.m.Source.Instance, h.sj) // no cutover-ready came after the abort
+	}
+}

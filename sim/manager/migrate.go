@@ -629,11 +629,22 @@ func (r *run) await(ctx context.Context, what string, timeout time.Duration, acc
 				return ev, err
 			}
 		case <-timer.C:
+			r.bindToEnd()
 			return runEvent{}, endf("timed out after %s waiting for %s", timeout, what)
 		case <-ctx.Done():
+			r.bindToEnd()
 			return runEvent{}, endf(sim.ReasonInterrupted)
 		}
 	}
+}
+
+// bindToEnd marks the migration as ending the moment the decision is
+// made, so a frame that arrives before finish runs (one a fault held, say)
+// is late rather than relayed.
+func (r *run) bindToEnd() {
+	r.mu.Lock()
+	r.ending = true
+	r.mu.Unlock()
 }
 
 // disruption says whether an event breaks the migration: an abort, a lost
