@@ -287,3 +287,55 @@ func TestHeldFrameAfterTheTimeoutIsNotRelayed(t *testing.T) {
 		requireHandsOverAgain(t, h.s, h.m.Source.Instance, h.sj) // no cutover-ready came after the abort
 	}
 }
+
+// framed is a payload that makes a job's frame of type typ exactly n bytes.
+func framed(typ string, n int) json.RawMessage {
+	head := len(`{"type":"` + typ + `","payload":""}`)
+	return json.RawMessage(`"` + strings.Repeat("x", n-head) + `"`)
+}
+
+// TestRelayOverTheFrameCapIsRefused: a job's frame at the 64 KiB cap is
+// valid, but relayed with the worker's own fields it would pass the cap
+// the other job's client enforces. The worker does not send it: before
+// anything is placed the migration is aborted, later it ends naming the
+// frame, and never does a job get a frame over 64 KiB.
+func TestRelayOverTheFrameCapIsRefused(t *testing.T) {
+	t.Run("state as initial-state", func(t *testing.T) {
+		h := startHandover(t, sim.MigrateRequest{})
+		h.sj.Expect(protocol.TypeGetState)
+		h.sj.Send(protocol.JobFrame{Type: protocol.TypeState, Payload: framed(protocol.TypeState, protocol.MaxFrameBytes)})
+		done := h.end()
+		normsimtest.RequireState(t, done, sim.MigrationAborted)
+		if done.Target.Instance != "" || !strings.Contains(done.Reason, "over the job socket's 65536-byte frame cap (the state frame was 65536 bytes)") {
+			t.Fatalf("target %q, reason %q", done.Target.Instance, done.Reason)
+		}
+		if f := h.sj.Read(); f.Type != protocol.TypeAbort {
+			t.Fatalf("source read %+v, want abort", f)
+		}
+	})
+	t.Run("target-ready as cutover-ready", func(t *testing.T) {
+		h := startHandover(t, sim.MigrateRequest{})
+		h.state()
+		h.tj.Send(protocol.JobFrame{Type: protocol.TypeTargetReady, Payload: framed(protocol.TypeTargetReady, protocol.MaxFrameBytes)})
+		done := h.end()
+		normsimtest.RequireState(t, done, sim.MigrationAborted)
+		if !strings.Contains(done.Reason, "could not relay cutover-ready to the source") {
+			t.Fatalf("reason %q", done.Reason)
+		}
+		if f := h.sj.Read(); f.Type != protocol.TypeAbort {
+			t.Fatalf("source read %+v, want abort", f)
+		}
+	})
+	t.Run("source-stopped-output as cutover-apply", func(t *testing.T) {
+		h := startHandover(t, sim.MigrateRequest{})
+		h.state()
+		h.ready()
+		h.sj.Expect(protocol.TypeCutoverReady)
+		h.sj.Send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: framed(protocol.TypeSourceStoppedOutput, protocol.MaxFrameBytes)})
+		done := h.end()
+		normsimtest.RequireState(t, done, sim.MigrationFailed)
+		if !strings.Contains(done.Reason, "could not relay cutover-apply to the target") {
+			t.Fatalf("reason %q", done.Reason)
+		}
+	})
+}

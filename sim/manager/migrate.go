@@ -530,6 +530,16 @@ func (r *run) deliverLocked(role string, node *Node, f protocol.WorkerFrame, exp
 		r.recordLocked(r.phase, sideManager, fmt.Sprintf("could not marshal %s for the %s: %v", f.Type, side, err), nil)
 		return err
 	}
+	if len(b) > protocol.MaxFrameBytes {
+		// A relayed payload plus the frame's own fields can pass the cap
+		// the job's client enforces: the frame is not sent, and the
+		// migration ends saying why.
+		reason := fmt.Sprintf("could not relay %s to the %s: it would be %d bytes, over the job socket's %d-byte frame cap", f.Type, side, len(b), protocol.MaxFrameBytes)
+		r.recordLocked(r.phase, sideManager, reason, nil)
+		r.ending = true
+		r.post(runEvent{kind: evFault, reason: reason})
+		return errors.New(reason)
+	}
 	send := func() error {
 		if err := node.Socket.SendRaw(context.Background(), r.src.JobID, role, f.Type, b); err != nil {
 			r.recordLocked(r.phase, sideManager, fmt.Sprintf("could not send %s to the %s: %v", f.Type, side, err), nil)
@@ -885,6 +895,12 @@ func (r *run) handover(ctx context.Context) error {
 	}
 	state := ev.socket.Frame.Payload
 	initial, _ := protocol.WorkerFrame{Type: protocol.TypeInitialState, MigrationID: r.id, Payload: state}.Marshal()
+	if len(initial) > protocol.MaxFrameBytes {
+		// The target's client would close on it (4413): refuse now,
+		// while nothing is placed and the source can simply go on.
+		return endf("the source's state cannot be handed to a target: as initial-state it is %d bytes, over the job socket's %d-byte frame cap (the state frame was %d bytes)",
+			len(initial), protocol.MaxFrameBytes, ev.socket.Size)
+	}
 	r.mu.Lock()
 	r.initialState, r.initialSize = state, len(initial)
 	r.mu.Unlock()
