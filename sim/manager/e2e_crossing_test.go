@@ -2,9 +2,12 @@ package manager_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -338,4 +341,46 @@ func TestRelayOverTheFrameCapIsRefused(t *testing.T) {
 			t.Fatalf("reason %q", done.Reason)
 		}
 	})
+}
+
+// TestStopAndMigrateAtOnceOneWins sends DELETE and migrate for the same
+// instance at the same moment, 300 times: one of them wins and the other
+// is refused; never both.
+func TestStopAndMigrateAtOnceOneWins(t *testing.T) {
+	const races = 300
+	s := startSim(t, normsimtest.Options{})
+	wins := map[string]int{}
+	for i := range races {
+		src, sj := launchExternal(t, s, "a")
+		start := make(chan struct{})
+		var stopErr, migErr error
+		var m *sim.Migration
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); <-start; stopErr = s.Do(http.MethodDelete, "/api/v1/instances/"+src.ID, nil, nil) }()
+		go func() { defer wg.Done(); <-start; m, migErr = s.Migrate(src.ID, sim.MigrateRequest{}) }()
+		close(start)
+		wg.Wait()
+		switch {
+		case stopErr == nil && migErr == nil:
+			t.Fatalf("race %d: both the stop and migration %s succeeded", i, m.ID)
+		case stopErr == nil:
+			wins["stop"]++
+		case migErr == nil:
+			wins["migrate"]++
+			var e *normsimtest.APIError
+			if !errors.As(stopErr, &e) || e.Status != http.StatusConflict {
+				t.Fatalf("race %d: the losing stop got %v, want 409", i, stopErr)
+			}
+			sj.Expect(protocol.TypeGetState)
+			sj.Send(protocol.JobFrame{Type: protocol.TypeStateRefused, Reason: "race over"})
+			s.WaitMigration(t, m.ID, 10*time.Second)
+			if err := s.Do(http.MethodDelete, "/api/v1/instances/"+src.ID, nil, nil); err != nil {
+				t.Fatalf("race %d: stop after the migration: %v", i, err)
+			}
+		default:
+			t.Fatalf("race %d: neither won: stop %v, migrate %v", i, stopErr, migErr)
+		}
+	}
+	t.Logf("%d races: the stop won %d, the migration %d", races, wins["stop"], wins["migrate"])
 }

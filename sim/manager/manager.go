@@ -632,6 +632,10 @@ func (m *Manager) Stop(ctx context.Context, id string) error {
 			m.mu.Unlock()
 			return sim.Errorf(sim.EConflict, "instance %q is part of running migration %s; wait for it to end", id, r.id)
 		}
+		// Marked in the same critical section as the check above, so a
+		// migrate racing this stop is refused rather than run on an
+		// instance the user removed.
+		in.stopped = true
 	}
 	m.mu.Unlock()
 	if !ok {

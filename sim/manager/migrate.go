@@ -116,6 +116,12 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 		m.mu.Unlock()
 		return nil, sim.Errorf(sim.EConflict, "job %s is already migrating (%s); wait for it to end", srcSnap.JobID, other.id)
 	}
+	if cur := m.instances[srcSnap.ID]; cur == nil || cur.stopped {
+		// A stop got there first (checked again here, under the lock
+		// the stop marks the instance in).
+		m.mu.Unlock()
+		return nil, sim.Errorf(sim.EConflict, "instance %s is being stopped; it cannot migrate", srcSnap.ID)
+	}
 	m.byJob[srcSnap.JobID] = r
 	m.byInstance[srcSnap.ID] = r
 	delete(m.ended, srcSnap.ID)
