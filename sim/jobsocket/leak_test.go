@@ -3,6 +3,7 @@ package jobsocket_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -115,4 +116,71 @@ func (e *events) count(kind jobsocket.EventKind) int {
 		}
 	}
 	return n
+}
+
+// TestIdleConnectionsAreClosed: 300 plain HTTP keep-alive connections to
+// the job socket (no upgrade, no token) are closed by the listener once
+// idle, and the fds return to their baseline.
+func TestIdleConnectionsAreClosed(t *testing.T) {
+	const conns = 300
+	l, _ := MustListener(t, jobsocket.Config{IdleTimeout: 200 * time.Millisecond})
+	base := openFDs(t)
+	var cs []net.Conn
+	for i := range conns {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", l.Port()))
+		if err != nil {
+			t.Fatalf("conn %d: %v", i, err)
+		}
+		t.Cleanup(func() { c.Close() })
+		fmt.Fprintf(c, "GET /instances/j/r HTTP/1.1\r\nHost: x\r\n\r\n")
+		cs = append(cs, c)
+	}
+	for i, c := range cs {
+		// The answer (no upgrade asked for), then the listener's close.
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.ReadAll(c); err != nil {
+			t.Fatalf("conn %d was not closed by the listener: %v", i, err)
+		}
+		c.Close()
+	}
+	if n := settleFDs(t, base+5); n > base+5 {
+		t.Fatalf("%d fds open after %d idle connections were closed, %d before", n, conns, base)
+	}
+}
+
+// TestSilentFloodFromOneHostLeavesOthersWorking: connections that upgrade
+// and never say hello are bounded per host; past the bound they get 503,
+// and a job from another address still connects.
+func TestSilentFloodFromOneHostLeavesOthersWorking(t *testing.T) {
+	const perHost = 20
+	l, _ := MustListener(t, jobsocket.Config{MaxPendingPerHost: perHost, HelloTimeout: time.Minute})
+	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+	url := fmt.Sprintf("ws://127.0.0.1:%d%s", l.Port(), protocol.Path("j", "r"))
+	from := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+	flood := &websocket.DialOptions{HTTPClient: websocketClient(from.DialContext)}
+	refused := 0
+	for i := range perHost + 10 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		c, resp, err := websocket.Dial(ctx, url, flood)
+		cancel()
+		switch {
+		case err == nil:
+			t.Cleanup(func() { c.CloseNow() })
+			if i >= perHost {
+				t.Fatalf("silent connection %d from one host was accepted past the bound of %d", i+1, perHost)
+			}
+		case resp != nil && resp.StatusCode == http.StatusServiceUnavailable:
+			refused++
+		default:
+			t.Fatalf("silent connection %d: %v", i+1, err)
+		}
+	}
+	if refused != 10 || l.Refused() != 10 {
+		t.Fatalf("refused %d (listener counted %d), want 10", refused, l.Refused())
+	}
+	c := dial(t, l, protocol.Path("j", "r")) // from 127.0.0.1
+	write(t, c, hello(token))
+	if f := read(t, c); f.Type != protocol.TypeHelloAck {
+		t.Fatalf("a job from another host during the flood got %+v", f)
+	}
 }

@@ -123,6 +123,18 @@ type Config struct {
 	// (the rest of an oversized frame, say); past it the connection is
 	// dropped. Default 5s.
 	CloseTimeout time.Duration
+	// IdleTimeout closes an HTTP keep-alive connection that has sent no
+	// request for this long (a job upgrades at once; nothing else has
+	// reason to idle on a job socket). Default 10s.
+	IdleTimeout time.Duration
+	// MaxPending bounds the connections that have upgraded but not yet
+	// said hello, MaxPendingPerHost those from one address; past either
+	// an upgrade is answered 503, so a flood of silent connections cannot
+	// take every fd, and one host's flood leaves the others' jobs
+	// working. Defaults 4096 and 1024: far more than jobs connecting at
+	// once (normsim bench connects a thousand), far fewer than the fds a
+	// process may hold.
+	MaxPending, MaxPendingPerHost int
 }
 
 // Listener is one node's job-socket server.
@@ -131,7 +143,13 @@ type Listener struct {
 	ln  net.Listener
 	srv *http.Server
 
+	// refused counts connections turned away because too many were
+	// waiting to say hello (admit).
+	refused atomic.Int64
+
 	mu        sync.Mutex
+	pending   int            // connections that have not said hello yet
+	byHost    map[string]int // the same, by remote host
 	instances map[key]*instance
 	conns     map[*conn]struct{}
 	closed    bool
@@ -166,13 +184,22 @@ func New(cfg Config) *Listener {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = 5 * time.Second
 	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 10 * time.Second
+	}
+	if cfg.MaxPending <= 0 {
+		cfg.MaxPending = 4096
+	}
+	if cfg.MaxPendingPerHost <= 0 {
+		cfg.MaxPendingPerHost = 1024
+	}
 	if cfg.CloseTimeout <= 0 {
 		cfg.CloseTimeout = 5 * time.Second
 	}
 	if cfg.OnEvent == nil {
 		cfg.OnEvent = func(Event) {}
 	}
-	return &Listener{cfg: cfg, instances: map[key]*instance{}, conns: map[*conn]struct{}{}}
+	return &Listener{cfg: cfg, instances: map[key]*instance{}, conns: map[*conn]struct{}{}, byHost: map[string]int{}}
 }
 
 // Open listens on addr synchronously, so a port in use is an error here, and
@@ -183,7 +210,7 @@ func (l *Listener) Open(addr string) error {
 		return err
 	}
 	l.ln = ln
-	l.srv = &http.Server{Handler: l, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(l.cfg.Logger.Handler(), slog.LevelDebug)}
+	l.srv = &http.Server{Handler: l, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: l.cfg.IdleTimeout, ErrorLog: slog.NewLogLogger(l.cfg.Logger.Handler(), slog.LevelDebug)}
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
@@ -193,6 +220,34 @@ func (l *Listener) Open(addr string) error {
 	}()
 	return nil
 }
+
+// admit counts a connection as waiting to say hello, unless too many are
+// waiting already (in all, or from its host); done takes it off again.
+func (l *Listener) admit(remote string) (done func(), ok bool) {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pending >= l.cfg.MaxPending || l.byHost[host] >= l.cfg.MaxPendingPerHost {
+		return nil, false
+	}
+	l.pending++
+	l.byHost[host]++
+	return sync.OnceFunc(func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.pending--
+		if l.byHost[host]--; l.byHost[host] == 0 {
+			delete(l.byHost, host)
+		}
+	}), true
+}
+
+// Refused is how many connections were turned away (503) because too
+// many were waiting to say hello (MaxPending, MaxPendingPerHost).
+func (l *Listener) Refused() int64 { return l.refused.Load() }
 
 // Addr is the address the listener is bound to.
 func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
@@ -370,6 +425,9 @@ type conn struct {
 	raw     net.Conn
 	key     key
 	writeMu sync.Mutex
+	// helloDone takes the connection off the count of those waiting to
+	// say hello (MaxPending); it may be called more than once.
+	helloDone func()
 	// once starts the end of the connection: a close handshake (close), a
 	// drop (Drop) or, when neither came first, the release in finish.
 	// closeDone is closed when that end is over.
@@ -472,6 +530,16 @@ func (h *hijackWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 
 // ServeHTTP upgrades a job's connection and runs it.
 func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	helloDone, ok := l.admit(r.RemoteAddr)
+	if !ok {
+		if l.refused.Add(1) == 1 {
+			l.cfg.Logger.Warn("job socket: too many connections waiting to say hello; refusing more", "node", l.cfg.Node,
+				"limit", l.cfg.MaxPending, "per host", l.cfg.MaxPendingPerHost, "from", r.RemoteAddr)
+		}
+		http.Error(w, "too many connections waiting to say hello; try again shortly", http.StatusServiceUnavailable)
+		return
+	}
+	defer helloDone()
 	hw := &hijackWatch{ResponseWriter: w}
 	ws, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
 		// Jobs are not browsers; the per-instance token is the guard.
@@ -485,7 +553,7 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// library's 1009; one byte over the cap is enough to know.
 	ws.SetReadLimit(protocol.MaxFrameBytes + 1)
 	jobID, role, ok := protocol.ParsePath(r.RequestURI)
-	c := &conn{l: l, ws: ws, raw: hw.conn, key: key{jobID, role}, closeDone: make(chan struct{})}
+	c := &conn{l: l, ws: ws, raw: hw.conn, key: key{jobID, role}, closeDone: make(chan struct{}), helloDone: helloDone}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -548,6 +616,7 @@ func (l *Listener) run(ctx context.Context, c *conn) {
 		c.close(protocol.CloseUnauthorized, protocol.ReasonHelloTimeout+" "+l.cfg.HelloTimeout.String())
 	})
 	data, err := c.readFrame(ctx)
+	c.helloDone() // whatever came, the connection no longer waits to say hello
 	if !timer.Stop() || timedOut.Load() {
 		return // closing with 4401 already
 	}
