@@ -357,7 +357,11 @@ func TestStopAndMigrateAtOnceOneWins(t *testing.T) {
 		var m *sim.Migration
 		var wg sync.WaitGroup
 		wg.Add(2)
-		go func() { defer wg.Done(); <-start; stopErr = s.Do(http.MethodDelete, "/api/v1/instances/"+src.ID, nil, nil) }()
+		go func() {
+			defer wg.Done()
+			<-start
+			stopErr = s.Do(http.MethodDelete, "/api/v1/instances/"+src.ID, nil, nil)
+		}()
 		go func() { defer wg.Done(); <-start; m, migErr = s.Migrate(src.ID, sim.MigrateRequest{}) }()
 		close(start)
 		wg.Wait()
