@@ -192,18 +192,31 @@ func (s *Server) getMigration(w http.ResponseWriter, r *http.Request) {
 // events streams the bus as Server-Sent Events. A client that falls behind
 // is dropped (the stream ends) and its EventSource reconnects.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	f, ok := w.(http.Flusher)
-	if !ok {
+	if _, ok := w.(http.Flusher); !ok {
 		writeErrorStatus(w, http.StatusInternalServerError, sim.EInternal, "streaming unsupported")
 		return
 	}
+	rc := http.NewResponseController(w)
 	sub := s.svc.Bus().Subscribe(512)
 	defer sub.Close()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	fmt.Fprintf(w, "retry: 1000\n: connected\n\n")
-	f.Flush()
+	// send writes one chunk with a deadline: a subscriber that stops
+	// reading is dropped (its connection closed) instead of holding this
+	// goroutine, its connection and its buffered events for ever.
+	send := func(format string, args ...any) bool {
+		if err := rc.SetWriteDeadline(time.Now().Add(s.eventWriteTimeout)); err != nil {
+			return false
+		}
+		if _, err := fmt.Fprintf(w, format, args...); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if !send("retry: 1000\n: connected\n\n") {
+		return
+	}
 	ping := time.NewTicker(15 * time.Second)
 	defer ping.Stop()
 	for {
@@ -213,11 +226,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			data, _ := json.Marshal(ev)
-			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Kind, data)
-			f.Flush()
+			if !send("event: %s\ndata: %s\n\n", ev.Kind, data) {
+				return
+			}
 		case <-ping.C:
-			fmt.Fprintf(w, ": ping\n\n")
-			f.Flush()
+			if !send(": ping\n\n") {
+				return
+			}
 		case <-r.Context().Done():
 			return
 		}

@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -51,6 +52,10 @@ type Config struct {
 	Ready func() bool
 	// CSRFKey signs the dashboard's CSRF tokens; random when nil.
 	CSRFKey []byte
+	// EventWriteTimeout bounds each write to an /api/v1/events
+	// subscriber; one that does not read for that long is dropped.
+	// Default 5s.
+	EventWriteTimeout time.Duration
 }
 
 // Server is the HTTP handler.
@@ -63,6 +68,8 @@ type Server struct {
 	// assets are parsed on first use (or by Warm): parsing every page is
 	// work start-up does not need to wait for.
 	assets func() *assets
+	// eventWriteTimeout is Config.EventWriteTimeout with its default.
+	eventWriteTimeout time.Duration
 }
 
 // maxBodyBytes bounds every request body.
@@ -76,7 +83,11 @@ func New(cfg Config) *Server {
 	if cfg.Ready == nil {
 		cfg.Ready = func() bool { return true }
 	}
-	s := &Server{cfg: cfg, svc: cfg.Service, log: cfg.Logger, csrf: newCSRF(cfg.CSRFKey), assets: sync.OnceValue(loadAssets)}
+	if cfg.EventWriteTimeout <= 0 {
+		cfg.EventWriteTimeout = 5 * time.Second
+	}
+	s := &Server{cfg: cfg, svc: cfg.Service, log: cfg.Logger, csrf: newCSRF(cfg.CSRFKey), assets: sync.OnceValue(loadAssets),
+		eventWriteTimeout: cfg.EventWriteTimeout}
 	r := chi.NewRouter()
 	r.Use(routeOnEscapedPath)
 	r.Use(s.recoverPanics)
