@@ -277,6 +277,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		cfg.Runtimes, cfg.DefaultRuntime = m.runtimes, defaultRuntime
 	}
 	m.Manager = manager.New(cfg)
+	// The sink keeps the output of jobs normsim runs, not of every job id
+	// a datagram to its open port names.
+	m.Sink.Accept(m.Manager.KnowsJob)
 	mgr.Store(m.Manager)
 	// An in-memory store starts empty under a new owner label: no earlier
 	// run can have left anything for it to recover.

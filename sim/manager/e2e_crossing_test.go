@@ -388,3 +388,33 @@ func TestStopAndMigrateAtOnceOneWins(t *testing.T) {
 	}
 	t.Logf("%d races: the stop won %d, the migration %d", races, wins["stop"], wins["migrate"])
 }
+
+// TestSinkHoldsOnlyLiveJobs: the output sink keeps a running job's
+// packets, refuses those naming a job normsim does not run, and forgets a
+// job once its last instance is removed.
+func TestSinkHoldsOnlyLiveJobs(t *testing.T) {
+	s := startSim(t, normsimtest.Options{})
+	src, _ := launchExternal(t, s, "a")
+	c, err := net.Dial("udp", src.Env["counter"]["NORMSIM_OUTPUT_ADDR"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sink := s.Main.Sink
+	fmt.Fprintf(c, `{"job":"nobody-runs-this","instance":"x","seq":1}`)
+	fmt.Fprintf(c, `{"job":%q,"instance":%q,"seq":1}`, src.JobID, src.ID)
+	for deadline := time.Now().Add(10 * time.Second); !sink.Seen(src.JobID) || sink.Refused() < 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("seen %v, refused %d", sink.Seen(src.JobID), sink.Refused())
+		}
+	}
+	if sink.Seen("nobody-runs-this") {
+		t.Fatal("the sink kept packets of a job normsim does not run")
+	}
+	if err := s.Do(http.MethodDelete, "/api/v1/instances/"+src.ID, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if sink.Seen(src.JobID) {
+		t.Fatal("the sink still holds a removed job's packets")
+	}
+}

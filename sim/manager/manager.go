@@ -55,6 +55,8 @@ type OutputSink interface {
 	Watch(jobID string) (<-chan struct{}, func())
 	// Unreadable counts the datagrams since then it could not read.
 	Unreadable(jobID string, since time.Time) *sim.UnreadablePackets
+	// Forget drops what the sink holds of a job.
+	Forget(jobID string)
 }
 
 // Config configures a Manager.
@@ -110,6 +112,8 @@ type Manager struct {
 	migrations map[string]*run // running migrations by id
 	byJob      map[string]*run // running migration per job
 	byInstance map[string]*run // running migration per source/target instance
+	// jobs counts the instances held per job.
+	jobs map[string]int
 	// ended is the migration each instance last took part in, once it has
 	// ended: a frame that crossed that end on the wire is recorded on its
 	// timeline. An instance's entry goes when it is removed or migrates
@@ -144,7 +148,7 @@ func New(cfg Config) *Manager {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{cfg: cfg, log: cfg.Logger, now: cfg.Now, nodes: map[string]*Node{},
 		instances: map[string]*instance{}, migrations: map[string]*run{}, byJob: map[string]*run{},
-		byInstance: map[string]*run{}, ended: map[string]*run{}, drawn: map[string]bool{}, ctx: ctx, cancel: cancel, rtsKnown: make(chan struct{})}
+		byInstance: map[string]*run{}, ended: map[string]*run{}, jobs: map[string]int{}, drawn: map[string]bool{}, ctx: ctx, cancel: cancel, rtsKnown: make(chan struct{})}
 	if cfg.RuntimesLater == nil {
 		m.setRuntimes(RuntimeSet{Runtimes: cfg.Runtimes, Default: cfg.DefaultRuntime})
 	} else {
@@ -480,7 +484,7 @@ func (m *Manager) launch(ctx context.Context, req LaunchRequest, o launchOpts) (
 		m.mu.Unlock()
 		return sim.Instance{}, sim.Errorf(sim.EUnavailable, "normsim is shutting down")
 	}
-	m.instances[id] = in
+	m.addLocked(in)
 	m.changedLocked(in)
 	m.publish("instance.state", id, o.migrationID, map[string]any{"from": "", "to": inst.State, "node": inst.Node})
 	m.mu.Unlock()
@@ -513,10 +517,44 @@ func (m *Manager) forget(in *instance) {
 		n.Socket.Unregister(in.JobID, in.ID)
 	}
 	m.mu.Lock()
-	delete(m.instances, in.ID)
+	m.removeLocked(in.ID)
 	m.mu.Unlock()
 	m.journal.deleteInstance(in.ID)
 	m.publish("instance.removed", in.ID, "", nil)
+}
+
+// addLocked holds an instance, and counts it for its job (KnowsJob).
+func (m *Manager) addLocked(in *instance) {
+	if old, ok := m.instances[in.ID]; ok {
+		m.jobs[old.JobID]--
+	}
+	m.instances[in.ID] = in
+	m.jobs[in.JobID]++
+}
+
+// removeLocked lets an instance go. When it was its job's last, the job's
+// output is forgotten: nothing will judge it any more.
+func (m *Manager) removeLocked(id string) {
+	in, ok := m.instances[id]
+	if !ok {
+		return
+	}
+	delete(m.instances, id)
+	delete(m.ended, id)
+	if m.jobs[in.JobID]--; m.jobs[in.JobID] <= 0 {
+		delete(m.jobs, in.JobID)
+		if m.cfg.Sink != nil {
+			m.cfg.Sink.Forget(in.JobID)
+		}
+	}
+}
+
+// KnowsJob reports whether an instance of the job is held: the output
+// sink keeps packets of such jobs only.
+func (m *Manager) KnowsJob(jobID string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.jobs[jobID] > 0
 }
 
 func (m *Manager) snapshot(id string) sim.Instance {
@@ -645,8 +683,7 @@ func (m *Manager) Stop(ctx context.Context, id string) error {
 		return err
 	}
 	m.mu.Lock()
-	delete(m.instances, id)
-	delete(m.ended, id)
+	m.removeLocked(id)
 	m.mu.Unlock()
 	m.journal.deleteInstance(id)
 	m.publish("instance.removed", id, "", nil)

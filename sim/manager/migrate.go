@@ -1196,7 +1196,7 @@ func (r *run) rollback(reason, phase string) {
 			r.m.stopInstance(ctx, in, r.timeouts.StopGrace.D())
 			cancel()
 			r.m.mu.Lock()
-			delete(r.m.instances, tgtID)
+			r.m.removeLocked(tgtID)
 			r.m.mu.Unlock()
 			r.m.journal.deleteInstance(tgtID)
 			r.m.publish("instance.removed", tgtID, r.id, nil)

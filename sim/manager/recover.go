@@ -143,7 +143,7 @@ func (m *Manager) Recover(ctx context.Context) error {
 			}
 		}
 		m.mu.Lock()
-		m.instances[in.ID] = live
+		m.addLocked(live)
 		m.mu.Unlock()
 		if n := m.nodes[in.Node]; n != nil && n.Socket != nil {
 			n.Socket.Register(jobsocket.Registration{JobID: in.JobID, Role: in.ID, Token: in.Token})

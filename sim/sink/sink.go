@@ -17,6 +17,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -40,6 +41,11 @@ type Sink struct {
 	// none); senders maps those addresses to jobs.
 	unreadable map[string][]unreadable
 	senders    map[string]string
+	// accept, when set, says which jobs' packets to keep: the sink is
+	// open to anyone who can reach the port, and must not keep every job
+	// id it hears. refused counts the packets it turned away.
+	accept  atomic.Pointer[func(jobID string) bool]
+	refused atomic.Int64
 }
 
 // unreadable is one datagram the sink could not read.
@@ -119,6 +125,10 @@ func (s *Sink) receive(data []byte, from string, at time.Time) {
 		return
 	}
 	p.At = at
+	if accept := s.accept.Load(); accept != nil && !(*accept)(p.JobID) {
+		s.refused.Add(1) // no live job of that name: nothing would judge it
+		return
+	}
 	s.mu.Lock()
 	if _, ok := s.senders[from]; !ok && len(s.senders) >= maxSenders {
 		clear(s.senders)
@@ -179,6 +189,14 @@ func trim[T any](xs []T, limit int) []T {
 	}
 	return xs
 }
+
+// Accept makes the sink keep packets only of the jobs f accepts (the ones
+// normsim runs); the others are counted (Refused) and dropped. f is
+// called without the sink's lock held.
+func (s *Sink) Accept(f func(jobID string) bool) { s.accept.Store(&f) }
+
+// Refused is how many readable packets named a job Accept refused.
+func (s *Sink) Refused() int64 { return s.refused.Load() }
 
 // Unreadable counts the datagrams received at or after since that could
 // not be read: those from the job's senders and those from senders tied to

@@ -2,6 +2,7 @@ package sink
 
 import (
 	"net"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -81,5 +82,31 @@ func TestSinkCountsWhatItCannotRead(t *testing.T) {
 	}
 	if other := s.Unreadable("j2", start); other == nil || other.FromJob != 0 || other.Unattributed != 1 {
 		t.Errorf("another job sees only the unattributed datagram; got %+v", other)
+	}
+}
+
+// TestSinkKeepsOnlyAcceptedJobs: datagrams naming 10,000 job ids nobody
+// runs are counted and dropped, not kept; a live job's packets are kept,
+// and forgotten with the job.
+func TestSinkKeepsOnlyAcceptedJobs(t *testing.T) {
+	s := New(nil, 0)
+	s.Accept(func(job string) bool { return job == "live" })
+	at := time.Now()
+	for i := range 10000 {
+		s.receive([]byte(`{"job":"stranger-`+strconv.Itoa(i)+`","instance":"x","seq":1}`), "127.0.0.1:9", at)
+	}
+	s.receive([]byte(`{"job":"live","instance":"a","seq":1}`), "127.0.0.1:10", at)
+	if s.Refused() != 10000 {
+		t.Fatalf("refused %d, want 10000", s.Refused())
+	}
+	s.mu.Lock()
+	jobs := len(s.byJob)
+	s.mu.Unlock()
+	if jobs != 1 || len(s.Packets("live", time.Time{})) != 1 {
+		t.Fatalf("the sink holds %d jobs, want only the live one", jobs)
+	}
+	s.Forget("live")
+	if s.Seen("live") {
+		t.Fatal("a forgotten job's packets are still held")
 	}
 }
