@@ -216,6 +216,8 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	// A second normsim started on this store names this one.
+	m.Store.SetHolder(fmt.Sprintf("pid %d, dashboard %s", os.Getpid(), m.URL()))
 	m.recorder = jobsocket.NewRecorder(m.Store, jobsocket.DefaultRecorderLimits, m.log)
 
 	noSocket := map[string]bool{}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -280,5 +281,30 @@ func TestBrokenTemplateNextToGoodOnes(t *testing.T) {
 	}
 	if code, body := post(`{"template":"counter","node":"a","params":{"RATE":"fast"},"runtime":"external"}`); code != 422 || !strings.Contains(body, "RATE") {
 		t.Fatalf("bad param: %d %s", code, body)
+	}
+}
+
+// TestSecondNormsimOnAStoreIsRefused: a second normsim started on the
+// store of a running one refuses to start, naming the first (its pid and
+// dashboard), and leaves the first one's instance alone.
+func TestSecondNormsimOnAStoreIsRefused(t *testing.T) {
+	opts := testOptions(t)
+	opts.DB = filepath.Join(t.TempDir(), "normsim.db")
+	opts.Runtime = sim.RuntimeExternal
+	first := openApp(t, opts)
+	var in sim.Instance
+	if code := postJSON(t, first.URL()+"/api/v1/instances", `{"template":"counter","node":"a","runtime":"external"}`, &in); code != http.StatusCreated {
+		t.Fatalf("launch: %d", code)
+	}
+	second := app.New(opts)
+	err := second.Open(context.Background())
+	second.Close()
+	want := fmt.Sprintf("in use by another normsim (pid %d, dashboard %s)", os.Getpid(), first.URL())
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("second normsim on the store: %v, want it refused saying %q", err, want)
+	}
+	var after sim.Instance
+	if code := getJSON(t, first.URL()+"/api/v1/instances/"+in.ID, &after); code != http.StatusOK || after.State == sim.InstanceFailed {
+		t.Fatalf("the first normsim's instance after the second tried: %d %+v", code, after)
 	}
 }

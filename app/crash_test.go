@@ -30,12 +30,13 @@ type storeRecords struct {
 	Frames     int
 }
 
-// readStore opens the store file the way normsim does (a killed normsim
-// leaves it for the next start exactly like this) and reads everything.
+// readStore opens the store file as it is (a killed normsim leaves it for
+// the next start exactly like this; the next one may be running on it
+// already) and reads everything.
 func readStore(t *testing.T, path string) storeRecords {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, path)
+	st, err := sqlite.OpenToRead(ctx, path)
 	if err != nil {
 		t.Fatalf("the store does not open after the kill: %v", err)
 	}

@@ -32,6 +32,8 @@ type Store struct {
 	db    *sql.DB
 	path  string
 	owner string
+	// lock is held on a store file while it is open; nil in memory.
+	lock *storeLock
 
 	// schemaDone is closed once the schema is built; schemaErr says why it
 	// could not be (an in-memory store's is built in the background).
@@ -116,13 +118,40 @@ var _ sim.Store = (*Store)(nil)
 // pool). Building it is most of what opening costs (about 2 ms), and
 // `normsim up --db :memory:` need not wait for it to be ready.
 func Open(ctx context.Context, path string) (*Store, error) {
+	if path == Memory {
+		return openDB(ctx, path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("create store directory: %w", err)
+	}
+	lock, err := acquireLock(path)
+	if err != nil {
+		return nil, err
+	}
+	s, err := openDB(ctx, path)
+	if err != nil {
+		lock.release()
+		return nil, err
+	}
+	s.lock = lock
+	return s, nil
+}
+
+// OpenToRead opens a store file without taking its lock, to read what it
+// holds while a normsim may be running on it (its writes go on; WAL lets
+// readers in). Nothing must be written through it.
+func OpenToRead(ctx context.Context, path string) (*Store, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	return openDB(ctx, path)
+}
+
+func openDB(ctx context.Context, path string) (*Store, error) {
 	var dsn string
 	if path == Memory {
 		dsn = "file::memory:?_pragma=foreign_keys(1)"
 	} else {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return nil, fmt.Errorf("create store directory: %w", err)
-		}
 		dsn = "file:" + path + "?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)"
 	}
 	db, err := sql.Open("sqlite", dsn)
@@ -247,7 +276,9 @@ func (s *Store) Close() error {
 			st.Close()
 		}
 	}
-	return errors.Join(s.schemaErr, s.db.Close())
+	err := errors.Join(s.schemaErr, s.db.Close())
+	s.lock.release()
+	return err
 }
 
 // migrate applies the embedded migrations not yet applied, in name order,

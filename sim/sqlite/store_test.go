@@ -97,7 +97,7 @@ func TestNotFoundCarriesCode(t *testing.T) {
 
 func TestFileStoreUsesWAL(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "n.db")
-	MustOpen(t, path)
+	MustOpen(t, path).Close()
 	s := MustOpen(t, path) // reopening must not re-apply migrations
 	mode, err := sqlite.JournalMode(context.Background(), s)
 	if err != nil {

@@ -1,0 +1,59 @@
+package sqlite
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// TestSecondOpenOfAStoreIsRefused: while one normsim has a store open, a
+// second Open of the same file is refused naming the first; once the
+// first closes, it opens.
+func TestSecondOpenOfAStoreIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "normsim.db")
+	first := open(t, path)
+	first.SetHolder("pid 4242, dashboard http://127.0.0.1:7788")
+	_, err := Open(context.Background(), path)
+	if sim.ErrorCode(err) != sim.EConflict || !strings.Contains(err.Error(), "in use by another normsim (pid 4242, dashboard http://127.0.0.1:7788)") {
+		t.Fatalf("second open: %v", err)
+	}
+	first.Close()
+	open(t, path) // free again
+}
+
+// TestLockOfAKilledHolderIsReleased: a process holding a store's lock that
+// is SIGKILLed leaves nothing stuck.
+func TestLockOfAKilledHolderIsReleased(t *testing.T) {
+	if os.Getenv("NORMSIM_LOCK_HOLDER") != "" {
+		if _, err := acquireLock(os.Getenv("NORMSIM_LOCK_HOLDER")); err != nil {
+			os.Exit(3)
+		}
+		os.Stdout.WriteString("locked\n")
+		time.Sleep(time.Minute)
+		return
+	}
+	path := filepath.Join(t.TempDir(), "normsim.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLockOfAKilledHolderIsReleased$")
+	cmd.Env = append(os.Environ(), "NORMSIM_LOCK_HOLDER="+path)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 7)
+	if _, err := out.Read(buf); err != nil || string(buf) != "locked\n" {
+		t.Fatalf("holder did not lock: %q %v", buf, err)
+	}
+	if _, err := Open(context.Background(), path); err == nil || !strings.Contains(err.Error(), "pid "+strconv.Itoa(cmd.Process.Pid)) {
+		t.Fatalf("open while held: %v", err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	open(t, path)
+}
