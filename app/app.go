@@ -120,6 +120,10 @@ type Main struct {
 	ready          chan struct{}
 	wg             sync.WaitGroup
 	closeOne       sync.Once
+	// hurry is the parent of the context Close gives the runtimes:
+	// Hurry cancels it, and what they still wait for is killed at once.
+	hurry       context.Context
+	cancelHurry context.CancelFunc
 }
 
 // New returns a simulator with opts; Open starts it.
@@ -133,8 +137,15 @@ func New(opts Options) *Main {
 	if len(opts.Nodes) == 0 {
 		opts.Nodes = []string{"a", "b"}
 	}
-	return &Main{Opts: opts, log: opts.Logger, Listeners: map[string]*jobsocket.Listener{}, ready: make(chan struct{})}
+	hurry, cancelHurry := context.WithCancel(context.Background())
+	return &Main{Opts: opts, log: opts.Logger, Listeners: map[string]*jobsocket.Listener{}, ready: make(chan struct{}),
+		hurry: hurry, cancelHurry: cancelHurry}
 }
+
+// Hurry makes a Close in progress (or the next one) stop waiting for jobs
+// to end on their own: what is still running is killed and removed now
+// (a second Ctrl-C).
+func (m *Main) Hurry() { m.cancelHurry() }
 
 // PortInUseError names the port and the flag that chose it.
 type PortInUseError struct {
@@ -457,7 +468,7 @@ func (m *Main) Close() error {
 			wg.Add(1)
 			go func(rt sim.Runtime) {
 				defer wg.Done()
-				rctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+				rctx, cancel := context.WithTimeout(m.hurry, 15*time.Second)
 				defer cancel()
 				rt.Close(rctx, m.Opts.Keep)
 			}(rt)

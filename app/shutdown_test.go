@@ -210,3 +210,57 @@ func waitLine(t *testing.T, out *lockedBuffer, re *regexp.Regexp) string {
 	t.Fatalf("no line matching %s in:\n%s", re, out)
 	return ""
 }
+
+// TestSecondInterruptQuitsAtOnce: the first Ctrl-C starts a graceful stop
+// that waits for a job ignoring SIGTERM; the second one kills it and
+// quits, saying so, and leaves none of the job's processes.
+func TestSecondInterruptQuitsAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds normsim and runs host processes")
+	}
+	root, _ := filepath.Abs("..")
+	bin, err := bench.Build(context.Background(), root, ".", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
+	cmd := exec.Command(bin, "up", "--db", ":memory:", "--addr", addr, "--socket-port", "0", "--runtime", sim.RuntimeProcess,
+		"--templates", filepath.Join(root, "app", "testdata", "templates"))
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+	base := "http://" + addr
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := bench.WaitReady(ctx, base+"/readyz"); err != nil {
+		t.Fatalf("not ready: %v\n%s", err, out)
+	}
+	var in sim.Instance
+	mustPostJSON(t, base+"/api/v1/instances", sim.LaunchRequest{Template: "stubborn", Node: "a"}, &in)
+	for deadline := time.Now().Add(30 * time.Second); in.State != sim.InstanceRunning; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("stubborn never ran: %+v", in)
+		}
+		mustGetJSON(t, base+"/api/v1/instances/"+in.ID, &in)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	for !strings.Contains(out.String(), "Stopping normsim") {
+		time.Sleep(10 * time.Millisecond)
+	}
+	took := signalAndTime(t, cmd, exited, syscall.SIGINT)
+	t.Logf("exited %s after the second Ctrl-C", took.Round(time.Millisecond))
+	if !strings.Contains(out.String(), "second interrupt: killing what is still running and quitting") {
+		t.Fatalf("the second Ctrl-C was not acted on:\n%s", out)
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("exit code %d after a second Ctrl-C, want 130", code)
+	}
+	if left := processesOf(map[string]bool{in.JobID: true}); len(left) > 0 {
+		t.Fatalf("processes of the job left running: %v", left)
+	}
+}

@@ -133,6 +133,7 @@ wrong, and nothing ran.`,
 			opts.Version = Version
 			m := app.New(opts)
 			defer m.Close()
+			onHurry(cmd.Context(), m.Hurry)
 			if err := m.Open(cmd.Context()); err != nil {
 				return &ExitError{Code: ciExitFailed, Err: fmt.Errorf("ci: start the simulator: %w", err)}
 			}

@@ -12,7 +12,10 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -50,13 +53,16 @@ func usageErr(format string, args ...any) error {
 
 // Main runs the command line and returns the process exit code.
 func Main(args []string, env Env) int {
-	ctx, stop := signalContext()
+	ctx, stop, hurried := signalContext(env.Stderr)
 	defer stop()
 	root := NewRoot(env)
 	root.SetArgs(args)
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
 	err := root.ExecuteContext(ctx)
+	if hurried() {
+		return 130 // interrupted twice: not a clean end, whatever the command said
+	}
 	if err == nil {
 		return 0
 	}
@@ -83,27 +89,82 @@ func Main(args []string, env Env) int {
 	return 1
 }
 
-// signalContext is cancelled by the first Ctrl-C (or SIGTERM); a second one
-// quits at once.
-func signalContext() (context.Context, func()) {
-	ctx, cancel := context.WithCancel(context.Background())
+// hurryKey is the context key of the command's hurry hook (onHurry).
+type hurryKey struct{}
+
+// onHurry registers what a second Ctrl-C (or SIGTERM) does before normsim
+// quits: kill and remove what is still running, within a short bound.
+func onHurry(ctx context.Context, f func()) {
+	if h, ok := ctx.Value(hurryKey{}).(*hurryHook); ok {
+		h.set(f)
+	}
+}
+
+type hurryHook struct {
+	mu    sync.Mutex
+	f     func()
+	fired atomic.Bool
+}
+
+func (h *hurryHook) set(f func()) { h.mu.Lock(); h.f = f; h.mu.Unlock() }
+
+func (h *hurryHook) run() {
+	h.fired.Store(true)
+	h.mu.Lock()
+	f := h.f
+	h.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// hurryBound is how long a second interrupt lets normsim kill and remove
+// what it runs before it quits regardless.
+const hurryBound = 3 * time.Second
+
+// signalContext is cancelled by the first Ctrl-C (or SIGTERM), for a
+// graceful shutdown; a second one runs the hurry hook (onHurry) and quits
+// once the command returns, within hurryBound. stop ends the watch;
+// hurried reports whether the second signal came.
+func signalContext(stderr io.Writer) (ctx context.Context, stop func(), hurried func() bool) {
+	hook := &hurryHook{}
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), hurryKey{}, hook))
+	hurried = hook.fired.Load
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
 	go func() {
 		select {
 		case <-ch:
 			cancel()
-		case <-ctx.Done():
+		case <-done:
 			return
 		}
+		// The context is cancelled now: only the next signal, or the
+		// command's end, ends this wait.
 		select {
 		case <-ch:
-			fmt.Fprintln(os.Stderr, "\nnormsim: second interrupt, quitting now")
-			os.Exit(130)
-		case <-ctx.Done():
+		case <-done:
+			return
 		}
+		fmt.Fprintln(stderr, "\nnormsim: second interrupt: killing what is still running and quitting")
+		hook.run()
+		select {
+		case <-done:
+		case <-time.After(hurryBound):
+			fmt.Fprintln(stderr, "normsim: quitting now; something may be left running (the next normsim on this store cleans it up)")
+		}
+		os.Exit(130)
 	}()
-	return ctx, func() { signal.Stop(ch); cancel() }
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			signal.Stop(ch)
+			cancel()
+			close(done)
+		})
+	}
+	return ctx, stop, hurried
 }
 
 // NewRoot builds the command tree.

@@ -48,6 +48,7 @@ a second Ctrl-C quits at once.`,
 			opts.Runtimes = app.DefaultRuntimes()
 			m := app.New(opts)
 			defer m.Close()
+			onHurry(cmd.Context(), m.Hurry)
 			if err := m.Run(cmd.Context(), cmd.OutOrStdout()); err != nil {
 				var pe *app.PortInUseError
 				if errors.As(err, &pe) {

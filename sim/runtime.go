@@ -26,7 +26,9 @@ type Runtime interface {
 	// writing until ctx ends.
 	Logs(ctx context.Context, instanceID string, follow bool, w io.Writer) error
 	// Close releases the runtime; with keep false it removes whatever it
-	// still runs.
+	// still runs, giving each service a stop grace that ctx's deadline
+	// shortens. Once ctx is done, what still runs is killed and removed
+	// at once rather than left behind.
 	Close(ctx context.Context, keep bool) error
 }
 
