@@ -93,6 +93,7 @@ func (m *Manager) Recover(ctx context.Context) error {
 	}
 	for _, in := range stored {
 		if in.State.Terminal() {
+			m.holdEnded(in)
 			continue
 		}
 		in.Connected = false
@@ -132,6 +133,7 @@ func (m *Manager) Recover(ctx context.Context) error {
 			return err
 		}
 		if in.State.Terminal() {
+			m.holdEnded(in) // listed with the reason recovery gave
 			continue
 		}
 		// Adopted: back under management, its socket registered again with
@@ -153,12 +155,23 @@ func (m *Manager) Recover(ctx context.Context) error {
 	// (unknown to the store, or recorded as ended) is removed.
 	for name, l := range leftovers {
 		for id := range l {
-			if _, err := m.Instance(ctx, id); err != nil {
+			if in, err := m.Instance(ctx, id); err != nil || in.State.Terminal() {
 				m.runtimes().Runtimes[name].(Adopter).RemoveInstance(ctx, id)
 			}
 		}
 	}
 	return nil
+}
+
+// holdEnded lists an instance that has ended (stopped, or failed, by
+// recovery too) as it was before the restart: with its state and reason,
+// until it is removed. Nothing of it runs.
+func (m *Manager) holdEnded(in *sim.Instance) {
+	in.Connected = false
+	ended := &instance{Instance: *in, changed: make(chan struct{}), healthy: map[string]bool{}, stopped: true}
+	m.mu.Lock()
+	m.addLocked(ended)
+	m.mu.Unlock()
 }
 
 // recordedProcesses is the host processes an instance's RuntimeRef holds:

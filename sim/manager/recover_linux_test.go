@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -71,5 +72,15 @@ func TestRecoverStopsHostProcesses(t *testing.T) {
 	in, err := store.GetInstance(ctx, starting)
 	if err != nil || in.State != sim.InstanceFailed {
 		t.Fatalf("the starting instance after recovery: %+v, %v", in, err)
+	}
+	// What recovery decided is visible, not only in the store: the failed
+	// instance with its reason, the ended one as it was.
+	got, err := m.Instance(ctx, starting)
+	if err != nil || got.State != sim.InstanceFailed || !strings.Contains(got.Error, "host processes cannot be adopted") {
+		t.Fatalf("the API's view of the instance recovery failed: %+v, %v", got, err)
+	}
+	list, _ := m.Instances(ctx)
+	if len(list) != 2 {
+		t.Fatalf("listed after recovery: %+v, want the failed and the stopped instance", list)
 	}
 }
