@@ -22,4 +22,9 @@ const (
 const (
 	EnvInstance = "NORMSIM_INSTANCE"
 	EnvJob      = "NORMSIM_JOB"
+	// EnvOwner is the store's owner label (LabelOwner): a restart only
+	// touches host processes that carry its own store's owner beside their
+	// instance ID, never those of another normsim whose instance IDs
+	// happen to match.
+	EnvOwner = "NORMSIM_OWNER"
 )

@@ -449,6 +449,9 @@ func (m *Manager) launch(ctx context.Context, req LaunchRequest, o launchOpts) (
 		env = m.cfg.OutputEnv(rt.Name())
 	}
 	env = mergeEnv(env, map[string]string{sim.EnvInstance: id, sim.EnvJob: jobID})
+	if m.cfg.Owner != "" {
+		env[sim.EnvOwner] = m.cfg.Owner
+	}
 	spec, err := m.cfg.Catalog.Launch(tmpl.Name, sim.LaunchInput{Instance: &inst, Node: node.Node, Runtime: rt.Name(),
 		StudioAccess: m.cfg.StudioAccess, Env: env})
 	if err != nil {

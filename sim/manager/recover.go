@@ -88,7 +88,7 @@ func (m *Manager) Recover(ctx context.Context) error {
 			hostProcs[in.ID] = recordedProcesses(in.RuntimeRef)
 		}
 	}
-	if n := process.StopLeftovers(hostProcs); n > 0 {
+	if n := process.StopLeftovers(m.cfg.Owner, hostProcs); n > 0 {
 		m.log.Info("stopped host processes an earlier run left", "groups", n)
 	}
 	for _, in := range stored {

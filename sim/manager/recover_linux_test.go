@@ -34,7 +34,10 @@ func TestRecoverStopsHostProcesses(t *testing.T) {
 	}
 	suffix := strconv.Itoa(os.Getpid())
 	starting, ended := "counter-s"+suffix, "counter-e"+suffix
-	lost := sleep(sim.EnvInstance + "=" + starting)
+	const owner = "0123456789abcdef"
+	lost := sleep(sim.EnvInstance+"="+starting, sim.EnvOwner+"="+owner)
+	// Another store's process whose instance ID happens to match.
+	stranger := sleep(sim.EnvInstance+"="+starting, sim.EnvOwner+"=fedcba9876543210")
 	reused := sleep() // holds the pid the ended instance recorded
 	now := time.Now()
 	for _, in := range []*sim.Instance{
@@ -48,7 +51,7 @@ func TestRecoverStopsHostProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}}, Store: store, Catalog: template.NewCatalog()})
+	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}}, Store: store, Catalog: template.NewCatalog(), Owner: owner})
 	defer m.Close()
 	if err := m.Recover(ctx); err != nil {
 		t.Fatal(err)
@@ -64,10 +67,11 @@ func TestRecoverStopsHostProcesses(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the process whose pid never reached the store is still running")
 	}
-	// Killed, it would be a zombie (unreaped), which signal 0 still finds.
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(reused.Process.Pid) + "/stat")
-	if i := bytes.LastIndexByte(stat, ')'); err != nil || i < 0 || len(stat) < i+3 || stat[i+2] == 'Z' {
-		t.Fatalf("the pid an ended instance recorded was killed (stat %q, %v)", stat, err)
+	if !runningPid(reused.Process.Pid) {
+		t.Fatal("the pid an ended instance recorded was killed")
+	}
+	if !runningPid(stranger.Process.Pid) {
+		t.Fatal("recovery killed another store's process whose instance ID matched")
 	}
 	in, err := store.GetInstance(ctx, starting)
 	if err != nil || in.State != sim.InstanceFailed {
@@ -83,4 +87,12 @@ func TestRecoverStopsHostProcesses(t *testing.T) {
 	if len(list) != 2 {
 		t.Fatalf("listed after recovery: %+v, want the failed and the stopped instance", list)
 	}
+}
+
+// runningPid reports whether pid runs: killed, a child of the test would be
+// a zombie (unreaped), which signal 0 still finds.
+func runningPid(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	i := bytes.LastIndexByte(stat, ')')
+	return err == nil && i >= 0 && len(stat) >= i+3 && stat[i+2] != 'Z'
 }

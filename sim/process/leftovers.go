@@ -21,9 +21,11 @@ type Recorded struct {
 // than recorded is someone else's now and is left alone. A SIGKILLed
 // normsim can die between starting a process and recording it, so on Linux
 // it also finds processes by the instance ID in their environment
-// (sim.EnvInstance, which their children inherit too). It returns how many
-// process groups it signalled.
-func StopLeftovers(recorded map[string][]Recorded) int {
+// (sim.EnvInstance, which their children inherit too) together with owner
+// (sim.EnvOwner, the store's owner label): another normsim's processes
+// never match, whatever their instance IDs. It returns how many process
+// groups it signalled.
+func StopLeftovers(owner string, recorded map[string][]Recorded) int {
 	groups := map[int]bool{}
 	for _, procs := range recorded {
 		for _, p := range procs {
@@ -32,7 +34,7 @@ func StopLeftovers(recorded map[string][]Recorded) int {
 			}
 		}
 	}
-	for _, pgid := range taggedGroups(sim.EnvInstance, slices.Collect(maps.Keys(recorded))) {
+	for _, pgid := range taggedGroups(sim.EnvInstance, slices.Collect(maps.Keys(recorded)), sim.EnvOwner+"="+owner) {
 		groups[pgid] = true
 	}
 	delete(groups, ownGroup()) // neither a reused pid nor a tag normsim inherited may take it down

@@ -190,9 +190,9 @@ func statFields(b []byte) ([][]byte, bool) {
 }
 
 // taggedGroups is the process groups of the processes whose environment
-// holds key=v for one of values. A process that cannot be read (another
-// user's, or gone) is not ours to find.
-func taggedGroups(key string, values []string) []int {
+// holds key=v for one of values, and also the entry also. A process that
+// cannot be read (another user's, or gone) is not ours to find.
+func taggedGroups(key string, values []string, also string) []int {
 	if len(values) == 0 {
 		return nil
 	}
@@ -203,7 +203,7 @@ func taggedGroups(key string, values []string) []int {
 	var groups []int
 	eachProc(func(pid string) bool {
 		env, err := os.ReadFile("/proc/" + pid + "/environ")
-		if err != nil || !environHas(env, want) {
+		if err != nil || !environHas(env, want) || !environHas(env, map[string]bool{also: true}) {
 			return true
 		}
 		if f, ok := procStat(pid); ok && len(f) >= 3 {

@@ -122,9 +122,13 @@ func TestStopLeftovers(t *testing.T) {
 		return pid, pidfd
 	}
 	suffix := strconv.Itoa(os.Getpid())
-	unrecorded, unrecordedFD := start(sim.EnvInstance + "=lost-" + suffix)
+	const owner = "0123456789abcdef"
+	mine := sim.EnvOwner + "=" + owner
+	unrecorded, unrecordedFD := start(sim.EnvInstance+"=lost-"+suffix, mine)
 	recorded, recordedFD := start()
-	other, _ := start(sim.EnvInstance + "=other-" + suffix)
+	other, _ := start(sim.EnvInstance+"=other-"+suffix, mine)
+	// Another store's process with the same instance ID is not ours.
+	stranger, _ := start(sim.EnvInstance+"=lost-"+suffix, sim.EnvOwner+"=fedcba9876543210")
 
 	// A recorded pid that is now normsim's own group (reused) is spared:
 	// a helper's group stands in for normsim's.
@@ -138,7 +142,7 @@ func TestStopLeftovers(t *testing.T) {
 	if startMark(recorded) == "" {
 		t.Fatalf("no start mark for pid %d", recorded)
 	}
-	n := StopLeftovers(map[string][]Recorded{"lost-" + suffix: nil, "kept-" + suffix: {
+	n := StopLeftovers(owner, map[string][]Recorded{"lost-" + suffix: nil, "kept-" + suffix: {
 		{Pid: recorded, Started: startMark(recorded)}, {Pid: own}, {Pid: reused, Started: startMark(reused) + "0"},
 	}})
 	if n != 2 {
@@ -157,6 +161,9 @@ func TestStopLeftovers(t *testing.T) {
 	}
 	if !alive(other) {
 		t.Error("another instance's process was killed")
+	}
+	if !alive(stranger) {
+		t.Error("another store's process with a matching instance ID was killed")
 	}
 	if !alive(own) {
 		t.Error("normsim's own process group was killed")

@@ -27,7 +27,7 @@ func waitExit(context.Context, int, int, func()) (exitInfo, bool) { return exitI
 
 func groupStopped(int) bool { return true }
 
-func taggedGroups(string, []string) []int { return nil }
+func taggedGroups(string, []string, string) []int { return nil }
 
 func anyInGroup(int) bool { return false }
 

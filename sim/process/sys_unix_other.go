@@ -28,7 +28,7 @@ func groupStopped(int) bool { return true }
 
 // taggedGroups finds nothing: without /proc no other process's environment
 // can be read, so only recorded pids are stopped.
-func taggedGroups(string, []string) []int { return nil }
+func taggedGroups(string, []string, string) []int { return nil }
 
 // startMark is "": without /proc a process's start time is not at hand.
 func startMark(int) string { return "" }
