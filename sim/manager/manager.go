@@ -445,6 +445,9 @@ func (m *Manager) launch(ctx context.Context, req LaunchRequest, o launchOpts) (
 		env = m.cfg.OutputEnv(rt.Name())
 	}
 	env = mergeEnv(env, map[string]string{sim.EnvInstance: id, sim.EnvJob: jobID})
+	if node.Address != "" {
+		env[sim.EnvNodeAddr] = node.Address
+	}
 	spec, err := m.cfg.Catalog.Launch(tmpl.Name, sim.LaunchInput{Instance: &inst, Node: node.Node, Runtime: rt.Name(),
 		StudioAccess: m.cfg.StudioAccess, Env: env})
 	if err != nil {
@@ -462,6 +465,7 @@ func (m *Manager) launch(ctx context.Context, req LaunchRequest, o launchOpts) (
 	for _, s := range spec.Services {
 		inst.Env[s.Name] = s.Env
 	}
+	inst.Published = publishedBy(rt.Name(), spec)
 	if len(spec.AllocatedPorts) > 0 {
 		inst.Ports = map[string]int{}
 		for p, ap := range spec.AllocatedPorts {
@@ -507,6 +511,43 @@ func (m *Manager) launch(ctx context.Context, req LaunchRequest, o launchOpts) (
 	return m.snapshot(id), nil
 }
 
+// publishedBy is what an instance of the runtime publishes on the host:
+// only containers publish ports; a host process binds what it binds itself.
+func publishedBy(runtime string, spec *sim.LaunchSpec) []sim.PublishedPort {
+	if runtime != sim.RuntimeDocker || spec == nil {
+		return nil
+	}
+	return spec.PublishedPorts()
+}
+
+// explainPortInUse adds to an engine's bare "port is already allocated" (or
+// a bind's "address already in use") why and what to do: migrations whose
+// source holds the port are refused before they start, so what holds it is
+// something else on this host.
+func explainPortInUse(err error, published []sim.PublishedPort) error {
+	if err == nil || len(published) == 0 {
+		return err
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "port is already allocated") && !strings.Contains(msg, "address already in use") {
+		return err
+	}
+	var ports []string
+	for _, p := range published {
+		if p.HostPort != 0 {
+			ports = append(ports, p.String())
+		}
+	}
+	// The message keeps the runtime's code; a bare engine error has none.
+	code := sim.ErrorCode(err)
+	if code == sim.EInternal {
+		code = sim.EConflict
+	}
+	return sim.Errorf(code, "%s: one of the host ports it publishes (%s) is held by something else on this host "+
+		"(another instance: normsim ps lists what each publishes; or a program outside normsim: ss -ltnup or lsof -i shows it); "+
+		"free it, or change the port in the template", describe(err), strings.Join(ports, ", "))
+}
+
 // forget drops an instance that never got going.
 func (m *Manager) forget(in *instance) {
 	if n := m.nodes[in.Node]; n != nil && n.Socket != nil {
@@ -547,7 +588,7 @@ func (m *Manager) start(ctx context.Context, in *instance, rt sim.Runtime) error
 		// store before they exist, so a restart can find them by its ID.
 		m.journal.Flush()
 	}
-	err := rt.Start(ctx, in.ID)
+	err := explainPortInUse(rt.Start(ctx, in.ID), in.Published)
 	pids := false
 	defer func() {
 		// Host processes outlive a killed normsim: their pids are in the

@@ -140,6 +140,7 @@ func (m *Manager) Recover(ctx context.Context) error {
 		if tmpl, err := m.cfg.Catalog.Get(in.Template); err == nil && tmpl.Valid {
 			if spec, err := m.cfg.Catalog.Launch(in.Template, sim.LaunchInput{Instance: in, Node: m.nodes[in.Node].Node, Runtime: in.Runtime}); err == nil {
 				live.spec = spec
+				live.Published = publishedBy(in.Runtime, spec)
 			}
 		}
 		m.mu.Lock()
