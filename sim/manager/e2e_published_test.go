@@ -161,3 +161,19 @@ func mustAtoi(t *testing.T, s string) int {
 	}
 	return n
 }
+
+// TestJobsGetTheirNodeAddress: every instance learns its node's address
+// (a host process cannot be moved to it, but can bind or advertise it), and
+// an instance whose runtime publishes nothing lists nothing.
+func TestJobsGetTheirNodeAddress(t *testing.T) {
+	s := startSim(t, normsimtest.Options{Runtime: sim.RuntimeExternal})
+	for node, want := range map[string]string{"a": "127.0.1.1", "b": "127.0.1.2"} {
+		in := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: node})
+		if got := in.Env["counter"][sim.EnvNodeAddr]; got != want {
+			t.Errorf("node %s: %s=%q, want %q", node, sim.EnvNodeAddr, got, want)
+		}
+		if len(in.Published) != 0 {
+			t.Errorf("external instance publishes %+v", in.Published)
+		}
+	}
+}
