@@ -98,11 +98,13 @@ func TestDockerFixedPortMigratesBetweenNodeAddresses(t *testing.T) {
 			cli := testenv.RequireDocker(t)
 			port := strconv.Itoa(testenv.FreePort(t))
 			in := s.Launch(t, sim.LaunchRequest{Template: "published-" + string(strategy), Node: "a", Params: map[string]string{"PUBLISH_PORT": port}})
-			in = s.WaitConnected(t, in.ID)
-			wantA := []sim.PublishedPort{{Service: "counter", ContainerPort: 1935, Protocol: "tcp", HostIP: "127.0.1.1", HostPort: mustAtoi(t, port)}}
-			if !slices.Equal(in.Published, wantA) {
-				t.Fatalf("source publishes %+v, want %+v", in.Published, wantA)
-			}
+			// The engine's picks are read back just after the start, which
+			// the job's hello may overtake.
+			in = s.WaitInstance(t, in.ID, time.Minute, "connected with its ports read back", func(in sim.Instance) bool {
+				return in.State == sim.InstanceRunning && in.Connected &&
+					!slices.ContainsFunc(in.Published, func(p sim.PublishedPort) bool { return p.HostPort == 0 })
+			})
+			requirePublished(t, in, strategy, "127.0.1.1", mustAtoi(t, port))
 			w := watchBindings(t, cli, in.JobID)
 			m := s.MigrateAndWait(t, in.ID, sim.MigrateRequest{To: "b", Strategy: string(strategy)})
 			normsimtest.RequireCompleted(t, m)
@@ -110,10 +112,7 @@ func TestDockerFixedPortMigratesBetweenNodeAddresses(t *testing.T) {
 			if seen := w.seen(); !slices.Contains(seen, want) {
 				t.Fatalf("bindings while both ran: %q, want %q\n%s", seen, want, normsimtest.Timeline(m))
 			}
-			tgt := s.Instance(t, m.Target.Instance)
-			if len(tgt.Published) != 1 || tgt.Published[0].HostIP != "127.0.1.2" || tgt.Published[0].HostPort != wantA[0].HostPort {
-				t.Fatalf("target publishes %+v, want 127.0.1.2:%s", tgt.Published, port)
-			}
+			requirePublished(t, s.Instance(t, m.Target.Instance), strategy, "127.0.1.2", mustAtoi(t, port))
 			requireNoContainers(t, in.ID)
 		})
 	}
@@ -151,6 +150,24 @@ func TestDockerFixedPortOnSharedAddressIsRefused(t *testing.T) {
 	}
 	m := s.MigrateAndWait(t, in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.StopThenStart)})
 	normsimtest.RequireCompleted(t, m)
+}
+
+// requirePublished checks what the API says an instance publishes: the
+// fixed port 1935 on the node's address, and for the handover template
+// 1936 on a port the engine picked, read back from the engine.
+func requirePublished(t *testing.T, in sim.Instance, strategy sim.Strategy, addr string, port int) {
+	t.Helper()
+	want := []sim.PublishedPort{{Service: "counter", ContainerPort: 1935, Protocol: "tcp", HostIP: addr, HostPort: port}}
+	if strategy == sim.Handover {
+		i := slices.IndexFunc(in.Published, func(p sim.PublishedPort) bool { return p.ContainerPort == 1936 })
+		if i < 0 || in.Published[i].HostPort == 0 {
+			t.Fatalf("%s publishes %+v: want 1936 on the host port the engine picked", in.ID, in.Published)
+		}
+		want = append(want, sim.PublishedPort{Service: "counter", ContainerPort: 1936, Protocol: "tcp", HostIP: addr, HostPort: in.Published[i].HostPort})
+	}
+	if !slices.Equal(in.Published, want) {
+		t.Fatalf("%s publishes %+v, want %+v", in.ID, in.Published, want)
+	}
 }
 
 func mustAtoi(t *testing.T, s string) int {

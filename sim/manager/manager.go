@@ -520,6 +520,21 @@ func publishedBy(runtime string, spec *sim.LaunchSpec) []sim.PublishedPort {
 	return spec.PublishedPorts()
 }
 
+// boundPorts asks a runtime that can tell which host ports a started
+// instance really bound, when the launch left some to the engine (host
+// port 0); nil keeps what the launch spec says.
+func boundPorts(ctx context.Context, rt sim.Runtime, id string, published []sim.PublishedPort) []sim.PublishedPort {
+	pr, ok := rt.(sim.PortReporter)
+	if !ok || !slices.ContainsFunc(published, func(p sim.PublishedPort) bool { return p.HostPort == 0 }) {
+		return nil
+	}
+	bound, err := pr.PublishedPorts(ctx, id)
+	if err != nil || len(bound) == 0 {
+		return nil
+	}
+	return bound
+}
+
 // explainPortInUse adds to an engine's bare "port is already allocated" (or
 // a bind's "address already in use") why and what to do: migrations whose
 // source holds the port are refused before they start, so what holds it is
@@ -588,7 +603,12 @@ func (m *Manager) start(ctx context.Context, in *instance, rt sim.Runtime) error
 		// store before they exist, so a restart can find them by its ID.
 		m.journal.Flush()
 	}
-	err := explainPortInUse(rt.Start(ctx, in.ID), in.Published)
+	err := rt.Start(ctx, in.ID)
+	var bound []sim.PublishedPort
+	if err == nil {
+		bound = boundPorts(ctx, rt, in.ID, in.Published)
+	}
+	err = explainPortInUse(err, in.Published)
 	pids := false
 	defer func() {
 		// Host processes outlive a killed normsim: their pids are in the
@@ -602,6 +622,9 @@ func (m *Manager) start(ctx context.Context, in *instance, rt sim.Runtime) error
 	if err != nil {
 		m.setStateLocked(in, sim.InstanceFailed, "start: "+describe(err))
 		return err
+	}
+	if bound != nil {
+		in.Published = bound
 	}
 	if hp, ok := rt.(HostProcessRunner); ok {
 		if in.RuntimeRef == nil {
