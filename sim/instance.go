@@ -74,7 +74,8 @@ type Instance struct {
 	Ports map[string]int `json:"ports,omitempty"`
 	// Published is every port the instance publishes on the host, with the
 	// address it really binds (its node's address; see Node.PublishHostIP).
-	// Empty for runtimes that publish nothing (host processes, external).
+	// Empty for runtimes that publish nothing (host processes, external)
+	// and once the instance is stopped.
 	Published []PublishedPort `json:"published,omitempty"`
 	Connected bool            `json:"connected"`
 	// Healthy is true once every service with a healthcheck reported healthy.

@@ -113,6 +113,9 @@ func TestDockerFixedPortMigratesBetweenNodeAddresses(t *testing.T) {
 				t.Fatalf("bindings while both ran: %q, want %q\n%s", seen, want, normsimtest.Timeline(m))
 			}
 			requirePublished(t, s.Instance(t, m.Target.Instance), strategy, "127.0.1.2", mustAtoi(t, port))
+			if src := s.Instance(t, in.ID); src.State != sim.InstanceStopped || len(src.Published) != 0 {
+				t.Errorf("the stopped source shows %s and publishes %+v", src.State, src.Published)
+			}
 			requireNoContainers(t, in.ID)
 		})
 	}

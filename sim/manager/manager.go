@@ -324,6 +324,11 @@ func (m *Manager) setStateLocked(in *instance, to sim.InstanceState, errText str
 	}
 	from := in.State
 	in.State = to
+	if to == sim.InstanceStopped {
+		// Its containers are gone: it holds no host port any more. (A
+		// failed instance may still run; it keeps its list.)
+		in.Published = nil
+	}
 	if errText != "" {
 		in.Error = errText
 	}
