@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,6 +63,10 @@ type Options struct {
 	// tries them in this order for --runtime auto.
 	Runtimes []RuntimeFactory
 	Now      func() time.Time
+	// BindAddress checks whether a node's address (127.0.1.1, …) can be
+	// bound on this host; nil binds it. A node whose address does not bind
+	// publishes on 127.0.0.1 instead (see nodeAddresses).
+	BindAddress func(ip string) error
 }
 
 // RuntimeFactory makes a runtime, or says it is not available here.
@@ -111,6 +116,7 @@ type Main struct {
 	runtimes       map[string]sim.Runtime
 	runtimesOpened chan struct{}
 	runtimeNote    string
+	addressNote    string // why nodes share an address; "" when none do (AddressNote)
 	log            *slog.Logger
 	tempDirs       []string
 	templatesNote  string
@@ -240,10 +246,19 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			mg.OnSocketEvent(ev)
 		}
 	}
+	bind := m.Opts.BindAddress
+	if bind == nil {
+		bind = bindAddress
+	}
+	addrs, shared, warning := nodeAddresses(m.Opts.Nodes, bind, runtime.GOOS)
+	if warning != "" {
+		m.addressNote = warning
+		m.log.Warn(warning)
+	}
 	var nodes []manager.Node
 	port := m.Opts.SocketPort
-	for _, name := range m.Opts.Nodes {
-		n := manager.Node{Node: sim.Node{Name: name}}
+	for i, name := range m.Opts.Nodes {
+		n := manager.Node{Node: sim.Node{Name: name, Address: addrs[i], SharedAddress: shared[i]}}
 		if !noSocket[name] {
 			l := jobsocket.New(jobsocket.Config{Node: name, Logger: m.log.With("node", name), Now: m.Opts.Now,
 				OnEvent: onEvent, Recorder: m.recorder})
@@ -506,6 +521,10 @@ func (m *Main) Run(ctx context.Context, banner io.Writer) error {
 	return nil
 }
 
+// AddressNote is the start-up warning that nodes share an address (logged
+// once by Open), or "" when every node has an address of its own.
+func (m *Main) AddressNote() string { return m.addressNote }
+
 // PrintBanner writes what a developer needs to know: every URL, port, and
 // where records are kept.
 func (m *Main) PrintBanner(w io.Writer) {
@@ -513,12 +532,20 @@ func (m *Main) PrintBanner(w io.Writer) {
 	fmt.Fprintf(w, "  Dashboard   %s/\n", m.URL())
 	fmt.Fprintf(w, "  API         %s/api/v1/nodes\n", m.URL())
 	for _, n := range m.Manager.Nodes() {
+		addr := ""
+		if n.Address != "" {
+			addr = "  publishes on " + n.Address
+			if n.SharedAddress {
+				addr += " (shared with other nodes: see the warning above)"
+			}
+		}
 		if n.HasJobSocket() {
-			fmt.Fprintf(w, "  Node %-6s  job socket %s  (containers: ws://%s:%d)\n", n.Name, n.SocketURL, protocol.ContainerHost, n.SocketPort)
+			fmt.Fprintf(w, "  Node %-6s  job socket %s  (containers: ws://%s:%d)%s\n", n.Name, n.SocketURL, protocol.ContainerHost, n.SocketPort, addr)
 		} else {
-			fmt.Fprintf(w, "  Node %-6s  no job socket (--no-job-socket)\n", n.Name)
+			fmt.Fprintf(w, "  Node %-6s  no job socket (--no-job-socket)%s\n", n.Name, addr)
 		}
 	}
+
 	fmt.Fprintf(w, "  Output sink udp://127.0.0.1:%d  (jobs get it as %s)\n", m.Sink.Port(), sink.EnvAddr)
 	fmt.Fprintf(w, "  Runtime     %s\n", m.RuntimeNote())
 	if m.Opts.DB == sqlite.Memory {

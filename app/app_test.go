@@ -76,8 +76,9 @@ func TestUpServesNodesAndStopsFast(t *testing.T) {
 		t.Fatalf("/readyz = %d", code)
 	}
 	var nodes []struct {
-		Name   string `json:"name"`
-		Socket *struct {
+		Name    string `json:"name"`
+		Address string `json:"address"`
+		Socket  *struct {
 			URL  string `json:"url"`
 			Port int    `json:"port"`
 		} `json:"socket"`
@@ -93,6 +94,9 @@ func TestUpServesNodesAndStopsFast(t *testing.T) {
 	}
 	if b.Name != "b" || b.Socket != nil || len(b.Capabilities) != 0 {
 		t.Fatalf("node b without a job socket = %+v", b)
+	}
+	if a.Address != "127.0.1.1" || b.Address != "127.0.1.2" {
+		t.Errorf("node addresses %q, %q; want 127.0.1.1, 127.0.1.2", a.Address, b.Address)
 	}
 	// The job socket really listens.
 	if c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(a.Socket.Port)); err != nil {
@@ -110,12 +114,50 @@ func TestUpServesNodesAndStopsFast(t *testing.T) {
 	if took := time.Since(start); took > time.Second {
 		t.Fatalf("shutdown took %v, want under a second", took)
 	}
-	if !strings.Contains(banner.String(), m.URL()) || !strings.Contains(banner.String(), "in memory") {
+	if !strings.Contains(banner.String(), m.URL()) || !strings.Contains(banner.String(), "in memory") ||
+		!strings.Contains(banner.String(), "publishes on 127.0.1.2") {
 		t.Fatalf("banner lacks the URL or persistence mode:\n%s", banner.String())
 	}
 
 	if _, err := http.Get(m.URL() + "/readyz"); err == nil {
 		t.Fatal("dashboard still serving after shutdown")
+	}
+}
+
+// TestNodesShareAnAddressWhereTheirsDoesNotBind: a host without the nodes'
+// loopback addresses (macOS without aliases, simulated) still starts; the
+// nodes share 127.0.0.1 and the start-up warning, logged once, says so and
+// what to do.
+func TestNodesShareAnAddressWhereTheirsDoesNotBind(t *testing.T) {
+	opts := testOptions(t)
+	opts.BindAddress = func(ip string) error {
+		return errors.New("listen tcp4 " + ip + ":0: bind: can't assign requested address")
+	}
+	var logs bytes.Buffer
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	m := openApp(t, opts)
+	var nodes []struct {
+		Name          string `json:"name"`
+		Address       string `json:"address"`
+		SharedAddress bool   `json:"sharedAddress"`
+	}
+	getJSON(t, m.URL()+"/api/v1/nodes", &nodes)
+	for _, n := range nodes {
+		if n.Address != "127.0.0.1" || !n.SharedAddress {
+			t.Errorf("node %+v: want the shared 127.0.0.1", n)
+		}
+	}
+	note := m.AddressNote()
+	if !strings.Contains(note, "nodes a, b share the address 127.0.0.1") || !strings.Contains(note, "127.0.1.2") {
+		t.Errorf("address note %q", note)
+	}
+	if n := strings.Count(logs.String(), "share the address"); n != 1 {
+		t.Errorf("warning logged %d times, want once:\n%s", n, logs.String())
+	}
+	var banner bytes.Buffer
+	m.PrintBanner(&banner)
+	if !strings.Contains(banner.String(), "publishes on 127.0.0.1 (shared") {
+		t.Errorf("banner:\n%s", banner.String())
 	}
 }
 

@@ -94,7 +94,7 @@ func TestClientCommands(t *testing.T) {
 	s.WaitInstance(t, id, 10*time.Second, "running", func(in sim.Instance) bool { return in.State == sim.InstanceRunning })
 
 	code, out, _ = run(t, "ps", server)
-	if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "external") {
+	if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "external") || !strings.Contains(out, "PORTS") {
 		t.Fatalf("ps: %d\n%s", code, out)
 	}
 	code, out, _ = run(t, "logs", id, server)

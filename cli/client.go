@@ -81,9 +81,9 @@ func clientCommands(env Env) []*cobra.Command {
 				return err
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tJOB\tNODE\tTEMPLATE\tRUNTIME\tSTATE\tCONNECTED")
+			fmt.Fprintln(tw, "ID\tJOB\tNODE\tTEMPLATE\tRUNTIME\tSTATE\tCONNECTED\tPORTS")
 			for _, in := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%v\n", in.ID, in.JobID, in.Node, in.Template, in.Runtime, in.State, in.Connected)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%v\t%s\n", in.ID, in.JobID, in.Node, in.Template, in.Runtime, in.State, in.Connected, portsColumn(in))
 			}
 			return tw.Flush()
 		},
@@ -236,4 +236,17 @@ func minArgs(n int, names string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// portsColumn is what ps shows of an instance's published ports, the way
+// `docker ps` does: "127.0.1.1:1935->1935/tcp, …", "-" for none.
+func portsColumn(in sim.Instance) string {
+	if len(in.Published) == 0 {
+		return "-"
+	}
+	var out []string
+	for _, p := range in.Published {
+		out = append(out, p.String())
+	}
+	return strings.Join(out, ", ")
 }

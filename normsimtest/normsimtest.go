@@ -43,6 +43,11 @@ type Options struct {
 	DB string
 	// Logger receives the sim's logs; default discards them.
 	Logger *slog.Logger
+	// BindAddress replaces the check that a node's own address (127.0.1.1,
+	// …) binds on this host; a func that fails simulates a host without
+	// those addresses (macOS without loopback aliases), where the nodes
+	// share 127.0.0.1. Nil checks by binding.
+	BindAddress func(ip string) error
 }
 
 // Sim is a running simulator.
@@ -81,6 +86,7 @@ func Start(tb testing.TB, o Options) *Sim {
 		opts.Runtimes = []app.RuntimeFactory{app.ProcessRuntime()}
 	}
 	opts.Logger = o.Logger
+	opts.BindAddress = o.BindAddress
 	m := app.New(opts)
 	if err := m.Open(context.Background()); err != nil {
 		tb.Fatalf("normsimtest: start the simulator: %v", err)

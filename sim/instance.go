@@ -1,6 +1,11 @@
 package sim
 
-import "time"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
 
 // InstanceState is where an instance is in its life.
 type InstanceState string
@@ -66,8 +71,13 @@ type Instance struct {
 	// MigrationID is set when the instance was launched as a migration target.
 	MigrationID string `json:"migrationId,omitempty"`
 	// Ports keeps each allocated port param's number so a relaunch keeps it.
-	Ports     map[string]int `json:"ports,omitempty"`
-	Connected bool           `json:"connected"`
+	Ports map[string]int `json:"ports,omitempty"`
+	// Published is every port the instance publishes on the host, with the
+	// address it really binds (its node's address; see Node.PublishHostIP).
+	// Empty for runtimes that publish nothing (host processes, external)
+	// and once the instance is stopped.
+	Published []PublishedPort `json:"published,omitempty"`
+	Connected bool            `json:"connected"`
 	// Healthy is true once every service with a healthcheck reported healthy.
 	Healthy bool `json:"healthy"`
 	// Env is each service's launch-contract env (NORSK_*). Shown by the API
@@ -78,6 +88,84 @@ type Instance struct {
 	RuntimeRef map[string]string `json:"-"`
 	CreatedAt  time.Time         `json:"createdAt"`
 	UpdatedAt  time.Time         `json:"updatedAt"`
+}
+
+// PublishedPort is one port an instance publishes on the host.
+type PublishedPort struct {
+	Service       string `json:"service"`
+	ContainerPort int    `json:"containerPort"`
+	Protocol      string `json:"protocol"`
+	// HostIP is the address the port binds: the node's address, or the one
+	// the template names when it is not a local one; "" is every address.
+	HostIP string `json:"hostIP"`
+	// HostPort is the host port; 0 when the engine picks one at start.
+	HostPort int `json:"hostPort"`
+}
+
+// String is the port as `docker ps` shows it: "127.0.1.1:19350->1935/tcp",
+// with "?" for a host port the engine picks at start.
+func (p PublishedPort) String() string {
+	host := p.HostIP
+	if host == "" {
+		host = "*"
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	hostPort := "?"
+	if p.HostPort != 0 {
+		hostPort = strconv.Itoa(p.HostPort)
+	}
+	return fmt.Sprintf("%s:%s->%d/%s", host, hostPort, p.ContainerPort, p.Protocol)
+}
+
+// PublishedPorts lists what a launch spec publishes.
+func (s *LaunchSpec) PublishedPorts() []PublishedPort {
+	var out []PublishedPort
+	for _, svc := range s.Services {
+		for _, b := range svc.Ports {
+			out = append(out, PublishedPort{Service: svc.Name, ContainerPort: b.ContainerPort,
+				Protocol: b.Protocol, HostIP: b.HostIP, HostPort: b.HostPort})
+		}
+	}
+	return out
+}
+
+// PortClashes lists the fixed host ports two launch specs would both bind
+// at once: the same host port and protocol on the same address, or on
+// addresses that overlap ("" and 0.0.0.0 cover every IPv4 address).
+// Ports the engine picks (0) never clash.
+func PortClashes(a, b []PublishedPort) []PublishedPort {
+	var out []PublishedPort
+	for _, p := range b {
+		if p.HostPort == 0 {
+			continue
+		}
+		for _, q := range a {
+			if q.HostPort == p.HostPort && q.Protocol == p.Protocol && hostsOverlap(q.HostIP, p.HostIP) {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func hostsOverlap(a, b string) bool {
+	if a == b {
+		return true
+	}
+	wild := func(ip string) bool { return ip == "" || ip == "0.0.0.0" || ip == "::" }
+	v6 := func(ip string) bool { return strings.Contains(ip, ":") }
+	switch {
+	case a == "" || b == "":
+		return true // every address of both families
+	case wild(a):
+		return v6(a) == v6(b)
+	case wild(b):
+		return v6(a) == v6(b)
+	}
+	return false
 }
 
 // InstanceView is what the API shows of an instance: the Env (with the token)

@@ -27,4 +27,9 @@ const (
 	// instance ID, never those of another normsim whose instance IDs
 	// happen to match.
 	EnvOwner = "NORMSIM_OWNER"
+	// EnvNodeAddr is the node's address (Node.Address): where the node's
+	// published ports are reachable from the host, and what a host process,
+	// which shares the host's addresses, may bind or advertise to behave
+	// like a job on a host of its own.
+	EnvNodeAddr = "NORMSIM_NODE_ADDR"
 )

@@ -64,3 +64,10 @@ type RuntimeObserver func(RuntimeEvent)
 type Signaler interface {
 	Signal(ctx context.Context, instanceID string, sig syscall.Signal) error
 }
+
+// PortReporter is a runtime that can say which host ports an instance's
+// running services really bound, including the ones the engine picked
+// (a compose port without a host port).
+type PortReporter interface {
+	PublishedPorts(ctx context.Context, instanceID string) ([]PublishedPort, error)
+}

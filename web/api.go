@@ -13,9 +13,13 @@ import (
 
 // NodeJSON is a node as the API shows it.
 type NodeJSON struct {
-	Name         string      `json:"name"`
-	Socket       *SocketJSON `json:"socket"`
-	Capabilities []string    `json:"capabilities"`
+	Name string `json:"name"`
+	// Address is the host address the node's published ports bind
+	// (127.0.1.1, …); SharedAddress says other nodes bind it too.
+	Address       string      `json:"address,omitempty"`
+	SharedAddress bool        `json:"sharedAddress,omitempty"`
+	Socket        *SocketJSON `json:"socket"`
+	Capabilities  []string    `json:"capabilities"`
 }
 
 // SocketJSON is a node's job-socket listener.
@@ -25,7 +29,7 @@ type SocketJSON struct {
 }
 
 func nodeJSON(n sim.Node) NodeJSON {
-	j := NodeJSON{Name: n.Name, Capabilities: n.Capabilities()}
+	j := NodeJSON{Name: n.Name, Address: n.Address, SharedAddress: n.SharedAddress, Capabilities: n.Capabilities()}
 	if n.HasJobSocket() {
 		j.Socket = &SocketJSON{URL: n.SocketURL, Port: n.SocketPort}
 	}

@@ -16,10 +16,14 @@ import (
 
 type instancePage struct {
 	pageBase
-	In       sim.Instance // token and env removed; see Env
-	External bool
-	Template *sim.Template
-	Declared sim.Strategy
+	In sim.Instance // token and env removed; see Env
+	// NodeAddress is the instance's node's address (what its published
+	// ports bind); NodeShared says other nodes share it.
+	NodeAddress string
+	NodeShared  bool
+	External    bool
+	Template    *sim.Template
+	Declared    sim.Strategy
 	// Strategies are the migrate buttons; Targets the target node choice.
 	Strategies []strategyButton
 	Targets    []targetOption
@@ -129,6 +133,7 @@ func (s *Server) renderInstance(w http.ResponseWriter, r *http.Request, status i
 	var firstOther string
 	for _, n := range nodes {
 		if n.Name == raw.Node {
+			p.NodeAddress, p.NodeShared = n.Address, n.SharedAddress
 			continue
 		}
 		if firstOther == "" {
@@ -137,6 +142,9 @@ func (s *Server) renderInstance(w http.ResponseWriter, r *http.Request, status i
 		label := n.Name + " — job socket " + n.SocketURL
 		if !n.HasJobSocket() {
 			label = n.Name + " — no job socket (handover impossible)"
+		}
+		if n.Address != "" {
+			label += " · publishes on " + n.Address
 		}
 		p.Targets = append(p.Targets, targetOption{Name: n.Name, Label: label, Selected: mf.To == n.Name})
 	}

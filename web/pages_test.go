@@ -344,3 +344,21 @@ func TestMigrationPageNamesTheSideAtFault(t *testing.T) {
 	mustContain(t, get(t, s, "/migrations/mig-late"), "Overlap · source at fault · 3 duplicated", "the source sent 3 packets after source-stopped-output")
 	mustContain(t, get(t, s, "/migrations/mig-unread"), "Not proven: some packets could not be read", "2 packets could not be read")
 }
+
+func TestInstancePageShowsWhatItPublishesWhere(t *testing.T) {
+	f := newFake()
+	f.nodes[0].Address = "127.0.1.1"
+	f.nodes[1].Address = "127.0.1.2"
+	f.add(sim.Instance{ID: "counter-d1", JobID: "job-1", Node: "a", Template: "counter", Runtime: "docker", State: sim.InstanceRunning,
+		Published: []sim.PublishedPort{{Service: "counter", ContainerPort: 1935, Protocol: "tcp", HostIP: "127.0.1.1", HostPort: 19350}}})
+	f.add(sim.Instance{ID: "counter-p1", JobID: "job-2", Node: "b", Template: "counter", Runtime: sim.RuntimeProcess, State: sim.InstanceRunning})
+	s := newServer(t, f, nil)
+	r := get(t, s, "/instances/counter-d1")
+	mustContain(t, r, `<span class="mono" id="node-address">127.0.1.1</span>`,
+		`<code class="published-port">127.0.1.1:19350-&gt;1935/tcp</code> <span class="subtle">service counter</span>`,
+		`b — job socket ws://127.0.0.1:6798 · publishes on 127.0.1.2`)
+	mustNotContain(t, r, "shared with other nodes")
+	mustContain(t, get(t, s, "/"), `<code class="node-address">127.0.1.2</code>`)
+	r = get(t, s, "/instances/counter-p1")
+	mustContain(t, r, "no ports (a host process binds what it binds itself", "NORMSIM_NODE_ADDR")
+}

@@ -328,6 +328,11 @@ func (m *Manager) setStateLocked(in *instance, to sim.InstanceState, errText str
 	}
 	from := in.State
 	in.State = to
+	if to == sim.InstanceStopped {
+		// Its containers are gone: it holds no host port any more. (A
+		// failed instance may still run; it keeps its list.)
+		in.Published = nil
+	}
 	if errText != "" {
 		in.Error = errText
 	}
@@ -452,6 +457,9 @@ func (m *Manager) launch(ctx context.Context, req LaunchRequest, o launchOpts) (
 	if m.cfg.Owner != "" {
 		env[sim.EnvOwner] = m.cfg.Owner
 	}
+	if node.Address != "" {
+		env[sim.EnvNodeAddr] = node.Address
+	}
 	spec, err := m.cfg.Catalog.Launch(tmpl.Name, sim.LaunchInput{Instance: &inst, Node: node.Node, Runtime: rt.Name(),
 		StudioAccess: m.cfg.StudioAccess, Env: env})
 	if err != nil {
@@ -469,6 +477,7 @@ func (m *Manager) launch(ctx context.Context, req LaunchRequest, o launchOpts) (
 	for _, s := range spec.Services {
 		inst.Env[s.Name] = s.Env
 	}
+	inst.Published = publishedBy(rt.Name(), spec)
 	if len(spec.AllocatedPorts) > 0 {
 		inst.Ports = map[string]int{}
 		for p, ap := range spec.AllocatedPorts {
@@ -512,6 +521,58 @@ func (m *Manager) launch(ctx context.Context, req LaunchRequest, o launchOpts) (
 	}
 	m.startAsync(in, rt)
 	return m.snapshot(id), nil
+}
+
+// publishedBy is what an instance of the runtime publishes on the host:
+// only containers publish ports; a host process binds what it binds itself.
+func publishedBy(runtime string, spec *sim.LaunchSpec) []sim.PublishedPort {
+	if runtime != sim.RuntimeDocker || spec == nil {
+		return nil
+	}
+	return spec.PublishedPorts()
+}
+
+// boundPorts asks a runtime that can tell which host ports a started
+// instance really bound, when the launch left some to the engine (host
+// port 0); nil keeps what the launch spec says.
+func boundPorts(ctx context.Context, rt sim.Runtime, id string, published []sim.PublishedPort) []sim.PublishedPort {
+	pr, ok := rt.(sim.PortReporter)
+	if !ok || !slices.ContainsFunc(published, func(p sim.PublishedPort) bool { return p.HostPort == 0 }) {
+		return nil
+	}
+	bound, err := pr.PublishedPorts(ctx, id)
+	if err != nil || len(bound) == 0 {
+		return nil
+	}
+	return bound
+}
+
+// explainPortInUse adds to an engine's bare "port is already allocated" (or
+// a bind's "address already in use") why and what to do: migrations whose
+// source holds the port are refused before they start, so what holds it is
+// something else on this host.
+func explainPortInUse(err error, published []sim.PublishedPort) error {
+	if err == nil || len(published) == 0 {
+		return err
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "port is already allocated") && !strings.Contains(msg, "address already in use") {
+		return err
+	}
+	var ports []string
+	for _, p := range published {
+		if p.HostPort != 0 {
+			ports = append(ports, p.String())
+		}
+	}
+	// The message keeps the runtime's code; a bare engine error has none.
+	code := sim.ErrorCode(err)
+	if code == sim.EInternal {
+		code = sim.EConflict
+	}
+	return sim.Errorf(code, "%s: one of the host ports it publishes (%s) is held by something else on this host "+
+		"(another instance: normsim ps lists what each publishes; or a program outside normsim: ss -ltnup or lsof -i shows it); "+
+		"free it, or change the port in the template", describe(err), strings.Join(ports, ", "))
 }
 
 // forget drops an instance that never got going.
@@ -589,6 +650,11 @@ func (m *Manager) start(ctx context.Context, in *instance, rt sim.Runtime) error
 		m.journal.Flush()
 	}
 	err := rt.Start(ctx, in.ID)
+	var bound []sim.PublishedPort
+	if err == nil {
+		bound = boundPorts(ctx, rt, in.ID, in.Published)
+	}
+	err = explainPortInUse(err, in.Published)
 	pids := false
 	defer func() {
 		// Host processes outlive a killed normsim: their pids are in the
@@ -602,6 +668,9 @@ func (m *Manager) start(ctx context.Context, in *instance, rt sim.Runtime) error
 	if err != nil {
 		m.setStateLocked(in, sim.InstanceFailed, "start: "+describe(err))
 		return err
+	}
+	if bound != nil {
+		in.Published = bound
 	}
 	if hp, ok := rt.(HostProcessRunner); ok {
 		if in.RuntimeRef == nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -92,6 +94,11 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 	if err != nil {
 		return nil, err
 	}
+	if strategy != sim.StopThenStart {
+		if err := m.checkPortClashes(srcSnap, toNode, rt, strategy); err != nil {
+			return nil, err
+		}
+	}
 	faults := append([]sim.Fault(nil), req.Faults...)
 	if err := validateFaults(faults, req.Timeouts.WithDefaults(), m.runtimes().Runtimes[srcSnap.Runtime], rt); err != nil {
 		return nil, err
@@ -137,6 +144,49 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 		r.run(m.ctx)
 	}()
 	return snap, nil
+}
+
+// checkPortClashes refuses, before anything starts, an overlap or handover
+// whose target would publish a fixed host port the source still holds: the
+// engine would fail the target with a bare "port is already allocated".
+// The target's ports are those a launch on the target node would publish
+// (auto ports probed as the launch will probe them).
+func (m *Manager) checkPortClashes(src sim.Instance, to *Node, rt sim.Runtime, strategy sim.Strategy) error {
+	m.mu.Lock()
+	var srcSpec *sim.LaunchSpec
+	if in := m.instances[src.ID]; in != nil {
+		srcSpec = in.spec
+	}
+	m.mu.Unlock()
+	held := publishedBy(src.Runtime, srcSpec)
+	if len(held) == 0 || rt.Name() != sim.RuntimeDocker {
+		return nil
+	}
+	probe := src
+	probe.Node, probe.Ports, probe.Published = to.Name, nil, nil
+	spec, err := m.cfg.Catalog.Launch(src.Template, sim.LaunchInput{Instance: &probe, Node: to.Node, Runtime: rt.Name(),
+		StudioAccess: m.cfg.StudioAccess})
+	if err != nil {
+		return nil // the placement itself will say what is wrong
+	}
+	clashes := sim.PortClashes(held, publishedBy(rt.Name(), spec))
+	if len(clashes) == 0 {
+		return nil
+	}
+	var ports []string
+	for _, p := range clashes {
+		ports = append(ports, fmt.Sprintf("%s (service %s)", p, p.Service))
+	}
+	why := fmt.Sprintf("the template publishes it on an address the nodes do not each have (%s)", clashes[0].HostIP)
+	fix := "publish it without an address, on 0.0.0.0 or on 127.0.0.1, so that each node binds its own"
+	if to.SharedAddress && clashes[0].HostIP == to.Address {
+		want := sim.NodeAddress(slices.Index(m.order, to.Name))
+		why = fmt.Sprintf("nodes %s and %s share the address %s because this host has no loopback address %s for node %s",
+			src.Node, to.Name, to.Address, want, to.Name)
+		fix = fmt.Sprintf("give node %s its own (%s) and restart normsim", to.Name, sim.AliasHint(runtime.GOOS, want))
+	}
+	return sim.Errorf(sim.EUnprocessable, "%s of %s to node %s would publish %s while the source still holds it: %s; %s, or migrate with strategy %s, which stops the source first",
+		strategy, src.ID, to.Name, strings.Join(ports, ", "), why, fix, sim.StopThenStart)
 }
 
 // Migration returns a migration, live or from the store.

@@ -142,6 +142,12 @@ func (m *Manager) Recover(ctx context.Context) error {
 		if tmpl, err := m.cfg.Catalog.Get(in.Template); err == nil && tmpl.Valid {
 			if spec, err := m.cfg.Catalog.Launch(in.Template, sim.LaunchInput{Instance: in, Node: m.nodes[in.Node].Node, Runtime: in.Runtime}); err == nil {
 				live.spec = spec
+				live.Published = publishedBy(in.Runtime, spec)
+				if rt := m.runtimes().Runtimes[in.Runtime]; rt != nil {
+					if bound := boundPorts(ctx, rt, in.ID, live.Published); bound != nil {
+						live.Published = bound
+					}
+				}
 			}
 		}
 		m.mu.Lock()

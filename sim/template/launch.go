@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -168,6 +169,15 @@ func (l *Loaded) Launch(in sim.LaunchInput) (*sim.LaunchSpec, error) {
 			s.Ports = append(s.Ports, sim.PortBinding{HostPort: ap.Port, ContainerPort: ap.Port, Protocol: ap.Protocol})
 		}
 	}
+	// A node behaves like a host of its own: what the template publishes on
+	// "this host" (no address, 0.0.0.0, 127.0.0.1) binds the node's address,
+	// so a source and its target can publish the same fixed port at once.
+	for i := range spec.Services {
+		for j := range spec.Services[i].Ports {
+			b := &spec.Services[i].Ports[j]
+			b.HostIP = in.Node.PublishHostIP(b.HostIP)
+		}
+	}
 	return spec, nil
 }
 
@@ -315,7 +325,8 @@ func checkValue(p sim.Parameter, v string) string {
 func (l *Loaded) allocatePorts(values map[string]string, in sim.LaunchInput) (map[string]sim.AllocatedPort, error) {
 	free := in.PortFree
 	if free == nil {
-		free = probePort
+		hosts := probeHostsFor(in.Node)
+		free = func(port int, protocol string) bool { return probePortWith(bindPort, hosts, port, protocol) }
 	}
 	out := map[string]sim.AllocatedPort{}
 	taken := map[string]bool{} // "port/protocol" chosen in this launch
@@ -359,17 +370,39 @@ func (l *Loaded) allocatePorts(values map[string]string, in sim.LaunchInput) (ma
 	return out, nil
 }
 
-// probeHosts are the addresses an auto port must be free on. Docker
-// publishes an allocated port on every IPv4 and IPv6 address, so a port
-// that anything holds on one interface would fail the publish; loopback is
-// probed too because on BSD-derived systems a wildcard bind succeeds beside
-// a socket bound to 127.0.0.1. Linux refuses the 0.0.0.0 bind there itself.
-var probeHosts = []string{"127.0.0.1", "0.0.0.0", "::"}
+// sharedProbeHosts are the addresses an auto port must be free on when it
+// is published on every address, or on an address the nodes share: Docker
+// publishes a port without a host IP on every IPv4 and IPv6 address, so a
+// port that anything holds on one interface would fail the publish;
+// loopback is probed too because on BSD-derived systems a wildcard bind
+// succeeds beside a socket bound to 127.0.0.1. Linux refuses the 0.0.0.0
+// bind there itself.
+var sharedProbeHosts = []string{"127.0.0.1", "0.0.0.0", "::"}
+
+// probeHostsFor is where an auto port must be free for node n. A node with
+// an address of its own publishes only there, so the port must bind there;
+// the wildcard is not probed on Linux, where the node-address bind already
+// fails beside a wildcard holder and a wildcard bind would fail beside
+// another node's port (the very clash node addresses avoid). BSD-derived
+// systems let a specific bind succeed beside a wildcard one, so there the
+// wildcard is probed too.
+func probeHostsFor(n sim.Node) []string {
+	if n.Address == "" || n.SharedAddress || sim.NodeLocalHostIP(n.Address) {
+		return sharedProbeHosts
+	}
+	if goos == "linux" {
+		return []string{n.Address}
+	}
+	return []string{n.Address, "0.0.0.0"}
+}
+
+// goos is runtime.GOOS, a variable so the BSD probe list can be tested.
+var goos = runtime.GOOS
 
 // probePort reports whether port is free for protocol ("tcp" or "udp") on
-// every probe host, by binding it.
+// every shared probe host, by binding it.
 func probePort(port int, protocol string) bool {
-	return probePortWith(bindPort, port, protocol)
+	return probePortWith(bindPort, sharedProbeHosts, port, protocol)
 }
 
 // bindPort binds network ("tcp4", "udp6", ...) at addr and returns what to
@@ -383,8 +416,8 @@ func bindPort(network, addr string) (io.Closer, error) {
 
 // probePortWith is probePort with the bind injected, so the IPv6-less host
 // can be tested.
-func probePortWith(bind func(network, addr string) (io.Closer, error), port int, protocol string) bool {
-	for _, host := range probeHosts {
+func probePortWith(bind func(network, addr string) (io.Closer, error), hosts []string, port int, protocol string) bool {
+	for _, host := range hosts {
 		family := "4"
 		if strings.Contains(host, ":") {
 			// tcp6/udp6 binds :: for IPv6 only; 0.0.0.0 covers IPv4.

@@ -769,7 +769,7 @@ func TestPortProbeAddresses(t *testing.T) {
 					}
 					return io.NopCloser(nil), nil
 				}
-				if got := probePortWith(bind, 7000, proto); got != tt.want {
+				if got := probePortWith(bind, sharedProbeHosts, 7000, proto); got != tt.want {
 					t.Errorf("free = %v, want %v", got, tt.want)
 				}
 				want := []string{proto + "4 127.0.0.1:7000", proto + "4 0.0.0.0:7000", proto + "6 [::]:7000"}
@@ -786,7 +786,7 @@ func TestPortProbeAddresses(t *testing.T) {
 		}
 		return io.NopCloser(nil), nil
 	}
-	if probePortWith(bind, 7000, "tcp") {
+	if probePortWith(bind, sharedProbeHosts, 7000, "tcp") {
 		t.Error("a port 0.0.0.0 refuses is free")
 	}
 }
