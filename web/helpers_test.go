@@ -127,6 +127,7 @@ type fakeService struct {
 	bus        *sim.Bus
 
 	launchErr, migrateErr, stopErr error
+	storeErr                       error
 	launched                       []sim.LaunchRequest
 	migrated                       []sim.MigrateRequest
 	stopped                        []string
@@ -166,6 +167,8 @@ func (f *fakeService) Runtimes() []string {
 	return []string{sim.RuntimeExternal, sim.RuntimeProcess}
 }
 func (f *fakeService) Bus() *sim.Bus { return f.bus }
+
+func (f *fakeService) StoreError() error { return f.storeErr }
 func (f *fakeService) add(in sim.Instance) {
 	f.mu.Lock()
 	f.instances = append(f.instances, in)

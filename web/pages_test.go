@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -361,4 +362,15 @@ func TestInstancePageShowsWhatItPublishesWhere(t *testing.T) {
 	mustContain(t, get(t, s, "/"), `<code class="node-address">127.0.1.2</code>`)
 	r = get(t, s, "/instances/counter-p1")
 	mustContain(t, r, "no ports (a host process binds what it binds itself", "NORMSIM_NODE_ADDR")
+}
+
+// TestPagesSayTheStoreCannotWrite: while the store fails, every page says
+// so.
+func TestPagesSayTheStoreCannotWrite(t *testing.T) {
+	f := newFake()
+	f.storeErr = errors.New("disk I/O error: no space left on device")
+	s := newServer(t, f, nil)
+	for _, path := range []string{"/", "/migrations"} {
+		mustContain(t, get(t, s, path), `id="store-problem"`, "The store cannot write (disk I/O error: no space left on device)")
+	}
 }

@@ -103,11 +103,18 @@ type pageBase struct {
 	Instance  string
 	Migration string
 	Ended     bool
+	// StoreProblem says, on every page, that the store cannot write.
+	StoreProblem string
 }
 
 func (s *Server) base(r *http.Request, title, nav, page, refresh string) pageBase {
-	return pageBase{Title: title, Nav: nav, CSRF: s.csrf.Token(), Version: s.cfg.Version, Asset: s.assets().version,
+	b := pageBase{Title: title, Nav: nav, CSRF: s.csrf.Token(), Version: s.cfg.Version, Asset: s.assets().version,
 		Page: page, RefreshURL: refresh}
+	if err := s.svc.StoreError(); err != nil {
+		b.StoreProblem = "The store cannot write (" + err.Error() + "): launches and migrations are refused until it can; " +
+			"what is recorded meanwhile is held and written then."
+	}
+	return b
 }
 
 // errorPage is a page that explains why a request failed.

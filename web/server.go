@@ -38,6 +38,9 @@ type Service interface {
 	Migrate(ctx context.Context, id string, req sim.MigrateRequest) (*sim.Migration, error)
 	Migration(ctx context.Context, id string) (*sim.Migration, error)
 	Migrations(ctx context.Context, f sim.MigrationFilter) ([]*sim.Migration, error)
+	// StoreError is why the store cannot write right now, or nil; while
+	// it fails, launches and migrations are refused (503).
+	StoreError() error
 }
 
 // Config configures the handler.

@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/normsim/normsim/internal/batchq"
@@ -15,18 +16,30 @@ import (
 // Callers are bounded by what the manager does (a migration's timeline is
 // capped, instances and events come from requests and connections), so the
 // queue is not: a slow store costs memory for a while, never a stalled relay.
+//
+// A write that fails (a full disk, a store that went read-only) is not
+// dropped: the journal holds it, says the store is failing (Failing), and
+// retries in order until the store writes again. Only past maxHeld held
+// writes are the oldest given up, and counted (Lost).
 type journal struct {
 	store sim.Store
 	log   *slog.Logger
 	queue *batchq.Queue[journalOp]
+
+	mu      sync.Mutex
+	failing error       // why the last write failed; nil once one succeeds
+	held    []journalOp // writes that failed, oldest first, to retry
+	lost    int64       // held writes given up (maxHeld, or at Close)
+	stop    chan struct{}
+	retried sync.WaitGroup
 }
 
 // journalOp is one write, or (write nil) a Flush waiting for what was
-// queued before it to be committed. A write with a key replaces the whole
-// record the key names (an instance, a migration's document).
+// queued before it to be written or held. A write with a key replaces the
+// whole record the key names (an instance, a migration's document).
 type journalOp struct {
 	key     string
-	write   func(context.Context)
+	write   func(context.Context) error
 	flushed chan struct{}
 }
 
@@ -38,6 +51,13 @@ const journalLinger = time.Millisecond
 // journalBatch is the most writes committed in one transaction.
 const journalBatch = 512
 
+// maxHeld bounds the writes held while the store fails; journalRetry is
+// how often they are retried.
+const (
+	maxHeld      = 100_000
+	journalRetry = 500 * time.Millisecond
+)
+
 // batcher is a store that can commit several writes in one transaction
 // (sim/sqlite's Store).
 type batcher interface {
@@ -45,16 +65,54 @@ type batcher interface {
 }
 
 func newJournal(store sim.Store, log *slog.Logger) *journal {
-	j := &journal{store: store, log: log}
+	j := &journal{store: store, log: log, stop: make(chan struct{})}
 	j.queue = batchq.New(batchq.Limits{}, journalLinger, journalBatch, j.write)
+	j.retried.Add(1)
+	go j.retryLoop()
 	return j
 }
 
-// write commits ops, in one transaction where the store can, then tells
-// the flushes among them.
+// retryLoop wakes the writer while writes are held, so they are retried
+// even when nothing new is recorded.
+func (j *journal) retryLoop() {
+	defer j.retried.Done()
+	t := time.NewTicker(journalRetry)
+	defer t.Stop()
+	for {
+		select {
+		case <-j.stop:
+			return
+		case <-t.C:
+			if j.Failing() != nil {
+				j.queue.Add(journalOp{}, 0)
+			}
+		}
+	}
+}
+
+// Failing is why the store could not write, or nil when it writes.
+func (j *journal) Failing() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.failing
+}
+
+// Held and Lost count the writes waiting for the store and those given up.
+func (j *journal) Held() (held int, lost int64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.held), j.lost
+}
+
+// write commits the held writes and then ops, in one transaction where the
+// store can, holds what failed, then tells the flushes among them.
 func (j *journal) write(ops []journalOp) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	j.mu.Lock()
+	ops = append(j.held, ops...)
+	j.held = nil
+	j.mu.Unlock()
 	// A burst holds several snapshots of an instance or a migration as it
 	// moves through its phases: only the last is written, in the place of
 	// the first, so what refers to the record (a migration's events) still
@@ -65,27 +123,21 @@ func (j *journal) write(ops []journalOp) {
 			last[op.key] = i
 		}
 	}
-	run := func(ctx context.Context) {
-		for _, op := range ops {
-			switch {
-			case op.write == nil:
-			case op.key == "":
-				op.write(ctx)
-			default:
-				if i, ok := last[op.key]; ok {
-					ops[i].write(ctx)
-					delete(last, op.key)
-				}
+	var todo []journalOp
+	for _, op := range ops {
+		switch {
+		case op.write == nil:
+		case op.key == "":
+			todo = append(todo, op)
+		default:
+			if i, ok := last[op.key]; ok {
+				todo = append(todo, ops[i])
+				delete(last, op.key)
 			}
 		}
 	}
-	if b, ok := j.store.(batcher); ok && len(ops) > 1 {
-		if err := b.Batch(ctx, run); err != nil {
-			j.log.Error("write journal", "ops", len(ops), "err", err)
-		}
-	} else {
-		run(ctx)
-	}
+	failed, err := j.commit(ctx, todo)
+	j.settle(failed, err)
 	for _, op := range ops {
 		if op.flushed != nil {
 			close(op.flushed)
@@ -93,7 +145,56 @@ func (j *journal) write(ops []journalOp) {
 	}
 }
 
-func (j *journal) do(key string, write func(context.Context)) {
+// commit runs the writes and returns those that did not take, with the
+// first error. In a batch whose commit fails, none took.
+func (j *journal) commit(ctx context.Context, todo []journalOp) ([]journalOp, error) {
+	var failed []journalOp
+	var first error
+	run := func(ctx context.Context) {
+		for _, op := range todo {
+			if err := op.write(ctx); err != nil {
+				failed = append(failed, op)
+				if first == nil {
+					first = err
+				}
+			}
+		}
+	}
+	if b, ok := j.store.(batcher); ok && len(todo) > 1 {
+		if err := b.Batch(ctx, run); err != nil {
+			return todo, err
+		}
+		return failed, first
+	}
+	run(ctx)
+	return failed, first
+}
+
+// settle records the outcome of a write: held writes and the failure, or
+// the store writing again.
+func (j *journal) settle(failed []journalOp, err error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(failed) == 0 {
+		if j.failing != nil {
+			j.log.Info("the store writes again; the held records are written")
+		}
+		j.failing = nil
+		return
+	}
+	if j.failing == nil {
+		j.log.Error("the store cannot write; records are held and retried", "err", err, "held", len(failed))
+	}
+	j.failing = err
+	j.held = failed
+	if over := len(j.held) - maxHeld; over > 0 {
+		j.lost += int64(over)
+		j.held = append([]journalOp(nil), j.held[over:]...)
+		j.log.Error("the store cannot write; the oldest held records are given up", "lost", j.lost)
+	}
+}
+
+func (j *journal) do(key string, write func(context.Context) error) {
 	if j.store == nil {
 		return
 	}
@@ -101,42 +202,24 @@ func (j *journal) do(key string, write func(context.Context)) {
 }
 
 func (j *journal) instance(in *sim.Instance) {
-	j.do("instance "+in.ID, func(ctx context.Context) {
-		if err := j.store.SaveInstance(ctx, in); err != nil {
-			j.log.Error("save instance", "instance", in.ID, "err", err)
-		}
-	})
+	j.do("instance "+in.ID, func(ctx context.Context) error { return j.store.SaveInstance(ctx, in) })
 }
 
 func (j *journal) deleteInstance(id string) {
-	j.do("instance "+id, func(ctx context.Context) {
-		if err := j.store.DeleteInstance(ctx, id); err != nil {
-			j.log.Error("delete instance", "instance", id, "err", err)
-		}
-	})
+	j.do("instance "+id, func(ctx context.Context) error { return j.store.DeleteInstance(ctx, id) })
 }
 
 func (j *journal) event(ev sim.Event) {
-	j.do("", func(ctx context.Context) {
-		if err := j.store.AppendEvent(ctx, ev); err != nil {
-			j.log.Error("append event", "kind", ev.Kind, "err", err)
-		}
-	})
+	j.do("", func(ctx context.Context) error { return j.store.AppendEvent(ctx, ev) })
 }
 
 func (j *journal) migration(m *sim.Migration) {
-	j.do("migration "+m.ID, func(ctx context.Context) {
-		if err := j.store.SaveMigration(ctx, m); err != nil {
-			j.log.Error("save migration", "migration", m.ID, "err", err)
-		}
-	})
+	j.do("migration "+m.ID, func(ctx context.Context) error { return j.store.SaveMigration(ctx, m) })
 }
 
 func (j *journal) migrationEvent(id string, ev sim.MigrationEvent) {
-	j.do("", func(ctx context.Context) {
-		if err := j.store.AppendMigrationEvents(ctx, id, []sim.MigrationEvent{ev}); err != nil {
-			j.log.Error("append migration event", "migration", id, "err", err)
-		}
+	j.do("", func(ctx context.Context) error {
+		return j.store.AppendMigrationEvents(ctx, id, []sim.MigrationEvent{ev})
 	})
 }
 
@@ -151,5 +234,20 @@ func (j *journal) Flush() {
 	}
 }
 
-// Close writes what is queued and stops.
-func (j *journal) Close() { j.queue.Close() }
+// Close writes what is queued and stops. What the store still cannot take
+// then is lost, and logged as such.
+func (j *journal) Close() {
+	if j.stop == nil {
+		return
+	}
+	close(j.stop)
+	j.retried.Wait()
+	j.queue.Close()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if n := len(j.held); n > 0 {
+		j.lost += int64(n)
+		j.log.Error("normsim stopped while the store could not write: records lost", "lost", n, "err", j.failing)
+		j.held = nil
+	}
+}

@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"testing"
@@ -14,7 +15,7 @@ import (
 func TestJournalWritesTheLastSnapshotInTheFirstPlace(t *testing.T) {
 	var got []string
 	w := func(key, what string) journalOp {
-		return journalOp{key: key, write: func(context.Context) { got = append(got, what) }}
+		return journalOp{key: key, write: func(context.Context) error { got = append(got, what); return nil }}
 	}
 	flushed := make(chan struct{})
 	j := &journal{log: slog.New(slog.DiscardHandler)}
@@ -37,5 +38,55 @@ func TestJournalWritesTheLastSnapshotInTheFirstPlace(t *testing.T) {
 	case <-flushed:
 	default:
 		t.Fatal("the flush in the batch was not told")
+	}
+}
+
+// TestJournalHoldsWhatTheStoreCannotWrite: writes that fail are held, in
+// order, and written (not twice) once the store writes again; meanwhile
+// the journal says the store is failing. Past maxHeld the oldest are
+// given up and counted.
+func TestJournalHoldsWhatTheStoreCannotWrite(t *testing.T) {
+	var got []string
+	broken := errors.New("disk full")
+	var fail error = broken
+	w := func(key, what string) journalOp {
+		return journalOp{key: key, write: func(context.Context) error {
+			if fail != nil {
+				return fail
+			}
+			got = append(got, what)
+			return nil
+		}}
+	}
+	j := &journal{log: slog.New(slog.DiscardHandler)}
+	j.write([]journalOp{w("", "event 1"), w("migration m1", "m1 v1")})
+	j.write([]journalOp{w("", "event 2"), w("migration m1", "m1 v2")})
+	if !errors.Is(j.Failing(), broken) || len(got) != 0 {
+		t.Fatalf("failing %v, written %q", j.Failing(), got)
+	}
+	// m1's second snapshot replaced its first, where the first was.
+	if held, lost := j.Held(); held != 3 || lost != 0 {
+		t.Fatalf("held %d lost %d, want 3 held", held, lost)
+	}
+	fail = nil
+	j.write(nil) // the retry
+	if want := []string{"event 1", "m1 v2", "event 2"}; !slices.Equal(got, want) {
+		t.Fatalf("written after the store came back %q, want %q", got, want)
+	}
+	if j.Failing() != nil {
+		t.Fatalf("still failing: %v", j.Failing())
+	}
+	if held, _ := j.Held(); held != 0 {
+		t.Fatalf("%d still held", held)
+	}
+
+	fail = broken
+	ops := make([]journalOp, maxHeld+5)
+	for i := range ops {
+		ops[i] = w("", "x")
+	}
+	j.write(ops)
+	if held, lost := j.Held(); held != maxHeld || lost != 5 {
+		t.Fatalf("held %d lost %d, want %d and 5", held, lost, maxHeld)
 	}
 }

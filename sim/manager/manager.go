@@ -391,11 +391,34 @@ type launchOpts struct {
 // runtime has prepared the instance (a missing image is an error here); the
 // instance then goes starting → running in the background.
 func (m *Manager) Launch(ctx context.Context, req LaunchRequest) (sim.Instance, error) {
+	if err := m.refuseWhileStoreFails("launch"); err != nil {
+		return sim.Instance{}, err
+	}
 	in, err := m.launch(ctx, req, launchOpts{})
 	if err != nil {
 		return sim.Instance{}, err
 	}
 	return in, nil
+}
+
+// StoreError is why the store cannot write right now, or nil: the records
+// made meanwhile are held and written once it can (StoreHeld).
+func (m *Manager) StoreError() error { return m.journal.Failing() }
+
+// StoreHeld counts the records waiting for the store to write again, and
+// those given up while it could not.
+func (m *Manager) StoreHeld() (held int, lost int64) { return m.journal.Held() }
+
+// refuseWhileStoreFails turns new work away while the store cannot write:
+// what it would record could not be kept.
+func (m *Manager) refuseWhileStoreFails(what string) error {
+	err := m.StoreError()
+	if err == nil {
+		return nil
+	}
+	held, lost := m.StoreHeld()
+	return sim.Errorf(sim.EUnavailable, "the store cannot write (%v); normsim takes no %s until it can: %d records are held to be written then, %d given up",
+		err, what, held, lost)
 }
 
 func (m *Manager) runtime(name string) (sim.Runtime, error) {

@@ -31,6 +31,9 @@ const (
 // Migrate checks the request and starts the migration in the background.
 // Refusals before anything starts are errors, not migrations.
 func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateRequest) (*sim.Migration, error) {
+	if err := m.refuseWhileStoreFails("migration"); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	src, ok := m.instances[instanceID]
 	if !ok {
@@ -1196,11 +1199,14 @@ func (r *run) finish(ctx context.Context, err error) {
 	r.mu.Unlock()
 
 	r.m.journal.migration(r.doc())
-	// Written before it leaves memory, so a reader always finds it.
+	// Written before it leaves memory, so a reader always finds it; while
+	// the store cannot write, it stays in memory and is served from there.
 	r.m.journal.Flush()
-	r.m.mu.Lock()
-	delete(r.m.migrations, r.id)
-	r.m.mu.Unlock()
+	if r.m.journal.Failing() == nil {
+		r.m.mu.Lock()
+		delete(r.m.migrations, r.id)
+		r.m.mu.Unlock()
+	}
 	r.m.publish("migration.ended", "", r.id, map[string]any{"state": state, "reason": reason})
 }
 

@@ -1,0 +1,117 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/sim/sqlite"
+)
+
+// failingStore is a real store whose writes fail while broken is set, as
+// a full disk makes them.
+type failingStore struct {
+	*sqlite.Store
+	broken atomic.Bool
+}
+
+var errDiskFull = errors.New("database or disk is full")
+
+func (s *failingStore) fail() error {
+	if s.broken.Load() {
+		return errDiskFull
+	}
+	return nil
+}
+
+func (s *failingStore) SaveInstance(ctx context.Context, in *sim.Instance) error {
+	if err := s.fail(); err != nil {
+		return err
+	}
+	return s.Store.SaveInstance(ctx, in)
+}
+
+func (s *failingStore) SaveMigration(ctx context.Context, m *sim.Migration) error {
+	if err := s.fail(); err != nil {
+		return err
+	}
+	return s.Store.SaveMigration(ctx, m)
+}
+
+func (s *failingStore) AppendEvent(ctx context.Context, ev sim.Event) error {
+	if err := s.fail(); err != nil {
+		return err
+	}
+	return s.Store.AppendEvent(ctx, ev)
+}
+
+func (s *failingStore) DeleteInstance(ctx context.Context, id string) error {
+	if err := s.fail(); err != nil {
+		return err
+	}
+	return s.Store.DeleteInstance(ctx, id)
+}
+
+func (s *failingStore) AppendMigrationEvents(ctx context.Context, id string, evs []sim.MigrationEvent) error {
+	if err := s.fail(); err != nil {
+		return err
+	}
+	return s.Store.AppendMigrationEvents(ctx, id, evs)
+}
+
+// Batch is left to the embedded store: each write in it fails on its own.
+
+// TestStoreThatCannotWriteRefusesWorkAndLosesNothing: while the store
+// cannot write, launches and migrations are refused with 503 saying why,
+// and what happened meanwhile is held; once it writes again, the held
+// records reach it and work is taken again.
+func TestStoreThatCannotWriteRefusesWorkAndLosesNothing(t *testing.T) {
+	ctx := context.Background()
+	store := &failingStore{Store: NewMemStore(t)}
+	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}, {Node: sim.Node{Name: "b"}}}, Store: store, Catalog: RepoCatalog(t),
+		Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: External{}}, DefaultRuntime: sim.RuntimeExternal})
+	defer m.Close()
+	in, err := m.Launch(ctx, sim.LaunchRequest{Template: "plain", Node: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Flush()
+	store.broken.Store(true)
+	// Something to record while the disk is full: the instance is stopped.
+	if err := m.Stop(ctx, in.ID); err != nil {
+		t.Fatal(err)
+	}
+	m.Flush()
+	if !errors.Is(m.StoreError(), errDiskFull) {
+		t.Fatalf("StoreError = %v while the store fails", m.StoreError())
+	}
+	_, err = m.Launch(ctx, sim.LaunchRequest{Template: "plain", Node: "a"})
+	if sim.ErrorCode(err) != sim.EUnavailable || !strings.Contains(err.Error(), "the store cannot write (database or disk is full)") {
+		t.Fatalf("launch while the store fails: %v, want 503 saying why", err)
+	}
+	if _, err := m.Migrate(ctx, in.ID, sim.MigrateRequest{}); sim.ErrorCode(err) != sim.EUnavailable {
+		t.Fatalf("migrate while the store fails: %v, want 503", err)
+	}
+	// The store has not heard of the stop yet…
+	if _, err := store.Store.GetInstance(ctx, in.ID); err != nil {
+		t.Fatalf("the instance vanished from the store: %v", err)
+	}
+	store.broken.Store(false)
+	// …and does once it can write: the retry needs no new record.
+	for deadline := time.Now().Add(10 * time.Second); m.StoreError() != nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the store never recovered")
+		}
+	}
+	m.Flush()
+	if _, err := store.Store.GetInstance(ctx, in.ID); sim.ErrorCode(err) != sim.ENotFound {
+		t.Fatalf("the stop held while the disk was full did not reach the store: %v", err)
+	}
+	if _, err := m.Launch(ctx, sim.LaunchRequest{Template: "plain", Node: "a"}); err != nil {
+		t.Fatalf("launch after the store came back: %v", err)
+	}
+}
