@@ -547,6 +547,14 @@ func (m *Main) PrintBanner(w io.Writer) {
 	}
 
 	fmt.Fprintf(w, "  Output sink udp://127.0.0.1:%d  (jobs get it as %s)\n", m.Sink.Port(), sink.EnvAddr)
+	if ip := net.ParseIP(m.Opts.SocketHost); ip != nil && ip.IsUnspecified() {
+		// Containers reach the sockets through the bridge gateway, so by
+		// default they listen on every interface: say so, and how not to.
+		fmt.Fprintf(w, "  Exposure    the job sockets and the output sink listen on every interface (%s), so\n", m.Opts.SocketHost)
+		fmt.Fprintf(w, "              others on your network can reach them (a socket needs its instance's token;\n")
+		fmt.Fprintf(w, "              the sink only keeps packets of jobs running here). With host processes only,\n")
+		fmt.Fprintf(w, "              pass --socket-host 127.0.0.1\n")
+	}
 	fmt.Fprintf(w, "  Runtime     %s\n", m.RuntimeNote())
 	if m.Opts.DB == sqlite.Memory {
 		fmt.Fprintf(w, "  Store       in memory (records are lost on exit)\n")

@@ -350,3 +350,22 @@ func TestSecondNormsimOnAStoreIsRefused(t *testing.T) {
 		t.Fatalf("the first normsim's instance after the second tried: %d %+v", code, after)
 	}
 }
+
+// TestBannerSaysWhatIsExposed: listening on every interface (the default,
+// for containers) is said in the banner, with how to restrict it; bound to
+// loopback it is not.
+func TestBannerSaysWhatIsExposed(t *testing.T) {
+	for _, tc := range []struct {
+		host string
+		says bool
+	}{{"0.0.0.0", true}, {"127.0.0.1", false}} {
+		opts := testOptions(t)
+		opts.SocketHost = tc.host
+		m := openApp(t, opts)
+		var banner bytes.Buffer
+		m.PrintBanner(&banner)
+		if got := strings.Contains(banner.String(), "listen on every interface (0.0.0.0)") && strings.Contains(banner.String(), "--socket-host 127.0.0.1"); got != tc.says {
+			t.Errorf("--socket-host %s: the banner says it is exposed: %v, want %v\n%s", tc.host, got, tc.says, banner.String())
+		}
+	}
+}
