@@ -255,13 +255,17 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		m.addressNote = warning
 		m.log.Warn(warning)
 	}
+	// Jobs of an earlier run reconnect as soon as the sockets listen; their
+	// hellos wait until recovery has registered them again.
+	registered := make(chan struct{})
+	defer closeOnce(registered)
 	var nodes []manager.Node
 	port := m.Opts.SocketPort
 	for i, name := range m.Opts.Nodes {
 		n := manager.Node{Node: sim.Node{Name: name, Address: addrs[i], SharedAddress: shared[i]}}
 		if !noSocket[name] {
 			l := jobsocket.New(jobsocket.Config{Node: name, Logger: m.log.With("node", name), Now: m.Opts.Now,
-				OnEvent: onEvent, Recorder: m.recorder})
+				OnEvent: onEvent, Recorder: m.recorder, Registered: registered})
 			addr := net.JoinHostPort(m.Opts.SocketHost, strconv.Itoa(port))
 			if err := l.Open(addr); err != nil {
 				return listenErr("job socket of node "+name, addr, "--socket-port", err)
@@ -316,6 +320,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	closeOnce(registered)
 
 	m.Web = web.New(web.Config{Service: m.Manager, Addr: ln.Addr().String(), Logger: m.log, Version: m.Opts.Version,
 		Ready: func() bool {
@@ -576,4 +581,13 @@ func (m *Main) PrintBanner(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "\n  Press Ctrl-C to stop (twice to quit at once).\n\n")
+}
+
+// closeOnce closes c unless it is closed already.
+func closeOnce(c chan struct{}) {
+	select {
+	case <-c:
+	default:
+		close(c)
+	}
 }

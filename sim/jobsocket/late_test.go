@@ -73,3 +73,20 @@ func TestDisconnectSaysWhoClosed(t *testing.T) {
 		t.Fatalf("got %+v, want a lost connection (1006)", d)
 	}
 }
+
+// TestHelloBeforeRegistrationWaits: a job whose hello reaches a listener
+// still being set up (a restarted normsim recovering its instances) waits
+// for the registrations instead of being refused as unknown.
+func TestHelloBeforeRegistrationWaits(t *testing.T) {
+	registered := make(chan struct{})
+	l, ev := MustListener(t, jobsocket.Config{Registered: registered})
+	c := dial(t, l, protocol.Path("j", "s"))
+	write(t, c, hello(token))
+	time.Sleep(50 * time.Millisecond) // the hello is read, and waits
+	l.Register(jobsocket.Registration{JobID: "j", Role: "s", Token: token})
+	close(registered)
+	if f := read(t, c); f.Type != protocol.TypeHelloAck {
+		t.Fatalf("got %+v, want hello-ack once the instance is registered", f)
+	}
+	ev.wait(t, jobsocket.Connected)
+}

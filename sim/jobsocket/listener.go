@@ -135,6 +135,11 @@ type Config struct {
 	// once (normsim bench connects a thousand), far fewer than the fds a
 	// process may hold.
 	MaxPending, MaxPendingPerHost int
+	// Registered, when set, is closed once the instances that may connect
+	// are registered (after a restart's recovery): a hello that comes
+	// before waits for it, within the hello timeout, instead of being
+	// refused as an unknown instance while normsim is still starting.
+	Registered <-chan struct{}
 }
 
 // Listener is one node's job-socket server.
@@ -611,6 +616,7 @@ func (l *Listener) run(ctx context.Context, c *conn) {
 	// A cancelled read context would tear the socket down without a close
 	// frame, so the timeout closes with 4401 from the side instead.
 	var timedOut atomic.Bool
+	helloBy := time.Now().Add(l.cfg.HelloTimeout)
 	timer := time.AfterFunc(l.cfg.HelloTimeout, func() {
 		timedOut.Store(true)
 		c.close(protocol.CloseUnauthorized, protocol.ReasonHelloTimeout+" "+l.cfg.HelloTimeout.String())
@@ -639,6 +645,7 @@ func (l *Listener) run(ctx context.Context, c *conn) {
 		return
 	}
 	l.record(c.key, "in", f.Type, len(data), redactedHello)
+	l.awaitRegistered(helloBy)
 	reg, ok := l.authenticate(c, f.Token)
 	if !ok {
 		c.close(protocol.CloseUnauthorized, "wrong token or unknown instance")
@@ -674,6 +681,21 @@ func (l *Listener) run(ctx context.Context, c *conn) {
 }
 
 var redactedHello = []byte(`{"type":"hello","token":"<redacted>"}`)
+
+// awaitRegistered waits, until by at the latest, for the instances to be
+// registered (Config.Registered): a job that reconnects the moment a
+// restarted normsim listens is not told it is unknown.
+func (l *Listener) awaitRegistered(by time.Time) {
+	if l.cfg.Registered == nil {
+		return
+	}
+	t := time.NewTimer(time.Until(by))
+	defer t.Stop()
+	select {
+	case <-l.cfg.Registered:
+	case <-t.C:
+	}
+}
 
 // authenticate checks the token in constant time and makes c the instance's
 // connection, replacing an older one with 4409. hello-ack (and the initial
