@@ -113,8 +113,12 @@ func (m *Manager) Recover(ctx context.Context) error {
 				break
 			}
 			a := m.runtimes().Runtimes[in.Runtime].(Adopter)
-			if running, ok := l[in.ID]; ok && running && in.State == sim.InstanceRunning {
+			// A launch answers while its instance is still starting, and
+			// "running" may not have reached the store before the kill:
+			// containers that are up are adopted either way.
+			if running, ok := l[in.ID]; ok && running && (in.State == sim.InstanceRunning || in.State == sim.InstanceStarting) {
 				if err := a.Adopt(ctx, in.ID); err == nil {
+					in.State = sim.InstanceRunning
 					break
 				} else {
 					reason = "could not adopt after a restart: " + err.Error()
