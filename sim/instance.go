@@ -66,8 +66,11 @@ type Instance struct {
 	// MigrationID is set when the instance was launched as a migration target.
 	MigrationID string `json:"migrationId,omitempty"`
 	// Ports keeps each allocated port param's number so a relaunch keeps it.
-	Ports     map[string]int `json:"ports,omitempty"`
-	Connected bool           `json:"connected"`
+	Ports map[string]int `json:"ports,omitempty"`
+	// Adjustments are the launch spec's: what normsim changed in the
+	// template's compose file to run it beside other instances.
+	Adjustments []string `json:"adjustments,omitempty"`
+	Connected   bool     `json:"connected"`
 	// Healthy is true once every service with a healthcheck reported healthy.
 	Healthy bool `json:"healthy"`
 	// Env is each service's launch-contract env (NORSK_*). Shown by the API

@@ -135,7 +135,10 @@ func (l *Loaded) Launch(in sim.LaunchInput) (*sim.LaunchSpec, error) {
 				hosts = append(hosts, h)
 			}
 		}
-		s.ExtraHosts = append(hosts, HostGatewayMap)
+		s.ExtraHosts = hosts
+		if !sharesNetwork(p.Services[name]) {
+			s.ExtraHosts = append(hosts, HostGatewayMap)
+		}
 
 		maps.Copy(s.Labels, map[string]string{
 			sim.LabelInstance: in.Instance.ID,
@@ -167,6 +170,18 @@ func (l *Loaded) Launch(in sim.LaunchInput) (*sim.LaunchSpec, error) {
 		}) {
 			s.Ports = append(s.Ports, sim.PortBinding{HostPort: ap.Port, ContainerPort: ap.Port, Protocol: ap.Protocol})
 		}
+	}
+
+	// The whole project, for the runtime that runs it as docker compose
+	// does; the adjustments hold for every runtime that shares an engine.
+	ip, adjustments := instanceProject(p, project, spec.Services)
+	spec.Adjustments = adjustments
+	if in.Runtime == sim.RuntimeDocker {
+		b, err := ip.MarshalYAML()
+		if err != nil {
+			return nil, fmt.Errorf("launch %s: encode compose project: %w", l.Template.Name, err)
+		}
+		spec.Compose = &sim.ComposeProject{YAML: b, WorkingDir: ip.WorkingDir}
 	}
 	return spec, nil
 }
