@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/compose-spec/compose-go/v2/types"
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
@@ -59,16 +60,27 @@ func (r *Runtime) Prepare(ctx context.Context, spec *sim.LaunchSpec) error {
 		return err
 	}
 	in := &instance{id: spec.InstanceID, network: NetworkName(spec.Project)}
+	if spec.Compose != nil {
+		in.network, in.composeName = "", spec.Project
+	}
 	if err := r.track(in); err != nil {
 		return err
 	}
-	services, err := r.prepare(ctx, spec, in.network)
+	var services []*service
+	var project *types.Project
+	var err error
+	if spec.Compose != nil {
+		project, services, err = r.prepareCompose(ctx, spec)
+	} else {
+		services, err = r.prepare(ctx, spec, in.network)
+	}
 	if err != nil {
 		r.forget(in)
 		return fmt.Errorf("prepare instance %s: %w", spec.InstanceID, err)
 	}
 	r.mu.Lock()
 	in.services = services
+	in.project = project
 	stopped := in.stopping // Stop came while the containers were being made
 	r.mu.Unlock()
 	if stopped {
@@ -78,7 +90,12 @@ func (r *Runtime) Prepare(ctx context.Context, spec *sim.LaunchSpec) error {
 		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
-		err := r.removeAll(cctx, ids, []string{in.network}, in.id)
+		var err error
+		if project != nil {
+			err = r.down(cctx, project.Name, project, 0)
+		} else {
+			err = r.removeAll(cctx, ids, []string{in.network}, in.id)
+		}
 		r.forget(in)
 		return errors.Join(sim.Errorf(sim.EConflict, "instance %s was stopped while it was being prepared", in.id), err)
 	}

@@ -8,6 +8,11 @@ import (
 	"sync"
 	"time"
 
+	"os"
+
+	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/docker/cli/cli/command"
+	"github.com/docker/compose/v5/pkg/api"
 	"github.com/docker/docker/client"
 
 	"github.com/normsim/normsim/sim"
@@ -40,13 +45,18 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Runtime is sim.Runtime on the Docker engine named by the environment
-// (DOCKER_HOST, DOCKER_API_VERSION, DOCKER_CERT_PATH, DOCKER_TLS_VERIFY).
+// Runtime is sim.Runtime on the Docker engine the docker command line
+// would use: DOCKER_HOST (with DOCKER_API_VERSION, DOCKER_CERT_PATH,
+// DOCKER_TLS_VERIFY), else DOCKER_CONTEXT or the current context of
+// ~/.docker/config.json. A spec that carries its compose project runs
+// through the Compose SDK, as `docker compose` runs it.
 type Runtime struct {
-	cli      *client.Client
-	observer sim.RuntimeObserver
-	log      *slog.Logger
-	now      func() time.Time
+	cli       *client.Client
+	dockerCli *command.DockerCli
+	compose   api.Compose
+	observer  sim.RuntimeObserver
+	log       *slog.Logger
+	now       func() time.Time
 
 	connMu    sync.Mutex
 	connected bool // API version negotiated
@@ -63,10 +73,14 @@ var _ sim.Runtime = (*Runtime)(nil)
 
 // instance is what the runtime tracks of one instance it prepared or adopted.
 type instance struct {
-	id       string
-	network  string // name; "" when adopted without one
-	services []*service
-	stopping bool
+	id      string
+	network string // name; "" when adopted without one, or a compose project
+	// project is the compose project the SDK created the instance from;
+	// composeName its name, also known for an adopted one (nil project).
+	project     *types.Project
+	composeName string
+	services    []*service
+	stopping    bool
 	// changed is closed (and replaced) whenever one of the instance's
 	// containers starts, so a following Logs resumes a service that
 	// (re)started; gone is closed once the instance is stopped or removed.
@@ -92,12 +106,29 @@ func (in *instance) service(containerID string) *service {
 // New returns a Runtime for the engine the environment names. It does no
 // I/O: use Ping to learn whether the engine answers.
 func New(cfg Config) (*Runtime, error) {
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	dcli, err := newDockerCli()
+	if err != nil {
+		return nil, err
+	}
+	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	if os.Getenv(client.EnvOverrideHost) == "" {
+		// The context's engine, as the docker CLI resolves it.
+		if h := dcli.DockerEndpoint().Host; h != "" {
+			opts = append(opts, client.WithHost(h))
+		}
+	}
+	cli, err := client.NewClientWithOpts(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
+	composer, err := newComposer(dcli)
+	if err != nil {
+		return nil, fmt.Errorf("compose service: %w", err)
+	}
 	r := &Runtime{
 		cli:       cli,
+		dockerCli: dcli,
+		compose:   composer,
 		observer:  cfg.Observer,
 		log:       cfg.Logger,
 		now:       cfg.Now,
@@ -199,6 +230,9 @@ func (r *Runtime) Close(ctx context.Context, keep bool) error {
 	}
 	r.wg.Wait()
 	errs = append(errs, r.cli.Close())
+	if c, ok := r.compose.(interface{ Close() error }); ok {
+		errs = append(errs, c.Close())
+	}
 	return errors.Join(errs...)
 }
 

@@ -33,6 +33,9 @@ func (r *Runtime) Start(ctx context.Context, instanceID string) error {
 	if err != nil {
 		return err
 	}
+	if in.composeName != "" {
+		return r.startCompose(ctx, in) // its errors name the instance
+	}
 	byName := map[string]*service{}
 	started := map[string]chan struct{}{}
 	for _, s := range services {
@@ -183,6 +186,13 @@ func (r *Runtime) Stop(ctx context.Context, instanceID string, grace time.Durati
 	r.mu.Unlock()
 	if services == nil {
 		return nil // still being prepared: Prepare sees stopping and removes it all
+	}
+	if in.composeName != "" {
+		if err := r.down(ctx, in.composeName, in.project, grace); err != nil {
+			return fmt.Errorf("stop instance %s: %w", instanceID, err)
+		}
+		r.forget(in)
+		return nil
 	}
 
 	secs := int(math.Ceil(max(grace, 0).Seconds()))
