@@ -81,7 +81,6 @@ func (r *Runtime) Adopt(ctx context.Context, instanceID string) error {
 		in.services = append(in.services, &service{
 			name:      c.Labels[sim.LabelService],
 			container: c.ID,
-			deps:      decodeDeps(c.Labels[LabelDependsOn]),
 		})
 	}
 	slices.SortFunc(in.services, func(a, b *service) int { return cmp.Compare(a.name, b.name) })

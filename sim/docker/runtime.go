@@ -18,14 +18,11 @@ import (
 	"github.com/normsim/normsim/sim"
 )
 
-// Labels of this package's own, beside sim's Label* keys. The launch
-// contract sets those on every service; the runtime sets instance, service
-// and project itself as well, because they are how it finds its containers
-// again.
-const (
-	LabelManaged   = "io.normsim.managed"    // "true" on everything this package creates
-	LabelDependsOn = "io.normsim.depends-on" // "db:service_healthy,init:service_completed_successfully"
-)
+// LabelManaged is "true" on everything this package creates, beside sim's
+// Label* keys. The launch contract sets those on every service; the
+// runtime sets instance, service and project itself as well, because they
+// are how it finds its containers again.
+const LabelManaged = "io.normsim.managed"
 
 // pingTimeout bounds Ping so `--runtime auto` decides quickly.
 const pingTimeout = 1500 * time.Millisecond
@@ -91,7 +88,6 @@ type instance struct {
 type service struct {
 	name      string
 	container string // ID
-	deps      []sim.Dependency
 }
 
 func (in *instance) service(containerID string) *service {
