@@ -21,6 +21,7 @@ import (
 	"github.com/docker/compose/v5/pkg/compose"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/spf13/pflag"
 
 	"github.com/normsim/normsim/sim"
 )
@@ -36,7 +37,16 @@ func newDockerCli() (*command.DockerCli, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker cli: %w", err)
 	}
-	if err := cli.Initialize(flags.NewClientOptions()); err != nil {
+	// The docker command's flags with none given: their defaults carry
+	// DOCKER_TLS, DOCKER_TLS_VERIFY and DOCKER_CERT_PATH.
+	opts := flags.NewClientOptions()
+	fs := pflag.NewFlagSet("docker", pflag.ContinueOnError)
+	opts.InstallFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		return nil, fmt.Errorf("docker cli: %w", err)
+	}
+	opts.SetDefaultOptions(fs)
+	if err := cli.Initialize(opts); err != nil {
 		return nil, fmt.Errorf("docker cli: %w", err)
 	}
 	return cli, nil

@@ -2,10 +2,16 @@ package docker
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -257,5 +263,54 @@ func TestEventStreamReconnects(t *testing.T) {
 	defer engine.mu.Unlock()
 	if want := fmt.Sprintf("%d.%09d", engine.t1/1e9, engine.t1%1e9); len(engine.sinces) < 2 || engine.sinces[1] != want {
 		t.Errorf("reconnects asked since %q, want the last event's time", engine.sinces)
+	}
+}
+
+// TestDockerContextIsFollowed: without DOCKER_HOST the engine is the one
+// the docker CLI's current context names (here DOCKER_CONTEXT, in a
+// context store under DOCKER_CONFIG), for this runtime's own client too.
+//
+// The docker CLI reads DOCKER_CONFIG once per process, so the test runs
+// itself again in a fresh one.
+func TestDockerContextIsFollowed(t *testing.T) {
+	if os.Getenv("NORMSIM_CONTEXT_CHILD") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestDockerContextIsFollowed$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "NORMSIM_CONTEXT_CHILD=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return
+	}
+	srv := httptest.NewServer(&fakeEngine{})
+	defer srv.Close()
+	host := "tcp://" + strings.TrimPrefix(srv.URL, "http://")
+	cfg := t.TempDir()
+	name := "normsim-test"
+	sum := sha256.Sum256([]byte(name))
+	meta := filepath.Join(cfg, "contexts", "meta", hex.EncodeToString(sum[:]))
+	if err := os.MkdirAll(meta, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]any{"Name": name, "Metadata": map[string]any{},
+		"Endpoints": map[string]any{"docker": map[string]any{"Host": host, "SkipTLSVerify": false}}})
+	if err := os.WriteFile(filepath.Join(meta, "meta.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DOCKER_CONFIG", cfg)
+	t.Setenv("DOCKER_CONTEXT", name)
+	t.Setenv("DOCKER_HOST", "")
+	os.Unsetenv("DOCKER_HOST")
+	t.Setenv("DOCKER_API_VERSION", "")
+
+	r, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background(), true)
+	if got := r.Client().DaemonHost(); got != host {
+		t.Fatalf("client host %q, want the context's %q", got, host)
+	}
+	if err := r.Ping(t.Context()); err != nil {
+		t.Fatalf("ping the context's engine: %v", err)
 	}
 }

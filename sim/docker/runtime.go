@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"os"
+	"strings"
 
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/docker/cli/cli/command"
@@ -108,9 +109,18 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
 	if os.Getenv(client.EnvOverrideHost) == "" {
-		// The context's engine, as the docker CLI resolves it.
-		if h := dcli.DockerEndpoint().Host; h != "" {
-			opts = append(opts, client.WithHost(h))
+		// The context's engine, as the docker CLI resolves it. This
+		// client (events, logs, signals) takes only its address, so a
+		// context it could not reach the same way is refused rather than
+		// half used.
+		ep := dcli.DockerEndpoint()
+		if ep.TLSData != nil || ep.SkipTLSVerify || strings.HasPrefix(ep.Host, "ssh://") {
+			if ep.Host != "" {
+				return nil, sim.Errorf(sim.EUnavailable, "docker context %q (%s) needs TLS or ssh, which normsim does not support yet; set DOCKER_HOST to reach the engine directly", dcli.CurrentContext(), ep.Host)
+			}
+		}
+		if ep.Host != "" {
+			opts = append(opts, client.WithHost(ep.Host))
 		}
 	}
 	cli, err := client.NewClientWithOpts(opts...)
