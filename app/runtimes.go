@@ -14,6 +14,7 @@ import (
 // engine answers (DOCKER_HOST is respected).
 func DockerRuntime() RuntimeFactory {
 	return RuntimeFactory{Name: sim.RuntimeDocker, New: func(ctx context.Context, obs sim.RuntimeObserver, log *slog.Logger) (sim.Runtime, error) {
+		routeComposeLogs(log)
 		rt, err := docker.New(docker.Config{Observer: obs, Logger: log})
 		if err != nil {
 			return nil, err

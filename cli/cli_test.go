@@ -80,6 +80,24 @@ func TestValidateExitCodes(t *testing.T) {
 	}
 }
 
+// TestValidateWarnsAdjustments: what a launch will adjust is printed as a
+// warning; the template stays valid and the exit status 0.
+func TestValidateWarnsAdjustments(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(`{"productTemplateSchemaVersion":1,"productName":"x","productVersion":"1","generatedAt":"now","target":"docker-compose"}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "compose.yml"), []byte("services:\n  engine:\n    image: x\n    container_name: engine\n  sidecar:\n    image: x\n    network_mode: service:engine\n"), 0o644)
+	code, out, _ := run(t, "validate", dir)
+	if code != 0 || !strings.Contains(out, `warn  `+filepath.Base(dir)+`: services.engine.container_name: "engine" runs as "normsim-<instance>-engine"`) ||
+		!strings.Contains(out, "services.sidecar: no extra_hosts") || !strings.Contains(out, "0 invalid") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	code, out, _ = run(t, "validate", "--json", dir)
+	var res []struct{ Warnings []string }
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || len(res) != 1 || len(res[0].Warnings) != 2 {
+		t.Fatalf("--json: %d %v\n%s", code, err, out)
+	}
+}
+
 // TestClientCommands drives launch, ps, logs, migrate and stop against a
 // running sim, the way a developer does from a second terminal.
 func TestClientCommands(t *testing.T) {

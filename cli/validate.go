@@ -64,6 +64,9 @@ usage error (including a path that does not exist).`,
 				enc.Encode(all)
 			} else {
 				for _, r := range all {
+					for _, w := range r.Warnings {
+						fmt.Fprintf(out, "warn  %s: %s\n", r.Name, w)
+					}
 					if r.Valid {
 						fmt.Fprintf(out, "ok    %s (%s)\n", r.Name, r.Path)
 						continue

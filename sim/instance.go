@@ -77,7 +77,10 @@ type Instance struct {
 	// Empty for runtimes that publish nothing (host processes, external)
 	// and once the instance is stopped.
 	Published []PublishedPort `json:"published,omitempty"`
-	Connected bool            `json:"connected"`
+	// Adjustments are the launch spec's: what normsim changed in the
+	// template's compose file to run it beside other instances.
+	Adjustments []string `json:"adjustments,omitempty"`
+	Connected   bool     `json:"connected"`
 	// Healthy is true once every service with a healthcheck reported healthy.
 	Healthy bool `json:"healthy"`
 	// Env is each service's launch-contract env (NORSK_*). Shown by the API

@@ -15,6 +15,29 @@ type LaunchSpec struct {
 	Services []ServiceSpec
 	// AllocatedPorts are the ports opened for allocatedPorts params, by param.
 	AllocatedPorts map[string]AllocatedPort
+	// Compose is the whole compose project the template's compose.yml
+	// makes for this instance, with the launch contract applied, for a
+	// runtime that runs it as `docker compose` does. Services holds the
+	// same services reduced to what every runtime understands. Nil when
+	// the spec was not made from a compose file.
+	Compose *ComposeProject
+	// Adjustments say, one sentence each, what normsim changed in the
+	// template's compose file beyond the launch contract so that
+	// instances can run side by side on one engine (a container_name made
+	// unique, an extra_hosts entry left out where Docker refuses one).
+	Adjustments []string
+}
+
+// ComposeProject is a compose project as `docker compose -f -` would take
+// it: compose-go's canonical YAML, interpolated, env files and extends
+// resolved, paths absolute, and the project's name set. sim holds it as
+// bytes so the domain needs no compose library; a runtime loads it again
+// without interpolating.
+type ComposeProject struct {
+	YAML []byte
+	// WorkingDir is the project directory relative paths were resolved
+	// against (the template's directory).
+	WorkingDir string
 }
 
 // AllocatedPort is one opened allocatedPorts entry.

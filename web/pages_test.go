@@ -124,6 +124,15 @@ func TestInstancePageHidesSecretsOfNonExternalInstances(t *testing.T) {
 	mustNotContain(t, r, "tok-SECRET-123", "/instances/job-1/counter-p1", "sk-live-PARAM")
 }
 
+func TestInstancePageShowsAdjustments(t *testing.T) {
+	f := newFake()
+	f.add(sim.Instance{ID: "media-1", JobID: "job-1", Node: "a", Template: "media", Runtime: sim.RuntimeDocker, State: sim.InstanceRunning,
+		Adjustments: []string{`services.engine.container_name: "engine" runs as "normsim-media-1-engine"`}})
+	s := newServer(t, f, nil)
+	r := get(t, s, "/instances/media-1")
+	mustContain(t, r, `id="adjustments"`, "services.engine.container_name: &#34;engine&#34; runs as &#34;normsim-media-1-engine&#34;")
+}
+
 func TestInstancePageShowsTheEnvToPasteForExternalInstances(t *testing.T) {
 	f := newFake()
 	f.add(sim.Instance{ID: "counter-x1", JobID: "job-1", Node: "a", Template: "counter", Runtime: sim.RuntimeExternal,

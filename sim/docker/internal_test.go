@@ -2,21 +2,25 @@ package docker
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"reflect"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/events"
-	"github.com/docker/docker/api/types/mount"
-	"github.com/docker/go-connections/nat"
 
 	"github.com/normsim/normsim/sim"
 )
@@ -79,9 +83,11 @@ func TestLineWriter(t *testing.T) {
 	}
 }
 
-func TestContainerConfig(t *testing.T) {
+// TestServicesProject: a spec built by hand runs as the compose project
+// its services describe, with the runtime's labels added.
+func TestServicesProject(t *testing.T) {
 	spec := &sim.LaunchSpec{InstanceID: "i1", JobID: "j1", Role: "r1", Node: "n1", Template: "tpl", Project: "normsim-i1"}
-	s := &sim.ServiceSpec{
+	spec.Services = []sim.ServiceSpec{{
 		Name:       "app",
 		Image:      "img:dev",
 		Command:    []string{"serve", "--x"},
@@ -102,54 +108,57 @@ func TestContainerConfig(t *testing.T) {
 		},
 		Healthcheck: &sim.Healthcheck{Test: []string{"curl -f localhost"}, Interval: time.Second, Retries: 2},
 		DependsOn:   []sim.Dependency{{Service: "db", Condition: "service_healthy"}, {Service: "init"}},
-	}
-	cfg, host, netCfg, err := containerConfig(spec, s, "normsim-i1_default")
+	}, {Name: "db", Image: "img:dev"}, {Name: "init", Image: "img:dev"}}
+	c, err := servicesProject(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"A=1", "B=2"}; !slices.Equal(cfg.Env, want) {
-		t.Errorf("env = %v, want %v", cfg.Env, want)
+	withProject := *spec
+	withProject.Compose = c
+	p, err := loadCompose(t.Context(), &withProject)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, c.YAML)
 	}
-	wantLabels := map[string]string{
-		"io.normsim.managed": "true", "io.normsim.instance": "i1", "io.normsim.project": "normsim-i1",
-		"io.normsim.service": "app", "io.normsim.job": "j1", "io.normsim.role": "from-contract",
-		"io.normsim.node": "n1", "io.normsim.template": "tpl", "other": "x",
-		"io.normsim.depends-on": "db:service_healthy,init:service_started",
+	s := p.Services["app"]
+	if *s.Environment["A"] != "1" || *s.Environment["B"] != "2" {
+		t.Errorf("env = %v", s.Environment)
 	}
-	if !reflect.DeepEqual(cfg.Labels, wantLabels) {
-		t.Errorf("labels = %v\nwant %v", cfg.Labels, wantLabels)
+	for k, v := range map[string]string{"io.normsim.managed": "true", "io.normsim.instance": "i1", "io.normsim.project": "normsim-i1",
+		"io.normsim.service": "app", "io.normsim.role": "from-contract", "other": "x"} {
+		if s.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, s.Labels[k], v)
+		}
 	}
-	if cfg.Entrypoint != nil || !slices.Equal(cfg.Cmd, []string{"serve", "--x"}) {
-		t.Errorf("entrypoint %v cmd %v", cfg.Entrypoint, cfg.Cmd)
+	if s.CustomLabels["com.docker.compose.project"] != "normsim-i1" || s.CustomLabels["com.docker.compose.service"] != "app" {
+		t.Errorf("compose labels %v", s.CustomLabels)
 	}
-	if want := []string{"CMD-SHELL", "curl -f localhost"}; !slices.Equal(cfg.Healthcheck.Test, want) {
-		t.Errorf("healthcheck test = %v", cfg.Healthcheck.Test)
+	if s.Entrypoint != nil || !slices.Equal(s.Command, types.ShellCommand{"serve", "--x"}) || s.User != "1000" || s.WorkingDir != "/w" {
+		t.Errorf("entrypoint %v cmd %v user %q dir %q", s.Entrypoint, s.Command, s.User, s.WorkingDir)
 	}
-	wantPorts := nat.PortMap{
-		"80/tcp":   {{}},
-		"5000/udp": {{HostIP: "127.0.0.1", HostPort: "5000"}},
+	if want := []string{"CMD-SHELL", "curl -f localhost"}; !slices.Equal(s.HealthCheck.Test, want) || *s.HealthCheck.Retries != 2 {
+		t.Errorf("healthcheck = %+v", s.HealthCheck)
 	}
-	if !reflect.DeepEqual(host.PortBindings, wantPorts) || len(cfg.ExposedPorts) != 2 {
-		t.Errorf("ports = %v exposed %v", host.PortBindings, cfg.ExposedPorts)
+	if len(s.Ports) != 2 || s.Ports[0].Target != 80 || s.Ports[0].Published != "" ||
+		s.Ports[1].Published != "5000" || s.Ports[1].Protocol != "udp" || s.Ports[1].HostIP != "127.0.0.1" {
+		t.Errorf("ports = %+v", s.Ports)
 	}
-	if want := []string{"/host/dir:/in:ro"}; !slices.Equal(host.Binds, want) {
-		t.Errorf("binds = %v", host.Binds)
+	if len(s.Volumes) != 4 || s.Volumes[0].Source != "/host/dir" || !s.Volumes[0].ReadOnly ||
+		p.Volumes["data"].Name != "normsim-i1_data" || p.Volumes["data"].Labels["io.normsim.instance"] != "i1" ||
+		s.Volumes[2].Source != "" || s.Volumes[3].Type != "tmpfs" {
+		t.Errorf("volumes = %+v, project volumes %+v", s.Volumes, p.Volumes)
 	}
-	if len(host.Mounts) != 3 ||
-		host.Mounts[0].Source != "normsim-i1_data" || host.Mounts[0].VolumeOptions.Labels["io.normsim.instance"] != "i1" ||
-		host.Mounts[1].Type != mount.TypeVolume || host.Mounts[1].Source != "" ||
-		host.Mounts[2].Type != mount.TypeTmpfs {
-		t.Errorf("mounts = %+v", host.Mounts)
+	if _, ok := s.Networks["default"]; !ok || p.Networks["default"].Name != "normsim-i1_default" || p.Networks["default"].Labels["io.normsim.instance"] != "i1" {
+		t.Errorf("networks %+v / %+v", s.Networks, p.Networks)
 	}
-	if host.NetworkMode != "normsim-i1_default" || !slices.Equal(netCfg.EndpointsConfig["normsim-i1_default"].Aliases, []string{"app"}) {
-		t.Errorf("network %v %+v", host.NetworkMode, netCfg.EndpointsConfig)
+	if d := s.DependsOn; d["db"].Condition != "service_healthy" || d["init"].Condition != "service_started" {
+		t.Errorf("depends_on = %+v", d)
 	}
-	if got := decodeDeps(cfg.Labels[LabelDependsOn]); !reflect.DeepEqual(got, []sim.Dependency{{Service: "db", Condition: "service_healthy"}, {Service: "init", Condition: "service_started"}}) {
-		t.Errorf("decoded deps = %+v", got)
+	if got := s.ExtraHosts["host.docker.internal"]; !slices.Equal(got, []string{"host-gateway"}) {
+		t.Errorf("extra_hosts = %v", s.ExtraHosts)
 	}
 
-	s.Volumes = []sim.Mount{{Type: "npipe", Target: "/x"}}
-	if _, _, _, err := containerConfig(spec, s, "n"); sim.ErrorCode(err) != sim.EComposeInvalid {
+	spec.Services[0].Volumes = []sim.Mount{{Type: "npipe", Target: "/x"}}
+	if _, err := servicesProject(spec); sim.ErrorCode(err) != sim.EComposeInvalid {
 		t.Errorf("npipe mount: %v", err)
 	}
 }
@@ -254,5 +263,54 @@ func TestEventStreamReconnects(t *testing.T) {
 	defer engine.mu.Unlock()
 	if want := fmt.Sprintf("%d.%09d", engine.t1/1e9, engine.t1%1e9); len(engine.sinces) < 2 || engine.sinces[1] != want {
 		t.Errorf("reconnects asked since %q, want the last event's time", engine.sinces)
+	}
+}
+
+// TestDockerContextIsFollowed: without DOCKER_HOST the engine is the one
+// the docker CLI's current context names (here DOCKER_CONTEXT, in a
+// context store under DOCKER_CONFIG), for this runtime's own client too.
+//
+// The docker CLI reads DOCKER_CONFIG once per process, so the test runs
+// itself again in a fresh one.
+func TestDockerContextIsFollowed(t *testing.T) {
+	if os.Getenv("NORMSIM_CONTEXT_CHILD") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestDockerContextIsFollowed$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "NORMSIM_CONTEXT_CHILD=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return
+	}
+	srv := httptest.NewServer(&fakeEngine{})
+	defer srv.Close()
+	host := "tcp://" + strings.TrimPrefix(srv.URL, "http://")
+	cfg := t.TempDir()
+	name := "normsim-test"
+	sum := sha256.Sum256([]byte(name))
+	meta := filepath.Join(cfg, "contexts", "meta", hex.EncodeToString(sum[:]))
+	if err := os.MkdirAll(meta, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]any{"Name": name, "Metadata": map[string]any{},
+		"Endpoints": map[string]any{"docker": map[string]any{"Host": host, "SkipTLSVerify": false}}})
+	if err := os.WriteFile(filepath.Join(meta, "meta.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DOCKER_CONFIG", cfg)
+	t.Setenv("DOCKER_CONTEXT", name)
+	t.Setenv("DOCKER_HOST", "")
+	os.Unsetenv("DOCKER_HOST")
+	t.Setenv("DOCKER_API_VERSION", "")
+
+	r, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background(), true)
+	if got := r.Client().DaemonHost(); got != host {
+		t.Fatalf("client host %q, want the context's %q", got, host)
+	}
+	if err := r.Ping(t.Context()); err != nil {
+		t.Fatalf("ping the context's engine: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/docker/compose/v5/pkg/api"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
@@ -74,10 +75,12 @@ func (r *Runtime) Adopt(ctx context.Context, instanceID string) error {
 	}
 	in := &instance{id: instanceID}
 	for _, c := range list {
+		if name := c.Labels[api.ProjectLabel]; name != "" {
+			in.composeName = name // created through the Compose SDK
+		}
 		in.services = append(in.services, &service{
 			name:      c.Labels[sim.LabelService],
 			container: c.ID,
-			deps:      decodeDeps(c.Labels[LabelDependsOn]),
 		})
 	}
 	slices.SortFunc(in.services, func(a, b *service) int { return cmp.Compare(a.name, b.name) })
@@ -111,6 +114,18 @@ func (r *Runtime) RemoveInstance(ctx context.Context, instanceID string) error {
 	}
 	r.mu.Unlock()
 
+	if err := r.sweep(ctx, instanceID); err != nil {
+		return fmt.Errorf("remove instance %s: %w", instanceID, err)
+	}
+	if in != nil {
+		r.forget(in)
+	}
+	return nil
+}
+
+// sweep force-removes every container, network and volume that carries
+// the instance's labels.
+func (r *Runtime) sweep(ctx context.Context, instanceID string) error {
 	f := instanceFilter(instanceID)
 	list, err := r.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
 	if err != nil {
@@ -128,11 +143,5 @@ func (r *Runtime) RemoveInstance(ctx context.Context, instanceID string) error {
 	for i, n := range nets {
 		netIDs[i] = n.ID
 	}
-	if err := r.removeAll(ctx, ids, netIDs, instanceID); err != nil {
-		return fmt.Errorf("remove instance %s: %w", instanceID, err)
-	}
-	if in != nil {
-		r.forget(in)
-	}
-	return nil
+	return r.removeAll(ctx, ids, netIDs, instanceID)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -13,12 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/compose-spec/compose-go/v2/types"
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/mount"
-	"github.com/docker/docker/api/types/network"
-	"github.com/docker/go-connections/nat"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/normsim/normsim/sim"
@@ -47,147 +44,49 @@ func ContainerName(project, service string) string {
 // network of the project.
 func NetworkName(project string) string { return project + "_default" }
 
-// Prepare checks that every image is in the engine, then creates the
-// instance's network and one container per service, started by nothing.
-// A missing image is an EImageMissing error; whatever fails, nothing
-// created is left behind.
+// Prepare checks that every image is in the engine, then has the Compose
+// SDK create the instance's project (networks, volumes, one container per
+// service replica), started by nothing. A spec without a compose project
+// (one built by hand) is turned into one first. A missing image is an
+// EImageMissing error; whatever fails, nothing created is left behind.
 func (r *Runtime) Prepare(ctx context.Context, spec *sim.LaunchSpec) error {
 	if err := validate(spec); err != nil {
 		return err
 	}
+	if spec.Compose == nil {
+		c, err := servicesProject(spec)
+		if err != nil {
+			return err
+		}
+		withProject := *spec
+		withProject.Compose = c
+		spec = &withProject
+	}
 	if err := r.connect(ctx); err != nil {
 		return err
 	}
-	in := &instance{id: spec.InstanceID, network: NetworkName(spec.Project)}
+	in := &instance{id: spec.InstanceID, composeName: spec.Project}
 	if err := r.track(in); err != nil {
 		return err
 	}
-	services, err := r.prepare(ctx, spec, in.network)
+	project, services, err := r.prepareCompose(ctx, spec)
 	if err != nil {
 		r.forget(in)
 		return fmt.Errorf("prepare instance %s: %w", spec.InstanceID, err)
 	}
 	r.mu.Lock()
 	in.services = services
+	in.project = project
 	stopped := in.stopping // Stop came while the containers were being made
 	r.mu.Unlock()
 	if stopped {
-		ids := make([]string, len(services))
-		for i, s := range services {
-			ids[i] = s.container
-		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
-		err := r.removeAll(cctx, ids, []string{in.network}, in.id)
+		err := r.down(cctx, project.Name, project, 0)
 		r.forget(in)
 		return errors.Join(sim.Errorf(sim.EConflict, "instance %s was stopped while it was being prepared", in.id), err)
 	}
 	return nil
-}
-
-// createRequest is one service's ContainerCreate arguments.
-type createRequest struct {
-	config  *container.Config
-	host    *container.HostConfig
-	network *network.NetworkingConfig
-}
-
-func (r *Runtime) prepare(ctx context.Context, spec *sim.LaunchSpec, netName string) (_ []*service, err error) {
-	reqs := make([]createRequest, len(spec.Services))
-	for i := range spec.Services {
-		cfg, host, netCfg, err := containerConfig(spec, &spec.Services[i], netName)
-		if err != nil {
-			return nil, err
-		}
-		reqs[i] = createRequest{cfg, host, netCfg}
-	}
-	if err := r.checkImages(ctx, spec); err != nil {
-		return nil, err
-	}
-
-	labels := map[string]string{
-		LabelManaged:      "true",
-		sim.LabelInstance: spec.InstanceID,
-		sim.LabelProject:  spec.Project,
-	}
-	net, err := r.cli.NetworkCreate(ctx, netName, network.CreateOptions{Driver: "bridge", Labels: labels})
-	if err != nil {
-		if cerrdefs.IsConflict(err) {
-			return nil, sim.Errorf(sim.EConflict, "network %q already exists: another instance uses project %q, or an earlier run left it behind (docker network rm %s)", netName, spec.Project, netName)
-		}
-		if ctx.Err() != nil {
-			// The engine may have made it before the cancellation reached it.
-			r.removeNetworkOf(ctx, netName, spec.InstanceID)
-		}
-		return nil, r.engineErr("create network "+netName, err)
-	}
-
-	var mu sync.Mutex
-	var created []string
-	defer func() {
-		if err == nil {
-			return
-		}
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		// Containers whose create was cut short by ctx may exist without
-		// their ID having reached us; the network finds them.
-		if list, lerr := r.cli.ContainerList(cctx, container.ListOptions{All: true, Filters: filters.NewArgs(
-			filters.Arg("network", net.ID), filters.Arg("label", LabelManaged+"=true"))}); lerr == nil {
-			for _, c := range list {
-				if !slices.Contains(created, c.ID) {
-					created = append(created, c.ID)
-				}
-			}
-		}
-		if rerr := r.removeAll(cctx, created, []string{net.ID}, spec.InstanceID); rerr != nil {
-			r.log.Error("clean up after failed prepare", "instance", spec.InstanceID, "err", rerr)
-		}
-	}()
-
-	services := make([]*service, len(spec.Services))
-	g, gctx := errgroup.WithContext(ctx)
-	for i := range spec.Services {
-		s, req := &spec.Services[i], reqs[i]
-		g.Go(func() error {
-			name := ContainerName(spec.Project, s.Name)
-			resp, err := r.cli.ContainerCreate(gctx, req.config, req.host, req.network, nil, name)
-			if err != nil {
-				if cerrdefs.IsConflict(err) {
-					return sim.Errorf(sim.EConflict, "container name %q is already in use: another instance uses project %q, or an earlier run left it behind (docker rm -f %s)", name, spec.Project, name)
-				}
-				return r.engineErr(fmt.Sprintf("create service %s", s.Name), err)
-			}
-			mu.Lock()
-			created = append(created, resp.ID)
-			mu.Unlock()
-			services[i] = &service{name: s.Name, container: resp.ID, deps: slices.Clone(s.DependsOn)}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	return services, nil
-}
-
-// removeNetworkOf removes the instance's network called name, if there is
-// one, despite ctx being done.
-func (r *Runtime) removeNetworkOf(ctx context.Context, name, instanceID string) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	f := filters.NewArgs(filters.Arg("name", name), filters.Arg("label", LabelManaged+"=true"), filters.Arg("label", sim.LabelInstance+"="+instanceID))
-	nets, err := r.cli.NetworkList(cctx, network.ListOptions{Filters: f})
-	if err != nil {
-		return
-	}
-	for _, n := range nets {
-		if n.Name == name { // the name filter matches substrings
-			if err := r.cli.NetworkRemove(cctx, n.ID); err != nil {
-				r.log.Error("clean up after cancelled prepare", "network", name, "err", err)
-			}
-		}
-	}
 }
 
 // checkImages inspects every distinct image at once.
@@ -303,115 +202,6 @@ func validate(spec *sim.LaunchSpec) error {
 	return nil
 }
 
-// containerConfig turns one service into the engine's create request, as
-// compose would.
-func containerConfig(spec *sim.LaunchSpec, s *sim.ServiceSpec, netName string) (*container.Config, *container.HostConfig, *network.NetworkingConfig, error) {
-	labels := maps.Clone(s.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	for k, v := range map[string]string{sim.LabelJob: spec.JobID, sim.LabelRole: spec.Role, sim.LabelNode: spec.Node, sim.LabelTemplate: spec.Template} {
-		if _, ok := labels[k]; !ok && v != "" {
-			labels[k] = v
-		}
-	}
-	labels[LabelManaged] = "true"
-	labels[sim.LabelInstance] = spec.InstanceID
-	labels[sim.LabelProject] = spec.Project
-	labels[sim.LabelService] = s.Name
-	if len(s.DependsOn) > 0 {
-		labels[LabelDependsOn] = encodeDeps(s.DependsOn)
-	}
-
-	env := make([]string, 0, len(s.Env))
-	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
-		env = append(env, k+"="+s.Env[k])
-	}
-
-	cfg := &container.Config{
-		Image:      s.Image,
-		Env:        env,
-		Labels:     labels,
-		User:       s.User,
-		WorkingDir: s.WorkingDir,
-	}
-	if len(s.Command) > 0 {
-		cfg.Cmd = slices.Clone(s.Command)
-	}
-	if len(s.Entrypoint) > 0 {
-		cfg.Entrypoint = slices.Clone(s.Entrypoint)
-	}
-	if h := s.Healthcheck; h != nil {
-		cfg.Healthcheck = &container.HealthConfig{
-			Test:        healthTest(h.Test),
-			Interval:    h.Interval,
-			Timeout:     h.Timeout,
-			StartPeriod: h.StartPeriod,
-			Retries:     h.Retries,
-		}
-	}
-
-	host := &container.HostConfig{
-		NetworkMode: container.NetworkMode(netName),
-		ExtraHosts:  slices.Clone(s.ExtraHosts),
-	}
-	if len(s.Ports) > 0 {
-		cfg.ExposedPorts = nat.PortSet{}
-		host.PortBindings = nat.PortMap{}
-	}
-	for _, p := range s.Ports {
-		proto := strings.ToLower(p.Protocol)
-		if proto == "" {
-			proto = "tcp"
-		}
-		if proto != "tcp" && proto != "udp" {
-			return nil, nil, nil, sim.Errorf(sim.EComposeInvalid, "compose.yml: service %q publishes port %d over %q; want tcp or udp", s.Name, p.ContainerPort, p.Protocol)
-		}
-		if p.ContainerPort < 1 || p.ContainerPort > 65535 || p.HostPort < 0 || p.HostPort > 65535 {
-			return nil, nil, nil, sim.Errorf(sim.EComposeInvalid, "compose.yml: service %q publishes port %d:%d; ports are 1..65535", s.Name, p.HostPort, p.ContainerPort)
-		}
-		port := nat.Port(fmt.Sprintf("%d/%s", p.ContainerPort, proto))
-		cfg.ExposedPorts[port] = struct{}{}
-		b := nat.PortBinding{HostIP: p.HostIP}
-		if p.HostPort > 0 {
-			b.HostPort = strconv.Itoa(p.HostPort)
-		}
-		host.PortBindings[port] = append(host.PortBindings[port], b)
-	}
-	for _, m := range s.Volumes {
-		switch m.Type {
-		case "bind":
-			// Binds, not Mounts: like compose's short syntax, the engine
-			// creates a missing host directory instead of failing.
-			b := m.Source + ":" + m.Target
-			if m.ReadOnly {
-				b += ":ro"
-			}
-			host.Binds = append(host.Binds, b)
-		case "volume", "":
-			mt := mount.Mount{Type: mount.TypeVolume, Target: m.Target, ReadOnly: m.ReadOnly}
-			if m.Source != "" {
-				// compose's name for a project's named volume; the labels
-				// let Stop remove it with the instance.
-				mt.Source = spec.Project + "_" + m.Source
-				mt.VolumeOptions = &mount.VolumeOptions{Labels: map[string]string{
-					LabelManaged: "true", sim.LabelInstance: spec.InstanceID, sim.LabelProject: spec.Project,
-				}}
-			}
-			host.Mounts = append(host.Mounts, mt)
-		case "tmpfs":
-			host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeTmpfs, Target: m.Target})
-		default:
-			return nil, nil, nil, sim.Errorf(sim.EComposeInvalid, "compose.yml: service %q mounts %q as %q; the docker runtime supports bind, volume and tmpfs", s.Name, m.Target, m.Type)
-		}
-	}
-
-	netCfg := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
-		netName: {Aliases: []string{s.Name}},
-	}}
-	return cfg, host, netCfg, nil
-}
-
 // healthTest returns a compose healthcheck test in the engine's form: a
 // bare command string runs through the shell, as in compose.
 func healthTest(test []string) []string {
@@ -425,27 +215,99 @@ func healthTest(test []string) []string {
 	return []string{"CMD-SHELL", strings.Join(test, " ")}
 }
 
-// encodeDeps and decodeDeps keep depends_on in a label, so an adopted
-// instance still starts in order.
-func encodeDeps(deps []sim.Dependency) string {
-	parts := make([]string, len(deps))
-	for i, d := range deps {
-		c := d.Condition
-		if c == "" {
-			c = conditionStarted
+// servicesProject turns a spec built by hand (no compose project) into
+// the compose project its services describe, so it runs through the same
+// SDK path as a template's: one default network, each service's ports,
+// mounts (named volumes declared at the project), healthcheck and
+// depends_on as compose would read them from a file.
+func servicesProject(spec *sim.LaunchSpec) (*sim.ComposeProject, error) {
+	p := &types.Project{Name: spec.Project, Services: types.Services{}, Volumes: types.Volumes{}}
+	for _, s := range spec.Services {
+		sc := types.ServiceConfig{Name: s.Name}
+		sc.Image = s.Image
+		sc.Command = types.ShellCommand(slices.Clone(s.Command))
+		sc.Entrypoint = types.ShellCommand(slices.Clone(s.Entrypoint))
+		sc.Environment = types.MappingWithEquals{}
+		sc.Labels = types.Labels(maps.Clone(s.Labels))
+		sc.User = s.User
+		sc.WorkingDir = s.WorkingDir
+		for k, v := range s.Env {
+			sc.Environment[k] = &v
 		}
-		parts[i] = d.Service + ":" + c
+		if len(s.ExtraHosts) > 0 {
+			sc.ExtraHosts = types.HostsList{}
+			for _, h := range s.ExtraHosts {
+				host, ip, _ := strings.Cut(h, ":")
+				sc.ExtraHosts[host] = append(sc.ExtraHosts[host], ip)
+			}
+		}
+		for _, b := range s.Ports {
+			proto := strings.ToLower(b.Protocol)
+			if proto == "" {
+				proto = "tcp"
+			}
+			if proto != "tcp" && proto != "udp" {
+				return nil, sim.Errorf(sim.EComposeInvalid, "compose.yml: service %q publishes port %d over %q; want tcp or udp", s.Name, b.ContainerPort, b.Protocol)
+			}
+			if b.ContainerPort < 1 || b.ContainerPort > 65535 || b.HostPort < 0 || b.HostPort > 65535 {
+				return nil, sim.Errorf(sim.EComposeInvalid, "compose.yml: service %q publishes port %d:%d; ports are 1..65535", s.Name, b.HostPort, b.ContainerPort)
+			}
+			pc := types.ServicePortConfig{Mode: "ingress", HostIP: b.HostIP, Target: uint32(b.ContainerPort), Protocol: proto}
+			if b.HostPort > 0 {
+				pc.Published = strconv.Itoa(b.HostPort)
+			}
+			sc.Ports = append(sc.Ports, pc)
+		}
+		for _, m := range s.Volumes {
+			v := types.ServiceVolumeConfig{Type: m.Type, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly}
+			switch m.Type {
+			case types.VolumeTypeBind:
+				// Like compose's short syntax: a missing host directory is made.
+				v.Bind = &types.ServiceVolumeBind{CreateHostPath: true}
+			case types.VolumeTypeVolume, "":
+				v.Type = types.VolumeTypeVolume
+				if m.Source != "" {
+					p.Volumes[m.Source] = types.VolumeConfig{Name: spec.Project + "_" + m.Source}
+				}
+			case types.VolumeTypeTmpfs:
+			default:
+				return nil, sim.Errorf(sim.EComposeInvalid, "compose.yml: service %q mounts %q as %q; the docker runtime supports bind, volume and tmpfs", s.Name, m.Target, m.Type)
+			}
+			sc.Volumes = append(sc.Volumes, v)
+		}
+		if h := s.Healthcheck; h != nil {
+			hc := &types.HealthCheckConfig{Test: healthTest(h.Test)}
+			if h.Interval > 0 {
+				hc.Interval = ptr(types.Duration(h.Interval))
+			}
+			if h.Timeout > 0 {
+				hc.Timeout = ptr(types.Duration(h.Timeout))
+			}
+			if h.StartPeriod > 0 {
+				hc.StartPeriod = ptr(types.Duration(h.StartPeriod))
+			}
+			if h.Retries > 0 {
+				hc.Retries = ptr(uint64(h.Retries))
+			}
+			sc.HealthCheck = hc
+		}
+		if len(s.DependsOn) > 0 {
+			sc.DependsOn = types.DependsOnConfig{}
+			for _, d := range s.DependsOn {
+				c := d.Condition
+				if c == "" {
+					c = conditionStarted
+				}
+				sc.DependsOn[d.Service] = types.ServiceDependency{Condition: c, Required: true}
+			}
+		}
+		p.Services[s.Name] = sc
 	}
-	return strings.Join(parts, ",")
+	b, err := p.MarshalYAML()
+	if err != nil {
+		return nil, fmt.Errorf("launch spec of instance %s: encode compose project: %w", spec.InstanceID, err)
+	}
+	return &sim.ComposeProject{YAML: b, WorkingDir: os.TempDir()}, nil
 }
 
-func decodeDeps(s string) []sim.Dependency {
-	var deps []sim.Dependency
-	for part := range strings.SplitSeq(s, ",") {
-		name, cond, _ := strings.Cut(part, ":")
-		if name != "" {
-			deps = append(deps, sim.Dependency{Service: name, Condition: cond})
-		}
-	}
-	return deps
-}
+func ptr[T any](v T) *T { return &v }

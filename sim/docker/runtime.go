@@ -8,19 +8,22 @@ import (
 	"sync"
 	"time"
 
+	"os"
+	"strings"
+
+	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/docker/cli/cli/command"
+	"github.com/docker/compose/v5/pkg/api"
 	"github.com/docker/docker/client"
 
 	"github.com/normsim/normsim/sim"
 )
 
-// Labels of this package's own, beside sim's Label* keys. The launch
-// contract sets those on every service; the runtime sets instance, service
-// and project itself as well, because they are how it finds its containers
-// again.
-const (
-	LabelManaged   = "io.normsim.managed"    // "true" on everything this package creates
-	LabelDependsOn = "io.normsim.depends-on" // "db:service_healthy,init:service_completed_successfully"
-)
+// LabelManaged is "true" on everything this package creates, beside sim's
+// Label* keys. The launch contract sets those on every service; the
+// runtime sets instance, service and project itself as well, because they
+// are how it finds its containers again.
+const LabelManaged = "io.normsim.managed"
 
 // pingTimeout bounds Ping so `--runtime auto` decides quickly.
 const pingTimeout = 1500 * time.Millisecond
@@ -40,13 +43,18 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Runtime is sim.Runtime on the Docker engine named by the environment
-// (DOCKER_HOST, DOCKER_API_VERSION, DOCKER_CERT_PATH, DOCKER_TLS_VERIFY).
+// Runtime is sim.Runtime on the Docker engine the docker command line
+// would use: DOCKER_HOST (with DOCKER_API_VERSION, DOCKER_CERT_PATH,
+// DOCKER_TLS_VERIFY), else DOCKER_CONTEXT or the current context of
+// ~/.docker/config.json. A spec that carries its compose project runs
+// through the Compose SDK, as `docker compose` runs it.
 type Runtime struct {
-	cli      *client.Client
-	observer sim.RuntimeObserver
-	log      *slog.Logger
-	now      func() time.Time
+	cli       *client.Client
+	dockerCli *command.DockerCli
+	compose   api.Compose
+	observer  sim.RuntimeObserver
+	log       *slog.Logger
+	now       func() time.Time
 
 	connMu    sync.Mutex
 	connected bool // API version negotiated
@@ -63,10 +71,14 @@ var _ sim.Runtime = (*Runtime)(nil)
 
 // instance is what the runtime tracks of one instance it prepared or adopted.
 type instance struct {
-	id       string
-	network  string // name; "" when adopted without one
-	services []*service
-	stopping bool
+	id      string
+	network string // name; "" when adopted without one, or a compose project
+	// project is the compose project the SDK created the instance from;
+	// composeName its name, also known for an adopted one (nil project).
+	project     *types.Project
+	composeName string
+	services    []*service
+	stopping    bool
 	// changed is closed (and replaced) whenever one of the instance's
 	// containers starts, so a following Logs resumes a service that
 	// (re)started; gone is closed once the instance is stopped or removed.
@@ -77,7 +89,6 @@ type instance struct {
 type service struct {
 	name      string
 	container string // ID
-	deps      []sim.Dependency
 }
 
 func (in *instance) service(containerID string) *service {
@@ -92,12 +103,38 @@ func (in *instance) service(containerID string) *service {
 // New returns a Runtime for the engine the environment names. It does no
 // I/O: use Ping to learn whether the engine answers.
 func New(cfg Config) (*Runtime, error) {
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	dcli, err := newDockerCli()
+	if err != nil {
+		return nil, err
+	}
+	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	if os.Getenv(client.EnvOverrideHost) == "" {
+		// The context's engine, as the docker CLI resolves it. This
+		// client (events, logs, signals) takes only its address, so a
+		// context it could not reach the same way is refused rather than
+		// half used.
+		ep := dcli.DockerEndpoint()
+		if ep.TLSData != nil || ep.SkipTLSVerify || strings.HasPrefix(ep.Host, "ssh://") {
+			if ep.Host != "" {
+				return nil, sim.Errorf(sim.EUnavailable, "docker context %q (%s) needs TLS or ssh, which normsim does not support yet; set DOCKER_HOST to reach the engine directly", dcli.CurrentContext(), ep.Host)
+			}
+		}
+		if ep.Host != "" {
+			opts = append(opts, client.WithHost(ep.Host))
+		}
+	}
+	cli, err := client.NewClientWithOpts(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
+	composer, err := newComposer(dcli)
+	if err != nil {
+		return nil, fmt.Errorf("compose service: %w", err)
+	}
 	r := &Runtime{
 		cli:       cli,
+		dockerCli: dcli,
+		compose:   composer,
 		observer:  cfg.Observer,
 		log:       cfg.Logger,
 		now:       cfg.Now,
@@ -199,6 +236,9 @@ func (r *Runtime) Close(ctx context.Context, keep bool) error {
 	}
 	r.wg.Wait()
 	errs = append(errs, r.cli.Close())
+	if c, ok := r.compose.(interface{ Close() error }); ok {
+		errs = append(errs, c.Close())
+	}
 	return errors.Join(errs...)
 }
 

@@ -244,7 +244,8 @@ func TestDependencyFails(t *testing.T) {
 	}
 	err := r.Start(ctx, spec.InstanceID)
 	wantCode(t, err, sim.EUnprocessable)
-	if !strings.Contains(err.Error(), `"migrate" exited with code 3`) {
+	// compose's own words since the Compose SDK starts the project.
+	if !strings.Contains(err.Error(), `service "migrate" didn't complete successfully: exit 3`) {
 		t.Errorf("error does not say why: %v", err)
 	}
 	if st := state(t, cli, spec.Project+"-app-1"); st.Status != container.StateCreated {

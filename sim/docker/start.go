@@ -14,59 +14,24 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/normsim/normsim/sim"
 )
 
-// healthPoll is how often Start looks at a dependency's health; the
-// engine's healthchecks run far less often, so this adds little delay.
-const healthPoll = 100 * time.Millisecond
-
 // Start starts a prepared (or adopted) instance's containers the way
-// `docker compose up -d` does: each service once the services it depends on
-// have started, become healthy or completed successfully, as their
+// `docker compose start` does: each service once the services it depends
+// on have started, become healthy or completed successfully, as their
 // condition says; independent services start at once. It returns when
 // every container has started. An unknown instance is ENotFound.
 func (r *Runtime) Start(ctx context.Context, instanceID string) error {
-	in, services, err := r.running(instanceID)
+	in, _, err := r.running(instanceID)
 	if err != nil {
 		return err
 	}
-	byName := map[string]*service{}
-	started := map[string]chan struct{}{}
-	for _, s := range services {
-		byName[s.name] = s
-		started[s.name] = make(chan struct{})
+	if in.composeName == "" {
+		return sim.Errorf(sim.EConflict, "instance %s was created by a normsim before the Compose SDK and cannot be started again; stop it and launch it anew", instanceID)
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	for _, s := range services {
-		g.Go(func() error {
-			for _, d := range s.deps {
-				dep := byName[d.Service]
-				if dep == nil { // adopted with a dependency that has no container
-					continue
-				}
-				select {
-				case <-started[d.Service]:
-				case <-gctx.Done():
-					return gctx.Err()
-				}
-				if err := r.await(gctx, in.id, s.name, dep, d.Condition); err != nil {
-					return err
-				}
-			}
-			if err := r.cli.ContainerStart(gctx, s.container, container.StartOptions{}); err != nil {
-				return r.startErr(in.id, s.name, err)
-			}
-			close(started[s.name])
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return fmt.Errorf("start instance %s: %w", instanceID, err)
-	}
-	return nil
+	return r.startCompose(ctx, in) // its errors name the instance
 }
 
 // running returns the tracked instance and its services, refusing an
@@ -89,74 +54,6 @@ func (r *Runtime) running(id string) (*instance, []*service, error) {
 	return in, in.services, nil
 }
 
-// await waits until dep meets condition, so that svc may start.
-func (r *Runtime) await(ctx context.Context, instanceID, svc string, dep *service, condition string) error {
-	switch condition {
-	case conditionHealthy:
-		t := time.NewTicker(healthPoll)
-		defer t.Stop()
-		for {
-			c, err := r.cli.ContainerInspect(ctx, dep.container)
-			if err != nil {
-				return r.engineErr("inspect service "+dep.name, err)
-			}
-			st := c.State
-			switch {
-			case st.Health == nil:
-				return sim.Errorf(sim.EComposeInvalid, "compose.yml: service %q depends on %q being healthy, but %q has no healthcheck", svc, dep.name, dep.name)
-			case st.Health.Status == container.Healthy:
-				return nil
-			case st.Health.Status == container.Unhealthy:
-				return sim.Errorf(sim.EUnprocessable, "service %q of instance %s depends on %q, which is unhealthy%s", svc, instanceID, dep.name, lastProbe(st.Health))
-			case !st.Running:
-				return sim.Errorf(sim.EUnprocessable, "service %q of instance %s depends on %q being healthy, but %q exited with code %d", svc, instanceID, dep.name, dep.name, st.ExitCode)
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-t.C:
-			}
-		}
-	case conditionCompleted:
-		waitc, errc := r.cli.ContainerWait(ctx, dep.container, container.WaitConditionNotRunning)
-		select {
-		case w := <-waitc:
-			if w.Error != nil {
-				return fmt.Errorf("wait for service %s: %s", dep.name, w.Error.Message)
-			}
-			if w.StatusCode != 0 {
-				return sim.Errorf(sim.EUnprocessable, "service %q of instance %s depends on %q completing successfully, but %q exited with code %d", svc, instanceID, dep.name, dep.name, w.StatusCode)
-			}
-			return nil
-		case err := <-errc:
-			return r.engineErr("wait for service "+dep.name, err)
-		}
-	default: // service_started: the dependency's ContainerStart returned
-		return nil
-	}
-}
-
-func lastProbe(h *container.Health) string {
-	if len(h.Log) == 0 {
-		return ""
-	}
-	p := h.Log[len(h.Log)-1]
-	return fmt.Sprintf(" (last probe exited %d: %s)", p.ExitCode, strings.TrimSpace(p.Output))
-}
-
-// startErr gives a failed ContainerStart a code: the engine refuses a start
-// for the template's reasons (a port in use, a missing executable).
-func (r *Runtime) startErr(instanceID, svc string, err error) error {
-	if client.IsErrConnectionFailed(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return r.engineErr("start service "+svc, err)
-	}
-	msg := err.Error()
-	if strings.Contains(msg, "port is already allocated") || strings.Contains(msg, "address already in use") {
-		return sim.Errorf(sim.EConflict, "start service %q of instance %s: a published port is in use: %s", svc, instanceID, msg)
-	}
-	return sim.Errorf(sim.EUnprocessable, "start service %q of instance %s: %s", svc, instanceID, msg)
-}
-
 // engineErr wraps an engine call's error, as EUnavailable when the engine
 // does not answer.
 func (r *Runtime) engineErr(op string, err error) error {
@@ -166,11 +63,13 @@ func (r *Runtime) engineErr(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-// Stop stops the instance's containers at once (SIGTERM, SIGKILL after
-// grace, rounded up to whole seconds as the engine counts them), then
-// removes them, their anonymous and named volumes and the network. Their
-// deaths are not reported as ServiceExited. An unknown instance is not an
-// error.
+// Stop takes the instance's project down as `docker compose down
+// --volumes` does: containers stopped at once (SIGTERM, SIGKILL after
+// grace, rounded up to whole seconds as the engine counts them) and
+// removed with their anonymous and named volumes, then the networks.
+// Their deaths are not reported as ServiceExited. An unknown instance is
+// not an error. An adopted instance that a normsim before the Compose SDK
+// created (no compose labels) is removed container by container.
 func (r *Runtime) Stop(ctx context.Context, instanceID string, grace time.Duration) error {
 	r.mu.Lock()
 	in := r.instances[instanceID]
@@ -183,6 +82,13 @@ func (r *Runtime) Stop(ctx context.Context, instanceID string, grace time.Durati
 	r.mu.Unlock()
 	if services == nil {
 		return nil // still being prepared: Prepare sees stopping and removes it all
+	}
+	if in.composeName != "" {
+		if err := r.down(ctx, in.composeName, in.project, grace); err != nil {
+			return fmt.Errorf("stop instance %s: %w", instanceID, err)
+		}
+		r.forget(in)
+		return nil
 	}
 
 	secs := int(math.Ceil(max(grace, 0).Seconds()))

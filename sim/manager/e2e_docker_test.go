@@ -68,6 +68,7 @@ func TestDockerCounterConnectsLogsAndStops(t *testing.T) {
 	// Connected means the container resolved host.docker.internal and its
 	// job said hello to node a's listener with the right token.
 	s.WaitConnected(t, in.ID)
+	requireComposeProject(t, in.ID)
 	deadline := time.Now().Add(10 * time.Second)
 	var logs string
 	for time.Now().Before(deadline) {
@@ -157,4 +158,24 @@ func TestDockerRestartAdoptsOrCleansUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	requireNoContainers(t, in.ID)
+}
+
+// requireComposeProject fails unless the instance's containers were made by
+// the Compose SDK: compose's project label names the instance's project.
+func requireComposeProject(t *testing.T, instance string) {
+	t.Helper()
+	cli := testenv.RequireDocker(t)
+	list, err := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: filters.NewArgs(
+		filters.Arg("label", "io.normsim.managed=true"), filters.Arg("label", "io.normsim.instance="+instance))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) == 0 {
+		t.Fatalf("instance %s has no containers", instance)
+	}
+	for _, c := range list {
+		if got, want := c.Labels["com.docker.compose.project"], c.Labels["io.normsim.project"]; got == "" || got != want {
+			t.Errorf("container %s: compose project label %q, want %q (made by the Compose SDK)", c.Names, got, want)
+		}
+	}
 }

@@ -496,6 +496,7 @@ func (m *Manager) launch(ctx context.Context, req LaunchRequest, o launchOpts) (
 			spec.Services[i].Labels[sim.LabelOwner] = m.cfg.Owner
 		}
 	}
+	inst.Adjustments = spec.Adjustments
 	inst.Env = map[string]map[string]string{}
 	for _, s := range spec.Services {
 		inst.Env[s.Name] = s.Env

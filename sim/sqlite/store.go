@@ -62,13 +62,13 @@ const (
 
 var writeSQL = [numWrites]string{
 	wSaveInstance: `INSERT INTO instances
-		(id, job_id, role, node, template, runtime, state, error, params, token, migration_id, ports, connected, created_at, updated_at, env, runtime_ref, healthy)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		(id, job_id, role, node, template, runtime, state, error, params, token, migration_id, ports, connected, created_at, updated_at, env, runtime_ref, healthy, adjustments)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET job_id=excluded.job_id, role=excluded.role, node=excluded.node,
 		template=excluded.template, runtime=excluded.runtime, state=excluded.state, error=excluded.error,
 		params=excluded.params, token=excluded.token, migration_id=excluded.migration_id, ports=excluded.ports,
 		connected=excluded.connected, updated_at=excluded.updated_at, env=excluded.env,
-		runtime_ref=excluded.runtime_ref, healthy=excluded.healthy`,
+		runtime_ref=excluded.runtime_ref, healthy=excluded.healthy, adjustments=excluded.adjustments`,
 	wDeleteInstance: `DELETE FROM instances WHERE id = ?`,
 	wSaveMigration: `INSERT INTO migrations (id, job_id, state, started_at, doc) VALUES (?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET job_id=excluded.job_id, state=excluded.state, doc=excluded.doc`,
@@ -355,25 +355,26 @@ func (s *Store) SaveInstance(ctx context.Context, in *sim.Instance) error {
 	err := s.exec(ctx, batchTx(ctx), wSaveInstance,
 		in.ID, in.JobID, in.Role, in.Node, in.Template, in.Runtime, string(in.State), in.Error,
 		jsonText(in.Params), in.Token, in.MigrationID, jsonText(in.Ports), in.Connected,
-		nanos(in.CreatedAt), nanos(in.UpdatedAt), jsonText(in.Env), jsonText(in.RuntimeRef), in.Healthy)
+		nanos(in.CreatedAt), nanos(in.UpdatedAt), jsonText(in.Env), jsonText(in.RuntimeRef), in.Healthy, jsonText(in.Adjustments))
 	if err != nil {
 		return fmt.Errorf("save instance %s: %w", in.ID, err)
 	}
 	return nil
 }
 
-const instanceColumns = `id, job_id, role, node, template, runtime, state, error, params, token, migration_id, ports, connected, created_at, updated_at, env, runtime_ref, healthy`
+const instanceColumns = `id, job_id, role, node, template, runtime, state, error, params, token, migration_id, ports, connected, created_at, updated_at, env, runtime_ref, healthy, adjustments`
 
 func scanInstance(row interface{ Scan(...any) error }) (*sim.Instance, error) {
 	var in sim.Instance
-	var state, params, ports, env, ref string
+	var state, params, ports, env, ref, adjustments string
 	var created, updated int64
 	if err := row.Scan(&in.ID, &in.JobID, &in.Role, &in.Node, &in.Template, &in.Runtime, &state, &in.Error,
-		&params, &in.Token, &in.MigrationID, &ports, &in.Connected, &created, &updated, &env, &ref, &in.Healthy); err != nil {
+		&params, &in.Token, &in.MigrationID, &ports, &in.Connected, &created, &updated, &env, &ref, &in.Healthy, &adjustments); err != nil {
 		return nil, err
 	}
 	_ = json.Unmarshal([]byte(env), &in.Env)
 	_ = json.Unmarshal([]byte(ref), &in.RuntimeRef)
+	_ = json.Unmarshal([]byte(adjustments), &in.Adjustments)
 	in.State = sim.InstanceState(state)
 	_ = json.Unmarshal([]byte(params), &in.Params)
 	_ = json.Unmarshal([]byte(ports), &in.Ports)

@@ -29,7 +29,8 @@ func TestRecordsSurviveReopen(t *testing.T) {
 	s := MustOpen(t, path)
 	in := &sim.Instance{ID: "counter-1", JobID: "job-1", Role: "counter-1", Node: "a", Template: "counter",
 		Runtime: sim.RuntimeProcess, State: sim.InstanceRunning, Params: map[string]string{"RATE": "5"},
-		Token: "secret", Ports: map[string]int{"PORT": 9000}, Connected: true, CreatedAt: now, UpdatedAt: now}
+		Token: "secret", Ports: map[string]int{"PORT": 9000}, Connected: true, CreatedAt: now, UpdatedAt: now,
+		Adjustments: []string{"services.app.container_name: renamed"}}
 	if err := s.SaveInstance(ctx, in); err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestRecordsSurviveReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.State != sim.InstanceRunning || got.Token != "secret" || got.Params["RATE"] != "5" || got.Ports["PORT"] != 9000 || !got.Connected || !got.CreatedAt.Equal(now) {
+	if got.State != sim.InstanceRunning || got.Token != "secret" || got.Params["RATE"] != "5" || got.Ports["PORT"] != 9000 || len(got.Adjustments) != 1 || !got.Connected || !got.CreatedAt.Equal(now) {
 		t.Fatalf("instance after reopen = %+v", got)
 	}
 	gm, err := s.GetMigration(ctx, "m1")

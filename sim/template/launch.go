@@ -136,7 +136,10 @@ func (l *Loaded) Launch(in sim.LaunchInput) (*sim.LaunchSpec, error) {
 				hosts = append(hosts, h)
 			}
 		}
-		s.ExtraHosts = append(hosts, HostGatewayMap)
+		s.ExtraHosts = hosts
+		if !sharesNetwork(p.Services[name]) {
+			s.ExtraHosts = append(hosts, HostGatewayMap)
+		}
 
 		maps.Copy(s.Labels, map[string]string{
 			sim.LabelInstance: in.Instance.ID,
@@ -177,6 +180,24 @@ func (l *Loaded) Launch(in sim.LaunchInput) (*sim.LaunchSpec, error) {
 			b := &spec.Services[i].Ports[j]
 			b.HostIP = in.Node.PublishHostIP(b.HostIP)
 		}
+	}
+
+	// The whole project, for the runtime that runs it as docker compose
+	// does; the adjustments hold for every runtime that shares an engine.
+	ip, adjustments := instanceProject(p, project, spec.Services)
+	spec.Adjustments = adjustments
+	for name, svc := range ip.Services {
+		for j := range svc.Ports {
+			svc.Ports[j].HostIP = in.Node.PublishHostIP(svc.Ports[j].HostIP)
+		}
+		ip.Services[name] = svc
+	}
+	if in.Runtime == sim.RuntimeDocker {
+		b, err := ip.MarshalYAML()
+		if err != nil {
+			return nil, fmt.Errorf("launch %s: encode compose project: %w", l.Template.Name, err)
+		}
+		spec.Compose = &sim.ComposeProject{YAML: b, WorkingDir: ip.WorkingDir}
 	}
 	return spec, nil
 }

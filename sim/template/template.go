@@ -45,6 +45,10 @@ type Loaded struct {
 	Problems []Problem
 	// Manifest is the validated manifest, nil when it is missing or invalid.
 	Manifest *Manifest
+	// Warnings are what normsim will change in the compose file when it
+	// launches the template beside other instances (see adjust); they do
+	// not make it invalid.
+	Warnings []string
 	// Dir is the directory relative paths in the template resolve against:
 	// the template directory, or for an archive the path without its
 	// extension (as if unpacked next to itself; nothing is extracted).
@@ -339,6 +343,7 @@ func (l *Loaded) checkComposeLoad() ([]string, error) {
 			return nil, err
 		}
 	}
+	_, l.Warnings = instanceProject(p, "normsim-<instance>", nil)
 	return names, nil
 }
 

@@ -20,6 +20,9 @@ type Result struct {
 	Path     string    `json:"path"`
 	Valid    bool      `json:"valid"`
 	Problems []Problem `json:"problems"` // [] when valid
+	// Warnings are what a launch will adjust in the compose file to run
+	// the template beside other instances; never a reason to fail.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ValidatePath validates what path names: a template directory (one that
@@ -50,7 +53,7 @@ func ValidatePath(path string) ([]Result, error) {
 	}
 	out := make([]Result, 0, len(loaded))
 	for _, l := range loaded {
-		r := Result{Name: l.Template.Name, Path: l.Template.Path, Valid: l.Valid(), Problems: l.Problems}
+		r := Result{Name: l.Template.Name, Path: l.Template.Path, Valid: l.Valid(), Problems: l.Problems, Warnings: l.Warnings}
 		if r.Problems == nil {
 			r.Problems = []Problem{}
 		}

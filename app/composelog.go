@@ -1,0 +1,42 @@
+package app
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/sirupsen/logrus"
+)
+
+// routeComposeLogs sends what the Compose SDK and compose-go log (through
+// logrus's process-wide logger: orphan containers, nothing to remove, ...)
+// to log, so it honours --log-format instead of going to stderr as text.
+// logrus has one logger per process: the last runtime made wins, which in
+// normsim up is the only one.
+func routeComposeLogs(log *slog.Logger) {
+	std := logrus.StandardLogger()
+	std.SetOutput(io.Discard)
+	std.ReplaceHooks(logrus.LevelHooks{})
+	std.AddHook(slogHook{log.With("component", "compose")})
+}
+
+type slogHook struct{ log *slog.Logger }
+
+func (slogHook) Levels() []logrus.Level { return logrus.AllLevels }
+
+func (h slogHook) Fire(e *logrus.Entry) error {
+	level := slog.LevelDebug
+	switch {
+	case e.Level <= logrus.ErrorLevel:
+		level = slog.LevelError
+	case e.Level == logrus.WarnLevel:
+		level = slog.LevelWarn
+	}
+	attrs := make([]any, 0, 2*len(e.Data))
+	for k, v := range e.Data {
+		attrs = append(attrs, k, v)
+	}
+	h.log.Log(context.Background(), level, strings.TrimSpace(e.Message), attrs...)
+	return nil
+}

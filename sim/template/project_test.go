@@ -1,0 +1,154 @@
+package template
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/compose-spec/compose-go/v2/loader"
+	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// reload loads a spec's compose project as the Docker runtime does.
+func reload(t *testing.T, spec *sim.LaunchSpec) *types.Project {
+	t.Helper()
+	if spec.Compose == nil {
+		t.Fatal("spec has no compose project")
+	}
+	p, err := loader.LoadWithContext(context.Background(), types.ConfigDetails{
+		WorkingDir:  spec.Compose.WorkingDir,
+		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(spec.Compose.WorkingDir, "compose.yml"), Content: spec.Compose.YAML}},
+		Environment: types.Mapping{},
+	}, func(o *loader.Options) {
+		o.SetProjectName(spec.Project, true)
+		o.SkipInterpolation = true
+		o.SkipResolveEnvironment = true
+	})
+	if err != nil {
+		t.Fatalf("reload compose project: %v\n%s", err, spec.Compose.YAML)
+	}
+	return p
+}
+
+func TestLaunchComposeProject(t *testing.T) {
+	const compose = `
+x-common: &common
+  image: busybox
+  environment:
+    LITERAL: "a$$b"
+    FROM_PARAM: ${RATE}
+services:
+  engine:
+    <<: *common
+    container_name: media-engine
+    shm_size: 1gb
+    networks: [media, control]
+    ports: ["${PORT}:9000"]
+  sidecar:
+    image: busybox
+    network_mode: service:engine
+  host:
+    image: busybox
+    network_mode: host
+  extra:
+    image: busybox
+    profiles: [debug]
+networks:
+  media:
+  control:
+`
+	l := MustLoad(t, tpl(compose, "parameters:\n  - name: RATE\n    purpose: rate\n    default: \"5\"\n",
+		"allocatedPorts", `[{"param":"PORT","protocol":"tcp","preferred":7000,"service":"engine"}]`))
+	if !l.Valid() {
+		t.Fatalf("invalid: %v", l.Problems)
+	}
+	in := input(map[string]string{"PORT": "7001"})
+	spec, err := l.Launch(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := reload(t, spec)
+	if p.Name != "normsim-inst-1" || spec.Project != p.Name {
+		t.Fatalf("project %q, spec project %q", p.Name, spec.Project)
+	}
+	if _, ok := p.Services["extra"]; ok {
+		t.Error("a service of an inactive profile is in the project")
+	}
+	engine := p.Services["engine"]
+	if engine.ContainerName != "normsim-inst-1-media-engine" {
+		t.Errorf("container_name %q, want it made unique", engine.ContainerName)
+	}
+	for _, n := range []string{"media", "control"} {
+		if c := engine.Networks[n]; c == nil || !slices.Contains(c.Aliases, "media-engine") {
+			t.Errorf("network %s: %+v, want alias media-engine", n, c)
+		}
+		if got := p.Networks[n].Name; got != "normsim-inst-1_"+n {
+			t.Errorf("network %s is named %q", n, got)
+		}
+	}
+	if engine.ShmSize != 1<<30 {
+		t.Errorf("shm_size %d dropped", engine.ShmSize)
+	}
+	if got := *engine.Environment["LITERAL"]; got != "a$b" {
+		t.Errorf("LITERAL = %q, want a$b (interpolated once, not twice)", got)
+	}
+	if got := *engine.Environment["FROM_PARAM"]; got != "5" {
+		t.Errorf("FROM_PARAM = %q", got)
+	}
+	if got := *engine.Environment[EnvWorkerToken]; got != "secret-token" {
+		t.Errorf("token = %q", got)
+	}
+	if engine.Labels[sim.LabelInstance] != "inst-1" || engine.Labels[sim.LabelService] != "engine" {
+		t.Errorf("labels %v", engine.Labels)
+	}
+	if !slices.ContainsFunc(engine.Ports, func(pc types.ServicePortConfig) bool { return pc.Published == "7001" && pc.Target == 9000 }) {
+		t.Errorf("ports %+v, want 7001:9000", engine.Ports)
+	}
+	if got := engine.ExtraHosts[ContainerHost]; !slices.Equal(got, []string{"host-gateway"}) {
+		t.Errorf("engine extra_hosts %v", engine.ExtraHosts)
+	}
+	if got := p.Services["host"].ExtraHosts[ContainerHost]; !slices.Equal(got, []string{"host-gateway"}) {
+		t.Errorf("network_mode host: extra_hosts %v, want the gateway too", p.Services["host"].ExtraHosts)
+	}
+	side := p.Services["sidecar"]
+	if len(side.ExtraHosts) != 0 || len(service(t, spec, "sidecar").ExtraHosts) != 0 {
+		t.Errorf("network_mode service:engine got extra_hosts %v", side.ExtraHosts)
+	}
+	if len(spec.Adjustments) != 2 {
+		t.Fatalf("adjustments %q, want the container_name and the sidecar's extra_hosts", spec.Adjustments)
+	}
+	if !strings.Contains(spec.Adjustments[0], `"media-engine" runs as "normsim-inst-1-media-engine"`) ||
+		!strings.Contains(spec.Adjustments[1], "services.sidecar: no extra_hosts") {
+		t.Errorf("adjustments %q", spec.Adjustments)
+	}
+
+	// The process runtime gets the adjustments but no project to carry.
+	in.Runtime = sim.RuntimeProcess
+	spec, err = l.Launch(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Compose != nil || len(spec.Adjustments) != 2 {
+		t.Errorf("process runtime: compose %v, adjustments %q", spec.Compose != nil, spec.Adjustments)
+	}
+}
+
+func TestValidateWarnsAdjustments(t *testing.T) {
+	dir := MustWriteTemplate(t, "named", tpl(`
+services:
+  app:
+    image: busybox
+    container_name: fixed
+`, ""))
+	res, err := ValidatePath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || !res[0].Valid || len(res[0].Warnings) != 1 || !strings.Contains(res[0].Warnings[0], "services.app.container_name") {
+		t.Fatalf("result %+v, want valid with one container_name warning", res)
+	}
+}
