@@ -28,6 +28,9 @@ const LabelManaged = "io.normsim.managed"
 // pingTimeout bounds Ping so `--runtime auto` decides quickly.
 const pingTimeout = 1500 * time.Millisecond
 
+// hurryBound bounds the forced removal Close makes once its context ends.
+const hurryBound = 5 * time.Second
+
 // closeGrace is how long Close lets each container stop before SIGKILL;
 // compose's default. A deadline on Close's ctx shortens it.
 const closeGrace = 10 * time.Second
@@ -216,12 +219,30 @@ func (r *Runtime) Close(ctx context.Context, keep bool) error {
 		if dl, ok := ctx.Deadline(); ok {
 			grace = min(grace, max(0, time.Until(dl)-time.Second))
 		}
+		// The stops get a context ctx does not cancel: when ctx ends (a
+		// second Ctrl-C), what is still running is force-removed at once
+		// instead of the stops failing half way and leaving it.
+		stopCtx, cancelStops := context.WithTimeout(context.WithoutCancel(ctx), grace+15*time.Second)
+		defer cancelStops()
 		var wg sync.WaitGroup
-		errc := make(chan error, len(ids))
+		errc := make(chan error, 2*len(ids))
 		for _, id := range ids {
-			wg.Go(func() { errc <- r.Stop(ctx, id, grace) })
+			wg.Go(func() { errc <- r.Stop(stopCtx, id, grace) })
 		}
-		wg.Wait()
+		stopped := make(chan struct{})
+		go func() { wg.Wait(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-ctx.Done():
+			kctx, cancel := context.WithTimeout(context.Background(), hurryBound)
+			var sweeps sync.WaitGroup
+			for _, id := range ids {
+				sweeps.Go(func() { errc <- r.sweep(kctx, id) })
+			}
+			sweeps.Wait()
+			cancel()
+			<-stopped
+		}
 		close(errc)
 		for err := range errc {
 			errs = append(errs, err)

@@ -421,6 +421,35 @@ func TestCloseRemoves(t *testing.T) {
 	}
 }
 
+// TestCloseWhoseContextEndsKillsAtOnce: a Close that waits out the stop
+// grace of a container ignoring SIGTERM is cut short when its context
+// ends (a second Ctrl-C): the container is removed at once, not left.
+func TestCloseWhoseContextEndsKillsAtOnce(t *testing.T) {
+	img, cli := mustJobImage(t)
+	ctx := context.Background()
+	r, err := docker.New(docker.Config{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := newSpec(t, cli, sim.ServiceSpec{Name: "a", Image: img, Env: map[string]string{"JOB_IGNORE_TERM": "1"}})
+	if err := r.Prepare(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx, spec.InstanceID); err != nil {
+		t.Fatal(err)
+	}
+	closeCtx, hurry := context.WithTimeout(ctx, 60*time.Second) // a grace of 10 s
+	time.AfterFunc(500*time.Millisecond, hurry)
+	start := time.Now()
+	r.Close(closeCtx, false)
+	took := time.Since(start)
+	t.Logf("Close returned %s after it began, the context ending at 500 ms", took.Round(time.Millisecond))
+	if took > 8*time.Second {
+		t.Errorf("Close took %s: it waited out the stop grace instead of killing", took)
+	}
+	assertGone(t, cli, spec.InstanceID)
+}
+
 // Following a prepared instance's logs picks each service up when it starts.
 func TestFollowFromPrepare(t *testing.T) {
 	img, cli := mustJobImage(t)

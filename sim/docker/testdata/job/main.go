@@ -8,6 +8,7 @@
 //	JOB_EXIT=n                     exit with code n at once (after printing)
 //	JOB_LISTEN=:port               serve HTTP ("hello from <GREETING>")
 //	JOB_READ=path                  print the file's content
+//	JOB_IGNORE_TERM=1              ignore SIGTERM (a stop must kill it)
 //	job health                     exit 0: a healthcheck that passes
 package main
 
@@ -30,6 +31,10 @@ func main() {
 	// the handler is in place is dropped by the kernel, not fatal.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	if os.Getenv("JOB_IGNORE_TERM") == "1" {
+		signal.Reset(syscall.SIGTERM, syscall.SIGINT)
+		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
+	}
 	fmt.Printf("GREETING=%s\n", os.Getenv("GREETING"))
 	fmt.Printf("NORSK_WORKER_WS_URL=%s\n", os.Getenv("NORSK_WORKER_WS_URL"))
 	hosts := os.Getenv("JOB_RESOLVE")
