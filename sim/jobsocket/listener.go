@@ -240,14 +240,18 @@ func (l *Listener) admit(remote string) (done func(), ok bool) {
 	}
 	l.pending++
 	l.byHost[host]++
-	return sync.OnceFunc(func() {
+	var once atomic.Bool
+	return func() {
+		if !once.CompareAndSwap(false, true) {
+			return
+		}
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.pending--
 		if l.byHost[host]--; l.byHost[host] == 0 {
 			delete(l.byHost, host)
 		}
-	}), true
+	}, true
 }
 
 // Refused is how many connections were turned away (503) because too
@@ -489,10 +493,24 @@ func (c *conn) writeLocked(ctx context.Context, typ string, data []byte) error {
 func (c *conn) close(code websocket.StatusCode, reason string) {
 	c.once.Do(func() {
 		c.setClose(int(code), reason)
+		// Counted under the lock Close sets closed in, so no handshake
+		// starts once Close is waiting for them: it would be a WaitGroup
+		// Add racing its Wait. A listener that is closing drops the
+		// connection instead.
+		c.l.mu.Lock()
+		closing := c.l.closed
+		if !closing {
+			c.l.wg.Add(1)
+		}
+		c.l.mu.Unlock()
+		if closing {
+			c.abort()
+			close(c.closeDone)
+			return
+		}
 		// A job that keeps sending (a frame announcing terabytes, say)
 		// would keep the handshake discarding for ever.
 		c.raw.SetDeadline(time.Now().Add(c.l.cfg.CloseTimeout))
-		c.l.wg.Add(1)
 		go func() {
 			defer c.l.wg.Done()
 			defer close(c.closeDone)
