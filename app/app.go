@@ -28,6 +28,7 @@ import (
 	"github.com/normsim/normsim/sim/jobsocket"
 	"github.com/normsim/normsim/sim/manager"
 	"github.com/normsim/normsim/sim/sink"
+	"github.com/normsim/normsim/sim/process"
 	"github.com/normsim/normsim/sim/sqlite"
 	"github.com/normsim/normsim/web"
 )
@@ -291,7 +292,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	sinkPort := m.Sink.Port()
 	cfg := manager.Config{
 		Nodes: nodes, Store: m.Store, Catalog: m.Catalog,
-		Sink: m.Sink, StudioAccess: m.Opts.StudioAccess, Owner: owner, Logger: m.log, Now: m.Opts.Now,
+		Sink: m.Sink, StudioAccess: m.Opts.StudioAccess, Owner: owner, Run: process.RunLabel(), Logger: m.log, Now: m.Opts.Now,
 		OutputEnv: func(runtime string) map[string]string {
 			host := "127.0.0.1"
 			if runtime == sim.RuntimeDocker {
@@ -350,6 +351,14 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			runtimesSet <- manager.RuntimeSet{Runtimes: m.runtimes, Default: defaultRuntime}
 		}()
 	}
+	// What a killed normsim left that no store remembers (a --db :memory:
+	// run's containers) is removed once the runtimes are known.
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		<-m.runtimesOpened
+		m.removeOrphans(owner)
+	}()
 	// One after the other: with both at once, on two cores, the first
 	// requests (the /readyz poll that just succeeded) waited for a core.
 	catalog.start()
@@ -360,6 +369,28 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		m.Web.Warm()
 	}()
 	return nil
+}
+
+// removeOrphans has each runtime that can remove what normsims that are
+// gone left behind, and says what it removed.
+func (m *Main) removeOrphans(owner string) {
+	for _, rt := range m.runtimes {
+		o, ok := rt.(interface {
+			RemoveOrphans(ctx context.Context, owner string, gone func(string) bool) ([]string, error)
+		})
+		if !ok {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(m.hurry, 30*time.Second)
+		removed, err := o.RemoveOrphans(ctx, owner, process.RunGone)
+		cancel()
+		if err != nil {
+			m.log.Warn("could not look for what a killed normsim left", "runtime", rt.Name(), "err", err)
+		}
+		if len(removed) > 0 {
+			m.log.Info("removed instances a normsim that is gone left running", "runtime", rt.Name(), "instances", removed)
+		}
+	}
 }
 
 // setRuntimeOwner names the store whose leftovers the runtimes may adopt.

@@ -13,6 +13,11 @@ const (
 	LabelService  = "io.normsim.service"
 	LabelProject  = "io.normsim.project"
 	LabelOwner    = "io.normsim.owner"
+	// LabelRun names the normsim process that launched a container:
+	// "<host>/<pid>/<start>". A later normsim on the same host removes the
+	// containers of a run whose process is gone (a SIGKILLed --db :memory:
+	// run, whose owner label no store remembers).
+	LabelRun = "io.normsim.run"
 )
 
 // The variables normsim adds to every instance's environment, beside the

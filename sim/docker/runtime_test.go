@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -585,5 +586,58 @@ func BenchmarkPrepareStart(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
+	}
+}
+
+// TestRemoveOrphans: the instances of a normsim that is gone (its run
+// label names a dead process) are removed; those of a live run and of this
+// store's own owner (recovery's to adopt) are left. Which runs are gone
+// (another host's never) is sim/process.RunGone's, tested there.
+func TestRemoveOrphans(t *testing.T) {
+	img, cli := mustJobImage(t)
+	ctx := context.Background()
+	host, _ := os.Hostname()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Skip("no true(1):", err)
+	}
+	deadRun := host + "/" + strconv.Itoa(dead.Process.Pid) + "/1"
+	first, err := docker.New(docker.Config{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	launch := func(owner, run string) string {
+		t.Helper()
+		spec := newSpec(t, cli, sim.ServiceSpec{Name: "a", Image: img})
+		spec.Services[0].Labels[sim.LabelOwner] = owner
+		spec.Services[0].Labels[sim.LabelRun] = run
+		if err := first.Prepare(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		if err := first.Start(ctx, spec.InstanceID); err != nil {
+			t.Fatal(err)
+		}
+		return spec.InstanceID
+	}
+	orphan := launch("killed-memory-run", deadRun)
+	live := launch("another-live-run", host+"/"+strconv.Itoa(os.Getpid())+"/1")
+	mine := launch("this-store", deadRun)
+	first.Close(ctx, true) // the kill: everything keeps running
+
+	r, _ := newRuntime(t)
+	// Which runs are gone is the caller's to judge (sim/process.RunGone):
+	// here, the dead one only.
+	removed, err := r.RemoveOrphans(ctx, "this-store", func(run string) bool { return run == deadRun })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || removed[0] != orphan {
+		t.Fatalf("removed %v, want only %s", removed, orphan)
+	}
+	assertGone(t, cli, orphan)
+	for _, id := range []string{live, mine} {
+		if cs, _ := cli.ContainerList(ctx, container.ListOptions{Filters: instanceFilter(id)}); len(cs) != 1 {
+			t.Errorf("instance %s was touched: %d containers running", id, len(cs))
+		}
 	}
 }

@@ -81,6 +81,8 @@ type Config struct {
 	// Owner labels everything launched (sim.LabelOwner), so a restart adopts
 	// only what this store's earlier runs started.
 	Owner  string
+	// Run is this process's sim.LabelRun value, set on everything launched.
+	Run string
 	Logger *slog.Logger
 	Now    func() time.Time
 }
@@ -488,12 +490,15 @@ func (m *Manager) launch(ctx context.Context, req LaunchRequest, o launchOpts) (
 	if err != nil {
 		return sim.Instance{}, err
 	}
-	if m.cfg.Owner != "" {
-		for i := range spec.Services {
-			if spec.Services[i].Labels == nil {
-				spec.Services[i].Labels = map[string]string{}
-			}
+	for i := range spec.Services {
+		if spec.Services[i].Labels == nil {
+			spec.Services[i].Labels = map[string]string{}
+		}
+		if m.cfg.Owner != "" {
 			spec.Services[i].Labels[sim.LabelOwner] = m.cfg.Owner
+		}
+		if m.cfg.Run != "" {
+			spec.Services[i].Labels[sim.LabelRun] = m.cfg.Run
 		}
 	}
 	inst.Adjustments = spec.Adjustments
