@@ -27,8 +27,8 @@ import (
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/jobsocket"
 	"github.com/normsim/normsim/sim/manager"
-	"github.com/normsim/normsim/sim/sink"
 	"github.com/normsim/normsim/sim/process"
+	"github.com/normsim/normsim/sim/sink"
 	"github.com/normsim/normsim/sim/sqlite"
 	"github.com/normsim/normsim/web"
 )

@@ -80,9 +80,9 @@ type Config struct {
 	StudioAccess string
 	// Owner labels everything launched (sim.LabelOwner), so a restart adopts
 	// only what this store's earlier runs started.
-	Owner  string
+	Owner string
 	// Run is this process's sim.LabelRun value, set on everything launched.
-	Run string
+	Run    string
 	Logger *slog.Logger
 	Now    func() time.Time
 }
