@@ -127,6 +127,8 @@ type Main struct {
 	ready          chan struct{}
 	wg             sync.WaitGroup
 	closeOne       sync.Once
+	// engine is the Docker engine found, set with the runtimes.
+	engine *sim.Engine
 	// hurry is the parent of the context Close gives the runtimes:
 	// Hurry cancels it, and what they still wait for is killed at once.
 	hurry       context.Context
@@ -310,6 +312,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		cfg.Runtimes, cfg.DefaultRuntime = m.runtimes, defaultRuntime
 	}
 	m.Manager = manager.New(cfg)
+	if !runtimesLater {
+		m.Manager.SetEngine(m.engine)
+	}
 	// The sink keeps the output of jobs normsim runs, not of every job id
 	// a datagram to its open port names.
 	m.Sink.Accept(m.Manager.KnowsJob)
@@ -348,6 +353,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			defer m.wg.Done()
 			<-m.runtimesOpened // auto and external cannot fail
 			m.setRuntimeOwner(owner)
+			m.Manager.SetEngine(m.engine)
 			runtimesSet <- manager.RuntimeSet{Runtimes: m.runtimes, Default: defaultRuntime}
 		}()
 	}
@@ -463,7 +469,7 @@ func (m *Main) openRuntimes(ctx context.Context, obs sim.RuntimeObserver) (strin
 		for _, f := range m.Opts.Runtimes {
 			if _, ok := m.runtimes[f.Name]; ok {
 				if f.Name == sim.RuntimeDocker {
-					m.runtimeNote = "docker (the Docker engine answered)"
+					m.runtimeNote = "docker (the Docker engine answered)" + m.engineNote(ctx)
 				} else {
 					m.runtimeNote = f.Name + " (no Docker engine answered)"
 				}
@@ -476,9 +482,27 @@ func (m *Main) openRuntimes(ctx context.Context, obs sim.RuntimeObserver) (strin
 		if _, ok := m.runtimes[m.Opts.Runtime]; !ok {
 			return "", fmt.Errorf("--runtime: unknown runtime %q; use auto, docker, process or external", m.Opts.Runtime)
 		}
-		m.runtimeNote = m.Opts.Runtime + " (--runtime)"
+		m.runtimeNote = m.Opts.Runtime + " (--runtime)" + m.engineNote(ctx)
 		return m.Opts.Runtime, nil
 	}
+}
+
+// engineNote asks the Docker runtime, when there is one, which engine it
+// found (context, address, version), keeps it for the nodes API, and
+// returns it for the banner.
+func (m *Main) engineNote(ctx context.Context) string {
+	d, ok := m.runtimes[sim.RuntimeDocker].(interface {
+		Engine(context.Context) (*sim.Engine, error)
+	})
+	if !ok {
+		return ""
+	}
+	e, err := d.Engine(ctx)
+	if err != nil {
+		return ""
+	}
+	m.engine = e
+	return "; " + e.String()
 }
 
 // Ready is closed once every listener and the store are up.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/normsim/normsim/app"
+	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/sqlite"
 )
@@ -367,5 +368,27 @@ func TestBannerSaysWhatIsExposed(t *testing.T) {
 		if got := strings.Contains(banner.String(), "listen on every interface (0.0.0.0)") && strings.Contains(banner.String(), "--socket-host 127.0.0.1"); got != tc.says {
 			t.Errorf("--socket-host %s: the banner says it is exposed: %v, want %v\n%s", tc.host, got, tc.says, banner.String())
 		}
+	}
+}
+
+// TestNodesNameTheEngine: with the Docker runtime, the banner and GET
+// /api/v1/nodes name the docker context and the engine's version.
+func TestNodesNameTheEngine(t *testing.T) {
+	testenv.RequireDocker(t)
+	opts := testOptions(t)
+	opts.Runtime = sim.RuntimeDocker
+	opts.Runtimes = app.DefaultRuntimes()
+	m := openApp(t, opts)
+	var nodes []struct {
+		Engine *sim.Engine `json:"engine"`
+	}
+	getJSON(t, m.URL()+"/api/v1/nodes", &nodes)
+	if len(nodes) == 0 || nodes[0].Engine == nil || nodes[0].Engine.Version == "" || nodes[0].Engine.Context == "" || nodes[0].Engine.Host == "" {
+		t.Fatalf("nodes %+v: want each to name its engine", nodes)
+	}
+	var banner bytes.Buffer
+	m.PrintBanner(&banner)
+	if want := "Docker Engine " + nodes[0].Engine.Version + ", context"; !strings.Contains(banner.String(), want) {
+		t.Errorf("banner lacks %q:\n%s", want, banner.String())
 	}
 }

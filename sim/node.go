@@ -24,6 +24,22 @@ type Node struct {
 	// own (no such loopback address on this host) and shares Address with
 	// the other nodes: a fixed published port then collides between them.
 	SharedAddress bool
+	// Engine is the Docker engine the node's containers run on, as the
+	// docker CLI picks it; nil when none answered.
+	Engine *Engine `json:"engine,omitempty"`
+}
+
+// Engine names a Docker engine: the docker context it was found through,
+// its address and the version it reports.
+type Engine struct {
+	Context string `json:"context"`
+	Host    string `json:"host"`
+	Version string `json:"version"`
+}
+
+// String is how the banner names the engine.
+func (e *Engine) String() string {
+	return fmt.Sprintf("Docker Engine %s, context %q (%s)", e.Version, e.Context, e.Host)
 }
 
 // FallbackNodeAddress is the address nodes share when they cannot have one

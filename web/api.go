@@ -20,6 +20,9 @@ type NodeJSON struct {
 	SharedAddress bool        `json:"sharedAddress,omitempty"`
 	Socket        *SocketJSON `json:"socket"`
 	Capabilities  []string    `json:"capabilities"`
+	// Engine is the Docker engine the node's containers run on (the
+	// docker context, its address and version); absent without one.
+	Engine *sim.Engine `json:"engine,omitempty"`
 }
 
 // SocketJSON is a node's job-socket listener.
@@ -29,7 +32,7 @@ type SocketJSON struct {
 }
 
 func nodeJSON(n sim.Node) NodeJSON {
-	j := NodeJSON{Name: n.Name, Address: n.Address, SharedAddress: n.SharedAddress, Capabilities: n.Capabilities()}
+	j := NodeJSON{Name: n.Name, Address: n.Address, SharedAddress: n.SharedAddress, Capabilities: n.Capabilities(), Engine: n.Engine}
 	if n.HasJobSocket() {
 		j.Socket = &SocketJSON{URL: n.SocketURL, Port: n.SocketPort}
 	}

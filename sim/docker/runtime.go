@@ -155,6 +155,19 @@ func New(cfg Config) (*Runtime, error) {
 	return r, nil
 }
 
+// Engine says which engine the runtime uses: the docker context it was
+// found through (as the docker CLI picks it), its address and version.
+func (r *Runtime) Engine(ctx context.Context) (*sim.Engine, error) {
+	if err := r.connect(ctx); err != nil {
+		return nil, err
+	}
+	v, err := r.cli.ServerVersion(ctx)
+	if err != nil {
+		return nil, r.engineErr("ask the engine its version", err)
+	}
+	return &sim.Engine{Context: r.dockerCli.CurrentContext(), Host: r.cli.DaemonHost(), Version: v.Version}, nil
+}
+
 // Name returns sim.RuntimeDocker.
 func (r *Runtime) Name() string { return sim.RuntimeDocker }
 

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/normsim/normsim/protocol"
@@ -107,6 +108,7 @@ type Manager struct {
 	rtsKnown chan struct{}
 
 	journal *journal
+	engine  atomic.Pointer[sim.Engine]
 
 	mu         sync.Mutex
 	instances  map[string]*instance
@@ -213,12 +215,18 @@ func (m *Manager) Runtimes() []string {
 
 // Nodes lists the nodes in order.
 func (m *Manager) Nodes() []sim.Node {
+	engine := m.engine.Load()
 	out := make([]sim.Node, 0, len(m.order))
 	for _, name := range m.order {
-		out = append(out, m.nodes[name].Node)
+		n := m.nodes[name].Node
+		n.Engine = engine
+		out = append(out, n)
 	}
 	return out
 }
+
+// SetEngine names the Docker engine the nodes run containers on.
+func (m *Manager) SetEngine(e *sim.Engine) { m.engine.Store(e) }
 
 // Node returns a node or ENotFound.
 func (m *Manager) Node(name string) (sim.Node, error) {
