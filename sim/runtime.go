@@ -40,6 +40,10 @@ type RuntimeEvent struct {
 	ExitCode int
 	Detail   string
 	At       time.Time
+	// Restarting is set on a ServiceExited the engine answers by starting
+	// the service again (its restart policy, as docker compose would):
+	// the instance goes on running.
+	Restarting bool
 }
 
 // RuntimeEventKind says what a runtime noticed.

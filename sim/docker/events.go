@@ -100,6 +100,20 @@ func (w *watcher) stream(ctx context.Context) error {
 	}
 }
 
+// restarts reports whether the engine starts a container that exited
+// again, by its restart policy, and the policy's name. The engine decides
+// before it reports the exit: the container is then restarting (or, if
+// the restart was quick, running again).
+func (r *Runtime) restarts(containerID string) (string, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ci, err := r.cli.ContainerInspect(ctx, containerID)
+	if err != nil || ci.HostConfig == nil || ci.State == nil {
+		return "", false
+	}
+	return string(ci.HostConfig.RestartPolicy.Name), ci.State.Restarting || ci.State.Running
+}
+
 // handle turns one engine event into a RuntimeEvent for a tracked instance.
 func (r *Runtime) handle(m events.Message) {
 	attrs := m.Actor.Attributes
@@ -134,6 +148,10 @@ func (r *Runtime) handle(m events.Message) {
 		ev.Kind = sim.ServiceExited
 		ev.ExitCode = code
 		ev.Detail = fmt.Sprintf("container %s exited with code %d", name, code)
+		if policy, again := r.restarts(m.Actor.ID); again {
+			ev.Restarting = true
+			ev.Detail += fmt.Sprintf("; the engine restarts it (restart: %s)", policy)
+		}
 	case strings.HasSuffix(string(m.Action), ": healthy"):
 		ev.Kind = sim.ServiceHealthy
 		ev.Detail = fmt.Sprintf("container %s is healthy", name)

@@ -855,7 +855,7 @@ func (m *Manager) OnRuntimeEvent(ev sim.RuntimeEvent) {
 	}
 	switch ev.Kind {
 	case sim.ServiceExited:
-		if !in.stopped {
+		if !in.stopped && !ev.Restarting {
 			detail := ev.Detail
 			if detail == "" {
 				detail = fmt.Sprintf("exited with code %d", ev.ExitCode)

@@ -785,7 +785,11 @@ func (r *run) awaitExit(instance string) (sim.RuntimeEvent, bool) {
 
 // exited is the end of a migration whose job's service exited.
 func (r *run) exited(side string, ev sim.RuntimeEvent) error {
-	return endf("the %s's service %s %s on %s", side, ev.Service, exitPhrase(ev), r.currentPhase())
+	again := ""
+	if ev.Restarting {
+		again = " (the engine restarts it, by its restart policy)"
+	}
+	return endf("the %s's service %s %s on %s%s", side, ev.Service, exitPhrase(ev), r.currentPhase(), again)
 }
 
 func (r *run) currentPhase() string {
