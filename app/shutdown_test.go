@@ -108,11 +108,14 @@ func requireExitBeforeTheDelay(t *testing.T, what string, took time.Duration, jo
 	}
 }
 
-// TestSignalsDoNotWaitForAHeldFrame: with a delay-frame fault holding
-// cutover-ready, SIGINT (Ctrl-C) and SIGTERM of `normsim up`, and SIGTERM
-// of `normsim ci`, end normsim without waiting for the delay, and leave no
-// process of the job behind.
-func TestSignalsDoNotWaitForAHeldFrame(t *testing.T) {
+// child is a normsim binary built for a test, run from the repository
+// root.
+type child struct {
+	root, bin string
+}
+
+func buildChild(t *testing.T) child {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds normsim and runs host processes")
 	}
@@ -121,19 +124,32 @@ func TestSignalsDoNotWaitForAHeldFrame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := func(t *testing.T, args ...string) (*exec.Cmd, <-chan struct{}, *lockedBuffer) {
-		cmd := exec.Command(bin, args...)
-		cmd.Dir = root
-		out := &lockedBuffer{}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan struct{})
-		go func() { cmd.Wait(); close(exited) }()
-		t.Cleanup(func() { cmd.Process.Kill(); <-exited })
-		return cmd, exited, out
+	return child{root, bin}
+}
+
+// start runs the child with args; it is killed when the test ends.
+func (c child) start(t *testing.T, args ...string) (*exec.Cmd, <-chan struct{}, *lockedBuffer) {
+	t.Helper()
+	cmd := exec.Command(c.bin, args...)
+	cmd.Dir = c.root
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+	return cmd, exited, out
+}
+
+// TestSignalsDoNotWaitForAHeldFrame: with a delay-frame fault holding
+// cutover-ready, SIGINT (Ctrl-C) and SIGTERM of `normsim up`, and SIGTERM
+// of `normsim ci`, end normsim without waiting for the delay, and leave no
+// process of the job behind.
+func TestSignalsDoNotWaitForAHeldFrame(t *testing.T) {
+	c := buildChild(t)
+	root, start := c.root, c.start
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run("up/"+sig.String(), func(t *testing.T) {
 			addr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
@@ -215,25 +231,10 @@ func waitLine(t *testing.T, out *lockedBuffer, re *regexp.Regexp) string {
 // that waits for a job ignoring SIGTERM; the second one kills it and
 // quits, saying so, and leaves none of the job's processes.
 func TestSecondInterruptQuitsAtOnce(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds normsim and runs host processes")
-	}
-	root, _ := filepath.Abs("..")
-	bin, err := bench.Build(context.Background(), root, ".", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := buildChild(t)
 	addr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
-	cmd := exec.Command(bin, "up", "--db", ":memory:", "--addr", addr, "--socket-port", "0", "--runtime", sim.RuntimeProcess,
-		"--templates", filepath.Join(root, "app", "testdata", "templates"))
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+	cmd, exited, out := c.start(t, "up", "--db", ":memory:", "--addr", addr, "--socket-port", "0", "--runtime", sim.RuntimeProcess,
+		"--templates", filepath.Join(c.root, "app", "testdata", "templates"))
 	base := "http://" + addr
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
