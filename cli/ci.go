@@ -127,7 +127,7 @@ wrong, and nothing ran.`,
 
 			opts := ciOptions(scenarios, runtime)
 			opts.DB = db
-			opts.Templates = templates
+			opts.Templates = templateDirs(templates, scenarios)
 			opts.DefaultTemplates = env.Templates
 			opts.Logger = log
 			opts.Version = Version
@@ -178,6 +178,35 @@ wrong, and nothing ran.`,
 	f.BoolVar(&printSchema, "schema", false, "print the JSON Schema of a scenario file and exit")
 	f.StringVar(&logLevel, "log-level", "error", "level of the simulator's own logs on stderr: debug, info, warn or error")
 	return cmd
+}
+
+// templateDirs is where ci loads templates from: --templates (default
+// ./templates, when there is one), then every directory a scenario names
+// (templates:), each once. With neither, nil: the embedded defaults.
+func templateDirs(flag []string, scenarios []*scenario.Scenario) []string {
+	dirs := slices.Clone(flag)
+	if len(dirs) == 0 {
+		if st, err := os.Stat("templates"); err == nil && st.IsDir() {
+			dirs = []string{"templates"}
+		}
+	}
+	seen := map[string]bool{}
+	for _, d := range dirs {
+		if abs, err := filepath.Abs(d); err == nil {
+			seen[abs] = true
+		}
+	}
+	for _, s := range scenarios {
+		for _, d := range s.TemplateDirs {
+			abs, err := filepath.Abs(d)
+			if err != nil || seen[abs] {
+				continue
+			}
+			seen[abs] = true
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
 }
 
 // scenarioFiles expands the arguments: files as given, directories to

@@ -9,9 +9,10 @@ import (
 	"github.com/normsim/normsim/normsimtest"
 )
 
-// TestCIExampleScenarios runs `normsim ci examples/scenarios/` — the good
-// scenarios, the misbehaving jobs and the faults — with each runtime, as CI
-// does.
+// TestCIExampleScenarios runs the README's `normsim ci examples/scenarios/
+// --junit … --json …` as written, from the repository root — the good
+// scenarios, the misbehaving jobs and the faults — on the Docker runtime
+// (the default where an engine answers) and on the process runtime.
 func TestCIExampleScenarios(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real jobs")
@@ -22,13 +23,20 @@ func TestCIExampleScenarios(t *testing.T) {
 				jobs, _ := os.ReadDir("../examples/jobs")
 				for _, j := range jobs {
 					if _, err := os.Stat(filepath.Join("../examples/jobs", j.Name(), "main.go")); err == nil {
-						normsimtest.BuildJobImage(t, "normsim/"+j.Name()+":dev", filepath.Join("../examples/jobs", j.Name()))
+						normsimtest.BuildJobImage(t, "normsim/"+j.Name()+":dev", filepath.Join("..", "examples", "jobs", j.Name()))
 					}
 				}
 			}
 			junit := filepath.Join(t.TempDir(), "out.xml")
-			code, out, errOut := run(t, "ci", "--runtime", runtime, "--templates", "../templates", "--templates", "../examples/templates",
-				"--junit", junit, "../examples/scenarios/")
+			js := filepath.Join(t.TempDir(), "out.json")
+			// From the repository root, as the README shows it: the
+			// misbehaving scenarios name their own template directory.
+			t.Chdir("..")
+			args := []string{"ci", "examples/scenarios/", "--junit", junit, "--json", js}
+			if runtime == "process" {
+				args = append(args, "--runtime", "process")
+			}
+			code, out, errOut := run(t, args...)
 			if code != 0 {
 				t.Fatalf("normsim ci with %s: exit %d\n%s%s", runtime, code, out, errOut)
 			}

@@ -491,7 +491,7 @@ func (p *parser) params(f field, what string) (map[string]string, bool) {
 
 // Scenario keys.
 var (
-	scenarioKeys = []string{"name", "description", "template", "params", "runtime", "nodes", "repeat", "steps"}
+	scenarioKeys = []string{"name", "description", "template", "templates", "params", "runtime", "nodes", "repeat", "steps"}
 	stepKeys     = []string{"name", "launch", "wait", "migrate", "expect"}
 	launchKeys   = []string{"node", "as", "template", "runtime", "params", "until", "timeout"}
 	waitKeys     = []string{"instance", "connected", "running", "timeout"}
@@ -533,6 +533,9 @@ func (p *parser) scenario(root *yaml.Node, doc int) *Scenario {
 	} else {
 		p.errf(root, "scenario: template is required (the product template to launch, e.g. template: counter)")
 	}
+	if f, ok := m["templates"]; ok {
+		s.TemplateDirs = p.templateDirs(f)
+	}
 	if f, ok := m["params"]; ok {
 		s.Params, _ = p.params(f, "params")
 	}
@@ -556,6 +559,37 @@ func (p *parser) scenario(root *yaml.Node, doc int) *Scenario {
 		return nil
 	}
 	return s
+}
+
+// templateDirs reads templates: a list of directories, relative to the
+// scenario file, each of which must exist.
+func (p *parser) templateDirs(f field) []string {
+	n := resolve(f.val)
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		p.errf(n, "templates: must be a non-empty list of template directories, relative to this file, e.g. [../templates]; got %s", describe(n))
+		return nil
+	}
+	var out []string
+	for i, c := range n.Content {
+		at := fmt.Sprintf("templates[%d]", i)
+		d, ok := p.str(field{val: c}, at)
+		if !ok {
+			continue
+		}
+		if strings.TrimSpace(d) == "" {
+			p.errf(resolve(c), "%s: must not be empty", at)
+			continue
+		}
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(filepath.Dir(p.file), d)
+		}
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			p.errf(resolve(c), "%s: %s is not a directory", at, d)
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 func (p *parser) nodes(f field) []string {

@@ -322,3 +322,23 @@ func TestValidAlias(t *testing.T) {
 		}
 	}
 }
+
+// TestParseTemplateDirs: templates: names directories relative to the
+// scenario file; one that is not a directory is a problem at its place.
+func TestParseTemplateDirs(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "templates"), 0o755)
+	file := filepath.Join(dir, "scenarios", "s.yaml")
+	ss, err := Parse(file, []byte("template: counter\ntemplates: [../templates]\nsteps:\n  - launch: {node: a}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "templates"); len(ss[0].TemplateDirs) != 1 || ss[0].TemplateDirs[0] != want {
+		t.Fatalf("template dirs %q, want [%s]", ss[0].TemplateDirs, want)
+	}
+	_, err = Parse(file, []byte("template: counter\ntemplates: [../nowhere]\nsteps:\n  - launch: {node: a}\n"))
+	var probs Problems
+	if !errors.As(err, &probs) || len(probs) != 1 || !strings.Contains(probs[0].Error(), "s.yaml:2:13: templates[0]: "+filepath.Join(dir, "nowhere")+" is not a directory") {
+		t.Fatalf("problems %v", err)
+	}
+}

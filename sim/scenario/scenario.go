@@ -41,6 +41,10 @@ type Scenario struct {
 	Nodes  []string
 	Repeat int
 	Steps  []Step
+	// TemplateDirs are the template directories the scenario names
+	// (templates:), relative to its file: normsim ci loads them besides
+	// --templates, so a scenario next to its templates runs as written.
+	TemplateDirs []string
 }
 
 // Location is "file:line:column" of p in the scenario's file.
