@@ -38,8 +38,12 @@ type RuntimeEvent struct {
 	Service  string
 	Kind     RuntimeEventKind
 	ExitCode int
-	Detail   string
-	At       time.Time
+	// Signal is the signal that ended the service, where the runtime knows
+	// it (a host process); 0 when it exited, or when only the exit code is
+	// known (a container: 128+n by convention).
+	Signal int
+	Detail string
+	At     time.Time
 	// Restarting is set on a ServiceExited the engine answers by starting
 	// the service again (its restart policy, as docker compose would):
 	// the instance goes on running.

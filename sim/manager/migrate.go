@@ -755,16 +755,12 @@ func (r *run) disruption(ev runEvent) error {
 // reported, on runtimes that report exits: longer than the Docker engine
 // and the process runtime take to notice one, short enough that a job
 // which only closed its socket is not kept waiting.
-var exitGrace = 1500 * time.Millisecond
+const exitGrace = 1500 * time.Millisecond
 
 // awaitExit waits up to exitGrace for a service of the instance to exit.
 // Other events are read and dropped: the migration is ending anyway.
 func (r *run) awaitExit(instance string) (sim.RuntimeEvent, bool) {
-	rt := r.rt.Name()
-	if instance == r.src.ID {
-		rt = r.src.Runtime
-	}
-	if rt == sim.RuntimeExternal {
+	if r.runtimeOf(instance) == sim.RuntimeExternal {
 		return sim.RuntimeEvent{}, false // nothing reports its exits
 	}
 	timer := time.NewTimer(exitGrace)
@@ -789,7 +785,15 @@ func (r *run) exited(side string, ev sim.RuntimeEvent) error {
 	if ev.Restarting {
 		again = " (the engine restarts it, by its restart policy)"
 	}
-	return endf("the %s's service %s %s on %s%s", side, ev.Service, exitPhrase(ev), r.currentPhase(), again)
+	return endf("the %s's service %s %s on %s%s", side, ev.Service, exitPhrase(ev, r.runtimeOf(ev.Instance)), r.currentPhase(), again)
+}
+
+// runtimeOf is the runtime an instance of the migration runs on.
+func (r *run) runtimeOf(instance string) string {
+	if instance == r.src.ID {
+		return r.src.Runtime
+	}
+	return r.rt.Name()
 }
 
 func (r *run) currentPhase() string {
@@ -800,11 +804,11 @@ func (r *run) currentPhase() string {
 
 // exitPhrase says how a service ended, the same way on every runtime:
 // "exited with code 3", "killed by signal 9".
-func exitPhrase(ev sim.RuntimeEvent) string {
-	if strings.HasPrefix(ev.Detail, "killed by signal") || strings.HasPrefix(ev.Detail, "exited with") {
-		return ev.Detail // the process runtime knows the signal
+func exitPhrase(ev sim.RuntimeEvent, runtime string) string {
+	if ev.Signal > 0 {
+		return fmt.Sprintf("killed by signal %d", ev.Signal)
 	}
-	if ev.ExitCode > 128 && ev.ExitCode <= 128+64 {
+	if runtime == sim.RuntimeDocker && ev.ExitCode > 128 && ev.ExitCode <= 128+64 {
 		// The Docker engine reports only the code; 128+n is how a
 		// container's main process ends on signal n.
 		return fmt.Sprintf("exited with code %d (128+%d: killed by signal %d)", ev.ExitCode, ev.ExitCode-128, ev.ExitCode-128)

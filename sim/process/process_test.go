@@ -371,19 +371,20 @@ func TestServiceExited(t *testing.T) {
 		name       string
 		service    sim.ServiceSpec
 		wantCode   int
+		wantSignal int
 		wantDetail string
 		wantLog    string
 	}{
-		{"code 3", helper("job", "exit", "3"), 3, "exited with code 3", "job | exiting with 3"},
-		{"code 0", helper("job", "exit", "0"), 0, "exited with code 0", "job | exiting with 0"},
-		{"signal", helper("job", "selfkill"), 137, "killed by signal 9", "job | killing myself"},
+		{"code 3", helper("job", "exit", "3"), 3, 0, "exited with code 3", "job | exiting with 3"},
+		{"code 0", helper("job", "exit", "0"), 0, 0, "exited with code 0", "job | exiting with 0"},
+		{"signal", helper("job", "selfkill"), 137, 9, "killed by signal 9", "job | killing myself"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r, rec := MustRuntime(t)
 			MustLaunch(t, r, "i1", tt.service, helper("other", "sleep"))
 			ev := rec.waitFor(t, sim.ServiceExited, "job")
-			want := sim.RuntimeEvent{Instance: "i1", Service: "job", Kind: sim.ServiceExited, ExitCode: tt.wantCode, Detail: tt.wantDetail, At: testNow}
+			want := sim.RuntimeEvent{Instance: "i1", Service: "job", Kind: sim.ServiceExited, ExitCode: tt.wantCode, Signal: tt.wantSignal, Detail: tt.wantDetail, At: testNow}
 			if ev != want {
 				t.Fatalf("event = %+v, want %+v", ev, want)
 			}

@@ -148,6 +148,7 @@ type proc struct {
 // exitInfo is how a process ended.
 type exitInfo struct {
 	code   int
+	signal int // the signal that killed it, 0 when it exited
 	detail string
 }
 
@@ -525,7 +526,7 @@ func (r *Runtime) watch(inst *instance, p *proc, pidfd int) {
 	r.logger.Debug("process exited", "instance", inst.id, "service", p.svc.name, "pid", p.pid, "detail", exit.detail)
 	waitGone(context.Background(), []*proc{p}, reapBound)
 	p.drain(inst.logs, true)
-	r.emit(sim.RuntimeEvent{Instance: inst.id, Service: p.svc.name, Kind: sim.ServiceExited, ExitCode: exit.code, Detail: exit.detail})
+	r.emit(sim.RuntimeEvent{Instance: inst.id, Service: p.svc.name, Kind: sim.ServiceExited, ExitCode: exit.code, Signal: exit.signal, Detail: exit.detail})
 	close(p.done)
 }
 

@@ -57,7 +57,7 @@ func TestWaitExit(t *testing.T) {
 			}
 			select {
 			case info := <-done:
-				if info != (exitInfo{code: 137, detail: "killed by signal 9"}) {
+				if info != (exitInfo{code: 137, signal: 9, detail: "killed by signal 9"}) {
 					t.Fatalf("exit = %+v", info)
 				}
 			case <-time.After(waitLimit):

@@ -123,7 +123,7 @@ func decodeWait(ws syscall.WaitStatus) exitInfo {
 		return exitInfo{code: ws.ExitStatus(), detail: fmt.Sprintf("exited with code %d", ws.ExitStatus())}
 	case ws.Signaled():
 		n := int(ws.Signal())
-		return exitInfo{code: 128 + n, detail: fmt.Sprintf("killed by signal %d", n)}
+		return exitInfo{code: 128 + n, signal: n, detail: fmt.Sprintf("killed by signal %d", n)}
 	default:
 		return exitInfo{code: -1, detail: fmt.Sprintf("exited with wait status %#x", int(ws))}
 	}
