@@ -285,6 +285,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 
 	m.Sink = sink.New(m.Opts.Now, 0)
+	m.Sink.SetLogger(m.log)
 	sinkAddr := net.JoinHostPort(m.Opts.SocketHost, strconv.Itoa(m.Opts.OutputPort))
 	if err := m.Sink.Open(sinkAddr); err != nil {
 		return listenErr("output sink", sinkAddr, "--output-port", err)

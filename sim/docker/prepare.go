@@ -35,15 +35,6 @@ const cleanupTimeout = 30 * time.Second
 // dockerName is the alphabet of container and network names.
 var dockerName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
 
-// ContainerName is the name compose gives the first container of a service.
-func ContainerName(project, service string) string {
-	return project + "-" + service + "-1"
-}
-
-// NetworkName is the name of an instance's network: compose's default
-// network of the project.
-func NetworkName(project string) string { return project + "_default" }
-
 // Prepare checks that every image is in the engine, then has the Compose
 // SDK create the instance's project (networks, volumes, one container per
 // service replica), started by nothing. A spec without a compose project

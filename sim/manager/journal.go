@@ -237,9 +237,6 @@ func (j *journal) Flush() {
 // Close writes what is queued and stops. What the store still cannot take
 // then is lost, and logged as such.
 func (j *journal) Close() {
-	if j.stop == nil {
-		return
-	}
 	close(j.stop)
 	j.retried.Wait()
 	j.queue.Close()

@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net"
 	"strconv"
 	"sync"
@@ -46,6 +47,7 @@ type Sink struct {
 	// id it hears. refused counts the packets it turned away.
 	accept  atomic.Pointer[func(jobID string) bool]
 	refused atomic.Int64
+	log     *slog.Logger
 }
 
 // unreadable is one datagram the sink could not read.
@@ -69,7 +71,7 @@ func New(now func() time.Time, limit int) *Sink {
 		limit = 50000
 	}
 	return &Sink{now: now, limit: limit, byJob: map[string][]sim.Packet{}, notify: map[string][]chan struct{}{},
-		unreadable: map[string][]unreadable{}, senders: map[string]string{}}
+		unreadable: map[string][]unreadable{}, senders: map[string]string{}, log: slog.New(slog.DiscardHandler)}
 }
 
 // Open listens on a UDP address and receives in the background.
@@ -126,7 +128,11 @@ func (s *Sink) receive(data []byte, from string, at time.Time) {
 	}
 	p.At = at
 	if accept := s.accept.Load(); accept != nil && !(*accept)(p.JobID) {
-		s.refused.Add(1) // no live job of that name: nothing would judge it
+		// No live job of that name: nothing would judge it. Counted, and
+		// said once so the count has somewhere to be seen.
+		if s.refused.Add(1) == 1 {
+			s.log.Warn("output sink: packets naming a job normsim does not run are dropped and counted", "job", p.JobID, "from", from)
+		}
 		return
 	}
 	s.mu.Lock()
@@ -194,6 +200,10 @@ func trim[T any](xs []T, limit int) []T {
 // normsim runs); the others are counted (Refused) and dropped. f is
 // called without the sink's lock held.
 func (s *Sink) Accept(f func(jobID string) bool) { s.accept.Store(&f) }
+
+// SetLogger gives the sink a logger for what it turns away; call it
+// before Open.
+func (s *Sink) SetLogger(l *slog.Logger) { s.log = l }
 
 // Refused is how many readable packets named a job Accept refused.
 func (s *Sink) Refused() int64 { return s.refused.Load() }
