@@ -186,6 +186,15 @@ func (l *Loaded) Launch(in sim.LaunchInput) (*sim.LaunchSpec, error) {
 	// does; the adjustments hold for every runtime that shares an engine.
 	ip, adjustments := instanceProject(p, project, spec.Services)
 	spec.Adjustments = adjustments
+	if in.Runtime == sim.RuntimeProcess {
+		// docker compose restarts such a service; a host process is not.
+		for _, name := range slices.Sorted(maps.Keys(p.Services)) {
+			if r := p.Services[name].Restart; r != "" && r != "no" {
+				spec.Adjustments = append(spec.Adjustments, fmt.Sprintf(
+					"services.%s.restart: %q is not applied on the process runtime: a host process that exits is not started again", name, r))
+			}
+		}
+	}
 	for name, svc := range ip.Services {
 		for j := range svc.Ports {
 			svc.Ports[j].HostIP = in.Node.PublishHostIP(svc.Ports[j].HostIP)

@@ -1068,3 +1068,23 @@ func TestLaunchConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestProcessRuntimeSaysRestartIsNotApplied: docker compose restarts a
+// service by its restart policy; the process runtime does not, and the
+// launch says so.
+func TestProcessRuntimeSaysRestartIsNotApplied(t *testing.T) {
+	l := MustLoad(t, tpl("services:\n  app:\n    image: x\n    restart: unless-stopped\n  once:\n    image: x\n", ""))
+	for _, rt := range []string{sim.RuntimeProcess, sim.RuntimeDocker} {
+		spec, err := l.Launch(sim.LaunchInput{Instance: &sim.Instance{ID: "i-1", JobID: "j", Role: "i-1"}, Node: sim.Node{Name: "a"}, Runtime: rt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		said := strings.Join(spec.Adjustments, "\n")
+		if got := strings.Contains(said, `services.app.restart: "unless-stopped" is not applied on the process runtime`); got != (rt == sim.RuntimeProcess) {
+			t.Errorf("%s: adjustments %q", rt, spec.Adjustments)
+		}
+		if strings.Contains(said, "services.once.restart") {
+			t.Errorf("%s: a service without a restart policy is named: %q", rt, spec.Adjustments)
+		}
+	}
+}
