@@ -1,12 +1,14 @@
 package jobsocket_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 
 	"github.com/normsim/normsim/protocol"
+	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/jobsocket"
 )
 
@@ -79,14 +81,41 @@ func TestDisconnectSaysWhoClosed(t *testing.T) {
 // for the registrations instead of being refused as unknown.
 func TestHelloBeforeRegistrationWaits(t *testing.T) {
 	registered := make(chan struct{})
-	l, ev := MustListener(t, jobsocket.Config{Registered: registered})
+	hellos := &helloSeen{seen: make(chan struct{}, 1)}
+	rec := jobsocket.NewRecorder(hellos, jobsocket.RecorderLimits{}, nil)
+	defer rec.Close()
+	l, ev := MustListener(t, jobsocket.Config{Registered: registered, Recorder: rec})
 	c := dial(t, l, protocol.Path("j", "s"))
 	write(t, c, hello(token))
-	time.Sleep(50 * time.Millisecond) // the hello is read, and waits
+	// The listener records a hello as soon as it has read it: from then
+	// on it waits for the registrations.
+	select {
+	case <-hellos.seen:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hello was never read")
+	}
 	l.Register(jobsocket.Registration{JobID: "j", Role: "s", Token: token})
 	close(registered)
 	if f := read(t, c); f.Type != protocol.TypeHelloAck {
 		t.Fatalf("got %+v, want hello-ack once the instance is registered", f)
 	}
 	ev.wait(t, jobsocket.Connected)
+}
+
+// helloSeen is a store that tells when a hello frame is recorded.
+type helloSeen struct {
+	sim.Store
+	seen chan struct{}
+}
+
+func (s *helloSeen) RecordFrames(_ context.Context, frs []sim.FrameRecord) error {
+	for _, f := range frs {
+		if f.Type == protocol.TypeHello {
+			select {
+			case s.seen <- struct{}{}:
+			default:
+			}
+		}
+	}
+	return nil
 }
