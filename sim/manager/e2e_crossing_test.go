@@ -58,9 +58,7 @@ func requireHandsOverAgain(t *testing.T, s *normsimtest.Sim, srcID string, sj *t
 // timeline and ignored, and the source stays connected.
 func TestAnswerAfterTheEndIsLateNotAProtocolError(t *testing.T) {
 	h := startHandover(t, sim.MigrateRequest{Timeouts: sim.Timeouts{Stop: sim.Duration(300 * time.Millisecond)}})
-	h.state()
-	h.ready()
-	h.sj.Expect(protocol.TypeCutoverReady)
+	h.cutoverReady()
 	done := h.end() // the stop timeout passes: rolled back
 	normsimtest.RequireState(t, done, sim.MigrationAborted)
 	// The source answers as if it had not seen the abort yet.
@@ -84,9 +82,7 @@ func TestAnswerAfterTheEndIsLateNotAProtocolError(t *testing.T) {
 // and the source is told and stays connected.
 func TestAnswerCrossingTheOtherSidesAbortIsLate(t *testing.T) {
 	h := startHandover(t, sim.MigrateRequest{})
-	h.state()
-	h.ready()
-	h.sj.Expect(protocol.TypeCutoverReady)
+	h.cutoverReady()
 	h.tj.Send(protocol.JobFrame{Type: protocol.TypeAbort, Reason: "target changed its mind"})
 	waitTimeline(t, h.s, h.m.ID, "abort: target changed its mind")
 	h.sj.Send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":7}`)})
@@ -113,9 +109,7 @@ func TestAnswerCrossingTheOtherSidesAbortIsLate(t *testing.T) {
 // cutover-ready; the target is told, the source is not.
 func TestTheSideThatAbortsIsNotSentItsAbortBack(t *testing.T) {
 	h := startHandover(t, sim.MigrateRequest{})
-	h.state()
-	h.ready()
-	h.sj.Expect(protocol.TypeCutoverReady)
+	h.cutoverReady()
 	h.sj.Send(protocol.JobFrame{Type: protocol.TypeAbort, Reason: "source says no"})
 	if f := h.tj.Read(); f.Type != protocol.TypeAbort || !strings.Contains(f.Reason, "the source aborted: source says no") {
 		t.Fatalf("target read %+v, want the source's abort", f)
@@ -331,9 +325,7 @@ func TestRelayOverTheFrameCapIsRefused(t *testing.T) {
 	})
 	t.Run("source-stopped-output as cutover-apply", func(t *testing.T) {
 		h := startHandover(t, sim.MigrateRequest{})
-		h.state()
-		h.ready()
-		h.sj.Expect(protocol.TypeCutoverReady)
+		h.cutoverReady()
 		h.sj.Send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: framed(protocol.TypeSourceStoppedOutput, protocol.MaxFrameBytes)})
 		done := h.end()
 		normsimtest.RequireState(t, done, sim.MigrationFailed)

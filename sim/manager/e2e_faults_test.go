@@ -48,6 +48,14 @@ func (h *handover) ready() {
 	h.tj.Send(protocol.JobFrame{Type: protocol.TypeTargetReady, Payload: json.RawMessage(`null`)})
 }
 
+// cutoverReady runs the handover up to the source's cutover-ready.
+func (h *handover) cutoverReady() {
+	h.t.Helper()
+	h.state()
+	h.ready()
+	h.sj.Expect(protocol.TypeCutoverReady)
+}
+
 func (h *handover) end() *sim.Migration { return h.s.WaitMigration(h.t, h.m.ID, 30*time.Second) }
 
 func short() sim.Timeouts {
@@ -67,9 +75,7 @@ func requireTimeline(t *testing.T, m *sim.Migration, text string) {
 
 func TestFaultDropFrameAfterPointOfNoReturnFails(t *testing.T) {
 	h := startHandover(t, sim.MigrateRequest{Timeouts: short(), Faults: []sim.Fault{{Kind: "drop-frame", Frame: "cutover-apply"}}})
-	h.state()
-	h.ready()
-	h.sj.Expect(protocol.TypeCutoverReady)
+	h.cutoverReady()
 	h.sj.Send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":3}`)})
 	m := h.end()
 	normsimtest.RequireState(t, m, sim.MigrationFailed)
