@@ -365,12 +365,11 @@ func (j *rawJob) endless() <-chan error {
 	return done
 }
 
-// TestEndlessFrameCannotHoldTheListener: a job that announces a frame of
-// 2^62 bytes and keeps sending it gets 4413 at once, and CloseTimeout ends
-// the connection, although the close handshake is still discarding the
-// frame.
-func TestEndlessFrameCannotHoldTheListener(t *testing.T) {
-	l, ev := MustListener(t, jobsocket.Config{CloseTimeout: 200 * time.Millisecond})
+// endlessAfterHello connects a raw job that says hello, then starts a
+// frame that never ends; it returns once the listener's 4413 arrived, with
+// the channel that tells when the sending stopped.
+func endlessAfterHello(t *testing.T, l *jobsocket.Listener, ev *events) <-chan error {
+	t.Helper()
 	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
 	j := dialRaw(t, l, "/instances/j/r")
 	j.helloAck()
@@ -379,6 +378,16 @@ func TestEndlessFrameCannotHoldTheListener(t *testing.T) {
 	if code, reason := j.readClose(); code != protocol.CloseFrameTooLarge {
 		t.Fatalf("closed with %d %q, want 4413", code, reason)
 	}
+	return sending
+}
+
+// TestEndlessFrameCannotHoldTheListener: a job that announces a frame of
+// 2^62 bytes and keeps sending it gets 4413 at once, and CloseTimeout ends
+// the connection, although the close handshake is still discarding the
+// frame.
+func TestEndlessFrameCannotHoldTheListener(t *testing.T) {
+	l, ev := MustListener(t, jobsocket.Config{CloseTimeout: 200 * time.Millisecond})
+	sending := endlessAfterHello(t, l, ev)
 	if d := ev.wait(t, jobsocket.Disconnected); d.Code != protocol.CloseFrameTooLarge {
 		t.Fatalf("the manager heard %d %q, want 4413", d.Code, d.Reason)
 	}
@@ -395,14 +404,7 @@ func TestEndlessFrameCannotHoldTheListener(t *testing.T) {
 // that connection.
 func TestListenerCloseCutsACloseHandshakeShort(t *testing.T) {
 	l, ev := MustListener(t, jobsocket.Config{CloseTimeout: time.Hour})
-	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
-	j := dialRaw(t, l, "/instances/j/r")
-	j.helloAck()
-	ev.wait(t, jobsocket.Connected)
-	sending := j.endless()
-	if code, reason := j.readClose(); code != protocol.CloseFrameTooLarge {
-		t.Fatalf("closed with %d %q, want 4413", code, reason)
-	}
+	sending := endlessAfterHello(t, l, ev)
 	ev.wait(t, jobsocket.Disconnected)
 	closed := make(chan error, 1)
 	go func() { closed <- l.Close() }()
