@@ -127,7 +127,13 @@ func (s *Sink) receive(data []byte, from string, at time.Time) {
 		return
 	}
 	p.At = at
-	if accept := s.accept.Load(); accept != nil && !(*accept)(p.JobID) {
+	// A sender already seen sending for this job was accepted then: the
+	// manager (whose lock the frame relays take) is asked once per
+	// sender, not per packet.
+	s.mu.Lock()
+	known := s.senders[from] == p.JobID
+	s.mu.Unlock()
+	if accept := s.accept.Load(); !known && accept != nil && !(*accept)(p.JobID) {
 		// No live job of that name: nothing would judge it. Counted, and
 		// said once so the count has somewhere to be seen.
 		if s.refused.Add(1) == 1 {
@@ -301,5 +307,11 @@ func (s *Sink) Forget(jobID string) {
 	s.mu.Lock()
 	delete(s.byJob, jobID)
 	delete(s.unreadable, jobID)
+	// Its senders are asked about again: the job is gone.
+	for from, job := range s.senders {
+		if job == jobID {
+			delete(s.senders, from)
+		}
+	}
 	s.mu.Unlock()
 }

@@ -110,3 +110,23 @@ func TestSinkKeepsOnlyAcceptedJobs(t *testing.T) {
 		t.Fatal("a forgotten job's packets are still held")
 	}
 }
+
+// TestSinkAsksOncePerSender: a live job's packets from one address ask
+// whether the job is known once, not per packet (the answer takes the
+// manager's lock); after Forget it is asked again.
+func TestSinkAsksOncePerSender(t *testing.T) {
+	s := New(nil, 0)
+	asked := 0
+	s.Accept(func(job string) bool { asked++; return job == "live" })
+	for i := range 100 {
+		s.receive([]byte(`{"job":"live","instance":"a","seq":`+strconv.Itoa(i)+`}`), "127.0.0.1:10", time.Now())
+	}
+	if asked != 1 || len(s.Packets("live", time.Time{})) != 100 {
+		t.Fatalf("asked %d times for 100 packets, kept %d", asked, len(s.Packets("live", time.Time{})))
+	}
+	s.Forget("live")
+	s.receive([]byte(`{"job":"live","instance":"a","seq":1}`), "127.0.0.1:10", time.Now())
+	if asked != 2 {
+		t.Fatalf("asked %d times after Forget, want 2", asked)
+	}
+}
