@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -596,12 +595,12 @@ func BenchmarkPrepareStart(b *testing.B) {
 func TestRemoveOrphans(t *testing.T) {
 	img, cli := mustJobImage(t)
 	ctx := context.Background()
-	host, _ := os.Hostname()
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
-		t.Skip("no true(1):", err)
-	}
-	deadRun := host + "/" + strconv.Itoa(dead.Process.Pid) + "/1"
+	// The runs are named on hosts that do not exist: every normsim that
+	// other test packages start at the same time sweeps orphans with the
+	// real sim/process.RunGone, which judges only runs of this host. A run
+	// of this host that this test called dead would be theirs to remove too.
+	deadRun := "normsim-test-dead-host/4242/1"
+	liveRun := "normsim-test-live-host/4343/1"
 	first, err := docker.New(docker.Config{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -620,7 +619,7 @@ func TestRemoveOrphans(t *testing.T) {
 		return spec.InstanceID
 	}
 	orphan := launch("killed-memory-run", deadRun)
-	live := launch("another-live-run", host+"/"+strconv.Itoa(os.Getpid())+"/1")
+	live := launch("another-live-run", liveRun)
 	mine := launch("this-store", deadRun)
 	first.Close(ctx, true) // the kill: everything keeps running
 
