@@ -55,7 +55,10 @@ type Options struct {
 	DefaultTemplates fs.FS
 	Runtime          string // auto | docker | process | external
 	StudioAccess     string
-	Keep             bool
+	// Timeouts are the run's per-phase migration timeouts; zero fields
+	// take sim.DefaultTimeouts, and a request's own fields win.
+	Timeouts sim.Timeouts
+	Keep     bool
 	// OutputPort is the UDP output sink's port; 0 picks a free one.
 	OutputPort int
 	Version    string
@@ -295,7 +298,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	sinkPort := m.Sink.Port()
 	cfg := manager.Config{
 		Nodes: nodes, Store: m.Store, Catalog: m.Catalog,
-		Sink: m.Sink, StudioAccess: m.Opts.StudioAccess, Owner: owner, Run: process.RunLabel(), Logger: m.log, Now: m.Opts.Now,
+		Sink: m.Sink, StudioAccess: m.Opts.StudioAccess, Timeouts: m.Opts.Timeouts, Owner: owner, Run: process.RunLabel(), Logger: m.log, Now: m.Opts.Now,
 		OutputEnv: func(runtime string) map[string]string {
 			host := "127.0.0.1"
 			if runtime == sim.RuntimeDocker {
@@ -631,6 +634,9 @@ func (m *Main) PrintBanner(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "  Templates   %d valid, %d invalid  (%s)\n", valid, invalid, m.templatesNote)
+	if set := TimeoutsNote(m.Opts.Timeouts); set != "" {
+		fmt.Fprintf(w, "  Timeouts    %s (--timeouts; the rest are the defaults)\n", set)
+	}
 	for _, t := range m.Catalog.List() {
 		if !t.Valid {
 			fmt.Fprintf(w, "              ! %s: %s\n", t.Name, t.Error.Message)
@@ -646,4 +652,16 @@ func closeOnce(c chan struct{}) {
 	default:
 		close(c)
 	}
+}
+
+// TimeoutsNote lists the fields t sets, "state=10s, targetReady=5m0s", in
+// the order a migration meets them; "" when it sets none.
+func TimeoutsNote(t sim.Timeouts) string {
+	var set []string
+	for _, f := range t.Fields() {
+		if *f.Value > 0 {
+			set = append(set, f.Name+"="+f.Value.D().String())
+		}
+	}
+	return strings.Join(set, ", ")
 }

@@ -27,7 +27,7 @@ const (
 func newCICmd(env Env) *cobra.Command {
 	var (
 		junitPath, jsonPath, db, runtime, logLevel string
-		templates                                  []string
+		templates, timeouts                        []string
 		printSchema, checkOnly, verbose            bool
 	)
 	cmd := &cobra.Command{
@@ -66,6 +66,10 @@ wrong, and nothing ran.`,
 				return usageErr("--runtime: external waits for jobs you start yourself, which ci cannot do; use auto, process or docker")
 			default:
 				return usageErr("--runtime: must be auto, process or docker; got %q", runtime)
+			}
+			var runTimeouts sim.Timeouts
+			if err := parseTimeouts("--timeouts", timeouts, &runTimeouts); err != nil {
+				return err
 			}
 			for _, d := range templates {
 				if st, err := os.Stat(d); err != nil || !st.IsDir() {
@@ -126,6 +130,7 @@ wrong, and nothing ran.`,
 			}
 
 			opts := ciOptions(scenarios, runtime)
+			opts.Timeouts = runTimeouts
 			opts.DB = db
 			opts.Templates = templateDirs(templates, scenarios)
 			opts.DefaultTemplates = env.Templates
@@ -171,6 +176,7 @@ wrong, and nothing ran.`,
 	f.StringVar(&junitPath, "junit", "", "write a JUnit XML report to `FILE`")
 	f.StringVar(&jsonPath, "json", "", "write a JSON report with every migration's timeline to `FILE`")
 	f.StringArrayVar(&templates, "templates", nil, "directory of product templates (repeatable; default ./templates)")
+	f.StringArrayVar(&timeouts, "timeouts", nil, "per-phase migration timeouts of the run, PHASE=DURATION[,…] ("+strings.Join(sim.TimeoutNames(), ", ")+"); a scenario's timeouts: and a step's win")
 	f.StringVar(&db, "db", sqlite.Memory, "SQLite store path; the default keeps nothing")
 	f.StringVar(&runtime, "runtime", "auto", "runtime of scenarios that name none: auto (docker when an engine answers, else process), process or docker")
 	f.BoolVarP(&verbose, "verbose", "v", false, "print every migration's timeline, not only failing ones")

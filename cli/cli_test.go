@@ -36,6 +36,9 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"migrate", "a", "b"},
 		{"migrate", "x", "--timeout", "bogus=1s"},
 		{"up", "--log-format", "xml"},
+		{"up", "--timeouts", "state=10s,bogus=1s"},
+		{"up", "--timeouts", "state=-1s"},
+		{"ci", "--timeouts", "targetReady=soon", "x.yaml"},
 	} {
 		code, _, errOut := run(t, args...)
 		if code != 2 || errOut == "" {

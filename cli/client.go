@@ -131,7 +131,7 @@ completed.`,
 		Args: exactArgs(1, "ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := sim.MigrateRequest{To: to, Strategy: strategy, Runtime: mruntime}
-			if err := parseTimeouts(timeouts, &req.Timeouts); err != nil {
+			if err := parseTimeouts("--timeout", timeouts, &req.Timeouts); err != nil {
 				return err
 			}
 			c := api()
@@ -158,7 +158,7 @@ completed.`,
 	migrate.Flags().StringVar(&strategy, "strategy", "", "overlap, stopThenStart or handover (default: the template's declared one)")
 	migrate.Flags().StringVar(&mruntime, "runtime", "", "runtime of the target (default: the source's)")
 	migrate.Flags().BoolVar(&wait, "wait", false, "print the phases as they happen and wait for the end")
-	migrate.Flags().StringArrayVar(&timeouts, "timeout", nil, "per-phase timeout PHASE=DURATION: "+strings.Join(sim.TimeoutNames(), ", ")+" (repeatable; docs/migrations.md)")
+	migrate.Flags().StringArrayVar(&timeouts, "timeout", nil, "per-phase timeout PHASE=DURATION, over the sim's (normsim up --timeouts): "+strings.Join(sim.TimeoutNames(), ", ")+" (repeatable or comma-separated; docs/migrations.md)")
 
 	cmds := []*cobra.Command{launch, ps, stop, logs, migrate}
 	for _, c := range cmds {
@@ -167,18 +167,11 @@ completed.`,
 	return cmds
 }
 
-func parseTimeouts(specs []string, t *sim.Timeouts) error {
-	for _, s := range specs {
-		k, v, ok := strings.Cut(s, "=")
-		f, known := t.Field(k)
-		if !ok || !known {
-			return usageErr("--timeout: want PHASE=DURATION with PHASE one of %s; got %q", strings.Join(sim.TimeoutNames(), ", "), s)
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return usageErr("--timeout %s: %q is not a positive duration like 5s", k, v)
-		}
-		*f = sim.Duration(d)
+// parseTimeouts reads --timeout/--timeouts values (PHASE=DURATION, also
+// comma-separated) into t, as a usage error naming the flag.
+func parseTimeouts(flag string, specs []string, t *sim.Timeouts) error {
+	if err := sim.ParseTimeouts(specs, t); err != nil {
+		return usageErr("%s: %s (docs/migrations.md)", flag, sim.ErrorMessage(err))
 	}
 	return nil
 }

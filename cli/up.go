@@ -8,11 +8,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/normsim/normsim/app"
+	"github.com/normsim/normsim/sim"
 )
 
 func newUpCmd(env Env) *cobra.Command {
 	opts := app.DefaultOptions()
 	var logFormat, logLevel string
+	var timeouts []string
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start the simulated nodes, their job sockets and the dashboard",
@@ -29,7 +31,8 @@ Ctrl-C stops everything and removes what normsim started (unless --keep);
 a second Ctrl-C quits at once.`,
 		Example: `  normsim up
   normsim up --nodes a,b,c --socket-port 0 --db :memory:
-  normsim up --no-job-socket b --runtime process`,
+  normsim up --no-job-socket b --runtime process
+  normsim up --runtime external --timeouts targetStart=10m,targetReady=5m   # time to step through a job in a debugger`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			log, err := newLogger(env.Stderr, logFormat, logLevel)
@@ -38,6 +41,9 @@ a second Ctrl-C quits at once.`,
 			}
 			if opts.SocketPort < 0 || opts.SocketPort > 65535 {
 				return usageErr("--socket-port: must be 0..65535; got %d", opts.SocketPort)
+			}
+			if err := parseTimeouts("--timeouts", timeouts, &opts.Timeouts); err != nil {
+				return err
 			}
 			for i, n := range opts.Nodes {
 				opts.Nodes[i] = strings.TrimSpace(n)
@@ -70,6 +76,7 @@ a second Ctrl-C quits at once.`,
 	f.StringArrayVar(&opts.Templates, "templates", nil, "directory of product templates (repeatable; default ./templates)")
 	f.StringVar(&opts.Runtime, "runtime", opts.Runtime, "default runtime: auto, docker, process or external")
 	f.StringVar(&opts.StudioAccess, "studio-access", "", "the launcher's access mode, set as NORSK_STUDIO_ACCESS where a template's studioAccessModes lists it")
+	f.StringArrayVar(&timeouts, "timeouts", nil, "per-phase migration timeouts for the whole run, PHASE=DURATION[,…] with PHASE one of "+strings.Join(sim.TimeoutNames(), ", ")+"; a request's own --timeout wins (docs/migrations.md)")
 	f.BoolVar(&opts.Keep, "keep", false, "leave containers running on exit (the next start adopts them)")
 	f.IntVar(&opts.OutputPort, "output-port", 0, "UDP port of the output sink (0 picks a free port)")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")

@@ -48,6 +48,10 @@ type Options struct {
 	// those addresses (macOS without loopback aliases), where the nodes
 	// share 127.0.0.1. Nil checks by binding.
 	BindAddress func(ip string) error
+	// Timeouts are the run's per-phase migration timeouts (as normsim up
+	// --timeouts): a request's own fields win, zero fields take
+	// sim.DefaultTimeouts.
+	Timeouts sim.Timeouts
 }
 
 // Sim is a running simulator.
@@ -74,6 +78,7 @@ func Start(tb testing.TB, o Options) *Sim {
 		opts.Nodes = o.Nodes
 	}
 	opts.NoJobSocket = o.NoJobSocket
+	opts.Timeouts = o.Timeouts
 	opts.Templates = o.Templates
 	opts.Runtime = o.Runtime
 	if opts.Runtime == "" {

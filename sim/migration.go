@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -158,23 +159,52 @@ func (t Timeouts) Longest() time.Duration {
 }
 
 // WithDefaults fills zero fields from DefaultTimeouts.
-func (t Timeouts) WithDefaults() Timeouts {
+func (t Timeouts) WithDefaults() Timeouts { return t.Over(DefaultTimeouts) }
+
+// Over fills t's zero fields from base: a request's timeouts over the
+// run's (normsim up --timeouts, a scenario's top-level timeouts), which
+// are over DefaultTimeouts.
+func (t Timeouts) Over(base Timeouts) Timeouts {
 	pick := func(v, d Duration) Duration {
 		if v <= 0 {
 			return d
 		}
 		return v
 	}
-	d := DefaultTimeouts
 	return Timeouts{
-		State:       pick(t.State, d.State),
-		TargetStart: pick(t.TargetStart, d.TargetStart),
-		TargetReady: pick(t.TargetReady, d.TargetReady),
-		Stop:        pick(t.Stop, d.Stop),
-		Apply:       pick(t.Apply, d.Apply),
-		StopGrace:   pick(t.StopGrace, d.StopGrace),
-		Linger:      pick(t.Linger, d.Linger),
+		State:       pick(t.State, base.State),
+		TargetStart: pick(t.TargetStart, base.TargetStart),
+		TargetReady: pick(t.TargetReady, base.TargetReady),
+		Stop:        pick(t.Stop, base.Stop),
+		Apply:       pick(t.Apply, base.Apply),
+		StopGrace:   pick(t.StopGrace, base.StopGrace),
+		Linger:      pick(t.Linger, base.Linger),
 	}
+}
+
+// ParseTimeouts reads "phase=duration" settings, comma-separated or one
+// per element ("state=10s,targetReady=5m"), as the CLI's --timeouts and
+// --timeout take them, into t. Each name is one of TimeoutNames.
+func ParseTimeouts(specs []string, t *Timeouts) error {
+	for _, spec := range specs {
+		for _, s := range strings.Split(spec, ",") {
+			s = strings.TrimSpace(s)
+			if s == "" {
+				continue
+			}
+			k, v, ok := strings.Cut(s, "=")
+			f, known := t.Field(strings.TrimSpace(k))
+			if !ok || !known {
+				return Errorf(EInvalid, "want PHASE=DURATION with PHASE one of %s; got %q", strings.Join(TimeoutNames(), ", "), s)
+			}
+			d, err := time.ParseDuration(strings.TrimSpace(v))
+			if err != nil || d <= 0 {
+				return Errorf(EInvalid, "%s: %q is not a positive duration like 5s or 2m", k, v)
+			}
+			*f = Duration(d)
+		}
+	}
+	return nil
 }
 
 // Fault is a fault armed on a protocol event of a migration, never on the

@@ -132,6 +132,8 @@ type fakeService struct {
 	migrated                       []sim.MigrateRequest
 	stopped                        []string
 	filters                        []sim.MigrationFilter
+	// timeouts are the run's (normsim up --timeouts).
+	timeouts sim.Timeouts
 }
 
 func newFake() *fakeService {
@@ -167,6 +169,11 @@ func (f *fakeService) Runtimes() []string {
 	return []string{sim.RuntimeExternal, sim.RuntimeProcess}
 }
 func (f *fakeService) Bus() *sim.Bus { return f.bus }
+func (f *fakeService) Timeouts() sim.Timeouts {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.timeouts.WithDefaults()
+}
 
 func (f *fakeService) StoreError() error { return f.storeErr }
 func (f *fakeService) add(in sim.Instance) {

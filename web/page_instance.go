@@ -151,7 +151,7 @@ func (s *Server) renderInstance(w http.ResponseWriter, r *http.Request, status i
 	p.Runtime = mf.Runtime
 	p.Faults = mf.Faults
 	p.Runtimes = runtimeChoices(raw.Runtime, s.svc.Runtimes())
-	defaults := sim.DefaultTimeouts
+	defaults := s.svc.Timeouts()
 	for _, ts := range defaults.Fields() {
 		p.Timeouts = append(p.Timeouts, timeoutField{Name: ts.Name, Label: ts.Label, Help: ts.Help,
 			Default: ts.Value.D().Milliseconds(), Value: mf.Timeouts[ts.Name]})

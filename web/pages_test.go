@@ -179,6 +179,18 @@ func TestInstancePageMigrateButtons(t *testing.T) {
 	}
 }
 
+// The migrate form's placeholders are the run's timeouts (normsim up
+// --timeouts), not the built-in defaults, so an empty field means what it
+// shows.
+func TestMigrateFormShowsTheRunsTimeouts(t *testing.T) {
+	f := newFake()
+	f.timeouts = sim.Timeouts{TargetStart: sim.Duration(10 * time.Minute)}
+	f.add(sim.Instance{ID: "i1", JobID: "job-1", Node: "a", Template: "counter", Runtime: sim.RuntimeExternal, State: sim.InstanceRunning, Connected: true})
+	r := get(t, newServer(t, f, nil), "/instances/i1")
+	mustContain(t, r, `id="timeout-targetStart" name="timeout.targetStart" type="number" min="0" step="1" inputmode="numeric" placeholder="600000"`,
+		`id="timeout-targetReady" name="timeout.targetReady" type="number" min="0" step="1" inputmode="numeric" placeholder="30000"`)
+}
+
 func TestInstancePageNotesWhyAMigrationWouldBeRefused(t *testing.T) {
 	f := newFake()
 	f.add(sim.Instance{ID: "i1", Node: "a", Template: "counter", Runtime: sim.RuntimeExternal, State: sim.InstanceRunning})

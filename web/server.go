@@ -29,6 +29,9 @@ type Service interface {
 	DefaultRuntime() string
 	// Runtimes lists the runtimes a launch may ask for.
 	Runtimes() []string
+	// Timeouts are the run's per-phase timeouts (normsim up --timeouts
+	// over the defaults): what a migration that sets none gets.
+	Timeouts() sim.Timeouts
 	Bus() *sim.Bus
 	Instances(ctx context.Context) ([]sim.Instance, error)
 	Instance(ctx context.Context, id string) (sim.Instance, error)

@@ -71,3 +71,25 @@ func TestDelayIsBoundedByItsPhaseTimeout(t *testing.T) {
 	sj.Send(protocol.JobFrame{Type: protocol.TypeStateRefused, Reason: "done"})
 	normsimtest.RequireState(t, s.WaitMigration(t, m.ID, 10*time.Second), sim.MigrationRefused)
 }
+
+// TestRunTimeoutsAreUnderTheRequests: the run's timeouts (normsim up
+// --timeouts) are what a migration that sets none gets, a request's own
+// fields win, and the rest are the defaults. They bound for real: a delay
+// longer than the run's state timeout is refused naming it.
+func TestRunTimeoutsAreUnderTheRequests(t *testing.T) {
+	s := startSim(t, normsimtest.Options{Timeouts: sim.Timeouts{State: sim.Duration(time.Second), TargetReady: sim.Duration(7 * time.Minute)}})
+	src, _ := launchExternal(t, s, "a")
+	_, err := s.Migrate(src.ID, sim.MigrateRequest{Faults: []sim.Fault{{Kind: "delay-frame", Frame: "state", Delay: sim.Duration(2 * time.Second)}}})
+	if err == nil || !strings.Contains(err.Error(), "longer than the state timeout (1s)") {
+		t.Fatalf("a 2s delay of state under the run's 1s state timeout: err = %v", err)
+	}
+	m, err := s.Migrate(src.ID, sim.MigrateRequest{Timeouts: sim.Timeouts{State: sim.Duration(3 * time.Second)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sim.DefaultTimeouts
+	want.State, want.TargetReady = sim.Duration(3*time.Second), sim.Duration(7*time.Minute)
+	if m.Timeouts != want {
+		t.Errorf("migration's timeouts = %+v, want %+v", m.Timeouts, want)
+	}
+}

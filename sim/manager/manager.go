@@ -79,6 +79,10 @@ type Config struct {
 	// address as a job of that runtime reaches it).
 	OutputEnv    func(runtime string) map[string]string
 	StudioAccess string
+	// Timeouts are the run's per-phase timeouts (normsim up --timeouts): a
+	// migration request's zero fields take these, and these' zero fields
+	// sim.DefaultTimeouts.
+	Timeouts sim.Timeouts
 	// Owner labels everything launched (sim.LabelOwner), so a restart adopts
 	// only what this store's earlier runs started.
 	Owner string
@@ -788,7 +792,7 @@ func (m *Manager) Stop(ctx context.Context, id string) error {
 	if !ok {
 		return sim.Errorf(sim.ENotFound, "instance %q not found", id)
 	}
-	if err := m.stopInstance(ctx, in, sim.DefaultTimeouts.StopGrace.D()); err != nil {
+	if err := m.stopInstance(ctx, in, m.Timeouts().StopGrace.D()); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -829,6 +833,10 @@ func (m *Manager) stopInstance(ctx context.Context, in *instance, grace time.Dur
 	m.setStateLocked(in, sim.InstanceStopped, "")
 	return nil
 }
+
+// Timeouts are the run's per-phase timeouts with every field set: what a
+// migration request that sets none gets.
+func (m *Manager) Timeouts() sim.Timeouts { return m.cfg.Timeouts.WithDefaults() }
 
 // Logs writes an instance's logs.
 func (m *Manager) Logs(ctx context.Context, id string, follow bool, w io.Writer) error {

@@ -103,13 +103,14 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 		}
 	}
 	faults := append([]sim.Fault(nil), req.Faults...)
-	if err := validateFaults(faults, req.Timeouts.WithDefaults(), m.runtimes().Runtimes[srcSnap.Runtime], rt); err != nil {
+	timeouts := req.Timeouts.Over(m.Timeouts())
+	if err := validateFaults(faults, timeouts, m.runtimes().Runtimes[srcSnap.Runtime], rt); err != nil {
 		return nil, err
 	}
 
 	now := m.now()
 	r := &run{m: m, id: "mig-" + randomHex(5), events: make(chan *runEvent, 256), rt: rt,
-		src: srcSnap, srcNode: m.nodes[srcSnap.Node], tgtNode: toNode, timeouts: req.Timeouts.WithDefaults(),
+		src: srcSnap, srcNode: m.nodes[srcSnap.Node], tgtNode: toNode, timeouts: timeouts,
 		faults: faults, fired: make([]bool, len(faults)), start: now}
 	r.mig = sim.Migration{ID: r.id, JobID: srcSnap.JobID, Strategy: strategy, State: sim.MigrationRunning,
 		Source:   sim.MigrationEndpoint{Instance: srcSnap.ID, Node: srcSnap.Node, Runtime: srcSnap.Runtime},

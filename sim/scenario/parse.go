@@ -423,6 +423,21 @@ func (p *parser) number(f field, what string) (float64, bool) {
 
 // duration reads a positive duration: a Go duration string ("5s", "500ms")
 // or a number of milliseconds, as the API takes them.
+// timeouts reads a mapping of phase names (sim.TimeoutNames) to
+// durations, as a scenario's or a migrate step's timeouts.
+func (p *parser) timeouts(g field, what string) sim.Timeouts {
+	var t sim.Timeouts
+	if tm, ok := p.mapping(g.val, what, timeoutKeys...); ok {
+		for k, h := range tm {
+			if d, ok := p.duration(h, what+"."+k); ok {
+				f, _ := t.Field(k) // the keys were checked against the names
+				*f = sim.Duration(d)
+			}
+		}
+	}
+	return t
+}
+
 func (p *parser) duration(f field, what string) (time.Duration, bool) {
 	n := resolve(f.val)
 	bad := func() (time.Duration, bool) {
@@ -491,7 +506,7 @@ func (p *parser) params(f field, what string) (map[string]string, bool) {
 
 // Scenario keys.
 var (
-	scenarioKeys = []string{"name", "description", "template", "templates", "params", "runtime", "nodes", "repeat", "steps"}
+	scenarioKeys = []string{"name", "description", "template", "templates", "params", "runtime", "nodes", "repeat", "timeouts", "steps"}
 	stepKeys     = []string{"name", "launch", "wait", "migrate", "expect"}
 	launchKeys   = []string{"node", "as", "template", "runtime", "params", "until", "timeout"}
 	waitKeys     = []string{"instance", "connected", "running", "timeout"}
@@ -550,8 +565,17 @@ func (p *parser) scenario(root *yaml.Node, doc int) *Scenario {
 			s.Repeat = v
 		}
 	}
+	if f, ok := m["timeouts"]; ok {
+		s.Timeouts = p.timeouts(f, "timeouts")
+	}
 	if f, ok := m["steps"]; ok {
 		s.Steps = p.steps(f, s)
+		for _, st := range s.Steps {
+			if st.Migrate != nil {
+				// A step's own timeouts win over the scenario's.
+				st.Migrate.Timeouts = st.Migrate.Timeouts.Over(s.Timeouts)
+			}
+		}
 	} else {
 		p.errf(root, "scenario: steps is required (launch, wait and migrate steps)")
 	}
@@ -893,14 +917,7 @@ func (p *parser) migrate(f field, what string, s *Scenario, st *stepState) *Migr
 		mg.Timeout, _ = p.duration(g, what+".timeout")
 	}
 	if g, ok := m["timeouts"]; ok {
-		if tm, ok := p.mapping(g.val, what+".timeouts", timeoutKeys...); ok {
-			for k, h := range tm {
-				if d, ok := p.duration(h, what+".timeouts."+k); ok {
-					f, _ := mg.Timeouts.Field(k) // the keys were checked against the names
-					*f = sim.Duration(d)
-				}
-			}
-		}
+		mg.Timeouts = p.timeouts(g, what+".timeouts")
 	}
 	if g, ok := m["faults"]; ok {
 		mg.Faults = p.faults(g, what+".faults")

@@ -206,7 +206,7 @@ steps:
 	mg := st.Migrate
 	wantT := sim.Timeouts{State: sim.Duration(time.Second), TargetStart: sim.Duration(2 * time.Second), TargetReady: sim.Duration(3 * time.Second),
 		Stop: sim.Duration(4 * time.Second), Apply: sim.Duration(5 * time.Second), StopGrace: sim.Duration(6 * time.Second)}
-	if st.Name != "explicit" || mg.Job != "job2" || mg.To != "y" || mg.Runtime != "process" || mg.Timeouts != wantT || mg.WaitTimeout() != 10*time.Second {
+	if st.Name != "explicit" || mg.Job != "job2" || mg.To != "y" || mg.Runtime != "process" || mg.Timeouts != wantT || mg.WaitTimeout(sim.DefaultTimeouts) != 10*time.Second {
 		t.Fatalf("migrate %+v", mg)
 	}
 	var fault map[string]any
@@ -340,5 +340,34 @@ func TestParseTemplateDirs(t *testing.T) {
 	var probs Problems
 	if !errors.As(err, &probs) || len(probs) != 1 || !strings.Contains(probs[0].Error(), "s.yaml:2:13: templates[0]: "+filepath.Join(dir, "nowhere")+" is not a directory") {
 		t.Fatalf("problems %v", err)
+	}
+}
+
+// A scenario's timeouts: are under every migrate step's own, and over the
+// simulator's; the wait for a step is bounded by what is applied.
+func TestScenarioTimeoutsAreUnderTheSteps(t *testing.T) {
+	s := mustParse(t, `name: t
+template: counter
+timeouts: {state: 2s, targetReady: 4m}
+steps:
+  - launch: {node: a}
+  - migrate: {}
+  - migrate: {timeouts: {state: 500ms}}
+`)[0]
+	run, own := s.Steps[1].Migrate, s.Steps[2].Migrate
+	if want := (sim.Timeouts{State: sim.Duration(2 * time.Second), TargetReady: sim.Duration(4 * time.Minute)}); run.Timeouts != want {
+		t.Errorf("a step without timeouts got %+v, want the scenario's %+v", run.Timeouts, want)
+	}
+	if want := (sim.Timeouts{State: sim.Duration(500 * time.Millisecond), TargetReady: sim.Duration(4 * time.Minute)}); own.Timeouts != want {
+		t.Errorf("a step with its own state got %+v, want %+v", own.Timeouts, want)
+	}
+	applied := sim.DefaultTimeouts
+	applied.Apply = sim.Duration(time.Hour) // the simulator's run timeouts
+	want := sim.Timeouts{State: run.Timeouts.State, TargetReady: run.Timeouts.TargetReady}.Over(applied).Longest() + 30*time.Second
+	if got := run.WaitTimeout(applied); got != want || got < time.Hour {
+		t.Errorf("WaitTimeout = %s, want %s (the run's hour-long apply counted)", got, want)
+	}
+	if _, err := Parse("x.yaml", []byte("name: t\ntemplate: counter\ntimeouts: {bogus: 1s}\nsteps: [{launch: {node: a}}]\n")); err == nil || !strings.Contains(err.Error(), "bogus") {
+		t.Errorf("an unknown scenario timeout: err = %v", err)
 	}
 }

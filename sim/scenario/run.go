@@ -428,7 +428,7 @@ func (r *Runner) migrate(ctx context.Context, m *Migrate, e *Expect, rs *runStat
 		sr.fail(StatusError, "migrate %s: %v", id, err)
 		return
 	default:
-		final, done := r.waitMigration(ctx, mig, m.WaitTimeout(), sr)
+		final, done := r.waitMigration(ctx, mig, m.WaitTimeout(mig.Timeouts), sr)
 		sr.Migration = final
 		if !done {
 			return

@@ -40,7 +40,10 @@ type Scenario struct {
 	// Nodes are the nodes the scenario uses (default a, b).
 	Nodes  []string
 	Repeat int
-	Steps  []Step
+	// Timeouts are the scenario's per-phase timeouts, under every migrate
+	// step's own (already merged into each step's Migrate.Timeouts).
+	Timeouts sim.Timeouts
+	Steps    []Step
 	// TemplateDirs are the template directories the scenario names
 	// (templates:), relative to its file: normsim ci loads them besides
 	// --templates, so a scenario next to its templates runs as written.
@@ -146,12 +149,14 @@ type Migrate struct {
 	Timeout time.Duration
 }
 
-// WaitTimeout is how long to wait for the migration to end.
-func (m *Migrate) WaitTimeout() time.Duration {
+// WaitTimeout is how long to wait for the migration to end, given the
+// timeouts the simulator applies to it (the migration record's: the run's
+// under the step's).
+func (m *Migrate) WaitTimeout(applied sim.Timeouts) time.Duration {
 	if m.Timeout > 0 {
 		return m.Timeout
 	}
-	return m.Timeouts.Longest() + 30*time.Second
+	return m.Timeouts.Over(applied).Longest() + 30*time.Second
 }
 
 // Request is the body of the migrate request.
