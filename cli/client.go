@@ -1,14 +1,11 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -61,8 +58,8 @@ func clientCommands(env Env) []*cobra.Command {
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "%s  job %s  on node %s  (%s, %s)\n", in.ID, in.JobID, in.Node, in.Runtime, in.State)
 			if in.Runtime == sim.RuntimeExternal {
-				fmt.Fprintln(out, "\nStart the job yourself with this env (one block per service):")
-				printEnv(out, in.Env)
+				fmt.Fprintln(out, "\nStart the job yourself (e.g. in your debugger) with this env, one block per service:")
+				printExternalEnv(out, "normsim "+in.ID, in.Env)
 			}
 			return nil
 		},
@@ -142,12 +139,19 @@ completed.`,
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "migration %s: %s of %s from %s to %s\n", mig.ID, mig.Strategy, mig.Source.Instance, mig.Source.Node, mig.Target.Node)
 			if !wait {
+				if mig.Target.Runtime == sim.RuntimeExternal {
+					// The env exists once the target is placed (after the
+					// source's state, for a handover): wait for it, not for
+					// the end.
+					return showExternalTarget(cmd.Context(), c, server, mig.ID, out)
+				}
 				return nil
 			}
 			final, err := followMigration(cmd.Context(), c, mig.ID, out)
 			if err != nil {
 				return err
 			}
+			sourceEnded(out, final)
 			if final.State != sim.MigrationCompleted {
 				return &ExitError{Code: 1, Err: fmt.Errorf("migration %s %s: %s", final.ID, final.State, final.Reason)}
 			}
@@ -179,12 +183,18 @@ func parseTimeouts(flag string, specs []string, t *sim.Timeouts) error {
 // followMigration prints each new timeline event until the migration ends.
 func followMigration(ctx context.Context, c *client.Client, id string, out io.Writer) (*sim.Migration, error) {
 	printed := 0
+	ext := newExternalWatch(out)
 	mig, err := c.WaitMigration(ctx, id, func(mig *sim.Migration) {
+		if printed < len(mig.Events) {
+			ext.clear()
+		}
 		for _, ev := range mig.Events[min(printed, len(mig.Events)):] {
 			fmt.Fprintf(out, "  %8.1f ms  %-14s %-8s %s\n", float64(ev.At.Sub(mig.StartedAt))/float64(time.Millisecond), ev.Phase, ev.Side, ev.Detail)
 		}
 		printed = len(mig.Events)
+		ext.tick(mig, time.Now())
 	})
+	ext.clear()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, errors.New("interrupted while waiting; the migration goes on")
@@ -202,16 +212,29 @@ func followMigration(ctx context.Context, c *client.Client, id string, out io.Wr
 	return mig, nil
 }
 
-func printEnv(w io.Writer, env map[string]map[string]string) {
-	bw := bufio.NewWriter(w)
-	for _, s := range slices.Sorted(maps.Keys(env)) {
-		fmt.Fprintf(bw, "# service %s\n", s)
-		for _, k := range slices.Sorted(maps.Keys(env[s])) {
-			fmt.Fprintf(bw, "export %s=%q\n", k, env[s][k])
+// showExternalTarget waits until the migration has placed its external
+// target and prints the env its job needs, or says how the migration ended
+// before that.
+func showExternalTarget(ctx context.Context, c *client.Client, server, id string, out io.Writer) error {
+	ext := newExternalWatch(out)
+	waitCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	mig, err := c.WaitMigration(waitCtx, id, func(mig *sim.Migration) {
+		if ext.showEnv(mig) {
+			stop()
 		}
+	})
+	switch {
+	case ext.envShown:
+		fmt.Fprintf(out, "Follow it on the dashboard: %s/migrations/%s (or migrate with --wait for a countdown)\n", strings.TrimSuffix(server, "/"), id)
+		return nil
+	case err != nil:
+		return err
+	default:
+		return &ExitError{Code: 1, Err: fmt.Errorf("migration %s %s before its target was placed: %s", mig.ID, mig.State, mig.Reason)}
 	}
-	bw.Flush()
 }
+
 
 func exactArgs(n int, names string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {

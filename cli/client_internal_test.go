@@ -2,6 +2,7 @@ package cli
 
 import (
 	"testing"
+	"time"
 
 	"github.com/normsim/normsim/sim"
 )
@@ -16,5 +17,23 @@ func TestPortsColumn(t *testing.T) {
 	}
 	if got := portsColumn(sim.Instance{}); got != "-" {
 		t.Errorf("no ports: %q", got)
+	}
+}
+
+func TestShellQuoteAndWaitText(t *testing.T) {
+	for in, want := range map[string]string{
+		"50": "50", "ws://127.0.0.1:1/instances/j/i": "ws://127.0.0.1:1/instances/j/i", "": "''",
+		"a b": "'a b'", "it's": `'it'\''s'`, "$HOME": "'$HOME'",
+	} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+	for d, want := range map[time.Duration]string{
+		10 * time.Second: "10s", time.Minute: "1m", 90 * time.Second: "1m30s", time.Hour: "1h", 61 * time.Minute: "1h1m", 0: "0s",
+	} {
+		if got := waitText(d); got != want {
+			t.Errorf("waitText(%s) = %s, want %s", d, got, want)
+		}
 	}
 }

@@ -920,6 +920,11 @@ func (r *run) startTarget(ctx context.Context) error {
 	if err := r.m.start(ctx, in, r.rt); err != nil {
 		return endf("the target failed to start: %v", err)
 	}
+	if in.Runtime == sim.RuntimeExternal {
+		// Nothing was started: the developer starts the job.
+		r.recordHere(sideTarget, "waiting for the developer to start the target's job with the env shown (external runtime)", nil)
+		return nil
+	}
 	r.recordHere(sideTarget, "target started", nil)
 	return nil
 }
@@ -1063,8 +1068,19 @@ func (r *run) stopSource(ctx context.Context) error {
 	if err := r.m.stopInstance(ctx, in, r.timeouts.StopGrace.D()); err != nil {
 		return endf("could not stop the source: %v", err)
 	}
-	r.record("stop-source", sideSource, "source stopped", nil)
+	r.record("stop-source", sideSource, "source stopped"+externalEnd(in.Runtime, "source"), nil)
 	return nil
+}
+
+// externalEnd is what a stop of an external instance adds to its timeline
+// event: normsim did not start the process, so it cannot end it; the real
+// worker would have signalled it. The job only sees its socket close.
+func externalEnd(runtime, side string) string {
+	if runtime != sim.RuntimeExternal {
+		return ""
+	}
+	return fmt.Sprintf(": it runs on the external runtime, so normsim only closed its socket (1000 \"instance stopped\"), "+
+		"where the real worker would have sent SIGTERM; end your %s process now", side)
 }
 
 func (r *run) overlap(ctx context.Context) error {
@@ -1265,7 +1281,7 @@ func (r *run) rollback(reason, phase string) {
 			r.m.mu.Unlock()
 			r.m.journal.deleteInstance(tgtID)
 			r.m.publish("instance.removed", tgtID, r.id, nil)
-			r.record(phase, sideTarget, "target removed", nil)
+			r.record(phase, sideTarget, "target removed"+externalEnd(in.Runtime, "target"), nil)
 		}
 	}
 	r.record(phase, sideSource, "source left running", nil)
