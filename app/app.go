@@ -121,6 +121,7 @@ type Main struct {
 	runtimesOpened chan struct{}
 	runtimeNote    string
 	addressNote    string // why nodes share an address; "" when none do (AddressNote)
+	sinkNote       string // why the sink is not on the last run's port; "" when it is or none was kept
 	log            *slog.Logger
 	tempDirs       []string
 	templatesNote  string
@@ -289,9 +290,8 @@ func (m *Main) Open(ctx context.Context) (err error) {
 
 	m.Sink = sink.New(m.Opts.Now, 0)
 	m.Sink.SetLogger(m.log)
-	sinkAddr := net.JoinHostPort(m.Opts.SocketHost, strconv.Itoa(m.Opts.OutputPort))
-	if err := m.Sink.Open(sinkAddr); err != nil {
-		return listenErr("output sink", sinkAddr, "--output-port", err)
+	if err := m.openSink(ctx); err != nil {
+		return err
 	}
 
 	owner := m.Store.Owner()
@@ -611,6 +611,9 @@ func (m *Main) PrintBanner(w io.Writer) {
 	}
 
 	fmt.Fprintf(w, "  Output sink udp://127.0.0.1:%d  (jobs get it as %s)\n", m.Sink.Port(), sink.EnvAddr)
+	if m.sinkNote != "" {
+		fmt.Fprintf(w, "              %s\n", m.sinkNote)
+	}
 	if ip := net.ParseIP(m.Opts.SocketHost); ip != nil && ip.IsUnspecified() {
 		// Containers reach the sockets through the bridge gateway, so by
 		// default they listen on every interface: say so, and how not to.
@@ -664,4 +667,39 @@ func TimeoutsNote(t sim.Timeouts) string {
 		}
 	}
 	return strings.Join(set, ", ")
+}
+
+// sinkPortSetting is where a store keeps its last output sink port.
+const sinkPortSetting = "output-port"
+
+// openSink opens the output sink on --output-port, or, when that is 0 and
+// the store is a file, on the port the last run on it used: jobs adopted
+// from that run (--keep) send their output to the NORMSIM_OUTPUT_ADDR they
+// were launched with. When that port is taken the sink takes a free one
+// and says whose output cannot arrive.
+func (m *Main) openSink(ctx context.Context) error {
+	port := m.Opts.OutputPort
+	keep := port == 0 && m.Opts.DB != sqlite.Memory
+	if keep {
+		last, _ := m.Store.Setting(ctx, sinkPortSetting)
+		if p, err := strconv.Atoi(last); err == nil && p > 0 && p <= 65535 {
+			err := m.Sink.Open(net.JoinHostPort(m.Opts.SocketHost, last))
+			if err == nil {
+				return nil
+			}
+			m.sinkNote = fmt.Sprintf("the last run's output sink port %s is taken (%v): jobs kept from that run (--keep) "+
+				"send their output there, so it does not reach this run; pass --output-port %s once it is free", last, err, last)
+			m.log.Warn(m.sinkNote)
+		}
+	}
+	addr := net.JoinHostPort(m.Opts.SocketHost, strconv.Itoa(port))
+	if err := m.Sink.Open(addr); err != nil {
+		return listenErr("output sink", addr, "--output-port", err)
+	}
+	if keep {
+		if err := m.Store.SetSetting(ctx, sinkPortSetting, strconv.Itoa(m.Sink.Port())); err != nil {
+			m.log.Warn("could not keep the output sink's port for the next run", "err", err)
+		}
+	}
+	return nil
 }

@@ -392,3 +392,40 @@ func TestNodesNameTheEngine(t *testing.T) {
 		t.Errorf("banner lacks %q:\n%s", want, banner.String())
 	}
 }
+
+// TestOutputSinkKeepsItsPortAcrossRestarts: on the same store, the next run's
+// sink takes the port the last one used, so jobs kept with --keep (whose
+// NORMSIM_OUTPUT_ADDR names it) still reach it; when that port is taken the
+// banner says whose output cannot arrive.
+func TestOutputSinkKeepsItsPortAcrossRestarts(t *testing.T) {
+	opts := testOptions(t)
+	opts.DB = filepath.Join(t.TempDir(), "normsim.db")
+	opts.Runtime = sim.RuntimeExternal
+	first := app.New(opts)
+	if err := first.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	port := first.Sink.Port()
+	first.Close()
+
+	second := app.New(opts)
+	if err := second.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := second.Sink.Port(); got != port {
+		t.Errorf("the second run's sink is on %d, the first's was on %d", got, port)
+	}
+	second.Close()
+
+	squatter, err := net.ListenPacket("udp", net.JoinHostPort(opts.SocketHost, strconv.Itoa(port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer squatter.Close()
+	third := openApp(t, opts)
+	var banner bytes.Buffer
+	third.PrintBanner(&banner)
+	if third.Sink.Port() == port || !strings.Contains(banner.String(), "the last run's output sink port "+strconv.Itoa(port)+" is taken") {
+		t.Errorf("with the last port taken: sink on %d, banner:\n%s", third.Sink.Port(), banner.String())
+	}
+}

@@ -28,7 +28,10 @@ $XDG_STATE_HOME/normsim/normsim.db unless --db says otherwise; --db :memory:
 keeps nothing.
 
 Ctrl-C stops everything and removes what normsim started (unless --keep);
-a second Ctrl-C quits at once.`,
+a second Ctrl-C quits at once. With --keep, containers keep running and the
+next start on the same --db adopts them; host processes are stopped by that
+next start (normsim cannot take them back), and their instances are marked
+failed with that reason.`,
 		Example: `  normsim up
   normsim up --nodes a,b,c --socket-port 0 --db :memory:
   normsim up --no-job-socket b --runtime process
@@ -77,7 +80,7 @@ a second Ctrl-C quits at once.`,
 	f.StringVar(&opts.Runtime, "runtime", opts.Runtime, "default runtime: auto, docker, process or external")
 	f.StringVar(&opts.StudioAccess, "studio-access", "", "the launcher's access mode, set as NORSK_STUDIO_ACCESS where a template's studioAccessModes lists it")
 	f.StringArrayVar(&timeouts, "timeouts", nil, "per-phase migration timeouts for the whole run, PHASE=DURATION[,…] with PHASE one of "+strings.Join(sim.TimeoutNames(), ", ")+"; a request's own --timeout wins (docs/migrations.md)")
-	f.BoolVar(&opts.Keep, "keep", false, "leave containers running on exit (the next start adopts them)")
+	f.BoolVar(&opts.Keep, "keep", false, "leave what normsim started running on exit: the next start on the same --db adopts the containers\n(their jobs reconnect within about 2s, their output sink keeps its port) and external jobs reconnect by themselves;\nhost processes cannot be adopted, so that start stops them and marks their instances failed")
 	f.IntVar(&opts.OutputPort, "output-port", 0, "UDP port of the output sink (0 picks a free port)")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")

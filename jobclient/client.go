@@ -136,7 +136,8 @@ type Options struct {
 	// MinBackoff and MaxBackoff bound the delay before a reconnect, which
 	// doubles from MinBackoff up to MaxBackoff and is jittered so jobs
 	// dropped together by a restarting worker do not return together.
-	// Defaults: 250ms and 10s.
+	// Defaults: 250ms and 2s, so a job that outlived its worker (normsim up
+	// --keep, then a restart) is back within about two seconds of it.
 	MinBackoff, MaxBackoff time.Duration
 	// HTTPClient dials the socket. Default: http.DefaultClient.
 	HTTPClient *http.Client
@@ -144,7 +145,7 @@ type Options struct {
 
 const (
 	defaultMinBackoff = 250 * time.Millisecond
-	defaultMaxBackoff = 10 * time.Second
+	defaultMaxBackoff = 2 * time.Second
 
 	dialTimeout  = 10 * time.Second
 	writeTimeout = 10 * time.Second

@@ -656,6 +656,14 @@ func TestBackoff(t *testing.T) {
 	if d := c.backoff(1000); d > time.Second {
 		t.Fatalf("backoff(1000) = %v overflows the cap", d)
 	}
+	// A job that outlived its worker (normsim up --keep) is back within
+	// about two seconds of the restart, however long the worker was gone.
+	def := &Client{minBackoff: defaultMinBackoff, maxBackoff: defaultMaxBackoff}
+	for n := range 40 {
+		if d := def.backoff(n); d > 2*time.Second {
+			t.Fatalf("default backoff(%d) = %v, over 2s", n, d)
+		}
+	}
 }
 
 func TestReasonText(t *testing.T) {

@@ -659,3 +659,20 @@ func JournalMode(ctx context.Context, s *Store) (string, error) {
 // labels what it launches with it, so a restart adopts its own containers
 // and never another normsim's.
 func (s *Store) Owner() string { return s.owner }
+
+// Setting is what the store keeps under key about the runs that used it
+// (e.g. the output sink's port), "" when nothing is kept.
+func (s *Store) Setting(ctx context.Context, key string) (string, error) {
+	var v string
+	err := s.pool().QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, "setting:"+key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return v, err
+}
+
+// SetSetting keeps value under key for the next run on this store.
+func (s *Store) SetSetting(ctx context.Context, key, value string) error {
+	_, err := s.pool().ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, "setting:"+key, value)
+	return err
+}
