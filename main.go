@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/normsim/normsim/cli"
+	"github.com/normsim/normsim/internal/initgc"
 )
 
 // The product templates ship inside the binary, so `normsim up` on a fresh
@@ -17,6 +18,7 @@ import (
 var templates embed.FS
 
 func main() {
+	initgc.Start()
 	sub, err := fs.Sub(templates, "templates")
 	if err != nil {
 		panic(err)
