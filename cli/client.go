@@ -235,7 +235,6 @@ func showExternalTarget(ctx context.Context, c *client.Client, server, id string
 	}
 }
 
-
 func exactArgs(n int, names string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
