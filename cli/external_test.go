@@ -38,19 +38,9 @@ func (s *syncBuffer) String() string {
 // countdown until the target's job connects, and, once the external source
 // is stopped, that its process is the developer's to end.
 func TestMigrateWaitGuidesAnExternalHandover(t *testing.T) {
-	s := normsimtest.Start(t, normsimtest.Options{Templates: []string{"../templates"}, Runtime: sim.RuntimeExternal,
-		Timeouts: sim.Timeouts{TargetStart: sim.Duration(90 * time.Second)}})
-	src := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
-	sj := testjob.Dial(t, src.Env["counter"])
-	s.WaitConnected(t, src.ID)
-
-	var out, errOut syncBuffer
-	code := make(chan int, 1)
-	go func() {
-		code <- cli.Main([]string{"migrate", src.ID, "--wait", "--server=" + s.URL}, cli.Env{Stdout: &out, Stderr: &errOut})
-	}()
-	sj.Expect(protocol.TypeGetState)
-	sj.Send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{"n":1}`)})
+	s, src, sj := externalSource(t, sim.Timeouts{TargetStart: sim.Duration(90 * time.Second)})
+	var out syncBuffer
+	code := migrateExternal(t, s, src, sj, &out, "--wait")
 
 	// The developer reads the env off the command's output, as they would.
 	var env map[string]string
@@ -105,21 +95,13 @@ func TestMigrateWaitGuidesAnExternalHandover(t *testing.T) {
 // migrate without --wait of an external instance returns once the target
 // is placed, with its env, so the developer can start it.
 func TestMigrateShowsAnExternalTargetsEnv(t *testing.T) {
-	s := normsimtest.Start(t, normsimtest.Options{Templates: []string{"../templates"}, Runtime: sim.RuntimeExternal})
-	src := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
-	sj := testjob.Dial(t, src.Env["counter"])
-	s.WaitConnected(t, src.ID)
-	var out, errOut syncBuffer
-	code := make(chan int, 1)
-	go func() {
-		code <- cli.Main([]string{"migrate", src.ID, "--server=" + s.URL}, cli.Env{Stdout: &out, Stderr: &errOut})
-	}()
-	sj.Expect(protocol.TypeGetState)
-	sj.Send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{"n":1}`)})
+	s, src, sj := externalSource(t, sim.Timeouts{})
+	var out syncBuffer
+	code := migrateExternal(t, s, src, sj, &out)
 	select {
 	case c := <-code:
 		if c != 0 {
-			t.Fatalf("exit %d\n%s%s", c, out.String(), errOut.String())
+			t.Fatalf("exit %d\n%s", c, out.String())
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatalf("migrate did not return once the target was placed:\n%s", out.String())
@@ -129,6 +111,31 @@ func TestMigrateShowsAnExternalTargetsEnv(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
+}
+
+// externalSource starts a sim whose instances run on the external runtime,
+// launches the counter on node a and connects a scripted job as it.
+func externalSource(t *testing.T, timeouts sim.Timeouts) (*normsimtest.Sim, sim.Instance, *testjob.Job) {
+	t.Helper()
+	s := normsimtest.Start(t, normsimtest.Options{Templates: []string{"../templates"}, Runtime: sim.RuntimeExternal, Timeouts: timeouts})
+	src := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
+	sj := testjob.Dial(t, src.Env["counter"])
+	s.WaitConnected(t, src.ID)
+	return s, src, sj
+}
+
+// migrateExternal runs normsim migrate of src (stdout and stderr to out)
+// and answers the get-state, so the target is placed; it returns the exit
+// code's channel.
+func migrateExternal(t *testing.T, s *normsimtest.Sim, src sim.Instance, sj *testjob.Job, out *syncBuffer, flags ...string) <-chan int {
+	t.Helper()
+	code := make(chan int, 1)
+	go func() {
+		code <- cli.Main(append([]string{"migrate", src.ID, "--server=" + s.URL}, flags...), cli.Env{Stdout: out, Stderr: out})
+	}()
+	sj.Expect(protocol.TypeGetState)
+	sj.Send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{"n":1}`)})
+	return code
 }
 
 func waitFor(t *testing.T, out *syncBuffer, text string) {
