@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"os"
-	"strings"
 
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/docker/cli/cli/command"
@@ -110,22 +108,14 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
-	if os.Getenv(client.EnvOverrideHost) == "" {
-		// The context's engine, as the docker CLI resolves it. This
-		// client (events, logs, signals) takes only its address, so a
-		// context it could not reach the same way is refused rather than
-		// half used.
-		ep := dcli.DockerEndpoint()
-		if ep.TLSData != nil || ep.SkipTLSVerify || strings.HasPrefix(ep.Host, "ssh://") {
-			if ep.Host != "" {
-				return nil, sim.Errorf(sim.EUnavailable, "docker context %q (%s) needs TLS or ssh, which normsim does not support yet; set DOCKER_HOST to reach the engine directly", dcli.CurrentContext(), ep.Host)
-			}
-		}
-		if ep.Host != "" {
-			opts = append(opts, client.WithHost(ep.Host))
-		}
+	// The engine as the docker CLI resolves it: DOCKER_HOST (with
+	// DOCKER_TLS_VERIFY and DOCKER_CERT_PATH), else the context.
+	ep := dcli.DockerEndpoint()
+	eopts, err := endpointOpts(ep)
+	if err != nil {
+		return nil, sim.Errorf(sim.EUnavailable, "docker context %q (%s): %v", dcli.CurrentContext(), ep.Host, err)
 	}
+	opts := append([]client.Opt{client.WithVersionFromEnv(), client.WithAPIVersionNegotiation()}, eopts...)
 	cli, err := client.NewClientWithOpts(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("docker client: %w", err)
