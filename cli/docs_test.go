@@ -148,6 +148,7 @@ type docRunner struct {
 	exited chan error
 	url    string
 	lastID string
+	out    *syncBuffer // normsim up's output
 }
 
 func (r *docRunner) run(args []string) {
@@ -247,8 +248,9 @@ func (r *docRunner) startServer(shown string, args []string) {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = r.dir
 	pr, pw := io.Pipe()
-	var out syncBuffer
-	cmd.Stdout, cmd.Stderr = io.MultiWriter(pw, &out), &out
+	out := &syncBuffer{}
+	r.out = out
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(pw, out), out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -287,6 +289,15 @@ func (r *docRunner) stopServer() {
 	case err := <-r.exited:
 		if err != nil {
 			r.t.Errorf("normsim up did not stop cleanly on Ctrl-C: %v", err)
+		}
+		// Ctrl-C says what it removes and when it is done.
+		out := r.out.String()
+		want := "Stopping normsim: no instances to remove"
+		if r.lastID != "" {
+			want = "Stopping normsim: removing 1 instance: " // the one launched, or what it migrated to
+		}
+		if !strings.Contains(out, want) || !strings.HasSuffix(out, "normsim stopped.\n") {
+			r.t.Errorf("normsim up's Ctrl-C output lacks %q or does not end with \"normsim stopped.\":\n%s", want, tail(out, 10))
 		}
 	case <-time.After(60 * time.Second):
 		r.server.Process.Kill()

@@ -1,15 +1,19 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/normsim/normsim/app"
+	"github.com/normsim/normsim/sim"
 )
 
 func newUpCmd(env Env) *cobra.Command {
@@ -63,7 +67,9 @@ a second Ctrl-C quits at once.`,
 				}
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), "\n  Stopping normsim...")
+			stopping(cmd.OutOrStdout(), m, opts.Keep)
+			m.Close()
+			fmt.Fprintln(cmd.OutOrStdout(), "  normsim stopped.")
 			return nil
 		},
 	}
@@ -104,4 +110,28 @@ func listenAddr(s string) (string, error) {
 		return "", usageErr("--addr: the port must be 0..65535 (0 picks a free one); got %q", s)
 	}
 	return net.JoinHostPort(host, strconv.Itoa(n)), nil
+}
+
+// stopping says, on the first Ctrl-C, what the shutdown is about to remove
+// (or leave running with --keep), so a wait for containers to stop is not
+// a silent one.
+func stopping(w io.Writer, m *app.Main, keep bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var live []string
+	if list, err := m.Manager.Instances(ctx); err == nil {
+		for _, in := range list {
+			if in.State != sim.InstanceStopped {
+				live = append(live, in.ID+" on "+in.Node)
+			}
+		}
+	}
+	switch {
+	case len(live) == 0:
+		fmt.Fprintln(w, "\n  Stopping normsim: no instances to remove (Ctrl-C again quits at once)")
+	case keep:
+		fmt.Fprintf(w, "\n  Stopping normsim: leaving %s running (--keep; the next normsim on this store adopts them): %s\n", sim.Plural(int64(len(live)), "instance"), strings.Join(live, ", "))
+	default:
+		fmt.Fprintf(w, "\n  Stopping normsim: removing %s: %s (Ctrl-C again quits at once)\n", sim.Plural(int64(len(live)), "instance"), strings.Join(live, ", "))
+	}
 }
