@@ -10,43 +10,17 @@ import (
 	"github.com/normsim/normsim/sim/template"
 )
 
-// loadCatalog loads the templates below each dir. With no dirs it uses
-// ./templates when present; otherwise the embedded defaults are unpacked to
-// a temporary directory so a fresh machine has something to launch.
+// loadCatalogDirs finds the template directories (see resolveTemplateDirs)
+// and returns the catalog that loads them in the background.
 func (m *Main) loadCatalogDirs() (*lazyCatalog, error) {
-	dirs := m.Opts.Templates
-	if len(dirs) == 0 {
-		if st, err := os.Stat("templates"); err == nil && st.IsDir() {
-			dirs = []string{"templates"}
-		} else if m.Opts.DefaultTemplates != nil {
-			dir, err := os.MkdirTemp("", "normsim-templates-")
-			if err != nil {
-				return nil, fmt.Errorf("unpack embedded templates: %w", err)
-			}
-			m.tempDirs = append(m.tempDirs, dir)
-			if err := os.CopyFS(dir, m.Opts.DefaultTemplates); err != nil {
-				return nil, fmt.Errorf("unpack embedded templates: %w", err)
-			}
-			dirs = []string{dir}
-			m.templatesNote = "embedded defaults"
-		}
+	abs, note, tmp, err := resolveTemplateDirs(m.Opts)
+	if tmp != "" {
+		m.tempDirs = append(m.tempDirs, tmp)
 	}
-	for _, d := range dirs {
-		if st, err := os.Stat(d); err != nil || !st.IsDir() {
-			return nil, fmt.Errorf("--templates: %s is not a directory", d)
-		}
+	if err != nil {
+		return nil, err
 	}
-	abs := make([]string, 0, len(dirs))
-	for _, d := range dirs {
-		a, err := filepath.Abs(d)
-		if err != nil {
-			return nil, err
-		}
-		abs = append(abs, a)
-	}
-	if m.templatesNote == "" && len(abs) > 0 {
-		m.templatesNote = fmt.Sprint(abs)
-	}
+	m.templatesNote = note
 	// Validating templates (compose-go compiles its JSON schema on first
 	// use) is most of start-up and nothing /readyz waits for: Open starts
 	// it once ready, so it does not compete for the CPU before then, and
@@ -59,6 +33,68 @@ func (m *Main) loadCatalogDirs() (*lazyCatalog, error) {
 		}
 		return c
 	}}, nil
+}
+
+// LoadCatalog loads, now, the catalog a simulator with opts would launch
+// from: the same directories, the same validation. It starts nothing else;
+// `normsim ci --check` judges scenarios against it. cleanup removes what
+// unpacking the embedded templates left.
+func LoadCatalog(opts Options) (cat sim.Catalog, cleanup func(), err error) {
+	abs, _, tmp, err := resolveTemplateDirs(opts)
+	cleanup = func() {
+		if tmp != "" {
+			os.RemoveAll(tmp)
+		}
+	}
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	c, err := template.LoadDirs(abs...)
+	if err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("load templates: %w", err)
+	}
+	return c, cleanup, nil
+}
+
+// resolveTemplateDirs is where opts load templates from, as absolute
+// paths: opts.Templates; with none, ./templates when present; otherwise the
+// embedded defaults unpacked to tmp, so a fresh machine has something to
+// launch. note says which, for the banner.
+func resolveTemplateDirs(opts Options) (abs []string, note, tmp string, err error) {
+	dirs := opts.Templates
+	if len(dirs) == 0 {
+		if st, err := os.Stat("templates"); err == nil && st.IsDir() {
+			dirs = []string{"templates"}
+		} else if opts.DefaultTemplates != nil {
+			tmp, err = os.MkdirTemp("", "normsim-templates-")
+			if err != nil {
+				return nil, "", "", fmt.Errorf("unpack embedded templates: %w", err)
+			}
+			if err := os.CopyFS(tmp, opts.DefaultTemplates); err != nil {
+				return nil, "", tmp, fmt.Errorf("unpack embedded templates: %w", err)
+			}
+			return []string{tmp}, "embedded defaults", tmp, nil
+		}
+	}
+	for _, d := range dirs {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			return nil, "", "", fmt.Errorf("--templates: %s is not a directory", d)
+		}
+	}
+	abs = make([]string, 0, len(dirs))
+	for _, d := range dirs {
+		a, err := filepath.Abs(d)
+		if err != nil {
+			return nil, "", "", err
+		}
+		abs = append(abs, a)
+	}
+	if len(abs) > 0 {
+		note = fmt.Sprint(abs)
+	}
+	return abs, note, "", nil
 }
 
 // lazyCatalog is a sim.Catalog loaded in the background; every method
@@ -100,6 +136,11 @@ func (l *lazyCatalog) List() []*sim.Template { return l.wait().List() }
 
 // Get waits for the catalog and returns one template.
 func (l *lazyCatalog) Get(name string) (*sim.Template, error) { return l.wait().Get(name) }
+
+// CheckParams waits for the catalog and judges launch params.
+func (l *lazyCatalog) CheckParams(name string, params map[string]string) error {
+	return l.wait().CheckParams(name, params)
+}
 
 // Launch waits for the catalog and applies the launch contract.
 func (l *lazyCatalog) Launch(name string, in sim.LaunchInput) (*sim.LaunchSpec, error) {

@@ -124,11 +124,6 @@ wrong, and nothing ran.`,
 			if len(probs) > 0 {
 				return broken(probs)
 			}
-			if checkOnly {
-				fmt.Fprintf(out, "%d scenario(s) in %d file(s): valid\n", len(scenarios), len(files))
-				return nil
-			}
-
 			opts := ciOptions(scenarios, runtime)
 			opts.Timeouts = runTimeouts
 			opts.DB = db
@@ -136,6 +131,22 @@ wrong, and nothing ran.`,
 			opts.DefaultTemplates = env.Templates
 			opts.Logger = log
 			opts.Version = Version
+			if checkOnly {
+				// The checks a run makes before it starts, against the
+				// templates it would load, so --check never passes a file
+				// the run rejects; only nothing is started.
+				cat, cleanup, err := app.LoadCatalog(opts)
+				if err != nil {
+					return usageErr("ci: %v", err)
+				}
+				defer cleanup()
+				if probs := scenario.CheckCatalog(scenarios, cat); len(probs) > 0 {
+					return broken(probs)
+				}
+				fmt.Fprintf(out, "%d scenario(s) in %d file(s): valid, with the templates they launch and their params\n", len(scenarios), len(files))
+				return nil
+			}
+
 			m := app.New(opts)
 			defer m.Close()
 			onHurry(cmd.Context(), m.Hurry)
@@ -151,11 +162,7 @@ wrong, and nothing ran.`,
 			stop := context.AfterFunc(cmd.Context(), m.Manager.Interrupt)
 			defer stop()
 			runner := scenario.NewRunner(scenario.Config{URL: m.URL(), Out: out, Verbose: verbose})
-			probs, err = runner.Check(cmd.Context(), scenarios)
-			if err != nil {
-				return &ExitError{Code: ciExitFailed, Err: fmt.Errorf("ci: %w", err)}
-			}
-			if len(probs) > 0 {
+			if probs := scenario.CheckCatalog(scenarios, m.Catalog); len(probs) > 0 {
 				return broken(probs)
 			}
 			rep := runner.Run(cmd.Context(), scenarios)
@@ -180,7 +187,7 @@ wrong, and nothing ran.`,
 	f.StringVar(&db, "db", sqlite.Memory, "SQLite store path; the default keeps nothing")
 	f.StringVar(&runtime, "runtime", "auto", "runtime of scenarios that name none: auto (docker when an engine answers, else process), process or docker")
 	f.BoolVarP(&verbose, "verbose", "v", false, "print every migration's timeline, not only failing ones")
-	f.BoolVar(&checkOnly, "check", false, "only parse and validate the scenario files (exit 0 or 2); start nothing")
+	f.BoolVar(&checkOnly, "check", false, "only check the scenario files, their templates and params, as a run does before it starts (exit 0 or 2); start nothing")
 	f.BoolVar(&printSchema, "schema", false, "print the JSON Schema of a scenario file and exit")
 	f.StringVar(&logLevel, "log-level", "error", "level of the simulator's own logs on stderr: debug, info, warn or error")
 	return cmd

@@ -161,12 +161,39 @@ func TestCIUsageAndSchema(t *testing.T) {
 	if err != nil || code != 0 || out != string(docs) {
 		t.Errorf("--schema: exit %d, equal to docs/scenario.schema.json: %v (%v)", code, out == string(docs), err)
 	}
-	code, out, _ = ci(t, append([]string{"--check"}, exampleScenarios(t)...)...)
-	if code != 0 || out != "5 scenario(s) in 5 file(s): valid\n" {
+	code, out, _ = ci(t, append([]string{"--check", "--templates", "../templates"}, exampleScenarios(t)...)...)
+	if code != 0 || out != "5 scenario(s) in 5 file(s): valid, with the templates they launch and their params\n" {
 		t.Errorf("--check: exit %d %q", code, out)
 	}
 	code, _, errOut := ci(t, "--check", "../sim/scenario/testdata/broken")
 	if code != 2 || !strings.Contains(errOut, "syntax.yaml:4: not valid YAML") {
 		t.Errorf("--check of a directory of broken files: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestCICheckRejectsWhatTheRunRejects: a scenario whose template is not
+// loaded, or whose launch params the template refuses, fails --check with
+// exit 2, and a real run refuses it the same way, before anything runs.
+func TestCICheckRejectsWhatTheRunRejects(t *testing.T) {
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"unknown template", "name: x\ntemplate: nosuch\nsteps:\n  - launch: {node: a}\n",
+			`x.yaml:2:11: template "nosuch" is not loaded; loaded: counter, plain, relay-overlap`},
+		{"param out of range", "name: x\ntemplate: counter\nparams: {RATE: 5000}\nsteps:\n  - launch: {node: a}\n",
+			`x.yaml:5:5: launch counter on a: template counter refuses these params: params.RATE: must be at most 1000; got "5000"`},
+		{"unknown param in a step", "name: x\ntemplate: counter\nsteps:\n  - launch: {node: a, params: {RATE: 10, SPEED: 2}}\n",
+			`x.yaml:4:5: launch counter on a: template counter refuses these params: params.SPEED: unknown parameter; the template declares RATE`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := filepath.Join(t.TempDir(), "x.yaml")
+			if err := os.WriteFile(f, []byte(tc.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, mode := range [][]string{{"--check"}, {"--runtime", "process"}} {
+				code, out, errOut := ci(t, append(mode, "--templates", "../templates", f)...)
+				if code != 2 || !strings.Contains(errOut, filepath.Dir(f)+"/"+tc.want) || strings.Contains(out, "===") {
+					t.Errorf("ci %v: exit %d; want 2 with %q and nothing run\nstdout: %s\nstderr: %s", mode, code, tc.want, out, errOut)
+				}
+			}
+		})
 	}
 }

@@ -179,6 +179,8 @@ can test job migration and handover code locally and in CI.
   normsim launch counter --node a run the counter template on node a
   normsim migrate ID --wait       hand it over to the other node
   normsim ci scenario.yaml        run scenarios headless, exit non-zero on failure
+  normsim templates               the loaded templates, their strategy and parameters
+  normsim nodes                   the nodes, their addresses and capabilities
 
 Every command that talks to a running sim takes --server (default
 http://127.0.0.1:7788).`,

@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,11 +27,21 @@ func defaultServer() string {
 	return "http://127.0.0.1:7788"
 }
 
+// serverURL reads --server: a URL, or a bare HOST:PORT (what the banner
+// and --addr speak), taken as http://HOST:PORT.
+func serverURL(s string) string {
+	s = strings.TrimSpace(s)
+	if !strings.Contains(s, "://") {
+		return "http://" + s
+	}
+	return s
+}
+
 func clientCommands(env Env) []*cobra.Command {
 	var server string
-	api := func() *client.Client { return client.New(server, nil) }
+	api := func() *client.Client { return client.New(serverURL(server), nil) }
 	add := func(c *cobra.Command) *cobra.Command {
-		c.Flags().StringVar(&server, "server", defaultServer(), "URL of the running normsim (env NORMSIM_SERVER)")
+		c.Flags().StringVar(&server, "server", defaultServer(), "URL (or HOST:PORT) of the running normsim (env NORMSIM_SERVER)")
 		return c
 	}
 
@@ -36,8 +50,18 @@ func clientCommands(env Env) []*cobra.Command {
 	launch := &cobra.Command{
 		Use:   "launch TEMPLATE --node NODE",
 		Short: "Launch a template on a node of a running sim",
+		Long: `Launch a product template on a node of a running sim (normsim up) and print
+the new instance's id, which ps, logs, migrate and stop take. The launch
+returns once the instance is placed; ps shows when its job is connected.
+
+--param sets the template's parameters (normsim templates lists them, with
+their types and defaults); a value the template refuses is an error naming
+the parameter and the rule. --runtime picks how the instance runs: docker
+(the compose file's images), process (the services' x-normsim commands on
+this host) or external (you start the job yourself, with the env printed).`,
 		Example: `  normsim launch counter --node a
-  normsim launch counter --node b --param RATE=100 --runtime external`,
+  normsim launch counter --node b --param RATE=100
+  normsim launch counter --node a --runtime external   # prints the env to start it under a debugger`,
 		Args: exactArgs(1, "TEMPLATE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if node == "" {
@@ -51,9 +75,10 @@ func clientCommands(env Env) []*cobra.Command {
 				}
 				req.Params[k] = v
 			}
-			in, err := api().Launch(cmd.Context(), req)
+			c := api()
+			in, err := c.Launch(cmd.Context(), req)
 			if err != nil {
-				return err
+				return templateHint(cmd.Context(), c, err)
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "%s  job %s  on node %s  (%s, %s)\n", in.ID, in.JobID, in.Node, in.Runtime, in.State)
@@ -71,11 +96,21 @@ func clientCommands(env Env) []*cobra.Command {
 	ps := &cobra.Command{
 		Use:   "ps",
 		Short: "List the instances of a running sim",
-		Args:  cobra.NoArgs,
+		Long: `List the instances of a running sim: id, job (which stays the same across
+migrations), node, template, runtime, state, whether the job is connected to
+its job socket, and the ports it publishes (address and port as a client
+reaches them).`,
+		Example: `  normsim ps
+  NORMSIM_SERVER=127.0.0.1:7790 normsim ps`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			list, err := api().Instances(cmd.Context())
 			if err != nil {
 				return err
+			}
+			if len(list) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "no instances; start one with: normsim launch TEMPLATE --node NODE")
+				return nil
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tJOB\tNODE\tTEMPLATE\tRUNTIME\tSTATE\tCONNECTED\tPORTS")
@@ -89,11 +124,16 @@ func clientCommands(env Env) []*cobra.Command {
 	stop := &cobra.Command{
 		Use:   "stop ID...",
 		Short: "Stop and remove instances of a running sim",
-		Args:  minArgs(1, "ID"),
+		Long: `Stop each instance (SIGTERM to its services, then SIGKILL after the grace
+period) and remove what it ran. The ids are the ones ps shows; the first id
+that cannot be stopped ends the command with its error.`,
+		Example: `  normsim stop counter-1a2b3c
+  normsim stop counter-1a2b3c counter-4d5e6f`,
+		Args: minArgs(1, "ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, id := range args {
 				if err := api().Stop(cmd.Context(), id); err != nil {
-					return err
+					return instanceHint(err)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "stopped %s\n", id)
 			}
@@ -105,23 +145,34 @@ func clientCommands(env Env) []*cobra.Command {
 	logs := &cobra.Command{
 		Use:   "logs ID",
 		Short: "Print an instance's logs (-f to follow)",
-		Args:  exactArgs(1, "ID"),
+		Long: `Print the output of an instance's services, each line prefixed with its
+service's name; -f keeps printing new lines until Ctrl-C or the instance
+ends. The logs of a stopped instance stay readable for a while.`,
+		Example: `  normsim logs counter-1a2b3c
+  normsim logs -f counter-1a2b3c`,
+		Args: exactArgs(1, "ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return api().Logs(cmd.Context(), args[0], follow, cmd.OutOrStdout())
+			return instanceHint(api().Logs(cmd.Context(), args[0], follow, cmd.OutOrStdout()))
 		},
 	}
 	logs.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new lines")
 
 	var to, strategy, mruntime string
-	var wait bool
+	var wait, ignoreSeam bool
 	var timeouts []string
 	migrate := &cobra.Command{
 		Use:   "migrate ID",
 		Short: "Migrate an instance to another node",
 		Long: `Migrate a running instance to another node with one of the strategies its
 template allows (the declared one, or stopThenStart). With --wait the phases
-are printed as they happen and the exit status is 0 only when the migration
-completed.`,
+are printed as they happen, then the output seam, and the exit status says
+how it ended:
+
+  0  completed (for a handover: with a seamless output seam)
+  1  not completed: refused, aborted or failed (or the sim could not be asked)
+  3  a handover completed, but its output seam is not seamless (a gap, an
+     overlap, a duplicate, or no output the sink could judge); --ignore-seam
+     makes this 0`,
 		Example: `  normsim migrate counter-1a2b3c --wait
   normsim migrate counter-1a2b3c --to b --strategy stopThenStart --wait
   normsim migrate counter-1a2b3c --timeout targetReady=2s --wait`,
@@ -134,7 +185,7 @@ completed.`,
 			c := api()
 			mig, err := c.Migrate(cmd.Context(), args[0], req)
 			if err != nil {
-				return err
+				return instanceHint(err)
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "migration %s: %s of %s from %s to %s\n", mig.ID, mig.Strategy, mig.Source.Instance, mig.Source.Node, mig.Target.Node)
@@ -143,7 +194,7 @@ completed.`,
 					// The env exists once the target is placed (after the
 					// source's state, for a handover): wait for it, not for
 					// the end.
-					return showExternalTarget(cmd.Context(), c, server, mig.ID, out)
+					return showExternalTarget(cmd.Context(), c, serverURL(server), mig.ID, out)
 				}
 				return nil
 			}
@@ -155,6 +206,15 @@ completed.`,
 			if final.State != sim.MigrationCompleted {
 				return &ExitError{Code: 1, Err: fmt.Errorf("migration %s %s: %s", final.ID, final.State, final.Reason)}
 			}
+			// A handover promises an exact cutover: completed with a broken
+			// seam is not what the product promised.
+			if final.Strategy == sim.Handover && !ignoreSeam && (final.Output == nil || final.Output.Verdict != sim.VerdictSeamless) {
+				verdict := "no seam verdict"
+				if final.Output != nil {
+					verdict = final.Output.Verdict
+				}
+				return &ExitError{Code: exitSeam, Err: fmt.Errorf("migration %s completed, but the handover's output seam is %s, not seamless (--ignore-seam accepts it)", final.ID, verdict)}
+			}
 			return nil
 		},
 	}
@@ -162,9 +222,85 @@ completed.`,
 	migrate.Flags().StringVar(&strategy, "strategy", "", "overlap, stopThenStart or handover (default: the template's declared one)")
 	migrate.Flags().StringVar(&mruntime, "runtime", "", "runtime of the target (default: the source's)")
 	migrate.Flags().BoolVar(&wait, "wait", false, "print the phases as they happen and wait for the end")
+	migrate.Flags().BoolVar(&ignoreSeam, "ignore-seam", false, "with --wait, exit 0 for a completed handover whatever its output seam (for jobs that send nothing to the sink)")
 	migrate.Flags().StringArrayVar(&timeouts, "timeout", nil, "per-phase timeout PHASE=DURATION, over the sim's (normsim up --timeouts): "+strings.Join(sim.TimeoutNames(), ", ")+" (repeatable or comma-separated; docs/migrations.md)")
 
-	cmds := []*cobra.Command{launch, ps, stop, logs, migrate}
+	templates := &cobra.Command{
+		Use:   "templates",
+		Short: "List the templates a running sim loaded, with strategy and parameters",
+		Long: `List the product templates of a running sim: the migration strategy each
+declares (what migrate uses by default), its parameters with type, default
+and range (what launch --param sets), and why an invalid one was refused.`,
+		Example: `  normsim templates`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			list, err := api().Templates(cmd.Context())
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if len(list) == 0 {
+				fmt.Fprintln(out, "no templates loaded; start normsim up with --templates DIR")
+				return nil
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TEMPLATE\tSTRATEGY\tPARAMETERS")
+			for _, t := range list {
+				if !t.Valid {
+					why := "invalid"
+					if t.Error != nil {
+						why = "invalid: " + t.Error.Error()
+					}
+					fmt.Fprintf(tw, "%s\t-\t%s\n", t.Name, why)
+					continue
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Strategy, paramsColumn(t.Parameters))
+			}
+			return tw.Flush()
+		},
+	}
+
+	nodes := &cobra.Command{
+		Use:   "nodes",
+		Short: "List the nodes of a running sim, with capability and addresses",
+		Long: `List the simulated worker nodes: the address their published ports bind
+(127.0.1.1, 127.0.1.2, … as separate hosts would have), their job socket's
+URL, and the capabilities they advertise (norsk.io/job-socket while the
+listener is up: a handover target needs it).`,
+		Example: `  normsim nodes`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			raw, err := api().Nodes(cmd.Context())
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NODE\tADDRESS\tJOB SOCKET\tCAPABILITIES")
+			for _, r := range raw {
+				var n struct {
+					Name          string
+					Address       string
+					SharedAddress bool
+					Socket        *struct{ URL string }
+					Capabilities  []string
+				}
+				if err := json.Unmarshal(r, &n); err != nil {
+					return fmt.Errorf("read a node from the API: %w", err)
+				}
+				addr, sock, caps := cmp.Or(n.Address, "-"), "none (--no-job-socket)", cmp.Or(strings.Join(n.Capabilities, ", "), "-")
+				if n.SharedAddress {
+					addr += " (shared)"
+				}
+				if n.Socket != nil {
+					sock = n.Socket.URL
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", n.Name, addr, sock, caps)
+			}
+			return tw.Flush()
+		},
+	}
+
+	cmds := []*cobra.Command{launch, ps, stop, logs, migrate, templates, nodes}
 	for _, c := range cmds {
 		add(c)
 	}
@@ -262,6 +398,78 @@ func portsColumn(in sim.Instance) string {
 	var out []string
 	for _, p := range in.Published {
 		out = append(out, p.String())
+	}
+	return strings.Join(out, ", ")
+}
+
+// exitSeam is migrate --wait's exit status for a handover that completed
+// with an output seam other than seamless.
+const exitSeam = 3
+
+// instanceHint adds where to find instance ids to an API's "instance not
+// found".
+func instanceHint(err error) error {
+	var e *client.Error
+	if errors.As(err, &e) && e.Code == sim.ENotFound && strings.HasPrefix(e.Message, "instance ") {
+		h := *e
+		h.Message += "; normsim ps lists the instances"
+		return &h
+	}
+	return err
+}
+
+// templateHint adds the loaded templates to an API's "template not found".
+func templateHint(ctx context.Context, c *client.Client, err error) error {
+	var e *client.Error
+	if !errors.As(err, &e) || e.Code != sim.ENotFound || !strings.HasPrefix(e.Message, "template ") {
+		return err
+	}
+	list, lerr := c.Templates(ctx)
+	if lerr != nil {
+		return err
+	}
+	names := make([]string, 0, len(list))
+	for _, t := range list {
+		names = append(names, t.Name)
+	}
+	loaded := "none"
+	if len(names) > 0 {
+		slices.Sort(names)
+		loaded = strings.Join(names, ", ")
+	}
+	h := *e
+	h.Message += "; loaded: " + loaded + " (normsim templates shows them; normsim up --templates DIR loads others)"
+	return &h
+}
+
+// paramsColumn is what templates shows of a template's parameters:
+// "RATE int=50 [1..1000]", "-" for none.
+func paramsColumn(ps []sim.Parameter) string {
+	if len(ps) == 0 {
+		return "-"
+	}
+	var out []string
+	for _, p := range ps {
+		s := p.Name + " " + p.Type
+		if p.Default != nil {
+			s += "=" + *p.Default
+		} else if p.Required {
+			s += " (required)"
+		}
+		if p.Min != nil || p.Max != nil {
+			lo, hi := "", ""
+			if p.Min != nil {
+				lo = strconv.FormatFloat(*p.Min, 'g', -1, 64)
+			}
+			if p.Max != nil {
+				hi = strconv.FormatFloat(*p.Max, 'g', -1, 64)
+			}
+			s += " [" + lo + ".." + hi + "]"
+		}
+		if len(p.Values) > 0 {
+			s += " {" + strings.Join(p.Values, "|") + "}"
+		}
+		out = append(out, s)
 	}
 	return strings.Join(out, ", ")
 }

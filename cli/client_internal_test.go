@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -34,6 +35,45 @@ func TestShellQuoteAndWaitText(t *testing.T) {
 	} {
 		if got := waitText(d); got != want {
 			t.Errorf("waitText(%s) = %s, want %s", d, got, want)
+		}
+	}
+}
+
+func TestListenAddr(t *testing.T) {
+	for _, tc := range []struct{ in, want, err string }{
+		{"0", "127.0.0.1:0", ""},
+		{":0", "127.0.0.1:0", ""},
+		{"7788", "127.0.0.1:7788", ""},
+		{":7788", "127.0.0.1:7788", ""},
+		{"127.0.0.1:7788", "127.0.0.1:7788", ""},
+		{"0.0.0.0:80", "0.0.0.0:80", ""},
+		{"[::1]:0", "[::1]:0", ""},
+		{"localhost", "", `--addr: the port must be 0..65535 (0 picks a free one); got "localhost"`},
+		{":70000", "", `--addr: the port must be 0..65535 (0 picks a free one); got ":70000"`},
+		{"::1", "", `--addr: want HOST:PORT, PORT or :PORT; got "::1"`},
+	} {
+		got, err := listenAddr(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.HasPrefix(err.Error(), tc.err) || !isUsage(err) {
+				t.Errorf("listenAddr(%q) = %q, %v; want usage error %q", tc.in, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("listenAddr(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestServerURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1:7788":          "http://127.0.0.1:7788",
+		"http://127.0.0.1:7788":   "http://127.0.0.1:7788",
+		"https://sim.example:443": "https://sim.example:443",
+		" localhost:7788 ":        "http://localhost:7788",
+	} {
+		if got := serverURL(in); got != want {
+			t.Errorf("serverURL(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -1,10 +1,8 @@
 package cli_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,24 +12,6 @@ import (
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
 )
-
-// syncBuffer is a bytes.Buffer the command writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // The debugger loop: migrate --wait of an external instance prints the
 // target's env in the three forms launch shows, how long normsim waits, a

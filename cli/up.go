@@ -1,9 +1,14 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -42,6 +47,11 @@ failed with that reason.`,
 			if err != nil {
 				return err
 			}
+			addr, err := listenAddr(opts.Addr)
+			if err != nil {
+				return err
+			}
+			opts.Addr = addr
 			if opts.SocketPort < 0 || opts.SocketPort > 65535 {
 				return usageErr("--socket-port: must be 0..65535; got %d", opts.SocketPort)
 			}
@@ -65,7 +75,9 @@ failed with that reason.`,
 				}
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), "\n  Stopping normsim...")
+			stopping(cmd.OutOrStdout(), m, opts.Keep)
+			m.Close()
+			fmt.Fprintln(cmd.OutOrStdout(), "  normsim stopped.")
 			return nil
 		},
 	}
@@ -74,7 +86,7 @@ failed with that reason.`,
 	f.IntVar(&opts.SocketPort, "socket-port", opts.SocketPort, "job-socket port of the first node; the next nodes take the following ports (0 picks free ports)")
 	f.StringVar(&opts.SocketHost, "socket-host", opts.SocketHost, "address the job sockets and output sink bind (containers reach them through host.docker.internal)")
 	f.StringArrayVar(&opts.NoJobSocket, "no-job-socket", nil, "run NODE without a job-socket listener (repeatable)")
-	f.StringVar(&opts.Addr, "addr", opts.Addr, "dashboard and API address")
+	f.StringVar(&opts.Addr, "addr", opts.Addr, "dashboard and API address: HOST:PORT, or PORT or :PORT for that port on 127.0.0.1 (0 picks a free port)")
 	f.StringVar(&opts.DB, "db", opts.DB, "SQLite store path, or :memory: for a throwaway run")
 	f.StringArrayVar(&opts.Templates, "templates", nil, "directory of product templates (repeatable; default ./templates)")
 	f.StringVar(&opts.Runtime, "runtime", opts.Runtime, "default runtime: auto, docker, process or external")
@@ -85,4 +97,50 @@ failed with that reason.`,
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return cmd
+}
+
+// listenAddr reads --addr. A bare port or ":PORT" means that port on
+// 127.0.0.1, not every interface as net.Listen would take ":PORT": the
+// dashboard changes things and promises to bind loopback unless told a
+// host. 0 picks a free port, as the "port in use" message offers.
+func listenAddr(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	host, port := "127.0.0.1", s
+	if h, p, err := net.SplitHostPort(s); err == nil {
+		if h != "" {
+			host = h
+		}
+		port = p
+	} else if strings.Contains(s, ":") {
+		return "", usageErr("--addr: want HOST:PORT, PORT or :PORT; got %q (%v)", s, err)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 {
+		return "", usageErr("--addr: the port must be 0..65535 (0 picks a free one); got %q", s)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(n)), nil
+}
+
+// stopping says, on the first Ctrl-C, what the shutdown is about to remove
+// (or leave running with --keep), so a wait for containers to stop is not
+// a silent one.
+func stopping(w io.Writer, m *app.Main, keep bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var live []string
+	if list, err := m.Manager.Instances(ctx); err == nil {
+		for _, in := range list {
+			if in.State != sim.InstanceStopped {
+				live = append(live, in.ID+" on "+in.Node)
+			}
+		}
+	}
+	switch {
+	case len(live) == 0:
+		fmt.Fprintln(w, "\n  Stopping normsim: no instances to remove (Ctrl-C again quits at once)")
+	case keep:
+		fmt.Fprintf(w, "\n  Stopping normsim: leaving %s running (--keep; the next normsim on this store adopts them): %s\n", sim.Plural(int64(len(live)), "instance"), strings.Join(live, ", "))
+	default:
+		fmt.Fprintf(w, "\n  Stopping normsim: removing %s: %s (Ctrl-C again quits at once)\n", sim.Plural(int64(len(live)), "instance"), strings.Join(live, ", "))
+	}
 }

@@ -75,4 +75,10 @@ type Catalog interface {
 	// Launch applies the launch contract: the pure mapping from template and
 	// input to the services to run. Refused params are EParamsInvalid.
 	Launch(name string, in LaunchInput) (*LaunchSpec, error)
+	// CheckParams judges launch params exactly as Launch does, without
+	// launching: nil, or an EParamsInvalid naming every refused param (an
+	// unknown or invalid template is ENotFound or ETemplateInvalid). Port
+	// params are checked for their form only, since whether a port is
+	// free is known at launch.
+	CheckParams(name string, params map[string]string) error
 }

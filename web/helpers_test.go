@@ -280,6 +280,10 @@ func (c fakeCatalog) Get(name string) (*sim.Template, error) {
 	return nil, sim.Errorf(sim.ENotFound, "template %q not found", name)
 }
 
+func (c fakeCatalog) CheckParams(name string, params map[string]string) error {
+	return errors.New("not in the fake")
+}
+
 func (c fakeCatalog) Launch(name string, in sim.LaunchInput) (*sim.LaunchSpec, error) {
 	return nil, errors.New("not in the fake")
 }

@@ -5,7 +5,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +19,9 @@ import (
 const (
 	RequireDockerEnv  = "NORMSIM_REQUIRE_DOCKER"
 	RequireBrowserEnv = "NORMSIM_REQUIRE_BROWSER"
+	// RequireLanguagesEnv is for the example jobs in other languages
+	// (Python with websockets, Node with a built-in WebSocket).
+	RequireLanguagesEnv = "NORMSIM_REQUIRE_LANGUAGES"
 )
 
 // RequireDocker returns a client of the engine the environment names
@@ -62,6 +67,20 @@ func RequireBrowser(tb testing.TB) string {
 	}
 	missing(tb, RequireBrowserEnv, "no browser on PATH (looked for %v)", browsers)
 	return ""
+}
+
+// RequireJobLanguage checks that the interpreter an example job in another
+// language needs is here, by asking the script the job's template runs it
+// with (scripts/run-python-job or scripts/run-node-job, under root, the
+// repository's root) with --check. When it is absent it skips the test, or
+// fails it when NORMSIM_REQUIRE_LANGUAGES=1; either way with the script's
+// reason and how to install it.
+func RequireJobLanguage(tb testing.TB, root, script string) {
+	tb.Helper()
+	out, err := exec.Command(filepath.Join(root, "scripts", script), "--check").CombinedOutput()
+	if err != nil {
+		missing(tb, RequireLanguagesEnv, "scripts/%s --check: %v: %s; run scripts/install-job-languages", script, err, strings.TrimSpace(string(out)))
+	}
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -64,13 +65,57 @@ func NewRunner(cfg Config) *Runner {
 
 // Check compares the scenarios with the simulator: every template they
 // launch must be loaded and valid. A problem points at where the template
-// is named. The error is for a simulator that does not answer.
+// is named. The error is for a simulator that does not answer. Over the API
+// the params cannot be judged; CheckCatalog, in the simulator's process,
+// judges them too.
 func (r *Runner) Check(ctx context.Context, scenarios []*Scenario) (Problems, error) {
 	list, err := r.c.Templates(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list the templates: %w", err)
 	}
-	byName := map[string]sim.Template{}
+	ptrs := make([]*sim.Template, len(list))
+	for i := range list {
+		ptrs[i] = &list[i]
+	}
+	probs, _ := checkTemplates(scenarios, ptrs)
+	return probs, nil
+}
+
+// CheckCatalog is every check a run makes before it starts, against the
+// catalog it will launch from: each template a scenario launches is loaded
+// and valid, and each launch step's params (the scenario's, overridden by
+// the step's) are ones the launch accepts. normsim ci runs it both for
+// --check and before a real run, so --check never passes a file the run
+// rejects.
+func CheckCatalog(scenarios []*Scenario, cat sim.Catalog) Problems {
+	probs, good := checkTemplates(scenarios, cat.List())
+	for _, s := range scenarios {
+		for _, st := range s.Steps {
+			l := st.Launch
+			if l == nil {
+				continue
+			}
+			name := cmp.Or(l.Template, s.Template)
+			if !good[name] {
+				continue // already a problem where the template is named
+			}
+			params := maps.Clone(s.Params)
+			if params == nil {
+				params = map[string]string{}
+			}
+			maps.Copy(params, l.Params)
+			if err := cat.CheckParams(name, params); err != nil {
+				probs = append(probs, Problem{File: s.File, Pos: st.Pos, Message: fmt.Sprintf("%s: template %s refuses these params: %v", st.Name, name, err)})
+			}
+		}
+	}
+	return probs
+}
+
+// checkTemplates finds the scenarios' templates in list; good holds the
+// ones that are loaded and valid.
+func checkTemplates(scenarios []*Scenario, list []*sim.Template) (probs Problems, good map[string]bool) {
+	byName := map[string]*sim.Template{}
 	var names []string
 	for _, t := range list {
 		byName[t.Name] = t
@@ -81,7 +126,7 @@ func (r *Runner) Check(ctx context.Context, scenarios []*Scenario) (Problems, er
 	if len(names) > 0 {
 		loaded = strings.Join(names, ", ")
 	}
-	var probs Problems
+	good = map[string]bool{}
 	for _, s := range scenarios {
 		tmpls := s.Templates()
 		for _, name := range slices.Sorted(maps.Keys(tmpls)) {
@@ -96,10 +141,12 @@ func (r *Runner) Check(ctx context.Context, scenarios []*Scenario) (Problems, er
 					why = t.Error.Error()
 				}
 				probs = append(probs, Problem{File: s.File, Pos: pos, Message: fmt.Sprintf("template %q is invalid: %s (normsim validate %s says more)", name, why, t.Path)})
+			default:
+				good[name] = true
 			}
 		}
 	}
-	return probs, nil
+	return probs, good
 }
 
 // Run runs the scenarios one after another, each repetition with its own

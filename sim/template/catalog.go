@@ -144,6 +144,15 @@ func (c *Catalog) Get(name string) (*sim.Template, error) {
 //     replaces any same-named compose entry.
 //
 // An unknown template is NOT_FOUND, an invalid one TEMPLATE_INVALID.
+// CheckParams judges params as Launch would (see sim.Catalog).
+func (c *Catalog) CheckParams(name string, params map[string]string) error {
+	l := c.byName[name]
+	if l == nil {
+		return sim.Errorf(sim.ENotFound, "template %q not found", name)
+	}
+	return l.CheckParams(params)
+}
+
 func (c *Catalog) Launch(name string, in sim.LaunchInput) (*sim.LaunchSpec, error) {
 	l := c.byName[name]
 	if l == nil {

@@ -50,13 +50,52 @@ func ProjectName(instanceID string) string {
 	return loader.NormalizeProjectName("normsim-" + instanceID)
 }
 
-// Launch applies the launch contract to the template; see Catalog.Launch.
-func (l *Loaded) Launch(in sim.LaunchInput) (*sim.LaunchSpec, error) {
+// portNumber reads an allocated port's value that is neither blank nor
+// auto.
+func portNumber(param, raw string) (int, error) {
+	v := strings.TrimSpace(raw)
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 65535 || !portRe.MatchString(v) {
+		return 0, sim.Errorf(sim.EParamsInvalid, "params.%s: must be blank (closed), %q or a port number 1..65535; got %q", param, PortAuto, raw)
+	}
+	return n, nil
+}
+
+// CheckParams judges launch params as Launch does, without launching; see
+// Catalog.CheckParams.
+func (l *Loaded) CheckParams(params map[string]string) error {
+	if err := l.launchable(); err != nil {
+		return err
+	}
+	_, portValues, err := l.resolveParams(params)
+	if err != nil {
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(portValues)) {
+		if v := strings.TrimSpace(portValues[k]); v != "" && v != PortAuto {
+			if _, err := portNumber(k, portValues[k]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// launchable is why the template cannot be launched at all, or nil.
+func (l *Loaded) launchable() error {
 	if !l.Template.Valid {
-		return nil, sim.Errorf(sim.ETemplateInvalid, "template %q is invalid: %s", l.Template.Name, l.Template.Error.Message)
+		return sim.Errorf(sim.ETemplateInvalid, "template %q is invalid: %s", l.Template.Name, l.Template.Error.Message)
 	}
 	if l.manifestOnly {
-		return nil, sim.Errorf(sim.ETemplateInvalid, "template %q is a bare manifest.json with no compose.yml to launch", l.Template.Name)
+		return sim.Errorf(sim.ETemplateInvalid, "template %q is a bare manifest.json with no compose.yml to launch", l.Template.Name)
+	}
+	return nil
+}
+
+// Launch applies the launch contract to the template; see Catalog.Launch.
+func (l *Loaded) Launch(in sim.LaunchInput) (*sim.LaunchSpec, error) {
+	if err := l.launchable(); err != nil {
+		return nil, err
 	}
 	if in.Instance == nil {
 		return nil, fmt.Errorf("launch %s: no instance given", l.Template.Name)
@@ -375,9 +414,9 @@ func (l *Loaded) allocatePorts(values map[string]string, in sim.LaunchInput) (ma
 			}
 			auto = append(auto, d) // after the fixed ones, so it avoids them
 		default:
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 65535 || !portRe.MatchString(v) {
-				return nil, sim.Errorf(sim.EParamsInvalid, "params.%s: must be blank (closed), %q or a port number 1..65535; got %q", d.Param, PortAuto, values[d.Param])
+			n, err := portNumber(d.Param, values[d.Param])
+			if err != nil {
+				return nil, err
 			}
 			out[d.Param] = sim.AllocatedPort{Port: n, Protocol: d.Protocol, Service: d.Service}
 			taken[key(n, d.Protocol)] = true

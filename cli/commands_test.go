@@ -1,0 +1,84 @@
+package cli_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/sim"
+)
+
+// TestClientCommandsTeach: the commands that talk to a running sim say
+// what to do next when there is nothing or the wrong thing, list the
+// templates and nodes, and take --server without a scheme.
+func TestClientCommandsTeach(t *testing.T) {
+	s := normsimtest.Start(t, normsimtest.Options{Templates: []string{"../templates"}})
+	server := strings.TrimPrefix(s.URL, "http://")
+	cmd := func(want int, args ...string) (string, string) {
+		t.Helper()
+		code, out, errOut := run(t, append(args, "--server", server)...)
+		if code != want {
+			t.Fatalf("%v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, out, errOut)
+		}
+		return out, errOut
+	}
+	if out, _ := cmd(0, "ps"); out != "no instances; start one with: normsim launch TEMPLATE --node NODE\n" {
+		t.Errorf("empty ps: %q", out)
+	}
+	if _, errOut := cmd(1, "launch", "nosuch", "--node", "a"); !strings.Contains(errOut, `template "nosuch" not found; loaded: counter, plain, relay-overlap`) {
+		t.Errorf("launch of an unknown template: %q", errOut)
+	}
+	for _, args := range [][]string{{"stop", "nosuch"}, {"logs", "nosuch"}, {"migrate", "nosuch"}} {
+		if _, errOut := cmd(1, args...); !strings.Contains(errOut, `instance "nosuch" not found; normsim ps lists the instances`) {
+			t.Errorf("%v: %q", args, errOut)
+		}
+	}
+	out, _ := cmd(0, "templates")
+	for _, want := range []string{"counter        handover       RATE int=50 [1..1000]", "plain          stopThenStart", "relay-overlap  overlap"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("templates lacks %q:\n%s", want, out)
+		}
+	}
+	out, _ = cmd(0, "nodes")
+	for _, n := range s.Main.Manager.Nodes() {
+		if !strings.Contains(out, n.Name+"     "+n.Address) || !strings.Contains(out, n.SocketURL+"  "+sim.CapabilityJobSocket) {
+			t.Errorf("nodes lacks node %s at %s with %s:\n%s", n.Name, n.Address, n.SocketURL, out)
+		}
+	}
+}
+
+// TestClientCommandsHaveHelp: each command that talks to a sim explains
+// itself and shows examples.
+func TestClientCommandsHaveHelp(t *testing.T) {
+	for _, c := range []string{"launch", "ps", "logs", "stop", "migrate", "templates", "nodes"} {
+		code, out, _ := run(t, c, "--help")
+		if code != 0 || !strings.Contains(out, "Examples:\n  normsim "+c) || !strings.Contains(out, "--server") || len(out) < 400 {
+			t.Errorf("%s --help: exit %d\n%s", c, code, out)
+		}
+	}
+}
+
+// TestMigrateWaitExitsOnABrokenSeam: a handover that completes with a seam
+// other than seamless (wrong-position repeats 5 packets) exits 3 under
+// --wait, and 0 with --ignore-seam.
+func TestMigrateWaitExitsOnABrokenSeam(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	s := normsimtest.Start(t, normsimtest.Options{Templates: []string{"../examples/templates"}})
+	in := s.Launch(t, sim.LaunchRequest{Template: "wrong-position", Node: "a", Params: map[string]string{"RATE": "100"}})
+	s.WaitConnected(t, in.ID)
+	code, out, errOut := run(t, "migrate", in.ID, "--wait", "--server", s.URL)
+	if code != 3 || !strings.Contains(errOut, "the handover's output seam is duplicate, not seamless (--ignore-seam accepts it)") {
+		t.Fatalf("migrate --wait of wrong-position: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	var list []sim.Migration
+	if err := s.Do("GET", "/api/v1/migrations", nil, &list); err != nil || len(list) != 1 {
+		t.Fatalf("migrations: %v %d", err, len(list))
+	}
+	next := s.WaitConnected(t, list[0].Target.Instance)
+	code, out, errOut = run(t, "migrate", next.ID, "--wait", "--ignore-seam", "--server", s.URL)
+	if code != 0 || !strings.Contains(out, "output: duplicate") {
+		t.Fatalf("--ignore-seam: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+}
