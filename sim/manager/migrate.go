@@ -324,6 +324,11 @@ type run struct {
 	// recording never sits on the relay's path. Guarded by mu.
 	deferring bool
 	deferred  []sim.MigrationEvent
+	// starting is set during the target's start call: events are held in
+	// held until it returns, so "target started" can go before whatever
+	// the target did before the call returned (see startTarget).
+	starting bool
+	held     []sim.MigrationEvent
 	// initialState is the source's state a handover target gets on
 	// connect, and initialSize the size of that initial-state frame.
 	initialState json.RawMessage
@@ -381,6 +386,10 @@ func (r *run) recordLocked(phase, side, detail string, frame *sim.FrameInfo) {
 }
 
 func (r *run) appendLocked(ev sim.MigrationEvent) {
+	if r.starting {
+		r.held = append(r.held, ev)
+		return
+	}
 	ev.Seq = len(r.mig.Events) + 1
 	r.mig.Events = append(r.mig.Events, ev)
 	r.m.journal.migrationEvent(r.id, ev)
@@ -916,10 +925,34 @@ func (r *run) startTarget(ctx context.Context) error {
 		r.m.mu.Unlock()
 		return endf("the target failed to start: injected fault")
 	}
-	if err := r.m.start(ctx, in, r.rt); err != nil {
+	// A start call can return after the job it started has connected (a
+	// Docker start, a port lookup): the events recorded meanwhile are held
+	// and the target is recorded started before the first of its own, at
+	// that event's time, since it cannot have acted before it started.
+	r.mu.Lock()
+	r.starting = true
+	r.mu.Unlock()
+	err := r.m.start(ctx, in, r.rt)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	held := r.held
+	r.starting, r.held = false, nil
+	started := sim.MigrationEvent{At: r.m.now(), Phase: r.phase, Side: sideTarget, Detail: "target started"}
+	put := false
+	for _, ev := range held {
+		if err == nil && !put && ev.Side == sideTarget {
+			started.At, started.Phase = ev.At, ev.Phase
+			r.appendLocked(started)
+			put = true
+		}
+		r.appendLocked(ev)
+	}
+	if err != nil {
 		return endf("the target failed to start: %v", err)
 	}
-	r.recordHere(sideTarget, "target started", nil)
+	if !put {
+		r.appendLocked(started)
+	}
 	return nil
 }
 
