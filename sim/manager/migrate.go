@@ -453,15 +453,23 @@ func frameDetail(f protocol.JobFrame) string {
 func (r *run) onSocket(ev jobsocket.Event) {
 	side := r.sideOf(ev.Role)
 	r.mu.Lock()
-	if ev.Kind == jobsocket.Frame && r.strikeLocked(ev.Frame.Type, side) {
+	recorded := false
+	if ev.Kind == jobsocket.Frame && r.strikesLocked(ev.Frame.Type, side) {
+		// The frame has arrived before the fault armed on it fires: it
+		// goes on the timeline first.
 		r.recordLocked(r.phase, side, frameDetail(ev.Frame), frameInfo("in", ev.Frame.Type, ev.Size, payloadOf(ev.Frame)))
-		r.fireOnLocked(ev.Frame.Type)
-		r.mu.Unlock()
-		return
+		recorded = true
+		if r.strikeLocked(ev.Frame.Type, side) {
+			r.fireOnLocked(ev.Frame.Type)
+			r.mu.Unlock()
+			return
+		}
 	}
 	if ev.Kind == jobsocket.Frame {
 		if fl := r.frameFaultLocked(ev.Frame.Type, "in", side); fl != nil {
-			r.recordLocked(r.phase, side, frameDetail(ev.Frame), frameInfo("in", ev.Frame.Type, ev.Size, payloadOf(ev.Frame)))
+			if !recorded {
+				r.recordLocked(r.phase, side, frameDetail(ev.Frame), frameInfo("in", ev.Frame.Type, ev.Size, payloadOf(ev.Frame)))
+			}
 			switch fl.Kind {
 			case "drop-frame":
 				r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: dropped %s from the %s", ev.Frame.Type, side), nil)
@@ -479,20 +487,20 @@ func (r *run) onSocket(ev jobsocket.Event) {
 			case "delay-frame":
 				d := faultDelay(fl)
 				r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: %s from the %s held for %s", ev.Frame.Type, side, d), nil)
-				r.holdLocked(d, ev.Frame.Type+" from the "+side, func() { r.handleSocket(ev, side) })
+				r.holdLocked(d, ev.Frame.Type+" from the "+side, func() { r.handleSocket(ev, side, false) })
 				r.mu.Unlock()
 				return
 			case "duplicate-frame":
 				r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: %s from the %s delivered twice", ev.Frame.Type, side), nil)
 				r.mu.Unlock()
-				r.handleSocket(ev, side)
-				r.handleSocket(ev, side)
+				r.handleSocket(ev, side, false)
+				r.handleSocket(ev, side, false)
 				return
 			}
 		}
 	}
 	r.mu.Unlock()
-	r.handleSocket(ev, side)
+	r.handleSocket(ev, side, recorded)
 }
 
 // late records a frame that arrived after the migration was bound to end:
@@ -521,9 +529,10 @@ func (r *run) onRuntime(ev sim.RuntimeEvent) {
 	r.mu.Unlock()
 }
 
-// handleSocket records a socket event, relays the cutover frames, and hands
-// the event to the migration's goroutine.
-func (r *run) handleSocket(ev jobsocket.Event, side string) {
+// handleSocket records a socket event (a frame unless recorded already),
+// relays the cutover frames, and hands the event to the migration's
+// goroutine.
+func (r *run) handleSocket(ev jobsocket.Event, side string, recorded bool) {
 	r.mu.Lock()
 	if ev.Kind == jobsocket.Frame && (ev.Late || r.ending) {
 		r.lateLocked(ev, side)
@@ -534,7 +543,9 @@ func (r *run) handleSocket(ev jobsocket.Event, side string) {
 	switch ev.Kind {
 	case jobsocket.Frame:
 		f := ev.Frame
-		r.recordLocked(r.phase, side, frameDetail(f), frameInfo("in", f.Type, ev.Size, payloadOf(f)))
+		if !recorded {
+			r.recordLocked(r.phase, side, frameDetail(f), frameInfo("in", f.Type, ev.Size, payloadOf(f)))
+		}
 		if f.Type == protocol.TypeAbort {
 			// Handled on this goroutine, in order with the relays: an
 			// answer the other side sends after this abort is late.
