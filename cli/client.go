@@ -188,7 +188,7 @@ func followMigration(ctx context.Context, c *client.Client, id string, out io.Wr
 	printed := 0
 	mig, err := c.WaitMigration(ctx, id, func(mig *sim.Migration) {
 		for _, ev := range mig.Events[min(printed, len(mig.Events)):] {
-			fmt.Fprintf(out, "  %8.1f ms  %-14s %-8s %s\n", float64(ev.At.Sub(mig.StartedAt))/float64(time.Millisecond), ev.Phase, ev.Side, ev.Detail)
+			fmt.Fprintf(out, "  %11s  %-14s %-8s %s\n", sim.FormatMs(float64(ev.At.Sub(mig.StartedAt))/float64(time.Millisecond)), ev.Phase, ev.Side, ev.Detail)
 		}
 		printed = len(mig.Events)
 	})

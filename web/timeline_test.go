@@ -38,7 +38,7 @@ func TestFmtMs(t *testing.T) {
 		in   *float64
 		want string
 	}{
-		{nil, "—"}, {f(0.84), "0.8 ms"}, {f(9.96), "10.0 ms"}, {f(412.4), "412 ms"}, {f(9999), "9999 ms"}, {f(34210), "34.21 s"},
+		{nil, "—"}, {f(0.84), "0.8 ms"}, {f(9.96), "10.0 ms"}, {f(412.4), "412.4 ms"}, {f(9999), "9999.0 ms"}, {f(34210), "34.210 s"},
 	} {
 		if got := fmtMs(tc.in); got != tc.want {
 			t.Errorf("fmtMs(%v) = %q, want %q", tc.in, got, tc.want)
