@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/normsim/normsim/normsimtest"
 	"github.com/normsim/normsim/sim"
 )
@@ -46,6 +48,36 @@ func TestBrowserStoppedAndWaitingInstances(t *testing.T) {
 	row := fmt.Sprintf(`[data-node="b"] tr[data-instance=%q]`, m.Target.Instance)
 	if c := b.text(row); !strings.Contains(c, "waiting for its job") {
 		b.fail("the overview's row of the waiting target reads %q", c)
+	}
+	b.noScriptErrors()
+}
+
+// TestBrowserOverviewTablesFitTheirCards: with three nodes, every cell of
+// a node's instance table stays inside the node's card from 1,000 px to
+// 1,600 px wide (the job column and the logs link once spilled over the
+// next card).
+func TestBrowserOverviewTablesFitTheirCards(t *testing.T) {
+	b := newBrowser(t)
+	s := startSim(t, normsimtest.Options{Runtime: sim.RuntimeExternal, Nodes: []string{"a", "b", "c"}})
+	for _, n := range []string{"a", "b", "c"} {
+		s.Launch(t, sim.LaunchRequest{Template: "counter", Node: n})
+		s.Launch(t, sim.LaunchRequest{Template: "plain", Node: n})
+	}
+	for _, w := range []int{1000, 1280, 1600} {
+		b.do(fmt.Sprintf("resize to %d px", w), chromedp.EmulateViewport(int64(w), 900))
+		b.open(s.URL + "/")
+		b.wait("three node tables", `document.querySelectorAll('.node table.instances').length === 3`, 10*time.Second)
+		spill := evalJS[[]string](b, `[...document.querySelectorAll('.node')].flatMap(card => {
+			const c = card.getBoundingClientRect();
+			return [...card.querySelectorAll('table.instances th, table.instances td')].filter(td => {
+				const r = td.getBoundingClientRect();
+				return r.left < c.left - 0.5 || r.right > c.right + 0.5;
+			}).map(td => card.dataset.node + ': ' + td.textContent.trim().slice(0, 40) + ' (' + Math.round(td.getBoundingClientRect().right) + ' > ' + Math.round(c.right) + ')');
+		})`)
+		b.screenshot(fmt.Sprintf("overview-%d", w))
+		if len(spill) > 0 {
+			b.fail("at %d px these cells spill out of their node card: %q", w, spill)
+		}
 	}
 	b.noScriptErrors()
 }
