@@ -2,6 +2,8 @@ package web_test
 
 import (
 	"fmt"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +79,54 @@ func TestBrowserOverviewTablesFitTheirCards(t *testing.T) {
 		b.screenshot(fmt.Sprintf("overview-%d", w))
 		if len(spill) > 0 {
 			b.fail("at %d px these cells spill out of their node card: %q", w, spill)
+		}
+	}
+	b.noScriptErrors()
+}
+
+// TestBrowserTimelineLabelsEveryMark: on a crowded timeline (a fault and
+// its consequences within a millisecond) every mark shows a label, and no
+// mark is drawn over another in its lane.
+func TestBrowserTimelineLabelsEveryMark(t *testing.T) {
+	m := completedMigration()
+	at := func(ms float64) time.Time { return m.StartedAt.Add(time.Duration(ms * float64(time.Millisecond))) }
+	crowd := []string{"fault: drop-socket the source (armed on state)", "state is lost with the source", "socket closed by normsim with 1006",
+		"rolling back: normsim closed the source's socket", "target removed", "source left running", "paused for 1s", "resumed",
+		"fault: kill the target (armed on target-ready)", "could not resume the target: gone"}
+	for i, d := range crowd {
+		m.Events = append(m.Events, sim.MigrationEvent{At: at(125.1 + float64(i)*0.05), Phase: "cutover-apply", Side: "manager", Detail: d})
+	}
+	slices.SortStableFunc(m.Events, func(x, y sim.MigrationEvent) int { return x.At.Compare(y.At) })
+	for i := range m.Events {
+		m.Events[i].Seq = i + 1
+	}
+	f := newFake()
+	f.addMig(m)
+	srv := httptest.NewServer(newServer(t, f, nil))
+	t.Cleanup(srv.Close)
+	b := newBrowser(t) // after the server: its cleanup, closing the event stream, runs first
+
+	for _, zoom := range []string{"", "?zoom=cutover"} {
+		b.open(srv.URL + "/migrations/mig-ok" + zoom)
+		b.screenshot("timeline" + strings.ReplaceAll(zoom, "?zoom=", "-"))
+		bad := evalJS[[]string](b, `(() => {
+			const out = [];
+			for (const lane of document.querySelectorAll('#timeline .tl-lane')) {
+				const marks = [...lane.querySelectorAll('.mark')].map(e => ({e, r: e.getBoundingClientRect(), text: e.textContent.trim()}));
+				for (const m of marks) {
+					if (!m.text || m.r.width < 20) out.push(lane.dataset.lane + ': mark ' + m.e.dataset.seq + ' shows no label (' + m.e.title + ')');
+				}
+				for (let i = 0; i < marks.length; i++) for (let j = i + 1; j < marks.length; j++) {
+					const a = marks[i].r, c = marks[j].r;
+					if (a.left < c.right - 1 && c.left < a.right - 1 && a.top < c.bottom - 1 && c.top < a.bottom - 1) {
+						out.push(lane.dataset.lane + ': "' + marks[i].text + '" and "' + marks[j].text + '" overlap');
+					}
+				}
+			}
+			return out;
+		})()`)
+		if len(bad) > 0 {
+			b.fail("timeline%s: %q", zoom, bad)
 		}
 	}
 	b.noScriptErrors()
