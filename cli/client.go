@@ -325,7 +325,7 @@ func followMigration(ctx context.Context, c *client.Client, id string, out io.Wr
 			ext.clear()
 		}
 		for _, ev := range mig.Events[min(printed, len(mig.Events)):] {
-			fmt.Fprintf(out, "  %8.1f ms  %-14s %-8s %s\n", float64(ev.At.Sub(mig.StartedAt))/float64(time.Millisecond), ev.Phase, ev.Side, ev.Detail)
+			fmt.Fprintf(out, "  %11s  %-14s %-8s %s\n", sim.FormatMs(float64(ev.At.Sub(mig.StartedAt))/float64(time.Millisecond)), ev.Phase, ev.Side, ev.Detail)
 		}
 		printed = len(mig.Events)
 		ext.tick(mig, time.Now())

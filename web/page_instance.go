@@ -43,6 +43,9 @@ type instancePage struct {
 	Migrations []*sim.Migration
 	Active     *sim.Migration
 	Terminal   bool
+	// Health is what the page says of the healthchecks: only a running
+	// instance is healthy or not yet.
+	Health string
 }
 
 type strategyButton struct {
@@ -103,6 +106,14 @@ func (s *Server) renderInstance(w http.ResponseWriter, r *http.Request, status i
 	p.In = safeInstance(raw)
 	p.External = raw.Runtime == sim.RuntimeExternal
 	p.Terminal = raw.State.Terminal()
+	switch {
+	case raw.State != sim.InstanceRunning:
+		p.Health = "—"
+	case raw.Healthy:
+		p.Health = "yes"
+	default:
+		p.Health = "not yet"
+	}
 	p.Env = envView(raw)
 	hideSecretParams(p.Env, raw, s.svc.Catalog())
 	p.Params = paramsView(raw, s.svc.Catalog())

@@ -246,7 +246,7 @@ func TestMigrationPageShowsTheTimeline(t *testing.T) {
 		// the point of no return and phases
 		`class="ponr"`, `title="get-state"`, `>place-target<`,
 		// durations and the seam
-		`id="d-total">190 ms<`, `id="d-ready">125 ms<`, `id="d-cutover">0.9 ms<`,
+		`id="d-total">190.0 ms<`, `id="d-ready">125.0 ms<`, `id="d-cutover">0.9 ms<`,
 		`data-verdict="seamless"`, "Seamless", "source last <strong class=\"mono\">41</strong>", "target first <strong class=\"mono\">42</strong>",
 		// the result
 		"overlay", "missing font", "1.5 ms",

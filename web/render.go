@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
-	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -178,32 +177,17 @@ var funcs = template.FuncMap{
 	"pathEscape": url.PathEscape,
 }
 
-// fmtMs formats milliseconds for people: "0.8 ms", "412 ms", "3.42 s".
+// fmtMs formats milliseconds as the CLI does (sim.FormatMs); "—" for none.
 func fmtMs(p *float64) string {
 	if p == nil {
 		return "—"
 	}
-	v := *p
-	switch {
-	case math.IsNaN(v) || math.IsInf(v, 0):
-		return "—"
-	case math.Abs(v) < 10:
-		return fmt.Sprintf("%.1f ms", v)
-	case math.Abs(v) < 10000:
-		return fmt.Sprintf("%.0f ms", v)
-	default:
-		return fmt.Sprintf("%.2f s", v/1000)
-	}
+	return sim.FormatMs(*p)
 }
 
-// fmtMsPrecise formats a time on the timeline to a tenth of a millisecond,
-// so events a fraction of a millisecond apart read apart.
-func fmtMsPrecise(v float64) string {
-	if math.Abs(v) >= 100000 {
-		return fmt.Sprintf("%.3f s", v/1000)
-	}
-	return fmt.Sprintf("%.1f ms", v)
-}
+// fmtMsPrecise formats a time on the timeline; the same format as every
+// duration, which keeps a tenth of a millisecond below ten seconds.
+func fmtMsPrecise(v float64) string { return sim.FormatMs(v) }
 
 func fmtBytes(n int) string {
 	if n < 1024 {

@@ -32,7 +32,10 @@ const (
 	dotPx    = 14.0
 	rowPx    = 26.0
 	lanePad  = 8.0
-	maxRows  = 6
+	// maxRows is how many rows of whole labels a lane grows to; past it
+	// labels are cut short (the whole one on hover) and take further rows
+	// only where even those would collide.
+	maxRows = 6
 )
 
 type timeline struct {
@@ -74,6 +77,9 @@ type mark struct {
 	Class     string
 	Title     string
 	Flip      bool
+	// lo and hi are the stretch of the track (in %) the mark and its
+	// label are estimated to cover; no other mark in its row overlaps it.
+	lo, hi float64
 }
 
 type timelineEvent struct {
@@ -269,42 +275,51 @@ func layoutTimeline(m *sim.Migration, now time.Time, win *window) timeline {
 			}
 			mk.Title = fmt.Sprintf("%s · %s %s · %s · %s", fmtMs(&ms), ev.Frame.Type, te.Dir, size, ev.Side)
 		} else {
-			mk.Class = "dot"
-			if mk.Label = shortLabel(ev.Detail); mk.Label != "" {
-				mk.Class += " labelled"
-				widthPx += float64(len([]rune(mk.Label)))*charPx*0.9 + 6
-			}
+			// Every dot says what it is; the whole detail is in its title.
+			mk.Class = "dot labelled"
+			mk.Label = shortLabel(ev.Detail)
+			widthPx = dotLabelPx(mk.Label)
 		}
 		if te.Tone != "" {
 			mk.Class += " " + te.Tone
 		}
-		w := widthPx / trackPx * 100
-		lo, hi := mk.Left, mk.Left+w
-		if hi > 100 {
-			mk.Flip = true
-			lo, hi = mk.Left-w, mk.Left
-		}
-		row := -1
-		for r, right := range rows[li] {
-			if right <= lo {
-				row = r
-				break
+		extent := func(px float64) (lo, hi float64, flip bool) {
+			w := px / trackPx * 100
+			if mk.Left+w > 100 {
+				return mk.Left - w, mk.Left, true
 			}
+			return mk.Left, mk.Left + w, false
 		}
-		if row < 0 {
-			if len(rows[li]) < maxRows {
-				rows[li] = append(rows[li], 0)
-				row = len(rows[li]) - 1
-			} else {
-				// Crowded: reuse the row that frees up first.
-				row = 0
-				for r, right := range rows[li] {
-					if right < rows[li][row] {
-						row = r
-					}
+		free := func(lo float64) int {
+			for r, right := range rows[li] {
+				if right <= lo {
+					return r
 				}
 			}
+			return -1
 		}
+		lo, hi, flip := extent(widthPx)
+		row := free(lo)
+		if row < 0 && len(rows[li]) >= maxRows {
+			// Crowded: a shorter label (the whole one on hover) where it
+			// fits, in a row of its own if it must; never over another.
+			if short := clipLabel(mk.Label, crowdedRunes); short != mk.Label {
+				mk.Label = short
+				mk.Class += " crowded"
+				if ev.Frame != nil {
+					widthPx = float64(len([]rune(short)))*charPx + labelPad
+				} else {
+					widthPx = dotLabelPx(short)
+				}
+				lo, hi, flip = extent(widthPx)
+			}
+			row = free(lo)
+		}
+		if row < 0 {
+			rows[li] = append(rows[li], 0)
+			row = len(rows[li]) - 1
+		}
+		mk.Flip, mk.lo, mk.hi = flip, lo, hi
 		rows[li][row] = hi + 0.3
 		mk.Top = lanePad + float64(row)*rowPx
 		tl.Lanes[li].Marks = append(tl.Lanes[li].Marks, mk)
@@ -339,7 +354,37 @@ var shortLabels = []struct{ prefix, label string }{
 	{"migration refused", "refused"},
 }
 
+// crowdedRunes is the length of a label cut short in a crowded lane.
+const crowdedRunes = 8
+
+// dotLabelPx estimates the width of a dot and its label.
+func dotLabelPx(label string) float64 {
+	return dotPx + float64(len([]rune(label)))*charPx*0.9 + 6
+}
+
+// clipLabel cuts a label to at most n runes, ending it with "…".
+func clipLabel(label string, n int) string {
+	r := []rune(label)
+	if len(r) <= n {
+		return label
+	}
+	return strings.TrimRight(string(r[:n-1]), " ·:,") + "…"
+}
+
+// shortLabel is a dot's label: a word for the events named above, else
+// the start of the detail (its first clause, cut short).
 func shortLabel(detail string) string {
+	if l := knownLabel(detail); l != "" {
+		return l
+	}
+	head := detail
+	if i := strings.IndexAny(head, ":(;"); i > 0 {
+		head = head[:i]
+	}
+	return clipLabel(strings.TrimSpace(head), 18)
+}
+
+func knownLabel(detail string) string {
 	if strings.HasPrefix(detail, "target ") && strings.Contains(detail, " created on node ") {
 		return "created"
 	}

@@ -38,7 +38,7 @@ func TestFmtMs(t *testing.T) {
 		in   *float64
 		want string
 	}{
-		{nil, "—"}, {f(0.84), "0.8 ms"}, {f(9.96), "10.0 ms"}, {f(412.4), "412 ms"}, {f(9999), "9999 ms"}, {f(34210), "34.21 s"},
+		{nil, "—"}, {f(0.84), "0.8 ms"}, {f(9.96), "10.0 ms"}, {f(412.4), "412.4 ms"}, {f(9999), "9999.0 ms"}, {f(34210), "34.210 s"},
 	} {
 		if got := fmtMs(tc.in); got != tc.want {
 			t.Errorf("fmtMs(%v) = %q, want %q", tc.in, got, tc.want)
@@ -65,7 +65,11 @@ func TestShortLabel(t *testing.T) {
 		"output seamless: source stopped at 41, target continued at 42": "seamless",
 		"output gap: 3 packets lost":                                    "gap",
 		"migration aborted: timed out":                                  "aborted",
-		"hello-ack and initial-state sent":                              "",
+		"hello-ack and initial-state sent":                              "hello-ack and ini…",
+		"resumed":                                                       "resumed",
+		"paused for 1s":                                                 "paused for 1s",
+		"state is lost with the source":                                 "state is lost wit…",
+		"late state from the source: it crossed the end":                "late state from t…",
 	} {
 		if got := shortLabel(detail); got != want {
 			t.Errorf("shortLabel(%q) = %q, want %q", detail, got, want)
@@ -172,6 +176,9 @@ func TestLayoutTimeline(t *testing.T) {
 	}
 }
 
+// TestLayoutTimelineWithManyEventsStaysInBounds: sixty frames within six
+// milliseconds, and a crowd of events at one instant, all stay on the
+// track, each with a label, none over another in its row.
 func TestLayoutTimelineWithManyEventsStaysInBounds(t *testing.T) {
 	t0 := time.Now()
 	m := &sim.Migration{StartedAt: t0}
@@ -179,10 +186,29 @@ func TestLayoutTimelineWithManyEventsStaysInBounds(t *testing.T) {
 		m.Events = append(m.Events, sim.MigrationEvent{Seq: i + 1, At: t0.Add(time.Duration(i) * 100 * time.Microsecond), Side: "source",
 			Frame: &sim.FrameInfo{Direction: "in", Type: "frame-" + strconv.Itoa(i)}})
 	}
+	for i, d := range []string{"fault: kill the source (armed on state)", "state is lost with the source", "socket closed by normsim",
+		"rolling back: the source is gone", "target removed", "source left running", "paused for 1s", "resumed", "migration aborted: gone"} {
+		m.Events = append(m.Events, sim.MigrationEvent{Seq: 61 + i, At: t0.Add(3 * time.Millisecond), Side: "manager", Detail: d})
+	}
 	tl := layoutTimeline(m, t0.Add(10*time.Millisecond), nil)
-	for _, mk := range tl.Lanes[1].Marks {
-		if mk.Left < 0 || mk.Left > 100 || mk.Top > lanePad+(maxRows-1)*rowPx {
-			t.Fatalf("mark out of bounds: %+v", mk)
+	for _, l := range tl.Lanes {
+		byRow := map[float64][]mark{}
+		for _, mk := range l.Marks {
+			if mk.Left < 0 || mk.Left > 100 || mk.lo < 0 || mk.hi > 100 {
+				t.Fatalf("%s: mark out of bounds: %+v", l.Name, mk)
+			}
+			if strings.TrimSpace(mk.Label) == "" {
+				t.Errorf("%s: mark %d has no label", l.Name, mk.Seq)
+			}
+			if mk.Top+rowPx > l.Height {
+				t.Errorf("%s: mark %d below its lane (top %v, lane %v)", l.Name, mk.Seq, mk.Top, l.Height)
+			}
+			for _, o := range byRow[mk.Top] {
+				if mk.lo < o.hi && o.lo < mk.hi {
+					t.Errorf("%s: mark %d (%q) overlaps mark %d (%q) in its row", l.Name, mk.Seq, mk.Label, o.Seq, o.Label)
+				}
+			}
+			byRow[mk.Top] = append(byRow[mk.Top], mk)
 		}
 	}
 }

@@ -186,6 +186,17 @@ func (r *run) frameFaultLocked(typ, dir, side string) *sim.Fault {
 	return nil
 }
 
+// strikesLocked reports whether strikeLocked would fire a fault on a frame
+// of typ that hits side.
+func (r *run) strikesLocked(typ, side string) bool {
+	for i, f := range r.faults {
+		if !r.fired[i] && faultKinds[f.Kind].side && f.On == typ && f.Side == side {
+			return true
+		}
+	}
+	return false
+}
+
 // strikeLocked fires, synchronously, the faults armed on a frame of typ
 // that hit side (the job sending or receiving it), so the fault lands
 // exactly there and not a relay later. It reports whether the frame is lost

@@ -325,6 +325,11 @@ type run struct {
 	// recording never sits on the relay's path. Guarded by mu.
 	deferring bool
 	deferred  []sim.MigrationEvent
+	// starting is set during the target's start call: events are held in
+	// held until it returns, so "target started" can go before whatever
+	// the target did before the call returned (see startTarget).
+	starting bool
+	held     []sim.MigrationEvent
 	// initialState is the source's state a handover target gets on
 	// connect, and initialSize the size of that initial-state frame.
 	initialState json.RawMessage
@@ -382,6 +387,10 @@ func (r *run) recordLocked(phase, side, detail string, frame *sim.FrameInfo) {
 }
 
 func (r *run) appendLocked(ev sim.MigrationEvent) {
+	if r.starting {
+		r.held = append(r.held, ev)
+		return
+	}
 	ev.Seq = len(r.mig.Events) + 1
 	r.mig.Events = append(r.mig.Events, ev)
 	r.m.journal.migrationEvent(r.id, ev)
@@ -445,15 +454,23 @@ func frameDetail(f protocol.JobFrame) string {
 func (r *run) onSocket(ev jobsocket.Event) {
 	side := r.sideOf(ev.Role)
 	r.mu.Lock()
-	if ev.Kind == jobsocket.Frame && r.strikeLocked(ev.Frame.Type, side) {
+	recorded := false
+	if ev.Kind == jobsocket.Frame && r.strikesLocked(ev.Frame.Type, side) {
+		// The frame has arrived before the fault armed on it fires: it
+		// goes on the timeline first.
 		r.recordLocked(r.phase, side, frameDetail(ev.Frame), frameInfo("in", ev.Frame.Type, ev.Size, payloadOf(ev.Frame)))
-		r.fireOnLocked(ev.Frame.Type)
-		r.mu.Unlock()
-		return
+		recorded = true
+		if r.strikeLocked(ev.Frame.Type, side) {
+			r.fireOnLocked(ev.Frame.Type)
+			r.mu.Unlock()
+			return
+		}
 	}
 	if ev.Kind == jobsocket.Frame {
 		if fl := r.frameFaultLocked(ev.Frame.Type, "in", side); fl != nil {
-			r.recordLocked(r.phase, side, frameDetail(ev.Frame), frameInfo("in", ev.Frame.Type, ev.Size, payloadOf(ev.Frame)))
+			if !recorded {
+				r.recordLocked(r.phase, side, frameDetail(ev.Frame), frameInfo("in", ev.Frame.Type, ev.Size, payloadOf(ev.Frame)))
+			}
 			switch fl.Kind {
 			case "drop-frame":
 				r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: dropped %s from the %s", ev.Frame.Type, side), nil)
@@ -471,20 +488,20 @@ func (r *run) onSocket(ev jobsocket.Event) {
 			case "delay-frame":
 				d := faultDelay(fl)
 				r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: %s from the %s held for %s", ev.Frame.Type, side, d), nil)
-				r.holdLocked(d, ev.Frame.Type+" from the "+side, func() { r.handleSocket(ev, side) })
+				r.holdLocked(d, ev.Frame.Type+" from the "+side, func() { r.handleSocket(ev, side, false) })
 				r.mu.Unlock()
 				return
 			case "duplicate-frame":
 				r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: %s from the %s delivered twice", ev.Frame.Type, side), nil)
 				r.mu.Unlock()
-				r.handleSocket(ev, side)
-				r.handleSocket(ev, side)
+				r.handleSocket(ev, side, false)
+				r.handleSocket(ev, side, false)
 				return
 			}
 		}
 	}
 	r.mu.Unlock()
-	r.handleSocket(ev, side)
+	r.handleSocket(ev, side, recorded)
 }
 
 // late records a frame that arrived after the migration was bound to end:
@@ -513,9 +530,10 @@ func (r *run) onRuntime(ev sim.RuntimeEvent) {
 	r.mu.Unlock()
 }
 
-// handleSocket records a socket event, relays the cutover frames, and hands
-// the event to the migration's goroutine.
-func (r *run) handleSocket(ev jobsocket.Event, side string) {
+// handleSocket records a socket event (a frame unless recorded already),
+// relays the cutover frames, and hands the event to the migration's
+// goroutine.
+func (r *run) handleSocket(ev jobsocket.Event, side string, recorded bool) {
 	r.mu.Lock()
 	if ev.Kind == jobsocket.Frame && (ev.Late || r.ending) {
 		r.lateLocked(ev, side)
@@ -526,7 +544,9 @@ func (r *run) handleSocket(ev jobsocket.Event, side string) {
 	switch ev.Kind {
 	case jobsocket.Frame:
 		f := ev.Frame
-		r.recordLocked(r.phase, side, frameDetail(f), frameInfo("in", f.Type, ev.Size, payloadOf(f)))
+		if !recorded {
+			r.recordLocked(r.phase, side, frameDetail(f), frameInfo("in", f.Type, ev.Size, payloadOf(f)))
+		}
 		if f.Type == protocol.TypeAbort {
 			// Handled on this goroutine, in order with the relays: an
 			// answer the other side sends after this abort is late.
@@ -917,15 +937,38 @@ func (r *run) startTarget(ctx context.Context) error {
 		r.m.mu.Unlock()
 		return endf("the target failed to start: injected fault")
 	}
-	if err := r.m.start(ctx, in, r.rt); err != nil {
-		return endf("the target failed to start: %v", err)
-	}
+	// A start call can return after the job it started has connected (a
+	// Docker start, a port lookup): the events recorded meanwhile are held
+	// and the target is recorded started before the first of its own, at
+	// that event's time, since it cannot have acted before it started.
+	r.mu.Lock()
+	r.starting = true
+	r.mu.Unlock()
+	err := r.m.start(ctx, in, r.rt)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	held := r.held
+	r.starting, r.held = false, nil
+	started := sim.MigrationEvent{At: r.m.now(), Phase: r.phase, Side: sideTarget, Detail: "target started"}
 	if in.Runtime == sim.RuntimeExternal {
 		// Nothing was started: the developer starts the job.
-		r.recordHere(sideTarget, "waiting for the developer to start the target's job with the env shown (external runtime)", nil)
-		return nil
+		started.Detail = "waiting for the developer to start the target's job with the env shown (external runtime)"
 	}
-	r.recordHere(sideTarget, "target started", nil)
+	put := false
+	for _, ev := range held {
+		if err == nil && !put && ev.Side == sideTarget {
+			started.At, started.Phase = ev.At, ev.Phase
+			r.appendLocked(started)
+			put = true
+		}
+		r.appendLocked(ev)
+	}
+	if err != nil {
+		return endf("the target failed to start: %v", err)
+	}
+	if !put {
+		r.appendLocked(started)
+	}
 	return nil
 }
 

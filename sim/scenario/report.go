@@ -225,7 +225,7 @@ func statusWord(status string) string {
 func Timeline(m *sim.Migration) string {
 	var b bytes.Buffer
 	for _, ev := range m.Events {
-		fmt.Fprintf(&b, "%9.1f ms  %-14s %-8s %s\n", ms(ev.At.Sub(m.StartedAt)), ev.Phase, ev.Side, ev.Detail)
+		fmt.Fprintf(&b, "%12s  %-14s %-8s %s\n", sim.FormatMs(ms(ev.At.Sub(m.StartedAt))), ev.Phase, ev.Side, ev.Detail)
 	}
 	return b.String()
 }
@@ -237,7 +237,7 @@ func Summary(m *sim.Migration) string {
 	fmt.Fprintf(&b, "migration %s: %s of %s from node %s to node %s (%s)\n", m.ID, m.Strategy, m.Source.Instance, m.Source.Node, m.Target.Node, orNone(m.Target.Instance))
 	fmt.Fprintf(&b, "ended %s%s", m.State, inPhase(m))
 	if t := m.Durations.TotalMs; t != nil {
-		fmt.Fprintf(&b, " after %.1f ms", *t)
+		fmt.Fprintf(&b, " after %s", sim.FormatMs(*t))
 	}
 	fmt.Fprintf(&b, "%s\n", colon(m.Reason))
 	if o := m.Output; o != nil {

@@ -180,7 +180,8 @@
     var el = document.getElementById('elapsed');
     if (!el || body.hasAttribute('data-ended')) return;
     var ms = Date.now() - Number(el.dataset.start);
-    el.textContent = ms < 10000 ? Math.max(0, ms).toFixed(0) + ' ms' : (ms / 1000).toFixed(1) + ' s';
+    // As sim.FormatMs formats it on the server and in the CLI.
+    el.textContent = ms < 9999.95 ? Math.max(0, ms).toFixed(1) + ' ms' : (ms / 1000).toFixed(3) + ' s';
   }
   if (page === 'migration') {
     setInterval(tickClock, 100);

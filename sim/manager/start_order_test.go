@@ -1,0 +1,153 @@
+package manager_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/internal/testjob"
+	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/protocol"
+	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/sim/jobsocket"
+	"github.com/normsim/normsim/sim/manager"
+)
+
+// slowStart is the external runtime whose Start returns only when the test
+// says so, as a Docker start call can return after the job inside it has
+// already connected.
+type slowStart struct {
+	manager.External
+	gate chan struct{}
+}
+
+func (s slowStart) Start(ctx context.Context, id string) error {
+	if strings.Contains(id, "counter") && s.gate != nil {
+		select {
+		case <-s.gate:
+		case <-ctx.Done():
+		}
+	}
+	return nil
+}
+
+// TestTargetStartedBeforeItConnects: the target's job connects while the
+// start call is still running. It cannot have connected before it was
+// started, so the timeline says "target started" before "connected", and
+// no event is stamped earlier than the one before it.
+func TestTargetStartedBeforeItConnects(t *testing.T) {
+	ctx := context.Background()
+	store, catalog := manager.NewMemStore(t), manager.RepoCatalog(t)
+	var mgr *manager.Manager
+	rt := slowStart{}
+	var nodes []manager.Node
+	for _, name := range []string{"a", "b"} {
+		l := jobsocket.New(jobsocket.Config{Node: name, OnEvent: func(ev jobsocket.Event) { mgr.OnSocketEvent(ev) }})
+		if err := l.Open("127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		nodes = append(nodes, manager.Node{Node: sim.Node{Name: name, SocketPort: l.Port()}, Socket: l})
+	}
+	mgr = manager.New(manager.Config{Nodes: nodes, Store: store, Catalog: catalog,
+		Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: &rt}, DefaultRuntime: sim.RuntimeExternal})
+	defer mgr.Close()
+
+	in, err := mgr.Launch(ctx, sim.LaunchRequest{Template: "counter", Node: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, _ = mgr.Instance(ctx, in.ID)
+	src := testjob.Dial(t, in.Env["counter"])
+	waitUntil(t, "the source to connect", func() bool { got, _ := mgr.Instance(ctx, in.ID); return got.Connected })
+
+	gate := make(chan struct{})
+	rt.gate = gate // from here on, a start call waits for the gate
+	m, err := mgr.Migrate(ctx, in.ID, manager.MigrateRequest{Strategy: string(sim.Handover)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.Expect(protocol.TypeGetState)
+	src.Send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{"next":1}`)})
+	var env map[string]string
+	waitUntil(t, "the target to be placed", func() bool {
+		got, err := mgr.Migration(ctx, m.ID)
+		if err == nil && got.Target.Instance != "" {
+			tgt, _ := mgr.Instance(ctx, got.Target.Instance)
+			env = tgt.Env["counter"]
+		}
+		return env != nil
+	})
+	tgt := testjob.Dial(t, env) // connects while the start call waits
+	tgt.Expect(protocol.TypeInitialState)
+	close(gate)
+	tgt.Send(protocol.JobFrame{Type: protocol.TypeTargetReady, Payload: json.RawMessage(`null`)})
+	src.Expect(protocol.TypeCutoverReady)
+	src.Send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":0}`)})
+	tgt.Expect(protocol.TypeCutoverApply)
+	tgt.Send(protocol.JobFrame{Type: protocol.TypeTargetApplied, Applied: []string{"counter"}})
+	var done *sim.Migration
+	waitUntil(t, "the migration to end", func() bool {
+		done, _ = mgr.Migration(ctx, m.ID)
+		return done != nil && done.State.Ended()
+	})
+
+	started, connected := -1, -1
+	for i, ev := range done.Events {
+		if i > 0 && ev.At.Before(done.Events[i-1].At) {
+			t.Errorf("event %d (%s) is stamped before event %d (%s)", ev.Seq, ev.Detail, done.Events[i-1].Seq, done.Events[i-1].Detail)
+		}
+		if ev.Side != "target" {
+			continue
+		}
+		switch {
+		case ev.Detail == "target started" && started < 0:
+			started = i
+		case strings.HasPrefix(ev.Detail, "connected") && connected < 0:
+			connected = i
+		}
+	}
+	if started < 0 || connected < 0 || started > connected {
+		t.Fatalf("want target started (at %d) before the target connected (at %d)\n%s", started, connected, normsimtest.Timeline(done))
+	}
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestFaultAfterTheFrameItWasArmedOn: a fault armed on a frame the job
+// sends fires once that frame has arrived, so the timeline shows the frame
+// first and then the fault. (drop-socket: the one such fault an external
+// job, played by the test, can take.)
+func TestFaultAfterTheFrameItWasArmedOn(t *testing.T) {
+	for _, kind := range []string{"drop-socket"} {
+		t.Run(kind, func(t *testing.T) {
+			h := startHandover(t, sim.MigrateRequest{Timeouts: short(), Faults: []sim.Fault{{Kind: kind, Side: "source", On: "state"}}})
+			h.sj.Expect(protocol.TypeGetState)
+			h.sj.Send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{"n":1}`)})
+			m := h.s.WaitMigration(t, h.m.ID, 30*time.Second)
+			frame, fault := -1, -1
+			for i, ev := range m.Events {
+				switch {
+				case frame < 0 && ev.Frame != nil && ev.Frame.Type == protocol.TypeState:
+					frame = i
+				case fault < 0 && strings.HasPrefix(ev.Detail, "fault: "+kind):
+					fault = i
+				}
+			}
+			if frame < 0 || fault < 0 || fault < frame {
+				t.Fatalf("want the state frame (at %d) before the fault armed on it (at %d)\n%s", frame, fault, normsimtest.Timeline(m))
+			}
+		})
+	}
+}
