@@ -103,7 +103,9 @@ func TestTargetStartedBeforeItConnects(t *testing.T) {
 			continue
 		}
 		switch {
-		case ev.Detail == "target started" && started < 0:
+		// The slow runtime stands in under the external runtime's name, whose
+		// start event says the developer starts the job.
+		case strings.HasPrefix(ev.Detail, "waiting for the developer to start the target's job") && started < 0:
 			started = i
 		case strings.HasPrefix(ev.Detail, "connected") && connected < 0:
 			connected = i
