@@ -26,6 +26,7 @@ import (
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/jobsocket"
+	"github.com/normsim/normsim/sim/logcap"
 	"github.com/normsim/normsim/sim/manager"
 	"github.com/normsim/normsim/sim/process"
 	"github.com/normsim/normsim/sim/sink"
@@ -73,7 +74,9 @@ type Options struct {
 // RuntimeFactory makes a runtime, or says it is not available here.
 type RuntimeFactory struct {
 	Name string
-	New  func(ctx context.Context, obs sim.RuntimeObserver, log *slog.Logger) (sim.Runtime, error)
+	// New gets the observer of the runtime's events and the sink of
+	// what its instances print.
+	New func(ctx context.Context, obs sim.RuntimeObserver, logs sim.LogSink, log *slog.Logger) (sim.Runtime, error)
 }
 
 // DefaultOptions are the options of a plain `normsim up`.
@@ -122,6 +125,10 @@ type Main struct {
 	tempDirs       []string
 	templatesNote  string
 	recorder       *jobsocket.Recorder
+	// Logs keeps what instances print; logSink hands the runtimes' lines
+	// to it (the runtimes open before the store it writes to).
+	Logs           *logcap.Capture
+	logSink        logForward
 	httpLn         net.Listener
 	httpSrv        *http.Server
 	ready          chan struct{}
@@ -239,6 +246,8 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	// A second normsim started on this store names this one.
 	m.Store.SetHolder(fmt.Sprintf("pid %d, dashboard %s", os.Getpid(), m.URL()))
 	m.recorder = jobsocket.NewRecorder(m.Store, jobsocket.DefaultRecorderLimits, m.log)
+	m.Logs = logcap.New(logcap.Config{Store: m.Store, Logger: m.log})
+	m.logSink.set(m.Logs)
 
 	noSocket := map[string]bool{}
 	for _, n := range m.Opts.NoJobSocket {
@@ -294,7 +303,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	owner := m.Store.Owner()
 	sinkPort := m.Sink.Port()
 	cfg := manager.Config{
-		Nodes: nodes, Store: m.Store, Catalog: m.Catalog,
+		Nodes: nodes, Store: m.Store, Catalog: m.Catalog, Logs: m.Logs,
 		Sink: m.Sink, StudioAccess: m.Opts.StudioAccess, Owner: owner, Run: process.RunLabel(), Logger: m.log, Now: m.Opts.Now,
 		OutputEnv: func(runtime string) map[string]string {
 			host := "127.0.0.1"
@@ -452,7 +461,7 @@ func (m *Main) validateNodes() error {
 func (m *Main) openRuntimes(ctx context.Context, obs sim.RuntimeObserver) (string, error) {
 	var firstErr error
 	for _, f := range m.Opts.Runtimes {
-		rt, err := f.New(ctx, obs, m.log.With("runtime", f.Name))
+		rt, err := f.New(ctx, obs, &m.logSink, m.log.With("runtime", f.Name))
 		if err != nil {
 			m.log.Debug("runtime unavailable", "runtime", f.Name, "err", err)
 			if m.Opts.Runtime == f.Name {
@@ -558,6 +567,10 @@ func (m *Main) Close() error {
 		}
 		if m.recorder != nil {
 			m.recorder.Close()
+		}
+		if m.Logs != nil {
+			m.logSink.set(nil)
+			m.Logs.Close() // after the runtimes: their last lines are in
 		}
 		if m.Store != nil {
 			m.Store.Close()

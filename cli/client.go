@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -104,19 +105,35 @@ func clientCommands(env Env) []*cobra.Command {
 		},
 	}
 
-	var follow bool
+	var logOpts client.LogOptions
+	var tail string
 	logs := &cobra.Command{
 		Use:   "logs ID",
 		Short: "Print an instance's logs (-f to follow)",
-		Args:  exactArgs(1, "ID"),
+		Long: `Print what an instance's services printed, kept by normsim: also after the
+instance stopped, migrated away or was removed, and after a restart on the
+same --db. The exit status is non-zero when they cannot be served.`,
+		Args: exactArgs(1, "ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return api().Logs(cmd.Context(), args[0], follow, cmd.OutOrStdout())
+			logOpts.Tail = -1
+			if tail != "all" {
+				n, err := strconv.Atoi(tail)
+				if err != nil || n < 0 {
+					return usageErr("--tail: want a number of lines or \"all\"; got %q", tail)
+				}
+				logOpts.Tail = n
+			}
+			return api().Logs(cmd.Context(), args[0], logOpts, cmd.OutOrStdout())
 		},
 	}
-	logs.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new lines")
+	logs.Flags().BoolVarP(&logOpts.Follow, "follow", "f", false, "keep printing new lines until the instance ends")
+	logs.Flags().BoolVarP(&logOpts.Timestamps, "timestamps", "t", false, "show the time each line arrived")
+	logs.Flags().StringVar(&logOpts.Since, "since", "", "only lines since an RFC 3339 time or a duration back from now (10m)")
+	logs.Flags().StringVarP(&tail, "tail", "n", "all", "number of lines to show from the end")
 
 	var to, strategy, mruntime string
 	var wait bool
+	var logLines int
 	var timeouts []string
 	migrate := &cobra.Command{
 		Use:   "migrate ID",
@@ -134,7 +151,11 @@ completed.`,
 			if err := parseTimeouts(timeouts, &req.Timeouts); err != nil {
 				return err
 			}
+			if logLines < 1 {
+				return usageErr("--log-lines: want at least 1; got %d", logLines)
+			}
 			c := api()
+			c.LogTail = logLines
 			mig, err := c.Migrate(cmd.Context(), args[0], req)
 			if err != nil {
 				return err
@@ -158,6 +179,7 @@ completed.`,
 	migrate.Flags().StringVar(&strategy, "strategy", "", "overlap, stopThenStart or handover (default: the template's declared one)")
 	migrate.Flags().StringVar(&mruntime, "runtime", "", "runtime of the target (default: the source's)")
 	migrate.Flags().BoolVar(&wait, "wait", false, "print the phases as they happen and wait for the end")
+	migrate.Flags().IntVar(&logLines, "log-lines", sim.DefaultLogTail, "with --wait, last log lines of each side printed when the migration fails or aborts")
 	migrate.Flags().StringArrayVar(&timeouts, "timeout", nil, "per-phase timeout PHASE=DURATION: "+strings.Join(sim.TimeoutNames(), ", ")+" (repeatable; docs/migrations.md)")
 
 	cmds := []*cobra.Command{launch, ps, stop, logs, migrate}
@@ -188,7 +210,7 @@ func followMigration(ctx context.Context, c *client.Client, id string, out io.Wr
 	printed := 0
 	mig, err := c.WaitMigration(ctx, id, func(mig *sim.Migration) {
 		for _, ev := range mig.Events[min(printed, len(mig.Events)):] {
-			fmt.Fprintf(out, "  %8.1f ms  %-14s %-8s %s\n", float64(ev.At.Sub(mig.StartedAt))/float64(time.Millisecond), ev.Phase, ev.Side, ev.Detail)
+			fmt.Fprintf(out, "  %8.1f ms  %-14s %-8s %s%s\n", float64(ev.At.Sub(mig.StartedAt))/float64(time.Millisecond), ev.Phase, ev.Side, ev.Detail, sim.PayloadSnippet(ev))
 		}
 		printed = len(mig.Events)
 	})
@@ -205,6 +227,9 @@ func followMigration(ctx context.Context, c *client.Client, id string, out io.Wr
 	fmt.Fprintln(out)
 	if mig.Output != nil {
 		fmt.Fprintf(out, "output: %s (%s)\n", mig.Output.Verdict, mig.Output.Detail)
+	}
+	if mig.Logs != nil && len(mig.Logs.Tails) > 0 {
+		fmt.Fprint(out, sim.FormatLogTails(mig.Logs.Tails))
 	}
 	return mig, nil
 }

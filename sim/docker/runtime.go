@@ -44,6 +44,9 @@ type Config struct {
 	Logger   *slog.Logger
 	// Now stamps RuntimeEvents; time.Now by default.
 	Now func() time.Time
+	// Logs receives every line each container prints, from its start;
+	// nil captures nothing (Logs still reads the engine's).
+	Logs sim.LogSink
 }
 
 // Runtime is sim.Runtime on the Docker engine the docker command line
@@ -58,6 +61,10 @@ type Runtime struct {
 	observer  sim.RuntimeObserver
 	log       *slog.Logger
 	now       func() time.Time
+	logs      sim.LogSink
+	// capCtx ends the log captures when the runtime closes.
+	capCtx    context.Context
+	capCancel context.CancelFunc
 
 	connMu    sync.Mutex
 	connected bool // API version negotiated
@@ -67,7 +74,7 @@ type Runtime struct {
 	closed    bool
 	watching  bool
 	cancel    context.CancelFunc // stops the event watcher
-	wg        sync.WaitGroup     // the event watcher
+	wg        sync.WaitGroup     // the event watcher and the log captures
 }
 
 var _ sim.Runtime = (*Runtime)(nil)
@@ -87,11 +94,17 @@ type instance struct {
 	// (re)started; gone is closed once the instance is stopped or removed.
 	changed chan struct{}
 	gone    chan struct{}
+	// captured is closed once the capture of the instance's output has
+	// ended; nil until it starts.
+	captured chan struct{}
 }
 
 type service struct {
 	name      string
 	container string // ID
+	// drainedAt is when the capture last read a stream of the service to
+	// its end (guarded by Runtime.mu).
+	drainedAt time.Time
 }
 
 func (in *instance) service(containerID string) *service {
@@ -141,8 +154,10 @@ func New(cfg Config) (*Runtime, error) {
 		observer:  cfg.Observer,
 		log:       cfg.Logger,
 		now:       cfg.Now,
+		logs:      cfg.Logs,
 		instances: map[string]*instance{},
 	}
+	r.capCtx, r.capCancel = context.WithCancel(context.Background())
 	if r.observer == nil {
 		r.observer = func(sim.RuntimeEvent) {}
 	}
@@ -268,6 +283,7 @@ func (r *Runtime) Close(ctx context.Context, keep bool) error {
 	if cancel != nil {
 		cancel()
 	}
+	r.capCancel()
 	r.wg.Wait()
 	errs = append(errs, r.cli.Close())
 	if c, ok := r.compose.(interface{ Close() error }); ok {

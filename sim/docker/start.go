@@ -31,6 +31,8 @@ func (r *Runtime) Start(ctx context.Context, instanceID string) error {
 	if in.composeName == "" {
 		return sim.Errorf(sim.EConflict, "instance %s was created by a normsim before the Compose SDK and cannot be started again; stop it and launch it anew", instanceID)
 	}
+	// Captured from before the start, so no line is missed.
+	r.capture(in, time.Time{})
 	return r.startCompose(ctx, in) // its errors name the instance
 }
 
@@ -88,6 +90,7 @@ func (r *Runtime) Stop(ctx context.Context, instanceID string, grace time.Durati
 			return fmt.Errorf("stop instance %s: %w", instanceID, err)
 		}
 		r.forget(in)
+		r.awaitCaptured(in)
 		return nil
 	}
 
@@ -113,7 +116,24 @@ func (r *Runtime) Stop(ctx context.Context, instanceID string, grace time.Durati
 		return fmt.Errorf("stop instance %s: %w", instanceID, err)
 	}
 	r.forget(in)
+	r.awaitCaptured(in)
 	return nil
+}
+
+// awaitCaptured waits (boundedly) for the capture of a stopped instance's
+// output to end, so what it printed while it stopped is kept before Stop
+// returns.
+func (r *Runtime) awaitCaptured(in *instance) {
+	r.mu.Lock()
+	done := in.captured
+	r.mu.Unlock()
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+	case <-time.After(drainBound):
+	}
 }
 
 // removeAll force-removes containers (with their anonymous volumes), then
