@@ -61,10 +61,13 @@ type LogQuery struct {
 // LogPage is what a LogQuery found, and what was not kept of the instance.
 type LogPage struct {
 	// Known is false when nothing was ever recorded for the instance.
-	Known bool          `json:"known"`
-	Lines []LogLine     `json:"lines"`
-	Kept  LogRetention  `json:"kept"`
-	Lost  LogLostCounts `json:"lost"`
+	Known bool      `json:"known"`
+	Lines []LogLine `json:"lines"`
+	// Matched is how many lines the query selected before Tail kept the
+	// last of them.
+	Matched int64         `json:"matched"`
+	Kept    LogRetention  `json:"kept"`
+	Lost    LogLostCounts `json:"lost"`
 }
 
 // LogRetention says what the store holds of an instance.

@@ -58,9 +58,9 @@ func (r *Runtime) Logs(ctx context.Context, instanceID string, follow bool, w io
 
 // followLogs follows one service's logs from since (all when zero); after
 // its container stops it waits for the container to start again, then
-// goes on from the last line it wrote. done, when not nil, is told each
-// time a stream of the service ended.
-func (r *Runtime) followLogs(ctx context.Context, in *instance, s *service, out lineSink, since time.Time, done func()) error {
+// goes on from the last line it wrote. reading, when not nil, is told as
+// each stream of the service begins (true) and ends (false).
+func (r *Runtime) followLogs(ctx context.Context, in *instance, s *service, out lineSink, since time.Time, reading func(bool)) error {
 	last := since
 	for {
 		// Taken before reading, so a start during the read is not missed.
@@ -68,9 +68,12 @@ func (r *Runtime) followLogs(ctx context.Context, in *instance, s *service, out 
 		changed, gone := in.changed, in.gone
 		r.mu.Unlock()
 		var err error
+		if reading != nil {
+			reading(true)
+		}
 		last, err = r.copyLogs(ctx, s, true, last, out)
-		if done != nil {
-			done()
+		if reading != nil {
+			reading(false)
 		}
 		switch {
 		case ctx.Err() != nil || errors.Is(err, errGone):
@@ -105,8 +108,8 @@ func (r *Runtime) copyLogs(ctx context.Context, s *service, follow bool, since t
 	defer rc.Close()
 	last := since
 	prefix := s.name + " | "
-	stdout := &lineWriter{out: out, prefix: prefix, service: s.name, stream: sim.StreamStdout, after: since, last: &last, now: r.now}
-	stderr := &lineWriter{out: out, prefix: prefix, service: s.name, stream: sim.StreamStderr, after: since, last: &last, now: r.now}
+	stdout := &lineWriter{out: out, svc: s, prefix: prefix, service: s.name, stream: sim.StreamStdout, after: since, last: &last, now: r.now}
+	stderr := &lineWriter{out: out, svc: s, prefix: prefix, service: s.name, stream: sim.StreamStderr, after: since, last: &last, now: r.now}
 	_, err = stdcopy.StdCopy(stdout, stderr, rc)
 	if ferr := errors.Join(stdout.flush(), stderr.flush()); ferr != nil && err == nil {
 		err = ferr
@@ -144,6 +147,9 @@ type captureOut struct {
 }
 
 func (c captureOut) line(lw *lineWriter, at time.Time, text string) error {
+	if lw.svc != nil {
+		lw.svc.captured.Add(1)
+	}
 	c.sink.CaptureLog(sim.LogLine{Instance: c.instance, Service: lw.service, Stream: lw.stream, At: at, Text: text})
 	return nil
 }
@@ -154,6 +160,7 @@ func (c captureOut) line(lw *lineWriter, at time.Time, text string) error {
 // sim.MaxLogLineBytes is cut, the rest of it counted.
 type lineWriter struct {
 	out     lineSink
+	svc     *service // nil in tests
 	prefix  string
 	service string
 	stream  string
@@ -250,9 +257,12 @@ func (r *Runtime) capture(in *instance, since time.Time) {
 		var wg sync.WaitGroup
 		for _, s := range services {
 			wg.Go(func() {
-				err := r.followLogs(r.capCtx, in, s, out, since, func() {
+				err := r.followLogs(r.capCtx, in, s, out, since, func(reading bool) {
 					r.mu.Lock()
-					s.drainedAt = time.Now()
+					s.reading = reading
+					if !reading {
+						s.drainedAt = time.Now()
+					}
 					r.mu.Unlock()
 				})
 				if err != nil {

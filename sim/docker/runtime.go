@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"os"
@@ -103,8 +104,13 @@ type service struct {
 	name      string
 	container string // ID
 	// drainedAt is when the capture last read a stream of the service to
-	// its end (guarded by Runtime.mu).
+	// its end; reading is whether it is reading one (both guarded by
+	// Runtime.mu).
 	drainedAt time.Time
+	reading   bool
+	// captured counts the lines the capture read, to tell a slow capture
+	// from a stalled one.
+	captured atomic.Int64
 }
 
 func (in *instance) service(containerID string) *service {

@@ -147,19 +147,12 @@ func (m *Manager) MigrationLogs(ctx context.Context, mig *sim.Migration, tail in
 		if side.ep.Instance == "" {
 			continue
 		}
-		page, err := book.Read(ctx, sim.LogQuery{Instance: side.ep.Instance, Since: logs.From, Until: logs.Until, Tail: sim.MaxMigrationLogLines + 1})
+		page, err := book.Read(ctx, sim.LogQuery{Instance: side.ep.Instance, Since: logs.From, Until: logs.Until, Tail: sim.MaxMigrationLogLines})
 		if err != nil {
 			return fmt.Errorf("logs of migration %s: %w", mig.ID, err)
 		}
-		lines := page.Lines
-		if len(lines) > sim.MaxMigrationLogLines {
-			lines = lines[1:]
-			n, err := book.Read(ctx, sim.LogQuery{Instance: side.ep.Instance, Since: logs.From, Until: logs.Until})
-			if err == nil {
-				logs.Omitted += len(n.Lines) - len(lines)
-			}
-		}
-		for _, l := range lines {
+		logs.Omitted += int(page.Matched) - len(page.Lines)
+		for _, l := range page.Lines {
 			logs.Lines = append(logs.Lines, sim.MigrationLogLine{Side: side.name, LogLine: l})
 		}
 		if failed {

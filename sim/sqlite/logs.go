@@ -23,6 +23,9 @@ type LogLimits struct {
 // 500 instances that printed last.
 var DefaultLogLimits = LogLimits{Lines: 20000, Bytes: 4 << 20, Instances: 500}
 
+// logRows is how many lines one insert statement writes.
+const logRows = 64
+
 // trimTo is the share of a bound a trim leaves, so that a chatty instance
 // is trimmed once per tenth of its bound rather than on every batch.
 const trimTo = 0.9
@@ -58,10 +61,26 @@ func (s *Store) AppendLogs(ctx context.Context, lines []sim.LogLine) error {
 	}
 	now := time.Now().UnixNano()
 	return s.atomically(ctx, func(tx *sql.Tx) error {
-		ins := tx.StmtContext(ctx, s.writes[wLogLine])
-		for _, l := range lines {
-			if _, err := ins.ExecContext(ctx, l.Instance, l.Service, l.Stream, nanos(l.At), l.Text); err != nil {
-				return fmt.Errorf("append log line of %s: %w", l.Instance, err)
+		rest := lines
+		if len(rest) >= logRows {
+			many := tx.StmtContext(ctx, s.writes[wLogLines])
+			args := make([]any, 0, 5*logRows)
+			for ; len(rest) >= logRows; rest = rest[logRows:] {
+				args = args[:0]
+				for _, l := range rest[:logRows] {
+					args = append(args, l.Instance, l.Service, l.Stream, nanos(l.At), l.Text)
+				}
+				if _, err := many.ExecContext(ctx, args...); err != nil {
+					return fmt.Errorf("append log lines: %w", err)
+				}
+			}
+		}
+		if len(rest) > 0 {
+			one := tx.StmtContext(ctx, s.writes[wLogLine])
+			for _, l := range rest {
+				if _, err := one.ExecContext(ctx, l.Instance, l.Service, l.Stream, nanos(l.At), l.Text); err != nil {
+					return fmt.Errorf("append log line of %s: %w", l.Instance, err)
+				}
 			}
 		}
 		for _, inst := range order {
@@ -189,6 +208,12 @@ func (s *Store) ReadLogs(ctx context.Context, q sim.LogQuery) (*sim.LogPage, err
 		sel += ` AND at < ?`
 		args = append(args, nanos(q.Until))
 	}
+	if q.Tail > 0 {
+		count := `SELECT count(*)` + sel[len(`SELECT seq, service, stream, at, text`):]
+		if err := s.pool().QueryRowContext(ctx, count, args...).Scan(&page.Matched); err != nil {
+			return nil, fmt.Errorf("count logs of %s: %w", q.Instance, err)
+		}
+	}
 	switch {
 	case q.Tail > 0:
 		sel += fmt.Sprintf(` ORDER BY seq DESC LIMIT %d`, q.Tail)
@@ -213,6 +238,9 @@ func (s *Store) ReadLogs(ctx context.Context, q sim.LogQuery) (*sim.LogPage, err
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read logs of %s: %w", q.Instance, err)
+	}
+	if q.Tail <= 0 {
+		page.Matched = int64(len(page.Lines))
 	}
 	if q.Tail > 0 {
 		slices.Reverse(page.Lines)

@@ -114,3 +114,28 @@ func TestRegisterLogsForgetsTheOldest(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAppendLogs stores lines in the capture's batches of 2,000 into
+// a file store; lines/s is what the store keeps up with.
+//
+//	go test -run '^$' -bench BenchmarkAppendLogs ./sim/sqlite/
+func BenchmarkAppendLogs(b *testing.B) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "s.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	at := time.Now()
+	batch := logLines("i1", 0, 2000, at)
+	for i := range batch {
+		batch[i].Text = fmt.Sprintf("time=2026-12-01T12:00:00Z level=INFO msg=chatty n=%d", i)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if err := s.AppendLogs(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*len(batch))/b.Elapsed().Seconds(), "lines/s")
+}

@@ -61,6 +61,7 @@ const (
 	wEvent
 	wFrame
 	wLogLine
+	wLogLines
 	wLogCount
 	numWrites
 )
@@ -81,6 +82,8 @@ var writeSQL = [numWrites]string{
 	wEvent:          `INSERT INTO events (at, kind, instance, migration, data) VALUES (?,?,?,?,?)`,
 	wFrame:          `INSERT INTO frames (at, node, job_id, role, direction, type, size, data) VALUES (?,?,?,?,?,?,?,?)`,
 	wLogLine:        `INSERT INTO logs (instance, service, stream, at, text) VALUES (?,?,?,?,?)`,
+	// logRows lines at once: one statement's overhead is most of a line's.
+	wLogLines: `INSERT INTO logs (instance, service, stream, at, text) VALUES (?,?,?,?,?)` + strings.Repeat(`,(?,?,?,?,?)`, logRows-1),
 	wLogCount: `INSERT INTO log_state (instance, lines, bytes, updated_at) VALUES (?,?,?,?)
 		ON CONFLICT(instance) DO UPDATE SET lines = lines + excluded.lines, bytes = bytes + excluded.bytes, updated_at = excluded.updated_at
 		RETURNING lines, bytes`,
