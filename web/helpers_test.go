@@ -227,7 +227,9 @@ func (f *fakeService) Logs(ctx context.Context, id string, q sim.LogQuery, follo
 	}})
 }
 
-func (f *fakeService) MigrationLogs(ctx context.Context, m *sim.Migration, tail int) error { return nil }
+func (f *fakeService) MigrationLogs(ctx context.Context, m *sim.Migration, tail int) error {
+	return nil
+}
 
 func (f *fakeService) Migrate(ctx context.Context, id string, req sim.MigrateRequest) (*sim.Migration, error) {
 	f.mu.Lock()

@@ -3,6 +3,8 @@ package web
 import (
 	"fmt"
 	"math"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,6 +49,48 @@ type timeline struct {
 	Ponr   *float64
 	Now    *float64
 	Events []timelineEvent
+	// Logs are the sides' lines of the migration's record; LogsHidden
+	// counts those not drawn in the lanes (outside the axis, or past
+	// maxLogMarks), which the log table still lists.
+	Logs       []timelineLog
+	LogsHidden int
+	LogsOmit   int
+}
+
+// timelineLog is one line a side printed, with its time on the axis.
+type timelineLog struct {
+	sim.MigrationLogLine
+	Key string
+	Ms  float64
+}
+
+// maxLogMarks bounds the log lines drawn per lane: a chatty job's
+// thousands would bury the frames.
+const maxLogMarks = 200
+
+// logLabelChars is how much of a line its mark shows.
+const logLabelChars = 32
+
+// logLead is what most loggers put first and a short label can do
+// without: a timestamp (bare or time=…) and a level.
+var logLead = regexp.MustCompile(`^(?:time=)?"?\d{4}-\d\d-\d\d[T ][0-9:.,]+(?:Z|[+-]\d\d:?\d\d)?"?\s+(?:level=)?(?:(?i:debug|info|warn|warning|error)\s+)?`)
+
+// logLabel is the part of a line worth its mark's few characters: the
+// message after the logger's timestamp and level (msg= unquoted).
+func logLabel(text string) string {
+	t := logLead.ReplaceAllString(text, "")
+	if rest, ok := strings.CutPrefix(t, "msg="); ok {
+		if strings.HasPrefix(rest, `"`) {
+			if end := strings.Index(rest[1:], `"`); end >= 0 {
+				return rest[1 : end+1]
+			}
+		}
+		t = rest
+	}
+	if t == "" {
+		return text
+	}
+	return t
 }
 
 type tick struct {
@@ -68,7 +112,10 @@ type lane struct {
 }
 
 type mark struct {
-	Seq       int
+	Seq int
+	// Key is what the page selects the mark by: the event's seq, or
+	// "log-N" for log line N.
+	Key       string
 	Left, Top float64
 	Label     string
 	Class     string
@@ -233,51 +280,9 @@ func layoutTimeline(m *sim.Migration, now time.Time, win *window) timeline {
 	}
 	// rows[lane][row] is the right edge (in %) of the last mark placed there.
 	rows := make([][]float64, len(lanes))
-	for _, ev := range m.Events {
-		ms := msOf(ev.At)
-		te := timelineEvent{MigrationEvent: ev, Ms: ms, Tone: eventTone(ev)}
-		if ev.Frame != nil {
-			te.Dir = direction(ev.Frame.Direction)
-			te.Payload = prettyJSON(ev.Frame.Payload)
-		}
-		tl.Events = append(tl.Events, te)
-		if !shown(ms) {
-			continue
-		}
-		if te.Tone == "ponr" {
-			v := pct(ms)
-			tl.Ponr = &v
-		}
-
-		li, ok := laneIdx[ev.Side]
-		if !ok {
-			li = 0
-		}
-		mk := mark{Seq: ev.Seq, Left: pct(ms), Title: fmt.Sprintf("%s · %s · %s", fmtMs(&ms), ev.Side, ev.Detail)}
-		widthPx := dotPx
-		if ev.Frame != nil {
-			arrow := "→"
-			if ev.Frame.Direction == "in" {
-				arrow = "←"
-			}
-			mk.Label = arrow + " " + ev.Frame.Type
-			mk.Class = "frame " + ev.Frame.Direction
-			widthPx = float64(len([]rune(mk.Label)))*charPx + labelPad
-			size := "size not recorded"
-			if ev.Frame.Size > 0 {
-				size = fmtBytes(ev.Frame.Size)
-			}
-			mk.Title = fmt.Sprintf("%s · %s %s · %s · %s", fmtMs(&ms), ev.Frame.Type, te.Dir, size, ev.Side)
-		} else {
-			mk.Class = "dot"
-			if mk.Label = shortLabel(ev.Detail); mk.Label != "" {
-				mk.Class += " labelled"
-				widthPx += float64(len([]rune(mk.Label)))*charPx*0.9 + 6
-			}
-		}
-		if te.Tone != "" {
-			mk.Class += " " + te.Tone
-		}
+	// place puts a mark widthPx wide in lane li, in the first row where it
+	// does not overlap the mark before it.
+	place := func(li int, mk mark, widthPx float64) {
 		w := widthPx / trackPx * 100
 		lo, hi := mk.Left, mk.Left+w
 		if hi > 100 {
@@ -308,6 +313,75 @@ func layoutTimeline(m *sim.Migration, now time.Time, win *window) timeline {
 		rows[li][row] = hi + 0.3
 		mk.Top = lanePad + float64(row)*rowPx
 		tl.Lanes[li].Marks = append(tl.Lanes[li].Marks, mk)
+	}
+	for _, ev := range m.Events {
+		ms := msOf(ev.At)
+		te := timelineEvent{MigrationEvent: ev, Ms: ms, Tone: eventTone(ev)}
+		if ev.Frame != nil {
+			te.Dir = direction(ev.Frame.Direction)
+			te.Payload = prettyJSON(ev.Frame.Payload)
+		}
+		tl.Events = append(tl.Events, te)
+		if !shown(ms) {
+			continue
+		}
+		if te.Tone == "ponr" {
+			v := pct(ms)
+			tl.Ponr = &v
+		}
+
+		li, ok := laneIdx[ev.Side]
+		if !ok {
+			li = 0
+		}
+		mk := mark{Seq: ev.Seq, Key: strconv.Itoa(ev.Seq), Left: pct(ms), Title: fmt.Sprintf("%s · %s · %s", fmtMs(&ms), ev.Side, ev.Detail)}
+		widthPx := dotPx
+		if ev.Frame != nil {
+			arrow := "→"
+			if ev.Frame.Direction == "in" {
+				arrow = "←"
+			}
+			mk.Label = arrow + " " + ev.Frame.Type
+			mk.Class = "frame " + ev.Frame.Direction
+			widthPx = float64(len([]rune(mk.Label)))*charPx + labelPad
+			size := "size not recorded"
+			if ev.Frame.Size > 0 {
+				size = fmtBytes(ev.Frame.Size)
+			}
+			mk.Title = fmt.Sprintf("%s · %s %s · %s · %s", fmtMs(&ms), ev.Frame.Type, te.Dir, size, ev.Side)
+		} else {
+			mk.Class = "dot"
+			if mk.Label = shortLabel(ev.Detail); mk.Label != "" {
+				mk.Class += " labelled"
+				widthPx += float64(len([]rune(mk.Label)))*charPx*0.9 + 6
+			}
+		}
+		if te.Tone != "" {
+			mk.Class += " " + te.Tone
+		}
+		place(li, mk, widthPx)
+	}
+	drawn := map[int]int{}
+	if lg := m.Logs; lg != nil {
+		tl.LogsOmit = lg.Omitted
+		for _, l := range lg.Lines {
+			ms := msOf(l.At)
+			key := fmt.Sprintf("log-%d", l.Seq)
+			tl.Logs = append(tl.Logs, timelineLog{MigrationLogLine: l, Key: key, Ms: ms})
+			li, ok := laneIdx[l.Side]
+			if !ok || !shown(ms) || ms < 0 || ms > span || drawn[li] >= maxLogMarks {
+				tl.LogsHidden++
+				continue
+			}
+			drawn[li]++
+			label := logLabel(l.Text)
+			if r := []rune(label); len(r) > logLabelChars {
+				label = string(r[:logLabelChars-1]) + "…"
+			}
+			mk := mark{Key: key, Left: pct(ms), Label: "▤ " + label, Class: "logline " + l.Stream,
+				Title: fmt.Sprintf("%s · %s %s · %s | %s", fmtMs(&ms), l.Side, l.Stream, l.Service, l.Text)}
+			place(li, mk, float64(len([]rune(mk.Label)))*charPx*0.85+labelPad)
+		}
 	}
 	for i := range tl.Lanes {
 		n := math.Max(float64(len(rows[i])), 1)

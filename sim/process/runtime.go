@@ -26,10 +26,11 @@ const (
 	// defaultCloseGrace is how long Close gives processes between SIGTERM
 	// and SIGKILL: shutting the simulator down should be quick.
 	defaultCloseGrace = 2 * time.Second
-	// tailInterval is how often new output is read from the log files: a
-	// line's time is when it was read, so this is how far it may lag the
-	// frames it sits beside on a migration's timeline.
-	tailInterval = 5 * time.Millisecond
+	// tailInterval is how often new output is read from the log files
+	// where nothing says they were written (inotify does on Linux). A
+	// line's time is when it was read, so without inotify this is how far
+	// it may lag the frames it sits beside on a migration's timeline.
+	tailInterval = 20 * time.Millisecond
 	// groupPoll is how often a stop looks whether a process group is gone.
 	groupPoll = 20 * time.Millisecond
 	// reapBound caps every wait that follows a SIGKILL, so a process stuck
@@ -570,6 +571,8 @@ func (r *Runtime) tail(inst *instance, quit <-chan struct{}, done chan<- struct{
 	defer close(done)
 	t := time.NewTicker(tailInterval)
 	defer t.Stop()
+	written, stop := watchWrites(inst.dir)
+	defer stop()
 	for {
 		for _, s := range inst.services {
 			if p := s.p.Load(); p != nil {
@@ -580,6 +583,7 @@ func (r *Runtime) tail(inst *instance, quit <-chan struct{}, done chan<- struct{
 		case <-quit:
 			return
 		case <-t.C:
+		case <-written:
 		}
 	}
 }
