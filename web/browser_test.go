@@ -495,4 +495,15 @@ func TestBrowserLogLinesSitBesideTheirFrames(t *testing.T) {
 	}
 	b.screenshot("log-detail")
 	b.noScriptErrors()
+
+	// Removed, the target's page still shows what it printed, its last
+	// line (printed as it stopped) included.
+	if err := s.Client.Stop(context.Background(), m.Target.Instance); err != nil {
+		t.Fatal(err)
+	}
+	b.do("open the removed target's page", chromedp.Navigate(s.URL+"/instances/"+m.Target.Instance))
+	b.wait("the removed note", `!!document.getElementById('removed-note')`, 10*time.Second)
+	b.wait("its log", `document.getElementById('log').textContent.includes('counter stopping')`, 10*time.Second)
+	b.screenshot("removed-instance")
+	b.noScriptErrors()
 }
