@@ -100,7 +100,15 @@ type LogBook interface {
 	Read(ctx context.Context, q LogQuery) (*LogPage, error)
 	// Changed is closed once lines captured after the call are stored.
 	Changed() <-chan struct{}
+	// Hold defers the book's store writes (never its capture) until
+	// release is called, for at most MaxLogHold: a handover's cutover
+	// then does not share the CPU with them.
+	Hold() (release func())
 }
+
+// MaxLogHold bounds a Hold, so a cutover that never ends cannot stall the
+// store writes for good.
+const MaxLogHold = time.Second
 
 // LogStore is the part of the store that keeps log lines (sim/sqlite).
 type LogStore interface {

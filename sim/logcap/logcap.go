@@ -57,6 +57,9 @@ type Capture struct {
 	written atomic.Int64
 
 	mu       sync.Mutex
+	holds    int       // Holds not yet released
+	heldAt   time.Time // when the first of them began
+	unheld   chan struct{}
 	overflow map[string]*overflowRun // lines refused, per instance, not yet marked
 	changed  chan struct{}           // closed and replaced after each write
 	failed   bool                    // the last write failed (logged once)
@@ -102,8 +105,52 @@ func (c *Capture) CaptureLog(l sim.LogLine) {
 	c.settle(1)
 }
 
+// Hold defers the store writes until release (or sim.MaxLogHold); lines
+// go on being captured, into the queue.
+func (c *Capture) Hold() func() {
+	c.mu.Lock()
+	if c.holds == 0 {
+		c.heldAt = time.Now()
+		c.unheld = make(chan struct{})
+	}
+	c.holds++
+	c.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.holds--; c.holds == 0 {
+				close(c.unheld)
+			}
+		})
+	}
+}
+
+// awaitUnheld waits while a Hold is on, for at most MaxLogHold from its
+// beginning.
+func (c *Capture) awaitUnheld() {
+	c.mu.Lock()
+	if c.holds == 0 {
+		c.mu.Unlock()
+		return
+	}
+	unheld, left := c.unheld, sim.MaxLogHold-time.Since(c.heldAt)
+	c.mu.Unlock()
+	if left <= 0 {
+		return
+	}
+	t := time.NewTimer(left)
+	defer t.Stop()
+	select {
+	case <-unheld:
+	case <-t.C:
+	}
+}
+
 // write stores one batch, then marks the runs of lines refused so far.
 func (c *Capture) write(lines []sim.LogLine) {
+	c.awaitUnheld()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := c.store.AppendLogs(ctx, lines)

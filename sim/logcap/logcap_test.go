@@ -94,3 +94,36 @@ func TestReadSeesEverythingCapturedBefore(t *testing.T) {
 		t.Fatalf("last line %+v of %d, want 999 of 1000", p.Lines, p.Kept.Lines)
 	}
 }
+
+// TestHoldDefersWritesNotCapture: while a cutover holds the book, lines
+// are taken but not written; they are written on release, and a hold
+// never released ends by itself (sim.MaxLogHold).
+func TestHoldDefersWritesNotCapture(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, sqlite.Memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c := logcap.New(logcap.Config{Store: st})
+	defer c.Close()
+	line := func(text string) sim.LogLine {
+		return sim.LogLine{Instance: "i1", Service: "app", Stream: sim.StreamStdout, At: time.Now(), Text: text}
+	}
+	release := c.Hold()
+	c.CaptureLog(line("held"))
+	time.Sleep(100 * time.Millisecond) // well past the linger
+	if p, _ := st.ReadLogs(ctx, sim.LogQuery{Instance: "i1"}); len(p.Lines) != 0 {
+		t.Fatalf("written during the hold: %+v", p.Lines)
+	}
+	release()
+	release() // twice is once
+	if p, _ := c.Read(ctx, sim.LogQuery{Instance: "i1"}); len(p.Lines) != 1 {
+		t.Fatalf("after the release: %+v", p.Lines)
+	}
+	c.Hold() // never released
+	c.CaptureLog(line("held for good"))
+	if p, _ := c.Read(ctx, sim.LogQuery{Instance: "i1"}); len(p.Lines) != 2 {
+		t.Fatalf("a hold past sim.MaxLogHold still holds: %+v", p.Lines)
+	}
+}
