@@ -127,13 +127,13 @@ type Main struct {
 	recorder       *jobsocket.Recorder
 	// Logs keeps what instances print; logSink hands the runtimes' lines
 	// to it (the runtimes open before the store it writes to).
-	Logs           *logcap.Capture
-	logSink        logForward
-	httpLn         net.Listener
-	httpSrv        *http.Server
-	ready          chan struct{}
-	wg             sync.WaitGroup
-	closeOne       sync.Once
+	Logs     *logcap.Capture
+	logSink  logForward
+	httpLn   net.Listener
+	httpSrv  *http.Server
+	ready    chan struct{}
+	wg       sync.WaitGroup
+	closeOne sync.Once
 	// engine is the Docker engine found, set with the runtimes.
 	engine *sim.Engine
 	// hurry is the parent of the context Close gives the runtimes:
@@ -571,6 +571,9 @@ func (m *Main) Close() error {
 		if m.Logs != nil {
 			m.logSink.set(nil)
 			m.Logs.Close() // after the runtimes: their last lines are in
+			if n := m.logSink.lost.Load(); n > 0 {
+				m.log.Warn("log lines came while there was no store to keep them", "lines", n)
+			}
 		}
 		if m.Store != nil {
 			m.Store.Close()
