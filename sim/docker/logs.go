@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -166,9 +167,13 @@ type lineWriter struct {
 	stream  string
 	after   time.Time
 	last    *time.Time // shared by a service's stdout and stderr
-	now     func() time.Time
-	buf     []byte
-	cut     int // bytes of the current line discarded
+	// own is the latest time of this stream's lines: the engine stamps a
+	// stream's lines in order, so one before it is a line read again.
+	own   time.Time
+	atOwn []string // the lines stamped own, to tell one read again
+	now   func() time.Time
+	buf   []byte
+	cut   int // bytes of the current line discarded
 }
 
 // lineBufMax is what a line may hold before it is cut: room for the
@@ -215,6 +220,16 @@ func (l *lineWriter) line(b []byte) error {
 			if !l.after.IsZero() && !t.After(l.after) {
 				return nil
 			}
+			// The json-file driver's follow can read a rotated file again
+			// (max-size): what comes before this stream's last line was
+			// written already.
+			if t.Before(l.own) || t.Equal(l.own) && slices.Contains(l.atOwn, string(rest)) {
+				return nil
+			}
+			if !t.Equal(l.own) {
+				l.own, l.atOwn = t, l.atOwn[:0]
+			}
+			l.atOwn = append(l.atOwn, string(rest))
 			if t.After(*l.last) {
 				*l.last = t
 			}
