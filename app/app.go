@@ -26,6 +26,7 @@ import (
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/jobsocket"
+	"github.com/normsim/normsim/sim/logcap"
 	"github.com/normsim/normsim/sim/manager"
 	"github.com/normsim/normsim/sim/process"
 	"github.com/normsim/normsim/sim/sink"
@@ -76,7 +77,9 @@ type Options struct {
 // RuntimeFactory makes a runtime, or says it is not available here.
 type RuntimeFactory struct {
 	Name string
-	New  func(ctx context.Context, obs sim.RuntimeObserver, log *slog.Logger) (sim.Runtime, error)
+	// New gets the observer of the runtime's events and the sink of
+	// what its instances print.
+	New func(ctx context.Context, obs sim.RuntimeObserver, logs sim.LogSink, log *slog.Logger) (sim.Runtime, error)
 }
 
 // DefaultOptions are the options of a plain `normsim up`.
@@ -126,11 +129,15 @@ type Main struct {
 	tempDirs       []string
 	templatesNote  string
 	recorder       *jobsocket.Recorder
-	httpLn         net.Listener
-	httpSrv        *http.Server
-	ready          chan struct{}
-	wg             sync.WaitGroup
-	closeOne       sync.Once
+	// Logs keeps what instances print; logSink hands the runtimes' lines
+	// to it (the runtimes open before the store it writes to).
+	Logs     *logcap.Capture
+	logSink  logForward
+	httpLn   net.Listener
+	httpSrv  *http.Server
+	ready    chan struct{}
+	wg       sync.WaitGroup
+	closeOne sync.Once
 	// engine is the Docker engine found, set with the runtimes.
 	engine *sim.Engine
 	// hurry is the parent of the context Close gives the runtimes:
@@ -243,6 +250,8 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	// A second normsim started on this store names this one.
 	m.Store.SetHolder(fmt.Sprintf("pid %d, dashboard %s", os.Getpid(), m.URL()))
 	m.recorder = jobsocket.NewRecorder(m.Store, jobsocket.DefaultRecorderLimits, m.log)
+	m.Logs = logcap.New(logcap.Config{Store: m.Store, Logger: m.log})
+	m.logSink.set(m.Logs)
 
 	noSocket := map[string]bool{}
 	for _, n := range m.Opts.NoJobSocket {
@@ -297,7 +306,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	owner := m.Store.Owner()
 	sinkPort := m.Sink.Port()
 	cfg := manager.Config{
-		Nodes: nodes, Store: m.Store, Catalog: m.Catalog,
+		Nodes: nodes, Store: m.Store, Catalog: m.Catalog, Logs: m.Logs,
 		Sink: m.Sink, StudioAccess: m.Opts.StudioAccess, Timeouts: m.Opts.Timeouts, Owner: owner, Run: process.RunLabel(), Logger: m.log, Now: m.Opts.Now,
 		OutputEnv: func(runtime string) map[string]string {
 			host := "127.0.0.1"
@@ -455,7 +464,7 @@ func (m *Main) validateNodes() error {
 func (m *Main) openRuntimes(ctx context.Context, obs sim.RuntimeObserver) (string, error) {
 	var firstErr error
 	for _, f := range m.Opts.Runtimes {
-		rt, err := f.New(ctx, obs, m.log.With("runtime", f.Name))
+		rt, err := f.New(ctx, obs, &m.logSink, m.log.With("runtime", f.Name))
 		if err != nil {
 			m.log.Debug("runtime unavailable", "runtime", f.Name, "err", err)
 			if m.Opts.Runtime == f.Name {
@@ -561,6 +570,13 @@ func (m *Main) Close() error {
 		}
 		if m.recorder != nil {
 			m.recorder.Close()
+		}
+		if m.Logs != nil {
+			m.logSink.set(nil)
+			m.Logs.Close() // after the runtimes: their last lines are in
+			if n := m.logSink.lost.Load(); n > 0 {
+				m.log.Warn("log lines came while there was no store to keep them", "lines", n)
+			}
 		}
 		if m.Store != nil {
 			m.Store.Close()

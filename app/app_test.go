@@ -230,7 +230,7 @@ func TestUnknownNoJobSocketNode(t *testing.T) {
 // start, with the runtime's reason.
 func TestRuntimes(t *testing.T) {
 	answered := make(chan struct{})
-	slowDocker := app.RuntimeFactory{Name: sim.RuntimeDocker, New: func(context.Context, sim.RuntimeObserver, *slog.Logger) (sim.Runtime, error) {
+	slowDocker := app.RuntimeFactory{Name: sim.RuntimeDocker, New: func(context.Context, sim.RuntimeObserver, sim.LogSink, *slog.Logger) (sim.Runtime, error) {
 		<-answered
 		return nil, errors.New("no engine at unix:///nowhere.sock")
 	}}

@@ -13,9 +13,9 @@ import (
 // DockerRuntime is the factory of the Docker runtime: available when an
 // engine answers (DOCKER_HOST is respected).
 func DockerRuntime() RuntimeFactory {
-	return RuntimeFactory{Name: sim.RuntimeDocker, New: func(ctx context.Context, obs sim.RuntimeObserver, log *slog.Logger) (sim.Runtime, error) {
+	return RuntimeFactory{Name: sim.RuntimeDocker, New: func(ctx context.Context, obs sim.RuntimeObserver, logs sim.LogSink, log *slog.Logger) (sim.Runtime, error) {
 		routeComposeLogs(log)
-		rt, err := docker.New(docker.Config{Observer: obs, Logger: log})
+		rt, err := docker.New(docker.Config{Observer: obs, Logs: logs, Logger: log})
 		if err != nil {
 			return nil, err
 		}
@@ -31,8 +31,8 @@ func DockerRuntime() RuntimeFactory {
 
 // ProcessRuntime is the factory of the host-process runtime.
 func ProcessRuntime() RuntimeFactory {
-	return RuntimeFactory{Name: sim.RuntimeProcess, New: func(ctx context.Context, obs sim.RuntimeObserver, log *slog.Logger) (sim.Runtime, error) {
-		return process.New(process.Config{Observer: obs, Logger: log}), nil
+	return RuntimeFactory{Name: sim.RuntimeProcess, New: func(ctx context.Context, obs sim.RuntimeObserver, logs sim.LogSink, log *slog.Logger) (sim.Runtime, error) {
+		return process.New(process.Config{Observer: obs, Logs: logs, Logger: log}), nil
 	}}
 }
 

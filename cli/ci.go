@@ -29,6 +29,7 @@ func newCICmd(env Env) *cobra.Command {
 		junitPath, jsonPath, db, runtime, logLevel string
 		templates, timeouts                        []string
 		printSchema, checkOnly, verbose            bool
+		logLines                                   int
 	)
 	cmd := &cobra.Command{
 		Use:   "ci SCENARIO.yaml...",
@@ -161,7 +162,10 @@ wrong, and nothing ran.`,
 			// frame a fault holds) before it removes the instances.
 			stop := context.AfterFunc(cmd.Context(), m.Manager.Interrupt)
 			defer stop()
-			runner := scenario.NewRunner(scenario.Config{URL: m.URL(), Out: out, Verbose: verbose})
+			if logLines < 1 {
+				return usageErr("--log-lines: want at least 1; got %d", logLines)
+			}
+			runner := scenario.NewRunner(scenario.Config{URL: m.URL(), Out: out, Verbose: verbose, LogTail: logLines})
 			if probs := scenario.CheckCatalog(scenarios, m.Catalog); len(probs) > 0 {
 				return broken(probs)
 			}
@@ -189,6 +193,7 @@ wrong, and nothing ran.`,
 	f.BoolVarP(&verbose, "verbose", "v", false, "print every migration's timeline, not only failing ones")
 	f.BoolVar(&checkOnly, "check", false, "only check the scenario files, their templates and params, as a run does before it starts (exit 0 or 2); start nothing")
 	f.BoolVar(&printSchema, "schema", false, "print the JSON Schema of a scenario file and exit")
+	f.IntVar(&logLines, "log-lines", sim.DefaultLogTail, "last log lines of each side a failing step reports")
 	f.StringVar(&logLevel, "log-level", "error", "level of the simulator's own logs on stderr: debug, info, warn or error")
 	return cmd
 }

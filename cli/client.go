@@ -141,24 +141,41 @@ that cannot be stopped ends the command with its error.`,
 		},
 	}
 
-	var follow bool
+	var logOpts client.LogOptions
+	var tail string
 	logs := &cobra.Command{
 		Use:   "logs ID",
 		Short: "Print an instance's logs (-f to follow)",
-		Long: `Print the output of an instance's services, each line prefixed with its
-service's name; -f keeps printing new lines until Ctrl-C or the instance
-ends. The logs of a stopped instance stay readable for a while.`,
+		Long: `Print what an instance's services printed, each line prefixed with its
+service's name, kept by normsim: also after the instance stopped, migrated
+away or was removed, and after a restart on the same --db. -f keeps printing
+new lines until the instance ends (or Ctrl-C). The exit status is non-zero
+when they cannot be served.`,
 		Example: `  normsim logs counter-1a2b3c
-  normsim logs -f counter-1a2b3c`,
+  normsim logs -f counter-1a2b3c
+  normsim logs --tail 50 --timestamps counter-1a2b3c
+  normsim logs --since 10m counter-1a2b3c`,
 		Args: exactArgs(1, "ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return instanceHint(api().Logs(cmd.Context(), args[0], follow, cmd.OutOrStdout()))
+			logOpts.Tail = -1
+			if tail != "all" {
+				n, err := strconv.Atoi(tail)
+				if err != nil || n < 0 {
+					return usageErr("--tail: want a number of lines or \"all\"; got %q", tail)
+				}
+				logOpts.Tail = n
+			}
+			return instanceHint(api().Logs(cmd.Context(), args[0], logOpts, cmd.OutOrStdout()))
 		},
 	}
-	logs.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new lines")
+	logs.Flags().BoolVarP(&logOpts.Follow, "follow", "f", false, "keep printing new lines until the instance ends")
+	logs.Flags().BoolVarP(&logOpts.Timestamps, "timestamps", "t", false, "show the time each line arrived")
+	logs.Flags().StringVar(&logOpts.Since, "since", "", "only lines since an RFC 3339 time or a duration back from now (10m)")
+	logs.Flags().StringVarP(&tail, "tail", "n", "all", "number of lines to show from the end")
 
 	var to, strategy, mruntime string
 	var wait, ignoreSeam bool
+	var logLines int
 	var timeouts []string
 	migrate := &cobra.Command{
 		Use:   "migrate ID",
@@ -182,7 +199,11 @@ how it ended:
 			if err := parseTimeouts("--timeout", timeouts, &req.Timeouts); err != nil {
 				return err
 			}
+			if logLines < 1 {
+				return usageErr("--log-lines: want at least 1; got %d", logLines)
+			}
 			c := api()
+			c.LogTail = logLines
 			mig, err := c.Migrate(cmd.Context(), args[0], req)
 			if err != nil {
 				return instanceHint(err)
@@ -223,6 +244,7 @@ how it ended:
 	migrate.Flags().StringVar(&mruntime, "runtime", "", "runtime of the target (default: the source's)")
 	migrate.Flags().BoolVar(&wait, "wait", false, "print the phases as they happen and wait for the end")
 	migrate.Flags().BoolVar(&ignoreSeam, "ignore-seam", false, "with --wait, exit 0 for a completed handover whatever its output seam (for jobs that send nothing to the sink)")
+	migrate.Flags().IntVar(&logLines, "log-lines", sim.DefaultLogTail, "with --wait, last log lines of each side printed when the migration fails or aborts")
 	migrate.Flags().StringArrayVar(&timeouts, "timeout", nil, "per-phase timeout PHASE=DURATION, over the sim's (normsim up --timeouts): "+strings.Join(sim.TimeoutNames(), ", ")+" (repeatable or comma-separated; docs/migrations.md)")
 
 	templates := &cobra.Command{
@@ -325,7 +347,7 @@ func followMigration(ctx context.Context, c *client.Client, id string, out io.Wr
 			ext.clear()
 		}
 		for _, ev := range mig.Events[min(printed, len(mig.Events)):] {
-			fmt.Fprintf(out, "  %11s  %-14s %-8s %s\n", sim.FormatMs(float64(ev.At.Sub(mig.StartedAt))/float64(time.Millisecond)), ev.Phase, ev.Side, ev.Detail)
+			fmt.Fprintf(out, "  %11s  %-14s %-8s %s%s\n", sim.FormatMs(float64(ev.At.Sub(mig.StartedAt))/float64(time.Millisecond)), ev.Phase, ev.Side, ev.Detail, sim.PayloadSnippet(ev))
 		}
 		printed = len(mig.Events)
 		ext.tick(mig, time.Now())
@@ -344,6 +366,9 @@ func followMigration(ctx context.Context, c *client.Client, id string, out io.Wr
 	fmt.Fprintln(out)
 	if mig.Output != nil {
 		fmt.Fprintf(out, "output: %s (%s)\n", mig.Output.Verdict, mig.Output.Detail)
+	}
+	if mig.Logs != nil && len(mig.Logs.Tails) > 0 {
+		fmt.Fprint(out, sim.FormatLogTails(mig.Logs.Tails))
 	}
 	return mig, nil
 }

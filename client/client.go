@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,6 +44,9 @@ func (e *UnreachableError) Unwrap() error { return e.Err }
 type Client struct {
 	base string
 	http *http.Client
+	// LogTail is how many last lines of each side a failed or aborted
+	// migration carries (Migration, WaitMigration); 0: the server's 50.
+	LogTail int
 }
 
 // New returns a client of the simulator at base (e.g.
@@ -152,11 +156,36 @@ func (c *Client) Stop(ctx context.Context, id string) error {
 	return c.Do(ctx, http.MethodDelete, "/api/v1/instances/"+url.PathEscape(id), nil, nil)
 }
 
-// Logs streams an instance's logs to w; with follow until ctx ends.
-func (c *Client) Logs(ctx context.Context, id string, follow bool, w io.Writer) error {
+// LogOptions select what Logs prints, as `docker compose logs` does.
+type LogOptions struct {
+	Follow     bool
+	Timestamps bool
+	// Since is an RFC 3339 time or a duration back from now ("10m").
+	Since string
+	// Tail is how many last lines; negative prints all.
+	Tail int
+}
+
+// Logs streams an instance's logs to w; with Follow until the instance
+// ends or ctx does. The logs outlive the instance; an instance normsim
+// never knew is an error.
+func (c *Client) Logs(ctx context.Context, id string, o LogOptions, w io.Writer) error {
+	q := url.Values{}
+	if o.Follow {
+		q.Set("follow", "1")
+	}
+	if o.Timestamps {
+		q.Set("timestamps", "1")
+	}
+	if o.Since != "" {
+		q.Set("since", o.Since)
+	}
+	if o.Tail >= 0 {
+		q.Set("tail", strconv.Itoa(o.Tail))
+	}
 	path := "/api/v1/instances/" + url.PathEscape(id) + "/logs"
-	if follow {
-		path += "?follow=1"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
 	}
 	resp, err := c.send(ctx, http.MethodGet, path, nil)
 	if err != nil {
@@ -170,6 +199,20 @@ func (c *Client) Logs(ctx context.Context, id string, follow bool, w io.Writer) 
 	return err
 }
 
+// LogPage reads an instance's lines as JSON: the last tail (all when
+// tail <= 0).
+func (c *Client) LogPage(ctx context.Context, id string, tail int) (*sim.LogPage, error) {
+	path := "/api/v1/instances/" + url.PathEscape(id) + "/logs?format=json"
+	if tail > 0 {
+		path += "&tail=" + strconv.Itoa(tail)
+	}
+	var p sim.LogPage
+	if err := c.Do(ctx, http.MethodGet, path, nil, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
 // Migrate starts a migration; body is usually a sim.MigrateRequest.
 func (c *Client) Migrate(ctx context.Context, id string, body any) (*sim.Migration, error) {
 	var m sim.Migration
@@ -179,10 +222,15 @@ func (c *Client) Migrate(ctx context.Context, id string, body any) (*sim.Migrati
 	return &m, nil
 }
 
-// Migration fetches a migration with its timeline.
+// Migration fetches a migration with its timeline and its sides' logs (the
+// last LogTail lines of each when it failed; 0 takes the server's 50).
 func (c *Client) Migration(ctx context.Context, id string) (*sim.Migration, error) {
 	var m sim.Migration
-	if err := c.Do(ctx, http.MethodGet, "/api/v1/migrations/"+url.PathEscape(id), nil, &m); err != nil {
+	path := "/api/v1/migrations/" + url.PathEscape(id)
+	if c.LogTail > 0 {
+		path += "?logTail=" + strconv.Itoa(c.LogTail)
+	}
+	if err := c.Do(ctx, http.MethodGet, path, nil, &m); err != nil {
 		return nil, err
 	}
 	return &m, nil

@@ -255,7 +255,10 @@ func (s *Sim) MigrateAndWait(tb testing.TB, id string, req sim.MigrateRequest) *
 func Timeline(m *sim.Migration) string {
 	var b bytes.Buffer
 	for _, ev := range m.Events {
-		fmt.Fprintf(&b, "  %8.1fms %-14s %-8s %s\n", float64(ev.At.Sub(m.StartedAt))/1e6, ev.Phase, ev.Side, ev.Detail)
+		fmt.Fprintf(&b, "  %8.1fms %-14s %-8s %s%s\n", float64(ev.At.Sub(m.StartedAt))/1e6, ev.Phase, ev.Side, ev.Detail, sim.PayloadSnippet(ev))
+	}
+	if m.Logs != nil {
+		b.WriteString(sim.FormatLogTails(m.Logs.Tails))
 	}
 	return b.String()
 }

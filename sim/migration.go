@@ -48,6 +48,9 @@ type Migration struct {
 	StartedAt time.Time         `json:"startedAt"`
 	EndedAt   *time.Time        `json:"endedAt,omitempty"`
 	Events    []MigrationEvent  `json:"events"`
+	// Logs is what both sides printed during the migration; filled in
+	// when the migration is read, never stored with its document.
+	Logs *MigrationLogs `json:"logs,omitempty"`
 }
 
 // MigrationEndpoint is one side of a migration.

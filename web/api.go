@@ -3,9 +3,11 @@ package web
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/normsim/normsim/sim"
@@ -136,18 +138,136 @@ func (fw flushWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// logs serves an instance's captured output, as `docker compose logs`
+// prints it ("service | text"), or as JSON with format=json. since takes
+// an RFC 3339 time or a duration back from now (10m), tail a count or
+// "all", timestamps and follow 1 or true. The logs outlive the instance.
 func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 	id := pathParam(r, "id")
-	if _, err := s.svc.Instance(r.Context(), id); err != nil {
+	opts, err := parseLogOptions(r.URL.Query(), time.Now())
+	if err != nil {
 		writeError(w, err)
 		return
 	}
-	follow := r.URL.Query().Get("follow")
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if opts.json && opts.follow {
+		writeError(w, sim.Errorf(sim.EInvalid, "follow: cannot follow with format=json; read the lines after a seq with after=SEQ instead"))
+		return
+	}
 	f, _ := w.(http.Flusher)
-	if err := s.svc.Logs(r.Context(), id, follow == "1" || follow == "true", flushWriter{w, f}); err != nil && r.Context().Err() == nil {
-		fmt.Fprintf(w, "\nnormsim: could not read logs: %s\n", sim.ErrorMessage(err))
+	started := false
+	first := true
+	err = s.svc.Logs(r.Context(), id, opts.query, opts.follow, func(p *sim.LogPage) error {
+		if opts.json {
+			writeJSON(w, http.StatusOK, p)
+			started = true
+			return nil
+		}
+		if !started {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			started = true
+		}
+		var b strings.Builder
+		if first && p.Lost.Trimmed > 0 && (len(p.Lines) == 0 || p.Lines[0].Seq == p.Kept.FirstSeq) {
+			fmt.Fprintf(&b, "normsim | %d earlier line(s) (%d bytes) of %s were dropped: normsim keeps the last lines of each instance (docs/logs.md)\n", p.Lost.Trimmed, p.Lost.TrimmedBytes, id)
+		}
+		first = false
+		for _, l := range p.Lines {
+			b.WriteString(sim.FormatLogLine(l, opts.timestamps))
+			b.WriteByte('\n')
+		}
+		if _, err := io.WriteString(w, b.String()); err != nil {
+			return err
+		}
+		if f != nil {
+			f.Flush()
+		}
+		return nil
+	})
+	if err == nil || r.Context().Err() != nil {
+		if !started {
+			w.WriteHeader(http.StatusOK)
+		}
+		return
+	}
+	if !started {
+		writeError(w, err)
+		return
+	}
+	fmt.Fprintf(w, "\nnormsim: could not read logs: %s\n", sim.ErrorMessage(err))
+}
+
+// logOptions are a logs request's query.
+type logOptions struct {
+	query              sim.LogQuery
+	follow, timestamps bool
+	json               bool
+}
+
+func parseLogOptions(q url.Values, now time.Time) (logOptions, error) {
+	var o logOptions
+	var err error
+	if o.follow, err = boolParam(q, "follow"); err != nil {
+		return o, err
+	}
+	if o.timestamps, err = boolParam(q, "timestamps"); err != nil {
+		return o, err
+	}
+	switch f := q.Get("format"); f {
+	case "", "text":
+	case "json":
+		o.json = true
+	default:
+		return o, sim.Errorf(sim.EInvalid, "format: must be text or json; got %q", f)
+	}
+	if v := q.Get("since"); v != "" {
+		o.query.Since, err = ParseSince(v, now)
+		if err != nil {
+			return o, err
+		}
+	}
+	if v := q.Get("tail"); v != "" && v != "all" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return o, sim.Errorf(sim.EInvalid, "tail: must be a non-negative number of lines or \"all\"; got %q", v)
+		}
+		o.query.Tail = n
+		if n == 0 {
+			o.query.Tail = -1 // none: a follow that wants only what comes
+		}
+	}
+	if v := q.Get("after"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return o, sim.Errorf(sim.EInvalid, "after: must be a non-negative line seq; got %q", v)
+		}
+		o.query.AfterSeq = max(o.query.AfterSeq, n)
+	}
+	return o, nil
+}
+
+// ParseSince reads a logs since: an RFC 3339 time, or a duration back
+// from now (as `docker compose logs --since 10m`).
+func ParseSince(v string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, sim.Errorf(sim.EInvalid, "since: want an RFC 3339 time (2026-01-02T15:04:05Z) or a duration back from now (10m); got %q", v)
+}
+
+func boolParam(q url.Values, name string) (bool, error) {
+	switch v := q.Get(name); v {
+	case "":
+		return false, nil
+	case "1", "true":
+		return true, nil
+	case "0", "false":
+		return false, nil
+	default:
+		return false, sim.Errorf(sim.EInvalid, "%s: must be 1, true, 0 or false; got %q", name, v)
 	}
 }
 
@@ -188,10 +308,22 @@ func (s *Server) listMigrations(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getMigration(w http.ResponseWriter, r *http.Request) {
+	tail := sim.DefaultLogTail
+	if v := r.URL.Query().Get("logTail"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10000 {
+			writeError(w, sim.Errorf(sim.EInvalid, "logTail: must be a number of lines from 1 to 10000; got %q", v))
+			return
+		}
+		tail = n
+	}
 	m, err := s.svc.Migration(r.Context(), pathParam(r, "id"))
 	if err != nil {
 		writeError(w, err)
 		return
+	}
+	if err := s.svc.MigrationLogs(r.Context(), m, tail); err != nil {
+		s.log.Warn("read a migration's logs", "migration", m.ID, "err", err)
 	}
 	writeJSON(w, http.StatusOK, m)
 }

@@ -452,3 +452,58 @@ func TestBrowserSurvivesARestart(t *testing.T) {
 		t.Fatalf("instances after the launch: %v %v", list, err)
 	}
 }
+
+// TestBrowserLogLinesSitBesideTheirFrames: the source prints
+// "cutover-ready: output stopped" when the cutover-ready frame reaches it;
+// on the migration page that line is in the source's lane next to the
+// frame, inside the cutover zoom too, and a click shows it whole.
+func TestBrowserLogLinesSitBesideTheirFrames(t *testing.T) {
+	b := newBrowser(t)
+	s := startSim(t, normsimtest.Options{})
+	in := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
+	s.WaitConnected(t, in.ID)
+	m := s.MigrateAndWait(t, in.ID, sim.MigrateRequest{To: "b"})
+	normsimtest.RequireCompleted(t, m)
+
+	const line = "cutover-ready: output stopped"
+	logMark := fmt.Sprintf(`[...document.querySelectorAll('#timeline [data-lane="source"] .mark.logline')].find(e => e.title.includes(%q))`, line)
+	frameMark := `[...document.querySelectorAll('#timeline [data-lane="source"] .mark.frame')].find(e => e.textContent.trim().endsWith(' cutover-ready'))`
+	for _, view := range []string{"", "?zoom=cutover"} {
+		b.open(s.URL + "/migrations/" + m.ID + view)
+		b.wait("the source's "+line+" line in its lane"+view, logMark+` !== undefined`, 10*time.Second)
+		b.wait("the cutover-ready frame in the source's lane", frameMark+` !== undefined`, 5*time.Second)
+		// Beside it: within a millisecond or two of the frame (the frame is
+		// stamped once its write returned, which the job may beat in
+		// printing the line). The zoom spreads a few ms over the whole
+		// track, so there it need only be drawn, which it is only inside
+		// the window.
+		dx := evalJS[float64](b, `(`+logMark+`).getBoundingClientRect().left - (`+frameMark+`).getBoundingClientRect().left`)
+		if view == "" && (dx < -40 || dx > 40) {
+			b.fail("the line is %.0f px from its frame, want it beside it", dx)
+		}
+		t.Logf("view %q: the line is %.0f px after its frame", view, dx)
+		b.screenshot("logs" + strings.ReplaceAll(view, "?zoom=", "-"))
+	}
+	b.do("click the line", chromedp.Click(chromedp.JSPath(logMark)))
+	b.wait("the whole line in the detail", fmt.Sprintf(`(document.querySelector('#frame-detail-body pre.log-line') || {textContent: ''}).textContent.includes('msg=%q')`, line), 5*time.Second)
+	if txt := b.text("#frame-detail-body"); !strings.Contains(txt, "migration=") || !strings.Contains(txt, "source") {
+		b.fail("the detail does not show the whole line: %q", txt)
+	}
+	// The log table lists it on the source's side too.
+	if !evalJS[bool](b, fmt.Sprintf(`[...document.querySelectorAll('#logs tr')].some(r => r.textContent.includes(%q) && r.querySelector('.lane-tag.source'))`, line)) {
+		b.fail("the log table does not list the source's line")
+	}
+	b.screenshot("log-detail")
+	b.noScriptErrors()
+
+	// Removed, the target's page still shows what it printed, its last
+	// line (printed as it stopped) included.
+	if err := s.Client.Stop(context.Background(), m.Target.Instance); err != nil {
+		t.Fatal(err)
+	}
+	b.do("open the removed target's page", chromedp.Navigate(s.URL+"/instances/"+m.Target.Instance))
+	b.wait("the removed note", `!!document.getElementById('removed-note')`, 10*time.Second)
+	b.wait("its log", `document.getElementById('log').textContent.includes('counter stopping')`, 10*time.Second)
+	b.screenshot("removed-instance")
+	b.noScriptErrors()
+}

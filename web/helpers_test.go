@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"html"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -224,9 +223,19 @@ func (f *fakeService) Stop(ctx context.Context, id string) error {
 	return f.stopErr
 }
 
-func (f *fakeService) Logs(ctx context.Context, id string, follow bool, w io.Writer) error {
-	_, err := io.WriteString(w, "line one\nline two\n")
-	return err
+func (f *fakeService) Logs(ctx context.Context, id string, q sim.LogQuery, follow bool, each func(*sim.LogPage) error) error {
+	if _, err := f.Instance(ctx, id); err != nil {
+		return err
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	return each(&sim.LogPage{Known: true, Lines: []sim.LogLine{
+		{Seq: 1, Instance: id, Service: "app", Stream: sim.StreamStdout, At: at, Text: "line one"},
+		{Seq: 2, Instance: id, Service: "app", Stream: sim.StreamStderr, At: at.Add(time.Millisecond), Text: "line two"},
+	}})
+}
+
+func (f *fakeService) MigrationLogs(ctx context.Context, m *sim.Migration, tail int) error {
+	return nil
 }
 
 func (f *fakeService) Migrate(ctx context.Context, id string, req sim.MigrateRequest) (*sim.Migration, error) {

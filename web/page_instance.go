@@ -46,6 +46,8 @@ type instancePage struct {
 	// Health is what the page says of the healthchecks: only a running
 	// instance is healthy or not yet.
 	Health string
+	// Removed: the instance is gone, only its kept logs are shown.
+	Removed bool
 }
 
 type strategyButton struct {
@@ -97,6 +99,14 @@ func (s *Server) instancePage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) renderInstance(w http.ResponseWriter, r *http.Request, status int, id string, mf *migrateForm) {
 	ctx := r.Context()
 	raw, err := s.svc.Instance(ctx, id)
+	if sim.ErrorCode(err) == sim.ENotFound && s.logsKept(r, id) {
+		p := instancePage{pageBase: s.base(r, "Instance "+id, "overview", "instance", "/instances/"+url.PathEscape(id))}
+		p.Instance = id
+		p.In = sim.Instance{ID: id, State: sim.InstanceStopped}
+		p.Removed, p.Terminal = true, true
+		s.render(w, http.StatusOK, "instance", p)
+		return
+	}
 	if err != nil {
 		s.renderServiceError(w, r, err, "The instance may have been stopped and removed; the overview lists the current ones.")
 		return
@@ -308,4 +318,15 @@ func pasteEnv(env map[string]map[string]string) (dotenv, jsonEnv string) {
 	}
 	j, _ := json.MarshalIndent(merged, "", "  ")
 	return b.String(), string(j)
+}
+
+// logsKept reports whether normsim keeps logs of an instance it no longer
+// holds: its page then shows them.
+func (s *Server) logsKept(r *http.Request, id string) bool {
+	known := false
+	err := s.svc.Logs(r.Context(), id, sim.LogQuery{Tail: -1}, false, func(p *sim.LogPage) error {
+		known = p.Known
+		return nil
+	})
+	return err == nil && known
 }

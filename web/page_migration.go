@@ -86,6 +86,9 @@ func (s *Server) migrationPage(w http.ResponseWriter, r *http.Request) {
 		s.renderServiceError(w, r, err, "The migrations page lists every migration this normsim remembers.")
 		return
 	}
+	if err := s.svc.MigrationLogs(r.Context(), m, sim.DefaultLogTail); err != nil {
+		s.log.Warn("read a migration's logs", "migration", m.ID, "err", err)
+	}
 	refresh := "/migrations/" + url.PathEscape(m.ID)
 	now := time.Now()
 	cut := cutoverWindow(m, now)

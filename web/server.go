@@ -37,7 +37,11 @@ type Service interface {
 	Instance(ctx context.Context, id string) (sim.Instance, error)
 	Launch(ctx context.Context, req sim.LaunchRequest) (sim.Instance, error)
 	Stop(ctx context.Context, id string) error
-	Logs(ctx context.Context, id string, follow bool, w io.Writer) error
+	// Logs reads an instance's captured output (see manager.Manager.Logs).
+	Logs(ctx context.Context, id string, q sim.LogQuery, follow bool, each func(*sim.LogPage) error) error
+	// MigrationLogs fills in a migration's Logs, with the last tail
+	// lines of each side when it failed or aborted.
+	MigrationLogs(ctx context.Context, m *sim.Migration, tail int) error
 	Migrate(ctx context.Context, id string, req sim.MigrateRequest) (*sim.Migration, error)
 	Migration(ctx context.Context, id string) (*sim.Migration, error)
 	Migrations(ctx context.Context, f sim.MigrationFilter) ([]*sim.Migration, error)

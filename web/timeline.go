@@ -3,6 +3,8 @@ package web
 import (
 	"fmt"
 	"math"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,6 +52,48 @@ type timeline struct {
 	Ponr   *float64
 	Now    *float64
 	Events []timelineEvent
+	// Logs are the sides' lines of the migration's record; LogsHidden
+	// counts those not drawn in the lanes (outside the axis, or past
+	// maxLogMarks), which the log table still lists.
+	Logs       []timelineLog
+	LogsHidden int
+	LogsOmit   int
+}
+
+// timelineLog is one line a side printed, with its time on the axis.
+type timelineLog struct {
+	sim.MigrationLogLine
+	Key string
+	Ms  float64
+}
+
+// maxLogMarks bounds the log lines drawn per lane: a chatty job's
+// thousands would bury the frames.
+const maxLogMarks = 200
+
+// logLabelChars is how much of a line its mark shows.
+const logLabelChars = 32
+
+// logLead is what most loggers put first and a short label can do
+// without: a timestamp (bare or time=…) and a level.
+var logLead = regexp.MustCompile(`^(?:time=)?"?\d{4}-\d\d-\d\d[T ][0-9:.,]+(?:Z|[+-]\d\d:?\d\d)?"?\s+(?:level=)?(?:(?i:debug|info|warn|warning|error)\s+)?`)
+
+// logLabel is the part of a line worth its mark's few characters: the
+// message after the logger's timestamp and level (msg= unquoted).
+func logLabel(text string) string {
+	t := logLead.ReplaceAllString(text, "")
+	if rest, ok := strings.CutPrefix(t, "msg="); ok {
+		if strings.HasPrefix(rest, `"`) {
+			if end := strings.Index(rest[1:], `"`); end >= 0 {
+				return rest[1 : end+1]
+			}
+		}
+		t = rest
+	}
+	if t == "" {
+		return text
+	}
+	return t
 }
 
 type tick struct {
@@ -71,7 +115,10 @@ type lane struct {
 }
 
 type mark struct {
-	Seq       int
+	Seq int
+	// Key is what the page selects the mark by: the event's seq, or
+	// "log-N" for log line N.
+	Key       string
 	Left, Top float64
 	Label     string
 	Class     string
@@ -239,6 +286,47 @@ func layoutTimeline(m *sim.Migration, now time.Time, win *window) timeline {
 	}
 	// rows[lane][row] is the right edge (in %) of the last mark placed there.
 	rows := make([][]float64, len(lanes))
+	// place puts a mark widthPx wide in lane li, in the first row where it
+	// does not overlap the mark before it. Past maxRows a shorter label
+	// (the whole one on hover; widthOf sizes it) is tried first, and a
+	// row of its own is added if it must: never over another mark.
+	place := func(li int, mk mark, widthPx float64, widthOf func(label string) float64) {
+		extent := func(px float64) (lo, hi float64, flip bool) {
+			w := px / trackPx * 100
+			if mk.Left+w > 100 {
+				return mk.Left - w, mk.Left, true
+			}
+			return mk.Left, mk.Left + w, false
+		}
+		free := func(lo float64) int {
+			for r, right := range rows[li] {
+				if right <= lo {
+					return r
+				}
+			}
+			return -1
+		}
+		lo, hi, flip := extent(widthPx)
+		row := free(lo)
+		if row < 0 && len(rows[li]) >= maxRows {
+			if short := clipLabel(mk.Label, crowdedRunes); short != mk.Label {
+				mk.Label = short
+				mk.Class += " crowded"
+				lo, hi, flip = extent(widthOf(short))
+			}
+			row = free(lo)
+		}
+		if row < 0 {
+			rows[li] = append(rows[li], 0)
+			row = len(rows[li]) - 1
+		}
+		mk.Flip, mk.lo, mk.hi = flip, lo, hi
+		rows[li][row] = hi + 0.3
+		mk.Top = lanePad + float64(row)*rowPx
+		tl.Lanes[li].Marks = append(tl.Lanes[li].Marks, mk)
+	}
+	frameWidth := func(label string) float64 { return float64(len([]rune(label)))*charPx + labelPad }
+	logWidth := func(label string) float64 { return float64(len([]rune(label)))*charPx*0.85 + labelPad }
 	for _, ev := range m.Events {
 		ms := msOf(ev.At)
 		te := timelineEvent{MigrationEvent: ev, Ms: ms, Tone: eventTone(ev)}
@@ -259,8 +347,8 @@ func layoutTimeline(m *sim.Migration, now time.Time, win *window) timeline {
 		if !ok {
 			li = 0
 		}
-		mk := mark{Seq: ev.Seq, Left: pct(ms), Title: fmt.Sprintf("%s · %s · %s", fmtMs(&ms), ev.Side, ev.Detail)}
-		widthPx := dotPx
+		mk := mark{Seq: ev.Seq, Key: strconv.Itoa(ev.Seq), Left: pct(ms), Title: fmt.Sprintf("%s · %s · %s", fmtMs(&ms), ev.Side, ev.Detail)}
+		widthOf := dotLabelPx
 		if ev.Frame != nil {
 			arrow := "→"
 			if ev.Frame.Direction == "in" {
@@ -268,7 +356,7 @@ func layoutTimeline(m *sim.Migration, now time.Time, win *window) timeline {
 			}
 			mk.Label = arrow + " " + ev.Frame.Type
 			mk.Class = "frame " + ev.Frame.Direction
-			widthPx = float64(len([]rune(mk.Label)))*charPx + labelPad
+			widthOf = frameWidth
 			size := "size not recorded"
 			if ev.Frame.Size > 0 {
 				size = fmtBytes(ev.Frame.Size)
@@ -278,51 +366,33 @@ func layoutTimeline(m *sim.Migration, now time.Time, win *window) timeline {
 			// Every dot says what it is; the whole detail is in its title.
 			mk.Class = "dot labelled"
 			mk.Label = shortLabel(ev.Detail)
-			widthPx = dotLabelPx(mk.Label)
 		}
 		if te.Tone != "" {
 			mk.Class += " " + te.Tone
 		}
-		extent := func(px float64) (lo, hi float64, flip bool) {
-			w := px / trackPx * 100
-			if mk.Left+w > 100 {
-				return mk.Left - w, mk.Left, true
+		place(li, mk, widthOf(mk.Label), widthOf)
+	}
+	drawn := map[int]int{}
+	if lg := m.Logs; lg != nil {
+		tl.LogsOmit = lg.Omitted
+		for _, l := range lg.Lines {
+			ms := msOf(l.At)
+			key := fmt.Sprintf("log-%d", l.Seq)
+			tl.Logs = append(tl.Logs, timelineLog{MigrationLogLine: l, Key: key, Ms: ms})
+			li, ok := laneIdx[l.Side]
+			if !ok || !shown(ms) || ms < 0 || ms > span || drawn[li] >= maxLogMarks {
+				tl.LogsHidden++
+				continue
 			}
-			return mk.Left, mk.Left + w, false
-		}
-		free := func(lo float64) int {
-			for r, right := range rows[li] {
-				if right <= lo {
-					return r
-				}
+			drawn[li]++
+			label := logLabel(l.Text)
+			if r := []rune(label); len(r) > logLabelChars {
+				label = string(r[:logLabelChars-1]) + "…"
 			}
-			return -1
+			mk := mark{Key: key, Left: pct(ms), Label: "▤ " + label, Class: "logline " + l.Stream,
+				Title: fmt.Sprintf("%s · %s %s · %s | %s", fmtMs(&ms), l.Side, l.Stream, l.Service, l.Text)}
+			place(li, mk, logWidth(mk.Label), logWidth)
 		}
-		lo, hi, flip := extent(widthPx)
-		row := free(lo)
-		if row < 0 && len(rows[li]) >= maxRows {
-			// Crowded: a shorter label (the whole one on hover) where it
-			// fits, in a row of its own if it must; never over another.
-			if short := clipLabel(mk.Label, crowdedRunes); short != mk.Label {
-				mk.Label = short
-				mk.Class += " crowded"
-				if ev.Frame != nil {
-					widthPx = float64(len([]rune(short)))*charPx + labelPad
-				} else {
-					widthPx = dotLabelPx(short)
-				}
-				lo, hi, flip = extent(widthPx)
-			}
-			row = free(lo)
-		}
-		if row < 0 {
-			rows[li] = append(rows[li], 0)
-			row = len(rows[li]) - 1
-		}
-		mk.Flip, mk.lo, mk.hi = flip, lo, hi
-		rows[li][row] = hi + 0.3
-		mk.Top = lanePad + float64(row)*rowPx
-		tl.Lanes[li].Marks = append(tl.Lanes[li].Marks, mk)
 	}
 	for i := range tl.Lanes {
 		n := math.Max(float64(len(rows[i])), 1)

@@ -232,3 +232,17 @@ func TestCSRFTokens(t *testing.T) {
 		}
 	}
 }
+
+func TestLogLabel(t *testing.T) {
+	for in, want := range map[string]string{
+		`time=2026-12-01T12:58:52.921Z level=INFO msg="cutover-ready: output stopped" last=5`: "cutover-ready: output stopped",
+		`2026-12-01 12:58:52,921+01:00 ERROR boom at 82`:                                      "boom at 82",
+		`time=2026-12-01T12:58:52Z level=WARN msg=plain k=v`:                                  "plain k=v",
+		`Traceback (most recent call last):`:                                                  "Traceback (most recent call last):",
+		`applying cutover at 82`:                                                              "applying cutover at 82",
+	} {
+		if got := logLabel(in); got != want {
+			t.Errorf("logLabel(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

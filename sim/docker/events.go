@@ -145,6 +145,7 @@ func (r *Runtime) handle(m events.Message) {
 			return // stopped through Stop, not on its own
 		}
 		code, _ := strconv.Atoi(attrs["exitCode"])
+		r.awaitDrained(in, svc, time.Unix(0, m.TimeNano))
 		ev.Kind = sim.ServiceExited
 		ev.ExitCode = code
 		ev.Detail = fmt.Sprintf("container %s exited with code %d", name, code)

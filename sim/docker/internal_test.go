@@ -314,3 +314,21 @@ func TestDockerContextIsFollowed(t *testing.T) {
 		t.Fatalf("ping the context's engine: %v", err)
 	}
 }
+
+// TestLineWriterSkipsALineReadAgain: a stream's lines come in time order;
+// one before the last (the json-file driver reading a rotated file again)
+// is not written twice.
+func TestLineWriterSkipsALineReadAgain(t *testing.T) {
+	var buf bytes.Buffer
+	var last time.Time
+	lw := &lineWriter{out: &lineOut{w: &buf}, prefix: "s | ", last: &last}
+	ts := func(n int) string { return time.Unix(1700000000, int64(n)).UTC().Format(time.RFC3339Nano) }
+	for _, w := range []string{ts(1) + " a\n", ts(2) + " b\n", ts(1) + " a\n", ts(2) + " b\n", ts(2) + " c\n", ts(3) + " d\n"} {
+		if _, err := lw.Write([]byte(w)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := buf.String(), "s | a\ns | b\ns | c\ns | d\n"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}

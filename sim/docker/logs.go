@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -48,7 +49,7 @@ func (r *Runtime) Logs(ctx context.Context, instanceID string, follow bool, w io
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	for _, s := range services {
-		g.Go(func() error { return r.followLogs(gctx, in, s, out) })
+		g.Go(func() error { return r.followLogs(gctx, in, s, out, time.Time{}, nil) })
 	}
 	if err := g.Wait(); err != nil && ctx.Err() == nil {
 		return fmt.Errorf("logs of instance %s: %w", instanceID, err)
@@ -56,18 +57,25 @@ func (r *Runtime) Logs(ctx context.Context, instanceID string, follow bool, w io
 	return nil
 }
 
-// followLogs follows one service's logs; after its container stops it
-// waits for the container to start again, then goes on from the last line
-// it wrote.
-func (r *Runtime) followLogs(ctx context.Context, in *instance, s *service, out *lineOut) error {
-	var last time.Time
+// followLogs follows one service's logs from since (all when zero); after
+// its container stops it waits for the container to start again, then
+// goes on from the last line it wrote. reading, when not nil, is told as
+// each stream of the service begins (true) and ends (false).
+func (r *Runtime) followLogs(ctx context.Context, in *instance, s *service, out lineSink, since time.Time, reading func(bool)) error {
+	last := since
 	for {
 		// Taken before reading, so a start during the read is not missed.
 		r.mu.Lock()
 		changed, gone := in.changed, in.gone
 		r.mu.Unlock()
 		var err error
+		if reading != nil {
+			reading(true)
+		}
 		last, err = r.copyLogs(ctx, s, true, last, out)
+		if reading != nil {
+			reading(false)
+		}
 		switch {
 		case ctx.Err() != nil || errors.Is(err, errGone):
 			return nil
@@ -86,7 +94,7 @@ func (r *Runtime) followLogs(ctx context.Context, in *instance, s *service, out 
 
 // copyLogs copies one service's logs after since (all when zero) to out and
 // returns the time of the last line written.
-func (r *Runtime) copyLogs(ctx context.Context, s *service, follow bool, since time.Time, out *lineOut) (time.Time, error) {
+func (r *Runtime) copyLogs(ctx context.Context, s *service, follow bool, since time.Time, out lineSink) (time.Time, error) {
 	opts := container.LogsOptions{ShowStdout: true, ShowStderr: true, Follow: follow, Timestamps: true}
 	if !since.IsZero() {
 		opts.Since = fmt.Sprintf("%d.%09d", since.Unix(), since.Nanosecond())
@@ -101,8 +109,8 @@ func (r *Runtime) copyLogs(ctx context.Context, s *service, follow bool, since t
 	defer rc.Close()
 	last := since
 	prefix := s.name + " | "
-	stdout := &lineWriter{out: out, prefix: prefix, after: since, last: &last}
-	stderr := &lineWriter{out: out, prefix: prefix, after: since, last: &last}
+	stdout := &lineWriter{out: out, svc: s, prefix: prefix, service: s.name, stream: sim.StreamStdout, after: since, last: &last, now: r.now}
+	stderr := &lineWriter{out: out, svc: s, prefix: prefix, service: s.name, stream: sim.StreamStderr, after: since, last: &last, now: r.now}
 	_, err = stdcopy.StdCopy(stdout, stderr, rc)
 	if ferr := errors.Join(stdout.flush(), stderr.flush()); ferr != nil && err == nil {
 		err = ferr
@@ -113,6 +121,11 @@ func (r *Runtime) copyLogs(ctx context.Context, s *service, follow bool, since t
 	return last, nil
 }
 
+// lineSink takes the lines a lineWriter splits off.
+type lineSink interface {
+	line(w *lineWriter, at time.Time, text string) error
+}
+
 // lineOut writes whole lines to w, one at a time, for every service.
 type lineOut struct {
 	mu  sync.Mutex
@@ -120,63 +133,179 @@ type lineOut struct {
 	buf []byte
 }
 
-func (o *lineOut) writeLine(prefix string, line []byte) error {
+func (o *lineOut) line(lw *lineWriter, _ time.Time, text string) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.buf = append(append(append(o.buf[:0], prefix...), line...), '\n')
+	o.buf = append(append(append(o.buf[:0], lw.prefix...), text...), '\n')
 	_, err := o.w.Write(o.buf)
 	return err
 }
 
-// lineWriter splits one stream of one service into lines, strips the
-// engine's timestamp from each, and drops the lines at or before after (the
-// ones a resumed follow has written already).
-type lineWriter struct {
-	out    *lineOut
-	prefix string
-	after  time.Time
-	last   *time.Time // shared by a service's stdout and stderr
-	buf    []byte
+// captureOut hands lines to the runtime's log sink.
+type captureOut struct {
+	sink     sim.LogSink
+	instance string
 }
 
+func (c captureOut) line(lw *lineWriter, at time.Time, text string) error {
+	if lw.svc != nil {
+		lw.svc.captured.Add(1)
+	}
+	c.sink.CaptureLog(sim.LogLine{Instance: c.instance, Service: lw.service, Stream: lw.stream, At: at, Text: text})
+	return nil
+}
+
+// lineWriter splits one stream of one service into lines, strips the
+// engine's timestamp from each, and drops the lines at or before after (the
+// ones a resumed follow has written already). A line over
+// sim.MaxLogLineBytes is cut, the rest of it counted.
+type lineWriter struct {
+	out     lineSink
+	svc     *service // nil in tests
+	prefix  string
+	service string
+	stream  string
+	after   time.Time
+	last    *time.Time // shared by a service's stdout and stderr
+	// own is the latest time of this stream's lines: the engine stamps a
+	// stream's lines in order, so one before it is a line read again.
+	own   time.Time
+	atOwn []string // the lines stamped own, to tell one read again
+	now   func() time.Time
+	buf   []byte
+	cut   int // bytes of the current line discarded
+}
+
+// lineBufMax is what a line may hold before it is cut: room for the
+// engine's timestamp before the text.
+const lineBufMax = sim.MaxLogLineBytes + 64
+
 func (l *lineWriter) Write(p []byte) (int, error) {
-	l.buf = append(l.buf, p...)
-	for {
-		i := bytes.IndexByte(l.buf, '\n')
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		chunk := p
+		if i >= 0 {
+			chunk = p[:i]
+		}
+		room := max(0, lineBufMax-len(l.buf))
+		take := min(room, len(chunk))
+		l.buf = append(l.buf, chunk[:take]...)
+		l.cut += len(chunk) - take
 		if i < 0 {
 			break
 		}
-		if err := l.line(l.buf[:i]); err != nil {
+		if err := l.line(l.buf); err != nil {
 			return 0, err
 		}
-		l.buf = l.buf[i+1:]
+		l.buf, l.cut = l.buf[:0], 0
+		p = p[i+1:]
 	}
-	if len(l.buf) == 0 {
-		l.buf = nil // let a long line's buffer go
-	}
-	return len(p), nil
+	return n, nil
 }
 
 func (l *lineWriter) flush() error {
-	if len(l.buf) == 0 {
+	if len(l.buf) == 0 && l.cut == 0 {
 		return nil
 	}
 	err := l.line(l.buf)
-	l.buf = nil
+	l.buf, l.cut = nil, 0
 	return err
 }
 
 func (l *lineWriter) line(b []byte) error {
+	var at time.Time
 	if ts, rest, ok := bytes.Cut(b, []byte(" ")); ok {
 		if t, err := time.Parse(time.RFC3339Nano, string(ts)); err == nil {
 			if !l.after.IsZero() && !t.After(l.after) {
 				return nil
 			}
+			// The json-file driver's follow can read a rotated file again
+			// (max-size): what comes before this stream's last line was
+			// written already.
+			if t.Before(l.own) || t.Equal(l.own) && slices.Contains(l.atOwn, string(rest)) {
+				return nil
+			}
+			if !t.Equal(l.own) {
+				l.own, l.atOwn = t, l.atOwn[:0]
+			}
+			l.atOwn = append(l.atOwn, string(rest))
 			if t.After(*l.last) {
 				*l.last = t
 			}
-			b = rest
+			at, b = t, rest
 		}
 	}
-	return l.out.writeLine(l.prefix, b)
+	if at.IsZero() && l.now != nil {
+		at = l.now()
+	}
+	var text string
+	if cut := l.cut + max(0, len(b)-sim.MaxLogLineBytes); cut > 0 {
+		text = sim.LogCutText(b[:min(len(b), sim.MaxLogLineBytes)], cut)
+	} else {
+		text = sim.LogText(b)
+	}
+	return l.out.line(l, at, text)
+}
+
+// capture follows every service of in into the runtime's log sink from
+// since (all its output when zero) until the instance is gone or the
+// runtime closes. It starts once per instance; without a sink it does
+// nothing.
+func (r *Runtime) capture(in *instance, since time.Time) {
+	if r.logs == nil {
+		return
+	}
+	r.mu.Lock()
+	if in.captured != nil || r.closed {
+		r.mu.Unlock()
+		return
+	}
+	in.captured = make(chan struct{})
+	services := in.services
+	r.mu.Unlock()
+	out := captureOut{sink: r.logs, instance: in.id}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer close(in.captured)
+		var wg sync.WaitGroup
+		for _, s := range services {
+			wg.Go(func() {
+				err := r.followLogs(r.capCtx, in, s, out, since, func(reading bool) {
+					r.mu.Lock()
+					s.reading = reading
+					if !reading {
+						s.drainedAt = time.Now()
+					}
+					r.mu.Unlock()
+				})
+				if err != nil {
+					r.log.Warn("capture logs", "instance", in.id, "service", s.name, "err", err)
+				}
+			})
+		}
+		wg.Wait()
+	}()
+}
+
+// drainBound is how long an exit's report waits for the service's output
+// to be captured.
+const drainBound = time.Second
+
+// awaitDrained waits (boundedly) until the capture of s has read its
+// output to the end of a stream that ended after died: an exit is
+// reported after the lines the service printed before it.
+func (r *Runtime) awaitDrained(in *instance, s *service, died time.Time) {
+	deadline := time.Now().Add(drainBound)
+	for {
+		r.mu.Lock()
+		capturing := in.captured != nil
+		drained := !s.drainedAt.Before(died)
+		r.mu.Unlock()
+		if !capturing || drained || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }

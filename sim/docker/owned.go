@@ -97,6 +97,9 @@ func (r *Runtime) Adopt(ctx context.Context, instanceID string) error {
 		}
 		return fmt.Errorf("adopt instance %s: %w", instanceID, err)
 	}
+	// From now: the lines an earlier run captured are in the store, and
+	// what was printed while no normsim ran is not (docs/logs.md).
+	r.capture(in, r.now())
 	return nil
 }
 

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
-
 
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/docker/cli/cli/command"
@@ -42,6 +42,9 @@ type Config struct {
 	Logger   *slog.Logger
 	// Now stamps RuntimeEvents; time.Now by default.
 	Now func() time.Time
+	// Logs receives every line each container prints, from its start;
+	// nil captures nothing (Logs still reads the engine's).
+	Logs sim.LogSink
 }
 
 // Runtime is sim.Runtime on the Docker engine the docker command line
@@ -56,6 +59,10 @@ type Runtime struct {
 	observer  sim.RuntimeObserver
 	log       *slog.Logger
 	now       func() time.Time
+	logs      sim.LogSink
+	// capCtx ends the log captures when the runtime closes.
+	capCtx    context.Context
+	capCancel context.CancelFunc
 
 	connMu    sync.Mutex
 	connected bool // API version negotiated
@@ -65,7 +72,7 @@ type Runtime struct {
 	closed    bool
 	watching  bool
 	cancel    context.CancelFunc // stops the event watcher
-	wg        sync.WaitGroup     // the event watcher
+	wg        sync.WaitGroup     // the event watcher and the log captures
 }
 
 var _ sim.Runtime = (*Runtime)(nil)
@@ -85,11 +92,22 @@ type instance struct {
 	// (re)started; gone is closed once the instance is stopped or removed.
 	changed chan struct{}
 	gone    chan struct{}
+	// captured is closed once the capture of the instance's output has
+	// ended; nil until it starts.
+	captured chan struct{}
 }
 
 type service struct {
 	name      string
 	container string // ID
+	// drainedAt is when the capture last read a stream of the service to
+	// its end; reading is whether it is reading one (both guarded by
+	// Runtime.mu).
+	drainedAt time.Time
+	reading   bool
+	// captured counts the lines the capture read, to tell a slow capture
+	// from a stalled one.
+	captured atomic.Int64
 }
 
 func (in *instance) service(containerID string) *service {
@@ -131,8 +149,10 @@ func New(cfg Config) (*Runtime, error) {
 		observer:  cfg.Observer,
 		log:       cfg.Logger,
 		now:       cfg.Now,
+		logs:      cfg.Logs,
 		instances: map[string]*instance{},
 	}
+	r.capCtx, r.capCancel = context.WithCancel(context.Background())
 	if r.observer == nil {
 		r.observer = func(sim.RuntimeEvent) {}
 	}
@@ -258,6 +278,7 @@ func (r *Runtime) Close(ctx context.Context, keep bool) error {
 	if cancel != nil {
 		cancel()
 	}
+	r.capCancel()
 	r.wg.Wait()
 	errs = append(errs, r.cli.Close())
 	if c, ok := r.compose.(interface{ Close() error }); ok {

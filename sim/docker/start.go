@@ -10,6 +10,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/compose/v5/pkg/api"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/volume"
@@ -31,6 +32,8 @@ func (r *Runtime) Start(ctx context.Context, instanceID string) error {
 	if in.composeName == "" {
 		return sim.Errorf(sim.EConflict, "instance %s was created by a normsim before the Compose SDK and cannot be started again; stop it and launch it anew", instanceID)
 	}
+	// Captured from before the start, so no line is missed.
+	r.capture(in, time.Time{})
 	return r.startCompose(ctx, in) // its errors name the instance
 }
 
@@ -84,10 +87,12 @@ func (r *Runtime) Stop(ctx context.Context, instanceID string, grace time.Durati
 		return nil // still being prepared: Prepare sees stopping and removes it all
 	}
 	if in.composeName != "" {
+		r.stopForCapture(ctx, in, grace)
 		if err := r.down(ctx, in.composeName, in.project, grace); err != nil {
 			return fmt.Errorf("stop instance %s: %w", instanceID, err)
 		}
 		r.forget(in)
+		r.awaitCaptured(in)
 		return nil
 	}
 
@@ -113,7 +118,72 @@ func (r *Runtime) Stop(ctx context.Context, instanceID string, grace time.Durati
 		return fmt.Errorf("stop instance %s: %w", instanceID, err)
 	}
 	r.forget(in)
+	r.awaitCaptured(in)
 	return nil
+}
+
+// captureStall is how long a stop waits for a capture that reads no line
+// before it gives up on what the stopped container printed last (and says
+// so in the log).
+const captureStall = 5 * time.Second
+
+// stopForCapture stops a captured instance's containers as `docker compose
+// stop` does (in dependency order, SIGTERM then SIGKILL after grace) and
+// waits until the capture has read each to the end, before the caller
+// removes them: removing a container ends its log stream, and whatever the
+// capture had not read yet would be lost. It waits as long as the capture
+// makes progress; one that stalls for captureStall is given up on with a
+// marker line saying from when lines may be missing.
+func (r *Runtime) stopForCapture(ctx context.Context, in *instance, grace time.Duration) {
+	r.mu.Lock()
+	capturing := in.captured != nil
+	services := in.services
+	r.mu.Unlock()
+	if !capturing {
+		return
+	}
+	secs := time.Duration(math.Ceil(max(grace, 0).Seconds())) * time.Second
+	if err := r.compose.Stop(ctx, in.composeName, api.StopOptions{Project: in.project, Timeout: &secs}); err != nil {
+		r.log.Warn("stop before removing", "instance", in.id, "err", err)
+		return // down stops them anyway
+	}
+	for _, s := range services {
+		seen, since := s.captured.Load(), time.Now()
+		for {
+			// Stopped, a container's stream ends once read to the end.
+			r.mu.Lock()
+			drained := !s.reading
+			r.mu.Unlock()
+			if drained || ctx.Err() != nil {
+				break
+			}
+			if n := s.captured.Load(); n != seen {
+				seen, since = n, time.Now()
+			} else if time.Since(since) > captureStall {
+				r.log.Warn("gave up reading a stopped container's logs", "instance", in.id, "service", s.name)
+				r.logs.CaptureLog(sim.LogLine{Instance: in.id, Service: s.name, Stream: sim.StreamNormsim, At: r.now(),
+					Text: fmt.Sprintf("normsim: the capture read nothing for %v after %s stopped; lines it printed last may be missing", captureStall, s.name)})
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// awaitCaptured waits (boundedly) for the capture of a stopped instance's
+// output to end, so what it printed while it stopped is kept before Stop
+// returns.
+func (r *Runtime) awaitCaptured(in *instance) {
+	r.mu.Lock()
+	done := in.captured
+	r.mu.Unlock()
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+	case <-time.After(drainBound):
+	}
 }
 
 // removeAll force-removes containers (with their anonymous volumes), then

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"slices"
@@ -87,7 +86,10 @@ type Config struct {
 	// only what this store's earlier runs started.
 	Owner string
 	// Run is this process's sim.LabelRun value, set on everything launched.
-	Run    string
+	Run string
+	// Logs keeps what instances print (sim/logcap); nil keeps nothing and
+	// Logs answers EUnavailable.
+	Logs   sim.LogBook
 	Logger *slog.Logger
 	Now    func() time.Time
 }
@@ -531,6 +533,7 @@ func (m *Manager) launch(ctx context.Context, req LaunchRequest, o launchOpts) (
 		inst.State = sim.InstanceStarting
 	}
 	in := &instance{Instance: inst, spec: spec, changed: make(chan struct{}), healthy: map[string]bool{}}
+	m.registerLogs(ctx, inst)
 
 	m.mu.Lock()
 	if m.closed {
@@ -837,21 +840,6 @@ func (m *Manager) stopInstance(ctx context.Context, in *instance, grace time.Dur
 // Timeouts are the run's per-phase timeouts with every field set: what a
 // migration request that sets none gets.
 func (m *Manager) Timeouts() sim.Timeouts { return m.cfg.Timeouts.WithDefaults() }
-
-// Logs writes an instance's logs.
-func (m *Manager) Logs(ctx context.Context, id string, follow bool, w io.Writer) error {
-	m.mu.Lock()
-	in, ok := m.instances[id]
-	m.mu.Unlock()
-	if !ok {
-		return sim.Errorf(sim.ENotFound, "instance %q not found", id)
-	}
-	rt, err := m.runtime(in.Runtime)
-	if err != nil {
-		return err
-	}
-	return rt.Logs(ctx, id, follow, w)
-}
 
 // OnRuntimeEvent is the runtimes' observer.
 func (m *Manager) OnRuntimeEvent(ev sim.RuntimeEvent) {

@@ -286,16 +286,19 @@ type runEvent struct {
 
 // run is one migration in progress.
 type run struct {
-	m        *Manager
-	id       string
-	rt       sim.Runtime
-	src      sim.Instance
-	srcNode  *Node
-	tgtNode  *Node
-	timeouts sim.Timeouts
-	faults   []sim.Fault
-	fired    []bool // guarded by mu
-	start    time.Time
+	// releaseLogs ends the hold on log writes a cutover takes; nil when
+	// none is held (guarded by mu).
+	releaseLogs func()
+	m           *Manager
+	id          string
+	rt          sim.Runtime
+	src         sim.Instance
+	srcNode     *Node
+	tgtNode     *Node
+	timeouts    sim.Timeouts
+	faults      []sim.Fault
+	fired       []bool // guarded by mu
+	start       time.Time
 	// events carries pointers: a runEvent holds a whole frame, and a
 	// buffer of 256 of them per migration would cost ~100 KB each, 100 MB
 	// for a thousand concurrent handovers.
@@ -557,6 +560,10 @@ func (r *run) handleSocket(ev jobsocket.Event, side string, recorded bool) {
 		case side == sideTarget && f.Type == protocol.TypeTargetReady && (r.phase == "place-target" || r.phase == "target-ready"):
 			r.readyAt = ev.At
 			r.phase, r.mig.Phase = "cutover-ready", "cutover-ready"
+			// The cutover has the CPU; the log writes wait for its end.
+			if r.m.cfg.Logs != nil && r.releaseLogs == nil {
+				r.releaseLogs = r.m.cfg.Logs.Hold()
+			}
 			r.deliverLocked(r.src.ID, r.srcNode, protocol.WorkerFrame{Type: protocol.TypeCutoverReady, MigrationID: r.id, Payload: f.Payload},
 				protocol.TypeSourceStoppedOutput, protocol.TypeAbort)
 		case side == sideSource && f.Type == protocol.TypeSourceStoppedOutput && r.phase == "cutover-ready":
@@ -1051,6 +1058,7 @@ func (r *run) handover(ctx context.Context) error {
 	}
 	// 5. target-applied, then the source is stopped.
 	ev, err = r.await(ctx, "target-applied", r.timeouts.Apply.D(), isFrame(tgt.ID, protocol.TypeTargetApplied))
+	r.unholdLogs()
 	if err != nil {
 		return err
 	}
@@ -1203,7 +1211,19 @@ func (r *run) stopThenStart(ctx context.Context) error {
 
 // finish ends the migration: completed, refused, rolled back (aborted) or
 // failed, then measures the output seam.
+// unholdLogs releases the hold on log writes the cutover took, if any.
+func (r *run) unholdLogs() {
+	r.mu.Lock()
+	release := r.releaseLogs
+	r.releaseLogs = nil
+	r.mu.Unlock()
+	if release != nil {
+		release()
+	}
+}
+
 func (r *run) finish(ctx context.Context, err error) {
+	r.unholdLogs()
 	r.mu.Lock()
 	// From here on nothing is relayed: a source-stopped-output that
 	// arrives now is late, not the point of no return.

@@ -26,8 +26,11 @@ const (
 	// defaultCloseGrace is how long Close gives processes between SIGTERM
 	// and SIGKILL: shutting the simulator down should be quick.
 	defaultCloseGrace = 2 * time.Second
-	// tailInterval is how often new output is read from the log files.
-	tailInterval = 50 * time.Millisecond
+	// tailInterval is how often new output is read from the log files
+	// where nothing says they were written (inotify does on Linux). A
+	// line's time is when it was read, so without inotify this is how far
+	// it may lag the frames it sits beside on a migration's timeline.
+	tailInterval = 20 * time.Millisecond
 	// groupPoll is how often a stop looks whether a process group is gone.
 	groupPoll = 20 * time.Millisecond
 	// reapBound caps every wait that follows a SIGKILL, so a process stuck
@@ -35,9 +38,7 @@ const (
 	reapBound = time.Second
 	// maxStopped is how many stopped instances keep their logs.
 	maxStopped = 100
-	// maxLineBytes splits a line that never ends.
-	maxLineBytes = 64 << 10
-	// maxLogFileBytes is where a log file is emptied once read, so a chatty
+	// maxLogFileBytes is where the read part of a log file is released, so a chatty
 	// process cannot fill the disk.
 	maxLogFileBytes = 64 << 20
 )
@@ -53,6 +54,9 @@ type Config struct {
 	// LogLines is how many lines of output are kept per instance; 0 means
 	// 10000.
 	LogLines int
+	// Logs receives every line each service prints, as it is read; nil
+	// keeps them in the runtime's own buffer only.
+	Logs sim.LogSink
 }
 
 // Runtime runs launch specs as host processes. It is safe for concurrent
@@ -62,6 +66,7 @@ type Runtime struct {
 	logger     *slog.Logger
 	now        func() time.Time
 	logLines   int
+	logs       sim.LogSink
 	closeGrace time.Duration
 
 	// closing ends when Close begins: it aborts Starts still waiting.
@@ -140,9 +145,20 @@ type proc struct {
 	stopping bool // a stop is under way: the exit is not reported
 	natural  bool // it exited on its own
 	exit     exitInfo
-	out      *os.File // read side of the log file; nil once closed
+	inst     string      // the instance's id, for the log sink
+	sink     sim.LogSink // nil: the ring only
+	now      func() time.Time
+	streams  []*stream // stdout and stderr; nil once read to the end
 	buf      []byte
-	partial  []byte // output after the last newline
+}
+
+// stream is the read side of one of a process's output files.
+type stream struct {
+	name  string // sim.StreamStdout or sim.StreamStderr
+	f     *os.File
+	split sim.LineSplitter
+	// released is the offset up to which the file's disk was released.
+	released int64
 }
 
 // exitInfo is how a process ended.
@@ -165,6 +181,7 @@ func New(cfg Config) *Runtime {
 		logger:     cfg.Logger,
 		now:        cfg.Now,
 		logLines:   cfg.LogLines,
+		logs:       cfg.Logs,
 		closeGrace: defaultCloseGrace,
 		instances:  map[string]*instance{},
 		stopped:    map[string]*logRing{},
@@ -447,31 +464,49 @@ func (r *Runtime) awaitDeps(ctx context.Context, inst *instance, s *service, sta
 // startService starts s's process with its output going to a log file, and
 // its exit watcher.
 func (r *Runtime) startService(inst *instance, s *service, i int, environ []string) error {
-	logPath := filepath.Join(inst.dir, fmt.Sprintf("%02d-%s.log", i, safeName(s.name)))
-	w, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("start service %s: create log file: %w", s.name, err)
+	var ws []*os.File
+	var streams []*stream
+	closeAll := func() {
+		for _, w := range ws {
+			w.Close()
+		}
 	}
-	defer w.Close()
-	rd, err := os.OpenFile(logPath, os.O_RDWR, 0)
-	if err != nil {
-		return fmt.Errorf("start service %s: open log file: %w", s.name, err)
+	defer closeAll()
+	for _, name := range []string{sim.StreamStdout, sim.StreamStderr} {
+		logPath := filepath.Join(inst.dir, fmt.Sprintf("%02d-%s.%s.log", i, safeName(s.name), name))
+		w, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND|os.O_TRUNC, 0o600)
+		if err != nil {
+			return fmt.Errorf("start service %s: create log file: %w", s.name, err)
+		}
+		ws = append(ws, w)
+		rd, err := os.OpenFile(logPath, os.O_RDWR, 0)
+		if err != nil {
+			closeStreams(streams)
+			return fmt.Errorf("start service %s: open log file: %w", s.name, err)
+		}
+		streams = append(streams, &stream{name: name, f: rd})
 	}
-	pid, pidfd, err := startProcess(s.path, s.argv, s.dir, buildEnv(environ, s.env), w)
+	pid, pidfd, err := startProcess(s.path, s.argv, s.dir, buildEnv(environ, s.env), ws[0], ws[1])
 	if err != nil {
-		rd.Close()
+		closeStreams(streams)
 		return sim.Errorf(sim.EUnprocessable, "service %q: start %s: %v", s.name, s.path, err)
 	}
 	// Unreaped (the watcher reaps it), the pid cannot be reused yet.
-	p := &proc{svc: s, pid: pid, started: startMark(pid), out: rd, exited: make(chan struct{}), done: make(chan struct{})}
+	p := &proc{svc: s, inst: inst.id, sink: r.logs, now: r.now, pid: pid, started: startMark(pid), streams: streams, exited: make(chan struct{}), done: make(chan struct{})}
 	s.p.Store(p)
-	r.logger.Debug("process started", "instance", inst.id, "service", s.name, "pid", pid, "log", logPath)
+	r.logger.Debug("process started", "instance", inst.id, "service", s.name, "pid", pid, "logs", inst.dir)
 	// Started before the watcher exists, so an exit is never reported
 	// ahead of the start.
 	r.emit(sim.RuntimeEvent{Instance: inst.id, Service: s.name, Kind: sim.ServiceStarted})
 	r.wg.Add(1)
 	go r.watch(inst, p, pidfd)
 	return nil
+}
+
+func closeStreams(streams []*stream) {
+	for _, st := range streams {
+		st.f.Close()
+	}
 }
 
 // buildEnv is the inherited environment without the NORSK_* and NORMSIM_*
@@ -536,6 +571,8 @@ func (r *Runtime) tail(inst *instance, quit <-chan struct{}, done chan<- struct{
 	defer close(done)
 	t := time.NewTicker(tailInterval)
 	defer t.Stop()
+	written, stop := watchWrites(inst.dir)
+	defer stop()
 	for {
 		for _, s := range inst.services {
 			if p := s.p.Load(); p != nil {
@@ -546,68 +583,55 @@ func (r *Runtime) tail(inst *instance, quit <-chan struct{}, done chan<- struct{
 		case <-quit:
 			return
 		case <-t.C:
+		case <-written:
 		}
 	}
 }
 
-// drain reads what is new in p's log file into ring, line by line. With
-// final it also takes an unfinished last line and closes the file.
+// drain reads what is new in p's log files into ring, and hands each line
+// to the runtime's log sink, stamped with the time it was read. With final
+// it also takes an unfinished last line and closes the files.
 func (p *proc) drain(ring *logRing, final bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.out == nil {
+	if p.streams == nil {
 		return
 	}
 	if p.buf == nil {
 		p.buf = make([]byte, 32<<10)
 	}
 	var lines []string
-	for {
-		n, err := p.out.Read(p.buf)
-		lines = p.split(lines, p.buf[:n])
-		if err != nil || n == 0 {
-			break
+	var at time.Time
+	for _, st := range p.streams {
+		emit := func(text string) {
+			lines = append(lines, p.svc.prefix+text)
+			if p.sink != nil {
+				if at.IsZero() {
+					at = p.now()
+				}
+				p.sink.CaptureLog(sim.LogLine{Instance: p.inst, Service: p.svc.name, Stream: st.name, At: at, Text: text})
+			}
+		}
+		for {
+			n, err := st.f.Read(p.buf)
+			st.split.Write(p.buf[:n], emit)
+			if err != nil || n == 0 {
+				break
+			}
+		}
+		if final {
+			st.split.Flush(emit)
+			st.f.Close()
+			continue
+		}
+		if off, err := st.f.Seek(0, io.SeekCurrent); err == nil && off-st.released > maxLogFileBytes {
+			st.released = releaseRead(st.f, off)
 		}
 	}
 	if final {
-		if len(p.partial) > 0 {
-			lines = append(lines, p.svc.prefix+strings.TrimSuffix(string(p.partial), "\r"))
-			p.partial = nil
-		}
-		p.out.Close()
-		p.out = nil
-	} else if off, err := p.out.Seek(0, io.SeekCurrent); err == nil && off > maxLogFileBytes {
-		// Lines written between the read above and this truncation are
-		// lost; a rare loss is the price of a bounded file.
-		if p.out.Truncate(0) == nil {
-			_, _ = p.out.Seek(0, io.SeekStart)
-		}
+		p.streams = nil
 	}
 	ring.append(lines...)
-}
-
-// split appends the complete lines in b (after what was left over) to
-// lines and keeps the rest for next time.
-func (p *proc) split(lines []string, b []byte) []string {
-	for len(b) > 0 {
-		i := slices.Index(b, '\n')
-		if i < 0 {
-			p.partial = append(p.partial, b...)
-			if len(p.partial) >= maxLineBytes {
-				lines = append(lines, p.svc.prefix+string(p.partial))
-				p.partial = p.partial[:0]
-			}
-			return lines
-		}
-		line := b[:i]
-		if len(p.partial) > 0 {
-			line = append(p.partial, line...)
-		}
-		lines = append(lines, p.svc.prefix+strings.TrimSuffix(string(line), "\r"))
-		p.partial = p.partial[:0]
-		b = b[i+1:]
-	}
-	return lines
 }
 
 // Stop sends SIGTERM to the process group of every service, SIGKILL to the

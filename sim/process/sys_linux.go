@@ -239,3 +239,47 @@ func startMark(pid int) string {
 	}
 	return string(f[19])
 }
+
+// releaseRead frees the disk the first off bytes of a log file take, which
+// have been read, by punching a hole: the writer's offset and every byte
+// not yet read stay as they are, so nothing is lost (truncating would lose
+// what was written between the last read and the truncation). A file
+// system that cannot punch holes keeps the bytes.
+// It returns the offset released up to.
+func releaseRead(f *os.File, off int64) int64 {
+	const punchHole = 0x02 | 0x01 // FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+	_ = syscall.Fallocate(int(f.Fd()), punchHole, 0, off)
+	return off
+}
+
+// watchWrites wakes the tailer as soon as a file in dir is written, so a
+// line is stamped with (within a scheduling delay) the moment it was
+// printed, not the next poll. It returns nil where inotify is not to be
+// had; the tailer then polls alone. stop ends the watch and waits for it.
+func watchWrites(dir string) (wake <-chan struct{}, stop func()) {
+	fd, err := syscall.InotifyInit1(syscall.IN_NONBLOCK | syscall.IN_CLOEXEC)
+	if err != nil {
+		return nil, func() {}
+	}
+	if _, err := syscall.InotifyAddWatch(fd, dir, syscall.IN_MODIFY); err != nil {
+		syscall.Close(fd)
+		return nil, func() {}
+	}
+	f := os.NewFile(uintptr(fd), "inotify "+dir) // non-blocking: read through the poller
+	ch := make(chan struct{}, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 4096)
+		for {
+			if _, err := f.Read(buf); err != nil {
+				return // closed by stop
+			}
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return ch, func() { f.Close(); <-done }
+}

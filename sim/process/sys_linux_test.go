@@ -19,7 +19,7 @@ func startHelper(tb testing.TB, mode string) (pid, pidfd int) {
 		tb.Fatal(err)
 	}
 	defer out.Close()
-	pid, pidfd, err = startProcess(os.Args[0], []string{os.Args[0]}, "", append(os.Environ(), helperEnv+"="+mode), out)
+	pid, pidfd, err = startProcess(os.Args[0], []string{os.Args[0]}, "", append(os.Environ(), helperEnv+"="+mode), out, out)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestStopLeftovers(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer out.Close()
-		pid, pidfd, err = startProcess(os.Args[0], []string{os.Args[0]}, "", append(os.Environ(), append(env, helperEnv+"=sleep")...), out)
+		pid, pidfd, err = startProcess(os.Args[0], []string{os.Args[0]}, "", append(os.Environ(), append(env, helperEnv+"=sleep")...), out, out)
 		if err != nil {
 			t.Fatal(err)
 		}

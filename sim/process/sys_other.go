@@ -13,7 +13,7 @@ const supported = false
 
 var errUnsupported = errors.New("the process runtime does not run on this system")
 
-func startProcess(string, []string, string, []string, *os.File) (int, int, error) {
+func startProcess(string, []string, string, []string, *os.File, *os.File) (int, int, error) {
 	return 0, -1, errUnsupported
 }
 

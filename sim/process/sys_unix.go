@@ -20,7 +20,7 @@ const exitPoll = 20 * time.Millisecond
 // startProcess starts path as the leader of a new process group with stdin
 // from /dev/null and stdout and stderr to out. It returns the pid and, where
 // the kernel provides one, a pidfd (else -1) that the caller must close.
-func startProcess(path string, argv []string, dir string, env []string, out *os.File) (pid, pidfd int, err error) {
+func startProcess(path string, argv []string, dir string, env []string, stdout, stderr *os.File) (pid, pidfd int, err error) {
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
 		return 0, -1, err
@@ -30,7 +30,7 @@ func startProcess(path string, argv []string, dir string, env []string, out *os.
 	p, err := os.StartProcess(path, argv, &os.ProcAttr{
 		Dir:   dir,
 		Env:   env,
-		Files: []*os.File{devnull, out, out},
+		Files: []*os.File{devnull, stdout, stderr},
 		Sys:   sysProcAttr(&pidfd),
 	})
 	if err != nil {

@@ -50,8 +50,10 @@ type junitProp struct {
 }
 
 type junitTestcase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
+	Name      string `xml:"name,attr"`
+	Classname string `xml:"classname,attr"`
+	// File is the scenario file (GitHub's and GitLab's reporters link it).
+	File      string        `xml:"file,attr,omitempty"`
 	Time      string        `xml:"time,attr"`
 	Skipped   *junitText    `xml:"skipped,omitempty"`
 	Error     *junitFailure `xml:"error,omitempty"`
@@ -102,15 +104,17 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 			{Name: "repeat", Value: fmt.Sprint(s.Repeat)},
 		}}
 		for _, st := range s.Steps {
-			tc := junitTestcase{Name: xmlSafe(caseName(s, st)), Classname: xmlSafe(s.Name), Time: secs(st.DurationMs)}
+			tc := junitTestcase{Name: xmlSafe(caseName(s, st)), Classname: xmlSafe(s.Name), File: xmlSafe(s.File), Time: secs(st.DurationMs)}
 			where := fmt.Sprintf("at %s:%s\n", s.File, st.Pos.String())
 			switch st.Status {
 			case StatusFailed:
 				suite.Failures++
 				tc.Failure = &junitFailure{Message: xmlSafe(st.Message), Type: junitTypeExpectation, Text: xmlSafe(where + failureBody(st))}
+				tc.SystemOut = failureOut(st)
 			case StatusError:
 				suite.Errors++
 				tc.Error = &junitFailure{Message: xmlSafe(st.Message), Type: junitTypeStep, Text: xmlSafe(where + failureBody(st))}
+				tc.SystemOut = failureOut(st)
 			case StatusSkipped:
 				suite.Skipped++
 				tc.Skipped = &junitText{Text: xmlSafe(st.Message)}
@@ -197,9 +201,19 @@ func failureBody(st *StepResult) string {
 		b.WriteString(st.Detail)
 	}
 	if m := st.Migration; m != nil {
-		b.WriteString("\n" + Summary(m) + "timeline:\n" + Timeline(m))
+		b.WriteString("\n" + Summary(m) + "timeline:\n" + Timeline(m) + LogTails(m))
 	}
 	return b.String()
+}
+
+// failureOut is a failing step's <system-out>: what the job printed, the
+// evidence its author looks for first.
+func failureOut(st *StepResult) *junitText {
+	text := st.Detail + LogTails(st.Migration)
+	if text == "" {
+		return nil
+	}
+	return &junitText{Text: xmlSafe(text)}
 }
 
 // xmlSafe drops what XML 1.0 cannot carry at all (most control characters,

@@ -52,7 +52,9 @@ var junitRules = map[string]junitRule{
 		single:   []string{"properties", "system-out", "system-err"}},
 	"properties": {children: map[string]int{"property": 0}},
 	"property":   {required: []string{"name", "value"}},
-	"testcase": {required: []string{"name", "classname", "time"}, optional: []string{"assertions", "status"},
+	// file is not in junit-4.xsd; it is the attribute the common readers
+	// (GitLab, Jenkins, the GitHub report actions) link a case's source by.
+	"testcase": {required: []string{"name", "classname", "time"}, optional: []string{"assertions", "status", "file"},
 		children: map[string]int{"skipped": 0, "error": 1, "failure": 2, "system-out": 3, "system-err": 4},
 		single:   []string{"skipped"}},
 	"failure":    {required: []string{"message", "type"}, text: true},
@@ -305,7 +307,7 @@ func TestCheckJUnitCatchesViolations(t *testing.T) {
 		{`<testsuites><testsuite tests="0" failures="0" errors="0" skipped="0" time="0"/></testsuites>`, "attribute name is required"},
 		{`<testsuites><testsuite name="x" tests="1" failures="0" errors="0" skipped="0" time="0"><testcase name="a" time="1"/></testsuite></testsuites>`, "attribute classname is required"},
 		{`<testsuites><testsuite name="x" tests="1" failures="1" errors="0" skipped="0" time="0"><testcase name="a" classname="c" time="1"><failure type="t">x</failure></testcase></testsuite></testsuites>`, "attribute message is required"},
-		{`<testsuites><testsuite name="x" tests="1" failures="0" errors="0" skipped="0" time="0"><testcase name="a" classname="c" time="1" file="f"/></testsuite></testsuites>`, "attribute file is not allowed"},
+		{`<testsuites><testsuite name="x" tests="1" failures="0" errors="0" skipped="0" time="0"><testcase name="a" classname="c" time="1" package="f"/></testsuite></testsuites>`, "attribute package is not allowed"},
 		{`<testsuites><testsuite name="x" tests="1" failures="1" errors="1" skipped="0" time="0"><testcase name="a" classname="c" time="1"><failure message="m" type="t"/><error message="m" type="t"/></testcase></testsuite></testsuites>`, "<error> comes after"},
 		{`<testsuites><testsuite name="x" tests="2" failures="0" errors="0" skipped="0" time="0"><testcase name="a" classname="c" time="1"/></testsuite></testsuites>`, "tests=\"2\", but it holds 1"},
 		{`<testsuites><testsuite name="x" tests="0" failures="0" errors="0" skipped="0" time="1s"/></testsuites>`, "not a decimal"},

@@ -225,9 +225,18 @@ func statusWord(status string) string {
 func Timeline(m *sim.Migration) string {
 	var b bytes.Buffer
 	for _, ev := range m.Events {
-		fmt.Fprintf(&b, "%12s  %-14s %-8s %s\n", sim.FormatMs(ms(ev.At.Sub(m.StartedAt))), ev.Phase, ev.Side, ev.Detail)
+		fmt.Fprintf(&b, "%12s  %-14s %-8s %s%s\n", sim.FormatMs(ms(ev.At.Sub(m.StartedAt))), ev.Phase, ev.Side, ev.Detail, sim.PayloadSnippet(ev))
 	}
 	return b.String()
+}
+
+// LogTails is the last log lines of each side a failed migration carries,
+// as text; "" when it carries none.
+func LogTails(m *sim.Migration) string {
+	if m == nil || m.Logs == nil {
+		return ""
+	}
+	return sim.FormatLogTails(m.Logs.Tails)
 }
 
 // Summary says how a migration went in a few lines: who moved where, how it

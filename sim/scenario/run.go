@@ -35,6 +35,9 @@ type Config struct {
 	CleanupTimeout time.Duration
 	// HTTPClient talks to the API; default a client with a 30 s timeout.
 	HTTPClient *http.Client
+	// LogTail is how many last log lines of each side a failing step
+	// reports; default sim.DefaultLogTail.
+	LogTail int
 }
 
 // Runner runs scenarios against a simulator, one at a time.
@@ -60,7 +63,12 @@ func NewRunner(cfg Config) *Runner {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second}
 	}
-	return &Runner{cfg: cfg, c: client.New(cfg.URL, cfg.HTTPClient)}
+	if cfg.LogTail <= 0 {
+		cfg.LogTail = sim.DefaultLogTail
+	}
+	c := client.New(cfg.URL, cfg.HTTPClient)
+	c.LogTail = cfg.LogTail
+	return &Runner{cfg: cfg, c: c}
 }
 
 // Check compares the scenarios with the simulator: every template they
@@ -259,6 +267,9 @@ func (r *Runner) printStep(s *Scenario, sr *StepResult) {
 	if sr.Migration != nil && (r.cfg.Verbose || sr.Status == StatusFailed || sr.Status == StatusError) {
 		fmt.Fprint(out, indent(Summary(sr.Migration), "                "))
 		fmt.Fprint(out, indent(Timeline(sr.Migration), "                "))
+		if sr.Status == StatusFailed || sr.Status == StatusError {
+			fmt.Fprint(out, indent(LogTails(sr.Migration), "                "))
+		}
 	}
 }
 
@@ -401,20 +412,11 @@ func (r *Runner) waitInstance(ctx context.Context, id string, timeout time.Durat
 func (r *Runner) logTail(ctx context.Context, id string) string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	var buf strings.Builder
-	if err := r.c.Logs(ctx, id, false, &limitWriter{w: &buf, n: 1 << 20}); err != nil {
-		return ""
+	p, err := r.c.LogPage(ctx, id, r.cfg.LogTail)
+	if err != nil {
+		return fmt.Sprintf("could not read the logs of %s: %v\n", id, err)
 	}
-	data := buf.String()
-	lines := strings.Split(strings.TrimRight(data, "\n"), "\n")
-	if len(lines) == 1 && lines[0] == "" {
-		return ""
-	}
-	const keep = 20
-	if len(lines) > keep {
-		lines = lines[len(lines)-keep:]
-	}
-	return "last log lines of " + id + ":\n" + strings.Join(lines, "\n") + "\n"
+	return sim.FormatLogTails([]sim.LogTail{{Side: "instance", Instance: id, Lines: p.Lines, Lost: p.Lost}})
 }
 
 // limitWriter keeps the first n bytes and drops the rest.
@@ -489,9 +491,34 @@ func (r *Runner) migrate(ctx context.Context, m *Migrate, e *Expect, rs *runStat
 	sr.Checks = Judge(e, o)
 	if Failed(sr.Checks) {
 		sr.fail(StatusFailed, "%s", FailureMessage(sr.Checks))
+		r.addLogTails(ctx, sr.Migration)
 		return
 	}
 	sr.Status = StatusPassed
+}
+
+// addLogTails gives a failing step's migration the last lines of each side
+// when the record carries none (the server adds them only to a migration
+// that failed or aborted; a step fails on other expectations too).
+func (r *Runner) addLogTails(ctx context.Context, m *sim.Migration) {
+	if m == nil || (m.Logs != nil && len(m.Logs.Tails) > 0) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if m.Logs == nil {
+		m.Logs = &sim.MigrationLogs{Lines: []sim.MigrationLogLine{}}
+	}
+	for _, side := range []struct{ name, id string }{{"source", m.Source.Instance}, {"target", m.Target.Instance}} {
+		if side.id == "" {
+			continue
+		}
+		p, err := r.c.LogPage(ctx, side.id, r.cfg.LogTail)
+		if err != nil {
+			continue
+		}
+		m.Logs.Tails = append(m.Logs.Tails, sim.LogTail{Side: side.name, Instance: side.id, Lines: p.Lines, Lost: p.Lost})
+	}
 }
 
 // waitMigration polls until the migration ends; done is false (and the step

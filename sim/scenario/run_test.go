@@ -241,3 +241,75 @@ steps:
 		t.Fatalf("steps %+v %+v %+v", st[0], st[1], st[2])
 	}
 }
+
+// TestCrashAfterPointOfNoReturnCarriesTheLogs: a target that crashes on
+// cutover-apply fails the migration; the line it printed before crashing
+// is in the migration record (on its timeline and in its tail), the
+// progress text, the JUnit failure and <system-out>, and the JSON report.
+func TestCrashAfterPointOfNoReturnCarriesTheLogs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real jobs")
+	}
+	s := normsimtest.Start(t, normsimtest.Options{Runtime: sim.RuntimeProcess,
+		Templates: []string{templatesDir, filepath.Join("..", "..", "examples", "templates")}})
+	file := filepath.Join("testdata", "wrong", "crash-on-apply-expects-completed.yaml")
+	rep, out := runAll(t, s, context.Background(), parseAll(t, file))
+	const last = "crashing on cutover-apply"
+	st := rep.Scenarios[0].Steps[1]
+	if st.Status != StatusFailed || st.Migration == nil || st.Migration.State != sim.MigrationFailed {
+		t.Fatalf("step %s %q, migration %+v\n%s", st.Status, st.Message, st.Migration, out)
+	}
+	logs := st.Migration.Logs
+	if logs == nil {
+		t.Fatal("the failed migration carries no logs")
+	}
+	var onTimeline bool
+	for _, l := range logs.Lines {
+		if l.Side == "target" && strings.Contains(l.Text, last) {
+			onTimeline = true
+			if l.At.Before(st.Migration.StartedAt) || st.Migration.EndedAt == nil || l.At.After(st.Migration.EndedAt.Add(sim.LogTrail)) {
+				t.Errorf("line at %v outside the migration %v–%v", l.At, st.Migration.StartedAt, st.Migration.EndedAt)
+			}
+		}
+	}
+	if !onTimeline {
+		t.Errorf("the target's %q is not among the migration's lines: %+v", last, logs.Lines)
+	}
+	var tail *sim.LogTail
+	for i := range logs.Tails {
+		if logs.Tails[i].Side == "target" {
+			tail = &logs.Tails[i]
+		}
+	}
+	if tail == nil || len(tail.Lines) == 0 || !strings.Contains(tail.Lines[len(tail.Lines)-1].Text, last) {
+		t.Fatalf("the target's tail does not end with %q: %+v", last, tail)
+	}
+	if !strings.Contains(out, last) || !strings.Contains(out, "last ") {
+		t.Errorf("the progress text lacks the target's last line:\n%s", out)
+	}
+	var junit, js bytes.Buffer
+	if err := rep.WriteJUnit(&junit); err != nil {
+		t.Fatal(err)
+	}
+	requireValidJUnit(t, junit.Bytes())
+	j := junit.String()
+	failure := j[strings.Index(j, "<failure"):strings.Index(j, "</failure>")]
+	sysout := j[strings.Index(j, "</failure>"):]
+	if !strings.Contains(failure, last) || !strings.Contains(sysout, "<system-out>") || !strings.Contains(sysout[:strings.Index(sysout, "</system-out>")], last) {
+		t.Errorf("the JUnit failure or its <system-out> lacks %q:\n%s", last, j)
+	}
+	if !strings.Contains(j, `file="`+file+`"`) {
+		t.Errorf("the JUnit testcase has no file=%q:\n%s", file, j)
+	}
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	bl := back.Scenarios[0].Steps[1].Migration.Logs
+	if bl == nil || len(bl.Tails) != 2 || !strings.Contains(js.String(), last) {
+		t.Errorf("the JSON report lacks the tails or %q", last)
+	}
+}

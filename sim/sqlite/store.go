@@ -45,6 +45,9 @@ type Store struct {
 	prepOnce sync.Once
 	prepErr  error
 	writes   [numWrites]*sql.Stmt
+
+	// logLimits bound what is kept of each instance's output.
+	logLimits LogLimits
 }
 
 // write names one of the prepared writes.
@@ -57,6 +60,9 @@ const (
 	wMigrationEvent
 	wEvent
 	wFrame
+	wLogLine
+	wLogLines
+	wLogCount
 	numWrites
 )
 
@@ -75,6 +81,12 @@ var writeSQL = [numWrites]string{
 	wMigrationEvent: `INSERT OR REPLACE INTO migration_events (migration_id, seq, at, phase, side, detail, frame) VALUES (?,?,?,?,?,?,?)`,
 	wEvent:          `INSERT INTO events (at, kind, instance, migration, data) VALUES (?,?,?,?,?)`,
 	wFrame:          `INSERT INTO frames (at, node, job_id, role, direction, type, size, data) VALUES (?,?,?,?,?,?,?,?)`,
+	wLogLine:        `INSERT INTO logs (instance, service, stream, at, text) VALUES (?,?,?,?,?)`,
+	// logRows lines at once: one statement's overhead is most of a line's.
+	wLogLines: `INSERT INTO logs (instance, service, stream, at, text) VALUES (?,?,?,?,?)` + strings.Repeat(`,(?,?,?,?,?)`, logRows-1),
+	wLogCount: `INSERT INTO log_state (instance, lines, bytes, updated_at) VALUES (?,?,?,?)
+		ON CONFLICT(instance) DO UPDATE SET lines = lines + excluded.lines, bytes = bytes + excluded.bytes, updated_at = excluded.updated_at
+		RETURNING lines, bytes`,
 }
 
 // prepareWrites prepares the writes on first use. It must run before a
@@ -161,7 +173,7 @@ func openDB(ctx context.Context, path string) (*Store, error) {
 	// One writer at a time is SQLite's model anyway; one connection also keeps
 	// an in-memory database a single database.
 	db.SetMaxOpenConns(1)
-	s := &Store{db: db, path: path, schemaDone: make(chan struct{})}
+	s := &Store{db: db, path: path, schemaDone: make(chan struct{}), logLimits: DefaultLogLimits}
 	if path == Memory {
 		s.owner = newOwner()
 		go func() {

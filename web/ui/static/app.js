@@ -195,7 +195,7 @@
 
   document.addEventListener('click', function (e) {
     var t = e.target.closest('[data-seq]');
-    if (t && (t.closest('#timeline') || t.closest('#events'))) { select(t.dataset.seq); return; }
+    if (t && (t.closest('#timeline') || t.closest('#events') || t.closest('#logs'))) { select(t.dataset.seq); return; }
     var c = e.target.closest('[data-copy]');
     if (c) copy(c);
   });

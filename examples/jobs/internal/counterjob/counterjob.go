@@ -13,6 +13,10 @@
 // COUNTER_STOP_DRAIN_MS keeps the output going that many milliseconds after
 // SIGTERM, like an encoder flushing, before the counter exits.
 //
+// COUNTER_LOG_RATE prints that many numbered lines a second to stdout
+// ("chatty N", N from 0) while it runs, and how many it printed when it
+// stops: a chatty job, to prove normsim keeps up with its logs.
+//
 // COUNTER_MISBEHAVE makes it break the protocol on purpose, for normsim's
 // own scenarios: refuse (answers state-refused), never-ready (never sends
 // target-ready), crash-on-apply (exits 3 on cutover-apply), wrong-position
@@ -123,7 +127,23 @@ func run(log *slog.Logger, misbehave string) error {
 		}
 		drain = time.Duration(n) * time.Millisecond
 	}
+	logRate := 0
+	if v := os.Getenv("COUNTER_LOG_RATE"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 1_000_000 {
+			return fmt.Errorf("COUNTER_LOG_RATE must be a whole number of lines per second from 0 to 1000000; got %q", v)
+		}
+		logRate = n
+	}
+	var chatted chan int64
+	if logRate > 0 {
+		chatted = make(chan int64, 1)
+		go func() { chatted <- chatter(ctx, logRate) }()
+	}
 	c.loop(ctx)
+	if chatted != nil {
+		log.Info("counter printed chatty lines", "count", <-chatted)
+	}
 	if drain > 0 {
 		log.Info("draining output before exit", "for", drain)
 		dctx, cancel := context.WithTimeout(context.Background(), drain)
@@ -265,5 +285,29 @@ func (c *counter) handler() jobclient.Handler {
 			c.mu.Unlock()
 			c.log.Warn("migration aborted", "migration", migrationID, "reason", reason, "resumed", wasStopped)
 		},
+	}
+}
+
+// chatter prints rate numbered lines a second to stdout until ctx ends, in
+// a burst every 10 ms, and returns how many it printed.
+func chatter(ctx context.Context, rate int) int64 {
+	const every = 10 * time.Millisecond
+	t := time.NewTicker(every)
+	defer t.Stop()
+	start := time.Now()
+	var n int64
+	var buf []byte
+	for {
+		select {
+		case <-ctx.Done():
+			return n
+		case now := <-t.C:
+			due := int64(now.Sub(start).Seconds() * float64(rate))
+			buf = buf[:0]
+			for ; n < due; n++ {
+				buf = fmt.Appendf(buf, "chatty %d\n", n)
+			}
+			os.Stdout.Write(buf)
+		}
 	}
 }

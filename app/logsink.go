@@ -1,0 +1,36 @@
+package app
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/sim/logcap"
+)
+
+// logForward is the runtimes' log sink: it hands lines to the capture once
+// the store it writes to is open. A line that comes while there is none
+// (before a launch is possible, or after Close) is counted, not kept.
+type logForward struct {
+	mu      sync.RWMutex
+	capture *logcap.Capture
+	lost    atomic.Int64
+}
+
+func (f *logForward) set(c *logcap.Capture) {
+	f.mu.Lock()
+	f.capture = c
+	f.mu.Unlock()
+}
+
+// CaptureLog implements sim.LogSink.
+func (f *logForward) CaptureLog(l sim.LogLine) {
+	f.mu.RLock()
+	c := f.capture
+	f.mu.RUnlock()
+	if c == nil {
+		f.lost.Add(1)
+		return
+	}
+	c.CaptureLog(l)
+}

@@ -1,0 +1,115 @@
+package normsimtest_test
+
+import (
+	"context"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/internal/testenv"
+	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/sim"
+)
+
+var chattyTemplates = filepath.Join("testdata", "templates")
+
+// TestChattyJobHandsOverAndKeepsEveryLine (process runtime) and its Docker
+// twin: a job printing 10,000 lines/s hands over seamlessly, and each
+// side's log accounts for every line it printed: kept, or counted as
+// trimmed (the oldest, past the bound) or overflowed (marked where).
+func TestChattyJobHandsOverAndKeepsEveryLine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real jobs")
+	}
+	testChatty(t, sim.RuntimeProcess)
+}
+
+func TestChattyJobHandsOverAndKeepsEveryLineOnDocker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real containers")
+	}
+	testenv.RequireDocker(t)
+	normsimtest.BuildJobImage(t, "normsim/counter:dev", filepath.Join("..", "examples", "jobs", "counter"))
+	testChatty(t, sim.RuntimeDocker)
+}
+
+func testChatty(t *testing.T, runtime string) {
+	s := normsimtest.Start(t, normsimtest.Options{Templates: []string{chattyTemplates}, Runtime: runtime})
+	in := s.Launch(t, sim.LaunchRequest{Template: "chatty", Node: "a", Params: map[string]string{"LOG_RATE": "10000"}})
+	s.WaitConnected(t, in.ID)
+	time.Sleep(1500 * time.Millisecond) // chatting
+	m := s.MigrateAndWait(t, in.ID, sim.MigrateRequest{To: "b"})
+	normsimtest.RequireSeamless(t, m)
+	time.Sleep(1500 * time.Millisecond)
+	if err := s.Client.Stop(context.Background(), m.Target.Instance); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{m.Source.Instance, m.Target.Instance} {
+		requireEveryLine(t, s, id)
+	}
+}
+
+var chattyLine = regexp.MustCompile(`^chatty (\d+)$`)
+var chattyCount = regexp.MustCompile(`counter printed chatty lines" count=(\d+)`)
+
+// requireEveryLine checks one stopped instance's log against the count
+// the job printed last.
+func requireEveryLine(t *testing.T, s *normsimtest.Sim, id string) {
+	t.Helper()
+	// The store may still be catching up (under -race it writes fewer
+	// lines a second than the job prints): wait for the job's last line.
+	var p *sim.LogPage
+	printed := int64(-1)
+	var seqs []int64
+	for deadline := time.Now().Add(2 * time.Minute); printed < 0; {
+		var err error
+		if p, err = s.Client.LogPage(context.Background(), id, 0); err != nil {
+			t.Fatal(err)
+		}
+		seqs = seqs[:0]
+		for _, l := range p.Lines {
+			if m := chattyLine.FindStringSubmatch(l.Text); m != nil {
+				n, _ := strconv.ParseInt(m[1], 10, 64)
+				seqs = append(seqs, n)
+			} else if m := chattyCount.FindStringSubmatch(l.Text); m != nil {
+				printed, _ = strconv.ParseInt(m[1], 10, 64)
+			}
+		}
+		if printed < 0 && time.Now().After(deadline) {
+			var lastLines []string
+			for _, l := range p.Lines[max(0, len(p.Lines)-3):] {
+				lastLines = append(lastLines, l.Stream+" "+l.Text)
+			}
+			t.Fatalf("%s: no count of the lines it printed among its %d kept lines (lost %+v); the last: %q", id, len(p.Lines), p.Lost, lastLines)
+		}
+		if printed < 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	if len(seqs) == 0 {
+		t.Fatalf("%s printed %d chatty lines, none kept (lost %+v)", id, printed, p.Lost)
+	}
+	// Kept lines are in order; a hole in the middle is overflow, lines
+	// missing before the first kept one were trimmed.
+	var holes int64
+	for i := 1; i < len(seqs); i++ {
+		if seqs[i] <= seqs[i-1] {
+			t.Fatalf("%s: line %d kept after line %d", id, seqs[i], seqs[i-1])
+		}
+		holes += seqs[i] - seqs[i-1] - 1
+	}
+	first, last := seqs[0], seqs[len(seqs)-1]
+	if last != printed-1 {
+		t.Errorf("%s: last line kept is %d, the job printed %d", id, last, printed)
+	}
+	if holes != p.Lost.Overflowed {
+		t.Errorf("%s: %d lines missing between kept ones, %d counted as overflowed", id, holes, p.Lost.Overflowed)
+	}
+	if first > p.Lost.Trimmed {
+		t.Errorf("%s: %d lines missing before the first kept one, only %d counted as trimmed", id, first, p.Lost.Trimmed)
+	}
+	t.Logf("%s printed %d chatty lines: %d kept, %d trimmed (with its other lines), %d overflowed",
+		id, printed, len(seqs), p.Lost.Trimmed, p.Lost.Overflowed)
+}

@@ -1,0 +1,255 @@
+// Package logcap keeps what instances print: the runtimes hand it each line
+// as they read it (sim.LogSink), and it writes the lines to the store in
+// batches on its own goroutine, off the path that reads the job's output.
+// A line it cannot queue (the store fell that far behind) is counted, and
+// each run of such lines is marked in the log where it happened; nothing is
+// dropped without saying so. It is the sim.LogBook the manager reads.
+package logcap
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/normsim/normsim/internal/batchq"
+	"github.com/normsim/normsim/sim"
+)
+
+// Limits bound what the capture holds while the store catches up.
+type Limits struct {
+	Lines int
+	Bytes int
+}
+
+// DefaultLimits hold 200,000 lines or 64 MiB: at 10,000 lines/s that is
+// twenty seconds of a store that does not write at all.
+var DefaultLimits = Limits{Lines: 200_000, Bytes: 64 << 20}
+
+// linger lets a burst of lines gather into one transaction: a chatty job's
+// lines then cost one commit per linger, not one per line.
+const linger = 20 * time.Millisecond
+
+// batch is the most lines written in one transaction, so the store's one
+// connection (which the API's reads and the manager's journal share) is
+// never held long for logs: about 6 ms at the store's 80,000 lines/s.
+const batch = 512
+
+// Config configures a Capture.
+type Config struct {
+	Store  sim.LogStore
+	Limits Limits // zero: DefaultLimits
+	Logger *slog.Logger
+}
+
+// Capture is a sim.LogBook on a sim.LogStore.
+type Capture struct {
+	store sim.LogStore
+	log   *slog.Logger
+	queue *batchq.Queue[sim.LogLine]
+
+	// queued counts lines taken (or refused: they are settled at once);
+	// written those stored (or failed to). Read waits until written
+	// reaches what queued was when it was called.
+	queued  atomic.Int64
+	written atomic.Int64
+
+	mu       sync.Mutex
+	holds    int       // Holds not yet released
+	heldAt   time.Time // when the first of them began
+	unheld   chan struct{}
+	overflow map[string]*overflowRun // lines refused, per instance, not yet marked
+	changed  chan struct{}           // closed and replaced after each write
+	failed   bool                    // the last write failed (logged once)
+}
+
+// overflowRun is a run of lines of one instance the queue refused.
+type overflowRun struct {
+	service     string
+	n           int64
+	first, last time.Time
+}
+
+var _ sim.LogBook = (*Capture)(nil)
+
+// New starts a capture.
+func New(cfg Config) *Capture {
+	if cfg.Limits == (Limits{}) {
+		cfg.Limits = DefaultLimits
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Capture{store: cfg.Store, log: cfg.Logger, overflow: map[string]*overflowRun{}, changed: make(chan struct{})}
+	c.queue = batchq.New(batchq.Limits{Items: cfg.Limits.Lines, Size: cfg.Limits.Bytes}, linger, batch, c.write)
+	return c
+}
+
+// CaptureLog queues a line; it never blocks.
+func (c *Capture) CaptureLog(l sim.LogLine) {
+	c.queued.Add(1)
+	if c.queue.Add(l, len(l.Text)+64) {
+		return
+	}
+	c.mu.Lock()
+	o := c.overflow[l.Instance]
+	if o == nil {
+		o = &overflowRun{service: l.Service, first: l.At}
+		c.overflow[l.Instance] = o
+	}
+	o.n++
+	o.last = l.At
+	c.mu.Unlock()
+	c.settle(1)
+}
+
+// Hold defers the store writes until release (or sim.MaxLogHold); lines
+// go on being captured, into the queue.
+func (c *Capture) Hold() func() {
+	c.mu.Lock()
+	if c.holds == 0 {
+		c.heldAt = time.Now()
+		c.unheld = make(chan struct{})
+	}
+	c.holds++
+	c.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.holds--; c.holds == 0 {
+				close(c.unheld)
+			}
+		})
+	}
+}
+
+// awaitUnheld waits while a Hold is on, for at most MaxLogHold from its
+// beginning.
+func (c *Capture) awaitUnheld() {
+	c.mu.Lock()
+	if c.holds == 0 {
+		c.mu.Unlock()
+		return
+	}
+	unheld, left := c.unheld, sim.MaxLogHold-time.Since(c.heldAt)
+	c.mu.Unlock()
+	if left <= 0 {
+		return
+	}
+	t := time.NewTimer(left)
+	defer t.Stop()
+	select {
+	case <-unheld:
+	case <-t.C:
+	}
+}
+
+// write stores one batch, then marks the runs of lines refused so far.
+func (c *Capture) write(lines []sim.LogLine) {
+	c.awaitUnheld()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := c.store.AppendLogs(ctx, lines)
+	c.report(err, len(lines))
+	c.markOverflow(ctx)
+	c.settle(int64(len(lines)))
+}
+
+// markOverflow writes a marker line for each run of refused lines and
+// counts them in the store.
+func (c *Capture) markOverflow(ctx context.Context) {
+	c.mu.Lock()
+	runs := c.overflow
+	if len(runs) > 0 {
+		c.overflow = map[string]*overflowRun{}
+	}
+	c.mu.Unlock()
+	for inst, o := range runs {
+		mark := sim.LogLine{Instance: inst, Service: o.service, Stream: sim.StreamNormsim, At: o.first,
+			Text: fmt.Sprintf("normsim: %d line(s) printed between %s and %s were dropped here: they came faster than the store could keep them",
+				o.n, o.first.UTC().Format(time.RFC3339Nano), o.last.UTC().Format(time.RFC3339Nano))}
+		err := c.store.AppendLogs(ctx, []sim.LogLine{mark})
+		if err == nil {
+			err = c.store.CountOverflow(ctx, inst, o.n)
+		}
+		c.report(err, 1)
+	}
+}
+
+func (c *Capture) report(err error, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil && !c.failed {
+		c.log.Error("store log lines; instances' output is being lost until the store writes again", "err", err, "lines", n)
+	}
+	c.failed = err != nil
+}
+
+// settle counts n lines as done with and wakes readers.
+func (c *Capture) settle(n int64) {
+	c.written.Add(n)
+	c.mu.Lock()
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.mu.Unlock()
+}
+
+// Changed is closed once lines captured after the call are settled.
+func (c *Capture) Changed() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.changed
+}
+
+// Flush waits until every line captured before the call is settled, and
+// the runs of refused lines among them are marked.
+func (c *Capture) Flush(ctx context.Context) error {
+	target := c.queued.Load()
+	for c.written.Load() < target {
+		ch := c.Changed()
+		if c.written.Load() >= target {
+			break
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	c.markOverflow(ctx) // refused lines settle at once; mark them now
+	return nil
+}
+
+// Register records that an instance exists.
+func (c *Capture) Register(ctx context.Context, instance string) error {
+	return c.store.RegisterLogs(ctx, instance)
+}
+
+// readFlushBound bounds how long Read waits for what is queued: a store
+// that fell behind a chatty job must not hold a reader (a migration's
+// record, a failure report) for long. Lines still queued then are read
+// next time.
+const readFlushBound = 2 * time.Second
+
+// Read flushes (for at most readFlushBound), then reads from the store.
+func (c *Capture) Read(ctx context.Context, q sim.LogQuery) (*sim.LogPage, error) {
+	fctx, cancel := context.WithTimeout(ctx, readFlushBound)
+	err := c.Flush(fctx)
+	cancel()
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return c.store.ReadLogs(ctx, q)
+}
+
+// Close stores what is queued and stops.
+func (c *Capture) Close() {
+	c.queue.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c.markOverflow(ctx)
+}

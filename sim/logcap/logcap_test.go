@@ -1,0 +1,129 @@
+package logcap_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/sim/logcap"
+	"github.com/normsim/normsim/sim/sqlite"
+)
+
+// gatedStore is a real store whose log writes wait for a gate: a store
+// that falls behind.
+type gatedStore struct {
+	*sqlite.Store
+	once    sync.Once
+	entered chan struct{}
+	gate    chan struct{}
+}
+
+func (g *gatedStore) AppendLogs(ctx context.Context, lines []sim.LogLine) error {
+	g.once.Do(func() { close(g.entered) })
+	<-g.gate
+	return g.Store.AppendLogs(ctx, lines)
+}
+
+// TestOverflowIsCountedAndMarked: lines the queue cannot take while the
+// store is stuck are counted exactly and marked in the log; kept plus
+// counted is what was printed.
+func TestOverflowIsCountedAndMarked(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, sqlite.Memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	g := &gatedStore{Store: st, entered: make(chan struct{}), gate: make(chan struct{})}
+	c := logcap.New(logcap.Config{Store: g, Limits: logcap.Limits{Lines: 10, Bytes: 1 << 20}})
+	defer c.Close()
+	at := time.Now()
+	line := func(i int) sim.LogLine {
+		return sim.LogLine{Instance: "i1", Service: "app", Stream: sim.StreamStdout, At: at.Add(time.Duration(i)), Text: fmt.Sprintf("line %d", i)}
+	}
+	c.CaptureLog(line(0))
+	<-g.entered // the writer holds line 0 and waits
+	const printed = 100
+	for i := 1; i < printed; i++ {
+		c.CaptureLog(line(i))
+	}
+	close(g.gate)
+	p, err := c.Read(ctx, sim.LogQuery{Instance: "i1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept, marks int
+	for _, l := range p.Lines {
+		if l.Stream == sim.StreamNormsim {
+			marks++
+			if !strings.Contains(l.Text, fmt.Sprintf("%d line(s)", p.Lost.Overflowed)) {
+				t.Errorf("marker %q does not say %d lines", l.Text, p.Lost.Overflowed)
+			}
+			continue
+		}
+		kept++
+	}
+	if p.Lost.Overflowed == 0 || marks != 1 || int64(kept)+p.Lost.Overflowed != printed {
+		t.Fatalf("kept %d + overflowed %d (marks %d), want %d in all, some overflowed, one mark", kept, p.Lost.Overflowed, marks, printed)
+	}
+}
+
+// TestReadSeesEverythingCapturedBefore: Read waits for the lines captured
+// before it, however recent.
+func TestReadSeesEverythingCapturedBefore(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, sqlite.Memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c := logcap.New(logcap.Config{Store: st})
+	defer c.Close()
+	for i := range 1000 {
+		c.CaptureLog(sim.LogLine{Instance: "i1", Service: "app", Stream: sim.StreamStderr, At: time.Now(), Text: fmt.Sprint(i)})
+	}
+	p, err := c.Read(ctx, sim.LogQuery{Instance: "i1", Tail: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Lines) != 1 || p.Lines[0].Text != "999" || p.Kept.Lines != 1000 {
+		t.Fatalf("last line %+v of %d, want 999 of 1000", p.Lines, p.Kept.Lines)
+	}
+}
+
+// TestHoldDefersWritesNotCapture: while a cutover holds the book, lines
+// are taken but not written; they are written on release, and a hold
+// never released ends by itself (sim.MaxLogHold).
+func TestHoldDefersWritesNotCapture(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, sqlite.Memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c := logcap.New(logcap.Config{Store: st})
+	defer c.Close()
+	line := func(text string) sim.LogLine {
+		return sim.LogLine{Instance: "i1", Service: "app", Stream: sim.StreamStdout, At: time.Now(), Text: text}
+	}
+	release := c.Hold()
+	c.CaptureLog(line("held"))
+	time.Sleep(100 * time.Millisecond) // well past the linger
+	if p, _ := st.ReadLogs(ctx, sim.LogQuery{Instance: "i1"}); len(p.Lines) != 0 {
+		t.Fatalf("written during the hold: %+v", p.Lines)
+	}
+	release()
+	release() // twice is once
+	if p, _ := c.Read(ctx, sim.LogQuery{Instance: "i1"}); len(p.Lines) != 1 {
+		t.Fatalf("after the release: %+v", p.Lines)
+	}
+	c.Hold() // never released
+	c.CaptureLog(line("held for good"))
+	if p, _ := c.Read(ctx, sim.LogQuery{Instance: "i1"}); len(p.Lines) != 2 {
+		t.Fatalf("a hold past sim.MaxLogHold still holds: %+v", p.Lines)
+	}
+}

@@ -1,0 +1,325 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Log streams. StreamNormsim marks a line normsim wrote itself into an
+// instance's log (how many lines it could not keep, and where).
+const (
+	StreamStdout  = "stdout"
+	StreamStderr  = "stderr"
+	StreamNormsim = "normsim"
+)
+
+// MaxLogLineBytes is the longest line kept whole; a longer one is cut there
+// with a marker saying how much was cut. It is under the 16 KiB at which
+// the Docker engine splits a line, so a split line is cut, not mangled.
+const MaxLogLineBytes = 8 << 10
+
+// LogLine is one line an instance's service printed, stamped with the time
+// it arrived (the engine's time for a container, the moment normsim read it
+// for a host process) on the same clock as the frames.
+type LogLine struct {
+	// Seq orders an instance's lines as they were kept; set by the store.
+	Seq      int64     `json:"seq"`
+	Instance string    `json:"instance"`
+	Service  string    `json:"service"`
+	Stream   string    `json:"stream"`
+	At       time.Time `json:"at"`
+	// Text is the line without its newline; bytes that are not UTF-8 and
+	// control characters other than tab are escaped as \xNN.
+	Text string `json:"text"`
+}
+
+// LogSink takes lines as a runtime captures them. Implementations must not
+// block: a runtime calls it from the loop that reads the job's output.
+type LogSink interface {
+	CaptureLog(LogLine)
+}
+
+// LogQuery selects an instance's lines.
+type LogQuery struct {
+	Instance string
+	// Since keeps lines that arrived at or after it; Until those before it.
+	Since, Until time.Time
+	// AfterSeq keeps lines after a cursor (a follower's last Seq).
+	AfterSeq int64
+	// Tail keeps only the last Tail lines of the selection; 0 keeps all,
+	// a negative Tail none (a follow that wants only what comes next).
+	Tail int
+	// Limit keeps at most the first Limit lines; 0 keeps all.
+	Limit int
+}
+
+// LogPage is what a LogQuery found, and what was not kept of the instance.
+type LogPage struct {
+	// Known is false when nothing was ever recorded for the instance.
+	Known bool      `json:"known"`
+	Lines []LogLine `json:"lines"`
+	// Matched is how many lines the query selected before Tail kept the
+	// last of them.
+	Matched int64         `json:"matched"`
+	Kept    LogRetention  `json:"kept"`
+	Lost    LogLostCounts `json:"lost"`
+}
+
+// LogRetention says what the store holds of an instance.
+type LogRetention struct {
+	Lines int64 `json:"lines"`
+	Bytes int64 `json:"bytes"`
+	// FirstSeq is the oldest line still kept.
+	FirstSeq int64 `json:"firstSeq"`
+}
+
+// LogLostCounts count what normsim could not keep of an instance's output.
+type LogLostCounts struct {
+	// Trimmed lines (and their bytes) are the oldest, removed to keep the
+	// instance within its bound.
+	Trimmed      int64 `json:"trimmed"`
+	TrimmedBytes int64 `json:"trimmedBytes"`
+	// Overflowed lines came faster than the store could take them; each
+	// run of them is marked by a StreamNormsim line where it happened.
+	Overflowed int64 `json:"overflowed"`
+}
+
+// LogBook keeps captured output and reads it back (sim/logcap).
+type LogBook interface {
+	LogSink
+	// Register records that the instance exists, so its (perhaps empty)
+	// log is served after it is gone.
+	Register(ctx context.Context, instance string) error
+	// Read returns the lines q selects, including every line captured
+	// before the call.
+	Read(ctx context.Context, q LogQuery) (*LogPage, error)
+	// Changed is closed once lines captured after the call are stored.
+	Changed() <-chan struct{}
+	// Hold defers the book's store writes (never its capture) until
+	// release is called, for at most MaxLogHold: a handover's cutover
+	// then does not share the CPU with them.
+	Hold() (release func())
+}
+
+// MaxLogHold bounds a Hold, so a cutover that never ends cannot stall the
+// store writes for good.
+const MaxLogHold = time.Second
+
+// LogStore is the part of the store that keeps log lines (sim/sqlite).
+type LogStore interface {
+	// AppendLogs stores lines in order and keeps each instance within
+	// its bound, trimming its oldest lines.
+	AppendLogs(ctx context.Context, lines []LogLine) error
+	// CountOverflow adds lines of an instance that could not be kept.
+	CountOverflow(ctx context.Context, instance string, n int64) error
+	RegisterLogs(ctx context.Context, instance string) error
+	ReadLogs(ctx context.Context, q LogQuery) (*LogPage, error)
+}
+
+// LogText makes one line of output safe to keep and show: invalid UTF-8
+// and control characters (but tab) become \xNN, a trailing \r goes, and a
+// line over MaxLogLineBytes is cut with a marker saying by how much.
+func LogText(b []byte) string {
+	b = bytes.TrimSuffix(b, []byte("\r"))
+	cut := 0
+	if len(b) > MaxLogLineBytes {
+		cut = len(b) - MaxLogLineBytes
+		b = b[:MaxLogLineBytes]
+		// Back off to the start of a rune the cut split.
+		for j := len(b) - 1; j >= 0 && j >= len(b)-utf8.UTFMax; j-- {
+			if utf8.RuneStart(b[j]) {
+				if !utf8.FullRune(b[j:]) {
+					cut += len(b) - j
+					b = b[:j]
+				}
+				break
+			}
+		}
+	}
+	s := escapeLog(b)
+	if cut > 0 {
+		s += fmt.Sprintf(" …[normsim: line cut, %d more bytes]", cut)
+	}
+	return s
+}
+
+// LogCutText is LogText for a line of which only the first bytes were
+// kept and n more were discarded before the newline came.
+func LogCutText(b []byte, n int) string {
+	s := escapeLog(bytes.TrimSuffix(b, []byte("\r")))
+	if n > 0 {
+		s += fmt.Sprintf(" …[normsim: line cut, %d more bytes]", n)
+	}
+	return s
+}
+
+func escapeLog(b []byte) string {
+	clean := true
+	for _, c := range b {
+		if c < 0x20 && c != '\t' || c == 0x7f || c >= utf8.RuneSelf {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return string(b)
+	}
+	var sb strings.Builder
+	sb.Grow(len(b) + 8)
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		switch {
+		case r == utf8.RuneError && size == 1, r < 0x20 && r != '\t', r == 0x7f:
+			fmt.Fprintf(&sb, `\x%02x`, b[0])
+		default:
+			sb.Write(b[:size])
+		}
+		b = b[size:]
+	}
+	return sb.String()
+}
+
+// LineSplitter splits a stream of output into lines, cutting a line over
+// MaxLogLineBytes and discarding the rest of it (counted) until its end.
+type LineSplitter struct {
+	partial []byte
+	cut     int // bytes of the current line discarded
+}
+
+// Write calls emit with each line p completes, already made safe.
+func (s *LineSplitter) Write(p []byte, emit func(text string)) {
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		chunk := p
+		if i >= 0 {
+			chunk = p[:i]
+		}
+		if room := MaxLogLineBytes - len(s.partial); room > 0 {
+			take := min(room, len(chunk))
+			s.partial = append(s.partial, chunk[:take]...)
+			s.cut += len(chunk) - take
+		} else {
+			s.cut += len(chunk)
+		}
+		if i < 0 {
+			return
+		}
+		emit(s.take())
+		p = p[i+1:]
+	}
+}
+
+// Flush emits an unfinished last line, if there is one.
+func (s *LineSplitter) Flush(emit func(text string)) {
+	if len(s.partial) > 0 || s.cut > 0 {
+		emit(s.take())
+	}
+}
+
+func (s *LineSplitter) take() string {
+	var t string
+	if s.cut > 0 {
+		t = LogCutText(s.partial, s.cut)
+	} else {
+		t = LogText(s.partial)
+	}
+	s.partial, s.cut = s.partial[:0], 0
+	return t
+}
+
+// FormatLogLine is a line as `docker compose logs` prints it,
+// "service | text", with its arrival time after the bar when timestamps.
+func FormatLogLine(l LogLine, timestamps bool) string {
+	if timestamps {
+		return l.Service + " | " + l.At.UTC().Format(time.RFC3339Nano) + " " + l.Text
+	}
+	return l.Service + " | " + l.Text
+}
+
+// MigrationLogs is what the two sides of a migration printed around it:
+// the lines of its window (from LogLead before it started until LogTrail
+// after it ended, or now), and for a migration that ended aborted or
+// failed the last lines of each side, the evidence a failure report shows.
+type MigrationLogs struct {
+	From  time.Time          `json:"from"`
+	Until time.Time          `json:"until"`
+	Lines []MigrationLogLine `json:"lines"`
+	// Omitted counts the window's lines past MaxMigrationLogLines per side.
+	Omitted int `json:"omitted,omitempty"`
+	// Tails are the last lines of each side, for a failed or aborted one.
+	Tails []LogTail `json:"tails,omitempty"`
+}
+
+// MigrationLogLine is a line of one side (source or target).
+type MigrationLogLine struct {
+	Side string `json:"side"`
+	LogLine
+}
+
+// LogTail is the last lines one side printed, and what of its output
+// normsim could not keep.
+type LogTail struct {
+	Side     string        `json:"side"`
+	Instance string        `json:"instance"`
+	Lines    []LogLine     `json:"lines"`
+	Lost     LogLostCounts `json:"lost"`
+}
+
+// Log window bounds of a migration's record.
+const (
+	// LogLead is how long before a migration's start its sides' lines
+	// are shown: what a source printed just before being asked.
+	LogLead = 2 * time.Second
+	// LogTrail is how long after its end: a target's traceback.
+	LogTrail = time.Second
+	// MaxMigrationLogLines caps each side's lines in the window, keeping
+	// the last ones.
+	MaxMigrationLogLines = 2000
+	// DefaultLogTail is how many last lines of each side a failure shows.
+	DefaultLogTail = 50
+)
+
+// FormatLogTails renders the tails of a failed or aborted migration for a
+// text report: a heading per side, then its lines with their times.
+func FormatLogTails(tails []LogTail) string {
+	var b strings.Builder
+	for _, t := range tails {
+		fmt.Fprintf(&b, "last %d log line(s) of the %s, %s:\n", len(t.Lines), t.Side, t.Instance)
+		if n := t.Lost.Trimmed + t.Lost.Overflowed; n > 0 {
+			fmt.Fprintf(&b, "  (normsim could not keep %d of its lines: %d trimmed as the oldest, %d it could not store fast enough)\n", n, t.Lost.Trimmed, t.Lost.Overflowed)
+		}
+		if len(t.Lines) == 0 {
+			b.WriteString("  (it printed nothing)\n")
+		}
+		for _, l := range t.Lines {
+			b.WriteString("  " + FormatLogLine(l, true) + "\n")
+		}
+	}
+	return b.String()
+}
+
+// PayloadCut is how much of a frame's payload a text timeline shows.
+const PayloadCut = 120
+
+// PayloadSnippet is "  {payload…}" for an event that carries a frame with
+// a payload, cut to PayloadCut characters; "" otherwise.
+func PayloadSnippet(ev MigrationEvent) string {
+	if ev.Frame == nil || len(ev.Frame.Payload) == 0 || string(ev.Frame.Payload) == "null" {
+		return ""
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, ev.Frame.Payload); err != nil {
+		b.Reset()
+		b.Write(ev.Frame.Payload)
+	}
+	s := escapeLog(b.Bytes())
+	if r := []rune(s); len(r) > PayloadCut {
+		s = string(r[:PayloadCut]) + "…"
+	}
+	return "  " + s
+}

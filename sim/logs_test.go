@@ -1,0 +1,54 @@
+package sim_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/normsim/normsim/sim"
+)
+
+func TestLogText(t *testing.T) {
+	long := strings.Repeat("x", sim.MaxLogLineBytes+100)
+	// A 3-byte rune across the cut is dropped whole, and counted.
+	runeCut := strings.Repeat("x", sim.MaxLogLineBytes-1) + "€" + "tail"
+	tests := []struct {
+		name, in, want string
+	}{
+		{"plain", "hello world", "hello world"},
+		{"tab kept, CR at the end dropped", "a\tb\r", "a\tb"},
+		{"UTF-8 kept", "grüße €", "grüße €"},
+		{"invalid UTF-8 escaped", "a\xffb\xc3", `a\xffb\xc3`},
+		{"control characters escaped", "\x1b[31mred\x00", `\x1b[31mred\x00`},
+		{"long line cut with a marker", long, strings.Repeat("x", sim.MaxLogLineBytes) + " …[normsim: line cut, 100 more bytes]"},
+		{"rune at the cut", runeCut, strings.Repeat("x", sim.MaxLogLineBytes-1) + " …[normsim: line cut, 7 more bytes]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := sim.LogText([]byte(tt.in)); got != tt.want {
+				t.Errorf("LogText(%.40q…) = %.80q…, want %.80q…", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLineSplitter(t *testing.T) {
+	var got []string
+	emit := func(s string) { got = append(got, s) }
+	var s sim.LineSplitter
+	s.Write([]byte("one\ntw"), emit)
+	s.Write([]byte("o\n\nbin\x00ary"), emit)
+	huge := strings.Repeat("y", 3*sim.MaxLogLineBytes)
+	s.Write([]byte("\n"+huge[:sim.MaxLogLineBytes+5]), emit)
+	s.Write([]byte(huge[sim.MaxLogLineBytes+5:]+"\nlast"), emit)
+	s.Flush(emit)
+	want := []string{"one", "two", "", `bin\x00ary`,
+		strings.Repeat("y", sim.MaxLogLineBytes) + " …[normsim: line cut, 16384 more bytes]", "last"}
+	if len(got) != len(want) {
+		t.Fatalf("got %d lines, want %d: %.200q", len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("line %d = %.80q, want %.80q", i, got[i], want[i])
+		}
+	}
+}
