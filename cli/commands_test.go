@@ -29,7 +29,8 @@ func TestClientCommandsTeach(t *testing.T) {
 		t.Errorf("launch of an unknown template: %q", errOut)
 	}
 	for _, args := range [][]string{{"stop", "nosuch"}, {"logs", "nosuch"}, {"migrate", "nosuch"}} {
-		if _, errOut := cmd(1, args...); !strings.Contains(errOut, `instance "nosuch" not found; normsim ps lists the instances`) {
+		// logs adds that no logs of it are kept either, before the hint.
+		if _, errOut := cmd(1, args...); !strings.Contains(errOut, `instance "nosuch" not found`) || !strings.HasSuffix(strings.TrimSpace(errOut), "; normsim ps lists the instances (NOT_FOUND)") {
 			t.Errorf("%v: %q", args, errOut)
 		}
 	}
