@@ -2,6 +2,7 @@ package normsimtest_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -58,12 +59,15 @@ var chattyCount = regexp.MustCompile(`counter printed chatty lines" count=(\d+)`
 // the job printed last.
 func requireEveryLine(t *testing.T, s *normsimtest.Sim, id string) {
 	t.Helper()
-	// The store may still be catching up (under -race it writes fewer
-	// lines a second than the job prints): wait for the job's last line.
+	// The store may still be catching up (under -race, beside the rest of
+	// the suite, it writes far fewer lines a second than the job prints):
+	// wait for the job's last line while the log still grows; a log that
+	// stopped growing without it for 30 s has lost it.
 	var p *sim.LogPage
 	printed := int64(-1)
 	var seqs []int64
-	for deadline := time.Now().Add(2 * time.Minute); printed < 0; {
+	var progress string
+	for deadline := time.Now().Add(30 * time.Second); printed < 0; {
 		var err error
 		if p, err = s.Client.LogPage(context.Background(), id, 0); err != nil {
 			t.Fatal(err)
@@ -85,6 +89,9 @@ func requireEveryLine(t *testing.T, s *normsimtest.Sim, id string) {
 			t.Fatalf("%s: no count of the lines it printed among its %d kept lines (lost %+v); the last: %q", id, len(p.Lines), p.Lost, lastLines)
 		}
 		if printed < 0 {
+			if now := fmt.Sprint(len(p.Lines), seqs[max(0, len(seqs)-1):], p.Lost); now != progress {
+				progress, deadline = now, time.Now().Add(30*time.Second)
+			}
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
