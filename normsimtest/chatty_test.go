@@ -37,7 +37,12 @@ func TestChattyJobHandsOverAndKeepsEveryLineOnDocker(t *testing.T) {
 }
 
 func testChatty(t *testing.T, runtime string) {
-	s := normsimtest.Start(t, normsimtest.Options{Templates: []string{chattyTemplates}, Runtime: runtime})
+	// A long stop grace: under -race, beside the whole suite, the engine's
+	// log driver drains slower than the job prints, stdout back-pressure
+	// delays the job's SIGTERM handling, and a SIGKILL at the default 10 s
+	// would cut off the count line this test checks against.
+	s := normsimtest.Start(t, normsimtest.Options{Templates: []string{chattyTemplates}, Runtime: runtime,
+		Timeouts: sim.Timeouts{StopGrace: sim.Duration(time.Minute)}})
 	in := s.Launch(t, sim.LaunchRequest{Template: "chatty", Node: "a", Params: map[string]string{"LOG_RATE": "10000"}})
 	s.WaitConnected(t, in.ID)
 	time.Sleep(1500 * time.Millisecond) // chatting
