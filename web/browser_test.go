@@ -268,6 +268,9 @@ func TestBrowserRefusedMigrations(t *testing.T) {
 	b.open(s.URL + "/")
 	b.click("#launch-plain")
 	b.wait("the plain instance page", `location.pathname.startsWith('/instances/plain-')`, 20*time.Second)
+	// A starting instance offers no migrate buttons; the page swaps them in
+	// once it runs.
+	b.wait("the migrate buttons", `!!document.getElementById('migrate-overlap')`, 20*time.Second)
 	for _, st := range []string{"overlap", "handover"} {
 		if !evalJS[bool](b, `document.getElementById('migrate-`+st+`').disabled`) {
 			b.fail("the %s button of plain is enabled", st)
