@@ -72,6 +72,7 @@ type externalWatch struct {
 	live bool
 
 	envShown  bool
+	seen      int // events already scanned for the target's placement and hello
 	placedAt  time.Time
 	connected bool
 	shownLeft time.Duration
@@ -118,7 +119,8 @@ func (w *externalWatch) tick(mig *sim.Migration, now time.Time) {
 		return
 	}
 	if w.placedAt.IsZero() || !w.connected {
-		for _, ev := range mig.Events {
+		// Only events not seen yet: this runs on every poll.
+		for _, ev := range mig.Events[min(w.seen, len(mig.Events)):] {
 			if ev.Side != "target" {
 				continue
 			}
@@ -130,6 +132,7 @@ func (w *externalWatch) tick(mig *sim.Migration, now time.Time) {
 			}
 		}
 	}
+	w.seen = len(mig.Events)
 	if w.placedAt.IsZero() || w.connected || mig.State.Ended() {
 		w.clear()
 		return
