@@ -37,7 +37,7 @@ type Migration struct {
 	State    MigrationState `json:"state"`
 	Reason   string         `json:"reason"`
 	// Phase is the last phase reached (where an abort or failure happened).
-	Phase     string            `json:"phase"`
+	Phase     Phase             `json:"phase"`
 	Source    MigrationEndpoint `json:"source"`
 	Target    MigrationEndpoint `json:"target"`
 	Result    MigrationResult   `json:"result"`
@@ -236,7 +236,7 @@ type Fault struct {
 type MigrationEvent struct {
 	Seq    int        `json:"seq"`
 	At     time.Time  `json:"at"`
-	Phase  string     `json:"phase"`
+	Phase  Phase      `json:"phase"`
 	Side   string     `json:"side"` // manager | source | target | output
 	Detail string     `json:"detail"`
 	Frame  *FrameInfo `json:"frame,omitempty"`

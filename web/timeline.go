@@ -249,7 +249,7 @@ func layoutTimeline(m *sim.Migration, now time.Time, win *window) timeline {
 	}
 	var bands []band
 	for _, ev := range m.Events {
-		p := ev.Phase
+		p := string(ev.Phase)
 		if p == "" {
 			p = "requested"
 		}

@@ -191,7 +191,7 @@ func TestAbortsBeforeAndFailuresAfterThePointOfNoReturn(t *testing.T) {
 	for _, p := range []struct {
 		name  string
 		at    phase
-		phase string
+		phase sim.Phase
 	}{{"get-state", atGetState, "get-state"}, {"target-ready", atTargetReady, "target-ready"},
 		{"cutover-ready", atCutoverReady, "cutover-ready"}, {"cutover-apply", atApply, "cutover-apply"}} {
 		for _, b := range []struct {

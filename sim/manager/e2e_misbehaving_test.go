@@ -20,7 +20,7 @@ func TestMisbehavingJobsGetTheirVerdict(t *testing.T) {
 	for _, tt := range []struct {
 		template string
 		state    sim.MigrationState
-		phase    string
+		phase    sim.Phase
 		seam     string
 	}{
 		{"refuser", sim.MigrationRefused, "get-state", ""},

@@ -23,7 +23,7 @@ import (
 func TestFrameOverTheCapInEveryPhase(t *testing.T) {
 	big := []byte(`{"type":"abort","reason":"` + strings.Repeat("x", 1<<20) + `"}`)
 	for _, tt := range []struct {
-		phase   string
+		phase   sim.Phase
 		source  bool // the source sends the frame, else the target
 		aborted bool // rolled back, else failed
 	}{
@@ -32,7 +32,7 @@ func TestFrameOverTheCapInEveryPhase(t *testing.T) {
 		{"cutover-ready", true, true},
 		{"cutover-apply", false, false},
 	} {
-		t.Run(tt.phase, func(t *testing.T) {
+		t.Run(string(tt.phase), func(t *testing.T) {
 			s := startSim(t, normsimtest.Options{})
 			src, sj := launchExternal(t, s, "a")
 			m, err := s.Migrate(src.ID, sim.MigrateRequest{})

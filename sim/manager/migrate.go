@@ -140,7 +140,7 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 	m.mu.Unlock()
 
 	m.journal.migration(r.doc())
-	r.record("requested", sideManager, fmt.Sprintf("%s of %s from node %s to node %s", strategy, srcSnap.ID, srcSnap.Node, to), nil)
+	r.record(sim.PhaseRequested, sideManager, fmt.Sprintf("%s of %s from node %s to node %s", strategy, srcSnap.ID, srcSnap.Node, to), nil)
 	snap := r.snapshot()
 	m.wg.Add(1)
 	go func() {
@@ -307,7 +307,7 @@ type run struct {
 	mu    sync.Mutex
 	mig   sim.Migration
 	tgtID string
-	phase string
+	phase sim.Phase
 	ponr  bool
 	// ending is set the moment the migration is bound to end (an abort,
 	// a lost socket or an exit seen on a socket goroutine, or finish): from
@@ -366,7 +366,7 @@ func (r *run) post(ev runEvent) {
 }
 
 // record adds a timeline event.
-func (r *run) record(phase, side, detail string, frame *sim.FrameInfo) {
+func (r *run) record(phase sim.Phase, side, detail string, frame *sim.FrameInfo) {
 	r.mu.Lock()
 	r.recordLocked(phase, side, detail, frame)
 	r.mu.Unlock()
@@ -380,7 +380,7 @@ func (r *run) recordHere(side, detail string, frame *sim.FrameInfo) {
 	r.mu.Unlock()
 }
 
-func (r *run) recordLocked(phase, side, detail string, frame *sim.FrameInfo) {
+func (r *run) recordLocked(phase sim.Phase, side, detail string, frame *sim.FrameInfo) {
 	ev := sim.MigrationEvent{At: r.m.now(), Phase: phase, Side: side, Detail: detail, Frame: frame}
 	if r.deferring {
 		r.deferred = append(r.deferred, ev)
@@ -413,20 +413,11 @@ func (r *run) flushLocked() {
 	r.deferred = r.deferred[:0]
 }
 
-// phaseOrder ranks phases so a phase never moves backwards: the cutover
-// relays in onSocket can advance it before the migration's goroutine gets
-// there.
-var phaseOrder = map[string]int{
-	"": 0, "get-state": 1, "place-target": 2, "prepare-target": 2, "start-target": 3, "target-ready": 3,
-	"cutover-ready": 4, "cutover-apply": 5, "stop-source": 6,
-}
-
-func (r *run) setPhase(p string) {
+// setPhase moves the migration on to p, never backwards (sim.Phase.Advance).
+func (r *run) setPhase(p sim.Phase) {
 	r.mu.Lock()
-	if phaseOrder[p] > phaseOrder[r.phase] || r.phase == "" {
-		r.phase = p
-		r.mig.Phase = p
-	}
+	r.phase = r.phase.Advance(p)
+	r.mig.Phase = r.phase
 	r.mu.Unlock()
 	r.m.journal.migration(r.doc())
 }
@@ -557,20 +548,20 @@ func (r *run) handleSocket(ev jobsocket.Event, side string, recorded bool) {
 			r.abortedBy = side
 		}
 		switch {
-		case side == sideTarget && f.Type == protocol.TypeTargetReady && (r.phase == "place-target" || r.phase == "target-ready"):
+		case side == sideTarget && f.Type == protocol.TypeTargetReady && (r.phase == sim.PhasePlaceTarget || r.phase == sim.PhaseTargetReady):
 			r.readyAt = ev.At
-			r.phase, r.mig.Phase = "cutover-ready", "cutover-ready"
+			r.phase, r.mig.Phase = sim.PhaseCutoverReady, sim.PhaseCutoverReady
 			// The cutover has the CPU; the log writes wait for its end.
 			if r.m.cfg.Logs != nil && r.releaseLogs == nil {
 				r.releaseLogs = r.m.cfg.Logs.Hold()
 			}
 			r.deliverLocked(r.src.ID, r.srcNode, protocol.WorkerFrame{Type: protocol.TypeCutoverReady, MigrationID: r.id, Payload: f.Payload},
 				protocol.TypeSourceStoppedOutput, protocol.TypeAbort)
-		case side == sideSource && f.Type == protocol.TypeSourceStoppedOutput && r.phase == "cutover-ready":
+		case side == sideSource && f.Type == protocol.TypeSourceStoppedOutput && r.phase == sim.PhaseCutoverReady:
 			// The point of no return: from here nothing rolls back.
 			r.stoppedAt = ev.At
 			r.ponr = true
-			r.phase, r.mig.Phase = "cutover-apply", "cutover-apply"
+			r.phase, r.mig.Phase = sim.PhaseCutoverApply, sim.PhaseCutoverApply
 			r.recordLocked(r.phase, sideManager, "point of no return: the source stopped its output", nil)
 			r.applySentAt = r.m.now()
 			r.deliverLocked(r.tgtID, r.tgtNode, protocol.WorkerFrame{Type: protocol.TypeCutoverApply, MigrationID: r.id, Payload: f.Payload},
@@ -824,7 +815,7 @@ func (r *run) runtimeOf(instance string) string {
 	return r.rt.Name()
 }
 
-func (r *run) currentPhase() string {
+func (r *run) currentPhase() sim.Phase {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.phase
@@ -1002,7 +993,7 @@ func (r *run) waitTargetRunning(ctx context.Context, needConnected bool) error {
 func (r *run) handover(ctx context.Context) error {
 	src := r.src
 	// 1. get-state, asked of the source before any target is placed.
-	r.setPhase("get-state")
+	r.setPhase(sim.PhaseGetState)
 	if err := r.send(src.ID, r.srcNode, protocol.WorkerFrame{Type: protocol.TypeGetState, MigrationID: r.id},
 		protocol.TypeState, protocol.TypeStateRefused, protocol.TypeAbort); err != nil {
 		return endf("could not ask the source for its state: %v", err)
@@ -1031,7 +1022,7 @@ func (r *run) handover(ctx context.Context) error {
 
 	// 2. place the target; on connect it gets hello-ack with the migration,
 	// then initial-state with the source's state.
-	r.setPhase("place-target")
+	r.setPhase(sim.PhasePlaceTarget)
 	tgt, err := r.placeTarget(ctx, true, launchOpts{initialState: state, hasInitial: true, handoverTarget: true})
 	if err != nil {
 		return err
@@ -1048,7 +1039,7 @@ func (r *run) handover(ctx context.Context) error {
 	// in handleSocket.)
 
 	// 3. target-ready, relayed to the source as cutover-ready (in onSocket).
-	r.setPhase("target-ready")
+	r.setPhase(sim.PhaseTargetReady)
 	if _, err := r.await(ctx, "target-ready", r.timeouts.TargetReady.D(), isFrame(tgt.ID, protocol.TypeTargetReady)); err != nil {
 		return err
 	}
@@ -1094,7 +1085,7 @@ func (r *run) linger(ctx context.Context) {
 	if wait <= 0 {
 		return
 	}
-	r.record("stop-source", sideManager, fmt.Sprintf("source kept running %s past the point of no return (linger) so late output shows", r.timeouts.Linger.D()), nil)
+	r.record(sim.PhaseStopSource, sideManager, fmt.Sprintf("source kept running %s past the point of no return (linger) so late output shows", r.timeouts.Linger.D()), nil)
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
@@ -1108,18 +1099,18 @@ type refused struct{ reason string }
 func (e *refused) Error() string { return "the source refused: " + e.reason }
 
 func (r *run) stopSource(ctx context.Context) error {
-	r.setPhase("stop-source")
+	r.setPhase(sim.PhaseStopSource)
 	r.m.mu.Lock()
 	in := r.m.instances[r.src.ID]
 	r.m.mu.Unlock()
 	if in == nil {
 		return nil
 	}
-	r.record("stop-source", sideSource, "stopping the source", nil)
+	r.record(sim.PhaseStopSource, sideSource, "stopping the source", nil)
 	if err := r.m.stopInstance(ctx, in, r.timeouts.StopGrace.D()); err != nil {
 		return endf("could not stop the source: %v", err)
 	}
-	r.record("stop-source", sideSource, "source stopped"+externalEnd(in.Runtime, "source"), nil)
+	r.record(sim.PhaseStopSource, sideSource, "source stopped"+externalEnd(in.Runtime, "source"), nil)
 	return nil
 }
 
@@ -1135,14 +1126,14 @@ func externalEnd(runtime, side string) string {
 }
 
 func (r *run) overlap(ctx context.Context) error {
-	r.setPhase("start-target")
+	r.setPhase(sim.PhaseStartTarget)
 	if _, err := r.placeTarget(ctx, false, launchOpts{}); err != nil {
 		return err
 	}
 	if err := r.waitTargetRunning(ctx, r.src.Connected && r.tgtNode.HasJobSocket()); err != nil {
 		return err
 	}
-	r.record("start-target", sideTarget, "target running", nil)
+	r.record(sim.PhaseStartTarget, sideTarget, "target running", nil)
 	r.waitTargetOutput(ctx)
 	r.mu.Lock()
 	r.ponr = true
@@ -1169,14 +1160,14 @@ func (r *run) waitTargetOutput(ctx context.Context) {
 	for {
 		for _, p := range sink.Packets(r.src.JobID, r.start) {
 			if p.Instance == tgtID {
-				r.record("start-target", sideOutput, "target output started", nil)
+				r.record(sim.PhaseStartTarget, sideOutput, "target output started", nil)
 				return
 			}
 		}
 		select {
 		case <-poke:
 		case <-timeout.C:
-			r.record("start-target", sideOutput, "no target output yet; stopping the source anyway", nil)
+			r.record(sim.PhaseStartTarget, sideOutput, "no target output yet; stopping the source anyway", nil)
 			return
 		case <-ctx.Done():
 			return
@@ -1185,7 +1176,7 @@ func (r *run) waitTargetOutput(ctx context.Context) {
 }
 
 func (r *run) stopThenStart(ctx context.Context) error {
-	r.setPhase("prepare-target")
+	r.setPhase(sim.PhasePrepareTarget)
 	if _, err := r.placeTarget(ctx, true, launchOpts{}); err != nil {
 		return err
 	}
@@ -1195,7 +1186,7 @@ func (r *run) stopThenStart(ctx context.Context) error {
 	r.mu.Lock()
 	r.ponr = true
 	r.mu.Unlock()
-	r.setPhase("start-target")
+	r.setPhase(sim.PhaseStartTarget)
 	if err := r.startTarget(ctx); err != nil {
 		return err
 	}
@@ -1205,7 +1196,7 @@ func (r *run) stopThenStart(ctx context.Context) error {
 	r.mu.Lock()
 	r.readyAt = r.m.now()
 	r.mu.Unlock()
-	r.record("start-target", sideTarget, "target running", nil)
+	r.record(sim.PhaseStartTarget, sideTarget, "target running", nil)
 	return nil
 }
 
@@ -1317,7 +1308,7 @@ func (r *run) expire(node *Node, role string) {
 // rollback undoes a migration before the point of no return: abort to each
 // side still there but the one that aborted, target removed, source left
 // running. Every abort is written before the end is visible.
-func (r *run) rollback(reason, phase string) {
+func (r *run) rollback(reason string, phase sim.Phase) {
 	r.record(phase, sideManager, "rolling back: "+reason, nil)
 	abort := protocol.WorkerFrame{Type: protocol.TypeAbort, MigrationID: r.id, Reason: protocol.Truncate(reason, 200)}
 	r.mu.Lock()

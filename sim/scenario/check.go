@@ -48,14 +48,15 @@ func Judge(e *Expect, o Outcome) []Check {
 	got := string(m.State)
 	msg := "got " + got
 	if m.State != sim.MigrationCompleted && m.Phase != "" {
-		msg += " in phase " + m.Phase
+		msg += " in phase " + string(m.Phase)
 	}
 	if m.Reason != "" {
 		msg += ": " + m.Reason
 	}
 	add(check("state", string(e.State), got, m.State == e.State, "expected state %s, %s", e.State, msg))
 	if e.Phase != "" {
-		add(check("phase", e.Phase, m.Phase, m.Phase == e.Phase, "expected phase %s, got %s (state %s%s)", e.Phase, orNone(m.Phase), m.State, colon(m.Reason)))
+		phase := string(m.Phase)
+		add(check("phase", e.Phase, phase, phase == e.Phase, "expected phase %s, got %s (state %s%s)", e.Phase, orNone(phase), m.State, colon(m.Reason)))
 	}
 	if e.Reason != "" {
 		add(check("reason", e.Reason, m.Reason, strings.Contains(m.Reason, e.Reason), "expected a reason containing %q, got %q (state %s)", e.Reason, m.Reason, m.State))
@@ -165,7 +166,7 @@ func inPhase(m *sim.Migration) string {
 	if m.State == sim.MigrationCompleted || m.Phase == "" {
 		return ""
 	}
-	return " in phase " + m.Phase
+	return " in phase " + string(m.Phase)
 }
 
 // Failed reports whether any check did not hold.

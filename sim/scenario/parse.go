@@ -1029,7 +1029,7 @@ func (p *parser) expect(f field, what string) *Expect {
 		e.State = sim.MigrationState(s)
 	}
 	if g, ok := m["phase"]; ok {
-		e.Phase, _ = p.enum(g, what+".phase", Phases)
+		e.Phase, _ = p.enum(g, what+".phase", sim.PhaseNames())
 	}
 	if g, ok := m["reason"]; ok {
 		e.Reason, _ = p.str(g, what+".reason")

@@ -214,11 +214,6 @@ func (e *Expect) String() string {
 	return strings.Join(parts, ", ")
 }
 
-// Phases are the migration phases of docs/migrations.md, the values
-// expect.phase may name.
-var Phases = []string{"get-state", "place-target", "target-ready", "cutover-ready", "cutover-apply",
-	"stop-source", "start-target", "prepare-target"}
-
 // Seams are the output verdicts expect.seam may name.
 var Seams = []string{sim.VerdictSeamless, sim.VerdictGap, sim.VerdictOverlap, sim.VerdictDuplicate, sim.VerdictNoOutput}
 

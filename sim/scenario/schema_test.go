@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+
+	"github.com/normsim/normsim/sim"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
@@ -96,5 +99,24 @@ func TestSchemaAgreesWithTheParser(t *testing.T) {
 		if err := sch.Validate(docs[0]); err == nil {
 			t.Errorf("%s: the parser refuses it but the schema accepts it", f)
 		}
+	}
+}
+
+// The schema's expect.phase lists the phases sim defines, in their order,
+// so an editor accepts exactly what the parser does.
+func TestSchemaPhasesAreSimPhases(t *testing.T) {
+	var doc struct {
+		Defs map[string]struct {
+			Properties map[string]struct {
+				Enum []string `json:"enum"`
+			} `json:"properties"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(Schema(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	got := doc.Defs["expect"].Properties["phase"].Enum
+	if want := sim.PhaseNames(); !slices.Equal(got, want) {
+		t.Fatalf("the schema's expect.phase is %v; sim.PhaseNames() is %v", got, want)
 	}
 }
