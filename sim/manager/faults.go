@@ -51,9 +51,9 @@ func frameDirection(typ string) string {
 	case jobFrames[typ] && workerFrames[typ]:
 		return ""
 	case jobFrames[typ]:
-		return "in"
+		return dirIn
 	case workerFrames[typ]:
-		return "out"
+		return dirOut
 	}
 	return ""
 }
@@ -123,7 +123,7 @@ func validateFaults(fs []sim.Fault, timeouts sim.Timeouts, srcRuntime, tgtRuntim
 				return sim.Errorf(sim.EUnprocessable, "%s.direction: required for %s of %s (in or out)", at, f.Kind, f.Frame)
 			case f.Direction == "":
 				f.Direction = want
-			case f.Direction != "in" && f.Direction != "out":
+			case f.Direction != dirIn && f.Direction != dirOut:
 				return sim.Errorf(sim.EUnprocessable, "%s.direction: must be in or out; got %q", at, f.Direction)
 			case want != "" && f.Direction != want:
 				return sim.Errorf(sim.EUnprocessable, "%s.direction: %s only travels %s", at, f.Frame, want)
@@ -151,17 +151,6 @@ func validateFaults(fs []sim.Fault, timeouts sim.Timeouts, srcRuntime, tgtRuntim
 	return nil
 }
 
-// fault returns the armed fault of a kind (and side, when given).
-func (r *run) fault(kind, side string) *sim.Fault {
-	for i := range r.faults {
-		f := &r.faults[i]
-		if f.Kind == kind && (side == "" || f.Side == "" || f.Side == side) {
-			return f
-		}
-	}
-	return nil
-}
-
 func faultDelay(f *sim.Fault) time.Duration {
 	if f.Delay > 0 {
 		return f.Delay.D()
@@ -169,65 +158,90 @@ func faultDelay(f *sim.Fault) time.Duration {
 	return time.Second
 }
 
-// frameFaultLocked returns (and spends) the frame fault armed on a frame of
-// this type, direction and side, if any.
-func (r *run) frameFaultLocked(typ, dir, side string) *sim.Fault {
-	for i := range r.faults {
-		f := &r.faults[i]
-		if r.fired[i] || !faultKinds[f.Kind].frame || f.Frame != typ || f.Direction != dir {
-			continue
-		}
-		if f.Side != "" && f.Side != side {
-			continue
-		}
-		r.fired[i] = true
-		return f
-	}
-	return nil
+// frameWay carries one frame on in its direction, as passLocked decides.
+type frameWay interface {
+	// arrived puts the frame on the timeline as it reached the manager,
+	// once; a frame the worker sends goes on it as it is sent instead.
+	arrived()
+	// pass sends the frame on; faulted says a frame fault acts on it.
+	pass(faulted bool) error
+	// corrupt sends it on broken.
+	corrupt() error
+	// hold sends it on once d has passed.
+	hold(d time.Duration, what string)
 }
 
-// strikesLocked reports whether strikeLocked would fire a fault on a frame
-// of typ that hits side.
-func (r *run) strikesLocked(typ, side string) bool {
-	for i, f := range r.faults {
-		if !r.fired[i] && faultKinds[f.Kind].side && f.On == typ && f.Side == side {
-			return true
+// passLocked takes a frame past the armed faults, in either direction, as
+// planPassage decides: the faults that strike its side fire first (and one
+// that lands loses the frame with its job), then a frame fault drops,
+// doubles, corrupts or holds it, then the faults armed on it that strike
+// elsewhere fire: here for a frame the worker sends, as it is handled
+// (handleSocket) for one a job sent.
+func (r *run) passLocked(p passage, w frameWay) error {
+	plan := planPassage(r.faults, r.fired, p)
+	if len(plan.hits) > 0 {
+		// The frame has arrived before the fault armed on it fires: it
+		// goes on the timeline first.
+		w.arrived()
+		if r.hitLocked(p, plan.hits) {
+			r.fireLocked(plan.after, p.typ)
+			return nil
 		}
 	}
-	return false
+	var err error
+	if plan.frame < 0 {
+		err = w.pass(false)
+	} else {
+		r.fired[plan.frame] = true
+		f := &r.faults[plan.frame]
+		w.arrived()
+		r.recordLocked(r.phase, sideManager, frameFaultNote(f, p), nil)
+		switch f.Kind {
+		case faultDropFrame:
+		case faultDuplicateFrame:
+			if err = w.pass(true); err == nil {
+				err = w.pass(true)
+			}
+		case faultCorruptFrame:
+			err = w.corrupt()
+		case faultDelayFrame:
+			w.hold(faultDelay(f), p.what())
+		}
+	}
+	if p.dir == dirOut {
+		r.fireLocked(plan.after, p.typ)
+	}
+	return err
 }
 
-// strikeLocked fires, synchronously, the faults armed on a frame of typ
-// that hit side (the job sending or receiving it), so the fault lands
-// exactly there and not a relay later. It reports whether the frame is lost
-// with the job (killed, stopped, or its socket dropped): it is then neither
-// delivered nor acted on.
-func (r *run) strikeLocked(typ, side string) (lost bool) {
-	for i := range r.faults {
+// hitLocked fires, synchronously, the faults that strike the job on a
+// passage's side, and reports whether the frame is lost with the job
+// (killed, stopped, or its socket dropped): it is then neither delivered
+// nor acted on.
+func (r *run) hitLocked(p passage, hits []int) (lost bool) {
+	for _, i := range hits {
 		f := r.faults[i]
-		if r.fired[i] || !faultKinds[f.Kind].side || f.On != typ || f.Side != side {
-			continue
-		}
 		r.fired[i] = true
-		r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: %s the %s (armed on %s)", f.Kind, f.Side, typ), nil)
-		if r.actLocked(f) && f.Kind != faultPause {
+		r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: %s the %s (armed on %s)", f.Kind, f.Side, p.typ), nil)
+		if r.actLocked(f) && losesFrame(f.Kind) {
 			lost = true
 		}
 	}
 	if lost {
-		r.recordLocked(r.phase, sideManager, fmt.Sprintf("%s is lost with the %s", typ, side), nil)
+		r.recordLocked(r.phase, sideManager, fmt.Sprintf("%s is lost with the %s", p.typ, p.side), nil)
 	}
 	return lost
 }
 
-// fireOnLocked fires the other faults armed on the passage of a frame type:
-// those hitting the other side, and worker-abort.
-func (r *run) fireOnLocked(typ string) {
-	for i := range r.faults {
+// fireOnLocked fires every fault still armed on the passage of a frame
+// type (armedOn).
+func (r *run) fireOnLocked(typ string) { r.fireLocked(armedOn(r.faults, r.fired, typ), typ) }
+
+// fireLocked fires faults armed on the passage of a frame type that do not
+// lose it: those striking a job (actLocked), and worker-abort.
+func (r *run) fireLocked(idx []int, typ string) {
+	for _, i := range idx {
 		f := r.faults[i]
-		if r.fired[i] || !faultKinds[f.Kind].on || f.On != typ {
-			continue
-		}
 		r.fired[i] = true
 		who := "the " + f.Side
 		if f.Side == "" {
@@ -248,9 +262,17 @@ func (r *run) fireOnLocked(typ string) {
 // actLocked carries out a fault on a job and reports whether it landed. A
 // pause thaws the job again after its delay, in the background.
 func (r *run) actLocked(f sim.Fault) bool {
-	role, node, runtime := r.src.ID, r.srcNode, r.m.runtimes().Runtimes[r.src.Runtime]
+	role, node := r.src.ID, r.srcNode
 	if f.Side == sideTarget {
-		role, node, runtime = r.tgtID, r.tgtNode, r.rt
+		role, node = r.tgtID, r.tgtNode
+	}
+	// Looked up only for the faults that signal: validateFaults made sure
+	// their side's runtime can.
+	signaler := func() sim.Signaler {
+		if f.Side == sideTarget {
+			return r.rt.(sim.Signaler)
+		}
+		return r.m.runtimes().Runtimes[r.src.Runtime].(sim.Signaler)
 	}
 	if role == "" {
 		r.recordLocked(r.phase, sideManager, "fault "+f.Kind+" skipped: there is no "+f.Side+" yet", nil)
@@ -263,11 +285,11 @@ func (r *run) actLocked(f sim.Fault) bool {
 	case faultDropSocket:
 		node.Socket.Drop(r.src.JobID, role)
 	case faultKill:
-		err = runtime.(sim.Signaler).Signal(ctx, role, syscall.SIGKILL)
+		err = signaler().Signal(ctx, role, syscall.SIGKILL)
 	case faultStop:
-		err = runtime.(sim.Signaler).Signal(ctx, role, syscall.SIGTERM)
+		err = signaler().Signal(ctx, role, syscall.SIGTERM)
 	case faultPause:
-		sg := runtime.(sim.Signaler)
+		sg := signaler()
 		if err = sg.Signal(ctx, role, syscall.SIGSTOP); err == nil {
 			d := faultDelay(&f)
 			r.recordLocked(r.phase, f.Side, fmt.Sprintf("paused for %s", d), nil)

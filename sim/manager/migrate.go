@@ -447,55 +447,58 @@ func frameDetail(f protocol.JobFrame) string {
 // timeline is recorded through the journal, off that path.
 func (r *run) onSocket(ev jobsocket.Event) {
 	side := r.sideOf(ev.Role)
+	if ev.Kind != jobsocket.Frame {
+		r.handleSocket(ev, side, false)
+		return
+	}
+	w := &inbound{r: r, ev: ev, side: side}
 	r.mu.Lock()
-	recorded := false
-	if ev.Kind == jobsocket.Frame && r.strikesLocked(ev.Frame.Type, side) {
-		// The frame has arrived before the fault armed on it fires: it
-		// goes on the timeline first.
-		r.recordLocked(r.phase, side, frameDetail(ev.Frame), frameInfo("in", ev.Frame.Type, ev.Size, payloadOf(ev.Frame)))
-		recorded = true
-		if r.strikeLocked(ev.Frame.Type, side) {
-			r.fireOnLocked(ev.Frame.Type)
-			r.mu.Unlock()
-			return
-		}
-	}
-	if ev.Kind == jobsocket.Frame {
-		if fl := r.frameFaultLocked(ev.Frame.Type, "in", side); fl != nil {
-			if !recorded {
-				r.recordLocked(r.phase, side, frameDetail(ev.Frame), frameInfo("in", ev.Frame.Type, ev.Size, payloadOf(ev.Frame)))
-			}
-			switch fl.Kind {
-			case "drop-frame":
-				r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: dropped %s from the %s", ev.Frame.Type, side), nil)
-				r.mu.Unlock()
-				return
-			case "corrupt-frame":
-				r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: %s from the %s arrived corrupted; closing its socket with 4400", ev.Frame.Type, side), nil)
-				node := r.srcNode
-				if side == sideTarget {
-					node = r.tgtNode
-				}
-				r.mu.Unlock()
-				node.Socket.Disconnect(r.src.JobID, ev.Role, protocol.CloseProtocolError, "frame is not valid JSON")
-				return
-			case "delay-frame":
-				d := faultDelay(fl)
-				r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: %s from the %s held for %s", ev.Frame.Type, side, d), nil)
-				r.holdLocked(d, ev.Frame.Type+" from the "+side, func() { r.handleSocket(ev, side, false) })
-				r.mu.Unlock()
-				return
-			case "duplicate-frame":
-				r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: %s from the %s delivered twice", ev.Frame.Type, side), nil)
-				r.mu.Unlock()
-				r.handleSocket(ev, side, false)
-				r.handleSocket(ev, side, false)
-				return
-			}
-		}
-	}
+	r.passLocked(passage{typ: ev.Frame.Type, dir: dirIn, side: side}, w)
 	r.mu.Unlock()
-	r.handleSocket(ev, side, recorded)
+	for _, then := range w.then {
+		then()
+	}
+}
+
+// inbound carries a frame a job sent past the faults: it goes on the
+// timeline as it arrives, and is handled (and relayed) by handleSocket
+// once the run's lock is let go.
+type inbound struct {
+	r        *run
+	ev       jobsocket.Event
+	side     string
+	recorded bool
+	then     []func() // run after the lock is let go
+}
+
+func (w *inbound) arrived() {
+	if !w.recorded {
+		f := w.ev.Frame
+		w.r.recordLocked(w.r.phase, w.side, frameDetail(f), frameInfo(dirIn, f.Type, w.ev.Size, payloadOf(f)))
+		w.recorded = true
+	}
+}
+
+func (w *inbound) pass(faulted bool) error {
+	// A frame a fault acts on is recorded again as it is handled.
+	recorded := w.recorded && !faulted
+	w.then = append(w.then, func() { w.r.handleSocket(w.ev, w.side, recorded) })
+	return nil
+}
+
+func (w *inbound) corrupt() error {
+	node := w.r.srcNode
+	if w.side == sideTarget {
+		node = w.r.tgtNode
+	}
+	w.then = append(w.then, func() {
+		node.Socket.Disconnect(w.r.src.JobID, w.ev.Role, protocol.CloseProtocolError, "frame is not valid JSON")
+	})
+	return nil
+}
+
+func (w *inbound) hold(d time.Duration, what string) {
+	w.r.holdLocked(d, what, func() { w.r.handleSocket(w.ev, w.side, false) })
 }
 
 // late records a frame that arrived after the migration was bound to end:
@@ -510,7 +513,7 @@ func (r *run) late(ev jobsocket.Event) {
 func (r *run) lateLocked(ev jobsocket.Event, side string) {
 	f := ev.Frame
 	r.recordLocked(r.phase, side, fmt.Sprintf("late %s from the %s: it crossed the end of the migration on the wire; ignored", frameDetail(f), side),
-		frameInfo("in", f.Type, ev.Size, payloadOf(f)))
+		frameInfo(dirIn, f.Type, ev.Size, payloadOf(f)))
 }
 
 // onRuntime hands a runtime event to the migration's goroutine; a service
@@ -529,7 +532,11 @@ func (r *run) onRuntime(ev sim.RuntimeEvent) {
 // goroutine.
 func (r *run) handleSocket(ev jobsocket.Event, side string, recorded bool) {
 	r.mu.Lock()
-	if ev.Kind == jobsocket.Frame && (ev.Late || r.ending) {
+	var step frameStep
+	if ev.Kind == jobsocket.Frame {
+		step = stepFrame(r.phase, ev.Late || r.ending, side, ev.Frame.Type)
+	}
+	if step.late {
 		r.lateLocked(ev, side)
 		r.mu.Unlock()
 		return
@@ -539,33 +546,31 @@ func (r *run) handleSocket(ev jobsocket.Event, side string, recorded bool) {
 	case jobsocket.Frame:
 		f := ev.Frame
 		if !recorded {
-			r.recordLocked(r.phase, side, frameDetail(f), frameInfo("in", f.Type, ev.Size, payloadOf(f)))
+			r.recordLocked(r.phase, side, frameDetail(f), frameInfo(dirIn, f.Type, ev.Size, payloadOf(f)))
 		}
-		if f.Type == protocol.TypeAbort {
+		if step.aborts {
 			// Handled on this goroutine, in order with the relays: an
 			// answer the other side sends after this abort is late.
 			r.ending = true
 			r.abortedBy = side
 		}
-		switch {
-		case side == sideTarget && f.Type == protocol.TypeTargetReady && (r.phase == sim.PhasePlaceTarget || r.phase == sim.PhaseTargetReady):
+		relay := protocol.WorkerFrame{Type: step.relay, MigrationID: r.id, Payload: f.Payload}
+		switch step.next {
+		case sim.PhaseCutoverReady:
 			r.readyAt = ev.At
-			r.phase, r.mig.Phase = sim.PhaseCutoverReady, sim.PhaseCutoverReady
+			r.phase, r.mig.Phase = step.next, step.next
 			// The cutover has the CPU; the log writes wait for its end.
 			if r.m.cfg.Logs != nil && r.releaseLogs == nil {
 				r.releaseLogs = r.m.cfg.Logs.Hold()
 			}
-			r.deliverLocked(r.src.ID, r.srcNode, protocol.WorkerFrame{Type: protocol.TypeCutoverReady, MigrationID: r.id, Payload: f.Payload},
-				protocol.TypeSourceStoppedOutput, protocol.TypeAbort)
-		case side == sideSource && f.Type == protocol.TypeSourceStoppedOutput && r.phase == sim.PhaseCutoverReady:
-			// The point of no return: from here nothing rolls back.
+			r.deliverLocked(r.src.ID, r.srcNode, relay, step.expect...)
+		case sim.PhaseCutoverApply:
 			r.stoppedAt = ev.At
 			r.ponr = true
-			r.phase, r.mig.Phase = sim.PhaseCutoverApply, sim.PhaseCutoverApply
+			r.phase, r.mig.Phase = step.next, step.next
 			r.recordLocked(r.phase, sideManager, "point of no return: the source stopped its output", nil)
 			r.applySentAt = r.m.now()
-			r.deliverLocked(r.tgtID, r.tgtNode, protocol.WorkerFrame{Type: protocol.TypeCutoverApply, MigrationID: r.id, Payload: f.Payload},
-				protocol.TypeTargetApplied, protocol.TypeAbort)
+			r.deliverLocked(r.tgtID, r.tgtNode, relay, step.expect...)
 		}
 	case jobsocket.Connected:
 		r.recordLocked(r.phase, side, "connected (hello accepted)", nil)
@@ -575,7 +580,7 @@ func (r *run) handleSocket(ev jobsocket.Event, side string, recorded bool) {
 			// after this returns: recorded here, they stay ahead of the
 			// target's answer in the timeline.
 			r.recordLocked(r.phase, sideTarget, "hello-ack and initial-state sent",
-				frameInfo("out", protocol.TypeInitialState, r.initialSize, r.initialState))
+				frameInfo(dirOut, protocol.TypeInitialState, r.initialSize, r.initialState))
 			r.fireOnLocked(protocol.TypeInitialState)
 		}
 	case jobsocket.Disconnected:
@@ -618,45 +623,49 @@ func (r *run) deliverLocked(role string, node *Node, f protocol.WorkerFrame, exp
 		r.post(runEvent{kind: evFault, reason: reason})
 		return errors.New(reason)
 	}
-	send := func() error {
-		if err := node.Socket.SendRaw(context.Background(), r.src.JobID, role, f.Type, b); err != nil {
-			r.recordLocked(r.phase, sideManager, fmt.Sprintf("could not send %s to the %s: %v", f.Type, side, err), nil)
-			return err
-		}
-		r.recordLocked(r.phase, side, f.Type, frameInfo("out", f.Type, len(b), f.Payload))
-		return nil
+	w := &outbound{r: r, role: role, node: node, side: side, f: f, b: b}
+	return r.passLocked(passage{typ: f.Type, dir: dirOut, side: side}, w)
+}
+
+// outbound carries a frame the worker sends to a job past the faults; it
+// goes on the timeline as it is sent.
+type outbound struct {
+	r    *run
+	role string
+	node *Node
+	side string
+	f    protocol.WorkerFrame
+	b    []byte // f, marshalled
+}
+
+func (w *outbound) arrived() {}
+
+func (w *outbound) pass(bool) error {
+	r := w.r
+	if err := w.node.Socket.SendRaw(context.Background(), r.src.JobID, w.role, w.f.Type, w.b); err != nil {
+		r.recordLocked(r.phase, sideManager, fmt.Sprintf("could not send %s to the %s: %v", w.f.Type, w.side, err), nil)
+		return err
 	}
-	if r.strikeLocked(f.Type, side) {
-		r.fireOnLocked(f.Type)
-		return nil
+	r.recordLocked(r.phase, w.side, w.f.Type, frameInfo(dirOut, w.f.Type, len(w.b), w.f.Payload))
+	return nil
+}
+
+func (w *outbound) corrupt() error {
+	r := w.r
+	bad := w.b[:len(w.b)/2]
+	err := w.node.Socket.SendRaw(context.Background(), r.src.JobID, w.role, w.f.Type, bad)
+	if err == nil {
+		r.recordLocked(r.phase, w.side, w.f.Type+" (corrupted)", frameInfo(dirOut, w.f.Type, len(bad), nil))
 	}
-	switch fl := r.frameFaultLocked(f.Type, "out", side); {
-	case fl == nil:
-		err = send()
-	case fl.Kind == "drop-frame":
-		r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: dropped %s to the %s", f.Type, side), nil)
-	case fl.Kind == "duplicate-frame":
-		r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: %s to the %s sent twice", f.Type, side), nil)
-		if err = send(); err == nil {
-			err = send()
-		}
-	case fl.Kind == "corrupt-frame":
-		r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: corrupted %s to the %s", f.Type, side), nil)
-		bad := b[:len(b)/2]
-		if err = node.Socket.SendRaw(context.Background(), r.src.JobID, role, f.Type, bad); err == nil {
-			r.recordLocked(r.phase, side, f.Type+" (corrupted)", frameInfo("out", f.Type, len(bad), nil))
-		}
-	case fl.Kind == "delay-frame":
-		d := faultDelay(fl)
-		r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: %s to the %s held for %s", f.Type, side, d), nil)
-		r.holdLocked(d, f.Type+" to the "+side, func() {
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			send()
-		})
-	}
-	r.fireOnLocked(f.Type)
 	return err
+}
+
+func (w *outbound) hold(d time.Duration, what string) {
+	w.r.holdLocked(d, what, func() {
+		w.r.mu.Lock()
+		defer w.r.mu.Unlock()
+		w.pass(true)
+	})
 }
 
 // holdLocked delivers a frame a delay-frame fault holds once d has passed,
@@ -928,7 +937,13 @@ func (r *run) startTarget(ctx context.Context) error {
 	if in == nil {
 		return endf("the target instance is gone")
 	}
-	if f := r.fault("target-fail-start", ""); f != nil {
+	r.mu.Lock()
+	fail := planTargetStart(r.faults, r.fired)
+	if fail >= 0 {
+		r.fired[fail] = true
+	}
+	r.mu.Unlock()
+	if fail >= 0 {
 		r.recordHere(sideManager, "fault: the target fails to start", nil)
 		r.m.mu.Lock()
 		r.m.setStateLocked(in, sim.InstanceFailed, "start: injected fault target-fail-start")
