@@ -119,15 +119,16 @@ func (w *externalWatch) tick(mig *sim.Migration, now time.Time) {
 		return
 	}
 	if w.placedAt.IsZero() || !w.connected {
-		// Only events not seen yet: this runs on every poll.
+		// Only events not seen yet: this runs on every poll. Matched by
+		// kind, never by their text, which is for people.
 		for _, ev := range mig.Events[min(w.seen, len(mig.Events)):] {
 			if ev.Side != "target" {
 				continue
 			}
-			if w.placedAt.IsZero() && strings.HasPrefix(ev.Detail, "target "+mig.Target.Instance+" created") {
+			if w.placedAt.IsZero() && ev.Kind == sim.TimelineTargetCreated {
 				w.placedAt = ev.At
 			}
-			if strings.HasPrefix(ev.Detail, "connected") {
+			if ev.Kind == sim.TimelineConnected {
 				w.connected = true
 			}
 		}
@@ -166,7 +167,7 @@ func sourceEnded(w io.Writer, mig *sim.Migration) {
 		return
 	}
 	for _, ev := range mig.Events {
-		if ev.Side == "source" && strings.HasPrefix(ev.Detail, "source stopped") {
+		if ev.Side == "source" && ev.Kind == sim.TimelineSourceStopped {
 			fmt.Fprintf(w, "\nYour source job (instance %s on node %s) was stopped: normsim closed its socket with 1000\n"+
 				"(the real worker would have sent it SIGTERM). End its process now.\n", mig.Source.Instance, mig.Source.Node)
 			return

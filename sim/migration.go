@@ -234,13 +234,42 @@ type Fault struct {
 
 // MigrationEvent is one entry on a migration's timeline.
 type MigrationEvent struct {
-	Seq    int        `json:"seq"`
-	At     time.Time  `json:"at"`
-	Phase  Phase      `json:"phase"`
-	Side   string     `json:"side"` // manager | source | target | output
-	Detail string     `json:"detail"`
-	Frame  *FrameInfo `json:"frame,omitempty"`
+	Seq   int       `json:"seq"`
+	At    time.Time `json:"at"`
+	Phase Phase     `json:"phase"`
+	Side  string    `json:"side"` // manager | source | target | output
+	// Kind names the moments clients act on; most events have none.
+	// Detail is for people and may be reworded.
+	Kind   TimelineKind `json:"kind,omitempty"`
+	Detail string       `json:"detail"`
+	Frame  *FrameInfo   `json:"frame,omitempty"`
 }
+
+// TimelineKind is the kind of moment a timeline event records
+// (docs/migrations.md, "Timeline").
+type TimelineKind string
+
+// Timeline kinds.
+const (
+	TimelineRequested TimelineKind = "requested"
+	// TimelineTargetCreated: the target instance was placed (its ID is the
+	// migration's target.instance).
+	TimelineTargetCreated TimelineKind = "target-created"
+	TimelineTargetStarted TimelineKind = "target-started"
+	// TimelineConnected: the side's job connected to its socket (hello
+	// accepted); TimelineSocketClosed: its socket closed.
+	TimelineConnected    TimelineKind = "connected"
+	TimelineSocketClosed TimelineKind = "socket-closed"
+	// TimelinePointOfNoReturn: the source stopped its output; from here
+	// nothing rolls back.
+	TimelinePointOfNoReturn TimelineKind = "point-of-no-return"
+	// TimelineSourceStopped: normsim stopped the source (on the external
+	// runtime: closed its socket; the developer ends the process).
+	TimelineSourceStopped TimelineKind = "source-stopped"
+	TimelineTargetRemoved TimelineKind = "target-removed"
+	// TimelineEnded: the migration reached its end state.
+	TimelineEnded TimelineKind = "ended"
+)
 
 // FrameInfo describes a frame on the timeline.
 type FrameInfo struct {

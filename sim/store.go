@@ -40,11 +40,32 @@ type MigrationFilter struct {
 type Event struct {
 	Seq       int64           `json:"seq"`
 	At        time.Time       `json:"at"`
-	Kind      string          `json:"kind"` // instance.state, instance.connected, migration.event, ...
+	Kind      EventKind       `json:"kind"`
 	Instance  string          `json:"instance,omitempty"`
 	Migration string          `json:"migration,omitempty"`
 	Data      json.RawMessage `json:"data,omitempty"`
 }
+
+// EventKind is what an Event tells of; live-update clients (the
+// dashboard's EventSource) listen by it.
+type EventKind string
+
+// Event kinds.
+const (
+	// EventInstanceState: an instance changed state (Data: from, to,
+	// error, node).
+	EventInstanceState EventKind = "instance.state"
+	// EventInstanceConnected: its job connected to or left its socket.
+	EventInstanceConnected EventKind = "instance.connected"
+	// EventInstanceRuntime: its runtime noticed something about a service.
+	EventInstanceRuntime EventKind = "instance.runtime"
+	EventInstanceRemoved EventKind = "instance.removed"
+	// EventMigrationEvent: a migration's timeline grew (Data: the
+	// MigrationEvent).
+	EventMigrationEvent EventKind = "migration.event"
+	// EventMigrationEnded: a migration ended (Data: state, reason).
+	EventMigrationEnded EventKind = "migration.ended"
+)
 
 // EventFilter narrows ListEvents.
 type EventFilter struct {

@@ -318,7 +318,7 @@ func newToken() string {
 // publish records an event in the store (through the journal) and on the
 // bus. Callers that hold m.mu publish under it, which keeps events in the
 // order of the changes they describe.
-func (m *Manager) publish(kind, instanceID, migrationID string, data any) {
+func (m *Manager) publish(kind sim.EventKind, instanceID, migrationID string, data any) {
 	var raw json.RawMessage
 	if data != nil {
 		raw, _ = json.Marshal(data)
@@ -353,7 +353,7 @@ func (m *Manager) setStateLocked(in *instance, to sim.InstanceState, errText str
 		in.Error = errText
 	}
 	m.changedLocked(in)
-	m.publish("instance.state", in.ID, "", map[string]any{"from": from, "to": to, "error": errText, "node": in.Node})
+	m.publish(sim.EventInstanceState, in.ID, "", map[string]any{"from": from, "to": to, "error": errText, "node": in.Node})
 	return true
 }
 
@@ -542,7 +542,7 @@ func (m *Manager) launch(ctx context.Context, req LaunchRequest, o launchOpts) (
 	}
 	m.addLocked(in)
 	m.changedLocked(in)
-	m.publish("instance.state", id, o.migrationID, map[string]any{"from": "", "to": inst.State, "node": inst.Node})
+	m.publish(sim.EventInstanceState, id, o.migrationID, map[string]any{"from": "", "to": inst.State, "node": inst.Node})
 	m.mu.Unlock()
 
 	if node.Socket != nil {
@@ -628,7 +628,7 @@ func (m *Manager) forget(in *instance) {
 	m.removeLocked(in.ID)
 	m.mu.Unlock()
 	m.journal.deleteInstance(in.ID)
-	m.publish("instance.removed", in.ID, "", nil)
+	m.publish(sim.EventInstanceRemoved, in.ID, "", nil)
 }
 
 // addLocked holds an instance, and counts it for its job (KnowsJob).
@@ -802,7 +802,7 @@ func (m *Manager) Stop(ctx context.Context, id string) error {
 	m.removeLocked(id)
 	m.mu.Unlock()
 	m.journal.deleteInstance(id)
-	m.publish("instance.removed", id, "", nil)
+	m.publish(sim.EventInstanceRemoved, id, "", nil)
 	return nil
 }
 
@@ -827,7 +827,7 @@ func (m *Manager) stopInstance(ctx context.Context, in *instance, grace time.Dur
 	if in.Connected {
 		in.Connected = false
 		m.changedLocked(in)
-		m.publish("instance.connected", in.ID, "", map[string]any{"connected": false})
+		m.publish(sim.EventInstanceConnected, in.ID, "", map[string]any{"connected": false})
 	}
 	if stopErr != nil {
 		m.setStateLocked(in, sim.InstanceFailed, "stop: "+stopErr.Error())
@@ -873,7 +873,7 @@ func (m *Manager) OnRuntimeEvent(ev sim.RuntimeEvent) {
 	}
 	r := m.byInstance[ev.Instance]
 	m.mu.Unlock()
-	m.publish("instance.runtime", ev.Instance, "", map[string]any{"service": ev.Service, "kind": ev.Kind, "exitCode": ev.ExitCode, "detail": ev.Detail})
+	m.publish(sim.EventInstanceRuntime, ev.Instance, "", map[string]any{"service": ev.Service, "kind": ev.Kind, "exitCode": ev.ExitCode, "detail": ev.Detail})
 	if r != nil {
 		r.onRuntime(ev)
 	}
@@ -912,7 +912,7 @@ func (m *Manager) OnSocketEvent(ev SocketEvent) {
 		if in.Connected != c {
 			in.Connected = c
 			m.changedLocked(in)
-			m.publish("instance.connected", in.ID, "", map[string]any{"connected": c, "code": ev.Code, "reason": ev.Reason})
+			m.publish(sim.EventInstanceConnected, in.ID, "", map[string]any{"connected": c, "code": ev.Code, "reason": ev.Reason})
 		}
 	}
 	r := m.byInstance[ev.Role]

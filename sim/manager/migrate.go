@@ -140,7 +140,7 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 	m.mu.Unlock()
 
 	m.journal.migration(r.doc())
-	r.record(sim.PhaseRequested, sideManager, fmt.Sprintf("%s of %s from node %s to node %s", strategy, srcSnap.ID, srcSnap.Node, to), nil)
+	r.note(sim.TimelineRequested, sim.PhaseRequested, sideManager, fmt.Sprintf("%s of %s from node %s to node %s", strategy, srcSnap.ID, srcSnap.Node, to))
 	snap := r.snapshot()
 	m.wg.Add(1)
 	go func() {
@@ -381,7 +381,21 @@ func (r *run) recordHere(side, detail string, frame *sim.FrameInfo) {
 }
 
 func (r *run) recordLocked(phase sim.Phase, side, detail string, frame *sim.FrameInfo) {
-	ev := sim.MigrationEvent{At: r.m.now(), Phase: phase, Side: side, Detail: detail, Frame: frame}
+	r.putLocked(sim.MigrationEvent{At: r.m.now(), Phase: phase, Side: side, Detail: detail, Frame: frame})
+}
+
+// note adds a timeline event of a kind clients act on (sim.TimelineKind).
+func (r *run) note(kind sim.TimelineKind, phase sim.Phase, side, detail string) {
+	r.mu.Lock()
+	r.noteLocked(kind, phase, side, detail)
+	r.mu.Unlock()
+}
+
+func (r *run) noteLocked(kind sim.TimelineKind, phase sim.Phase, side, detail string) {
+	r.putLocked(sim.MigrationEvent{At: r.m.now(), Phase: phase, Side: side, Kind: kind, Detail: detail})
+}
+
+func (r *run) putLocked(ev sim.MigrationEvent) {
 	if r.deferring {
 		r.deferred = append(r.deferred, ev)
 		return
@@ -398,7 +412,7 @@ func (r *run) appendLocked(ev sim.MigrationEvent) {
 	r.mig.Events = append(r.mig.Events, ev)
 	r.m.journal.migrationEvent(r.id, ev)
 	data, _ := json.Marshal(ev)
-	r.m.cfg.Bus.Publish(sim.Event{At: ev.At, Kind: "migration.event", Migration: r.id, Data: data})
+	r.m.cfg.Bus.Publish(sim.Event{At: ev.At, Kind: sim.EventMigrationEvent, Migration: r.id, Data: data})
 }
 
 // deferLocked starts holding timeline events back; flushLocked records
@@ -568,12 +582,12 @@ func (r *run) handleSocket(ev jobsocket.Event, side string, recorded bool) {
 			r.stoppedAt = ev.At
 			r.ponr = true
 			r.phase, r.mig.Phase = step.next, step.next
-			r.recordLocked(r.phase, sideManager, "point of no return: the source stopped its output", nil)
+			r.noteLocked(sim.TimelinePointOfNoReturn, r.phase, sideManager, "point of no return: the source stopped its output")
 			r.applySentAt = r.m.now()
 			r.deliverLocked(r.tgtID, r.tgtNode, relay, step.expect...)
 		}
 	case jobsocket.Connected:
-		r.recordLocked(r.phase, side, "connected (hello accepted)", nil)
+		r.noteLocked(sim.TimelineConnected, r.phase, side, "connected (hello accepted)")
 		if side == sideTarget && r.initialState != nil {
 			// The listener wrote hello-ack and initial-state before it told
 			// us of the connection, and reads the target's next frame only
@@ -585,7 +599,7 @@ func (r *run) handleSocket(ev jobsocket.Event, side string, recorded bool) {
 		}
 	case jobsocket.Disconnected:
 		r.ending = true
-		r.recordLocked(r.phase, side, socketClosed(ev), nil)
+		r.noteLocked(sim.TimelineSocketClosed, r.phase, side, socketClosed(ev))
 	}
 	r.flushLocked()
 	if ev.Kind == jobsocket.Frame {
@@ -922,7 +936,9 @@ func (r *run) placeTarget(ctx context.Context, prepareOnly bool, o launchOpts) (
 	}
 	r.mu.Unlock()
 	r.m.journal.migration(r.doc())
-	r.recordHere(sideTarget, fmt.Sprintf("target %s created on node %s (%s runtime)", tgt.ID, tgt.Node, tgt.Runtime), nil)
+	r.mu.Lock()
+	r.noteLocked(sim.TimelineTargetCreated, r.phase, sideTarget, fmt.Sprintf("target %s created on node %s (%s runtime)", tgt.ID, tgt.Node, tgt.Runtime))
+	r.mu.Unlock()
 	if prepareOnly {
 		return tgt, nil
 	}
@@ -962,10 +978,10 @@ func (r *run) startTarget(ctx context.Context) error {
 	defer r.mu.Unlock()
 	held := r.held
 	r.starting, r.held = false, nil
-	started := sim.MigrationEvent{At: r.m.now(), Phase: r.phase, Side: sideTarget, Detail: "target started"}
+	started := sim.MigrationEvent{At: r.m.now(), Phase: r.phase, Side: sideTarget, Kind: sim.TimelineTargetStarted, Detail: "target started"}
 	if in.Runtime == sim.RuntimeExternal {
 		// Nothing was started: the developer starts the job.
-		started.Detail = "waiting for the developer to start the target's job with the env shown (external runtime)"
+		started.Kind, started.Detail = "", "waiting for the developer to start the target's job with the env shown (external runtime)"
 	}
 	put := false
 	for _, ev := range held {
@@ -1125,7 +1141,7 @@ func (r *run) stopSource(ctx context.Context) error {
 	if err := r.m.stopInstance(ctx, in, r.timeouts.StopGrace.D()); err != nil {
 		return endf("could not stop the source: %v", err)
 	}
-	r.record(sim.PhaseStopSource, sideSource, "source stopped"+externalEnd(in.Runtime, "source"), nil)
+	r.note(sim.TimelineSourceStopped, sim.PhaseStopSource, sideSource, "source stopped"+externalEnd(in.Runtime, "source"))
 	return nil
 }
 
@@ -1289,7 +1305,7 @@ func (r *run) finish(ctx context.Context, err error) {
 		r.mig.Durations.CutoverMs = &v
 	}
 	r.ended = true
-	r.recordLocked(phase, sideManager, "migration "+string(state)+suffix(reason), nil)
+	r.noteLocked(sim.TimelineEnded, phase, sideManager, "migration "+string(state)+suffix(reason))
 	r.mu.Unlock()
 
 	r.m.journal.migration(r.doc())
@@ -1301,7 +1317,7 @@ func (r *run) finish(ctx context.Context, err error) {
 		delete(r.m.migrations, r.id)
 		r.m.mu.Unlock()
 	}
-	r.m.publish("migration.ended", "", r.id, map[string]any{"state": state, "reason": reason})
+	r.m.publish(sim.EventMigrationEnded, "", r.id, map[string]any{"state": state, "reason": reason})
 }
 
 func suffix(reason string) string {
@@ -1349,8 +1365,8 @@ func (r *run) rollback(reason string, phase sim.Phase) {
 			r.m.removeLocked(tgtID)
 			r.m.mu.Unlock()
 			r.m.journal.deleteInstance(tgtID)
-			r.m.publish("instance.removed", tgtID, r.id, nil)
-			r.record(phase, sideTarget, "target removed"+externalEnd(in.Runtime, "target"), nil)
+			r.m.publish(sim.EventInstanceRemoved, tgtID, r.id, nil)
+			r.note(sim.TimelineTargetRemoved, phase, sideTarget, "target removed"+externalEnd(in.Runtime, "target"))
 		}
 	}
 	r.record(phase, sideSource, "source left running", nil)

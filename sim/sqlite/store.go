@@ -78,7 +78,7 @@ var writeSQL = [numWrites]string{
 	wDeleteInstance: `DELETE FROM instances WHERE id = ?`,
 	wSaveMigration: `INSERT INTO migrations (id, job_id, state, started_at, doc) VALUES (?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET job_id=excluded.job_id, state=excluded.state, doc=excluded.doc`,
-	wMigrationEvent: `INSERT OR REPLACE INTO migration_events (migration_id, seq, at, phase, side, detail, frame) VALUES (?,?,?,?,?,?,?)`,
+	wMigrationEvent: `INSERT OR REPLACE INTO migration_events (migration_id, seq, at, phase, side, detail, frame, kind) VALUES (?,?,?,?,?,?,?,?)`,
 	wEvent:          `INSERT INTO events (at, kind, instance, migration, data) VALUES (?,?,?,?,?)`,
 	wFrame:          `INSERT INTO frames (at, node, job_id, role, direction, type, size, data) VALUES (?,?,?,?,?,?,?,?)`,
 	wLogLine:        `INSERT INTO logs (instance, service, stream, at, text) VALUES (?,?,?,?,?)`,
@@ -465,7 +465,7 @@ func (s *Store) GetMigration(ctx context.Context, id string) (*sim.Migration, er
 }
 
 func (s *Store) migrationEvents(ctx context.Context, id string) ([]sim.MigrationEvent, error) {
-	rows, err := s.pool().QueryContext(ctx, `SELECT seq, at, phase, side, detail, frame FROM migration_events WHERE migration_id = ? ORDER BY seq`, id)
+	rows, err := s.pool().QueryContext(ctx, `SELECT seq, at, phase, side, detail, frame, kind FROM migration_events WHERE migration_id = ? ORDER BY seq`, id)
 	if err != nil {
 		return nil, fmt.Errorf("list migration events %s: %w", id, err)
 	}
@@ -475,7 +475,7 @@ func (s *Store) migrationEvents(ctx context.Context, id string) ([]sim.Migration
 		var ev sim.MigrationEvent
 		var at int64
 		var frame sql.NullString
-		if err := rows.Scan(&ev.Seq, &at, &ev.Phase, &ev.Side, &ev.Detail, &frame); err != nil {
+		if err := rows.Scan(&ev.Seq, &at, &ev.Phase, &ev.Side, &ev.Detail, &frame, &ev.Kind); err != nil {
 			return nil, err
 		}
 		ev.At = fromNanos(at)
@@ -541,7 +541,7 @@ func (s *Store) AppendMigrationEvents(ctx context.Context, migrationID string, e
 		if ev.Frame != nil {
 			frame = jsonText(ev.Frame)
 		}
-		if err := s.exec(ctx, tx, wMigrationEvent, migrationID, ev.Seq, nanos(ev.At), ev.Phase, ev.Side, ev.Detail, frame); err != nil {
+		if err := s.exec(ctx, tx, wMigrationEvent, migrationID, ev.Seq, nanos(ev.At), string(ev.Phase), ev.Side, ev.Detail, frame, string(ev.Kind)); err != nil {
 			return fmt.Errorf("append migration event %s/%d: %w", migrationID, ev.Seq, err)
 		}
 		return nil
@@ -565,7 +565,7 @@ func (s *Store) AppendEvent(ctx context.Context, ev sim.Event) error {
 	if len(ev.Data) > 0 {
 		data = string(ev.Data)
 	}
-	err := s.exec(ctx, batchTx(ctx), wEvent, nanos(ev.At), ev.Kind, ev.Instance, ev.Migration, data)
+	err := s.exec(ctx, batchTx(ctx), wEvent, nanos(ev.At), string(ev.Kind), ev.Instance, ev.Migration, data)
 	if err != nil {
 		return fmt.Errorf("append event %s: %w", ev.Kind, err)
 	}

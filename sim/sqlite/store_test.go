@@ -40,7 +40,7 @@ func TestRecordsSurviveReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs := []sim.MigrationEvent{
-		{Seq: 1, At: now, Phase: "get-state", Side: "manager", Detail: "asked source for state"},
+		{Seq: 1, At: now, Phase: "get-state", Side: "manager", Kind: sim.TimelineRequested, Detail: "asked source for state"},
 		{Seq: 2, At: now.Add(time.Millisecond), Phase: "get-state", Side: "source", Detail: "state",
 			Frame: &sim.FrameInfo{Direction: "in", Type: "state", Size: 30, Payload: json.RawMessage(`{"next":7}`)}},
 	}
@@ -67,7 +67,8 @@ func TestRecordsSurviveReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(gm.Events) != 2 || gm.Events[1].Frame == nil || string(gm.Events[1].Frame.Payload) != `{"next":7}` {
+	if len(gm.Events) != 2 || gm.Events[1].Frame == nil || string(gm.Events[1].Frame.Payload) != `{"next":7}` ||
+		gm.Events[0].Kind != sim.TimelineRequested || gm.Events[1].Kind != "" || gm.Events[0].Phase != sim.PhaseGetState {
 		t.Fatalf("migration events after reopen = %+v", gm.Events)
 	}
 	list, err := s.ListMigrations(ctx, sim.MigrationFilter{State: sim.MigrationRunning})
