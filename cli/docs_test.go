@@ -116,7 +116,7 @@ func TestDocumentedCommands(t *testing.T) {
 		jobs, _ := os.ReadDir(filepath.Join(root, "examples", "jobs"))
 		for _, j := range jobs {
 			if _, err := os.Stat(filepath.Join(root, "examples", "jobs", j.Name(), "main.go")); err == nil {
-				normsimtest.BuildJobImage(t, "normsim/"+j.Name()+":dev", filepath.Join(root, "examples", "jobs", j.Name()))
+				normsimtest.BuildSourceImage(t, "normsim/"+j.Name(), filepath.Join(root, "examples", "jobs", j.Name()))
 			}
 		}
 	}

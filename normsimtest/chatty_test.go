@@ -32,7 +32,7 @@ func TestChattyJobHandsOverAndKeepsEveryLineOnDocker(t *testing.T) {
 		t.Skip("runs real containers")
 	}
 	testenv.RequireDocker(t)
-	normsimtest.BuildJobImage(t, "normsim/counter:dev", filepath.Join("..", "examples", "jobs", "counter"))
+	normsimtest.BuildSourceImage(t, "normsim/counter", filepath.Join("..", "examples", "jobs", "counter"))
 	// 5,000 lines/s keeps the target's output (it runs 10–20 s in all)
 	// within one json-file of the engine's 10m max-size: a capture that
 	// lags behind a rotation can stall (docs/logs.md, known limits).

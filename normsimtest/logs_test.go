@@ -33,7 +33,7 @@ func TestLogsOutliveTheInstanceOnDocker(t *testing.T) {
 		t.Skip("runs real containers")
 	}
 	testenv.RequireDocker(t)
-	normsimtest.BuildJobImage(t, "normsim/counter:dev", filepath.Join("..", "examples", "jobs", "counter"))
+	normsimtest.BuildSourceImage(t, "normsim/counter", filepath.Join("..", "examples", "jobs", "counter"))
 	testLogsOutlive(t, sim.RuntimeDocker)
 }
 

@@ -27,7 +27,7 @@ func onExitingRuntimes(t *testing.T, job string, body func(t *testing.T, s *norm
 		t.Run(rt, func(t *testing.T) {
 			t.Parallel()
 			if rt == sim.RuntimeDocker {
-				normsimtest.BuildJobImage(t, "normsim/"+job+":dev", filepath.Join(examples, "jobs", job))
+				normsimtest.BuildSourceImage(t, "normsim/"+job, filepath.Join(examples, "jobs", job))
 			}
 			s := startSim(t, normsimtest.Options{Runtime: rt, Templates: []string{filepath.Join(examples, "templates")}})
 			in := s.Launch(t, sim.LaunchRequest{Template: job, Node: "a", Params: map[string]string{"RATE": "25"}})

@@ -66,7 +66,7 @@ func TestExamplesPassOnDocker(t *testing.T) {
 		t.Skip("runs real containers")
 	}
 	testenv.RequireDocker(t)
-	normsimtest.BuildJobImage(t, "normsim/counter:dev", filepath.Join("..", "..", "examples", "jobs", "counter"))
+	normsimtest.BuildSourceImage(t, "normsim/counter", filepath.Join("..", "..", "examples", "jobs", "counter"))
 	testExamplesPass(t, sim.RuntimeDocker)
 }
 
