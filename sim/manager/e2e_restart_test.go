@@ -49,4 +49,26 @@ func TestDockerRestartPolicyIsHonoured(t *testing.T) {
 	if restarted != 2 || final != 1 {
 		t.Fatalf("exits the engine restarted: %d, final ones: %d; want 2 and 1", restarted, final)
 	}
+
+	// The first run is read attached, the restarts from the engine's log:
+	// each run's lines are kept once, none twice, none lost.
+	var page *sim.LogPage
+	count := map[string]int{}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if page, err = s.Client.LogPage(context.Background(), in.ID, 0); err != nil {
+			t.Fatal(err)
+		}
+		clear(count)
+		for _, l := range page.Lines {
+			count[l.Stream+" "+l.Text]++
+		}
+		if count["stderr exiting with code 3"] >= 3 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, line := range []string{"stderr exiting with code 3", "stdout GREETING="} {
+		if count[line] != 3 {
+			t.Errorf("%q kept %d times, want once per run (3):\n%v", line, count[line], page.Lines)
+		}
+	}
 }
