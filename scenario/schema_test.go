@@ -12,12 +12,12 @@ import (
 )
 
 func TestSchemaInDocsIsTheEmbeddedOne(t *testing.T) {
-	docs, err := os.ReadFile(filepath.Join("..", "..", "docs", "scenario.schema.json"))
+	docs, err := os.ReadFile(filepath.Join("..", "docs", "scenario.schema.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(docs, Schema()) {
-		t.Fatal("docs/scenario.schema.json differs from sim/scenario/scenario.schema.json; copy one over the other")
+		t.Fatal("docs/scenario.schema.json differs from scenario/scenario.schema.json; copy one over the other")
 	}
 }
 

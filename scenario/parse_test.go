@@ -24,7 +24,7 @@ var exampleFiles = []string{
 	"plain-repeat.yaml",
 }
 
-func examplePath(name string) string { return filepath.Join("..", "..", "examples", "scenarios", name) }
+func examplePath(name string) string { return filepath.Join("..", "examples", "scenarios", name) }
 
 func mustParse(tb testing.TB, src string) []*Scenario {
 	tb.Helper()

@@ -14,7 +14,7 @@ import (
 	"github.com/normsim/normsim/sim"
 )
 
-var templatesDir = filepath.Join("..", "..", "templates")
+var templatesDir = filepath.Join("..", "templates")
 
 // startSim runs a simulator on free ports with the repository's templates.
 func startSim(t *testing.T, runtime string) *normsimtest.Sim {
@@ -66,7 +66,7 @@ func TestExamplesPassOnDocker(t *testing.T) {
 		t.Skip("runs real containers")
 	}
 	testenv.RequireDocker(t)
-	normsimtest.BuildJobImage(t, "normsim/counter:dev", filepath.Join("..", "..", "examples", "jobs", "counter"))
+	normsimtest.BuildJobImage(t, "normsim/counter:dev", filepath.Join("..", "examples", "jobs", "counter"))
 	testExamplesPass(t, sim.RuntimeDocker)
 }
 
@@ -251,7 +251,7 @@ func TestCrashAfterPointOfNoReturnCarriesTheLogs(t *testing.T) {
 		t.Skip("runs real jobs")
 	}
 	s := normsimtest.Start(t, normsimtest.Options{Runtime: sim.RuntimeProcess,
-		Templates: []string{templatesDir, filepath.Join("..", "..", "examples", "templates")}})
+		Templates: []string{templatesDir, filepath.Join("..", "examples", "templates")}})
 	file := filepath.Join("testdata", "wrong", "crash-on-apply-expects-completed.yaml")
 	rep, out := runAll(t, s, context.Background(), parseAll(t, file))
 	const last = "crashing on cutover-apply"
