@@ -23,8 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/normsim/normsim/apiclient"
 	"github.com/normsim/normsim/app"
-	"github.com/normsim/normsim/client"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/sqlite"
 )
@@ -60,7 +60,7 @@ type Sim struct {
 	// URL is the API/dashboard base URL.
 	URL string
 	// Client is an API client of the simulator.
-	Client *client.Client
+	Client *apiclient.Client
 }
 
 // Start runs a simulator for the rest of the test.
@@ -97,11 +97,11 @@ func Start(tb testing.TB, o Options) *Sim {
 		tb.Fatalf("normsimtest: start the simulator: %v", err)
 	}
 	tb.Cleanup(func() { m.Close() })
-	return &Sim{Main: m, URL: m.URL(), Client: client.New(m.URL(), &http.Client{Timeout: 30 * time.Second})}
+	return &Sim{Main: m, URL: m.URL(), Client: apiclient.New(m.URL(), &http.Client{Timeout: 30 * time.Second})}
 }
 
 // APIError is an error response of the API.
-type APIError = client.Error
+type APIError = apiclient.Error
 
 // Do calls the API; a non-2xx answer is an *APIError.
 func (s *Sim) Do(method, path string, body, out any) error {
@@ -325,5 +325,5 @@ func DescribeOutput(o *sim.OutputReport) string {
 // Connect returns a Sim that talks to a normsim already running at url
 // (e.g. `normsim up` in another process); Main is nil.
 func Connect(url string) *Sim {
-	return &Sim{URL: url, Client: client.New(url, &http.Client{Timeout: 30 * time.Second})}
+	return &Sim{URL: url, Client: apiclient.New(url, &http.Client{Timeout: 30 * time.Second})}
 }

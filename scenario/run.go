@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/normsim/normsim/client"
+	"github.com/normsim/normsim/apiclient"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -43,7 +43,7 @@ type Config struct {
 // Runner runs scenarios against a simulator, one at a time.
 type Runner struct {
 	cfg Config
-	c   *client.Client
+	c   *apiclient.Client
 }
 
 // NewRunner returns a runner with cfg's defaults filled in.
@@ -66,7 +66,7 @@ func NewRunner(cfg Config) *Runner {
 	if cfg.LogTail <= 0 {
 		cfg.LogTail = sim.DefaultLogTail
 	}
-	c := client.New(cfg.URL, cfg.HTTPClient)
+	c := apiclient.New(cfg.URL, cfg.HTTPClient)
 	c.LogTail = cfg.LogTail
 	return &Runner{cfg: cfg, c: c}
 }

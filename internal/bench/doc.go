@@ -1,7 +1,7 @@
 // Package bench is normsim's load and latency machinery, shared by the
 // `normsim bench` command, the `go test -bench` benchmarks and the load and
 // crash tests: a job player that speaks the full job-socket protocol over a
-// raw WebSocket, the API client (package client) on a transport sized for
+// raw WebSocket, the API client (package apiclient) on a transport sized for
 // load, a raw coder/websocket relay to compare the handover's cutover relay
 // against, start/stop timing of a server process, percentiles, and /proc
 // readings.

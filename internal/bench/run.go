@@ -18,8 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/normsim/normsim/apiclient"
 	"github.com/normsim/normsim/app"
-	"github.com/normsim/normsim/client"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/sqlite"
 	"github.com/normsim/normsim/web"
@@ -424,7 +424,7 @@ func socketNodes(ctx context.Context, api *API) ([2]string, error) {
 func remove(ctx context.Context, api *API, ids []string) error {
 	return parallel(ctx, 32, len(ids), func(ctx context.Context, i int) error {
 		err := api.Stop(ctx, ids[i])
-		var e *client.Error
+		var e *apiclient.Error
 		if errors.As(err, &e) && e.Status == http.StatusNotFound {
 			return nil
 		}

@@ -1,7 +1,7 @@
-// Package client is a Go client of normsim's HTTP API (/api/v1). The CLI,
+// Package apiclient is a Go client of normsim's HTTP API (/api/v1). The CLI,
 // `normsim ci`, normsimtest and `normsim bench` all talk to a simulator
 // through it, and so can any Go program.
-package client
+package apiclient
 
 import (
 	"bytes"

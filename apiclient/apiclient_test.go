@@ -1,4 +1,4 @@
-package client_test
+package apiclient_test
 
 import (
 	"context"
@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/normsim/normsim/client"
+	"github.com/normsim/normsim/apiclient"
 	"github.com/normsim/normsim/sim"
 )
 
 // migrationServer answers GET /api/v1/migrations/m1 with running until it
 // has been asked endAfter times, then completed (never, for endAfter 0).
-func migrationServer(t *testing.T, endAfter int64) (*client.Client, *atomic.Int64) {
+func migrationServer(t *testing.T, endAfter int64) (*apiclient.Client, *atomic.Int64) {
 	var asked atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/api/v1/migrations/m1" {
@@ -30,7 +30,7 @@ func migrationServer(t *testing.T, endAfter int64) (*client.Client, *atomic.Int6
 		json.NewEncoder(w).Encode(m)
 	}))
 	t.Cleanup(srv.Close)
-	return client.New(srv.URL, nil), &asked
+	return apiclient.New(srv.URL, nil), &asked
 }
 
 func TestWaitMigrationUntilItEnds(t *testing.T) {
@@ -61,8 +61,8 @@ func TestWaitMigrationGivesUpWithTheLastState(t *testing.T) {
 func TestWaitMigrationUnknown(t *testing.T) {
 	c, _ := migrationServer(t, 0)
 	_, err := c.WaitMigration(context.Background(), "nope", nil)
-	var apiErr *client.Error
+	var apiErr *apiclient.Error
 	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
-		t.Fatalf("err = %v, want a 404 *client.Error", err)
+		t.Fatalf("err = %v, want a 404 *apiclient.Error", err)
 	}
 }
