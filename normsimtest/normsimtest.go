@@ -13,7 +13,6 @@
 package normsimtest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -251,17 +250,10 @@ func (s *Sim) MigrateAndWait(tb testing.TB, id string, req sim.MigrateRequest) *
 	return s.waitMigration(tb, m.ID, wait, fmt.Sprintf("the %v its timeouts allow: the phases, stopGrace and %v for the untimed steps", wait, waitMargin))
 }
 
-// Timeline renders a migration's events for a failure message.
-func Timeline(m *sim.Migration) string {
-	var b bytes.Buffer
-	for _, ev := range m.Events {
-		fmt.Fprintf(&b, "  %8.1fms %-14s %-8s %s%s\n", float64(ev.At.Sub(m.StartedAt))/1e6, ev.Phase, ev.Side, ev.Detail, sim.PayloadSnippet(ev))
-	}
-	if m.Logs != nil {
-		b.WriteString(sim.FormatLogTails(m.Logs.Tails))
-	}
-	return b.String()
-}
+// Timeline renders a migration's events for a failure message
+// (sim.FormatTimeline, here too for a job author's test that imports only
+// this package).
+func Timeline(m *sim.Migration) string { return sim.FormatTimeline(m) }
 
 // RequireState fails the test unless the migration ended in state.
 func RequireState(tb testing.TB, m *sim.Migration, state sim.MigrationState) {

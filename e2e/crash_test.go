@@ -1,4 +1,4 @@
-package manager_test
+package e2e_test
 
 import (
 	"encoding/json"

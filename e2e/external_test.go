@@ -1,4 +1,4 @@
-package manager_test
+package e2e_test
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"github.com/normsim/normsim/sim"
 )
 
-var templatesDir = filepath.Join("..", "..", "templates")
+var templatesDir = filepath.Join("..", "templates")
 
 func startSim(t *testing.T, o normsimtest.Options) *normsimtest.Sim {
 	t.Helper()

@@ -1,4 +1,4 @@
-package manager_test
+package e2e_test
 
 import (
 	"path/filepath"
@@ -16,7 +16,7 @@ func TestMisbehavingJobsGetTheirVerdict(t *testing.T) {
 		t.Skip("runs real processes")
 	}
 	s := startSim(t, normsimtest.Options{Runtime: sim.RuntimeProcess,
-		Templates: []string{templatesDir, filepath.Join("..", "..", "examples", "templates")}})
+		Templates: []string{templatesDir, filepath.Join("..", "examples", "templates")}})
 	for _, tt := range []struct {
 		template string
 		state    sim.MigrationState

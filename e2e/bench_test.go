@@ -1,4 +1,4 @@
-package manager_test
+package e2e_test
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 // Run it for a fixed number of handovers; the figures are in
 // docs/benchmarks.md:
 //
-//	go test -run '^$' -bench BenchmarkCutoverRelay -benchtime 1000x ./sim/manager/
+//	go test -run '^$' -bench BenchmarkCutoverRelay -benchtime 1000x ./e2e/
 func BenchmarkCutoverRelay(b *testing.B) {
 	s := normsimtest.Start(b, normsimtest.Options{Templates: []string{templatesDir}, Runtime: sim.RuntimeExternal})
 	ctx := context.Background()

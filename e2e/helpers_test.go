@@ -1,4 +1,4 @@
-package manager_test
+package e2e_test
 
 import (
 	"net/http"
@@ -21,7 +21,7 @@ func buildNormsim(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "normsim")
 	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = filepath.Join("..", "..")
+	cmd.Dir = ".."
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build normsim: %v\n%s", err, out)
 	}

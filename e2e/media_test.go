@@ -1,4 +1,4 @@
-package manager_test
+package e2e_test
 
 import (
 	"context"
@@ -106,7 +106,7 @@ func TestDockerMediaProductMigrates(t *testing.T) {
 	for _, strategy := range []sim.Strategy{sim.Overlap, sim.Handover} {
 		t.Run(string(strategy), func(t *testing.T) {
 			s := dockerSim(t, normsimtest.Options{Templates: []string{mediaTemplates}})
-			normsimtest.BuildJobImage(t, "normsim/compose-parity:dev", filepath.Join("..", "docker", "testdata", "job"))
+			normsimtest.BuildJobImage(t, "normsim/compose-parity:dev", filepath.Join("..", "sim", "docker", "testdata", "job"))
 			port := strconv.Itoa(testenv.FreePort(t))
 			in := s.Launch(t, sim.LaunchRequest{Template: "media-" + string(strategy), Node: "a", Params: map[string]string{"PUBLISH_PORT": port}})
 			in = s.WaitInstance(t, in.ID, 2*time.Minute, "running, healthy and connected", func(in sim.Instance) bool {

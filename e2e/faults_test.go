@@ -1,4 +1,4 @@
-package manager_test
+package e2e_test
 
 import (
 	"context"
@@ -241,6 +241,33 @@ func TestFaultsOnRealProcesses(t *testing.T) {
 				// Rolled back: the source is still producing.
 				src := s.WaitInstance(t, in.ID, 10*time.Second, "running", func(i sim.Instance) bool { return i.State == sim.InstanceRunning })
 				_ = src
+			}
+		})
+	}
+}
+
+// TestFaultAfterTheFrameItWasArmedOn: a fault armed on a frame the job
+// sends fires once that frame has arrived, so the timeline shows the frame
+// first and then the fault. (drop-socket: the one such fault an external
+// job, played by the test, can take.)
+func TestFaultAfterTheFrameItWasArmedOn(t *testing.T) {
+	for _, kind := range []string{"drop-socket"} {
+		t.Run(kind, func(t *testing.T) {
+			h := startHandover(t, sim.MigrateRequest{Timeouts: short(), Faults: []sim.Fault{{Kind: kind, Side: "source", On: "state"}}})
+			h.sj.Expect(protocol.TypeGetState)
+			h.sj.Send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{"n":1}`)})
+			m := h.s.WaitMigration(t, h.m.ID, 30*time.Second)
+			frame, fault := -1, -1
+			for i, ev := range m.Events {
+				switch {
+				case frame < 0 && ev.Frame != nil && ev.Frame.Type == protocol.TypeState:
+					frame = i
+				case fault < 0 && strings.HasPrefix(ev.Detail, "fault: "+kind):
+					fault = i
+				}
+			}
+			if frame < 0 || fault < 0 || fault < frame {
+				t.Fatalf("want the state frame (at %d) before the fault armed on it (at %d)\n%s", frame, fault, normsimtest.Timeline(m))
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package manager_test
+package e2e_test
 
 import (
 	"path/filepath"
@@ -22,7 +22,7 @@ func onExitingRuntimes(t *testing.T, job string, body func(t *testing.T, s *norm
 	if testing.Short() {
 		t.Skip("runs real processes and containers")
 	}
-	examples := filepath.Join("..", "..", "examples")
+	examples := filepath.Join("..", "examples")
 	for _, rt := range []string{sim.RuntimeProcess, sim.RuntimeDocker} {
 		t.Run(rt, func(t *testing.T) {
 			t.Parallel()

@@ -1,4 +1,4 @@
-package manager_test
+package e2e_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // engine gives up (on-failure:2, a third exit), it is.
 func TestDockerRestartPolicyIsHonoured(t *testing.T) {
 	s := dockerSim(t, normsimtest.Options{Templates: []string{filepath.Join("testdata", "restart")}})
-	normsimtest.BuildJobImage(t, "normsim/compose-parity:dev", filepath.Join("..", "docker", "testdata", "job"))
+	normsimtest.BuildJobImage(t, "normsim/compose-parity:dev", filepath.Join("..", "sim", "docker", "testdata", "job"))
 	in := s.Launch(t, sim.LaunchRequest{Template: "restarting", Node: "a"})
 	got := s.WaitInstance(t, in.ID, time.Minute, "failed once the engine stops restarting it", func(i sim.Instance) bool {
 		return i.State == sim.InstanceFailed

@@ -1,4 +1,4 @@
-package manager_test
+package e2e_test
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ func dockerSim(t *testing.T, o normsimtest.Options) *normsimtest.Sim {
 	if testing.Short() {
 		t.Skip("runs real containers")
 	}
-	normsimtest.BuildJobImage(t, "normsim/counter:dev", filepath.Join("..", "..", "examples", "jobs", "counter"))
+	normsimtest.BuildJobImage(t, "normsim/counter:dev", filepath.Join("..", "examples", "jobs", "counter"))
 	o.Runtime = sim.RuntimeDocker
 	// Registered first so it runs after the sim has shut down: nothing this
 	// sim (its store's owner label) launched may be left.
@@ -133,7 +133,7 @@ func TestDockerRestartAdoptsOrCleansUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real containers")
 	}
-	normsimtest.BuildJobImage(t, "normsim/counter:dev", filepath.Join("..", "..", "examples", "jobs", "counter"))
+	normsimtest.BuildJobImage(t, "normsim/counter:dev", filepath.Join("..", "examples", "jobs", "counter"))
 	// The same socket ports after the restart, so the adopted job's
 	// NORSK_WORKER_WS_URL still points at its node.
 	up, addr := restartableUp(t, "docker")
