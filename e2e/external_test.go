@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -113,7 +112,7 @@ func TestHandoverExternalRelaysPayloadsUnchanged(t *testing.T) {
 		t.Fatalf("target %s job %s", done.Target.Instance, done.JobID)
 	}
 	// The source is stopped with a normal close once the target applied.
-	if code := closeStatus(t, sj.Conn()); code != websocket.StatusNormalClosure {
+	if code, _ := sj.Closed(10 * time.Second); code != websocket.StatusNormalClosure {
 		t.Fatalf("source socket closed with %d, want 1000", code)
 	}
 	if in := s.Instance(t, src.ID); in.State != sim.InstanceStopped {
@@ -136,18 +135,6 @@ func TestHandoverExternalRelaysPayloadsUnchanged(t *testing.T) {
 	}
 	if done.Durations.TotalMs == nil || done.Durations.TargetReadyMs == nil {
 		t.Fatalf("durations = %+v", done.Durations)
-	}
-}
-
-func closeStatus(t *testing.T, c *websocket.Conn) websocket.StatusCode {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for {
-		_, _, err := c.Read(ctx)
-		if err != nil {
-			return websocket.CloseStatus(err)
-		}
 	}
 }
 

@@ -136,7 +136,7 @@ func TestFaultCorruptFrames(t *testing.T) {
 		h := startHandover(t, sim.MigrateRequest{Faults: []sim.Fault{{Kind: "corrupt-frame", Frame: "state"}}})
 		h.sj.Expect(protocol.TypeGetState)
 		h.sj.Send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`1`)})
-		if code := closeStatus(t, h.sj.Conn()); code != protocol.CloseProtocolError {
+		if code, _ := h.sj.Closed(10 * time.Second); code != protocol.CloseProtocolError {
 			t.Fatalf("source closed with %d, want 4400", code)
 		}
 		m := h.end()

@@ -2,25 +2,16 @@ package e2e_test
 
 import (
 	"context"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/normsim/normsim/internal/bench"
+	"github.com/normsim/normsim/internal/memtest"
 	"github.com/normsim/normsim/normsimtest"
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
 )
-
-// heapAfterGC is the live heap once garbage is collected.
-func heapAfterGC() uint64 {
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
 
 // TestFloodDuringHandover: a source job answers get-state with a flood of
 // the one frame its phase allows (abort, at the 64 KiB cap). The first
@@ -38,7 +29,7 @@ func TestFloodDuringHandover(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer job.Close()
-	base := heapAfterGC()
+	base := memtest.LiveHeap()
 	m, err := api.Migrate(ctx, in.ID, sim.MigrateRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +48,7 @@ func TestFloodDuringHandover(t *testing.T) {
 			break
 		}
 	}
-	code, err := job.WaitClosed(ctx)
+	code, _, err := job.Closed(ctx)
 	if err != nil || code != protocol.CloseProtocolError {
 		t.Fatalf("flooding job closed with %d (%v), want 4400", code, err)
 	}
@@ -76,7 +67,7 @@ func TestFloodDuringHandover(t *testing.T) {
 	if aborts > 100 {
 		t.Fatalf("the timeline kept %d frames of the flood", aborts)
 	}
-	if heap := heapAfterGC(); heap > base+64<<20 {
+	if heap := memtest.LiveHeap(); heap > base+64<<20 {
 		t.Fatalf("live heap grew %d MiB from one flooding job", (heap-base)>>20)
 	}
 	// The sim carries on: another job hands over normally.

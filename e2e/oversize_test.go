@@ -64,7 +64,7 @@ func TestFrameOverTheCapInEveryPhase(t *testing.T) {
 			if err := breaker.Conn().Write(ctx, websocket.MessageText, big); err != nil {
 				t.Logf("write: %v", err) // the close code tells
 			}
-			if code := closeStatus(t, breaker.Conn()); code != protocol.CloseFrameTooLarge {
+			if code, _ := breaker.Closed(10 * time.Second); code != protocol.CloseFrameTooLarge {
 				t.Fatalf("the socket of the side that sent 1 MiB closed with %d, want 4413", code)
 			}
 			done := s.WaitMigration(t, m.ID, 30*time.Second)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/normsim/normsim/apiclient"
 	"github.com/normsim/normsim/app"
+	"github.com/normsim/normsim/internal/jobplay"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/sqlite"
 	"github.com/normsim/normsim/web"
@@ -162,7 +163,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	type job struct {
 		id   string
 		node int
-		conn *Job
+		conn *jobplay.Job
 	}
 	jobs := make([]job, cfg.Jobs)
 	start := time.Now()
@@ -206,7 +207,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		mu        sync.Mutex
 		walls     = make([]time.Duration, 0, cfg.Jobs)
 		cutovers  = make([]time.Duration, 0, cfg.Jobs)
-		targets   = make([]*Job, 0, cfg.Jobs)
+		targets   = make([]*jobplay.Job, 0, cfg.Jobs)
 		targetIDs = make([]string, 0, cfg.Jobs)
 		done      atomic.Int64
 		failed    atomic.Int64
