@@ -105,7 +105,15 @@ func requireEveryLine(t *testing.T, s *normsimtest.Sim, id string) {
 			for _, l := range p.Lines[max(0, len(p.Lines)-3):] {
 				lastLines = append(lastLines, l.Stream+" "+l.Text)
 			}
-			t.Fatalf("%s: no count of the lines it printed among its %d kept lines (lost %+v); the last: %q", id, len(p.Lines), p.Lost, lastLines)
+			var marks []string
+			for _, l := range p.Lines {
+				if l.Stream == sim.StreamNormsim {
+					marks = append(marks, l.Text)
+				}
+			}
+			in := s.Instance(t, id)
+			t.Fatalf("%s (%s, %q): no count of the lines it printed among its %d kept lines (lost %+v); normsim's marks: %q; the last: %q",
+				id, in.State, in.Error, len(p.Lines), p.Lost, marks, lastLines)
 		}
 		if printed < 0 {
 			if now := fmt.Sprint(len(p.Lines), seqs[max(0, len(seqs)-1):], p.Lost); now != progress {
