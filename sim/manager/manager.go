@@ -641,8 +641,9 @@ func (m *Manager) start(ctx context.Context, in *instance, rt sim.Runtime) error
 	m.setStateLocked(in, sim.InstanceStarting, "")
 	m.mu.Unlock()
 	if _, ok := rt.(sim.RefRecorder); ok {
-		// Host processes outlive a killed normsim: the instance is in the
-		// store before they exist, so a restart can find them by its ID.
+		// Its services outlive a killed normsim (host processes): the
+		// instance is in the store before they exist, so a restart can
+		// find them by its ID.
 		m.journal.Flush()
 	}
 	err := rt.Start(ctx, in.ID)
@@ -653,7 +654,7 @@ func (m *Manager) start(ctx context.Context, in *instance, rt sim.Runtime) error
 	err = explainPortInUse(err, in.Published)
 	refs := false
 	defer func() {
-		// Host processes outlive a killed normsim: their pids are in the
+		// What the runtime recorded (host processes' pids) is in the
 		// store before Start returns, so a restart can stop them.
 		if refs {
 			m.journal.Flush()
@@ -686,7 +687,7 @@ func (m *Manager) start(ctx context.Context, in *instance, rt sim.Runtime) error
 		}
 	}
 	if refs && !journaled {
-		m.changedLocked(in) // the pids, whatever the state
+		m.changedLocked(in) // the RuntimeRef, whatever the state
 	}
 	if in.State != sim.InstanceRunning {
 		return fmt.Errorf("instance %s is %s: %s", in.ID, in.State, in.Error)
