@@ -338,13 +338,17 @@ func (r *Runtime) capture(in *instance, since time.Time) {
 // (or the runtime closes) and returns when it received the last line.
 func (r *Runtime) readAttached(a *types.HijackedResponse, s *service, out lineSink, reading func(bool)) (time.Time, error) {
 	defer a.Close()
+	// The hijacked connection does not watch the context it was made with.
+	defer context.AfterFunc(r.capCtx, a.Close)()
 	last := r.now()
 	reading(true)
 	defer reading(false)
+	sp := newSpool(a.Reader, r.now)
+	defer sp.stop()
 	prefix := s.name + " | "
-	stdout := &lineWriter{out: out, svc: s, prefix: prefix, service: s.name, stream: sim.StreamStdout, last: &last, now: r.now, live: true}
-	stderr := &lineWriter{out: out, svc: s, prefix: prefix, service: s.name, stream: sim.StreamStderr, last: &last, now: r.now, live: true}
-	_, err := stdcopy.StdCopy(stdout, stderr, a.Reader)
+	stdout := &lineWriter{out: out, svc: s, prefix: prefix, service: s.name, stream: sim.StreamStdout, last: &last, now: sp.at, live: true}
+	stderr := &lineWriter{out: out, svc: s, prefix: prefix, service: s.name, stream: sim.StreamStderr, last: &last, now: sp.at, live: true}
+	_, err := stdcopy.StdCopy(stdout, stderr, sp)
 	if ferr := errors.Join(stdout.flush(), stderr.flush()); ferr != nil && err == nil {
 		err = ferr
 	}
