@@ -2,6 +2,12 @@
 // listeners, the template catalog, the runtimes, the manager and the web
 // server. `normsim up`, `normsim ci` and the normsimtest helper all run the
 // simulator through Main, so tests run exactly what users run.
+//
+// Start-up's late binding stays here: the runtimes open beside the store,
+// and with an in-memory store whether a Docker engine answers is settled
+// only after ready; the manager finds them through a runtime registry
+// (sim.RuntimeRegistry) that answers once they are known. Main.Close
+// returns every error of the shutdown, joined.
 package app
 
 import (
@@ -119,16 +125,14 @@ type Main struct {
 	Catalog   sim.Catalog
 	Web       *web.Server
 
-	// runtimes is written until runtimesOpened is closed (see Runtime).
-	runtimes       map[string]sim.Runtime
-	runtimesOpened chan struct{}
-	runtimeNote    string
-	addressNote    string // why nodes share an address; "" when none do (AddressNote)
-	sinkNote       string // why the sink is not on the last run's port; "" when it is or none was kept
-	log            *slog.Logger
-	tempDirs       []string
-	templatesNote  string
-	recorder       *jobsocket.Recorder
+	// runtimes knows the runtimes once openRuntimes is done (see Runtime).
+	runtimes      *runtimeRegistry
+	addressNote   string // why nodes share an address; "" when none do (AddressNote)
+	sinkNote      string // why the sink is not on the last run's port; "" when it is or none was kept
+	log           *slog.Logger
+	tempDirs      []string
+	templatesNote string
+	recorder      *jobsocket.Recorder
 	// Logs keeps what instances print; logSink hands the runtimes' lines
 	// to it (the runtimes open before the store it writes to).
 	Logs     *logcap.Capture
@@ -138,8 +142,7 @@ type Main struct {
 	ready    chan struct{}
 	wg       sync.WaitGroup
 	closeOne sync.Once
-	// engine is the Docker engine found, set with the runtimes.
-	engine *sim.Engine
+	closeErr error
 	// hurry is the parent of the context Close gives the runtimes:
 	// Hurry cancels it, and what they still wait for is killed at once.
 	hurry       context.Context
@@ -225,14 +228,8 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			mg.OnRuntimeEvent(ev)
 		}
 	}
-	m.runtimes = map[string]sim.Runtime{sim.RuntimeExternal: manager.External{}}
-	m.runtimesOpened = make(chan struct{})
-	var defaultRuntime string
-	var runtimeErr error
-	go func() {
-		defer close(m.runtimesOpened)
-		defaultRuntime, runtimeErr = m.openRuntimes(ctx, obs)
-	}()
+	m.runtimes = newRuntimeRegistry()
+	go m.openRuntimes(ctx, obs)
 	m.Store, err = sqlite.Open(ctx, m.Opts.DB)
 	// A --runtime that is missing must fail the start, and a store file's
 	// recovery needs every runtime. Otherwise (an in-memory store, --runtime
@@ -241,8 +238,8 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	runtimesLater := m.Opts.DB == sqlite.Memory &&
 		(m.Opts.Runtime == "" || m.Opts.Runtime == "auto" || m.Opts.Runtime == sim.RuntimeExternal)
 	if !runtimesLater {
-		<-m.runtimesOpened
-		err = errors.Join(err, runtimeErr)
+		m.runtimes.Wait()
+		err = errors.Join(err, m.runtimes.err)
 	}
 	if err != nil {
 		return err
@@ -257,7 +254,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	for _, n := range m.Opts.NoJobSocket {
 		noSocket[n] = true
 	}
-	onEvent := func(ev jobsocket.Event) {
+	onEvent := func(ev sim.SocketEvent) {
 		if mg := mgr.Load(); mg != nil {
 			mg.OnSocketEvent(ev)
 		}
@@ -306,7 +303,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	owner := m.Store.Owner()
 	sinkPort := m.Sink.Port()
 	cfg := manager.Config{
-		Nodes: nodes, Store: m.Store, Catalog: m.Catalog, Logs: m.Logs,
+		Nodes: nodes, Store: m.Store, Catalog: m.Catalog, Runtimes: m.runtimes, Logs: m.Logs,
 		Sink: m.Sink, StudioAccess: m.Opts.StudioAccess, Timeouts: m.Opts.Timeouts, Owner: owner, Run: process.RunLabel(), Logger: m.log, Now: m.Opts.Now,
 		OutputEnv: func(runtime string) map[string]string {
 			host := "127.0.0.1"
@@ -316,18 +313,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			return map[string]string{sink.EnvAddr: net.JoinHostPort(host, strconv.Itoa(sinkPort))}
 		},
 	}
-	var runtimesSet chan manager.RuntimeSet
-	if runtimesLater {
-		runtimesSet = make(chan manager.RuntimeSet, 1)
-		cfg.RuntimesLater = runtimesSet
-	} else {
-		m.setRuntimeOwner(owner)
-		cfg.Runtimes, cfg.DefaultRuntime = m.runtimes, defaultRuntime
-	}
 	m.Manager = manager.New(cfg)
-	if !runtimesLater {
-		m.Manager.SetEngine(m.engine)
-	}
 	// The sink keeps the output of jobs normsim runs, not of every job id
 	// a datagram to its open port names.
 	m.Sink.Accept(m.Manager.KnowsJob)
@@ -360,22 +346,11 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}()
 	close(m.ready)
 	// Work nobody waits for yet, now that nothing else wants the CPU.
-	if runtimesLater {
-		m.wg.Add(1)
-		go func() {
-			defer m.wg.Done()
-			<-m.runtimesOpened // auto and external cannot fail
-			m.setRuntimeOwner(owner)
-			m.Manager.SetEngine(m.engine)
-			runtimesSet <- manager.RuntimeSet{Runtimes: m.runtimes, Default: defaultRuntime}
-		}()
-	}
 	// What a killed normsim left that no store remembers (a --db :memory:
 	// run's containers) is removed once the runtimes are known.
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		<-m.runtimesOpened
 		m.removeOrphans(owner)
 	}()
 	// One after the other: with both at once, on two cores, the first
@@ -393,10 +368,8 @@ func (m *Main) Open(ctx context.Context) (err error) {
 // removeOrphans has each runtime that can remove what normsims that are
 // gone left behind, and says what it removed.
 func (m *Main) removeOrphans(owner string) {
-	for _, rt := range m.runtimes {
-		o, ok := rt.(interface {
-			RemoveOrphans(ctx context.Context, owner string, gone func(string) bool) ([]string, error)
-		})
+	for _, rt := range m.runtimes.Wait().Runtimes {
+		o, ok := rt.(sim.OrphanRemover)
 		if !ok {
 			continue
 		}
@@ -412,33 +385,23 @@ func (m *Main) removeOrphans(owner string) {
 	}
 }
 
-// setRuntimeOwner names the store whose leftovers the runtimes may adopt.
-func (m *Main) setRuntimeOwner(owner string) {
-	for _, rt := range m.runtimes {
-		if o, ok := rt.(interface{ SetOwner(string) }); ok {
-			o.SetOwner(owner)
-		}
-	}
-}
-
 // Runtime is the named runtime, or nil, once the runtimes are known (nil
 // before Open).
 func (m *Main) Runtime(name string) sim.Runtime {
-	if m.runtimesOpened == nil {
+	if m.runtimes == nil {
 		return nil
 	}
-	<-m.runtimesOpened
-	return m.runtimes[name]
+	return m.runtimes.Wait().Runtimes[name]
 }
 
 // RuntimeNote says how the default runtime was chosen, for the banner. It
 // waits until the runtimes are known (after ready, with an in-memory store).
 func (m *Main) RuntimeNote() string {
-	if m.runtimesOpened == nil {
+	if m.runtimes == nil {
 		return ""
 	}
-	<-m.runtimesOpened
-	return m.runtimeNote
+	m.runtimes.Wait()
+	return m.runtimes.note
 }
 
 func (m *Main) validateNodes() error {
@@ -460,61 +423,67 @@ func (m *Main) validateNodes() error {
 	return nil
 }
 
-// openRuntimes opens the runtimes and picks the default one.
-func (m *Main) openRuntimes(ctx context.Context, obs sim.RuntimeObserver) (string, error) {
-	var firstErr error
+// openRuntimes opens the runtimes, picks the default one, and makes them
+// known to the registry, with the Docker engine found and how the default
+// was chosen; a --runtime that is not available is the registry's err.
+func (m *Main) openRuntimes(ctx context.Context, obs sim.RuntimeObserver) {
+	reg := m.runtimes
+	defer close(reg.known)
+	rts := map[string]sim.Runtime{sim.RuntimeExternal: manager.External{}}
+	reg.set.Runtimes = rts
 	for _, f := range m.Opts.Runtimes {
 		rt, err := f.New(ctx, obs, &m.logSink, m.log.With("runtime", f.Name))
 		if err != nil {
 			m.log.Debug("runtime unavailable", "runtime", f.Name, "err", err)
-			if m.Opts.Runtime == f.Name {
-				firstErr = fmt.Errorf("--runtime %s: %w", f.Name, err)
+			if m.Opts.Runtime == f.Name && reg.err == nil {
+				reg.err = fmt.Errorf("--runtime %s: %w", f.Name, err)
 			}
 			continue
 		}
-		m.runtimes[f.Name] = rt
+		rts[f.Name] = rt
 	}
-	if firstErr != nil {
-		return "", firstErr
+	if reg.err != nil {
+		return
 	}
 	switch m.Opts.Runtime {
 	case "", "auto":
 		for _, f := range m.Opts.Runtimes {
-			if _, ok := m.runtimes[f.Name]; ok {
+			if _, ok := rts[f.Name]; ok {
 				if f.Name == sim.RuntimeDocker {
-					m.runtimeNote = "docker (the Docker engine answered)" + m.engineNote(ctx)
+					reg.note = "docker (the Docker engine answered)" + m.engineNote(ctx)
 				} else {
-					m.runtimeNote = f.Name + " (no Docker engine answered)"
+					reg.note = f.Name + " (no Docker engine answered)"
 				}
-				return f.Name, nil
+				reg.set.Default = f.Name
+				return
 			}
 		}
-		m.runtimeNote = "external (no other runtime available)"
-		return sim.RuntimeExternal, nil
+		reg.note = "external (no other runtime available)"
+		reg.set.Default = sim.RuntimeExternal
 	default:
-		if _, ok := m.runtimes[m.Opts.Runtime]; !ok {
-			return "", fmt.Errorf("--runtime: unknown runtime %q; use auto, docker, process or external", m.Opts.Runtime)
+		if _, ok := rts[m.Opts.Runtime]; !ok {
+			reg.err = fmt.Errorf("--runtime: unknown runtime %q; use auto, docker, process or external", m.Opts.Runtime)
+			return
 		}
-		m.runtimeNote = m.Opts.Runtime + " (--runtime)" + m.engineNote(ctx)
-		return m.Opts.Runtime, nil
+		reg.note = m.Opts.Runtime + " (--runtime)" + m.engineNote(ctx)
+		reg.set.Default = m.Opts.Runtime
 	}
 }
 
 // engineNote asks the Docker runtime, when there is one, which engine it
 // found (context, address, version), keeps it for the nodes API, and
-// returns it for the banner.
+// returns it for the banner. Only openRuntimes calls it.
 func (m *Main) engineNote(ctx context.Context) string {
-	d, ok := m.runtimes[sim.RuntimeDocker].(interface {
-		Engine(context.Context) (*sim.Engine, error)
-	})
+	d, ok := m.runtimes.set.Runtimes[sim.RuntimeDocker].(sim.EngineReporter)
 	if !ok {
 		return ""
 	}
 	e, err := d.Engine(ctx)
 	if err != nil {
+		m.log.Warn("the Docker engine answered but did not say which it is", "err", err)
 		return ""
 	}
-	m.engine = e
+	m.runtimes.engine = e
 	return "; " + e.String()
 }
 
@@ -528,65 +497,87 @@ func (m *Main) URL() string { return "http://" + m.httpLn.Addr().String() }
 func (m *Main) Logger() *slog.Logger { return m.log }
 
 // Close shuts everything down: the web server, the manager, the listeners,
-// the runtimes (removing what they started unless Keep) and the store.
+// the runtimes (removing what they started unless Keep) and the store. Its
+// error joins everything that failed; a second Close returns it again.
 func (m *Main) Close() error {
-	m.closeOne.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
-		defer cancel()
-		if m.httpSrv != nil {
-			m.httpSrv.Shutdown(ctx)
-			m.httpSrv.Close()
-		} else if m.httpLn != nil {
-			m.httpLn.Close()
+	m.closeOne.Do(func() { m.closeErr = m.close() })
+	return m.closeErr
+}
+
+func (m *Main) close() error {
+	var errs []error
+	fail := func(what string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("close %s: %w", what, err))
 		}
-		if m.Manager != nil {
-			m.Manager.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
+	defer cancel()
+	if m.httpSrv != nil {
+		// Past the bound, what is still open (a dashboard's live updates)
+		// is cut by Close: that is the bound's purpose, not a failure; nor
+		// is Close finding the listener Shutdown closed.
+		if err := m.httpSrv.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			fail("the dashboard", err)
 		}
-		for _, l := range m.Listeners {
-			l.Close()
+		if err := m.httpSrv.Close(); !errors.Is(err, net.ErrClosed) {
+			fail("the dashboard", err)
 		}
-		if m.Sink != nil {
-			m.Sink.Close()
-		}
-		if m.runtimesOpened != nil {
-			<-m.runtimesOpened
-		}
+	} else if m.httpLn != nil {
+		fail("the dashboard listener", m.httpLn.Close())
+	}
+	if m.Manager != nil {
+		fail("the manager", m.Manager.Close())
+	}
+	for name, l := range m.Listeners {
+		fail("the job socket of node "+name, l.Close())
+	}
+	if m.Sink != nil {
+		fail("the output sink", m.Sink.Close())
+	}
+	if m.runtimes != nil {
+		rts := m.runtimes.Wait().Runtimes
+		var rtErrs []error
+		var mu sync.Mutex
 		var wg sync.WaitGroup
-		for _, rt := range m.runtimes {
-			wg.Add(1)
-			go func(rt sim.Runtime) {
-				defer wg.Done()
+		for name, rt := range rts {
+			wg.Go(func() {
 				rctx, cancel := context.WithTimeout(m.hurry, 15*time.Second)
 				defer cancel()
-				rt.Close(rctx, m.Opts.Keep)
-			}(rt)
+				if err := rt.Close(rctx, m.Opts.Keep); err != nil {
+					mu.Lock()
+					rtErrs = append(rtErrs, fmt.Errorf("close runtime %s: %w", name, err))
+					mu.Unlock()
+				}
+			})
 		}
 		wg.Wait()
-		if m.Manager != nil && !m.Opts.Keep {
-			m.Manager.MarkAllStopped()
+		errs = append(errs, rtErrs...)
+	}
+	if m.Manager != nil && !m.Opts.Keep {
+		errs = append(errs, m.Manager.MarkAllStopped())
+	}
+	if lc, ok := m.Catalog.(*lazyCatalog); ok {
+		lc.close() // its loader is ours to wait for
+	}
+	if m.recorder != nil {
+		m.recorder.Close()
+	}
+	if m.Logs != nil {
+		m.logSink.set(nil)
+		m.Logs.Close() // after the runtimes: their last lines are in
+		if n := m.logSink.lost.Load(); n > 0 {
+			m.log.Warn("log lines came while there was no store to keep them", "lines", n)
 		}
-		if lc, ok := m.Catalog.(*lazyCatalog); ok {
-			lc.close() // its loader is ours to wait for
-		}
-		if m.recorder != nil {
-			m.recorder.Close()
-		}
-		if m.Logs != nil {
-			m.logSink.set(nil)
-			m.Logs.Close() // after the runtimes: their last lines are in
-			if n := m.logSink.lost.Load(); n > 0 {
-				m.log.Warn("log lines came while there was no store to keep them", "lines", n)
-			}
-		}
-		if m.Store != nil {
-			m.Store.Close()
-		}
-		m.wg.Wait()
-		for _, d := range m.tempDirs {
-			os.RemoveAll(d)
-		}
-	})
-	return nil
+	}
+	if m.Store != nil {
+		fail("the store", m.Store.Close())
+	}
+	m.wg.Wait()
+	for _, d := range m.tempDirs {
+		fail("a temporary directory", os.RemoveAll(d))
+	}
+	return errors.Join(errs...)
 }
 
 // Run opens the simulator, prints the banner, and serves until ctx ends.

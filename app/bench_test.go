@@ -105,7 +105,7 @@ func BenchmarkStartup(b *testing.B) {
 func dockerSim(b *testing.B, templates ...string) *normsimtest.Sim {
 	b.Helper()
 	testenv.RequireDocker(b)
-	normsimtest.BuildJobImage(b, "normsim/counter:dev", filepath.Join("..", "examples", "jobs", "counter"))
+	normsimtest.BuildSourceImage(b, "normsim/counter", filepath.Join("..", "examples", "jobs", "counter"))
 	return normsimtest.Start(b, normsimtest.Options{Runtime: sim.RuntimeDocker,
 		Templates: append([]string{filepath.Join("..", "templates")}, templates...)})
 }
@@ -175,16 +175,16 @@ func msDuration(ms *float64) time.Duration {
 // and by `docker-compose up -d`. b starts after a; c on its own.
 const threeServices = `services:
   a:
-    image: normsim/counter:dev
+    image: normsim/counter:src-b846f0eac750
     environment:
       COUNTER_RATE: "10"
   b:
-    image: normsim/counter:dev
+    image: normsim/counter:src-b846f0eac750
     depends_on: [a]
     environment:
       COUNTER_RATE: "10"
   c:
-    image: normsim/counter:dev
+    image: normsim/counter:src-b846f0eac750
     environment:
       COUNTER_RATE: "10"
 `

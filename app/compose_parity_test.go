@@ -31,9 +31,10 @@ import (
 	"github.com/normsim/normsim/sim/template"
 )
 
-// parityImage is the test job (sim/docker/testdata/job) every file of the
+// parityImage is the test job (sim/docker/testdata/job), by the tag of its
+// sources (TestImageTagsMatchSources), that every file of the
 // parity corpus runs: it serves until SIGTERM and `/job health` passes.
-const parityImage = "normsim/compose-parity:dev"
+const parityImage = "normsim/compose-parity:src-e51140b1570c"
 
 // parityOwner labels what these tests create, so a crashed run's leftovers
 // are recognisably theirs.

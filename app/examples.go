@@ -13,11 +13,20 @@ import (
 
 	"github.com/docker/docker/client"
 
+	"github.com/normsim/normsim/internal/srctag"
 	"github.com/normsim/normsim/sim/docker"
 )
 
-// ExampleImage is the image an example job is built into.
-func ExampleImage(name string) string { return "normsim/" + name + ":dev" }
+// ExampleImage is the image the example job in dir is built into:
+// normsim/<name> tagged from its sources (srctag), the tag the templates
+// name, so two checkouts on one engine keep their own images.
+func ExampleImage(ctx context.Context, dir string) (string, error) {
+	tag, err := srctag.Of(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	return "normsim/" + filepath.Base(dir) + ":" + tag, nil
+}
 
 // ExampleNames lists the example jobs under dir (each a directory with a
 // main.go).
@@ -46,7 +55,11 @@ func BuildExampleImages(ctx context.Context, cli *client.Client, dir string, nam
 		if _, err := os.Stat(filepath.Join(src, "main.go")); err != nil {
 			return fmt.Errorf("example %s: no %s", name, filepath.Join(src, "main.go"))
 		}
-		if err := buildImage(ctx, cli, arch, ExampleImage(name), src, w); err != nil {
+		image, err := ExampleImage(ctx, src)
+		if err != nil {
+			return err
+		}
+		if err := buildImage(ctx, cli, arch, image, src, w); err != nil {
 			return err
 		}
 	}

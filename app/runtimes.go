@@ -25,7 +25,7 @@ func DockerRuntime() RuntimeFactory {
 			rt.Close(context.Background(), true)
 			return nil, err
 		}
-		return dockerAdopter{Runtime: rt, owner: new(string)}, nil
+		return rt, nil
 	}}
 }
 
@@ -42,32 +42,38 @@ func DefaultRuntimes() []RuntimeFactory {
 	return []RuntimeFactory{DockerRuntime(), ProcessRuntime()}
 }
 
-// dockerAdopter lets the manager find containers an earlier run over the
-// same store left: only those carrying this store's owner label, never
-// another normsim's on the same engine.
-type dockerAdopter struct {
-	*docker.Runtime
-	owner *string
+// runtimeRegistry is the runtimes as the manager finds them
+// (sim.RuntimeRegistry). Open opens them beside the store, and with an
+// in-memory store they are settled only after ready: until openRuntimes
+// closes known, Wait blocks and Engine is nil.
+type runtimeRegistry struct {
+	known chan struct{}
+	// Written by openRuntimes before known is closed, read after it.
+	set    sim.RuntimeSet
+	engine *sim.Engine // the Docker engine found; nil when none answered
+	note   string      // how the default was chosen, for the banner
+	err    error       // a --runtime that is not available
 }
 
-// SetOwner names the store whose containers this runtime may adopt.
-func (d dockerAdopter) SetOwner(owner string) { *d.owner = owner }
+var _ sim.RuntimeRegistry = (*runtimeRegistry)(nil)
 
-func (d dockerAdopter) Leftovers(ctx context.Context) (map[string]bool, error) {
-	owned, err := d.Owned(ctx)
-	if err != nil {
-		return nil, err
+func newRuntimeRegistry() *runtimeRegistry {
+	return &runtimeRegistry{known: make(chan struct{})}
+}
+
+// Wait returns the runtimes once they are known.
+func (r *runtimeRegistry) Wait() sim.RuntimeSet {
+	<-r.known
+	return r.set
+}
+
+// Engine is the Docker engine found, without waiting: nil until the
+// runtimes are known.
+func (r *runtimeRegistry) Engine() *sim.Engine {
+	select {
+	case <-r.known:
+		return r.engine
+	default:
+		return nil
 	}
-	out := map[string]bool{}
-	for _, o := range owned {
-		if o.Labels[sim.LabelOwner] != *d.owner {
-			continue
-		}
-		running, seen := out[o.Instance]
-		if !seen {
-			running = true
-		}
-		out[o.Instance] = running && o.Running
-	}
-	return out, nil
 }

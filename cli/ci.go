@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/normsim/normsim/app"
+	"github.com/normsim/normsim/scenario"
 	"github.com/normsim/normsim/sim"
-	"github.com/normsim/normsim/sim/scenario"
 	"github.com/normsim/normsim/sim/sqlite"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/normsim/normsim/cli"
-	"github.com/normsim/normsim/sim/scenario"
+	"github.com/normsim/normsim/scenario"
 )
 
 // ci runs `normsim ci` through cli.Main, as the binary does.
@@ -98,7 +98,7 @@ func TestCIWrongExpectationExit1(t *testing.T) {
 		t.Skip("runs real jobs")
 	}
 	junit := filepath.Join(t.TempDir(), "out.xml")
-	code, out, errOut := ci(t, filepath.Join("..", "sim", "scenario", "testdata", "wrong", "handover-expects-gap.yaml"),
+	code, out, errOut := ci(t, filepath.Join("..", "scenario", "testdata", "wrong", "handover-expects-gap.yaml"),
 		"--runtime", "process", "--templates", "../templates", "--junit", junit)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errOut)
@@ -115,7 +115,7 @@ func TestCIWrongExpectationExit1(t *testing.T) {
 func TestCIBrokenScenarioExit2(t *testing.T) {
 	dir := t.TempDir()
 	junit := filepath.Join(dir, "out.xml")
-	broken := filepath.Join("..", "sim", "scenario", "testdata", "broken", "unknown-migrate-key.yaml")
+	broken := filepath.Join("..", "scenario", "testdata", "broken", "unknown-migrate-key.yaml")
 	good := exampleScenarios(t)[0]
 	code, out, errOut := ci(t, good, broken, "--templates", "../templates", "--junit", junit)
 	if code != 2 {
@@ -165,7 +165,7 @@ func TestCIUsageAndSchema(t *testing.T) {
 	if code != 0 || out != "5 scenario(s) in 5 file(s): valid, with the templates they launch and their params\n" {
 		t.Errorf("--check: exit %d %q", code, out)
 	}
-	code, _, errOut := ci(t, "--check", "../sim/scenario/testdata/broken")
+	code, _, errOut := ci(t, "--check", "../scenario/testdata/broken")
 	if code != 2 || !strings.Contains(errOut, "syntax.yaml:4: not valid YAML") {
 		t.Errorf("--check of a directory of broken files: exit %d\n%s", code, errOut)
 	}

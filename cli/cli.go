@@ -19,7 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/normsim/normsim/client"
+	"github.com/normsim/normsim/apiclient"
 )
 
 // Version is set at build time (-ldflags "-X github.com/normsim/normsim/cli.Version=v1.2.3").
@@ -73,8 +73,8 @@ func Main(args []string, env Env) int {
 		}
 		return ee.Code
 	}
-	var apiErr *client.Error
-	var unreachable *client.UnreachableError
+	var apiErr *apiclient.Error
+	var unreachable *apiclient.UnreachableError
 	switch {
 	case errors.As(err, &apiErr):
 		fmt.Fprintf(env.Stderr, "normsim: %s (%s)\n", apiErr.Message, apiErr.Code)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/normsim/normsim/client"
+	"github.com/normsim/normsim/apiclient"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -39,7 +39,7 @@ func serverURL(s string) string {
 
 func clientCommands(env Env) []*cobra.Command {
 	var server string
-	api := func() *client.Client { return client.New(serverURL(server), nil) }
+	api := func() *apiclient.Client { return apiclient.New(serverURL(server), nil) }
 	add := func(c *cobra.Command) *cobra.Command {
 		c.Flags().StringVar(&server, "server", defaultServer(), "URL (or HOST:PORT) of the running normsim (env NORMSIM_SERVER)")
 		return c
@@ -141,7 +141,7 @@ that cannot be stopped ends the command with its error.`,
 		},
 	}
 
-	var logOpts client.LogOptions
+	var logOpts apiclient.LogOptions
 	var tail string
 	logs := &cobra.Command{
 		Use:   "logs ID",
@@ -339,7 +339,7 @@ func parseTimeouts(flag string, specs []string, t *sim.Timeouts) error {
 }
 
 // followMigration prints each new timeline event until the migration ends.
-func followMigration(ctx context.Context, c *client.Client, id string, out io.Writer) (*sim.Migration, error) {
+func followMigration(ctx context.Context, c *apiclient.Client, id string, out io.Writer) (*sim.Migration, error) {
 	printed := 0
 	ext := newExternalWatch(out)
 	mig, err := c.WaitMigration(ctx, id, func(mig *sim.Migration) {
@@ -376,7 +376,7 @@ func followMigration(ctx context.Context, c *client.Client, id string, out io.Wr
 // showExternalTarget waits until the migration has placed its external
 // target and prints the env its job needs, or says how the migration ended
 // before that.
-func showExternalTarget(ctx context.Context, c *client.Client, server, id string, out io.Writer) error {
+func showExternalTarget(ctx context.Context, c *apiclient.Client, server, id string, out io.Writer) error {
 	ext := newExternalWatch(out)
 	waitCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -434,7 +434,7 @@ const exitSeam = 3
 // instanceHint adds where to find instance ids to an API's "instance not
 // found".
 func instanceHint(err error) error {
-	var e *client.Error
+	var e *apiclient.Error
 	if errors.As(err, &e) && e.Code == sim.ENotFound && strings.HasPrefix(e.Message, "instance ") {
 		h := *e
 		h.Message += "; normsim ps lists the instances"
@@ -444,8 +444,8 @@ func instanceHint(err error) error {
 }
 
 // templateHint adds the loaded templates to an API's "template not found".
-func templateHint(ctx context.Context, c *client.Client, err error) error {
-	var e *client.Error
+func templateHint(ctx context.Context, c *apiclient.Client, err error) error {
+	var e *apiclient.Error
 	if !errors.As(err, &e) || e.Code != sim.ENotFound || !strings.HasPrefix(e.Message, "template ") {
 		return err
 	}

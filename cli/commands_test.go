@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -42,7 +43,7 @@ func TestClientCommandsTeach(t *testing.T) {
 	}
 	out, _ = cmd(0, "nodes")
 	for _, n := range s.Main.Manager.Nodes() {
-		if !strings.Contains(out, n.Name+"     "+n.Address) || !strings.Contains(out, n.SocketURL+"  "+sim.CapabilityJobSocket) {
+		if !strings.Contains(out, n.Name+"     "+n.Address) || !strings.Contains(out, n.SocketURL+"  "+protocol.Capability) {
 			t.Errorf("nodes lacks node %s at %s with %s:\n%s", n.Name, n.Address, n.SocketURL, out)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/normsim/normsim/client"
+	"github.com/normsim/normsim/apiclient"
 	"github.com/normsim/normsim/internal/bench"
 	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/normsimtest"
@@ -116,7 +116,7 @@ func TestDocumentedCommands(t *testing.T) {
 		jobs, _ := os.ReadDir(filepath.Join(root, "examples", "jobs"))
 		for _, j := range jobs {
 			if _, err := os.Stat(filepath.Join(root, "examples", "jobs", j.Name(), "main.go")); err == nil {
-				normsimtest.BuildJobImage(t, "normsim/"+j.Name()+":dev", filepath.Join(root, "examples", "jobs", j.Name()))
+				normsimtest.BuildSourceImage(t, "normsim/"+j.Name(), filepath.Join(root, "examples", "jobs", j.Name()))
 			}
 		}
 	}
@@ -220,7 +220,7 @@ func (r *docRunner) run(args []string) {
 func (r *docRunner) waitConnected(shown string) {
 	t := r.t
 	t.Helper()
-	c := client.New(cmp.Or(r.url, "http://127.0.0.1:7788"), nil)
+	c := apiclient.New(cmp.Or(r.url, "http://127.0.0.1:7788"), nil)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		in, err := c.Instance(context.Background(), r.lastID)

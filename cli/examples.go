@@ -17,9 +17,11 @@ func newBuildExamplesCmd(env Env) *cobra.Command {
 		Use:   "build-examples [NAME...]",
 		Short: "Build the example jobs into FROM-scratch Docker images",
 		Long: `Compile each example job under examples/jobs (or --dir) into a static Linux
-binary and build it into the image normsim/<name>:dev through the Docker
-engine's API. No base image and no registry are involved, so it works
-offline. The templates in templates/ run these images on the Docker runtime.`,
+binary and build it into the image normsim/<name>:src-<hash> through the
+Docker engine's API. The tag is derived from the job's sources (its
+packages in this module, go.mod and go.sum), so two checkouts on one engine
+do not overwrite each other's images; the templates name these tags. No
+base image and no registry are involved, so it works offline.`,
 		Example: `  normsim build-examples
   normsim build-examples counter`,
 		RunE: func(cmd *cobra.Command, args []string) error {

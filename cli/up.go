@@ -76,7 +76,9 @@ failed with that reason.`,
 				return err
 			}
 			stopping(cmd.OutOrStdout(), m, opts.Keep)
-			m.Close()
+			if err := m.Close(); err != nil {
+				log.Warn("normsim did not stop cleanly", "err", err)
+			}
 			fmt.Fprintln(cmd.OutOrStdout(), "  normsim stopped.")
 			return nil
 		},

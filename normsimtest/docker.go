@@ -11,6 +11,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/normsim/normsim/app"
+	"github.com/normsim/normsim/internal/srctag"
 	"github.com/normsim/normsim/internal/testenv"
 )
 
@@ -42,6 +43,24 @@ func BuildJobImage(tb testing.TB, tag, srcDir string) {
 			tb.Fatalf("normsimtest: image %s was not built: %v", tag, err)
 		}
 	}
+}
+
+// BuildSourceImage builds the Go job in srcDir into repo tagged from its
+// sources ("src-" and 12 hex digits over the module's packages it compiles,
+// go.mod and go.sum) and returns the image reference, once per test
+// process. The same sources give the same tag on every machine, and two
+// checkouts of different sources on one engine keep their own images; the
+// job's template names the returned reference.
+func BuildSourceImage(tb testing.TB, repo, srcDir string) string {
+	tb.Helper()
+	testenv.RequireDocker(tb)
+	tag, err := srctag.Of(context.Background(), srcDir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ref := repo + ":" + tag
+	BuildJobImage(tb, ref, srcDir)
+	return ref
 }
 
 func build(ctx context.Context, tb testing.TB, cli *client.Client, tag, srcDir string) error {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/normsim/normsim/client"
+	"github.com/normsim/normsim/apiclient"
 	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/normsimtest"
 	"github.com/normsim/normsim/sim"
@@ -33,7 +33,7 @@ func TestLogsOutliveTheInstanceOnDocker(t *testing.T) {
 		t.Skip("runs real containers")
 	}
 	testenv.RequireDocker(t)
-	normsimtest.BuildJobImage(t, "normsim/counter:dev", filepath.Join("..", "examples", "jobs", "counter"))
+	normsimtest.BuildSourceImage(t, "normsim/counter", filepath.Join("..", "examples", "jobs", "counter"))
 	testLogsOutlive(t, sim.RuntimeDocker)
 }
 
@@ -97,7 +97,7 @@ func testLogsOutlive(t *testing.T, runtime string) {
 
 	// docker compose logs' flags: --tail, --timestamps, --since.
 	var buf bytes.Buffer
-	if err := s2.Client.Logs(ctx, tgt, client.LogOptions{Tail: 2, Timestamps: true}, &buf); err != nil {
+	if err := s2.Client.Logs(ctx, tgt, apiclient.LogOptions{Tail: 2, Timestamps: true}, &buf); err != nil {
 		t.Fatal(err)
 	}
 	got := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
@@ -106,15 +106,15 @@ func testLogsOutlive(t *testing.T, runtime string) {
 	}
 	buf.Reset()
 	since := all[len(all)-1].At.Format(time.RFC3339Nano)
-	if err := s2.Client.Logs(ctx, tgt, client.LogOptions{Tail: -1, Since: since}, &buf); err != nil {
+	if err := s2.Client.Logs(ctx, tgt, apiclient.LogOptions{Tail: -1, Since: since}, &buf); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasSuffix(buf.String(), all[len(all)-1].Text+"\n") || strings.Contains(buf.String(), "counter starting") {
 		t.Errorf("--since %s printed %q", since, buf.String())
 	}
 	// An instance normsim never knew is an error, not empty output.
-	err := s2.Client.Logs(ctx, "counter-000000", client.LogOptions{Tail: -1}, &buf)
-	var apiErr *client.Error
+	err := s2.Client.Logs(ctx, "counter-000000", apiclient.LogOptions{Tail: -1}, &buf)
+	var apiErr *apiclient.Error
 	if !errors.As(err, &apiErr) || apiErr.Status != 404 {
 		t.Errorf("logs of an unknown instance: %v, want a 404", err)
 	}
@@ -122,7 +122,7 @@ func testLogsOutlive(t *testing.T, runtime string) {
 
 // requireLines reads an instance's whole log and fails unless each want
 // is in it, in order.
-func requireLines(t *testing.T, c *client.Client, id string, want ...string) []sim.LogLine {
+func requireLines(t *testing.T, c *apiclient.Client, id string, want ...string) []sim.LogLine {
 	t.Helper()
 	p, err := c.LogPage(context.Background(), id, 0)
 	if err != nil {

@@ -13,7 +13,6 @@
 package normsimtest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -23,8 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/normsim/normsim/apiclient"
 	"github.com/normsim/normsim/app"
-	"github.com/normsim/normsim/client"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/sqlite"
 )
@@ -60,7 +59,7 @@ type Sim struct {
 	// URL is the API/dashboard base URL.
 	URL string
 	// Client is an API client of the simulator.
-	Client *client.Client
+	Client *apiclient.Client
 }
 
 // Start runs a simulator for the rest of the test.
@@ -97,11 +96,11 @@ func Start(tb testing.TB, o Options) *Sim {
 		tb.Fatalf("normsimtest: start the simulator: %v", err)
 	}
 	tb.Cleanup(func() { m.Close() })
-	return &Sim{Main: m, URL: m.URL(), Client: client.New(m.URL(), &http.Client{Timeout: 30 * time.Second})}
+	return &Sim{Main: m, URL: m.URL(), Client: apiclient.New(m.URL(), &http.Client{Timeout: 30 * time.Second})}
 }
 
 // APIError is an error response of the API.
-type APIError = client.Error
+type APIError = apiclient.Error
 
 // Do calls the API; a non-2xx answer is an *APIError.
 func (s *Sim) Do(method, path string, body, out any) error {
@@ -251,17 +250,10 @@ func (s *Sim) MigrateAndWait(tb testing.TB, id string, req sim.MigrateRequest) *
 	return s.waitMigration(tb, m.ID, wait, fmt.Sprintf("the %v its timeouts allow: the phases, stopGrace and %v for the untimed steps", wait, waitMargin))
 }
 
-// Timeline renders a migration's events for a failure message.
-func Timeline(m *sim.Migration) string {
-	var b bytes.Buffer
-	for _, ev := range m.Events {
-		fmt.Fprintf(&b, "  %8.1fms %-14s %-8s %s%s\n", float64(ev.At.Sub(m.StartedAt))/1e6, ev.Phase, ev.Side, ev.Detail, sim.PayloadSnippet(ev))
-	}
-	if m.Logs != nil {
-		b.WriteString(sim.FormatLogTails(m.Logs.Tails))
-	}
-	return b.String()
-}
+// Timeline renders a migration's events for a failure message
+// (sim.FormatTimeline, here too for a job author's test that imports only
+// this package).
+func Timeline(m *sim.Migration) string { return sim.FormatTimeline(m) }
 
 // RequireState fails the test unless the migration ended in state.
 func RequireState(tb testing.TB, m *sim.Migration, state sim.MigrationState) {
@@ -325,5 +317,5 @@ func DescribeOutput(o *sim.OutputReport) string {
 // Connect returns a Sim that talks to a normsim already running at url
 // (e.g. `normsim up` in another process); Main is nil.
 func Connect(url string) *Sim {
-	return &Sim{URL: url, Client: client.New(url, &http.Client{Timeout: 30 * time.Second})}
+	return &Sim{URL: url, Client: apiclient.New(url, &http.Client{Timeout: 30 * time.Second})}
 }

@@ -323,3 +323,17 @@ func PayloadSnippet(ev MigrationEvent) string {
 	}
 	return "  " + s
 }
+
+// FormatTimeline renders a migration's events for a failure message: each
+// with its time since the start, phase, side, detail and payload, then the
+// log tails a failed migration carries.
+func FormatTimeline(m *Migration) string {
+	var b strings.Builder
+	for _, ev := range m.Events {
+		fmt.Fprintf(&b, "  %8.1fms %-14s %-8s %s%s\n", float64(ev.At.Sub(m.StartedAt))/1e6, ev.Phase, ev.Side, ev.Detail, PayloadSnippet(ev))
+	}
+	if m.Logs != nil {
+		b.WriteString(FormatLogTails(m.Logs.Tails))
+	}
+	return b.String()
+}

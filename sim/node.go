@@ -1,10 +1,10 @@
 package sim
 
-import "fmt"
+import (
+	"fmt"
 
-// CapabilityJobSocket is the capability a node advertises while its job-socket
-// listener is up (protocol.Capability; repeated here so sim stays a leaf).
-const CapabilityJobSocket = "norsk.io/job-socket"
+	"github.com/normsim/normsim/protocol"
+)
 
 // Node is a simulated worker node.
 type Node struct {
@@ -89,7 +89,7 @@ func (n Node) HasJobSocket() bool { return n.SocketPort != 0 }
 // Capabilities lists what the node advertises to placement.
 func (n Node) Capabilities() []string {
 	if n.HasJobSocket() {
-		return []string{CapabilityJobSocket}
+		return []string{protocol.Capability}
 	}
 	return []string{}
 }

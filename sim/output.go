@@ -201,3 +201,18 @@ func Plural(n int64, noun string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }
+
+// OutputSink is where jobs send their output packets, as the manager reads
+// it to judge a handover's seam (sim/sink implements it).
+type OutputSink interface {
+	// Packets is the job's packets since then.
+	Packets(jobID string, since time.Time) []Packet
+	// Seen reports whether the job ever sent a packet.
+	Seen(jobID string) bool
+	// Watch is poked whenever a packet of the job arrives, until stop.
+	Watch(jobID string) (poked <-chan struct{}, stop func())
+	// Unreadable counts the datagrams since then it could not read.
+	Unreadable(jobID string, since time.Time) *UnreadablePackets
+	// Forget drops what the sink holds of a job.
+	Forget(jobID string)
+}

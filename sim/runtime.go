@@ -79,3 +79,74 @@ type Signaler interface {
 type PortReporter interface {
 	PublishedPorts(ctx context.Context, instanceID string) ([]PublishedPort, error)
 }
+
+// Recoverer is a runtime that reconciles, when normsim starts again on a
+// store, what an earlier run of it left with what the store remembers.
+type Recoverer interface {
+	// Recover is given every instance of this runtime the store remembers
+	// (ended ones too) and owner, the store's owner label
+	// (LabelOwner, EnvOwner): only what owner's runs left is the runtime's
+	// to adopt or remove. It answers, for each instance that has not ended,
+	// whether it runs on under management or why not, and removes or stops
+	// whatever else of owner's runs it still holds. An error means it could
+	// not tell at all.
+	Recover(ctx context.Context, owner string, stored []Instance) (map[string]Recovery, error)
+}
+
+// Recovery is what a runtime made of one instance an earlier run left.
+type Recovery struct {
+	// Adopted: the instance still runs and is back under management.
+	Adopted bool
+	// Reason says why it was not adopted; the instance fails with it.
+	Reason string
+}
+
+// RefRecorder is a runtime whose services outlive a killed normsim and
+// can be found again only through what the store keeps of them (host
+// processes): the manager writes an instance to the store before Start,
+// and RuntimeRef's answer into Instance.RuntimeRef right after, for the
+// runtime's Recover to read after a restart.
+type RefRecorder interface {
+	// RuntimeRef is what to keep of the instance's running services; empty
+	// when none runs.
+	RuntimeRef(instanceID string) map[string]string
+}
+
+// OrphanRemover is a runtime that can remove what normsims that are gone
+// left behind whose store no recovery will open again (a --db :memory:
+// run's), and says which instances it removed. The instances of owner
+// are recovery's, and runs gone does not report are left alone.
+type OrphanRemover interface {
+	RemoveOrphans(ctx context.Context, owner string, gone func(run string) bool) ([]string, error)
+}
+
+// EngineReporter is a runtime that can say which Docker engine it runs
+// containers on.
+type EngineReporter interface {
+	Engine(ctx context.Context) (*Engine, error)
+}
+
+// RuntimeSet is the runtimes a manager launches with, by name, and the one
+// a launch that names none uses. A set known from the start is its own
+// RuntimeRegistry.
+type RuntimeSet struct {
+	Runtimes map[string]Runtime
+	Default  string
+}
+
+// RuntimeRegistry is where the manager finds its runtimes. Start-up may
+// learn them after the manager exists (normsim up settles whether a Docker
+// engine answers after it is ready), so Wait may block until then.
+type RuntimeRegistry interface {
+	// Wait returns the runtimes once they are known.
+	Wait() RuntimeSet
+	// Engine is the Docker engine the runtimes run containers on, without
+	// waiting: nil while that is not known, or when none answered.
+	Engine() *Engine
+}
+
+// Wait is s: it is known.
+func (s RuntimeSet) Wait() RuntimeSet { return s }
+
+// Engine is nil: a bare set names no engine.
+func (s RuntimeSet) Engine() *Engine { return nil }

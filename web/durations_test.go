@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/normsim/normsim/sim/scenario"
+	"github.com/normsim/normsim/scenario"
 )
 
 // TestDurationsReadAsInTheCLI: the migration page shows a migration's

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -29,7 +30,7 @@ func TestOverviewShowsNodesTemplatesAndInstances(t *testing.T) {
 	}
 	mustContain(t, r,
 		// nodes: listener, capability, socket up or not
-		"ws://127.0.0.1:6797", "ws://127.0.0.1:6798", sim.CapabilityJobSocket, "socket up", "no job socket",
+		"ws://127.0.0.1:6797", "ws://127.0.0.1:6798", protocol.Capability, "socket up", "no job socket",
 		// instances per node, state, connection, logs link, instance link
 		`href="/instances/counter-aaa111"`, `data-state="running"`, "connected", "not connected",
 		`href="/instances/counter-aaa111#logs"`, `data-state="starting"`,

@@ -7,14 +7,14 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/normsim/normsim/client"
+	"github.com/normsim/normsim/apiclient"
 )
 
-// API is the API client (package client) with a transport sized for load:
+// API is the API client (package apiclient) with a transport sized for load:
 // it keeps enough connections open that a thousand concurrent handovers do
 // not churn through ephemeral ports.
 type API struct {
-	*client.Client
+	*apiclient.Client
 	hc *http.Client
 }
 
@@ -32,7 +32,7 @@ func NewAPI(base string, conns int) *API {
 		IdleConnTimeout:     30 * time.Second,
 	}
 	hc := &http.Client{Transport: tr, Timeout: 60 * time.Second}
-	return &API{Client: client.New(base, hc), hc: hc}
+	return &API{Client: apiclient.New(base, hc), hc: hc}
 }
 
 // Close drops the idle connections.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/normsim/normsim/internal/jobplay"
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
 )
@@ -19,7 +20,7 @@ type Handover struct {
 	// TargetID is the target instance; TargetJob is its open connection.
 	TargetID  string
 	TargetEnv map[string]string
-	TargetJob *Job
+	TargetJob *jobplay.Job
 	// Cutover is the relay at the heart of the handover: from the source
 	// writing source-stopped-output to the target reading cutover-apply.
 	Cutover time.Duration
@@ -49,7 +50,7 @@ type HandoverOptions struct {
 // dialled with the env the migration shows for it. On success the source's socket has been closed by the worker and
 // the target's job is connected, and the migration has ended completed; the
 // caller owns h.TargetJob. On error h, when not nil, names the migration.
-func PlayHandover(ctx context.Context, api *API, srcID string, src *Job, opts HandoverOptions) (*Handover, error) {
+func PlayHandover(ctx context.Context, api *API, srcID string, src *jobplay.Job, opts HandoverOptions) (*Handover, error) {
 	h := &Handover{}
 	start := time.Now()
 	m, err := api.Migrate(ctx, srcID, sim.MigrateRequest{To: opts.To, Strategy: string(sim.Handover)})
@@ -75,7 +76,7 @@ func PlayHandover(ctx context.Context, api *API, srcID string, src *Job, opts Ha
 	if err != nil {
 		return fail("target placement", err)
 	}
-	tgt, err := DialEnv(ctx, h.TargetEnv)
+	tgt, err := jobplay.DialEnv(ctx, h.TargetEnv)
 	if err != nil {
 		return fail("target dial", err)
 	}
@@ -115,7 +116,7 @@ func PlayHandover(ctx context.Context, api *API, srcID string, src *Job, opts Ha
 	if err := tgt.Send(ctx, protocol.JobFrame{Type: protocol.TypeTargetApplied, Applied: []string{"counter"}}); err != nil {
 		return fail("target", err)
 	}
-	code, err := src.WaitClosed(ctx)
+	code, _, err := src.Closed(ctx)
 	h.Wall = time.Since(start)
 	if err != nil {
 		return fail("source close", err)
@@ -164,14 +165,14 @@ func targetEnv(ctx context.Context, api *API, id string) (string, map[string]str
 
 // LaunchConnected launches template on node on the external runtime and
 // connects its job.
-func LaunchConnected(ctx context.Context, api *API, template, node string) (sim.Instance, *Job, error) {
+func LaunchConnected(ctx context.Context, api *API, template, node string) (sim.Instance, *jobplay.Job, error) {
 	inp, err := api.Launch(ctx, sim.LaunchRequest{Template: template, Node: node, Runtime: sim.RuntimeExternal})
 	if err != nil {
 		return sim.Instance{}, nil, fmt.Errorf("launch %s on %s: %w", template, node, err)
 	}
 	in := *inp
 	for _, env := range in.Env {
-		j, err := DialEnv(ctx, env)
+		j, err := jobplay.DialEnv(ctx, env)
 		if err != nil {
 			return in, nil, fmt.Errorf("connect %s: %w", in.ID, err)
 		}

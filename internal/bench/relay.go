@@ -148,8 +148,9 @@ func (p *RelayPair) Close() {
 
 // Relay sends f from A and returns how long until B has read and parsed
 // it. The two ends do what a job's two ends do around the cutover relay
-// (Job.Send, Job.Expect): marshal, write and read under ctx, parse; so the
-// only difference left between the two measurements is the relay.
+// (jobplay.Job's Send and Expect): marshal, write and read under ctx,
+// parse; so the only difference left between the two measurements is the
+// relay.
 func (p *RelayPair) Relay(ctx context.Context, f protocol.JobFrame) (time.Duration, error) {
 	t0 := time.Now()
 	frame, err := f.Marshal()

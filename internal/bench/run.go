@@ -18,8 +18,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/normsim/normsim/apiclient"
 	"github.com/normsim/normsim/app"
-	"github.com/normsim/normsim/client"
+	"github.com/normsim/normsim/internal/jobplay"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/sqlite"
 	"github.com/normsim/normsim/web"
@@ -162,7 +163,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	type job struct {
 		id   string
 		node int
-		conn *Job
+		conn *jobplay.Job
 	}
 	jobs := make([]job, cfg.Jobs)
 	start := time.Now()
@@ -206,7 +207,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		mu        sync.Mutex
 		walls     = make([]time.Duration, 0, cfg.Jobs)
 		cutovers  = make([]time.Duration, 0, cfg.Jobs)
-		targets   = make([]*Job, 0, cfg.Jobs)
+		targets   = make([]*jobplay.Job, 0, cfg.Jobs)
 		targetIDs = make([]string, 0, cfg.Jobs)
 		done      atomic.Int64
 		failed    atomic.Int64
@@ -424,7 +425,7 @@ func socketNodes(ctx context.Context, api *API) ([2]string, error) {
 func remove(ctx context.Context, api *API, ids []string) error {
 	return parallel(ctx, 32, len(ids), func(ctx context.Context, i int) error {
 		err := api.Stop(ctx, ids[i])
-		var e *client.Error
+		var e *apiclient.Error
 		if errors.As(err, &e) && e.Status == http.StatusNotFound {
 			return nil
 		}

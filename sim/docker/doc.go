@@ -11,7 +11,9 @@
 // volumes carry the label io.normsim.managed=true (beside compose's own
 // com.docker.compose.* labels) next to the launch
 // contract's io.normsim.* labels, which is how a later run finds the
-// leftovers of an earlier one (Owned, Adopt, RemoveInstance). A goroutine
+// leftovers of an earlier one: its sim.Recoverer adopts what still runs of
+// the same store's runs (the owner label) and removes the rest, and
+// RemoveOrphans what normsims that are gone left behind. A goroutine
 // owned by the Runtime follows the engine's event stream for those labels
 // and turns container starts, health changes and deaths into
 // sim.RuntimeEvents.

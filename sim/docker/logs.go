@@ -11,6 +11,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
 	"golang.org/x/sync/errgroup"
@@ -172,6 +173,9 @@ type lineWriter struct {
 	own   time.Time
 	atOwn []string // the lines stamped own, to tell one read again
 	now   func() time.Time
+	// live marks a stream read straight from the container (attached):
+	// its lines carry no engine timestamp and are stamped as they come.
+	live bool
 	buf   []byte
 	cut   int // bytes of the current line discarded
 }
@@ -215,7 +219,12 @@ func (l *lineWriter) flush() error {
 
 func (l *lineWriter) line(b []byte) error {
 	var at time.Time
-	if ts, rest, ok := bytes.Cut(b, []byte(" ")); ok {
+	if l.live {
+		at = l.now()
+		if at.After(*l.last) {
+			*l.last = at
+		}
+	} else if ts, rest, ok := bytes.Cut(b, []byte(" ")); ok {
 		if t, err := time.Parse(time.RFC3339Nano, string(ts)); err == nil {
 			if !l.after.IsZero() && !t.After(l.after) {
 				return nil
@@ -265,28 +274,122 @@ func (r *Runtime) capture(in *instance, since time.Time) {
 	services := in.services
 	r.mu.Unlock()
 	out := captureOut{sink: r.logs, instance: in.id}
+	// From the start, each container's first run is read attached: the
+	// json-file driver's follow on engines before 23.0 can skip or stall
+	// at a file rotation when it lags, losing lines it cannot count.
+	attached := make([]*types.HijackedResponse, len(services))
+	if since.IsZero() {
+		for i, s := range services {
+			a, err := r.cli.ContainerAttach(r.capCtx, s.container, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
+			if err != nil {
+				r.log.Warn("attach to capture logs; following the engine's log instead", "instance", in.id, "service", s.name, "err", err)
+				r.logs.CaptureLog(sim.LogLine{Instance: in.id, Service: s.name, Stream: sim.StreamNormsim, At: r.now(),
+					Text: fmt.Sprintf("normsim: could not attach to %s (%v); its output is read from the engine's log, which may lose lines at a file rotation", s.name, err)})
+				continue
+			}
+			attached[i] = &a
+		}
+	}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
 		defer close(in.captured)
 		var wg sync.WaitGroup
-		for _, s := range services {
+		for i, s := range services {
 			wg.Go(func() {
-				err := r.followLogs(r.capCtx, in, s, out, since, func(reading bool) {
+				reading := func(reading bool) {
 					r.mu.Lock()
 					s.reading = reading
 					if !reading {
 						s.drainedAt = time.Now()
 					}
 					r.mu.Unlock()
-				})
-				if err != nil {
+				}
+				from := since
+				if a := attached[i]; a != nil {
+					last, err := r.readAttached(a, s, out, reading)
+					switch {
+					case r.capCtx.Err() != nil:
+						return
+					case err != nil:
+						r.log.Warn("capture logs", "instance", in.id, "service", s.name, "err", err)
+						r.logs.CaptureLog(sim.LogLine{Instance: in.id, Service: s.name, Stream: sim.StreamNormsim, At: r.now(),
+							Text: fmt.Sprintf("normsim: reading %s's output broke off (%v); it goes on from the engine's log, where lines around this may be missing or repeated", s.name, err)})
+						from = last
+					default:
+						var again bool
+						if from, again = r.nextRun(in, s); !again {
+							return
+						}
+					}
+				}
+				// Restarts (by the engine or a later Start) are read from
+				// the engine's log.
+				if err := r.followLogs(r.capCtx, in, s, out, from, reading); err != nil {
 					r.log.Warn("capture logs", "instance", in.id, "service", s.name, "err", err)
 				}
 			})
 		}
 		wg.Wait()
 	}()
+}
+
+// readAttached reads one attached container's output until its run ends
+// (or the runtime closes) and returns when it received the last line.
+func (r *Runtime) readAttached(a *types.HijackedResponse, s *service, out lineSink, reading func(bool)) (time.Time, error) {
+	defer a.Close()
+	// The hijacked connection does not watch the context it was made with.
+	defer context.AfterFunc(r.capCtx, a.Close)()
+	last := r.now()
+	reading(true)
+	defer reading(false)
+	sp := newSpool(a.Reader, r.now)
+	defer sp.stop()
+	prefix := s.name + " | "
+	stdout := &lineWriter{out: out, svc: s, prefix: prefix, service: s.name, stream: sim.StreamStdout, last: &last, now: sp.at, live: true}
+	stderr := &lineWriter{out: out, svc: s, prefix: prefix, service: s.name, stream: sim.StreamStderr, last: &last, now: sp.at, live: true}
+	_, err := stdcopy.StdCopy(stdout, stderr, sp)
+	if ferr := errors.Join(stdout.flush(), stderr.flush()); ferr != nil && err == nil {
+		err = ferr
+	}
+	if err != nil && r.capCtx.Err() == nil {
+		return last, fmt.Errorf("attached output of service %s: %w", s.name, err)
+	}
+	return last, nil
+}
+
+// nextRun waits until the container of s, whose attached run ended, runs
+// again, and returns the moment before that run started: its engine log is
+// followed from there. Neither the time the last line arrived nor the
+// first run's end would do: the engine stamps a line when its log copier
+// takes it, which can lag behind an attached reader and the exit, so the
+// old run's last lines could be read twice. again is false when the
+// instance is gone or the runtime closes first.
+func (r *Runtime) nextRun(in *instance, s *service) (from time.Time, again bool) {
+	for {
+		// Taken before looking, so a start after the look is not missed.
+		r.mu.Lock()
+		changed, gone := in.changed, in.gone
+		r.mu.Unlock()
+		info, err := r.cli.ContainerInspect(r.capCtx, s.container)
+		if err != nil || info.State == nil {
+			return time.Time{}, false
+		}
+		// Restarting still carries the old run's start: wait for the new one.
+		if info.State.Running && !info.State.Restarting {
+			started, err := time.Parse(time.RFC3339Nano, info.State.StartedAt)
+			if err == nil {
+				return started.Add(-time.Nanosecond), true
+			}
+		}
+		select {
+		case <-r.capCtx.Done():
+			return time.Time{}, false
+		case <-gone:
+			return time.Time{}, false
+		case <-changed:
+		}
+	}
 }
 
 // drainBound is how long an exit's report waits for the service's output

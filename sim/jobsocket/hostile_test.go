@@ -3,10 +3,8 @@ package jobsocket_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -16,8 +14,9 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/normsim/normsim/internal/bench"
-	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/internal/jobplay"
+	"github.com/normsim/normsim/internal/memtest"
+	"github.com/normsim/normsim/internal/testjob"
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/jobsocket"
@@ -30,7 +29,7 @@ type attack struct {
 	code websocket.StatusCode
 	// path is the path dialled; play does the rest on the open socket.
 	path func(i int) string
-	play func(ctx context.Context, c *websocket.Conn, i int) error
+	play func(ctx context.Context, j *jobplay.Job, i int) error
 }
 
 const (
@@ -48,56 +47,54 @@ func floodPath(i int) string { j, r, _ := floodKey(i); return protocol.Path(j, r
 
 // floodAfterHello says hello with the attacker's valid token, then sends
 // frame floodFrames times and, unless it is "", then.
-func floodAfterHello(frame, then string) func(ctx context.Context, c *websocket.Conn, i int) error {
-	return func(ctx context.Context, c *websocket.Conn, i int) error {
+func floodAfterHello(frame, then string) func(ctx context.Context, j *jobplay.Job, i int) error {
+	return func(ctx context.Context, j *jobplay.Job, i int) error {
 		_, _, tok := floodKey(i)
-		if err := helloAck(ctx, c, tok); err != nil {
+		if err := j.Hello(ctx, tok); err != nil {
 			return err
 		}
 		for range floodFrames {
-			if err := writeText(ctx, c, frame); err != nil {
+			if err := j.SendRaw(ctx, []byte(frame)); err != nil {
 				return nil // closed under us: the close code tells
 			}
 		}
 		if then == "" {
 			return nil
 		}
-		return writeText(ctx, c, then)
+		return j.SendRaw(ctx, []byte(then))
 	}
-}
-
-func writeText(ctx context.Context, c *websocket.Conn, s string) error {
-	return c.Write(ctx, websocket.MessageText, []byte(s))
 }
 
 // hostileAttacks covers every way the issue lists of attacking a node.
 func hostileAttacks() []attack {
 	legit := func(int) string { return protocol.Path(legitJob, legitRole) }
-	oversize := strings.Repeat("x", protocol.MaxFrameBytes+1)
+	oversize := []byte(strings.Repeat("x", protocol.MaxFrameBytes+1))
 	abort := `{"type":"abort","reason":"` + strings.Repeat("a", 1000) + `"}`
 	return []attack{
-		{"garbage first frame", protocol.CloseProtocolError, legit, func(ctx context.Context, c *websocket.Conn, i int) error {
-			return writeText(ctx, c, fmt.Sprintf("\x00garbage %d {{{", i))
+		{"garbage first frame", protocol.CloseProtocolError, legit, func(ctx context.Context, j *jobplay.Job, i int) error {
+			return j.SendRaw(ctx, fmt.Appendf(nil, "\x00garbage %d {{{", i))
 		}},
-		{"binary frame", protocol.CloseProtocolError, legit, func(ctx context.Context, c *websocket.Conn, i int) error {
-			return c.Write(ctx, websocket.MessageBinary, []byte(hello(legitToken)))
+		{"binary frame", protocol.CloseProtocolError, legit, func(ctx context.Context, j *jobplay.Job, i int) error {
+			return j.SendBinary(ctx, []byte(hello(legitToken)))
 		}},
-		{"oversize first frame", protocol.CloseFrameTooLarge, legit, func(ctx context.Context, c *websocket.Conn, i int) error {
-			return writeText(ctx, c, oversize)
+		{"oversize first frame", protocol.CloseFrameTooLarge, legit, func(ctx context.Context, j *jobplay.Job, i int) error {
+			return j.SendRaw(ctx, oversize)
 		}},
-		{"no hello", protocol.CloseUnauthorized, legit, func(ctx context.Context, c *websocket.Conn, i int) error {
+		{"no hello", protocol.CloseUnauthorized, legit, func(ctx context.Context, j *jobplay.Job, i int) error {
 			return nil // say nothing: the hello timeout closes it
 		}},
-		{"wrong token", protocol.CloseUnauthorized, legit, func(ctx context.Context, c *websocket.Conn, i int) error {
-			return writeText(ctx, c, hello(fmt.Sprintf("wrong-%d", i)))
+		{"wrong token", protocol.CloseUnauthorized, legit, func(ctx context.Context, j *jobplay.Job, i int) error {
+			return j.SendRaw(ctx, []byte(hello(fmt.Sprintf("wrong-%d", i))))
 		}},
-		{"another instance's token", protocol.CloseUnauthorized, legit, func(ctx context.Context, c *websocket.Conn, i int) error {
-			return writeText(ctx, c, hello(otherToken))
+		{"another instance's token", protocol.CloseUnauthorized, legit, func(ctx context.Context, j *jobplay.Job, i int) error {
+			return j.SendRaw(ctx, []byte(hello(otherToken)))
 		}},
 		{"no instance at the path", protocol.CloseUnauthorized, func(i int) string { return protocol.Path("nobody", fmt.Sprint(i)) },
-			func(ctx context.Context, c *websocket.Conn, i int) error { return writeText(ctx, c, hello(legitToken)) }},
+			func(ctx context.Context, j *jobplay.Job, i int) error {
+				return j.SendRaw(ctx, []byte(hello(legitToken)))
+			}},
 		{"not an instance path", protocol.CloseUnauthorized, func(i int) string { return fmt.Sprintf("/instances/j%%C3%%28%d/r", i) },
-			func(ctx context.Context, c *websocket.Conn, i int) error { return nil }},
+			func(ctx context.Context, j *jobplay.Job, i int) error { return nil }},
 		{"out-of-phase flood after hello", protocol.CloseProtocolError, floodPath,
 			floodAfterHello(`{"type":"state","payload":{"n":1}}`, "")},
 		{"allowed flood after hello, then garbage", protocol.CloseProtocolError, floodPath,
@@ -105,51 +102,26 @@ func hostileAttacks() []attack {
 	}
 }
 
-func helloAck(ctx context.Context, c *websocket.Conn, token string) error {
-	if err := writeText(ctx, c, hello(token)); err != nil {
-		return err
-	}
-	_, data, err := c.Read(ctx)
-	if err != nil {
-		return fmt.Errorf("no hello-ack: %w", err)
-	}
-	if f, err := protocol.ParseWorkerFrame(data); err != nil || f.Type != protocol.TypeHelloAck {
-		return fmt.Errorf("got %s, want hello-ack", data)
-	}
-	return nil
-}
-
 // runAttack dials, plays the attack and reads until the listener closes
 // the socket, returning the close code it got.
 func runAttack(ctx context.Context, port int, a attack, i int) (websocket.StatusCode, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, fmt.Sprintf("ws://127.0.0.1:%d%s", port, a.path(i)), nil)
+	j, err := jobplay.Connect(ctx, fmt.Sprintf("ws://127.0.0.1:%d%s", port, a.path(i)), nil)
 	if err != nil {
-		return 0, "", fmt.Errorf("dial: %w", err)
-	}
-	defer c.CloseNow()
-	c.SetReadLimit(1 << 20)
-	if err := a.play(ctx, c, i); err != nil {
 		return 0, "", err
 	}
-	for {
-		_, _, err := c.Read(ctx)
-		if err == nil {
-			continue
-		}
-		var ce websocket.CloseError
-		if errors.As(err, &ce) {
-			return ce.Code, ce.Reason, nil
-		}
-		return -1, "", fmt.Errorf("socket ended without a close frame: %w", err)
+	defer j.Close()
+	if err := a.play(ctx, j, i); err != nil {
+		return 0, "", err
 	}
+	return j.Closed(ctx)
 }
 
 // legitClient is the job that stays connected through the attack and keeps
 // receiving what the listener sends it.
 type legitClient struct {
-	c        *websocket.Conn
+	c        *testjob.Job
 	received atomic.Int64
 	done     chan error
 }
@@ -157,14 +129,11 @@ type legitClient struct {
 func connectLegit(t *testing.T, l *jobsocket.Listener) *legitClient {
 	t.Helper()
 	c := dial(t, l, protocol.Path(legitJob, legitRole))
-	write(t, c, hello(legitToken))
-	if f := read(t, c); f.Type != protocol.TypeHelloAck {
-		t.Fatalf("legit job got %+v, want hello-ack", f)
-	}
+	c.Hello(legitToken)
 	lc := &legitClient{c: c, done: make(chan error, 1)}
 	go func() {
 		for {
-			_, data, err := c.Read(context.Background())
+			_, data, err := c.Conn().Read(context.Background())
 			if err != nil {
 				lc.done <- err
 				return
@@ -177,15 +146,6 @@ func connectLegit(t *testing.T, l *jobsocket.Listener) *legitClient {
 		}
 	}()
 	return lc
-}
-
-// heapAfterGC is the live heap once garbage is collected.
-func heapAfterGC() uint64 {
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
 }
 
 // waitGoroutines waits until at most want goroutines run, or 10 s.
@@ -254,14 +214,14 @@ func TestHostileConnections(t *testing.T) {
 		}
 	}
 	lc := connectLegit(t, l)
-	t.Cleanup(func() { lc.c.CloseNow() })
+	t.Cleanup(func() { lc.c.Conn().CloseNow() })
 	// Warm up, then take the baseline with the legitimate job connected.
 	if err := l.Send(context.Background(), legitJob, legitRole, protocol.WorkerFrame{Type: protocol.TypeGetState, MigrationID: "m0"}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
 	baseGoroutines := runtime.NumGoroutine()
-	baseHeap := heapAfterGC()
+	baseHeap := memtest.LiveHeap()
 
 	// The legitimate job keeps working all along: the worker sends it a
 	// frame every 5 ms and it must arrive.
@@ -395,7 +355,7 @@ func TestHostileConnections(t *testing.T) {
 		t.Fatalf("%d goroutines after the attack, %d before\n%s", n, baseGoroutines, stacks())
 	}
 	// A leak of even 1 KiB per connection would show as 10 MB.
-	if heap := heapAfterGC(); heap > baseHeap+8<<20 {
+	if heap := memtest.LiveHeap(); heap > baseHeap+8<<20 {
 		t.Fatalf("live heap %d KiB after the attack, %d KiB before", heap>>10, baseHeap>>10)
 	} else {
 		t.Logf("live heap %d KiB before, %d KiB after; goroutines %d before, %d after", baseHeap>>10, heap>>10, baseGoroutines, runtime.NumGoroutine())
@@ -492,12 +452,11 @@ func TestFloodingJobCannotGrowMemory(t *testing.T) {
 	t.Cleanup(func() { l.Close(); rec.Close() })
 	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
 	c := dial(t, l, "/instances/j/r")
-	write(t, c, hello(token))
-	read(t, c)
+	c.Hello(token)
 	l.Expect("j", "r", protocol.TypeAbort) // abort stays allowed: a flood the phase accepts
 	prefix := `{"type":"abort","reason":"`
 	frame := []byte(prefix + strings.Repeat("x", protocol.MaxFrameBytes-len(prefix)-2) + `"}`)
-	base := heapAfterGC()
+	base := memtest.LiveHeap()
 
 	var peak atomic.Uint64
 	stop := make(chan struct{})
@@ -521,7 +480,7 @@ func TestFloodingJobCannotGrowMemory(t *testing.T) {
 	var sentBytes int64
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) {
-		if err := c.Write(context.Background(), websocket.MessageText, frame); err != nil {
+		if err := c.Conn().Write(context.Background(), websocket.MessageText, frame); err != nil {
 			t.Fatalf("flood write: %v", err)
 		}
 		sentBytes += int64(len(frame))
@@ -564,11 +523,10 @@ func TestJobThatDoesNotReadIsDropped(t *testing.T) {
 	l, ev := MustListener(t, jobsocket.Config{WriteTimeout: 300 * time.Millisecond})
 	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
 	c := dial(t, l, "/instances/j/r")
-	write(t, c, hello(token))
-	read(t, c)
+	c.Hello(token)
 	ev.wait(t, jobsocket.Connected)
 	payload := []byte(`"` + strings.Repeat("p", 60000) + `"`)
-	base := heapAfterGC()
+	base := memtest.LiveHeap()
 	start := time.Now()
 	var sendErr error
 	n := 0
@@ -588,7 +546,7 @@ func TestJobThatDoesNotReadIsDropped(t *testing.T) {
 	if l.Connected("j", "r") {
 		t.Fatal("the slow job is still connected")
 	}
-	if heap := heapAfterGC(); heap > base+16<<20 {
+	if heap := memtest.LiveHeap(); heap > base+16<<20 {
 		t.Fatalf("live heap grew %d MiB buffering for a job that does not read", (heap-base)>>20)
 	}
 	t.Logf("%d frames (%d KiB) fit in the socket buffers before the write timed out: %v", n, n*len(payload)>>10, sendErr)
@@ -608,74 +566,4 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 
 func newBufLogger(b *bytes.Buffer, mu *sync.Mutex) *slog.Logger {
 	return slog.New(slog.NewTextHandler(lockedWriter{mu, b}, nil))
-}
-
-// TestFloodDuringHandover: a source job answers get-state with a flood of
-// the one frame its phase allows (abort, at the 64 KiB cap). The first
-// abort ends the migration, the rollback takes abort off what the job may
-// say, and the next frame closes its socket with 4400: the flood cannot
-// fill the timeline or memory, and the sim carries on.
-func TestFloodDuringHandover(t *testing.T) {
-	s := normsimtest.Start(t, normsimtest.Options{Templates: []string{filepath.Join("..", "..", "templates")}, Runtime: sim.RuntimeExternal})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	api := bench.NewAPI(s.URL, 4)
-	defer api.Close()
-	in, job, err := bench.LaunchConnected(ctx, api, "counter", "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer job.Close()
-	base := heapAfterGC()
-	m, err := api.Migrate(ctx, in.ID, sim.MigrateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := job.Expect(ctx, protocol.TypeGetState); err != nil {
-		t.Fatal(err)
-	}
-	prefix := `{"type":"abort","reason":"`
-	frame := []byte(prefix + strings.Repeat("x", protocol.MaxFrameBytes-len(prefix)-2) + `"}`)
-	// Half a second of flood, without reading: the worker has long closed
-	// the socket, and drains what still comes until the job answers the
-	// close.
-	sent := 0
-	for start := time.Now(); time.Since(start) < 500*time.Millisecond; sent++ {
-		if err := job.SendRaw(ctx, frame); err != nil {
-			break
-		}
-	}
-	code, err := job.WaitClosed(ctx)
-	if err != nil || code != protocol.CloseProtocolError {
-		t.Fatalf("flooding job closed with %d (%v), want 4400", code, err)
-	}
-	done := s.WaitMigration(t, m.ID, 30*time.Second)
-	normsimtest.RequireState(t, done, sim.MigrationAborted)
-	if !strings.Contains(done.Reason, "the source aborted") {
-		t.Fatalf("reason %q", done.Reason)
-	}
-	aborts := 0
-	for _, ev := range done.Events {
-		if ev.Frame != nil && ev.Frame.Type == protocol.TypeAbort && ev.Frame.Direction == "in" {
-			aborts++
-		}
-	}
-	t.Logf("the job sent %d abort frames; the timeline kept %d", sent, aborts)
-	if aborts > 100 {
-		t.Fatalf("the timeline kept %d frames of the flood", aborts)
-	}
-	if heap := heapAfterGC(); heap > base+64<<20 {
-		t.Fatalf("live heap grew %d MiB from one flooding job", (heap-base)>>20)
-	}
-	// The sim carries on: another job hands over normally.
-	in2, job2, err := bench.LaunchConnected(ctx, api, "counter", "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer job2.Close()
-	h, err := bench.PlayHandover(ctx, api, in2.ID, job2, bench.HandoverOptions{To: "b"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.TargetJob.Close()
 }

@@ -5,19 +5,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
+	"github.com/normsim/normsim/internal/testjob"
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/jobsocket"
 )
 
 // connected connects as j/s and waits until the listener has reported it.
-func connected(t *testing.T, l *jobsocket.Listener, ev *events) *websocket.Conn {
+func connected(t *testing.T, l *jobsocket.Listener, ev *events) *testjob.Job {
 	t.Helper()
 	c := dial(t, l, protocol.Path("j", "s"))
-	write(t, c, hello(token))
-	read(t, c)
+	c.Hello(token)
 	ev.wait(t, jobsocket.Connected)
 	return c
 }
@@ -32,27 +30,27 @@ func TestExpiredAsksAreAnsweredLateOnce(t *testing.T) {
 
 	l.Expect("j", "s", protocol.TypeSourceStoppedOutput, protocol.TypeAbort)
 	l.Expire("j", "s")
-	write(t, c, `{"type":"source-stopped-output","payload":1}`)
+	c.SendText(`{"type":"source-stopped-output","payload":1}`)
 	if f := ev.wait(t, jobsocket.Frame); !f.Late || f.Frame.Type != protocol.TypeSourceStoppedOutput {
 		t.Fatalf("got %+v, want a late source-stopped-output", f)
 	}
 	// A newer ask and its answer: what was late is no longer acceptable.
 	l.Expect("j", "s", protocol.TypeState, protocol.TypeStateRefused, protocol.TypeAbort)
-	write(t, c, `{"type":"state","payload":null}`)
+	c.SendText(`{"type":"state","payload":null}`)
 	if f := ev.wait(t, jobsocket.Frame); f.Late || f.Frame.Type != protocol.TypeState {
 		t.Fatalf("got %+v, want an on-time state", f)
 	}
-	write(t, c, `{"type":"abort","reason":"x"}`) // abort stays allowed through the phase
+	c.SendText(`{"type":"abort","reason":"x"}`) // abort stays allowed through the phase
 	if f := ev.wait(t, jobsocket.Frame); f.Late {
 		t.Fatalf("abort in phase flagged late: %+v", f)
 	}
 	l.Expire("j", "s")
-	write(t, c, `{"type":"abort","reason":"crossed"}`)
+	c.SendText(`{"type":"abort","reason":"crossed"}`)
 	if f := ev.wait(t, jobsocket.Frame); !f.Late {
 		t.Fatalf("abort after Expire not flagged late: %+v", f)
 	}
-	write(t, c, `{"type":"abort","reason":"again"}`)
-	if code, reason := closeCode(t, c, 5*time.Second); code != protocol.CloseProtocolError || reason != "frame abort is out of phase" {
+	c.SendText(`{"type":"abort","reason":"again"}`)
+	if code, reason := c.Closed(5 * time.Second); code != protocol.CloseProtocolError || reason != "frame abort is out of phase" {
 		t.Fatalf("a second late abort closed with %d %q, want 4400 out of phase", code, reason)
 	}
 	if d := ev.wait(t, jobsocket.Disconnected); d.ClosedBy != jobsocket.ClosedByWorker || d.Code != protocol.CloseProtocolError {
@@ -66,11 +64,11 @@ func TestDisconnectSaysWhoClosed(t *testing.T) {
 	l, ev := MustListener(t, jobsocket.Config{})
 	l.Register(jobsocket.Registration{JobID: "j", Role: "s", Token: token})
 	c := connected(t, l, ev)
-	c.Close(1000, "")
+	c.Conn().Close(1000, "")
 	if d := ev.wait(t, jobsocket.Disconnected); d.ClosedBy != jobsocket.ClosedByJob || d.Code != 1000 {
 		t.Fatalf("got %+v, want closed by the job with 1000", d)
 	}
-	connected(t, l, ev).CloseNow()
+	connected(t, l, ev).Conn().CloseNow()
 	if d := ev.wait(t, jobsocket.Disconnected); d.ClosedBy != jobsocket.ConnectionLost || d.Code != 1006 {
 		t.Fatalf("got %+v, want a lost connection (1006)", d)
 	}
@@ -86,7 +84,7 @@ func TestHelloBeforeRegistrationWaits(t *testing.T) {
 	defer rec.Close()
 	l, ev := MustListener(t, jobsocket.Config{Registered: registered, Recorder: rec})
 	c := dial(t, l, protocol.Path("j", "s"))
-	write(t, c, hello(token))
+	c.SendText(hello(token))
 	// The listener records a hello as soon as it has read it: from then
 	// on it waits for the registrations.
 	select {
@@ -96,7 +94,7 @@ func TestHelloBeforeRegistrationWaits(t *testing.T) {
 	}
 	l.Register(jobsocket.Registration{JobID: "j", Role: "s", Token: token})
 	close(registered)
-	if f := read(t, c); f.Type != protocol.TypeHelloAck {
+	if f := c.Read(); f.Type != protocol.TypeHelloAck {
 		t.Fatalf("got %+v, want hello-ack once the instance is registered", f)
 	}
 	ev.wait(t, jobsocket.Connected)

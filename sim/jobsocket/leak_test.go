@@ -13,6 +13,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/normsim/normsim/internal/jobplay"
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim/jobsocket"
 )
@@ -64,16 +65,14 @@ func TestAbruptDisconnectsLeakNothing(t *testing.T) {
 			raw = c
 			return c, err
 		})
-		c, _, err := websocket.Dial(ctx, url(i), &websocket.DialOptions{HTTPClient: hc})
+		j, err := jobplay.Connect(ctx, url(i), &websocket.DialOptions{HTTPClient: hc})
 		if err != nil {
 			cancel()
 			t.Fatalf("job %d: %v", i, err)
 		}
-		if err := c.Write(ctx, websocket.MessageText, []byte(hello(token))); err != nil {
-			t.Fatalf("job %d: hello: %v", i, err)
-		}
-		if _, _, err := c.Read(ctx); err != nil {
-			t.Fatalf("job %d: hello-ack: %v", i, err)
+		if err := j.Hello(ctx, token); err != nil {
+			cancel()
+			t.Fatalf("job %d: %v", i, err)
 		}
 		cancel()
 		// Gone without a close frame, as when a job's process dies: its
@@ -93,8 +92,8 @@ func TestAbruptDisconnectsLeakNothing(t *testing.T) {
 		t.Fatalf("%d fds open after %d abrupt disconnects, %d before: the listener leaks their sockets", n, jobs, base)
 	}
 	c := dial(t, l, protocol.Path("j", "r0"))
-	write(t, c, hello(token))
-	if f := read(t, c); f.Type != protocol.TypeHelloAck {
+	c.SendText(hello(token))
+	if f := c.Read(); f.Type != protocol.TypeHelloAck {
 		t.Fatalf("a new job after the flood got %+v", f)
 	}
 }
@@ -179,8 +178,8 @@ func TestSilentFloodFromOneHostLeavesOthersWorking(t *testing.T) {
 		t.Fatalf("refused %d (listener counted %d), want 10", refused, l.Refused())
 	}
 	c := dial(t, l, protocol.Path("j", "r")) // from 127.0.0.1
-	write(t, c, hello(token))
-	if f := read(t, c); f.Type != protocol.TypeHelloAck {
+	c.SendText(hello(token))
+	if f := c.Read(); f.Type != protocol.TypeHelloAck {
 		t.Fatalf("a job from another host during the flood got %+v", f)
 	}
 }

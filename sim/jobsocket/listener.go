@@ -20,89 +20,31 @@ import (
 	"github.com/normsim/normsim/sim"
 )
 
-// EventKind says what happened on a job's socket.
-type EventKind int
-
-// Event kinds.
-const (
-	Connected EventKind = iota + 1
-	Disconnected
-	Frame
+// The listener speaks sim's job-socket types (sim.JobSocket is what it is
+// to the manager); these names are how this package's callers read them.
+type (
+	// EventKind is sim.SocketEventKind.
+	EventKind = sim.SocketEventKind
+	// Event is what the listener tells the manager: sim.SocketEvent.
+	Event = sim.SocketEvent
+	// Closer is sim.Closer.
+	Closer = sim.Closer
+	// Registration is an instance the listener accepts connections for:
+	// sim.SocketRegistration.
+	Registration = sim.SocketRegistration
 )
 
-func (k EventKind) String() string {
-	switch k {
-	case Connected:
-		return "connected"
-	case Disconnected:
-		return "disconnected"
-	case Frame:
-		return "frame"
-	}
-	return "unknown"
-}
-
-// Event is what the listener tells the manager.
-type Event struct {
-	Kind  EventKind
-	Node  string
-	JobID string
-	Role  string
-	At    time.Time
-	// Frame and Size are set for Frame events.
-	Frame protocol.JobFrame
-	Size  int
-	// Late marks a frame that answers an ask which has since expired
-	// (Expire): the job sent it before it could read that the migration
-	// ended. It is no protocol error; the manager records it and ignores it.
-	Late bool
-	// Code and Reason are set for Disconnected events: the close code
-	// (ours or the job's) and why.
-	Code   int
-	Reason string
-	// ClosedBy says who ended the connection, for Disconnected events.
-	ClosedBy Closer
-}
-
-// Closer says which end closed a job's connection.
-type Closer int
-
-// Who closed a connection.
+// Event kinds and closers, as sim names them.
 const (
-	// ClosedByJob: the job sent a close frame.
-	ClosedByJob Closer = iota + 1
-	// ClosedByWorker: the listener closed it (a protocol error, a
-	// replacement, a slow reader, a stop, or a fault).
-	ClosedByWorker
-	// ConnectionLost: the connection ended without a close frame from
-	// either side (the job's process died, or the network went away).
-	ConnectionLost
+	Connected      = sim.SocketConnected
+	Disconnected   = sim.SocketDisconnected
+	Frame          = sim.SocketFrame
+	ClosedByJob    = sim.ClosedByJob
+	ClosedByWorker = sim.ClosedByWorker
+	ConnectionLost = sim.ConnectionLost
 )
 
-func (c Closer) String() string {
-	switch c {
-	case ClosedByJob:
-		return "job"
-	case ClosedByWorker:
-		return "worker"
-	case ConnectionLost:
-		return "lost"
-	}
-	return "unknown"
-}
-
-// Registration is an instance the listener accepts connections for.
-type Registration struct {
-	JobID string
-	Role  string
-	Token string
-	// Migration is set for an instance launched as a migration target: its
-	// hello-ack carries it.
-	Migration *protocol.MigrationRef
-	// InitialState, when set, is sent right after hello-ack, before any other
-	// frame, on every authenticated connection.
-	InitialState *protocol.WorkerFrame
-}
+var _ sim.JobSocket = (*Listener)(nil)
 
 // Config configures a Listener.
 type Config struct {

@@ -3,7 +3,6 @@ package jobsocket_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/normsim/normsim/internal/testjob"
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim/jobsocket"
 )
@@ -61,58 +61,10 @@ func MustListener(t *testing.T, cfg jobsocket.Config) (*jobsocket.Listener, *eve
 	return l, ev
 }
 
-func dial(t *testing.T, l *jobsocket.Listener, path string) *websocket.Conn {
+// dial connects a job to path on l and says nothing yet.
+func dial(t *testing.T, l *jobsocket.Listener, path string) *testjob.Job {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(ctx, fmt.Sprintf("ws://127.0.0.1:%d%s", l.Port(), path), nil)
-	if err != nil {
-		t.Fatalf("dial %s: %v", path, err)
-	}
-	c.SetReadLimit(1 << 20)
-	t.Cleanup(func() { c.CloseNow() })
-	return c
-}
-
-func write(t *testing.T, c *websocket.Conn, s string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := c.Write(ctx, websocket.MessageText, []byte(s)); err != nil {
-		t.Fatalf("write: %v", err)
-	}
-}
-
-func read(t *testing.T, c *websocket.Conn) protocol.WorkerFrame {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_, data, err := c.Read(ctx)
-	if err != nil {
-		t.Fatalf("read: %v", err)
-	}
-	f, err := protocol.ParseWorkerFrame(data)
-	if err != nil {
-		t.Fatalf("worker sent an invalid frame %s: %v", data, err)
-	}
-	return f
-}
-
-// closeCode reads until the socket closes and returns the close status.
-func closeCode(t *testing.T, c *websocket.Conn, within time.Duration) (websocket.StatusCode, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), within)
-	defer cancel()
-	for {
-		_, _, err := c.Read(ctx)
-		if err != nil {
-			var ce websocket.CloseError
-			if errors.As(err, &ce) {
-				return ce.Code, ce.Reason
-			}
-			t.Fatalf("socket ended without a close frame: %v", err)
-		}
-	}
+	return testjob.Connect(t, fmt.Sprintf("ws://127.0.0.1:%d%s", l.Port(), path), nil)
 }
 
 func hello(token string) string { return `{"type":"hello","token":` + mustJSON(token) + `}` }
@@ -125,8 +77,8 @@ func TestHelloAck(t *testing.T) {
 	l, ev := MustListener(t, jobsocket.Config{})
 	l.Register(jobsocket.Registration{JobID: "job 1", Role: "r/1", Token: token})
 	c := dial(t, l, protocol.Path("job 1", "r/1"))
-	write(t, c, hello(token))
-	if f := read(t, c); f.Type != protocol.TypeHelloAck || f.Migration != nil {
+	c.SendText(hello(token))
+	if f := c.Read(); f.Type != protocol.TypeHelloAck || f.Migration != nil {
 		t.Fatalf("got %+v, want a plain hello-ack", f)
 	}
 	got := ev.wait(t, jobsocket.Connected)
@@ -141,12 +93,12 @@ func TestTargetGetsMigrationAndInitialStateFirst(t *testing.T) {
 		Migration:    &protocol.MigrationRef{ID: "m1", Side: "target"},
 		InitialState: &protocol.WorkerFrame{Type: protocol.TypeInitialState, MigrationID: "m1", Payload: json.RawMessage(`{"next": 42}`)}})
 	c := dial(t, l, "/instances/j/t")
-	write(t, c, hello(token))
-	ack := read(t, c)
+	c.SendText(hello(token))
+	ack := c.Read()
 	if ack.Type != protocol.TypeHelloAck || ack.Migration == nil || ack.Migration.ID != "m1" || ack.Migration.Side != "target" {
 		t.Fatalf("hello-ack = %+v", ack)
 	}
-	is := read(t, c)
+	is := c.Read()
 	if is.Type != protocol.TypeInitialState || string(is.Payload) != `{"next": 42}` {
 		t.Fatalf("second frame = %+v (payload %s), want initial-state with the payload unchanged", is, is.Payload)
 	}
@@ -197,14 +149,14 @@ func TestCloseCodes(t *testing.T) {
 				if tt.binary && last { // binary: the last frame is sent as one
 					typ = websocket.MessageBinary
 				}
-				if err := c.Write(context.Background(), typ, []byte(f)); err != nil {
+				if err := c.Conn().Write(context.Background(), typ, []byte(f)); err != nil {
 					break // the listener may already have closed
 				}
 				if i == 0 && f == hello(token) && typ == websocket.MessageText && tt.path == "/instances/j/r" {
-					read(t, c) // hello-ack
+					c.Read() // hello-ack
 				}
 			}
-			code, reason := closeCode(t, c, 10*time.Second)
+			code, reason := c.Closed(10 * time.Second)
 			if code != tt.code {
 				t.Fatalf("close code %d (%q), want %d", code, reason, tt.code)
 			}
@@ -219,15 +171,14 @@ func TestFrameCapBoundary(t *testing.T) {
 	l, ev := MustListener(t, jobsocket.Config{})
 	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
 	c := dial(t, l, "/instances/j/r")
-	write(t, c, hello(token))
-	read(t, c)
+	c.Hello(token)
 	l.Expect("j", "r", protocol.TypeAbort)
 	prefix := `{"type":"abort","reason":"`
 	frame := prefix + strings.Repeat("x", protocol.MaxFrameBytes-len(prefix)-2) + `"}`
 	if len(frame) != 65536 {
 		t.Fatalf("frame is %d bytes", len(frame))
 	}
-	write(t, c, frame)
+	c.SendText(frame)
 	got := ev.wait(t, jobsocket.Frame)
 	if got.Size != 65536 || got.Frame.Type != protocol.TypeAbort {
 		t.Fatalf("65,536-byte frame not accepted: %+v", got)
@@ -239,7 +190,7 @@ func TestNoHelloTimesOutWith4401(t *testing.T) {
 	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
 	c := dial(t, l, "/instances/j/r")
 	start := time.Now()
-	code, _ := closeCode(t, c, 10*time.Second)
+	code, _ := c.Closed(10 * time.Second)
 	if code != protocol.CloseUnauthorized {
 		t.Fatalf("close code %d, want 4401", code)
 	}
@@ -252,20 +203,18 @@ func TestNewerConnectionReplacesOlder(t *testing.T) {
 	l, ev := MustListener(t, jobsocket.Config{})
 	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
 	old := dial(t, l, "/instances/j/r")
-	write(t, old, hello(token))
-	read(t, old)
+	old.Hello(token)
 	ev.wait(t, jobsocket.Connected)
 	newer := dial(t, l, "/instances/j/r")
-	write(t, newer, hello(token))
-	read(t, newer)
-	if code, _ := closeCode(t, old, 5*time.Second); code != protocol.CloseReplaced {
+	newer.Hello(token)
+	if code, _ := old.Closed(5 * time.Second); code != protocol.CloseReplaced {
 		t.Fatalf("old connection closed with %d, want 4409", code)
 	}
 	// The newer one is the instance's connection: frames go to it.
 	if err := l.Send(context.Background(), "j", "r", protocol.WorkerFrame{Type: protocol.TypeGetState, MigrationID: "m"}); err != nil {
 		t.Fatal(err)
 	}
-	if f := read(t, newer); f.Type != protocol.TypeGetState {
+	if f := newer.Read(); f.Type != protocol.TypeGetState {
 		t.Fatalf("newer got %+v", f)
 	}
 	if !l.Connected("j", "r") {
@@ -277,17 +226,16 @@ func TestExpectedFramesReachManagerAndOthersClose(t *testing.T) {
 	l, ev := MustListener(t, jobsocket.Config{})
 	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
 	c := dial(t, l, "/instances/j/r")
-	write(t, c, hello(token))
-	read(t, c)
+	c.Hello(token)
 	l.Expect("j", "r", protocol.TypeState, protocol.TypeStateRefused, protocol.TypeAbort)
-	write(t, c, `{"type":"state","payload":{"b":1,  "a":[1.50,2e3]},"Payload":9,"extra":1e400}`)
+	c.SendText(`{"type":"state","payload":{"b":1,  "a":[1.50,2e3]},"Payload":9,"extra":1e400}`)
 	got := ev.wait(t, jobsocket.Frame)
 	if string(got.Frame.Payload) != `{"b":1,  "a":[1.50,2e3]}` {
 		t.Fatalf("payload = %s, want the bytes unchanged", got.Frame.Payload)
 	}
 	// A second answer to the same ask is out of phase.
-	write(t, c, `{"type":"state","payload":null}`)
-	if code, reason := closeCode(t, c, 5*time.Second); code != protocol.CloseProtocolError || !strings.Contains(reason, "out of phase") {
+	c.SendText(`{"type":"state","payload":null}`)
+	if code, reason := c.Closed(5 * time.Second); code != protocol.CloseProtocolError || !strings.Contains(reason, "out of phase") {
 		t.Fatalf("close %d %q, want 4400 out of phase", code, reason)
 	}
 	d := ev.wait(t, jobsocket.Disconnected)
@@ -300,10 +248,9 @@ func TestUnregisterClosesNormally(t *testing.T) {
 	l, _ := MustListener(t, jobsocket.Config{})
 	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
 	c := dial(t, l, "/instances/j/r")
-	write(t, c, hello(token))
-	read(t, c)
+	c.Hello(token)
 	l.Unregister("j", "r")
-	if code, _ := closeCode(t, c, 5*time.Second); code != websocket.StatusNormalClosure {
+	if code, _ := c.Closed(5 * time.Second); code != websocket.StatusNormalClosure {
 		t.Fatalf("close code %d, want 1000", code)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 	gorilla "github.com/gorilla/websocket"
 
+	"github.com/normsim/normsim/internal/testjob"
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim/jobsocket"
 )
@@ -47,15 +48,7 @@ const peerTimeout = 30 * time.Second
 var peerLibs = []peerLib{
 	{"coder", func(t *testing.T, url string, _ int) peer {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), peerTimeout)
-		defer cancel()
-		c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled})
-		if err != nil {
-			t.Fatalf("coder dial: %v", err)
-		}
-		c.SetReadLimit(1 << 20)
-		t.Cleanup(func() { c.CloseNow() })
-		return coderPeer{c}
+		return coderPeer{testjob.Connect(t, url, nil).Conn()}
 	}},
 	{"gorilla", func(t *testing.T, url string, frame int) peer {
 		t.Helper()

@@ -65,10 +65,12 @@ type Capture struct {
 	failed   bool                    // the last write failed (logged once)
 }
 
-// overflowRun is a run of lines of one instance the queue refused.
+// overflowRun is a run of lines of one instance the queue refused or the
+// store failed to write.
 type overflowRun struct {
 	service     string
 	n           int64
+	unstored    int64 // of n, lines whose write failed
 	first, last time.Time
 }
 
@@ -94,15 +96,38 @@ func (c *Capture) CaptureLog(l sim.LogLine) {
 		return
 	}
 	c.mu.Lock()
+	c.refuse(l, false)
+	c.mu.Unlock()
+	c.settle(1)
+}
+
+// refuse counts a line that is not kept into its instance's run, to be
+// marked and counted with the next write. c.mu is held.
+func (c *Capture) refuse(l sim.LogLine, unstored bool) {
 	o := c.overflow[l.Instance]
 	if o == nil {
-		o = &overflowRun{service: l.Service, first: l.At}
+		o = &overflowRun{service: l.Service, first: l.At, last: l.At}
 		c.overflow[l.Instance] = o
 	}
 	o.n++
-	o.last = l.At
-	c.mu.Unlock()
-	c.settle(1)
+	if unstored {
+		o.unstored++
+	}
+	o.first, o.last = minTime(o.first, l.At), maxTime(o.last, l.At)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // Hold defers the store writes until release (or sim.MaxLogHold); lines
@@ -155,6 +180,15 @@ func (c *Capture) write(lines []sim.LogLine) {
 	defer cancel()
 	err := c.store.AppendLogs(ctx, lines)
 	c.report(err, len(lines))
+	if err != nil {
+		// Not kept, so counted and marked like lines the queue refused,
+		// once the store writes again.
+		c.mu.Lock()
+		for _, l := range lines {
+			c.refuse(l, true)
+		}
+		c.mu.Unlock()
+	}
 	c.markOverflow(ctx)
 	c.settle(int64(len(lines)))
 }
@@ -169,14 +203,31 @@ func (c *Capture) markOverflow(ctx context.Context) {
 	}
 	c.mu.Unlock()
 	for inst, o := range runs {
+		why := "they came faster than the store could keep them"
+		switch {
+		case o.unstored == o.n:
+			why = "the store failed to write them"
+		case o.unstored > 0:
+			why = fmt.Sprintf("they came faster than the store could keep them, or (%d of them) the store failed to write them", o.unstored)
+		}
 		mark := sim.LogLine{Instance: inst, Service: o.service, Stream: sim.StreamNormsim, At: o.first,
-			Text: fmt.Sprintf("normsim: %d line(s) printed between %s and %s were dropped here: they came faster than the store could keep them",
-				o.n, o.first.UTC().Format(time.RFC3339Nano), o.last.UTC().Format(time.RFC3339Nano))}
+			Text: fmt.Sprintf("normsim: %d line(s) printed between %s and %s were dropped here: %s",
+				o.n, o.first.UTC().Format(time.RFC3339Nano), o.last.UTC().Format(time.RFC3339Nano), why)}
 		err := c.store.AppendLogs(ctx, []sim.LogLine{mark})
 		if err == nil {
 			err = c.store.CountOverflow(ctx, inst, o.n)
 		}
 		c.report(err, 1)
+		if err != nil {
+			// Still not marked: keep the run for the next write.
+			c.mu.Lock()
+			if cur := c.overflow[inst]; cur != nil {
+				o.n, o.unstored = o.n+cur.n, o.unstored+cur.unstored
+				o.first, o.last = minTime(o.first, cur.first), maxTime(o.last, cur.last)
+			}
+			c.overflow[inst] = o
+			c.mu.Unlock()
+		}
 	}
 }
 

@@ -127,3 +127,64 @@ func TestHoldDefersWritesNotCapture(t *testing.T) {
 		t.Fatalf("a hold past sim.MaxLogHold still holds: %+v", p.Lines)
 	}
 }
+
+// failingStore is a real store whose first log write fails, as one that
+// timed out under load would.
+type failingStore struct {
+	*sqlite.Store
+	mu    sync.Mutex
+	fails int
+}
+
+func (f *failingStore) AppendLogs(ctx context.Context, lines []sim.LogLine) error {
+	f.mu.Lock()
+	fail := f.fails > 0
+	f.fails--
+	f.mu.Unlock()
+	if fail {
+		return context.DeadlineExceeded
+	}
+	return f.Store.AppendLogs(ctx, lines)
+}
+
+// TestFailedWriteIsCountedAndMarked: the lines of a batch the store failed
+// to write are counted as overflowed and marked with why, once the store
+// writes again; kept plus counted is what was printed.
+func TestFailedWriteIsCountedAndMarked(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, sqlite.Memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// The batch write and the marker after it fail; the next write works.
+	f := &failingStore{Store: st, fails: 2}
+	c := logcap.New(logcap.Config{Store: f})
+	defer c.Close()
+	const first = 50
+	for i := range first {
+		c.CaptureLog(sim.LogLine{Instance: "i1", Service: "app", Stream: sim.StreamStdout, At: time.Now(), Text: fmt.Sprint(i)})
+	}
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.CaptureLog(sim.LogLine{Instance: "i1", Service: "app", Stream: sim.StreamStdout, At: time.Now(), Text: "after"})
+	p, err := c.Read(ctx, sim.LogQuery{Instance: "i1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept, marks int
+	for _, l := range p.Lines {
+		if l.Stream == sim.StreamNormsim {
+			marks++
+			if !strings.Contains(l.Text, "the store failed to write them") || !strings.Contains(l.Text, fmt.Sprintf("%d line(s)", first)) {
+				t.Errorf("marker %q", l.Text)
+			}
+			continue
+		}
+		kept++
+	}
+	if kept != 1 || marks != 1 || p.Lost.Overflowed != first {
+		t.Fatalf("kept %d, marks %d, overflowed %d; want 1, 1 and %d", kept, marks, p.Lost.Overflowed, first)
+	}
+}

@@ -39,7 +39,7 @@ func TestMigrateRightAfterHelloAck(t *testing.T) {
 		nodes = append(nodes, manager.Node{Node: sim.Node{Name: name, SocketPort: l.Port()}, Socket: l})
 	}
 	mgr = manager.New(manager.Config{Nodes: nodes, Store: store, Catalog: catalog,
-		Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: manager.External{}}, DefaultRuntime: sim.RuntimeExternal})
+		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: manager.External{}}, Default: sim.RuntimeExternal}})
 	defer mgr.Close()
 
 	in, err := mgr.Launch(ctx, sim.LaunchRequest{Template: "counter", Node: "a"})

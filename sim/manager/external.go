@@ -34,3 +34,15 @@ func (External) Logs(_ context.Context, id string, _ bool, w io.Writer) error {
 
 // Close does nothing.
 func (External) Close(context.Context, bool) error { return nil }
+
+// Recover adopts every external instance that had not ended: there is
+// nothing to take back, the developer's job reconnects by itself.
+func (External) Recover(_ context.Context, _ string, stored []sim.Instance) (map[string]sim.Recovery, error) {
+	out := map[string]sim.Recovery{}
+	for _, in := range stored {
+		if !in.State.Terminal() {
+			out[in.ID] = sim.Recovery{Adopted: true}
+		}
+	}
+	return out, nil
+}

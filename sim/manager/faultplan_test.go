@@ -36,7 +36,7 @@ func (w *fakeWay) hold(d time.Duration, what string) {
 
 // fakeSocket records the sockets a fault drops; nothing else may be called.
 type fakeSocket struct {
-	Socket
+	sim.JobSocket
 	calls []string
 }
 
@@ -70,10 +70,8 @@ func newPlanRun(t *testing.T, phase sim.Phase, faults ...sim.Fault) *planRun {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	pr := &planRun{srcSock: &fakeSocket{}, tgSock: &fakeSocket{}, srcRuntime: &fakeSignaler{}, tgtRuntime: &fakeSignaler{}}
-	known := make(chan struct{})
-	close(known)
 	m := &Manager{now: func() time.Time { return time.Unix(0, 0) }, ctx: ctx,
-		rts: RuntimeSet{Runtimes: map[string]sim.Runtime{"fake": pr.srcRuntime}}, rtsKnown: known}
+		cfg: Config{Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{"fake": pr.srcRuntime}}}}
 	t.Cleanup(m.wg.Wait)
 	pr.r = &run{m: m, id: "mig-1", src: sim.Instance{ID: "src-1", JobID: "job-1", Runtime: "fake"}, tgtID: "tgt-1",
 		srcNode: &Node{Socket: pr.srcSock}, tgtNode: &Node{Socket: pr.tgSock}, rt: pr.tgtRuntime,

@@ -20,7 +20,7 @@ func TestInstanceIDsNeverCollide(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}, {Node: sim.Node{Name: "b"}}}, Store: store, Catalog: RepoCatalog(t),
-		Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: External{}}, DefaultRuntime: sim.RuntimeExternal})
+		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: External{}}, Default: sim.RuntimeExternal}})
 	defer m.Close()
 
 	draws := []string{"000001", "000001", "000002", "000003"}

@@ -2,6 +2,8 @@ package manager
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -235,16 +237,23 @@ func (j *journal) Flush() {
 }
 
 // Close writes what is queued and stops. What the store still cannot take
-// then is lost, and logged as such.
-func (j *journal) Close() {
+// then is lost, logged as such, and Close's error.
+func (j *journal) Close() error {
 	close(j.stop)
 	j.retried.Wait()
 	j.queue.Close()
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if n := len(j.held); n > 0 {
-		j.lost += int64(n)
-		j.log.Error("normsim stopped while the store could not write: records lost", "lost", n, "err", j.failing)
-		j.held = nil
+	n := len(j.held)
+	if n == 0 {
+		return nil
 	}
+	j.lost += int64(n)
+	j.log.Error("normsim stopped while the store could not write: records lost", "lost", n, "err", j.failing)
+	j.held = nil
+	why := j.failing
+	if why == nil {
+		why = errors.New("the store was failing")
+	}
+	return fmt.Errorf("close the journal: %d records lost, the store could not write them: %w", n, why)
 }

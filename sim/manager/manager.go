@@ -12,34 +12,18 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
-	"github.com/normsim/normsim/sim/jobsocket"
 )
-
-// Socket is a node's job-socket listener as the manager uses it
-// (*jobsocket.Listener implements it).
-type Socket interface {
-	Register(jobsocket.Registration)
-	Unregister(jobID, role string)
-	Expect(jobID, role string, types ...string)
-	Expire(jobID, role string)
-	Disconnect(jobID, role string, code int, reason string)
-	Connected(jobID, role string) bool
-	Drop(jobID, role string)
-	SendRaw(ctx context.Context, jobID, role, typ string, data []byte) error
-}
 
 // Node is a simulated worker node; Socket is nil without a listener.
 type Node struct {
 	sim.Node
-	Socket Socket
+	Socket sim.JobSocket
 }
 
 // socketConnected reports whether the instance's job is connected to this
@@ -48,32 +32,18 @@ func (n *Node) socketConnected(in sim.Instance) bool {
 	return n != nil && n.Socket != nil && n.Socket.Connected(in.JobID, in.Role)
 }
 
-// OutputSink is where jobs send output (the sink package implements it).
-type OutputSink interface {
-	Packets(jobID string, since time.Time) []sim.Packet
-	Seen(jobID string) bool
-	Watch(jobID string) (<-chan struct{}, func())
-	// Unreadable counts the datagrams since then it could not read.
-	Unreadable(jobID string, since time.Time) *sim.UnreadablePackets
-	// Forget drops what the sink holds of a job.
-	Forget(jobID string)
-}
-
 // Config configures a Manager.
 type Config struct {
-	Nodes    []Node
-	Store    sim.Store
-	Catalog  sim.Catalog
-	Runtimes map[string]sim.Runtime
-	// DefaultRuntime is used when a launch names none.
-	DefaultRuntime string
-	// RuntimesLater, when set, delivers the runtimes and the default after
-	// New returns, in place of the two fields above: normsim up learns
-	// whether a Docker engine answers after it is ready. Whatever needs a
-	// runtime waits for them.
-	RuntimesLater <-chan RuntimeSet
-	Bus           *sim.Bus
-	Sink          OutputSink
+	Nodes   []Node
+	Store   sim.Store
+	Catalog sim.Catalog
+	// Runtimes are the runtimes and the default one (a sim.RuntimeSet, or
+	// start-up's registry that knows them later); whatever needs a runtime
+	// waits for them. The external runtime is always among them; nil
+	// leaves it the only one.
+	Runtimes sim.RuntimeRegistry
+	Bus      *sim.Bus
+	Sink     sim.OutputSink
 	// OutputEnv is added to every launch's env for each runtime (the sink's
 	// address as a job of that runtime reaches it).
 	OutputEnv    func(runtime string) map[string]string
@@ -94,13 +64,6 @@ type Config struct {
 	Now    func() time.Time
 }
 
-// RuntimeSet is the runtimes a manager launches with, by name, and the one
-// a launch that names none uses.
-type RuntimeSet struct {
-	Runtimes map[string]sim.Runtime
-	Default  string
-}
-
 // Manager is the simulated manager.
 type Manager struct {
 	cfg   Config
@@ -109,12 +72,11 @@ type Manager struct {
 	nodes map[string]*Node
 	order []string
 
-	// rts is set once, before rtsKnown is closed; read it through runtimes.
-	rts      RuntimeSet
-	rtsKnown chan struct{}
+	// rts is set once, by rtsOnce; read it through runtimes.
+	rts     sim.RuntimeSet
+	rtsOnce sync.Once
 
 	journal *journal
-	engine  atomic.Pointer[sim.Engine]
 
 	mu         sync.Mutex
 	instances  map[string]*instance
@@ -158,19 +120,7 @@ func New(cfg Config) *Manager {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{cfg: cfg, log: cfg.Logger, now: cfg.Now, nodes: map[string]*Node{},
 		instances: map[string]*instance{}, migrations: map[string]*run{}, byJob: map[string]*run{},
-		byInstance: map[string]*run{}, ended: map[string]*run{}, jobs: map[string]int{}, drawn: map[string]bool{}, ctx: ctx, cancel: cancel, rtsKnown: make(chan struct{})}
-	if cfg.RuntimesLater == nil {
-		m.setRuntimes(RuntimeSet{Runtimes: cfg.Runtimes, Default: cfg.DefaultRuntime})
-	} else {
-		go func() {
-			var set RuntimeSet // closed before they came: external only
-			select {
-			case set = <-cfg.RuntimesLater:
-			case <-ctx.Done():
-			}
-			m.setRuntimes(set)
-		}()
-	}
+		byInstance: map[string]*run{}, ended: map[string]*run{}, jobs: map[string]int{}, drawn: map[string]bool{}, ctx: ctx, cancel: cancel}
 	for i := range cfg.Nodes {
 		n := &cfg.Nodes[i]
 		m.nodes[n.Name] = n
@@ -189,25 +139,26 @@ func (m *Manager) Store() sim.Store { return m.cfg.Store }
 // Catalog is the template catalog.
 func (m *Manager) Catalog() sim.Catalog { return m.cfg.Catalog }
 
-// setRuntimes makes set the manager's runtimes, external always among them.
-func (m *Manager) setRuntimes(set RuntimeSet) {
-	rts := maps.Clone(set.Runtimes)
-	if rts == nil {
-		rts = map[string]sim.Runtime{}
-	}
-	if _, ok := rts[sim.RuntimeExternal]; !ok {
-		rts[sim.RuntimeExternal] = External{}
-	}
-	if set.Default == "" {
-		set.Default = sim.RuntimeExternal
-	}
-	m.rts = RuntimeSet{Runtimes: rts, Default: set.Default}
-	close(m.rtsKnown)
-}
-
-// runtimes is the manager's runtime set, waiting until it is known.
-func (m *Manager) runtimes() RuntimeSet {
-	<-m.rtsKnown
+// runtimes is the manager's runtime set, external always among them,
+// waiting until it is known.
+func (m *Manager) runtimes() sim.RuntimeSet {
+	m.rtsOnce.Do(func() {
+		var set sim.RuntimeSet
+		if m.cfg.Runtimes != nil {
+			set = m.cfg.Runtimes.Wait()
+		}
+		rts := maps.Clone(set.Runtimes)
+		if rts == nil {
+			rts = map[string]sim.Runtime{}
+		}
+		if _, ok := rts[sim.RuntimeExternal]; !ok {
+			rts[sim.RuntimeExternal] = External{}
+		}
+		if set.Default == "" {
+			set.Default = sim.RuntimeExternal
+		}
+		m.rts = sim.RuntimeSet{Runtimes: rts, Default: set.Default}
+	})
 	return m.rts
 }
 
@@ -221,7 +172,10 @@ func (m *Manager) Runtimes() []string {
 
 // Nodes lists the nodes in order.
 func (m *Manager) Nodes() []sim.Node {
-	engine := m.engine.Load()
+	var engine *sim.Engine
+	if m.cfg.Runtimes != nil {
+		engine = m.cfg.Runtimes.Engine()
+	}
 	out := make([]sim.Node, 0, len(m.order))
 	for _, name := range m.order {
 		n := m.nodes[name].Node
@@ -230,9 +184,6 @@ func (m *Manager) Nodes() []sim.Node {
 	}
 	return out
 }
-
-// SetEngine names the Docker engine the nodes run containers on.
-func (m *Manager) SetEngine(e *sim.Engine) { m.engine.Store(e) }
 
 // Node returns a node or ENotFound.
 func (m *Manager) Node(name string) (sim.Node, error) {
@@ -243,12 +194,13 @@ func (m *Manager) Node(name string) (sim.Node, error) {
 	return n.Node, nil
 }
 
-// Close stops every running migration's goroutine and flushes the journal.
-// Instances keep running: the app decides whether runtimes remove them.
-func (m *Manager) Close() {
+// Close stops every running migration's goroutine and flushes the journal;
+// its error is what the store could not keep. Instances keep running: the
+// app decides whether runtimes remove them.
+func (m *Manager) Close() error {
 	m.Interrupt()
 	m.wg.Wait()
-	m.journal.Close()
+	return m.journal.Close()
 }
 
 // Interrupt ends every running migration now (as interrupted: rolled back
@@ -546,7 +498,7 @@ func (m *Manager) launch(ctx context.Context, req LaunchRequest, o launchOpts) (
 	m.mu.Unlock()
 
 	if node.Socket != nil {
-		reg := jobsocket.Registration{JobID: jobID, Role: id, Token: inst.Token}
+		reg := sim.SocketRegistration{JobID: jobID, Role: id, Token: inst.Token}
 		if o.handoverTarget {
 			reg.Migration = &protocol.MigrationRef{ID: o.migrationID, Side: "target"}
 		}
@@ -688,9 +640,10 @@ func (m *Manager) start(ctx context.Context, in *instance, rt sim.Runtime) error
 	m.mu.Lock()
 	m.setStateLocked(in, sim.InstanceStarting, "")
 	m.mu.Unlock()
-	if _, ok := rt.(HostProcessRunner); ok {
-		// Host processes outlive a killed normsim: the instance is in the
-		// store before they exist, so a restart can find them by its ID.
+	if _, ok := rt.(sim.RefRecorder); ok {
+		// Its services outlive a killed normsim (host processes): the
+		// instance is in the store before they exist, so a restart can
+		// find them by its ID.
 		m.journal.Flush()
 	}
 	err := rt.Start(ctx, in.ID)
@@ -699,11 +652,11 @@ func (m *Manager) start(ctx context.Context, in *instance, rt sim.Runtime) error
 		bound = boundPorts(ctx, rt, in.ID, in.Published)
 	}
 	err = explainPortInUse(err, in.Published)
-	pids := false
+	refs := false
 	defer func() {
-		// Host processes outlive a killed normsim: their pids are in the
+		// What the runtime recorded (host processes' pids) is in the
 		// store before Start returns, so a restart can stop them.
-		if pids {
+		if refs {
 			m.journal.Flush()
 		}
 	}()
@@ -716,16 +669,13 @@ func (m *Manager) start(ctx context.Context, in *instance, rt sim.Runtime) error
 	if bound != nil {
 		in.Published = bound
 	}
-	if hp, ok := rt.(HostProcessRunner); ok {
-		if in.RuntimeRef == nil {
-			in.RuntimeRef = map[string]string{}
-		}
-		for svc, p := range hp.Processes(in.ID) {
-			in.RuntimeRef["pid:"+svc] = strconv.Itoa(p.Pid)
-			if p.Started != "" {
-				in.RuntimeRef["started:"+svc] = p.Started
+	if rr, ok := rt.(sim.RefRecorder); ok {
+		if ref := rr.RuntimeRef(in.ID); len(ref) > 0 {
+			if in.RuntimeRef == nil {
+				in.RuntimeRef = map[string]string{}
 			}
-			pids = true
+			maps.Copy(in.RuntimeRef, ref)
+			refs = true
 		}
 	}
 	journaled := false
@@ -736,8 +686,8 @@ func (m *Manager) start(ctx context.Context, in *instance, rt sim.Runtime) error
 			m.changedLocked(in)
 		}
 	}
-	if pids && !journaled {
-		m.changedLocked(in) // the pids, whatever the state
+	if refs && !journaled {
+		m.changedLocked(in) // the RuntimeRef, whatever the state
 	}
 	if in.State != sim.InstanceRunning {
 		return fmt.Errorf("instance %s is %s: %s", in.ID, in.State, in.Error)
@@ -893,13 +843,10 @@ func (in *instance) allHealthy() bool {
 	return true
 }
 
-// SocketEvent is what a node's listener tells the manager.
-type SocketEvent = jobsocket.Event
-
 // OnSocketEvent is every listener's event callback. It runs on the
 // connection's goroutine: frames of a handover are relayed right here, the
 // rest is handed to the migration's goroutine.
-func (m *Manager) OnSocketEvent(ev SocketEvent) {
+func (m *Manager) OnSocketEvent(ev sim.SocketEvent) {
 	m.mu.Lock()
 	in, ok := m.instances[ev.Role]
 	if !ok || in.JobID != ev.JobID {
@@ -907,8 +854,8 @@ func (m *Manager) OnSocketEvent(ev SocketEvent) {
 		return
 	}
 	switch ev.Kind {
-	case jobsocket.Connected, jobsocket.Disconnected:
-		c := ev.Kind == jobsocket.Connected
+	case sim.SocketConnected, sim.SocketDisconnected:
+		c := ev.Kind == sim.SocketConnected
 		if in.Connected != c {
 			in.Connected = c
 			m.changedLocked(in)
@@ -921,7 +868,7 @@ func (m *Manager) OnSocketEvent(ev SocketEvent) {
 	switch {
 	case r != nil:
 		r.onSocket(ev)
-	case ended != nil && ev.Kind == jobsocket.Frame:
+	case ended != nil && ev.Kind == sim.SocketFrame:
 		ended.late(ev)
 	}
 }

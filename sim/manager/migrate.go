@@ -14,7 +14,6 @@ import (
 
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
-	"github.com/normsim/normsim/sim/jobsocket"
 )
 
 // MigrateRequest is sim.MigrateRequest.
@@ -80,7 +79,7 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 	}
 	if strategy == sim.Handover {
 		if !toNode.HasJobSocket() {
-			return nil, sim.Errorf(sim.EUnprocessable, "handover needs a target node with %s; node %s runs without a job socket", sim.CapabilityJobSocket, to)
+			return nil, sim.Errorf(sim.EUnprocessable, "handover needs a target node with %s; node %s runs without a job socket", protocol.Capability, to)
 		}
 		// The listener tells the manager of a connection just after it
 		// writes hello-ack, so a job that asks to migrate the moment it
@@ -279,7 +278,7 @@ const (
 type runEvent struct {
 	kind     runEventKind
 	instance string
-	socket   jobsocket.Event
+	socket   sim.SocketEvent
 	runtime  sim.RuntimeEvent
 	reason   string
 }
@@ -459,9 +458,9 @@ func frameDetail(f protocol.JobFrame) string {
 // onSocket runs on the listener's goroutine. The two cutover relays happen
 // right here so a handover's hot path is one read and one write; the
 // timeline is recorded through the journal, off that path.
-func (r *run) onSocket(ev jobsocket.Event) {
+func (r *run) onSocket(ev sim.SocketEvent) {
 	side := r.sideOf(ev.Role)
-	if ev.Kind != jobsocket.Frame {
+	if ev.Kind != sim.SocketFrame {
 		r.handleSocket(ev, side, false)
 		return
 	}
@@ -479,7 +478,7 @@ func (r *run) onSocket(ev jobsocket.Event) {
 // once the run's lock is let go.
 type inbound struct {
 	r        *run
-	ev       jobsocket.Event
+	ev       sim.SocketEvent
 	side     string
 	recorded bool
 	then     []func() // run after the lock is let go
@@ -518,13 +517,13 @@ func (w *inbound) hold(d time.Duration, what string) {
 // late records a frame that arrived after the migration was bound to end:
 // the job sent it before it could read the abort (or the end) on the wire.
 // It is not a protocol error, and nothing acts on it.
-func (r *run) late(ev jobsocket.Event) {
+func (r *run) late(ev sim.SocketEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.lateLocked(ev, r.sideOf(ev.Role))
 }
 
-func (r *run) lateLocked(ev jobsocket.Event, side string) {
+func (r *run) lateLocked(ev sim.SocketEvent, side string) {
 	f := ev.Frame
 	r.recordLocked(r.phase, side, fmt.Sprintf("late %s from the %s: it crossed the end of the migration on the wire; ignored", frameDetail(f), side),
 		frameInfo(dirIn, f.Type, ev.Size, payloadOf(f)))
@@ -544,10 +543,10 @@ func (r *run) onRuntime(ev sim.RuntimeEvent) {
 // handleSocket records a socket event (a frame unless recorded already),
 // relays the cutover frames, and hands the event to the migration's
 // goroutine.
-func (r *run) handleSocket(ev jobsocket.Event, side string, recorded bool) {
+func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool) {
 	r.mu.Lock()
 	var step frameStep
-	if ev.Kind == jobsocket.Frame {
+	if ev.Kind == sim.SocketFrame {
 		step = stepFrame(r.phase, ev.Late || r.ending, side, ev.Frame.Type)
 	}
 	if step.late {
@@ -557,7 +556,7 @@ func (r *run) handleSocket(ev jobsocket.Event, side string, recorded bool) {
 	}
 	r.deferLocked()
 	switch ev.Kind {
-	case jobsocket.Frame:
+	case sim.SocketFrame:
 		f := ev.Frame
 		if !recorded {
 			r.recordLocked(r.phase, side, frameDetail(f), frameInfo(dirIn, f.Type, ev.Size, payloadOf(f)))
@@ -586,7 +585,7 @@ func (r *run) handleSocket(ev jobsocket.Event, side string, recorded bool) {
 			r.applySentAt = r.m.now()
 			r.deliverLocked(r.tgtID, r.tgtNode, relay, step.expect...)
 		}
-	case jobsocket.Connected:
+	case sim.SocketConnected:
 		r.noteLocked(sim.TimelineConnected, r.phase, side, "connected (hello accepted)")
 		if side == sideTarget && r.initialState != nil {
 			// The listener wrote hello-ack and initial-state before it told
@@ -597,12 +596,12 @@ func (r *run) handleSocket(ev jobsocket.Event, side string, recorded bool) {
 				frameInfo(dirOut, protocol.TypeInitialState, r.initialSize, r.initialState))
 			r.fireOnLocked(protocol.TypeInitialState)
 		}
-	case jobsocket.Disconnected:
+	case sim.SocketDisconnected:
 		r.ending = true
 		r.noteLocked(sim.TimelineSocketClosed, r.phase, side, socketClosed(ev))
 	}
 	r.flushLocked()
-	if ev.Kind == jobsocket.Frame {
+	if ev.Kind == sim.SocketFrame {
 		r.fireOnLocked(ev.Frame.Type)
 	}
 	// Posted under mu, like the relay above: the job's answer to a relayed
@@ -765,15 +764,15 @@ func (r *run) disruption(ev runEvent) error {
 	switch ev.kind {
 	case evSocket:
 		switch ev.socket.Kind {
-		case jobsocket.Frame:
+		case sim.SocketFrame:
 			if ev.socket.Frame.Type == protocol.TypeAbort {
 				return endf("the %s aborted: %s", side, ev.socket.Frame.Reason)
 			}
-		case jobsocket.Disconnected:
+		case sim.SocketDisconnected:
 			// A job that crashes drops its socket and exits at about the
 			// same moment; which of the two normsim hears first is a race.
 			// The exit is the better reason, so wait briefly for it.
-			if ev.socket.ClosedBy == jobsocket.ClosedByWorker {
+			if ev.socket.ClosedBy == sim.ClosedByWorker {
 				// normsim closed it on purpose (a protocol error, a
 				// fault): the job did not crash.
 				return endf("%s on %s", socketDropped(side, ev.socket), r.currentPhase())
@@ -868,22 +867,22 @@ func closeText(code int, reason string) string {
 }
 
 // socketClosed is the timeline entry of a closed socket: who closed it.
-func socketClosed(ev jobsocket.Event) string {
+func socketClosed(ev sim.SocketEvent) string {
 	switch ev.ClosedBy {
-	case jobsocket.ClosedByWorker:
+	case sim.ClosedByWorker:
 		return "socket closed by normsim with " + closeText(ev.Code, ev.Reason)
-	case jobsocket.ConnectionLost:
+	case sim.ConnectionLost:
 		return fmt.Sprintf("connection lost without a close frame (%d)", ev.Code)
 	}
 	return "socket closed by the job with " + closeText(ev.Code, ev.Reason)
 }
 
 // socketDropped is why a lost socket ends a migration, naming who closed it.
-func socketDropped(side string, ev jobsocket.Event) string {
+func socketDropped(side string, ev sim.SocketEvent) string {
 	switch ev.ClosedBy {
-	case jobsocket.ClosedByWorker:
+	case sim.ClosedByWorker:
 		return fmt.Sprintf("normsim closed the %s's socket with %s", side, closeText(ev.Code, ev.Reason))
-	case jobsocket.ConnectionLost:
+	case sim.ConnectionLost:
 		return fmt.Sprintf("the %s's connection was lost without a close frame (%d)", side, ev.Code)
 	}
 	return fmt.Sprintf("the %s closed its socket with %s", side, closeText(ev.Code, ev.Reason))
@@ -891,7 +890,7 @@ func socketDropped(side string, ev jobsocket.Event) string {
 
 func isFrame(role, typ string) func(runEvent) bool {
 	return func(ev runEvent) bool {
-		return ev.kind == evSocket && ev.instance == role && ev.socket.Kind == jobsocket.Frame && ev.socket.Frame.Type == typ
+		return ev.kind == evSocket && ev.instance == role && ev.socket.Kind == sim.SocketFrame && ev.socket.Frame.Type == typ
 	}
 }
 
@@ -1062,7 +1061,7 @@ func (r *run) handover(ctx context.Context) error {
 		return err
 	}
 	if _, err := r.await(ctx, "the target to connect", r.timeouts.TargetStart.D(), func(ev runEvent) bool {
-		return ev.kind == evSocket && ev.instance == tgt.ID && ev.socket.Kind == jobsocket.Connected
+		return ev.kind == evSocket && ev.instance == tgt.ID && ev.socket.Kind == sim.SocketConnected
 	}); err != nil {
 		return err
 	}

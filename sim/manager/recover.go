@@ -2,40 +2,72 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/normsim/normsim/sim"
-	"github.com/normsim/normsim/sim/jobsocket"
-	"github.com/normsim/normsim/sim/process"
 )
-
-// Adopter is a runtime that can find what an earlier run of normsim left
-// behind (the Docker runtime, by label).
-type Adopter interface {
-	// Leftovers maps each instance the runtime still holds to whether all its
-	// services are running.
-	Leftovers(ctx context.Context) (map[string]bool, error)
-	Adopt(ctx context.Context, instanceID string) error
-	RemoveInstance(ctx context.Context, instanceID string) error
-}
-
-// HostProcessRunner is a runtime that runs host processes: they are
-// recorded so a restart can stop the ones an earlier run left.
-type HostProcessRunner interface {
-	Processes(instanceID string) map[string]process.Recorded
-}
 
 // Recover reconciles what the store remembers with what still runs: a
 // migration that was running when normsim died is failed with reason
-// "interrupted" (its events kept), container instances still running are
-// adopted, host processes from the earlier run are stopped, anything else
-// still running that nobody knows about is removed.
+// "interrupted" (its events kept); each instance that had not ended is
+// what its runtime's recovery (sim.Recoverer) makes of it: adopted, back
+// under management, or failed with the runtime's reason. What a runtime
+// still holds that nobody knows about is the runtime's to remove.
 func (m *Manager) Recover(ctx context.Context) error {
 	if m.cfg.Store == nil {
 		return nil
 	}
+	if err := m.failInterrupted(ctx); err != nil {
+		return err
+	}
+	stored, err := m.cfg.Store.ListInstances(ctx)
+	if err != nil {
+		return fmt.Errorf("recover instances: %w", err)
+	}
+	recovered := m.recoverRuntimes(ctx, stored)
+	for _, in := range stored {
+		if in.State.Terminal() {
+			m.holdEnded(in)
+			continue
+		}
+		in.Connected = false
+		byID, available := recovered[in.Runtime]
+		r, told := byID[in.ID]
+		switch {
+		case !available:
+			in.State, in.Error = sim.InstanceFailed, "normsim restarted and runtime "+in.Runtime+" is not available"
+		case !told:
+			in.State, in.Error = sim.InstanceFailed, "normsim restarted and runtime "+in.Runtime+" did not say what became of the instance"
+		case r.Adopted:
+			// A launch answers while its instance is still starting, and
+			// "running" may not have reached the store before the kill.
+			if in.State == sim.InstanceStarting {
+				in.State = sim.InstanceRunning
+			}
+		default:
+			in.State = sim.InstanceFailed
+			if r.Reason != "" {
+				in.Error = r.Reason
+			}
+		}
+		in.UpdatedAt = m.now()
+		if err := m.cfg.Store.SaveInstance(ctx, in); err != nil {
+			return fmt.Errorf("recover instance %s: %w", in.ID, err)
+		}
+		if in.State.Terminal() {
+			m.holdEnded(in) // listed with the reason recovery gave
+			continue
+		}
+		m.readopt(ctx, in)
+	}
+	return nil
+}
+
+// failInterrupted fails every migration that was running when normsim
+// died, with reason "interrupted", its events kept.
+func (m *Manager) failInterrupted(ctx context.Context) error {
 	running, err := m.cfg.Store.ListMigrations(ctx, sim.MigrationFilter{State: sim.MigrationRunning})
 	if err != nil {
 		return fmt.Errorf("recover migrations: %w", err)
@@ -50,127 +82,82 @@ func (m *Manager) Recover(ctx context.Context) error {
 		ev := sim.MigrationEvent{Seq: len(full.Events) + 1, At: now, Phase: full.Phase, Side: sideManager,
 			Detail: "migration failed: interrupted (normsim stopped while it ran)"}
 		if err := m.cfg.Store.AppendMigrationEvents(ctx, full.ID, []sim.MigrationEvent{ev}); err != nil {
-			return err
+			return fmt.Errorf("recover migration %s: %w", mig.ID, err)
 		}
 		full.Events = nil
 		if err := m.cfg.Store.SaveMigration(ctx, full); err != nil {
-			return err
-		}
-	}
-
-	stored, err := m.cfg.Store.ListInstances(ctx)
-	if err != nil {
-		return fmt.Errorf("recover instances: %w", err)
-	}
-	leftovers := map[string]map[string]bool{} // runtime → instance → running
-	for name, rt := range m.runtimes().Runtimes {
-		if a, ok := rt.(Adopter); ok {
-			l, err := a.Leftovers(ctx)
-			if err != nil {
-				m.log.Warn("could not list what an earlier run left", "runtime", name, "err", err)
-				continue
-			}
-			leftovers[name] = l
-		}
-	}
-	// Host processes cannot be adopted: every one an earlier run started is
-	// stopped, found by recorded pid or by its instance ID (a kill can land
-	// between the fork and the pid reaching the store). Ended instances are
-	// searched by ID too, but their recorded pids are not trusted: those
-	// processes were seen to end, and the pids may belong to others now.
-	hostProcs := map[string][]process.Recorded{}
-	for _, in := range stored {
-		if in.Runtime != sim.RuntimeProcess {
-			continue
-		}
-		hostProcs[in.ID] = nil
-		if !in.State.Terminal() {
-			hostProcs[in.ID] = recordedProcesses(in.RuntimeRef)
-		}
-	}
-	if n := process.StopLeftovers(m.cfg.Owner, hostProcs); n > 0 {
-		m.log.Info("stopped host processes an earlier run left", "groups", n)
-	}
-	for _, in := range stored {
-		if in.State.Terminal() {
-			m.holdEnded(in)
-			continue
-		}
-		in.Connected = false
-		reason := ""
-		switch in.Runtime {
-		case sim.RuntimeExternal:
-			// Nothing to adopt: the developer's job reconnects by itself.
-			if in.State == sim.InstanceStarting {
-				in.State = sim.InstanceRunning
-			}
-		case sim.RuntimeProcess:
-			in.State, reason = sim.InstanceFailed, "normsim restarted; host processes cannot be adopted, so the earlier ones were stopped"
-		default:
-			l, ok := leftovers[in.Runtime]
-			if !ok {
-				in.State, reason = sim.InstanceFailed, "normsim restarted and runtime "+in.Runtime+" is not available"
-				break
-			}
-			a := m.runtimes().Runtimes[in.Runtime].(Adopter)
-			// A launch answers while its instance is still starting, and
-			// "running" may not have reached the store before the kill:
-			// containers that are up are adopted either way.
-			if running, ok := l[in.ID]; ok && running && (in.State == sim.InstanceRunning || in.State == sim.InstanceStarting) {
-				if err := a.Adopt(ctx, in.ID); err == nil {
-					in.State = sim.InstanceRunning
-					break
-				} else {
-					reason = "could not adopt after a restart: " + err.Error()
-				}
-			} else {
-				reason = "normsim restarted and the instance was no longer running"
-			}
-			a.RemoveInstance(ctx, in.ID)
-			in.State = sim.InstanceFailed
-		}
-		if reason != "" {
-			in.Error = reason
-		}
-		in.UpdatedAt = m.now()
-		if err := m.cfg.Store.SaveInstance(ctx, in); err != nil {
-			return err
-		}
-		if in.State.Terminal() {
-			m.holdEnded(in) // listed with the reason recovery gave
-			continue
-		}
-		// Adopted: back under management, its socket registered again with
-		// the same token so the job can reconnect.
-		live := &instance{Instance: *in, changed: make(chan struct{}), healthy: map[string]bool{}}
-		if tmpl, err := m.cfg.Catalog.Get(in.Template); err == nil && tmpl.Valid {
-			if spec, err := m.cfg.Catalog.Launch(in.Template, sim.LaunchInput{Instance: in, Node: m.nodes[in.Node].Node, Runtime: in.Runtime}); err == nil {
-				live.spec = spec
-				live.Published = publishedBy(in.Runtime, spec)
-				if rt := m.runtimes().Runtimes[in.Runtime]; rt != nil {
-					if bound := boundPorts(ctx, rt, in.ID, live.Published); bound != nil {
-						live.Published = bound
-					}
-				}
-			}
-		}
-		m.mu.Lock()
-		m.addLocked(live)
-		m.mu.Unlock()
-		if n := m.nodes[in.Node]; n != nil && n.Socket != nil {
-			n.Socket.Register(jobsocket.Registration{JobID: in.JobID, Role: in.ID, Token: in.Token})
-		}
-	}
-	// Whatever a runtime still holds that is not under management now
-	// (unknown to the store, or recorded as ended) is removed.
-	for name, l := range leftovers {
-		for id := range l {
-			if in, err := m.Instance(ctx, id); err != nil || in.State.Terminal() {
-				m.runtimes().Runtimes[name].(Adopter).RemoveInstance(ctx, id)
-			}
+			return fmt.Errorf("recover migration %s: %w", mig.ID, err)
 		}
 	}
 	return nil
+}
+
+// recoverRuntimes has each runtime that can recover reconcile its stored
+// instances, and returns what each made of them by runtime, then instance.
+// A runtime that cannot (none by that name, no recovery, or its recovery
+// failed) is missing: its instances are not available.
+func (m *Manager) recoverRuntimes(ctx context.Context, stored []*sim.Instance) map[string]map[string]sim.Recovery {
+	byRuntime := map[string][]sim.Instance{}
+	for _, in := range stored {
+		byRuntime[in.Runtime] = append(byRuntime[in.Runtime], *in)
+	}
+	out := map[string]map[string]sim.Recovery{}
+	for name, rt := range m.runtimes().Runtimes {
+		rec, ok := rt.(sim.Recoverer)
+		if !ok {
+			continue
+		}
+		got, err := rec.Recover(ctx, m.cfg.Owner, byRuntime[name])
+		if err != nil {
+			m.log.Warn("could not recover what an earlier run left", "runtime", name, "err", err)
+			continue
+		}
+		out[name] = got
+	}
+	return out
+}
+
+// readopt brings an adopted instance back under management, its socket
+// registered again with the same token so the job can reconnect.
+func (m *Manager) readopt(ctx context.Context, in *sim.Instance) {
+	live := &instance{Instance: *in, changed: make(chan struct{}), healthy: map[string]bool{}}
+	spec, err := m.relaunchSpec(in)
+	if err != nil {
+		// It runs on; without its spec its health checks and published
+		// ports are unknown.
+		m.log.Warn("adopted an instance whose launch spec cannot be made again", "instance", in.ID, "err", err)
+	} else {
+		live.spec = spec
+		live.Published = publishedBy(in.Runtime, spec)
+		if rt := m.runtimes().Runtimes[in.Runtime]; rt != nil {
+			if bound := boundPorts(ctx, rt, in.ID, live.Published); bound != nil {
+				live.Published = bound
+			}
+		}
+	}
+	m.mu.Lock()
+	m.addLocked(live)
+	m.mu.Unlock()
+	if n := m.nodes[in.Node]; n != nil && n.Socket != nil {
+		n.Socket.Register(sim.SocketRegistration{JobID: in.JobID, Role: in.ID, Token: in.Token})
+	}
+}
+
+// relaunchSpec is the launch spec an adopted instance was started with,
+// made again from its template.
+func (m *Manager) relaunchSpec(in *sim.Instance) (*sim.LaunchSpec, error) {
+	tmpl, err := m.cfg.Catalog.Get(in.Template)
+	if err != nil {
+		return nil, err
+	}
+	if !tmpl.Valid {
+		return nil, fmt.Errorf("template %q is invalid: %s", tmpl.Name, tmpl.Error.Message)
+	}
+	node, ok := m.nodes[in.Node]
+	if !ok {
+		return nil, fmt.Errorf("node %q is not one of this run's nodes (%s)", in.Node, strings.Join(m.order, ", "))
+	}
+	return m.cfg.Catalog.Launch(in.Template, sim.LaunchInput{Instance: in, Node: node.Node, Runtime: in.Runtime})
 }
 
 // holdEnded lists an instance that has ended (stopped, or failed, by
@@ -184,25 +171,10 @@ func (m *Manager) holdEnded(in *sim.Instance) {
 	m.mu.Unlock()
 }
 
-// recordedProcesses is the host processes an instance's RuntimeRef holds:
-// "pid:SERVICE" and, where the system told, "started:SERVICE".
-func recordedProcesses(ref map[string]string) []process.Recorded {
-	var out []process.Recorded
-	for k, v := range ref {
-		svc, ok := strings.CutPrefix(k, "pid:")
-		if !ok {
-			continue
-		}
-		if pid, err := strconv.Atoi(v); err == nil {
-			out = append(out, process.Recorded{Pid: pid, Started: ref["started:"+svc]})
-		}
-	}
-	return out
-}
-
 // MarkAllStopped records every live instance as stopped, straight to the
-// store: used on exit after the runtimes removed what they ran.
-func (m *Manager) MarkAllStopped() {
+// store: used on exit after the runtimes removed what they ran. Its error
+// joins the saves that failed.
+func (m *Manager) MarkAllStopped() error {
 	m.mu.Lock()
 	var list []sim.Instance
 	for _, in := range m.instances {
@@ -213,7 +185,11 @@ func (m *Manager) MarkAllStopped() {
 		}
 	}
 	m.mu.Unlock()
+	var errs []error
 	for i := range list {
-		m.cfg.Store.SaveInstance(context.Background(), &list[i])
+		if err := m.cfg.Store.SaveInstance(context.Background(), &list[i]); err != nil {
+			errs = append(errs, fmt.Errorf("record instance %s as stopped: %w", list[i].ID, err))
+		}
 	}
+	return errors.Join(errs...)
 }

@@ -2,57 +2,97 @@ package manager
 
 import (
 	"context"
+	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/normsim/normsim/sim"
 )
 
-// adopter is a runtime that says an earlier run left instances running.
-type adopter struct {
+// recoverer is a runtime of no kind the manager knows, with the recovery
+// capability: it answers what it was told to and remembers what it got.
+type recoverer struct {
 	External
-	left             map[string]bool
-	adopted, removed []string
+	name   string
+	answer map[string]sim.Recovery
+	err    error
+	owner  string
+	stored []string
 }
 
-func (a *adopter) Name() string { return sim.RuntimeDocker }
+func (r *recoverer) Name() string { return r.name }
 
-func (a *adopter) Leftovers(context.Context) (map[string]bool, error) { return a.left, nil }
-
-func (a *adopter) Adopt(_ context.Context, id string) error {
-	a.adopted = append(a.adopted, id)
-	return nil
+func (r *recoverer) Recover(_ context.Context, owner string, stored []sim.Instance) (map[string]sim.Recovery, error) {
+	r.owner = owner
+	for _, in := range stored {
+		r.stored = append(r.stored, in.ID)
+	}
+	slices.Sort(r.stored)
+	return r.answer, r.err
 }
 
-func (a *adopter) RemoveInstance(_ context.Context, id string) error {
-	a.removed = append(a.removed, id)
-	return nil
-}
-
-// TestRecoverAdoptsAContainerKilledWhileStarting: normsim was killed
-// right after a launch answered, so the store still says "starting";
-// the container is up, and is adopted (and running), not removed.
-func TestRecoverAdoptsAContainerKilledWhileStarting(t *testing.T) {
+// TestRecoverIsRuntimeAgnostic: the manager's recovery does what each
+// runtime's recovery says, whatever the runtime: an adopted instance is
+// back under management (starting becomes running), one it did not adopt
+// fails with its reason, one it said nothing of fails saying so; the
+// instances of a runtime whose recovery failed, or that is not there, fail
+// as not available. Each runtime gets its own stored instances, ended ones
+// too, and the store's owner.
+func TestRecoverIsRuntimeAgnostic(t *testing.T) {
 	ctx := context.Background()
 	store := NewMemStore(t)
 	now := time.Now()
-	in := &sim.Instance{ID: "counter-abc123", JobID: "job-1", Role: "counter-abc123", Node: "a", Template: "counter",
-		Runtime: sim.RuntimeDocker, State: sim.InstanceStarting, CreatedAt: now, UpdatedAt: now}
-	if err := store.SaveInstance(ctx, in); err != nil {
-		t.Fatal(err)
+	stored := map[string]struct {
+		runtime string
+		state   sim.InstanceState
+	}{
+		"kept-1": {"fake", sim.InstanceStarting}, "kept-2": {"fake", sim.InstanceRunning},
+		"lost-1": {"fake", sim.InstanceRunning}, "silent-1": {"fake", sim.InstanceRunning},
+		"ended-1": {"fake", sim.InstanceStopped}, "broken-1": {"broken", sim.InstanceRunning},
+		"absent-1": {"absent", sim.InstanceRunning},
 	}
-	rt := &adopter{left: map[string]bool{in.ID: true}}
-	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}}, Store: store, Catalog: RepoCatalog(t),
-		Runtimes: map[string]sim.Runtime{sim.RuntimeDocker: rt}, DefaultRuntime: sim.RuntimeDocker})
+	for id, s := range stored {
+		in := &sim.Instance{ID: id, JobID: "job-" + id, Role: id, Node: "a", Template: "plain", Runtime: s.runtime,
+			State: s.state, CreatedAt: now, UpdatedAt: now}
+		if err := store.SaveInstance(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fake := &recoverer{name: "fake", answer: map[string]sim.Recovery{
+		"kept-1": {Adopted: true}, "kept-2": {Adopted: true}, "lost-1": {Reason: "its containers were gone"}}}
+	broken := &recoverer{name: "broken", err: errors.New("the engine did not answer")}
+	const owner = "0123456789abcdef"
+	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}}, Store: store, Catalog: RepoCatalog(t), Owner: owner,
+		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{"fake": fake, "broken": broken}, Default: "fake"}})
 	defer m.Close()
 	if err := m.Recover(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if len(rt.adopted) != 1 || len(rt.removed) != 0 {
-		t.Fatalf("adopted %v, removed %v; want the starting instance adopted", rt.adopted, rt.removed)
+
+	if want := []string{"ended-1", "kept-1", "kept-2", "lost-1", "silent-1"}; !slices.Equal(fake.stored, want) || fake.owner != owner {
+		t.Fatalf("the runtime recovered %v for owner %q, want %v for %q", fake.stored, fake.owner, want, owner)
 	}
-	got, err := m.Instance(ctx, in.ID)
-	if err != nil || got.State != sim.InstanceRunning {
-		t.Fatalf("after recovery: %+v, %v", got, err)
+	for id, want := range map[string]struct {
+		state  sim.InstanceState
+		reason string
+	}{
+		"kept-1":   {sim.InstanceRunning, ""},
+		"kept-2":   {sim.InstanceRunning, ""},
+		"lost-1":   {sim.InstanceFailed, "its containers were gone"},
+		"silent-1": {sim.InstanceFailed, "runtime fake did not say what became of the instance"},
+		"ended-1":  {sim.InstanceStopped, ""},
+		"broken-1": {sim.InstanceFailed, "runtime broken is not available"},
+		"absent-1": {sim.InstanceFailed, "runtime absent is not available"},
+	} {
+		got, err := m.Instance(ctx, id)
+		if err != nil || got.State != want.state || !strings.Contains(got.Error, want.reason) || (want.reason == "") != (got.Error == "") {
+			t.Errorf("%s after recovery: %s %q (%v), want %s %q", id, got.State, got.Error, err, want.state, want.reason)
+		}
+		saved, err := store.GetInstance(ctx, id)
+		if err != nil || saved.State != want.state {
+			t.Errorf("%s in the store after recovery: %+v, %v; want %s", id, saved, err, want.state)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/sim/process"
 	"github.com/normsim/normsim/sim/template"
 )
 
@@ -51,7 +52,10 @@ func TestRecoverStopsHostProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}}, Store: store, Catalog: template.NewCatalog(), Owner: owner})
+	procs := process.New(process.Config{})
+	defer procs.Close(ctx, false)
+	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}}, Store: store, Catalog: template.NewCatalog(), Owner: owner,
+		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeProcess: procs}}})
 	defer m.Close()
 	if err := m.Recover(ctx); err != nil {
 		t.Fatal(err)

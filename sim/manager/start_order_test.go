@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/normsim/normsim/internal/testjob"
-	"github.com/normsim/normsim/normsimtest"
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/jobsocket"
@@ -52,7 +51,7 @@ func TestTargetStartedBeforeItConnects(t *testing.T) {
 		nodes = append(nodes, manager.Node{Node: sim.Node{Name: name, SocketPort: l.Port()}, Socket: l})
 	}
 	mgr = manager.New(manager.Config{Nodes: nodes, Store: store, Catalog: catalog,
-		Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: &rt}, DefaultRuntime: sim.RuntimeExternal})
+		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: &rt}, Default: sim.RuntimeExternal}})
 	defer mgr.Close()
 
 	in, err := mgr.Launch(ctx, sim.LaunchRequest{Template: "counter", Node: "a"})
@@ -112,7 +111,7 @@ func TestTargetStartedBeforeItConnects(t *testing.T) {
 		}
 	}
 	if started < 0 || connected < 0 || started > connected {
-		t.Fatalf("want target started (at %d) before the target connected (at %d)\n%s", started, connected, normsimtest.Timeline(done))
+		t.Fatalf("want target started (at %d) before the target connected (at %d)\n%s", started, connected, sim.FormatTimeline(done))
 	}
 }
 
@@ -124,32 +123,5 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// TestFaultAfterTheFrameItWasArmedOn: a fault armed on a frame the job
-// sends fires once that frame has arrived, so the timeline shows the frame
-// first and then the fault. (drop-socket: the one such fault an external
-// job, played by the test, can take.)
-func TestFaultAfterTheFrameItWasArmedOn(t *testing.T) {
-	for _, kind := range []string{"drop-socket"} {
-		t.Run(kind, func(t *testing.T) {
-			h := startHandover(t, sim.MigrateRequest{Timeouts: short(), Faults: []sim.Fault{{Kind: kind, Side: "source", On: "state"}}})
-			h.sj.Expect(protocol.TypeGetState)
-			h.sj.Send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{"n":1}`)})
-			m := h.s.WaitMigration(t, h.m.ID, 30*time.Second)
-			frame, fault := -1, -1
-			for i, ev := range m.Events {
-				switch {
-				case frame < 0 && ev.Frame != nil && ev.Frame.Type == protocol.TypeState:
-					frame = i
-				case fault < 0 && strings.HasPrefix(ev.Detail, "fault: "+kind):
-					fault = i
-				}
-			}
-			if frame < 0 || fault < 0 || fault < frame {
-				t.Fatalf("want the state frame (at %d) before the fault armed on it (at %d)\n%s", frame, fault, normsimtest.Timeline(m))
-			}
-		})
 	}
 }

@@ -73,7 +73,7 @@ func TestStoreThatCannotWriteRefusesWorkAndLosesNothing(t *testing.T) {
 	ctx := context.Background()
 	store := &failingStore{Store: NewMemStore(t)}
 	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}, {Node: sim.Node{Name: "b"}}}, Store: store, Catalog: RepoCatalog(t),
-		Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: External{}}, DefaultRuntime: sim.RuntimeExternal})
+		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: External{}}, Default: sim.RuntimeExternal}})
 	defer m.Close()
 	in, err := m.Launch(ctx, sim.LaunchRequest{Template: "plain", Node: "a"})
 	if err != nil {
@@ -113,5 +113,46 @@ func TestStoreThatCannotWriteRefusesWorkAndLosesNothing(t *testing.T) {
 	}
 	if _, err := m.Launch(ctx, sim.LaunchRequest{Template: "plain", Node: "a"}); err != nil {
 		t.Fatalf("launch after the store came back: %v", err)
+	}
+}
+
+// TestCloseReportsWhatTheStoreCouldNotKeep: what the store cannot write
+// at the end is no silent loss: MarkAllStopped says which instance it
+// could not record, and Close how many records the journal gave up, and
+// why.
+func TestCloseReportsWhatTheStoreCouldNotKeep(t *testing.T) {
+	ctx := context.Background()
+	store := &failingStore{Store: NewMemStore(t)}
+	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}}, Store: store, Catalog: RepoCatalog(t)})
+	in, err := m.Launch(ctx, sim.LaunchRequest{Template: "plain", Node: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Flush()
+	store.broken.Store(true)
+	err = m.MarkAllStopped()
+	if !errors.Is(err, errDiskFull) || !strings.Contains(err.Error(), "record instance "+in.ID+" as stopped") {
+		t.Fatalf("MarkAllStopped on a full disk: %v", err)
+	}
+	// Something the journal must hold: the instance is stopped.
+	if err := m.Stop(ctx, in.ID); err != nil {
+		t.Fatal(err)
+	}
+	m.Flush()
+	err = m.Close()
+	if !errors.Is(err, errDiskFull) || !strings.Contains(err.Error(), "records lost") {
+		t.Fatalf("Close with records the store could not write: %v", err)
+	}
+}
+
+// TestCloseWithNothingLost: a manager whose store wrote everything closes
+// without an error.
+func TestCloseWithNothingLost(t *testing.T) {
+	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}}, Store: NewMemStore(t), Catalog: RepoCatalog(t)})
+	if _, err := m.Launch(context.Background(), sim.LaunchRequest{Template: "plain", Node: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
 	}
 }

@@ -24,6 +24,12 @@
 //     (a pidfd in the netpoller on Linux, polling elsewhere) and reports an
 //     exit that Stop did not cause as sim.ServiceExited.
 //
+// Host processes outlive a killed normsim but cannot be adopted: the
+// runtime is a sim.RefRecorder (each service's pid and start time go into
+// the instance's RuntimeRef) and a sim.Recoverer that stops, after a
+// restart, every process an earlier run of the same store started, found by
+// that record or by the instance ID in its environment.
+//
 // Processes have no health checks, so a depends_on condition of
 // service_healthy is satisfied once the dependency has started;
 // service_completed_successfully waits for the dependency to exit with code 0.

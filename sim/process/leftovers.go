@@ -1,8 +1,11 @@
 package process
 
 import (
+	"context"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/normsim/normsim/sim"
 )
@@ -13,6 +16,73 @@ import (
 type Recorded struct {
 	Pid     int
 	Started string
+}
+
+// The RuntimeRef keys a host process is recorded under: "pid:SERVICE" and,
+// where the system tells, "started:SERVICE".
+const (
+	refPid     = "pid:"
+	refStarted = "started:"
+)
+
+var (
+	_ sim.RefRecorder = (*Runtime)(nil)
+	_ sim.Recoverer   = (*Runtime)(nil)
+)
+
+// RuntimeRef is what a store keeps of each running service of the
+// instance so a restart can stop it (see Recover): its pid and when it
+// started.
+func (r *Runtime) RuntimeRef(instanceID string) map[string]string {
+	ref := map[string]string{}
+	for svc, p := range r.running(instanceID) {
+		ref[refPid+svc] = strconv.Itoa(p.pid)
+		if p.started != "" {
+			ref[refStarted+svc] = p.started
+		}
+	}
+	return ref
+}
+
+// recordedProcesses is the host processes a RuntimeRef holds.
+func recordedProcesses(ref map[string]string) []Recorded {
+	var out []Recorded
+	for k, v := range ref {
+		svc, ok := strings.CutPrefix(k, refPid)
+		if !ok {
+			continue
+		}
+		if pid, err := strconv.Atoi(v); err == nil {
+			out = append(out, Recorded{Pid: pid, Started: ref[refStarted+svc]})
+		}
+	}
+	return out
+}
+
+// cannotAdopt is why an instance of an earlier run fails on recovery.
+const cannotAdopt = "normsim restarted; host processes cannot be adopted, so the earlier ones were stopped"
+
+// Recover stops every host process an earlier run of owner started: host
+// processes cannot be adopted, so every stored instance that had not ended
+// fails. They are found by recorded pid or by their instance ID (a kill
+// can land between the fork and the pid reaching the store). Ended
+// instances are searched by ID too, but their recorded pids are not
+// trusted: those processes were seen to end, and the pids may belong to
+// others now.
+func (r *Runtime) Recover(_ context.Context, owner string, stored []sim.Instance) (map[string]sim.Recovery, error) {
+	recorded := map[string][]Recorded{}
+	out := map[string]sim.Recovery{}
+	for _, in := range stored {
+		recorded[in.ID] = nil
+		if !in.State.Terminal() {
+			recorded[in.ID] = recordedProcesses(in.RuntimeRef)
+			out[in.ID] = sim.Recovery{Reason: cannotAdopt}
+		}
+	}
+	if n := StopLeftovers(owner, recorded); n > 0 {
+		r.logger.Info("stopped host processes an earlier run left", "groups", n)
+	}
+	return out, nil
 }
 
 // StopLeftovers kills, with their process groups, the host processes an

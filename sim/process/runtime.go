@@ -891,16 +891,6 @@ func (r *Runtime) Pids(instanceID string) map[string]int {
 	return pids
 }
 
-// Processes is what a store records of each running service of the
-// instance so a restart can stop it (see StopLeftovers).
-func (r *Runtime) Processes(instanceID string) map[string]Recorded {
-	out := map[string]Recorded{}
-	for name, p := range r.running(instanceID) {
-		out[name] = Recorded{Pid: p.pid, Started: p.started}
-	}
-	return out
-}
-
 // running is the instance's services whose process is running, or nil for
 // an instance this runtime does not hold.
 func (r *Runtime) running(instanceID string) map[string]*proc {

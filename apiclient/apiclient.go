@@ -1,0 +1,285 @@
+// Package apiclient is a Go client of normsim's HTTP API (/api/v1). The CLI,
+// `normsim ci`, normsimtest and `normsim bench` all talk to a simulator
+// through it, and so can any Go program.
+package apiclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// Error is a refusal of the API: its HTTP status and the body's
+// {"error":{"code","message"}}.
+type Error struct {
+	Status  int    `json:"status"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
+
+// UnreachableError says the simulator did not answer at all.
+type UnreachableError struct {
+	Base string
+	Err  error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("cannot reach normsim at %s: %v", e.Base, e.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// Client calls one simulator.
+type Client struct {
+	base string
+	http *http.Client
+	// LogTail is how many last lines of each side a failed or aborted
+	// migration carries (Migration, WaitMigration); 0: the server's 50.
+	LogTail int
+}
+
+// New returns a client of the simulator at base (e.g.
+// "http://127.0.0.1:7788"); hc nil uses http.DefaultClient.
+func New(base string, hc *http.Client) *Client {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return &Client{base: strings.TrimRight(base, "/"), http: hc}
+}
+
+// Base is the simulator's base URL.
+func (c *Client) Base() string { return c.base }
+
+// Do sends body as JSON and decodes the answer into out (either may be nil).
+// A non-2xx answer is an *Error.
+func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
+	resp, err := c.send(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			return fmt.Errorf("%s %s: decode the answer: %w", method, path, err)
+		}
+	}
+	return nil
+}
+
+// send performs a request and turns a non-2xx answer into an *Error.
+func (c *Client) send(ctx context.Context, method, path string, body any) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("normsim at %s: %w", c.base, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &UnreachableError{Base: c.base, Err: err}
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		var eb struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		if json.Unmarshal(data, &eb) == nil && eb.Error.Code != "" {
+			return nil, &Error{Status: resp.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message}
+		}
+		return nil, &Error{Status: resp.StatusCode, Code: http.StatusText(resp.StatusCode), Message: strings.TrimSpace(string(data))}
+	}
+	return resp, nil
+}
+
+// Nodes lists the simulated nodes as the API shows them.
+func (c *Client) Nodes(ctx context.Context) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	return out, c.Do(ctx, http.MethodGet, "/api/v1/nodes", nil, &out)
+}
+
+// Templates lists the loaded templates, valid or not.
+func (c *Client) Templates(ctx context.Context) ([]sim.Template, error) {
+	var out []sim.Template
+	return out, c.Do(ctx, http.MethodGet, "/api/v1/templates", nil, &out)
+}
+
+// Launch places a template on a node.
+func (c *Client) Launch(ctx context.Context, req sim.LaunchRequest) (*sim.Instance, error) {
+	var in sim.Instance
+	if err := c.Do(ctx, http.MethodPost, "/api/v1/instances", req, &in); err != nil {
+		return nil, err
+	}
+	return &in, nil
+}
+
+// Instance fetches one instance.
+func (c *Client) Instance(ctx context.Context, id string) (*sim.Instance, error) {
+	var in sim.Instance
+	if err := c.Do(ctx, http.MethodGet, "/api/v1/instances/"+url.PathEscape(id), nil, &in); err != nil {
+		return nil, err
+	}
+	return &in, nil
+}
+
+// Instances lists every instance.
+func (c *Client) Instances(ctx context.Context) ([]sim.Instance, error) {
+	var out []sim.Instance
+	return out, c.Do(ctx, http.MethodGet, "/api/v1/instances", nil, &out)
+}
+
+// Stop stops and removes an instance.
+func (c *Client) Stop(ctx context.Context, id string) error {
+	return c.Do(ctx, http.MethodDelete, "/api/v1/instances/"+url.PathEscape(id), nil, nil)
+}
+
+// LogOptions select what Logs prints, as `docker compose logs` does.
+type LogOptions struct {
+	Follow     bool
+	Timestamps bool
+	// Since is an RFC 3339 time or a duration back from now ("10m").
+	Since string
+	// Tail is how many last lines; negative prints all.
+	Tail int
+}
+
+// Logs streams an instance's logs to w; with Follow until the instance
+// ends or ctx does. The logs outlive the instance; an instance normsim
+// never knew is an error.
+func (c *Client) Logs(ctx context.Context, id string, o LogOptions, w io.Writer) error {
+	q := url.Values{}
+	if o.Follow {
+		q.Set("follow", "1")
+	}
+	if o.Timestamps {
+		q.Set("timestamps", "1")
+	}
+	if o.Since != "" {
+		q.Set("since", o.Since)
+	}
+	if o.Tail >= 0 {
+		q.Set("tail", strconv.Itoa(o.Tail))
+	}
+	path := "/api/v1/instances/" + url.PathEscape(id) + "/logs"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	resp, err := c.send(ctx, http.MethodGet, path, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(w, resp.Body)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// LogPage reads an instance's lines as JSON: the last tail (all when
+// tail <= 0).
+func (c *Client) LogPage(ctx context.Context, id string, tail int) (*sim.LogPage, error) {
+	path := "/api/v1/instances/" + url.PathEscape(id) + "/logs?format=json"
+	if tail > 0 {
+		path += "&tail=" + strconv.Itoa(tail)
+	}
+	var p sim.LogPage
+	if err := c.Do(ctx, http.MethodGet, path, nil, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Migrate starts a migration; body is usually a sim.MigrateRequest.
+func (c *Client) Migrate(ctx context.Context, id string, body any) (*sim.Migration, error) {
+	var m sim.Migration
+	if err := c.Do(ctx, http.MethodPost, "/api/v1/instances/"+url.PathEscape(id)+"/migrate", body, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// Migration fetches a migration with its timeline and its sides' logs (the
+// last LogTail lines of each when it failed; 0 takes the server's 50).
+func (c *Client) Migration(ctx context.Context, id string) (*sim.Migration, error) {
+	var m sim.Migration
+	path := "/api/v1/migrations/" + url.PathEscape(id)
+	if c.LogTail > 0 {
+		path += "?logTail=" + strconv.Itoa(c.LogTail)
+	}
+	if err := c.Do(ctx, http.MethodGet, path, nil, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// WaitMigration polls a migration until it ends, calling each (when not
+// nil) with every state it fetched. Polls start 1 ms apart and back off to
+// 50 ms. When ctx ends first it returns the last state fetched (nil if
+// none) with ctx's error.
+func (c *Client) WaitMigration(ctx context.Context, id string, each func(*sim.Migration)) (*sim.Migration, error) {
+	delay := time.Millisecond
+	var last *sim.Migration
+	for {
+		m, err := c.Migration(ctx, id)
+		if err != nil {
+			return last, err
+		}
+		last = m
+		if each != nil {
+			each(m)
+		}
+		if m.State.Ended() {
+			return m, nil
+		}
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return last, ctx.Err()
+		}
+		delay = min(2*delay, 50*time.Millisecond)
+	}
+}
+
+// Migrations lists migrations newest first, without their timelines.
+func (c *Client) Migrations(ctx context.Context, f sim.MigrationFilter) ([]sim.Migration, error) {
+	q := url.Values{}
+	if f.JobID != "" {
+		q.Set("job", f.JobID)
+	}
+	if f.State != "" {
+		q.Set("state", string(f.State))
+	}
+	if f.Limit > 0 {
+		q.Set("limit", fmt.Sprint(f.Limit))
+	}
+	path := "/api/v1/migrations"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var out []sim.Migration
+	return out, c.Do(ctx, http.MethodGet, path, nil, &out)
+}

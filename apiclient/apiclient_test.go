@@ -1,0 +1,68 @@
+package apiclient_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/apiclient"
+	"github.com/normsim/normsim/sim"
+)
+
+// migrationServer answers GET /api/v1/migrations/m1 with running until it
+// has been asked endAfter times, then completed (never, for endAfter 0).
+func migrationServer(t *testing.T, endAfter int64) (*apiclient.Client, *atomic.Int64) {
+	var asked atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/migrations/m1" {
+			http.NotFound(w, r)
+			return
+		}
+		m := sim.Migration{ID: "m1", State: sim.MigrationRunning, Phase: "get-state"}
+		if n := asked.Add(1); endAfter > 0 && n >= endAfter {
+			m.State = sim.MigrationCompleted
+		}
+		json.NewEncoder(w).Encode(m)
+	}))
+	t.Cleanup(srv.Close)
+	return apiclient.New(srv.URL, nil), &asked
+}
+
+func TestWaitMigrationUntilItEnds(t *testing.T) {
+	c, asked := migrationServer(t, 3)
+	var seen []sim.MigrationState
+	m, err := c.WaitMigration(context.Background(), "m1", func(m *sim.Migration) { seen = append(seen, m.State) })
+	if err != nil || m.State != sim.MigrationCompleted {
+		t.Fatalf("WaitMigration = %+v, %v", m, err)
+	}
+	if len(seen) != 3 || seen[2] != sim.MigrationCompleted || asked.Load() != 3 {
+		t.Fatalf("each saw %v after %d requests, want running, running, completed", seen, asked.Load())
+	}
+}
+
+func TestWaitMigrationGivesUpWithTheLastState(t *testing.T) {
+	c, _ := migrationServer(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	m, err := c.WaitMigration(ctx, "m1", nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want the context's deadline", err)
+	}
+	if m == nil || m.State != sim.MigrationRunning || m.Phase != "get-state" {
+		t.Fatalf("last state = %+v, want the running migration", m)
+	}
+}
+
+func TestWaitMigrationUnknown(t *testing.T) {
+	c, _ := migrationServer(t, 0)
+	_, err := c.WaitMigration(context.Background(), "nope", nil)
+	var apiErr *apiclient.Error
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
+		t.Fatalf("err = %v, want a 404 *apiclient.Error", err)
+	}
+}

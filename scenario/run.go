@@ -1,0 +1,625 @@
+package scenario
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/normsim/normsim/apiclient"
+	"github.com/normsim/normsim/sim"
+)
+
+// Config configures a Runner.
+type Config struct {
+	// URL is the simulator's API base URL, e.g. http://127.0.0.1:7788.
+	URL string
+	// Out receives progress: a line per step as it ends, and the timeline of
+	// every migration that did not meet its expectations. nil discards it.
+	Out io.Writer
+	// Verbose prints every migration's timeline, not only failing ones.
+	Verbose bool
+	// Now is the clock for timings; default time.Now.
+	Now func() time.Time
+	// Poll is how often instances and migrations are looked at while
+	// waiting; default 25 ms.
+	Poll time.Duration
+	// CleanupTimeout bounds removing a run's instances; default 60 s.
+	CleanupTimeout time.Duration
+	// HTTPClient talks to the API; default a client with a 30 s timeout.
+	HTTPClient *http.Client
+	// LogTail is how many last log lines of each side a failing step
+	// reports; default sim.DefaultLogTail.
+	LogTail int
+}
+
+// Runner runs scenarios against a simulator, one at a time.
+type Runner struct {
+	cfg Config
+	c   *apiclient.Client
+}
+
+// NewRunner returns a runner with cfg's defaults filled in.
+func NewRunner(cfg Config) *Runner {
+	if cfg.Out == nil {
+		cfg.Out = io.Discard
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = 25 * time.Millisecond
+	}
+	if cfg.CleanupTimeout <= 0 {
+		cfg.CleanupTimeout = 60 * time.Second
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	if cfg.LogTail <= 0 {
+		cfg.LogTail = sim.DefaultLogTail
+	}
+	c := apiclient.New(cfg.URL, cfg.HTTPClient)
+	c.LogTail = cfg.LogTail
+	return &Runner{cfg: cfg, c: c}
+}
+
+// Check compares the scenarios with the simulator: every template they
+// launch must be loaded and valid. A problem points at where the template
+// is named. The error is for a simulator that does not answer. Over the API
+// the params cannot be judged; CheckCatalog, in the simulator's process,
+// judges them too.
+func (r *Runner) Check(ctx context.Context, scenarios []*Scenario) (Problems, error) {
+	list, err := r.c.Templates(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list the templates: %w", err)
+	}
+	ptrs := make([]*sim.Template, len(list))
+	for i := range list {
+		ptrs[i] = &list[i]
+	}
+	probs, _ := checkTemplates(scenarios, ptrs)
+	return probs, nil
+}
+
+// CheckCatalog is every check a run makes before it starts, against the
+// catalog it will launch from: each template a scenario launches is loaded
+// and valid, and each launch step's params (the scenario's, overridden by
+// the step's) are ones the launch accepts. normsim ci runs it both for
+// --check and before a real run, so --check never passes a file the run
+// rejects.
+func CheckCatalog(scenarios []*Scenario, cat sim.Catalog) Problems {
+	probs, good := checkTemplates(scenarios, cat.List())
+	for _, s := range scenarios {
+		for _, st := range s.Steps {
+			l := st.Launch
+			if l == nil {
+				continue
+			}
+			name := cmp.Or(l.Template, s.Template)
+			if !good[name] {
+				continue // already a problem where the template is named
+			}
+			params := maps.Clone(s.Params)
+			if params == nil {
+				params = map[string]string{}
+			}
+			maps.Copy(params, l.Params)
+			if err := cat.CheckParams(name, params); err != nil {
+				probs = append(probs, Problem{File: s.File, Pos: st.Pos, Message: fmt.Sprintf("%s: template %s refuses these params: %v", st.Name, name, err)})
+			}
+		}
+	}
+	return probs
+}
+
+// checkTemplates finds the scenarios' templates in list; good holds the
+// ones that are loaded and valid.
+func checkTemplates(scenarios []*Scenario, list []*sim.Template) (probs Problems, good map[string]bool) {
+	byName := map[string]*sim.Template{}
+	var names []string
+	for _, t := range list {
+		byName[t.Name] = t
+		names = append(names, t.Name)
+	}
+	slices.Sort(names)
+	loaded := "none"
+	if len(names) > 0 {
+		loaded = strings.Join(names, ", ")
+	}
+	good = map[string]bool{}
+	for _, s := range scenarios {
+		tmpls := s.Templates()
+		for _, name := range slices.Sorted(maps.Keys(tmpls)) {
+			pos := tmpls[name]
+			t, ok := byName[name]
+			switch {
+			case !ok:
+				probs = append(probs, Problem{File: s.File, Pos: pos, Message: fmt.Sprintf("template %q is not loaded; loaded: %s (choose the directory with --templates)", name, loaded)})
+			case !t.Valid:
+				why := "it failed validation"
+				if t.Error != nil {
+					why = t.Error.Error()
+				}
+				probs = append(probs, Problem{File: s.File, Pos: pos, Message: fmt.Sprintf("template %q is invalid: %s (normsim validate %s says more)", name, why, t.Path)})
+			default:
+				good[name] = true
+			}
+		}
+	}
+	return probs, good
+}
+
+// Run runs the scenarios one after another, each repetition with its own
+// instances, removed when it ends. Progress goes to Config.Out. When ctx
+// ends the current step stops, the run's instances are removed, and the
+// report says it was interrupted.
+func (r *Runner) Run(ctx context.Context, scenarios []*Scenario) *Report {
+	rep := &Report{StartedAt: r.cfg.Now(), Scenarios: []*ScenarioResult{}}
+	for _, s := range scenarios {
+		if ctx.Err() != nil {
+			break
+		}
+		rep.Scenarios = append(rep.Scenarios, r.runScenario(ctx, s))
+	}
+	rep.Interrupted = ctx.Err() != nil
+	rep.finish(r.cfg.Now())
+	return rep
+}
+
+func (r *Runner) runScenario(ctx context.Context, s *Scenario) *ScenarioResult {
+	res := &ScenarioResult{Name: s.Name, File: s.File, Line: s.Pos.Line, Template: s.Template, Runtime: s.Runtime,
+		Nodes: s.Nodes, Repeat: s.Repeat, StartedAt: r.cfg.Now(), Steps: []*StepResult{}}
+	runs := ""
+	if s.Repeat > 1 {
+		runs = fmt.Sprintf(", %d runs", s.Repeat)
+	}
+	fmt.Fprintf(r.cfg.Out, "=== %s  (%s%s)\n", s.Name, s.File, runs)
+	for run := 1; run <= s.Repeat && (run == 1 || ctx.Err() == nil); run++ {
+		r.runOnce(ctx, s, run, res)
+	}
+	res.Status = StatusPassed
+	for _, st := range res.Steps {
+		if st.Status != StatusPassed {
+			res.Status = StatusFailed
+		}
+	}
+	res.DurationMs = ms(r.cfg.Now().Sub(res.StartedAt))
+	word := "PASS"
+	if res.Status != StatusPassed {
+		word = "FAIL"
+	}
+	fmt.Fprintf(r.cfg.Out, "--- %s %s  (%.2fs)\n\n", word, s.Name, res.DurationMs/1000)
+	return res
+}
+
+// runState is what one run of a scenario knows: the current instance of
+// each job.
+type runState struct {
+	jobs map[string]string // alias → current instance ID
+}
+
+func (r *Runner) runOnce(ctx context.Context, s *Scenario, run int, res *ScenarioResult) {
+	before := map[string]bool{}
+	list, listErr := r.c.Instances(ctx)
+	for _, in := range list {
+		before[in.ID] = true
+	}
+	rs := &runState{jobs: map[string]string{}}
+	broken := ""
+	if listErr != nil {
+		broken = fmt.Sprintf("the simulator did not answer: %v", listErr)
+	}
+	for i, st := range s.Steps {
+		sr := &StepResult{Run: run, Index: i + 1, Kind: st.Kind(), Name: st.Name, Pos: st.Pos, Expect: st.Expect, StartedAt: r.cfg.Now()}
+		res.Steps = append(res.Steps, sr)
+		switch {
+		case broken != "":
+			sr.Status, sr.Message = StatusSkipped, "not run: "+broken
+		case ctx.Err() != nil:
+			sr.Status, sr.Message = StatusSkipped, "not run: interrupted"
+		default:
+			switch {
+			case st.Launch != nil:
+				r.launch(ctx, s, st.Launch, rs, sr)
+			case st.Wait != nil:
+				r.wait(ctx, st.Wait, rs, sr)
+			default:
+				r.migrate(ctx, st.Migrate, st.Expect, rs, sr)
+			}
+			if sr.Status == StatusError {
+				broken = fmt.Sprintf("step %s could not be carried out", sr.Label(s.Repeat))
+			}
+		}
+		sr.DurationMs = ms(r.cfg.Now().Sub(sr.StartedAt))
+		r.printStep(s, sr)
+	}
+	res.Cleanup = append(res.Cleanup, r.cleanup(ctx, before)...)
+}
+
+// printStep writes a step's line, and for a failure where it is and what
+// happened.
+func (r *Runner) printStep(s *Scenario, sr *StepResult) {
+	out := r.cfg.Out
+	name := sr.Name
+	if rs := []rune(name); len(rs) > 48 {
+		name = string(rs[:45]) + "..."
+	}
+	text := sr.Message
+	if sr.Status == StatusPassed {
+		text = passNote(sr)
+	}
+	line := fmt.Sprintf("    %-5s %-5s %-48s %7.2fs  %s", statusWord(sr.Status), sr.Label(s.Repeat), name, sr.DurationMs/1000, text)
+	fmt.Fprintln(out, strings.TrimRight(line, " "))
+	if sr.Status == StatusFailed || sr.Status == StatusError {
+		fmt.Fprintf(out, "                at %s\n", s.Location(sr.Pos))
+		if sr.Detail != "" {
+			fmt.Fprint(out, indent(sr.Detail, "                "))
+		}
+	}
+	if sr.Migration != nil && (r.cfg.Verbose || sr.Status == StatusFailed || sr.Status == StatusError) {
+		fmt.Fprint(out, indent(Summary(sr.Migration), "                "))
+		fmt.Fprint(out, indent(Timeline(sr.Migration), "                "))
+		if sr.Status == StatusFailed || sr.Status == StatusError {
+			fmt.Fprint(out, indent(LogTails(sr.Migration), "                "))
+		}
+	}
+}
+
+func passNote(sr *StepResult) string {
+	switch {
+	case sr.Refusal != nil:
+		return fmt.Sprintf("refused as expected: %s", sr.Refusal.Error())
+	case sr.Migration != nil:
+		m := sr.Migration
+		note := string(m.State) + inPhase(m)
+		if m.Output != nil {
+			note += ", seam " + m.Output.Verdict + " (" + m.Output.Detail + ")"
+		}
+		return note
+	}
+	return sr.note
+}
+
+func indent(s, prefix string) string {
+	if s == "" {
+		return ""
+	}
+	lines := strings.SplitAfter(s, "\n")
+	var b strings.Builder
+	for _, l := range lines {
+		if l == "" {
+			continue
+		}
+		b.WriteString(prefix)
+		b.WriteString(l)
+	}
+	if !strings.HasSuffix(s, "\n") {
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func (sr *StepResult) fail(status, format string, args ...any) {
+	sr.Status, sr.Message = status, fmt.Sprintf(format, args...)
+}
+
+func (r *Runner) launch(ctx context.Context, s *Scenario, l *Launch, rs *runState, sr *StepResult) {
+	req := sim.LaunchRequest{Template: l.Template, Node: l.Node, Runtime: l.Runtime, Params: map[string]string{}}
+	if req.Template == "" {
+		req.Template = s.Template
+	}
+	if req.Runtime == "" {
+		req.Runtime = s.Runtime
+	}
+	maps.Copy(req.Params, s.Params)
+	maps.Copy(req.Params, l.Params)
+	sr.Job = l.As
+	in, err := r.c.Launch(ctx, req)
+	if err != nil {
+		sr.fail(StatusError, "launch %s on %s refused: %v", req.Template, req.Node, err)
+		return
+	}
+	rs.jobs[l.As] = in.ID
+	sr.Instance = in.ID
+	switch l.Until {
+	case UntilNone:
+	case UntilRunning:
+		r.waitInstance(ctx, in.ID, l.Timeout, UntilRunning, sr)
+	default:
+		r.waitInstance(ctx, in.ID, l.Timeout, UntilConnected, sr)
+	}
+	if sr.Status == "" {
+		sr.Status = StatusPassed
+		sr.note = fmt.Sprintf("%s on %s (%s)", in.ID, in.Node, in.Runtime)
+	}
+}
+
+func (r *Runner) wait(ctx context.Context, w *Wait, rs *runState, sr *StepResult) {
+	if w.Sleep > 0 {
+		t := time.NewTimer(w.Sleep)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			sr.fail(StatusError, "interrupted")
+		case <-t.C:
+			sr.Status = StatusPassed
+		}
+		return
+	}
+	sr.Job = w.Job
+	id := rs.jobs[w.Job]
+	sr.Instance = id
+	until := UntilRunning
+	if w.Connected {
+		until = UntilConnected
+	}
+	r.waitInstance(ctx, id, w.Timeout, until, sr)
+	if sr.Status == "" {
+		sr.Status = StatusPassed
+	}
+}
+
+// waitInstance polls an instance until it is running (and connected when
+// until says so). A failed or stopped instance, or the timeout, is a step
+// error with the instance's last log lines as detail.
+func (r *Runner) waitInstance(ctx context.Context, id string, timeout time.Duration, until string, sr *StepResult) {
+	deadline := r.cfg.Now().Add(timeout)
+	var last *sim.Instance
+	for {
+		in, err := r.c.Instance(ctx, id)
+		if err != nil {
+			sr.fail(StatusError, "instance %s: %v", id, err)
+			return
+		}
+		last = in
+		if in.State == sim.InstanceRunning && (until != UntilConnected || in.Connected) {
+			return
+		}
+		if in.State.Terminal() {
+			why := ""
+			if in.Error != "" {
+				why = ": " + in.Error
+			}
+			sr.fail(StatusError, "instance %s is %s%s", id, in.State, why)
+			sr.Detail = r.logTail(ctx, id)
+			return
+		}
+		if !r.cfg.Now().Before(deadline) {
+			break
+		}
+		if !r.sleep(ctx) {
+			sr.fail(StatusError, "interrupted while waiting for instance %s", id)
+			return
+		}
+	}
+	what := "running"
+	if until == UntilConnected {
+		what = "running and connected to its job socket"
+	}
+	sr.fail(StatusError, "instance %s is not %s after %v: state %s, connected %v%s", id, what, timeout, last.State, last.Connected, colon(last.Error))
+	sr.Detail = r.logTail(ctx, id)
+}
+
+// logTail is the last lines an instance logged, for a failure's detail.
+func (r *Runner) logTail(ctx context.Context, id string) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	p, err := r.c.LogPage(ctx, id, r.cfg.LogTail)
+	if err != nil {
+		return fmt.Sprintf("could not read the logs of %s: %v\n", id, err)
+	}
+	return sim.FormatLogTails([]sim.LogTail{{Side: "instance", Instance: id, Lines: p.Lines, Lost: p.Lost}})
+}
+
+// limitWriter keeps the first n bytes and drops the rest.
+type limitWriter struct {
+	w io.Writer
+	n int
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if l.n <= 0 {
+		return len(p), nil
+	}
+	keep := p
+	if len(keep) > l.n {
+		keep = keep[:l.n]
+	}
+	l.n -= len(keep)
+	l.w.Write(keep)
+	return len(p), nil
+}
+
+func (r *Runner) sleep(ctx context.Context) bool {
+	t := time.NewTimer(r.cfg.Poll)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (r *Runner) migrate(ctx context.Context, m *Migrate, e *Expect, rs *runState, sr *StepResult) {
+	sr.Job = m.Job
+	id := rs.jobs[m.Job]
+	sr.Instance = id
+	body := m.Request()
+	sr.Request = &body
+	var o Outcome
+	mig, err := r.c.Migrate(ctx, id, body)
+	// The API shows a migration ended a moment before the manager lets go
+	// of its job (it writes the record first), so a request right after the
+	// previous step's migration ended can meet 409 "already migrating". The
+	// steps run one at a time, so a conflict that clears within a few
+	// seconds is that moment, not a concurrent migration.
+	for deadline := r.cfg.Now().Add(conflictGrace); isConflict(err) && e.Error != http.StatusConflict && r.cfg.Now().Before(deadline); {
+		if !r.sleep(ctx) {
+			break
+		}
+		mig, err = r.c.Migrate(ctx, id, body)
+	}
+	var apiErr *APIError
+	switch {
+	case errors.As(err, &apiErr):
+		o.Refusal = apiErr
+		sr.Refusal = apiErr
+	case err != nil:
+		sr.fail(StatusError, "migrate %s: %v", id, err)
+		return
+	default:
+		final, done := r.waitMigration(ctx, mig, m.WaitTimeout(mig.Timeouts), sr)
+		sr.Migration = final
+		if !done {
+			return
+		}
+		o.Migration = final
+		if final.State == sim.MigrationCompleted && final.Target.Instance != "" {
+			rs.jobs[m.Job] = final.Target.Instance
+			sr.Instance = final.Target.Instance
+		}
+	}
+	sr.Checks = Judge(e, o)
+	if Failed(sr.Checks) {
+		sr.fail(StatusFailed, "%s", FailureMessage(sr.Checks))
+		r.addLogTails(ctx, sr.Migration)
+		return
+	}
+	sr.Status = StatusPassed
+}
+
+// addLogTails gives a failing step's migration the last lines of each side
+// when the record carries none (the server adds them only to a migration
+// that failed or aborted; a step fails on other expectations too).
+func (r *Runner) addLogTails(ctx context.Context, m *sim.Migration) {
+	if m == nil || (m.Logs != nil && len(m.Logs.Tails) > 0) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if m.Logs == nil {
+		m.Logs = &sim.MigrationLogs{Lines: []sim.MigrationLogLine{}}
+	}
+	for _, side := range []struct{ name, id string }{{"source", m.Source.Instance}, {"target", m.Target.Instance}} {
+		if side.id == "" {
+			continue
+		}
+		p, err := r.c.LogPage(ctx, side.id, r.cfg.LogTail)
+		if err != nil {
+			continue
+		}
+		m.Logs.Tails = append(m.Logs.Tails, sim.LogTail{Side: side.name, Instance: side.id, Lines: p.Lines, Lost: p.Lost})
+	}
+}
+
+// waitMigration polls until the migration ends; done is false (and the step
+// an error) when it did not end in time.
+func (r *Runner) waitMigration(ctx context.Context, m *sim.Migration, timeout time.Duration, sr *StepResult) (*sim.Migration, bool) {
+	deadline := r.cfg.Now().Add(timeout)
+	last := m
+	for {
+		got, err := r.c.Migration(ctx, m.ID)
+		if err != nil {
+			if ctx.Err() != nil {
+				sr.fail(StatusError, "interrupted while migration %s was %s in phase %s", m.ID, last.State, last.Phase)
+			} else {
+				sr.fail(StatusError, "migration %s: %v", m.ID, err)
+			}
+			return last, false
+		}
+		last = got
+		if got.State.Ended() {
+			return got, true
+		}
+		if !r.cfg.Now().Before(deadline) {
+			sr.fail(StatusError, "migration %s is still %s in phase %s after %v (set the step's timeout to wait longer)", m.ID, got.State, got.Phase, timeout)
+			return got, false
+		}
+		if !r.sleep(ctx) {
+			sr.fail(StatusError, "interrupted while migration %s was %s in phase %s", m.ID, got.State, got.Phase)
+			return got, false
+		}
+	}
+}
+
+// cleanup removes every instance created since before: it waits (bounded)
+// for the run's migrations to end, then stops and removes the instances.
+// What it could not do is returned, not fatal: the next run starts anyway.
+func (r *Runner) cleanup(ctx context.Context, before map[string]bool) []string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.CleanupTimeout)
+	defer cancel()
+	var problems []string
+	for {
+		running, err := r.c.Migrations(ctx, sim.MigrationFilter{State: sim.MigrationRunning})
+		if err != nil {
+			return []string{fmt.Sprintf("list running migrations: %v", err)}
+		}
+		ours := 0
+		for _, m := range running {
+			if !before[m.Source.Instance] {
+				ours++
+			}
+		}
+		if ours == 0 {
+			break
+		}
+		if !r.sleep(ctx) {
+			problems = append(problems, fmt.Sprintf("%d migration(s) still running after %v", ours, r.cfg.CleanupTimeout))
+			break
+		}
+	}
+	list, err := r.c.Instances(ctx)
+	if err != nil {
+		return append(problems, fmt.Sprintf("list instances: %v", err))
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, in := range list {
+		if before[in.ID] {
+			continue
+		}
+		wg.Add(1)
+		go func(id string) {
+			defer wg.Done()
+			err := r.c.Stop(ctx, id)
+			// As in migrate: a migration that just ended may hold the
+			// instance a moment longer.
+			for deadline := r.cfg.Now().Add(conflictGrace); isConflict(err) && r.cfg.Now().Before(deadline) && r.sleep(ctx); {
+				err = r.c.Stop(ctx, id)
+			}
+			if err != nil {
+				var apiErr *APIError
+				if errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
+					return
+				}
+				mu.Lock()
+				problems = append(problems, fmt.Sprintf("remove instance %s: %v", id, err))
+				mu.Unlock()
+			}
+		}(in.ID)
+	}
+	wg.Wait()
+	slices.Sort(problems)
+	for _, p := range problems {
+		fmt.Fprintf(r.cfg.Out, "    cleanup: %s\n", p)
+	}
+	return problems
+}
+
+// conflictGrace is how long a migrate request is retried while the API
+// answers 409 (see Runner.migrate).
+const conflictGrace = 3 * time.Second
+
+func isConflict(err error) bool {
+	var apiErr *APIError
+	return errors.As(err, &apiErr) && apiErr.Status == http.StatusConflict
+}

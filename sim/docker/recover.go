@@ -1,0 +1,94 @@
+package docker
+
+import (
+	"context"
+	"slices"
+
+	"github.com/normsim/normsim/sim"
+)
+
+var (
+	_ sim.Recoverer      = (*Runtime)(nil)
+	_ sim.OrphanRemover  = (*Runtime)(nil)
+	_ sim.EngineReporter = (*Runtime)(nil)
+)
+
+// Recover adopts the containers an earlier run over the same store left
+// running, and removes the rest of what that store's runs left: the
+// instances it could not adopt, and the ones the store does not know or
+// recorded as ended. Only containers carrying owner's label (sim.LabelOwner)
+// are looked at, never another normsim's on the same engine. A removal that
+// fails is logged and recovery goes on: the instance is failed either way.
+func (r *Runtime) Recover(ctx context.Context, owner string, stored []sim.Instance) (map[string]sim.Recovery, error) {
+	owned, err := r.Owned(ctx)
+	if err != nil {
+		return nil, err
+	}
+	left := leftovers(owner, owned)
+	out := map[string]sim.Recovery{}
+	for _, in := range stored {
+		if in.State.Terminal() {
+			continue
+		}
+		if !adoptable(in, left) {
+			out[in.ID] = sim.Recovery{Reason: "normsim restarted and the instance was no longer running"}
+			continue
+		}
+		if err := r.Adopt(ctx, in.ID); err != nil {
+			out[in.ID] = sim.Recovery{Reason: "could not adopt after a restart: " + err.Error()}
+			continue
+		}
+		out[in.ID] = sim.Recovery{Adopted: true}
+	}
+	for _, id := range unadopted(out, left) {
+		if err := r.RemoveInstance(ctx, id); err != nil {
+			r.log.Warn("could not remove what an earlier run left", "instance", id, "err", err)
+		}
+	}
+	return out, nil
+}
+
+// leftovers maps each instance of owner's runs the engine still holds
+// containers of to whether all of them run.
+func leftovers(owner string, owned []Owned) map[string]bool {
+	out := map[string]bool{}
+	for _, o := range owned {
+		if o.Labels[sim.LabelOwner] != owner {
+			continue
+		}
+		running, seen := out[o.Instance]
+		if !seen {
+			running = true
+		}
+		out[o.Instance] = running && o.Running
+	}
+	return out
+}
+
+// adoptable reports whether a stored instance that has not ended is taken
+// back: all its containers run. A launch answers while its instance is
+// still starting, and "running" may not have reached the store before the
+// kill: containers that are up are adopted either way.
+func adoptable(in sim.Instance, left map[string]bool) bool {
+	running, ok := left[in.ID]
+	return ok && running && (in.State == sim.InstanceRunning || in.State == sim.InstanceStarting)
+}
+
+// unadopted is what recovery removes, sorted: the stored instances it did
+// not adopt, and the leftovers no stored instance that had not ended
+// accounts for.
+func unadopted(recovered map[string]sim.Recovery, left map[string]bool) []string {
+	var ids []string
+	for id, rec := range recovered {
+		if !rec.Adopted {
+			ids = append(ids, id)
+		}
+	}
+	for id := range left {
+		if _, ok := recovered[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}

@@ -1,6 +1,0 @@
-package scenario
-
-import "github.com/normsim/normsim/client"
-
-// APIError is a refusal of the simulator's API, as the reports show it.
-type APIError = client.Error

@@ -1,0 +1,118 @@
+package sim
+
+import (
+	"context"
+	"time"
+
+	"github.com/normsim/normsim/protocol"
+)
+
+// JobSocket is a node's job-socket listener as the manager drives it
+// (sim/jobsocket implements it). Jobs are known by job ID and role (the
+// instance ID).
+type JobSocket interface {
+	// Register accepts connections for an instance.
+	Register(SocketRegistration)
+	// Unregister closes the instance's connection normally and refuses new
+	// ones.
+	Unregister(jobID, role string)
+	// Expect allows the frame types the job may send next, beside the ones
+	// it may always send.
+	Expect(jobID, role string, types ...string)
+	// Expire ends the asks made with Expect: a frame that still answers one
+	// arrives marked Late.
+	Expire(jobID, role string)
+	// Disconnect closes the job's connection with code and reason.
+	Disconnect(jobID, role string, code int, reason string)
+	// Connected reports whether the job is connected now.
+	Connected(jobID, role string) bool
+	// Drop ends the job's connection without a close frame, as a network
+	// that went away would.
+	Drop(jobID, role string)
+	// SendRaw writes data as one frame of type typ.
+	SendRaw(ctx context.Context, jobID, role, typ string, data []byte) error
+}
+
+// SocketRegistration is an instance a job socket accepts connections for.
+type SocketRegistration struct {
+	JobID string
+	Role  string
+	Token string
+	// Migration is set for an instance launched as a migration target: its
+	// hello-ack carries it.
+	Migration *protocol.MigrationRef
+	// InitialState, when set, is sent right after hello-ack, before any other
+	// frame, on every authenticated connection.
+	InitialState *protocol.WorkerFrame
+}
+
+// SocketEventKind says what happened on a job's socket.
+type SocketEventKind int
+
+// Socket event kinds.
+const (
+	SocketConnected SocketEventKind = iota + 1
+	SocketDisconnected
+	SocketFrame
+)
+
+func (k SocketEventKind) String() string {
+	switch k {
+	case SocketConnected:
+		return "connected"
+	case SocketDisconnected:
+		return "disconnected"
+	case SocketFrame:
+		return "frame"
+	}
+	return "unknown"
+}
+
+// SocketEvent is what a job socket tells the manager.
+type SocketEvent struct {
+	Kind  SocketEventKind
+	Node  string
+	JobID string
+	Role  string
+	At    time.Time
+	// Frame and Size are set for SocketFrame events.
+	Frame protocol.JobFrame
+	Size  int
+	// Late marks a frame that answers an ask which has since expired
+	// (Expire): the job sent it before it could read that the migration
+	// ended. It is no protocol error; the manager records it and ignores it.
+	Late bool
+	// Code and Reason are set for SocketDisconnected events: the close code
+	// (ours or the job's) and why.
+	Code   int
+	Reason string
+	// ClosedBy says who ended the connection, for SocketDisconnected events.
+	ClosedBy Closer
+}
+
+// Closer says which end closed a job's connection.
+type Closer int
+
+// Who closed a connection.
+const (
+	// ClosedByJob: the job sent a close frame.
+	ClosedByJob Closer = iota + 1
+	// ClosedByWorker: the listener closed it (a protocol error, a
+	// replacement, a slow reader, a stop, or a fault).
+	ClosedByWorker
+	// ConnectionLost: the connection ended without a close frame from
+	// either side (the job's process died, or the network went away).
+	ConnectionLost
+)
+
+func (c Closer) String() string {
+	switch c {
+	case ClosedByJob:
+		return "job"
+	case ClosedByWorker:
+		return "worker"
+	case ConnectionLost:
+		return "lost"
+	}
+	return "unknown"
+}
