@@ -176,8 +176,8 @@ type lineWriter struct {
 	// live marks a stream read straight from the container (attached):
 	// its lines carry no engine timestamp and are stamped as they come.
 	live bool
-	buf   []byte
-	cut   int // bytes of the current line discarded
+	buf  []byte
+	cut  int // bytes of the current line discarded
 }
 
 // lineBufMax is what a line may hold before it is cut: room for the
