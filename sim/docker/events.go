@@ -104,14 +104,20 @@ func (w *watcher) stream(ctx context.Context) error {
 // again, by its restart policy, and the policy's name. The engine decides
 // before it reports the exit: the container is then restarting (or, if
 // the restart was quick, running again).
-func (r *Runtime) restarts(containerID string) (string, bool) {
+//
+// A job that exits at once may have been restarted, and have died again,
+// by the time this looks, so the engine's restart count decides: the k-th
+// death since the count was base was followed by a restart once the count
+// reached base+k.
+func (r *Runtime) restarts(containerID string, base, k int) (string, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	ci, err := r.cli.ContainerInspect(ctx, containerID)
 	if err != nil || ci.HostConfig == nil || ci.State == nil {
 		return "", false
 	}
-	return string(ci.HostConfig.RestartPolicy.Name), ci.State.Restarting || ci.State.Running
+	again := ci.RestartCount >= base+k || ci.State.Restarting || ci.State.Running
+	return string(ci.HostConfig.RestartPolicy.Name), again
 }
 
 // handle turns one engine event into a RuntimeEvent for a tracked instance.
@@ -128,10 +134,15 @@ func (r *Runtime) handle(m events.Message) {
 		return
 	}
 	stopping := in.stopping
-	if m.Action == events.ActionStart {
+	if m.Action == events.ActionDie {
+		svc.dies++
+		svc.diedAt = time.Unix(0, m.TimeNano)
+	}
+	if m.Action == events.ActionStart || m.Action == events.ActionDie {
 		close(in.changed)
 		in.changed = make(chan struct{})
 	}
+	dies, base := svc.dies, svc.restartBase
 	r.mu.Unlock()
 
 	ev := sim.RuntimeEvent{Instance: in.id, Service: svc.name, At: r.now()}
@@ -145,11 +156,12 @@ func (r *Runtime) handle(m events.Message) {
 			return // stopped through Stop, not on its own
 		}
 		code, _ := strconv.Atoi(attrs["exitCode"])
+		policy, again := r.restarts(m.Actor.ID, base, dies)
 		r.awaitDrained(in, svc, time.Unix(0, m.TimeNano))
 		ev.Kind = sim.ServiceExited
 		ev.ExitCode = code
 		ev.Detail = fmt.Sprintf("container %s exited with code %d", name, code)
-		if policy, again := r.restarts(m.Actor.ID); again {
+		if again {
 			ev.Restarting = true
 			ev.Detail += fmt.Sprintf("; the engine restarts it (restart: %s)", policy)
 		}

@@ -278,6 +278,12 @@ func (r *Runtime) capture(in *instance, since time.Time) {
 	// json-file driver's follow on engines before 23.0 can skip or stall
 	// at a file rotation when it lags, losing lines it cannot count.
 	attached := make([]*types.HijackedResponse, len(services))
+	dies := make([]int, len(services)) // before the attached runs
+	r.mu.Lock()
+	for i, s := range services {
+		dies[i] = s.dies
+	}
+	r.mu.Unlock()
 	if since.IsZero() {
 		for i, s := range services {
 			a, err := r.cli.ContainerAttach(r.capCtx, s.container, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
@@ -318,7 +324,7 @@ func (r *Runtime) capture(in *instance, since time.Time) {
 						from = last
 					default:
 						var again bool
-						if from, again = r.nextRun(in, s); !again {
+						if from, again = r.nextRun(in, s, dies[i]); !again {
 							return
 						}
 					}
@@ -358,29 +364,23 @@ func (r *Runtime) readAttached(a *types.HijackedResponse, s *service, out lineSi
 	return last, nil
 }
 
-// nextRun waits until the container of s, whose attached run ended, runs
-// again, and returns the moment before that run started: its engine log is
-// followed from there. Neither the time the last line arrived nor the
-// first run's end would do: the engine stamps a line when its log copier
-// takes it, which can lag behind an attached reader and the exit, so the
-// old run's last lines could be read twice. again is false when the
-// instance is gone or the runtime closes first.
-func (r *Runtime) nextRun(in *instance, s *service) (from time.Time, again bool) {
+// nextRun waits until the event watcher has seen the death that ended
+// the attached run (the dies-th), and returns its time: the engine's log
+// is followed from there. The engine reports a death once its log copier
+// has taken the run's last line and before it restarts the container, so
+// every line of the old run is stamped before it and every line of a
+// restart after it; neither the time the last line arrived (the copier
+// can lag behind an attached reader) nor the run's exit time (before the
+// copier is done) divides them. again is false when the instance is gone
+// or the runtime closes first.
+func (r *Runtime) nextRun(in *instance, s *service, dies int) (from time.Time, again bool) {
 	for {
-		// Taken before looking, so a start after the look is not missed.
 		r.mu.Lock()
 		changed, gone := in.changed, in.gone
+		seen, died := s.dies, s.diedAt
 		r.mu.Unlock()
-		info, err := r.cli.ContainerInspect(r.capCtx, s.container)
-		if err != nil || info.State == nil {
-			return time.Time{}, false
-		}
-		// Restarting still carries the old run's start: wait for the new one.
-		if info.State.Running && !info.State.Restarting {
-			started, err := time.Parse(time.RFC3339Nano, info.State.StartedAt)
-			if err == nil {
-				return started.Add(-time.Nanosecond), true
-			}
+		if seen > dies {
+			return died, true
 		}
 		select {
 		case <-r.capCtx.Done():

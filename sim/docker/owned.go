@@ -97,6 +97,14 @@ func (r *Runtime) Adopt(ctx context.Context, instanceID string) error {
 		}
 		return fmt.Errorf("adopt instance %s: %w", instanceID, err)
 	}
+	// Restarts the engine made before the adoption are not deaths seen here.
+	for _, s := range in.services {
+		if ci, err := r.cli.ContainerInspect(ctx, s.container); err == nil {
+			r.mu.Lock()
+			s.restartBase = ci.RestartCount
+			r.mu.Unlock()
+		}
+	}
 	// From now: the lines an earlier run captured are in the store, and
 	// what was printed while no normsim ran is not (docs/logs.md).
 	r.capture(in, r.now())

@@ -88,8 +88,9 @@ type instance struct {
 	services    []*service
 	stopping    bool
 	// changed is closed (and replaced) whenever one of the instance's
-	// containers starts, so a following Logs resumes a service that
-	// (re)started; gone is closed once the instance is stopped or removed.
+	// containers starts or dies, so a following Logs resumes a service
+	// that (re)started; gone is closed once the instance is stopped or
+	// removed.
 	changed chan struct{}
 	gone    chan struct{}
 	// captured is closed once the capture of the instance's output has
@@ -108,6 +109,14 @@ type service struct {
 	// captured counts the lines the capture read, to tell a slow capture
 	// from a stalled one.
 	captured atomic.Int64
+	// dies counts the deaths the event watcher saw since the engine last
+	// counted restarts from restartBase (a start by normsim sets it back
+	// to 0, as the engine does; an adopted container keeps its count).
+	// Guarded by Runtime.mu.
+	dies, restartBase int
+	// diedAt is the engine's time of the last death seen: every line of
+	// that run is stamped before it, every line of a restart after it.
+	diedAt time.Time
 }
 
 func (in *instance) service(containerID string) *service {

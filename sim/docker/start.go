@@ -32,6 +32,12 @@ func (r *Runtime) Start(ctx context.Context, instanceID string) error {
 	if in.composeName == "" {
 		return sim.Errorf(sim.EConflict, "instance %s was created by a normsim before the Compose SDK and cannot be started again; stop it and launch it anew", instanceID)
 	}
+	// A start by hand sets the engine's restart count back to 0.
+	r.mu.Lock()
+	for _, s := range in.services {
+		s.dies, s.restartBase = 0, 0
+	}
+	r.mu.Unlock()
 	// Captured from before the start, so no line is missed.
 	r.capture(in, time.Time{})
 	return r.startCompose(ctx, in) // its errors name the instance

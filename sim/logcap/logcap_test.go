@@ -13,6 +13,30 @@ import (
 	"github.com/normsim/normsim/sim/sqlite"
 )
 
+// memStore is a real store in memory, closed when the test ends.
+func memStore(t *testing.T) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), sqlite.Memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// splitMarks counts a page's lines the job printed and returns normsim's
+// marker lines among them.
+func splitMarks(p *sim.LogPage) (kept int, marks []string) {
+	for _, l := range p.Lines {
+		if l.Stream == sim.StreamNormsim {
+			marks = append(marks, l.Text)
+		} else {
+			kept++
+		}
+	}
+	return kept, marks
+}
+
 // gatedStore is a real store whose log writes wait for a gate: a store
 // that falls behind.
 type gatedStore struct {
@@ -33,11 +57,7 @@ func (g *gatedStore) AppendLogs(ctx context.Context, lines []sim.LogLine) error 
 // counted is what was printed.
 func TestOverflowIsCountedAndMarked(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, sqlite.Memory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := memStore(t)
 	g := &gatedStore{Store: st, entered: make(chan struct{}), gate: make(chan struct{})}
 	c := logcap.New(logcap.Config{Store: g, Limits: logcap.Limits{Lines: 10, Bytes: 1 << 20}})
 	defer c.Close()
@@ -56,19 +76,14 @@ func TestOverflowIsCountedAndMarked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kept, marks int
-	for _, l := range p.Lines {
-		if l.Stream == sim.StreamNormsim {
-			marks++
-			if !strings.Contains(l.Text, fmt.Sprintf("%d line(s)", p.Lost.Overflowed)) {
-				t.Errorf("marker %q does not say %d lines", l.Text, p.Lost.Overflowed)
-			}
-			continue
+	kept, marks := splitMarks(p)
+	for _, m := range marks {
+		if !strings.Contains(m, fmt.Sprintf("%d line(s)", p.Lost.Overflowed)) {
+			t.Errorf("marker %q does not say %d lines", m, p.Lost.Overflowed)
 		}
-		kept++
 	}
-	if p.Lost.Overflowed == 0 || marks != 1 || int64(kept)+p.Lost.Overflowed != printed {
-		t.Fatalf("kept %d + overflowed %d (marks %d), want %d in all, some overflowed, one mark", kept, p.Lost.Overflowed, marks, printed)
+	if p.Lost.Overflowed == 0 || len(marks) != 1 || int64(kept)+p.Lost.Overflowed != printed {
+		t.Fatalf("kept %d + overflowed %d (marks %q), want %d in all, some overflowed, one mark", kept, p.Lost.Overflowed, marks, printed)
 	}
 }
 
@@ -76,11 +91,7 @@ func TestOverflowIsCountedAndMarked(t *testing.T) {
 // before it, however recent.
 func TestReadSeesEverythingCapturedBefore(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, sqlite.Memory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := memStore(t)
 	c := logcap.New(logcap.Config{Store: st})
 	defer c.Close()
 	for i := range 1000 {
@@ -100,11 +111,7 @@ func TestReadSeesEverythingCapturedBefore(t *testing.T) {
 // never released ends by itself (sim.MaxLogHold).
 func TestHoldDefersWritesNotCapture(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, sqlite.Memory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := memStore(t)
 	c := logcap.New(logcap.Config{Store: st})
 	defer c.Close()
 	line := func(text string) sim.LogLine {
@@ -152,11 +159,7 @@ func (f *failingStore) AppendLogs(ctx context.Context, lines []sim.LogLine) erro
 // writes again; kept plus counted is what was printed.
 func TestFailedWriteIsCountedAndMarked(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, sqlite.Memory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := memStore(t)
 	// The batch write and the marker after it fail; the next write works.
 	f := &failingStore{Store: st, fails: 2}
 	c := logcap.New(logcap.Config{Store: f})
@@ -173,18 +176,13 @@ func TestFailedWriteIsCountedAndMarked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kept, marks int
-	for _, l := range p.Lines {
-		if l.Stream == sim.StreamNormsim {
-			marks++
-			if !strings.Contains(l.Text, "the store failed to write them") || !strings.Contains(l.Text, fmt.Sprintf("%d line(s)", first)) {
-				t.Errorf("marker %q", l.Text)
-			}
-			continue
+	kept, marks := splitMarks(p)
+	for _, m := range marks {
+		if !strings.Contains(m, "the store failed to write them") || !strings.Contains(m, fmt.Sprintf("%d line(s)", first)) {
+			t.Errorf("marker %q", m)
 		}
-		kept++
 	}
-	if kept != 1 || marks != 1 || p.Lost.Overflowed != first {
-		t.Fatalf("kept %d, marks %d, overflowed %d; want 1, 1 and %d", kept, marks, p.Lost.Overflowed, first)
+	if kept != 1 || len(marks) != 1 || p.Lost.Overflowed != first {
+		t.Fatalf("kept %d, marks %q, overflowed %d; want 1, one and %d", kept, marks, p.Lost.Overflowed, first)
 	}
 }
