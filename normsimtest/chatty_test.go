@@ -29,25 +29,23 @@ func TestChattyJobHandsOverAndKeepsEveryLine(t *testing.T) {
 }
 
 func TestChattyJobHandsOverAndKeepsEveryLineOnDocker(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs real containers")
-	}
-	testenv.RequireDocker(t)
-	normsimtest.BuildSourceImage(t, "normsim/counter", filepath.Join("..", "examples", "jobs", "counter"))
-	testChatty(t, sim.RuntimeDocker, 10000)
+	testChattyOnDocker(t, "chatty")
 }
 
 // TestChattyJobKeepsEveryLineAcrossLogRotations: with json-file logs of
 // 256 KiB the engine rotates them every second or so while the capture
 // reads; no line is lost to a rotation.
-
 func TestChattyJobKeepsEveryLineAcrossLogRotations(t *testing.T) {
+	testChattyOnDocker(t, "chatty-rotating")
+}
+
+func testChattyOnDocker(t *testing.T, template string) {
 	if testing.Short() {
 		t.Skip("runs real containers")
 	}
 	testenv.RequireDocker(t)
 	normsimtest.BuildSourceImage(t, "normsim/counter", filepath.Join("..", "examples", "jobs", "counter"))
-	testChattyTemplate(t, sim.RuntimeDocker, "chatty-rotating", 10000)
+	testChattyTemplate(t, sim.RuntimeDocker, template, 10000)
 }
 
 func testChatty(t *testing.T, runtime string, rate int) {
