@@ -30,13 +30,14 @@ type Queue[T any] struct {
 	size    int
 	closed  bool
 	wake    chan struct{} // capacity 1: something is pending, or closed
+	hurry   chan struct{} // capacity 1: someone waits, cut the linger short
 	done    chan struct{}
 }
 
 // New starts a queue's writer goroutine.
 func New[T any](limits Limits, linger time.Duration, batch int, write func([]T)) *Queue[T] {
 	q := &Queue[T]{write: write, linger: linger, batch: batch, limits: limits,
-		wake: make(chan struct{}, 1), done: make(chan struct{})}
+		wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1), done: make(chan struct{})}
 	go q.loop()
 	return q
 }
@@ -68,6 +69,16 @@ func (q *Queue[T]) Close() {
 	<-q.done
 }
 
+// Hurry has the writer write what is pending without lingering: someone
+// waits for it (a reader flushing), so the work the linger gives way to
+// is this wait.
+func (q *Queue[T]) Hurry() {
+	select {
+	case q.hurry <- struct{}{}:
+	default:
+	}
+}
+
 func (q *Queue[T]) signal() {
 	select {
 	case q.wake <- struct{}{}:
@@ -83,7 +94,7 @@ func (q *Queue[T]) loop() {
 		closed := q.closed
 		q.mu.Unlock()
 		if !closed {
-			time.Sleep(q.linger)
+			q.lingerFor()
 		}
 		q.mu.Lock()
 		items := q.pending
@@ -100,5 +111,15 @@ func (q *Queue[T]) loop() {
 		if closed {
 			return
 		}
+	}
+}
+
+// lingerFor waits the linger, or less when hurried.
+func (q *Queue[T]) lingerFor() {
+	t := time.NewTimer(q.linger)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-q.hurry:
 	}
 }

@@ -63,3 +63,21 @@ func TestLimits(t *testing.T) {
 		t.Fatalf("written %v, want %v", written, want)
 	}
 }
+
+// TestHurryCutsTheLingerShort: a queue lingering an hour writes at once
+// when hurried.
+func TestHurryCutsTheLingerShort(t *testing.T) {
+	wrote := make(chan []int, 1)
+	q := batchq.New(batchq.Limits{}, time.Hour, 10, func(items []int) { wrote <- append([]int(nil), items...) })
+	q.Add(7, 0)
+	q.Hurry()
+	select {
+	case got := <-wrote:
+		if len(got) != 1 || got[0] != 7 {
+			t.Fatalf("wrote %v", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a hurried queue still lingered")
+	}
+	q.Close()
+}

@@ -260,6 +260,9 @@ func (c *Capture) Changed() <-chan struct{} {
 // the runs of refused lines among them are marked.
 func (c *Capture) Flush(ctx context.Context) error {
 	target := c.queued.Load()
+	if c.written.Load() < target {
+		c.queue.Hurry()
+	}
 	for c.written.Load() < target {
 		ch := c.Changed()
 		if c.written.Load() >= target {
