@@ -54,7 +54,13 @@ func BuildJobImage(tb testing.TB, tag, srcDir string) {
 func BuildSourceImage(tb testing.TB, repo, srcDir string) string {
 	tb.Helper()
 	testenv.RequireDocker(tb)
-	tag, err := srctag.Of(context.Background(), srcDir)
+	abs, err := filepath.Abs(srcDir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// go list once per directory and test process, like the build.
+	v, _ := tags.LoadOrStore(abs, sync.OnceValues(func() (string, error) { return srctag.Of(context.Background(), abs) }))
+	tag, err := v.(func() (string, error))()
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -62,6 +68,10 @@ func BuildSourceImage(tb testing.TB, repo, srcDir string) string {
 	BuildJobImage(tb, ref, srcDir)
 	return ref
 }
+
+// tags remembers the source tag of each job directory this test process
+// asked for.
+var tags sync.Map
 
 func build(ctx context.Context, tb testing.TB, cli *client.Client, tag, srcDir string) error {
 	abs, err := filepath.Abs(srcDir)
