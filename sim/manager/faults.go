@@ -58,34 +58,6 @@ func frameDirection(typ string) string {
 	return ""
 }
 
-// phaseTimeout is the timeout of the phase a frame type belongs to, and
-// that timeout's name: the most a delay-frame fault may hold it. abort can
-// come in any phase, so the shortest phase bounds it.
-func phaseTimeout(typ string, t sim.Timeouts) (time.Duration, string) {
-	switch typ {
-	case protocol.TypeGetState, protocol.TypeState, protocol.TypeStateRefused:
-		return t.State.D(), "state"
-	case protocol.TypeHello, protocol.TypeHelloAck:
-		return t.TargetStart.D(), "targetStart"
-	case protocol.TypeInitialState, protocol.TypeTargetReady:
-		return t.TargetReady.D(), "targetReady"
-	case protocol.TypeCutoverReady, protocol.TypeSourceStoppedOutput:
-		return t.Stop.D(), "stop"
-	case protocol.TypeCutoverApply, protocol.TypeTargetApplied:
-		return t.Apply.D(), "apply"
-	}
-	d, name := t.State.D(), "state"
-	for _, f := range []struct {
-		d    time.Duration
-		name string
-	}{{t.TargetReady.D(), "targetReady"}, {t.Stop.D(), "stop"}, {t.Apply.D(), "apply"}} {
-		if f.d < d {
-			d, name = f.d, f.name
-		}
-	}
-	return d, name
-}
-
 // validateFaults checks each fault names what its kind needs, that a held
 // frame is held no longer than its phase's timeout, and that the runtimes
 // can deliver the signals it sends.
@@ -132,7 +104,7 @@ func validateFaults(fs []sim.Fault, timeouts sim.Timeouts, srcRuntime, tgtRuntim
 		if f.Kind == faultDelayFrame {
 			// A frame held past its phase's timeout could never arrive in
 			// time. (A pause may outlast it: a frozen job is the point.)
-			limit, name := phaseTimeout(f.Frame, timeouts)
+			limit, name := sim.FrameTimeout(f.Frame, timeouts)
 			if d := faultDelay(f); d > limit {
 				return sim.Errorf(sim.EUnprocessable, "%s.delay: %s is longer than the %s timeout (%s) of the phase %s belongs to; a held frame may wait at most that timeout (raise timeouts.%s to hold it longer)",
 					at, d, name, limit, f.Frame, name)
