@@ -151,6 +151,20 @@ func (c *Client) Instances(ctx context.Context) ([]sim.Instance, error) {
 	return out, c.Do(ctx, http.MethodGet, "/api/v1/instances", nil, &out)
 }
 
+// Output is what an instance sent to the output sink since then (every
+// packet the sink keeps for a zero since).
+func (c *Client) Output(ctx context.Context, id string, since time.Time) (*sim.OutputSummary, error) {
+	path := "/api/v1/instances/" + url.PathEscape(id) + "/output"
+	if !since.IsZero() {
+		path += "?since=" + url.QueryEscape(since.UTC().Format(time.RFC3339Nano))
+	}
+	var out sim.OutputSummary
+	if err := c.Do(ctx, http.MethodGet, path, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Stop stops and removes an instance.
 func (c *Client) Stop(ctx context.Context, id string) error {
 	return c.Do(ctx, http.MethodDelete, "/api/v1/instances/"+url.PathEscape(id), nil, nil)

@@ -216,3 +216,31 @@ type OutputSink interface {
 	// Forget drops what the sink holds of a job.
 	Forget(jobID string)
 }
+
+// OutputSummary is what one instance sent to the output sink since a
+// moment: whether it is producing, and where its sequence stands.
+type OutputSummary struct {
+	Instance string     `json:"instance"`
+	Since    time.Time  `json:"since"`
+	Packets  int        `json:"packets"`
+	FirstSeq *int64     `json:"firstSeq,omitempty"`
+	LastSeq  *int64     `json:"lastSeq,omitempty"`
+	LastAt   *time.Time `json:"lastAt,omitempty"`
+}
+
+// SummarizeOutput is instance's share of a job's packets.
+func SummarizeOutput(instance string, since time.Time, pkts []Packet) OutputSummary {
+	s := OutputSummary{Instance: instance, Since: since}
+	for _, p := range pkts {
+		if p.Instance != instance {
+			continue
+		}
+		s.Packets++
+		seq, at := p.Seq, p.At
+		if s.FirstSeq == nil {
+			s.FirstSeq = &seq
+		}
+		s.LastSeq, s.LastAt = &seq, &at
+	}
+	return s
+}

@@ -116,6 +116,26 @@ func (s *Server) getInstance(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, in.View())
 }
 
+// output reports what an instance sent to the output sink since the
+// RFC 3339 time in since (every packet the sink keeps when absent).
+func (s *Server) output(w http.ResponseWriter, r *http.Request) {
+	var since time.Time
+	if v := r.URL.Query().Get("since"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			writeError(w, sim.Errorf(sim.EInvalid, "since: want an RFC 3339 time like 2026-12-01T18:00:00.5Z; got %q", v))
+			return
+		}
+		since = t
+	}
+	sum, err := s.svc.Output(r.Context(), pathParam(r, "id"), since)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sum)
+}
+
 func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
 	if err := s.svc.Stop(r.Context(), pathParam(r, "id")); err != nil {
 		writeError(w, err)

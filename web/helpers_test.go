@@ -133,6 +133,8 @@ type fakeService struct {
 	filters                        []sim.MigrationFilter
 	// timeouts are the run's (normsim up --timeouts).
 	timeouts sim.Timeouts
+	// packets are what the jobs sent to the output sink.
+	packets []sim.Packet
 }
 
 func newFake() *fakeService {
@@ -201,6 +203,21 @@ func (f *fakeService) Instance(ctx context.Context, id string) (sim.Instance, er
 		}
 	}
 	return sim.Instance{}, sim.Errorf(sim.ENotFound, "instance %q not found", id)
+}
+
+func (f *fakeService) Output(ctx context.Context, id string, since time.Time) (sim.OutputSummary, error) {
+	if _, err := f.Instance(ctx, id); err != nil {
+		return sim.OutputSummary{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var pkts []sim.Packet
+	for _, p := range f.packets {
+		if !p.At.Before(since) {
+			pkts = append(pkts, p)
+		}
+	}
+	return sim.SummarizeOutput(id, since, pkts), nil
 }
 
 func (f *fakeService) Launch(ctx context.Context, req sim.LaunchRequest) (sim.Instance, error) {

@@ -42,6 +42,8 @@ type Service interface {
 	// MigrationLogs fills in a migration's Logs, with the last tail
 	// lines of each side when it failed or aborted.
 	MigrationLogs(ctx context.Context, m *sim.Migration, tail int) error
+	// Output is what an instance sent to the output sink since then.
+	Output(ctx context.Context, id string, since time.Time) (sim.OutputSummary, error)
 	Migrate(ctx context.Context, id string, req sim.MigrateRequest) (*sim.Migration, error)
 	Migration(ctx context.Context, id string) (*sim.Migration, error)
 	Migrations(ctx context.Context, f sim.MigrationFilter) ([]*sim.Migration, error)
@@ -119,6 +121,7 @@ func New(cfg Config) *Server {
 		r.Get("/instances/{id}", s.getInstance)
 		r.Delete("/instances/{id}", s.stop)
 		r.Get("/instances/{id}/logs", s.logs)
+		r.Get("/instances/{id}/output", s.output)
 		r.Post("/instances/{id}/migrate", s.migrate)
 		r.Get("/migrations", s.listMigrations)
 		r.Get("/migrations/{id}", s.getMigration)

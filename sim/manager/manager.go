@@ -904,3 +904,17 @@ func (m *Manager) waitInstance(ctx context.Context, id string, timeout time.Dura
 }
 
 var errTimeout = errors.New("timed out")
+
+// Output is what an instance sent to the output sink since a moment; an
+// instance the manager does not know is ENotFound, and a run without a
+// sink reports no packets.
+func (m *Manager) Output(ctx context.Context, id string, since time.Time) (sim.OutputSummary, error) {
+	in, err := m.Instance(ctx, id)
+	if err != nil {
+		return sim.OutputSummary{}, err
+	}
+	if m.cfg.Sink == nil {
+		return sim.OutputSummary{Instance: id, Since: since}, nil
+	}
+	return sim.SummarizeOutput(id, since, m.cfg.Sink.Packets(in.JobID, since)), nil
+}
