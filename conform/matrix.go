@@ -10,6 +10,15 @@ import (
 	"github.com/normsim/normsim/sim"
 )
 
+// Case kinds: how a case is judged.
+const (
+	kindHandover = "handover"
+	kindChain    = "chain"
+	kindRefusal  = "refusal"
+	kindFault    = "fault"
+	kindMove     = "move"
+)
+
 // Sides a fault strikes.
 const (
 	sideSource = "source"
@@ -27,14 +36,18 @@ type step struct {
 	// pastNoReturn says the migration is past the point of no return
 	// once this frame has been acted on.
 	pastNoReturn bool
+	// listener says the node's listener exchanges the frame as the
+	// target connects, outside the migration's relay: no frame fault can
+	// act on it (docs/faults.md), so none is in the matrix.
+	listener bool
 }
 
 // handoverSteps are the contract's handover steps (section 2) a fault can
 // strike at, in order.
 var handoverSteps = []step{
 	{name: "get-state", frame: protocol.TypeGetState},
-	{name: "target placed", frame: protocol.TypeHello, target: true},
-	{name: "initial-state", frame: protocol.TypeInitialState, target: true},
+	{name: "target placed", frame: protocol.TypeHello, target: true, listener: true},
+	{name: "initial-state", frame: protocol.TypeInitialState, target: true, listener: true},
 	{name: "target-ready", frame: protocol.TypeTargetReady, target: true},
 	{name: "source-stopped-output", frame: protocol.TypeSourceStoppedOutput, target: true, pastNoReturn: true},
 	{name: "target-applied", frame: protocol.TypeTargetApplied, target: true, pastNoReturn: true},
@@ -72,11 +85,11 @@ func Matrix(strategy sim.Strategy, t sim.Timeouts) []Case {
 func handoverMatrix(t sim.Timeouts) []Case {
 	one := func(fs ...sim.Fault) []Move { return []Move{{Faults: fs}} }
 	cases := []Case{
-		{ID: "1.1", Group: "handover", Name: "plain handover a→b", Moves: one(),
+		{ID: "1.1", Group: "handover", Name: "plain handover a→b", Kind: kindHandover, Moves: one(),
 			Expect: "completed, the output seamless"},
-		{ID: "1.2", Group: "handover", Name: "chain a→b→a→b", Moves: []Move{{}, {}, {}},
+		{ID: "1.2", Group: "handover", Name: "chain a→b→a→b", Kind: kindChain, Moves: []Move{{}, {}, {}},
 			Expect: "every move completed, the output seamless each time: the state survives repeated moves"},
-		{ID: "1.3", Group: "handover", Name: "refusal", Moves: one(),
+		{ID: "1.3", Group: "handover", Name: "refusal", Kind: kindRefusal, Moves: one(),
 			Expect: "graded only when the job refuses: refused with a reason, nothing placed, the source still producing"},
 	}
 	for si, st := range handoverSteps {
@@ -84,7 +97,7 @@ func handoverMatrix(t sim.Timeouts) []Case {
 		n := 0
 		add := func(name, expect string, f sim.Fault) {
 			n++
-			cases = append(cases, Case{ID: fmt.Sprintf("%d.%d", si+2, n), Group: group, Name: name, Step: st.name,
+			cases = append(cases, Case{ID: fmt.Sprintf("%d.%d", si+2, n), Group: group, Name: name, Kind: kindFault, Step: st.name,
 				Moves: one(f), Expect: expect})
 		}
 		sides := []string{sideSource}
@@ -102,13 +115,15 @@ func handoverMatrix(t sim.Timeouts) []Case {
 		}
 		abort := sim.Fault{Kind: "worker-abort", On: st.frame}
 		add("the worker aborts on "+st.frame, expectOf(st, abort), abort)
-		limit, _ := sim.FrameTimeout(st.frame, t)
-		late := sim.Fault{Kind: "delay-frame", Frame: st.frame, Delay: sim.Duration(limit)}
-		add(fmt.Sprintf("%s held for its phase's whole timeout (%s)", st.frame, limit), expectOf(st, late), late)
-		dup := sim.Fault{Kind: "duplicate-frame", Frame: st.frame}
-		add(st.frame+" delivered twice", expectOf(st, dup), dup)
-		bad := sim.Fault{Kind: "corrupt-frame", Frame: st.frame}
-		add(st.frame+" corrupted", expectOf(st, bad), bad)
+		if !st.listener {
+			limit, _ := sim.FrameTimeout(st.frame, t)
+			late := sim.Fault{Kind: "delay-frame", Frame: st.frame, Delay: sim.Duration(limit)}
+			add(fmt.Sprintf("%s held for its phase's whole timeout (%s)", st.frame, limit), expectOf(st, late), late)
+			dup := sim.Fault{Kind: "duplicate-frame", Frame: st.frame}
+			add(st.frame+" delivered twice", expectOf(st, dup), dup)
+			bad := sim.Fault{Kind: "corrupt-frame", Frame: st.frame}
+			add(st.frame+" corrupted", expectOf(st, bad), bad)
+		}
 		if st.frame == protocol.TypeHello {
 			fail := sim.Fault{Kind: "target-fail-start"}
 			add("the target fails to start", expectOf(st, fail), fail)
@@ -130,11 +145,11 @@ func movingMatrix(strategy sim.Strategy) []Case {
 		what = "the source stopped before the target starts"
 	}
 	cases := []Case{
-		{ID: "1.1", Group: string(strategy), Name: string(strategy) + " a→b", Moves: one(),
+		{ID: "1.1", Group: string(strategy), Name: string(strategy) + " a→b", Kind: kindMove, Moves: one(),
 			Expect: "completed, " + what + "; the gap or overlap measured"},
-		{ID: "1.2", Group: string(strategy), Name: string(strategy) + " a→b→a→b", Moves: []Move{{}, {}, {}},
+		{ID: "1.2", Group: string(strategy), Name: string(strategy) + " a→b→a→b", Kind: kindChain, Moves: []Move{{}, {}, {}},
 			Expect: "every move completed"},
-		{ID: "2.1", Group: "faults", Name: "the target fails to start", Moves: one(sim.Fault{Kind: "target-fail-start"}),
+		{ID: "2.1", Group: "faults", Name: "the target fails to start", Kind: kindFault, Moves: one(sim.Fault{Kind: "target-fail-start"}),
 			Expect: "failed with the start's error reported; the source still producing"},
 	}
 	for i := range cases {

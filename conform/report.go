@@ -40,7 +40,10 @@ type Case struct {
 	// Group is the section the case belongs to ("faults at get-state").
 	Group string `json:"group"`
 	// Name says what is done, in words ("kill the source on get-state").
-	Name     string       `json:"name"`
+	Name string `json:"name"`
+	// Kind is how the case is judged: handover, chain, refusal, fault
+	// (handover templates); move, chain, fault (overlap, stopThenStart).
+	Kind     string       `json:"kind"`
 	Strategy sim.Strategy `json:"strategy"`
 	// Step is the protocol step the fault strikes at (get-state, target
 	// placed, initial-state, target-ready, source-stopped-output,

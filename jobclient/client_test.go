@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -693,4 +694,31 @@ func TestNoHelloAck(t *testing.T) {
 		t.Fatalf("worker saw %v, want close %d", err, protocol.CloseProtocolError)
 	}
 	acked(t, w, c, nil) // it tries again
+}
+
+// A get-state delivered twice (a worker that resent it, a duplicating
+// network) is answered once: the second state would be out of phase.
+func TestRepeatedGetStateIsAnsweredOnce(t *testing.T) {
+	w := newFakeWorker(t)
+	var asked atomic.Int32
+	c := connect(t, w, Handler{
+		GetState: func(ctx context.Context, id string) (json.RawMessage, error) {
+			asked.Add(1)
+			return json.RawMessage(`{"n":1}`), nil
+		},
+	})
+	wc := acked(t, w, c, nil)
+	wc.send(protocol.WorkerFrame{Type: protocol.TypeGetState, MigrationID: "m1"})
+	wc.send(protocol.WorkerFrame{Type: protocol.TypeGetState, MigrationID: "m1"})
+	// Another migration's get-state is a new question, and its answer is
+	// the next frame: nothing was sent for the repeat in between.
+	wc.send(protocol.WorkerFrame{Type: protocol.TypeGetState, MigrationID: "m2"})
+	for i := range 2 {
+		if f := wc.read(); f.Type != protocol.TypeState {
+			t.Fatalf("answer %d: %+v", i+1, f)
+		}
+	}
+	if n := asked.Load(); n != 2 {
+		t.Fatalf("GetState called %d times, want 2 (once per migration)", n)
+	}
 }

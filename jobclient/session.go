@@ -48,6 +48,7 @@ type migration struct {
 	ended     bool // aborted, refused or done: send nothing more for it
 	committed bool // past the point of no return: a lost connection no longer rolls it back
 	notified  bool // Handler.Abort has been called for it
+	asked     bool // get-state has been answered (or is being): a repeat is ignored
 }
 
 func newSession(c *Client, conn *websocket.Conn) *session {
@@ -274,6 +275,16 @@ func (s *session) live(m *migration) bool {
 func (s *session) getState(id string) {
 	m, ok := s.begin(id)
 	if !ok {
+		return
+	}
+	// A get-state delivered twice is one question: answering it twice
+	// would put a state out of phase and cost the handover.
+	s.mu.Lock()
+	repeat := m.asked
+	m.asked = true
+	s.mu.Unlock()
+	if repeat {
+		s.c.log.Warn("get-state repeated for a migration already asked; ignored", "migration", id)
 		return
 	}
 	var state json.RawMessage

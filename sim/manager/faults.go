@@ -44,6 +44,11 @@ var jobFrames = map[string]bool{protocol.TypeHello: true, protocol.TypeState: tr
 var workerFrames = map[string]bool{protocol.TypeHelloAck: true, protocol.TypeGetState: true, protocol.TypeInitialState: true,
 	protocol.TypeCutoverReady: true, protocol.TypeCutoverApply: true, protocol.TypeAbort: true}
 
+// listenerFrames are the frames the node's listener exchanges as a job
+// connects (hello; hello-ack and initial-state in answer): they never pass
+// a migration's relay, so no frame fault can act on them.
+var listenerFrames = map[string]bool{protocol.TypeHello: true, protocol.TypeHelloAck: true, protocol.TypeInitialState: true}
+
 // frameDirection is the direction a frame type travels: in (job → worker)
 // or out (worker → job); "" for abort, which travels both ways.
 func frameDirection(typ string) string {
@@ -88,6 +93,10 @@ func validateFaults(fs []sim.Fault, timeouts sim.Timeouts, srcRuntime, tgtRuntim
 		if need.frame {
 			if !jobFrames[f.Frame] && !workerFrames[f.Frame] {
 				return sim.Errorf(sim.EUnprocessable, "%s.frame: required for %s: a frame type of the job socket; got %q", at, f.Kind, f.Frame)
+			}
+			if listenerFrames[f.Frame] {
+				return sim.Errorf(sim.EUnprocessable, "%s.frame: %s is exchanged by the node's listener as a job connects, before the migration relays anything, so %s cannot act on it; frame faults act on get-state, state, state-refused, target-ready, cutover-ready, source-stopped-output, cutover-apply, target-applied and abort (kill, stop, pause and drop-socket may be armed on: %s)",
+					at, f.Frame, f.Kind, f.Frame)
 			}
 			want := frameDirection(f.Frame)
 			switch {

@@ -587,6 +587,9 @@ func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool) {
 		}
 	case sim.SocketConnected:
 		r.noteLocked(sim.TimelineConnected, r.phase, side, "connected (hello accepted)")
+		// The listener answered the hello before it told us: faults armed
+		// on hello fire here, as the job's connection becomes known.
+		r.fireOnLocked(protocol.TypeHello)
 		if side == sideTarget && r.initialState != nil {
 			// The listener wrote hello-ack and initial-state before it told
 			// us of the connection, and reads the target's next frame only

@@ -1,0 +1,370 @@
+package conform
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/normsim/normsim/protocol"
+	"github.com/normsim/normsim/sim"
+)
+
+// The rules a case is judged by, as the contract (section 2) states them.
+const (
+	ruleHandover = "contract §2 handover: the job hands over at an exact position; the target continues exactly after the source's last packet"
+	ruleChain    = "contract §2 handover, repeated: the state survives every move, and every seam is exact"
+	ruleRefusal  = "contract §2 step 1: a source may answer state-refused; the migration is over, nothing is placed, the source keeps running"
+	ruleRollback = "contract §2: before the point of no return a break rolls back; the target is removed, the source keeps running and can hand over again"
+	ruleNoReturn = "contract §2: after the point of no return nothing rolls back; the failure is reported"
+	ruleSurvive  = "a short freeze or a frame delivered twice is no reason to fail: the handover completes, or rolls back cleanly"
+	ruleMove     = "contract §2 %s: the target takes over; the gap or overlap is the strategy's, and measured"
+	ruleStart    = "a target that cannot start leaves the source running"
+)
+
+// verdict is a grade with why.
+type verdict struct {
+	grade Grade
+	why   string
+}
+
+// worse keeps the worse of two verdicts; the first of equals.
+func (v verdict) worse(o verdict) verdict {
+	if rank(o.grade) > rank(v.grade) {
+		return o
+	}
+	return v
+}
+
+func rank(g Grade) int {
+	switch g {
+	case GradeTolerated:
+		return 1
+	case GradeFail:
+		return 2
+	case GradeError:
+		return 3
+	}
+	return 0
+}
+
+func pass(format string, a ...any) verdict { return verdict{GradePass, fmt.Sprintf(format, a...)} }
+func tolerate(format string, a ...any) verdict {
+	return verdict{GradeTolerated, fmt.Sprintf(format, a...)}
+}
+func fail(format string, a ...any) verdict { return verdict{GradeFail, fmt.Sprintf(format, a...)} }
+
+// judge grades a case from its evidence: the grade, the rule it was judged
+// by, and why.
+func judge(c Case, ev *evidence) (Grade, string, string) {
+	rule, v := judgeCase(c, ev)
+	return v.grade, rule, v.why
+}
+
+func judgeCase(c Case, ev *evidence) (string, verdict) {
+	last := ev.moves[len(ev.moves)-1]
+	if c.Strategy != sim.Handover {
+		return judgeMove(c, ev)
+	}
+	if c.Kind == kindRefusal {
+		return ruleRefusal, judgeRefusal(ev)
+	}
+	if last.State == sim.MigrationRefused {
+		rule := ruleHandover
+		if c.Kind == kindFault {
+			rule = ruleRollback
+		}
+		return rule, fail("the source refused to hand over (%s); a template that declares handover promised it", last.Reason)
+	}
+	switch c.Kind {
+	case kindHandover, kindChain:
+		rule := ruleHandover
+		if c.Kind == kindChain {
+			rule = ruleChain
+		}
+		v := pass("completed, seamless")
+		for i, m := range ev.moves {
+			if m.State != sim.MigrationCompleted {
+				return rule, fail("move %d of %d %s", i+1, len(c.Moves), endOf(m))
+			}
+			v = v.worse(seam(m, ev.sendsOutput, fmt.Sprintf("move %d: ", i+1)))
+		}
+		return rule, v.worse(survivor(ev, "after the handover"))
+	}
+	return judgeFault(c, ev)
+}
+
+// judgeFault grades a case that arms a fault on a handover.
+func judgeFault(c Case, ev *evidence) (string, verdict) {
+	m := ev.moves[0]
+	var f sim.Fault
+	if len(c.Moves) > 0 && len(c.Moves[0].Faults) > 0 {
+		f = c.Moves[0].Faults[0]
+	}
+	survivable := f.Kind == "pause" || f.Kind == "duplicate-frame"
+	if !fired(m) {
+		if m.State == sim.MigrationCompleted {
+			return ruleHandover, verdict{GradeError, "the fault never fired, although the handover completed: normsim did not carry the case out"}
+		}
+		return ruleHandover, fail("the handover never reached %s: it %s", c.Step, endOf(m))
+	}
+	switch {
+	case m.State == sim.MigrationCompleted:
+		rule := ruleHandover
+		if survivable {
+			rule = ruleSurvive
+		}
+		if f.Side == sideTarget && (f.Kind == "kill" || f.Kind == "stop") && len(ev.running) == 0 {
+			// The target applied before the signal took it: the job is
+			// gone by the fault's hand, so its output cannot be asked
+			// for; only a wrong position is held against it.
+			if o := m.Output; o != nil && (o.Verdict == sim.VerdictDuplicate || o.Verdict == sim.VerdictOverlap) {
+				return rule, seam(m, ev.sendsOutput, "")
+			}
+			return rule, pass("completed before the fault %s the target, which then ended as a %s job must", pastTense(f.Kind), pastTense(f.Kind))
+		}
+		return rule, seam(m, ev.sendsOutput, "").worse(survivor(ev, "after the handover"))
+	case pastNoReturn(m):
+		if survivable {
+			return ruleSurvive, fail("the handover failed after the point of no return: %s", endOf(m))
+		}
+		return ruleNoReturn, judgeNoReturn(m, ev)
+	}
+	rule, v := ruleRollback, pass("rolled back (%s), the target removed", endOf(m))
+	if survivable {
+		rule, v = ruleSurvive, tolerate("rolled back (%s) where the handover could have completed", endOf(m))
+	}
+	return rule, v.worse(judgeRollback(m, f, ev))
+}
+
+// fired says whether a fault armed on the migration fired.
+func fired(m *sim.Migration) bool {
+	for _, e := range m.Events {
+		if e.Side == "manager" && strings.HasPrefix(e.Detail, "fault") {
+			return true
+		}
+	}
+	return false
+}
+
+// judgeRollback checks what a rollback leaves: the target gone, the source
+// running (unless the fault took it), connected, producing, and able to
+// hand over cleanly.
+func judgeRollback(m *sim.Migration, f sim.Fault, ev *evidence) verdict {
+	for _, in := range ev.running {
+		if in.ID != m.Source.Instance {
+			return fail("%s (%s on %s) is still running after the rollback", in.ID, roleOf(m, in.ID), in.Node)
+		}
+	}
+	sourceHit := f.Side == sideSource && (f.Kind == "kill" || f.Kind == "stop")
+	if sourceHit {
+		if len(ev.running) == 0 {
+			return pass("rolled back: the target removed; the fault %s the source, and nothing of the job is left running", pastTense(f.Kind))
+		}
+		// A source the runtime restarted, or one that ignored SIGTERM.
+		if f.Kind == "stop" {
+			return fail("the source kept running after it was stopped (SIGTERM)")
+		}
+	}
+	if len(ev.running) == 0 {
+		return fail("the source is gone after the rollback: the job crashed or exited")
+	}
+	if !ev.connected {
+		return fail("the source did not connect to its job socket again after the rollback")
+	}
+	v := pass("rolled back; the source still producing; the follow-up handover completed")
+	if ev.reconnected && !touchesSourceSocket(f) {
+		v = tolerate("the source recovered only after a reconnect")
+	}
+	doubt := inDoubt(m)
+	if doubt {
+		v = pass("rolled back; the source's source-stopped-output was lost with its socket, so it could not know the handover rolled back and kept its output stopped, as it must (docs/conform.md); the follow-up handover completed and the job produces again")
+	} else if ev.producing != nil && !*ev.producing {
+		return fail("the source stopped producing after the rollback")
+	}
+	if ev.followUp == nil {
+		return verdict{GradeError, "no follow-up handover was run"}
+	}
+	if ev.followUp.State != sim.MigrationCompleted {
+		return fail("the follow-up handover after the rollback %s", endOf(ev.followUp))
+	}
+	if ev.producingAfter != nil && !*ev.producingAfter {
+		return fail("the job does not produce after the follow-up handover")
+	}
+	if doubt {
+		// The source had stopped: the seam spans a pause the job could
+		// not avoid, so only a wrong position is held against it.
+		if o := ev.followUp.Output; o != nil && (o.Verdict == sim.VerdictDuplicate || o.Verdict == sim.VerdictOverlap) {
+			return seam(ev.followUp, ev.sendsOutput, "the follow-up handover: ")
+		}
+		return v
+	}
+	return v.worse(seam(ev.followUp, ev.sendsOutput, "the follow-up handover: "))
+}
+
+// inDoubt says whether a rolled-back handover's source had sent
+// source-stopped-output: it passed the point of no return on its side,
+// but the worker never acted on the frame (it was lost with the socket,
+// or unreadable), so the worker rolled back. Nothing in the contract tells
+// the source, and a source that resumed on a guess would produce next to
+// a target that may have taken over: its output rightly stays stopped.
+func inDoubt(m *sim.Migration) bool {
+	for _, e := range m.Events {
+		if e.Side == sideSource && e.Frame != nil && e.Frame.Type == protocol.TypeSourceStoppedOutput && e.Frame.Direction == "in" {
+			return true
+		}
+	}
+	return false
+}
+
+// touchesSourceSocket says whether a fault breaks the source's socket or
+// its frames, so a reconnect of the source is what it asks for.
+func touchesSourceSocket(f sim.Fault) bool {
+	switch f.Kind {
+	case "drop-socket", "pause":
+		return f.Side == sideSource
+	case "corrupt-frame", "drop-frame", "delay-frame", "duplicate-frame":
+		return true
+	}
+	return false
+}
+
+// judgeNoReturn checks a migration that failed past the point of no
+// return: reported, and nothing rolled back (the source does not produce
+// again).
+func judgeNoReturn(m *sim.Migration, ev *evidence) verdict {
+	if m.Reason == "" {
+		return fail("the handover %s past the point of no return without a reason", m.State)
+	}
+	for _, in := range ev.running {
+		if in.ID == m.Source.Instance && ev.producing != nil && *ev.producing {
+			return fail("the source produces again after the point of no return: it rolled back")
+		}
+	}
+	return pass("failed past the point of no return, reported: %s", m.Reason)
+}
+
+// judgeRefusal grades the refusal case: only a job that refuses is graded.
+func judgeRefusal(ev *evidence) verdict {
+	m := ev.moves[0]
+	if m.State != sim.MigrationRefused {
+		return verdict{GradeNotApplicable, "the job did not refuse (the handover " + endOf(m) + "); the case grades only a refusal"}
+	}
+	if strings.TrimSpace(m.Reason) == "" {
+		return fail("refused without a reason")
+	}
+	for _, in := range ev.running {
+		if in.ID != m.Source.Instance {
+			return fail("%s is running after a refusal: something was placed", in.ID)
+		}
+	}
+	if len(ev.running) == 0 {
+		return fail("the source is gone after it refused")
+	}
+	if ev.producing != nil && !*ev.producing {
+		return fail("the source stopped producing after it refused")
+	}
+	return pass("refused (%s); nothing placed, the source still producing", m.Reason)
+}
+
+// judgeMove grades the cases of an overlap or stopThenStart template.
+func judgeMove(c Case, ev *evidence) (string, verdict) {
+	rule := fmt.Sprintf(ruleMove, c.Strategy)
+	if c.Kind == kindFault {
+		m := ev.moves[0]
+		if m.State == sim.MigrationCompleted {
+			return ruleStart, verdict{GradeError, "the migration completed although its target was to fail to start: normsim did not carry the case out"}
+		}
+		if len(ev.running) != 1 || ev.running[0].ID != m.Source.Instance {
+			return ruleStart, fail("the source is not the one instance left running after the target failed to start (running: %d)", len(ev.running))
+		}
+		if ev.producing != nil && !*ev.producing {
+			return ruleStart, fail("the source stopped producing after the target failed to start")
+		}
+		return ruleStart, pass("%s; the source still running", endOf(m))
+	}
+	var measured []string
+	for i, m := range ev.moves {
+		if m.State != sim.MigrationCompleted {
+			return rule, fail("move %d of %d %s", i+1, len(c.Moves), endOf(m))
+		}
+		if o := m.Output; o != nil {
+			measured = append(measured, seamText(o))
+		}
+	}
+	v := pass("completed")
+	if len(measured) > 0 {
+		v = pass("completed; %s", strings.Join(measured, "; "))
+	}
+	return rule, v.worse(survivor(ev, "after the move"))
+}
+
+// seam judges a completed handover's output seam.
+func seam(m *sim.Migration, sendsOutput bool, prefix string) verdict {
+	o := m.Output
+	if !sendsOutput || o == nil {
+		return pass("%scompleted; the job sends no output, so the seam is not judged", prefix)
+	}
+	blame := ""
+	if o.AtFault != "" {
+		blame = " (at fault: the " + o.AtFault + ")"
+	}
+	switch o.Verdict {
+	case sim.VerdictSeamless:
+		return pass("%scompleted, seamless", prefix)
+	case sim.VerdictGap:
+		return tolerate("%scompleted with a gap where the handover promised none: %s%s", prefix, seamText(o), blame)
+	case sim.VerdictDuplicate:
+		return fail("%sthe position handed over was wrong: %s%s", prefix, seamText(o), blame)
+	case sim.VerdictOverlap:
+		return fail("%sboth sides produced across the cutover: %s%s", prefix, seamText(o), blame)
+	case sim.VerdictUnknown:
+		return tolerate("%scompleted, but some packets could not be read, so the seam cannot be vouched for: %s", prefix, o.Detail)
+	}
+	return fail("%scompleted, but no output was seen around the seam (%s)", prefix, o.Verdict)
+}
+
+// seamText is a seam in numbers.
+func seamText(o *sim.OutputReport) string {
+	s := o.Verdict
+	if o.Lost > 0 {
+		s += fmt.Sprintf(", %s lost", sim.Plural(o.Lost, "packet"))
+	}
+	if o.Duplicated > 0 {
+		s += fmt.Sprintf(", %s repeated", sim.Plural(o.Duplicated, "packet"))
+	}
+	if o.SourceAfterStop > 0 {
+		s += fmt.Sprintf(", %s from the source after it stopped", sim.Plural(o.SourceAfterStop, "packet"))
+	}
+	if o.GapMs != nil {
+		s += fmt.Sprintf(", gap %.0f ms", *o.GapMs)
+	}
+	if o.OverlapMs != nil {
+		s += fmt.Sprintf(", overlap %.0f ms", *o.OverlapMs)
+	}
+	return s
+}
+
+// survivor checks the instance a completed move left: it runs and
+// produces.
+func survivor(ev *evidence, when string) verdict {
+	if len(ev.running) != 1 {
+		return fail("%d instances of the job are running %s, not one", len(ev.running), when)
+	}
+	if ev.producing != nil && !*ev.producing {
+		return fail("the job stopped producing %s", when)
+	}
+	return pass("")
+}
+
+func roleOf(m *sim.Migration, id string) string {
+	if s := sideOf(m, id); s != "" {
+		return "the " + s
+	}
+	return "an instance of the job"
+}
+
+func pastTense(kind string) string {
+	if kind == "stop" {
+		return "stopped"
+	}
+	return "killed"
+}

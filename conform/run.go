@@ -1,0 +1,572 @@
+package conform
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/normsim/normsim/apiclient"
+	"github.com/normsim/normsim/sim"
+)
+
+// Config configures a Runner.
+type Config struct {
+	// URL is the simulator's API base URL, e.g. http://127.0.0.1:7788.
+	URL      string
+	Template string
+	Params   map[string]string
+	// Runtime is the runtime the job is launched on; "" is the sim's
+	// default.
+	Runtime string
+	// Timeouts are the migrations' per-phase timeouts, over Timeouts.
+	Timeouts sim.Timeouts
+	// Parallel is how many cases run at once; default 1.
+	Parallel int
+	// Out receives a progress line per case as it ends; nil discards it.
+	Out        io.Writer
+	HTTPClient *http.Client
+	// Now is the clock of the report's timings; default time.Now.
+	Now func() time.Time
+}
+
+// Runner runs conformance cases against a simulator, over its API: every
+// case launches the template afresh, so cases are independent and may run
+// side by side.
+type Runner struct {
+	cfg      Config
+	c        *apiclient.Client
+	timeouts sim.Timeouts
+	outMu    sync.Mutex
+}
+
+// New returns a runner with cfg's defaults filled in.
+func New(cfg Config) *Runner {
+	if cfg.Out == nil {
+		cfg.Out = io.Discard
+	}
+	if cfg.Parallel < 1 {
+		cfg.Parallel = 1
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Runner{cfg: cfg, c: apiclient.New(cfg.URL, cfg.HTTPClient), timeouts: cfg.Timeouts.Over(Timeouts).WithDefaults()}
+}
+
+// Timeouts are the per-phase timeouts the runner's migrations use.
+func (r *Runner) Timeouts() sim.Timeouts { return r.timeouts }
+
+// Template fetches the template the runner conforms, or a clear error
+// when it is not loaded or not valid.
+func (r *Runner) Template(ctx context.Context) (*sim.Template, error) {
+	list, err := r.c.Templates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for i := range list {
+		t := &list[i]
+		if t.Name != r.cfg.Template {
+			names = append(names, t.Name)
+			continue
+		}
+		if !t.Valid {
+			msg := "it is not valid"
+			if t.Error != nil {
+				msg = t.Error.Message
+			}
+			return nil, sim.Errorf(sim.EUnprocessable, "template %q: %s", t.Name, msg)
+		}
+		return t, nil
+	}
+	return nil, sim.Errorf(sim.ENotFound, "template %q is not loaded (loaded: %v); --templates DIR adds a directory of templates", r.cfg.Template, names)
+}
+
+// Cases is the matrix for the template's declared strategy.
+func (r *Runner) Cases(ctx context.Context) ([]Case, error) {
+	t, err := r.Template(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return Matrix(sim.DeclaredStrategy(t.Strategy), r.timeouts), nil
+}
+
+// Run runs the cases, Parallel at a time, and returns the report with the
+// results in the cases' order. each (when not nil) is called as each case
+// ends, one call at a time. When ctx ends, the cases not started are left
+// out and the report says it was interrupted.
+func (r *Runner) Run(ctx context.Context, cases []Case, each func(*Result)) *Report {
+	rep := &Report{Template: r.cfg.Template, Runtime: r.cfg.Runtime, Params: r.cfg.Params, Parallel: r.cfg.Parallel,
+		StartedAt: r.cfg.Now()}
+	if len(cases) > 0 {
+		rep.Strategy = cases[0].Strategy
+	}
+	results := make([]*Result, len(cases))
+	var (
+		wg     sync.WaitGroup
+		eachMu sync.Mutex
+	)
+	next := make(chan int)
+	for range min(r.cfg.Parallel, max(len(cases), 1)) {
+		wg.Go(func() {
+			for i := range next {
+				res := r.RunCase(ctx, cases[i])
+				results[i] = res
+				eachMu.Lock()
+				r.progress(res)
+				if each != nil {
+					each(res)
+				}
+				eachMu.Unlock()
+			}
+		})
+	}
+feed:
+	for i := range cases {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	for _, res := range results {
+		if res != nil {
+			rep.Results = append(rep.Results, res)
+		}
+	}
+	rep.Interrupted = ctx.Err() != nil
+	rep.DurationMs = ms(r.cfg.Now().Sub(rep.StartedAt))
+	rep.Count()
+	return rep
+}
+
+func (r *Runner) progress(res *Result) {
+	fmt.Fprintf(r.cfg.Out, "%-9s %-6s %s: %s (%.1fs)\n", res.Grade, res.ID, res.Name, res.Why, res.DurationMs/1000)
+}
+
+// RunCase runs one case and judges it. Whatever happens, the instances
+// the case started are stopped before it returns.
+func (r *Runner) RunCase(ctx context.Context, c Case) *Result {
+	res := &Result{Case: c, StartedAt: r.cfg.Now()}
+	cr := &caseRun{r: r, res: res, seen: map[string]bool{}}
+	defer func() { res.DurationMs = ms(r.cfg.Now().Sub(res.StartedAt)) }()
+	ev, err := cr.run(ctx)
+	// Cleanup and the logs get their own time: a case cut short by ctx
+	// must still remove what it started.
+	done, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeouts.StopGrace.D()+30*time.Second)
+	defer cancel()
+	if cerr := cr.cleanup(done); cerr != nil && err == nil {
+		err = cerr
+	}
+	cr.collectLogs(done)
+	if err != nil {
+		res.Grade, res.Rule, res.Why = GradeError, "normsim carries the case out", err.Error()
+		if ctx.Err() != nil {
+			res.Why = "interrupted: " + res.Why
+		}
+		return res
+	}
+	res.Grade, res.Rule, res.Why = judge(c, ev)
+	return res
+}
+
+// caseRun is one case on its way.
+type caseRun struct {
+	r     *Runner
+	res   *Result
+	jobID string
+	// seen are the instances the case started (the launch, each move's
+	// target): whose logs it keeps.
+	seen  map[string]bool
+	order []string
+}
+
+func (cr *caseRun) saw(id string) {
+	if id != "" && !cr.seen[id] {
+		cr.seen[id] = true
+		cr.order = append(cr.order, id)
+	}
+}
+
+// evidence is what the judge decides from.
+type evidence struct {
+	moves []*sim.Migration
+	// sendsOutput says the job sent output before the first move; the
+	// seam and producing are only judged when it did.
+	sendsOutput bool
+	// running are the job's instances left running after the moves.
+	running []sim.Instance
+	// connected: the one instance left running is connected (a job that
+	// speaks the socket).
+	connected bool
+	producing *bool
+	// reconnected: the survivor's socket closed during the moves and it
+	// is connected again.
+	reconnected bool
+	followUp    *sim.Migration
+	// producingAfter says whether the follow-up's target produces; nil
+	// without a completed follow-up or output.
+	producingAfter *bool
+}
+
+func (cr *caseRun) run(ctx context.Context) (*evidence, error) {
+	c, r := cr.res.Case, cr.r
+	nodes, err := r.nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in, err := r.c.Launch(ctx, sim.LaunchRequest{Template: r.cfg.Template, Node: nodes[0], Params: r.cfg.Params, Runtime: r.cfg.Runtime})
+	if err != nil {
+		return nil, fmt.Errorf("launch %s on %s: %w", r.cfg.Template, nodes[0], err)
+	}
+	cr.jobID = in.JobID
+	cr.saw(in.ID)
+	if _, err := cr.waitUp(ctx, in.ID, c.Strategy); err != nil {
+		return nil, err
+	}
+	ev := &evidence{}
+	ev.sendsOutput = cr.producing(ctx, in.ID, 3*time.Second)
+
+	cur, at := in.ID, 0
+	for i, mv := range c.Moves {
+		to := nodes[(at+1)%len(nodes)]
+		m, err := cr.migrate(ctx, cur, to, mv.Faults)
+		if err != nil {
+			return nil, fmt.Errorf("move %d of %d: %w", i+1, len(c.Moves), err)
+		}
+		ev.moves = append(ev.moves, m)
+		if m.State != sim.MigrationCompleted {
+			break
+		}
+		cur, at = m.Target.Instance, at+1
+		if i < len(c.Moves)-1 {
+			// The next move starts from a target that is up, as an
+			// operator's next move would.
+			if _, err := cr.waitUp(ctx, cur, c.Strategy); err != nil {
+				return nil, fmt.Errorf("after move %d: %w", i+1, err)
+			}
+			if ev.sendsOutput {
+				cr.producing(ctx, cur, 2*time.Second)
+			}
+		}
+	}
+
+	last := ev.moves[len(ev.moves)-1]
+	if err := cr.observe(ctx, ev, last); err != nil {
+		return nil, err
+	}
+	if cr.wantsFollowUp(ev, last) {
+		sv := ev.running[0]
+		to := nodes[0]
+		if sv.Node == nodes[0] {
+			to = nodes[1]
+		}
+		m, err := cr.migrate(ctx, sv.ID, to, nil)
+		if err != nil {
+			return nil, fmt.Errorf("the follow-up handover: %w", err)
+		}
+		ev.followUp = m
+		if m.State == sim.MigrationCompleted && ev.sendsOutput {
+			p := cr.producing(ctx, m.Target.Instance, 2*time.Second)
+			ev.producingAfter = &p
+		}
+	}
+	cr.res.Observed = observed(ev)
+	return ev, nil
+}
+
+// wantsFollowUp says whether the case ends with a clean handover: after a
+// move that rolled back, from the one instance left running, when it
+// speaks the socket. Past the point of no return nothing rolled back, so
+// there is nothing to prove by moving again.
+func (cr *caseRun) wantsFollowUp(ev *evidence, last *sim.Migration) bool {
+	return cr.res.Strategy == sim.Handover && last.State != sim.MigrationCompleted && last.State != sim.MigrationRefused &&
+		!pastNoReturn(last) && len(ev.running) == 1 && ev.connected
+}
+
+// migrate runs one migration to its end.
+func (cr *caseRun) migrate(ctx context.Context, from, to string, faults []sim.Fault) (*sim.Migration, error) {
+	r := cr.r
+	m, err := r.c.Migrate(ctx, from, sim.MigrateRequest{To: to, Strategy: string(cr.res.Strategy), Runtime: r.cfg.Runtime,
+		Timeouts: r.timeouts, Faults: faults})
+	if err != nil {
+		return nil, err
+	}
+	cr.saw(m.Target.Instance)
+	wctx, cancel := context.WithTimeout(ctx, r.timeouts.Longest()+30*time.Second)
+	defer cancel()
+	m, err = r.c.WaitMigration(wctx, m.ID, nil)
+	if err != nil {
+		return nil, fmt.Errorf("migration %s did not end: %w", m.ID, err)
+	}
+	cr.saw(m.Target.Instance)
+	cr.res.Migrations = append(cr.res.Migrations, m)
+	return m, nil
+}
+
+// observe settles what the moves left behind: the instances still
+// running, whether the survivor is connected again and producing.
+func (cr *caseRun) observe(ctx context.Context, ev *evidence, last *sim.Migration) error {
+	r := cr.r
+	// A rolled-back source reconnects in its own time, and a stopped one
+	// is on its way out: look until the job settles, or give up and judge
+	// what is there.
+	deadline := time.Now().Add(r.timeouts.StopGrace.D() + 2*time.Second)
+	for {
+		ins, err := cr.instances(ctx)
+		if err != nil {
+			return err
+		}
+		ev.running = ev.running[:0]
+		settled := true
+		for _, in := range ins {
+			switch in.State {
+			case sim.InstanceRunning:
+				ev.running = append(ev.running, in)
+			case sim.InstanceCreated, sim.InstanceStarting, sim.InstanceStopping:
+				settled = false
+			}
+		}
+		ev.connected = len(ev.running) == 1 && ev.running[0].Connected
+		if cr.res.Strategy == sim.Handover && len(ev.running) == 1 && !ev.connected {
+			settled = false
+		}
+		if settled || time.Now().After(deadline) {
+			break
+		}
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	if len(ev.running) == 1 {
+		sv := ev.running[0]
+		closed := false
+		for _, m := range ev.moves {
+			side := sideOf(m, sv.ID)
+			for _, e := range m.Events {
+				if e.Side == side && e.Kind == sim.TimelineSocketClosed {
+					closed = true
+				}
+			}
+		}
+		ev.reconnected = closed && ev.connected
+		if ev.sendsOutput {
+			p := cr.producing(ctx, sv.ID, 2*time.Second)
+			ev.producing = &p
+		}
+	}
+	return nil
+}
+
+// sideOf is the side an instance played in a migration, "" for none.
+func sideOf(m *sim.Migration, id string) string {
+	switch id {
+	case m.Source.Instance:
+		return sideSource
+	case m.Target.Instance:
+		return sideTarget
+	}
+	return ""
+}
+
+// producing waits up to d for the instance to send output from now on.
+func (cr *caseRun) producing(ctx context.Context, id string, d time.Duration) bool {
+	since := time.Now()
+	deadline := since.Add(d)
+	for {
+		sum, err := cr.r.c.Output(ctx, id, since)
+		if err == nil && sum.Packets > 0 {
+			return true
+		}
+		if time.Now().After(deadline) || sleep(ctx, 50*time.Millisecond) != nil {
+			return false
+		}
+	}
+}
+
+// waitUp waits for an instance to run and, for a job that speaks the
+// socket, to connect.
+func (cr *caseRun) waitUp(ctx context.Context, id string, strategy sim.Strategy) (*sim.Instance, error) {
+	r := cr.r
+	deadline := time.Now().Add(r.timeouts.TargetStart.D())
+	for {
+		in, err := r.c.Instance(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case in.State == sim.InstanceRunning && (in.Connected || strategy != sim.Handover):
+			return in, nil
+		case in.State.Terminal():
+			return nil, fmt.Errorf("instance %s on %s ended (%s) before it was up: %s", id, in.Node, in.State, cmp.Or(in.Error, "no error given"))
+		case time.Now().After(deadline):
+			what := "run"
+			if in.State == sim.InstanceRunning {
+				what = "connect to its job socket"
+			}
+			return nil, fmt.Errorf("instance %s on %s did not %s within targetStart (%s)", id, in.Node, what, r.timeouts.TargetStart.D())
+		}
+		if err := sleep(ctx, 25*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// instances are the job's instances the manager knows.
+func (cr *caseRun) instances(ctx context.Context) ([]sim.Instance, error) {
+	all, err := cr.r.c.Instances(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []sim.Instance
+	for _, in := range all {
+		if in.JobID == cr.jobID {
+			out = append(out, in)
+			cr.saw(in.ID)
+		}
+	}
+	return out, nil
+}
+
+// cleanup stops every instance of the case's job.
+func (cr *caseRun) cleanup(ctx context.Context) error {
+	if cr.jobID == "" {
+		return nil
+	}
+	ins, err := cr.instances(ctx)
+	if err != nil {
+		return fmt.Errorf("cleanup: %w", err)
+	}
+	var errs []error
+	for _, in := range ins {
+		if err := cr.r.c.Stop(ctx, in.ID); err != nil {
+			var ae *apiclient.Error
+			if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+				continue
+			}
+			errs = append(errs, fmt.Errorf("cleanup: stop %s: %w", in.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// collectLogs keeps the lines every instance of the case printed, in
+// time order, the last MaxCaseLogLines.
+func (cr *caseRun) collectLogs(ctx context.Context) {
+	var lines []sim.LogLine
+	for _, id := range cr.order {
+		p, err := cr.r.c.LogPage(ctx, id, MaxCaseLogLines)
+		if err != nil {
+			lines = append(lines, sim.LogLine{Instance: id, Service: "normsim", Stream: "stderr", At: time.Now(),
+				Text: "normsim could not read this instance's logs: " + err.Error()})
+			continue
+		}
+		lines = append(lines, p.Lines...)
+		if p.Lost.Trimmed > 0 {
+			cr.res.LogsOmitted += int(p.Lost.Trimmed)
+		}
+	}
+	slices.SortStableFunc(lines, func(a, b sim.LogLine) int { return a.At.Compare(b.At) })
+	if n := len(lines) - MaxCaseLogLines; n > 0 {
+		cr.res.LogsOmitted += n
+		lines = lines[n:]
+	}
+	cr.res.Logs = lines
+}
+
+// nodes are the first two nodes of the sim: the case moves between them.
+func (r *Runner) nodes(ctx context.Context) ([]string, error) {
+	raw, err := r.c.Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, b := range raw {
+		var n struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(b, &n) == nil && n.Name != "" {
+			names = append(names, n.Name)
+		}
+	}
+	if len(names) < 2 {
+		return nil, fmt.Errorf("the sim has %d node(s); a migration needs two", len(names))
+	}
+	return names[:2], nil
+}
+
+// observed is the evidence as the report shows it.
+func observed(ev *evidence) Observed {
+	o := Observed{Producing: ev.producing, Reconnects: 0, Running: []string{}}
+	for _, m := range ev.moves {
+		o.States = append(o.States, endOf(m))
+	}
+	last := ev.moves[len(ev.moves)-1]
+	if last.Output != nil {
+		o.Seam = last.Output.Verdict
+	}
+	o.PastPointOfNoReturn = pastNoReturn(last)
+	for _, m := range ev.moves {
+		for _, e := range m.Events {
+			if e.Side == "manager" && len(e.Detail) > 6 && e.Detail[:6] == "fault:" {
+				o.Fired = append(o.Fired, e.Detail)
+			}
+		}
+	}
+	for _, in := range ev.running {
+		o.Running = append(o.Running, in.ID+" on "+in.Node)
+	}
+	if ev.reconnected {
+		o.Reconnects = 1
+	}
+	if ev.followUp != nil {
+		o.FollowUp = endOf(ev.followUp)
+		if ev.followUp.Output != nil {
+			o.FollowUp += ", seam " + ev.followUp.Output.Verdict
+		}
+	}
+	return o
+}
+
+// endOf is how a migration ended, in words: "completed", "aborted in
+// target-ready: …".
+func endOf(m *sim.Migration) string {
+	if m.State == sim.MigrationCompleted {
+		return string(m.State)
+	}
+	s := fmt.Sprintf("%s in %s", m.State, m.Phase)
+	if m.Reason != "" {
+		s += ": " + m.Reason
+	}
+	return s
+}
+
+// pastNoReturn says whether a migration passed the point of no return.
+func pastNoReturn(m *sim.Migration) bool {
+	return slices.ContainsFunc(m.Events, func(e sim.MigrationEvent) bool { return e.Kind == sim.TimelinePointOfNoReturn })
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
