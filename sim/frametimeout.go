@@ -34,4 +34,3 @@ func FrameTimeout(typ string, t Timeouts) (time.Duration, string) {
 	}
 	return d, name
 }
-
