@@ -50,7 +50,7 @@ func fixtureReport() *Report {
 	plain := handover("m-plain", plainStart, sim.MigrationCompleted, sim.PhaseStopSource, "",
 		event(plainStart, 1, 0, sim.PhaseRequested, "manager", sim.TimelineRequested, "handover requested", nil),
 		event(plainStart, 2, 1.5, sim.PhaseGetState, "source", "", "sent get-state", frame("out", "get-state", `{"type":"get-state","migrationId":"m-plain"}`)),
-		event(plainStart, 3, 12.25, sim.PhaseGetState, "source", "", "received state", frame("in", "state",
+		event(plainStart, 3, 12.4, sim.PhaseGetState, "source", "", "received state", frame("in", "state",
 			`{"type":"state","state":{"seq":1234,"note":"`+`<script>window.__pwned=\"payload\"</script>`+`","history":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30]}}`)),
 		event(plainStart, 4, 20, sim.PhasePlaceTarget, "manager", sim.TimelineTargetCreated, "target placed on node b", nil),
 		event(plainStart, 5, 310.5, sim.PhaseStartTarget, "target", sim.TimelineConnected, "hello accepted", frame("in", "hello", `{"type":"hello","instanceId":"counter-2"}`)),
