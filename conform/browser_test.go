@@ -165,7 +165,9 @@ func TestBrowserHTMLReport(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("take the network away: %v", err)
 	}
-	b.do("open the report", chromedp.Navigate(url))
+	// An address naming a case opens it, as a link from a CI page does.
+	b.do("open the report at case 7.1", chromedp.Navigate(url+"#case-7.1"))
+	b.wait("case 7.1 to open from the address", `document.getElementById('case-7.1').open`)
 	b.screenshot("loaded")
 
 	// One row per result, in case-ID order, under one heading per group.

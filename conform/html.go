@@ -104,6 +104,9 @@ type htmlMigration struct {
 	Title  string
 	Fields []field
 	Faults string
+	// Tails are the last lines of each side a failed or aborted
+	// migration carries, as text.
+	Tails  string
 	Events []htmlEvent
 }
 
@@ -213,6 +216,9 @@ func htmlMigrationOf(m *sim.Migration) htmlMigration {
 	hm := htmlMigration{M: m, Title: migrationTitle(m)}
 	if len(m.Faults) > 0 {
 		hm.Faults = faultsJSON(m.Faults)
+	}
+	if m.Logs != nil {
+		hm.Tails = sim.FormatLogTails(m.Logs.Tails)
 	}
 	end := func(e sim.MigrationEndpoint) string {
 		if e.Instance == "" && e.Node == "" {

@@ -248,6 +248,17 @@ func TestWriteHTMLEscapesAndNeedsNothingElse(t *testing.T) {
 	if !strings.Contains(page, "&lt;script&gt;window.__pwned=&#34;log&#34;&lt;/script&gt;") {
 		t.Errorf("the page does not show the job's <script> line as text")
 	}
+	for _, want := range []string{
+		"37 earlier line(s) are not shown", // LogsOmitted, said out loud
+		"counter-1 on node a",              // a migration's source
+		"panic: killed",                    // the aborted migration's log tail
+		"<td class=\"num\" title=\"2026-12-01T18:00:00.1124Z\">12.4</td>", // a timeline offset from the migration's start
+		"kill target on target-ready, drop-frame get-state",               // a chaos trial's schedule in words
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
 	// Every link stays in the page; nothing is loaded from anywhere.
 	for _, m := range regexp.MustCompile(`(?i)\b(href|src|action|srcset|data-href)\s*=\s*"([^"]*)"`).FindAllStringSubmatch(page, -1) {
 		if m[1] == "src" || m[1] == "action" || m[1] == "srcset" || !strings.HasPrefix(m[2], "#") {
