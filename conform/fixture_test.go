@@ -17,18 +17,20 @@ const (
 	hostileAttr   = `"><img src=x onerror="window.__pwned='attr'">`
 )
 
-func at(ms float64) time.Time { return fixtureT0.Add(time.Duration(ms * float64(time.Millisecond))) }
+func fixtureAt(ms float64) time.Time {
+	return fixtureT0.Add(time.Duration(ms * float64(time.Millisecond)))
+}
 
-func fptr(f float64) *float64 { return &f }
-func bptr(b bool) *bool       { return &b }
-func iptr(i int64) *int64     { return &i }
+func fixtureF64(f float64) *float64 { return &f }
+func fixtureBool(b bool) *bool      { return &b }
+func fixtureI64(i int64) *int64     { return &i }
 
-// event is one timeline entry ms after start.
-func event(start time.Time, seq int, ms float64, phase sim.Phase, side string, kind sim.TimelineKind, detail string, frame *sim.FrameInfo) sim.MigrationEvent {
+// fixtureEvent is one timeline entry ms after start.
+func fixtureEvent(start time.Time, seq int, ms float64, phase sim.Phase, side string, kind sim.TimelineKind, detail string, frame *sim.FrameInfo) sim.MigrationEvent {
 	return sim.MigrationEvent{Seq: seq, At: start.Add(time.Duration(ms * float64(time.Millisecond))), Phase: phase, Side: side, Kind: kind, Detail: detail, Frame: frame}
 }
 
-func frame(dir, typ string, payload string) *sim.FrameInfo {
+func fixtureFrame(dir, typ string, payload string) *sim.FrameInfo {
 	return &sim.FrameInfo{Direction: dir, Type: typ, Size: len(payload), Payload: json.RawMessage(payload)}
 }
 
@@ -43,33 +45,33 @@ func fixtureReport() *Report {
 			Source:    sim.MigrationEndpoint{Instance: "counter-1", Node: "a", Runtime: "process"},
 			Target:    sim.MigrationEndpoint{Instance: "counter-2", Node: "b", Runtime: "process"},
 			StartedAt: start, EndedAt: &end, Events: evs,
-			Durations: sim.Durations{TotalMs: fptr(600)},
+			Durations: sim.Durations{TotalMs: fixtureF64(600)},
 		}
 	}
-	plainStart := at(100)
+	plainStart := fixtureAt(100)
 	plain := handover("m-plain", plainStart, sim.MigrationCompleted, sim.PhaseStopSource, "",
-		event(plainStart, 1, 0, sim.PhaseRequested, "manager", sim.TimelineRequested, "handover requested", nil),
-		event(plainStart, 2, 1.5, sim.PhaseGetState, "source", "", "sent get-state", frame("out", "get-state", `{"type":"get-state","migrationId":"m-plain"}`)),
-		event(plainStart, 3, 12.4, sim.PhaseGetState, "source", "", "received state", frame("in", "state",
+		fixtureEvent(plainStart, 1, 0, sim.PhaseRequested, "manager", sim.TimelineRequested, "handover requested", nil),
+		fixtureEvent(plainStart, 2, 1.5, sim.PhaseGetState, "source", "", "sent get-state", fixtureFrame("out", "get-state", `{"type":"get-state","migrationId":"m-plain"}`)),
+		fixtureEvent(plainStart, 3, 12.4, sim.PhaseGetState, "source", "", "received state", fixtureFrame("in", "state",
 			`{"type":"state","state":{"seq":1234,"note":"`+`<script>window.__pwned=\"payload\"</script>`+`","history":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30]}}`)),
-		event(plainStart, 4, 20, sim.PhasePlaceTarget, "manager", sim.TimelineTargetCreated, "target placed on node b", nil),
-		event(plainStart, 5, 310.5, sim.PhaseStartTarget, "target", sim.TimelineConnected, "hello accepted", frame("in", "hello", `{"type":"hello","instanceId":"counter-2"}`)),
-		event(plainStart, 6, 420, sim.PhaseTargetReady, "target", "", "received target-ready", frame("in", "target-ready", `{"type":"target-ready"}`)),
-		event(plainStart, 7, 451, sim.PhaseCutoverReady, "source", sim.TimelinePointOfNoReturn, "source stopped its output at seq 1290", frame("in", "source-stopped-output", `{"type":"source-stopped-output","lastSeq":1290}`)),
-		event(plainStart, 8, 470, sim.PhaseCutoverApply, "target", "", "received target-applied", frame("in", "target-applied", `{"type":"target-applied","applied":["counter"]}`)),
-		event(plainStart, 9, 520, sim.PhaseStopSource, "source", sim.TimelineSourceStopped, "source stopped", nil),
-		event(plainStart, 10, 600, sim.PhaseStopSource, "manager", sim.TimelineEnded, "completed", nil),
+		fixtureEvent(plainStart, 4, 20, sim.PhasePlaceTarget, "manager", sim.TimelineTargetCreated, "target placed on node b", nil),
+		fixtureEvent(plainStart, 5, 310.5, sim.PhaseStartTarget, "target", sim.TimelineConnected, "hello accepted", fixtureFrame("in", "hello", `{"type":"hello","instanceId":"counter-2"}`)),
+		fixtureEvent(plainStart, 6, 420, sim.PhaseTargetReady, "target", "", "received target-ready", fixtureFrame("in", "target-ready", `{"type":"target-ready"}`)),
+		fixtureEvent(plainStart, 7, 451, sim.PhaseCutoverReady, "source", sim.TimelinePointOfNoReturn, "source stopped its output at seq 1290", fixtureFrame("in", "source-stopped-output", `{"type":"source-stopped-output","lastSeq":1290}`)),
+		fixtureEvent(plainStart, 8, 470, sim.PhaseCutoverApply, "target", "", "received target-applied", fixtureFrame("in", "target-applied", `{"type":"target-applied","applied":["counter"]}`)),
+		fixtureEvent(plainStart, 9, 520, sim.PhaseStopSource, "source", sim.TimelineSourceStopped, "source stopped", nil),
+		fixtureEvent(plainStart, 10, 600, sim.PhaseStopSource, "manager", sim.TimelineEnded, "completed", nil),
 	)
-	plain.Result = sim.MigrationResult{Applied: []string{"counter"}, SkewMs: fptr(0.4)}
-	plain.Output = &sim.OutputReport{Verdict: "seamless", LastSource: iptr(1290), FirstTarget: iptr(1291), Detail: "1290 then 1291"}
+	plain.Result = sim.MigrationResult{Applied: []string{"counter"}, SkewMs: fixtureF64(0.4)}
+	plain.Output = &sim.OutputReport{Verdict: "seamless", LastSource: fixtureI64(1290), FirstTarget: fixtureI64(1291), Detail: "1290 then 1291"}
 
 	var chain []*sim.Migration
 	for i, ms := range []float64{2000, 3000, 4000} {
-		start := at(ms)
+		start := fixtureAt(ms)
 		m := handover([]string{"m-chain-1", "m-chain-2", "m-chain-3"}[i], start, sim.MigrationCompleted, sim.PhaseStopSource, "",
-			event(start, 1, 0, sim.PhaseRequested, "manager", sim.TimelineRequested, "handover requested", nil),
-			event(start, 2, 2, sim.PhaseGetState, "source", "", "sent get-state", frame("out", "get-state", `{"type":"get-state"}`)),
-			event(start, 3, 500, sim.PhaseStopSource, "manager", sim.TimelineEnded, "completed", nil),
+			fixtureEvent(start, 1, 0, sim.PhaseRequested, "manager", sim.TimelineRequested, "handover requested", nil),
+			fixtureEvent(start, 2, 2, sim.PhaseGetState, "source", "", "sent get-state", fixtureFrame("out", "get-state", `{"type":"get-state"}`)),
+			fixtureEvent(start, 3, 500, sim.PhaseStopSource, "manager", sim.TimelineEnded, "completed", nil),
 		)
 		if i%2 == 1 {
 			m.Source.Node, m.Target.Node = "b", "a"
@@ -78,32 +80,32 @@ func fixtureReport() *Report {
 		chain = append(chain, m)
 	}
 
-	killStart := at(6000)
+	killStart := fixtureAt(6000)
 	kill := handover("m-kill", killStart, sim.MigrationAborted, sim.PhaseGetState, "the source's socket closed before it sent its state",
-		event(killStart, 1, 0, sim.PhaseRequested, "manager", sim.TimelineRequested, "handover requested", nil),
-		event(killStart, 2, 1, sim.PhaseGetState, "source", "", "sent get-state", frame("out", "get-state", `{"type":"get-state"}`)),
-		event(killStart, 3, 1.2, sim.PhaseGetState, "source", "", "fault fired: kill source on get-state", nil),
-		event(killStart, 4, 30, sim.PhaseGetState, "source", sim.TimelineSocketClosed, "socket closed: \x01EOF", nil),
-		event(killStart, 5, 31, sim.PhaseGetState, "manager", sim.TimelineEnded, "aborted: the source's socket closed", nil),
+		fixtureEvent(killStart, 1, 0, sim.PhaseRequested, "manager", sim.TimelineRequested, "handover requested", nil),
+		fixtureEvent(killStart, 2, 1, sim.PhaseGetState, "source", "", "sent get-state", fixtureFrame("out", "get-state", `{"type":"get-state"}`)),
+		fixtureEvent(killStart, 3, 1.2, sim.PhaseGetState, "source", "", "fault fired: kill source on get-state", nil),
+		fixtureEvent(killStart, 4, 30, sim.PhaseGetState, "source", sim.TimelineSocketClosed, "socket closed: \x01EOF", nil),
+		fixtureEvent(killStart, 5, 31, sim.PhaseGetState, "manager", sim.TimelineEnded, "aborted: the source's socket closed", nil),
 	)
 	kill.Faults = []sim.Fault{{Kind: "kill", Side: "source", On: "get-state"}}
 	kill.Logs = &sim.MigrationLogs{From: killStart, Until: killStart.Add(time.Second), Tails: []sim.LogTail{
 		{Side: "source", Instance: "counter-1", Lines: []sim.LogLine{{Instance: "counter-1", Service: "counter", Stream: "stderr", At: killStart.Add(time.Millisecond), Text: "panic: killed"}}},
 	}}
 
-	dropStart := at(9000)
+	dropStart := fixtureAt(9000)
 	drop := handover("m-drop", dropStart, sim.MigrationCompleted, sim.PhaseStopSource, "",
-		event(dropStart, 1, 0, sim.PhaseRequested, "manager", sim.TimelineRequested, "handover requested", nil),
-		event(dropStart, 2, 1, sim.PhaseGetState, "source", sim.TimelineSocketClosed, "fault fired: drop-socket source on get-state", nil),
-		event(dropStart, 3, 800, sim.PhaseGetState, "source", sim.TimelineConnected, "hello accepted again", frame("in", "hello", `{"type":"hello"}`)),
-		event(dropStart, 4, 1500, sim.PhaseStopSource, "manager", sim.TimelineEnded, "completed", nil),
+		fixtureEvent(dropStart, 1, 0, sim.PhaseRequested, "manager", sim.TimelineRequested, "handover requested", nil),
+		fixtureEvent(dropStart, 2, 1, sim.PhaseGetState, "source", sim.TimelineSocketClosed, "fault fired: drop-socket source on get-state", nil),
+		fixtureEvent(dropStart, 3, 800, sim.PhaseGetState, "source", sim.TimelineConnected, "hello accepted again", fixtureFrame("in", "hello", `{"type":"hello"}`)),
+		fixtureEvent(dropStart, 4, 1500, sim.PhaseStopSource, "manager", sim.TimelineEnded, "completed", nil),
 	)
-	drop.Output = &sim.OutputReport{Verdict: "gap", Lost: 3, GapMs: fptr(120), Detail: "3 packets lost at the seam"}
+	drop.Output = &sim.OutputReport{Verdict: "gap", Lost: 3, GapMs: fixtureF64(120), Detail: "3 packets lost at the seam"}
 
-	corruptStart := at(12000)
+	corruptStart := fixtureAt(12000)
 	corrupt := handover("m-corrupt", corruptStart, sim.MigrationFailed, sim.PhaseCutoverApply, "target-applied was not JSON",
-		event(corruptStart, 1, 0, sim.PhaseRequested, "manager", sim.TimelineRequested, "handover requested", nil),
-		event(corruptStart, 2, 470, sim.PhaseCutoverApply, "target", "", "received a corrupted target-applied", frame("in", "target-applied", `"\u0000garbage"`)),
+		fixtureEvent(corruptStart, 1, 0, sim.PhaseRequested, "manager", sim.TimelineRequested, "handover requested", nil),
+		fixtureEvent(corruptStart, 2, 470, sim.PhaseCutoverApply, "target", "", "received a corrupted target-applied", fixtureFrame("in", "target-applied", `"\u0000garbage"`)),
 	)
 
 	logs := func(start time.Time, lines ...string) []sim.LogLine {
@@ -127,29 +129,29 @@ func fixtureReport() *Report {
 			{Case: Case{ID: "2.10", Group: "faults at get-state", Name: "drop the socket of the source on get-state", Strategy: sim.Handover, Step: "get-state",
 				Moves: []Move{{Faults: []sim.Fault{{Kind: "drop-socket", Side: "source", On: "get-state"}}}}, Expect: "rolled back, or completed after a reconnect"},
 				Grade: GradeTolerated, Rule: "contract 2.1: a job reconnects after a dropped socket", Why: "completed only after the source reconnected; the seam lost 3 packets",
-				Observed:   Observed{States: []string{"completed"}, Seam: "gap", Fired: []string{"drop-socket source on get-state"}, Producing: bptr(true), Running: []string{"b"}, Reconnects: 1, FollowUp: "completed, seamless"},
+				Observed:   Observed{States: []string{"completed"}, Seam: "gap", Fired: []string{"drop-socket source on get-state"}, Producing: fixtureBool(true), Running: []string{"b"}, Reconnects: 1, FollowUp: "completed, seamless"},
 				Migrations: []*sim.Migration{drop}, Logs: logs(dropStart, "reconnecting", "socket closed"), StartedAt: dropStart, DurationMs: 1600},
 			{Case: Case{ID: "1.1", Group: "handover", Name: "plain handover a→b", Strategy: sim.Handover, Moves: []Move{{}}, Expect: "completed, the output seamless"},
 				Grade: GradePass, Rule: "contract 2: handover", Why: "completed, seamless",
-				Observed:   Observed{States: []string{"completed"}, Seam: "seamless", PastPointOfNoReturn: true, Producing: bptr(true), Running: []string{"b"}},
+				Observed:   Observed{States: []string{"completed"}, Seam: "seamless", PastPointOfNoReturn: true, Producing: fixtureBool(true), Running: []string{"b"}},
 				Migrations: []*sim.Migration{plain}, Logs: logs(plainStart, "counter at 1290", "state sent"), StartedAt: plainStart.Add(-time.Millisecond), DurationMs: 700},
 			{Case: Case{ID: "1.2", Group: "handover", Name: "chain a→b→a→b", Strategy: sim.Handover, Moves: []Move{{}, {}, {}}, Expect: "every move completed"},
 				Grade: GradePass, Rule: "contract 2: handover", Why: "3 moves completed, seamless each time",
 				Observed:   Observed{States: []string{"completed", "completed", "completed"}, Seam: "seamless", PastPointOfNoReturn: true, Running: []string{"a"}},
-				Migrations: chain, StartedAt: at(2000), DurationMs: 2500},
+				Migrations: chain, StartedAt: fixtureAt(2000), DurationMs: 2500},
 			{Case: Case{ID: "1.3", Group: "handover", Name: "refusal", Strategy: sim.Handover, Moves: []Move{{}}, Expect: "graded only when the job refuses"},
 				Grade: GradeNotApplicable, Rule: "contract 2.2: refusal", Why: "the job never refuses",
-				Observed: Observed{States: []string{"completed"}, Running: []string{"b"}}, StartedAt: at(5000), DurationMs: 400},
+				Observed: Observed{States: []string{"completed"}, Running: []string{"b"}}, StartedAt: fixtureAt(5000), DurationMs: 400},
 			{Case: Case{ID: "2.1", Group: "faults at get-state", Name: "kill the source on get-state", Strategy: sim.Handover, Step: "get-state",
 				Moves: []Move{{Faults: []sim.Fault{{Kind: "kill", Side: "source", On: "get-state"}}}}, Expect: "rolled back: the target removed"},
 				Grade: GradeFail, Rule: "contract 2.4: rollback before the point of no return", Why: "the target was left running " + hostileScript,
-				Observed:   Observed{States: []string{"aborted in get-state"}, Fired: []string{"kill source on get-state"}, Producing: bptr(false), Running: []string{"b"}},
+				Observed:   Observed{States: []string{"aborted in get-state"}, Fired: []string{"kill source on get-state"}, Producing: fixtureBool(false), Running: []string{"b"}},
 				Migrations: []*sim.Migration{kill}, Logs: logs(killStart, "counter at 88", hostileScript, hostileAttr, "last words"), LogsOmitted: 37,
 				StartedAt: killStart, DurationMs: 1200},
 			{Case: Case{ID: "2.9", Group: "faults at get-state", Name: "the worker aborts on get-state", Strategy: sim.Handover, Step: "get-state",
 				Moves: []Move{{Faults: []sim.Fault{{Kind: "worker-abort", On: "get-state"}}}}, Expect: "rolled back"},
 				Grade: GradeError, Why: "the template did not launch: exec: \"counter\": executable file not found",
-				StartedAt: at(8000), DurationMs: 50},
+				StartedAt: fixtureAt(8000), DurationMs: 50},
 			{Case: Case{ID: "7.1", Group: "faults at target-applied", Name: `target-applied "corrupted" & <b>worse</b>`, Strategy: sim.Handover, Step: "target-applied",
 				Moves: []Move{{Faults: []sim.Fault{{Kind: "corrupt-frame", Frame: "target-applied", Delay: sim.Duration(1500 * time.Millisecond)}}}}, Expect: "failed, reported, nothing rolled back"},
 				Grade: GradeFail, Rule: "contract 2.6: failure after the point of no return", Why: "the target crashed\nand nothing reported it",
@@ -162,7 +164,7 @@ func fixtureReport() *Report {
 				{Run: 0, Schedule: Schedule{Moves: []Move{{}, {Faults: []sim.Fault{{Kind: "pause", Side: "target", On: "initial-state", Delay: sim.Duration(500 * time.Millisecond)}}}}},
 					Observed: Observed{States: []string{"completed", "completed"}, Seam: "seamless"}, DurationMs: 900},
 				{Run: 1, Schedule: Schedule{Moves: []Move{{Faults: []sim.Fault{{Kind: "kill", Side: "target", On: "target-ready"}, {Kind: "drop-frame", Frame: "get-state"}}}}},
-					Broken: []string{"source producing after rollback"}, Observed: Observed{States: []string{"aborted in target-ready"}, Producing: bptr(false)},
+					Broken: []string{"source producing after rollback"}, Observed: Observed{States: []string{"aborted in target-ready"}, Producing: fixtureBool(false)},
 					Migrations: []*sim.Migration{kill}, DurationMs: 1100},
 				{Run: 2, Schedule: Schedule{Moves: []Move{{}}}, Observed: Observed{States: []string{"completed"}, Seam: "seamless"}, DurationMs: 500},
 			},

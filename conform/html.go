@@ -64,7 +64,7 @@ type htmlPage struct {
 	Started  string
 	Duration string
 	Counts   []htmlCount
-	Params   []field
+	Params   []labelled
 	Groups   []htmlGroup
 	Cases    []*htmlCase
 	Chaos    *htmlChaos
@@ -87,7 +87,7 @@ type htmlCase struct {
 	Class      string
 	Duration   string
 	Started    string
-	Observed   []field
+	Observed   []labelled
 	Moves      []htmlMove
 	Migrations []htmlMigration
 	Logs       []htmlLog
@@ -102,7 +102,7 @@ type htmlMove struct {
 type htmlMigration struct {
 	M      *sim.Migration
 	Title  string
-	Fields []field
+	Fields []labelled
 	Faults string
 	// Tails are the last lines of each side a failed or aborted
 	// migration carries, as text.
@@ -156,7 +156,7 @@ func (r *Report) htmlPage() *htmlPage {
 		Verdict:  r.verdict(),
 		Style:    template.CSS(reportCSS),
 		Script:   template.JS(reportJS),
-		Started:  clock(r.StartedAt, "2006-01-02 15:04:05 MST"),
+		Started:  clockText(r.StartedAt, "2006-01-02 15:04:05 MST"),
 		Duration: sim.FormatMs(r.DurationMs),
 	}
 	p.CSP = "default-src 'none'; style-src " + cspHash(reportCSS) + "; script-src " + cspHash(reportJS) +
@@ -165,7 +165,7 @@ func (r *Report) htmlPage() *htmlPage {
 		p.Counts = append(p.Counts, htmlCount{c.Grade, gradeClass(c.Grade), c.N})
 	}
 	for _, k := range sortedKeys(r.Params) {
-		p.Params = append(p.Params, field{k, r.Params[k]})
+		p.Params = append(p.Params, labelled{k, r.Params[k]})
 	}
 	for _, res := range r.ordered() {
 		hc := htmlCaseOf(res)
@@ -191,7 +191,7 @@ func htmlCaseOf(res *Result) *htmlCase {
 		Anchor:   "case-" + anchorUnsafe.ReplaceAllString(res.ID, "-"),
 		Class:    gradeClass(res.Grade),
 		Duration: sim.FormatMs(res.DurationMs),
-		Started:  clock(res.StartedAt, "15:04:05.000 MST"),
+		Started:  clockText(res.StartedAt, "15:04:05.000 MST"),
 		Observed: observedFields(res.Observed),
 	}
 	for i, m := range res.Moves {
@@ -204,9 +204,9 @@ func htmlCaseOf(res *Result) *htmlCase {
 	for _, l := range res.Logs {
 		hc.Logs = append(hc.Logs, htmlLog{
 			LogLine: l,
-			Time:    clock(l.At, "15:04:05.000"),
+			Time:    clockText(l.At, "15:04:05.000"),
 			At:      l.At.UTC().Format(time.RFC3339Nano),
-			Offset:  offset(l.At, res.StartedAt),
+			Offset:  offsetText(l.At, res.StartedAt),
 		})
 	}
 	return hc
@@ -226,7 +226,7 @@ func htmlMigrationOf(m *sim.Migration) htmlMigration {
 		}
 		return fmt.Sprintf("%s on node %s", orNone(e.Instance), orNone(e.Node))
 	}
-	hm.Fields = []field{
+	hm.Fields = []labelled{
 		{"id", m.ID},
 		{"source", end(m.Source)},
 		{"target", end(m.Target)},
@@ -245,7 +245,7 @@ func htmlMigrationOf(m *sim.Migration) htmlMigration {
 		if o.Detail != "" {
 			seam += ": " + o.Detail
 		}
-		hm.Fields = append(hm.Fields, field{"output seam", seam})
+		hm.Fields = append(hm.Fields, labelled{"output seam", seam})
 	}
 	durs := []struct {
 		name string
@@ -258,14 +258,14 @@ func htmlMigrationOf(m *sim.Migration) htmlMigration {
 		}
 	}
 	if len(ds) > 0 {
-		hm.Fields = append(hm.Fields, field{"durations", strings.Join(ds, ", ")})
+		hm.Fields = append(hm.Fields, labelled{"durations", strings.Join(ds, ", ")})
 	}
 	if len(m.Result.Applied) > 0 || len(m.Result.Failed) > 0 {
 		applied := orNone(strings.Join(m.Result.Applied, ", "))
 		for _, f := range m.Result.Failed {
 			applied += fmt.Sprintf("; %s failed: %s", f.ID, f.Reason)
 		}
-		hm.Fields = append(hm.Fields, field{"applied", applied})
+		hm.Fields = append(hm.Fields, labelled{"applied", applied})
 	}
 	for _, ev := range m.Events {
 		he := htmlEvent{
@@ -314,16 +314,16 @@ func htmlChaosOf(c *ChaosReport) *htmlChaos {
 	return hc
 }
 
-// clock is t in UTC in layout, "—" for a time never set.
-func clock(t time.Time, layout string) string {
+// clockText is t in UTC in layout, "—" for a time never set.
+func clockText(t time.Time, layout string) string {
 	if t.IsZero() {
 		return "—"
 	}
 	return t.UTC().Format(layout)
 }
 
-// offset is "+12.3 ms" (or "-4.0 ms") from start, "" when either is unset.
-func offset(t, start time.Time) string {
+// offsetText is "+12.3 ms" (or "-4.0 ms") from start, "" when either is unset.
+func offsetText(t, start time.Time) string {
 	if t.IsZero() || start.IsZero() {
 		return ""
 	}

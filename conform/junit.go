@@ -78,19 +78,19 @@ type junitFailure struct {
 // junitTypeNoRule types a failure or error whose result names no rule.
 const junitTypeNoRule = "conform"
 
-func secs(ms float64) string { return fmt.Sprintf("%.3f", ms/1000) }
+func junitSecs(ms float64) string { return fmt.Sprintf("%.3f", ms/1000) }
 
 // WriteJUnit writes the report as JUnit XML.
 func (r *Report) WriteJUnit(w io.Writer) error {
 	suite := junitSuite{
 		Name:       xmlSafe("normsim conform " + r.Template),
-		Time:       secs(r.DurationMs),
+		Time:       junitSecs(r.DurationMs),
 		Timestamp:  r.StartedAt.UTC().Format("2006-01-02T15:04:05"),
 		Hostname:   xmlSafe(r.Hostname),
 		Properties: &junitProps{Props: r.junitProperties()},
 	}
 	for _, res := range r.ordered() {
-		tc := junitTestcase{Name: xmlSafe(res.ID + " " + res.Name), Classname: xmlSafe("conform." + res.Group), Time: secs(res.DurationMs)}
+		tc := junitTestcase{Name: xmlSafe(res.ID + " " + res.Name), Classname: xmlSafe("conform." + res.Group), Time: junitSecs(res.DurationMs)}
 		typ := res.Rule
 		if typ == "" {
 			typ = junitTypeNoRule
@@ -117,7 +117,7 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 		// CI page would show a stopped run as a shorter green one.
 		suite.Tests++
 		suite.Errors++
-		suite.Cases = append(suite.Cases, junitTestcase{Name: "interrupted", Classname: "conform", Time: secs(0),
+		suite.Cases = append(suite.Cases, junitTestcase{Name: "interrupted", Classname: "conform", Time: junitSecs(0),
 			Error: &junitFailure{Message: "the run was stopped before every case ran", Type: "interrupted",
 				Text: fmt.Sprintf("%d case(s) ran before the run was stopped\n", len(r.Results))}})
 	}
@@ -167,7 +167,7 @@ func chaosTestcases(c *ChaosReport) []junitTestcase {
 		for _, t := range c.Trials {
 			ms += t.DurationMs
 		}
-		return []junitTestcase{{Name: fmt.Sprintf("chaos: %d run(s) of seed %d", len(c.Trials), c.Seed), Classname: "conform.chaos", Time: secs(ms),
+		return []junitTestcase{{Name: fmt.Sprintf("chaos: %d run(s) of seed %d", len(c.Trials), c.Seed), Classname: "conform.chaos", Time: junitSecs(ms),
 			SystemOut: &junitText{Text: fmt.Sprintf("every invariant held in %d run(s) of seed %d\n", len(c.Trials), c.Seed)}}}
 	}
 	trials := map[int]*Trial{}
@@ -176,11 +176,11 @@ func chaosTestcases(c *ChaosReport) []junitTestcase {
 	}
 	var out []junitTestcase
 	for _, v := range c.Violations {
-		tc := junitTestcase{Name: xmlSafe(fmt.Sprintf("chaos run %d: %s", v.Run, v.Invariant)), Classname: "conform.chaos", Time: secs(0)}
+		tc := junitTestcase{Name: xmlSafe(fmt.Sprintf("chaos run %d: %s", v.Run, v.Invariant)), Classname: "conform.chaos", Time: junitSecs(0)}
 		var b strings.Builder
 		fmt.Fprintf(&b, "invariant: %s\n%s\n\nreplay: %s\n\nschedule: %s\nminimised: %s\n", v.Invariant, v.Detail, v.Replay, scheduleJSON(v.Schedule), scheduleJSON(v.Minimised))
 		if t := trials[v.Run]; t != nil {
-			tc.Time = secs(t.DurationMs)
+			tc.Time = junitSecs(t.DurationMs)
 			b.WriteString(observedText(t.Observed))
 			b.WriteString(timelinesText(t.Migrations))
 		}

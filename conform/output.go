@@ -106,19 +106,19 @@ func gradeClass(g Grade) string {
 	return "unknown"
 }
 
-// field is one labelled value of a rendering.
-type field struct {
+// labelled is one value of a rendering and its label.
+type labelled struct {
 	Label, Value string
 }
 
 // observedFields are what a case observed, in words, in the order the
 // grading reads them.
-func observedFields(o Observed) []field {
+func observedFields(o Observed) []labelled {
 	producing := "— (the job sends no output)"
 	if o.Producing != nil {
 		producing = yesNo(*o.Producing)
 	}
-	return []field{
+	return []labelled{
 		{"states", orNone(strings.Join(o.States, "; "))},
 		{"seam", orNone(o.Seam)},
 		{"past point of no return", yesNo(o.PastPointOfNoReturn)},
