@@ -195,7 +195,7 @@ func chaosTestcases(c *ChaosReport) []junitTestcase {
 // migration's timeline, and the job's last log lines.
 func caseBody(res *Result) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "case %s: %s (%s, %s)\nexpect: %s\nrule: %s\nwhy: %s\n", res.ID, res.Name, res.Group, res.Strategy, res.Expect, res.Rule, res.Why)
+	fmt.Fprintf(&b, "case %s: %s (%s, %s)\nexpect: %s\nrule: %s\nwhy: %s\n", res.ID, res.Name, res.Group, res.Strategy, res.Expect, orNone(res.Rule), res.Why)
 	for i, m := range res.Moves {
 		if len(m.Faults) > 0 {
 			fmt.Fprintf(&b, "move %d faults: %s\n", i+1, faultsJSON(m.Faults))
