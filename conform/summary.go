@@ -1,0 +1,58 @@
+package conform
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// PrintSummary writes the lines a terminal shows at the end of a run: the
+// verdict and counts per grade on one line, then every case that failed,
+// could not be run or was only tolerated, one line each, then the chaos
+// violations with the command that replays each.
+func (r *Report) PrintSummary(w io.Writer) {
+	results := r.ordered()
+	fmt.Fprintf(w, "%s  normsim conform %s (%s, %s): %d case(s): %s  (%s)\n",
+		r.verdict(), r.Template, r.Strategy, r.Runtime, len(results), countsLine(r.counts()), sim.FormatMs(r.DurationMs))
+	if r.Interrupted {
+		fmt.Fprintln(w, "  interrupted: the remaining cases did not run")
+	}
+	var shown []*Result
+	idWidth := 0
+	for _, res := range results {
+		switch res.Grade {
+		case GradePass, GradeNotApplicable:
+			continue
+		}
+		shown = append(shown, res)
+		idWidth = max(idWidth, len(res.ID))
+	}
+	for _, res := range shown {
+		line := fmt.Sprintf("  %-9s  %-*s  %s", res.Grade, idWidth, res.ID, oneLine(res.Name))
+		if res.Why != "" {
+			line += " — " + oneLine(res.Why)
+		}
+		fmt.Fprintln(w, line)
+	}
+	c := r.Chaos
+	if c == nil {
+		return
+	}
+	runs := fmt.Sprintf("%d run(s)", c.Runs)
+	if c.Only >= 0 {
+		runs = fmt.Sprintf("run %d replayed alone", c.Only)
+	}
+	fmt.Fprintf(w, "chaos: seed %d, %s: %d violation(s)\n", c.Seed, runs, len(c.Violations))
+	for _, v := range c.Violations {
+		fmt.Fprintf(w, "  chaos run %d: %s — %s\n", v.Run, oneLine(v.Invariant), oneLine(v.Detail))
+		fmt.Fprintf(w, "    replay: %s\n", oneLine(v.Replay))
+	}
+}
+
+// oneLine keeps a summary line one line: a why or detail with line
+// breaks in it would break the one-case-per-line layout.
+func oneLine(s string) string {
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }), " ")
+}
