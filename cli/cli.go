@@ -192,7 +192,7 @@ http://127.0.0.1:7788).`,
 	})
 	root.AddCommand(newVersionCmd(env), newUpCmd(env), newValidateCmd(env), newBuildExamplesCmd(env))
 	root.AddCommand(clientCommands(env)...)
-	root.AddCommand(newCICmd(env))
+	root.AddCommand(newCICmd(env), newConformCmd(env))
 	root.AddCommand(newBenchCmd(env))
 	return root
 }
