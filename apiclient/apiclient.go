@@ -165,6 +165,23 @@ func (c *Client) Output(ctx context.Context, id string, since time.Time) (*sim.O
 	return &out, nil
 }
 
+// Census is what the runtimes have running as the host sees it
+// (GET /api/v1/census).
+type Census struct {
+	Units       []sim.RunningUnit `json:"units"`
+	Unknown     int               `json:"unknown"`
+	Unsupported []string          `json:"unsupported"`
+}
+
+// Census asks the sim what its runtimes have running.
+func (c *Client) Census(ctx context.Context) (*Census, error) {
+	var out Census
+	if err := c.Do(ctx, http.MethodGet, "/api/v1/census", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Stop stops and removes an instance.
 func (c *Client) Stop(ctx context.Context, id string) error {
 	return c.Do(ctx, http.MethodDelete, "/api/v1/instances/"+url.PathEscape(id), nil, nil)

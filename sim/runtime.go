@@ -150,3 +150,25 @@ func (s RuntimeSet) Wait() RuntimeSet { return s }
 
 // Engine is nil: a bare set names no engine.
 func (s RuntimeSet) Engine() *Engine { return nil }
+
+// Census is a runtime that can say what it has running right now as the
+// host sees it (process groups alive, containers running), not as the
+// manager's records say: the ground truth a check that nothing runs which
+// the manager does not know compares with.
+type Census interface {
+	// Running lists the units that carry owner's label (LabelOwner,
+	// EnvOwner) and run now, whichever instance they belong to.
+	Running(ctx context.Context, owner string) ([]RunningUnit, error)
+}
+
+// RunningUnit is one process group or container a runtime has running.
+type RunningUnit struct {
+	Runtime  string `json:"runtime"`
+	Instance string `json:"instance"`
+	// Ref is the process group id or the container id.
+	Ref string `json:"ref"`
+	// Known says the manager knows the instance and holds it not ended;
+	// State is the state it holds it in ("" when it does not know it).
+	Known bool          `json:"known"`
+	State InstanceState `json:"state,omitempty"`
+}

@@ -136,6 +136,38 @@ func (s *Server) output(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, sum)
 }
 
+// CensusView is GET /api/v1/census: what the runtimes have running, as the
+// host sees it, and whether the manager knows each unit.
+type CensusView struct {
+	Units []sim.RunningUnit `json:"units"`
+	// Unknown counts the units whose instance the manager does not hold
+	// as running: what should not be there.
+	Unknown int `json:"unknown"`
+	// Unsupported are the runtimes that cannot list what they run.
+	Unsupported []string `json:"unsupported"`
+}
+
+func (s *Server) census(w http.ResponseWriter, r *http.Request) {
+	units, unsupported, err := s.svc.Census(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	v := CensusView{Units: units, Unsupported: unsupported}
+	if v.Units == nil {
+		v.Units = []sim.RunningUnit{}
+	}
+	if v.Unsupported == nil {
+		v.Unsupported = []string{}
+	}
+	for _, u := range units {
+		if !u.Known {
+			v.Unknown++
+		}
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
 func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
 	if err := s.svc.Stop(r.Context(), pathParam(r, "id")); err != nil {
 		writeError(w, err)

@@ -135,6 +135,8 @@ type fakeService struct {
 	timeouts sim.Timeouts
 	// packets are what the jobs sent to the output sink.
 	packets []sim.Packet
+	// units are what the runtimes have running (Census).
+	units []sim.RunningUnit
 }
 
 func newFake() *fakeService {
@@ -203,6 +205,12 @@ func (f *fakeService) Instance(ctx context.Context, id string) (sim.Instance, er
 		}
 	}
 	return sim.Instance{}, sim.Errorf(sim.ENotFound, "instance %q not found", id)
+}
+
+func (f *fakeService) Census(ctx context.Context) ([]sim.RunningUnit, []string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.units, []string{sim.RuntimeExternal}, nil
 }
 
 func (f *fakeService) Output(ctx context.Context, id string, since time.Time) (sim.OutputSummary, error) {

@@ -41,3 +41,26 @@ func TestOutputCountsAnInstancesPacketsSinceAMoment(t *testing.T) {
 		t.Fatalf("unknown instance: %d %s", r.Status, r.Body)
 	}
 }
+
+func TestCensusCountsWhatTheManagerDoesNotKnow(t *testing.T) {
+	f := newFake()
+	f.units = []sim.RunningUnit{
+		{Runtime: sim.RuntimeProcess, Instance: "counter-1", Ref: "4242", Known: true, State: sim.InstanceRunning},
+		{Runtime: sim.RuntimeProcess, Instance: "counter-gone", Ref: "4343"},
+	}
+	r := get(t, newServer(t, f, nil), "/api/v1/census")
+	if r.Status != http.StatusOK {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
+	}
+	var v struct {
+		Units       []sim.RunningUnit
+		Unknown     int
+		Unsupported []string
+	}
+	if err := json.Unmarshal([]byte(r.Body), &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Units) != 2 || v.Unknown != 1 || len(v.Unsupported) != 1 {
+		t.Fatalf("got %+v, want 2 units, 1 unknown, external unsupported", v)
+	}
+}

@@ -42,6 +42,9 @@ type Service interface {
 	// MigrationLogs fills in a migration's Logs, with the last tail
 	// lines of each side when it failed or aborted.
 	MigrationLogs(ctx context.Context, m *sim.Migration, tail int) error
+	// Census is what the runtimes have running as the host sees it, each
+	// unit marked known or not, and the runtimes that cannot tell.
+	Census(ctx context.Context) ([]sim.RunningUnit, []string, error)
 	// Output is what an instance sent to the output sink since then.
 	Output(ctx context.Context, id string, since time.Time) (sim.OutputSummary, error)
 	Migrate(ctx context.Context, id string, req sim.MigrateRequest) (*sim.Migration, error)
@@ -126,6 +129,7 @@ func New(cfg Config) *Server {
 		r.Get("/migrations", s.listMigrations)
 		r.Get("/migrations/{id}", s.getMigration)
 		r.Get("/events", s.events)
+		r.Get("/census", s.census)
 		r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, sim.Errorf(sim.ENotFound, "no API endpoint %s %s", r.Method, r.URL.Path))
 		})

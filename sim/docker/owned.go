@@ -156,3 +156,18 @@ func (r *Runtime) sweep(ctx context.Context, instanceID string) error {
 	}
 	return r.removeAll(ctx, ids, netIDs, instanceID)
 }
+
+// Running lists owner's containers that run now (sim.Census).
+func (r *Runtime) Running(ctx context.Context, owner string) ([]sim.RunningUnit, error) {
+	owned, err := r.Owned(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []sim.RunningUnit
+	for _, o := range owned {
+		if o.Running && o.Labels[sim.LabelOwner] == owner {
+			out = append(out, sim.RunningUnit{Runtime: sim.RuntimeDocker, Instance: o.Instance, Ref: o.ContainerID})
+		}
+	}
+	return out, nil
+}

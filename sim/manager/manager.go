@@ -918,3 +918,36 @@ func (m *Manager) Output(ctx context.Context, id string, since time.Time) (sim.O
 	}
 	return sim.SummarizeOutput(id, since, m.cfg.Sink.Packets(in.JobID, since)), nil
 }
+
+// Census is what the runtimes have running now, as the host sees it, each
+// unit marked with whether the manager knows its instance as not ended.
+// Runtimes that cannot tell are named in unsupported.
+func (m *Manager) Census(ctx context.Context) (units []sim.RunningUnit, unsupported []string, err error) {
+	set := m.runtimes()
+	names := make([]string, 0, len(set.Runtimes))
+	for name := range set.Runtimes {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		c, ok := set.Runtimes[name].(sim.Census)
+		if !ok {
+			unsupported = append(unsupported, name)
+			continue
+		}
+		got, err := c.Running(ctx, m.cfg.Owner)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s runtime: %w", name, err)
+		}
+		units = append(units, got...)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := range units {
+		if in, ok := m.instances[units[i].Instance]; ok {
+			units[i].State = in.State
+			units[i].Known = !in.State.Terminal()
+		}
+	}
+	return units, unsupported, nil
+}

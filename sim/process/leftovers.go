@@ -116,3 +116,21 @@ func StopLeftovers(owner string, recorded map[string][]Recorded) int {
 	}
 	return n
 }
+
+// Running lists the process groups on this host that carry owner's label
+// (sim.EnvOwner) and are alive, by the instance ID in their environment
+// (sim.Census): read from /proc, so a group the runtime lost track of
+// shows too.
+func (r *Runtime) Running(_ context.Context, owner string) ([]sim.RunningUnit, error) {
+	groups, ok := ownedProcesses(sim.EnvInstance, sim.EnvOwner+"="+owner)
+	if !ok {
+		return nil, sim.Errorf(sim.EUnprocessable, "the process runtime cannot list host processes on this platform (no /proc)")
+	}
+	delete(groups, ownGroup())
+	out := make([]sim.RunningUnit, 0, len(groups))
+	for pgid, inst := range groups {
+		out = append(out, sim.RunningUnit{Runtime: sim.RuntimeProcess, Instance: inst, Ref: strconv.Itoa(pgid)})
+	}
+	slices.SortFunc(out, func(a, b sim.RunningUnit) int { return strings.Compare(a.Instance+"/"+a.Ref, b.Instance+"/"+b.Ref) })
+	return out, nil
+}

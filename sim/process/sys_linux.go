@@ -216,6 +216,35 @@ func taggedGroups(key string, values []string, also string) []int {
 	return groups
 }
 
+// ownedProcesses is, for every live process whose environment holds
+// also, the value of key in it and its process group: what owner's runs
+// have running on this host, found from the host's side.
+func ownedProcesses(key, also string) (map[int]string, bool) {
+	groups := map[int]string{}
+	prefix := []byte(key + "=")
+	ok := eachProc(func(pid string) bool {
+		env, err := os.ReadFile("/proc/" + pid + "/environ")
+		if err != nil || !environHas(env, map[string]bool{also: true}) {
+			return true
+		}
+		f, ok := procStat(pid)
+		if !ok || len(f) < 3 || f[0][0] == 'Z' {
+			return true // a zombie runs nothing
+		}
+		pgid, err := strconv.Atoi(string(f[2]))
+		if err != nil || pgid <= 1 {
+			return true
+		}
+		for kv := range bytes.SplitSeq(env, []byte{0}) {
+			if v, found := bytes.CutPrefix(kv, prefix); found {
+				groups[pgid] = string(v)
+			}
+		}
+		return true
+	})
+	return groups, ok
+}
+
 // environHas reports whether a /proc environ (NUL-separated key=value)
 // holds one of the wanted entries.
 func environHas(env []byte, want map[string]bool) bool {

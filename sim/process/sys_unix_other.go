@@ -32,3 +32,7 @@ func taggedGroups(string, []string, string) []int { return nil }
 
 // startMark is "": without /proc a process's start time is not at hand.
 func startMark(int) string { return "" }
+
+// ownedProcesses cannot look: without /proc no other process's
+// environment can be read.
+func ownedProcesses(string, string) (map[int]string, bool) { return nil, false }
