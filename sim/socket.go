@@ -22,6 +22,10 @@ type JobSocket interface {
 	// Expire ends the asks made with Expect: a frame that still answers one
 	// arrives marked Late.
 	Expire(jobID, role string)
+	// Settle ends the migration an instance was launched as the target
+	// of: a later connection of it gets a plain hello-ack, without the
+	// migration or its initial state.
+	Settle(jobID, role string)
 	// Disconnect closes the job's connection with code and reason.
 	Disconnect(jobID, role string, code int, reason string)
 	// Connected reports whether the job is connected now.

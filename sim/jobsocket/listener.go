@@ -247,6 +247,17 @@ func (l *Listener) Register(reg Registration) {
 	l.instances[k] = &instance{reg: reg, expect: map[string]bool{}, late: map[string]bool{}}
 }
 
+// Settle ends the migration an instance was registered as the target of:
+// a job that reconnects after its migration ended is told nothing of it,
+// as a worker tells a reconnecting job of no migration that is over.
+func (l *Listener) Settle(jobID, role string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if in, ok := l.instances[key{jobID, role}]; ok {
+		in.reg.Migration, in.reg.InitialState = nil, nil
+	}
+}
+
 // Unregister forgets an instance and closes its connection normally.
 func (l *Listener) Unregister(jobID, role string) {
 	l.mu.Lock()

@@ -104,6 +104,33 @@ func TestTargetGetsMigrationAndInitialStateFirst(t *testing.T) {
 	}
 }
 
+// A target whose migration ended is a plain instance: reconnecting, it
+// must not be told again that it is a target, nor handed the old state.
+func TestSettledTargetReconnectsPlain(t *testing.T) {
+	l, _ := MustListener(t, jobsocket.Config{})
+	l.Register(jobsocket.Registration{JobID: "j", Role: "t", Token: token,
+		Migration:    &protocol.MigrationRef{ID: "m1", Side: "target"},
+		InitialState: &protocol.WorkerFrame{Type: protocol.TypeInitialState, MigrationID: "m1", Payload: json.RawMessage(`{"next": 42}`)}})
+	first := dial(t, l, "/instances/j/t")
+	first.SendText(hello(token))
+	if ack := first.Read(); ack.Migration == nil {
+		t.Fatalf("first hello-ack = %+v, want the migration", ack)
+	}
+	l.Settle("j", "t")
+	again := dial(t, l, "/instances/j/t")
+	again.SendText(hello(token))
+	if ack := again.Read(); ack.Type != protocol.TypeHelloAck || ack.Migration != nil {
+		t.Fatalf("hello-ack after the migration ended = %+v, want one without a migration", ack)
+	}
+	get, _ := protocol.WorkerFrame{Type: protocol.TypeGetState, MigrationID: "m2"}.Marshal()
+	if err := l.SendRaw(context.Background(), "j", "t", protocol.TypeGetState, get); err != nil {
+		t.Fatal(err)
+	}
+	if f := again.Read(); f.Type != protocol.TypeGetState {
+		t.Fatalf("next frame = %+v, want the get-state sent after the hello-ack (no old initial-state before it)", f)
+	}
+}
+
 func TestCloseCodes(t *testing.T) {
 	big := `{"type":"hello","token":"` + token + `","pad":"` // grows to the size asked
 	pad := func(total int) string {

@@ -1259,6 +1259,11 @@ func (r *run) finish(ctx context.Context, err error) {
 	r.expire(r.srcNode, r.src.ID)
 	if tgtID != "" {
 		r.expire(r.tgtNode, tgtID)
+		// A target that reconnects from now on, as the job's instance
+		// or as a later migration's source, is no target any more.
+		if r.tgtNode.Socket != nil {
+			r.tgtNode.Socket.Settle(r.src.JobID, tgtID)
+		}
 	}
 	var state sim.MigrationState
 	reason := ""
