@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -81,6 +82,10 @@ nothing ran.`,
 	f.IntVar(&fl.parallel, "parallel", 2, "cases run at once")
 	f.StringVar(&fl.pattern, "case", "", "run only the cases whose ID matches this glob (\"4.*\", \"1.2\") or whose name contains it (\"kill\")")
 	f.BoolVar(&fl.list, "list", false, "print the matrix of cases and exit; nothing runs")
+	f.BoolVar(&fl.chaos, "chaos", false, "instead of the matrix, make --runs runs of random fault schedules drawn from --seed, each checked against the invariants (docs/conform.md)")
+	f.IntVar(&fl.runs, "runs", 50, "chaos runs to make")
+	f.Uint64Var(&fl.seed, "seed", 0, "seed the chaos schedules are drawn from (default: drawn from the clock, and printed)")
+	f.IntVar(&fl.only, "run", -1, "replay only this chaos run of --seed (as a broken run's replay line says)")
 	f.StringVar(&fl.htmlPath, "html", "", "write a self-contained HTML report to `FILE`")
 	f.StringVar(&fl.jsonPath, "json", "", "write a JSON report with every case's timelines and logs to `FILE`")
 	f.StringVar(&fl.junitPath, "junit", "", "write a JUnit XML report, one testcase per case, to `FILE`")
@@ -140,10 +145,29 @@ func runConform(cmd *cobra.Command, env Env, template string, fl *conformFlags) 
 	if err != nil {
 		return &ExitError{Code: conformExitBroken, Err: err}
 	}
+	chaosSet := cmd.Flags().Changed("runs") || cmd.Flags().Changed("seed") || cmd.Flags().Changed("run")
+	switch {
+	case chaosSet && !fl.chaos:
+		return usageErr("--runs, --seed and --run go with --chaos")
+	case fl.chaos && fl.runs < 1:
+		return usageErr("--runs: want at least 1; got %d", fl.runs)
+	case fl.chaos && cmd.Flags().Changed("run") && !cmd.Flags().Changed("seed"):
+		return usageErr("--run replays a run of a seed: give the --seed it was drawn from too")
+	case fl.chaos && cmd.Flags().Changed("run") && fl.only < 0:
+		return usageErr("--run: want a run index from 0; got %d", fl.only)
+	case fl.chaos && fl.pattern != "":
+		return usageErr("--case picks cases of the matrix; --chaos runs no matrix")
+	}
+	if fl.chaos && !cmd.Flags().Changed("seed") {
+		fl.seed = uint64(time.Now().UnixNano())
+	}
 	runTimeouts := timeouts.Over(conform.Timeouts).WithDefaults()
 	cases := conform.Select(conform.Matrix(strategy, runTimeouts), fl.pattern)
 	if len(cases) == 0 {
 		return usageErr("--case: %q matches none of the %d cases of a %s template; --list prints them", fl.pattern, len(conform.Matrix(strategy, runTimeouts)), strategy)
+	}
+	if fl.chaos && strategy != sim.Handover {
+		return usageErr("--chaos draws faults of the handover protocol; %s declares %s", template, strategy)
 	}
 	if fl.list {
 		printMatrix(out, template, strategy, cases)
@@ -158,12 +182,27 @@ func runConform(cmd *cobra.Command, env Env, template string, fl *conformFlags) 
 	}
 	stop := context.AfterFunc(cmd.Context(), m.Manager.Interrupt)
 	defer stop()
-	fmt.Fprintf(out, "normsim conform %s: %d case(s) of a %s template; runtime %s; %d at a time; API %s\n\n",
-		template, len(cases), strategy, m.RuntimeNote(), fl.parallel, m.URL())
-
 	r := conform.New(conform.Config{URL: m.URL(), Template: template, Params: params, Runtime: runtimeOf(fl.runtime),
 		Timeouts: timeouts, Parallel: fl.parallel, Out: out})
-	rep := r.Run(cmd.Context(), cases, nil)
+	var rep *conform.Report
+	if fl.chaos {
+		runs := fmt.Sprintf("%d run(s)", fl.runs)
+		if fl.only >= 0 {
+			runs = fmt.Sprintf("run %d", fl.only)
+		}
+		fmt.Fprintf(out, "normsim conform %s --chaos: %s of seed %d; runtime %s; %d at a time; API %s\n\n",
+			template, runs, fl.seed, m.RuntimeNote(), fl.parallel, m.URL())
+		rep = &conform.Report{Template: template, Strategy: strategy, Params: params, Parallel: fl.parallel, StartedAt: time.Now()}
+		rep.Chaos = r.Chaos(cmd.Context(), conform.ChaosConfig{Seed: fl.seed, Runs: fl.runs, Only: fl.only,
+			Replay: func(seed uint64, run int) string { return replayLine(template, fl, seed, run) }}, nil)
+		rep.Interrupted = cmd.Context().Err() != nil
+		rep.DurationMs = float64(time.Since(rep.StartedAt)) / float64(time.Millisecond)
+		rep.Count()
+	} else {
+		fmt.Fprintf(out, "normsim conform %s: %d case(s) of a %s template; runtime %s; %d at a time; API %s\n\n",
+			template, len(cases), strategy, m.RuntimeNote(), fl.parallel, m.URL())
+		rep = r.Run(cmd.Context(), cases, nil)
+	}
 	rep.Version = Version
 	rep.Hostname, _ = os.Hostname()
 	rep.Filter = fl.pattern
@@ -181,6 +220,25 @@ func runConform(cmd *cobra.Command, env Env, template string, fl *conformFlags) 
 			rep.Counts[conform.GradeFail], len(rep.Results), rep.Counts[conform.GradeError])}
 	}
 	return nil
+}
+
+// replayLine is the command that makes one chaos run again, with the
+// flags that shaped it.
+func replayLine(template string, fl *conformFlags, seed uint64, run int) string {
+	parts := []string{"normsim conform", template, "--chaos", fmt.Sprintf("--seed %d --run %d", seed, run)}
+	if fl.runtime != "auto" {
+		parts = append(parts, "--runtime "+fl.runtime)
+	}
+	for _, d := range fl.templates {
+		parts = append(parts, "--templates "+shellQuote(d))
+	}
+	for _, p := range fl.params {
+		parts = append(parts, "--param "+shellQuote(p))
+	}
+	for _, t := range fl.timeouts {
+		parts = append(parts, "--timeouts "+shellQuote(t))
+	}
+	return strings.Join(parts, " ")
 }
 
 // runtimeOf is the runtime a launch asks for: "" leaves auto to the sim.

@@ -26,9 +26,10 @@ type verdict struct {
 	why   string
 }
 
-// worse keeps the worse of two verdicts; the first of equals.
+// worse keeps the worse of two verdicts; of equals the first that says
+// why.
 func (v verdict) worse(o verdict) verdict {
-	if rank(o.grade) > rank(v.grade) {
+	if rank(o.grade) > rank(v.grade) || v.why == "" {
 		return o
 	}
 	return v
@@ -80,7 +81,7 @@ func judgeCase(c Case, ev *evidence) (string, verdict) {
 		if c.Kind == kindChain {
 			rule = ruleChain
 		}
-		v := pass("completed, seamless")
+		v := verdict{grade: GradePass}
 		for i, m := range ev.moves {
 			if m.State != sim.MigrationCompleted {
 				return rule, fail("move %d of %d %s", i+1, len(c.Moves), endOf(m))
@@ -128,11 +129,14 @@ func judgeFault(c Case, ev *evidence) (string, verdict) {
 		}
 		return ruleNoReturn, judgeNoReturn(m, ev)
 	}
-	rule, v := ruleRollback, pass("rolled back (%s), the target removed", endOf(m))
-	if survivable {
-		rule, v = ruleSurvive, tolerate("rolled back (%s) where the handover could have completed", endOf(m))
+	v := judgeRollback(m, f, ev)
+	switch {
+	case survivable && v.grade == GradePass:
+		return ruleSurvive, tolerate("%s, where the handover could have completed", v.why)
+	case survivable:
+		return ruleSurvive, v
 	}
-	return rule, v.worse(judgeRollback(m, f, ev))
+	return ruleRollback, v
 }
 
 // fired says whether a fault armed on the migration fired.
@@ -157,7 +161,7 @@ func judgeRollback(m *sim.Migration, f sim.Fault, ev *evidence) verdict {
 	sourceHit := f.Side == sideSource && (f.Kind == "kill" || f.Kind == "stop")
 	if sourceHit {
 		if len(ev.running) == 0 {
-			return pass("rolled back: the target removed; the fault %s the source, and nothing of the job is left running", pastTense(f.Kind))
+			return pass("rolled back (%s): the target removed; the fault %s the source, and nothing of the job is left running", endOf(m), pastTense(f.Kind))
 		}
 		// A source the runtime restarted, or one that ignored SIGTERM.
 		if f.Kind == "stop" {
@@ -170,13 +174,13 @@ func judgeRollback(m *sim.Migration, f sim.Fault, ev *evidence) verdict {
 	if !ev.connected {
 		return fail("the source did not connect to its job socket again after the rollback")
 	}
-	v := pass("rolled back; the source still producing; the follow-up handover completed")
+	v := pass("rolled back (%s); the source still producing; the follow-up handover completed", endOf(m))
 	if ev.reconnected && !touchesSourceSocket(f) {
-		v = tolerate("the source recovered only after a reconnect")
+		v = tolerate("rolled back (%s); the source recovered only after a reconnect", endOf(m))
 	}
 	doubt := inDoubt(m)
 	if doubt {
-		v = pass("rolled back; the source's source-stopped-output was lost with its socket, so it could not know the handover rolled back and kept its output stopped, as it must (docs/conform.md); the follow-up handover completed and the job produces again")
+		v = pass("rolled back (%s); the source had been told cutover-ready and then lost its socket, so it could not know the handover rolled back and kept its output stopped, as it must (docs/conform.md); the follow-up handover completed and the job produces again", endOf(m))
 	} else if ev.producing != nil && !*ev.producing {
 		return fail("the source stopped producing after the rollback")
 	}
@@ -200,15 +204,27 @@ func judgeRollback(m *sim.Migration, f sim.Fault, ev *evidence) verdict {
 	return v.worse(seam(ev.followUp, ev.sendsOutput, "the follow-up handover: "))
 }
 
-// inDoubt says whether a rolled-back handover's source had sent
-// source-stopped-output: it passed the point of no return on its side,
-// but the worker never acted on the frame (it was lost with the socket,
-// or unreadable), so the worker rolled back. Nothing in the contract tells
-// the source, and a source that resumed on a guess would produce next to
-// a target that may have taken over: its output rightly stays stopped.
+// inDoubt says whether a rolled-back handover left its source unable to
+// know it rolled back: the source was told cutover-ready (so it may have
+// stopped its output and sent source-stopped-output, the point of no
+// return on its side) and then either its source-stopped-output reached
+// the worker but was never acted on, or its socket closed before the
+// worker could tell it of the rollback. Nothing in the contract tells such
+// a source on reconnecting, and a source that resumed on a guess would
+// produce beside a target that may have taken over: its output rightly
+// stays stopped.
 func inDoubt(m *sim.Migration) bool {
+	asked := false
 	for _, e := range m.Events {
-		if e.Side == sideSource && e.Frame != nil && e.Frame.Type == protocol.TypeSourceStoppedOutput && e.Frame.Direction == "in" {
+		if e.Side != sideSource {
+			continue
+		}
+		switch {
+		case e.Frame != nil && e.Frame.Type == protocol.TypeCutoverReady && e.Frame.Direction == "out":
+			asked = true
+		case e.Frame != nil && e.Frame.Type == protocol.TypeSourceStoppedOutput && e.Frame.Direction == "in":
+			return true
+		case asked && e.Kind == sim.TimelineSocketClosed:
 			return true
 		}
 	}

@@ -132,7 +132,18 @@ type Report struct {
 // run violated an invariant.
 func (r *Report) Failed() bool {
 	return r.Counts[GradeFail] > 0 || r.Counts[GradeError] > 0 || r.Interrupted ||
-		(r.Chaos != nil && len(r.Chaos.Violations) > 0)
+		(r.Chaos != nil && (len(r.Chaos.Violations) > 0 || r.Chaos.Errors() > 0))
+}
+
+// Errors counts the chaos runs normsim could not carry out.
+func (c *ChaosReport) Errors() int {
+	n := 0
+	for _, t := range c.Trials {
+		if t.Error != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // Count fills in Counts from the results.
@@ -176,10 +187,19 @@ type Trial struct {
 	Run      int      `json:"run"`
 	Schedule Schedule `json:"schedule"`
 	// Broken lists the invariants it violated; empty when all held.
-	Broken     []string         `json:"broken,omitempty"`
+	Broken []string `json:"broken,omitempty"`
+	// Detail says how the first of them broke.
+	Detail string `json:"detail,omitempty"`
+	// Error says normsim could not carry the run out (the job was not
+	// judged).
+	Error      string           `json:"error,omitempty"`
 	Observed   Observed         `json:"observed"`
 	Migrations []*sim.Migration `json:"migrations,omitempty"`
-	DurationMs float64          `json:"durationMs"`
+	// Logs are the job's lines printed during the run, every instance
+	// (the last MaxCaseLogLines; LogsOmitted counts the rest).
+	Logs        []sim.LogLine `json:"logs,omitempty"`
+	LogsOmitted int           `json:"logsOmitted,omitempty"`
+	DurationMs  float64       `json:"durationMs"`
 }
 
 // Violation is a chaos run that broke an invariant, with the smallest

@@ -214,6 +214,8 @@ func TestPrintSummary(t *testing.T) {
   fail       7.1   target-applied "corrupted" & <b>worse</b> — the target crashed and nothing reported it
 chaos: seed 42, 3 run(s): 1 violation(s)
   chaos run 1: source producing after rollback — the source sent nothing for 2s after the rollback <script>window.__pwned="log"</script>
+    schedule:  move 1: kill target on target-ready, drop-frame get-state
+    minimised: move 1: kill target on target-ready (1 fault(s))
     replay: normsim conform templates/counter --chaos 3 --seed 42 --run 1
 `
 	if got := buf.String(); got != want {

@@ -14,8 +14,14 @@ import (
 // violations with the command that replays each.
 func (r *Report) PrintSummary(w io.Writer) {
 	results := r.ordered()
-	fmt.Fprintf(w, "%s  normsim conform %s (%s, %s): %d case(s): %s  (%s)\n",
-		r.verdict(), r.Template, r.Strategy, r.Runtime, len(results), countsLine(r.counts()), sim.FormatMs(r.DurationMs))
+	if r.Chaos != nil && len(results) == 0 {
+		// A chaos run runs no matrix: its counts would only say 0 cases.
+		fmt.Fprintf(w, "%s  normsim conform %s --chaos (%s, %s): %d run(s), %d violation(s), %d could not be run  (%s)\n",
+			r.verdict(), r.Template, r.Strategy, r.Runtime, len(r.Chaos.Trials), len(r.Chaos.Violations), r.Chaos.Errors(), sim.FormatMs(r.DurationMs))
+	} else {
+		fmt.Fprintf(w, "%s  normsim conform %s (%s, %s): %d case(s): %s  (%s)\n",
+			r.verdict(), r.Template, r.Strategy, r.Runtime, len(results), countsLine(r.counts()), sim.FormatMs(r.DurationMs))
+	}
 	if r.Interrupted {
 		fmt.Fprintln(w, "  interrupted: the remaining cases did not run")
 	}
@@ -47,7 +53,14 @@ func (r *Report) PrintSummary(w io.Writer) {
 	fmt.Fprintf(w, "chaos: seed %d, %s: %d violation(s)\n", c.Seed, runs, len(c.Violations))
 	for _, v := range c.Violations {
 		fmt.Fprintf(w, "  chaos run %d: %s — %s\n", v.Run, oneLine(v.Invariant), oneLine(v.Detail))
+		fmt.Fprintf(w, "    schedule:  %s\n", v.Schedule)
+		fmt.Fprintf(w, "    minimised: %s (%d fault(s))\n", v.Minimised, v.Minimised.Faults())
 		fmt.Fprintf(w, "    replay: %s\n", oneLine(v.Replay))
+	}
+	for _, t := range c.Trials {
+		if t.Error != "" {
+			fmt.Fprintf(w, "  chaos run %d could not be run: %s\n", t.Run, oneLine(t.Error))
+		}
 	}
 }
 

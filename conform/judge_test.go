@@ -1,0 +1,206 @@
+package conform
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/normsim/normsim/protocol"
+	"github.com/normsim/normsim/sim"
+)
+
+// mig is a migration with the given end and timeline events.
+func mig(state sim.MigrationState, reason string, verdict string, events ...sim.MigrationEvent) *sim.Migration {
+	m := &sim.Migration{State: state, Reason: reason, Source: sim.MigrationEndpoint{Instance: "src"}, Target: sim.MigrationEndpoint{Instance: "tgt"}, Events: events}
+	if verdict != "" {
+		m.Output = &sim.OutputReport{Verdict: verdict}
+	}
+	return m
+}
+
+func faultEvent(detail string) sim.MigrationEvent { return sim.MigrationEvent{Side: "manager", Detail: detail} }
+
+var ponr = sim.MigrationEvent{Side: "manager", Kind: sim.TimelinePointOfNoReturn, Detail: "point of no return"}
+
+func running(ids ...string) []sim.Instance {
+	var out []sim.Instance
+	for _, id := range ids {
+		out = append(out, sim.Instance{ID: id, State: sim.InstanceRunning, Connected: true})
+	}
+	return out
+}
+
+func yes() *bool { v := true; return &v }
+func no() *bool  { v := false; return &v }
+
+func faultCase(step string, f sim.Fault) Case {
+	return Case{ID: "x", Kind: kindFault, Strategy: sim.Handover, Step: step, Moves: []Move{{Faults: []sim.Fault{f}}}}
+}
+
+func TestJudge(t *testing.T) {
+	kill := sim.Fault{Kind: "kill", Side: sideSource, On: protocol.TypeGetState}
+	drop := sim.Fault{Kind: "drop-socket", Side: sideSource, On: protocol.TypeTargetReady}
+	dup := sim.Fault{Kind: "duplicate-frame", Frame: protocol.TypeGetState}
+	stopTarget := sim.Fault{Kind: "stop", Side: sideTarget, On: protocol.TypeInitialState}
+	plain := Case{ID: "1.1", Kind: kindHandover, Strategy: sim.Handover, Moves: []Move{{}}}
+	refusal := Case{ID: "1.3", Kind: kindRefusal, Strategy: sim.Handover, Moves: []Move{{}}}
+	done := mig(sim.MigrationCompleted, "", sim.VerdictSeamless)
+	clean := &evidence{moves: []*sim.Migration{done}, sendsOutput: true, running: running("tgt"), connected: true, producing: yes()}
+	rolledBack := mig(sim.MigrationAborted, "the source's socket dropped", "", faultEvent("fault: drop-socket the source"))
+	for _, tt := range []struct {
+		name  string
+		c     Case
+		ev    *evidence
+		grade Grade
+		why   string
+	}{
+		{"a seamless handover passes", plain, clean, GradePass, "seamless"},
+		{"a gap is tolerated", plain, &evidence{moves: []*sim.Migration{mig(sim.MigrationCompleted, "", sim.VerdictGap)}, sendsOutput: true, running: running("tgt"), producing: yes()},
+			GradeTolerated, "gap"},
+		{"a repeated position fails", plain, &evidence{moves: []*sim.Migration{mig(sim.MigrationCompleted, "", sim.VerdictDuplicate)}, sendsOutput: true, running: running("tgt"), producing: yes()},
+			GradeFail, "position handed over was wrong"},
+		{"a job without output is not judged on its seam", plain, &evidence{moves: []*sim.Migration{mig(sim.MigrationCompleted, "", sim.VerdictNoOutput)}, running: running("tgt")},
+			GradePass, "seam is not judged"},
+		{"a target that stops producing fails", plain, &evidence{moves: []*sim.Migration{done}, sendsOutput: true, running: running("tgt"), producing: no()},
+			GradeFail, "stopped producing"},
+		{"a refusal fails a handover case", plain, &evidence{moves: []*sim.Migration{mig(sim.MigrationRefused, "no", "")}, running: running("src")},
+			GradeFail, "refused"},
+		{"a refusal passes the refusal case", refusal, &evidence{moves: []*sim.Migration{mig(sim.MigrationRefused, "busy", "")}, sendsOutput: true, running: running("src"), producing: yes()},
+			GradePass, "busy"},
+		{"the refusal case does not apply to a job that hands over", refusal, clean, GradeNotApplicable, "did not refuse"},
+		{"a killed source leaves nothing", faultCase("get-state", kill), &evidence{moves: []*sim.Migration{mig(sim.MigrationAborted, "killed", "", faultEvent("fault: kill the source"))}},
+			GradePass, "nothing of the job is left running"},
+		{"a target left after a rollback fails", faultCase("target-ready", drop), &evidence{moves: []*sim.Migration{rolledBack}, running: running("src", "tgt")},
+			GradeFail, "still running after the rollback"},
+		{"a source that stops producing after a rollback fails", faultCase("target-ready", drop),
+			&evidence{moves: []*sim.Migration{rolledBack}, sendsOutput: true, running: running("src"), connected: true, producing: no(), followUp: done},
+			GradeFail, "stopped producing after the rollback"},
+		{"a source in doubt may stay stopped", faultCase("target-ready", drop),
+			&evidence{moves: []*sim.Migration{mig(sim.MigrationAborted, "dropped", "", faultEvent("fault: drop-socket the source"),
+				sim.MigrationEvent{Side: sideSource, Frame: &sim.FrameInfo{Direction: "out", Type: protocol.TypeCutoverReady}},
+				sim.MigrationEvent{Side: sideSource, Kind: sim.TimelineSocketClosed})},
+				sendsOutput: true, running: running("src"), connected: true, producing: no(), followUp: done, producingAfter: yes()},
+			GradePass, "could not know"},
+		{"a failed follow-up fails the rollback", faultCase("target-ready", drop),
+			&evidence{moves: []*sim.Migration{rolledBack}, sendsOutput: true, running: running("src"), connected: true, producing: yes(), followUp: mig(sim.MigrationAborted, "timed out", "")},
+			GradeFail, "follow-up handover after the rollback aborted"},
+		{"a duplicated frame that costs the handover is tolerated", faultCase("get-state", dup),
+			&evidence{moves: []*sim.Migration{mig(sim.MigrationAborted, "out of phase", "", faultEvent("fault: get-state to the source sent twice"))}, sendsOutput: true, running: running("src"), connected: true, producing: yes(), followUp: done},
+			GradeTolerated, "could have completed"},
+		{"a failure past the point of no return is reported", faultCase("target-applied", sim.Fault{Kind: "kill", Side: sideTarget, On: protocol.TypeTargetApplied}),
+			&evidence{moves: []*sim.Migration{mig(sim.MigrationFailed, "the target was killed", "", faultEvent("fault: kill the target"), ponr)}, running: running("src")},
+			GradePass, "failed past the point of no return"},
+		{"a source producing again past the point of no return fails", faultCase("target-applied", sim.Fault{Kind: "kill", Side: sideTarget, On: protocol.TypeTargetApplied}),
+			&evidence{moves: []*sim.Migration{mig(sim.MigrationFailed, "killed", "", faultEvent("fault: kill the target"), ponr)}, sendsOutput: true, running: running("src"), producing: yes()},
+			GradeFail, "rolled back"},
+		{"a handover that completes before a SIGTERM takes the target passes", faultCase("initial-state", stopTarget),
+			&evidence{moves: []*sim.Migration{mig(sim.MigrationCompleted, "", sim.VerdictNoOutput, faultEvent("fault: stop the target"), ponr)}, sendsOutput: true},
+			GradePass, "then ended as a stopped job must"},
+		{"a fault that never fired on an abort is the job's", faultCase("source-stopped-output", sim.Fault{Kind: "kill", Side: sideTarget, On: protocol.TypeSourceStoppedOutput}),
+			&evidence{moves: []*sim.Migration{mig(sim.MigrationAborted, "timed out after 3s waiting for target-ready", "")}, running: running("src")},
+			GradeFail, "never reached source-stopped-output"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g, rule, why := judge(tt.c, tt.ev)
+			if g != tt.grade || !strings.Contains(why, tt.why) || rule == "" {
+				t.Fatalf("got %s (%s) by %q; want %s with %q", g, why, rule, tt.grade, tt.why)
+			}
+		})
+	}
+}
+
+func TestDrawIsTheSameEverywhere(t *testing.T) {
+	// Golden: PCG and the draws are specified bit for bit, so this holds on
+	// every machine. A change here changes every published seed's runs.
+	got := Draw(2026, 7, Timeouts).String()
+	want := Draw(2026, 7, Timeouts).String()
+	if got != want {
+		t.Fatalf("two draws of one run differ:\n%s\n%s", got, want)
+	}
+	const golden = "move 1: worker-abort on cutover-apply, kill target on hello; move 2: stop target on cutover-ready, worker-abort on state; move 3: no fault"
+	if got != golden {
+		t.Fatalf("Draw(2026, 7) = %s, want %s", got, golden)
+	}
+	if Draw(2026, 8, Timeouts).String() == got && Draw(2027, 7, Timeouts).String() == got {
+		t.Fatalf("other runs and seeds draw the same schedule as (2026, 7): %s", got)
+	}
+}
+
+func TestDrawStaysInsideTheFaultPlan(t *testing.T) {
+	for run := range 500 {
+		s := Draw(1, run, Timeouts)
+		if len(s.Moves) < 1 || len(s.Moves) > MaxChaosMoves || len(s.Moves[0].Faults) == 0 {
+			t.Fatalf("run %d: %d moves, %d faults in the first: %s", run, len(s.Moves), len(s.Moves[0].Faults), s)
+		}
+		for _, mv := range s.Moves {
+			for _, f := range mv.Faults {
+				switch f.Kind {
+				case "delay-frame":
+					limit, _ := sim.FrameTimeout(f.Frame, Timeouts.WithDefaults())
+					if f.Delay <= 0 || f.Delay.D() > limit {
+						t.Fatalf("run %d: %s delay %s outside (0, %s]", run, f.Frame, f.Delay.D(), limit)
+					}
+				case "drop-frame", "duplicate-frame", "corrupt-frame":
+					if f.Frame == protocol.TypeHello || f.Frame == protocol.TypeHelloAck || f.Frame == protocol.TypeInitialState || f.Frame == "" {
+						t.Fatalf("run %d: a frame fault on %q, which no relay carries", run, f.Frame)
+					}
+				case "kill", "stop", "pause", "drop-socket":
+					if f.Side == "" || f.On == "" {
+						t.Fatalf("run %d: %s without side or on: %+v", run, f.Kind, f)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestSmallerTakesOneStepAway(t *testing.T) {
+	a := sim.Fault{Kind: "kill", Side: sideTarget, On: protocol.TypeTargetReady}
+	b := sim.Fault{Kind: "drop-frame", Frame: protocol.TypeGetState}
+	c := sim.Fault{Kind: "worker-abort", On: protocol.TypeState}
+	s := Schedule{Moves: []Move{{Faults: []sim.Fault{a, b}}, {Faults: []sim.Fault{c}}}}
+	var got []string
+	for _, x := range smaller(s) {
+		got = append(got, x.String())
+	}
+	want := []string{
+		"move 1: worker-abort on state",
+		"move 1: kill target on target-ready, drop-frame get-state",
+		"move 1: drop-frame get-state; move 2: worker-abort on state",
+		"move 1: kill target on target-ready; move 2: worker-abort on state",
+		"move 1: kill target on target-ready, drop-frame get-state; move 2: no fault",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("smaller:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if s.String() != "move 1: kill target on target-ready, drop-frame get-state; move 2: worker-abort on state" {
+		t.Fatalf("smaller changed its input: %s", s)
+	}
+}
+
+func TestCheckMove(t *testing.T) {
+	never := func(string) bool { return false }
+	always := func(string) bool { return true }
+	for _, tt := range []struct {
+		name      string
+		m         *sim.Migration
+		ev        *evidence
+		producing func(string) bool
+		want      string
+	}{
+		{"an abort past the point of no return", mig(sim.MigrationAborted, "x", "", ponr), &evidence{}, never, InvariantNoReturn},
+		{"a source producing again past it", mig(sim.MigrationFailed, "x", "", ponr), &evidence{sendsOutput: true, running: running("src")}, always, InvariantNoReturn},
+		{"a failure past it, the source silent", mig(sim.MigrationFailed, "x", "", ponr), &evidence{sendsOutput: true, running: running("src")}, never, ""},
+		{"a target left after a rollback", mig(sim.MigrationAborted, "x", ""), &evidence{running: running("src", "tgt")}, never, InvariantRollback},
+		{"a source gone though nothing took it", mig(sim.MigrationAborted, "x", ""), &evidence{}, never, InvariantRollback},
+		{"a source killed by a fault", mig(sim.MigrationAborted, "x", "", faultEvent("fault: kill the source (armed on state)")), &evidence{}, never, ""},
+		{"a source silent after a rollback", mig(sim.MigrationAborted, "x", ""), &evidence{sendsOutput: true, running: running("src"), producing: no()}, never, InvariantRollback},
+		{"a completed move", mig(sim.MigrationCompleted, "", sim.VerdictSeamless, ponr), &evidence{running: running("tgt")}, never, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, detail := checkMove(tt.m, tt.ev, tt.producing); got != tt.want {
+				t.Fatalf("got %q (%s), want %q", got, detail, tt.want)
+			}
+		})
+	}
+}
+
