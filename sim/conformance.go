@@ -64,9 +64,16 @@ type ConformanceRun struct {
 	Counts map[string]int `json:"counts"`
 	// Results are the ended cases, in the order they ended.
 	Results []ConformanceResult `json:"results"`
+	// HasReport says the run has ended with a report to write (every run
+	// does but one whose runner broke).
+	HasReport bool `json:"hasReport"`
 	// Error is why the run could not go on, when it could not.
 	Error string `json:"error,omitempty"`
 }
+
+// ConformanceGrades are the grades a run's Counts hold, best first, as
+// conform grades a case.
+var ConformanceGrades = []string{"pass", "tolerated", "fail", "n/a", "error"}
 
 // ConformanceResult is one ended case of a run, in short: the report has
 // its timelines, logs and what was observed.
