@@ -237,3 +237,31 @@ func TestConformanceForm(t *testing.T) {
 		t.Errorf("a form without its CSRF token: %d", r.Status)
 	}
 }
+
+func TestConformanceRunPageWhileRunning(t *testing.T) {
+	conf := &fakeConformance{runs: []sim.ConformanceRun{{ID: "c1", Template: "counter", Strategy: sim.Handover, State: sim.ConformanceRunning,
+		Cases: 4, Done: 1, Counts: map[string]int{"fail": 1},
+		Results: []sim.ConformanceResult{{ID: "1.1", Group: "handover", Name: "plain handover a→b", Grade: "fail", Why: "the seam had a gap"}}}}}
+	srv := newConformanceServer(t, conf)
+	p := get(t, srv, "/conformance/c1")
+	if p.Status != http.StatusOK {
+		t.Fatalf("GET /conformance/c1: %d", p.Status)
+	}
+	mustContain(t, p, `data-conformance="c1"`, `data-page="conformance-run"`, `id="conf-cancel"`, `<span id="run-progress">1/4</span>`,
+		`data-case="1.1"`, "the seam had a gap", "The report is written when the run ends")
+	mustNotContain(t, p, `id="report-frame"`, `id="report-html"`)
+
+	tok := csrfToken(t, srv, "/conformance/c1")
+	if r := post(t, srv, "/ui/conformance/c1/cancel", url.Values{"csrf": {tok}}); r.Status != http.StatusSeeOther || r.Header.Get("Location") != "/conformance/c1" {
+		t.Errorf("cancel from the page: %d %v", r.Status, r.Header)
+	}
+	if r := post(t, srv, "/ui/conformance/c9/cancel", url.Values{"csrf": {tok}}); r.Status != http.StatusNotFound {
+		t.Errorf("cancel of an unknown run: %d", r.Status)
+	}
+	if r := postJSON(t, srv, "/api/v1/conformance/c1/cancel", ""); r.Status != http.StatusAccepted || !strings.Contains(r.Body, `"id": "c1"`) {
+		t.Errorf("cancel through the API: %d\n%s", r.Status, r.Body)
+	}
+	if r := get(t, srv, "/conformance/c9"); r.Status != http.StatusNotFound {
+		t.Errorf("the page of an unknown run: %d", r.Status)
+	}
+}
