@@ -198,3 +198,31 @@ func TestConformanceCloseInterruptsRuns(t *testing.T) {
 		t.Errorf("after Close the run is %s with %d of %d cases done, want interrupted short", got.State, got.Done, got.Cases)
 	}
 }
+
+// TestConformanceCancel: a cancelled run ends interrupted, and its report
+// keeps the cases that ended and says so.
+func TestConformanceCancel(t *testing.T) {
+	s := startSim(t, normsimtest.Options{})
+	run := startConformance(t, s, sim.ConformanceRequest{Template: "counter"})
+	var cancelled sim.ConformanceRun
+	if err := s.Do(http.MethodPost, "/api/v1/conformance/"+run.ID+"/cancel", nil, &cancelled); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	run = waitConformance(t, s, run.ID, 2*time.Minute)
+	if run.State != sim.ConformanceInterrupted || run.Done >= run.Cases || !run.HasReport {
+		t.Fatalf("cancelled run: %s, %d of %d cases, report %v", run.State, run.Done, run.Cases, run.HasReport)
+	}
+	status, _, body := getRaw(t, s, "/api/v1/conformance/"+run.ID+"/report.json")
+	var rep struct {
+		Interrupted bool              `json:"interrupted"`
+		Results     []json.RawMessage `json:"results"`
+	}
+	if err := json.Unmarshal(body, &rep); status != 200 || err != nil || !rep.Interrupted || len(rep.Results) != run.Done {
+		t.Errorf("report of the cancelled run: %d %v interrupted=%v results=%d, want %d\n%.1000s", status, err, rep.Interrupted, len(rep.Results), run.Done, body)
+	}
+	err := s.Do(http.MethodPost, "/api/v1/conformance/"+run.ID+"/cancel", nil, nil)
+	var apiErr *normsimtest.APIError
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {
+		t.Errorf("cancel of an ended run: %v, want 409", err)
+	}
+}

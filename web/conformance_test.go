@@ -261,6 +261,15 @@ func TestConformanceRunPageWhileRunning(t *testing.T) {
 	if r := postJSON(t, srv, "/api/v1/conformance/c1/cancel", ""); r.Status != http.StatusAccepted || !strings.Contains(r.Body, `"id": "c1"`) {
 		t.Errorf("cancel through the API: %d\n%s", r.Status, r.Body)
 	}
+	// Only a page of this normsim may cancel a run.
+	for _, path := range []string{"/ui/conformance/c1/cancel", "/api/v1/conformance/c1/cancel"} {
+		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(url.Values{"csrf": {tok}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", "http://evil.example")
+		if r := do(t, srv, req); r.Status != http.StatusForbidden || !strings.Contains(r.Body, "ORIGIN_REFUSED") {
+			t.Errorf("a foreign origin's cancel at %s: %d", path, r.Status)
+		}
+	}
 	if r := get(t, srv, "/conformance/c9"); r.Status != http.StatusNotFound {
 		t.Errorf("the page of an unknown run: %d", r.Status)
 	}
