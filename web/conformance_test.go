@@ -274,3 +274,13 @@ func TestConformanceRunPageWhileRunning(t *testing.T) {
 		t.Errorf("the page of an unknown run: %d", r.Status)
 	}
 }
+
+func TestOverviewNamesTheRunningConformanceRun(t *testing.T) {
+	conf := &fakeConformance{runs: []sim.ConformanceRun{
+		{ID: "c1", Template: "plain", State: sim.ConformancePassed, Cases: 3, Done: 3},
+		{ID: "c2", Template: "counter", State: sim.ConformanceRunning, Cases: 72, Done: 5},
+	}}
+	p := get(t, newConformanceServer(t, conf), "/")
+	mustContain(t, p, `data-conformance-run="c2"`, `href="/conformance/c2"`, "5/72 cases")
+	mustNotContain(t, p, `data-conformance-run="c1"`)
+}
