@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/normsim/normsim/conform"
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/jobsocket"
@@ -124,6 +125,9 @@ type Main struct {
 	Sink      *sink.Sink
 	Catalog   sim.Catalog
 	Web       *web.Server
+	// Conformance runs the dashboard's conformance runs against this
+	// sim's own API.
+	Conformance *conform.Service
 
 	// runtimes knows the runtimes once openRuntimes is done (see Runtime).
 	runtimes      *runtimeRegistry
@@ -327,7 +331,10 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 	closeOnce(registered)
 
-	m.Web = web.New(web.Config{Service: m.Manager, Addr: ln.Addr().String(), Logger: m.log, Version: m.Opts.Version,
+	// The runs drive the sim through its API as `normsim conform` does
+	// from outside, so the service is made once the API's URL is known.
+	m.Conformance = conform.NewService(conform.ServiceConfig{URL: m.URL(), Sim: m.Manager, Version: m.Opts.Version, Logger: m.log.With("component", "conformance"), Now: m.Opts.Now})
+	m.Web = web.New(web.Config{Service: m.Manager, Addr: ln.Addr().String(), Logger: m.log, Version: m.Opts.Version, Conformance: m.Conformance,
 		Ready: func() bool {
 			select {
 			case <-m.ready:
@@ -510,6 +517,11 @@ func (m *Main) close() error {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("close %s: %w", what, err))
 		}
+	}
+	// The conformance runs first, while the API they clean up through
+	// still answers.
+	if m.Conformance != nil {
+		fail("the conformance runs", m.Conformance.Close())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
 	defer cancel()

@@ -14,9 +14,12 @@ import (
 
 type overviewPage struct {
 	pageBase
-	Nodes          []nodeView
-	Templates      []templateView
-	Running        []*sim.Migration
+	Nodes     []nodeView
+	Templates []templateView
+	Running   []*sim.Migration
+	// Conforming are the conformance runs running: their cases' instances
+	// come and go on the nodes below.
+	Conforming     []sim.ConformanceRun
 	DefaultRuntime string
 	Runtimes       []string
 	NodeNames      []string
@@ -84,6 +87,13 @@ func (s *Server) renderOverview(w http.ResponseWriter, r *http.Request, status i
 		p.Problem = "could not list migrations: " + sim.ErrorMessage(err)
 	}
 	p.Running = running
+	if s.cfg.Conformance != nil {
+		for _, run := range s.cfg.Conformance.ConformanceRuns() {
+			if !run.State.Ended() {
+				p.Conforming = append(p.Conforming, run)
+			}
+		}
+	}
 	inMig := map[string][2]string{}
 	for _, m := range running {
 		inMig[m.Source.Instance] = [2]string{m.ID, "source"}

@@ -17,12 +17,16 @@ func (s *Server) mountPages(r chi.Router) {
 	r.Get("/instances/{id}", s.instancePage)
 	r.Get("/migrations", s.migrationsPage)
 	r.Get("/migrations/{id}", s.migrationPage)
+	r.Get("/conformance", s.conformancePage)
+	r.Get("/conformance/{id}", s.conformanceRunPage)
 	r.Get("/static/*", s.static)
 	r.Route("/ui", func(r chi.Router) {
 		r.Use(s.requireForm)
 		r.Post("/instances", s.uiLaunch)
 		r.Post("/instances/{id}/migrate", s.uiMigrate)
 		r.Post("/instances/{id}/stop", s.uiStop)
+		r.Post("/conformance", s.uiConformance)
+		r.Post("/conformance/{id}/cancel", s.uiCancelConformance)
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, http.StatusNotFound, sim.ENotFound, "There is no page at "+r.URL.Path+".", "")

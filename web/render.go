@@ -34,7 +34,7 @@ type assets struct {
 
 // pageNames are the page templates under ui/templates, each rendered inside
 // layout.html.
-var pageNames = []string{"overview", "instance", "migration", "migrations", "error"}
+var pageNames = []string{"overview", "instance", "migration", "migrations", "conformance", "conformance-run", "error"}
 
 func loadAssets() *assets {
 	static, err := fs.Sub(ui, "ui/static")
@@ -61,6 +61,16 @@ func loadAssets() *assets {
 // render writes a page with status. It renders into a buffer first so a
 // template error becomes a clean 500 rather than half a page.
 func (s *Server) render(w http.ResponseWriter, status int, name string, data any) {
+	s.renderPage(w, status, name, data, false)
+}
+
+// renderFramingSelf renders a page that frames a page of this origin (a
+// conformance run's HTML report).
+func (s *Server) renderFramingSelf(w http.ResponseWriter, status int, name string, data any) {
+	s.renderPage(w, status, name, data, true)
+}
+
+func (s *Server) renderPage(w http.ResponseWriter, status int, name string, data any, framesSelf bool) {
 	var buf bytes.Buffer
 	if err := s.assets().pages[name].ExecuteTemplate(&buf, "layout.html", data); err != nil {
 		s.log.Error("render page", "page", name, "err", err)
@@ -68,17 +78,24 @@ func (s *Server) render(w http.ResponseWriter, status int, name string, data any
 		return
 	}
 	setPageHeaders(w.Header())
+	if framesSelf {
+		w.Header().Set("Content-Security-Policy", pageCSP+"; frame-src 'self'")
+	}
 	w.WriteHeader(status)
 	w.Write(buf.Bytes())
 }
+
+// pageCSP is every page's Content-Security-Policy: nothing but this
+// origin may script, style, frame or receive it.
+const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; style-src-attr 'unsafe-inline'; " +
+	"img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
 // setPageHeaders adds what an HTML page needs to be safe to open: nothing
 // but this origin may script, style, frame or receive it.
 func setPageHeaders(h http.Header) {
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; style-src-attr 'unsafe-inline'; "+
-		"img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("Content-Security-Policy", pageCSP)
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -87,7 +104,8 @@ func setPageHeaders(h http.Header) {
 // pageBase is what the layout needs from every page.
 type pageBase struct {
 	Title string
-	// Nav is the active navigation entry: overview or migrations.
+	// Nav is the active navigation entry: overview, migrations or
+	// conformance.
 	Nav     string
 	CSRF    string
 	Version string
@@ -97,11 +115,13 @@ type pageBase struct {
 	// error is rendered at the POST address).
 	Page       string
 	RefreshURL string
-	// Instance and Migration scope the live updates of an instance or
-	// migration page; Ended stops a finished migration page's clock.
-	Instance  string
-	Migration string
-	Ended     bool
+	// Instance, Migration and Conformance scope the live updates of an
+	// instance, migration or conformance run page; Ended stops a finished
+	// migration page's clock.
+	Instance    string
+	Migration   string
+	Conformance string
+	Ended       bool
 	// StoreProblem says, on every page, that the store cannot write.
 	StoreProblem string
 }
@@ -152,6 +172,9 @@ var funcs = template.FuncMap{
 	"date":      func(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") },
 	"stateTone": stateTone,
 	"migTone":   migTone,
+	"confTone":  conformanceStateTone,
+	"gradeTone": gradeTone,
+	"runCounts": runCounts,
 	"verdictTone": func(v string) string {
 		switch v {
 		case sim.VerdictSeamless:

@@ -71,6 +71,9 @@ type Config struct {
 	// subscriber; one that does not read for that long is dropped.
 	// Default 5s.
 	EventWriteTimeout time.Duration
+	// Conformance runs conformance matrices inside the sim; nil when
+	// this normsim has none (the pages and the API say so).
+	Conformance sim.ConformanceService
 }
 
 // Server is the HTTP handler.
@@ -130,6 +133,13 @@ func New(cfg Config) *Server {
 		r.Get("/migrations/{id}", s.getMigration)
 		r.Get("/events", s.events)
 		r.Get("/census", s.census)
+		r.Post("/conformance", s.startConformance)
+		r.Get("/conformance", s.listConformance)
+		r.Get("/conformance/{id}", s.getConformance)
+		r.Post("/conformance/{id}/cancel", s.cancelConformance)
+		r.Get("/conformance/{id}/report.json", s.conformanceReport(sim.ReportJSON))
+		r.Get("/conformance/{id}/report.html", s.conformanceReport(sim.ReportHTML))
+		r.Get("/conformance/{id}/report.junit.xml", s.conformanceReport(sim.ReportJUnit))
 		r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, sim.Errorf(sim.ENotFound, "no API endpoint %s %s", r.Method, r.URL.Path))
 		})

@@ -114,6 +114,10 @@
       case 'migration': return ev.migration === body.dataset.migration;
       case 'migrations': return ev.kind.indexOf('migration.') === 0;
       case 'instance': return ev.instance === body.dataset.instance || ev.kind.indexOf('migration.') === 0;
+      // A run's cases launch and migrate jobs all the time: only the run's
+      // own progress refreshes its pages.
+      case 'conformance': return ev.kind === 'conformance.run';
+      case 'conformance-run': return ev.kind === 'conformance.run' && !!ev.data && ev.data.id === body.dataset.conformance;
       default: return true;
     }
   }
@@ -145,7 +149,7 @@
       }
     };
     ['instance.state', 'instance.connected', 'instance.removed', 'instance.runtime',
-      'migration.event', 'migration.ended'].forEach(function (k) { es.addEventListener(k, onEvent); });
+      'migration.event', 'migration.ended', 'conformance.run'].forEach(function (k) { es.addEventListener(k, onEvent); });
     es.onmessage = onEvent;
   }
   connect();
