@@ -76,10 +76,12 @@ type Service struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex
-	seq    int
-	runs   []*serviceRun // oldest first
-	closed bool
+	mu   sync.Mutex
+	seq  int
+	runs []*serviceRun // oldest first
+	// dropped counts the ended runs prune let go.
+	dropped int
+	closed  bool
 }
 
 // serviceRun is one run: its view (guarded by Service.mu) and, once it has
@@ -325,12 +327,21 @@ func (s *Service) prune() {
 	}
 	for i := 0; ended > s.cfg.KeepRuns && i < len(s.runs); {
 		if s.runs[i].view.State.Ended() {
+			s.log.Info("conformance run dropped: normsim keeps the last ended runs", "run", s.runs[i].view.ID, "keep", s.cfg.KeepRuns)
 			s.runs = slices.Delete(s.runs, i, i+1)
+			s.dropped++
 			ended--
 			continue
 		}
 		i++
 	}
+}
+
+// ConformanceDropped counts the ended runs prune dropped.
+func (s *Service) ConformanceDropped() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dropped
 }
 
 // publish tells live pages the run moved on. Called with s.mu held.

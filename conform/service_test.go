@@ -342,6 +342,9 @@ func TestServiceKeepsTheLastRuns(t *testing.T) {
 	if got := strings.Join(ids, " "); got != "c3 c2" {
 		t.Errorf("runs kept: %s, want c3 c2 (newest first)", got)
 	}
+	if n := f.svc.ConformanceDropped(); n != 1 {
+		t.Errorf("dropped %d run(s), want 1 counted", n)
+	}
 }
 
 // The seam names the grades the dashboard shows in the order conform has

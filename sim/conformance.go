@@ -104,6 +104,9 @@ type ConformanceService interface {
 	StartConformance(ctx context.Context, req ConformanceRequest) (ConformanceRun, error)
 	// ConformanceRuns lists the runs kept, newest first.
 	ConformanceRuns() []ConformanceRun
+	// ConformanceDropped counts the ended runs no longer kept (the oldest
+	// go first once the service keeps its limit).
+	ConformanceDropped() int
 	// ConformanceRun is one run, or ENotFound.
 	ConformanceRun(id string) (ConformanceRun, error)
 	// CancelConformance stops a running run; its report keeps the cases

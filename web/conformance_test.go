@@ -25,6 +25,7 @@ type fakeConformance struct {
 	runs     []sim.ConformanceRun
 	started  []sim.ConformanceRequest
 	startErr error
+	dropped  int
 }
 
 func (f *fakeConformance) StartConformance(ctx context.Context, req sim.ConformanceRequest) (sim.ConformanceRun, error) {
@@ -39,6 +40,8 @@ func (f *fakeConformance) StartConformance(ctx context.Context, req sim.Conforma
 	f.runs = append(f.runs, run)
 	return run, nil
 }
+
+func (f *fakeConformance) ConformanceDropped() int { return f.dropped }
 
 func (f *fakeConformance) ConformanceRuns() []sim.ConformanceRun {
 	f.mu.Lock()

@@ -22,6 +22,8 @@ type conformancePage struct {
 	Runtimes  []string
 	Form      conformanceForm
 	Runs      []sim.ConformanceRun
+	// Dropped counts the ended runs the service no longer keeps.
+	Dropped int
 	Grades    []string
 }
 
@@ -63,6 +65,7 @@ func (s *Server) renderConformance(w http.ResponseWriter, r *http.Request, statu
 	}
 	if p.Available {
 		p.Runs = s.cfg.Conformance.ConformanceRuns()
+		p.Dropped = s.cfg.Conformance.ConformanceDropped()
 	}
 	s.render(w, status, "conformance", p)
 }
