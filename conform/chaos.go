@@ -52,7 +52,7 @@ const MaxChaosMoves = 3
 // Draw is the schedule of run of seed: one to MaxChaosMoves migrations,
 // the first with one or two faults, each later one with none to two.
 // Delays are drawn in 100 ms steps up to what the fault plan allows under
-// t. The same (seed, run, t) draws the same schedule everywhere: PCG and
+// t (a held frame up to twice its phase's timeout). The same (seed, run, t) draws the same schedule everywhere: PCG and
 // the draws made from it are specified bit for bit.
 func Draw(seed uint64, run int, t sim.Timeouts) Schedule {
 	t = t.WithDefaults()
@@ -81,9 +81,11 @@ func Draw(seed uint64, run int, t sim.Timeouts) Schedule {
 			case "worker-abort":
 				f.On = pick(chaosOn)
 			case "delay-frame":
+				// Up to one timeout late, as the fault plan allows: a
+				// frame that arrives after its phase gave up on it too.
 				f.Frame = pick(chaosFrames)
 				limit, _ := sim.FrameTimeout(f.Frame, t)
-				f.Delay = steps(limit)
+				f.Delay = steps(2 * limit)
 			case "drop-frame", "duplicate-frame", "corrupt-frame":
 				f.Frame = pick(chaosFrames)
 			}
@@ -171,6 +173,10 @@ func (r *Runner) Chaos(ctx context.Context, cc ChaosConfig, each func(*Trial)) *
 		wg     sync.WaitGroup
 		mu     sync.Mutex
 		broken []*Violation
+		// minimised are the invariants a run has been minimised for:
+		// later runs that break the same one are reported as drawn, since
+		// minimising each would cost tens of runs and say the same.
+		minimised = map[string]int{}
 	)
 	next := make(chan int)
 	for range min(r.cfg.Parallel, max(len(runs), 1)) {
@@ -181,7 +187,18 @@ func (r *Runner) Chaos(ctx context.Context, cc ChaosConfig, each func(*Trial)) *
 				trials[i] = tr
 				var v *Violation
 				if len(tr.Broken) > 0 && ctx.Err() == nil {
-					v = r.minimise(ctx, tr, cc)
+					mu.Lock()
+					first, seen := minimised[tr.Broken[0]]
+					if !seen {
+						minimised[tr.Broken[0]] = tr.Run
+					}
+					mu.Unlock()
+					if seen {
+						v = r.violation(tr, cc)
+						v.Note = fmt.Sprintf("not minimised: run %d, which broke the same invariant, was", first)
+					} else {
+						v = r.minimise(ctx, tr, cc)
+					}
 				}
 				mu.Lock()
 				if v != nil {
@@ -227,19 +244,20 @@ func (r *Runner) chaosProgress(tr *Trial, v *Violation) {
 		fmt.Fprintf(r.cfg.Out, "held     run %-4d %s (%.1fs)\n", tr.Run, tr.Schedule, tr.DurationMs/1000)
 		return
 	}
-	fmt.Fprintf(r.cfg.Out, "BROKEN   run %-4d %s: %s\n         minimised to %s\n         replay: %s\n",
-		tr.Run, tr.Schedule, v.Detail, v.Minimised, v.Replay)
+	minimised := "minimised to " + v.Minimised.String()
+	if v.Note != "" {
+		minimised = v.Note
+	}
+	fmt.Fprintf(r.cfg.Out, "BROKEN   run %-4d %s: %s\n         %s\n         replay: %s\n",
+		tr.Run, tr.Schedule, v.Detail, minimised, v.Replay)
 }
 
 // minimise takes faults away from a broken run's schedule, whole moves
 // first, while the same invariant still breaks, until no single step
 // away keeps it broken (or the trials allowed are spent).
 func (r *Runner) minimise(ctx context.Context, tr *Trial, cc ChaosConfig) *Violation {
-	inv := tr.Broken[0]
-	v := &Violation{Run: tr.Run, Invariant: inv, Detail: tr.Detail, Schedule: tr.Schedule, Minimised: tr.Schedule}
-	if cc.Replay != nil {
-		v.Replay = cc.Replay(cc.Seed, tr.Run)
-	}
+	v := r.violation(tr, cc)
+	inv := v.Invariant
 	tries := 0
 	for tries < cc.MaxMinimise && ctx.Err() == nil {
 		shrunk := false
@@ -258,6 +276,15 @@ func (r *Runner) minimise(ctx context.Context, tr *Trial, cc ChaosConfig) *Viola
 		if !shrunk {
 			break
 		}
+	}
+	return v
+}
+
+// violation is a broken run as drawn, with its replay line.
+func (r *Runner) violation(tr *Trial, cc ChaosConfig) *Violation {
+	v := &Violation{Run: tr.Run, Invariant: tr.Broken[0], Detail: tr.Detail, Schedule: tr.Schedule, Minimised: tr.Schedule}
+	if cc.Replay != nil {
+		v.Replay = cc.Replay(cc.Seed, tr.Run)
 	}
 	return v
 }

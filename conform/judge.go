@@ -86,7 +86,11 @@ func judgeCase(c Case, ev *evidence) (string, verdict) {
 			if m.State != sim.MigrationCompleted {
 				return rule, fail("move %d of %d %s", i+1, len(c.Moves), endOf(m))
 			}
-			v = v.worse(seam(m, ev.sendsOutput, fmt.Sprintf("move %d: ", i+1)))
+			prefix := ""
+			if len(ev.moves) > 1 {
+				prefix = fmt.Sprintf("move %d: ", i+1)
+			}
+			v = v.worse(seam(m, ev.sendsOutput, prefix))
 		}
 		return rule, v.worse(survivor(ev, "after the handover"))
 	}

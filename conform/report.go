@@ -210,6 +210,8 @@ type Violation struct {
 	Detail    string   `json:"detail"`
 	Schedule  Schedule `json:"schedule"`
 	Minimised Schedule `json:"minimised"`
+	// Note says why Minimised is the schedule as drawn, when it is.
+	Note string `json:"note,omitempty"`
 	// Replay is the command line that runs exactly this run again.
 	Replay string `json:"replay"`
 }

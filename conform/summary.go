@@ -54,7 +54,11 @@ func (r *Report) PrintSummary(w io.Writer) {
 	for _, v := range c.Violations {
 		fmt.Fprintf(w, "  chaos run %d: %s — %s\n", v.Run, oneLine(v.Invariant), oneLine(v.Detail))
 		fmt.Fprintf(w, "    schedule:  %s\n", v.Schedule)
-		fmt.Fprintf(w, "    minimised: %s (%d fault(s))\n", v.Minimised, v.Minimised.Faults())
+		if v.Note != "" {
+			fmt.Fprintf(w, "    %s\n", v.Note)
+		} else {
+			fmt.Fprintf(w, "    minimised: %s (%d fault(s))\n", v.Minimised, v.Minimised.Faults())
+		}
 		fmt.Fprintf(w, "    replay: %s\n", oneLine(v.Replay))
 	}
 	for _, t := range c.Trials {

@@ -38,9 +38,9 @@ func TestHeldFrameNeverHoldsShutdown(t *testing.T) {
 	}
 }
 
-// TestDelayIsBoundedByItsPhaseTimeout: a delay longer than the timeout of
-// the phase its frame belongs to is refused when the migration is asked
-// for, naming the bound; one within it is accepted.
+// TestDelayIsBoundedByItsPhaseTimeout: a delay longer than twice the
+// timeout of the phase its frame belongs to is refused when the migration
+// is asked for, naming the bound; one within it is accepted.
 func TestDelayIsBoundedByItsPhaseTimeout(t *testing.T) {
 	s := startSim(t, normsimtest.Options{})
 	src, sj := launchExternal(t, s, "a")
@@ -49,12 +49,18 @@ func TestDelayIsBoundedByItsPhaseTimeout(t *testing.T) {
 		to    sim.Timeouts
 		want  string
 	}{
-		{sim.Fault{Kind: "delay-frame", Frame: "cutover-ready", Delay: sim.Duration(20 * time.Second)}, sim.Timeouts{},
-			"faults[0].delay: 20s is longer than the stop timeout (10s) of the phase cutover-ready belongs to"},
-		{sim.Fault{Kind: "delay-frame", Frame: "state", Delay: sim.Duration(2 * time.Second)}, sim.Timeouts{State: sim.Duration(time.Second)},
-			"faults[0].delay: 2s is longer than the state timeout (1s) of the phase state belongs to"},
-		{sim.Fault{Kind: "delay-frame", Frame: "target-ready", Delay: sim.Duration(31 * time.Second)}, sim.Timeouts{},
-			"faults[0].delay: 31s is longer than the targetReady timeout (30s)"},
+		{sim.Fault{Kind: "delay-frame", Frame: "cutover-ready", Delay: sim.Duration(21 * time.Second)}, sim.Timeouts{},
+			"faults[0].delay: 21s is longer than twice the stop timeout (10s) of the phase cutover-ready belongs to"},
+		{sim.Fault{Kind: "delay-frame", Frame: "state", Delay: sim.Duration(3 * time.Second)}, sim.Timeouts{State: sim.Duration(time.Second)},
+			"faults[0].delay: 3s is longer than twice the state timeout (1s) of the phase state belongs to"},
+		{sim.Fault{Kind: "delay-frame", Frame: "target-ready", Delay: sim.Duration(61 * time.Second)}, sim.Timeouts{},
+			"faults[0].delay: 1m1s is longer than twice the targetReady timeout (30s)"},
+		// The listener's frames pass no relay: a frame fault on them would
+		// never fire, so it is refused.
+		{sim.Fault{Kind: "corrupt-frame", Frame: "initial-state"}, sim.Timeouts{},
+			"faults[0].frame: initial-state is exchanged by the node's listener as a job connects"},
+		{sim.Fault{Kind: "drop-frame", Frame: "hello"}, sim.Timeouts{},
+			"faults[0].frame: hello is exchanged by the node's listener"},
 	} {
 		_, err := s.Migrate(src.ID, sim.MigrateRequest{Timeouts: tt.to, Faults: []sim.Fault{tt.fault}})
 		var e *normsimtest.APIError
@@ -63,9 +69,9 @@ func TestDelayIsBoundedByItsPhaseTimeout(t *testing.T) {
 		}
 	}
 	// At the bound it is accepted (and refusing the state ends it).
-	m, err := s.Migrate(src.ID, sim.MigrateRequest{Faults: []sim.Fault{{Kind: "delay-frame", Frame: "cutover-ready", Delay: sim.Duration(10 * time.Second)}}})
+	m, err := s.Migrate(src.ID, sim.MigrateRequest{Faults: []sim.Fault{{Kind: "delay-frame", Frame: "cutover-ready", Delay: sim.Duration(20 * time.Second)}}})
 	if err != nil {
-		t.Fatalf("a delay equal to its phase timeout was refused: %v", err)
+		t.Fatalf("a delay of twice its phase timeout was refused: %v", err)
 	}
 	sj.Expect(protocol.TypeGetState)
 	sj.Send(protocol.JobFrame{Type: protocol.TypeStateRefused, Reason: "done"})
@@ -79,9 +85,9 @@ func TestDelayIsBoundedByItsPhaseTimeout(t *testing.T) {
 func TestRunTimeoutsAreUnderTheRequests(t *testing.T) {
 	s := startSim(t, normsimtest.Options{Timeouts: sim.Timeouts{State: sim.Duration(time.Second), TargetReady: sim.Duration(7 * time.Minute)}})
 	src, _ := launchExternal(t, s, "a")
-	_, err := s.Migrate(src.ID, sim.MigrateRequest{Faults: []sim.Fault{{Kind: "delay-frame", Frame: "state", Delay: sim.Duration(2 * time.Second)}}})
-	if err == nil || !strings.Contains(err.Error(), "longer than the state timeout (1s)") {
-		t.Fatalf("a 2s delay of state under the run's 1s state timeout: err = %v", err)
+	_, err := s.Migrate(src.ID, sim.MigrateRequest{Faults: []sim.Fault{{Kind: "delay-frame", Frame: "state", Delay: sim.Duration(3 * time.Second)}}})
+	if err == nil || !strings.Contains(err.Error(), "longer than twice the state timeout (1s)") {
+		t.Fatalf("a 3s delay of state under the run's 1s state timeout: err = %v", err)
 	}
 	m, err := s.Migrate(src.ID, sim.MigrateRequest{Timeouts: sim.Timeouts{State: sim.Duration(3 * time.Second)}})
 	if err != nil {

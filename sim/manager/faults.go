@@ -111,11 +111,13 @@ func validateFaults(fs []sim.Fault, timeouts sim.Timeouts, srcRuntime, tgtRuntim
 			}
 		}
 		if f.Kind == faultDelayFrame {
-			// A frame held past its phase's timeout could never arrive in
-			// time. (A pause may outlast it: a frozen job is the point.)
+			// A frame held past its phase's timeout arrives after the
+			// phase gave up on it: the late frame a job and the worker
+			// must survive. Held longer than one timeout more, it only
+			// ties a goroutine up (a typo of 10m for 10s).
 			limit, name := sim.FrameTimeout(f.Frame, timeouts)
-			if d := faultDelay(f); d > limit {
-				return sim.Errorf(sim.EUnprocessable, "%s.delay: %s is longer than the %s timeout (%s) of the phase %s belongs to; a held frame may wait at most that timeout (raise timeouts.%s to hold it longer)",
+			if d := faultDelay(f); d > 2*limit {
+				return sim.Errorf(sim.EUnprocessable, "%s.delay: %s is longer than twice the %s timeout (%s) of the phase %s belongs to; a held frame may arrive at most one timeout late (raise timeouts.%s to hold it longer)",
 					at, d, name, limit, f.Frame, name)
 			}
 		}
