@@ -17,7 +17,9 @@ func mig(state sim.MigrationState, reason string, verdict string, events ...sim.
 	return m
 }
 
-func faultEvent(detail string) sim.MigrationEvent { return sim.MigrationEvent{Side: "manager", Detail: detail} }
+func faultEvent(detail string) sim.MigrationEvent {
+	return sim.MigrationEvent{Side: "manager", Detail: detail}
+}
 
 var ponr = sim.MigrationEvent{Side: "manager", Kind: sim.TimelinePointOfNoReturn, Detail: "point of no return"}
 
@@ -203,4 +205,3 @@ func TestCheckMove(t *testing.T) {
 		})
 	}
 }
-
