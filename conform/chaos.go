@@ -170,7 +170,6 @@ func (r *Runner) Chaos(ctx context.Context, cc ChaosConfig, each func(*Trial)) *
 	}
 	trials := make([]*Trial, len(runs))
 	var (
-		wg     sync.WaitGroup
 		mu     sync.Mutex
 		broken []*Violation
 		// minimised are the invariants a run has been minimised for:
@@ -178,50 +177,35 @@ func (r *Runner) Chaos(ctx context.Context, cc ChaosConfig, each func(*Trial)) *
 		// minimising each would cost tens of runs and say the same.
 		minimised = map[string]int{}
 	)
-	next := make(chan int)
-	for range min(r.cfg.Parallel, max(len(runs), 1)) {
-		wg.Go(func() {
-			for i := range next {
-				run := runs[i]
-				tr := r.trial(ctx, run, Draw(cc.Seed, run, r.timeouts))
-				trials[i] = tr
-				var v *Violation
-				if len(tr.Broken) > 0 && ctx.Err() == nil {
-					mu.Lock()
-					first, seen := minimised[tr.Broken[0]]
-					if !seen {
-						minimised[tr.Broken[0]] = tr.Run
-					}
-					mu.Unlock()
-					if seen {
-						v = r.violation(tr, cc)
-						v.Note = fmt.Sprintf("not minimised: run %d, which broke the same invariant, was", first)
-					} else {
-						v = r.minimise(ctx, tr, cc)
-					}
-				}
-				mu.Lock()
-				if v != nil {
-					broken = append(broken, v)
-				}
-				r.chaosProgress(tr, v)
-				if each != nil {
-					each(tr)
-				}
-				mu.Unlock()
+	inParallel(ctx, r.cfg.Parallel, len(runs), func(i int) {
+		run := runs[i]
+		tr := r.trial(ctx, run, Draw(cc.Seed, run, r.timeouts))
+		trials[i] = tr
+		var v *Violation
+		if len(tr.Broken) > 0 && ctx.Err() == nil {
+			mu.Lock()
+			first, seen := minimised[tr.Broken[0]]
+			if !seen {
+				minimised[tr.Broken[0]] = tr.Run
 			}
-		})
-	}
-feed:
-	for i := range runs {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
+			mu.Unlock()
+			if seen {
+				v = r.violation(tr, cc)
+				v.Note = fmt.Sprintf("not minimised: run %d, which broke the same invariant, was", first)
+			} else {
+				v = r.minimise(ctx, tr, cc)
+			}
 		}
-	}
-	close(next)
-	wg.Wait()
+		mu.Lock()
+		if v != nil {
+			broken = append(broken, v)
+		}
+		r.chaosProgress(tr, v)
+		if each != nil {
+			each(tr)
+		}
+		mu.Unlock()
+	})
 	for _, tr := range trials {
 		if tr != nil {
 			rep.Trials = append(rep.Trials, tr)

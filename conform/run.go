@@ -113,35 +113,17 @@ func (r *Runner) Run(ctx context.Context, cases []Case, each func(*Result)) *Rep
 		rep.Strategy = cases[0].Strategy
 	}
 	results := make([]*Result, len(cases))
-	var (
-		wg     sync.WaitGroup
-		eachMu sync.Mutex
-	)
-	next := make(chan int)
-	for range min(r.cfg.Parallel, max(len(cases), 1)) {
-		wg.Go(func() {
-			for i := range next {
-				res := r.RunCase(ctx, cases[i])
-				results[i] = res
-				eachMu.Lock()
-				r.progress(res)
-				if each != nil {
-					each(res)
-				}
-				eachMu.Unlock()
-			}
-		})
-	}
-feed:
-	for i := range cases {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
+	var eachMu sync.Mutex
+	inParallel(ctx, r.cfg.Parallel, len(cases), func(i int) {
+		res := r.RunCase(ctx, cases[i])
+		results[i] = res
+		eachMu.Lock()
+		defer eachMu.Unlock()
+		r.progress(res)
+		if each != nil {
+			each(res)
 		}
-	}
-	close(next)
-	wg.Wait()
+	})
 	for _, res := range results {
 		if res != nil {
 			rep.Results = append(rep.Results, res)
@@ -151,6 +133,31 @@ feed:
 	rep.DurationMs = ms(r.cfg.Now().Sub(rep.StartedAt))
 	rep.Count()
 	return rep
+}
+
+// inParallel calls do(i) for i from 0 to n-1, at most parallel at a
+// time, in order of i; once ctx ends no further i is started. It returns
+// when every call started has returned.
+func inParallel(ctx context.Context, parallel, n int, do func(i int)) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(max(parallel, 1), max(n, 1)) {
+		wg.Go(func() {
+			for i := range next {
+				do(i)
+			}
+		})
+	}
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
 }
 
 func (r *Runner) progress(res *Result) {
