@@ -1,0 +1,236 @@
+package conform_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/normsim/normsim/conform"
+	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/sim"
+)
+
+var updateTable = flag.Bool("update-table", false, "rewrite the grade table in docs/conform.md from this run (cells marked ~ are kept)")
+
+// tableJobs are the columns of the grade table in docs/conform.md: the
+// counter example and each misbehaving example.
+var tableJobs = []string{"counter", "refuser", "never-ready", "crash-on-apply", "wrong-position", "keeps-running"}
+
+const docsPath = "../docs/conform.md"
+
+func startSim(t *testing.T) *normsimtest.Sim {
+	t.Helper()
+	return normsimtest.Start(t, normsimtest.Options{Runtime: sim.RuntimeProcess,
+		Templates: []string{filepath.Join("..", "templates"), filepath.Join("..", "examples", "templates")}})
+}
+
+// runMatrix runs a template's whole matrix on the process runtime, nil
+// (with the test failed) when it cannot.
+func runMatrix(t *testing.T, s *normsimtest.Sim, template string, parallel int) *conform.Report {
+	r := conform.New(conform.Config{URL: s.URL, Template: template, Params: map[string]string{"RATE": "100"}, Parallel: parallel})
+	cases, err := r.Cases(context.Background())
+	if err != nil {
+		t.Errorf("%s: %v", template, err)
+		return nil
+	}
+	return r.Run(context.Background(), cases, nil)
+}
+
+// TestTheGradeTableHolds runs the matrix of the counter example and of
+// every misbehaving example, and checks each grade against the table in
+// docs/conform.md: the counter passes every case it is graded on, and each
+// misbehaving job fails exactly the cases the table says its bug fails.
+func TestTheGradeTableHolds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs six matrices of real processes")
+	}
+	table, err := readTable(docsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startSim(t)
+	// The six matrices run side by side: most of a case is waiting out a
+	// phase's timeout, so the machine has room for more than one.
+	reports := make([]*conform.Report, len(tableJobs))
+	var wg sync.WaitGroup
+	for i, job := range tableJobs {
+		wg.Go(func() { reports[i] = runMatrix(t, s, job, 2) })
+	}
+	wg.Wait()
+	got := map[string]map[string]conform.Grade{}
+	var order []string
+	for i, job := range tableJobs {
+		rep := reports[i]
+		if rep == nil {
+			t.FailNow()
+		}
+		got[job] = map[string]conform.Grade{}
+		for _, res := range rep.Results {
+			got[job][res.ID] = res.Grade
+			if job == tableJobs[0] {
+				order = append(order, res.ID+" "+res.Name)
+			}
+			want := table.cell(res.ID, job)
+			switch {
+			case res.Grade == conform.GradeError:
+				t.Errorf("%s %s %s: normsim could not carry it out: %s", job, res.ID, res.Name, res.Why)
+			case want == "~":
+			case want == "" && !*updateTable:
+				t.Errorf("%s %s %s: not in docs/conform.md's table (go test ./conform -run TestTheGradeTableHolds -update-table)", job, res.ID, res.Name)
+			case want != string(res.Grade) && !*updateTable:
+				t.Errorf("%s %s %s: graded %s, the table says %s: %s", job, res.ID, res.Name, res.Grade, want, res.Why)
+			}
+		}
+	}
+	if *updateTable {
+		if err := writeTable(docsPath, table, order, got); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("rewrote the grade table in %s", docsPath)
+	}
+	for _, res := range order {
+		id, _, _ := strings.Cut(res, " ")
+		if g := got["counter"][id]; g != conform.GradePass && g != conform.GradeNotApplicable {
+			t.Errorf("counter %s: graded %s; the counter must pass every case it is graded on", res, g)
+		}
+	}
+}
+
+// gradeTable is the table in docs/conform.md: case ID → job → cell.
+type gradeTable struct{ cells map[string]map[string]string }
+
+func (g gradeTable) cell(id, job string) string { return g.cells[id][job] }
+
+const (
+	tableBegin = "<!-- grade table: go test ./conform -run TestTheGradeTableHolds -update-table -->"
+	tableEnd   = "<!-- end of grade table -->"
+)
+
+var rowID = regexp.MustCompile(`^\| ([0-9]+\.[0-9]+) `)
+
+func readTable(path string) (gradeTable, error) {
+	t := gradeTable{cells: map[string]map[string]string{}}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return t, err
+	}
+	s := string(b)
+	i, j := strings.Index(s, tableBegin), strings.Index(s, tableEnd)
+	if i < 0 || j < i {
+		return t, fmt.Errorf("%s: no grade table between %q and %q", path, tableBegin, tableEnd)
+	}
+	for _, line := range strings.Split(s[i:j], "\n") {
+		m := rowID.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		cols := strings.Split(strings.Trim(line, "| "), "|")
+		if len(cols) != 1+len(tableJobs) {
+			return t, fmt.Errorf("%s: row %s has %d columns, want %d", path, m[1], len(cols), 1+len(tableJobs))
+		}
+		t.cells[m[1]] = map[string]string{}
+		for k, job := range tableJobs {
+			t.cells[m[1]][job] = strings.Trim(strings.TrimSpace(cols[1+k]), "*")
+		}
+	}
+	return t, nil
+}
+
+func writeTable(path string, old gradeTable, order []string, got map[string]map[string]conform.Grade) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	s := string(b)
+	i, j := strings.Index(s, tableBegin), strings.Index(s, tableEnd)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s: no grade table markers", path)
+	}
+	var w strings.Builder
+	w.WriteString(tableBegin + "\n\n| case | " + strings.Join(tableJobs, " | ") + " |\n|---" + strings.Repeat("|---", len(tableJobs)) + "|\n")
+	for _, row := range order {
+		id, _, _ := strings.Cut(row, " ")
+		w.WriteString("| " + row)
+		for _, job := range tableJobs {
+			cell := string(got[job][id])
+			if old.cell(id, job) == "~" {
+				cell = "~"
+			}
+			if cell == string(conform.GradeFail) {
+				cell = "**fail**"
+			}
+			w.WriteString(" | " + cell)
+		}
+		w.WriteString(" |\n")
+	}
+	w.WriteString("\n")
+	return os.WriteFile(path, []byte(s[:i]+w.String()+s[j:]), 0o644)
+}
+
+// TestChaosFindsNothingInTheCounter: 200 chaos runs against the counter
+// example hold every invariant.
+func TestChaosFindsNothingInTheCounter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("makes 200 chaos runs of real processes")
+	}
+	s := startSim(t)
+	r := conform.New(conform.Config{URL: s.URL, Template: "counter", Params: map[string]string{"RATE": "100"}, Parallel: 4})
+	rep := r.Chaos(context.Background(), conform.ChaosConfig{Seed: 2026, Runs: 200, Only: -1}, nil)
+	if len(rep.Trials) != 200 {
+		t.Fatalf("%d runs made, want 200", len(rep.Trials))
+	}
+	for _, v := range rep.Violations {
+		t.Errorf("run %d broke %q: %s\n  schedule: %s\n  minimised: %s", v.Run, v.Invariant, v.Detail, v.Schedule, v.Minimised)
+	}
+	for _, tr := range rep.Trials {
+		if tr.Error != "" {
+			t.Errorf("run %d could not be carried out: %s (schedule %s)", tr.Run, tr.Error, tr.Schedule)
+		}
+	}
+}
+
+// TestChaosFindsAndMinimisesAMisbehavingJob: against keeps-running, a run
+// of the first 50 breaks an invariant, its schedule is minimised to at most
+// two faults, and replaying the run alone breaks it again.
+func TestChaosFindsAndMinimisesAMisbehavingJob(t *testing.T) {
+	if testing.Short() {
+		t.Skip("makes chaos runs of real processes")
+	}
+	s := startSim(t)
+	r := conform.New(conform.Config{URL: s.URL, Template: "keeps-running", Params: map[string]string{"RATE": "100"}, Parallel: 4})
+	rep := r.Chaos(context.Background(), conform.ChaosConfig{Seed: 7, Runs: 50, Only: -1,
+		Replay: func(seed uint64, run int) string { return fmt.Sprintf("--seed %d --run %d", seed, run) }}, nil)
+	if len(rep.Violations) == 0 {
+		t.Fatal("50 chaos runs against keeps-running found nothing")
+	}
+	var v *conform.Violation
+	for _, x := range rep.Violations {
+		if x.Note == "" {
+			v = x
+			break
+		}
+	}
+	if v == nil {
+		t.Fatalf("no violation was minimised: %+v", rep.Violations[0])
+	}
+	if n := v.Minimised.Faults(); n > 2 {
+		t.Errorf("run %d minimised to %d faults (%s), want at most 2", v.Run, n, v.Minimised)
+	}
+	if v.Replay != fmt.Sprintf("--seed 7 --run %d", v.Run) {
+		t.Errorf("replay %q", v.Replay)
+	}
+	again := r.Chaos(context.Background(), conform.ChaosConfig{Seed: 7, Runs: 50, Only: v.Run}, nil)
+	if len(again.Trials) != 1 || again.Trials[0].Schedule.String() != v.Schedule.String() {
+		t.Fatalf("replaying run %d drew %+v, want the schedule %s", v.Run, again.Trials, v.Schedule)
+	}
+	if len(again.Violations) == 0 {
+		t.Errorf("replaying run %d alone held every invariant; it broke %q before", v.Run, v.Invariant)
+	}
+	t.Logf("run %d broke %q: %s; minimised to %s", v.Run, v.Invariant, v.Detail, v.Minimised)
+}
