@@ -234,3 +234,26 @@ func TestChaosFindsAndMinimisesAMisbehavingJob(t *testing.T) {
 	}
 	t.Logf("run %d broke %q: %s; minimised to %s", v.Run, v.Invariant, v.Detail, v.Minimised)
 }
+
+// TestMovingStrategiesHaveTheirMatrix runs the matrix of a stopThenStart
+// and an overlap template: every case passes.
+func TestMovingStrategiesHaveTheirMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	s := startSim(t)
+	for _, tpl := range []string{"plain", "relay-overlap"} {
+		rep := runMatrix(t, s, tpl, 2)
+		if rep == nil {
+			continue
+		}
+		if len(rep.Results) != 3 {
+			t.Errorf("%s: %d cases, want 3", tpl, len(rep.Results))
+		}
+		for _, res := range rep.Results {
+			if res.Grade != conform.GradePass {
+				t.Errorf("%s %s %s: %s: %s", tpl, res.ID, res.Name, res.Grade, res.Why)
+			}
+		}
+	}
+}

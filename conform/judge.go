@@ -18,6 +18,9 @@ const (
 	ruleSurvive  = "a short freeze or a frame delivered twice is no reason to fail: the handover completes, or rolls back cleanly"
 	ruleMove     = "contract §2 %s: the target takes over; the gap or overlap is the strategy's, and measured"
 	ruleStart    = "a target that cannot start leaves the source running"
+	// ruleStartStopped is stopThenStart's: its source is stopped before
+	// the target starts.
+	ruleStartStopped = "contract §2 stopThenStart: the source is stopped before the target starts, so a target that cannot start leaves the failure reported and nothing running"
 )
 
 // verdict is a grade with why.
@@ -292,6 +295,20 @@ func judgeMove(c Case, ev *evidence) (string, verdict) {
 		m := ev.moves[0]
 		if m.State == sim.MigrationCompleted {
 			return ruleStart, verdict{GradeError, "the migration completed although its target was to fail to start: normsim did not carry the case out"}
+		}
+		for _, in := range ev.running {
+			if in.ID == m.Target.Instance {
+				return ruleStart, fail("the target %s runs although its start failed", in.ID)
+			}
+		}
+		if m.Reason == "" {
+			return ruleStart, fail("the migration %s without saying why", m.State)
+		}
+		if c.Strategy == sim.StopThenStart && len(ev.running) == 0 {
+			// stopThenStart stops the source before it starts the target:
+			// a target that cannot start leaves nothing running, which is
+			// the strategy's cost, not the job's fault.
+			return ruleStartStopped, pass("%s; the source had been stopped first, as stopThenStart does", endOf(m))
 		}
 		if len(ev.running) != 1 || ev.running[0].ID != m.Source.Instance {
 			return ruleStart, fail("the source is not the one instance left running after the target failed to start (running: %d)", len(ev.running))

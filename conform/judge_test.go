@@ -47,6 +47,8 @@ func TestJudge(t *testing.T) {
 	refusal := Case{ID: "1.3", Kind: kindRefusal, Strategy: sim.Handover, Moves: []Move{{}}}
 	done := mig(sim.MigrationCompleted, "", sim.VerdictSeamless)
 	clean := &evidence{moves: []*sim.Migration{done}, sendsOutput: true, running: running("tgt"), connected: true, producing: yes()}
+	stopThenStartFails := Matrix(sim.StopThenStart, Timeouts)[2]
+	overlapFails := Matrix(sim.Overlap, Timeouts)[2]
 	rolledBack := mig(sim.MigrationAborted, "the source's socket dropped", "", faultEvent("fault: drop-socket the source"))
 	for _, tt := range []struct {
 		name  string
@@ -100,6 +102,15 @@ func TestJudge(t *testing.T) {
 		{"a fault that never fired on an abort is the job's", faultCase("source-stopped-output", sim.Fault{Kind: "kill", Side: sideTarget, On: protocol.TypeSourceStoppedOutput}),
 			&evidence{moves: []*sim.Migration{mig(sim.MigrationAborted, "timed out after 3s waiting for target-ready", "")}, running: running("src")},
 			GradeFail, "never reached source-stopped-output"},
+		{"a stopThenStart target that cannot start leaves nothing, by the strategy", stopThenStartFails,
+			&evidence{moves: []*sim.Migration{mig(sim.MigrationFailed, "the target failed to start: injected fault", "")}},
+			GradePass, "stopped first, as stopThenStart does"},
+		{"an overlap target that cannot start must leave the source", overlapFails,
+			&evidence{moves: []*sim.Migration{mig(sim.MigrationAborted, "the target failed to start: injected fault", "")}},
+			GradeFail, "not the one instance left running"},
+		{"a target that failed to start must not run", stopThenStartFails,
+			&evidence{moves: []*sim.Migration{mig(sim.MigrationFailed, "the target failed to start", "")}, running: running("tgt")},
+			GradeFail, "runs although its start failed"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g, rule, why := judge(tt.c, tt.ev)
