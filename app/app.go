@@ -574,6 +574,14 @@ func (m *Main) close() error {
 	}
 	if m.recorder != nil {
 		m.recorder.Close()
+		// What the frame records cost is said once, at the end: a lost
+		// record is a frame missing from a job's history.
+		if n := m.recorder.Dropped(); n > 0 {
+			m.log.Error("frame records lost: the store did not catch up in time", "lost", n)
+		}
+		if n := m.recorder.Throttled(); n > 0 {
+			m.log.Info("frame records waited for the store, slowing their connections", "waited", n)
+		}
 	}
 	if m.Logs != nil {
 		m.logSink.set(nil)

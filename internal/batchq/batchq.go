@@ -29,14 +29,17 @@ type Queue[T any] struct {
 	pending []T
 	size    int
 	closed  bool
-	wake    chan struct{} // capacity 1: something is pending, or closed
-	hurry   chan struct{} // capacity 1: someone waits, cut the linger short
-	done    chan struct{}
+	// room is closed, and replaced, whenever the writer takes what is
+	// pending: AddWait's waiters try again.
+	room  chan struct{}
+	wake  chan struct{} // capacity 1: something is pending, or closed
+	hurry chan struct{} // capacity 1: someone waits, cut the linger short
+	done  chan struct{}
 }
 
 // New starts a queue's writer goroutine.
 func New[T any](limits Limits, linger time.Duration, batch int, write func([]T)) *Queue[T] {
-	q := &Queue[T]{write: write, linger: linger, batch: batch, limits: limits,
+	q := &Queue[T]{write: write, linger: linger, batch: batch, limits: limits, room: make(chan struct{}),
 		wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1), done: make(chan struct{})}
 	go q.loop()
 	return q
@@ -56,6 +59,41 @@ func (q *Queue[T]) Add(item T, size int) bool {
 	q.mu.Unlock()
 	q.signal()
 	return true
+}
+
+// AddWait is Add that, while the queue is full, waits for the writer to
+// take what is pending, up to wait: back-pressure on the caller instead
+// of a lost item. It reports whether the item was taken; not when the
+// queue is closed, or still full once wait has passed.
+func (q *Queue[T]) AddWait(item T, size int, wait time.Duration) bool {
+	var deadline *time.Timer
+	for {
+		q.mu.Lock()
+		if q.closed {
+			q.mu.Unlock()
+			return false
+		}
+		if !(q.limits.Items > 0 && len(q.pending) >= q.limits.Items) && !(q.limits.Size > 0 && q.size+size > q.limits.Size && q.size > 0) {
+			q.pending = append(q.pending, item)
+			q.size += size
+			q.mu.Unlock()
+			q.signal()
+			return true
+		}
+		room := q.room
+		q.mu.Unlock()
+		// A full queue has nothing to linger for.
+		q.Hurry()
+		if deadline == nil {
+			deadline = time.NewTimer(wait)
+			defer deadline.Stop()
+		}
+		select {
+		case <-room:
+		case <-deadline.C:
+			return false
+		}
+	}
 }
 
 // Close writes what is queued, then stops the writer; Add refuses from now.
@@ -100,6 +138,8 @@ func (q *Queue[T]) loop() {
 		items := q.pending
 		q.pending, q.size = spare, 0
 		closed = q.closed
+		close(q.room)
+		q.room = make(chan struct{})
 		q.mu.Unlock()
 		for rest := items; len(rest) > 0; {
 			n := min(len(rest), q.batch)

@@ -81,3 +81,45 @@ func TestHurryCutsTheLingerShort(t *testing.T) {
 	}
 	q.Close()
 }
+
+// TestAddWaitWaitsForRoom: on a full queue AddWait waits until the writer
+// takes what is pending, gives up after its wait while the writer is
+// stuck, and refuses at once on a closed queue.
+func TestAddWaitWaitsForRoom(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	var written []string
+	q := batchq.New(batchq.Limits{Items: 1}, 0, 100, func(b []string) {
+		once.Do(func() { close(entered); <-release })
+		mu.Lock()
+		defer mu.Unlock()
+		written = append(written, b...)
+	})
+	q.Add("first", 0)
+	<-entered
+	q.Add("queued", 0) // the one item the queue holds
+	if q.AddWait("late", 0, 20*time.Millisecond) {
+		t.Fatal("AddWait took an item while the writer was stuck and the queue full")
+	}
+	took := make(chan bool)
+	go func() { took <- q.AddWait("waited", 0, 10*time.Second) }()
+	select {
+	case <-took:
+		t.Fatal("AddWait returned before the writer made room")
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(release)
+	if !<-took {
+		t.Fatal("AddWait gave up although the writer made room")
+	}
+	q.Close()
+	if q.AddWait("after", 0, time.Second) {
+		t.Fatal("a closed queue took an item")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"first", "queued", "waited"}; !slices.Equal(written, want) {
+		t.Fatalf("written %v, want %v", written, want)
+	}
+}

@@ -2,6 +2,7 @@ package jobsocket_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -33,12 +34,13 @@ func (s *gatedStore) RecordFrames(ctx context.Context, frs []sim.FrameRecord) er
 	return nil
 }
 
-// TestRecorderBoundsBytes: while the store is busy, the recorder holds at
-// most its byte budget of frame text, however few records that is; what
+// TestRecorderBoundsBytes: while the store is stuck, the recorder holds at
+// most its byte budget of frame text, however few records that is; a
+// record that finds no room within the wait is lost and counted; what
 // fits is written once the store catches up, in order, and Close flushes.
 func TestRecorderBoundsBytes(t *testing.T) {
 	st := &gatedStore{entered: make(chan struct{}), release: make(chan struct{})}
-	rec := jobsocket.NewRecorder(st, jobsocket.RecorderLimits{Records: 1000, Bytes: 100 << 10}, nil)
+	rec := jobsocket.NewRecorder(st, jobsocket.RecorderLimits{Records: 1000, Bytes: 100 << 10, Wait: 20 * time.Millisecond}, nil)
 	frame := func(i int) sim.FrameRecord {
 		return sim.FrameRecord{JobID: "j", Type: "abort", Size: 40 << 10, Data: strings.Repeat(string(rune('a'+i)), 40<<10)}
 	}
@@ -74,7 +76,7 @@ func TestRecorderBoundsBytes(t *testing.T) {
 // TestRecorderBoundsRecords: the count limit holds for small records too.
 func TestRecorderBoundsRecords(t *testing.T) {
 	st := &gatedStore{entered: make(chan struct{}), release: make(chan struct{})}
-	rec := jobsocket.NewRecorder(st, jobsocket.RecorderLimits{Records: 10, Bytes: 1 << 20}, nil)
+	rec := jobsocket.NewRecorder(st, jobsocket.RecorderLimits{Records: 10, Bytes: 1 << 20, Wait: 20 * time.Millisecond}, nil)
 	rec.Record(sim.FrameRecord{Type: "hello"})
 	<-st.entered
 	for range 15 {
@@ -87,6 +89,53 @@ func TestRecorderBoundsRecords(t *testing.T) {
 	rec.Close()
 	if len(st.got) != 11 {
 		t.Fatalf("stored %d records, want 11", len(st.got))
+	}
+}
+
+// TestRecorderSlowsTheSenderInsteadOfDropping: with a store that writes
+// slowly, records past the queue's limit wait for room (each slowing its
+// caller) and every one is kept, in order.
+func TestRecorderSlowsTheSenderInsteadOfDropping(t *testing.T) {
+	st := &gatedStore{entered: make(chan struct{}), release: make(chan struct{})}
+	rec := jobsocket.NewRecorder(st, jobsocket.RecorderLimits{Records: 10, Bytes: 1 << 20}, nil)
+	rec.Record(sim.FrameRecord{Type: "hello", Data: "0"})
+	<-st.entered
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 1; i <= 30; i++ {
+			rec.Record(sim.FrameRecord{Type: "state", Data: strconv.Itoa(i)})
+		}
+	}()
+	// The sender fills the queue and then waits: it cannot finish while
+	// the store is stuck.
+	deadline := time.Now().Add(5 * time.Second)
+	for rec.Throttled() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the sender never waited for room")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-done:
+		t.Fatal("all 30 records were taken by a 10-record queue while the store was stuck")
+	default:
+	}
+	close(st.release)
+	<-done
+	rec.Close()
+	if got := rec.Dropped(); got != 0 {
+		t.Fatalf("dropped %d records; a store that catches up loses none", got)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.got) != 31 {
+		t.Fatalf("stored %d records, want 31", len(st.got))
+	}
+	for i, f := range st.got {
+		if f.Data != strconv.Itoa(i) {
+			t.Fatalf("record %d is %q: out of order", i, f.Data)
+		}
 	}
 }
 
