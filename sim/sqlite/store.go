@@ -60,6 +60,7 @@ const (
 	wMigrationEvent
 	wEvent
 	wFrame
+	wFrames
 	wLogLine
 	wLogLines
 	wLogCount
@@ -81,6 +82,7 @@ var writeSQL = [numWrites]string{
 	wMigrationEvent: `INSERT OR REPLACE INTO migration_events (migration_id, seq, at, phase, side, detail, frame, kind) VALUES (?,?,?,?,?,?,?,?)`,
 	wEvent:          `INSERT INTO events (at, kind, instance, migration, data) VALUES (?,?,?,?,?)`,
 	wFrame:          `INSERT INTO frames (at, node, job_id, role, direction, type, size, data) VALUES (?,?,?,?,?,?,?,?)`,
+	wFrames:         `INSERT INTO frames (at, node, job_id, role, direction, type, size, data) VALUES (?,?,?,?,?,?,?,?)` + strings.Repeat(`,(?,?,?,?,?,?,?,?)`, frameRows-1),
 	wLogLine:        `INSERT INTO logs (instance, service, stream, at, text) VALUES (?,?,?,?,?)`,
 	// logRows lines at once: one statement's overhead is most of a line's.
 	wLogLines: `INSERT INTO logs (instance, service, stream, at, text) VALUES (?,?,?,?,?)` + strings.Repeat(`,(?,?,?,?,?)`, logRows-1),
@@ -616,15 +618,40 @@ func (s *Store) RecordFrames(ctx context.Context, frs []sim.FrameRecord) error {
 	if len(frs) == 0 {
 		return nil
 	}
+	if err := s.prepareWrites(); err != nil {
+		return err
+	}
 	return s.atomically(ctx, func(tx *sql.Tx) error {
-		for _, f := range frs {
-			if err := s.exec(ctx, tx, wFrame, nanos(f.At), f.Node, f.JobID, f.Role, f.Direction, f.Type, f.Size, f.Data); err != nil {
-				return fmt.Errorf("record frame: %w", err)
+		// Rows go in frameRows at a time, as log lines do: one statement
+		// per row is most of what a batch costs.
+		rest := frs
+		if len(rest) >= frameRows {
+			many := tx.StmtContext(ctx, s.writes[wFrames])
+			args := make([]any, 0, 8*frameRows)
+			for ; len(rest) >= frameRows; rest = rest[frameRows:] {
+				args = args[:0]
+				for _, f := range rest[:frameRows] {
+					args = append(args, nanos(f.At), f.Node, f.JobID, f.Role, f.Direction, f.Type, f.Size, f.Data)
+				}
+				if _, err := many.ExecContext(ctx, args...); err != nil {
+					return fmt.Errorf("record frames: %w", err)
+				}
+			}
+		}
+		if len(rest) > 0 {
+			one := tx.StmtContext(ctx, s.writes[wFrame])
+			for _, f := range rest {
+				if _, err := one.ExecContext(ctx, nanos(f.At), f.Node, f.JobID, f.Role, f.Direction, f.Type, f.Size, f.Data); err != nil {
+					return fmt.Errorf("record frame: %w", err)
+				}
 			}
 		}
 		return nil
 	})
 }
+
+// frameRows is how many frame records one INSERT writes.
+const frameRows = 32
 
 // ListFrames returns recorded frames oldest first.
 func (s *Store) ListFrames(ctx context.Context, f sim.FrameFilter) ([]sim.FrameRecord, error) {

@@ -1,0 +1,74 @@
+package sqlite_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/sim/sqlite"
+)
+
+func frameRecords(n int, at time.Time) []sim.FrameRecord {
+	frs := make([]sim.FrameRecord, n)
+	for i := range frs {
+		frs[i] = sim.FrameRecord{At: at.Add(time.Duration(i) * time.Microsecond), Node: "a", JobID: "job-1", Role: fmt.Sprintf("counter-%d", i%3),
+			Direction: "in", Type: "state", Size: 20 + i, Data: fmt.Sprintf(`{"type":"state","payload":%d}`, i)}
+	}
+	return frs
+}
+
+// TestRecordFramesKeepsEveryRecordInOrder: a batch written many rows per
+// statement, with a remainder written one by one, reads back whole and in
+// order.
+func TestRecordFramesKeepsEveryRecordInOrder(t *testing.T) {
+	ctx := context.Background()
+	s := MustOpen(t, filepath.Join(t.TempDir(), "s.db"))
+	at := time.Unix(1700000000, 0).UTC()
+	want := frameRecords(70, at) // two statements of 32 rows and 6 rows alone
+	if err := s.RecordFrames(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ListFrames(ctx, sim.FrameFilter{JobID: "job-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("read %d frames, want %d", len(got), len(want))
+	}
+	for i := range want {
+		w, g := want[i], got[i]
+		if !g.At.Equal(w.At) || g.Node != w.Node || g.JobID != w.JobID || g.Role != w.Role || g.Direction != w.Direction ||
+			g.Type != w.Type || g.Size != w.Size || g.Data != w.Data {
+			t.Fatalf("frame %d read back as %+v, want %+v", i, g, w)
+		}
+	}
+}
+
+// BenchmarkRecordFrames writes frame records into a file store in the
+// recorder's batches of 256 (many rows per statement) and in batches of
+// 31 (below one multi-row statement: one statement per row), side by side;
+// frames/s is what the store keeps up with.
+//
+//	go test -run '^$' -bench BenchmarkRecordFrames ./sim/sqlite/
+func BenchmarkRecordFrames(b *testing.B) {
+	for _, n := range []int{256, 31} {
+		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "s.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			batch := frameRecords(n, time.Now())
+			for b.Loop() {
+				if err := s.RecordFrames(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*len(batch))/b.Elapsed().Seconds(), "frames/s")
+		})
+	}
+}
