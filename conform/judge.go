@@ -124,7 +124,7 @@ func judgeFault(c Case, ev *evidence) (string, verdict) {
 			// The target applied before the signal took it: the job is
 			// gone by the fault's hand, so its output cannot be asked
 			// for; only a wrong position is held against it.
-			if o := m.Output; o != nil && (o.Verdict == sim.VerdictDuplicate || o.Verdict == sim.VerdictOverlap) {
+			if o := m.Output; o != nil && (o.Verdict == sim.VerdictDuplicate || o.Verdict == sim.VerdictOverlap || o.SourceAfterStop > 0) {
 				return rule, seam(m, ev.sendsOutput, "")
 			}
 			return rule, pass("completed before the fault %s the target, which then ended as a %s job must", pastTense(f.Kind), pastTense(f.Kind))
@@ -343,6 +343,9 @@ func seam(m *sim.Migration, sendsOutput bool, prefix string) verdict {
 	blame := ""
 	if o.AtFault != "" {
 		blame = " (at fault: the " + o.AtFault + ")"
+	}
+	if o.Verdict == sim.VerdictNoOutput && o.SourceAfterStop > 0 {
+		return fail("%sthe source kept producing after it said it stopped: %s", prefix, o.Detail)
 	}
 	switch o.Verdict {
 	case sim.VerdictSeamless:

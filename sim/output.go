@@ -64,26 +64,30 @@ func AnalyzeSeam(source, target string, pkts []Packet, at SeamMoments) *OutputRe
 		}
 	}
 	r := &OutputReport{}
+	sort.SliceStable(src, func(i, j int) bool { return src[i].At.Before(src[j].At) })
+	sort.SliceStable(tgt, func(i, j int) bool { return tgt[i].At.Before(tgt[j].At) })
 	if len(src) == 0 || len(tgt) == 0 {
 		r.Verdict = VerdictNoOutput
 		r.Detail = fmt.Sprintf("the sink saw %s from the source and %s from the target", Plural(int64(len(src)), "packet"), Plural(int64(len(tgt)), "packet"))
+		// A source that broke its promise is named even when there is
+		// no target output to compare with (a target that died).
+		if late := lateSource(src, at); len(late) > 0 {
+			r.SourceAfterStop, r.AtFault = int64(len(late)), "source"
+			r.Detail += fmt.Sprintf("; the source sent %s after source-stopped-output (the last %.1f ms after it)",
+				Plural(r.SourceAfterStop, "packet"), float64(late[len(late)-1].At.Sub(at.SourceStopped))/float64(time.Millisecond))
+		}
 		return r
 	}
-	sort.SliceStable(src, func(i, j int) bool { return src[i].At.Before(src[j].At) })
-	sort.SliceStable(tgt, func(i, j int) bool { return tgt[i].At.Before(tgt[j].At) })
 	ms := func(d time.Duration) *float64 { v := float64(d) / float64(time.Millisecond); return &v }
 
 	// Judged against the handover's moments first.
 	before := src // the source's packets up to its source-stopped-output
 	var faults []string
-	if !at.SourceStopped.IsZero() {
-		cut := sort.Search(len(src), func(i int) bool { return src[i].At.After(at.SourceStopped) })
-		if late := src[cut:]; len(late) > 0 && late[len(late)-1].At.Sub(at.SourceStopped) > InFlight {
-			r.SourceAfterStop = int64(len(late))
-			before = src[:cut]
-			faults = append(faults, fmt.Sprintf("the source sent %s after source-stopped-output (the last %.1f ms after it)",
-				Plural(r.SourceAfterStop, "packet"), float64(late[len(late)-1].At.Sub(at.SourceStopped))/float64(time.Millisecond)))
-		}
+	if late := lateSource(src, at); len(late) > 0 {
+		r.SourceAfterStop = int64(len(late))
+		before = src[:len(src)-len(late)]
+		faults = append(faults, fmt.Sprintf("the source sent %s after source-stopped-output (the last %.1f ms after it)",
+			Plural(r.SourceAfterStop, "packet"), float64(late[len(late)-1].At.Sub(at.SourceStopped))/float64(time.Millisecond)))
 	}
 	if !at.ApplySent.IsZero() {
 		for _, p := range tgt {
@@ -150,6 +154,20 @@ func AnalyzeSeam(source, target string, pkts []Packet, at SeamMoments) *OutputRe
 		r.Detail = fmt.Sprintf("target started at %d after source stopped at %d", ft, ls)
 	}
 	return r
+}
+
+// lateSource are the source's packets (in time order) after its
+// source-stopped-output, once one of them came later than InFlight; none
+// without a handover's moment.
+func lateSource(src []Packet, at SeamMoments) []Packet {
+	if at.SourceStopped.IsZero() {
+		return nil
+	}
+	cut := sort.Search(len(src), func(i int) bool { return src[i].At.After(at.SourceStopped) })
+	if late := src[cut:]; len(late) > 0 && late[len(late)-1].At.Sub(at.SourceStopped) > InFlight {
+		return late
+	}
+	return nil
 }
 
 // AddUnreadable puts the packets the sink could not read into the report:

@@ -129,3 +129,18 @@ func TestPlural(t *testing.T) {
 		}
 	}
 }
+
+// A target that produced nothing (it died) leaves no seam to judge, but a
+// source that kept producing after source-stopped-output is still named.
+func TestNoTargetOutputStillNamesALateSource(t *testing.T) {
+	stop := SeamMoments{SourceStopped: at(1000), ApplySent: at(1000)}
+	r := AnalyzeSeam("s", "t", every("s", 0, 30, 1000-24*40, 40), stop) // 6 packets after the frame
+	if r.Verdict != VerdictNoOutput || r.SourceAfterStop != 6 || r.AtFault != "source" ||
+		!strings.Contains(r.Detail, "the source sent 6 packets after source-stopped-output") {
+		t.Fatalf("got %+v", r)
+	}
+	r = AnalyzeSeam("s", "t", every("s", 0, 24, 1000-24*40, 40), stop) // stopped in time
+	if r.Verdict != VerdictNoOutput || r.SourceAfterStop != 0 || r.AtFault != "" {
+		t.Fatalf("a source that stopped in time: got %+v", r)
+	}
+}
