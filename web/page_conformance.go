@@ -24,7 +24,7 @@ type conformancePage struct {
 	Runs      []sim.ConformanceRun
 	// Dropped counts the ended runs the service no longer keeps.
 	Dropped int
-	Grades    []string
+	Grades  []string
 }
 
 // conformanceTemplate is a template the form offers, with its parameters
