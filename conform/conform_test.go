@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/normsim/normsim/conform"
@@ -55,14 +54,13 @@ func TestTheGradeTableHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := startSim(t)
-	// The six matrices run side by side: most of a case is waiting out a
-	// phase's timeout, so the machine has room for more than one.
+	// One matrix at a time, two cases at once: side by side they took no
+	// less time (the work is CPU), and the load they made stamped a
+	// correct source's last packets past the seam's in-flight allowance.
 	reports := make([]*conform.Report, len(tableJobs))
-	var wg sync.WaitGroup
 	for i, job := range tableJobs {
-		wg.Go(func() { reports[i] = runMatrix(t, s, job, 2) })
+		reports[i] = runMatrix(t, s, job, 2)
 	}
-	wg.Wait()
 	got := map[string]map[string]conform.Grade{}
 	var order []string
 	for i, job := range tableJobs {
@@ -88,7 +86,9 @@ func TestTheGradeTableHolds(t *testing.T) {
 				// names must be what the job gets, but a race the table
 				// does not mark yet (~) is logged, not a failure, once
 				// the table's grade shows.
-				if again := rerun(t, s, job, res.Case, conform.Grade(want)); again != conform.Grade(want) {
+				again := rerun(t, s, job, res.Case, conform.Grade(want))
+				got[job][res.ID] = again
+				if again != conform.Grade(want) {
 					t.Errorf("%s %s %s: graded %s, and %s run alone, the table says %s: %s", job, res.ID, res.Name, res.Grade, again, want, res.Why)
 				} else {
 					t.Logf("%s %s %s: graded %s beside the other matrices and %s alone; its grade races (mark it ~ in docs/conform.md if it recurs): %s",
