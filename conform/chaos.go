@@ -457,8 +457,8 @@ func hitSource(m *sim.Migration) bool { return hit(m, "the source") }
 func hitJob(m *sim.Migration) bool { return hit(m, "the source") || hit(m, "the target") }
 
 func hit(m *sim.Migration, who string) bool {
-	for _, e := range m.Events {
-		if e.Side == "manager" && (strings.HasPrefix(e.Detail, "fault: kill "+who) || strings.HasPrefix(e.Detail, "fault: stop "+who)) {
+	for _, d := range faultsFired(m) {
+		if strings.HasPrefix(d, "fault: kill "+who) || strings.HasPrefix(d, "fault: stop "+who) {
 			return true
 		}
 	}

@@ -146,15 +146,20 @@ func judgeFault(c Case, ev *evidence) (string, verdict) {
 	return ruleRollback, v
 }
 
-// fired says whether a fault armed on the migration fired.
-func fired(m *sim.Migration) bool {
+// faultsFired are the timeline's records of the faults that fired, in
+// order (sim.TimelineFault).
+func faultsFired(m *sim.Migration) []string {
+	var out []string
 	for _, e := range m.Events {
-		if e.Side == "manager" && strings.HasPrefix(e.Detail, "fault") {
-			return true
+		if e.Kind == sim.TimelineFault {
+			out = append(out, e.Detail)
 		}
 	}
-	return false
+	return out
 }
+
+// fired says whether a fault armed on the migration fired.
+func fired(m *sim.Migration) bool { return len(faultsFired(m)) > 0 }
 
 // judgeRollback checks what a rollback leaves: the target gone, the source
 // running (unless the fault took it), connected, producing, and able to

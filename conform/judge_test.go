@@ -18,7 +18,7 @@ func mig(state sim.MigrationState, reason string, verdict string, events ...sim.
 }
 
 func faultEvent(detail string) sim.MigrationEvent {
-	return sim.MigrationEvent{Side: "manager", Detail: detail}
+	return sim.MigrationEvent{Side: "manager", Kind: sim.TimelineFault, Detail: detail}
 }
 
 var ponr = sim.MigrationEvent{Side: "manager", Kind: sim.TimelinePointOfNoReturn, Detail: "point of no return"}

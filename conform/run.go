@@ -556,11 +556,7 @@ func observed(ev *evidence) Observed {
 	}
 	o.PastPointOfNoReturn = pastNoReturn(last)
 	for _, m := range ev.moves {
-		for _, e := range m.Events {
-			if e.Side == "manager" && len(e.Detail) > 6 && e.Detail[:6] == "fault:" {
-				o.Fired = append(o.Fired, e.Detail)
-			}
-		}
+		o.Fired = append(o.Fired, faultsFired(m)...)
 	}
 	for _, in := range ev.running {
 		o.Running = append(o.Running, in.ID+" on "+in.Node)

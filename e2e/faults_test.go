@@ -272,3 +272,27 @@ func TestFaultAfterTheFrameItWasArmedOn(t *testing.T) {
 		})
 	}
 }
+
+// TestFiredFaultsAreTimelineKindFault: a fault whose trigger passed is a
+// timeline event of kind fault, which clients read without parsing its
+// text; the note that it could not land (its side does not exist yet)
+// follows without a kind.
+func TestFiredFaultsAreTimelineKindFault(t *testing.T) {
+	h := startHandover(t, sim.MigrateRequest{Timeouts: short(), Faults: []sim.Fault{
+		{Kind: "drop-socket", Side: "target", On: "state"}, // no target yet when state passes: skipped
+		{Kind: "drop-frame", Frame: "target-ready"},
+	}})
+	h.state()
+	h.ready()
+	m := h.end()
+	var kinds []string
+	for _, e := range m.Events {
+		if strings.Contains(e.Detail, "fault") {
+			kinds = append(kinds, string(e.Kind)+": "+e.Detail)
+		}
+	}
+	want := []string{"fault: fault: drop-socket the target (armed on state)", ": fault drop-socket skipped: there is no target yet", "fault: fault: dropped target-ready from the target"}
+	if strings.Join(kinds, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("fault events (kind: detail):\n%s\nwant\n%s", strings.Join(kinds, "\n"), strings.Join(want, "\n"))
+	}
+}

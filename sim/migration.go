@@ -269,6 +269,10 @@ const (
 	TimelineTargetRemoved TimelineKind = "target-removed"
 	// TimelineEnded: the migration reached its end state.
 	TimelineEnded TimelineKind = "ended"
+	// TimelineFault: an armed fault fired, its trigger passed
+	// (docs/faults.md); detail says what it does. When it cannot land (no
+	// such side yet, a signal refused) a note without a kind says so next.
+	TimelineFault TimelineKind = "fault"
 )
 
 // FrameInfo describes a frame on the timeline.

@@ -178,7 +178,7 @@ func (r *run) passLocked(p passage, w frameWay) error {
 		r.fired[plan.frame] = true
 		f := &r.faults[plan.frame]
 		w.arrived()
-		r.recordLocked(r.phase, sideManager, frameFaultNote(f, p), nil)
+		r.noteLocked(sim.TimelineFault, r.phase, sideManager, frameFaultNote(f, p))
 		switch f.Kind {
 		case faultDropFrame:
 		case faultDuplicateFrame:
@@ -205,7 +205,7 @@ func (r *run) hitLocked(p passage, hits []int) (lost bool) {
 	for _, i := range hits {
 		f := r.faults[i]
 		r.fired[i] = true
-		r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: %s the %s (armed on %s)", f.Kind, f.Side, p.typ), nil)
+		r.noteLocked(sim.TimelineFault, r.phase, sideManager, fmt.Sprintf("fault: %s the %s (armed on %s)", f.Kind, f.Side, p.typ))
 		if r.actLocked(f) && losesFrame(f.Kind) {
 			lost = true
 		}
@@ -230,7 +230,7 @@ func (r *run) fireLocked(idx []int, typ string) {
 		if f.Side == "" {
 			who = "the migration"
 		}
-		r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault: %s %s (armed on %s)", f.Kind, who, typ), nil)
+		r.noteLocked(sim.TimelineFault, r.phase, sideManager, fmt.Sprintf("fault: %s %s (armed on %s)", f.Kind, who, typ))
 		if f.Kind == faultWorkerAbort {
 			// The worker decides here: an answer relayed after this
 			// would be a point of no return the worker never allowed.

@@ -962,7 +962,9 @@ func (r *run) startTarget(ctx context.Context) error {
 	}
 	r.mu.Unlock()
 	if fail >= 0 {
-		r.recordHere(sideManager, "fault: the target fails to start", nil)
+		r.mu.Lock() // the phase is the socket goroutines' too
+		r.noteLocked(sim.TimelineFault, r.phase, sideManager, "fault: the target fails to start")
+		r.mu.Unlock()
 		r.m.mu.Lock()
 		r.m.setStateLocked(in, sim.InstanceFailed, "start: injected fault target-fail-start")
 		r.m.mu.Unlock()
