@@ -2,6 +2,7 @@ package conform
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -351,10 +352,12 @@ func (cr *caseRun) chaos(ctx context.Context, tr *Trial) error {
 		}
 		m, err := cr.migrateConnected(ctx, cur, to, mv.Faults)
 		if err != nil {
-			if ctx.Err() == nil && strings.Contains(err.Error(), "did not connect") {
+			var notUp *notConnectedError
+			var noEnd *noEndError
+			if ctx.Err() == nil && errors.As(err, &notUp) {
 				return breaks(InvariantHandsAgain, "move %d: the instance to move does not stay connected: %v", i+1, err)
 			}
-			if m == nil && strings.Contains(err.Error(), "did not end") {
+			if ctx.Err() == nil && errors.As(err, &noEnd) {
 				return breaks(InvariantEnds, "move %d: %v", i+1, err)
 			}
 			return fmt.Errorf("move %d: %w", i+1, err)
@@ -393,9 +396,10 @@ func (cr *caseRun) chaos(ctx context.Context, tr *Trial) error {
 		if sv.Node == nodes[0] {
 			to = nodes[1]
 		}
-		m, err := cr.cleanHandover(ctx, sv.ID, to)
+		m, err := cr.migrateConnected(ctx, sv.ID, to, nil)
 		if err != nil {
-			if ctx.Err() == nil && strings.Contains(err.Error(), "did not connect") {
+			var notUp *notConnectedError
+			if ctx.Err() == nil && errors.As(err, &notUp) {
 				return breaks(InvariantHandsAgain, "the one instance left does not stay connected: %v", err)
 			}
 			return fmt.Errorf("the clean handover: %w", err)

@@ -281,7 +281,7 @@ func (cr *caseRun) run(ctx context.Context) (*evidence, error) {
 		if sv.Node == nodes[0] {
 			to = nodes[1]
 		}
-		m, err := cr.cleanHandover(ctx, sv.ID, to)
+		m, err := cr.migrateConnected(ctx, sv.ID, to, nil)
 		if err != nil {
 			return nil, fmt.Errorf("the follow-up handover: %w", err)
 		}
@@ -304,15 +304,8 @@ func (cr *caseRun) wantsFollowUp(ev *evidence, last *sim.Migration) bool {
 		!pastNoReturn(last) && len(ev.running) == 1 && ev.connected
 }
 
-// cleanHandover hands the one instance left over to the other node, once
-// it is connected: a job whose socket comes and goes is given until it is
-// up again (targetStart), and a request refused because the socket went
-// in between is asked again.
-func (cr *caseRun) cleanHandover(ctx context.Context, id, to string) (*sim.Migration, error) {
-	return cr.migrateConnected(ctx, id, to, nil)
-}
-
-// migrateConnected is migrate from an instance once it is connected. The
+// migrateConnected is migrate from an instance once it is connected (a
+// job whose socket comes and goes is given until it is up again). The
 // manager learns of a lost socket a moment after a migration that lost it
 // ended, so an instance listed as connected may not be by the time it is
 // asked to move: such a refusal is asked again once it is back.
@@ -344,7 +337,7 @@ func (cr *caseRun) migrate(ctx context.Context, from, to string, faults []sim.Fa
 	id := m.ID
 	m, err = r.c.WaitMigration(wctx, id, nil)
 	if err != nil {
-		return nil, fmt.Errorf("migration %s did not end: %w", id, err)
+		return nil, &noEndError{id: id, err: err}
 	}
 	cr.saw(m.Target.Instance)
 	cr.res.Migrations = append(cr.res.Migrations, m)
@@ -449,17 +442,32 @@ func (cr *caseRun) waitUp(ctx context.Context, id string, strategy sim.Strategy)
 		case in.State.Terminal():
 			return nil, fmt.Errorf("instance %s on %s ended (%s) before it was up: %s", id, in.Node, in.State, cmp.Or(in.Error, "no error given"))
 		case time.Now().After(deadline):
-			what := "run"
 			if in.State == sim.InstanceRunning {
-				what = "connect to its job socket"
+				return nil, &notConnectedError{fmt.Sprintf("instance %s on %s did not connect to its job socket within targetStart (%s)", id, in.Node, r.timeouts.TargetStart.D())}
 			}
-			return nil, fmt.Errorf("instance %s on %s did not %s within targetStart (%s)", id, in.Node, what, r.timeouts.TargetStart.D())
+			return nil, fmt.Errorf("instance %s on %s did not run within targetStart (%s)", id, in.Node, r.timeouts.TargetStart.D())
 		}
 		if err := sleep(ctx, 25*time.Millisecond); err != nil {
 			return nil, err
 		}
 	}
 }
+
+// notConnectedError: a running instance of a job that speaks the socket
+// did not connect in time. It says something of the job, where other
+// errors say normsim could not carry a step out.
+type notConnectedError struct{ msg string }
+
+func (e *notConnectedError) Error() string { return e.msg }
+
+// noEndError: a migration did not end within its timeouts and a margin.
+type noEndError struct {
+	id  string
+	err error
+}
+
+func (e *noEndError) Error() string { return fmt.Sprintf("migration %s did not end: %v", e.id, e.err) }
+func (e *noEndError) Unwrap() error { return e.err }
 
 // instances are the job's instances the manager knows.
 func (cr *caseRun) instances(ctx context.Context) ([]sim.Instance, error) {
