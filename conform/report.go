@@ -100,7 +100,8 @@ type Observed struct {
 	Producing *bool `json:"producing,omitempty"`
 	// Running are the job's instances left running, by node.
 	Running []string `json:"running"`
-	// Reconnects counts job sockets that connected again during the case.
+	// Reconnects is 1 when the instance left running lost its socket
+	// during the moves and is connected again, else 0.
 	Reconnects int `json:"reconnects"`
 	// FollowUp is how the clean handover after the case ended, "" when
 	// none was attempted.
