@@ -139,3 +139,32 @@ func BenchmarkAppendLogs(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*len(batch))/b.Elapsed().Seconds(), "lines/s")
 }
+
+// BenchmarkRegisterLogs registers instances into a store already at its
+// bound on instances (500): each registration forgets the oldest, as every
+// launch does once a sim has run 500 instances.
+//
+//	go test -run '^$' -bench BenchmarkRegisterLogs ./sim/sqlite/
+func BenchmarkRegisterLogs(b *testing.B) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, sqlite.Memory)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	n := 0
+	register := func() {
+		if err := s.RegisterLogs(ctx, fmt.Sprintf("i%d", n)); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	for range sqlite.DefaultLogLimits.Instances {
+		register()
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		register()
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "registrations/s")
+}

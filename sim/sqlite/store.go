@@ -64,6 +64,11 @@ const (
 	wLogLine
 	wLogLines
 	wLogCount
+	wRegisterLogs
+	wCountLogStates
+	wOldestLogStates
+	wForgetLogs
+	wForgetLogState
 	numWrites
 )
 
@@ -89,6 +94,12 @@ var writeSQL = [numWrites]string{
 	wLogCount: `INSERT INTO log_state (instance, lines, bytes, updated_at) VALUES (?,?,?,?)
 		ON CONFLICT(instance) DO UPDATE SET lines = lines + excluded.lines, bytes = bytes + excluded.bytes, updated_at = excluded.updated_at
 		RETURNING lines, bytes`,
+	// An instance's registration: one per launch, so prepared too.
+	wRegisterLogs:    `INSERT INTO log_state (instance, updated_at) VALUES (?,?) ON CONFLICT(instance) DO NOTHING`,
+	wCountLogStates:  `SELECT count(*) FROM log_state`,
+	wOldestLogStates: `SELECT instance FROM log_state ORDER BY updated_at LIMIT ?`,
+	wForgetLogs:      `DELETE FROM logs WHERE instance = ?`,
+	wForgetLogState:  `DELETE FROM log_state WHERE instance = ?`,
 }
 
 // prepareWrites prepares the writes on first use. It must run before a
@@ -111,15 +122,24 @@ func (s *Store) prepareWrites() error {
 // exec runs a prepared write in tx, or as its own transaction when tx is
 // nil. Callers holding a transaction have called prepareWrites before it.
 func (s *Store) exec(ctx context.Context, tx *sql.Tx, w write, args ...any) error {
-	if err := s.prepareWrites(); err != nil {
+	st, err := s.stmt(ctx, tx, w)
+	if err != nil {
 		return err
+	}
+	_, err = st.ExecContext(ctx, args...)
+	return err
+}
+
+// stmt is a prepared statement, in tx when tx is not nil (see exec).
+func (s *Store) stmt(ctx context.Context, tx *sql.Tx, w write) (*sql.Stmt, error) {
+	if err := s.prepareWrites(); err != nil {
+		return nil, err
 	}
 	st := s.writes[w]
 	if tx != nil {
 		st = tx.StmtContext(ctx, st) // reuses the statement prepared on the connection
 	}
-	_, err := st.ExecContext(ctx, args...)
-	return err
+	return st, nil
 }
 
 var _ sim.Store = (*Store)(nil)
@@ -281,6 +301,20 @@ func (s *Store) atomically(ctx context.Context, fn func(tx *sql.Tx) error) error
 
 // Path is where the store lives (Memory for an in-memory one).
 func (s *Store) Path() string { return s.path }
+
+// Size is the database's size in bytes (the pages it uses, an in-memory
+// one's too) and how many migrations it holds.
+func (s *Store) Size(ctx context.Context) (bytes int64, migrations int, err error) {
+	db := s.pool()
+	var pages, pageSize, free int64
+	if err := db.QueryRowContext(ctx, `SELECT page_count, page_size, freelist_count FROM pragma_page_count(), pragma_page_size(), pragma_freelist_count()`).Scan(&pages, &pageSize, &free); err != nil {
+		return 0, 0, fmt.Errorf("read the store's size: %w", err)
+	}
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM migrations`).Scan(&migrations); err != nil {
+		return 0, 0, fmt.Errorf("count migrations: %w", err)
+	}
+	return (pages - free) * pageSize, migrations, nil
+}
 
 // Close closes the database.
 func (s *Store) Close() error {
