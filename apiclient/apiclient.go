@@ -182,6 +182,16 @@ func (c *Client) Census(ctx context.Context) (*Census, error) {
 	return &out, nil
 }
 
+// Stats reads the sim's figures: its memory, goroutines, what its store
+// holds and the frame records it could not keep.
+func (c *Client) Stats(ctx context.Context) (*sim.Stats, error) {
+	var out sim.Stats
+	if err := c.Do(ctx, http.MethodGet, "/api/v1/stats", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Stop stops and removes an instance.
 func (c *Client) Stop(ctx context.Context, id string) error {
 	return c.Do(ctx, http.MethodDelete, "/api/v1/instances/"+url.PathEscape(id), nil, nil)

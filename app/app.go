@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ import (
 	"time"
 
 	"github.com/normsim/normsim/conform"
+	"github.com/normsim/normsim/internal/procstat"
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/jobsocket"
@@ -79,6 +81,35 @@ type Options struct {
 	// bound on this host; nil binds it. A node whose address does not bind
 	// publishes on 127.0.0.1 instead (see nodeAddresses).
 	BindAddress func(ip string) error
+	// Profiling serves runtime profiles under /debug/pprof/ on the API's
+	// address.
+	Profiling bool
+}
+
+// Stats reads the sim's figures (GET /api/v1/stats).
+func (m *Main) Stats(ctx context.Context) (sim.Stats, error) {
+	st := sim.Stats{Goroutines: runtime.NumGoroutine()}
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() == metrics.KindUint64 {
+		st.HeapLiveBytes = sample[0].Value.Uint64()
+	}
+	if ps, err := procstat.Read(0); err == nil {
+		st.RSSBytes, st.PeakRSSBytes = ps.VmRSS, ps.VmHWM
+	}
+	if m.Manager != nil {
+		st.Instances, st.Connected = m.Manager.CountInstances()
+	}
+	if m.recorder != nil {
+		st.Records = sim.RecordStats{FramesWaited: m.recorder.Throttled(), FramesLost: m.recorder.Dropped()}
+	}
+	if m.Store != nil {
+		var err error
+		if st.Store.Bytes, st.Store.Migrations, err = m.Store.Size(ctx); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
 }
 
 // RuntimeFactory makes a runtime, or says it is not available here.
@@ -335,6 +366,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	// from outside, so the service is made once the API's URL is known.
 	m.Conformance = conform.NewService(conform.ServiceConfig{URL: m.URL(), Sim: m.Manager, Version: m.Opts.Version, Logger: m.log.With("component", "conformance"), Now: m.Opts.Now})
 	m.Web = web.New(web.Config{Service: m.Manager, Addr: ln.Addr().String(), Logger: m.log, Version: m.Opts.Version, Conformance: m.Conformance,
+		Stats: m, Profiling: m.Opts.Profiling,
 		Ready: func() bool {
 			select {
 			case <-m.ready:

@@ -55,6 +55,9 @@ machine they were measured on.`,
 			if cfg.Server != "" && cmd.Flags().Changed("sim") {
 				return usageErr("--server and --sim exclude each other: --server uses a sim that already runs")
 			}
+			if cfg.Server != "" && cfg.ProfileDir != "" {
+				return usageErr("--profile needs a sim this command starts; profile a sim of your own with normsim up --pprof and go tool pprof")
+			}
 			if cfg.Server == "" && cfg.Sim != bench.SimInProcess && cfg.Sim != bench.SimChild {
 				return usageErr("--sim: must be %s or %s; got %q", bench.SimInProcess, bench.SimChild, cfg.Sim)
 			}
@@ -85,6 +88,7 @@ machine they were measured on.`,
 	f.StringArrayVar(&cfg.TemplateDirs, "templates", nil, "template directory for the sim this command starts (repeatable; default ./templates or the built-in ones)")
 	f.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "give up after this long")
 	f.DurationVar(&cfg.Every, "progress", time.Second, "how often to print progress")
+	f.StringVar(&cfg.ProfileDir, "profile", "", "write the sim's CPU profile (cpu.pprof) and its heap at the peak (heap.pprof) into DIR, for go tool pprof")
 	f.StringVar(&logLevel, "log-level", "warn", "log level of the in-process sim: debug, info, warn or error")
 	return cmd
 }

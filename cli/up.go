@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -18,7 +20,7 @@ import (
 
 func newUpCmd(env Env) *cobra.Command {
 	opts := app.DefaultOptions()
-	var logFormat, logLevel string
+	var logFormat, logLevel, cpuProfile string
 	var timeouts []string
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -61,6 +63,13 @@ failed with that reason.`,
 			for i, n := range opts.Nodes {
 				opts.Nodes[i] = strings.TrimSpace(n)
 			}
+			if cpuProfile != "" {
+				stop, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			opts.Logger = log
 			opts.Version = Version
 			opts.DefaultTemplates = env.Templates
@@ -96,6 +105,8 @@ failed with that reason.`,
 	f.StringArrayVar(&timeouts, "timeouts", nil, "per-phase migration timeouts for the whole run, PHASE=DURATION[,…] with PHASE one of "+strings.Join(sim.TimeoutNames(), ", ")+"; a request's own --timeout wins (docs/migrations.md)")
 	f.BoolVar(&opts.Keep, "keep", false, "leave what normsim started running on exit: the next start on the same --db adopts the containers\n(their jobs reconnect within about 2s, their output sink keeps its port) and external jobs reconnect by themselves;\nhost processes cannot be adopted, so that start stops them and marks their instances failed")
 	f.IntVar(&opts.OutputPort, "output-port", 0, "UDP port of the output sink (0 picks a free port)")
+	f.BoolVar(&opts.Profiling, "pprof", false, "serve the runtime's profiles under /debug/pprof/ on --addr, for go tool pprof (heap, allocs, goroutine, profile?seconds=N)")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to FILE at exit, for go tool pprof")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return cmd
@@ -145,4 +156,17 @@ func stopping(w io.Writer, m *app.Main, keep bool) {
 	default:
 		fmt.Fprintf(w, "\n  Stopping normsim: removing %s: %s (Ctrl-C again quits at once)\n", sim.Plural(int64(len(live)), "instance"), strings.Join(live, ", "))
 	}
+}
+
+// startCPUProfile profiles the process's CPU into path until stop.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

@@ -74,6 +74,11 @@ type Config struct {
 	// Conformance runs conformance matrices inside the sim; nil when
 	// this normsim has none (the pages and the API say so).
 	Conformance sim.ConformanceService
+	// Stats reads the sim's figures for GET /api/v1/stats; nil answers 503.
+	Stats sim.StatsReader
+	// Profiling serves runtime profiles under /debug/pprof/ (normsim up
+	// --pprof).
+	Profiling bool
 }
 
 // Server is the HTTP handler.
@@ -118,6 +123,9 @@ func New(cfg Config) *Server {
 		})
 	})
 	r.Get("/readyz", s.readyz)
+	if cfg.Profiling {
+		s.routeProfiles(r)
+	}
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Get("/nodes", s.listNodes)
 		r.Get("/templates", s.listTemplates)
@@ -133,6 +141,7 @@ func New(cfg Config) *Server {
 		r.Get("/migrations/{id}", s.getMigration)
 		r.Get("/events", s.events)
 		r.Get("/census", s.census)
+		r.Get("/stats", s.stats)
 		r.Post("/conformance", s.startConformance)
 		r.Get("/conformance", s.listConformance)
 		r.Get("/conformance/{id}", s.getConformance)

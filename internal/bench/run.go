@@ -11,7 +11,9 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -21,6 +23,7 @@ import (
 	"github.com/normsim/normsim/apiclient"
 	"github.com/normsim/normsim/app"
 	"github.com/normsim/normsim/internal/jobplay"
+	"github.com/normsim/normsim/internal/procstat"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/sqlite"
 	"github.com/normsim/normsim/web"
@@ -64,6 +67,9 @@ type Config struct {
 	Every time.Duration
 	// Logger receives the in-process sim's logs (default: discarded).
 	Logger *slog.Logger
+	// ProfileDir, when set, receives cpu.pprof (the sim's whole run) and
+	// heap.pprof (its heap at the peak, after the handovers).
+	ProfileDir string
 }
 
 // Report is what a load run measured.
@@ -90,6 +96,12 @@ type Report struct {
 	// connect and after every instance was removed and every client closed
 	// (in-process only; -1 otherwise).
 	GoroutinesBefore, GoroutinesAfter int
+	// Peak is what the sim said of itself after the handovers, before
+	// anything was removed, and After once everything was (nil for a
+	// sim that does not answer GET /api/v1/stats).
+	Peak, After *sim.Stats
+	// Profiles lists the profile files written (Config.ProfileDir).
+	Profiles []string
 	// Errors holds the first few failures.
 	Errors []string
 }
@@ -138,6 +150,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer cancel()
 	rep := &Report{Sim: cfg.Sim, Jobs: cfg.Jobs, Concurrency: cfg.Concurrency, GoroutinesBefore: -1, GoroutinesAfter: -1}
 
+	if cfg.ProfileDir != "" {
+		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
+			return nil, fmt.Errorf("--profile: %w", err)
+		}
+		if cfg.Sim == SimInProcess {
+			stop, err := profileCPU(filepath.Join(cfg.ProfileDir, "cpu.pprof"))
+			if err != nil {
+				return nil, err
+			}
+			defer stop()
+		}
+	}
 	tgt, err := startTarget(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -155,7 +179,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Sim == SimInProcess {
 		rep.GoroutinesBefore = settledGoroutines(0)
 	}
-	if st, err := ReadProcStatus(tgt.pid); err == nil && cfg.Sim != SimServer {
+	if st, err := procstat.Read(tgt.pid); err == nil && cfg.Sim != SimServer {
 		rep.RSSBefore = st.VmRSS
 	}
 
@@ -266,9 +290,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.RSSWhat = fmt.Sprintf("the sim alone (normsim up, pid %d)", tgt.pid)
 	}
 	if cfg.Sim != SimServer {
-		if st, err := ReadProcStatus(tgt.pid); err == nil {
+		if st, err := procstat.Read(tgt.pid); err == nil {
 			rep.PeakRSS = st.VmHWM
 		}
+	}
+
+	rep.Peak = readStats(ctx, api)
+	if cfg.ProfileDir != "" {
+		path := filepath.Join(cfg.ProfileDir, "heap.pprof")
+		if err := saveHeapProfile(ctx, api, cfg.Sim, path); err != nil {
+			return rep, err
+		}
+		rep.Profiles = append(rep.Profiles, path)
 	}
 
 	// 3. Remove everything and close every client: the sim must be back
@@ -291,9 +324,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Sim != SimServer {
 		runtime.GC()
 		time.Sleep(200 * time.Millisecond)
-		if st, err := ReadProcStatus(tgt.pid); err == nil {
+		if st, err := procstat.Read(tgt.pid); err == nil {
 			rep.RSSAfter = st.VmRSS
 		}
+	}
+	rep.After = readStats(ctx, api)
+	if cfg.ProfileDir != "" && cfg.Sim != SimServer {
+		// The child writes its CPU profile as it exits; this process's
+		// is written when Run returns.
+		if err := tgt.close(); err != nil {
+			return rep, err
+		}
+		rep.Profiles = append(rep.Profiles, filepath.Join(cfg.ProfileDir, "cpu.pprof"))
 	}
 	return rep, nil
 }
@@ -312,6 +354,22 @@ func WriteReport(w io.Writer, r *Report) {
 	}
 	if r.GoroutinesBefore >= 0 {
 		fmt.Fprintf(w, "  goroutines   %d before, %d after\n", r.GoroutinesBefore, r.GoroutinesAfter)
+	}
+	if p := r.Peak; p != nil {
+		fmt.Fprintf(w, "  sim          %s live heap, %d goroutines at the peak", MiB(int64(p.HeapLiveBytes)), p.Goroutines)
+		if a := r.After; a != nil {
+			fmt.Fprintf(w, "; %s, %d goroutines after", MiB(int64(a.HeapLiveBytes)), a.Goroutines)
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "  store        %s, %d migrations\n", MiB(p.Store.Bytes), p.Store.Migrations)
+		last := p
+		if r.After != nil {
+			last = r.After
+		}
+		fmt.Fprintf(w, "  records      %d frame records waited for the store, %d lost\n", last.Records.FramesWaited, last.Records.FramesLost)
+	}
+	for _, p := range r.Profiles {
+		fmt.Fprintf(w, "  profile      %s\n", p)
 	}
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "  error: %s\n", e)
@@ -363,6 +421,9 @@ func startChild(ctx context.Context, cfg Config) (*target, error) {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	args := []string{"up", "--db", sqlite.Memory, "--addr", addr, "--socket-port", "0", "--socket-host", "127.0.0.1",
 		"--runtime", sim.RuntimeExternal, "--log-level", "warn"}
+	if cfg.ProfileDir != "" {
+		args = append(args, "--pprof", "--cpuprofile", filepath.Join(cfg.ProfileDir, "cpu.pprof"))
+	}
 	for _, d := range cfg.TemplateDirs {
 		args = append(args, "--templates", d)
 	}
@@ -373,14 +434,9 @@ func startChild(ctx context.Context, cfg Config) (*target, error) {
 	}
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
+	var stopOnce sync.Once
 	stop := func() error {
-		cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
+		stopOnce.Do(func() { stopChild(cmd, exited) })
 		return nil
 	}
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -390,6 +446,70 @@ func startChild(ctx context.Context, cfg Config) (*target, error) {
 		return nil, err
 	}
 	return &target{url: "http://" + addr, pid: cmd.Process.Pid, close: stop}, nil
+}
+
+// stopChild interrupts the child sim as Ctrl-C would (so it writes its CPU
+// profile) and kills it if it has not exited in 10 s.
+func stopChild(cmd *exec.Cmd, exited <-chan struct{}) {
+	cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-exited
+	}
+}
+
+// profileCPU profiles this process's CPU into path until stop.
+func profileCPU(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// readStats asks the sim for its figures; nil when it does not say.
+func readStats(ctx context.Context, api *API) *sim.Stats {
+	st, err := api.Stats(ctx)
+	if err != nil {
+		return nil
+	}
+	return st
+}
+
+// saveHeapProfile writes the sim's heap profile, after a collection, to
+// path: this process's own in-process, the child's over its API.
+func saveHeapProfile(ctx context.Context, api *API, where, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	defer f.Close()
+	if where == SimInProcess {
+		runtime.GC()
+		return pprof.Lookup("heap").WriteTo(f, 0)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, api.Base()+"/debug/pprof/heap?gc=1", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := api.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("heap profile: the sim answered %s (was it started with --pprof?)", resp.Status)
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	return f.Close()
 }
 
 // FreePort returns a loopback TCP port that was free a moment ago.

@@ -66,3 +66,6 @@ func Ratio(a, b time.Duration) float64 {
 
 // Ms is d in milliseconds.
 func Ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// MiB formats bytes as mebibytes.
+func MiB(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

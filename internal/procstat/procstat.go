@@ -1,4 +1,6 @@
-package bench
+// Package procstat reads what Linux says about a process's memory and threads
+// in /proc/PID/status: the sim reports its own, and the bench the sim's.
+package procstat
 
 import (
 	"bufio"
@@ -8,26 +10,26 @@ import (
 	"strings"
 )
 
-// ProcStatus is what /proc/PID/status says about a process's memory and
+// Status is what /proc/PID/status says about a process's memory and
 // threads (Linux only).
-type ProcStatus struct {
+type Status struct {
 	// VmHWM is the peak resident set size, VmRSS the current one, in bytes.
 	VmHWM, VmRSS int64
 	Threads      int
 }
 
-// ReadProcStatus reads /proc/PID/status; pid 0 means this process.
-func ReadProcStatus(pid int) (ProcStatus, error) {
+// Read reads /proc/PID/status; pid 0 means this process.
+func Read(pid int) (Status, error) {
 	path := "/proc/self/status"
 	if pid > 0 {
 		path = "/proc/" + strconv.Itoa(pid) + "/status"
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return ProcStatus{}, fmt.Errorf("read memory figures: %w", err)
+		return Status{}, fmt.Errorf("read memory figures: %w", err)
 	}
 	defer f.Close()
-	var st ProcStatus
+	var st Status
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		k, v, ok := strings.Cut(sc.Text(), ":")
@@ -50,6 +52,3 @@ func ReadProcStatus(pid int) (ProcStatus, error) {
 	}
 	return st, sc.Err()
 }
-
-// MiB formats bytes as mebibytes.
-func MiB(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

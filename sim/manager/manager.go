@@ -309,6 +309,19 @@ func (m *Manager) setStateLocked(in *instance, to sim.InstanceState, errText str
 	return true
 }
 
+// CountInstances counts the instances under management and those whose
+// job is connected, without copying them.
+func (m *Manager) CountInstances() (instances, connected int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, in := range m.instances {
+		if in.Connected {
+			connected++
+		}
+	}
+	return len(m.instances), connected
+}
+
 // Instances lists the instances under management (including sources a
 // migration stopped), oldest first. Removed instances live on only in the
 // store's event history.

@@ -1,0 +1,100 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/internal/bench"
+	"github.com/normsim/normsim/sim"
+)
+
+// TestStatsSayWhatTheSimHolds checks GET /api/v1/stats against what was
+// done to the sim: one job launched, connected and handed over.
+func TestStatsSayWhatTheSimHolds(t *testing.T) {
+	opts := testOptions(t)
+	opts.Runtime = sim.RuntimeExternal
+	m := openApp(t, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	api := bench.NewAPI(m.URL(), 4)
+	defer api.Close()
+
+	in, job, err := bench.LaunchConnected(ctx, api, "counter", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer job.Close()
+	h, err := bench.PlayHandover(ctx, api, in.ID, job, bench.HandoverOptions{To: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.TargetJob.Close()
+
+	// The journal writes behind: wait for the migration to reach the store.
+	var st *sim.Stats
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if st, err = api.Stats(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if st.Store.Migrations == 1 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st.Store.Migrations != 1 {
+		t.Errorf("store holds %d migrations, want 1", st.Store.Migrations)
+	}
+	if st.Store.Bytes <= 0 {
+		t.Errorf("store bytes %d, want > 0", st.Store.Bytes)
+	}
+	if st.Instances < 1 || st.Connected != 1 {
+		t.Errorf("instances %d, connected %d; want the target connected", st.Instances, st.Connected)
+	}
+	if st.Goroutines <= 0 || st.HeapLiveBytes == 0 || st.RSSBytes <= 0 || st.PeakRSSBytes < st.RSSBytes {
+		t.Errorf("runtime figures %+v", st)
+	}
+	if st.Records.FramesLost != 0 {
+		t.Errorf("%d frame records lost with an idle store", st.Records.FramesLost)
+	}
+}
+
+func TestProfilesOnlyWhenAskedFor(t *testing.T) {
+	get := func(url string) (int, []byte) {
+		t.Helper()
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	plain := openApp(t, testOptions(t))
+	if code, _ := get(plain.URL() + "/debug/pprof/heap"); code != http.StatusNotFound {
+		t.Errorf("without --pprof: heap profile answered %d, want 404", code)
+	}
+
+	opts := testOptions(t)
+	opts.Profiling = true
+	m := openApp(t, opts)
+	gzipMagic := []byte{0x1f, 0x8b}
+	for _, path := range []string{"/debug/pprof/heap?gc=1", "/debug/pprof/goroutine", "/debug/pprof/profile?seconds=1"} {
+		code, b := get(m.URL() + path)
+		if code != http.StatusOK || !bytes.HasPrefix(b, gzipMagic) {
+			t.Errorf("%s: %d, %d bytes starting %x; want 200 and a gzipped profile", path, code, len(b), b[:min(len(b), 2)])
+		}
+	}
+	for path, want := range map[string]int{
+		"/debug/pprof/profile?seconds=0": http.StatusBadRequest,
+		"/debug/pprof/profile?seconds=x": http.StatusBadRequest,
+		"/debug/pprof/nosuchprofile":     http.StatusNotFound,
+	} {
+		if code, b := get(m.URL() + path); code != want {
+			t.Errorf("%s: %d %s, want %d", path, code, b, want)
+		}
+	}
+}

@@ -1,0 +1,56 @@
+package sim
+
+import "context"
+
+// Stats is what a running sim costs and what it could not keep, at one
+// moment: GET /api/v1/stats. A load test reads it from outside (normsim
+// bench does), so a record the sim lost is counted where the user can see
+// it, not only in a log line at exit.
+type Stats struct {
+	// Goroutines is the sim's goroutine count.
+	Goroutines int `json:"goroutines"`
+	// HeapLiveBytes is the heap the last garbage collection found live.
+	HeapLiveBytes uint64 `json:"heapLiveBytes"`
+	// RSSBytes and PeakRSSBytes are the process's resident set now and at
+	// its peak (Linux; 0 elsewhere).
+	RSSBytes     int64 `json:"rssBytes"`
+	PeakRSSBytes int64 `json:"peakRssBytes"`
+	// Instances and Connected count the instances the manager knows and
+	// those whose job socket is connected.
+	Instances int `json:"instances"`
+	Connected int `json:"connected"`
+	// Records says what happened to the frame records of every job socket.
+	Records RecordStats `json:"records"`
+	// Store says what the store holds.
+	Store StoreStats `json:"store"`
+}
+
+// RecordStats counts the frame records that could not go straight to the
+// store.
+type RecordStats struct {
+	// FramesWaited is how many frame records waited for room in the
+	// recorder's queue; each wait slowed the connection whose frame it was.
+	FramesWaited int64 `json:"framesWaited"`
+	// FramesLost is how many frame records were lost because the store did
+	// not take them within the recorder's wait.
+	FramesLost int64 `json:"framesLost"`
+}
+
+// StoreStats is the size of what the store keeps.
+type StoreStats struct {
+	// Bytes is the database's size (pages in use, including an in-memory
+	// one's).
+	Bytes int64 `json:"bytes"`
+	// Migrations is how many migrations the store holds.
+	Migrations int `json:"migrations"`
+	// MigrationsPruned is how many finished migrations were dropped,
+	// oldest first, to stay within the store's cap (--keep-migrations).
+	MigrationsPruned int64 `json:"migrationsPruned"`
+	// MigrationsCap is that cap; 0 keeps every migration.
+	MigrationsCap int `json:"migrationsCap"`
+}
+
+// StatsReader reads a sim's Stats.
+type StatsReader interface {
+	Stats(ctx context.Context) (Stats, error)
+}
