@@ -72,3 +72,43 @@ func BenchmarkRecordFrames(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkJournalTimeline appends timeline events the way the journal
+// does under load: batches of 64 migrations, each saved and given 3
+// events, each append its own savepoint inside the batch's transaction.
+//
+//	go test -run '^$' -bench BenchmarkJournalTimeline ./sim/sqlite/
+func BenchmarkJournalTimeline(b *testing.B) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, sqlite.Memory)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	at := time.Now()
+	seq := 0
+	n := 0
+	for b.Loop() {
+		err := s.Batch(ctx, func(ctx context.Context) {
+			for i := range 64 {
+				id := fmt.Sprintf("m%d", n*64+i)
+				if err := s.SaveMigration(ctx, &sim.Migration{ID: id, JobID: "j", StartedAt: at}); err != nil {
+					b.Fatal(err)
+				}
+				evs := []sim.MigrationEvent{
+					{Seq: seq, At: at, Phase: sim.PhaseRequested, Side: "manager", Detail: "requested"},
+					{Seq: seq + 1, At: at, Phase: sim.PhaseRequested, Side: "source", Detail: "get-state sent"},
+					{Seq: seq + 2, At: at, Phase: sim.PhaseRequested, Side: "source", Detail: "state received"},
+				}
+				if err := s.AppendMigrationEvents(ctx, id, evs); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	b.ReportMetric(float64(b.N*64*3)/b.Elapsed().Seconds(), "events/s")
+}

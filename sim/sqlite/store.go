@@ -69,6 +69,9 @@ const (
 	wOldestLogStates
 	wForgetLogs
 	wForgetLogState
+	wSavepoint
+	wRelease
+	wRollbackTo
 	numWrites
 )
 
@@ -100,6 +103,11 @@ var writeSQL = [numWrites]string{
 	wOldestLogStates: `SELECT instance FROM log_state ORDER BY updated_at LIMIT ?`,
 	wForgetLogs:      `DELETE FROM logs WHERE instance = ?`,
 	wForgetLogState:  `DELETE FROM log_state WHERE instance = ?`,
+	// A write of several statements inside the journal's batch is one
+	// savepoint: prepared, as it runs for most timeline appends.
+	wSavepoint:  `SAVEPOINT writes`,
+	wRelease:    `RELEASE writes`,
+	wRollbackTo: `ROLLBACK TO writes`,
 }
 
 // prepareWrites prepares the writes on first use. It must run before a
@@ -274,16 +282,15 @@ func batchTx(ctx context.Context) *sql.Tx {
 // its transaction, otherwise in a transaction of their own.
 func (s *Store) atomically(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if tx := batchTx(ctx); tx != nil {
-		if _, err := tx.ExecContext(ctx, `SAVEPOINT writes`); err != nil {
+		if err := s.exec(ctx, tx, wSavepoint); err != nil {
 			return err
 		}
 		if err := fn(tx); err != nil {
-			tx.ExecContext(ctx, `ROLLBACK TO writes`)
-			tx.ExecContext(ctx, `RELEASE writes`)
+			s.exec(ctx, tx, wRollbackTo)
+			s.exec(ctx, tx, wRelease)
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `RELEASE writes`)
-		return err
+		return s.exec(ctx, tx, wRelease)
 	}
 	if err := s.prepareWrites(); err != nil {
 		return err
