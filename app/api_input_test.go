@@ -110,6 +110,7 @@ func TestHostileAPIInput(t *testing.T) {
 		{"get: unknown template", "GET", "/api/v1/templates/..", ``, 404, ""},
 		{"list: bad limit", "GET", "/api/v1/migrations?limit=-1", ``, 400, "limit"},
 		{"list: limit not a number", "GET", "/api/v1/migrations?limit=ten", ``, 400, "limit"},
+		{"get: logs neither true nor false", "GET", "/api/v1/migrations/mig-nope?logs=maybe", ``, 400, "logs"},
 
 		// Methods and routes.
 		{"unknown endpoint", "GET", "/api/v1/nope", ``, 404, "no API endpoint"},

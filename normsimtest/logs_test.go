@@ -76,6 +76,14 @@ func testLogsOutlive(t *testing.T, runtime string) {
 	if len(m.Logs.Tails) != 0 {
 		t.Errorf("a completed migration carries tails: %+v", m.Logs.Tails)
 	}
+	// A client polling for the state asks for none.
+	bare, err := s.Client.MigrationState(ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bare.Logs != nil || bare.State != m.State || len(bare.Events) != len(m.Events) {
+		t.Errorf("?logs=false: logs %v, state %s, %d events; want no logs, %s, %d events", bare.Logs, bare.State, len(bare.Events), m.State, len(m.Events))
+	}
 
 	// Handed over: the source is gone from the instance list, its logs
 	// are not.
@@ -113,7 +121,7 @@ func testLogsOutlive(t *testing.T, runtime string) {
 		t.Errorf("--since %s printed %q", since, buf.String())
 	}
 	// An instance normsim never knew is an error, not empty output.
-	err := s2.Client.Logs(ctx, "counter-000000", apiclient.LogOptions{Tail: -1}, &buf)
+	err = s2.Client.Logs(ctx, "counter-000000", apiclient.LogOptions{Tail: -1}, &buf)
 	var apiErr *apiclient.Error
 	if !errors.As(err, &apiErr) || apiErr.Status != 404 {
 		t.Errorf("logs of an unknown instance: %v, want a 404", err)

@@ -369,9 +369,22 @@ func (s *Server) getMigration(w http.ResponseWriter, r *http.Request) {
 		}
 		tail = n
 	}
+	withLogs := true
+	switch v := r.URL.Query().Get("logs"); v {
+	case "", "true":
+	case "false":
+		withLogs = false
+	default:
+		writeError(w, sim.Errorf(sim.EInvalid, "logs: must be true or false; got %q", v))
+		return
+	}
 	m, err := s.svc.Migration(r.Context(), pathParam(r, "id"))
 	if err != nil {
 		writeError(w, err)
+		return
+	}
+	if !withLogs {
+		writeJSON(w, http.StatusOK, m)
 		return
 	}
 	if err := s.svc.MigrationLogs(r.Context(), m, tail); err != nil {
