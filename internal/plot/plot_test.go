@@ -6,6 +6,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -522,4 +523,65 @@ func TestWriteSample(t *testing.T) {
 		t.Errorf("%s is %dx%d, want 1200x800", out, cfg.Width, cfg.Height)
 	}
 	t.Logf("wrote %s", out)
+}
+
+// Whatever the numbers, WritePNG returns an image or an error; it never
+// panics, an image it returns decodes, and every point lies in its chart's
+// data area.
+func FuzzWritePNG(f *testing.F) {
+	f.Add(100.0, 1.0, 10000.0, 2.0, 2000.0, true, false, false)
+	f.Add(0.0, 0.0, 0.0, 0.0, 0.0, false, false, true)
+	f.Add(-1e300, 1e300, 1e300, -1e300, 0.0, false, false, false)
+	f.Add(1e-300, 1e-300, 1e300, 1e300, 1.0, true, true, false)
+	f.Add(1.0, 1.0, 1.0+1e-12, 1.0+1e-12, 1.0, false, false, false)
+	f.Add(5.0, 7.0, 5.0, 7.0, 7.0, true, true, false)
+	f.Fuzz(func(t *testing.T, x1, y1, x2, y2, target float64, logX, logY, fromZero bool) {
+		fig := Figure{Width: 400, Height: 300, Charts: []Chart{{
+			Title: "fuzz", XLabel: "x", YLabel: "y",
+			LogX: logX, LogY: logY, YFromZero: fromZero,
+			Series: []Series{
+				{Name: "a", Points: []Point{{x1, y1}, {x2, y2}}},
+				{Name: "b", Points: []Point{{x2, y1}}},
+			},
+			Target: &Target{Y: target, Label: "t"},
+		}}}
+		var buf bytes.Buffer
+		if err := fig.WritePNG(&buf); err != nil {
+			return
+		}
+		if _, err := png.Decode(&buf); err != nil {
+			t.Fatalf("WritePNG wrote a PNG that does not decode: %v", err)
+		}
+		fr := mustFrames(t, fig)[0]
+		for _, s := range fig.Charts[0].Series {
+			for _, p := range s.Points {
+				// Within a billionth of a step a point counts as on the
+				// axis's end tick, so allow it a pixel past the area.
+				if px := fr.pixelOf(p); !px.In(fr.area.Inset(-1)) {
+					t.Fatalf("point %v at pixel %v, outside the data area %v", p, px, fr.area)
+				}
+			}
+		}
+	})
+}
+
+// The drawing's cost next to the PNG encoding of a blank image the same
+// size, measured side by side.
+func BenchmarkWritePNG(b *testing.B) {
+	f := benchFigure()
+	b.Run("bench-figure", func(b *testing.B) {
+		for b.Loop() {
+			if err := f.WritePNG(io.Discard); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("blank-encode-baseline", func(b *testing.B) {
+		img := newCanvas(f.Width, f.Height, white).img
+		for b.Loop() {
+			if err := png.Encode(io.Discard, img); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
