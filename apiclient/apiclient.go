@@ -183,10 +183,15 @@ func (c *Client) Census(ctx context.Context) (*Census, error) {
 }
 
 // Stats reads the sim's figures: its memory, goroutines, what its store
-// holds and the frame records it could not keep.
-func (c *Client) Stats(ctx context.Context) (*sim.Stats, error) {
+// holds and the frame records it could not keep. With gc the sim collects
+// garbage first, so the live heap is exact (at the cost of a pause).
+func (c *Client) Stats(ctx context.Context, gc bool) (*sim.Stats, error) {
 	var out sim.Stats
-	if err := c.Do(ctx, http.MethodGet, "/api/v1/stats", nil, &out); err != nil {
+	path := "/api/v1/stats"
+	if gc {
+		path += "?gc=true"
+	}
+	if err := c.Do(ctx, http.MethodGet, path, nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

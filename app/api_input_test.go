@@ -111,6 +111,7 @@ func TestHostileAPIInput(t *testing.T) {
 		{"list: bad limit", "GET", "/api/v1/migrations?limit=-1", ``, 400, "limit"},
 		{"list: limit not a number", "GET", "/api/v1/migrations?limit=ten", ``, 400, "limit"},
 		{"get: logs neither true nor false", "GET", "/api/v1/migrations/mig-nope?logs=maybe", ``, 400, "logs"},
+		{"stats: gc neither true nor false", "GET", "/api/v1/stats?gc=maybe", ``, 400, "gc"},
 
 		// Methods and routes.
 		{"unknown endpoint", "GET", "/api/v1/nope", ``, 404, "no API endpoint"},

@@ -37,7 +37,7 @@ func TestStatsSayWhatTheSimHolds(t *testing.T) {
 	// The journal writes behind: wait for the migration to reach the store.
 	var st *sim.Stats
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		if st, err = api.Stats(ctx); err != nil {
+		if st, err = api.Stats(ctx, false); err != nil {
 			t.Fatal(err)
 		}
 		if st.Store.Migrations == 1 || time.Now().After(deadline) {
@@ -56,6 +56,10 @@ func TestStatsSayWhatTheSimHolds(t *testing.T) {
 	}
 	if st.Goroutines <= 0 || st.HeapLiveBytes == 0 || st.RSSBytes <= 0 || st.PeakRSSBytes < st.RSSBytes {
 		t.Errorf("runtime figures %+v", st)
+	}
+	collected, err := api.Stats(ctx, true)
+	if err != nil || collected.HeapLiveBytes == 0 {
+		t.Errorf("stats after a collection: %+v, %v", collected, err)
 	}
 	if st.Records.FramesLost != 0 {
 		t.Errorf("%d frame records lost with an idle store", st.Records.FramesLost)

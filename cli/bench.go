@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,7 +13,8 @@ import (
 
 func newBenchCmd(env Env) *cobra.Command {
 	cfg := bench.Config{}
-	var logLevel string
+	var logLevel, plotPath, jsonPath string
+	var curve []int
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Load-test the sim: connect many simulated jobs and hand them all over at once",
@@ -38,11 +41,27 @@ Where the sim runs:
   --server URL      a sim you started yourself (nothing is measured but the
                     handovers).
 
+A long run (--rounds N) hands every job over N times, one round after
+another, and prints each round's throughput and the sim at rest after it:
+goroutines, live heap, store size and migrations (pruned ones too, under
+up --keep-migrations): a sim that stays flat ends with the goroutines and
+heap of its first round.
+
+A cost curve (--curve 100,1000,5000,10000) runs the whole bench once per
+job count, each against a sim of its own (--sim child unless --sim says
+otherwise), prints a table of them and, with --plot FILE.png, draws it:
+throughput, wall and cutover latency, peak RSS per job and store size.
+
+The sim reports what it could not keep (GET /api/v1/stats): frame records
+that waited for the store (each slowed its job) and any lost.
+
 The figures in docs/benchmarks.md come from this command; see there for the
 machine they were measured on.`,
 		Example: `  normsim bench
   normsim bench --jobs 200 --concurrency 50
   normsim bench --sim child
+  normsim bench --sim child --jobs 1000 --rounds 50
+  normsim bench --curve 100,1000,5000,10000 --plot curve.png
   normsim bench --server http://127.0.0.1:7788 --jobs 100`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -54,6 +73,26 @@ machine they were measured on.`,
 			}
 			if cfg.Server != "" && cmd.Flags().Changed("sim") {
 				return usageErr("--server and --sim exclude each other: --server uses a sim that already runs")
+			}
+			if cfg.Rounds < 1 {
+				return usageErr("--rounds: must be at least 1; got %d", cfg.Rounds)
+			}
+			for _, n := range curve {
+				if n < 1 {
+					return usageErr("--curve: every job count must be at least 1; got %d", n)
+				}
+			}
+			if len(curve) == 0 && plotPath != "" {
+				return usageErr("--plot draws a cost curve: give --curve too, e.g. --curve 100,1000,5000,10000")
+			}
+			if len(curve) > 0 && cmd.Flags().Changed("jobs") {
+				return usageErr("--curve and --jobs exclude each other: the curve says how many jobs each run has")
+			}
+			if len(curve) > 0 && cfg.Server != "" {
+				return usageErr("--curve needs a sim of its own per job count; it cannot use --server")
+			}
+			if len(curve) > 0 && !cmd.Flags().Changed("sim") {
+				cfg.Sim = bench.SimChild // the RSS per job must be the sim's alone
 			}
 			if cfg.Server != "" && cfg.ProfileDir != "" {
 				return usageErr("--profile needs a sim this command starts; profile a sim of your own with normsim up --pprof and go tool pprof")
@@ -68,13 +107,19 @@ machine they were measured on.`,
 			cfg.Logger = log.With("sim", "in-process")
 			cfg.Out = cmd.OutOrStdout()
 			cfg.DefaultTemplates = env.Templates
+			if len(curve) > 0 {
+				return runCurve(cmd, cfg, curve, plotPath, jsonPath)
+			}
 			rep, err := bench.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
 			bench.WriteReport(cmd.OutOrStdout(), rep)
-			if rep.Failed > 0 || rep.Completed != rep.Jobs {
-				return &ExitError{Code: 1, Err: fmt.Errorf("%d of %d handovers did not complete", rep.Jobs-rep.Completed, rep.Jobs)}
+			if err := writeBenchJSON(jsonPath, rep); err != nil {
+				return err
+			}
+			if want := rep.Jobs * cfg.Rounds; rep.Failed > 0 || rep.Completed != want {
+				return &ExitError{Code: 1, Err: fmt.Errorf("%d of %d handovers did not complete", want-rep.Completed, want)}
 			}
 			return nil
 		},
@@ -88,7 +133,56 @@ machine they were measured on.`,
 	f.StringArrayVar(&cfg.TemplateDirs, "templates", nil, "template directory for the sim this command starts (repeatable; default ./templates or the built-in ones)")
 	f.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "give up after this long")
 	f.DurationVar(&cfg.Every, "progress", time.Second, "how often to print progress")
+	f.IntVar(&cfg.Rounds, "rounds", 1, "hand every job over this many times, one round after another, and show the sim at rest after each")
+	f.IntSliceVar(&curve, "curve", nil, "job counts of a cost curve, e.g. 100,1000,5000,10000: one whole bench per count")
+	f.StringVar(&plotPath, "plot", "", "with --curve: draw the curve into this PNG file")
+	f.StringVar(&jsonPath, "json", "", "also write the report (with --curve: every point's) as JSON to this file")
 	f.StringVar(&cfg.ProfileDir, "profile", "", "write the sim's CPU profile (cpu.pprof) and its heap at the peak (heap.pprof) into DIR, for go tool pprof")
 	f.StringVar(&logLevel, "log-level", "warn", "log level of the in-process sim: debug, info, warn or error")
 	return cmd
+}
+
+// runCurve measures, prints and (with a path) plots a cost curve; every
+// handover of every point must complete, or it exits 1.
+func runCurve(cmd *cobra.Command, cfg bench.Config, sizes []int, plotPath, jsonPath string) error {
+	reps, err := bench.RunCurve(cmd.Context(), cfg, sizes)
+	out := cmd.OutOrStdout()
+	if len(reps) > 0 {
+		fmt.Fprintln(out)
+		bench.WriteCurve(out, reps)
+	}
+	if jerr := writeBenchJSON(jsonPath, reps); jerr != nil && err == nil {
+		err = jerr
+	}
+	if plotPath != "" && len(reps) > 0 {
+		if perr := bench.PlotCurve(plotPath, reps); perr != nil && err == nil {
+			err = perr
+		} else if perr == nil {
+			fmt.Fprintf(out, "\nplot: %s\n", plotPath)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	for _, r := range reps {
+		if r.Failed > 0 || r.Completed != r.Jobs {
+			return &ExitError{Code: 1, Err: fmt.Errorf("%d jobs: %d of %d handovers did not complete", r.Jobs, r.Jobs-r.Completed, r.Jobs)}
+		}
+	}
+	return nil
+}
+
+// writeBenchJSON writes v, indented, to path; nothing when path is empty.
+func writeBenchJSON(path string, v any) error {
+	if path == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("--json: %w", err)
+	}
+	return nil
 }

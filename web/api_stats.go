@@ -17,6 +17,14 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 		writeError(w, sim.Errorf(sim.EUnavailable, "this normsim keeps no statistics"))
 		return
 	}
+	switch v := r.URL.Query().Get("gc"); v {
+	case "", "false":
+	case "true":
+		runtime.GC() // so heapLiveBytes is exact, not as of the last cycle
+	default:
+		writeError(w, sim.Errorf(sim.EInvalid, "gc: must be true or false; got %q", v))
+		return
+	}
 	st, err := s.cfg.Stats.Stats(r.Context())
 	if err != nil {
 		writeError(w, err)

@@ -67,6 +67,9 @@ type Config struct {
 	Every time.Duration
 	// Logger receives the in-process sim's logs (default: discarded).
 	Logger *slog.Logger
+	// Rounds is how many times every job hands over, one round after
+	// another (default 1): a long run shows whether the sim stays flat.
+	Rounds int
 	// ProfileDir, when set, receives cpu.pprof (the sim's whole run) and
 	// heap.pprof (its heap at the peak, after the handovers).
 	ProfileDir string
@@ -77,10 +80,13 @@ type Report struct {
 	Sim         string
 	Jobs        int
 	Concurrency int
-	// Connected is how long launching and connecting every job took.
-	Connected time.Duration
-	// Completed and Failed count the handovers; Elapsed is the wall time
-	// from the first migrate request to the last handover's end.
+	// Connected is how long launching and connecting every job took, and
+	// ConnectRate the jobs per second that makes.
+	Connected   time.Duration
+	ConnectRate float64
+	// Completed and Failed count the handovers of every round; Elapsed is
+	// the rounds' wall time, each from its first migrate request to its
+	// last handover's end.
 	Completed, Failed int
 	Elapsed           time.Duration
 	// Throughput is completed handovers per second of Elapsed.
@@ -96,7 +102,9 @@ type Report struct {
 	// connect and after every instance was removed and every client closed
 	// (in-process only; -1 otherwise).
 	GoroutinesBefore, GoroutinesAfter int
-	// Peak is what the sim said of itself after the handovers, before
+	// Rounds is each round of handovers (one unless Config.Rounds says).
+	Rounds []RoundReport
+	// Peak is what the sim said of itself after the first round, before
 	// anything was removed, and After once everything was (nil for a
 	// sim that does not answer GET /api/v1/stats).
 	Peak, After *sim.Stats
@@ -115,6 +123,9 @@ func (c *Config) defaults() {
 	}
 	if c.Template == "" {
 		c.Template = "counter"
+	}
+	if c.Rounds <= 0 {
+		c.Rounds = 1
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = 5 * time.Minute
@@ -143,12 +154,13 @@ type target struct {
 	close func() error
 }
 
-// Run connects cfg.Jobs jobs and hands every one of them over at once.
-func Run(ctx context.Context, cfg Config) (*Report, error) {
+// Run connects cfg.Jobs jobs and hands every one of them over at once
+// (cfg.Rounds times).
+func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	cfg.defaults()
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	rep := &Report{Sim: cfg.Sim, Jobs: cfg.Jobs, Concurrency: cfg.Concurrency, GoroutinesBefore: -1, GoroutinesAfter: -1}
+	rep = &Report{Sim: cfg.Sim, Jobs: cfg.Jobs, Concurrency: cfg.Concurrency, GoroutinesBefore: -1, GoroutinesAfter: -1}
 
 	if cfg.ProfileDir != "" {
 		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
@@ -184,12 +196,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 
 	// 1. Launch and connect every job, alternating nodes.
-	type job struct {
-		id   string
-		node int
-		conn *jobplay.Job
-	}
-	jobs := make([]job, cfg.Jobs)
+	jobs := make([]benchJob, cfg.Jobs)
 	start := time.Now()
 	var connected atomic.Int64
 	stop := progress(cfg.Out, cfg.Every, func() string {
@@ -200,119 +207,94 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err != nil {
 			return err
 		}
-		jobs[i] = job{id: in.ID, node: i % 2, conn: j}
+		jobs[i] = benchJob{id: in.ID, node: i % 2, conn: j}
 		connected.Add(1)
 		return nil
 	})
 	stop()
 	rep.Connected = time.Since(start)
-	closeAll := func() {
+	rep.ConnectRate = float64(cfg.Jobs) / rep.Connected.Seconds()
+	// Whatever happens next, every job's instance is removed and its
+	// client closed: the sim must be back where it started.
+	defer func() {
+		var ids []string
 		for _, j := range jobs {
 			if j.conn != nil {
 				j.conn.Close()
 			}
-		}
-	}
-	if err != nil {
-		closeAll()
-		var ids []string
-		for _, j := range jobs {
 			if j.id != "" {
 				ids = append(ids, j.id)
 			}
 		}
-		remove(context.Background(), api, ids)
+		if rerr := remove(context.WithoutCancel(ctx), api, ids); rerr != nil && err == nil {
+			err = fmt.Errorf("remove the instances: %w", rerr)
+		}
+	}()
+	if err != nil {
 		return nil, fmt.Errorf("connect the jobs: %w", err)
 	}
-	fmt.Fprintf(cfg.Out, "  connected %d jobs in %s\n", cfg.Jobs, Round(rep.Connected))
+	fmt.Fprintf(cfg.Out, "  connected %d jobs in %s (%.0f jobs/s)\n", cfg.Jobs, Round(rep.Connected), rep.ConnectRate)
 
-	// 2. Every job hands over to the other node, all released at once.
-	var (
-		mu        sync.Mutex
-		walls     = make([]time.Duration, 0, cfg.Jobs)
-		cutovers  = make([]time.Duration, 0, cfg.Jobs)
-		targets   = make([]*jobplay.Job, 0, cfg.Jobs)
-		targetIDs = make([]string, 0, cfg.Jobs)
-		done      atomic.Int64
-		failed    atomic.Int64
-	)
-	start = time.Now()
-	stop = progress(cfg.Out, cfg.Every, func() string {
-		n := done.Load()
-		return fmt.Sprintf("  handovers: %d/%d completed, %d failed, %.0f/s", n, cfg.Jobs, failed.Load(),
-			float64(n)/time.Since(start).Seconds())
-	})
-	sem := make(chan struct{}, cfg.Concurrency)
-	var wg sync.WaitGroup
-	for i := range jobs {
-		wg.Add(1)
-		go func(j job) {
-			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				failed.Add(1)
-				return
-			}
-			defer func() { <-sem }()
-			hctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-			defer cancel()
-			h, err := PlayHandover(hctx, api, j.id, j.conn, HandoverOptions{To: nodes[1-j.node]})
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				failed.Add(1)
-				if len(rep.Errors) < 10 {
-					rep.Errors = append(rep.Errors, err.Error())
+	// 2. Every job hands over to the other node, all released at once;
+	// with Rounds > 1, again and again, each round handing the targets of
+	// the last back.
+	var walls, cutovers []time.Duration
+	for r := range cfg.Rounds {
+		rd := handoverRound(ctx, cfg, api, nodes, jobs, &rep.Errors)
+		walls, cutovers = append(walls, rd.walls...), append(cutovers, rd.cutovers...)
+		rd.N = r + 1
+		rep.Completed += rd.Completed
+		rep.Failed += rd.Failed
+		rep.Elapsed += rd.Elapsed
+		if r == 0 {
+			rep.Peak = readStats(ctx, api, false)
+			if cfg.Sim != SimServer {
+				if st, err := procstat.Read(tgt.pid); err == nil {
+					rep.PeakRSS = st.VmHWM
 				}
-				return
 			}
-			done.Add(1)
-			walls = append(walls, h.Wall)
-			cutovers = append(cutovers, h.Cutover)
-			targets = append(targets, h.TargetJob)
-			targetIDs = append(targetIDs, h.TargetID)
-		}(jobs[i])
+			if cfg.ProfileDir != "" {
+				path := filepath.Join(cfg.ProfileDir, "heap.pprof")
+				if err := saveHeapProfile(ctx, api, cfg.Sim, path); err != nil {
+					return rep, err
+				}
+				rep.Profiles = append(rep.Profiles, path)
+			}
+		}
+		if cfg.Rounds > 1 {
+			// The last round's migrations linger and wait for output
+			// before they end: what is measured is the sim at rest.
+			rd.Stats = settledStats(ctx, api)
+			if rd.Stats != nil {
+				fmt.Fprintf(cfg.Out, "  round %d: %d completed, %d failed in %s (%.0f/s); %d goroutines, %s live heap, %d migrations stored\n",
+					rd.N, rd.Completed, rd.Failed, Round(rd.Elapsed), rd.Throughput, rd.Stats.Goroutines, MiB(int64(rd.Stats.HeapLiveBytes)), rd.Stats.Store.Migrations)
+			}
+		}
+		rep.Rounds = append(rep.Rounds, rd.RoundReport)
+		if rd.Failed > 0 {
+			break // the jobs that failed have no connection to hand over again
+		}
 	}
-	wg.Wait()
-	rep.Elapsed = time.Since(start)
-	stop()
-	rep.Completed, rep.Failed = int(done.Load()), int(failed.Load())
 	rep.Throughput = float64(rep.Completed) / rep.Elapsed.Seconds()
 	rep.Wall, rep.Cutover = Summarize(walls), Summarize(cutovers)
 	fmt.Fprintf(cfg.Out, "  %d completed, %d failed in %s (%.0f handovers/s)\n", rep.Completed, rep.Failed, Round(rep.Elapsed), rep.Throughput)
 
-	// Peak memory is read before anything is torn down.
 	switch cfg.Sim {
 	case SimInProcess:
 		rep.RSSWhat = fmt.Sprintf("this process: the sim and the %d client connections together", 2*cfg.Jobs)
 	case SimChild:
 		rep.RSSWhat = fmt.Sprintf("the sim alone (normsim up, pid %d)", tgt.pid)
 	}
-	if cfg.Sim != SimServer {
-		if st, err := procstat.Read(tgt.pid); err == nil {
-			rep.PeakRSS = st.VmHWM
-		}
-	}
 
-	rep.Peak = readStats(ctx, api)
-	if cfg.ProfileDir != "" {
-		path := filepath.Join(cfg.ProfileDir, "heap.pprof")
-		if err := saveHeapProfile(ctx, api, cfg.Sim, path); err != nil {
-			return rep, err
+	// 3. Remove everything and close every client (the deferred removal
+	// above, run now so the sim's rest is measured).
+	ids := make([]string, 0, len(jobs))
+	for i, j := range jobs {
+		if j.conn != nil {
+			j.conn.Close()
 		}
-		rep.Profiles = append(rep.Profiles, path)
-	}
-
-	// 3. Remove everything and close every client: the sim must be back
-	// where it started.
-	closeAll()
-	for _, t := range targets {
-		t.Close()
-	}
-	ids := targetIDs
-	for _, j := range jobs {
 		ids = append(ids, j.id)
+		jobs[i] = benchJob{}
 	}
 	if err := remove(ctx, api, ids); err != nil {
 		return rep, fmt.Errorf("remove the instances: %w", err)
@@ -328,7 +310,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.RSSAfter = st.VmRSS
 		}
 	}
-	rep.After = readStats(ctx, api)
+	rep.After = readStats(ctx, api, true)
 	if cfg.ProfileDir != "" && cfg.Sim != SimServer {
 		// The child writes its CPU profile as it exits; this process's
 		// is written when Run returns.
@@ -343,7 +325,27 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // WriteReport prints a report for a reader.
 func WriteReport(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "\nnormsim bench: %d jobs, %d concurrent handovers (sim %s)\n", r.Jobs, r.Concurrency, r.Sim)
-	fmt.Fprintf(w, "  connect      %s for all %d jobs\n", Round(r.Connected), r.Jobs)
+	fmt.Fprintf(w, "  connect      %s for all %d jobs (%.0f jobs/s)\n", Round(r.Connected), r.Jobs, r.ConnectRate)
+	if len(r.Rounds) > 1 {
+		fmt.Fprintf(w, "  rounds       %d of %d handovers each\n", len(r.Rounds), r.Jobs)
+		for _, rd := range r.Rounds {
+			fmt.Fprintf(w, "    %3d  %d completed, %d failed, %.0f/s", rd.N, rd.Completed, rd.Failed, rd.Throughput)
+			if st := rd.Stats; st != nil {
+				fmt.Fprintf(w, "; at rest: %d goroutines, %s live heap, store %s with %d migrations (%d pruned)",
+					st.Goroutines, MiB(int64(st.HeapLiveBytes)), MiB(st.Store.Bytes), st.Store.Migrations, st.Store.MigrationsPruned)
+			}
+			fmt.Fprintln(w)
+		}
+		if first, last := r.Rounds[0].Stats, r.Rounds[len(r.Rounds)-1].Stats; first != nil && last != nil && len(r.Rounds) > 1 {
+			fmt.Fprintf(w, "  flat?        goroutines %d -> %d, live heap %s -> %s (%+.1f%%)\n", first.Goroutines, last.Goroutines,
+				MiB(int64(first.HeapLiveBytes)), MiB(int64(last.HeapLiveBytes)),
+				100*(float64(last.HeapLiveBytes)/float64(first.HeapLiveBytes)-1))
+			if n := r.Completed - r.Rounds[0].Completed; n > 0 {
+				fmt.Fprintf(w, "  store growth %.0f bytes per completed migration after the first round\n",
+					float64(last.Store.Bytes-first.Store.Bytes)/float64(n))
+			}
+		}
+	}
 	fmt.Fprintf(w, "  handovers    %d completed, %d failed in %s\n", r.Completed, r.Failed, Round(r.Elapsed))
 	fmt.Fprintf(w, "  throughput   %.0f handovers/s\n", r.Throughput)
 	fmt.Fprintf(w, "  wall         %s  (migrate request -> source stopped, per handover)\n", r.Wall)
@@ -374,6 +376,90 @@ func WriteReport(w io.Writer, r *Report) {
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "  error: %s\n", e)
 	}
+}
+
+// RoundReport is one round of handovers: every job handed over once, all
+// released at once.
+type RoundReport struct {
+	N                 int
+	Completed, Failed int
+	Elapsed           time.Duration
+	Throughput        float64
+	Wall, Cutover     Summary
+	// Stats is the sim at rest after the round (Rounds > 1 only).
+	Stats *sim.Stats
+}
+
+// benchJob is one simulated job: its instance, the node it is on, and
+// its open connection.
+type benchJob struct {
+	id   string
+	node int
+	conn *jobplay.Job
+}
+
+type roundResult struct {
+	RoundReport
+	walls, cutovers []time.Duration
+}
+
+// handoverRound hands every job in jobs over to the other node, at most
+// cfg.Concurrency at once, and leaves in jobs what was handed over: the
+// target's instance and connection. A job whose handover failed keeps its
+// source (the sim rolled back or failed it); errs collects the first ten
+// failures.
+func handoverRound(ctx context.Context, cfg Config, api *API, nodes [2]string, jobs []benchJob, errs *[]string) roundResult {
+	var (
+		mu     sync.Mutex
+		rd     = roundResult{walls: make([]time.Duration, 0, len(jobs)), cutovers: make([]time.Duration, 0, len(jobs))}
+		done   atomic.Int64
+		failed atomic.Int64
+	)
+	start := time.Now()
+	stop := progress(cfg.Out, cfg.Every, func() string {
+		n := done.Load()
+		return fmt.Sprintf("  handovers: %d/%d completed, %d failed, %.0f/s", n, len(jobs), failed.Load(),
+			float64(n)/time.Since(start).Seconds())
+	})
+	sem := make(chan struct{}, cfg.Concurrency)
+	var wg sync.WaitGroup
+	for i := range jobs {
+		wg.Add(1)
+		go func(j *benchJob) {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				failed.Add(1)
+				return
+			}
+			defer func() { <-sem }()
+			hctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			defer cancel()
+			h, err := PlayHandover(hctx, api, j.id, j.conn, HandoverOptions{To: nodes[1-j.node]})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed.Add(1)
+				if len(*errs) < 10 {
+					*errs = append(*errs, err.Error())
+				}
+				return
+			}
+			done.Add(1)
+			rd.walls = append(rd.walls, h.Wall)
+			rd.cutovers = append(rd.cutovers, h.Cutover)
+			j.conn.Close() // the worker closed the source's socket
+			*j = benchJob{id: h.TargetID, node: 1 - j.node, conn: h.TargetJob}
+		}(&jobs[i])
+	}
+	wg.Wait()
+	stop()
+	rd.Elapsed = time.Since(start)
+	rd.Completed, rd.Failed = int(done.Load()), int(failed.Load())
+	rd.Throughput = float64(rd.Completed) / rd.Elapsed.Seconds()
+	rd.Wall, rd.Cutover = Summarize(rd.walls), Summarize(rd.cutovers)
+	return rd
 }
 
 // startTarget starts (or attaches to) the sim under load.
@@ -473,13 +559,34 @@ func profileCPU(path string) (stop func(), err error) {
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
-// readStats asks the sim for its figures; nil when it does not say.
-func readStats(ctx context.Context, api *API) *sim.Stats {
-	st, err := api.Stats(ctx)
+// readStats asks the sim for its figures, after a collection when gc;
+// nil when it does not say.
+func readStats(ctx context.Context, api *API, gc bool) *sim.Stats {
+	st, err := api.Stats(ctx, gc)
 	if err != nil {
 		return nil
 	}
 	return st
+}
+
+// settledStats reads the sim's figures once its goroutine count has held
+// still for half a second (at most 10 s): a round's migrations linger and
+// wait for the target's output after the jobs saw them complete.
+func settledStats(ctx context.Context, api *API) *sim.Stats {
+	last := readStats(ctx, api, false)
+	for deadline := time.Now().Add(10 * time.Second); last != nil && time.Now().Before(deadline); {
+		select {
+		case <-time.After(500 * time.Millisecond):
+		case <-ctx.Done():
+			return last
+		}
+		st := readStats(ctx, api, false)
+		if st == nil || st.Goroutines == last.Goroutines {
+			break
+		}
+		last = st
+	}
+	return readStats(ctx, api, true)
 }
 
 // saveHeapProfile writes the sim's heap profile, after a collection, to

@@ -1,0 +1,94 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/normsim/normsim/internal/bench"
+)
+
+func TestBenchRefusesBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "--rounds", "0"},
+		{"bench", "--curve", "100,0"},
+		{"bench", "--plot", "x.png"},
+		{"bench", "--curve", "10", "--jobs", "10"},
+		{"bench", "--curve", "10", "--server", "http://127.0.0.1:1"},
+		{"bench", "--server", "http://127.0.0.1:1", "--profile", "d"},
+		{"bench", "--jobs", "0"},
+	} {
+		code, _, errOut := run(t, args...)
+		if code != 2 || errOut == "" {
+			t.Errorf("%v: exit %d, stderr %q; want 2 with a message", args, code, errOut)
+		}
+	}
+}
+
+// TestBenchRounds runs a small long run in-process: every round must
+// complete and say the sim at rest after it.
+func TestBenchRounds(t *testing.T) {
+	jsonPath := filepath.Join(t.TempDir(), "bench.json")
+	code, out, errOut := run(t, "bench", "--jobs", "20", "--rounds", "3", "--templates", "../templates", "--json", jsonPath)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"rounds       3 of 20 handovers each", "flat?        goroutines", "store growth", "60 completed, 0 failed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	var rep bench.Report
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rounds) != 3 || rep.Completed != 60 {
+		t.Fatalf("report: %d rounds, %d completed; want 3 and 60", len(rep.Rounds), rep.Completed)
+	}
+	for _, rd := range rep.Rounds {
+		if rd.Completed != 20 || rd.Stats == nil || rd.Stats.Store.Migrations != 20*rd.N {
+			t.Errorf("round %d: %d completed, stats %+v; want 20 and %d migrations stored", rd.N, rd.Completed, rd.Stats, 20*rd.N)
+		}
+	}
+}
+
+// TestBenchCurvePlots draws a two-point curve (sims in-process, to keep
+// the test quick) and checks the table, the JSON and the PNG.
+func TestBenchCurvePlots(t *testing.T) {
+	dir := t.TempDir()
+	pngPath, jsonPath := filepath.Join(dir, "curve.png"), filepath.Join(dir, "curve.json")
+	code, out, errOut := run(t, "bench", "--curve", "4,8", "--sim", "in-process", "--templates", "../templates", "--plot", pngPath, "--json", jsonPath)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "handovers/s") || !strings.Contains(out, "8/8") || !strings.Contains(out, "plot: "+pngPath) {
+		t.Errorf("curve output:\n%s", out)
+	}
+	var reps []bench.Report
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &reps); err != nil || len(reps) != 2 || reps[0].Jobs != 4 || reps[1].Jobs != 8 {
+		t.Fatalf("curve JSON: %v, %+v", err, reps)
+	}
+	f, err := os.Open(pngPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() < 800 || b.Dy() < 600 {
+		t.Errorf("plot is %v", b)
+	}
+}
