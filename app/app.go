@@ -84,6 +84,9 @@ type Options struct {
 	// Profiling serves runtime profiles under /debug/pprof/ on the API's
 	// address.
 	Profiling bool
+	// KeepMigrations caps the finished migrations the store keeps, oldest
+	// dropped first and counted (0 keeps all).
+	KeepMigrations int
 }
 
 // Stats reads the sim's figures (GET /api/v1/stats).
@@ -108,6 +111,7 @@ func (m *Main) Stats(ctx context.Context) (sim.Stats, error) {
 		if st.Store.Bytes, st.Store.Migrations, err = m.Store.Size(ctx); err != nil {
 			return st, err
 		}
+		st.Store.MigrationsCap, st.Store.MigrationsPruned = m.Store.MigrationCap(), m.Store.MigrationsPruned()
 	}
 	return st, nil
 }
@@ -281,6 +285,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 	// A second normsim started on this store names this one.
 	m.Store.SetHolder(fmt.Sprintf("pid %d, dashboard %s", os.Getpid(), m.URL()))
+	m.Store.SetMigrationCap(m.Opts.KeepMigrations)
 	m.recorder = jobsocket.NewRecorder(m.Store, jobsocket.DefaultRecorderLimits, m.log)
 	m.Logs = logcap.New(logcap.Config{Store: m.Store, Logger: m.log})
 	m.logSink.set(m.Logs)
@@ -686,6 +691,9 @@ func (m *Main) PrintBanner(w io.Writer) {
 		fmt.Fprintf(w, "  Store       in memory (records are lost on exit)\n")
 	} else {
 		fmt.Fprintf(w, "  Store       %s (kept across restarts)\n", m.Opts.DB)
+	}
+	if n := m.Opts.KeepMigrations; n > 0 {
+		fmt.Fprintf(w, "              keeps the %d newest finished migrations; older ones are dropped and counted\n", n)
 	}
 	valid, invalid := 0, 0
 	for _, t := range m.Catalog.List() {

@@ -94,6 +94,12 @@ machine they were measured on.`,
 			if len(curve) > 0 && !cmd.Flags().Changed("sim") {
 				cfg.Sim = bench.SimChild // the RSS per job must be the sim's alone
 			}
+			if cfg.KeepMigrations < 0 {
+				return usageErr("--keep-migrations: must be 0 (keep all) or more; got %d", cfg.KeepMigrations)
+			}
+			if cfg.Server != "" && cmd.Flags().Changed("keep-migrations") {
+				return usageErr("--keep-migrations applies to a sim this command starts; start yours with normsim up --keep-migrations")
+			}
 			if cfg.Server != "" && cfg.ProfileDir != "" {
 				return usageErr("--profile needs a sim this command starts; profile a sim of your own with normsim up --pprof and go tool pprof")
 			}
@@ -133,6 +139,7 @@ machine they were measured on.`,
 	f.StringArrayVar(&cfg.TemplateDirs, "templates", nil, "template directory for the sim this command starts (repeatable; default ./templates or the built-in ones)")
 	f.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "give up after this long")
 	f.DurationVar(&cfg.Every, "progress", time.Second, "how often to print progress")
+	f.IntVar(&cfg.KeepMigrations, "keep-migrations", 0, "the sim this command starts keeps at most N finished migrations (up --keep-migrations); 0 keeps all")
 	f.IntVar(&cfg.Rounds, "rounds", 1, "hand every job over this many times, one round after another, and show the sim at rest after each")
 	f.IntSliceVar(&curve, "curve", nil, "job counts of a cost curve, e.g. 100,1000,5000,10000: one whole bench per count")
 	f.StringVar(&plotPath, "plot", "", "with --curve: draw the curve into this PNG file")

@@ -20,6 +20,8 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		{"bench", "--curve", "10", "--server", "http://127.0.0.1:1"},
 		{"bench", "--server", "http://127.0.0.1:1", "--profile", "d"},
 		{"bench", "--jobs", "0"},
+		{"bench", "--keep-migrations", "-1"},
+		{"up", "--keep-migrations", "-1"},
 	} {
 		code, _, errOut := run(t, args...)
 		if code != 2 || errOut == "" {
@@ -28,11 +30,12 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 	}
 }
 
-// TestBenchRounds runs a small long run in-process: every round must
-// complete and say the sim at rest after it.
+// TestBenchRounds runs a small long run in-process, its store capped at
+// 25 finished migrations: every round must complete and say the sim at
+// rest after it, the cap holding and counting what it dropped.
 func TestBenchRounds(t *testing.T) {
 	jsonPath := filepath.Join(t.TempDir(), "bench.json")
-	code, out, errOut := run(t, "bench", "--jobs", "20", "--rounds", "3", "--templates", "../templates", "--json", jsonPath)
+	code, out, errOut := run(t, "bench", "--jobs", "20", "--rounds", "3", "--keep-migrations", "25", "--templates", "../templates", "--json", jsonPath)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -53,8 +56,10 @@ func TestBenchRounds(t *testing.T) {
 		t.Fatalf("report: %d rounds, %d completed; want 3 and 60", len(rep.Rounds), rep.Completed)
 	}
 	for _, rd := range rep.Rounds {
-		if rd.Completed != 20 || rd.Stats == nil || rd.Stats.Store.Migrations != 20*rd.N {
-			t.Errorf("round %d: %d completed, stats %+v; want 20 and %d migrations stored", rd.N, rd.Completed, rd.Stats, 20*rd.N)
+		done := 20 * rd.N
+		kept, pruned := min(done, 25), max(0, done-25)
+		if rd.Completed != 20 || rd.Stats == nil || rd.Stats.Store.Migrations != kept || rd.Stats.Store.MigrationsPruned != int64(pruned) {
+			t.Errorf("round %d: %d completed, stats %+v; want 20, %d migrations stored and %d pruned", rd.N, rd.Completed, rd.Stats, kept, pruned)
 		}
 	}
 }

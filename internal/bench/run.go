@@ -67,6 +67,9 @@ type Config struct {
 	Every time.Duration
 	// Logger receives the in-process sim's logs (default: discarded).
 	Logger *slog.Logger
+	// KeepMigrations caps the finished migrations the sim this command
+	// starts keeps (up --keep-migrations); 0 keeps all.
+	KeepMigrations int
 	// Rounds is how many times every job hands over, one round after
 	// another (default 1): a long run shows whether the sim stays flat.
 	Rounds int
@@ -480,6 +483,7 @@ func startTarget(ctx context.Context, cfg Config) (*target, error) {
 		opts.Templates = cfg.TemplateDirs
 		opts.DefaultTemplates = cfg.DefaultTemplates
 		opts.Logger = cfg.Logger
+		opts.KeepMigrations = cfg.KeepMigrations
 		m := app.New(opts)
 		if err := m.Open(ctx); err != nil {
 			return nil, fmt.Errorf("start the sim: %w", err)
@@ -509,6 +513,9 @@ func startChild(ctx context.Context, cfg Config) (*target, error) {
 		"--runtime", sim.RuntimeExternal, "--log-level", "warn"}
 	if cfg.ProfileDir != "" {
 		args = append(args, "--pprof", "--cpuprofile", filepath.Join(cfg.ProfileDir, "cpu.pprof"))
+	}
+	if cfg.KeepMigrations > 0 {
+		args = append(args, "--keep-migrations", strconv.Itoa(cfg.KeepMigrations))
 	}
 	for _, d := range cfg.TemplateDirs {
 		args = append(args, "--templates", d)

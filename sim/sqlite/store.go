@@ -48,6 +48,8 @@ type Store struct {
 
 	// logLimits bound what is kept of each instance's output.
 	logLimits LogLimits
+	// migCap bounds the finished migrations kept (SetMigrationCap).
+	migCap migrationCap
 }
 
 // write names one of the prepared writes.
@@ -479,10 +481,28 @@ func (s *Store) DeleteInstance(ctx context.Context, id string) error {
 func (s *Store) SaveMigration(ctx context.Context, m *sim.Migration) error {
 	doc := *m
 	doc.Events = nil
-	err := s.exec(ctx, batchTx(ctx), wSaveMigration, m.ID, m.JobID, string(m.State), nanos(m.StartedAt), jsonText(doc))
+	args := []any{m.ID, m.JobID, string(m.State), nanos(m.StartedAt), jsonText(doc)}
+	if !m.State.Ended() || s.MigrationCap() == 0 {
+		if err := s.exec(ctx, batchTx(ctx), wSaveMigration, args...); err != nil {
+			return fmt.Errorf("save migration %s: %w", m.ID, err)
+		}
+		return nil
+	}
+	// A migration that finished may push the oldest past the cap: saving
+	// it and dropping them are one write, undone together.
+	var pruned int64
+	err := s.atomically(ctx, func(tx *sql.Tx) error {
+		if err := s.exec(ctx, tx, wSaveMigration, args...); err != nil {
+			return err
+		}
+		var err error
+		pruned, err = s.pruneMigrations(ctx, tx)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("save migration %s: %w", m.ID, err)
 	}
+	s.migCap.pruned.Add(pruned)
 	return nil
 }
 
