@@ -83,6 +83,8 @@ type Report struct {
 	Sim         string
 	Jobs        int
 	Concurrency int
+	// ConcurrencyNote says why fewer than all jobs hand over at once.
+	ConcurrencyNote string
 	// Connected is how long launching and connecting every job took, and
 	// ConnectRate the jobs per second that makes.
 	Connected   time.Duration
@@ -117,12 +119,42 @@ type Report struct {
 	Errors []string
 }
 
+// fdReserve is what a bench or a sim needs open besides the jobs' sockets:
+// API connections (256 at most), listeners, the store, stdio.
+const fdReserve = 512
+
+// fitConcurrency bounds the handovers in flight by the open-file limit.
+// Each job holds a socket at both ends, and a handover in flight one more
+// (its target's) until the source's closes: jobs + in flight + a reserve
+// must fit the limit, in this process and in the sim alike (a child sim
+// inherits this limit). Asked for all at once (0), the bench takes as many
+// as fit and says so in note; asked for more than fit, it is an error.
+func fitConcurrency(jobs, asked, limit int) (n int, note string, err error) {
+	if limit <= 0 {
+		if asked <= 0 || asked > jobs {
+			return jobs, "", nil
+		}
+		return asked, "", nil
+	}
+	fit := limit - jobs - fdReserve
+	if fit < 1 {
+		return 0, "", fmt.Errorf("%d jobs need at least %d open files here and in the sim; the limit (ulimit -n) is %d", jobs, jobs+fdReserve+1, limit)
+	}
+	switch {
+	case asked > 0 && asked <= jobs && asked > fit:
+		return 0, "", fmt.Errorf("%d handovers in flight with %d jobs need %d open files here and in the sim; the limit (ulimit -n) is %d: at most %d fit",
+			asked, jobs, jobs+asked+fdReserve, limit, fit)
+	case asked > 0 && asked <= jobs:
+		return asked, "", nil
+	case jobs > fit:
+		return fit, fmt.Sprintf("%d of %d handovers in flight at once: each holds one more socket at both ends until its source's closes, and the open-file limit (ulimit -n) is %d", fit, jobs, limit), nil
+	}
+	return jobs, "", nil
+}
+
 func (c *Config) defaults() {
 	if c.Jobs <= 0 {
 		c.Jobs = 1000
-	}
-	if c.Concurrency <= 0 || c.Concurrency > c.Jobs {
-		c.Concurrency = c.Jobs
 	}
 	if c.Template == "" {
 		c.Template = "counter"
@@ -161,9 +193,20 @@ type target struct {
 // (cfg.Rounds times).
 func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	cfg.defaults()
+	var note string
+	limit := openFileLimit()
+	if cfg.Sim == SimInProcess {
+		limit /= 2 // the jobs' sockets and the sim's ends of them share this process
+	}
+	if cfg.Concurrency, note, err = fitConcurrency(cfg.Jobs, cfg.Concurrency, limit); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	rep = &Report{Sim: cfg.Sim, Jobs: cfg.Jobs, Concurrency: cfg.Concurrency, GoroutinesBefore: -1, GoroutinesAfter: -1}
+	rep = &Report{Sim: cfg.Sim, Jobs: cfg.Jobs, Concurrency: cfg.Concurrency, ConcurrencyNote: note, GoroutinesBefore: -1, GoroutinesAfter: -1}
+	if note != "" {
+		fmt.Fprintf(cfg.Out, "normsim bench: %s\n", note)
+	}
 
 	if cfg.ProfileDir != "" {
 		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
@@ -328,6 +371,9 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 // WriteReport prints a report for a reader.
 func WriteReport(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "\nnormsim bench: %d jobs, %d concurrent handovers (sim %s)\n", r.Jobs, r.Concurrency, r.Sim)
+	if r.ConcurrencyNote != "" {
+		fmt.Fprintf(w, "  note         %s\n", r.ConcurrencyNote)
+	}
 	fmt.Fprintf(w, "  connect      %s for all %d jobs (%.0f jobs/s)\n", Round(r.Connected), r.Jobs, r.ConnectRate)
 	if len(r.Rounds) > 1 {
 		fmt.Fprintf(w, "  rounds       %d of %d handovers each\n", len(r.Rounds), r.Jobs)

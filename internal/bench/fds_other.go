@@ -1,0 +1,5 @@
+//go:build !unix
+
+package bench
+
+func openFileLimit() int { return 0 }
