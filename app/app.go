@@ -614,10 +614,10 @@ func (m *Main) close() error {
 		// What the frame records cost is said once, at the end: a lost
 		// record is a frame missing from a job's history.
 		if n := m.recorder.Dropped(); n > 0 {
-			m.log.Error("frame records lost: the store did not catch up in time", "lost", n)
+			m.log.Error("frame records lost: the store refused them, or they came as the sim stopped", "lost", n)
 		}
 		if n := m.recorder.Throttled(); n > 0 {
-			m.log.Info("frame records waited for the store, slowing their connections", "waited", n)
+			m.log.Info("connections with many frames waiting for the store were slowed", "times", n)
 		}
 	}
 	if m.Logs != nil {

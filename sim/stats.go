@@ -28,11 +28,12 @@ type Stats struct {
 // RecordStats counts the frame records that could not go straight to the
 // store.
 type RecordStats struct {
-	// FramesWaited is how many frame records waited for room in the
-	// recorder's queue; each wait slowed the connection whose frame it was.
+	// FramesWaited is how many times a connection with many records
+	// waiting for the store was slowed before its next read (the
+	// recorder's back-pressure); no record is dropped for it.
 	FramesWaited int64 `json:"framesWaited"`
-	// FramesLost is how many frame records were lost because the store did
-	// not take them within the recorder's wait.
+	// FramesLost is how many frame records were lost: refused by the
+	// store, or recorded as the sim stopped.
 	FramesLost int64 `json:"framesLost"`
 }
 

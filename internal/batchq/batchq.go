@@ -61,39 +61,29 @@ func (q *Queue[T]) Add(item T, size int) bool {
 	return true
 }
 
-// AddWait is Add that, while the queue is full, waits for the writer to
-// take what is pending, up to wait: back-pressure on the caller instead
-// of a lost item. It reports whether the item was taken; not when the
-// queue is closed, or still full once wait has passed.
-func (q *Queue[T]) AddWait(item T, size int, wait time.Duration) bool {
-	var deadline *time.Timer
-	for {
-		q.mu.Lock()
-		if q.closed {
-			q.mu.Unlock()
-			return false
-		}
-		if !(q.limits.Items > 0 && len(q.pending) >= q.limits.Items) && !(q.limits.Size > 0 && q.size+size > q.limits.Size && q.size > 0) {
-			q.pending = append(q.pending, item)
-			q.size += size
-			q.mu.Unlock()
-			q.signal()
-			return true
-		}
-		room := q.room
+// AddOver queues item whatever the limits: for a caller that applies its
+// own back-pressure (see Full) and must not lose the item. It reports
+// false only when the queue is closed.
+func (q *Queue[T]) AddOver(item T, size int) bool {
+	q.mu.Lock()
+	if q.closed {
 		q.mu.Unlock()
-		// A full queue has nothing to linger for.
-		q.Hurry()
-		if deadline == nil {
-			deadline = time.NewTimer(wait)
-			defer deadline.Stop()
-		}
-		select {
-		case <-room:
-		case <-deadline.C:
-			return false
-		}
+		return false
 	}
+	q.pending = append(q.pending, item)
+	q.size += size
+	q.mu.Unlock()
+	q.signal()
+	return true
+}
+
+// Full reports whether the queue is at or past a limit, and a channel
+// closed when the writer next takes what is pending.
+func (q *Queue[T]) Full() (bool, <-chan struct{}) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	full := (q.limits.Items > 0 && len(q.pending) >= q.limits.Items) || (q.limits.Size > 0 && q.size >= q.limits.Size)
+	return full && !q.closed, q.room
 }
 
 // Close writes what is queued, then stops the writer; Add refuses from now.

@@ -82,10 +82,10 @@ func TestHurryCutsTheLingerShort(t *testing.T) {
 	q.Close()
 }
 
-// TestAddWaitWaitsForRoom: on a full queue AddWait waits until the writer
-// takes what is pending, gives up after its wait while the writer is
-// stuck, and refuses at once on a closed queue.
-func TestAddWaitWaitsForRoom(t *testing.T) {
+// TestAddOverKeepsPastTheLimits: on a full queue Add refuses and AddOver
+// keeps the item; Full says so until the writer takes what is pending,
+// and closes its channel then; a closed queue refuses both.
+func TestAddOverKeepsPastTheLimits(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	var mu sync.Mutex
@@ -99,27 +99,34 @@ func TestAddWaitWaitsForRoom(t *testing.T) {
 	q.Add("first", 0)
 	<-entered
 	q.Add("queued", 0) // the one item the queue holds
-	if q.AddWait("late", 0, 20*time.Millisecond) {
-		t.Fatal("AddWait took an item while the writer was stuck and the queue full")
+	if q.Add("refused", 0) {
+		t.Fatal("Add took an item past the limit")
 	}
-	took := make(chan bool)
-	go func() { took <- q.AddWait("waited", 0, 10*time.Second) }()
+	if !q.AddOver("over", 0) {
+		t.Fatal("AddOver refused an item on an open queue")
+	}
+	full, room := q.Full()
+	if !full {
+		t.Fatal("a queue past its limit is not full")
+	}
 	select {
-	case <-took:
-		t.Fatal("AddWait returned before the writer made room")
+	case <-room:
+		t.Fatal("room before the writer took anything")
 	case <-time.After(20 * time.Millisecond):
 	}
 	close(release)
-	if !<-took {
-		t.Fatal("AddWait gave up although the writer made room")
+	select {
+	case <-room:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no room after the writer took what was pending")
 	}
 	q.Close()
-	if q.AddWait("after", 0, time.Second) {
+	if q.AddOver("after", 0) {
 		t.Fatal("a closed queue took an item")
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if want := []string{"first", "queued", "waited"}; !slices.Equal(written, want) {
+	if want := []string{"first", "queued", "over"}; !slices.Equal(written, want) {
 		t.Fatalf("written %v, want %v", written, want)
 	}
 }

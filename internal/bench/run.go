@@ -417,7 +417,7 @@ func WriteReport(w io.Writer, r *Report) {
 		if r.After != nil {
 			last = r.After
 		}
-		fmt.Fprintf(w, "  records      %d frame records waited for the store, %d lost\n", last.Records.FramesWaited, last.Records.FramesLost)
+		fmt.Fprintf(w, "  records      %d frame records lost; connections slowed for the store %d times\n", last.Records.FramesLost, last.Records.FramesWaited)
 	}
 	for _, p := range r.Profiles {
 		fmt.Fprintf(w, "  profile      %s\n", p)

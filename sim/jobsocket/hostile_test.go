@@ -499,7 +499,7 @@ func TestFloodingJobCannotGrowMemory(t *testing.T) {
 	}
 	bound := uint64(queue*2*len(frame)) + 32<<20
 	growth := int64(peak.Load()) - int64(base)
-	t.Logf("flooded %d MiB in %d frames; heap in use peaked %d MiB over the baseline; %d records waited for the store, %d were lost",
+	t.Logf("flooded %d MiB in %d frames; heap in use peaked %d MiB over the baseline; slowed for the store %d times, %d were lost",
 		sentBytes>>20, frames.Load(), growth>>20, rec.Throttled(), rec.Dropped())
 	if growth > int64(bound) {
 		t.Fatalf("heap in use grew %d MiB during the flood; the bound is %d MiB", growth>>20, bound>>20)

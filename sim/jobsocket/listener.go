@@ -707,6 +707,11 @@ func (l *Listener) authenticate(c *conn, token string) (Registration, bool) {
 
 func (l *Listener) serveFrames(ctx context.Context, c *conn) (int, string) {
 	for {
+		if l.cfg.Recorder != nil {
+			// Back-pressure lands before the next read, once the frame
+			// before has been handed on.
+			l.cfg.Recorder.Throttle(l.cfg.Node, c.key.jobID, c.key.role)
+		}
 		data, err := c.readFrame(ctx)
 		if err != nil {
 			var ce *closeErr

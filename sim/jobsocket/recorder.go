@@ -3,6 +3,7 @@ package jobsocket
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,9 +17,8 @@ import (
 type RecorderLimits struct {
 	Records int
 	Bytes   int
-	// Wait is the most a frame's connection waits for room in a full
-	// queue before its record is given up (and counted); 0 is
-	// DefaultRecordWait.
+	// Wait is the most a connection waits in Throttle for the store to
+	// catch up before it reads on; 0 is DefaultRecordWait.
 	Wait time.Duration
 }
 
@@ -28,6 +28,11 @@ var DefaultRecorderLimits = RecorderLimits{Records: 16384, Bytes: 16 << 20}
 // DefaultRecordWait is long enough to ride out any burst the store can
 // write, and short of a store that hangs.
 const DefaultRecordWait = 10 * time.Second
+
+// fairShare is how many of its records a connection may have waiting for
+// the store before Throttle slows it: a job saying one frame per phase is
+// never slowed for the records of a job that floods.
+const fairShare = 8
 
 // recordLinger is how long the recorder waits after the first frame of a
 // burst before writing: the frames of a handover come in bursts, and a
@@ -39,25 +44,40 @@ const recordLinger = time.Millisecond
 const recordBatch = 256
 
 // Recorder writes frame records to the store in batches, off the relay path.
-// While its queue has room, Record never blocks; when the store falls
-// behind and the queue is full, Record waits for room, which slows the
-// connection whose frame it is (back-pressure), rather than drop a record
-// of what the job said. Only a store stuck for RecorderLimits.Wait loses
-// records, and those are counted.
+// Record never blocks and never drops a record while the recorder is open:
+// a record past the queue's limits is kept all the same. The back-pressure
+// is Throttle, which a connection's read loop calls before it reads the
+// next frame: while the queue is full and that connection has more than
+// its fair share of records waiting, it waits for the store (up to
+// RecorderLimits.Wait), which slows the job that floods and no other. So
+// the frame that was read is delivered at once (a migration never waits on
+// the store for it, and no phase times out because normsim was slow to
+// record), and the queue exceeds its limits by at most a fair share per
+// connection.
 type Recorder struct {
-	log       *slog.Logger
-	wait      time.Duration
-	queue     *batchq.Queue[sim.FrameRecord]
+	log   *slog.Logger
+	wait  time.Duration
+	queue *batchq.Queue[sim.FrameRecord]
+
+	mu      sync.Mutex
+	pending map[connKey]int // records queued, by connection
+
 	dropped   atomic.Int64
 	throttled atomic.Int64
+	waitedOut atomic.Int64
 }
+
+// connKey names a connection's records.
+type connKey struct{ node, jobID, role string }
+
+func keyOf(f *sim.FrameRecord) connKey { return connKey{f.Node, f.JobID, f.Role} }
 
 // NewRecorder starts a recorder bounded by limits.
 func NewRecorder(store sim.Store, limits RecorderLimits, log *slog.Logger) *Recorder {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Recorder{log: log, wait: limits.Wait}
+	r := &Recorder{log: log, wait: limits.Wait, pending: map[connKey]int{}}
 	if r.wait <= 0 {
 		r.wait = DefaultRecordWait
 	}
@@ -66,32 +86,84 @@ func NewRecorder(store sim.Store, limits RecorderLimits, log *slog.Logger) *Reco
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			if err := store.RecordFrames(ctx, batch); err != nil {
-				log.Error("record frames", "err", err, "count", len(batch))
+				// Counted with the lost: a frame missing from a job's
+				// history, however it went missing.
+				if r.dropped.Add(int64(len(batch))) == int64(len(batch)) {
+					log.Error("record frames: the store refused them; frame records are lost, and counted", "err", err, "count", len(batch))
+				}
 			}
+			r.mu.Lock()
+			for i := range batch {
+				k := keyOf(&batch[i])
+				if r.pending[k]--; r.pending[k] <= 0 {
+					delete(r.pending, k)
+				}
+			}
+			r.mu.Unlock()
 		})
 	return r
 }
 
-// Record queues a frame record. When the queue is full it waits for room
-// (up to RecorderLimits.Wait), and only then drops the record, counted.
+// Record queues a frame record; it never waits. Only a recorder that was
+// closed loses the record, counted.
 func (r *Recorder) Record(f sim.FrameRecord) {
-	if r.queue.Add(f, len(f.Data)) {
+	k := keyOf(&f)
+	r.mu.Lock()
+	r.pending[k]++
+	r.mu.Unlock()
+	if r.queue.AddOver(f, len(f.Data)) {
 		return
 	}
-	if r.throttled.Add(1) == 1 {
-		r.log.Info("frame recorder queue full; the connections whose frames wait are slowed until the store catches up")
+	r.mu.Lock()
+	if r.pending[k]--; r.pending[k] <= 0 {
+		delete(r.pending, k)
 	}
-	if !r.queue.AddWait(f, len(f.Data), r.wait) && r.dropped.Add(1) == 1 {
-		r.log.Error("frame recorder: the store has not caught up for " + r.wait.String() + "; frame records are lost, and counted")
+	r.mu.Unlock()
+	r.dropped.Add(1)
+}
+
+// Throttle is the back-pressure on the connection of node, jobID and role:
+// while the queue is full and the connection has more than its fair share
+// of records waiting, it waits for the store to catch up, up to the
+// recorder's wait.
+func (r *Recorder) Throttle(node, jobID, role string) {
+	k := connKey{node, jobID, role}
+	var deadline *time.Timer
+	for {
+		full, room := r.queue.Full()
+		if !full {
+			return
+		}
+		r.mu.Lock()
+		mine := r.pending[k]
+		r.mu.Unlock()
+		if mine <= fairShare {
+			return
+		}
+		if deadline == nil {
+			if r.throttled.Add(1) == 1 {
+				r.log.Info("frame recorder queue full; connections with many frames waiting for the store are slowed until it catches up")
+			}
+			deadline = time.NewTimer(r.wait)
+			defer deadline.Stop()
+		}
+		r.queue.Hurry() // a full queue has nothing to linger for
+		select {
+		case <-room:
+		case <-deadline.C:
+			if r.waitedOut.Add(1) == 1 {
+				r.log.Warn("frame recorder: the store has not caught up for " + r.wait.String() + "; a connection reads on, its records still queued")
+			}
+			return
+		}
 	}
 }
 
-// Dropped is how many records were lost: the queue stayed full for
-// RecorderLimits.Wait, or the recorder was closed.
+// Dropped is how many records were lost: recorded after Close, or refused
+// by the store.
 func (r *Recorder) Dropped() int64 { return r.dropped.Load() }
 
-// Throttled is how many records waited for room: each slowed the
-// connection it was recorded on.
+// Throttled is how many times a connection waited in Throttle for the store.
 func (r *Recorder) Throttled() int64 { return r.throttled.Load() }
 
 // Close writes what is queued and stops.

@@ -34,108 +34,100 @@ func (s *gatedStore) RecordFrames(ctx context.Context, frs []sim.FrameRecord) er
 	return nil
 }
 
-// TestRecorderBoundsBytes: while the store is stuck, the recorder holds at
-// most its byte budget of frame text, however few records that is; a
-// record that finds no room within the wait is lost and counted; what
-// fits is written once the store catches up, in order, and Close flushes.
-func TestRecorderBoundsBytes(t *testing.T) {
-	st := &gatedStore{entered: make(chan struct{}), release: make(chan struct{})}
-	rec := jobsocket.NewRecorder(st, jobsocket.RecorderLimits{Records: 1000, Bytes: 100 << 10, Wait: 20 * time.Millisecond}, nil)
-	frame := func(i int) sim.FrameRecord {
-		return sim.FrameRecord{JobID: "j", Type: "abort", Size: 40 << 10, Data: strings.Repeat(string(rune('a'+i)), 40<<10)}
-	}
-	rec.Record(frame(0))
-	select {
-	case <-st.entered:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the recorder did not write the first record")
-	}
-	for i := 1; i <= 4; i++ { // 40 KiB each against a 100 KiB budget: two fit
-		rec.Record(frame(i))
-	}
-	if got := rec.Dropped(); got != 2 {
-		t.Fatalf("dropped %d records, want 2 (two 40 KiB records fit in 100 KiB)", got)
-	}
-	close(st.release)
-	rec.Close()
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	var types []string
-	for _, f := range st.got {
-		types = append(types, f.Data[:1])
-	}
-	if strings.Join(types, "") != "abc" {
-		t.Fatalf("stored %q, want the first three records in order", strings.Join(types, ""))
-	}
-	rec.Record(frame(5)) // after Close: dropped, not a panic
-	if got := rec.Dropped(); got != 3 {
-		t.Fatalf("dropped %d after Close, want 3", got)
-	}
-}
-
-// TestRecorderBoundsRecords: the count limit holds for small records too.
-func TestRecorderBoundsRecords(t *testing.T) {
-	st := &gatedStore{entered: make(chan struct{}), release: make(chan struct{})}
-	rec := jobsocket.NewRecorder(st, jobsocket.RecorderLimits{Records: 10, Bytes: 1 << 20, Wait: 20 * time.Millisecond}, nil)
-	rec.Record(sim.FrameRecord{Type: "hello"})
-	<-st.entered
-	for range 15 {
-		rec.Record(sim.FrameRecord{Type: "state", Data: "{}"})
-	}
-	if got := rec.Dropped(); got != 5 {
-		t.Fatalf("dropped %d records, want 5 over a limit of 10", got)
-	}
-	close(st.release)
-	rec.Close()
-	if len(st.got) != 11 {
-		t.Fatalf("stored %d records, want 11", len(st.got))
-	}
-}
-
-// TestRecorderSlowsTheSenderInsteadOfDropping: with a store that writes
-// slowly, records past the queue's limit wait for room (each slowing its
-// caller) and every one is kept, in order.
-func TestRecorderSlowsTheSenderInsteadOfDropping(t *testing.T) {
-	st := &gatedStore{entered: make(chan struct{}), release: make(chan struct{})}
-	rec := jobsocket.NewRecorder(st, jobsocket.RecorderLimits{Records: 10, Bytes: 1 << 20}, nil)
-	rec.Record(sim.FrameRecord{Type: "hello", Data: "0"})
-	<-st.entered
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+// TestRecorderKeepsPastItsLimitsAndSlowsTheFlooder: while the store is
+// stuck, records past the queue's limits (count or bytes) are kept, not
+// lost; Throttle holds a connection with more than its fair share
+// waiting, and lets one with a record or two through at once; once the
+// store catches up every record is written, in order, and the flooder
+// reads on. Only a record after Close is lost, and counted.
+func TestRecorderKeepsPastItsLimitsAndSlowsTheFlooder(t *testing.T) {
+	for _, lim := range []jobsocket.RecorderLimits{
+		{Records: 10, Bytes: 1 << 20},
+		{Records: 1000, Bytes: 100 << 10}, // 40 KiB records: two fit
+	} {
+		st := &gatedStore{entered: make(chan struct{}), release: make(chan struct{})}
+		rec := jobsocket.NewRecorder(st, lim, nil)
+		frame := func(job string, i int) sim.FrameRecord {
+			return sim.FrameRecord{Node: "a", JobID: job, Role: "source", Type: "abort", Data: strconv.Itoa(i) + strings.Repeat(".", 40<<10)}
+		}
+		rec.Record(frame("flood", 0))
+		<-st.entered
 		for i := 1; i <= 30; i++ {
-			rec.Record(sim.FrameRecord{Type: "state", Data: strconv.Itoa(i)})
+			rec.Record(frame("flood", i))
 		}
-	}()
-	// The sender fills the queue and then waits: it cannot finish while
-	// the store is stuck.
-	deadline := time.Now().Add(5 * time.Second)
-	for rec.Throttled() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the sender never waited for room")
+		rec.Record(frame("calm", 31))
+		if got := rec.Dropped(); got != 0 {
+			t.Fatalf("%+v: dropped %d records past the limits; want them kept", lim, got)
 		}
-		time.Sleep(time.Millisecond)
+		calm := make(chan struct{})
+		go func() { rec.Throttle("a", "calm", "source"); close(calm) }()
+		select {
+		case <-calm:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%+v: a connection with one record waiting was throttled for the flooder's", lim)
+		}
+		flood := make(chan struct{})
+		go func() { rec.Throttle("a", "flood", "source"); close(flood) }()
+		select {
+		case <-flood:
+			t.Fatalf("%+v: the flooder read on while the store was stuck and the queue full", lim)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if rec.Throttled() != 1 {
+			t.Errorf("%+v: throttled %d, want 1", lim, rec.Throttled())
+		}
+		close(st.release)
+		select {
+		case <-flood:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%+v: the flooder was still held after the store caught up", lim)
+		}
+		rec.Close()
+		st.mu.Lock()
+		if len(st.got) != 32 {
+			t.Fatalf("%+v: stored %d records, want 32", lim, len(st.got))
+		}
+		for i, f := range st.got {
+			if !strings.HasPrefix(f.Data, strconv.Itoa(i)+".") {
+				t.Fatalf("%+v: record %d is %.8q: out of order", lim, i, f.Data)
+			}
+		}
+		st.mu.Unlock()
+		rec.Record(frame("flood", 32)) // after Close: lost and counted, not a panic
+		if got := rec.Dropped(); got != 1 {
+			t.Fatalf("%+v: dropped %d after Close, want 1", lim, got)
+		}
 	}
+}
+
+// TestRecorderWaitIsBounded: a store that never catches up holds a
+// flooding connection for the recorder's wait, then lets it read on, its
+// records still queued rather than lost.
+func TestRecorderWaitIsBounded(t *testing.T) {
+	st := &gatedStore{entered: make(chan struct{}), release: make(chan struct{})}
+	rec := jobsocket.NewRecorder(st, jobsocket.RecorderLimits{Records: 4, Bytes: 1 << 20, Wait: 30 * time.Millisecond}, nil)
+	defer func() { close(st.release); rec.Close() }()
+	record := func(i int) {
+		rec.Record(sim.FrameRecord{Node: "a", JobID: "j", Role: "source", Type: "state", Data: strconv.Itoa(i)})
+	}
+	record(0)
+	<-st.entered // the writer holds record 0; the next 20 wait
+	for i := 1; i <= 20; i++ {
+		record(i)
+	}
+	start := time.Now()
+	done := make(chan struct{})
+	go func() { rec.Throttle("a", "j", "source"); close(done) }()
 	select {
 	case <-done:
-		t.Fatal("all 30 records were taken by a 10-record queue while the store was stuck")
-	default:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Throttle outlasted the recorder's wait")
 	}
-	close(st.release)
-	<-done
-	rec.Close()
-	if got := rec.Dropped(); got != 0 {
-		t.Fatalf("dropped %d records; a store that catches up loses none", got)
+	if waited := time.Since(start); waited < 30*time.Millisecond || rec.Throttled() != 1 {
+		t.Errorf("Throttle returned after %v, throttled %d; want the 30ms wait, once", waited, rec.Throttled())
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if len(st.got) != 31 {
-		t.Fatalf("stored %d records, want 31", len(st.got))
-	}
-	for i, f := range st.got {
-		if f.Data != strconv.Itoa(i) {
-			t.Fatalf("record %d is %q: out of order", i, f.Data)
-		}
+	if rec.Dropped() != 0 {
+		t.Fatalf("dropped %d; a wait that runs out loses nothing", rec.Dropped())
 	}
 }
 
