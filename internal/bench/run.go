@@ -459,10 +459,11 @@ type roundResult struct {
 // failures.
 func handoverRound(ctx context.Context, cfg Config, api *API, nodes [2]string, jobs []benchJob, errs *[]string) roundResult {
 	var (
-		mu     sync.Mutex
-		rd     = roundResult{walls: make([]time.Duration, 0, len(jobs)), cutovers: make([]time.Duration, 0, len(jobs))}
-		done   atomic.Int64
-		failed atomic.Int64
+		mu      sync.Mutex
+		rd      = roundResult{walls: make([]time.Duration, 0, len(jobs)), cutovers: make([]time.Duration, 0, len(jobs))}
+		done    atomic.Int64
+		failed  atomic.Int64
+		sources []string // the stopped sources of completed handovers
 	)
 	start := time.Now()
 	stop := progress(cfg.Out, cfg.Every, func() string {
@@ -499,12 +500,19 @@ func handoverRound(ctx context.Context, cfg Config, api *API, nodes [2]string, j
 			rd.walls = append(rd.walls, h.Wall)
 			rd.cutovers = append(rd.cutovers, h.Cutover)
 			j.conn.Close() // the worker closed the source's socket
+			sources = append(sources, j.id)
 			*j = benchJob{id: h.TargetID, node: 1 - j.node, conn: h.TargetJob}
 		}(&jobs[i])
 	}
 	wg.Wait()
 	stop()
 	rd.Elapsed = time.Since(start)
+	// A source a migration stopped stays listed (docs/contract-choices.md):
+	// the bench removes those it handed over, as a user done with them
+	// would, so a long run holds its jobs and not every source it left.
+	if err := remove(ctx, api, sources); err != nil && len(*errs) < 10 {
+		*errs = append(*errs, "remove the stopped sources: "+err.Error())
+	}
 	rd.Completed, rd.Failed = int(done.Load()), int(failed.Load())
 	rd.Throughput = float64(rd.Completed) / rd.Elapsed.Seconds()
 	rd.Wall, rd.Cutover = Summarize(rd.walls), Summarize(rd.cutovers)

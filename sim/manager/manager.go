@@ -877,6 +877,12 @@ func (m *Manager) OnSocketEvent(ev sim.SocketEvent) {
 	}
 	r := m.byInstance[ev.Role]
 	ended := m.ended[ev.Role]
+	if ended != nil && ev.Kind == sim.SocketDisconnected {
+		// No frame can cross the end on a socket that is gone: let the
+		// ended run go, or every source a migration stopped (they stay
+		// listed) would hold its whole timeline for the life of the sim.
+		delete(m.ended, ev.Role)
+	}
 	m.mu.Unlock()
 	switch {
 	case r != nil:

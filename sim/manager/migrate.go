@@ -1294,7 +1294,9 @@ func (r *run) finish(ctx context.Context, err error) {
 	delete(r.m.byInstance, r.src.ID)
 	delete(r.m.byInstance, r.tgtID)
 	for _, id := range []string{r.src.ID, r.tgtID} {
-		if _, ok := r.m.instances[id]; ok && id != "" {
+		// Only a connected instance can send a frame that crossed the end
+		// (see OnSocketEvent, which lets go once its socket closes).
+		if in, ok := r.m.instances[id]; ok && id != "" && in.Connected {
 			r.m.ended[id] = r
 		}
 	}
