@@ -137,7 +137,7 @@ machine they were measured on.`,
 	f.StringVar(&cfg.Server, "server", "", "URL of a running sim to load instead of starting one")
 	f.StringVar(&cfg.Template, "template", "counter", "template to launch; it must declare the handover strategy")
 	f.StringArrayVar(&cfg.TemplateDirs, "templates", nil, "template directory for the sim this command starts (repeatable; default ./templates or the built-in ones)")
-	f.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "give up after this long")
+	f.DurationVar(&cfg.Timeout, "timeout", 0, "give up after this long (default 5m per round, for each point of a curve)")
 	f.DurationVar(&cfg.Every, "progress", time.Second, "how often to print progress")
 	f.IntVar(&cfg.KeepMigrations, "keep-migrations", 0, "the sim this command starts keeps at most N finished migrations (up --keep-migrations); 0 keeps all")
 	f.IntVar(&cfg.Rounds, "rounds", 1, "hand every job over this many times, one round after another, and show the sim at rest after each")

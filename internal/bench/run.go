@@ -60,7 +60,7 @@ type Config struct {
 	// TemplateDirs and DefaultTemplates are the in-process sim's templates.
 	TemplateDirs     []string
 	DefaultTemplates fs.FS
-	// Timeout bounds the whole run (default 5 minutes).
+	// Timeout bounds the whole run (default 5 minutes per round).
 	Timeout time.Duration
 	// Out receives progress lines; Every is how often (default 1s).
 	Out   io.Writer
@@ -163,7 +163,7 @@ func (c *Config) defaults() {
 		c.Rounds = 1
 	}
 	if c.Timeout <= 0 {
-		c.Timeout = 5 * time.Minute
+		c.Timeout = time.Duration(max(1, c.Rounds)) * 5 * time.Minute
 	}
 	if c.Out == nil {
 		c.Out = io.Discard
