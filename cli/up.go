@@ -108,7 +108,7 @@ failed with that reason.`,
 	f.StringArrayVar(&timeouts, "timeouts", nil, "per-phase migration timeouts for the whole run, PHASE=DURATION[,…] with PHASE one of "+strings.Join(sim.TimeoutNames(), ", ")+"; a request's own --timeout wins (docs/migrations.md)")
 	f.BoolVar(&opts.Keep, "keep", false, "leave what normsim started running on exit: the next start on the same --db adopts the containers\n(their jobs reconnect within about 2s, their output sink keeps its port) and external jobs reconnect by themselves;\nhost processes cannot be adopted, so that start stops them and marks their instances failed")
 	f.IntVar(&opts.OutputPort, "output-port", 0, "UDP port of the output sink (0 picks a free port)")
-	f.IntVar(&opts.KeepMigrations, "keep-migrations", 0, "keep at most N finished migrations in the store, dropping the oldest first (counted in GET /api/v1/stats); 0 keeps all.\nFor long runs on --db :memory:, whose store otherwise grows with every migration")
+	f.IntVar(&opts.KeepMigrations, "keep-migrations", 0, "keep at most N finished migrations in the store, dropping the oldest first with the events and frames older than\nthe oldest migration kept (counted in GET /api/v1/stats); 0 keeps all. For long runs on --db :memory:, whose store\notherwise grows with every migration")
 	f.BoolVar(&opts.Profiling, "pprof", false, "serve the runtime's profiles under /debug/pprof/ on --addr, for go tool pprof (heap, allocs, goroutine, profile?seconds=N)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to FILE at exit, for go tool pprof")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")

@@ -35,10 +35,10 @@ func (s *Store) MigrationCap() int { return int(s.migCap.keep.Load()) }
 // MigrationsPruned is how many finished migrations the cap has dropped.
 func (s *Store) MigrationsPruned() int64 { return s.migCap.pruned.Load() }
 
-// pruneMigrations drops the oldest finished migrations past the cap, with
-// their timelines, their events, and the frames of their jobs recorded
-// before the oldest migration of the job that is kept (or, for a job none
-// of whose migrations is kept, before its newest dropped one began). It
+// pruneMigrations drops the oldest finished migrations past the cap with
+// their timelines, and the history older than the oldest migration kept
+// (running or finished): events and frames, found from the front of their
+// tables (their seq grows with time), so what is read is what goes. It
 // runs in tx, the transaction that saved a finished migration.
 func (s *Store) pruneMigrations(ctx context.Context, tx *sql.Tx) (int64, error) {
 	keep := s.migCap.keep.Load()
@@ -53,39 +53,25 @@ func (s *Store) pruneMigrations(ctx context.Context, tx *sql.Tx) (int64, error) 
 	if over <= 0 {
 		return 0, nil
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT id, job_id, started_at FROM migrations WHERE state != ? ORDER BY started_at, id LIMIT ?`, string(sim.MigrationRunning), over)
+	res, err := tx.ExecContext(ctx, `DELETE FROM migrations WHERE id IN
+		(SELECT id FROM migrations WHERE state != ? ORDER BY started_at, id LIMIT ?)`, string(sim.MigrationRunning), over)
 	if err != nil {
-		return 0, fmt.Errorf("find migrations to prune: %w", err)
+		return 0, fmt.Errorf("prune migrations: %w", err)
 	}
-	type old struct {
-		id, job string
-		started int64
+	pruned, _ := res.RowsAffected()
+	// migration_events went with their migrations (ON DELETE CASCADE).
+	var oldest sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT min(started_at) FROM migrations`).Scan(&oldest); err != nil {
+		return 0, fmt.Errorf("prune history: %w", err)
 	}
-	var olds []old
-	for rows.Next() {
-		var o old
-		if err := rows.Scan(&o.id, &o.job, &o.started); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		olds = append(olds, o)
+	if !oldest.Valid {
+		return pruned, nil
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, err
-	}
-	for _, o := range olds {
-		// migration_events go with their migration (ON DELETE CASCADE).
-		if _, err := tx.ExecContext(ctx, `DELETE FROM migrations WHERE id = ?`, o.id); err != nil {
-			return 0, fmt.Errorf("prune migration %s: %w", o.id, err)
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE migration = ?`, o.id); err != nil {
-			return 0, fmt.Errorf("prune the events of migration %s: %w", o.id, err)
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM frames WHERE job_id = ? AND at < COALESCE((SELECT min(started_at) FROM migrations WHERE job_id = ?), ?)`,
-			o.job, o.job, o.started); err != nil {
-			return 0, fmt.Errorf("prune the frames of migration %s: %w", o.id, err)
+	for _, table := range []string{"events", "frames"} {
+		q := `DELETE FROM ` + table + ` WHERE seq < (SELECT seq FROM ` + table + ` WHERE at >= ? ORDER BY seq LIMIT 1)`
+		if _, err := tx.ExecContext(ctx, q, oldest.Int64); err != nil {
+			return 0, fmt.Errorf("prune %s: %w", table, err)
 		}
 	}
-	return int64(len(olds)), nil
+	return pruned, nil
 }
