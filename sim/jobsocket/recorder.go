@@ -43,6 +43,9 @@ const recordLinger = time.Millisecond
 // recordBatch is the most records written in one transaction.
 const recordBatch = 256
 
+// recordTries is how often a batch is tried, 10 s each, before it is lost.
+const recordTries = 5
+
 // Recorder writes frame records to the store in batches, off the relay path.
 // Record never blocks and never drops a record while the recorder is open:
 // a record past the queue's limits is kept all the same. The back-pressure
@@ -65,6 +68,7 @@ type Recorder struct {
 	dropped   atomic.Int64
 	throttled atomic.Int64
 	waitedOut atomic.Int64
+	retried   atomic.Int64
 }
 
 // connKey names a connection's records.
@@ -83,13 +87,27 @@ func NewRecorder(store sim.Store, limits RecorderLimits, log *slog.Logger) *Reco
 	}
 	r.queue = batchq.New(batchq.Limits{Items: limits.Records, Size: limits.Bytes}, recordLinger, recordBatch,
 		func(batch []sim.FrameRecord) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := store.RecordFrames(ctx, batch); err != nil {
-				// Counted with the lost: a frame missing from a job's
-				// history, however it went missing.
-				if r.dropped.Add(int64(len(batch))) == int64(len(batch)) {
-					log.Error("record frames: the store refused them; frame records are lost, and counted", "err", err, "count", len(batch))
+			// A store busy with the journal for longer than a write's
+			// deadline is behind, not broken: the batch is tried again
+			// (the queue meanwhile slows the flooders) and only given up,
+			// and counted, after recordTries.
+			for try := 1; ; try++ {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				err := store.RecordFrames(ctx, batch)
+				cancel()
+				if err == nil {
+					break
+				}
+				if try == recordTries {
+					// Counted with the lost: a frame missing from a job's
+					// history, however it went missing.
+					if r.dropped.Add(int64(len(batch))) == int64(len(batch)) {
+						log.Error("record frames: the store refused them; frame records are lost, and counted", "err", err, "count", len(batch), "tries", try)
+					}
+					break
+				}
+				if r.retried.Add(1) == 1 {
+					log.Warn("record frames: the store did not take a batch in time; trying again", "err", err)
 				}
 			}
 			r.mu.Lock()

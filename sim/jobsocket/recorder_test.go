@@ -159,3 +159,41 @@ func TestRepeatedHelloIsRecordedRedacted(t *testing.T) {
 		}
 	}
 }
+
+// flakyStore refuses its first writes, then keeps what it is given.
+type flakyStore struct {
+	sim.Store
+	mu    sync.Mutex
+	fails int
+	got   []sim.FrameRecord
+}
+
+func (s *flakyStore) RecordFrames(ctx context.Context, frs []sim.FrameRecord) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fails > 0 {
+		s.fails--
+		return context.DeadlineExceeded
+	}
+	s.got = append(s.got, frs...)
+	return nil
+}
+
+// TestRecorderTriesABatchAgain: a store that misses a write's deadline
+// twice (busy with the journal) loses nothing; one that never takes the
+// batch loses it after the recorder's tries, counted.
+func TestRecorderTriesABatchAgain(t *testing.T) {
+	for _, c := range []struct {
+		fails, kept, lost int
+	}{{fails: 2, kept: 3}, {fails: 100, lost: 3}} {
+		st := &flakyStore{fails: c.fails}
+		rec := jobsocket.NewRecorder(st, jobsocket.DefaultRecorderLimits, nil)
+		for i := range 3 {
+			rec.Record(sim.FrameRecord{JobID: "j", Type: "state", Data: strconv.Itoa(i)})
+		}
+		rec.Close()
+		if len(st.got) != c.kept || rec.Dropped() != int64(c.lost) {
+			t.Errorf("store failing %d times: kept %d, lost %d; want %d and %d", c.fails, len(st.got), rec.Dropped(), c.kept, c.lost)
+		}
+	}
+}
