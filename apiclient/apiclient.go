@@ -298,10 +298,20 @@ func (c *Client) MigrationState(ctx context.Context, id string) (*sim.Migration,
 // 50 ms. When ctx ends first it returns the last state fetched (nil if
 // none) with ctx's error.
 func (c *Client) WaitMigration(ctx context.Context, id string, each func(*sim.Migration)) (*sim.Migration, error) {
+	return c.waitMigration(ctx, id, each, c.Migration)
+}
+
+// WaitMigrationState is WaitMigration without the logs (see
+// MigrationState): for a client that polls many migrations at once.
+func (c *Client) WaitMigrationState(ctx context.Context, id string) (*sim.Migration, error) {
+	return c.waitMigration(ctx, id, nil, c.MigrationState)
+}
+
+func (c *Client) waitMigration(ctx context.Context, id string, each func(*sim.Migration), get func(context.Context, string) (*sim.Migration, error)) (*sim.Migration, error) {
 	delay := time.Millisecond
 	var last *sim.Migration
 	for {
-		m, err := c.Migration(ctx, id)
+		m, err := get(ctx, id)
 		if err != nil {
 			return last, err
 		}

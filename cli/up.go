@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/normsim/normsim/app"
+	"github.com/normsim/normsim/internal/bench"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -67,7 +66,7 @@ failed with that reason.`,
 				opts.Nodes[i] = strings.TrimSpace(n)
 			}
 			if cpuProfile != "" {
-				stop, err := startCPUProfile(cpuProfile)
+				stop, err := bench.ProfileCPU(cpuProfile)
 				if err != nil {
 					return err
 				}
@@ -160,17 +159,4 @@ func stopping(w io.Writer, m *app.Main, keep bool) {
 	default:
 		fmt.Fprintf(w, "\n  Stopping normsim: removing %s: %s (Ctrl-C again quits at once)\n", sim.Plural(int64(len(live)), "instance"), strings.Join(live, ", "))
 	}
-}
-
-// startCPUProfile profiles the process's CPU into path until stop.
-func startCPUProfile(path string) (stop func(), err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

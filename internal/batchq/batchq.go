@@ -48,9 +48,15 @@ func New[T any](limits Limits, linger time.Duration, batch int, write func([]T))
 // Add queues item, of the given size, and reports whether it was taken: not
 // when the queue is closed or the item would pass a limit.
 func (q *Queue[T]) Add(item T, size int) bool {
+	return q.add(item, size, false)
+}
+
+// add queues item unless the queue is closed or, unless over, the item
+// would pass a limit.
+func (q *Queue[T]) add(item T, size int, over bool) bool {
 	q.mu.Lock()
-	if q.closed || (q.limits.Items > 0 && len(q.pending) >= q.limits.Items) ||
-		(q.limits.Size > 0 && q.size+size > q.limits.Size) {
+	if q.closed || (!over && ((q.limits.Items > 0 && len(q.pending) >= q.limits.Items) ||
+		(q.limits.Size > 0 && q.size+size > q.limits.Size))) {
 		q.mu.Unlock()
 		return false
 	}
@@ -65,16 +71,7 @@ func (q *Queue[T]) Add(item T, size int) bool {
 // own back-pressure (see Full) and must not lose the item. It reports
 // false only when the queue is closed.
 func (q *Queue[T]) AddOver(item T, size int) bool {
-	q.mu.Lock()
-	if q.closed {
-		q.mu.Unlock()
-		return false
-	}
-	q.pending = append(q.pending, item)
-	q.size += size
-	q.mu.Unlock()
-	q.signal()
-	return true
+	return q.add(item, size, true)
 }
 
 // Full reports whether the queue is at or past a limit, and a channel

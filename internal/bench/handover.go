@@ -126,7 +126,7 @@ func PlayHandover(ctx context.Context, api *API, srcID string, src *jobplay.Job,
 	}
 	// The source is stopped just before the migration ends: wait for the
 	// end, so the job can migrate again at once.
-	done, err := waitEnded(ctx, api, m.ID)
+	done, err := api.WaitMigrationState(ctx, m.ID)
 	if err != nil {
 		return fail("end", err)
 	}
@@ -160,26 +160,6 @@ func targetEnv(ctx context.Context, api *API, id string) (string, map[string]str
 			return "", nil, fmt.Errorf("no target placed: %w", ctx.Err())
 		}
 		delay = min(2*delay, 20*time.Millisecond)
-	}
-}
-
-// waitEnded polls the migration, without its logs, until it ends.
-func waitEnded(ctx context.Context, api *API, id string) (*sim.Migration, error) {
-	delay := time.Millisecond
-	for {
-		m, err := api.MigrationState(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if m.State.Ended() {
-			return m, nil
-		}
-		select {
-		case <-time.After(delay):
-		case <-ctx.Done():
-			return m, ctx.Err()
-		}
-		delay = min(2*delay, 50*time.Millisecond)
 	}
 }
 

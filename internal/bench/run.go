@@ -213,7 +213,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 			return nil, fmt.Errorf("--profile: %w", err)
 		}
 		if cfg.Sim == SimInProcess {
-			stop, err := profileCPU(filepath.Join(cfg.ProfileDir, "cpu.pprof"))
+			stop, err := ProfileCPU(filepath.Join(cfg.ProfileDir, "cpu.pprof"))
 			if err != nil {
 				return nil, err
 			}
@@ -607,8 +607,8 @@ func stopChild(cmd *exec.Cmd, exited <-chan struct{}) {
 	}
 }
 
-// profileCPU profiles this process's CPU into path until stop.
-func profileCPU(path string) (stop func(), err error) {
+// ProfileCPU profiles this process's CPU into path until stop.
+func ProfileCPU(path string) (stop func(), err error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("cpu profile: %w", err)
