@@ -48,13 +48,13 @@ const probe = `
 
 // browser is one headless Chromium tab for a test.
 type browser struct {
-	t   *testing.T
+	t   testing.TB
 	ctx context.Context
 	dir string
 	n   int
 }
 
-func newBrowser(t *testing.T) *browser {
+func newBrowser(t testing.TB) *browser {
 	t.Helper()
 	path := testenv.RequireBrowser(t)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -80,7 +80,7 @@ func newBrowser(t *testing.T) *browser {
 // artifactDir is where a test's screenshots go: $NORMSIM_ARTIFACTS/<test>
 // when set (CI keeps it), else the test's artifact directory (kept under
 // the output directory with go test -artifacts).
-func artifactDir(t *testing.T) string {
+func artifactDir(t testing.TB) string {
 	if root := os.Getenv("NORMSIM_ARTIFACTS"); root != "" {
 		dir := filepath.Join(root, regexp.MustCompile(`[^A-Za-z0-9_.-]+`).ReplaceAllString(t.Name(), "_"))
 		if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -24,7 +24,7 @@ import (
 var templatesDir = filepath.Join("..", "templates")
 
 // startSim runs a whole simulator with the repository's templates.
-func startSim(t *testing.T, o normsimtest.Options) *normsimtest.Sim {
+func startSim(t testing.TB, o normsimtest.Options) *normsimtest.Sim {
 	t.Helper()
 	if o.Templates == nil {
 		o.Templates = []string{templatesDir}
@@ -335,7 +335,7 @@ func apiError(t *testing.T, r response) (code, msg string) {
 }
 
 // waitFor polls cond for up to d.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
