@@ -609,6 +609,12 @@ func (m *Main) close() error {
 	if lc, ok := m.Catalog.(*lazyCatalog); ok {
 		lc.close() // its loader is ours to wait for
 	}
+	if m.Manager != nil {
+		// Each drop was logged as it happened; the sum is said at the end.
+		if n := m.Manager.Bus().DroppedSubscribers(); n > 0 {
+			m.log.Warn("live-update subscribers (/api/v1/events) were dropped for falling behind", "dropped", n)
+		}
+	}
 	if m.recorder != nil {
 		m.recorder.Close()
 		// What the frame records cost is said once, at the end: a lost

@@ -3,12 +3,22 @@ package sim
 import "sync"
 
 // Bus is the live-update pub/sub: every Event published reaches each
-// subscriber's buffered channel. A subscriber that falls behind is dropped
-// (its channel closed), never waited for, so a slow browser cannot stall
-// the sim.
+// subscriber without the publisher ever waiting. A subscriber that falls
+// too far behind is dropped, never waited for, so a slow browser cannot
+// stall the sim; the drops are counted (DroppedSubscribers).
+//
+// There are two kinds of subscriber. Subscribe gives a channel with a
+// fixed buffer, for an in-process waiter that wants the next few events.
+// Stream gives a backlog that grows as its reader falls behind, up to a
+// limit, for a reader over the network (an /api/v1/events client): a
+// burst (a thousand handovers released at once) then costs memory for a
+// moment instead of the subscriber.
 type Bus struct {
-	mu   sync.Mutex
-	subs map[*Subscription]struct{}
+	mu      sync.Mutex
+	subs    map[*Subscription]struct{}
+	streams map[*Stream]struct{}
+	// dropped counts the subscribers dropped for falling behind.
+	dropped int64
 }
 
 // Subscription is one subscriber's stream.
@@ -22,7 +32,9 @@ type Subscription struct {
 }
 
 // NewBus returns an empty bus.
-func NewBus() *Bus { return &Bus{subs: map[*Subscription]struct{}{}} }
+func NewBus() *Bus {
+	return &Bus{subs: map[*Subscription]struct{}{}, streams: map[*Stream]struct{}{}}
+}
 
 // Subscribe returns a subscription with room for buffer events.
 func (b *Bus) Subscribe(buffer int) *Subscription {
@@ -43,10 +55,25 @@ func (b *Bus) Publish(ev Event) {
 		case s.c <- ev:
 		default:
 			s.dropped = true
+			b.dropped++
 			delete(b.subs, s)
 			s.once.Do(func() { close(s.c) })
 		}
 	}
+	for s := range b.streams {
+		if !s.put(ev) {
+			b.dropped++
+			delete(b.streams, s)
+		}
+	}
+}
+
+// DroppedSubscribers counts the subscribers (channels and streams)
+// dropped so far for falling behind.
+func (b *Bus) DroppedSubscribers() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.dropped
 }
 
 // Dropped reports whether the subscription was dropped for falling behind
@@ -63,4 +90,98 @@ func (s *Subscription) Close() {
 	delete(s.bus.subs, s)
 	s.bus.mu.Unlock()
 	s.once.Do(func() { close(s.c) })
+}
+
+// Stream is a subscriber whose backlog grows while it is behind: it holds
+// up to limit events that its reader has not taken, and only what is
+// waiting costs memory. One more than limit drops it.
+type Stream struct {
+	bus   *Bus
+	limit int
+	ready chan struct{} // holds a token while events wait
+	done  chan struct{} // closed when dropped or closed
+
+	mu      sync.Mutex
+	queue   []Event
+	dropped bool
+	ended   bool
+}
+
+// Stream subscribes a reader that may fall up to limit events behind.
+func (b *Bus) Stream(limit int) *Stream {
+	s := &Stream{bus: b, limit: max(limit, 1), ready: make(chan struct{}, 1), done: make(chan struct{})}
+	b.mu.Lock()
+	b.streams[s] = struct{}{}
+	b.mu.Unlock()
+	return s
+}
+
+// put queues ev; false when that would pass the limit, which drops the
+// stream. Called under the bus's lock.
+func (s *Stream) put(ev Event) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return false
+	}
+	if len(s.queue) >= s.limit {
+		s.dropped = true
+		s.endLocked()
+		return false
+	}
+	s.queue = append(s.queue, ev)
+	select {
+	case s.ready <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+func (s *Stream) endLocked() {
+	s.ended = true
+	clear(s.queue)
+	s.queue = nil
+	close(s.done)
+}
+
+// Ready has a value when events are waiting to be taken.
+func (s *Stream) Ready() <-chan struct{} { return s.ready }
+
+// Done is closed once the stream was dropped or closed.
+func (s *Stream) Done() <-chan struct{} { return s.done }
+
+// Take returns the events waiting, oldest first, and empties the backlog.
+// reuse, the slice a previous Take returned (or nil), is taken back to
+// hold the next ones.
+func (s *Stream) Take(reuse []Event) []Event {
+	clear(reuse)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.queue
+	if !s.ended {
+		s.queue = reuse[:0]
+	}
+	return out
+}
+
+// Dropped reports whether the stream was dropped for falling behind.
+func (s *Stream) Dropped() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dropped
+}
+
+// Limit is how far behind the stream may fall.
+func (s *Stream) Limit() int { return s.limit }
+
+// Close unsubscribes.
+func (s *Stream) Close() {
+	s.bus.mu.Lock()
+	delete(s.bus.streams, s)
+	s.bus.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ended {
+		s.endLocked()
+	}
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -393,52 +394,108 @@ func (s *Server) getMigration(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, m)
 }
 
-// events streams the bus as Server-Sent Events. A client that falls behind
-// is dropped (the stream ends) and its EventSource reconnects.
+// eventBacklog is how far an /api/v1/events subscriber may fall behind
+// before it is dropped. A burst is far larger than the pace it keeps on
+// average: a thousand handovers released at once publish thousands of
+// events within milliseconds, which a reader on a busy two-core machine
+// may not be scheduled to take for a few hundred. Only what waits costs
+// memory (about 100 bytes an event, the payloads being shared).
+const eventBacklog = 1 << 16
+
+// eventChunk is how much of a backlog one write (and flush) carries.
+const eventChunk = 64 << 10
+
+// events streams the bus as Server-Sent Events. What came while the
+// subscriber was writing goes out together in one write. A subscriber that
+// falls eventBacklog events behind is dropped: it is told so by a
+// "dropped" event, the drop is counted and logged, and the stream ends (an
+// EventSource reconnects; the dashboard then refreshes what it shows).
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if _, ok := w.(http.Flusher); !ok {
 		writeErrorStatus(w, http.StatusInternalServerError, sim.EInternal, "streaming unsupported")
 		return
 	}
 	rc := http.NewResponseController(w)
-	sub := s.svc.Bus().Subscribe(512)
-	defer sub.Close()
+	bus := s.svc.Bus()
+	st := bus.Stream(eventBacklog)
+	defer st.Close()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	// send writes one chunk with a deadline: a subscriber that stops
 	// reading is dropped (its connection closed) instead of holding this
 	// goroutine, its connection and its buffered events for ever.
-	send := func(format string, args ...any) bool {
+	send := func(b []byte) bool {
 		if err := rc.SetWriteDeadline(time.Now().Add(s.eventWriteTimeout)); err != nil {
 			return false
 		}
-		if _, err := fmt.Fprintf(w, format, args...); err != nil {
+		if _, err := w.Write(b); err != nil {
 			return false
 		}
 		return rc.Flush() == nil
 	}
-	if !send("retry: 1000\n: connected\n\n") {
+	if !send([]byte("retry: 1000\n: connected\n\n")) {
 		return
 	}
 	ping := time.NewTicker(15 * time.Second)
 	defer ping.Stop()
+	var batch []sim.Event
+	var buf bytes.Buffer
 	for {
 		select {
-		case ev, ok := <-sub.C:
-			if !ok {
+		case <-st.Ready():
+			batch = st.Take(batch)
+			buf.Reset()
+			for _, ev := range batch {
+				data, _ := json.Marshal(ev)
+				fmt.Fprintf(&buf, "event: %s\ndata: %s\n\n", ev.Kind, data)
+				if buf.Len() >= eventChunk {
+					if !send(buf.Bytes()) {
+						return
+					}
+					buf.Reset()
+				}
+			}
+			if buf.Len() > 0 && !send(buf.Bytes()) {
 				return
 			}
-			data, _ := json.Marshal(ev)
-			if !send("event: %s\ndata: %s\n\n", ev.Kind, data) {
-				return
+		case <-st.Done():
+			if st.Dropped() {
+				s.dropped(st, send)
 			}
+			return
 		case <-ping.C:
-			if !send(": ping\n\n") {
+			if !send([]byte(": ping\n\n")) {
 				return
 			}
 		case <-r.Context().Done():
 			return
 		}
 	}
+}
+
+// StreamDropped is the data of the "dropped" event a subscriber of
+// /api/v1/events gets when it fell too far behind, just before its stream
+// ends.
+type StreamDropped struct {
+	Reason string `json:"reason"`
+	// Limit is how many events a subscriber may fall behind.
+	Limit int `json:"limit"`
+	// DroppedSubscribers counts the subscribers dropped since normsim
+	// started, this one included.
+	DroppedSubscribers int64 `json:"droppedSubscribers"`
+}
+
+// dropped tells a subscriber it was dropped, and logs it: what it shows
+// may miss events from here until it reconnects and reads the state again.
+func (s *Server) dropped(st *sim.Stream, send func([]byte) bool) {
+	n := s.svc.Bus().DroppedSubscribers()
+	s.log.Warn("an /api/v1/events subscriber fell behind and was dropped; it misses the events until it reconnects",
+		"limit", st.Limit(), "droppedSubscribers", n)
+	data, _ := json.Marshal(StreamDropped{
+		Reason: fmt.Sprintf("this subscriber fell more than %d events behind and was dropped: the events from here until it reconnects are not sent to it; "+
+			"reconnect and read again the state it shows", st.Limit()),
+		Limit: st.Limit(), DroppedSubscribers: n,
+	})
+	send(fmt.Appendf(nil, "event: dropped\ndata: %s\n\n", data))
 }

@@ -2,12 +2,16 @@ package web_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,4 +93,135 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 		tc.SetWriteBuffer(4096)
 	}
 	return c, err
+}
+
+// TestAnEventSubscriberThatFallsBehindIsToldSo: a subscriber's stream is
+// stuck writing an event while more events come than it may fall behind.
+// Once the write goes through, its stream ends with a "dropped" event that
+// says why and how many subscribers were dropped, sent before anything
+// queued behind the stuck write, and the drop is logged.
+func TestAnEventSubscriberThatFallsBehindIsToldSo(t *testing.T) {
+	f := newFake()
+	var logs syncBuffer
+	gate := newWriteGate()
+	srv := httptest.NewUnstartedServer(web.New(web.Config{Service: f, Addr: host, EventWriteTimeout: 20 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))}))
+	srv.Listener = gatedListener{srv.Listener, gate}
+	srv.Start()
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/api/v1/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	readUntil := func(prefix string) []string {
+		t.Helper()
+		var seen []string
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatalf("the stream ended before %q: %v; it sent %q", prefix, err, seen)
+			}
+			if strings.HasPrefix(line, prefix) {
+				return seen
+			}
+			seen = append(seen, line)
+		}
+	}
+	readUntil(": connected")
+
+	gate.shut()
+	f.bus.Publish(sim.Event{Kind: "first"})
+	gate.waitStuck(t)
+	for i := range 1<<16 + 1 {
+		f.bus.Publish(sim.Event{Kind: sim.EventInstanceState, Instance: fmt.Sprint("i", i)})
+	}
+	if n := f.bus.DroppedSubscribers(); n != 1 {
+		t.Fatalf("%d subscribers dropped, want 1", n)
+	}
+	gate.open()
+	before := readUntil("event: dropped")
+	if !slices.Contains(before, "event: first\n") || slices.Contains(before, "event: instance.state\n") {
+		t.Errorf("before the dropped event the stream sent %q, want the first event and none of those queued behind it", before)
+	}
+	data, _ := br.ReadString('\n')
+	var notice web.StreamDropped
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(data, "data: ")), &notice); err != nil {
+		t.Fatalf("dropped event data %q: %v", data, err)
+	}
+	if notice.Limit != 1<<16 || notice.DroppedSubscribers != 1 || !strings.Contains(notice.Reason, "fell more than 65536 events behind") {
+		t.Errorf("dropped event = %+v", notice)
+	}
+	waitFor(t, 5*time.Second, "the drop in the log", func() bool { return strings.Contains(logs.String(), "fell behind and was dropped") })
+}
+
+// writeGate holds the server's writes while shut, and says when one waits.
+type writeGate struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	isShut bool
+	stuck  chan struct{}
+}
+
+func newWriteGate() *writeGate {
+	g := &writeGate{stuck: make(chan struct{}, 1)}
+	g.cond = sync.NewCond(&g.mu)
+	return g
+}
+
+func (g *writeGate) shut() { g.mu.Lock(); g.isShut = true; g.mu.Unlock() }
+
+func (g *writeGate) open() {
+	g.mu.Lock()
+	g.isShut = false
+	g.mu.Unlock()
+	g.cond.Broadcast()
+}
+
+func (g *writeGate) pass() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.isShut {
+		select {
+		case g.stuck <- struct{}{}:
+		default:
+		}
+	}
+	for g.isShut {
+		g.cond.Wait()
+	}
+}
+
+func (g *writeGate) waitStuck(t *testing.T) {
+	t.Helper()
+	select {
+	case <-g.stuck:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream wrote nothing after an event was published")
+	}
+}
+
+// gatedListener's connections write through a writeGate.
+type gatedListener struct {
+	net.Listener
+	gate *writeGate
+}
+
+func (l gatedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return gatedConn{c, l.gate}, nil
+}
+
+type gatedConn struct {
+	net.Conn
+	gate *writeGate
+}
+
+func (c gatedConn) Write(p []byte) (int, error) {
+	c.gate.pass()
+	return c.Conn.Write(p)
 }

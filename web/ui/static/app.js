@@ -148,6 +148,9 @@
         backoff = Math.min(backoff * 2, 10000);
       }
     };
+    // The stream fell too far behind and is about to end: the browser
+    // reconnects, and the refresh on opening catches up.
+    es.addEventListener('dropped', function () { setLive('reconnecting', 'fell behind: catching up…'); });
     ['instance.state', 'instance.connected', 'instance.removed', 'instance.runtime',
       'migration.event', 'migration.ended', 'conformance.run'].forEach(function (k) { es.addEventListener(k, onEvent); });
     es.onmessage = onEvent;
