@@ -16,6 +16,9 @@ type Store interface {
 	SaveMigration(ctx context.Context, m *Migration) error // without Events
 	GetMigration(ctx context.Context, id string) (*Migration, error)
 	ListMigrations(ctx context.Context, f MigrationFilter) ([]*Migration, error)
+	// CountMigrations counts what ListMigrations lists for f without its
+	// Limit and Offset.
+	CountMigrations(ctx context.Context, f MigrationFilter) (int, error)
 	AppendMigrationEvents(ctx context.Context, migrationID string, evs []MigrationEvent) error
 
 	AppendEvent(ctx context.Context, ev Event) error
@@ -27,11 +30,16 @@ type Store interface {
 	Close() error
 }
 
-// MigrationFilter narrows ListMigrations.
+// MigrationFilter narrows ListMigrations, which lists newest first.
 type MigrationFilter struct {
 	JobID string
 	State MigrationState
-	Limit int
+	// Limit is the most to list (0: every one); Offset how many of the
+	// newest to skip first.
+	Limit, Offset int
+	// Except leaves these migrations out: the ones a manager holds in
+	// memory and lists from there. The API takes no such parameter.
+	Except []string
 }
 
 // Event is a change somewhere in the sim: an instance state change, a

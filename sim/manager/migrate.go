@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -203,44 +202,11 @@ func (m *Manager) Migration(ctx context.Context, id string) (*sim.Migration, err
 	return m.cfg.Store.GetMigration(ctx, id)
 }
 
-// Migrations lists migrations newest first, running ones from memory.
+// Migrations lists migrations newest first, running ones from memory (see
+// MigrationPage).
 func (m *Manager) Migrations(ctx context.Context, f sim.MigrationFilter) ([]*sim.Migration, error) {
-	stored, err := m.cfg.Store.ListMigrations(ctx, f)
-	if err != nil {
-		return nil, err
-	}
-	m.mu.Lock()
-	live := map[string]*run{}
-	for id, r := range m.migrations {
-		live[id] = r
-	}
-	m.mu.Unlock()
-	seen := map[string]bool{}
-	out := make([]*sim.Migration, 0, len(stored)+len(live))
-	for _, s := range stored {
-		if r := live[s.ID]; r != nil {
-			s = r.snapshot()
-			s.Events = nil
-		}
-		seen[s.ID] = true
-		out = append(out, s)
-	}
-	for id, r := range live {
-		if seen[id] {
-			continue
-		}
-		s := r.snapshot()
-		if (f.JobID != "" && s.JobID != f.JobID) || (f.State != "" && s.State != f.State) {
-			continue
-		}
-		s.Events = nil
-		out = append(out, s)
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].StartedAt.After(out[j].StartedAt) })
-	if f.Limit > 0 && len(out) > f.Limit {
-		out = out[:f.Limit]
-	}
-	return out, nil
+	p, err := m.MigrationPage(ctx, f)
+	return p.Items, err
 }
 
 // WaitMigration waits until a migration ends or ctx is done.

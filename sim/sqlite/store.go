@@ -555,23 +555,13 @@ func (s *Store) migrationEvents(ctx context.Context, id string) ([]sim.Migration
 
 // ListMigrations returns migrations newest first, without their events.
 func (s *Store) ListMigrations(ctx context.Context, f sim.MigrationFilter) ([]*sim.Migration, error) {
-	q := `SELECT doc FROM migrations`
-	var where []string
-	var args []any
-	if f.JobID != "" {
-		where = append(where, "job_id = ?")
-		args = append(args, f.JobID)
-	}
-	if f.State != "" {
-		where = append(where, "state = ?")
-		args = append(args, string(f.State))
-	}
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY started_at DESC, id"
-	if f.Limit > 0 {
-		q += fmt.Sprintf(" LIMIT %d", f.Limit)
+	where, args := migrationWhere(f)
+	q := `SELECT doc FROM migrations` + where + ` ORDER BY started_at DESC, id`
+	switch {
+	case f.Limit > 0:
+		q += fmt.Sprintf(" LIMIT %d OFFSET %d", f.Limit, max(f.Offset, 0))
+	case f.Offset > 0:
+		q += fmt.Sprintf(" LIMIT -1 OFFSET %d", f.Offset)
 	}
 	rows, err := s.pool().QueryContext(ctx, q, args...)
 	if err != nil {
@@ -591,6 +581,41 @@ func (s *Store) ListMigrations(ctx context.Context, f sim.MigrationFilter) ([]*s
 		out = append(out, &m)
 	}
 	return out, rows.Err()
+}
+
+// CountMigrations counts the migrations ListMigrations lists for f, its
+// Limit and Offset aside.
+func (s *Store) CountMigrations(ctx context.Context, f sim.MigrationFilter) (int, error) {
+	where, args := migrationWhere(f)
+	var n int
+	if err := s.pool().QueryRowContext(ctx, `SELECT COUNT(*) FROM migrations`+where, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count migrations: %w", err)
+	}
+	return n, nil
+}
+
+// migrationWhere is f's WHERE clause (empty for none) and its arguments.
+func migrationWhere(f sim.MigrationFilter) (string, []any) {
+	var where []string
+	var args []any
+	if f.JobID != "" {
+		where = append(where, "job_id = ?")
+		args = append(args, f.JobID)
+	}
+	if f.State != "" {
+		where = append(where, "state = ?")
+		args = append(args, string(f.State))
+	}
+	if len(f.Except) > 0 {
+		// One JSON array, however many: a manager excepts every migration
+		// it runs, thousands under load.
+		where = append(where, "id NOT IN (SELECT value FROM json_each(?))")
+		args = append(args, jsonText(f.Except))
+	}
+	if len(where) == 0 {
+		return "", nil
+	}
+	return " WHERE " + strings.Join(where, " AND "), args
 }
 
 // AppendMigrationEvents adds events to a migration's timeline in one

@@ -1,0 +1,27 @@
+package sim
+
+// Page is part of a list, and how long the whole list is, so that a client
+// knows whether there is more: the API sends Total as X-Total-Count.
+type Page[T any] struct {
+	Items []T
+	Total int
+}
+
+// InstanceFilter narrows an instance list, oldest first: to one node when
+// Node is set, then to Limit instances (0: every one) after the first
+// Offset.
+type InstanceFilter struct {
+	Node          string
+	Limit, Offset int
+}
+
+// PageOf cuts all to the limit items after the first offset (limit 0:
+// every one from there), and says how many all holds.
+func PageOf[T any](all []T, offset, limit int) Page[T] {
+	lo := min(max(offset, 0), len(all))
+	hi := len(all)
+	if limit > 0 {
+		hi = min(hi, lo+limit)
+	}
+	return Page[T]{Items: all[lo:hi], Total: len(all)}
+}
