@@ -151,6 +151,70 @@ func (c *Client) Instances(ctx context.Context) ([]sim.Instance, error) {
 	return out, c.Do(ctx, http.MethodGet, "/api/v1/instances", nil, &out)
 }
 
+// InstancePage lists a page of the instances, oldest first, and how many
+// there are in all (the server's X-Total-Count).
+func (c *Client) InstancePage(ctx context.Context, f sim.InstanceFilter) (sim.Page[sim.Instance], error) {
+	q := pageQuery(f.Limit, f.Offset)
+	if f.Node != "" {
+		q.Set("node", f.Node)
+	}
+	var p sim.Page[sim.Instance]
+	var err error
+	p.Total, err = c.list(ctx, "/api/v1/instances", q, &p.Items)
+	return p, err
+}
+
+// MigrationPage lists a page of the migrations, newest first, and how many
+// match f in all.
+func (c *Client) MigrationPage(ctx context.Context, f sim.MigrationFilter) (sim.Page[sim.Migration], error) {
+	var p sim.Page[sim.Migration]
+	var err error
+	p.Total, err = c.list(ctx, "/api/v1/migrations", migrationQuery(f), &p.Items)
+	return p, err
+}
+
+// list GETs a list into out and returns its X-Total-Count.
+func (c *Client) list(ctx context.Context, path string, q url.Values, out any) (int, error) {
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	resp, err := c.send(ctx, http.MethodGet, path, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return 0, fmt.Errorf("GET %s: decode the answer: %w", path, err)
+	}
+	total, err := strconv.Atoi(resp.Header.Get("X-Total-Count"))
+	if err != nil {
+		return 0, fmt.Errorf("GET %s: X-Total-Count %q is not a count; is normsim older than paging?", path, resp.Header.Get("X-Total-Count"))
+	}
+	return total, nil
+}
+
+func pageQuery(limit, offset int) url.Values {
+	q := url.Values{}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if offset > 0 {
+		q.Set("offset", strconv.Itoa(offset))
+	}
+	return q
+}
+
+func migrationQuery(f sim.MigrationFilter) url.Values {
+	q := pageQuery(f.Limit, f.Offset)
+	if f.JobID != "" {
+		q.Set("job", f.JobID)
+	}
+	if f.State != "" {
+		q.Set("state", string(f.State))
+	}
+	return q
+}
+
 // Output is what an instance sent to the output sink since then (every
 // packet the sink keeps for a zero since).
 func (c *Client) Output(ctx context.Context, id string, since time.Time) (*sim.OutputSummary, error) {
@@ -333,16 +397,7 @@ func (c *Client) waitMigration(ctx context.Context, id string, each func(*sim.Mi
 
 // Migrations lists migrations newest first, without their timelines.
 func (c *Client) Migrations(ctx context.Context, f sim.MigrationFilter) ([]sim.Migration, error) {
-	q := url.Values{}
-	if f.JobID != "" {
-		q.Set("job", f.JobID)
-	}
-	if f.State != "" {
-		q.Set("state", string(f.State))
-	}
-	if f.Limit > 0 {
-		q.Set("limit", fmt.Sprint(f.Limit))
-	}
+	q := migrationQuery(f)
 	path := "/api/v1/migrations"
 	if len(q) > 0 {
 		path += "?" + q.Encode()

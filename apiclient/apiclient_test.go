@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -64,5 +65,52 @@ func TestWaitMigrationUnknown(t *testing.T) {
 	var apiErr *apiclient.Error
 	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
 		t.Fatalf("err = %v, want a 404 *apiclient.Error", err)
+	}
+}
+
+// TestPagesSendTheirQueryAndReadTheTotal: InstancePage and MigrationPage
+// ask for the page they are given and read the list's length from
+// X-Total-Count; an answer without one is an error that says so.
+func TestPagesSendTheirQueryAndReadTheTotal(t *testing.T) {
+	var asked []string
+	total := "12"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.URL.RequestURI())
+		if total != "" {
+			w.Header().Set("X-Total-Count", total)
+		}
+		switch r.URL.Path {
+		case "/api/v1/instances":
+			json.NewEncoder(w).Encode([]sim.Instance{{ID: "i1"}, {ID: "i2"}})
+		default:
+			json.NewEncoder(w).Encode([]sim.Migration{{ID: "m1"}})
+		}
+	}))
+	defer srv.Close()
+	c := apiclient.New(srv.URL, nil)
+	ctx := context.Background()
+	ip, err := c.InstancePage(ctx, sim.InstanceFilter{Node: "b", Limit: 2, Offset: 4})
+	if err != nil || ip.Total != 12 || len(ip.Items) != 2 || ip.Items[1].ID != "i2" {
+		t.Fatalf("InstancePage = %+v, %v", ip, err)
+	}
+	mp, err := c.MigrationPage(ctx, sim.MigrationFilter{JobID: "job-1", State: sim.MigrationCompleted, Limit: 1, Offset: 3})
+	if err != nil || mp.Total != 12 || len(mp.Items) != 1 {
+		t.Fatalf("MigrationPage = %+v, %v", mp, err)
+	}
+	if _, err := c.Migrations(ctx, sim.MigrationFilter{Offset: 5}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/api/v1/instances?limit=2&node=b&offset=4", "/api/v1/migrations?job=job-1&limit=1&offset=3&state=completed", "/api/v1/migrations?offset=5"}
+	if len(asked) != len(want) {
+		t.Fatalf("asked %q, want %q", asked, want)
+	}
+	for i := range want {
+		if asked[i] != want[i] {
+			t.Errorf("request %d asked %q, want %q", i, asked[i], want[i])
+		}
+	}
+	total = ""
+	if _, err := c.InstancePage(ctx, sim.InstanceFilter{}); err == nil || !strings.Contains(err.Error(), "X-Total-Count") {
+		t.Errorf("an answer without X-Total-Count: %v", err)
 	}
 }

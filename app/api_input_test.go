@@ -112,6 +112,10 @@ func TestHostileAPIInput(t *testing.T) {
 		{"list: limit not a number", "GET", "/api/v1/migrations?limit=ten", ``, 400, "limit"},
 		{"get: logs neither true nor false", "GET", "/api/v1/migrations/mig-nope?logs=maybe", ``, 400, "logs"},
 		{"stats: gc neither true nor false", "GET", "/api/v1/stats?gc=maybe", ``, 400, "gc"},
+		{"list: bad offset", "GET", "/api/v1/migrations?offset=-5", ``, 400, "offset: must be a non-negative integer"},
+		{"list: unknown state", "GET", "/api/v1/migrations?state=done", ``, 400, `state: must be one of running, completed, refused, aborted, failed; got "done"`},
+		{"instances: bad limit", "GET", "/api/v1/instances?limit=1.5", ``, 400, "limit: must be a non-negative integer"},
+		{"instances: offset too large", "GET", "/api/v1/instances?offset=99999999999999999999", ``, 400, "offset: must be a non-negative integer"},
 
 		// Methods and routes.
 		{"unknown endpoint", "GET", "/api/v1/nope", ``, 404, "no API endpoint"},

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -75,22 +76,54 @@ func views(list []sim.Instance) []sim.Instance {
 	return out
 }
 
+// listInstances lists the instances oldest first: on one node with
+// node=NAME, a page of them with limit and offset (every one by default, as
+// before paging). X-Total-Count says how many there are in all.
 func (s *Server) listInstances(w http.ResponseWriter, r *http.Request) {
-	list, err := s.svc.Instances(r.Context())
+	q := r.URL.Query()
+	limit, offset, err := pageParams(q)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	if node := r.URL.Query().Get("node"); node != "" {
-		var keep []sim.Instance
-		for _, in := range list {
-			if in.Node == node {
-				keep = append(keep, in)
-			}
-		}
-		list = keep
+	p, err := s.svc.InstancePage(r.Context(), sim.InstanceFilter{Node: q.Get("node"), Limit: limit, Offset: offset})
+	if err != nil {
+		writeError(w, err)
+		return
 	}
-	writeJSON(w, http.StatusOK, views(list))
+	setTotal(w, r, p.Total, limit, offset, len(p.Items))
+	writeJSON(w, http.StatusOK, views(p.Items))
+}
+
+// pageParams reads a list's limit (0 or absent: no limit) and offset.
+func pageParams(q url.Values) (limit, offset int, err error) {
+	for _, p := range []struct {
+		name string
+		v    *int
+	}{{"limit", &limit}, {"offset", &offset}} {
+		v := q.Get(p.name)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return 0, 0, sim.Errorf(sim.EInvalid, "%s: must be a non-negative integer; got %q", p.name, v)
+		}
+		*p.v = n
+	}
+	return limit, offset, nil
+}
+
+// setTotal says how long the whole list is (X-Total-Count) and, when this
+// page is not its end, where the next page is (Link rel="next", this
+// request's address with the next offset).
+func setTotal(w http.ResponseWriter, r *http.Request, total, limit, offset, n int) {
+	w.Header().Set("X-Total-Count", strconv.Itoa(total))
+	if limit > 0 && offset+n < total {
+		q := r.URL.Query()
+		q.Set("offset", strconv.Itoa(offset+limit))
+		w.Header().Set("Link", fmt.Sprintf(`<%s?%s>; rel="next"`, r.URL.Path, q.Encode()))
+	}
 }
 
 func (s *Server) launch(w http.ResponseWriter, r *http.Request) {
@@ -341,23 +374,36 @@ func (s *Server) migrate(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, m)
 }
 
+// listMigrations lists migrations newest first, of one job (job=ID) or in
+// one state (state=S), a page of them with limit and offset (every one by
+// default). X-Total-Count says how many match in all.
 func (s *Server) listMigrations(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := sim.MigrationFilter{JobID: q.Get("job"), State: sim.MigrationState(q.Get("state"))}
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 0 {
-			writeError(w, sim.Errorf(sim.EInvalid, "limit: must be a non-negative integer; got %q", l))
-			return
-		}
-		f.Limit = n
+	if f.State != "" && !slices.Contains(migrationStates, f.State) {
+		writeError(w, sim.Errorf(sim.EInvalid, "state: must be one of %s; got %q", stateList(), f.State))
+		return
 	}
-	list, err := s.svc.Migrations(r.Context(), f)
+	var err error
+	if f.Limit, f.Offset, err = pageParams(q); err != nil {
+		writeError(w, err)
+		return
+	}
+	p, err := s.svc.MigrationPage(r.Context(), f)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, list)
+	setTotal(w, r, p.Total, f.Limit, f.Offset, len(p.Items))
+	writeJSON(w, http.StatusOK, nonNil(p.Items))
+}
+
+// nonNil makes an empty list JSON's [] rather than null.
+func nonNil[T any](list []T) []T {
+	if list == nil {
+		return []T{}
+	}
+	return list
 }
 
 func (s *Server) getMigration(w http.ResponseWriter, r *http.Request) {

@@ -190,10 +190,26 @@ func (f *fakeService) addMig(m *sim.Migration) {
 	f.mu.Unlock()
 }
 
-func (f *fakeService) Instances(ctx context.Context) ([]sim.Instance, error) {
+func (f *fakeService) InstancePage(ctx context.Context, flt sim.InstanceFilter) (sim.Page[sim.Instance], error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]sim.Instance(nil), f.instances...), nil
+	var out []sim.Instance
+	for _, in := range f.instances {
+		if flt.Node == "" || in.Node == flt.Node {
+			out = append(out, in)
+		}
+	}
+	return sim.PageOf(out, flt.Offset, flt.Limit), nil
+}
+
+func (f *fakeService) InstanceCounts(ctx context.Context) (map[string]int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]int{}
+	for _, in := range f.instances {
+		out[in.Node]++
+	}
+	return out, nil
 }
 
 func (f *fakeService) Instance(ctx context.Context, id string) (sim.Instance, error) {
@@ -288,7 +304,7 @@ func (f *fakeService) Migration(ctx context.Context, id string) (*sim.Migration,
 	return nil, sim.Errorf(sim.ENotFound, "migration %q not found", id)
 }
 
-func (f *fakeService) Migrations(ctx context.Context, flt sim.MigrationFilter) ([]*sim.Migration, error) {
+func (f *fakeService) MigrationPage(ctx context.Context, flt sim.MigrationFilter) (sim.Page[*sim.Migration], error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.filters = append(f.filters, flt)
@@ -298,7 +314,7 @@ func (f *fakeService) Migrations(ctx context.Context, flt sim.MigrationFilter) (
 			out = append(out, m)
 		}
 	}
-	return out, nil
+	return sim.PageOf(out, flt.Offset, flt.Limit), nil
 }
 
 type fakeCatalog struct{ f *fakeService }

@@ -192,10 +192,10 @@ func (s *Server) renderInstance(w http.ResponseWriter, r *http.Request, status i
 				"overlap is not “safer” than handover, since a handover product never promised to tolerate a second writer."
 		}
 	}
-	migs, err := s.svc.Migrations(ctx, sim.MigrationFilter{JobID: raw.JobID, Limit: 20})
+	migs, err := s.svc.MigrationPage(ctx, sim.MigrationFilter{JobID: raw.JobID, Limit: 20})
 	if err == nil {
-		p.Migrations = migs
-		for _, m := range migs {
+		p.Migrations = migs.Items
+		for _, m := range migs.Items {
 			if m.State == sim.MigrationRunning && (m.Source.Instance == raw.ID || m.Target.Instance == raw.ID) {
 				p.Active = m
 			}

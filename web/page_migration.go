@@ -112,7 +112,10 @@ func (s *Server) migrationPage(w http.ResponseWriter, r *http.Request) {
 
 type migrationsPage struct {
 	pageBase
-	List   []*sim.Migration
+	List []*sim.Migration
+	// Total is how many match the filter; Pager pages them.
+	Total  int
+	Pager  pager
 	Job    string
 	State  string
 	States []sim.MigrationState
@@ -122,31 +125,55 @@ type migrationsPage struct {
 
 var migrationStates = []sim.MigrationState{sim.MigrationRunning, sim.MigrationCompleted, sim.MigrationRefused, sim.MigrationAborted, sim.MigrationFailed}
 
+// migrationsPage is the history, newest first, a page at a time (page=N),
+// of one job or in one state when the filter says so.
 func (s *Server) migrationsPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	p := migrationsPage{pageBase: s.base(r, "Migrations", "migrations", "migrations", r.URL.RequestURI()), Job: strings.TrimSpace(q.Get("job")), State: q.Get("state"), States: migrationStates}
 	status := http.StatusOK
-	if p.State != "" && !slices.Contains(migrationStates, sim.MigrationState(p.State)) {
-		p.Error = fmt.Sprintf("state: must be one of running, completed, refused, aborted, failed; got %q", p.State)
+	asked, err := pageParam(q, "page")
+	switch {
+	case p.State != "" && !slices.Contains(migrationStates, sim.MigrationState(p.State)):
+		p.Error = fmt.Sprintf("state: must be one of %s; got %q", stateList(), p.State)
 		status = http.StatusBadRequest
-	} else {
-		list, err := s.svc.Migrations(r.Context(), sim.MigrationFilter{JobID: p.Job, State: sim.MigrationState(p.State), Limit: 500})
+	case err != nil:
+		p.Error = sim.ErrorMessage(err)
+		status = http.StatusBadRequest
+	default:
+		f := sim.MigrationFilter{JobID: p.Job, State: sim.MigrationState(p.State), Limit: migrationsPageSize, Offset: (asked - 1) * migrationsPageSize}
+		list, err := s.svc.MigrationPage(r.Context(), f)
+		if err == nil && len(list.Items) == 0 && f.Offset > 0 {
+			// Past the last page (the list shrank, or the address was
+			// made up): the last one.
+			asked, _, f.Offset = pageOf(asked, list.Total, migrationsPageSize)
+			list, err = s.svc.MigrationPage(r.Context(), f)
+		}
 		if err != nil {
 			s.renderServiceError(w, r, err, "")
 			return
 		}
-		p.List = list
+		p.List, p.Total = list.Items, list.Total
+		page, pages, _ := pageOf(asked, list.Total, migrationsPageSize)
+		p.Pager = newPager("history-pages", "Pages of the migration history", page, pages, list.Total, migrationsPageSize, len(list.Items),
+			func(n int) string { return withPage("/migrations", q, "page", n) })
 	}
 	p.Jobs = s.knownJobs(r.Context(), p.List)
 	s.render(w, status, "migrations", p)
 }
 
-// knownJobs lists job ids for the filter's suggestions.
+// knownJobs lists job ids for the filter's suggestions: those of the
+// migrations shown and of the newest instances.
 func (s *Server) knownJobs(ctx context.Context, list []*sim.Migration) []string {
 	seen := map[string]bool{}
-	if insts, err := s.svc.Instances(ctx); err == nil {
-		for _, in := range insts {
-			seen[in.JobID] = true
+	if counts, err := s.svc.InstanceCounts(ctx); err == nil {
+		total := 0
+		for _, n := range counts {
+			total += n
+		}
+		if insts, err := s.svc.InstancePage(ctx, sim.InstanceFilter{Offset: max(0, total-jobSuggestions), Limit: jobSuggestions}); err == nil {
+			for _, in := range insts.Items {
+				seen[in.JobID] = true
+			}
 		}
 	}
 	for _, m := range list {

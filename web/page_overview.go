@@ -3,6 +3,7 @@ package web
 import (
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,7 +17,9 @@ type overviewPage struct {
 	pageBase
 	Nodes     []nodeView
 	Templates []templateView
-	Running   []*sim.Migration
+	// Running are the first running migrations, of RunningTotal.
+	Running      []*sim.Migration
+	RunningTotal int
 	// Conforming are the conformance runs running: their cases' instances
 	// come and go on the nodes below.
 	Conforming     []sim.ConformanceRun
@@ -29,8 +32,11 @@ type overviewPage struct {
 type nodeView struct {
 	sim.Node
 	Capabilities []string
-	Instances    []instanceRow
-	Unknown      bool // instances on a node this normsim does not run
+	// Instances are a page of the node's Total; Pager pages them.
+	Instances []instanceRow
+	Total     int
+	Pager     pager
+	Unknown   bool // instances on a node this normsim does not run
 }
 
 type instanceRow struct {
@@ -74,19 +80,23 @@ func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) {
 	s.renderOverview(w, r, http.StatusOK, nil)
 }
 
+// renderOverview renders the overview. Each node's card shows a page of
+// its instances, oldest first: page.NODE=N asks for a node's page N.
 func (s *Server) renderOverview(w http.ResponseWriter, r *http.Request, status int, lf *launchForm) {
 	ctx := r.Context()
 	p := overviewPage{pageBase: s.base(r, "Overview", "overview", "overview", "/"), DefaultRuntime: s.svc.DefaultRuntime()}
 	p.Runtimes = runtimeChoices(s.svc.DefaultRuntime(), s.svc.Runtimes())
-	insts, err := s.svc.Instances(ctx)
+	counts, err := s.svc.InstanceCounts(ctx)
 	if err != nil {
 		p.Problem = "could not list instances: " + sim.ErrorMessage(err)
 	}
-	running, err := s.svc.Migrations(ctx, sim.MigrationFilter{State: sim.MigrationRunning})
+	// Every running one, for the rows' "migrating" marks; the banner
+	// names the first few.
+	running, err := s.svc.MigrationPage(ctx, sim.MigrationFilter{State: sim.MigrationRunning})
 	if err != nil {
 		p.Problem = "could not list migrations: " + sim.ErrorMessage(err)
 	}
-	p.Running = running
+	p.Running, p.RunningTotal = running.Items[:min(overviewRunning, len(running.Items))], running.Total
 	if s.cfg.Conformance != nil {
 		for _, run := range s.cfg.Conformance.ConformanceRuns() {
 			if !run.State.Ended() {
@@ -95,25 +105,59 @@ func (s *Server) renderOverview(w http.ResponseWriter, r *http.Request, status i
 		}
 	}
 	inMig := map[string][2]string{}
-	for _, m := range running {
+	for _, m := range running.Items {
 		inMig[m.Source.Instance] = [2]string{m.ID, "source"}
 		if m.Target.Instance != "" {
 			inMig[m.Target.Instance] = [2]string{m.ID, "target"}
 		}
 	}
-	byNode := map[string][]instanceRow{}
-	for _, in := range insts {
-		row := instanceRow{Instance: safeInstance(in)}
-		row.Migration, row.Side = inMig[in.ID][0], inMig[in.ID][1]
-		byNode[in.Node] = append(byNode[in.Node], row)
-	}
+	// This run's nodes in their order, then those only earlier runs had.
+	known := map[string]bool{}
 	for _, n := range s.svc.Nodes() {
 		p.NodeNames = append(p.NodeNames, n.Name)
-		p.Nodes = append(p.Nodes, nodeView{Node: n, Capabilities: n.Capabilities(), Instances: byNode[n.Name]})
-		delete(byNode, n.Name)
+		p.Nodes = append(p.Nodes, nodeView{Node: n, Capabilities: n.Capabilities()})
+		known[n.Name] = true
 	}
-	for _, name := range slices.Sorted(maps.Keys(byNode)) {
-		p.Nodes = append(p.Nodes, nodeView{Node: sim.Node{Name: name}, Instances: byNode[name], Unknown: true})
+	for _, name := range slices.Sorted(maps.Keys(counts)) {
+		if !known[name] && counts[name] > 0 {
+			p.Nodes = append(p.Nodes, nodeView{Node: sim.Node{Name: name}, Unknown: true})
+		}
+	}
+	// Which page of each node: the canonical address keeps those past the
+	// first, so the live refresh fetches the pages shown.
+	q := r.URL.Query()
+	shown := url.Values{}
+	pages := make([][3]int, len(p.Nodes)) // page, pages, offset
+	for i, n := range p.Nodes {
+		param := "page." + n.Name
+		asked, err := pageParam(q, param)
+		if err != nil {
+			p.Problem, status = sim.ErrorMessage(err), http.StatusBadRequest
+		}
+		page, last, offset := pageOf(asked, counts[n.Name], overviewPageSize)
+		pages[i] = [3]int{page, last, offset}
+		if page > 1 {
+			shown.Set(param, strconv.Itoa(page))
+		}
+	}
+	if len(shown) > 0 {
+		p.RefreshURL = "/?" + shown.Encode()
+	}
+	for i := range p.Nodes {
+		n := &p.Nodes[i]
+		insts, err := s.svc.InstancePage(ctx, sim.InstanceFilter{Node: n.Name, Limit: overviewPageSize, Offset: pages[i][2]})
+		if err != nil {
+			p.Problem = "could not list instances: " + sim.ErrorMessage(err)
+		}
+		n.Total = insts.Total
+		for _, in := range insts.Items {
+			row := instanceRow{Instance: safeInstance(in)}
+			row.Migration, row.Side = inMig[in.ID][0], inMig[in.ID][1]
+			n.Instances = append(n.Instances, row)
+		}
+		param, name := "page."+n.Name, n.Name
+		n.Pager = newPager("pages-"+name, "Pages of node "+name+"'s instances", pages[i][0], pages[i][1], insts.Total, overviewPageSize, len(n.Instances),
+			func(page int) string { return withPage("/", shown, param, page) + "#node-" + name + "-h" })
 	}
 	for _, t := range s.svc.Catalog().List() {
 		tv := templateView{Template: t}

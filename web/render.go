@@ -198,6 +198,8 @@ var funcs = template.FuncMap{
 	// pathEscape puts an id into a link's path: html/template only
 	// normalises a URL, which leaves a "?" or "#" in an id to end the path.
 	"pathEscape": url.PathEscape,
+	"thousands":  thousands,
+	"sub":        func(a, b int) int { return a - b },
 }
 
 // fmtMs formats milliseconds as the CLI does (sim.FormatMs); "—" for none.

@@ -33,7 +33,10 @@ type Service interface {
 	// over the defaults): what a migration that sets none gets.
 	Timeouts() sim.Timeouts
 	Bus() *sim.Bus
-	Instances(ctx context.Context) ([]sim.Instance, error)
+	// InstancePage lists the instances oldest first, cut to f;
+	// InstanceCounts counts each node's, nodes of an earlier run included.
+	InstancePage(ctx context.Context, f sim.InstanceFilter) (sim.Page[sim.Instance], error)
+	InstanceCounts(ctx context.Context) (map[string]int, error)
 	Instance(ctx context.Context, id string) (sim.Instance, error)
 	Launch(ctx context.Context, req sim.LaunchRequest) (sim.Instance, error)
 	Stop(ctx context.Context, id string) error
@@ -49,7 +52,9 @@ type Service interface {
 	Output(ctx context.Context, id string, since time.Time) (sim.OutputSummary, error)
 	Migrate(ctx context.Context, id string, req sim.MigrateRequest) (*sim.Migration, error)
 	Migration(ctx context.Context, id string) (*sim.Migration, error)
-	Migrations(ctx context.Context, f sim.MigrationFilter) ([]*sim.Migration, error)
+	// MigrationPage lists migrations newest first, cut to f's page, with
+	// how many match f.
+	MigrationPage(ctx context.Context, f sim.MigrationFilter) (sim.Page[*sim.Migration], error)
 	// StoreError is why the store cannot write right now, or nil; while
 	// it fails, launches and migrations are refused (503).
 	StoreError() error
