@@ -107,6 +107,9 @@ type Stream struct {
 	ended   bool
 }
 
+// keptBacklog is the largest backlog buffer a stream keeps for reuse.
+const keptBacklog = 1024
+
 // Stream subscribes a reader that may fall up to limit events behind.
 func (b *Bus) Stream(limit int) *Stream {
 	s := &Stream{bus: b, limit: max(limit, 1), ready: make(chan struct{}, 1), done: make(chan struct{})}
@@ -152,9 +155,13 @@ func (s *Stream) Done() <-chan struct{} { return s.done }
 
 // Take returns the events waiting, oldest first, and empties the backlog.
 // reuse, the slice a previous Take returned (or nil), is taken back to
-// hold the next ones.
+// hold the next ones, unless a burst made it large: that one goes, so a
+// stream does not keep the memory of its longest backlog.
 func (s *Stream) Take(reuse []Event) []Event {
 	clear(reuse)
+	if cap(reuse) > keptBacklog {
+		reuse = nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := s.queue
