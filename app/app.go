@@ -102,6 +102,7 @@ func (m *Main) Stats(ctx context.Context) (sim.Stats, error) {
 	}
 	if m.Manager != nil {
 		st.Instances, st.Connected = m.Manager.CountInstances()
+		st.Events = m.Manager.Bus().Stats()
 	}
 	if m.recorder != nil {
 		st.Records = sim.RecordStats{FramesWaited: m.recorder.Throttled(), FramesLost: m.recorder.Dropped()}
@@ -611,7 +612,7 @@ func (m *Main) close() error {
 	}
 	if m.Manager != nil {
 		// Each drop was logged as it happened; the sum is said at the end.
-		if n := m.Manager.Bus().DroppedSubscribers(); n > 0 {
+		if n := m.Manager.Bus().Stats().DroppedSubscribers; n > 0 {
 			m.log.Warn("live-update subscribers (/api/v1/events) were dropped for falling behind", "dropped", n)
 		}
 	}

@@ -64,6 +64,11 @@ func TestStatsSayWhatTheSimHolds(t *testing.T) {
 	if st.Records.FramesLost != 0 {
 		t.Errorf("%d frame records lost with an idle store", st.Records.FramesLost)
 	}
+	// A launch, a connection and a handover publish a few dozen events;
+	// nobody listens, so nobody was dropped.
+	if st.Events.Published < 10 || st.Events.DroppedSubscribers != 0 {
+		t.Errorf("events %+v, want a handover's worth published and none dropped", st.Events)
+	}
 }
 
 func TestProfilesOnlyWhenAskedFor(t *testing.T) {

@@ -5,7 +5,7 @@ import "sync"
 // Bus is the live-update pub/sub: every Event published reaches each
 // subscriber without the publisher ever waiting. A subscriber that falls
 // too far behind is dropped, never waited for, so a slow browser cannot
-// stall the sim; the drops are counted (DroppedSubscribers).
+// stall the sim; the drops are counted (Stats).
 //
 // There are two kinds of subscriber. Subscribe gives a channel with a
 // fixed buffer, for an in-process waiter that wants the next few events.
@@ -17,8 +17,10 @@ type Bus struct {
 	mu      sync.Mutex
 	subs    map[*Subscription]struct{}
 	streams map[*Stream]struct{}
-	// dropped counts the subscribers dropped for falling behind.
-	dropped int64
+	// published counts the events; dropped the subscribers dropped for
+	// falling behind; peak is the longest backlog a stream had.
+	published, dropped int64
+	peak               int
 }
 
 // Subscription is one subscriber's stream.
@@ -50,6 +52,7 @@ func (b *Bus) Subscribe(buffer int) *Subscription {
 func (b *Bus) Publish(ev Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.published++
 	for s := range b.subs {
 		select {
 		case s.c <- ev:
@@ -68,12 +71,13 @@ func (b *Bus) Publish(ev Event) {
 	}
 }
 
-// DroppedSubscribers counts the subscribers (channels and streams)
-// dropped so far for falling behind.
-func (b *Bus) DroppedSubscribers() int64 {
+// Stats counts the events published so far, the subscribers (channels
+// and streams) now, those dropped for falling behind, and the longest
+// backlog a stream has had.
+func (b *Bus) Stats() EventStats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.dropped
+	return EventStats{Published: b.published, Subscribers: len(b.subs) + len(b.streams), DroppedSubscribers: b.dropped, PeakBacklog: b.peak}
 }
 
 // Dropped reports whether the subscription was dropped for falling behind
@@ -133,6 +137,7 @@ func (s *Stream) put(ev Event) bool {
 		return false
 	}
 	s.queue = append(s.queue, ev)
+	s.bus.peak = max(s.bus.peak, len(s.queue))
 	select {
 	case s.ready <- struct{}{}:
 	default:

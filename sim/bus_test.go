@@ -13,7 +13,7 @@ func TestBusDropsSlowSubscriber(t *testing.T) {
 		t.Fatalf("fast subscriber got %d events, want 3", len(fast.C))
 	}
 	<-slow.C
-	if _, ok := <-slow.C; ok || !slow.Dropped() || b.DroppedSubscribers() != 1 {
+	if _, ok := <-slow.C; ok || !slow.Dropped() || b.Stats().DroppedSubscribers != 1 {
 		t.Fatal("slow subscriber was not dropped")
 	}
 	fast.Close()
@@ -50,8 +50,8 @@ func TestStreamHoldsABurstAndDropsPastItsLimit(t *testing.T) {
 	default:
 		t.Fatal("1,001 events behind a limit of 1,000 and not dropped")
 	}
-	if !s.Dropped() || b.DroppedSubscribers() != 1 {
-		t.Fatalf("dropped %v, the bus counts %d dropped", s.Dropped(), b.DroppedSubscribers())
+	if st := b.Stats(); !s.Dropped() || st.DroppedSubscribers != 1 || st.Published != 2001 || st.Subscribers != 0 || st.PeakBacklog != 1000 {
+		t.Fatalf("dropped %v; the bus counts %+v, want 2,001 published, 1 dropped, none left, a backlog of 1,000 at most", s.Dropped(), st)
 	}
 	b.Publish(Event{Kind: "after"}) // the bus no longer holds it
 	s.Close()                       // closing a dropped stream is fine
@@ -65,8 +65,8 @@ func TestStreamCloseIsNotADrop(t *testing.T) {
 	<-s.Done()
 	b.Publish(Event{Kind: "k"})
 	b.Publish(Event{Kind: "k"})
-	if s.Dropped() || b.DroppedSubscribers() != 0 {
-		t.Fatalf("a closed stream: dropped %v, counted %d", s.Dropped(), b.DroppedSubscribers())
+	if s.Dropped() || b.Stats().DroppedSubscribers != 0 {
+		t.Fatalf("a closed stream: dropped %v, counted %+v", s.Dropped(), b.Stats())
 	}
 	s.Close()
 }

@@ -23,6 +23,22 @@ type Stats struct {
 	Records RecordStats `json:"records"`
 	// Store says what the store holds.
 	Store StoreStats `json:"store"`
+	// Events says what the live-update bus (GET /api/v1/events) carried.
+	Events EventStats `json:"events"`
+}
+
+// EventStats counts the live-update events and their subscribers.
+type EventStats struct {
+	// Published is how many events the bus published.
+	Published int64 `json:"published"`
+	// Subscribers is how many subscribers it has now.
+	Subscribers int `json:"subscribers"`
+	// DroppedSubscribers is how many fell too far behind and were dropped
+	// (each told so: an /api/v1/events stream ends with a dropped event).
+	DroppedSubscribers int64 `json:"droppedSubscribers"`
+	// PeakBacklog is the most events an /api/v1/events subscriber has had
+	// waiting at once (past its limit, 65,536, it is dropped).
+	PeakBacklog int `json:"peakBacklog"`
 }
 
 // RecordStats counts the frame records that could not go straight to the

@@ -535,7 +535,7 @@ type StreamDropped struct {
 // dropped tells a subscriber it was dropped, and logs it: what it shows
 // may miss events from here until it reconnects and reads the state again.
 func (s *Server) dropped(st *sim.Stream, send func([]byte) bool) {
-	n := s.svc.Bus().DroppedSubscribers()
+	n := s.svc.Bus().Stats().DroppedSubscribers
 	s.log.Warn("an /api/v1/events subscriber fell behind and was dropped; it misses the events until it reconnects",
 		"limit", st.Limit(), "droppedSubscribers", n)
 	data, _ := json.Marshal(StreamDropped{

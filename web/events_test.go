@@ -137,7 +137,7 @@ func TestAnEventSubscriberThatFallsBehindIsToldSo(t *testing.T) {
 	for i := range 1<<16 + 1 {
 		f.bus.Publish(sim.Event{Kind: sim.EventInstanceState, Instance: fmt.Sprint("i", i)})
 	}
-	if n := f.bus.DroppedSubscribers(); n != 1 {
+	if n := f.bus.Stats().DroppedSubscribers; n != 1 {
 		t.Fatalf("%d subscribers dropped, want 1", n)
 	}
 	gate.open()
