@@ -261,18 +261,22 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	rep.Connected = time.Since(start)
 	rep.ConnectRate = float64(cfg.Jobs) / rep.Connected.Seconds()
 	// Whatever happens next, every job's instance is removed and its
-	// client closed: the sim must be back where it started.
-	defer func() {
+	// client closed, once: the sim must be back where it started.
+	removeJobs := func(ctx context.Context) error {
 		var ids []string
-		for _, j := range jobs {
+		for i, j := range jobs {
 			if j.conn != nil {
 				j.conn.Close()
 			}
 			if j.id != "" {
 				ids = append(ids, j.id)
 			}
+			jobs[i] = benchJob{}
 		}
-		if rerr := remove(context.WithoutCancel(ctx), api, ids); rerr != nil && err == nil {
+		return remove(ctx, api, ids)
+	}
+	defer func() {
+		if rerr := removeJobs(context.WithoutCancel(ctx)); rerr != nil && err == nil {
 			err = fmt.Errorf("remove the instances: %w", rerr)
 		}
 	}()
@@ -332,17 +336,9 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		rep.RSSWhat = fmt.Sprintf("the sim alone (normsim up, pid %d)", tgt.pid)
 	}
 
-	// 3. Remove everything and close every client (the deferred removal
-	// above, run now so the sim's rest is measured).
-	ids := make([]string, 0, len(jobs))
-	for i, j := range jobs {
-		if j.conn != nil {
-			j.conn.Close()
-		}
-		ids = append(ids, j.id)
-		jobs[i] = benchJob{}
-	}
-	if err := remove(ctx, api, ids); err != nil {
+	// 3. Remove everything and close every client now, so the sim's rest
+	// is measured (the deferred call then finds nothing left).
+	if err := removeJobs(ctx); err != nil {
 		return rep, fmt.Errorf("remove the instances: %w", err)
 	}
 	api.Close()
