@@ -91,7 +91,7 @@ func PlotCurve(path string, reps []*Report) error {
 		}
 	}
 	fig := plot.Figure{
-		Title:   "normsim bench: cost per job (all jobs handed over at once)",
+		Title:   "normsim bench: cost per job (handed over at once, as the open-file limit allows)",
 		Columns: 2,
 		Charts: []plot.Chart{
 			{Title: "Throughput", XLabel: "jobs", YLabel: "per second", LogX: true, YFromZero: true,
