@@ -253,15 +253,27 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 	m.httpLn = ln
 
-	// Templates load in the background from here on (see loadCatalogDirs).
+	// Templates load once ready, or when first needed (see loadCatalogDirs).
 	catalog, err := m.loadCatalogDirs()
 	if err != nil {
 		return err
 	}
 	m.Catalog = catalog
 
+	// Work that nothing waits for until after ready goes on one lane, one
+	// piece at a time (see lane).
+	later := startLane(&m.wg)
+	defer later.close()
+
 	// The store and the runtimes (is a Docker engine answering?) take a few
-	// ms each and need nothing from each other: open them side by side.
+	// ms each and need nothing from each other. A --runtime that is missing
+	// must fail the start, and a store file's recovery needs every runtime:
+	// then both open side by side before ready. Otherwise (an in-memory
+	// store, --runtime auto or external) nothing can fail: the schema is
+	// built and whether Docker answers is settled on the lane, and a query
+	// or a launch waits for them.
+	runtimesLater := m.Opts.DB == sqlite.Memory &&
+		(m.Opts.Runtime == "" || m.Opts.Runtime == "auto" || m.Opts.Runtime == sim.RuntimeExternal)
 	var mgr atomic.Pointer[manager.Manager]
 	obs := func(ev sim.RuntimeEvent) {
 		if mg := mgr.Load(); mg != nil {
@@ -269,14 +281,12 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		}
 	}
 	m.runtimes = newRuntimeRegistry()
-	go m.openRuntimes(ctx, obs)
-	m.Store, err = sqlite.Open(ctx, m.Opts.DB)
-	// A --runtime that is missing must fail the start, and a store file's
-	// recovery needs every runtime. Otherwise (an in-memory store, --runtime
-	// auto or external) nothing can fail: whether Docker answers is settled
-	// after ready, and a launch waits for it.
-	runtimesLater := m.Opts.DB == sqlite.Memory &&
-		(m.Opts.Runtime == "" || m.Opts.Runtime == "auto" || m.Opts.Runtime == sim.RuntimeExternal)
+	if runtimesLater {
+		later.Go(func() { m.openRuntimes(ctx, obs) })
+	} else {
+		go m.openRuntimes(ctx, obs)
+	}
+	m.Store, err = sqlite.OpenWith(ctx, m.Opts.DB, sqlite.Options{Background: later.Go})
 	if !runtimesLater {
 		m.runtimes.Wait()
 		err = errors.Join(err, m.runtimes.err)
@@ -398,15 +408,13 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		defer m.wg.Done()
 		m.removeOrphans(owner)
 	}()
-	// One after the other: with both at once, on two cores, the first
-	// requests (the /readyz poll that just succeeded) waited for a core.
-	catalog.start()
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
+	// The catalog and then the page templates, behind the schema and the
+	// runtimes: with all of them at once, on two cores, the first requests
+	// (the /readyz poll that just succeeded) waited for a core.
+	later.Go(func() {
 		catalog.List()
 		m.Web.Warm()
-	}()
+	})
 	return nil
 }
 

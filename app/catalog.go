@@ -22,9 +22,10 @@ func (m *Main) loadCatalogDirs() (*lazyCatalog, error) {
 	}
 	m.templatesNote = note
 	// Validating templates (compose-go compiles its JSON schema on first
-	// use) is most of start-up and nothing /readyz waits for: Open starts
-	// it once ready, so it does not compete for the CPU before then, and
-	// the first caller that needs the catalog waits (or starts it).
+	// use) is most of start-up and nothing /readyz waits for: Open queues
+	// it on its lane once ready, so it does not compete for the CPU before
+	// then, and the first caller that needs the catalog waits (or starts
+	// it).
 	return &lazyCatalog{done: make(chan struct{}), load: func() *template.Catalog {
 		c, err := template.LoadDirs(abs...)
 		if err != nil {

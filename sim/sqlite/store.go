@@ -162,8 +162,22 @@ var _ sim.Store = (*Store)(nil)
 // pool). Building it is most of what opening costs (about 2 ms), and
 // `normsim up --db :memory:` need not wait for it to be ready.
 func Open(ctx context.Context, path string) (*Store, error) {
+	return OpenWith(ctx, path, Options{})
+}
+
+// Options say how OpenWith opens a store.
+type Options struct {
+	// Background runs an in-memory store's schema build, work that nothing
+	// waits for until the first query; nil runs it on a goroutine of its
+	// own. normsim up queues it with its other start-up work, so that it
+	// does not take a second core from the first requests.
+	Background func(work func())
+}
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	if path == Memory {
-		return openDB(ctx, path)
+		return openDB(ctx, path, o.Background)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create store directory: %w", err)
@@ -172,7 +186,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := openDB(ctx, path)
+	s, err := openDB(ctx, path, nil)
 	if err != nil {
 		lock.release()
 		return nil, err
@@ -188,10 +202,12 @@ func OpenToRead(ctx context.Context, path string) (*Store, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	return openDB(ctx, path)
+	return openDB(ctx, path, nil)
 }
 
-func openDB(ctx context.Context, path string) (*Store, error) {
+// openDB opens the database at path; an in-memory one's schema is built by
+// background, or on a goroutine of its own when that is nil.
+func openDB(ctx context.Context, path string, background func(func())) (*Store, error) {
 	var dsn string
 	if path == Memory {
 		dsn = "file::memory:?_pragma=foreign_keys(1)"
@@ -208,7 +224,10 @@ func openDB(ctx context.Context, path string) (*Store, error) {
 	s := &Store{db: db, path: path, schemaDone: make(chan struct{}), logLimits: DefaultLogLimits}
 	if path == Memory {
 		s.owner = newOwner()
-		go func() {
+		if background == nil {
+			background = func(work func()) { go work() }
+		}
+		background(func() {
 			defer close(s.schemaDone)
 			ctx := context.Background()
 			err := s.migrate(ctx)
@@ -222,7 +241,7 @@ func openDB(ctx context.Context, path string) (*Store, error) {
 				s.schemaErr = fmt.Errorf("open store %s: %w", path, err)
 				db.Close()
 			}
-		}()
+		})
 		return s, nil
 	}
 	defer close(s.schemaDone)
