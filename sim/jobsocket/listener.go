@@ -492,16 +492,35 @@ func (c *conn) abort() {
 }
 
 // hijackWatch hands the TCP connection that websocket.Accept hijacks to the
-// listener as well.
+// listener as well, with buffers of socketBufferSize.
 type hijackWatch struct {
 	http.ResponseWriter
 	conn net.Conn
 }
 
+// socketBufferSize is the size of a job socket's read and of its write
+// buffer. The WebSocket keeps the buffers Hijack returns for the
+// connection's life, and net/http's are 4 KiB each: 8 KiB a socket, about
+// 80 MiB of a sim whose 10,000 jobs are all being handed over (20,000
+// sockets; docs/benchmarks.md, section 7). A frame larger than the buffer
+// costs one more read or write call, not a copy: bufio passes it through.
+const socketBufferSize = 1 << 10
+
 func (h *hijackWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c, brw, err := http.NewResponseController(h.ResponseWriter).Hijack()
 	h.conn = c
-	return c, brw, err
+	if err != nil {
+		return c, brw, err
+	}
+	// What a job sent right behind its upgrade request is in net/http's
+	// read buffer already, and the WebSocket takes it from there: such a
+	// socket keeps that buffer. The write buffer is empty (the 101 was
+	// flushed before the hijack).
+	br := brw.Reader
+	if br.Buffered() == 0 {
+		br = bufio.NewReaderSize(c, socketBufferSize)
+	}
+	return c, bufio.NewReadWriter(br, bufio.NewWriterSize(c, socketBufferSize)), nil
 }
 
 // ServeHTTP upgrades a job's connection and runs it.
@@ -515,7 +534,6 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "too many connections waiting to say hello; try again shortly", http.StatusServiceUnavailable)
 		return
 	}
-	defer helloDone()
 	hw := &hijackWatch{ResponseWriter: w}
 	ws, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
 		// Jobs are not browsers; the per-instance token is the guard.
@@ -523,6 +541,7 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		CompressionMode:    websocket.CompressionDisabled,
 	})
 	if err != nil {
+		helloDone()
 		return // Accept already wrote the HTTP error
 	}
 	// We enforce the cap ourselves to close with 4413 rather than the
@@ -533,24 +552,36 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
+		helloDone()
 		c.abort()
 		return
 	}
 	l.conns[c] = struct{}{}
+	l.wg.Add(1) // under the lock Close sets closed in, as in close
 	l.mu.Unlock()
-	defer func() {
-		// Listed until its close is over, so Listener.Close can cut a
-		// close handshake short.
-		c.finish()
-		l.mu.Lock()
-		delete(l.conns, c)
-		l.mu.Unlock()
+	// The socket lives on a goroutine of its own and this handler returns:
+	// while it runs, net/http keeps the connection's request, its 4 KiB
+	// read and write buffers and a stack grown by the request's parsing,
+	// none of which a WebSocket uses (about 12 KiB a socket). The request's
+	// context ends with the handler; its values stay.
+	ctx := context.WithoutCancel(r.Context())
+	go func() {
+		defer l.wg.Done()
+		defer helloDone()
+		defer func() {
+			// Listed until its close is over, so Listener.Close can cut a
+			// close handshake short.
+			c.finish()
+			l.mu.Lock()
+			delete(l.conns, c)
+			l.mu.Unlock()
+		}()
+		if !ok {
+			c.close(protocol.CloseUnauthorized, "path names no instance")
+			return
+		}
+		l.run(ctx, c)
 	}()
-	if !ok {
-		c.close(protocol.CloseUnauthorized, "path names no instance")
-		return
-	}
-	l.run(r.Context(), c)
 }
 
 // readFrame reads one message, enforcing text-only and the size cap. The
