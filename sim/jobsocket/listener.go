@@ -100,10 +100,7 @@ type Listener struct {
 	instances map[key]*instance
 	conns     map[*conn]struct{}
 	closed    bool
-	// closing is closed with closed set: a socket's goroutine waiting for
-	// something else than its socket stops waiting (Close waits for it).
-	closing chan struct{}
-	wg      sync.WaitGroup
+	wg        sync.WaitGroup
 }
 
 type key struct{ jobID, role string }
@@ -149,7 +146,7 @@ func New(cfg Config) *Listener {
 	if cfg.OnEvent == nil {
 		cfg.OnEvent = func(Event) {}
 	}
-	return &Listener{cfg: cfg, instances: map[key]*instance{}, conns: map[*conn]struct{}{}, byHost: map[string]int{}, closing: make(chan struct{})}
+	return &Listener{cfg: cfg, instances: map[key]*instance{}, conns: map[*conn]struct{}{}, byHost: map[string]int{}}
 }
 
 // Open listens on addr synchronously, so a port in use is an error here, and
@@ -218,7 +215,6 @@ func (l *Listener) Close() error {
 		return nil
 	}
 	l.closed = true
-	close(l.closing)
 	conns := make([]*conn, 0, len(l.conns))
 	for c := range l.conns {
 		conns = append(conns, c)
@@ -700,7 +696,6 @@ func (l *Listener) awaitRegistered(by time.Time) {
 	select {
 	case <-l.cfg.Registered:
 	case <-t.C:
-	case <-l.closing:
 	}
 }
 

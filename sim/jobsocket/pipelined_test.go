@@ -82,22 +82,3 @@ func TestHelloSentWithTheUpgradeRequestIsRead(t *testing.T) {
 	}
 	ev.wait(t, jobsocket.Connected)
 }
-
-// Close waits for every socket's goroutine. One that said hello while the
-// instances are not registered yet (normsim recovering its store) waits for
-// them, up to the hello timeout: Close must not wait that out.
-func TestCloseDoesNotWaitForRegistration(t *testing.T) {
-	never := make(chan struct{}) // recovery that never ends
-	l, _ := MustListener(t, jobsocket.Config{HelloTimeout: time.Hour, Registered: never})
-	l.Register(jobsocket.Registration{JobID: "job 1", Role: "r/1", Token: token})
-	c := dial(t, l, protocol.Path("job 1", "r/1"))
-	c.SendText(hello(token))
-	time.Sleep(200 * time.Millisecond) // for the listener to read the hello and start waiting
-	closed := make(chan error, 1)
-	go func() { closed <- l.Close() }()
-	select {
-	case <-closed:
-	case <-time.After(30 * time.Second):
-		t.Fatal("Close still waiting 30s on: a socket waiting for registration holds it up to the hello timeout (an hour)")
-	}
-}
