@@ -92,14 +92,11 @@ type Options struct {
 // Stats reads the sim's figures (GET /api/v1/stats).
 func (m *Main) Stats(ctx context.Context) (sim.Stats, error) {
 	st := sim.Stats{Goroutines: runtime.NumGoroutine()}
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(sample)
-	if sample[0].Value.Kind() == metrics.KindUint64 {
-		st.HeapLiveBytes = sample[0].Value.Uint64()
-	}
+	st.HeapLiveBytes = readMetric("/gc/heap/live:bytes")
 	if ps, err := procstat.Read(0); err == nil {
 		st.RSSBytes, st.PeakRSSBytes = ps.VmRSS, ps.VmHWM
 	}
+	st.Memory = memoryStats(st.RSSBytes)
 	if m.Manager != nil {
 		st.Instances, st.Connected = m.Manager.CountInstances()
 		st.Events = m.Manager.Bus().Stats()
@@ -115,6 +112,66 @@ func (m *Main) Stats(ctx context.Context) (sim.Stats, error) {
 		st.Store.MigrationsCap, st.Store.MigrationsPruned = m.Store.MigrationCap(), m.Store.MigrationsPruned()
 	}
 	return st, nil
+}
+
+// memoryClasses are the runtime/metrics classes memoryStats reads; their
+// sum, less heap/released, is what the runtime holds resident.
+var memoryClasses = []string{
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/free:bytes",
+	"/memory/classes/heap/unused:bytes",
+	"/memory/classes/heap/stacks:bytes",
+	"/memory/classes/os-stacks:bytes",
+	"/memory/classes/metadata/mcache/free:bytes",
+	"/memory/classes/metadata/mcache/inuse:bytes",
+	"/memory/classes/metadata/mspan/free:bytes",
+	"/memory/classes/metadata/mspan/inuse:bytes",
+	"/memory/classes/metadata/other:bytes",
+	"/memory/classes/other:bytes",
+	"/memory/classes/profiling/buckets:bytes",
+}
+
+// memoryStats splits the resident set rss (0: unknown) by what holds it.
+func memoryStats(rss int64) sim.MemoryStats {
+	samples := make([]metrics.Sample, len(memoryClasses))
+	for i, name := range memoryClasses {
+		samples[i].Name = name
+	}
+	metrics.Read(samples)
+	var ms sim.MemoryStats
+	var goResident uint64
+	for _, s := range samples {
+		if s.Value.Kind() != metrics.KindUint64 {
+			continue // a class this Go does not have
+		}
+		v := s.Value.Uint64()
+		goResident += v
+		switch s.Name {
+		case "/memory/classes/heap/objects:bytes":
+			ms.HeapObjectsBytes += v
+		case "/memory/classes/heap/free:bytes", "/memory/classes/heap/unused:bytes":
+			ms.HeapFreeBytes += v
+		case "/memory/classes/heap/stacks:bytes", "/memory/classes/os-stacks:bytes":
+			ms.StacksBytes += v
+		default:
+			ms.RuntimeBytes += v
+		}
+	}
+	if rss > 0 && uint64(rss) > goResident {
+		ms.OutsideGoBytes = uint64(rss) - goResident
+	}
+	return ms
+}
+
+// readMetric reads one runtime/metrics value; 0 if this Go has no such
+// metric.
+func readMetric(name string) uint64 {
+	sample := []metrics.Sample{{Name: name}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return sample[0].Value.Uint64()
 }
 
 // RuntimeFactory makes a runtime, or says it is not available here.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"runtime"
 	"testing"
 	"time"
 
@@ -56,6 +57,17 @@ func TestStatsSayWhatTheSimHolds(t *testing.T) {
 	}
 	if st.Goroutines <= 0 || st.HeapLiveBytes == 0 || st.RSSBytes <= 0 || st.PeakRSSBytes < st.RSSBytes {
 		t.Errorf("runtime figures %+v", st)
+	}
+	// Where the memory is: every class holds some, every goroutine has at
+	// least the smallest stack (2 KiB), and on Linux the binary's code read
+	// so far is resident outside the Go runtime.
+	mem := st.Memory
+	if mem.HeapObjectsBytes == 0 || mem.HeapFreeBytes == 0 || mem.RuntimeBytes == 0 ||
+		mem.StacksBytes < uint64(st.Goroutines)*2048 {
+		t.Errorf("memory %+v with %d goroutines", mem, st.Goroutines)
+	}
+	if runtime.GOOS == "linux" && mem.OutsideGoBytes == 0 {
+		t.Errorf("memory %+v: nothing resident outside the Go runtime, with an RSS of %d", mem, st.RSSBytes)
 	}
 	collected, err := api.Stats(ctx, true)
 	if err != nil || collected.HeapLiveBytes == 0 {

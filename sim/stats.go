@@ -25,6 +25,32 @@ type Stats struct {
 	Store StoreStats `json:"store"`
 	// Events says what the live-update bus (GET /api/v1/events) carried.
 	Events EventStats `json:"events"`
+	// Memory says where the resident memory is.
+	Memory MemoryStats `json:"memory"`
+}
+
+// MemoryStats splits the sim's resident memory by what holds it, from the
+// Go runtime's own accounting (runtime/metrics) and the kernel's resident
+// set.
+type MemoryStats struct {
+	// HeapObjectsBytes is the heap in objects: live ones, and dead ones
+	// the collector has not swept yet.
+	HeapObjectsBytes uint64 `json:"heapObjectsBytes"`
+	// HeapFreeBytes is heap that holds no object and is still resident:
+	// the room a heap grows into before the next collection (GOGC), and
+	// what it has not returned to the system yet.
+	HeapFreeBytes uint64 `json:"heapFreeBytes"`
+	// StacksBytes is the goroutines' stacks.
+	StacksBytes uint64 `json:"stacksBytes"`
+	// RuntimeBytes is the Go runtime's own: its metadata, buffers and
+	// profiling buckets.
+	RuntimeBytes uint64 `json:"runtimeBytes"`
+	// OutsideGoBytes is about what is resident but not the Go runtime's:
+	// the binary's code and data as far as they were read, and memory
+	// SQLite maps for itself (an in-memory store's pages). The resident
+	// set less what the runtime holds resident, so an estimate; 0 where
+	// the resident set is not known.
+	OutsideGoBytes uint64 `json:"outsideGoBytes"`
 }
 
 // EventStats counts the live-update events and their subscribers.

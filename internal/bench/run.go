@@ -408,6 +408,10 @@ func WriteReport(w io.Writer, r *Report) {
 			fmt.Fprintf(w, "; %s, %d goroutines after", MiB(int64(a.HeapLiveBytes)), a.Goroutines)
 		}
 		fmt.Fprintln(w)
+		if m := p.Memory; m.HeapObjectsBytes > 0 {
+			fmt.Fprintf(w, "  memory       at the peak: heap objects %s, heap free %s, stacks %s, Go runtime %s, outside Go about %s\n",
+				MiB(int64(m.HeapObjectsBytes)), MiB(int64(m.HeapFreeBytes)), MiB(int64(m.StacksBytes)), MiB(int64(m.RuntimeBytes)), MiB(int64(m.OutsideGoBytes)))
+		}
 		fmt.Fprintf(w, "  store        %s, %d migrations\n", MiB(p.Store.Bytes), p.Store.Migrations)
 		last := p
 		if r.After != nil {
