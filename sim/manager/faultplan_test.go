@@ -75,7 +75,7 @@ func newPlanRun(t *testing.T, phase sim.Phase, faults ...sim.Fault) *planRun {
 	t.Cleanup(m.wg.Wait)
 	pr.r = &run{m: m, id: "mig-1", src: sim.Instance{ID: "src-1", JobID: "job-1", Runtime: "fake"}, tgtID: "tgt-1",
 		srcNode: &Node{Socket: pr.srcSock}, tgtNode: &Node{Socket: pr.tgSock}, rt: pr.tgtRuntime,
-		faults: faults, fired: make([]bool, len(faults)), events: make(chan *runEvent, 8),
+		faults: faults, fired: make([]bool, len(faults)), events: newEventQueue(),
 		phase: phase, deferring: true}
 	return pr
 }
@@ -267,10 +267,8 @@ func TestPassLockedDecidesEveryFault(t *testing.T) {
 					t.Errorf("fired %v, want %v", pr.r.fired, tt.spent)
 				}
 				var aborted string
-				select {
-				case ev := <-pr.r.events:
+				if ev, ok := pr.r.events.take(); ok {
 					aborted = ev.reason
-				default:
 				}
 				if aborted != tt.aborted || pr.r.ending != (tt.aborted != "") {
 					t.Errorf("posted %q (ending %v), want %q", aborted, pr.r.ending, tt.aborted)

@@ -107,7 +107,7 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 	}
 
 	now := m.now()
-	r := &run{m: m, id: "mig-" + randomHex(5), events: make(chan *runEvent, 256), rt: rt,
+	r := &run{m: m, id: "mig-" + randomHex(5), events: newEventQueue(), rt: rt,
 		src: srcSnap, srcNode: m.nodes[srcSnap.Node], tgtNode: toNode, timeouts: timeouts,
 		faults: faults, fired: make([]bool, len(faults)), start: now}
 	r.mig = sim.Migration{ID: r.id, JobID: srcSnap.JobID, Strategy: strategy, State: sim.MigrationRunning,
@@ -264,10 +264,8 @@ type run struct {
 	faults      []sim.Fault
 	fired       []bool // guarded by mu
 	start       time.Time
-	// events carries pointers: a runEvent holds a whole frame, and a
-	// buffer of 256 of them per migration would cost ~100 KB each, 100 MB
-	// for a thousand concurrent handovers.
-	events chan *runEvent
+	// events carries pointers: a runEvent holds a whole frame.
+	events *eventQueue
 
 	mu    sync.Mutex
 	mig   sim.Migration
@@ -321,9 +319,7 @@ func (r *run) snapshot() *sim.Migration {
 }
 
 func (r *run) post(ev runEvent) {
-	select {
-	case r.events <- &ev:
-	default:
+	if !r.events.put(&ev) {
 		// A flood of events cannot grow memory: the migration sees the
 		// ones that fit, and a flood is itself a reason to end.
 		r.m.log.Warn("migration event queue full; dropping", "migration", r.id)
@@ -699,7 +695,11 @@ func (r *run) await(ctx context.Context, what string, timeout time.Duration, acc
 	defer timer.Stop()
 	for {
 		select {
-		case p := <-r.events:
+		case <-r.events.ready:
+			p, ok := r.events.take()
+			if !ok {
+				continue
+			}
 			ev := *p
 			if accept(ev) {
 				return ev, nil
@@ -777,7 +777,11 @@ func (r *run) awaitExit(instance string) (sim.RuntimeEvent, bool) {
 	defer timer.Stop()
 	for {
 		select {
-		case p := <-r.events:
+		case <-r.events.ready:
+			p, ok := r.events.take()
+			if !ok {
+				continue
+			}
 			if p.kind == evRuntime && p.instance == instance && p.runtime.Kind == sim.ServiceExited {
 				return p.runtime, true
 			}
