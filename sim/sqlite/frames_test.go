@@ -75,11 +75,13 @@ func BenchmarkRecordFrames(b *testing.B) {
 
 // BenchmarkJournalTimeline appends timeline events the way the journal
 // does under load: batches of 64 migrations, each saved and given 3
-// events, each append its own savepoint inside the batch's transaction.
+// events, each append its own savepoint inside the batch's transaction,
+// under a deadline as the journal's batches are.
 //
 //	go test -run '^$' -bench BenchmarkJournalTimeline ./sim/sqlite/
 func BenchmarkJournalTimeline(b *testing.B) {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
 	s, err := sqlite.Open(ctx, sqlite.Memory)
 	if err != nil {
 		b.Fatal(err)

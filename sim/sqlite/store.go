@@ -285,7 +285,13 @@ func (s *Store) Batch(ctx context.Context, fn func(ctx context.Context)) error {
 		return fmt.Errorf("begin batch: %w", err)
 	}
 	defer tx.Rollback()
-	fn(context.WithValue(ctx, batchKey{}, tx))
+	// ctx bounds the transaction (database/sql rolls it back when ctx
+	// ends); its statements run without a deadline of their own. With one,
+	// modernc's driver starts a goroutine and sets a progress handler for
+	// every statement to interrupt it: at 10,000 handovers about 1,400 of
+	// those goroutines waited for a core at once (docs/benchmarks.md,
+	// section 7).
+	fn(context.WithValue(context.WithoutCancel(ctx), batchKey{}, tx))
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit batch: %w", err)
 	}
