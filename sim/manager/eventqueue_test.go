@@ -1,6 +1,13 @@
 package manager
 
-import "testing"
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+	"testing"
+
+	"github.com/normsim/normsim/sim"
+)
 
 // The inbox behaves as the buffered channel it replaced: first in, first
 // out; full at eventQueueMax, refusing more; and a value on ready exactly
@@ -44,5 +51,25 @@ func TestEventQueueIsABoundedChannel(t *testing.T) {
 	}
 	if !q.put(&runEvent{reason: "again"}) || !ready() {
 		t.Fatal("an emptied queue does not take and signal a new event")
+	}
+}
+
+// A migration whose inbox is full drops what does not fit, but not
+// silently: its timeline says so when it starts, and how many at the end.
+func TestAFullInboxIsCountedOnTheTimeline(t *testing.T) {
+	pr := newPlanRun(t, sim.PhaseGetState)
+	pr.r.m.log = slog.New(slog.DiscardHandler)
+	pr.r.mu.Lock()
+	for range eventQueueMax + 3 {
+		pr.r.post(runEvent{kind: evFault, reason: "flood"})
+	}
+	dropped := pr.r.eventsDropped
+	pr.r.mu.Unlock()
+	if dropped != 3 {
+		t.Fatalf("%d events counted as dropped, want 3", dropped)
+	}
+	want := []string{fmt.Sprintf("manager: the migration's inbox is full (%d events waiting): events past it are dropped, and counted", eventQueueMax)}
+	if got := pr.timeline(t, sim.PhaseGetState); !slices.Equal(got, want) {
+		t.Errorf("timeline %q, want %q", got, want)
 	}
 }

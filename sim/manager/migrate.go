@@ -266,6 +266,8 @@ type run struct {
 	start       time.Time
 	// events carries pointers: a runEvent holds a whole frame.
 	events *eventQueue
+	// eventsDropped counts the events post could not queue (guarded by mu).
+	eventsDropped int
 
 	mu    sync.Mutex
 	mig   sim.Migration
@@ -318,11 +320,18 @@ func (r *run) snapshot() *sim.Migration {
 	return &d
 }
 
+// post hands ev to the migration's goroutine; its callers hold mu.
 func (r *run) post(ev runEvent) {
-	if !r.events.put(&ev) {
-		// A flood of events cannot grow memory: the migration sees the
-		// ones that fit, and a flood is itself a reason to end.
-		r.m.log.Warn("migration event queue full; dropping", "migration", r.id)
+	if r.events.put(&ev) {
+		return
+	}
+	// A flood of events cannot grow memory: the migration sees the ones
+	// that fit, and a flood is itself a reason to end. What does not fit
+	// is counted, and the timeline says so, first when it starts and then
+	// how many at the end (finish).
+	if r.eventsDropped++; r.eventsDropped == 1 {
+		r.m.log.Warn("migration event queue full; dropping and counting what does not fit", "migration", r.id)
+		r.recordLocked(r.phase, sideManager, fmt.Sprintf("the migration's inbox is full (%d events waiting): events past it are dropped, and counted", eventQueueMax), nil)
 	}
 }
 
@@ -1225,6 +1234,9 @@ func (r *run) finish(ctx context.Context, err error) {
 	// arrives now is late, not the point of no return.
 	r.ending = true
 	ponr, phase, tgtID := r.ponr, r.phase, r.tgtID
+	if n := r.eventsDropped; n > 0 {
+		r.recordLocked(phase, sideManager, fmt.Sprintf("%d events were dropped: the migration's inbox was full", n), nil)
+	}
 	r.mu.Unlock()
 	// What either job may still send about this migration is late, not a
 	// protocol error: its answer may already be on the wire.
