@@ -92,11 +92,10 @@ type Options struct {
 // Stats reads the sim's figures (GET /api/v1/stats).
 func (m *Main) Stats(ctx context.Context) (sim.Stats, error) {
 	st := sim.Stats{Goroutines: runtime.NumGoroutine()}
-	st.HeapLiveBytes = readMetric("/gc/heap/live:bytes")
 	if ps, err := procstat.Read(0); err == nil {
 		st.RSSBytes, st.PeakRSSBytes = ps.VmRSS, ps.VmHWM
 	}
-	st.Memory = memoryStats(st.RSSBytes)
+	st.HeapLiveBytes, st.Memory = memoryStats(st.RSSBytes)
 	if m.Manager != nil {
 		st.Instances, st.Connected = m.Manager.CountInstances()
 		st.Events = m.Manager.Bus().Stats()
@@ -114,8 +113,12 @@ func (m *Main) Stats(ctx context.Context) (sim.Stats, error) {
 	return st, nil
 }
 
-// memoryClasses are the runtime/metrics classes memoryStats reads; their
-// sum, less heap/released, is what the runtime holds resident.
+// heapLiveMetric is the heap the last collection found live.
+const heapLiveMetric = "/gc/heap/live:bytes"
+
+// memoryClasses are the runtime/metrics classes memoryStats sorts. They
+// leave out heap/released (mapped, not resident), so their sum is what the
+// runtime holds resident.
 var memoryClasses = []string{
 	"/memory/classes/heap/objects:bytes",
 	"/memory/classes/heap/free:bytes",
@@ -131,22 +134,25 @@ var memoryClasses = []string{
 	"/memory/classes/profiling/buckets:bytes",
 }
 
-// memoryStats splits the resident set rss (0: unknown) by what holds it.
-func memoryStats(rss int64) sim.MemoryStats {
-	samples := make([]metrics.Sample, len(memoryClasses))
-	for i, name := range memoryClasses {
-		samples[i].Name = name
+// memoryStats reads the live heap and splits the resident set rss (0:
+// unknown) by what holds it, in one read of the runtime's metrics.
+func memoryStats(rss int64) (heapLive uint64, ms sim.MemoryStats) {
+	samples := make([]metrics.Sample, 0, 1+len(memoryClasses))
+	samples = append(samples, metrics.Sample{Name: heapLiveMetric})
+	for _, name := range memoryClasses {
+		samples = append(samples, metrics.Sample{Name: name})
 	}
 	metrics.Read(samples)
-	var ms sim.MemoryStats
 	var goResident uint64
 	for _, s := range samples {
 		if s.Value.Kind() != metrics.KindUint64 {
-			continue // a class this Go does not have
+			continue // a metric this Go does not have
 		}
 		v := s.Value.Uint64()
-		goResident += v
 		switch s.Name {
+		case heapLiveMetric:
+			heapLive = v
+			continue // a part of heap/objects, not a class of its own
 		case "/memory/classes/heap/objects:bytes":
 			ms.HeapObjectsBytes += v
 		case "/memory/classes/heap/free:bytes", "/memory/classes/heap/unused:bytes":
@@ -156,22 +162,12 @@ func memoryStats(rss int64) sim.MemoryStats {
 		default:
 			ms.RuntimeBytes += v
 		}
+		goResident += v
 	}
 	if rss > 0 && uint64(rss) > goResident {
 		ms.OutsideGoBytes = uint64(rss) - goResident
 	}
-	return ms
-}
-
-// readMetric reads one runtime/metrics value; 0 if this Go has no such
-// metric.
-func readMetric(name string) uint64 {
-	sample := []metrics.Sample{{Name: name}}
-	metrics.Read(sample)
-	if sample[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return sample[0].Value.Uint64()
+	return heapLive, ms
 }
 
 // RuntimeFactory makes a runtime, or says it is not available here.
@@ -289,9 +285,11 @@ func listenErr(what, addr, flag string, err error) error {
 }
 
 // Open starts everything /readyz stands for: the dashboard listener, the
-// store and the runtimes side by side, the job-socket listeners and the
-// output sink, the manager and the web server. What nothing waits for yet
-// (the template catalog, the dashboard's page templates) starts once ready.
+// store and the runtimes, the job-socket listeners and the output sink, the
+// manager and the web server. What nothing waits for yet (an in-memory
+// store's schema, whether Docker answers under --runtime auto or external,
+// then from ready on the template catalog and the dashboard's page
+// templates) goes on one lane, one piece at a time.
 // A port in use is an error from Open; on error everything already started
 // is closed.
 func (m *Main) Open(ctx context.Context) (err error) {
