@@ -9,13 +9,16 @@ const eventQueueMax = 256
 
 // eventQueue is a migration's inbox: socket, runtime and fault events put
 // by other goroutines, taken in order by the migration's own. It is a
-// channel of eventQueueMax events whose memory grows with what is waiting,
-// not with the bound: a buffered channel of 256 pointers cost every
+// channel of eventQueueMax events whose memory grows with the most that
+// waited at once, not with the bound: a buffered channel of 256 pointers cost every
 // migration 2 KiB, about 20 MiB with 10,000 handovers in flight
 // (docs/benchmarks.md, section 7), while one waits for a handful.
 type eventQueue struct {
-	mu    sync.Mutex
+	mu sync.Mutex
+	// items[head:] wait; the array is kept when they are all taken, so a
+	// migration allocates it once, as large as the most that waited.
 	items []*runEvent
+	head  int
 	// ready holds a value while items is not empty: the migration selects
 	// on it beside its timers, then takes one event.
 	ready chan struct{}
@@ -27,8 +30,15 @@ func newEventQueue() *eventQueue { return &eventQueue{ready: make(chan struct{},
 func (q *eventQueue) put(ev *runEvent) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.items) >= eventQueueMax {
+	if len(q.items)-q.head >= eventQueueMax {
 		return false
+	}
+	if q.head > 0 && len(q.items) == cap(q.items) {
+		// Full at the back with room at the front: move what waits to the
+		// front, so a queue never drained stays within its array.
+		n := copy(q.items, q.items[q.head:])
+		clear(q.items[n:])
+		q.items, q.head = q.items[:n], 0
 	}
 	q.items = append(q.items, ev)
 	q.signalLocked()
@@ -40,13 +50,13 @@ func (q *eventQueue) put(ev *runEvent) bool {
 func (q *eventQueue) take() (*runEvent, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.items) == 0 {
+	if q.head == len(q.items) {
 		return nil, false
 	}
-	ev := q.items[0]
-	q.items[0] = nil
-	if q.items = q.items[1:]; len(q.items) == 0 {
-		q.items = nil // let the array go: most of a migration, nothing waits
+	ev := q.items[q.head]
+	q.items[q.head] = nil
+	if q.head++; q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
 	} else {
 		q.signalLocked()
 	}

@@ -73,3 +73,24 @@ func TestAFullInboxIsCountedOnTheTimeline(t *testing.T) {
 		t.Errorf("timeline %q, want %q", got, want)
 	}
 }
+
+// A queue that is never drained (a job that keeps the migration busy)
+// reuses its array: what was taken from the front makes room at the back.
+func TestEventQueueNeverDrainedStaysInItsArray(t *testing.T) {
+	q := newEventQueue()
+	for i := range 4 {
+		q.put(&runEvent{reason: fmt.Sprint(i)})
+	}
+	most := cap(q.items)
+	for i := 4; i < 10_000; i++ {
+		q.put(&runEvent{reason: fmt.Sprint(i)})
+		ev, _ := q.take()
+		if want := fmt.Sprint(i - 4); ev.reason != want {
+			t.Fatalf("took %q, want %q", ev.reason, want)
+		}
+		most = max(most, cap(q.items))
+	}
+	if most > 16 {
+		t.Errorf("the array grew to %d slots with never more than 5 events waiting", most)
+	}
+}
