@@ -93,8 +93,9 @@ type LogLostCounts struct {
 type LogBook interface {
 	LogSink
 	// Register records that the instance exists, so its (perhaps empty)
-	// log is served after it is gone.
-	Register(ctx context.Context, instance string) error
+	// log is served after it is gone. It queues the record like a line
+	// and never blocks: a launch does not wait for the store.
+	Register(instance string)
 	// Read returns the lines q selects, including every line captured
 	// before the call.
 	Read(ctx context.Context, q LogQuery) (*LogPage, error)
@@ -117,7 +118,8 @@ type LogStore interface {
 	AppendLogs(ctx context.Context, lines []LogLine) error
 	// CountOverflow adds lines of an instance that could not be kept.
 	CountOverflow(ctx context.Context, instance string, n int64) error
-	RegisterLogs(ctx context.Context, instance string) error
+	// RegisterLogs records that the instances exist (see LogBook.Register).
+	RegisterLogs(ctx context.Context, instances ...string) error
 	ReadLogs(ctx context.Context, q LogQuery) (*LogPage, error)
 }
 

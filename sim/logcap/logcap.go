@@ -48,7 +48,10 @@ type Config struct {
 type Capture struct {
 	store sim.LogStore
 	log   *slog.Logger
-	queue *batchq.Queue[sim.LogLine]
+	queue *batchq.Queue[entry]
+	// lines and registered are the writer's scratch, reused per batch.
+	lines      []sim.LogLine
+	registered []string
 
 	// queued counts lines taken (or refused: they are settled at once);
 	// written those stored (or failed to). Read waits until written
@@ -63,6 +66,13 @@ type Capture struct {
 	overflow map[string]*overflowRun // lines refused, per instance, not yet marked
 	changed  chan struct{}           // closed and replaced after each write
 	failed   bool                    // the last write failed (logged once)
+}
+
+// entry is what the queue holds: a line to store or, when register is
+// set, an instance (LogLine.Instance) to register.
+type entry struct {
+	sim.LogLine
+	register bool
 }
 
 // overflowRun is a run of lines of one instance the queue refused or the
@@ -92,7 +102,7 @@ func New(cfg Config) *Capture {
 // CaptureLog queues a line; it never blocks.
 func (c *Capture) CaptureLog(l sim.LogLine) {
 	c.queued.Add(1)
-	if c.queue.Add(l, len(l.Text)+64) {
+	if c.queue.Add(entry{LogLine: l}, len(l.Text)+64) {
 		return
 	}
 	c.mu.Lock()
@@ -173,24 +183,44 @@ func (c *Capture) awaitUnheld() {
 	}
 }
 
-// write stores one batch, then marks the runs of lines refused so far.
-func (c *Capture) write(lines []sim.LogLine) {
+// write stores one batch (the registrations first: an instance is
+// registered before it prints), then marks the runs of lines refused so
+// far.
+func (c *Capture) write(batch []entry) {
 	c.awaitUnheld()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := c.store.AppendLogs(ctx, lines)
-	c.report(err, len(lines))
-	if err != nil {
-		// Not kept, so counted and marked like lines the queue refused,
-		// once the store writes again.
-		c.mu.Lock()
-		for _, l := range lines {
-			c.refuse(l, true)
+	lines, registered := c.lines[:0], c.registered[:0]
+	for _, e := range batch {
+		if e.register {
+			registered = append(registered, e.Instance)
+		} else {
+			lines = append(lines, e.LogLine)
 		}
-		c.mu.Unlock()
 	}
+	if len(registered) > 0 {
+		if err := c.store.RegisterLogs(ctx, registered...); err != nil {
+			c.log.Warn("register instances' logs: their logs may not be served once they are gone", "err", err, "instances", len(registered))
+		}
+	}
+	if len(lines) > 0 {
+		err := c.store.AppendLogs(ctx, lines)
+		c.report(err, len(lines))
+		if err != nil {
+			// Not kept, so counted and marked like lines the queue refused,
+			// once the store writes again.
+			c.mu.Lock()
+			for _, l := range lines {
+				c.refuse(l, true)
+			}
+			c.mu.Unlock()
+		}
+	}
+	clear(lines)
+	clear(registered)
+	c.lines, c.registered = lines, registered
 	c.markOverflow(ctx)
-	c.settle(int64(len(lines)))
+	c.settle(int64(len(batch)))
 }
 
 // markOverflow writes a marker line for each run of refused lines and
@@ -278,9 +308,14 @@ func (c *Capture) Flush(ctx context.Context) error {
 	return nil
 }
 
-// Register records that an instance exists.
-func (c *Capture) Register(ctx context.Context, instance string) error {
-	return c.store.RegisterLogs(ctx, instance)
+// Register queues the record that an instance exists, ahead of its lines;
+// it never blocks, and is never refused for a full queue. Read waits for
+// it as for a line.
+func (c *Capture) Register(instance string) {
+	c.queued.Add(1)
+	if !c.queue.AddOver(entry{LogLine: sim.LogLine{Instance: instance}, register: true}, 0) {
+		c.settle(1) // closed: nothing will write it
+	}
 }
 
 // readFlushBound bounds how long Read waits for what is queued: a store

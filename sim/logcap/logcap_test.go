@@ -186,3 +186,32 @@ func TestFailedWriteIsCountedAndMarked(t *testing.T) {
 		t.Fatalf("kept %d, marks %q, overflowed %d; want 1, one and %d", kept, marks, p.Lost.Overflowed, first)
 	}
 }
+
+// TestRegisterIsQueuedAndNeverRefused: a registration waits in the queue
+// like a line (a launch does not wait for the store), is taken even when
+// the queue is full, and is stored before Read answers: a silent
+// instance's log is known.
+func TestRegisterIsQueuedAndNeverRefused(t *testing.T) {
+	ctx := context.Background()
+	st := memStore(t)
+	g := &gatedStore{Store: st, entered: make(chan struct{}), gate: make(chan struct{})}
+	c := logcap.New(logcap.Config{Store: g, Limits: logcap.Limits{Lines: 2, Bytes: 1 << 20}})
+	defer c.Close()
+	c.CaptureLog(sim.LogLine{Instance: "chatty", Service: "app", Stream: sim.StreamStdout, At: time.Now(), Text: "first"})
+	<-g.entered // the writer is stuck in the store
+	for i := range 5 {
+		c.CaptureLog(sim.LogLine{Instance: "chatty", Service: "app", Stream: sim.StreamStdout, At: time.Now(), Text: fmt.Sprint(i)})
+	}
+	c.Register("silent") // the queue is full of chatty's lines
+	if p, err := st.ReadLogs(ctx, sim.LogQuery{Instance: "silent"}); err != nil || p.Known {
+		t.Fatalf("silent known in the store before the writer ran: %+v, %v", p, err)
+	}
+	close(g.gate)
+	p, err := c.Read(ctx, sim.LogQuery{Instance: "silent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Known || len(p.Lines) != 0 {
+		t.Fatalf("silent: known %v with %d lines, want known with none", p.Known, len(p.Lines))
+	}
+}

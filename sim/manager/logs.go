@@ -109,13 +109,11 @@ func (m *Manager) instanceEnded(id string) (bool, <-chan struct{}) {
 // registerLogs records that an instance exists, so its log is served
 // (perhaps empty) once it is gone.
 // An external instance's log says why it holds nothing.
-func (m *Manager) registerLogs(ctx context.Context, in sim.Instance) {
+func (m *Manager) registerLogs(in sim.Instance) {
 	if m.cfg.Logs == nil {
 		return
 	}
-	if err := m.cfg.Logs.Register(ctx, in.ID); err != nil {
-		m.log.Warn("register an instance's logs", "instance", in.ID, "err", err)
-	}
+	m.cfg.Logs.Register(in.ID)
 	if in.Runtime == sim.RuntimeExternal {
 		m.cfg.Logs.CaptureLog(sim.LogLine{Instance: in.ID, Service: "normsim", Stream: sim.StreamNormsim, At: m.now(),
 			Text: in.ID + " runs on the external runtime: normsim did not start it, so its output is wherever you run it"})

@@ -498,7 +498,7 @@ func (m *Manager) launch(ctx context.Context, req LaunchRequest, o launchOpts) (
 		inst.State = sim.InstanceStarting
 	}
 	in := &instance{Instance: inst, spec: spec, changed: make(chan struct{}), healthy: map[string]bool{}}
-	m.registerLogs(ctx, inst)
+	m.registerLogs(inst)
 
 	m.mu.Lock()
 	if m.closed {

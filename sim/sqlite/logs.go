@@ -147,19 +147,30 @@ func (s *Store) CountOverflow(ctx context.Context, inst string, n int64) error {
 	return nil
 }
 
-// RegisterLogs records that inst exists, and forgets the logs of the
-// instances that printed longest ago past the store's bound on instances.
-func (s *Store) RegisterLogs(ctx context.Context, inst string) error {
+// RegisterLogs records that the instances exist, in one transaction, and
+// forgets the logs of the instances that printed longest ago past the
+// store's bound on instances.
+func (s *Store) RegisterLogs(ctx context.Context, instances ...string) error {
+	if len(instances) == 0 {
+		return nil
+	}
 	if err := s.prepareWrites(); err != nil {
 		return err
 	}
 	return s.atomically(ctx, func(tx *sql.Tx) error {
 		st, _ := s.stmt(ctx, tx, wRegisterLogs)
-		res, err := st.ExecContext(ctx, inst, time.Now().UnixNano())
-		if err != nil {
-			return fmt.Errorf("register logs of %s: %w", inst, err)
+		now := time.Now().UnixNano()
+		added := false
+		for _, inst := range instances {
+			res, err := st.ExecContext(ctx, inst, now)
+			if err != nil {
+				return fmt.Errorf("register logs of %s: %w", inst, err)
+			}
+			if n, _ := res.RowsAffected(); n > 0 {
+				added = true
+			}
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		if !added {
 			return nil
 		}
 		// Counting is cheap (SQLite counts a table's pages, not its rows)
@@ -169,7 +180,7 @@ func (s *Store) RegisterLogs(ctx context.Context, inst string) error {
 		var count int
 		st, _ = s.stmt(ctx, tx, wCountLogStates)
 		if err := st.QueryRowContext(ctx).Scan(&count); err != nil {
-			return fmt.Errorf("register logs of %s: %w", inst, err)
+			return fmt.Errorf("register logs: %w", err)
 		}
 		over := count - s.logLimits.Instances
 		if over <= 0 {
@@ -179,7 +190,7 @@ func (s *Store) RegisterLogs(ctx context.Context, inst string) error {
 		st, _ = s.stmt(ctx, tx, wOldestLogStates)
 		rows, err := st.QueryContext(ctx, over)
 		if err != nil {
-			return fmt.Errorf("register logs of %s: %w", inst, err)
+			return fmt.Errorf("register logs: %w", err)
 		}
 		for rows.Next() {
 			var id string

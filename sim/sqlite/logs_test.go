@@ -168,3 +168,28 @@ func BenchmarkRegisterLogs(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "registrations/s")
 }
+
+// TestRegisterLogsManyAtOnce: instances registered in one call are all
+// known, and the bound on instances still holds after it.
+func TestRegisterLogsManyAtOnce(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, sqlite.Memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.SetLogLimits(sqlite.LogLimits{Lines: 100, Bytes: 1 << 20, Instances: 3})
+	if err := s.RegisterLogs(ctx, "old1", "old2"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Millisecond) // distinct updated_at
+	if err := s.RegisterLogs(ctx, "new1", "new2", "new3"); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]bool{"old1": false, "old2": false, "new1": true, "new2": true, "new3": true} {
+		p, _ := s.ReadLogs(ctx, sim.LogQuery{Instance: id})
+		if p.Known != want {
+			t.Errorf("%s known %v, want %v", id, p.Known, want)
+		}
+	}
+}
