@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"reflect"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -308,11 +309,45 @@ func writeError(w http.ResponseWriter, err error) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	e := jsonEncoders.Get().(*jsonEncoder)
+	defer e.put()
+	if err := e.enc.Encode(v); err != nil {
+		// Every value the API answers with encodes; say so if one did not,
+		// rather than send half of it.
+		writeError(w, sim.Errorf(sim.EInternal, "encode the answer: %v", err))
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(e.buf.Len()))
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(v)
+	w.Write(e.buf.Bytes())
+}
+
+// jsonEncoder is an indenting encoder with its buffer, pooled: a new
+// json.Encoder allocates its indent buffer afresh, which at 10,000
+// handovers polled was a seventh of all the sim allocated.
+type jsonEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var jsonEncoders = sync.Pool{New: func() any {
+	e := &jsonEncoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetIndent("", "  ")
+	return e
+}}
+
+// maxPooledJSON is the largest answer whose buffers go back to the pool:
+// one huge list must not stay in memory for good.
+const maxPooledJSON = 256 << 10
+
+func (e *jsonEncoder) put() {
+	if e.buf.Cap() > maxPooledJSON {
+		return
+	}
+	e.buf.Reset()
+	jsonEncoders.Put(e)
 }
 
 // decode reads a JSON body strictly: unknown fields and trailing data are
