@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -43,6 +44,9 @@ type journalOp struct {
 	key     string
 	write   func(context.Context) error
 	flushed chan struct{}
+	// stored, when set, runs on the journal's goroutine once the write
+	// is committed: at once, or when a held write finally is.
+	stored func()
 }
 
 // journalLinger is how long the journal lets a burst gather before writing
@@ -125,6 +129,14 @@ func (j *journal) write(ops []journalOp) {
 			last[op.key] = i
 		}
 	}
+	// What a replaced snapshot was to do once stored is done once the
+	// snapshot replacing it is.
+	for i, op := range ops {
+		if op.stored != nil && op.key != "" && last[op.key] != i {
+			k := last[op.key]
+			ops[k].stored = chain(op.stored, ops[k].stored)
+		}
+	}
 	var todo []journalOp
 	for _, op := range ops {
 		switch {
@@ -139,7 +151,12 @@ func (j *journal) write(ops []journalOp) {
 		}
 	}
 	failed, err := j.commit(ctx, todo)
-	j.settle(failed, err)
+	j.settle(todo, failed, err)
+	for i, op := range todo {
+		if op.stored != nil && !slices.Contains(failed, i) {
+			op.stored()
+		}
+	}
 	for _, op := range ops {
 		if op.flushed != nil {
 			close(op.flushed)
@@ -147,15 +164,27 @@ func (j *journal) write(ops []journalOp) {
 	}
 }
 
-// commit runs the writes and returns those that did not take, with the
-// first error. In a batch whose commit fails, none took.
-func (j *journal) commit(ctx context.Context, todo []journalOp) ([]journalOp, error) {
-	var failed []journalOp
+// chain runs a, then b (either may be nil).
+func chain(a, b func()) func() {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return func() { a(); b() }
+}
+
+// commit runs the writes and returns the indexes in todo of those that
+// did not take, with the first error. In a batch whose commit fails, none
+// took.
+func (j *journal) commit(ctx context.Context, todo []journalOp) ([]int, error) {
+	var failed []int
 	var first error
 	run := func(ctx context.Context) {
-		for _, op := range todo {
+		for i, op := range todo {
 			if err := op.write(ctx); err != nil {
-				failed = append(failed, op)
+				failed = append(failed, i)
 				if first == nil {
 					first = err
 				}
@@ -164,7 +193,11 @@ func (j *journal) commit(ctx context.Context, todo []journalOp) ([]journalOp, er
 	}
 	if b, ok := j.store.(batcher); ok && len(todo) > 1 {
 		if err := b.Batch(ctx, run); err != nil {
-			return todo, err
+			all := make([]int, len(todo))
+			for i := range all {
+				all[i] = i
+			}
+			return all, err
 		}
 		return failed, first
 	}
@@ -172,12 +205,12 @@ func (j *journal) commit(ctx context.Context, todo []journalOp) ([]journalOp, er
 	return failed, first
 }
 
-// settle records the outcome of a write: held writes and the failure, or
-// the store writing again.
-func (j *journal) settle(failed []journalOp, err error) {
+// settle records the outcome of a write: the writes of todo that failed
+// held, and the failure, or the store writing again.
+func (j *journal) settle(todo []journalOp, failedAt []int, err error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if len(failed) == 0 {
+	if len(failedAt) == 0 {
 		if j.failing != nil {
 			j.log.Info("the store writes again; the held records are written")
 		}
@@ -185,10 +218,13 @@ func (j *journal) settle(failed []journalOp, err error) {
 		return
 	}
 	if j.failing == nil {
-		j.log.Error("the store cannot write; records are held and retried", "err", err, "held", len(failed))
+		j.log.Error("the store cannot write; records are held and retried", "err", err, "held", len(failedAt))
 	}
 	j.failing = err
-	j.held = failed
+	j.held = make([]journalOp, len(failedAt))
+	for n, i := range failedAt {
+		j.held[n] = todo[i]
+	}
 	if over := len(j.held) - maxHeld; over > 0 {
 		j.lost += int64(over)
 		j.held = append([]journalOp(nil), j.held[over:]...)
@@ -217,6 +253,18 @@ func (j *journal) event(ev sim.Event) {
 
 func (j *journal) migration(m *sim.Migration) {
 	j.do("migration "+m.ID, func(ctx context.Context) error { return j.store.SaveMigration(ctx, m) })
+}
+
+// migrationThen writes m, then runs stored on the journal's goroutine once
+// m is in the store. Without a store, stored runs at once.
+func (j *journal) migrationThen(m *sim.Migration, stored func()) {
+	if j.store == nil {
+		stored()
+		return
+	}
+	// A closed journal writes nothing more: m is not stored, and stored
+	// is not run.
+	j.queue.Add(journalOp{key: "migration " + m.ID, write: func(ctx context.Context) error { return j.store.SaveMigration(ctx, m) }, stored: stored}, 0)
 }
 
 func (j *journal) migrationEvent(id string, ev sim.MigrationEvent) {

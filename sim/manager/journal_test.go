@@ -90,3 +90,45 @@ func TestJournalHoldsWhatTheStoreCannotWrite(t *testing.T) {
 		t.Fatalf("held %d lost %d, want %d and 5", held, lost, maxHeld)
 	}
 }
+
+// TestJournalToldWhenStored: what a write is to do once stored runs after
+// it is written, for a snapshot replaced in its burst too, and for a write
+// the store failed only once it is finally written.
+func TestJournalToldWhenStored(t *testing.T) {
+	var written, told []string
+	var fail error
+	w := func(key, what string, stored bool) journalOp {
+		op := journalOp{key: key, write: func(context.Context) error {
+			if fail != nil {
+				return fail
+			}
+			written = append(written, what)
+			return nil
+		}}
+		if stored {
+			op.stored = func() {
+				if !slices.Contains(written, what) && !slices.Contains(written, what+" v2") {
+					t.Errorf("%s told before it was written (written %q)", what, written)
+				}
+				told = append(told, what)
+			}
+		}
+		return op
+	}
+	j := &journal{log: slog.New(slog.DiscardHandler)}
+	j.write([]journalOp{w("migration m1", "m1", true), w("", "event", false), w("migration m1", "m1 v2", false)})
+	if want := []string{"m1"}; !slices.Equal(told, want) {
+		t.Fatalf("told %q, want %q (m1's replaced snapshot)", told, want)
+	}
+
+	fail = errors.New("disk full")
+	j.write([]journalOp{w("migration m2", "m2", true)})
+	if len(told) != 1 {
+		t.Fatalf("told %q while m2 was held", told)
+	}
+	fail = nil
+	j.write(nil) // the retry
+	if want := []string{"m1", "m2"}; !slices.Equal(told, want) {
+		t.Fatalf("told %q after the retry, want %q", told, want)
+	}
+}

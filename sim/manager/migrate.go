@@ -1301,15 +1301,15 @@ func (r *run) finish(ctx context.Context, err error) {
 	r.noteLocked(sim.TimelineEnded, phase, sideManager, "migration "+string(state)+suffix(reason))
 	r.mu.Unlock()
 
-	r.m.journal.migration(r.doc())
-	// Written before it leaves memory, so a reader always finds it; while
-	// the store cannot write, it stays in memory and is served from there.
-	r.m.journal.Flush()
-	if r.m.journal.Failing() == nil {
+	// It leaves memory once it is in the store, so a reader always finds
+	// it; while the store cannot write, it is served from memory. Nothing
+	// waits for that here: at 10,000 handovers, 4,000 ended migrations'
+	// goroutines and stacks waited on the journal's backlog.
+	r.m.journal.migrationThen(r.doc(), func() {
 		r.m.mu.Lock()
 		delete(r.m.migrations, r.id)
 		r.m.mu.Unlock()
-	}
+	})
 	r.m.publish(sim.EventMigrationEnded, "", r.id, map[string]any{"state": state, "reason": reason})
 }
 
