@@ -6,24 +6,12 @@ import (
 	"time"
 
 	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/sim/sqlite"
 )
 
-// TestInstanceIDsNeverCollide: a drawn name that an instance here, or one
-// in the store's history, already has is drawn again, so a new instance
-// never replaces an older one.
-func TestInstanceIDsNeverCollide(t *testing.T) {
-	ctx := context.Background()
-	store := NewMemStore(t)
-	old := &sim.Instance{ID: "plain-000002", JobID: "job-old", Role: "plain-000002", State: sim.InstanceStopped,
-		CreatedAt: time.Now(), UpdatedAt: time.Now()}
-	if err := store.SaveInstance(ctx, old); err != nil {
-		t.Fatal(err)
-	}
-	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}, {Node: sim.Node{Name: "b"}}}, Store: store, Catalog: RepoCatalog(t),
-		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: External{}}, Default: sim.RuntimeExternal}})
-	defer m.Close()
-
-	draws := []string{"000001", "000001", "000002", "000003"}
+// forceDraws makes the next draws of instance-name digits come from draws,
+// in order, for the rest of the test.
+func forceDraws(t *testing.T, draws ...string) {
 	real := randomHex
 	randomHex = func(n int) string {
 		if n == 3 && len(draws) > 0 {
@@ -33,23 +21,84 @@ func TestInstanceIDsNeverCollide(t *testing.T) {
 		}
 		return real(n)
 	}
-	defer func() { randomHex = real }()
+	t.Cleanup(func() { randomHex = real })
+}
 
-	var ids []string
-	for range 2 {
-		in, err := m.Launch(ctx, sim.LaunchRequest{Template: "plain", Node: "a"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, in.ID)
+func idTestManager(t *testing.T, store sim.Store) *Manager {
+	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}, {Node: sim.Node{Name: "b"}}}, Store: store, Catalog: RepoCatalog(t),
+		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: External{}}, Default: sim.RuntimeExternal}})
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func launchPlain(t *testing.T, m *Manager) string {
+	t.Helper()
+	in, err := m.Launch(context.Background(), sim.LaunchRequest{Template: "plain", Node: "a"})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return in.ID
+}
+
+// TestInstanceIDsNeverCollide: a drawn name that an instance here, or one
+// in the store's history (which Recover holds), already has is drawn
+// again, so a new instance never replaces an older one.
+func TestInstanceIDsNeverCollide(t *testing.T) {
+	ctx := context.Background()
+	store := NewMemStore(t)
+	old := &sim.Instance{ID: "plain-000002", JobID: "job-old", Role: "plain-000002", State: sim.InstanceStopped,
+		CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	if err := store.SaveInstance(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	m := idTestManager(t, store)
+	if err := m.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	forceDraws(t, "000001", "000001", "000002", "000003")
+	ids := []string{launchPlain(t, m), launchPlain(t, m)}
 	// The second launch drew 000001 (held here), then 000002 (in the
 	// store's history), then 000003.
 	if ids[0] != "plain-000001" || ids[1] != "plain-000003" {
 		t.Fatalf("instance IDs = %v, want plain-000001 plain-000003", ids)
 	}
+	m.Flush()
 	got, err := store.GetInstance(ctx, "plain-000002")
 	if err != nil || got.JobID != "job-old" {
 		t.Fatalf("the stored instance = %+v, %v", got, err)
+	}
+}
+
+// slowDeleteStore is a store whose instance deletes wait for a gate.
+type slowDeleteStore struct {
+	*sqlite.Store
+	gate chan struct{}
+}
+
+func (s *slowDeleteStore) DeleteInstance(ctx context.Context, id string) error {
+	<-s.gate
+	return s.Store.DeleteInstance(ctx, id)
+}
+
+// TestARemovedInstancesNameIsTakenUntilItLeavesTheStore: a removed
+// instance's row stays in the store until the journal deletes it, and
+// its name is not drawn again before then.
+func TestARemovedInstancesNameIsTakenUntilItLeavesTheStore(t *testing.T) {
+	ctx := context.Background()
+	store := &slowDeleteStore{Store: NewMemStore(t), gate: make(chan struct{})}
+	m := idTestManager(t, store)
+	forceDraws(t, "000001", "000001", "000002", "000001")
+	first := launchPlain(t, m)
+	if err := m.Stop(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	// The delete waits in the journal: the name is still the store's.
+	if second := launchPlain(t, m); second != "plain-000002" {
+		t.Fatalf("drew %s while %s's row was still stored, want plain-000002", second, first)
+	}
+	close(store.gate)
+	m.Flush()
+	if third := launchPlain(t, m); third != "plain-000001" {
+		t.Fatalf("drew %s once %s left the store, want plain-000001 again", third, first)
 	}
 }

@@ -243,8 +243,10 @@ func (j *journal) instance(in *sim.Instance) {
 	j.do("instance "+in.ID, func(ctx context.Context) error { return j.store.SaveInstance(ctx, in) })
 }
 
-func (j *journal) deleteInstance(id string) {
-	j.do("instance "+id, func(ctx context.Context) error { return j.store.DeleteInstance(ctx, id) })
+// deleteInstanceThen deletes an instance's row, then runs stored on the
+// journal's goroutine once that is written (see migrationThen).
+func (j *journal) deleteInstanceThen(id string, stored func()) {
+	j.doThen("instance "+id, func(ctx context.Context) error { return j.store.DeleteInstance(ctx, id) }, stored)
 }
 
 func (j *journal) event(ev sim.Event) {
@@ -256,15 +258,18 @@ func (j *journal) migration(m *sim.Migration) {
 }
 
 // migrationThen writes m, then runs stored on the journal's goroutine once
-// m is in the store. Without a store, stored runs at once.
+// m is in the store. Without a store, stored runs at once; a closed
+// journal writes nothing more, and does not run it.
 func (j *journal) migrationThen(m *sim.Migration, stored func()) {
+	j.doThen("migration "+m.ID, func(ctx context.Context) error { return j.store.SaveMigration(ctx, m) }, stored)
+}
+
+func (j *journal) doThen(key string, write func(context.Context) error, stored func()) {
 	if j.store == nil {
 		stored()
 		return
 	}
-	// A closed journal writes nothing more: m is not stored, and stored
-	// is not run.
-	j.queue.Add(journalOp{key: "migration " + m.ID, write: func(ctx context.Context) error { return j.store.SaveMigration(ctx, m) }, stored: stored}, 0)
+	j.queue.Add(journalOp{key: key, write: write, stored: stored}, 0)
 }
 
 func (j *journal) migrationEvent(id string, ev sim.MigrationEvent) {

@@ -1357,7 +1357,7 @@ func (r *run) rollback(reason string, phase sim.Phase) {
 			r.m.mu.Lock()
 			r.m.removeLocked(tgtID)
 			r.m.mu.Unlock()
-			r.m.journal.deleteInstance(tgtID)
+			r.m.deleteStored(tgtID)
 			r.m.publish(sim.EventInstanceRemoved, tgtID, r.id, nil)
 			r.note(sim.TimelineTargetRemoved, phase, sideTarget, "target removed"+externalEnd(in.Runtime, "target"))
 		}
