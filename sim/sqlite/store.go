@@ -41,8 +41,7 @@ type Store struct {
 	schemaErr  error
 
 	// writes are the statements the journal and the recorder run on every
-	// change, and the read every launch makes, prepared once (parsing them
-	// was most of a write's cost).
+	// change, prepared once (parsing them was most of a write's cost).
 	prepOnce sync.Once
 	prepErr  error
 	writes   [numWrites]*sql.Stmt
@@ -75,7 +74,6 @@ const (
 	wSavepoint
 	wRelease
 	wRollbackTo
-	wGetInstance
 	numWrites
 )
 
@@ -112,8 +110,6 @@ var writeSQL = [numWrites]string{
 	wSavepoint:  `SAVEPOINT writes`,
 	wRelease:    `RELEASE writes`,
 	wRollbackTo: `ROLLBACK TO writes`,
-	// Every launch reads one instance to draw a name no instance has.
-	wGetInstance: `SELECT ` + instanceColumns + ` FROM instances WHERE id = ?`,
 }
 
 // prepareWrites prepares the writes on first use. It must run before a
@@ -470,11 +466,7 @@ func scanInstance(row interface{ Scan(...any) error }) (*sim.Instance, error) {
 
 // GetInstance returns one instance or an ENotFound error.
 func (s *Store) GetInstance(ctx context.Context, id string) (*sim.Instance, error) {
-	st, err := s.stmt(ctx, nil, wGetInstance)
-	if err != nil {
-		return nil, fmt.Errorf("get instance %s: %w", id, err)
-	}
-	in, err := scanInstance(st.QueryRowContext(ctx, id))
+	in, err := scanInstance(s.pool().QueryRowContext(ctx, `SELECT `+instanceColumns+` FROM instances WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, sim.Errorf(sim.ENotFound, "instance %q not found", id)
 	}
