@@ -78,12 +78,12 @@ type Manager struct {
 
 	journal *journal
 
-	mu         sync.Mutex
-	instances  map[string]*instance
-	drawn      map[string]bool // instance IDs drawn by launches not yet added
+	mu        sync.Mutex
+	instances map[string]*instance
+	drawn     map[string]bool // instance IDs drawn by launches not yet added
 	// retiring are instances let go whose rows the journal has yet to
 	// delete from the store: their names are still taken.
-	retiring map[string]bool
+	retiring   map[string]bool
 	migrations map[string]*run // running migrations by id
 	byJob      map[string]*run // running migration per job
 	byInstance map[string]*run // running migration per source/target instance
