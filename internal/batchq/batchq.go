@@ -29,6 +29,8 @@ type Queue[T any] struct {
 	pending []T
 	size    int
 	closed  bool
+	// keyed indexes the pending items added by AddKeyed, by key.
+	keyed map[string]int
 	// room is closed, and replaced, whenever the writer takes what is
 	// pending: AddWait's waiters try again.
 	room  chan struct{}
@@ -62,6 +64,32 @@ func (q *Queue[T]) add(item T, size int, over bool) bool {
 	}
 	q.pending = append(q.pending, item)
 	q.size += size
+	q.mu.Unlock()
+	q.signal()
+	return true
+}
+
+// AddKeyed queues item under key, whatever the limits, or, while an item
+// of the same key is still pending, merges it into that one where it
+// stands: a record written again and again while the writer is behind is
+// held once, not once per version. It reports false only when the queue is
+// closed.
+func (q *Queue[T]) AddKeyed(key string, item T, merge func(pending *T, item T)) bool {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return false
+	}
+	if i, ok := q.keyed[key]; ok {
+		merge(&q.pending[i], item)
+		q.mu.Unlock()
+		return true
+	}
+	if q.keyed == nil {
+		q.keyed = map[string]int{}
+	}
+	q.keyed[key] = len(q.pending)
+	q.pending = append(q.pending, item)
 	q.mu.Unlock()
 	q.signal()
 	return true
@@ -124,6 +152,7 @@ func (q *Queue[T]) loop() {
 		q.mu.Lock()
 		items := q.pending
 		q.pending, q.size = spare, 0
+		clear(q.keyed)
 		closed = q.closed
 		close(q.room)
 		q.room = make(chan struct{})

@@ -130,3 +130,37 @@ func TestAddOverKeepsPastTheLimits(t *testing.T) {
 		t.Fatalf("written %v, want %v", written, want)
 	}
 }
+
+// TestAddKeyedMergesWhileStillPending: an item added under a key already
+// pending is merged into that one where it stands; once the writer has
+// taken it, the key starts afresh at the end.
+func TestAddKeyedMergesWhileStillPending(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	var written []string
+	q := batchq.New(batchq.Limits{}, 0, 100, func(b []string) {
+		once.Do(func() { close(entered); <-release })
+		mu.Lock()
+		defer mu.Unlock()
+		written = append(written, b...)
+	})
+	replace := func(pending *string, item string) { *pending = item }
+	q.AddKeyed("m1", "m1 v1", replace)
+	<-entered // the writer holds m1 v1
+	q.AddKeyed("m1", "m1 v2", replace)
+	q.Add("event", 0)
+	q.AddKeyed("i1", "i1 v1", replace)
+	q.AddKeyed("m1", "m1 v3", replace)
+	q.AddKeyed("i1", "i1 v2", replace)
+	close(release)
+	q.Close()
+	if q.AddKeyed("m1", "after", replace) {
+		t.Fatal("a closed queue took an item")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"m1 v1", "m1 v3", "event", "i1 v2"}; !slices.Equal(written, want) {
+		t.Fatalf("written %v, want %v", written, want)
+	}
+}

@@ -236,7 +236,27 @@ func (j *journal) do(key string, write func(context.Context) error) {
 	if j.store == nil {
 		return
 	}
-	j.queue.Add(journalOp{key: key, write: write}, 0)
+	j.add(journalOp{key: key, write: write})
+}
+
+// add queues op. A keyed op replaces the same record's op still waiting,
+// where it stands (as write does within a batch): while the store is
+// behind, a migration's or an instance's snapshots are held once each,
+// not once per phase. A held write from a failed batch is not waiting:
+// write replaces it in its turn.
+func (j *journal) add(op journalOp) {
+	if op.key == "" {
+		j.queue.Add(op, 0)
+		return
+	}
+	j.queue.AddKeyed(op.key, op, mergeOp)
+}
+
+// mergeOp makes the waiting op write what the newer one does, and do what
+// both were to do once stored.
+func mergeOp(waiting *journalOp, newer journalOp) {
+	waiting.write = newer.write
+	waiting.stored = chain(waiting.stored, newer.stored)
 }
 
 func (j *journal) instance(in *sim.Instance) {
@@ -269,7 +289,7 @@ func (j *journal) doThen(key string, write func(context.Context) error, stored f
 		stored()
 		return
 	}
-	j.queue.Add(journalOp{key: key, write: write, stored: stored}, 0)
+	j.add(journalOp{key: key, write: write, stored: stored})
 }
 
 func (j *journal) migrationEvent(id string, ev sim.MigrationEvent) {

@@ -4,8 +4,14 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"runtime"
 	"slices"
+	"sync"
 	"testing"
+	"time"
+	"weak"
+
+	"github.com/normsim/normsim/sim"
 )
 
 // TestJournalWritesTheLastSnapshotInTheFirstPlace: of several writes of
@@ -130,5 +136,54 @@ func TestJournalToldWhenStored(t *testing.T) {
 	j.write(nil) // the retry
 	if want := []string{"m1", "m2"}; !slices.Equal(told, want) {
 		t.Fatalf("told %q after the retry, want %q", told, want)
+	}
+}
+
+// gatedStore is a store whose migration saves wait for a gate once
+// entered: a store that fell behind.
+type gatedStore struct {
+	sim.Store
+	entered chan struct{}
+	gate    chan struct{}
+	once    sync.Once
+	saved   []string
+	mu      sync.Mutex
+}
+
+func (g *gatedStore) SaveMigration(ctx context.Context, m *sim.Migration) error {
+	g.once.Do(func() { close(g.entered); <-g.gate })
+	g.mu.Lock()
+	g.saved = append(g.saved, string(m.Phase))
+	g.mu.Unlock()
+	return g.Store.SaveMigration(ctx, m)
+}
+
+// TestJournalHoldsOneSnapshotPerRecordWhileBehind: while the store is
+// behind, a newer snapshot of a record replaces the one still waiting, so
+// the older is not kept in memory; the newest is what is written.
+func TestJournalHoldsOneSnapshotPerRecordWhileBehind(t *testing.T) {
+	g := &gatedStore{Store: NewMemStore(t), entered: make(chan struct{}), gate: make(chan struct{})}
+	j := newJournal(g, slog.New(slog.DiscardHandler))
+	defer j.Close()
+	snapshot := func(phase string) *sim.Migration {
+		return &sim.Migration{ID: "m1", JobID: "job-1", State: sim.MigrationRunning, Phase: sim.Phase(phase), StartedAt: time.Now()}
+	}
+	j.migration(snapshot("first"))
+	<-g.entered // the journal's writer is stuck in the store
+	older := snapshot("older")
+	gone := weak.Make(older)
+	j.migration(older)
+	older = nil
+	j.migration(snapshot("newest"))
+	runtime.GC()
+	if gone.Value() != nil {
+		t.Error("the journal still holds a snapshot a newer one replaced")
+	}
+	close(g.gate)
+	j.Flush()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if want := []string{"first", "newest"}; !slices.Equal(g.saved, want) {
+		t.Fatalf("saved %q, want %q", g.saved, want)
 	}
 }
