@@ -7,11 +7,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	mathrand "math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -173,11 +176,50 @@ func copyCase(t *testing.T, src string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	movePublishedPorts(t, filepath.Join(dir, "compose.yml"))
 	manifest := `{"productTemplateSchemaVersion": 1, "productName": "parity", "productVersion": "1", "generatedAt": "2026-01-01T00:00:00Z", "target": "docker-compose"}`
 	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// fixedHostPort is a published port written with its host port:
+// IP:HOST:CONTAINER.
+var fixedHostPort = regexp.MustCompile(`\b(\d+\.\d+\.\d+\.\d+):(\d+):(\d+)\b`)
+
+// movePublishedPorts moves each fixed host port of a copied case to one
+// free below Linux's ephemeral range (32768 and up): inside it, an
+// outgoing connection of a test running alongside (the e2e tests, a
+// bench) may hold the corpus's port, and the bind fails. Both launches
+// run the copy, so they still publish the same port.
+func movePublishedPorts(t *testing.T, file string) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := fixedHostPort.ReplaceAllStringFunc(string(b), func(m string) string {
+		p := fixedHostPort.FindStringSubmatch(m)
+		return p[1] + ":" + strconv.Itoa(freePortBelowEphemeral(t, p[1])) + ":" + p[3]
+	})
+	if err := os.WriteFile(file, []byte(moved), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func freePortBelowEphemeral(t *testing.T, ip string) int {
+	t.Helper()
+	for range 200 {
+		port := 20000 + mathrand.IntN(12768)
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+		if err == nil {
+			l.Close()
+			return port
+		}
+	}
+	t.Fatalf("no free port on %s between 20000 and 32767", ip)
+	return 0
 }
 
 // checkAdjustments compares what normsim said it adjusted with the case's
