@@ -279,7 +279,13 @@ type run struct {
 	// then on no frame is relayed, and a frame that arrives is a late one,
 	// recorded and ignored.
 	ending bool
-	ended  bool
+	// deadline is when the wait in progress (await) times out; zero
+	// between waits. A frame that arrives at or after it is late, even
+	// before the waiting goroutine has seen its timer fire: timers are
+	// not ordered below a millisecond, and a held frame released just
+	// after the deadline must not be relayed (guarded by mu).
+	deadline time.Time
+	ended    bool
 	// abortedBy is the side whose abort ended the migration: the other
 	// side is told, not the one that said it.
 	abortedBy                     string
@@ -518,7 +524,8 @@ func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool) {
 	r.mu.Lock()
 	var step frameStep
 	if ev.Kind == sim.SocketFrame {
-		step = stepFrame(r.phase, ev.Late || r.ending, side, ev.Frame.Type)
+		late := ev.Late || r.ending || (!r.deadline.IsZero() && !time.Now().Before(r.deadline))
+		step = stepFrame(r.phase, late, side, ev.Frame.Type)
 	}
 	if step.late {
 		r.lateLocked(ev, side)
@@ -700,23 +707,44 @@ func endf(format string, args ...any) error { return &errEnd{fmt.Sprintf(format,
 // await reads events until accept returns true for one, a disruption ends
 // the wait with an error, or the timeout passes.
 func (r *run) await(ctx context.Context, what string, timeout time.Duration, accept func(runEvent) bool) (runEvent, error) {
+	r.mu.Lock()
+	r.deadline = time.Now().Add(timeout)
+	r.mu.Unlock()
 	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	for {
-		select {
-		case <-r.events.ready:
+	defer func() {
+		timer.Stop()
+		r.mu.Lock()
+		r.deadline = time.Time{}
+		r.mu.Unlock()
+	}()
+	// take reads the events waiting: the accepted one, or a disruption.
+	take := func() (runEvent, bool, error) {
+		for {
 			p, ok := r.events.take()
 			if !ok {
-				continue
+				return runEvent{}, false, nil
 			}
 			ev := *p
 			if accept(ev) {
-				return ev, nil
+				return ev, true, nil
 			}
 			if err := r.disruption(ev); err != nil {
+				return ev, true, err
+			}
+		}
+	}
+	for {
+		select {
+		case <-r.events.ready:
+			if ev, done, err := take(); done {
 				return ev, err
 			}
 		case <-timer.C:
+			// What came before the deadline (a frame after it is late,
+			// see handleSocket) wins over the timer it raced.
+			if ev, done, err := take(); done {
+				return ev, err
+			}
 			r.bindToEnd()
 			return runEvent{}, endf("timed out after %s waiting for %s", timeout, what)
 		case <-ctx.Done():
