@@ -110,6 +110,9 @@ func (m *Main) Stats(ctx context.Context) (sim.Stats, error) {
 		}
 		st.Store.MigrationsCap, st.Store.MigrationsPruned = m.Store.MigrationCap(), m.Store.MigrationsPruned()
 	}
+	if m.Manager != nil {
+		st.Store.Pending = m.Manager.StorePending()
+	}
 	return st, nil
 }
 

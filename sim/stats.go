@@ -91,6 +91,9 @@ type StoreStats struct {
 	MigrationsPruned int64 `json:"migrationsPruned"`
 	// MigrationsCap is that cap; 0 keeps every migration.
 	MigrationsCap int `json:"migrationsCap"`
+	// Pending is how many of the manager's records (instances, migrations,
+	// their events) wait to be written: how far the store is behind.
+	Pending int `json:"pending"`
 }
 
 // StatsReader reads a sim's Stats.

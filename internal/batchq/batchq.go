@@ -31,6 +31,8 @@ type Queue[T any] struct {
 	closed  bool
 	// keyed indexes the pending items added by AddKeyed, by key.
 	keyed map[string]int
+	// writing is how many items the writer has taken and not yet written.
+	writing int
 	// room is closed, and replaced, whenever the writer takes what is
 	// pending: AddWait's waiters try again.
 	room  chan struct{}
@@ -102,6 +104,14 @@ func (q *Queue[T]) AddOver(item T, size int) bool {
 	return q.add(item, size, true)
 }
 
+// Len is how many items wait to be written, those the writer is writing
+// included.
+func (q *Queue[T]) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.pending) + q.writing
+}
+
 // Full reports whether the queue is at or past a limit, and a channel
 // closed when the writer next takes what is pending.
 func (q *Queue[T]) Full() (bool, <-chan struct{}) {
@@ -152,6 +162,7 @@ func (q *Queue[T]) loop() {
 		q.mu.Lock()
 		items := q.pending
 		q.pending, q.size = spare, 0
+		q.writing = len(items)
 		clear(q.keyed)
 		closed = q.closed
 		close(q.room)
@@ -162,6 +173,9 @@ func (q *Queue[T]) loop() {
 			q.write(rest[:n])
 			rest = rest[n:]
 		}
+		q.mu.Lock()
+		q.writing = 0
+		q.mu.Unlock()
 		clear(items) // let go of what the items hold
 		spare = items[:0]
 		if closed {

@@ -164,3 +164,25 @@ func TestAddKeyedMergesWhileStillPending(t *testing.T) {
 		t.Fatalf("written %v, want %v", written, want)
 	}
 }
+
+// TestLenCountsWhatIsNotYetWritten: Len counts the items waiting and those
+// the writer is writing, and is 0 once they are written.
+func TestLenCountsWhatIsNotYetWritten(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	q := batchq.New(batchq.Limits{}, 0, 100, func(b []string) {
+		once.Do(func() { close(entered); <-release })
+	})
+	q.Add("a", 0)
+	q.Add("b", 0)
+	<-entered // the writer holds what it took
+	q.Add("c", 0)
+	if n := q.Len(); n != 3 {
+		t.Fatalf("Len %d while a, b are being written and c waits, want 3", n)
+	}
+	close(release)
+	q.Close()
+	if n := q.Len(); n != 0 {
+		t.Fatalf("Len %d after everything was written", n)
+	}
+}

@@ -631,8 +631,10 @@ func readStats(ctx context.Context, api *API, gc bool) *sim.Stats {
 }
 
 // settledStats reads the sim's figures once its goroutine count has held
-// still for half a second (at most 10 s): a round's migrations linger and
-// wait for the target's output after the jobs saw them complete.
+// still for half a second and its store has nothing pending (at most
+// 10 s): a round's migrations linger and wait for the target's output
+// after the jobs saw them complete, and leave memory once the journal has
+// written them.
 func settledStats(ctx context.Context, api *API) *sim.Stats {
 	last := readStats(ctx, api, false)
 	for deadline := time.Now().Add(10 * time.Second); last != nil && time.Now().Before(deadline); {
@@ -642,7 +644,7 @@ func settledStats(ctx context.Context, api *API) *sim.Stats {
 			return last
 		}
 		st := readStats(ctx, api, false)
-		if st == nil || st.Goroutines == last.Goroutines {
+		if st == nil || (st.Goroutines == last.Goroutines && st.Store.Pending == 0) {
 			break
 		}
 		last = st

@@ -103,6 +103,15 @@ func (j *journal) Failing() error {
 	return j.failing
 }
 
+// Pending counts the writes not yet in the store: queued, being written,
+// or held while the store fails.
+func (j *journal) Pending() int {
+	j.mu.Lock()
+	held := len(j.held)
+	j.mu.Unlock()
+	return j.queue.Len() + held
+}
+
 // Held and Lost count the writes waiting for the store and those given up.
 func (j *journal) Held() (held int, lost int64) {
 	j.mu.Lock()

@@ -381,6 +381,10 @@ func (m *Manager) Launch(ctx context.Context, req LaunchRequest) (sim.Instance, 
 // made meanwhile are held and written once it can (StoreHeld).
 func (m *Manager) StoreError() error { return m.journal.Failing() }
 
+// StorePending counts the records not yet in the store: how far it is
+// behind the sim.
+func (m *Manager) StorePending() int { return m.journal.Pending() }
+
 // StoreHeld counts the records waiting for the store to write again, and
 // those given up while it could not.
 func (m *Manager) StoreHeld() (held int, lost int64) { return m.journal.Held() }
