@@ -41,6 +41,10 @@ type Queue[T any] struct {
 	done  chan struct{}
 }
 
+// keepAfterBurst is the most items' room (and keys) a queue keeps between
+// batches once the load that needed more has passed.
+const keepAfterBurst = 1024
+
 // New starts a queue's writer goroutine.
 func New[T any](limits Limits, linger time.Duration, batch int, write func([]T)) *Queue[T] {
 	q := &Queue[T]{write: write, linger: linger, batch: batch, limits: limits, room: make(chan struct{}),
@@ -163,7 +167,11 @@ func (q *Queue[T]) loop() {
 		items := q.pending
 		q.pending, q.size = spare, 0
 		q.writing = len(items)
-		clear(q.keyed)
+		if len(q.keyed) > keepAfterBurst {
+			q.keyed = nil // a map keeps its buckets when cleared
+		} else {
+			clear(q.keyed)
+		}
 		closed = q.closed
 		close(q.room)
 		q.room = make(chan struct{})
@@ -177,7 +185,7 @@ func (q *Queue[T]) loop() {
 		q.writing = 0
 		q.mu.Unlock()
 		clear(items) // let go of what the items hold
-		spare = items[:0]
+		spare = reuse(items)
 		if closed {
 			return
 		}
@@ -192,4 +200,14 @@ func (q *Queue[T]) lingerFor() {
 	case <-t.C:
 	case <-q.hurry:
 	}
+}
+
+// reuse is the array of the items just written, emptied, for the next
+// ones; or nil when a burst grew it far past what the queue holds now, so
+// that a long run keeps no more than its current load needs.
+func reuse[T any](items []T) []T {
+	if cap(items) > keepAfterBurst && len(items) < cap(items)/4 {
+		return nil
+	}
+	return items[:0]
 }
