@@ -94,12 +94,7 @@ func TestLogsTrimCountAndSurviveReopen(t *testing.T) {
 // known.
 func TestRegisterLogsForgetsTheOldest(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, sqlite.Memory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	s.SetLogLimits(sqlite.LogLimits{Lines: 100, Bytes: 1 << 20, Instances: 3})
+	s := storeKeepingLogsOf(t, 3)
 	for i := range 5 {
 		id := fmt.Sprintf("i%d", i)
 		if err := s.RegisterLogs(ctx, id); err != nil {
@@ -173,12 +168,7 @@ func BenchmarkRegisterLogs(b *testing.B) {
 // known, and the bound on instances still holds after it.
 func TestRegisterLogsManyAtOnce(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, sqlite.Memory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	s.SetLogLimits(sqlite.LogLimits{Lines: 100, Bytes: 1 << 20, Instances: 3})
+	s := storeKeepingLogsOf(t, 3)
 	if err := s.RegisterLogs(ctx, "old1", "old2"); err != nil {
 		t.Fatal(err)
 	}
@@ -192,4 +182,17 @@ func TestRegisterLogsManyAtOnce(t *testing.T) {
 			t.Errorf("%s known %v, want %v", id, p.Known, want)
 		}
 	}
+}
+
+// storeKeepingLogsOf is an in-memory store that keeps the logs of at most
+// instances instances.
+func storeKeepingLogsOf(t *testing.T, instances int) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), sqlite.Memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	s.SetLogLimits(sqlite.LogLimits{Lines: 100, Bytes: 1 << 20, Instances: instances})
+	return s
 }
