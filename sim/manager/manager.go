@@ -612,8 +612,8 @@ func (m *Manager) deleteStored(id string) {
 }
 
 // removeLocked lets an instance go (deleteStored deletes it from the
-// store). When it was its job's last, the job's
-// output is forgotten: nothing will judge it any more.
+// store). When it was its job's last, the job's output is forgotten:
+// nothing will judge it any more.
 func (m *Manager) removeLocked(id string) {
 	in, ok := m.instances[id]
 	if !ok {
