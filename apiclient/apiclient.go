@@ -357,6 +357,17 @@ func (c *Client) MigrationState(ctx context.Context, id string) (*sim.Migration,
 	return &m, nil
 }
 
+// MigrationSummary is the migration without its logs or its timeline
+// (?logs=false&events=false): its state, phase, sides and durations, for a
+// client that polls thousands of migrations for where they are.
+func (c *Client) MigrationSummary(ctx context.Context, id string) (*sim.Migration, error) {
+	var m sim.Migration
+	if err := c.Do(ctx, http.MethodGet, "/api/v1/migrations/"+url.PathEscape(id)+"?logs=false&events=false", nil, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
 // WaitMigration polls a migration until it ends, calling each (when not
 // nil) with every state it fetched. Polls start 1 ms apart and back off to
 // 50 ms. When ctx ends first it returns the last state fetched (nil if

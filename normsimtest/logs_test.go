@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -83,6 +84,19 @@ func testLogsOutlive(t *testing.T, runtime string) {
 	}
 	if bare.Logs != nil || bare.State != m.State || len(bare.Events) != len(m.Events) {
 		t.Errorf("?logs=false: logs %v, state %s, %d events; want no logs, %s, %d events", bare.Logs, bare.State, len(bare.Events), m.State, len(m.Events))
+	}
+	// One polling for where thousands are asks for no timeline either.
+	sum, err := s.Client.MigrationSummary(ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Logs != nil || sum.Events != nil || sum.State != m.State || sum.Phase != m.Phase || sum.Target.Instance != m.Target.Instance {
+		t.Errorf("?logs=false&events=false: logs %v, %d events, state %s, phase %s, target %s; want neither, %s, %s, %s",
+			sum.Logs, len(sum.Events), sum.State, sum.Phase, sum.Target.Instance, m.State, m.Phase, m.Target.Instance)
+	}
+	err = s.Client.Do(ctx, http.MethodGet, "/api/v1/migrations/"+m.ID+"?events=maybe", nil, &sim.Migration{})
+	if err == nil || !strings.Contains(err.Error(), "events: must be true or false") {
+		t.Errorf("?events=maybe: %v, want a 400 naming the parameter", err)
 	}
 
 	// Handed over: the source is gone from the instance list, its logs

@@ -425,10 +425,22 @@ func (s *Server) getMigration(w http.ResponseWriter, r *http.Request) {
 		writeError(w, sim.Errorf(sim.EInvalid, "logs: must be true or false; got %q", v))
 		return
 	}
+	withEvents := true
+	switch v := r.URL.Query().Get("events"); v {
+	case "", "true":
+	case "false":
+		withEvents = false
+	default:
+		writeError(w, sim.Errorf(sim.EInvalid, "events: must be true or false; got %q", v))
+		return
+	}
 	m, err := s.svc.Migration(r.Context(), pathParam(r, "id"))
 	if err != nil {
 		writeError(w, err)
 		return
+	}
+	if !withEvents {
+		m.Events = nil
 	}
 	if !withLogs {
 		writeJSON(w, http.StatusOK, m)

@@ -137,12 +137,13 @@ func PlayHandover(ctx context.Context, api *API, srcID string, src *jobplay.Job,
 	return h, nil
 }
 
-// targetEnv polls the migration until it shows the target's env (the
-// external runtime shows it so the developer can start the target).
+// targetEnv polls the migration, without its logs or its timeline, until
+// it shows the target's env (the external runtime shows it so the
+// developer can start the target).
 func targetEnv(ctx context.Context, api *API, id string) (string, map[string]string, error) {
 	delay := 200 * time.Microsecond
 	for {
-		m, err := api.MigrationState(ctx, id)
+		m, err := api.MigrationSummary(ctx, id)
 		if err != nil {
 			return "", nil, err
 		}
