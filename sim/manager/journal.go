@@ -128,24 +128,11 @@ func (j *journal) write(ops []journalOp) {
 	ops = append(j.held, ops...)
 	j.held = nil
 	j.mu.Unlock()
-	// A burst holds several snapshots of an instance or a migration as it
-	// moves through its phases: only the last is written, in the place of
-	// the first, so what refers to the record (a migration's events) still
-	// comes after it.
-	last := map[string]int{}
-	for i, op := range ops {
-		if op.key != "" {
-			last[op.key] = i
-		}
-	}
-	// What a replaced snapshot was to do once stored is done once the
-	// snapshot replacing it is.
-	for i, op := range ops {
-		if op.stored != nil && op.key != "" && last[op.key] != i {
-			k := last[op.key]
-			ops[k].stored = chain(op.stored, ops[k].stored)
-		}
-	}
+	// Held writes and new ones may name the same record: only the last
+	// snapshot is written, in the place of the first, so what refers to
+	// the record (a migration's events) still comes after it (mergeOp, as
+	// the queue merges what waits).
+	first := map[string]int{}
 	var todo []journalOp
 	for _, op := range ops {
 		switch {
@@ -153,10 +140,12 @@ func (j *journal) write(ops []journalOp) {
 		case op.key == "":
 			todo = append(todo, op)
 		default:
-			if i, ok := last[op.key]; ok {
-				todo = append(todo, ops[i])
-				delete(last, op.key)
+			if i, ok := first[op.key]; ok {
+				mergeOp(&todo[i], op)
+				continue
 			}
+			first[op.key] = len(todo)
+			todo = append(todo, op)
 		}
 	}
 	failed, err := j.commit(ctx, todo)
@@ -241,24 +230,27 @@ func (j *journal) settle(todo []journalOp, failedAt []int, err error) {
 	}
 }
 
-func (j *journal) do(key string, write func(context.Context) error) {
+// do queues a write; stored, when not nil, runs on the journal's
+// goroutine once the write is in the store (at once without a store; a
+// closed journal writes nothing more and does not run it).
+//
+// A keyed write replaces the same record's write still waiting, where it
+// stands (as write does for held ones): while the store is behind, a
+// migration's or an instance's snapshots are held once each, not once per
+// phase.
+func (j *journal) do(key string, write func(context.Context) error, stored func()) {
 	if j.store == nil {
+		if stored != nil {
+			stored()
+		}
 		return
 	}
-	j.add(journalOp{key: key, write: write})
-}
-
-// add queues op. A keyed op replaces the same record's op still waiting,
-// where it stands (as write does within a batch): while the store is
-// behind, a migration's or an instance's snapshots are held once each,
-// not once per phase. A held write from a failed batch is not waiting:
-// write replaces it in its turn.
-func (j *journal) add(op journalOp) {
-	if op.key == "" {
+	op := journalOp{key: key, write: write, stored: stored}
+	if key == "" {
 		j.queue.Add(op, 0)
 		return
 	}
-	j.queue.AddKeyed(op.key, op, mergeOp)
+	j.queue.AddKeyed(key, op, mergeOp)
 }
 
 // mergeOp makes the waiting op write what the newer one does, and do what
@@ -269,42 +261,30 @@ func mergeOp(waiting *journalOp, newer journalOp) {
 }
 
 func (j *journal) instance(in *sim.Instance) {
-	j.do("instance "+in.ID, func(ctx context.Context) error { return j.store.SaveInstance(ctx, in) })
+	j.do("instance "+in.ID, func(ctx context.Context) error { return j.store.SaveInstance(ctx, in) }, nil)
 }
 
-// deleteInstanceThen deletes an instance's row, then runs stored on the
-// journal's goroutine once that is written (see migrationThen).
+// deleteInstanceThen deletes an instance's row, then runs stored once
+// that is written (see do).
 func (j *journal) deleteInstanceThen(id string, stored func()) {
-	j.doThen("instance "+id, func(ctx context.Context) error { return j.store.DeleteInstance(ctx, id) }, stored)
+	j.do("instance "+id, func(ctx context.Context) error { return j.store.DeleteInstance(ctx, id) }, stored)
 }
 
 func (j *journal) event(ev sim.Event) {
-	j.do("", func(ctx context.Context) error { return j.store.AppendEvent(ctx, ev) })
+	j.do("", func(ctx context.Context) error { return j.store.AppendEvent(ctx, ev) }, nil)
 }
 
-func (j *journal) migration(m *sim.Migration) {
-	j.do("migration "+m.ID, func(ctx context.Context) error { return j.store.SaveMigration(ctx, m) })
-}
+func (j *journal) migration(m *sim.Migration) { j.migrationThen(m, nil) }
 
-// migrationThen writes m, then runs stored on the journal's goroutine once
-// m is in the store. Without a store, stored runs at once; a closed
-// journal writes nothing more, and does not run it.
+// migrationThen writes m, then runs stored once m is in the store (see do).
 func (j *journal) migrationThen(m *sim.Migration, stored func()) {
-	j.doThen("migration "+m.ID, func(ctx context.Context) error { return j.store.SaveMigration(ctx, m) }, stored)
-}
-
-func (j *journal) doThen(key string, write func(context.Context) error, stored func()) {
-	if j.store == nil {
-		stored()
-		return
-	}
-	j.add(journalOp{key: key, write: write, stored: stored})
+	j.do("migration "+m.ID, func(ctx context.Context) error { return j.store.SaveMigration(ctx, m) }, stored)
 }
 
 func (j *journal) migrationEvent(id string, ev sim.MigrationEvent) {
 	j.do("", func(ctx context.Context) error {
 		return j.store.AppendMigrationEvents(ctx, id, []sim.MigrationEvent{ev})
-	})
+	}, nil)
 }
 
 // Flush waits until every op queued before it has been committed.
