@@ -357,6 +357,22 @@ func boolParam(q url.Values, name string) (bool, error) {
 	}
 }
 
+// trueOrFalse reads a parameter normsim's own API spells true or false
+// (boolParam reads the docker-style flags that also take 1 and 0); absent,
+// it is def.
+func trueOrFalse(q url.Values, name string, def bool) (bool, error) {
+	switch v := q.Get(name); v {
+	case "":
+		return def, nil
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	default:
+		return false, sim.Errorf(sim.EInvalid, "%s: must be true or false; got %q", name, v)
+	}
+}
+
 func (s *Server) migrate(w http.ResponseWriter, r *http.Request) {
 	var req sim.MigrateRequest
 	if r.ContentLength != 0 {
@@ -407,8 +423,9 @@ func nonNil[T any](list []T) []T {
 }
 
 func (s *Server) getMigration(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
 	tail := sim.DefaultLogTail
-	if v := r.URL.Query().Get("logTail"); v != "" {
+	if v := q.Get("logTail"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 10000 {
 			writeError(w, sim.Errorf(sim.EInvalid, "logTail: must be a number of lines from 1 to 10000; got %q", v))
@@ -416,22 +433,14 @@ func (s *Server) getMigration(w http.ResponseWriter, r *http.Request) {
 		}
 		tail = n
 	}
-	withLogs := true
-	switch v := r.URL.Query().Get("logs"); v {
-	case "", "true":
-	case "false":
-		withLogs = false
-	default:
-		writeError(w, sim.Errorf(sim.EInvalid, "logs: must be true or false; got %q", v))
+	withLogs, err := trueOrFalse(q, "logs", true)
+	if err != nil {
+		writeError(w, err)
 		return
 	}
-	withEvents := true
-	switch v := r.URL.Query().Get("events"); v {
-	case "", "true":
-	case "false":
-		withEvents = false
-	default:
-		writeError(w, sim.Errorf(sim.EInvalid, "events: must be true or false; got %q", v))
+	withEvents, err := trueOrFalse(q, "events", true)
+	if err != nil {
+		writeError(w, err)
 		return
 	}
 	m, err := s.svc.Migration(r.Context(), pathParam(r, "id"))

@@ -17,13 +17,13 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 		writeError(w, sim.Errorf(sim.EUnavailable, "this normsim keeps no statistics"))
 		return
 	}
-	switch v := r.URL.Query().Get("gc"); v {
-	case "", "false":
-	case "true":
-		runtime.GC() // so heapLiveBytes is exact, not as of the last cycle
-	default:
-		writeError(w, sim.Errorf(sim.EInvalid, "gc: must be true or false; got %q", v))
+	gc, err := trueOrFalse(r.URL.Query(), "gc", false)
+	if err != nil {
+		writeError(w, err)
 		return
+	}
+	if gc {
+		runtime.GC() // so heapLiveBytes is exact, not as of the last cycle
 	}
 	st, err := s.cfg.Stats.Stats(r.Context())
 	if err != nil {
