@@ -99,6 +99,7 @@ func (m *Main) Stats(ctx context.Context) (sim.Stats, error) {
 	if m.Manager != nil {
 		st.Instances, st.Connected = m.Manager.CountInstances()
 		st.Events = m.Manager.Bus().Stats()
+		st.Store.Pending = m.Manager.StorePending()
 	}
 	if m.recorder != nil {
 		st.Records = sim.RecordStats{FramesWaited: m.recorder.Throttled(), FramesLost: m.recorder.Dropped()}
@@ -109,9 +110,6 @@ func (m *Main) Stats(ctx context.Context) (sim.Stats, error) {
 			return st, err
 		}
 		st.Store.MigrationsCap, st.Store.MigrationsPruned = m.Store.MigrationCap(), m.Store.MigrationsPruned()
-	}
-	if m.Manager != nil {
-		st.Store.Pending = m.Manager.StorePending()
 	}
 	return st, nil
 }

@@ -10,9 +10,9 @@ const eventQueueMax = 256
 // eventQueue is a migration's inbox: socket, runtime and fault events put
 // by other goroutines, taken in order by the migration's own. It is a
 // channel of eventQueueMax events whose memory grows with the most that
-// waited at once, not with the bound: a buffered channel of 256 pointers cost every
-// migration 2 KiB, about 20 MiB with 10,000 handovers in flight
-// (docs/benchmarks.md, section 7), while one waits for a handful.
+// waited at once, not with the bound: a buffered channel of 256 pointers
+// cost every migration 2 KiB, about 20 MiB with 10,000 handovers in
+// flight (docs/benchmarks.md, section 7), while one waits for a handful.
 type eventQueue struct {
 	mu sync.Mutex
 	// items[head:] wait; the array is kept when they are all taken, so a
