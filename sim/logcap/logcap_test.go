@@ -46,6 +46,16 @@ type gatedStore struct {
 	gate    chan struct{}
 }
 
+// captureBehindAGate is a capture of at most lines queued lines on a
+// gatedStore.
+func captureBehindAGate(t *testing.T, lines int) (*logcap.Capture, *gatedStore) {
+	t.Helper()
+	g := &gatedStore{Store: memStore(t), entered: make(chan struct{}), gate: make(chan struct{})}
+	c := logcap.New(logcap.Config{Store: g, Limits: logcap.Limits{Lines: lines, Bytes: 1 << 20}})
+	t.Cleanup(c.Close)
+	return c, g
+}
+
 func (g *gatedStore) AppendLogs(ctx context.Context, lines []sim.LogLine) error {
 	g.once.Do(func() { close(g.entered) })
 	<-g.gate
@@ -57,10 +67,7 @@ func (g *gatedStore) AppendLogs(ctx context.Context, lines []sim.LogLine) error 
 // counted is what was printed.
 func TestOverflowIsCountedAndMarked(t *testing.T) {
 	ctx := context.Background()
-	st := memStore(t)
-	g := &gatedStore{Store: st, entered: make(chan struct{}), gate: make(chan struct{})}
-	c := logcap.New(logcap.Config{Store: g, Limits: logcap.Limits{Lines: 10, Bytes: 1 << 20}})
-	defer c.Close()
+	c, g := captureBehindAGate(t, 10)
 	at := time.Now()
 	line := func(i int) sim.LogLine {
 		return sim.LogLine{Instance: "i1", Service: "app", Stream: sim.StreamStdout, At: at.Add(time.Duration(i)), Text: fmt.Sprintf("line %d", i)}
@@ -193,17 +200,14 @@ func TestFailedWriteIsCountedAndMarked(t *testing.T) {
 // instance's log is known.
 func TestRegisterIsQueuedAndNeverRefused(t *testing.T) {
 	ctx := context.Background()
-	st := memStore(t)
-	g := &gatedStore{Store: st, entered: make(chan struct{}), gate: make(chan struct{})}
-	c := logcap.New(logcap.Config{Store: g, Limits: logcap.Limits{Lines: 2, Bytes: 1 << 20}})
-	defer c.Close()
+	c, g := captureBehindAGate(t, 2)
 	c.CaptureLog(sim.LogLine{Instance: "chatty", Service: "app", Stream: sim.StreamStdout, At: time.Now(), Text: "first"})
 	<-g.entered // the writer is stuck in the store
 	for i := range 5 {
 		c.CaptureLog(sim.LogLine{Instance: "chatty", Service: "app", Stream: sim.StreamStdout, At: time.Now(), Text: fmt.Sprint(i)})
 	}
 	c.Register("silent") // the queue is full of chatty's lines
-	if p, err := st.ReadLogs(ctx, sim.LogQuery{Instance: "silent"}); err != nil || p.Known {
+	if p, err := g.Store.ReadLogs(ctx, sim.LogQuery{Instance: "silent"}); err != nil || p.Known {
 		t.Fatalf("silent known in the store before the writer ran: %+v, %v", p, err)
 	}
 	close(g.gate)
