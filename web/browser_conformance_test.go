@@ -37,7 +37,7 @@ func TestBrowserConformanceRun(t *testing.T) {
 	b.do("pick counter", chromedp.SetValue(chromedp.ID("conf-template"), "counter"))
 	b.do("section 1", chromedp.SetValue(chromedp.ID("conf-case"), "1.*"))
 	b.click("#conf-start")
-	b.wait("the run page", `location.pathname.startsWith('/conformance/c')`, 20*time.Second)
+	b.waitPage("the run page", "/conformance/c", 20*time.Second)
 	b.wait("the run page's event stream", `document.querySelector('#live[data-state="live"]') !== null`, 15*time.Second)
 	id := strings.TrimPrefix(evalJS[string](b, `location.pathname`), "/conformance/")
 	loads := b.loads()

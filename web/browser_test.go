@@ -42,6 +42,7 @@ const probe = `
     var m = document.querySelector('#mig-state [data-state]');
     window.__nsFirstState = m ? m.dataset.state : '';
     window.__nsFirstConnected = !!document.querySelector('#inst-conn .conn.on');
+    window.__nsLoaded = true;
   });
 })();
 `
@@ -132,6 +133,14 @@ func (b *browser) wait(what, cond string, timeout time.Duration) {
 	}
 }
 
+// waitPage waits for the browser to be on a page whose path starts with
+// prefix, and for that page to have loaded: the path changes when the
+// navigation commits, before the probe has recorded what the page showed.
+func (b *browser) waitPage(what, prefix string, timeout time.Duration) {
+	b.t.Helper()
+	b.wait(what, fmt.Sprintf(`location.pathname.startsWith(%q) && window.__nsLoaded === true`, prefix), timeout)
+}
+
 func evalJS[T any](b *browser, expr string) T {
 	b.t.Helper()
 	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](expr))
@@ -186,7 +195,7 @@ func TestBrowserLaunchAndHandoverCounter(t *testing.T) {
 	// Launch counter from its form, on node a.
 	b.do("pick node a", chromedp.SetValue(chromedp.ID("launch-counter-node"), "a"))
 	b.click("#launch-counter")
-	b.wait("the instance page", `location.pathname.startsWith('/instances/counter-')`, 20*time.Second)
+	b.waitPage("the instance page", "/instances/counter-", 20*time.Second)
 	b.wait("the instance page's event stream", `document.querySelector('#live[data-state="live"]') !== null`, 15*time.Second)
 	id := strings.TrimPrefix(evalJS[string](b, `location.pathname`), "/instances/")
 	loads := b.loads()
@@ -205,7 +214,7 @@ func TestBrowserLaunchAndHandoverCounter(t *testing.T) {
 
 	// Hand over from the instance page; the migration page follows it live.
 	b.click("#migrate-handover")
-	b.wait("the migration page", `location.pathname.startsWith('/migrations/mig-')`, 20*time.Second)
+	b.waitPage("the migration page", "/migrations/mig-", 20*time.Second)
 	loads = b.loads()
 	first := evalJS[string](b, `window.__nsFirstState`)
 	b.wait("the migration to complete", `!!document.querySelector('#mig-state [data-state="completed"]')`, 90*time.Second)
@@ -267,7 +276,7 @@ func TestBrowserRefusedMigrations(t *testing.T) {
 	// plain declares nothing: only stopThenStart is allowed.
 	b.open(s.URL + "/")
 	b.click("#launch-plain")
-	b.wait("the plain instance page", `location.pathname.startsWith('/instances/plain-')`, 20*time.Second)
+	b.waitPage("the plain instance page", "/instances/plain-", 20*time.Second)
 	// A starting instance offers no migrate buttons; the page swaps them in
 	// once it runs.
 	b.wait("the migrate buttons", `!!document.getElementById('migrate-overlap')`, 20*time.Second)
@@ -305,7 +314,7 @@ func TestBrowserRefusedMigrations(t *testing.T) {
 	// not connected: the handover is refused with the reason.
 	b.open(s.URL + "/")
 	b.click("#launch-counter")
-	b.wait("the counter instance page", `location.pathname.startsWith('/instances/counter-')`, 20*time.Second)
+	b.waitPage("the counter instance page", "/instances/counter-", 20*time.Second)
 	id := strings.TrimPrefix(evalJS[string](b, `location.pathname`), "/instances/")
 	b.wait("the instance to run", `!!document.querySelector('#inst-state [data-state="running"]')`, 20*time.Second)
 	if env := b.text("#env-dotenv"); !strings.Contains(env, protocol.EnvToken+"=") {
@@ -325,7 +334,7 @@ func TestBrowserRefusedMigrations(t *testing.T) {
 	src := testjob.Dial(t, full.Env["counter"])
 	b.wait("the instance to show connected", `!!document.querySelector('#inst-conn .conn.on')`, 10*time.Second)
 	b.click("#migrate-handover")
-	b.wait("the migration page", `location.pathname.startsWith('/migrations/mig-')`, 20*time.Second)
+	b.waitPage("the migration page", "/migrations/mig-", 20*time.Second)
 	b.wait("the migration page's event stream", `document.querySelector('#live[data-state="live"]') !== null`, 15*time.Second)
 	loads := b.loads()
 	src.Expect(protocol.TypeGetState)
@@ -355,7 +364,7 @@ func TestBrowserTimelineFollowsAHandoverStepByStep(t *testing.T) {
 
 	b.open(s.URL + "/instances/" + in.ID)
 	b.click("#migrate-handover")
-	b.wait("the migration page", `location.pathname.startsWith('/migrations/mig-')`, 20*time.Second)
+	b.waitPage("the migration page", "/migrations/mig-", 20*time.Second)
 	b.wait("the event stream", `document.querySelector('#live[data-state="live"]') !== null`, 15*time.Second)
 	migID := strings.TrimPrefix(evalJS[string](b, `location.pathname`), "/migrations/")
 	loads := b.loads()
@@ -449,7 +458,7 @@ func TestBrowserSurvivesARestart(t *testing.T) {
 		b.fail("the page reloaded (%d loads, want %d)", got, loads)
 	}
 	b.click("#launch-plain")
-	b.wait("the instance page", `location.pathname.startsWith('/instances/plain-')`, 20*time.Second)
+	b.waitPage("the instance page", "/instances/plain-", 20*time.Second)
 	b.noScriptErrors()
 	if list, err := second.Manager.Instances(t.Context()); err != nil || len(list) != 1 {
 		t.Fatalf("instances after the launch: %v %v", list, err)
