@@ -32,18 +32,27 @@ type journal struct {
 	mu      sync.Mutex
 	failing error       // why the last write failed; nil once one succeeds
 	held    []journalOp // writes that failed, oldest first, to retry
-	lost    int64       // held writes given up (maxHeld, or at Close)
+	lost    int64       // records given up (maxHeld, or at Close; see records)
 	stop    chan struct{}
 	retried sync.WaitGroup
 }
 
-// journalOp is one write, or (write nil) a Flush waiting for what was
-// queued before it to be written or held. A write with a key replaces the
-// whole record the key names (an instance, a migration's document).
+// journalOp is one write, or (writing nothing) a Flush waiting for what
+// was queued before it to be written or held. A write with a key replaces
+// the whole record the key names (an instance, a migration's document).
 type journalOp struct {
-	key     string
-	write   func(context.Context) error
-	flushed chan struct{}
+	key   string
+	write func(context.Context) error
+	// A migration's record (write nil): its document when it changed, and
+	// its timeline's events from from on. timeline is the run's own
+	// append-only slice as it was when queued, so waiting events cost the
+	// store's backlog nothing, and a record's document and events are
+	// written together, in one place in the queue.
+	migration   *sim.Migration
+	migrationID string
+	timeline    []sim.MigrationEvent
+	from        int
+	flushed     chan struct{}
 	// stored, when set, runs on the journal's goroutine once the write
 	// is committed: at once, or when a held write finally is.
 	stored func()
@@ -136,7 +145,7 @@ func (j *journal) write(ops []journalOp) {
 	var todo []journalOp
 	for _, op := range ops {
 		switch {
-		case op.write == nil:
+		case !op.writes():
 		case op.key == "":
 			todo = append(todo, op)
 		default:
@@ -181,7 +190,7 @@ func (j *journal) commit(ctx context.Context, todo []journalOp) ([]int, error) {
 	var first error
 	run := func(ctx context.Context) {
 		for i, op := range todo {
-			if err := op.write(ctx); err != nil {
+			if err := j.run(ctx, op); err != nil {
 				failed = append(failed, i)
 				if first == nil {
 					first = err
@@ -201,6 +210,42 @@ func (j *journal) commit(ctx context.Context, todo []journalOp) ([]int, error) {
 	}
 	run(ctx)
 	return failed, first
+}
+
+// writes reports whether op writes anything (a Flush or a retry's wake-up
+// does not).
+func (op *journalOp) writes() bool {
+	return op.write != nil || op.migration != nil || op.from < len(op.timeline)
+}
+
+// records counts what op writes: a migration's document and each of its
+// events, or one record.
+func (op *journalOp) records() int64 {
+	if op.write != nil {
+		return 1
+	}
+	n := int64(len(op.timeline) - op.from)
+	if op.migration != nil {
+		n++
+	}
+	return n
+}
+
+// run makes op's write: a migration's document first, as its events refer
+// to its row.
+func (j *journal) run(ctx context.Context, op journalOp) error {
+	if op.write != nil {
+		return op.write(ctx)
+	}
+	if op.migration != nil {
+		if err := j.store.SaveMigration(ctx, op.migration); err != nil {
+			return err
+		}
+	}
+	if op.from < len(op.timeline) {
+		return j.store.AppendMigrationEvents(ctx, op.migrationID, op.timeline[op.from:])
+	}
+	return nil
 }
 
 // settle records the outcome of a write: the writes of todo that failed
@@ -224,7 +269,9 @@ func (j *journal) settle(todo []journalOp, failedAt []int, err error) {
 		j.held[n] = todo[i]
 	}
 	if over := len(j.held) - maxHeld; over > 0 {
-		j.lost += int64(over)
+		for _, op := range j.held[:over] {
+			j.lost += op.records()
+		}
 		j.held = append([]journalOp(nil), j.held[over:]...)
 		j.log.Error("the store cannot write; the oldest held records are given up", "lost", j.lost)
 	}
@@ -239,24 +286,38 @@ func (j *journal) settle(todo []journalOp, failedAt []int, err error) {
 // migration's or an instance's snapshots are held once each, not once per
 // phase.
 func (j *journal) do(key string, write func(context.Context) error, stored func()) {
+	j.add(journalOp{key: key, write: write, stored: stored})
+}
+
+func (j *journal) add(op journalOp) {
 	if j.store == nil {
-		if stored != nil {
-			stored()
+		if op.stored != nil {
+			op.stored()
 		}
 		return
 	}
-	op := journalOp{key: key, write: write, stored: stored}
-	if key == "" {
+	if op.key == "" {
 		j.queue.Add(op, 0)
 		return
 	}
-	j.queue.AddKeyed(key, op, mergeOp)
+	j.queue.AddKeyed(op.key, op, mergeOp)
 }
 
 // mergeOp makes the waiting op write what the newer one does, and do what
-// both were to do once stored.
+// both were to do once stored. A migration's events are appended, so the
+// waiting op keeps where its own began and writes on to the newer's end:
+// the two cover consecutive events of one timeline.
 func mergeOp(waiting *journalOp, newer journalOp) {
 	waiting.write = newer.write
+	if newer.migration != nil {
+		waiting.migration = newer.migration
+	}
+	if newer.from < len(newer.timeline) {
+		if waiting.from >= len(waiting.timeline) {
+			waiting.from = newer.from
+		}
+		waiting.timeline = newer.timeline
+	}
 	waiting.stored = chain(waiting.stored, newer.stored)
 }
 
@@ -276,15 +337,16 @@ func (j *journal) event(ev sim.Event) {
 
 func (j *journal) migration(m *sim.Migration) { j.migrationThen(m, nil) }
 
-// migrationThen writes m, then runs stored once m is in the store (see do).
+// migrationThen writes m, then runs stored once m is in the store (see
+// do): with every event of its timeline queued before it.
 func (j *journal) migrationThen(m *sim.Migration, stored func()) {
-	j.do("migration "+m.ID, func(ctx context.Context) error { return j.store.SaveMigration(ctx, m) }, stored)
+	j.add(journalOp{key: "migration " + m.ID, migration: m, migrationID: m.ID, stored: stored})
 }
 
-func (j *journal) migrationEvent(id string, ev sim.MigrationEvent) {
-	j.do("", func(ctx context.Context) error {
-		return j.store.AppendMigrationEvents(ctx, id, []sim.MigrationEvent{ev})
-	}, nil)
+// migrationEvent writes the last event of timeline, a migration's events
+// so far (the run's own slice: only ever appended to).
+func (j *journal) migrationEvent(id string, timeline []sim.MigrationEvent) {
+	j.add(journalOp{key: "migration " + id, migrationID: id, timeline: timeline, from: len(timeline) - 1})
 }
 
 // Flush waits until every op queued before it has been committed.
@@ -306,11 +368,14 @@ func (j *journal) Close() error {
 	j.queue.Close()
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	n := len(j.held)
+	var n int64
+	for _, op := range j.held {
+		n += op.records()
+	}
 	if n == 0 {
 		return nil
 	}
-	j.lost += int64(n)
+	j.lost += n
 	j.log.Error("normsim stopped while the store could not write: records lost", "lost", n, "err", j.failing)
 	j.held = nil
 	why := j.failing

@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"runtime"
 	"slices"
@@ -185,5 +186,57 @@ func TestJournalHoldsOneSnapshotPerRecordWhileBehind(t *testing.T) {
 	defer g.mu.Unlock()
 	if want := []string{"first", "newest"}; !slices.Equal(g.saved, want) {
 		t.Fatalf("saved %q, want %q", g.saved, want)
+	}
+}
+
+// TestJournalQueuesAMigrationOnce: while the store is behind, a
+// migration's new events and documents wait as one write that holds the
+// run's own timeline, not a copy per event; it writes every event once,
+// in order, after the document, and what was to happen once stored
+// happens after the events are in the store too.
+func TestJournalQueuesAMigrationOnce(t *testing.T) {
+	g := &gatedStore{Store: NewMemStore(t), entered: make(chan struct{}), gate: make(chan struct{})}
+	j := newJournal(g, slog.New(slog.DiscardHandler))
+	defer j.Close()
+	doc := func(state sim.MigrationState) *sim.Migration {
+		return &sim.Migration{ID: "m1", JobID: "job-1", State: state, Phase: sim.PhaseRequested, Strategy: sim.Handover, StartedAt: time.Now()}
+	}
+	j.migration(doc(sim.MigrationRunning))
+	<-g.entered // the journal's writer is stuck in the store
+
+	var timeline []sim.MigrationEvent
+	for i := 1; i <= 5; i++ {
+		timeline = append(timeline, sim.MigrationEvent{Seq: i, At: time.Now(), Phase: sim.PhaseRequested, Side: "manager", Detail: fmt.Sprintf("event %d", i)})
+		j.migrationEvent("m1", timeline)
+	}
+	var storedEvents []int
+	j.migrationThen(doc(sim.MigrationCompleted), func() {
+		m, err := g.Store.GetMigration(context.Background(), "m1")
+		if err != nil {
+			t.Errorf("read once stored: %v", err)
+			return
+		}
+		for _, ev := range m.Events {
+			storedEvents = append(storedEvents, ev.Seq)
+		}
+	})
+	// The first document being written, and one write for the rest.
+	if n := j.Pending(); n != 2 {
+		t.Errorf("%d writes pending, want 2: the first document and one for the rest", n)
+	}
+	close(g.gate)
+	j.Flush()
+	if want := []int{1, 2, 3, 4, 5}; !slices.Equal(storedEvents, want) {
+		t.Fatalf("once stored, the store held events %v, want %v", storedEvents, want)
+	}
+	m, err := g.Store.GetMigration(context.Background(), "m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.State != sim.MigrationCompleted || len(m.Events) != 5 {
+		t.Fatalf("stored %s with %d events, want completed with 5", m.State, len(m.Events))
+	}
+	if held, lost := j.Held(); held != 0 || lost != 0 {
+		t.Fatalf("held %d, lost %d", held, lost)
 	}
 }

@@ -386,7 +386,7 @@ func (r *run) appendLocked(ev sim.MigrationEvent) {
 	}
 	ev.Seq = len(r.mig.Events) + 1
 	r.mig.Events = append(r.mig.Events, ev)
-	r.m.journal.migrationEvent(r.id, ev)
+	r.m.journal.migrationEvent(r.id, r.mig.Events)
 	data, _ := json.Marshal(ev)
 	r.m.cfg.Bus.Publish(sim.Event{At: ev.At, Kind: sim.EventMigrationEvent, Migration: r.id, Data: data})
 }
