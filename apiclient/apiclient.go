@@ -335,59 +335,104 @@ func (c *Client) Migrate(ctx context.Context, id string, body any) (*sim.Migrati
 // Migration fetches a migration with its timeline and its sides' logs (the
 // last LogTail lines of each when it failed; 0 takes the server's 50).
 func (c *Client) Migration(ctx context.Context, id string) (*sim.Migration, error) {
-	var m sim.Migration
-	path := "/api/v1/migrations/" + url.PathEscape(id)
-	if c.LogTail > 0 {
-		path += "?logTail=" + strconv.Itoa(c.LogTail)
-	}
-	if err := c.Do(ctx, http.MethodGet, path, nil, &m); err != nil {
-		return nil, err
-	}
-	return &m, nil
+	return c.getMigration(ctx, id, migrationAsk{logs: true, events: true})
 }
 
 // MigrationState is the migration without its logs (?logs=false): what a
 // client polling for a phase or its end needs, at a fraction of the
 // sim's cost.
 func (c *Client) MigrationState(ctx context.Context, id string) (*sim.Migration, error) {
-	var m sim.Migration
-	if err := c.Do(ctx, http.MethodGet, "/api/v1/migrations/"+url.PathEscape(id)+"?logs=false", nil, &m); err != nil {
-		return nil, err
-	}
-	return &m, nil
+	return c.getMigration(ctx, id, migrationAsk{events: true})
 }
 
 // MigrationSummary is the migration without its logs or its timeline
 // (?logs=false&events=false): its state, phase, sides and durations, for a
 // client that polls thousands of migrations for where they are.
 func (c *Client) MigrationSummary(ctx context.Context, id string) (*sim.Migration, error) {
+	return c.getMigration(ctx, id, migrationAsk{})
+}
+
+// AwaitMigration asks for a migration, without its logs, once its
+// timeline has an event past seq after or it has ended (after < 0: once it
+// has ended): the server waits up to wait (at most a minute) for that and
+// then answers with the migration as it is, whatever happened. A client
+// that follows a migration passes the last seq it has seen.
+func (c *Client) AwaitMigration(ctx context.Context, id string, after int, wait time.Duration) (*sim.Migration, error) {
+	return c.getMigration(ctx, id, migrationAsk{events: true, wait: wait, after: after})
+}
+
+// migrationAsk is what GET /api/v1/migrations/{id} is asked for.
+type migrationAsk struct {
+	logs, events bool
+	wait         time.Duration
+	after        int // with wait; < 0: until it ends
+}
+
+func (c *Client) getMigration(ctx context.Context, id string, mq migrationAsk) (*sim.Migration, error) {
+	q := url.Values{}
+	switch {
+	case !mq.logs:
+		q.Set("logs", "false")
+	case c.LogTail > 0:
+		q.Set("logTail", strconv.Itoa(c.LogTail))
+	}
+	if !mq.events {
+		q.Set("events", "false")
+	}
+	if mq.wait > 0 {
+		q.Set("wait", mq.wait.String())
+		if mq.after >= 0 {
+			q.Set("after", strconv.Itoa(mq.after))
+		}
+	}
+	path := "/api/v1/migrations/" + url.PathEscape(id)
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
 	var m sim.Migration
-	if err := c.Do(ctx, http.MethodGet, "/api/v1/migrations/"+url.PathEscape(id)+"?logs=false&events=false", nil, &m); err != nil {
+	if err := c.Do(ctx, http.MethodGet, path, nil, &m); err != nil {
 		return nil, err
 	}
 	return &m, nil
 }
 
-// WaitMigration polls a migration until it ends, calling each (when not
-// nil) with every state it fetched. Polls start 1 ms apart and back off to
-// 50 ms. When ctx ends first it returns the last state fetched (nil if
-// none) with ctx's error.
+// WaitMigration follows a migration until it ends, calling each (when not
+// nil) with every state it fetched: the server answers at each step of
+// the migration (AwaitMigration), so no step is polled for, and at least
+// once a second, so each can show a countdown. When ctx ends first it
+// returns the last state fetched (nil if none) with ctx's error.
 func (c *Client) WaitMigration(ctx context.Context, id string, each func(*sim.Migration)) (*sim.Migration, error) {
-	return c.waitMigration(ctx, id, each, c.Migration)
+	return c.waitMigration(ctx, id, each, true)
 }
 
 // WaitMigrationState is WaitMigration without the logs (see
-// MigrationState): for a client that polls many migrations at once.
+// MigrationState): for a client that follows many migrations at once.
 func (c *Client) WaitMigrationState(ctx context.Context, id string) (*sim.Migration, error) {
-	return c.waitMigration(ctx, id, nil, c.MigrationState)
+	return c.waitMigration(ctx, id, nil, false)
 }
 
-func (c *Client) waitMigration(ctx context.Context, id string, each func(*sim.Migration), get func(context.Context, string) (*sim.Migration, error)) (*sim.Migration, error) {
-	delay := time.Millisecond
+// serverWait is how long one request of WaitMigration lets the server
+// wait; never more than half the HTTP client's own timeout.
+const serverWait = 20 * time.Second
+
+func (c *Client) waitMigration(ctx context.Context, id string, each func(*sim.Migration), logs bool) (*sim.Migration, error) {
+	wait := serverWait
+	if t := c.http.Timeout; t > 0 {
+		wait = min(wait, t/2)
+	}
 	var last *sim.Migration
+	after := 0 // no event seen: the first answer comes at once
+	if each == nil {
+		after = -1 // only the end is wanted
+	} else {
+		wait = min(wait, time.Second)
+	}
 	for {
-		m, err := get(ctx, id)
+		m, err := c.getMigration(ctx, id, migrationAsk{logs: logs, events: true, wait: wait, after: after})
 		if err != nil {
+			if last != nil && ctx.Err() != nil {
+				err = ctx.Err()
+			}
 			return last, err
 		}
 		last = m
@@ -397,12 +442,9 @@ func (c *Client) waitMigration(ctx context.Context, id string, each func(*sim.Mi
 		if m.State.Ended() {
 			return m, nil
 		}
-		select {
-		case <-time.After(delay):
-		case <-ctx.Done():
-			return last, ctx.Err()
+		if n := len(m.Events); n > 0 && after >= 0 {
+			after = m.Events[n-1].Seq
 		}
-		delay = min(2*delay, 50*time.Millisecond)
 	}
 }
 

@@ -448,6 +448,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			}
 		}})
 	m.httpSrv = &http.Server{Handler: m.Web, ReadHeaderTimeout: 10 * time.Second}
+	// Requests waiting on a migration (?wait) answer at shutdown instead of
+	// holding it up.
+	m.httpSrv.RegisterOnShutdown(m.Web.EndWaits)
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()

@@ -2,7 +2,9 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -443,7 +445,17 @@ func (s *Server) getMigration(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	m, err := s.svc.Migration(r.Context(), pathParam(r, "id"))
+	wait, after, err := waitParams(q)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var m *sim.Migration
+	if wait > 0 {
+		m, err = s.awaitMigration(r.Context(), pathParam(r, "id"), after, wait)
+	} else {
+		m, err = s.svc.Migration(r.Context(), pathParam(r, "id"))
+	}
 	if err != nil {
 		writeError(w, err)
 		return
@@ -460,6 +472,51 @@ func (s *Server) getMigration(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, m)
 }
+
+// maxMigrationWait bounds ?wait: a client that wants longer asks again.
+const maxMigrationWait = time.Minute
+
+// waitParams reads a migration's ?wait (a duration up to
+// maxMigrationWait; 0 answers at once) and ?after (the timeline seq the
+// client has seen; without it the wait is for the end).
+func waitParams(q url.Values) (wait time.Duration, after int, err error) {
+	after = -1
+	if v := q.Get("wait"); v != "" {
+		wait, err = time.ParseDuration(v)
+		if err != nil || wait < 0 || wait > maxMigrationWait {
+			return 0, 0, sim.Errorf(sim.EInvalid, "wait: must be a duration from 0s to %s, e.g. 30s; got %q", maxMigrationWait, v)
+		}
+	}
+	if v := q.Get("after"); v != "" {
+		after, err = strconv.Atoi(v)
+		if err != nil || after < 0 {
+			return 0, 0, sim.Errorf(sim.EInvalid, "after: must be a timeline seq, 0 or more; got %q", v)
+		}
+		if wait == 0 {
+			return 0, 0, sim.Errorf(sim.EInvalid, "after: says what to wait past; give wait too, e.g. wait=30s&after=%d", after)
+		}
+	}
+	return wait, after, nil
+}
+
+// awaitMigration answers once the migration has an event past after, or
+// has ended, or wait has passed, or normsim is shutting down: then with
+// the migration as it is.
+func (s *Server) awaitMigration(ctx context.Context, id string, after int, wait time.Duration) (*sim.Migration, error) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	stop := context.AfterFunc(s.waits, cancel)
+	defer stop()
+	m, err := s.svc.AwaitMigration(ctx, id, after)
+	if m != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		err = nil // waited as long as asked: the answer is the migration as it is
+	}
+	return m, err
+}
+
+// EndWaits answers every request waiting on a migration (?wait) now, with
+// the migration as it is: a server shutting down does not wait for them.
+func (s *Server) EndWaits() { s.endWaits() }
 
 // eventBacklog is how far an /api/v1/events subscriber may fall behind
 // before it is dropped. A burst is far larger than the pace it keeps on

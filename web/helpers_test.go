@@ -304,6 +304,17 @@ func (f *fakeService) Migration(ctx context.Context, id string) (*sim.Migration,
 	return nil, sim.Errorf(sim.ENotFound, "migration %q not found", id)
 }
 
+// AwaitMigration: the fake's migrations do not change, so it answers at
+// once when the condition holds and otherwise when ctx ends.
+func (f *fakeService) AwaitMigration(ctx context.Context, id string, after int) (*sim.Migration, error) {
+	m, err := f.Migration(ctx, id)
+	if err != nil || m.State.Ended() || (after >= 0 && len(m.Events) > after) {
+		return m, err
+	}
+	<-ctx.Done()
+	return m, ctx.Err()
+}
+
 func (f *fakeService) MigrationPage(ctx context.Context, flt sim.MigrationFilter) (sim.Page[*sim.Migration], error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -53,6 +53,11 @@ type Service interface {
 	Output(ctx context.Context, id string, since time.Time) (sim.OutputSummary, error)
 	Migrate(ctx context.Context, id string, req sim.MigrateRequest) (*sim.Migration, error)
 	Migration(ctx context.Context, id string) (*sim.Migration, error)
+	// AwaitMigration waits until the migration's timeline has more than
+	// after events or it has ended (after < 0: until it ends), and returns
+	// it; when ctx ends first, it returns the migration as it is with
+	// ctx's error.
+	AwaitMigration(ctx context.Context, id string, after int) (*sim.Migration, error)
 	// MigrationPage lists migrations newest first, cut to f's page, with
 	// how many match f.
 	MigrationPage(ctx context.Context, f sim.MigrationFilter) (sim.Page[*sim.Migration], error)
@@ -99,6 +104,10 @@ type Server struct {
 	assets func() *assets
 	// eventWriteTimeout is Config.EventWriteTimeout with its default.
 	eventWriteTimeout time.Duration
+	// waits ends when the server shuts down (EndWaits): requests waiting
+	// on a migration answer then.
+	waits    context.Context
+	endWaits context.CancelFunc
 }
 
 // maxBodyBytes bounds every request body.
@@ -117,6 +126,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, svc: cfg.Service, log: cfg.Logger, csrf: newCSRF(cfg.CSRFKey), assets: sync.OnceValue(loadAssets),
 		eventWriteTimeout: cfg.EventWriteTimeout}
+	s.waits, s.endWaits = context.WithCancel(context.Background())
 	r := chi.NewRouter()
 	r.Use(routeOnEscapedPath)
 	r.Use(s.recoverPanics)

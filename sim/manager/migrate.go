@@ -209,26 +209,35 @@ func (m *Manager) Migrations(ctx context.Context, f sim.MigrationFilter) ([]*sim
 	return p.Items, err
 }
 
-// WaitMigration waits until a migration ends or ctx is done.
-func (m *Manager) WaitMigration(ctx context.Context, id string) (*sim.Migration, error) {
-	sub := m.cfg.Bus.Subscribe(256)
-	defer sub.Close()
+// AwaitMigration waits until the migration's timeline has an event past
+// seq after, or it has ended (after < 0: until it ends), and returns it as
+// it is then. Every step of a migration adds to its timeline, so a client
+// that passes the last seq it has seen is woken by the next step. When ctx
+// ends first it returns the migration as it is, with ctx's error.
+func (m *Manager) AwaitMigration(ctx context.Context, id string, after int) (*sim.Migration, error) {
 	for {
-		mig, err := m.Migration(ctx, id)
-		if err != nil {
-			return nil, err
+		m.mu.Lock()
+		r := m.migrations[id]
+		m.mu.Unlock()
+		if r == nil { // ended and stored, or unknown
+			return m.cfg.Store.GetMigration(ctx, id)
 		}
-		if mig.State.Ended() {
-			return mig, nil
+		r.mu.Lock()
+		changed := r.changed
+		if r.ended || (after >= 0 && len(r.mig.Events) > after) {
+			changed = nil
+		} else if changed == nil {
+			changed = make(chan struct{})
+			r.changed = changed
+		}
+		r.mu.Unlock()
+		if changed == nil {
+			return r.snapshot(), nil
 		}
 		select {
-		case _, ok := <-sub.C:
-			if !ok { // dropped: resubscribe
-				sub = m.cfg.Bus.Subscribe(256)
-			}
-		case <-time.After(200 * time.Millisecond):
+		case <-changed:
 		case <-ctx.Done():
-			return mig, ctx.Err()
+			return r.snapshot(), ctx.Err()
 		}
 	}
 }
@@ -308,6 +317,9 @@ type run struct {
 	// connect, and initialSize the size of that initial-state frame.
 	initialState json.RawMessage
 	initialSize  int
+	// changed, when someone awaits the migration (AwaitMigration), is
+	// closed at its next timeline event (guarded by mu).
+	changed chan struct{}
 }
 
 func (r *run) doc() *sim.Migration {
@@ -387,6 +399,10 @@ func (r *run) appendLocked(ev sim.MigrationEvent) {
 	ev.Seq = len(r.mig.Events) + 1
 	r.mig.Events = append(r.mig.Events, ev)
 	r.m.journal.migrationEvent(r.id, r.mig.Events)
+	if r.changed != nil {
+		close(r.changed)
+		r.changed = nil
+	}
 	data, _ := json.Marshal(ev)
 	r.m.cfg.Bus.Publish(sim.Event{At: ev.At, Kind: sim.EventMigrationEvent, Migration: r.id, Data: data})
 }

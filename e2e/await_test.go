@@ -1,0 +1,103 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/internal/bench"
+	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/protocol"
+	"github.com/normsim/normsim/sim"
+)
+
+// TestAwaitMigrationAnswersAtTheNextStep: a client waiting on a migration
+// past the last event it has seen (?wait&after) is answered by the next
+// step, with it in the timeline; one waiting for nothing that comes gets
+// the migration as it is when its wait ends; one waiting for the end
+// (?wait without after) is answered with the ended migration.
+func TestAwaitMigrationAnswersAtTheNextStep(t *testing.T) {
+	s := normsimtest.Start(t, normsimtest.Options{Templates: []string{templatesDir}, Runtime: sim.RuntimeExternal})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	api := bench.NewAPI(s.URL, 4)
+	defer api.Close()
+	in, job, err := bench.LaunchConnected(ctx, api, "counter", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer job.Close()
+	m, err := api.Migrate(ctx, in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Handover)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := job.Expect(ctx, protocol.TypeGetState); err != nil {
+		t.Fatal(err)
+	}
+	// The source holds its state back: once get-state is on the timeline,
+	// nothing more happens until it answers.
+	var last int
+	for {
+		cur, err := api.AwaitMigration(ctx, m.ID, last, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = cur.Events[len(cur.Events)-1].Seq
+		if ev := cur.Events[len(cur.Events)-1]; ev.Frame != nil && ev.Frame.Type == protocol.TypeGetState {
+			break
+		}
+	}
+	still, err := api.AwaitMigration(ctx, m.ID, last, 50*time.Millisecond)
+	if err != nil {
+		t.Fatalf("a wait that nothing ended: %v, want the migration as it is", err)
+	}
+	if n := len(still.Events); n != last || still.State != sim.MigrationRunning {
+		t.Fatalf("after a wait with nothing new: %s with %d events, want running with %d", still.State, n, last)
+	}
+
+	type answer struct {
+		m   *sim.Migration
+		err error
+	}
+	next := make(chan answer, 1)
+	go func() {
+		m, err := api.AwaitMigration(ctx, m.ID, last, 30*time.Second)
+		next <- answer{m, err}
+	}()
+	ended := make(chan answer, 1)
+	go func() {
+		m, err := api.WaitMigrationState(ctx, m.ID)
+		ended <- answer{m, err}
+	}()
+	if err := job.Send(ctx, protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{"next":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	a := <-next
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	seen := false
+	for _, ev := range a.m.Events {
+		if ev.Seq > last && ev.Frame != nil && ev.Frame.Type == protocol.TypeState && ev.Frame.Direction == "in" {
+			seen = true
+		}
+	}
+	if !seen {
+		t.Fatalf("woken with %d events past %d, none the source's state: %+v", len(a.m.Events)-last, last, a.m.Events[last:])
+	}
+
+	// Nobody starts the target, whose placement times out only much
+	// later: the end comes when the source's job goes away.
+	select {
+	case a := <-ended:
+		t.Fatalf("the wait for the end answered while the migration runs: %+v", a)
+	default:
+	}
+	job.Close()
+	a = <-ended
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	normsimtest.RequireState(t, a.m, sim.MigrationAborted)
+}
