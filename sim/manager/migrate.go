@@ -220,7 +220,8 @@ func (m *Manager) AwaitMigration(ctx context.Context, id string, after int) (*si
 		r := m.migrations[id]
 		m.mu.Unlock()
 		if r == nil { // ended and stored, or unknown
-			return m.cfg.Store.GetMigration(ctx, id)
+			// Read even when the wait has just run out: the end is news.
+			return m.cfg.Store.GetMigration(context.WithoutCancel(ctx), id)
 		}
 		r.mu.Lock()
 		changed := r.changed
