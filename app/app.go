@@ -17,11 +17,13 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
 	"strings"
@@ -167,6 +169,9 @@ func memoryStats(rss int64) (heapLive uint64, ms sim.MemoryStats) {
 	}
 	if rss > 0 && uint64(rss) > goResident {
 		ms.OutsideGoBytes = uint64(rss) - goResident
+	}
+	if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 { // -1 reads it
+		ms.LimitBytes = limit
 	}
 	return heapLive, ms
 }

@@ -97,6 +97,14 @@ machine they were measured on.`,
 			if cfg.KeepMigrations < 0 {
 				return usageErr("--keep-migrations: must be 0 (keep all) or more; got %d", cfg.KeepMigrations)
 			}
+			if cfg.MemoryLimit != "" {
+				if _, err := parseMemoryLimit("--memory-limit", cfg.MemoryLimit); err != nil {
+					return err
+				}
+				if cfg.Server != "" || cfg.Sim != bench.SimChild {
+					return usageErr("--memory-limit applies to a sim this command starts as a child (--sim child, or --curve): in-process it would limit the load generator too")
+				}
+			}
 			if cfg.Server != "" && cmd.Flags().Changed("keep-migrations") {
 				return usageErr("--keep-migrations applies to a sim this command starts; start yours with normsim up --keep-migrations")
 			}
@@ -139,6 +147,7 @@ machine they were measured on.`,
 	f.StringArrayVar(&cfg.TemplateDirs, "templates", nil, "template directory for the sim this command starts (repeatable; default ./templates or the built-in ones)")
 	f.DurationVar(&cfg.Timeout, "timeout", 0, "give up after this long (default 5m per round, for each point of a curve)")
 	f.DurationVar(&cfg.Every, "progress", time.Second, "how often to print progress")
+	f.StringVar(&cfg.MemoryLimit, "memory-limit", "", "the child sim this command starts runs with up --memory-limit SIZE (e.g. 600MiB): a soft limit on its Go memory")
 	f.IntVar(&cfg.KeepMigrations, "keep-migrations", 0, "the sim this command starts keeps at most N finished migrations (up --keep-migrations); 0 keeps all")
 	f.IntVar(&cfg.Rounds, "rounds", 1, "hand every job over this many times, one round after another, and show the sim at rest after each")
 	f.IntSliceVar(&curve, "curve", nil, "job counts of a cost curve, e.g. 100,1000,5000,10000: one whole bench per count")

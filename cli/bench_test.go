@@ -22,6 +22,11 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		{"bench", "--jobs", "0"},
 		{"bench", "--keep-migrations", "-1"},
 		{"up", "--keep-migrations", "-1"},
+		{"up", "--memory-limit", "lots"},
+		{"up", "--memory-limit", "0"},
+		{"bench", "--sim", "child", "--memory-limit", "-5m"},
+		{"bench", "--memory-limit", "600MiB"}, // in-process: it would limit the load generator too
+		{"bench", "--server", "http://127.0.0.1:1", "--memory-limit", "600MiB"},
 	} {
 		code, _, errOut := run(t, args...)
 		if code != 2 || errOut == "" {

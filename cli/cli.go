@@ -30,6 +30,11 @@ var Version = "dev"
 type Env struct {
 	Stdout, Stderr io.Writer
 	Templates      fs.FS
+	// SetMemoryLimit sets the Go memory limit (up --memory-limit) and
+	// returns the one it replaced; nil: runtime/debug's. The binary's
+	// start keeps the collector off for a moment (internal/initgc), and
+	// the limit must survive it coming back.
+	SetMemoryLimit func(int64) int64
 }
 
 // ExitError carries a specific exit code (1 failure, 2 usage).

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/docker/go-units"
 	"github.com/spf13/cobra"
 
 	"github.com/normsim/normsim/app"
@@ -19,7 +21,7 @@ import (
 
 func newUpCmd(env Env) *cobra.Command {
 	opts := app.DefaultOptions()
-	var logFormat, logLevel, cpuProfile string
+	var logFormat, logLevel, cpuProfile, memoryLimit string
 	var timeouts []string
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -65,6 +67,17 @@ failed with that reason.`,
 			for i, n := range opts.Nodes {
 				opts.Nodes[i] = strings.TrimSpace(n)
 			}
+			if memoryLimit != "" {
+				limit, err := parseMemoryLimit("--memory-limit", memoryLimit)
+				if err != nil {
+					return err
+				}
+				set := env.SetMemoryLimit
+				if set == nil {
+					set = debug.SetMemoryLimit
+				}
+				defer set(set(limit))
+			}
 			if cpuProfile != "" {
 				stop, err := bench.ProfileCPU(cpuProfile)
 				if err != nil {
@@ -108,11 +121,22 @@ failed with that reason.`,
 	f.BoolVar(&opts.Keep, "keep", false, "leave what normsim started running on exit: the next start on the same --db adopts the containers\n(their jobs reconnect within about 2s, their output sink keeps its port) and external jobs reconnect by themselves;\nhost processes cannot be adopted, so that start stops them and marks their instances failed")
 	f.IntVar(&opts.OutputPort, "output-port", 0, "UDP port of the output sink (0 picks a free port)")
 	f.IntVar(&opts.KeepMigrations, "keep-migrations", 0, "keep at most N finished migrations in the store, dropping the oldest first with the events and frames older than\nthe oldest migration kept (counted in GET /api/v1/stats); 0 keeps all. For long runs on --db :memory:, whose store\notherwise grows with every migration")
+	f.StringVar(&memoryLimit, "memory-limit", "", "a soft limit on the memory normsim's Go runtime holds, e.g. 600MiB or 1g (as GOMEMLIMIT, which it overrides): near it the\ngarbage collector runs more often, trading handovers/s for memory. The SQLite store and the binary are outside it\n(docs/benchmarks.md, section 7)")
 	f.BoolVar(&opts.Profiling, "pprof", false, "serve the runtime's profiles under /debug/pprof/ on --addr, for go tool pprof (heap, allocs, goroutine, profile?seconds=N)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to FILE at exit, for go tool pprof")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return cmd
+}
+
+// parseMemoryLimit reads a memory size as docker run --memory takes it
+// (600m, 600MiB, 1.5g; binary units), as a usage error naming flag.
+func parseMemoryLimit(flag, v string) (int64, error) {
+	n, err := units.RAMInBytes(v)
+	if err != nil || n <= 0 {
+		return 0, usageErr("%s: want a size such as 600MiB, 600m or 1g; got %q", flag, v)
+	}
+	return n, nil
 }
 
 // listenAddr reads --addr. A bare port or ":PORT" means that port on

@@ -51,6 +51,10 @@ type MemoryStats struct {
 	// set less what the runtime holds resident, so an estimate; 0 where
 	// the resident set is not known.
 	OutsideGoBytes uint64 `json:"outsideGoBytes"`
+	// LimitBytes is the Go runtime's soft memory limit (up --memory-limit
+	// or GOMEMLIMIT), 0 when there is none: near it the collector runs
+	// more often. What is outside Go is outside the limit.
+	LimitBytes int64 `json:"limitBytes,omitempty"`
 }
 
 // EventStats counts the live-update events and their subscribers.

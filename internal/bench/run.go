@@ -70,6 +70,9 @@ type Config struct {
 	// KeepMigrations caps the finished migrations the sim this command
 	// starts keeps (up --keep-migrations); 0 keeps all.
 	KeepMigrations int
+	// MemoryLimit is the child sim's up --memory-limit (e.g. "600MiB");
+	// empty: none.
+	MemoryLimit string
 	// Rounds is how many times every job hands over, one round after
 	// another (default 1): a long run shows whether the sim stays flat.
 	Rounds int
@@ -411,6 +414,9 @@ func WriteReport(w io.Writer, r *Report) {
 		if m := p.Memory; m.HeapObjectsBytes > 0 {
 			fmt.Fprintf(w, "  memory       at the peak: heap objects %s, heap free %s, stacks %s, Go runtime %s, outside Go about %s\n",
 				MiB(int64(m.HeapObjectsBytes)), MiB(int64(m.HeapFreeBytes)), MiB(int64(m.StacksBytes)), MiB(int64(m.RuntimeBytes)), MiB(int64(m.OutsideGoBytes)))
+			if m.LimitBytes > 0 {
+				fmt.Fprintf(w, "  limit        the sim ran with a Go memory limit of %s (up --memory-limit or GOMEMLIMIT): its collector works harder near it\n", MiB(m.LimitBytes))
+			}
 		}
 		fmt.Fprintf(w, "  store        %s, %d migrations\n", MiB(p.Store.Bytes), p.Store.Migrations)
 		last := p
@@ -570,6 +576,9 @@ func startChild(ctx context.Context, cfg Config) (*target, error) {
 	}
 	if cfg.KeepMigrations > 0 {
 		args = append(args, "--keep-migrations", strconv.Itoa(cfg.KeepMigrations))
+	}
+	if cfg.MemoryLimit != "" {
+		args = append(args, "--memory-limit", cfg.MemoryLimit)
 	}
 	for _, d := range cfg.TemplateDirs {
 		args = append(args, "--templates", d)

@@ -12,6 +12,7 @@ package initgc
 
 import (
 	"runtime/debug"
+	"sync"
 	"time"
 )
 
@@ -25,17 +26,39 @@ const Backstop = 64 << 20
 const After = 250 * time.Millisecond
 
 var (
-	percent = debug.SetGCPercent(-1)   // GOGC's setting, default 100
-	limit   = debug.SetMemoryLimit(-1) // GOMEMLIMIT's, default none
+	percent = debug.SetGCPercent(-1) // GOGC's setting, default 100
 	_       = debug.SetMemoryLimit(min(limit, Backstop))
+
+	mu       sync.Mutex
+	limit    = debug.SetMemoryLimit(-1) // GOMEMLIMIT's, default none; guarded by mu
+	restored bool
 )
 
 // Start is called first in main: the collector comes back After from now.
 func Start() { time.AfterFunc(After, Restore) }
 
-// Restore sets the collector and the memory limit back as GOGC and
-// GOMEMLIMIT say.
+// Restore sets the collector back as GOGC says, and the memory limit as
+// GOMEMLIMIT or SetMemoryLimit does.
 func Restore() {
+	mu.Lock()
+	defer mu.Unlock()
+	restored = true
 	debug.SetGCPercent(percent)
 	debug.SetMemoryLimit(limit)
+}
+
+// SetMemoryLimit sets the memory limit (normsim up --memory-limit) in
+// place of GOMEMLIMIT's: at once when the collector is back, else when
+// Restore brings it back. It returns the limit it replaced.
+func SetMemoryLimit(n int64) int64 {
+	mu.Lock()
+	defer mu.Unlock()
+	previous := limit
+	limit = n
+	if restored {
+		debug.SetMemoryLimit(n)
+	} else {
+		debug.SetMemoryLimit(min(n, Backstop))
+	}
+	return previous
 }

@@ -28,3 +28,30 @@ func TestRestore(t *testing.T) {
 		t.Errorf("after Restore the memory limit is %d, want GOMEMLIMIT's %d", l, limit)
 	}
 }
+
+// TestSetMemoryLimit: a limit set while the collector is off waits behind
+// the backstop and is what Restore brings back, in place of GOMEMLIMIT's;
+// once back, a limit is set at once.
+func TestSetMemoryLimit(t *testing.T) {
+	mu.Lock()
+	restored = false
+	gomemlimit := limit
+	mu.Unlock()
+	debug.SetMemoryLimit(min(gomemlimit, Backstop))
+	t.Cleanup(func() { SetMemoryLimit(gomemlimit) })
+
+	SetMemoryLimit(300 << 20)
+	if l := debug.SetMemoryLimit(-1); l != Backstop {
+		t.Fatalf("before Restore the limit is %d, want the %d backstop", l, Backstop)
+	}
+	Restore()
+	if l := debug.SetMemoryLimit(-1); l != 300<<20 {
+		t.Fatalf("after Restore the limit is %d, want the 300 MiB set", l)
+	}
+	if prev := SetMemoryLimit(500 << 20); prev != 300<<20 {
+		t.Errorf("SetMemoryLimit returned %d, want the 300 MiB it replaced", prev)
+	}
+	if l := debug.SetMemoryLimit(-1); l != 500<<20 {
+		t.Fatalf("once back, the limit is %d, want the 500 MiB set at once", l)
+	}
+}
