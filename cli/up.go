@@ -43,7 +43,8 @@ failed with that reason.`,
 		Example: `  normsim up
   normsim up --nodes a,b,c --socket-port 0 --db :memory:
   normsim up --no-job-socket b --runtime process
-  normsim up --runtime external --timeouts targetStart=10m,targetReady=5m   # time to step through a job in a debugger`,
+  normsim up --runtime external --timeouts targetStart=10m,targetReady=5m   # time to step through a job in a debugger
+  normsim up --db :memory: --memory-limit 600MiB   # thousands of jobs on a machine short of memory`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			log, err := newLogger(env.Stderr, logFormat, logLevel)
