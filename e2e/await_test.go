@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/normsim/normsim/internal/bench"
 	"github.com/normsim/normsim/normsimtest"
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
@@ -18,16 +17,9 @@ import (
 // the migration as it is when its wait ends; one waiting for the end
 // (?wait without after) is answered with the ended migration.
 func TestAwaitMigrationAnswersAtTheNextStep(t *testing.T) {
-	s := normsimtest.Start(t, normsimtest.Options{Templates: []string{templatesDir}, Runtime: sim.RuntimeExternal})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	api := bench.NewAPI(s.URL, 4)
-	defer api.Close()
-	in, job, err := bench.LaunchConnected(ctx, api, "counter", "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer job.Close()
+	_, api, in, job := externalCounter(t, ctx)
 	m, err := api.Migrate(ctx, in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Handover)})
 	if err != nil {
 		t.Fatal(err)

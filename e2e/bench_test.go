@@ -26,10 +26,8 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkCutoverRelay -benchtime 1000x ./e2e/
 func BenchmarkCutoverRelay(b *testing.B) {
-	s := normsimtest.Start(b, normsimtest.Options{Templates: []string{templatesDir}, Runtime: sim.RuntimeExternal})
 	ctx := context.Background()
-	api := bench.NewAPI(s.URL, 4)
-	defer api.Close()
+	s, api, in, job := externalCounter(b, ctx)
 	relay, err := bench.OpenRawRelay()
 	if err != nil {
 		b.Fatal(err)
@@ -41,10 +39,6 @@ func BenchmarkCutoverRelay(b *testing.B) {
 	}
 	defer pair.Close()
 
-	in, job, err := bench.LaunchConnected(ctx, api, "counter", "a")
-	if err != nil {
-		b.Fatal(err)
-	}
 	id, node := in.ID, "a"
 	defer func() { job.Close() }()
 	var cutover, raw, wall, total, inside []time.Duration

@@ -19,16 +19,9 @@ import (
 // say, and the next frame closes its socket with 4400: the flood cannot
 // fill the timeline or memory, and the sim carries on.
 func TestFloodDuringHandover(t *testing.T) {
-	s := normsimtest.Start(t, normsimtest.Options{Templates: []string{templatesDir}, Runtime: sim.RuntimeExternal})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	api := bench.NewAPI(s.URL, 4)
-	defer api.Close()
-	in, job, err := bench.LaunchConnected(ctx, api, "counter", "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer job.Close()
+	s, api, in, job := externalCounter(t, ctx)
 	base := memtest.LiveHeap()
 	m, err := api.Migrate(ctx, in.ID, sim.MigrateRequest{})
 	if err != nil {

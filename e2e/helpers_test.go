@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"net/http"
 	"os"
 	"os/exec"
@@ -10,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/normsim/normsim/internal/bench"
+	"github.com/normsim/normsim/internal/jobplay"
 	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/sim"
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -65,6 +69,22 @@ func restartableUp(t *testing.T, runtime string) (up func() *exec.Cmd, addr stri
 		waitReady(t, "http://"+addr)
 		return cmd
 	}, addr
+}
+
+// externalCounter starts a sim whose runtime is external and launches a
+// counter on node a, its job played by the test (connected): the sim, a
+// client of its API, the instance and its job, closed when the test ends.
+func externalCounter(tb testing.TB, ctx context.Context) (*normsimtest.Sim, *bench.API, sim.Instance, *jobplay.Job) {
+	tb.Helper()
+	s := normsimtest.Start(tb, normsimtest.Options{Templates: []string{templatesDir}, Runtime: sim.RuntimeExternal})
+	api := bench.NewAPI(s.URL, 4)
+	tb.Cleanup(api.Close)
+	in, job, err := bench.LaunchConnected(ctx, api, "counter", "a")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(job.Close)
+	return s, api, in, job
 }
 
 // normsimtestClient talks to a normsim running as a separate process.
