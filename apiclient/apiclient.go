@@ -430,8 +430,8 @@ func (c *Client) waitMigration(ctx context.Context, id string, each func(*sim.Mi
 	for {
 		m, err := c.getMigration(ctx, id, migrationAsk{logs: logs, events: true, wait: wait, after: after})
 		if err != nil {
-			if last != nil && ctx.Err() != nil {
-				err = ctx.Err()
+			if ctx.Err() != nil {
+				err = ctx.Err() // the request was cut short by it
 			}
 			return last, err
 		}
@@ -442,11 +442,25 @@ func (c *Client) waitMigration(ctx context.Context, id string, each func(*sim.Mi
 		if m.State.Ended() {
 			return m, nil
 		}
+		seen := after
 		if n := len(m.Events); n > 0 && after >= 0 {
 			after = m.Events[n-1].Seq
 		}
+		if after == seen {
+			// Nothing new: the wait ran out, or a server that does not wait
+			// answered at once. Never ask again in a tight loop.
+			select {
+			case <-time.After(unchangedPause):
+			case <-ctx.Done():
+				return m, ctx.Err()
+			}
+		}
 	}
 }
+
+// unchangedPause is how long waitMigration pauses after an answer with
+// nothing new before it asks again.
+const unchangedPause = 50 * time.Millisecond
 
 // Migrations lists migrations newest first, without their timelines.
 func (c *Client) Migrations(ctx context.Context, f sim.MigrationFilter) ([]sim.Migration, error) {

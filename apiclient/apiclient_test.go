@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -56,6 +57,42 @@ func TestWaitMigrationGivesUpWithTheLastState(t *testing.T) {
 	}
 	if m == nil || m.State != sim.MigrationRunning || m.Phase != "get-state" {
 		t.Fatalf("last state = %+v, want the running migration", m)
+	}
+}
+
+// TestWaitMigrationAsksTheServerToWait: following a migration asks the
+// server to answer at its next step (?wait&after, the last seq seen); a
+// wait for the end alone asks for the end (?wait without after).
+func TestWaitMigrationAsksTheServerToWait(t *testing.T) {
+	var mu sync.Mutex
+	var queries []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		queries = append(queries, r.URL.RawQuery)
+		n := len(queries)
+		mu.Unlock()
+		m := sim.Migration{ID: "m1", State: sim.MigrationRunning}
+		for i := range n {
+			m.Events = append(m.Events, sim.MigrationEvent{Seq: i + 1})
+		}
+		if n%3 == 0 {
+			m.State = sim.MigrationCompleted
+		}
+		json.NewEncoder(w).Encode(m)
+	}))
+	t.Cleanup(srv.Close)
+	c := apiclient.New(srv.URL, nil)
+	if _, err := c.WaitMigration(context.Background(), "m1", func(*sim.Migration) {}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitMigrationState(context.Background(), "m1"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"after=0&wait=1s", "after=1&wait=1s", "after=2&wait=1s", "logs=false&wait=20s", "logs=false&wait=20s", "logs=false&wait=20s"}
+	if strings.Join(queries, " ") != strings.Join(want, " ") {
+		t.Fatalf("asked\n%q\nwant\n%q", queries, want)
 	}
 }
 
