@@ -224,15 +224,13 @@ func (m *Manager) AwaitMigration(ctx context.Context, id string, after int) (*si
 			return m.cfg.Store.GetMigration(context.WithoutCancel(ctx), id)
 		}
 		r.mu.Lock()
-		changed := r.changed
-		if r.ended || (after >= 0 && len(r.mig.Events) > after) {
-			changed = nil
-		} else if changed == nil {
-			changed = make(chan struct{})
-			r.changed = changed
+		done := r.ended || (after >= 0 && len(r.mig.Events) > after)
+		if !done && r.changed == nil {
+			r.changed = make(chan struct{})
 		}
+		changed := r.changed
 		r.mu.Unlock()
-		if changed == nil {
+		if done {
 			return r.snapshot(), nil
 		}
 		select {
