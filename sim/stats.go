@@ -95,8 +95,9 @@ type StoreStats struct {
 	MigrationsPruned int64 `json:"migrationsPruned"`
 	// MigrationsCap is that cap; 0 keeps every migration.
 	MigrationsCap int `json:"migrationsCap"`
-	// Pending is how many of the manager's records (instances, migrations,
-	// their events) wait to be written: how far the store is behind.
+	// Pending is how many of the manager's writes (an instance, an event,
+	// a migration's document with its new events) wait for the store: how
+	// far it is behind.
 	Pending int `json:"pending"`
 }
 

@@ -113,7 +113,8 @@ func (j *journal) Failing() error {
 }
 
 // Pending counts the writes not yet in the store: queued, being written,
-// or held while the store fails.
+// or held while the store fails. A migration's document and the events
+// waiting with it are one write.
 func (j *journal) Pending() int {
 	j.mu.Lock()
 	held := len(j.held)
@@ -121,11 +122,16 @@ func (j *journal) Pending() int {
 	return j.queue.Len() + held
 }
 
-// Held and Lost count the writes waiting for the store and those given up.
+// Held and Lost count the records waiting for the store and those given
+// up, in the same unit (records: a migration's document and each of its
+// events count one each).
 func (j *journal) Held() (held int, lost int64) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return len(j.held), j.lost
+	for _, op := range j.held {
+		held += int(op.records())
+	}
+	return held, j.lost
 }
 
 // write commits the held writes and then ops, in one transaction where the

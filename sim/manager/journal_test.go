@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -239,4 +240,34 @@ func TestJournalQueuesAMigrationOnce(t *testing.T) {
 	if held, lost := j.Held(); held != 0 || lost != 0 {
 		t.Fatalf("held %d, lost %d", held, lost)
 	}
+}
+
+// TestJournalCountsHeldAndLostRecordsAlike: a migration's write held while
+// the store fails counts its document and each event, as what is given
+// up at Close does, so the two figures normsim reports add up.
+func TestJournalCountsHeldAndLostRecordsAlike(t *testing.T) {
+	j := newJournal(failingJournalStore{}, slog.New(slog.DiscardHandler))
+	var timeline []sim.MigrationEvent
+	j.migration(&sim.Migration{ID: "m1"})
+	for i := 1; i <= 3; i++ {
+		timeline = append(timeline, sim.MigrationEvent{Seq: i})
+		j.migrationEvent("m1", timeline)
+	}
+	j.Flush()
+	if held, lost := j.Held(); held != 4 || lost != 0 {
+		t.Fatalf("held %d, lost %d; want the document and 3 events held", held, lost)
+	}
+	if err := j.Close(); err == nil || !strings.Contains(err.Error(), "4 records lost") {
+		t.Fatalf("Close: %v, want 4 records lost", err)
+	}
+	if _, lost := j.Held(); lost != 4 {
+		t.Fatalf("lost %d, want 4", lost)
+	}
+}
+
+// failingJournalStore fails every migration write.
+type failingJournalStore struct{ sim.Store }
+
+func (failingJournalStore) SaveMigration(context.Context, *sim.Migration) error {
+	return errors.New("disk full")
 }

@@ -381,8 +381,8 @@ func (m *Manager) Launch(ctx context.Context, req LaunchRequest) (sim.Instance, 
 // made meanwhile are held and written once it can (StoreHeld).
 func (m *Manager) StoreError() error { return m.journal.Failing() }
 
-// StorePending counts the records not yet in the store: how far it is
-// behind the sim.
+// StorePending counts the writes not yet in the store: how far it is
+// behind the sim (a migration's document and its new events are one).
 func (m *Manager) StorePending() int { return m.journal.Pending() }
 
 // StoreHeld counts the records waiting for the store to write again, and
