@@ -26,12 +26,12 @@ const Backstop = 64 << 20
 const After = 250 * time.Millisecond
 
 var (
-	percent = debug.SetGCPercent(-1) // GOGC's setting, default 100
-	_       = debug.SetMemoryLimit(min(limit, Backstop))
-
 	mu       sync.Mutex
 	limit    = debug.SetMemoryLimit(-1) // GOMEMLIMIT's, default none; guarded by mu
 	restored bool
+
+	percent = debug.SetGCPercent(-1) // GOGC's setting, default 100
+	_       = debug.SetMemoryLimit(min(limit, Backstop))
 )
 
 // Start is called first in main: the collector comes back After from now.
