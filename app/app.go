@@ -119,6 +119,10 @@ func (m *Main) Stats(ctx context.Context) (sim.Stats, error) {
 // heapLiveMetric is the heap the last collection found live.
 const heapLiveMetric = "/gc/heap/live:bytes"
 
+// stackScanMetric is the stack the last collection scanned: what the
+// goroutines used of their stacks.
+const stackScanMetric = "/gc/scan/stack:bytes"
+
 // memoryClasses are the runtime/metrics classes memoryStats sorts. They
 // leave out heap/released (mapped, not resident), so their sum is what the
 // runtime holds resident.
@@ -140,8 +144,8 @@ var memoryClasses = []string{
 // memoryStats reads the live heap and splits the resident set rss (0:
 // unknown) by what holds it, in one read of the runtime's metrics.
 func memoryStats(rss int64) (heapLive uint64, ms sim.MemoryStats) {
-	samples := make([]metrics.Sample, 0, 1+len(memoryClasses))
-	samples = append(samples, metrics.Sample{Name: heapLiveMetric})
+	samples := make([]metrics.Sample, 0, 2+len(memoryClasses))
+	samples = append(samples, metrics.Sample{Name: heapLiveMetric}, metrics.Sample{Name: stackScanMetric})
 	for _, name := range memoryClasses {
 		samples = append(samples, metrics.Sample{Name: name})
 	}
@@ -156,6 +160,9 @@ func memoryStats(rss int64) (heapLive uint64, ms sim.MemoryStats) {
 		case heapLiveMetric:
 			heapLive = v
 			continue // a part of heap/objects, not a class of its own
+		case stackScanMetric:
+			ms.StacksUsedBytes = v
+			continue // a part of heap/stacks
 		case "/memory/classes/heap/objects:bytes":
 			ms.HeapObjectsBytes += v
 		case "/memory/classes/heap/free:bytes", "/memory/classes/heap/unused:bytes":

@@ -67,6 +67,12 @@ func TestStatsSayWhatTheSimHolds(t *testing.T) {
 		mem.StacksBytes < uint64(st.Goroutines)*2048 {
 		t.Errorf("memory %+v with %d goroutines", mem, st.Goroutines)
 	}
+	// The collector has run (the start pauses it, then runs it): it
+	// found the goroutines' stacks in use, and in use is never more than
+	// the stacks hold.
+	if mem.StacksUsedBytes == 0 || mem.StacksUsedBytes > mem.StacksBytes {
+		t.Errorf("stacks %d bytes, %d of them used", mem.StacksBytes, mem.StacksUsedBytes)
+	}
 	if runtime.GOOS == "linux" && mem.OutsideGoBytes == 0 {
 		t.Errorf("memory %+v: nothing resident outside the Go runtime, with an RSS of %d", mem, st.RSSBytes)
 	}

@@ -153,7 +153,7 @@ machine they were measured on.`,
 	f.IntSliceVar(&curve, "curve", nil, "job counts of a cost curve, e.g. 100,1000,5000,10000: one whole bench per count")
 	f.StringVar(&plotPath, "plot", "", "with --curve: draw the curve into this PNG file")
 	f.StringVar(&jsonPath, "json", "", "also write the report (with --curve: every point's) as JSON to this file")
-	f.StringVar(&cfg.ProfileDir, "profile", "", "write the sim's CPU profile (cpu.pprof) and its heap at the peak (heap.pprof) into DIR, for go tool pprof")
+	f.StringVar(&cfg.ProfileDir, "profile", "", "write the sim's CPU profile (cpu.pprof) and its heap at the peak (heap.pprof) into DIR, for go tool pprof; with --sim child also this command's own (bench-cpu.pprof)")
 	f.StringVar(&logLevel, "log-level", "warn", "log level of the in-process sim: debug, info, warn or error")
 	return cmd
 }

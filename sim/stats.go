@@ -42,6 +42,11 @@ type MemoryStats struct {
 	HeapFreeBytes uint64 `json:"heapFreeBytes"`
 	// StacksBytes is the goroutines' stacks.
 	StacksBytes uint64 `json:"stacksBytes"`
+	// StacksUsedBytes is how much of the stacks the goroutines used, as
+	// the last collection found them: the rest of StacksBytes is room a
+	// stack grew into once (a goroutine keeps its stack's size until a
+	// collection finds it mostly unused), or stacks freed since.
+	StacksUsedBytes uint64 `json:"stacksUsedBytes"`
 	// RuntimeBytes is the Go runtime's own: its metadata, buffers and
 	// profiling buckets.
 	RuntimeBytes uint64 `json:"runtimeBytes"`

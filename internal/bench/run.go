@@ -77,7 +77,10 @@ type Config struct {
 	// another (default 1): a long run shows whether the sim stays flat.
 	Rounds int
 	// ProfileDir, when set, receives cpu.pprof (the sim's whole run) and
-	// heap.pprof (its heap at the peak, after the handovers).
+	// heap.pprof (its heap at the peak, after the handovers); with a child
+	// sim also bench-cpu.pprof, this process's own: the load generator
+	// shares the machine's cores with the sim, so what it costs is what
+	// the sim cannot have.
 	ProfileDir string
 }
 
@@ -215,12 +218,23 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
 			return nil, fmt.Errorf("--profile: %w", err)
 		}
-		if cfg.Sim == SimInProcess {
-			stop, err := ProfileCPU(filepath.Join(cfg.ProfileDir, "cpu.pprof"))
+		own := "cpu.pprof" // the sim and the clients are this process
+		if cfg.Sim == SimChild {
+			own = "bench-cpu.pprof"
+		}
+		if cfg.Sim != SimServer {
+			stop, err := ProfileCPU(filepath.Join(cfg.ProfileDir, own))
 			if err != nil {
 				return nil, err
 			}
 			defer stop()
+		}
+		if cfg.Sim == SimChild {
+			defer func() {
+				if rep != nil {
+					rep.Profiles = append(rep.Profiles, filepath.Join(cfg.ProfileDir, own))
+				}
+			}()
 		}
 	}
 	tgt, err := startTarget(ctx, cfg)
@@ -412,8 +426,8 @@ func WriteReport(w io.Writer, r *Report) {
 		}
 		fmt.Fprintln(w)
 		if m := p.Memory; m.HeapObjectsBytes > 0 {
-			fmt.Fprintf(w, "  memory       at the peak: heap objects %s, heap free %s, stacks %s, Go runtime %s, outside Go about %s\n",
-				MiB(int64(m.HeapObjectsBytes)), MiB(int64(m.HeapFreeBytes)), MiB(int64(m.StacksBytes)), MiB(int64(m.RuntimeBytes)), MiB(int64(m.OutsideGoBytes)))
+			fmt.Fprintf(w, "  memory       at the peak: heap objects %s, heap free %s, stacks %s (%s used), Go runtime %s, outside Go about %s\n",
+				MiB(int64(m.HeapObjectsBytes)), MiB(int64(m.HeapFreeBytes)), MiB(int64(m.StacksBytes)), MiB(int64(m.StacksUsedBytes)), MiB(int64(m.RuntimeBytes)), MiB(int64(m.OutsideGoBytes)))
 			if m.LimitBytes > 0 {
 				fmt.Fprintf(w, "  limit        the sim ran with a Go memory limit of %s (up --memory-limit or GOMEMLIMIT): its collector works harder near it\n", MiB(m.LimitBytes))
 			}
