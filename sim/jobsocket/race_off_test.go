@@ -1,0 +1,5 @@
+//go:build !race
+
+package jobsocket_test
+
+const raceBuild = false
