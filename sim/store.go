@@ -21,7 +21,8 @@ type Store interface {
 	CountMigrations(ctx context.Context, f MigrationFilter) (int, error)
 	AppendMigrationEvents(ctx context.Context, migrationID string, evs []MigrationEvent) error
 
-	AppendEvent(ctx context.Context, ev Event) error
+	// AppendEvents records changes, in order, all or none.
+	AppendEvents(ctx context.Context, evs []Event) error
 	ListEvents(ctx context.Context, f EventFilter) ([]Event, error)
 
 	RecordFrames(ctx context.Context, frs []FrameRecord) error

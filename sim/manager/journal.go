@@ -52,7 +52,11 @@ type journalOp struct {
 	migrationID string
 	timeline    []sim.MigrationEvent
 	from        int
-	flushed     chan struct{}
+	// events are changes for the events table (write nil). A batch writes
+	// all of its events together, where the first of them was queued:
+	// the rows of one statement cost about half of a statement each.
+	events  []sim.Event
+	flushed chan struct{}
 	// stored, when set, runs on the journal's goroutine once the write
 	// is committed: at once, or when a held write finally is.
 	stored func()
@@ -149,9 +153,18 @@ func (j *journal) write(ops []journalOp) {
 	// the queue merges what waits).
 	first := map[string]int{}
 	var todo []journalOp
+	events := -1 // where in todo the batch's events are written
 	for _, op := range ops {
 		switch {
 		case !op.writes():
+		case len(op.events) > 0:
+			// The batch is one transaction: where in it an event is
+			// written shows nowhere but in its order among the events.
+			if events < 0 {
+				events = len(todo)
+				todo = append(todo, journalOp{})
+			}
+			todo[events].events = append(todo[events].events, op.events...)
 		case op.key == "":
 			todo = append(todo, op)
 		default:
@@ -221,14 +234,17 @@ func (j *journal) commit(ctx context.Context, todo []journalOp) ([]int, error) {
 // writes reports whether op writes anything (a Flush or a retry's wake-up
 // does not).
 func (op *journalOp) writes() bool {
-	return op.write != nil || op.migration != nil || op.from < len(op.timeline)
+	return op.write != nil || op.migration != nil || op.from < len(op.timeline) || len(op.events) > 0
 }
 
 // records counts what op writes: a migration's document and each of its
-// events, or one record.
+// events, each event, or one record.
 func (op *journalOp) records() int64 {
 	if op.write != nil {
 		return 1
+	}
+	if len(op.events) > 0 {
+		return int64(len(op.events))
 	}
 	n := int64(len(op.timeline) - op.from)
 	if op.migration != nil {
@@ -242,6 +258,9 @@ func (op *journalOp) records() int64 {
 func (j *journal) run(ctx context.Context, op journalOp) error {
 	if op.write != nil {
 		return op.write(ctx)
+	}
+	if len(op.events) > 0 {
+		return j.store.AppendEvents(ctx, op.events)
 	}
 	if op.migration != nil {
 		if err := j.store.SaveMigration(ctx, op.migration); err != nil {
@@ -338,7 +357,7 @@ func (j *journal) deleteInstanceThen(id string, stored func()) {
 }
 
 func (j *journal) event(ev sim.Event) {
-	j.do("", func(ctx context.Context) error { return j.store.AppendEvent(ctx, ev) }, nil)
+	j.add(journalOp{events: []sim.Event{ev}})
 }
 
 func (j *journal) migration(m *sim.Migration) { j.migrationThen(m, nil) }

@@ -271,3 +271,57 @@ type failingJournalStore struct{ sim.Store }
 func (failingJournalStore) SaveMigration(context.Context, *sim.Migration) error {
 	return errors.New("disk full")
 }
+
+// eventsStore records each AppendEvents call, or fails it while fail is
+// set.
+type eventsStore struct {
+	sim.Store
+	fail  error
+	calls *[][]sim.EventKind
+	order *[]string
+}
+
+func (s eventsStore) AppendEvents(_ context.Context, evs []sim.Event) error {
+	if s.fail != nil {
+		return s.fail
+	}
+	var kinds []sim.EventKind
+	for _, ev := range evs {
+		kinds = append(kinds, ev.Kind)
+	}
+	*s.calls = append(*s.calls, kinds)
+	*s.order = append(*s.order, "events")
+	return nil
+}
+
+// TestJournalWritesABatchsEventsTogether: a batch's events are one write,
+// in their order, where the first of them was queued; while the store
+// fails they are held and counted one record each, and written once when
+// it comes back.
+func TestJournalWritesABatchsEventsTogether(t *testing.T) {
+	var calls [][]sim.EventKind
+	var order []string
+	j := &journal{log: slog.New(slog.DiscardHandler), store: eventsStore{calls: &calls, order: &order}}
+	ev := func(kind string) journalOp { return journalOp{events: []sim.Event{{Kind: sim.EventKind(kind)}}} }
+	other := journalOp{write: func(context.Context) error { order = append(order, "instance"); return nil }}
+	j.write([]journalOp{ev("e1"), other, ev("e2"), ev("e3")})
+	if len(calls) != 1 || !slices.Equal(calls[0], []sim.EventKind{"e1", "e2", "e3"}) || !slices.Equal(order, []string{"events", "instance"}) {
+		t.Fatalf("calls %q, order %q; want e1 e2 e3 in one call, before the instance", calls, order)
+	}
+
+	calls, order = nil, nil
+	j.store = eventsStore{calls: &calls, order: &order, fail: errors.New("disk full")}
+	j.write([]journalOp{ev("e4"), ev("e5")})
+	j.write([]journalOp{ev("e6")})
+	if held, lost := j.Held(); held != 3 || lost != 0 || len(calls) != 0 {
+		t.Fatalf("held %d, lost %d, %d calls; want 3 events held", held, lost, len(calls))
+	}
+	j.store = eventsStore{calls: &calls, order: &order}
+	j.write([]journalOp{ev("e7")})
+	if len(calls) != 1 || !slices.Equal(calls[0], []sim.EventKind{"e4", "e5", "e6", "e7"}) {
+		t.Fatalf("calls after the store came back %q, want e4 to e7 once, in order", calls)
+	}
+	if held, _ := j.Held(); held != 0 {
+		t.Fatalf("%d still held", held)
+	}
+}

@@ -42,11 +42,11 @@ func (s *failingStore) SaveMigration(ctx context.Context, m *sim.Migration) erro
 	return s.Store.SaveMigration(ctx, m)
 }
 
-func (s *failingStore) AppendEvent(ctx context.Context, ev sim.Event) error {
+func (s *failingStore) AppendEvents(ctx context.Context, evs []sim.Event) error {
 	if err := s.fail(); err != nil {
 		return err
 	}
-	return s.Store.AppendEvent(ctx, ev)
+	return s.Store.AppendEvents(ctx, evs)
 }
 
 func (s *failingStore) DeleteInstance(ctx context.Context, id string) error {

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -113,4 +114,43 @@ func BenchmarkJournalTimeline(b *testing.B) {
 		n++
 	}
 	b.ReportMetric(float64(b.N*64*3)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkAppendEvents writes a journal batch's 512 events into the
+// events table one statement each (as the journal did) and all in one
+// call (as it does): the ratio of the two events/s is the figure.
+//
+//	go test -run '^$' -bench BenchmarkAppendEvents ./sim/sqlite/
+func BenchmarkAppendEvents(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		per  int
+	}{{"one-per-statement", 1}, {"together", 512}} {
+		b.Run(tc.name, func(b *testing.B) {
+			ctx := context.Background()
+			s, err := sqlite.Open(ctx, sqlite.Memory)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			evs := make([]sim.Event, 512)
+			for i := range evs {
+				evs[i] = sim.Event{At: time.Now(), Kind: sim.EventInstanceState, Instance: fmt.Sprintf("counter-%06x", i*7919%65536),
+					Migration: fmt.Sprintf("mig-%010x", i/16), Data: json.RawMessage(`{"from":"starting","node":"b","to":"running"}`)}
+			}
+			for b.Loop() {
+				err := s.Batch(ctx, func(ctx context.Context) {
+					for from := 0; from < len(evs); from += tc.per {
+						if err := s.AppendEvents(ctx, evs[from:from+tc.per]); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*len(evs))/b.Elapsed().Seconds(), "events/s")
+		})
+	}
 }

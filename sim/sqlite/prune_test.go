@@ -39,7 +39,7 @@ func TestMigrationCapDropsTheOldestFinished(t *testing.T) {
 		if err := s.AppendMigrationEvents(ctx, m.ID, []sim.MigrationEvent{{Seq: 0, At: m.StartedAt, Phase: sim.PhaseRequested, Side: "manager", Detail: "requested"}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.AppendEvent(ctx, sim.Event{At: m.StartedAt, Kind: sim.EventMigrationEnded, Migration: m.ID}); err != nil {
+		if err := s.AppendEvents(ctx, []sim.Event{{At: m.StartedAt, Kind: sim.EventMigrationEnded, Migration: m.ID}}); err != nil {
 			t.Fatal(err)
 		}
 		// One frame during each migration.

@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -47,7 +48,7 @@ func TestRecordsSurviveReopen(t *testing.T) {
 	if err := s.AppendMigrationEvents(ctx, "m1", evs); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AppendEvent(ctx, sim.Event{At: now, Kind: "instance.state", Instance: "counter-1", Data: json.RawMessage(`{"state":"running"}`)}); err != nil {
+	if err := s.AppendEvents(ctx, []sim.Event{{At: now, Kind: "instance.state", Instance: "counter-1", Data: json.RawMessage(`{"state":"running"}`)}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.RecordFrames(ctx, []sim.FrameRecord{{At: now, Node: "a", JobID: "job-1", Role: "counter-1", Direction: "in", Type: "hello", Size: 20}}); err != nil {
@@ -127,7 +128,7 @@ func TestBatchCommitsEachWriteOnItsOwnMerits(t *testing.T) {
 			s.AppendMigrationEvents(ctx, "m1", []sim.MigrationEvent{{Seq: 1, At: now, Detail: "one"}}),
 			s.AppendMigrationEvents(ctx, "nope", []sim.MigrationEvent{{Seq: 1, At: now}, {Seq: 2, At: now}}),
 			s.AppendMigrationEvents(ctx, "m1", []sim.MigrationEvent{{Seq: 2, At: now, Detail: "two"}, {Seq: 3, At: now, Detail: "three"}}),
-			s.AppendEvent(ctx, sim.Event{At: now, Kind: "instance.state", Instance: "i1"}),
+			s.AppendEvents(ctx, []sim.Event{{At: now, Kind: "instance.state", Instance: "i1"}}),
 			s.RecordFrames(ctx, []sim.FrameRecord{{At: now, JobID: "j", Type: "hello"}, {At: now, JobID: "j", Type: "state"}}),
 		)
 	})
@@ -172,7 +173,7 @@ func TestBatchBeforeAnyOtherWrite(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- s.Batch(context.Background(), func(ctx context.Context) {
-			s.AppendEvent(ctx, sim.Event{At: time.Now(), Kind: "k"})
+			s.AppendEvents(ctx, []sim.Event{{At: time.Now(), Kind: "k"}})
 		})
 	}()
 	select {
@@ -182,5 +183,75 @@ func TestBatchBeforeAnyOtherWrite(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("a batch as the store's first write never finished")
+	}
+}
+
+// TestManyRowsInOrder: events and timeline events go in several rows a
+// statement, and past one statement's rows in several; either way in
+// order, in a batch or alone, and a write that fails says so without
+// failing the batch's others.
+func TestManyRowsInOrder(t *testing.T) {
+	ctx := context.Background()
+	s := MustOpen(t, filepath.Join(t.TempDir(), "normsim.db"))
+	now := time.Unix(1700000000, 0).UTC()
+	timeline := func(n int) []sim.MigrationEvent {
+		evs := make([]sim.MigrationEvent, n)
+		for i := range evs {
+			evs[i] = sim.MigrationEvent{Seq: i, At: now, Detail: fmt.Sprint("step ", i)}
+		}
+		return evs
+	}
+	events := func(prefix string, n int) []sim.Event {
+		evs := make([]sim.Event, n)
+		for i := range evs {
+			evs[i] = sim.Event{At: now, Kind: sim.EventKind(fmt.Sprint(prefix, i))}
+		}
+		return evs
+	}
+	var errs []error
+	err := s.Batch(ctx, func(ctx context.Context) {
+		errs = append(errs,
+			s.SaveMigration(ctx, &sim.Migration{ID: "m1", JobID: "j", State: sim.MigrationRunning, StartedAt: now}),
+			s.AppendMigrationEvents(ctx, "m1", timeline(37)),
+			s.AppendMigrationEvents(ctx, "nope", timeline(37)),
+			s.AppendMigrationEvents(ctx, "nope", timeline(5)),
+			s.AppendEvents(ctx, events("batch", 40)),
+		)
+	})
+	if err != nil {
+		t.Fatalf("batch: %v", err)
+	}
+	for i, e := range errs {
+		if (e != nil) != (i == 2 || i == 3) {
+			t.Errorf("write %d: err = %v (only the appends to a missing migration should fail)", i, e)
+		}
+	}
+	if err := s.AppendEvents(ctx, events("alone", 17)); err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.GetMigration(ctx, "m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Events) != 37 {
+		t.Fatalf("m1 has %d events, want 37", len(m.Events))
+	}
+	for i, ev := range m.Events {
+		if ev.Seq != i || ev.Detail != fmt.Sprint("step ", i) {
+			t.Fatalf("m1 event %d is %d %q", i, ev.Seq, ev.Detail)
+		}
+	}
+	got, err := s.ListEvents(ctx, sim.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(events("batch", 40), events("alone", 17)...)
+	if len(got) != len(want) {
+		t.Fatalf("%d events, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i].Kind != want[i].Kind || (i > 0 && got[i].Seq <= got[i-1].Seq) {
+			t.Fatalf("event %d: %s seq %d, want %s in order", i, got[i].Kind, got[i].Seq, want[i].Kind)
+		}
 	}
 }
