@@ -25,7 +25,8 @@ over to the other node at the same time, and report:
   throughput   completed handovers per second
   wall         per handover, migrate request -> source stopped (p50/p90/p99)
   cutover      per handover, source-stopped-output sent -> cutover-apply read
-  peak RSS     the sim's peak resident memory (VmHWM)
+  peak RSS     the sim's peak resident memory (VmHWM) over the whole run, the
+               jobs' removal included, and by the handovers' end
   goroutines   before the jobs connected and after they were removed
 
 Each job is an external instance of --template (it must declare the handover

@@ -2,21 +2,26 @@ package e2e_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/normsim/normsim/internal/bench"
 )
 
 // TestBenchProfilesTheChildAndItself: normsim bench --sim child --profile
 // DIR writes the sim's CPU and heap profiles and the load generator's own
 // CPU profile (both share the machine's cores), and the report names all
-// three.
+// three. Its peak RSS is the child's over the whole run, the jobs'
+// removal included.
 func TestBenchProfilesTheChildAndItself(t *testing.T) {
 	bin := buildNormsim(t)
 	dir := t.TempDir()
-	cmd := exec.Command(bin, "bench", "--sim", "child", "--jobs", "20", "--templates", templatesDir, "--profile", dir)
+	jsonPath := filepath.Join(t.TempDir(), "bench.json")
+	cmd := exec.Command(bin, "bench", "--sim", "child", "--jobs", "20", "--templates", templatesDir, "--profile", dir, "--json", jsonPath)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
@@ -40,5 +45,14 @@ func TestBenchProfilesTheChildAndItself(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), " used)") {
 		t.Errorf("the report does not say how much of the stacks is used:\n%s", out.String())
+	}
+	var rep bench.Report
+	if b, err := os.ReadFile(jsonPath); err != nil {
+		t.Fatal(err)
+	} else if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.HandoverPeakRSS <= 0 || rep.PeakRSS < rep.HandoverPeakRSS || rep.PeakRSS < rep.RSSAfter {
+		t.Errorf("peak RSS %d over the run, %d by the handovers' end, %d after: the run's peak is the highest of them", rep.PeakRSS, rep.HandoverPeakRSS, rep.RSSAfter)
 	}
 }
