@@ -94,3 +94,18 @@ func TestOpenRefusesAFileThatIsNotAStore(t *testing.T) {
 		t.Fatalf("error = %v; want the path and SQLite's reason", err)
 	}
 }
+
+// TestMemoryStorePages: an in-memory store's pages are memoryPageSize
+// (4 KiB pages took twice their size in modernc's allocator); a file
+// store keeps SQLite's default, its pages being in the system's cache.
+func TestMemoryStorePages(t *testing.T) {
+	for path, want := range map[string]int{Memory: memoryPageSize, filepath.Join(t.TempDir(), "normsim.db"): 4096} {
+		var got int
+		if err := open(t, path).pool().QueryRowContext(context.Background(), `PRAGMA page_size`).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s: page size %d, want %d", path, got, want)
+		}
+	}
+}
