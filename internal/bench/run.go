@@ -424,13 +424,13 @@ func WriteReport(w io.Writer, r *Report) {
 		fmt.Fprintf(w, "  goroutines   %d before, %d after\n", r.GoroutinesBefore, r.GoroutinesAfter)
 	}
 	if p := r.Peak; p != nil {
-		fmt.Fprintf(w, "  sim          %s live heap, %d goroutines at the peak", MiB(int64(p.HeapLiveBytes)), p.Goroutines)
+		fmt.Fprintf(w, "  sim          %s live heap, %d goroutines at the handovers' end", MiB(int64(p.HeapLiveBytes)), p.Goroutines)
 		if a := r.After; a != nil {
 			fmt.Fprintf(w, "; %s, %d goroutines after", MiB(int64(a.HeapLiveBytes)), a.Goroutines)
 		}
 		fmt.Fprintln(w)
 		if m := p.Memory; m.HeapObjectsBytes > 0 {
-			fmt.Fprintf(w, "  memory       at the peak: heap objects %s, heap free %s, stacks %s (%s used), Go runtime %s, outside Go about %s\n",
+			fmt.Fprintf(w, "  memory       at the handovers' end: heap objects %s, heap free %s, stacks %s (%s used), Go runtime %s, outside Go about %s\n",
 				MiB(int64(m.HeapObjectsBytes)), MiB(int64(m.HeapFreeBytes)), MiB(int64(m.StacksBytes)), MiB(int64(m.StacksUsedBytes)), MiB(int64(m.RuntimeBytes)), MiB(int64(m.OutsideGoBytes)))
 			if m.LimitBytes > 0 {
 				fmt.Fprintf(w, "  limit        the sim ran with a Go memory limit of %s (up --memory-limit or GOMEMLIMIT): its collector works harder near it\n", MiB(m.LimitBytes))
