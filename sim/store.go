@@ -15,6 +15,9 @@ type Store interface {
 
 	SaveMigration(ctx context.Context, m *Migration) error // without Events
 	GetMigration(ctx context.Context, id string) (*Migration, error)
+	// GetMigrationSummary is GetMigration without the timeline (Events
+	// nil): what a client polling where a migration is needs.
+	GetMigrationSummary(ctx context.Context, id string) (*Migration, error)
 	ListMigrations(ctx context.Context, f MigrationFilter) ([]*Migration, error)
 	// CountMigrations counts what ListMigrations lists for f without its
 	// Limit and Offset.

@@ -450,18 +450,21 @@ func (s *Server) getMigration(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	// Without events the timeline is neither copied nor read: thousands
+	// of clients polling where their migrations are ask this way.
 	var m *sim.Migration
-	if wait > 0 {
-		m, err = s.awaitMigration(r.Context(), pathParam(r, "id"), after, wait)
-	} else {
-		m, err = s.svc.Migration(r.Context(), pathParam(r, "id"))
+	id := pathParam(r, "id")
+	switch {
+	case wait > 0:
+		m, err = s.awaitMigration(r.Context(), id, after, wait, withEvents)
+	case withEvents:
+		m, err = s.svc.Migration(r.Context(), id)
+	default:
+		m, err = s.svc.MigrationSummary(r.Context(), id)
 	}
 	if err != nil {
 		writeError(w, err)
 		return
-	}
-	if !withEvents {
-		m.Events = nil
 	}
 	if !withLogs {
 		writeJSON(w, http.StatusOK, m)
@@ -502,12 +505,16 @@ func waitParams(q url.Values) (wait time.Duration, after int, err error) {
 // awaitMigration answers once the migration has an event past after, or
 // has ended, or wait has passed, or normsim is shutting down: then with
 // the migration as it is.
-func (s *Server) awaitMigration(ctx context.Context, id string, after int, wait time.Duration) (*sim.Migration, error) {
+func (s *Server) awaitMigration(ctx context.Context, id string, after int, wait time.Duration, events bool) (*sim.Migration, error) {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	stop := context.AfterFunc(s.waits, cancel)
 	defer stop()
-	m, err := s.svc.AwaitMigration(ctx, id, after)
+	await := s.svc.AwaitMigration
+	if !events {
+		await = s.svc.AwaitMigrationSummary
+	}
+	m, err := await(ctx, id, after)
 	if m != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		err = nil // waited as long as asked: the answer is the migration as it is
 	}

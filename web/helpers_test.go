@@ -315,6 +315,24 @@ func (f *fakeService) AwaitMigration(ctx context.Context, id string, after int) 
 	return m, ctx.Err()
 }
 
+func (f *fakeService) MigrationSummary(ctx context.Context, id string) (*sim.Migration, error) {
+	return summary(f.Migration(ctx, id))
+}
+
+func (f *fakeService) AwaitMigrationSummary(ctx context.Context, id string, after int) (*sim.Migration, error) {
+	return summary(f.AwaitMigration(ctx, id, after))
+}
+
+// summary is a copy of m without its timeline.
+func summary(m *sim.Migration, err error) (*sim.Migration, error) {
+	if m == nil {
+		return nil, err
+	}
+	c := *m
+	c.Events = nil
+	return &c, err
+}
+
 func (f *fakeService) MigrationPage(ctx context.Context, flt sim.MigrationFilter) (sim.Page[*sim.Migration], error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

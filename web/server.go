@@ -53,11 +53,14 @@ type Service interface {
 	Output(ctx context.Context, id string, since time.Time) (sim.OutputSummary, error)
 	Migrate(ctx context.Context, id string, req sim.MigrateRequest) (*sim.Migration, error)
 	Migration(ctx context.Context, id string) (*sim.Migration, error)
+	// MigrationSummary is Migration without the timeline (Events nil).
+	MigrationSummary(ctx context.Context, id string) (*sim.Migration, error)
 	// AwaitMigration waits until the migration's timeline has more than
 	// after events or it has ended (after < 0: until it ends), and returns
 	// it; when ctx ends first, it returns the migration as it is with
-	// ctx's error.
+	// ctx's error. AwaitMigrationSummary answers without the timeline.
 	AwaitMigration(ctx context.Context, id string, after int) (*sim.Migration, error)
+	AwaitMigrationSummary(ctx context.Context, id string, after int) (*sim.Migration, error)
 	// MigrationPage lists migrations newest first, cut to f's page, with
 	// how many match f.
 	MigrationPage(ctx context.Context, f sim.MigrationFilter) (sim.Page[*sim.Migration], error)

@@ -139,7 +139,7 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 
 	m.journal.migration(r.doc())
 	r.note(sim.TimelineRequested, sim.PhaseRequested, sideManager, fmt.Sprintf("%s of %s from node %s to node %s", strategy, srcSnap.ID, srcSnap.Node, to))
-	snap := r.snapshot()
+	snap := r.snapshot(true)
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
@@ -193,13 +193,27 @@ func (m *Manager) checkPortClashes(src sim.Instance, to *Node, rt sim.Runtime, s
 
 // Migration returns a migration, live or from the store.
 func (m *Manager) Migration(ctx context.Context, id string) (*sim.Migration, error) {
+	return m.migration(ctx, id, true)
+}
+
+// MigrationSummary is Migration without the timeline (Events nil), for a
+// client polling where thousands of migrations are: neither copied from a
+// running one nor read from the store.
+func (m *Manager) MigrationSummary(ctx context.Context, id string) (*sim.Migration, error) {
+	return m.migration(ctx, id, false)
+}
+
+func (m *Manager) migration(ctx context.Context, id string, events bool) (*sim.Migration, error) {
 	m.mu.Lock()
 	r := m.migrations[id]
 	m.mu.Unlock()
-	if r != nil {
-		return r.snapshot(), nil
+	switch {
+	case r != nil:
+		return r.snapshot(events), nil
+	case events:
+		return m.cfg.Store.GetMigration(ctx, id)
 	}
-	return m.cfg.Store.GetMigration(ctx, id)
+	return m.cfg.Store.GetMigrationSummary(ctx, id)
 }
 
 // Migrations lists migrations newest first, running ones from memory (see
@@ -215,13 +229,23 @@ func (m *Manager) Migrations(ctx context.Context, f sim.MigrationFilter) ([]*sim
 // that passes the last seq it has seen is woken by the next step. When ctx
 // ends first it returns the migration as it is, with ctx's error.
 func (m *Manager) AwaitMigration(ctx context.Context, id string, after int) (*sim.Migration, error) {
+	return m.awaitMigration(ctx, id, after, true)
+}
+
+// AwaitMigrationSummary is AwaitMigration answering without the timeline
+// (see MigrationSummary).
+func (m *Manager) AwaitMigrationSummary(ctx context.Context, id string, after int) (*sim.Migration, error) {
+	return m.awaitMigration(ctx, id, after, false)
+}
+
+func (m *Manager) awaitMigration(ctx context.Context, id string, after int, events bool) (*sim.Migration, error) {
 	for {
 		m.mu.Lock()
 		r := m.migrations[id]
 		m.mu.Unlock()
 		if r == nil { // ended and stored, or unknown
 			// Read even when the wait has just run out: the end is news.
-			return m.cfg.Store.GetMigration(context.WithoutCancel(ctx), id)
+			return m.migration(context.WithoutCancel(ctx), id, events)
 		}
 		r.mu.Lock()
 		done := r.ended || (after >= 0 && len(r.mig.Events) > after)
@@ -231,12 +255,12 @@ func (m *Manager) AwaitMigration(ctx context.Context, id string, after int) (*si
 		changed := r.changed
 		r.mu.Unlock()
 		if done {
-			return r.snapshot(), nil
+			return r.snapshot(events), nil
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return r.snapshot(), ctx.Err()
+			return r.snapshot(events), ctx.Err()
 		}
 	}
 }
@@ -329,11 +353,16 @@ func (r *run) doc() *sim.Migration {
 	return &d
 }
 
-func (r *run) snapshot() *sim.Migration {
+// snapshot copies the migration's document, with a copy of its timeline
+// when events is set (else Events is nil).
+func (r *run) snapshot(events bool) *sim.Migration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	d := r.mig
-	d.Events = append([]sim.MigrationEvent(nil), r.mig.Events...)
+	d.Events = nil
+	if events {
+		d.Events = append([]sim.MigrationEvent(nil), r.mig.Events...)
+	}
 	return &d
 }
 

@@ -617,6 +617,19 @@ func (s *Store) SaveMigration(ctx context.Context, m *sim.Migration) error {
 
 // GetMigration returns a migration with its events.
 func (s *Store) GetMigration(ctx context.Context, id string) (*sim.Migration, error) {
+	m, err := s.GetMigrationSummary(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if m.Events, err = s.migrationEvents(ctx, id); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// GetMigrationSummary returns a migration without its timeline (Events
+// nil), or an ENotFound error.
+func (s *Store) GetMigrationSummary(ctx context.Context, id string) (*sim.Migration, error) {
 	var doc string
 	err := s.pool().QueryRowContext(ctx, `SELECT doc FROM migrations WHERE id = ?`, id).Scan(&doc)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -629,10 +642,7 @@ func (s *Store) GetMigration(ctx context.Context, id string) (*sim.Migration, er
 	if err := json.Unmarshal([]byte(doc), &m); err != nil {
 		return nil, fmt.Errorf("decode migration %s: %w", id, err)
 	}
-	m.Events, err = s.migrationEvents(ctx, id)
-	if err != nil {
-		return nil, err
-	}
+	m.Events = nil
 	return &m, nil
 }
 

@@ -72,6 +72,9 @@ func TestRecordsSurviveReopen(t *testing.T) {
 		gm.Events[0].Kind != sim.TimelineRequested || gm.Events[1].Kind != "" || gm.Events[0].Phase != sim.PhaseGetState {
 		t.Fatalf("migration events after reopen = %+v", gm.Events)
 	}
+	if sum, err := s.GetMigrationSummary(ctx, "m1"); err != nil || sum.ID != "m1" || sum.State != gm.State || sum.Events != nil {
+		t.Fatalf("summary after reopen = %+v, %v; want m1 as stored, without events", sum, err)
+	}
 	list, err := s.ListMigrations(ctx, sim.MigrationFilter{State: sim.MigrationRunning})
 	if err != nil || len(list) != 1 {
 		t.Fatalf("running migrations = %v, %v", list, err)
@@ -95,6 +98,10 @@ func TestNotFoundCarriesCode(t *testing.T) {
 	_, err = s.GetMigration(context.Background(), "nope")
 	if sim.ErrorCode(err) != sim.ENotFound {
 		t.Fatalf("code = %s (%v)", sim.ErrorCode(err), err)
+	}
+	_, err = s.GetMigrationSummary(context.Background(), "nope")
+	if sim.ErrorCode(err) != sim.ENotFound {
+		t.Fatalf("summary: code = %s (%v)", sim.ErrorCode(err), err)
 	}
 }
 
