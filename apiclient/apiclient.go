@@ -402,20 +402,29 @@ func (c *Client) getMigration(ctx context.Context, id string, mq migrationAsk) (
 // once a second, so each can show a countdown. When ctx ends first it
 // returns the last state fetched (nil if none) with ctx's error.
 func (c *Client) WaitMigration(ctx context.Context, id string, each func(*sim.Migration)) (*sim.Migration, error) {
-	return c.waitMigration(ctx, id, each, true)
+	return c.waitMigration(ctx, id, each, migrationAsk{logs: true, events: true})
 }
 
 // WaitMigrationState is WaitMigration without the logs (see
 // MigrationState): for a client that follows many migrations at once.
 func (c *Client) WaitMigrationState(ctx context.Context, id string) (*sim.Migration, error) {
-	return c.waitMigration(ctx, id, nil, false)
+	return c.waitMigration(ctx, id, nil, migrationAsk{events: true})
+}
+
+// WaitMigrationSummary is WaitMigrationState without the timeline either
+// (see MigrationSummary): for a client that only needs how each of many
+// migrations ended.
+func (c *Client) WaitMigrationSummary(ctx context.Context, id string) (*sim.Migration, error) {
+	return c.waitMigration(ctx, id, nil, migrationAsk{})
 }
 
 // serverWait is how long one request of WaitMigration lets the server
 // wait; never more than half the HTTP client's own timeout.
 const serverWait = 20 * time.Second
 
-func (c *Client) waitMigration(ctx context.Context, id string, each func(*sim.Migration), logs bool) (*sim.Migration, error) {
+// waitMigration asks for what ask says (its logs and events; each needs
+// the events, to follow the timeline).
+func (c *Client) waitMigration(ctx context.Context, id string, each func(*sim.Migration), ask migrationAsk) (*sim.Migration, error) {
 	wait := serverWait
 	if t := c.http.Timeout; t > 0 {
 		wait = min(wait, t/2)
@@ -428,7 +437,8 @@ func (c *Client) waitMigration(ctx context.Context, id string, each func(*sim.Mi
 		wait = min(wait, time.Second)
 	}
 	for {
-		m, err := c.getMigration(ctx, id, migrationAsk{logs: logs, events: true, wait: wait, after: after})
+		ask.wait, ask.after = wait, after
+		m, err := c.getMigration(ctx, id, ask)
 		if err != nil {
 			if ctx.Err() != nil {
 				err = ctx.Err() // the request was cut short by it

@@ -88,9 +88,13 @@ func TestWaitMigrationAsksTheServerToWait(t *testing.T) {
 	if _, err := c.WaitMigrationState(context.Background(), "m1"); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c.WaitMigrationSummary(context.Background(), "m1"); err != nil {
+		t.Fatal(err)
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	want := []string{"after=0&wait=1s", "after=1&wait=1s", "after=2&wait=1s", "logs=false&wait=20s", "logs=false&wait=20s", "logs=false&wait=20s"}
+	want := []string{"after=0&wait=1s", "after=1&wait=1s", "after=2&wait=1s", "logs=false&wait=20s", "logs=false&wait=20s", "logs=false&wait=20s",
+		"events=false&logs=false&wait=20s", "events=false&logs=false&wait=20s", "events=false&logs=false&wait=20s"}
 	if strings.Join(queries, " ") != strings.Join(want, " ") {
 		t.Fatalf("asked\n%q\nwant\n%q", queries, want)
 	}

@@ -510,7 +510,7 @@ func handoverRound(ctx context.Context, cfg Config, api *API, nodes [2]string, j
 			defer func() { <-sem }()
 			hctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 			defer cancel()
-			h, err := PlayHandover(hctx, api, j.id, j.conn, HandoverOptions{To: nodes[1-j.node]})
+			h, err := PlayHandover(hctx, api, j.id, j.conn, HandoverOptions{To: nodes[1-j.node], WithoutTimeline: true})
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
