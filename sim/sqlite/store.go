@@ -141,10 +141,10 @@ func (s *Store) prepareWrites() error {
 const insertRows = 16
 
 // rowInserts are one INSERT's statements for 1 to insertRows rows,
-// prepared once. Many rows in one statement
-// cost about half what one statement per row does (BenchmarkAppendEvents),
-// and a write of up to insertRows rows is one statement: atomic by itself,
-// with no savepoint in the journal's batch.
+// prepared once. Many rows in one statement cost about half what one
+// statement per row does (BenchmarkAppendEvents), and a write of up to
+// insertRows rows is one statement: atomic by itself, with no savepoint in
+// the journal's batch.
 type rowInserts struct {
 	stmts []*sql.Stmt // stmts[n-1] inserts n rows
 	cols  int
