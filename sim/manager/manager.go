@@ -662,6 +662,9 @@ func (m *Manager) startAsync(in *instance, rt sim.Runtime) {
 func (m *Manager) start(ctx context.Context, in *instance, rt sim.Runtime) error {
 	m.mu.Lock()
 	m.setStateLocked(in, sim.InstanceStarting, "")
+	// What it was placed to publish, read under the lock: a Stop while it
+	// starts clears in.Published.
+	published := in.Published
 	m.mu.Unlock()
 	if _, ok := rt.(sim.RefRecorder); ok {
 		// Its services outlive a killed normsim (host processes): the
@@ -672,9 +675,9 @@ func (m *Manager) start(ctx context.Context, in *instance, rt sim.Runtime) error
 	err := rt.Start(ctx, in.ID)
 	var bound []sim.PublishedPort
 	if err == nil {
-		bound = boundPorts(ctx, rt, in.ID, in.Published)
+		bound = boundPorts(ctx, rt, in.ID, published)
 	}
-	err = explainPortInUse(err, in.Published)
+	err = explainPortInUse(err, published)
 	refs := false
 	defer func() {
 		// What the runtime recorded (host processes' pids) is in the
