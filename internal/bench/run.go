@@ -220,23 +220,12 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
 			return nil, fmt.Errorf("--profile: %w", err)
 		}
-		own := "cpu.pprof" // the sim and the clients are this process
-		if cfg.Sim == SimChild {
-			own = "bench-cpu.pprof"
-		}
 		if cfg.Sim != SimServer {
-			stop, err := ProfileCPU(filepath.Join(cfg.ProfileDir, own))
+			stop, err := ProfileCPU(filepath.Join(cfg.ProfileDir, ownCPUProfile(cfg.Sim)))
 			if err != nil {
 				return nil, err
 			}
 			defer stop()
-		}
-		if cfg.Sim == SimChild {
-			defer func() {
-				if rep != nil {
-					rep.Profiles = append(rep.Profiles, filepath.Join(cfg.ProfileDir, own))
-				}
-			}()
 		}
 	}
 	tgt, err := startTarget(ctx, cfg)
@@ -381,8 +370,21 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 			return rep, err
 		}
 		rep.Profiles = append(rep.Profiles, filepath.Join(cfg.ProfileDir, "cpu.pprof"))
+		if own := ownCPUProfile(cfg.Sim); own != "cpu.pprof" {
+			rep.Profiles = append(rep.Profiles, filepath.Join(cfg.ProfileDir, own))
+		}
 	}
 	return rep, nil
+}
+
+// ownCPUProfile names this process's CPU profile under --profile: the
+// sim's own (cpu.pprof) when the sim runs in it, else bench-cpu.pprof,
+// the load generator's, which shares the machine's cores with the sim.
+func ownCPUProfile(where string) string {
+	if where == SimInProcess {
+		return "cpu.pprof"
+	}
+	return "bench-cpu.pprof"
 }
 
 // WriteReport prints a report for a reader.
