@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/sqlite"
 	"github.com/normsim/normsim/sim/template"
 )
@@ -21,6 +22,17 @@ func NewMemStore(tb testing.TB) *sqlite.Store {
 	}
 	tb.Cleanup(func() { store.Close() })
 	return store
+}
+
+// newExternalManager is a manager of nodes a and b over store, with the
+// repository's templates on the external runtime, closed when the test
+// ends.
+func newExternalManager(tb testing.TB, store sim.Store) *Manager {
+	tb.Helper()
+	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}, {Node: sim.Node{Name: "b"}}}, Store: store, Catalog: RepoCatalog(tb),
+		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: External{}}, Default: sim.RuntimeExternal}})
+	tb.Cleanup(func() { m.Close() })
+	return m
 }
 
 // RepoCatalog is the repository's templates (../../templates).

@@ -72,9 +72,7 @@ func (s *failingStore) AppendMigrationEvents(ctx context.Context, id string, evs
 func TestStoreThatCannotWriteRefusesWorkAndLosesNothing(t *testing.T) {
 	ctx := context.Background()
 	store := &failingStore{Store: NewMemStore(t)}
-	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}, {Node: sim.Node{Name: "b"}}}, Store: store, Catalog: RepoCatalog(t),
-		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: External{}}, Default: sim.RuntimeExternal}})
-	defer m.Close()
+	m := newExternalManager(t, store)
 	in, err := m.Launch(ctx, sim.LaunchRequest{Template: "plain", Node: "a"})
 	if err != nil {
 		t.Fatal(err)

@@ -33,9 +33,7 @@ func (s *readCountingStore) GetMigrationSummary(ctx context.Context, id string) 
 func TestMigrationSummaryReadsNoTimeline(t *testing.T) {
 	ctx := context.Background()
 	store := &readCountingStore{Store: NewMemStore(t)}
-	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}, {Node: sim.Node{Name: "b"}}}, Store: store, Catalog: RepoCatalog(t),
-		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: External{}}, Default: sim.RuntimeExternal}})
-	defer m.Close()
+	m := newExternalManager(t, store)
 	at := time.Unix(1700000000, 0).UTC()
 	if err := store.SaveMigration(ctx, &sim.Migration{ID: "m1", JobID: "j", State: sim.MigrationCompleted, Phase: sim.PhaseStopSource, StartedAt: at}); err != nil {
 		t.Fatal(err)
