@@ -139,7 +139,7 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 
 	m.journal.migration(r.doc())
 	r.note(sim.TimelineRequested, sim.PhaseRequested, sideManager, fmt.Sprintf("%s of %s from node %s to node %s", strategy, srcSnap.ID, srcSnap.Node, to))
-	snap := r.snapshot(true)
+	snap := r.snapshot()
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
@@ -209,7 +209,7 @@ func (m *Manager) migration(ctx context.Context, id string, events bool) (*sim.M
 	m.mu.Unlock()
 	switch {
 	case r != nil:
-		return r.snapshot(events), nil
+		return r.view(events), nil
 	case events:
 		return m.cfg.Store.GetMigration(ctx, id)
 	}
@@ -255,12 +255,12 @@ func (m *Manager) awaitMigration(ctx context.Context, id string, after int, even
 		changed := r.changed
 		r.mu.Unlock()
 		if done {
-			return r.snapshot(events), nil
+			return r.view(events), nil
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return r.snapshot(events), ctx.Err()
+			return r.view(events), ctx.Err()
 		}
 	}
 }
@@ -353,17 +353,21 @@ func (r *run) doc() *sim.Migration {
 	return &d
 }
 
-// snapshot copies the migration's document, with a copy of its timeline
-// when events is set (else Events is nil).
-func (r *run) snapshot(events bool) *sim.Migration {
+func (r *run) snapshot() *sim.Migration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	d := r.mig
-	d.Events = nil
-	if events {
-		d.Events = append([]sim.MigrationEvent(nil), r.mig.Events...)
-	}
+	d.Events = append([]sim.MigrationEvent(nil), r.mig.Events...)
 	return &d
+}
+
+// view is the migration as a reader asked for it: a snapshot with its
+// timeline, or without it its document alone (doc).
+func (r *run) view(events bool) *sim.Migration {
+	if events {
+		return r.snapshot()
+	}
+	return r.doc()
 }
 
 // post hands ev to the migration's goroutine; its callers hold mu.

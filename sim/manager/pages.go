@@ -142,7 +142,7 @@ func (m *Manager) MigrationPage(ctx context.Context, f sim.MigrationFilter) (sim
 		var next *sim.Migration
 		if len(rest) > 0 && (len(rows) == 0 || newer(rest[0].started, rest[0].id, rows[0].StartedAt.UnixNano(), rows[0].ID)) {
 			if rank >= lo {
-				next = rest[0].r.view()
+				next = rest[0].r.doc() // a list shows no timelines
 			}
 			rest = rest[1:]
 		} else {
@@ -157,13 +157,4 @@ func (m *Manager) MigrationPage(ctx context.Context, f sim.MigrationFilter) (sim
 		rank++
 	}
 	return out, nil
-}
-
-// view is the migration as a list shows it: without its timeline.
-func (r *run) view() *sim.Migration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	d := r.mig
-	d.Events = nil
-	return &d
 }
