@@ -71,3 +71,73 @@ func TestMigrateRightAfterHelloAck(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// heldStart is the external runtime with a Start that returns when the
+// test lets it: the instance stays "starting" while its job connects.
+type heldStart struct {
+	manager.External
+	release chan struct{}
+}
+
+func (h heldStart) Start(ctx context.Context, id string) error {
+	select {
+	case <-h.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// TestMigrateWhileItsStartEnds: the manager marks an instance running when
+// its start goroutine gets there, which a job that connects and migrates at
+// once can beat (CI saw "instance … is starting; only a running instance
+// can migrate"). A connected job is running: the request waits for the
+// start and then migrates.
+func TestMigrateWhileItsStartEnds(t *testing.T) {
+	ctx := context.Background()
+	var mgr *manager.Manager
+	var nodes []manager.Node
+	for _, name := range []string{"a", "b"} {
+		l := jobsocket.New(jobsocket.Config{Node: name, OnEvent: func(ev jobsocket.Event) { mgr.OnSocketEvent(ev) }})
+		if err := l.Open("127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		nodes = append(nodes, manager.Node{Node: sim.Node{Name: name, SocketPort: l.Port()}, Socket: l})
+	}
+	rt := heldStart{release: make(chan struct{})}
+	mgr = manager.New(manager.Config{Nodes: nodes, Store: manager.NewMemStore(t), Catalog: manager.RepoCatalog(t),
+		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: rt}, Default: sim.RuntimeExternal}})
+	defer mgr.Close()
+
+	in, err := mgr.Launch(ctx, sim.LaunchRequest{Template: "counter", Node: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, err = mgr.Instance(ctx, in.ID); err != nil {
+		t.Fatal(err)
+	}
+	j := testjob.Dial(t, in.Env["counter"])
+	type result struct {
+		m   *sim.Migration
+		err error
+	}
+	migrated := make(chan result, 1)
+	go func() {
+		m, err := mgr.Migrate(ctx, in.ID, manager.MigrateRequest{Strategy: string(sim.Handover)})
+		migrated <- result{m, err}
+	}()
+	select {
+	case r := <-migrated:
+		t.Fatalf("migrate answered while the start had not ended: %v, %v", r.m, r.err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(rt.release)
+	r := <-migrated
+	if r.err != nil {
+		t.Fatalf("migrate once the start ended: %v", r.err)
+	}
+	if gs := j.Expect(protocol.TypeGetState); gs.MigrationID != r.m.ID {
+		t.Fatalf("get-state names migration %q, want %q", gs.MigrationID, r.m.ID)
+	}
+}

@@ -26,6 +26,15 @@ const (
 	sideOutput  = "output"
 )
 
+// startSettles bounds how long a migrate request waits for the start of a
+// source whose job is already connected (see Migrate).
+const startSettles = 10 * time.Second
+
+// starting: the instance's start has not ended yet.
+func starting(s sim.InstanceState) bool {
+	return s == sim.InstanceCreated || s == sim.InstanceStarting
+}
+
 // Migrate checks the request and starts the migration in the background.
 // Refusals before anything starts are errors, not migrations.
 func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateRequest) (*sim.Migration, error) {
@@ -72,6 +81,16 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 	}
 	if err := sim.CheckStrategy(tmpl.Strategy, strategy); err != nil {
 		return nil, err
+	}
+	if starting(srcSnap.State) && m.nodes[srcSnap.Node].socketConnected(srcSnap) {
+		// A job that said hello is running, but the manager hears so when
+		// its start goroutine does: a job that migrates the moment it reads
+		// hello-ack can get here first. Wait for the start it is in.
+		snap, err := m.waitInstance(ctx, instanceID, startSettles, func(in sim.Instance) bool { return !starting(in.State) })
+		if snap.ID == "" {
+			return nil, sim.Errorf(sim.ENotFound, "instance %q not found: %v", instanceID, err)
+		}
+		srcSnap = snap
 	}
 	if srcSnap.State != sim.InstanceRunning {
 		return nil, sim.Errorf(sim.EUnprocessable, "instance %s is %s; only a running instance can migrate", instanceID, srcSnap.State)
