@@ -50,14 +50,16 @@ func TestRecordFramesKeepsEveryRecordInOrder(t *testing.T) {
 
 // BenchmarkRecordFrames writes frame records into a file store in the
 // recorder's batches of 256 (many rows per statement) and in batches of
-// 31 (below one multi-row statement: one statement per row), side by side;
-// frames/s is what the store keeps up with.
+// 31 (below one multi-row statement: one statement per row), side by side,
+// under a deadline as the recorder's writes are; frames/s is what the
+// store keeps up with.
 //
 //	go test -run '^$' -bench BenchmarkRecordFrames ./sim/sqlite/
 func BenchmarkRecordFrames(b *testing.B) {
 	for _, n := range []int{256, 31} {
 		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
-			ctx := context.Background()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+			defer cancel()
 			s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "s.db"))
 			if err != nil {
 				b.Fatal(err)

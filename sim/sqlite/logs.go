@@ -60,7 +60,7 @@ func (s *Store) AppendLogs(ctx context.Context, lines []sim.LogLine) error {
 		c.bytes += int64(len(l.Text))
 	}
 	now := time.Now().UnixNano()
-	return s.atomically(ctx, func(tx *sql.Tx) error {
+	return s.atomically(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		rest := lines
 		if len(rest) >= logRows {
 			many := tx.StmtContext(ctx, s.writes[wLogLines])
@@ -157,7 +157,7 @@ func (s *Store) RegisterLogs(ctx context.Context, instances ...string) error {
 	if err := s.prepareWrites(); err != nil {
 		return err
 	}
-	return s.atomically(ctx, func(tx *sql.Tx) error {
+	return s.atomically(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		st, _ := s.stmt(ctx, tx, wRegisterLogs)
 		now := time.Now().UnixNano()
 		added := false

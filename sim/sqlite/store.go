@@ -175,7 +175,7 @@ func (ri rowInserts) close() {
 // insert writes n rows, row(args, i) appending row i's values to args: in
 // one statement for up to insertRows rows, else in several, atomically.
 func (s *Store) insert(ctx context.Context, ri rowInserts, n int, row func(args []any, i int) []any) error {
-	run := func(tx *sql.Tx, from, to int) error {
+	run := func(ctx context.Context, tx *sql.Tx, from, to int) error {
 		st := ri.stmts[to-from-1]
 		if tx != nil {
 			st = tx.StmtContext(ctx, st) // reuses the statement prepared on the connection
@@ -188,11 +188,11 @@ func (s *Store) insert(ctx context.Context, ri rowInserts, n int, row func(args 
 		return err
 	}
 	if n <= insertRows {
-		return run(batchTx(ctx), 0, n)
+		return run(ctx, batchTx(ctx), 0, n)
 	}
-	return s.atomically(ctx, func(tx *sql.Tx) error {
+	return s.atomically(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for from := 0; from < n; from += insertRows {
-			if err := run(tx, from, min(n, from+insertRows)); err != nil {
+			if err := run(ctx, tx, from, min(n, from+insertRows)); err != nil {
 				return err
 			}
 		}
@@ -388,13 +388,16 @@ func batchTx(ctx context.Context) *sql.Tx {
 }
 
 // atomically runs several writes as one: inside a batch in a savepoint of
-// its transaction, otherwise in a transaction of their own.
-func (s *Store) atomically(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// its transaction, otherwise in a transaction of their own. fn's ctx is
+// for its statements: as in a batch, ctx bounds the transaction (database/sql
+// rolls it back when ctx ends) and the statements run without a deadline of
+// their own, which would cost each a goroutine of modernc's (see Batch).
+func (s *Store) atomically(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	if tx := batchTx(ctx); tx != nil {
 		if err := s.exec(ctx, tx, wSavepoint); err != nil {
 			return err
 		}
-		if err := fn(tx); err != nil {
+		if err := fn(ctx, tx); err != nil {
 			s.exec(ctx, tx, wRollbackTo)
 			s.exec(ctx, tx, wRelease)
 			return err
@@ -409,7 +412,7 @@ func (s *Store) atomically(ctx context.Context, fn func(tx *sql.Tx) error) error
 		return err
 	}
 	defer tx.Rollback()
-	if err := fn(tx); err != nil {
+	if err := fn(context.WithoutCancel(ctx), tx); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -600,7 +603,7 @@ func (s *Store) SaveMigration(ctx context.Context, m *sim.Migration) error {
 	// A migration that finished may push the oldest past the cap: saving
 	// it and dropping them are one write, undone together.
 	var pruned int64
-	err := s.atomically(ctx, func(tx *sql.Tx) error {
+	err := s.atomically(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := s.exec(ctx, tx, wSaveMigration, args...); err != nil {
 			return err
 		}
@@ -829,7 +832,7 @@ func (s *Store) RecordFrames(ctx context.Context, frs []sim.FrameRecord) error {
 	if err := s.prepareWrites(); err != nil {
 		return err
 	}
-	return s.atomically(ctx, func(tx *sql.Tx) error {
+	return s.atomically(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		// Rows go in frameRows at a time, as log lines do: one statement
 		// per row is most of what a batch costs.
 		rest := frs
