@@ -20,27 +20,15 @@ import (
 // the migrate request.
 func TestMigrateRightAfterHelloAck(t *testing.T) {
 	ctx := context.Background()
-	store, catalog := manager.NewMemStore(t), manager.RepoCatalog(t)
 	var mgr *manager.Manager
 	release := make(chan struct{})
-	onEvent := func(ev jobsocket.Event) {
+	nodes := socketNodes(t, func(ev jobsocket.Event) {
 		if ev.Kind == jobsocket.Connected && ev.Node == "a" {
 			<-release
 		}
 		mgr.OnSocketEvent(ev)
-	}
-	var nodes []manager.Node
-	for _, name := range []string{"a", "b"} {
-		l := jobsocket.New(jobsocket.Config{Node: name, OnEvent: onEvent})
-		if err := l.Open("127.0.0.1:0"); err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		nodes = append(nodes, manager.Node{Node: sim.Node{Name: name, SocketPort: l.Port()}, Socket: l})
-	}
-	mgr = manager.New(manager.Config{Nodes: nodes, Store: store, Catalog: catalog,
-		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: manager.External{}}, Default: sim.RuntimeExternal}})
-	defer mgr.Close()
+	})
+	mgr = runtimeManager(t, nodes, manager.External{})
 
 	in, err := mgr.Launch(ctx, sim.LaunchRequest{Template: "counter", Node: "a"})
 	if err != nil {
@@ -96,19 +84,9 @@ func (h heldStart) Start(ctx context.Context, id string) error {
 func TestMigrateWhileItsStartEnds(t *testing.T) {
 	ctx := context.Background()
 	var mgr *manager.Manager
-	var nodes []manager.Node
-	for _, name := range []string{"a", "b"} {
-		l := jobsocket.New(jobsocket.Config{Node: name, OnEvent: func(ev jobsocket.Event) { mgr.OnSocketEvent(ev) }})
-		if err := l.Open("127.0.0.1:0"); err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		nodes = append(nodes, manager.Node{Node: sim.Node{Name: name, SocketPort: l.Port()}, Socket: l})
-	}
+	nodes := socketNodes(t, func(ev jobsocket.Event) { mgr.OnSocketEvent(ev) })
 	rt := heldStart{release: make(chan struct{})}
-	mgr = manager.New(manager.Config{Nodes: nodes, Store: manager.NewMemStore(t), Catalog: manager.RepoCatalog(t),
-		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: rt}, Default: sim.RuntimeExternal}})
-	defer mgr.Close()
+	mgr = runtimeManager(t, nodes, rt)
 
 	in, err := mgr.Launch(ctx, sim.LaunchRequest{Template: "counter", Node: "a"})
 	if err != nil {
@@ -140,4 +118,31 @@ func TestMigrateWhileItsStartEnds(t *testing.T) {
 	if gs := j.Expect(protocol.TypeGetState); gs.MigrationID != r.m.ID {
 		t.Fatalf("get-state names migration %q, want %q", gs.MigrationID, r.m.ID)
 	}
+}
+
+// socketNodes opens a job-socket listener for each of nodes a and b,
+// handing its events to onEvent, closed when the test ends.
+func socketNodes(t *testing.T, onEvent func(jobsocket.Event)) []manager.Node {
+	t.Helper()
+	var nodes []manager.Node
+	for _, name := range []string{"a", "b"} {
+		l := jobsocket.New(jobsocket.Config{Node: name, OnEvent: onEvent})
+		if err := l.Open("127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		nodes = append(nodes, manager.Node{Node: sim.Node{Name: name, SocketPort: l.Port()}, Socket: l})
+	}
+	return nodes
+}
+
+// runtimeManager manages nodes with an in-memory store, the repository's
+// templates and rt as its one runtime (named external, the default); it
+// closes before the nodes' listeners.
+func runtimeManager(t *testing.T, nodes []manager.Node, rt sim.Runtime) *manager.Manager {
+	t.Helper()
+	mgr := manager.New(manager.Config{Nodes: nodes, Store: manager.NewMemStore(t), Catalog: manager.RepoCatalog(t),
+		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: rt}, Default: sim.RuntimeExternal}})
+	t.Cleanup(func() { mgr.Close() })
+	return mgr
 }

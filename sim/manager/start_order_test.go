@@ -38,21 +38,10 @@ func (s slowStart) Start(ctx context.Context, id string) error {
 // no event is stamped earlier than the one before it.
 func TestTargetStartedBeforeItConnects(t *testing.T) {
 	ctx := context.Background()
-	store, catalog := manager.NewMemStore(t), manager.RepoCatalog(t)
 	var mgr *manager.Manager
 	rt := slowStart{}
-	var nodes []manager.Node
-	for _, name := range []string{"a", "b"} {
-		l := jobsocket.New(jobsocket.Config{Node: name, OnEvent: func(ev jobsocket.Event) { mgr.OnSocketEvent(ev) }})
-		if err := l.Open("127.0.0.1:0"); err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		nodes = append(nodes, manager.Node{Node: sim.Node{Name: name, SocketPort: l.Port()}, Socket: l})
-	}
-	mgr = manager.New(manager.Config{Nodes: nodes, Store: store, Catalog: catalog,
-		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: &rt}, Default: sim.RuntimeExternal}})
-	defer mgr.Close()
+	nodes := socketNodes(t, func(ev jobsocket.Event) { mgr.OnSocketEvent(ev) })
+	mgr = runtimeManager(t, nodes, &rt)
 
 	in, err := mgr.Launch(ctx, sim.LaunchRequest{Template: "counter", Node: "a"})
 	if err != nil {
