@@ -23,6 +23,11 @@ the whole job-socket protocol) across two nodes, then hand every one of them
 over to the other node at the same time, and report:
 
   throughput   completed handovers per second
+  cpu          per job connected and per handover, the CPU time of the sim,
+               of this process (the load generator) and of the whole machine
+               (with the kernel's socket work), and the rate that allows with
+               every core busy: on a loaded machine, the figure that bounds
+               throughput and the one to compare between runs
   wall         per handover, migrate request -> source stopped (p50/p90/p99)
   cutover      per handover, source-stopped-output sent -> cutover-apply read
   peak RSS     the sim's peak resident memory (VmHWM) over the whole run, the

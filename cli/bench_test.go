@@ -5,6 +5,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -59,6 +60,13 @@ func TestBenchRounds(t *testing.T) {
 	}
 	if len(rep.Rounds) != 3 || rep.Completed != 60 {
 		t.Fatalf("report: %d rounds, %d completed; want 3 and 60", len(rep.Rounds), rep.Completed)
+	}
+	if runtime.GOOS == "linux" {
+		// /proc says what the phases cost (the figures may be under its
+		// 10 ms tick for 20 jobs, so only that they were read is checked).
+		if rep.ConnectCPU.Cores == 0 || rep.HandoverCPU.Cores == 0 || !strings.Contains(out, "cpu          per job connected: ") {
+			t.Errorf("no CPU cost measured: connect %+v, handover %+v\n%s", rep.ConnectCPU, rep.HandoverCPU, out)
+		}
 	}
 	for _, rd := range rep.Rounds {
 		done := 20 * rd.N

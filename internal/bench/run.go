@@ -95,6 +95,10 @@ type Report struct {
 	// ConnectRate the jobs per second that makes.
 	Connected   time.Duration
 	ConnectRate float64
+	// ConnectCPU is the CPU time a job's launch and connection cost, and
+	// HandoverCPU a handover's (the first round's): with every core busy
+	// they, not any queue, bound ConnectRate and Throughput.
+	ConnectCPU, HandoverCPU CPUCost
 	// Completed and Failed count the handovers of every round; Elapsed is
 	// the rounds' wall time, each from its first migrate request to its
 	// last handover's end.
@@ -251,6 +255,11 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 
 	// 1. Launch and connect every job, alternating nodes.
 	jobs := make([]benchJob, cfg.Jobs)
+	simPID := tgt.pid
+	if cfg.Sim == SimInProcess {
+		simPID = 0 // this process: its CPU time is the bench's too
+	}
+	cpuStart := markCPU(simPID)
 	start := time.Now()
 	var connected atomic.Int64
 	stop := progress(cfg.Out, cfg.Every, func() string {
@@ -268,6 +277,8 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	stop()
 	rep.Connected = time.Since(start)
 	rep.ConnectRate = float64(cfg.Jobs) / rep.Connected.Seconds()
+	connectedCPU := markCPU(simPID)
+	rep.ConnectCPU = connectedCPU.costPer(cpuStart, cfg.Jobs)
 	// Whatever happens next, every job's instance is removed and its
 	// client closed, once: the sim must be back where it started.
 	removeJobs := func(ctx context.Context) error {
@@ -305,6 +316,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		rep.Failed += rd.Failed
 		rep.Elapsed += rd.Elapsed
 		if r == 0 {
+			rep.HandoverCPU = markCPU(simPID).costPer(connectedCPU, rd.Completed+rd.Failed)
 			rep.Peak = readStats(ctx, api, false)
 			if cfg.Sim != SimServer {
 				if st, err := procstat.Read(tgt.pid); err == nil {
@@ -416,6 +428,10 @@ func WriteReport(w io.Writer, r *Report) {
 	}
 	fmt.Fprintf(w, "  handovers    %d completed, %d failed in %s\n", r.Completed, r.Failed, Round(r.Elapsed))
 	fmt.Fprintf(w, "  throughput   %.0f handovers/s\n", r.Throughput)
+	if r.ConnectCPU.Cores > 0 {
+		fmt.Fprintf(w, "  cpu          per job connected: %s\n", r.ConnectCPU)
+		fmt.Fprintf(w, "               per handover:      %s\n", r.HandoverCPU)
+	}
 	fmt.Fprintf(w, "  wall         %s  (migrate request -> source stopped, per handover)\n", r.Wall)
 	fmt.Fprintf(w, "  cutover      %s  (source-stopped-output sent -> cutover-apply read)\n", r.Cutover)
 	if r.PeakRSS > 0 {
