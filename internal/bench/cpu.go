@@ -14,8 +14,9 @@ import (
 // the figure to compare between runs on a noisy machine.
 type CPUCost struct {
 	// Sim is the sim's process (zero when it runs in this one, or is a
-	// --server whose process is unknown here); Bench is this process's:
-	// the load generator, and with --sim in-process the sim too.
+	// --server whose process is unknown here, and so left out); Bench is
+	// this process's: the load generator, and with --sim in-process the
+	// sim too.
 	Sim, Bench time.Duration
 	// Machine is every core's busy time: both processes, the kernel's
 	// interrupt work for their sockets (loopback TCP), and whatever else
@@ -57,7 +58,9 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", Ms(d)) }
 type cpuMark struct {
 	sim, bench time.Duration
 	machine    time.Duration
-	ok         bool // /proc/stat was read
+	// simOK and ok say the sim's and the machine's figures were read (a
+	// sim just started can have used no tick yet).
+	simOK, ok bool
 }
 
 // markCPU reads the CPU time used so far; simPID 0 leaves the sim out.
@@ -66,7 +69,9 @@ func markCPU(simPID int) cpuMark {
 	var m cpuMark
 	m.bench, _ = procstat.CPU(0)
 	if simPID > 0 {
-		m.sim, _ = procstat.CPU(simPID)
+		var err error
+		m.sim, err = procstat.CPU(simPID)
+		m.simOK = err == nil
 	}
 	if mc, err := procstat.ReadMachine(); err == nil {
 		m.machine, m.ok = mc.Busy, true
@@ -79,11 +84,9 @@ func (m cpuMark) costPer(start cpuMark, n int) CPUCost {
 	if n <= 0 || !m.ok || !start.ok {
 		return CPUCost{}
 	}
-	per := func(a, b time.Duration) time.Duration {
-		if a == 0 || b == 0 {
-			return 0
-		}
-		return (a - b) / time.Duration(n)
+	c := CPUCost{Bench: (m.bench - start.bench) / time.Duration(n), Machine: (m.machine - start.machine) / time.Duration(n), Cores: runtime.NumCPU()}
+	if m.simOK && start.simOK {
+		c.Sim = (m.sim - start.sim) / time.Duration(n)
 	}
-	return CPUCost{Sim: per(m.sim, start.sim), Bench: per(m.bench, start.bench), Machine: per(m.machine, start.machine), Cores: runtime.NumCPU()}
+	return c
 }
