@@ -46,6 +46,13 @@ Where the sim runs:
                     peak RSS is the sim's alone (goroutines are not visible).
   --server URL      a sim you started yourself (nothing is measured but the
                     handovers).
+  --sim bare        no sim: a bare server in this process that does only what
+                    the jobs and the API calls need (launch, hello, the
+                    handover's frames, the source's close), with no record,
+                    store, timeline, check or timeout. The floor: run it beside
+                    --sim in-process, and the difference in CPU per handover is
+                    what the sim's fidelity costs; its rate is the most this
+                    machine gives with the load generator on it.
 
 A long run (--rounds N) hands every job over N times, one round after
 another, and prints each round's throughput and the sim at rest after it:
@@ -67,6 +74,7 @@ machine they were measured on.`,
   normsim bench --jobs 200 --concurrency 50
   normsim bench --sim child
   normsim bench --sim child --jobs 1000 --rounds 50
+  normsim bench --sim bare --jobs 10000
   normsim bench --curve 100,1000,5000,10000 --plot curve.png
   normsim bench --server http://127.0.0.1:7788 --jobs 100`,
 		Args: cobra.NoArgs,
@@ -117,8 +125,11 @@ machine they were measured on.`,
 			if cfg.Server != "" && cfg.ProfileDir != "" {
 				return usageErr("--profile needs a sim this command starts; profile a sim of your own with normsim up --pprof and go tool pprof")
 			}
-			if cfg.Server == "" && cfg.Sim != bench.SimInProcess && cfg.Sim != bench.SimChild {
-				return usageErr("--sim: must be %s or %s; got %q", bench.SimInProcess, bench.SimChild, cfg.Sim)
+			if cfg.Server == "" && cfg.Sim != bench.SimInProcess && cfg.Sim != bench.SimChild && cfg.Sim != bench.SimBare {
+				return usageErr("--sim: must be %s, %s or %s; got %q", bench.SimInProcess, bench.SimChild, bench.SimBare, cfg.Sim)
+			}
+			if cfg.Sim == bench.SimBare && (cfg.KeepMigrations > 0 || cmd.Flags().Changed("templates") || cmd.Flags().Changed("template")) {
+				return usageErr("--sim bare keeps nothing and launches no template: --keep-migrations, --template and --templates apply to a sim")
 			}
 			log, err := newLogger(env.Stderr, "text", logLevel)
 			if err != nil {
@@ -147,7 +158,7 @@ machine they were measured on.`,
 	f := cmd.Flags()
 	f.IntVar(&cfg.Jobs, "jobs", 1000, "simulated jobs to connect (half on each node); each hands over once")
 	f.IntVar(&cfg.Concurrency, "concurrency", 0, "handovers in flight at once (0: all of them)")
-	f.StringVar(&cfg.Sim, "sim", bench.SimInProcess, "where the sim runs: in-process or child")
+	f.StringVar(&cfg.Sim, "sim", bench.SimInProcess, "where the sim runs: in-process, child, or bare (no sim: the floor it is measured against)")
 	f.StringVar(&cfg.Server, "server", "", "URL of a running sim to load instead of starting one")
 	f.StringVar(&cfg.Template, "template", "counter", "template to launch; it must declare the handover strategy")
 	f.StringArrayVar(&cfg.TemplateDirs, "templates", nil, "template directory for the sim this command starts (repeatable; default ./templates or the built-in ones)")

@@ -28,6 +28,10 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		{"bench", "--sim", "child", "--memory-limit", "-5m"},
 		{"bench", "--memory-limit", "600MiB"}, // in-process: it would limit the load generator too
 		{"bench", "--server", "http://127.0.0.1:1", "--memory-limit", "600MiB"},
+		{"bench", "--sim", "nowhere"},
+		{"bench", "--sim", "bare", "--keep-migrations", "5"}, // the bare server keeps nothing
+		{"bench", "--sim", "bare", "--template", "counter"},  // nor launches a template
+		{"bench", "--sim", "bare", "--memory-limit", "600MiB"},
 	} {
 		code, _, errOut := run(t, args...)
 		if code != 2 || errOut == "" {

@@ -39,7 +39,13 @@ const (
 	SimChild = "child"
 	// SimServer is a sim someone else runs (Config.Server).
 	SimServer = "server"
+	// SimBare is no sim but BareSim, in the bench process: the handovers'
+	// floor, to measure the sim against (as SimInProcess is measured).
+	SimBare = "bare"
 )
+
+// inThisProcess says whether what the bench loads runs in its own process.
+func inThisProcess(where string) bool { return where == SimInProcess || where == SimBare }
 
 // Config configures a load run.
 type Config struct {
@@ -207,7 +213,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	cfg.defaults()
 	var note string
 	limit := openFileLimit()
-	if cfg.Sim == SimInProcess {
+	if inThisProcess(cfg.Sim) {
 		limit /= 2 // the jobs' sockets and the sim's ends of them share this process
 	}
 	if cfg.Concurrency, note, err = fitConcurrency(cfg.Jobs, cfg.Concurrency, limit); err != nil {
@@ -246,7 +252,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	fmt.Fprintf(cfg.Out, "normsim bench: %d jobs on nodes %s and %s, %d handovers in flight, sim %s at %s\n",
 		cfg.Jobs, nodes[0], nodes[1], cfg.Concurrency, cfg.Sim, tgt.url)
 
-	if cfg.Sim == SimInProcess {
+	if inThisProcess(cfg.Sim) {
 		rep.GoroutinesBefore = settledGoroutines(0)
 	}
 	if st, err := procstat.Read(tgt.pid); err == nil && cfg.Sim != SimServer {
@@ -256,7 +262,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	// 1. Launch and connect every job, alternating nodes.
 	jobs := make([]benchJob, cfg.Jobs)
 	simPID := tgt.pid
-	if cfg.Sim == SimInProcess {
+	if inThisProcess(cfg.Sim) {
 		simPID = 0 // this process: its CPU time is the bench's too
 	}
 	cpuStart := markCPU(simPID)
@@ -354,6 +360,8 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		rep.RSSWhat = fmt.Sprintf("this process: the sim and the %d client connections together", 2*cfg.Jobs)
 	case SimChild:
 		rep.RSSWhat = fmt.Sprintf("the sim alone (normsim up, pid %d)", tgt.pid)
+	case SimBare:
+		rep.RSSWhat = fmt.Sprintf("this process: the bare server and the %d client connections together", 2*cfg.Jobs)
 	}
 
 	// 3. Remove everything and close every client now, so the sim's rest
@@ -362,7 +370,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		return rep, fmt.Errorf("remove the instances: %w", err)
 	}
 	api.Close()
-	if cfg.Sim == SimInProcess {
+	if inThisProcess(cfg.Sim) {
 		rep.GoroutinesAfter = settledGoroutines(rep.GoroutinesBefore)
 	}
 	if cfg.Sim != SimServer {
@@ -393,7 +401,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 // sim's own (cpu.pprof) when the sim runs in it, else bench-cpu.pprof,
 // the load generator's, which shares the machine's cores with the sim.
 func ownCPUProfile(where string) string {
-	if where == SimInProcess {
+	if inThisProcess(where) {
 		return "cpu.pprof"
 	}
 	return "bench-cpu.pprof"
@@ -587,8 +595,14 @@ func startTarget(ctx context.Context, cfg Config) (*target, error) {
 		return &target{url: m.URL(), close: m.Close}, nil
 	case SimChild:
 		return startChild(ctx, cfg)
+	case SimBare:
+		b, err := OpenBareSim()
+		if err != nil {
+			return nil, fmt.Errorf("start the bare server: %w", err)
+		}
+		return &target{url: b.URL(), close: b.Close}, nil
 	}
-	return nil, fmt.Errorf("sim %q: use %s or %s", cfg.Sim, SimInProcess, SimChild)
+	return nil, fmt.Errorf("sim %q: use %s, %s or %s", cfg.Sim, SimInProcess, SimChild, SimBare)
 }
 
 // startChild runs `normsim up` with an in-memory store on free ports.
@@ -705,7 +719,7 @@ func saveHeapProfile(ctx context.Context, api *API, where, path string) error {
 		return fmt.Errorf("heap profile: %w", err)
 	}
 	defer f.Close()
-	if where == SimInProcess {
+	if inThisProcess(where) {
 		runtime.GC()
 		return pprof.Lookup("heap").WriteTo(f, 0)
 	}
