@@ -90,7 +90,7 @@ func TestBenchCurvePlots(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	if !strings.Contains(out, "handovers/s") || !strings.Contains(out, "8/8") || !strings.Contains(out, "plot: "+pngPath) {
+	if !strings.Contains(out, "handovers/s") || !strings.Contains(out, "CPU/handover") || !strings.Contains(out, "8/8") || !strings.Contains(out, "plot: "+pngPath) {
 		t.Errorf("curve output:\n%s", out)
 	}
 	var reps []bench.Report

@@ -35,9 +35,12 @@ func RunCurve(ctx context.Context, cfg Config, sizes []int) ([]*Report, error) {
 // WriteCurve prints the curve as a table, one row per size.
 func WriteCurve(w io.Writer, reps []*Report) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "jobs\tconnect/s\thandovers/s\twall p50\twall p99\tcutover p50\tcutover p99\tpeak RSS\tRSS/job\tstore\tstore/migration\tdone\tlost records\t")
+	fmt.Fprintln(tw, "jobs\tconnect/s\thandovers/s\tCPU/handover\twall p50\twall p99\tcutover p50\tcutover p99\tpeak RSS\tRSS/job\tstore\tstore/migration\tdone\tlost records\t")
 	for _, r := range reps {
-		store, perMig, lost := "-", "-", "-"
+		store, perMig, lost, cpu := "-", "-", "-", "-"
+		if c := r.HandoverCPU; c.Machine > 0 {
+			cpu = ms(c.Machine) // the machine's: the sim's, the bench's and the kernel's
+		}
 		if p := r.Peak; p != nil {
 			store = MiB(p.Store.Bytes)
 			if p.Store.Migrations > 0 {
@@ -47,8 +50,8 @@ func WriteCurve(w io.Writer, reps []*Report) {
 		if a := r.After; a != nil {
 			lost = fmt.Sprint(a.Records.FramesLost)
 		}
-		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%.0f KiB\t%s\t%s\t%d/%d\t%s\t\n",
-			r.Jobs, r.ConnectRate, r.Throughput, Round(r.Wall.P50), Round(r.Wall.P99), Round(r.Cutover.P50), Round(r.Cutover.P99),
+		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f KiB\t%s\t%s\t%d/%d\t%s\t\n",
+			r.Jobs, r.ConnectRate, r.Throughput, cpu, Round(r.Wall.P50), Round(r.Wall.P99), Round(r.Cutover.P50), Round(r.Cutover.P99),
 			MiB(r.PeakRSS), float64(r.PeakRSS)/float64(r.Jobs)/1024, store, perMig, r.Completed, r.Jobs, lost)
 	}
 	tw.Flush()
