@@ -142,8 +142,7 @@ func (b *BareSim) env(in *bareInstance) map[string]map[string]string {
 
 func (b *BareSim) launch(w http.ResponseWriter, r *http.Request) {
 	var req sim.LaunchRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		bareJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+	if !bareDecode(w, r, &req) {
 		return
 	}
 	b.mu.Lock()
@@ -162,7 +161,7 @@ func (b *BareSim) remove(w http.ResponseWriter, r *http.Request) {
 	}
 	b.mu.Unlock()
 	if in == nil {
-		bareJSON(w, http.StatusNotFound, map[string]string{"error": "no such instance"})
+		bareError(w, http.StatusNotFound, "no such instance")
 		return
 	}
 	if in.conn != nil {
@@ -173,15 +172,14 @@ func (b *BareSim) remove(w http.ResponseWriter, r *http.Request) {
 
 func (b *BareSim) migrate(w http.ResponseWriter, r *http.Request) {
 	var req sim.MigrateRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		bareJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+	if !bareDecode(w, r, &req) {
 		return
 	}
 	b.mu.Lock()
 	src := b.instances[r.PathValue("id")]
 	if src == nil || src.conn == nil {
 		b.mu.Unlock()
-		bareJSON(w, http.StatusConflict, map[string]string{"error": "no such connected instance"})
+		bareError(w, http.StatusConflict, "no such connected instance")
 		return
 	}
 	b.next++
@@ -194,7 +192,7 @@ func (b *BareSim) migrate(w http.ResponseWriter, r *http.Request) {
 	doc := m.doc
 	b.mu.Unlock()
 	if err := bareSend(r.Context(), src.conn, protocol.WorkerFrame{Type: protocol.TypeGetState, MigrationID: doc.ID}); err != nil {
-		bareJSON(w, http.StatusBadGateway, map[string]string{"error": err.Error()})
+		bareError(w, http.StatusBadGateway, err.Error())
 		return
 	}
 	bareJSON(w, http.StatusCreated, doc)
@@ -207,7 +205,7 @@ func (b *BareSim) migration(w http.ResponseWriter, r *http.Request) {
 	m := b.migrations[r.PathValue("id")]
 	b.mu.Unlock()
 	if m == nil {
-		bareJSON(w, http.StatusNotFound, map[string]string{"error": "no such migration"})
+		bareError(w, http.StatusNotFound, "no such migration")
 		return
 	}
 	if wait, err := time.ParseDuration(r.URL.Query().Get("wait")); err == nil && wait > 0 {
@@ -317,6 +315,19 @@ func bareSend(ctx context.Context, c *websocket.Conn, f protocol.WorkerFrame) er
 		return err
 	}
 	return c.Write(ctx, websocket.MessageText, data)
+}
+
+// bareDecode reads the request's JSON body into v, or answers 400.
+func bareDecode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		bareError(w, http.StatusBadRequest, err.Error())
+		return false
+	}
+	return true
+}
+
+func bareError(w http.ResponseWriter, status int, msg string) {
+	bareJSON(w, status, map[string]string{"error": msg})
 }
 
 func bareJSON(w http.ResponseWriter, status int, v any) {
