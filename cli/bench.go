@@ -33,6 +33,10 @@ over to the other node at the same time, and report:
   peak RSS     the sim's peak resident memory (VmHWM) over the whole run, the
                jobs' removal included, and by the handovers' end
   goroutines   before the jobs connected and after they were removed
+  store        what the sim's store held at the handovers' end, and how long
+               after it the writes still pending then were all written: the
+               sim answers before its records are stored, and this says when
+               they all were
 
 Each job is an external instance of --template (it must declare the handover
 strategy): normsim starts nothing, the bench plays the job. Every handover must

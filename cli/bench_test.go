@@ -65,6 +65,11 @@ func TestBenchRounds(t *testing.T) {
 	if len(rep.Rounds) != 3 || rep.Completed != 60 {
 		t.Fatalf("report: %d rounds, %d completed; want 3 and 60", len(rep.Rounds), rep.Completed)
 	}
+	// The store caught up after the handovers (nothing pending is 0), and
+	// the report says where it stood.
+	if rep.StoreCaughtUp < 0 || !strings.Contains(out, "migrations at the handovers' end; ") {
+		t.Errorf("store caught up %s after the handovers:\n%s", rep.StoreCaughtUp, out)
+	}
 	if runtime.GOOS == "linux" {
 		// /proc says what the phases cost (the figures may be under its
 		// 10 ms tick for 20 jobs, so only that they were read is checked).

@@ -127,6 +127,12 @@ type Report struct {
 	GoroutinesBefore, GoroutinesAfter int
 	// Rounds is each round of handovers (one unless Config.Rounds says).
 	Rounds []RoundReport
+	// StoreCaughtUp is how long after the first round's last handover the
+	// sim's store first had no write pending (Peak.Store.Pending waited
+	// at the handovers' end): zero when none did, -1 when it was not seen
+	// to catch up (a sim without stats, or one still behind 30 s after the
+	// jobs' removal).
+	StoreCaughtUp time.Duration
 	// Peak is what the sim said of itself after the first round, before
 	// anything was removed, and After once everything was (nil for a
 	// sim that does not answer GET /api/v1/stats).
@@ -314,6 +320,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	// with Rounds > 1, again and again, each round handing the targets of
 	// the last back.
 	var walls, cutovers []time.Duration
+	var caughtUp <-chan time.Duration
 	for r := range cfg.Rounds {
 		rd := handoverRound(ctx, cfg, api, nodes, jobs, &rep.Errors)
 		walls, cutovers = append(walls, rd.walls...), append(cutovers, rd.cutovers...)
@@ -322,8 +329,10 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		rep.Failed += rd.Failed
 		rep.Elapsed += rd.Elapsed
 		if r == 0 {
+			roundEnd := time.Now()
 			rep.HandoverCPU = markCPU(simPID).costPer(connectedCPU, rd.Completed+rd.Failed)
 			rep.Peak = readStats(ctx, api, false)
+			caughtUp = storeCatchingUp(ctx, api, rep.Peak, roundEnd)
 			if cfg.Sim != SimServer {
 				if st, err := procstat.Read(tgt.pid); err == nil {
 					rep.HandoverPeakRSS, rep.PeakRSS = st.VmHWM, st.VmHWM
@@ -368,6 +377,18 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	// is measured (the deferred call then finds nothing left).
 	if err := removeJobs(ctx); err != nil {
 		return rep, fmt.Errorf("remove the instances: %w", err)
+	}
+	// Before the goroutines are counted: the watch is one of them.
+	rep.StoreCaughtUp = -1
+	switch {
+	case caughtUp != nil:
+		select {
+		case rep.StoreCaughtUp = <-caughtUp:
+		case <-time.After(30 * time.Second):
+		case <-ctx.Done():
+		}
+	case rep.Peak != nil:
+		rep.StoreCaughtUp = 0 // nothing was pending
 	}
 	api.Close()
 	if inThisProcess(cfg.Sim) {
@@ -462,7 +483,15 @@ func WriteReport(w io.Writer, r *Report) {
 				fmt.Fprintf(w, "  limit        the sim ran with a Go memory limit of %s (up --memory-limit or GOMEMLIMIT): its collector works harder near it\n", MiB(m.LimitBytes))
 			}
 		}
-		fmt.Fprintf(w, "  store        %s, %d migrations\n", MiB(p.Store.Bytes), p.Store.Migrations)
+		fmt.Fprintf(w, "  store        %s, %d migrations at the handovers' end", MiB(p.Store.Bytes), p.Store.Migrations)
+		switch {
+		case p.Store.Pending == 0:
+			fmt.Fprintln(w, "; no write pending")
+		case r.StoreCaughtUp > 0:
+			fmt.Fprintf(w, "; %d writes still pending, all written %s later\n", p.Store.Pending, Round(r.StoreCaughtUp))
+		default:
+			fmt.Fprintf(w, "; %d writes still pending, not all written by the run's end\n", p.Store.Pending)
+		}
 		last := p
 		if r.After != nil {
 			last = r.After
@@ -687,6 +716,38 @@ func readStats(ctx context.Context, api *API, gc bool) *sim.Stats {
 		return nil
 	}
 	return st
+}
+
+// storeCatchingUp watches, from the handovers' end on, for the sim's store
+// to have no write pending, and sends how long after end that was, or -1
+// when it cannot tell: the throughput counts the handovers, and this says
+// when what they recorded was all in the store. Nil when nothing was
+// pending (or the sim has no stats).
+func storeCatchingUp(ctx context.Context, api *API, atEnd *sim.Stats, end time.Time) <-chan time.Duration {
+	if atEnd == nil || atEnd.Store.Pending == 0 {
+		return nil
+	}
+	out := make(chan time.Duration, 1)
+	go func() {
+		for {
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+				out <- -1
+				return
+			}
+			st := readStats(ctx, api, false)
+			if st == nil {
+				out <- -1
+				return
+			}
+			if st.Store.Pending == 0 {
+				out <- time.Since(end)
+				return
+			}
+		}
+	}()
+	return out
 }
 
 // settledStats reads the sim's figures once its goroutine count has held
