@@ -419,11 +419,24 @@ func TestSlowClientsRealHelloTimeout(t *testing.T) {
 // would: the recorder's queue fills and must drop rather than grow.
 type slowStore struct {
 	sim.Store
-	delay   time.Duration
+	delay time.Duration
+	// until, when set, holds the first write back until it reports true
+	// (at most 10 s): a test that must see the recorder's queue fill then
+	// does not depend on the job outpacing the store, which a loaded -race
+	// run's did not (48 MiB in 8.6 s, the store keeping up).
+	until   func() bool
+	first   sync.Once
 	written atomic.Int64
 }
 
 func (s *slowStore) RecordFrames(ctx context.Context, frs []sim.FrameRecord) error {
+	if s.until != nil {
+		s.first.Do(func() {
+			for deadline := time.Now().Add(10 * time.Second); !s.until() && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+	}
 	time.Sleep(s.delay)
 	s.written.Add(int64(len(frs)))
 	return nil
@@ -440,7 +453,11 @@ func TestFloodingJobCannotGrowMemory(t *testing.T) {
 	const queue = 16
 	var logged bytes.Buffer
 	var logMu sync.Mutex
-	rec := jobsocket.NewRecorder(&slowStore{delay: 50 * time.Millisecond}, jobsocket.RecorderLimits{Records: queue, Bytes: queue * protocol.MaxFrameBytes}, newBufLogger(&logged, &logMu))
+	// The store takes nothing until the queue is full and the flood is
+	// held back, then writes slowly.
+	var rec *jobsocket.Recorder
+	store := &slowStore{delay: 50 * time.Millisecond, until: func() bool { return rec.Throttled() > 0 }}
+	rec = jobsocket.NewRecorder(store, jobsocket.RecorderLimits{Records: queue, Bytes: queue * protocol.MaxFrameBytes}, newBufLogger(&logged, &logMu))
 	var frames atomic.Int64
 	l := jobsocket.New(jobsocket.Config{Node: "a", Recorder: rec, OnEvent: func(ev jobsocket.Event) {
 		if ev.Kind == jobsocket.Frame {
@@ -517,7 +534,7 @@ func TestFloodingJobCannotGrowMemory(t *testing.T) {
 		t.Fatalf("the job sent only %d MiB in 10 s: too little to tell a bounded listener from one that keeps it all", sentBytes>>20)
 	}
 	if rec.Throttled() == 0 {
-		t.Fatal("the slow store kept up with the flood: the test did not fill the queue")
+		t.Fatal("the recorder never slowed the flood, though its store took nothing until it did")
 	}
 	// The flood was slowed to the store's pace instead: nothing is lost.
 	if n := rec.Dropped(); n != 0 {
