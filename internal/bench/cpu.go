@@ -64,7 +64,8 @@ type cpuMark struct {
 }
 
 // markCPU reads the CPU time used so far; simPID 0 leaves the sim out.
-// A figure /proc cannot give stays zero, and so does the cost built on it.
+// What /proc could not give is marked unread (simOK, ok), and costPer
+// leaves it out rather than count a zero.
 func markCPU(simPID int) cpuMark {
 	var m cpuMark
 	m.bench, _ = procstat.CPU(0)
