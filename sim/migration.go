@@ -16,8 +16,9 @@ const (
 	MigrationCompleted MigrationState = "completed"
 	// MigrationRefused: the source declined (state-refused); no target placed.
 	MigrationRefused MigrationState = "refused"
-	// MigrationAborted: rolled back before the point of no return; the
-	// source is still running.
+	// MigrationAborted: rolled back before the point of no return: the
+	// target removed, the source left as it was. That is running, unless
+	// the source had itself exited or been killed: Rollback says which.
 	MigrationAborted MigrationState = "aborted"
 	// MigrationFailed: could not complete and could not roll back.
 	MigrationFailed MigrationState = "failed"
@@ -37,17 +38,22 @@ type Migration struct {
 	State    MigrationState `json:"state"`
 	Reason   string         `json:"reason"`
 	// Phase is the last phase reached (where an abort or failure happened).
-	Phase     Phase             `json:"phase"`
-	Source    MigrationEndpoint `json:"source"`
-	Target    MigrationEndpoint `json:"target"`
-	Result    MigrationResult   `json:"result"`
-	Output    *OutputReport     `json:"output"`
-	Durations Durations         `json:"durations"`
-	Timeouts  Timeouts          `json:"timeouts"`
-	Faults    []Fault           `json:"faults,omitempty"`
-	StartedAt time.Time         `json:"startedAt"`
-	EndedAt   *time.Time        `json:"endedAt,omitempty"`
-	Events    []MigrationEvent  `json:"events"`
+	Phase  Phase             `json:"phase"`
+	Source MigrationEndpoint `json:"source"`
+	Target MigrationEndpoint `json:"target"`
+	Result MigrationResult   `json:"result"`
+	Output *OutputReport     `json:"output"`
+	// Rollback is what a rollback did and left, for an aborted migration.
+	Rollback *RollbackReport `json:"rollback,omitempty"`
+	// Judgement is normsim's verdict on the job's promises, made when the
+	// migration ended (Judge); read it through Judged.
+	Judgement *Judgement       `json:"judgement,omitempty"`
+	Durations Durations        `json:"durations"`
+	Timeouts  Timeouts         `json:"timeouts"`
+	Faults    []Fault          `json:"faults,omitempty"`
+	StartedAt time.Time        `json:"startedAt"`
+	EndedAt   *time.Time       `json:"endedAt,omitempty"`
+	Events    []MigrationEvent `json:"events"`
 	// Logs is what both sides printed during the migration; filled in
 	// when the migration is read, never stored with its document.
 	Logs *MigrationLogs `json:"logs,omitempty"`
@@ -62,6 +68,31 @@ type MigrationEndpoint struct {
 	// on the external runtime so the developer can start it.
 	Env map[string]map[string]string `json:"env,omitempty"`
 }
+
+// RollbackReport is what a rollback did to each side, as it happened.
+type RollbackReport struct {
+	// Source is what became of the source: SourceRunning, or SourceGone
+	// when it had exited or been killed before or during the rollback.
+	Source       string `json:"source"`
+	SourceDetail string `json:"sourceDetail"`
+	// Target is how the target was removed ("" when none was placed):
+	// TargetExited on SIGTERM, TargetKilled after the stop grace, or
+	// TargetClosed (external runtime: only its socket was closed).
+	Target       string `json:"target,omitempty"`
+	TargetDetail string `json:"targetDetail,omitempty"`
+	// Told are the sides sent abort by the worker.
+	Told []string `json:"told"`
+}
+
+// What a rollback left of each side (RollbackReport).
+const (
+	SourceRunning = "running"
+	SourceGone    = "gone"
+	TargetExited  = "exited"
+	TargetKilled  = "killed"
+	TargetClosed  = "closed"
+	TargetGone    = "gone" // it had already exited when it was removed
+)
 
 // MigrationResult is what the target reported in target-applied.
 type MigrationResult struct {
@@ -306,6 +337,10 @@ type OutputReport struct {
 	// before cutover-apply was sent.
 	SourceAfterStop   int64 `json:"sourceAfterStop,omitempty"`
 	TargetBeforeApply int64 `json:"targetBeforeApply,omitempty"`
+	// TargetAfterAbort counts, in a rolled-back handover, the target's
+	// packets that arrived after the worker told it abort (or, when it
+	// was not told, after its removal began).
+	TargetAfterAbort int64 `json:"targetAfterAbort,omitempty"`
 	// Unreadable counts the packets the sink received during the
 	// migration but could not read; they are not part of the verdict.
 	Unreadable *UnreadablePackets `json:"unreadable,omitempty"`

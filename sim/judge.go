@@ -1,0 +1,229 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Grade is how what a job did measures against the contract's promises.
+// conform adds n/a and error for cases; a migration is one of these three.
+type Grade string
+
+// Grades, best first.
+const (
+	// GradePass: every promise checked held.
+	GradePass Grade = "pass"
+	// GradeTolerated: allowed but costly, or not provable either way (a
+	// seam normsim could not read whole, a target that had to be killed
+	// after the stop grace, participants the target could not apply).
+	GradeTolerated Grade = "tolerated"
+	// GradeFail: a promise was broken.
+	GradeFail Grade = "fail"
+)
+
+// Worse is the worse of two grades ("" counts as pass).
+func (g Grade) Worse(o Grade) Grade {
+	if gradeRank(o) > gradeRank(g) {
+		return o
+	}
+	if g == "" {
+		return GradePass
+	}
+	return g
+}
+
+func gradeRank(g Grade) int {
+	switch g {
+	case GradeTolerated:
+		return 1
+	case GradeFail:
+		return 2
+	}
+	return 0
+}
+
+// Judgement is normsim's one verdict on what a job did in a migration,
+// judged from the migration's record alone: migrate --wait, normsim ci,
+// normsim conform, normsimtest and the dashboard all print this one.
+// It judges the job's promises (the position it handed over, who produced
+// when, what the target applied), not whether the migration completed:
+// that is the migration's state, and a fault may have ended it on purpose.
+type Judgement struct {
+	Grade Grade `json:"grade"`
+	// AtFault is the side that broke a promise: source, target, or
+	// "source and target"; empty when none did or none can be blamed.
+	AtFault string `json:"atFault,omitempty"`
+	// Why is the findings in one line, worst first.
+	Why string `json:"why"`
+	// Findings are the promises checked that did not simply hold, and
+	// the one that did when nothing else is to be said.
+	Findings []Finding `json:"findings"`
+}
+
+// Finding is one promise and what the record says of it.
+type Finding struct {
+	Grade Grade `json:"grade"`
+	// Promise names the rule (docs/conform.md, "Every promise").
+	Promise string `json:"promise"`
+	AtFault string `json:"atFault,omitempty"`
+	Detail  string `json:"detail"`
+}
+
+// The promises a migration's record is judged by (docs/conform.md lists
+// them with the check that sees each).
+const (
+	PromiseExactPosition = "handover: the target continues exactly after the source's last packet"
+	PromiseOneProducer   = "handover: the source produces nothing after source-stopped-output, the target nothing before cutover-apply"
+	PromiseStrategySeam  = "overlap/stopThenStart: the gap or overlap is the strategy's, measured"
+	PromiseRollback      = "rollback: the target, told abort, produces nothing more and exits on SIGTERM"
+	PromiseApplied       = "handover: target-applied reports what the target applied and what it could not"
+	PromiseReadable      = "every output packet of the job can be read"
+)
+
+// Judged is the migration's judgement: the one it was stored with, or,
+// for a record written before normsim judged at the end, Judge's.
+func (m *Migration) Judged() Judgement {
+	if m.Judgement != nil {
+		return *m.Judgement
+	}
+	return Judge(m)
+}
+
+// Judge judges an ended migration from its record. A running one is
+// judged as far as it has got.
+func Judge(m *Migration) Judgement {
+	var fs []Finding
+	add := func(g Grade, promise, atFault, format string, a ...any) {
+		fs = append(fs, Finding{Grade: g, Promise: promise, AtFault: atFault, Detail: fmt.Sprintf(format, a...)})
+	}
+	o := m.Output
+	switch {
+	case m.State == MigrationRefused:
+		add(GradePass, PromiseOneProducer, "", "refused before anything was placed; no seam")
+	case m.Strategy != Handover:
+		if o != nil {
+			add(GradePass, PromiseStrategySeam, "", "%s: %s", o.Verdict, o.Detail)
+		}
+	case m.State == MigrationAborted:
+		judgeRollback(m, add)
+	default:
+		judgeHandoverSeam(m, add)
+	}
+	if m.State == MigrationCompleted && m.Strategy == Handover && len(m.Result.Failed) > 0 {
+		parts := make([]string, len(m.Result.Failed))
+		for i, f := range m.Result.Failed {
+			parts[i] = f.ID + " (" + f.Reason + ")"
+		}
+		add(GradeTolerated, PromiseApplied, "", "the target could not apply %s: %s", Plural(int64(len(parts)), "participant"), strings.Join(parts, ", "))
+	}
+	if o != nil && o.Unreadable != nil && o.Unreadable.FromJob > 0 && o.Verdict != VerdictUnknown {
+		add(GradeTolerated, PromiseReadable, "", "%s", o.Unreadable.String())
+	}
+	return summarize(fs)
+}
+
+// judgeHandoverSeam judges a handover's seam, whether it completed or
+// failed past the point of no return: a wrong position or two producers
+// fail in every end state.
+func judgeHandoverSeam(m *Migration, add func(Grade, string, string, string, ...any)) {
+	o := m.Output
+	if o == nil {
+		if m.State == MigrationCompleted {
+			add(GradePass, PromiseExactPosition, "", "the job sends no output to normsim's sink, so the seam is not judged")
+		}
+		return
+	}
+	if o.SourceAfterStop > 0 || o.TargetBeforeApply > 0 {
+		add(GradeFail, PromiseOneProducer, o.AtFault, "%s", o.Detail)
+	}
+	switch o.Verdict {
+	case VerdictSeamless:
+		add(GradePass, PromiseExactPosition, "", "seamless: %s", o.Detail)
+	case VerdictUnknown:
+		add(GradeTolerated, PromiseExactPosition, "", "the seam cannot be vouched for: %s", o.Detail)
+	case VerdictGap:
+		add(GradeFail, PromiseExactPosition, o.AtFault, "numbers lost at the seam: %s", o.Detail)
+	case VerdictDuplicate:
+		add(GradeFail, PromiseExactPosition, o.AtFault, "numbers repeated at the seam: %s", o.Detail)
+	case VerdictOverlap:
+		if o.SourceAfterStop == 0 && o.TargetBeforeApply == 0 {
+			add(GradeFail, PromiseOneProducer, o.AtFault, "%s", o.Detail)
+		}
+	case VerdictNoOutput:
+		if m.State == MigrationCompleted {
+			add(GradeFail, PromiseExactPosition, "", "completed, but %s", o.Detail)
+		} else if o.SourceAfterStop == 0 && o.TargetBeforeApply == 0 {
+			add(GradePass, PromiseExactPosition, "", "the migration failed (%s); %s", m.Reason, o.Detail)
+		}
+	}
+}
+
+// judgeRollback judges what a rolled-back handover's sides did: the target
+// it removed must have produced nothing (it never got cutover-apply) and
+// must have exited on SIGTERM.
+func judgeRollback(m *Migration, add func(Grade, string, string, string, ...any)) {
+	o := m.Output
+	broke := o != nil && (o.TargetAfterAbort > 0 || o.TargetBeforeApply > 0 || o.SourceAfterStop > 0)
+	if broke {
+		add(GradeFail, PromiseRollback, o.AtFault, "%s", o.Detail)
+	}
+	killed := m.Rollback != nil && m.Rollback.Target == TargetKilled
+	if killed {
+		add(GradeTolerated, PromiseRollback, "target", "%s", m.Rollback.TargetDetail)
+	}
+	if !broke && !killed {
+		add(GradePass, PromiseRollback, "", "rolled back; the target produced nothing it was not allowed to")
+	}
+}
+
+// summarize orders findings worst first and names who is at fault.
+func summarize(fs []Finding) Judgement {
+	j := Judgement{Grade: GradePass, Findings: []Finding{}}
+	var blamed []string
+	for _, f := range fs {
+		j.Grade = j.Grade.Worse(f.Grade)
+	}
+	// Worst first; among equals, the order they were checked in.
+	for _, g := range []Grade{GradeFail, GradeTolerated, GradePass} {
+		for _, f := range fs {
+			if f.Grade != g {
+				continue
+			}
+			if g == GradePass && j.Grade != GradePass {
+				continue // a passing check says nothing beside a broken one
+			}
+			j.Findings = append(j.Findings, f)
+			if g == j.Grade && g != GradePass {
+				for _, side := range strings.Split(f.AtFault, " and ") {
+					if side != "" && !containsString(blamed, side) {
+						blamed = append(blamed, side)
+					}
+				}
+			}
+		}
+	}
+	switch {
+	case containsString(blamed, "source") && containsString(blamed, "target"):
+		j.AtFault = "source and target"
+	case len(blamed) > 0:
+		j.AtFault = blamed[0]
+	}
+	whys := make([]string, len(j.Findings))
+	for i, f := range j.Findings {
+		whys[i] = f.Detail
+	}
+	j.Why = strings.Join(whys, "; ")
+	if j.Why == "" {
+		j.Why = "nothing to judge: the migration sent no output normsim could see"
+	}
+	return j
+}
+
+func containsString(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
