@@ -20,8 +20,9 @@ type Runtime interface {
 	// returns once each has started (not necessarily healthy).
 	Start(ctx context.Context, instanceID string) error
 	// Stop stops the instance's services (SIGTERM, then SIGKILL after
-	// grace) and removes them. Stopping an unknown instance is not an error.
-	Stop(ctx context.Context, instanceID string, grace time.Duration) error
+	// grace) and removes them, and says which services outlived the grace.
+	// Stopping an unknown instance is not an error.
+	Stop(ctx context.Context, instanceID string, grace time.Duration) (StopReport, error)
 	// Logs writes the instance's captured output to w; with follow it keeps
 	// writing until ctx ends.
 	Logs(ctx context.Context, instanceID string, follow bool, w io.Writer) error
@@ -30,6 +31,13 @@ type Runtime interface {
 	// shortens. Once ctx is done, what still runs is killed and removed
 	// at once rather than left behind.
 	Close(ctx context.Context, keep bool) error
+}
+
+// StopReport is how a Stop ended an instance's services.
+type StopReport struct {
+	// Killed are the services still running when the grace ran out: they
+	// did not exit on SIGTERM and were killed (SIGKILL).
+	Killed []string
 }
 
 // RuntimeEvent is something a runtime noticed about a running service.

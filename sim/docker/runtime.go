@@ -259,7 +259,7 @@ func (r *Runtime) Close(ctx context.Context, keep bool) error {
 		var wg sync.WaitGroup
 		errc := make(chan error, 2*len(ids))
 		for _, id := range ids {
-			wg.Go(func() { errc <- r.Stop(stopCtx, id, grace) })
+			wg.Go(func() { _, err := r.Stop(stopCtx, id, grace); errc <- err })
 		}
 		stopped := make(chan struct{})
 		go func() { wg.Wait(); close(stopped) }()

@@ -189,7 +189,7 @@ func TestPrepareStartLogsStop(t *testing.T) {
 		t.Fatal("following logs did not end with its ctx")
 	}
 
-	if err := r.Stop(ctx, id, 5*time.Second); err != nil {
+	if _, err := r.Stop(ctx, id, 5*time.Second); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
 	assertGone(t, cli, id)
@@ -199,7 +199,7 @@ func TestPrepareStartLogsStop(t *testing.T) {
 			t.Errorf("Stop was reported as the service exiting on its own: %+v", ev)
 		}
 	}
-	if err := r.Stop(ctx, id, time.Second); err != nil {
+	if _, err := r.Stop(ctx, id, time.Second); err != nil {
 		t.Errorf("second stop: %v", err)
 	}
 	if err := r.Logs(ctx, id, false, io.Discard); !isNotFound(err) {
@@ -225,7 +225,7 @@ func TestServiceExitsOnItsOwn(t *testing.T) {
 	}
 	// The logs of an exited service stay readable until Stop.
 	waitLogs(t, r, spec.InstanceID, "job | exiting with code 3\n")
-	if err := r.Stop(ctx, spec.InstanceID, time.Second); err != nil {
+	if _, err := r.Stop(ctx, spec.InstanceID, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	assertGone(t, cli, spec.InstanceID)
@@ -251,7 +251,7 @@ func TestDependencyFails(t *testing.T) {
 	if st := state(t, cli, spec.Project+"-app-1"); st.Status != container.StateCreated {
 		t.Errorf("app is %s although its dependency failed", st.Status)
 	}
-	if err := r.Stop(ctx, spec.InstanceID, time.Second); err != nil {
+	if _, err := r.Stop(ctx, spec.InstanceID, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	assertGone(t, cli, spec.InstanceID)
@@ -299,7 +299,7 @@ func TestPrepareConflict(t *testing.T) {
 			t.Errorf("%s is %s", s, st.Status)
 		}
 	}
-	if err := r.Stop(ctx, spec.InstanceID, 0); err != nil {
+	if _, err := r.Stop(ctx, spec.InstanceID, 0); err != nil {
 		t.Fatal(err)
 	}
 	assertGone(t, cli, spec.InstanceID)
@@ -312,7 +312,7 @@ func TestUnknownInstance(t *testing.T) {
 	}
 	defer r.Close(context.Background(), true)
 	ctx := context.Background()
-	if err := r.Stop(ctx, "nope", time.Second); err != nil {
+	if _, err := r.Stop(ctx, "nope", time.Second); err != nil {
 		t.Errorf("stop unknown: %v", err)
 	}
 	wantCode(t, r.Start(ctx, "nope"), sim.ENotFound)
@@ -383,7 +383,7 @@ func TestOwnedAdoptRemove(t *testing.T) {
 	}
 	rec.wait(t, adopted.InstanceID, "a", sim.ServiceStarted)
 
-	if err := r.Stop(ctx, adopted.InstanceID, 5*time.Second); err != nil {
+	if _, err := r.Stop(ctx, adopted.InstanceID, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	assertGone(t, cli, adopted.InstanceID)
@@ -469,7 +469,7 @@ func TestFollowFromPrepare(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return strings.Contains(followed.String(), "a | GREETING=late\n") })
-	if err := r.Stop(ctx, spec.InstanceID, 5*time.Second); err != nil {
+	if _, err := r.Stop(ctx, spec.InstanceID, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -581,7 +581,7 @@ func BenchmarkPrepareStart(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StopTimer()
-		if err := r.Stop(ctx, spec.InstanceID, 5*time.Second); err != nil {
+		if _, err := r.Stop(ctx, spec.InstanceID, 5*time.Second); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
@@ -639,4 +639,31 @@ func TestRemoveOrphans(t *testing.T) {
 			t.Errorf("instance %s was touched: %d containers running", id, len(cs))
 		}
 	}
+}
+
+// TestStopSaysWhichServicesOutlivedTheGrace: a rollback's record says
+// whether the target exited on SIGTERM or was killed after the grace
+// (issue 29 item 1), so Stop reports the services it had to kill.
+func TestStopSaysWhichServicesOutlivedTheGrace(t *testing.T) {
+	img, cli := mustJobImage(t)
+	r, _ := newRuntime(t)
+	ctx := context.Background()
+	spec := newSpec(t, cli,
+		sim.ServiceSpec{Name: "stubborn", Image: img, Env: map[string]string{"JOB_IGNORE_TERM": "1"}},
+		sim.ServiceSpec{Name: "polite", Image: img})
+	if err := r.Prepare(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx, spec.InstanceID); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // let the job install its signal handling
+	rep, err := r.Stop(ctx, spec.InstanceID, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Killed) != 1 || rep.Killed[0] != "stubborn" {
+		t.Errorf("stop report %+v, want only stubborn killed after the grace", rep)
+	}
+	assertGone(t, cli, spec.InstanceID)
 }

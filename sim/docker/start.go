@@ -79,30 +79,39 @@ func (r *Runtime) engineErr(op string, err error) error {
 // Their deaths are not reported as ServiceExited. An unknown instance is
 // not an error. An adopted instance that a normsim before the Compose SDK
 // created (no compose labels) is removed container by container.
-func (r *Runtime) Stop(ctx context.Context, instanceID string, grace time.Duration) error {
+func (r *Runtime) Stop(ctx context.Context, instanceID string, grace time.Duration) (sim.StopReport, error) {
 	r.mu.Lock()
 	in := r.instances[instanceID]
 	if in == nil {
 		r.mu.Unlock()
-		return nil
+		return sim.StopReport{}, nil
 	}
 	in.stopping = true
 	services := in.services
 	r.mu.Unlock()
 	if services == nil {
-		return nil // still being prepared: Prepare sees stopping and removes it all
+		return sim.StopReport{}, nil // still being prepared: Prepare sees stopping and removes it all
 	}
+	began := time.Now()
+	secs := int(math.Ceil(max(grace, 0).Seconds()))
 	if in.composeName != "" {
-		r.stopForCapture(ctx, in, grace)
+		if !r.stopForCapture(ctx, in, grace) {
+			// Stopped before down removes them, so how each ended can
+			// still be read.
+			d := time.Duration(secs) * time.Second
+			if err := r.compose.Stop(ctx, in.composeName, api.StopOptions{Project: in.project, Timeout: &d}); err != nil {
+				r.log.Warn("stop before removing", "instance", in.id, "err", err)
+			}
+		}
+		rep := sim.StopReport{Killed: r.killedOnStop(ctx, services, began)}
 		if err := r.down(ctx, in.composeName, in.project, grace); err != nil {
-			return fmt.Errorf("stop instance %s: %w", instanceID, err)
+			return rep, fmt.Errorf("stop instance %s: %w", instanceID, err)
 		}
 		r.forget(in)
 		r.awaitCaptured(in)
-		return nil
+		return rep, nil
 	}
 
-	secs := int(math.Ceil(max(grace, 0).Seconds()))
 	var wg sync.WaitGroup
 	ids := make([]string, len(services))
 	for i, s := range services {
@@ -116,16 +125,37 @@ func (r *Runtime) Stop(ctx context.Context, instanceID string, grace time.Durati
 		})
 	}
 	wg.Wait()
+	rep := sim.StopReport{Killed: r.killedOnStop(ctx, services, began)}
 	var nets []string
 	if in.network != "" {
 		nets = append(nets, in.network)
 	}
 	if err := r.removeAll(ctx, ids, nets, instanceID); err != nil {
-		return fmt.Errorf("stop instance %s: %w", instanceID, err)
+		return rep, fmt.Errorf("stop instance %s: %w", instanceID, err)
 	}
 	r.forget(in)
 	r.awaitCaptured(in)
-	return nil
+	return rep, nil
+}
+
+// killedOnStop are the services whose containers a stop begun at began
+// had to kill: the engine sends SIGTERM, then SIGKILL once the timeout
+// has passed, and a container ended by that SIGKILL exits with 137
+// (128+9) after the stop began. One the kernel killed for memory is not
+// counted.
+func (r *Runtime) killedOnStop(ctx context.Context, services []*service, began time.Time) []string {
+	var killed []string
+	for _, s := range services {
+		c, err := r.cli.ContainerInspect(ctx, s.container)
+		if err != nil || c.State == nil || c.State.Running || c.State.OOMKilled || c.State.ExitCode != 128+9 {
+			continue
+		}
+		if at, err := time.Parse(time.RFC3339Nano, c.State.FinishedAt); err == nil && at.Before(began) {
+			continue // it had died before the stop
+		}
+		killed = append(killed, s.name)
+	}
+	return killed
 }
 
 // captureStall is how long a stop waits for a capture that reads no line
@@ -139,19 +169,20 @@ const captureStall = 5 * time.Second
 // removes them: removing a container ends its log stream, and whatever the
 // capture had not read yet would be lost. It waits as long as the capture
 // makes progress; one that stalls for captureStall is given up on with a
-// marker line saying from when lines may be missing.
-func (r *Runtime) stopForCapture(ctx context.Context, in *instance, grace time.Duration) {
+// marker line saying from when lines may be missing. It reports whether
+// it stopped them (false: nothing is captured).
+func (r *Runtime) stopForCapture(ctx context.Context, in *instance, grace time.Duration) bool {
 	r.mu.Lock()
 	capturing := in.captured != nil
 	services := in.services
 	r.mu.Unlock()
 	if !capturing {
-		return
+		return false
 	}
 	secs := time.Duration(math.Ceil(max(grace, 0).Seconds())) * time.Second
 	if err := r.compose.Stop(ctx, in.composeName, api.StopOptions{Project: in.project, Timeout: &secs}); err != nil {
 		r.log.Warn("stop before removing", "instance", in.id, "err", err)
-		return // down stops them anyway
+		return true // down stops them anyway
 	}
 	for _, s := range services {
 		seen, since := s.captured.Load(), time.Now()
@@ -174,6 +205,7 @@ func (r *Runtime) stopForCapture(ctx context.Context, in *instance, grace time.D
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+	return true
 }
 
 // awaitCaptured waits (boundedly) for the capture of a stopped instance's

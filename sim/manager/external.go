@@ -24,7 +24,9 @@ func (External) Prepare(context.Context, *sim.LaunchSpec) error { return nil }
 func (External) Start(context.Context, string) error { return nil }
 
 // Stop does nothing beyond what the manager does (a normal socket close).
-func (External) Stop(context.Context, string, time.Duration) error { return nil }
+func (External) Stop(context.Context, string, time.Duration) (sim.StopReport, error) {
+	return sim.StopReport{}, nil
+}
 
 // Logs explains where the logs are.
 func (External) Logs(_ context.Context, id string, _ bool, w io.Writer) error {

@@ -771,7 +771,7 @@ func (m *Manager) Stop(ctx context.Context, id string) error {
 	if !ok {
 		return sim.Errorf(sim.ENotFound, "instance %q not found", id)
 	}
-	if err := m.stopInstance(ctx, in, m.Timeouts().StopGrace.D()); err != nil {
+	if _, err := m.stopInstance(ctx, in, m.Timeouts().StopGrace.D()); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -784,20 +784,20 @@ func (m *Manager) Stop(ctx context.Context, id string) error {
 
 // stopInstance stops an instance's services and its socket; the instance
 // stays in the manager as stopped.
-func (m *Manager) stopInstance(ctx context.Context, in *instance, grace time.Duration) error {
+func (m *Manager) stopInstance(ctx context.Context, in *instance, grace time.Duration) (sim.StopReport, error) {
 	m.mu.Lock()
 	in.stopped = true
 	m.setStateLocked(in, sim.InstanceStopping, "")
 	m.mu.Unlock()
 	rt, err := m.runtime(in.Runtime)
 	if err != nil {
-		return err
+		return sim.StopReport{}, err
 	}
 	// A normal close first, so an external job sees a clean end.
 	if n := m.nodes[in.Node]; n != nil && n.Socket != nil {
 		n.Socket.Unregister(in.JobID, in.ID)
 	}
-	stopErr := rt.Stop(ctx, in.ID, grace)
+	rep, stopErr := rt.Stop(ctx, in.ID, grace)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if in.Connected {
@@ -807,10 +807,10 @@ func (m *Manager) stopInstance(ctx context.Context, in *instance, grace time.Dur
 	}
 	if stopErr != nil {
 		m.setStateLocked(in, sim.InstanceFailed, "stop: "+stopErr.Error())
-		return fmt.Errorf("stop instance %s: %w", in.ID, stopErr)
+		return rep, fmt.Errorf("stop instance %s: %w", in.ID, stopErr)
 	}
 	m.setStateLocked(in, sim.InstanceStopped, "")
-	return nil
+	return rep, nil
 }
 
 // Timeouts are the run's per-phase timeouts with every field set: what a

@@ -344,6 +344,10 @@ type run struct {
 	// applySentAt is taken just before cutover-apply is written: the
 	// target can produce nothing legitimately before it.
 	applySentAt time.Time
+	// targetToldAt is, in a rollback, when the target was told to stop:
+	// its own abort, the worker's abort to it, or its removal, whichever
+	// came first (guarded by mu).
+	targetToldAt time.Time
 	// deferring is set while a socket event is handled: timeline events
 	// are stamped when they happen but stored and published (JSON, the
 	// journal, the bus) only after a cutover frame has been relayed, so
@@ -611,6 +615,9 @@ func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool) {
 			// answer the other side sends after this abort is late.
 			r.ending = true
 			r.abortedBy = side
+			if side == sideTarget && r.targetToldAt.IsZero() {
+				r.targetToldAt = ev.At
+			}
 		}
 		relay := protocol.WorkerFrame{Type: step.relay, MigrationID: r.id, Payload: f.Payload}
 		switch step.next {
@@ -1216,10 +1223,16 @@ func (r *run) stopSource(ctx context.Context) error {
 		return nil
 	}
 	r.record(sim.PhaseStopSource, sideSource, "stopping the source", nil)
-	if err := r.m.stopInstance(ctx, in, r.timeouts.StopGrace.D()); err != nil {
+	grace := r.timeouts.StopGrace.D()
+	stop, err := r.m.stopInstance(ctx, in, grace)
+	if err != nil {
 		return endf("could not stop the source: %v", err)
 	}
-	r.note(sim.TimelineSourceStopped, sim.PhaseStopSource, sideSource, "source stopped"+externalEnd(in.Runtime, "source"))
+	how := "source stopped" + externalEnd(in.Runtime, "source")
+	if len(stop.Killed) > 0 {
+		how = fmt.Sprintf("source stopped: it did not exit on SIGTERM (%s still running after the %s stop grace) and was killed (SIGKILL)", strings.Join(stop.Killed, ", "), grace)
+	}
+	r.note(sim.TimelineSourceStopped, sim.PhaseStopSource, sideSource, how)
 	return nil
 }
 
@@ -1360,8 +1373,11 @@ func (r *run) finish(ctx context.Context, err error) {
 		state, reason = sim.MigrationFailed, err.Error()
 		r.record(phase, sideManager, "failed after the point of no return: "+reason, nil)
 	}
-	if state == sim.MigrationCompleted || state == sim.MigrationFailed {
+	switch state {
+	case sim.MigrationCompleted, sim.MigrationFailed:
 		r.measureOutput(ctx)
+	case sim.MigrationAborted:
+		r.measureRollbackOutput()
 	}
 	// Release the job and its instances before the end is visible: a
 	// client that reads "completed" may migrate or stop them at once, and
@@ -1393,6 +1409,15 @@ func (r *run) finish(ctx context.Context, err error) {
 		r.mig.Durations.CutoverMs = &v
 	}
 	r.ended = true
+	j := sim.Judge(&r.mig)
+	r.mig.Judgement = &j
+	if j.Grade != sim.GradePass {
+		blame := ""
+		if j.AtFault != "" {
+			blame = " (at fault: the " + j.AtFault + ")"
+		}
+		r.recordLocked(phase, sideManager, fmt.Sprintf("judged %s%s: %s", j.Grade, blame, j.Why), nil)
+	}
 	r.noteLocked(sim.TimelineEnded, phase, sideManager, "migration "+string(state)+suffix(reason))
 	r.mu.Unlock()
 
@@ -1426,38 +1451,109 @@ func (r *run) expire(node *Node, role string) {
 
 // rollback undoes a migration before the point of no return: abort to each
 // side still there but the one that aborted, target removed, source left
-// running. Every abort is written before the end is visible.
+// as it is. Every abort is written before the end is visible, and what
+// became of each side is on the timeline and in the record (Rollback).
 func (r *run) rollback(reason string, phase sim.Phase) {
 	r.record(phase, sideManager, "rolling back: "+reason, nil)
 	abort := protocol.WorkerFrame{Type: protocol.TypeAbort, MigrationID: r.id, Reason: protocol.Truncate(reason, 200)}
 	r.mu.Lock()
 	tgtID, abortedBy := r.tgtID, r.abortedBy
 	r.mu.Unlock()
+	rb := &sim.RollbackReport{Told: []string{}}
 	if r.mig.Strategy == sim.Handover {
 		if abortedBy != sideSource && r.srcNode.Socket != nil && r.srcNode.Socket.Connected(r.src.JobID, r.src.ID) {
-			r.send(r.src.ID, r.srcNode, abort)
+			if r.send(r.src.ID, r.srcNode, abort) == nil {
+				rb.Told = append(rb.Told, sideSource)
+			}
 		}
 		if abortedBy != sideTarget && tgtID != "" && r.tgtNode.Socket != nil && r.tgtNode.Socket.Connected(r.src.JobID, tgtID) {
-			r.send(tgtID, r.tgtNode, abort)
+			r.markTargetTold()
+			if r.send(tgtID, r.tgtNode, abort) == nil {
+				rb.Told = append(rb.Told, sideTarget)
+			}
 		}
 	}
 	if tgtID != "" {
-		r.m.mu.Lock()
-		in := r.m.instances[tgtID]
-		r.m.mu.Unlock()
-		if in != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), r.timeouts.StopGrace.D()+10*time.Second)
-			r.m.stopInstance(ctx, in, r.timeouts.StopGrace.D())
-			cancel()
-			r.m.mu.Lock()
-			r.m.removeLocked(tgtID)
-			r.m.mu.Unlock()
-			r.m.deleteStored(tgtID)
-			r.m.publish(sim.EventInstanceRemoved, tgtID, r.id, nil)
-			r.note(sim.TimelineTargetRemoved, phase, sideTarget, "target removed"+externalEnd(in.Runtime, "target"))
-		}
+		r.removeTarget(tgtID, phase, rb)
 	}
-	r.record(phase, sideSource, "source left running", nil)
+	rb.Source, rb.SourceDetail = r.sourceLeft()
+	r.mu.Lock()
+	r.mig.Rollback = rb
+	r.mu.Unlock()
+	if rb.Source == sim.SourceRunning {
+		r.record(phase, sideSource, "source left running", nil)
+	} else {
+		r.record(phase, sideSource, rb.SourceDetail, nil)
+	}
+}
+
+// markTargetTold stamps the moment from which the target of a rollback
+// may produce nothing: the first of its own abort, the worker's abort to
+// it, and the start of its removal.
+func (r *run) markTargetTold() {
+	r.mu.Lock()
+	if r.targetToldAt.IsZero() {
+		r.targetToldAt = r.m.now()
+	}
+	r.mu.Unlock()
+}
+
+// removeTarget stops and removes a rolled-back migration's target, and
+// says how it ended: on SIGTERM, or killed after the stop grace.
+func (r *run) removeTarget(tgtID string, phase sim.Phase, rb *sim.RollbackReport) {
+	r.m.mu.Lock()
+	in := r.m.instances[tgtID]
+	var was sim.InstanceState
+	if in != nil {
+		was = in.State
+	}
+	r.m.mu.Unlock()
+	if in == nil {
+		return
+	}
+	r.markTargetTold()
+	grace := r.timeouts.StopGrace.D()
+	ctx, cancel := context.WithTimeout(context.Background(), grace+10*time.Second)
+	stop, err := r.m.stopInstance(ctx, in, grace)
+	cancel()
+	r.m.mu.Lock()
+	r.m.removeLocked(tgtID)
+	r.m.mu.Unlock()
+	r.m.deleteStored(tgtID)
+	r.m.publish(sim.EventInstanceRemoved, tgtID, r.id, nil)
+	switch {
+	case in.Runtime == sim.RuntimeExternal:
+		rb.Target, rb.TargetDetail = sim.TargetClosed, "target removed"+externalEnd(in.Runtime, "target")
+	case len(stop.Killed) > 0:
+		rb.Target = sim.TargetKilled
+		rb.TargetDetail = fmt.Sprintf("target removed: it did not exit on SIGTERM (%s still running after the %s stop grace) and was killed (SIGKILL)",
+			strings.Join(stop.Killed, ", "), grace)
+	case was == sim.InstanceFailed || was == sim.InstanceStopped:
+		rb.Target, rb.TargetDetail = sim.TargetGone, "target removed: it had already ended ("+string(was)+")"
+	default:
+		rb.Target, rb.TargetDetail = sim.TargetExited, "target removed: it exited on SIGTERM"
+	}
+	if err != nil {
+		rb.TargetDetail += fmt.Sprintf(" (the stop reported: %v)", err)
+	}
+	r.note(sim.TimelineTargetRemoved, phase, sideTarget, rb.TargetDetail)
+}
+
+// sourceLeft says what the rollback leaves of the source: running, or gone
+// and how (it exited, a fault killed it, normsim stopped it).
+func (r *run) sourceLeft() (string, string) {
+	r.m.mu.Lock()
+	defer r.m.mu.Unlock()
+	in := r.m.instances[r.src.ID]
+	switch {
+	case in == nil:
+		return sim.SourceGone, "the source is gone: it was removed"
+	case in.State == sim.InstanceRunning:
+		return sim.SourceRunning, "left running"
+	case in.Error != "":
+		return sim.SourceGone, fmt.Sprintf("the source is gone, not left running: it is %s (%s)", in.State, in.Error)
+	}
+	return sim.SourceGone, fmt.Sprintf("the source is gone, not left running: it is %s", in.State)
 }
 
 // measureOutput judges the output seam from what the sink saw, waiting
@@ -1507,6 +1603,48 @@ func (r *run) measureOutput(ctx context.Context) {
 	}
 	rep := sim.AnalyzeSeam(r.src.ID, tgtID, sink.Packets(r.src.JobID, since), moments)
 	rep.AddUnreadable(sink.Unreadable(r.src.JobID, since))
+	r.setOutput(rep)
+}
+
+// measureRollbackOutput holds a rolled-back handover's target to its
+// promise: it never got cutover-apply, so every packet it sent is one too
+// many, and those after it was told abort are counted apart. The target
+// is removed by now, so all it sent is in.
+func (r *run) measureRollbackOutput() {
+	sink := r.m.cfg.Sink
+	r.mu.Lock()
+	tgtID, told := r.tgtID, r.targetToldAt
+	r.mu.Unlock()
+	if sink == nil || tgtID == "" || r.mig.Strategy != sim.Handover || !sink.Seen(r.src.JobID) {
+		return
+	}
+	var before, after int64
+	var last time.Time
+	for _, p := range sink.Packets(r.src.JobID, r.start) {
+		if p.Instance != tgtID {
+			continue
+		}
+		switch {
+		case told.IsZero() || p.At.Before(told.Add(sim.InFlight)):
+			before++
+		default:
+			after++
+			last = p.At
+		}
+	}
+	if before == 0 && after == 0 {
+		return
+	}
+	rep := &sim.OutputReport{Verdict: sim.VerdictOverlap, AtFault: sideTarget, TargetBeforeApply: before + after, TargetAfterAbort: after}
+	var parts []string
+	if after > 0 {
+		parts = append(parts, fmt.Sprintf("the target sent %s after it was told abort (the last %.1f ms after it)",
+			sim.Plural(after, "packet"), ms(last.Sub(told))))
+	}
+	if before > 0 {
+		parts = append(parts, fmt.Sprintf("it sent %s before that, though it never got cutover-apply", sim.Plural(before, "packet")))
+	}
+	rep.Detail = strings.Join(parts, "; ")
 	r.setOutput(rep)
 }
 

@@ -349,7 +349,7 @@ func TestLogsPrefixAndFollow(t *testing.T) {
 	// A follower ends when the instance stops.
 	follow := make(chan error, 1)
 	go func() { follow <- r.Logs(context.Background(), "i1", true, &bytes.Buffer{}) }()
-	if err := r.Stop(context.Background(), "i1", 5*time.Second); err != nil {
+	if _, err := r.Stop(context.Background(), "i1", 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -412,7 +412,7 @@ func TestServiceExited(t *testing.T) {
 			if !slices.Equal(kinds, []sim.RuntimeEventKind{sim.ServiceStarted, sim.ServiceExited}) {
 				t.Fatalf("events of job = %v", kinds)
 			}
-			if err := r.Stop(context.Background(), "i1", 5*time.Second); err != nil {
+			if _, err := r.Stop(context.Background(), "i1", 5*time.Second); err != nil {
 				t.Fatal(err)
 			}
 			if n := len(rec.of(sim.ServiceExited)); n != 1 {
@@ -430,8 +430,12 @@ func TestStopSendsSIGTERM(t *testing.T) {
 	if pid == 0 {
 		t.Fatalf("no pid: %v", r.Pids("i1"))
 	}
-	if err := r.Stop(context.Background(), "i1", waitLimit); err != nil {
+	rep, err := r.Stop(context.Background(), "i1", waitLimit)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if len(rep.Killed) != 0 {
+		t.Errorf("a job that exited on SIGTERM is reported killed: %+v", rep)
 	}
 	if alive(pid) {
 		t.Fatalf("pid %d still alive after stop", pid)
@@ -452,8 +456,13 @@ func TestStopKillsAfterGrace(t *testing.T) {
 	MustLaunch(t, r, "i1", helper("app", "stubborn"))
 	waitLog(t, r, "i1", "app | ready")
 	pid := r.Pids("i1")["app"]
-	if err := r.Stop(context.Background(), "i1", 100*time.Millisecond); err != nil {
+	rep, err := r.Stop(context.Background(), "i1", 100*time.Millisecond)
+	if err != nil {
 		t.Fatal(err)
+	}
+	// A rollback's record says the target ignored SIGTERM (issue 29 item 1).
+	if len(rep.Killed) != 1 || rep.Killed[0] != "app" {
+		t.Errorf("stop report %+v, want app killed after the grace", rep)
 	}
 	if alive(pid) {
 		t.Fatalf("pid %d still alive after stop", pid)
@@ -486,7 +495,7 @@ func TestStopSignalsProcessGroup(t *testing.T) {
 				t.Fatalf("no grandchild pid in logs:\n%s", logs)
 			}
 			pid := r.Pids("i1")["app"]
-			if err := r.Stop(context.Background(), "i1", tt.grace); err != nil {
+			if _, err := r.Stop(context.Background(), "i1", tt.grace); err != nil {
 				t.Fatal(err)
 			}
 			if alive(pid) || alive(gpid) {
@@ -549,7 +558,7 @@ func TestDependsOnFailedCompletion(t *testing.T) {
 	if logs := logsNow(t, r, "i1"); !strings.Contains(logs, "init | exiting with 1") {
 		t.Fatalf("logs:\n%s", logs)
 	}
-	if err := r.Stop(context.Background(), "i1", time.Second); err != nil {
+	if _, err := r.Stop(context.Background(), "i1", time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if logs := logsNow(t, r, "i1"); !strings.Contains(logs, "init | exiting with 1") {
@@ -560,7 +569,7 @@ func TestDependsOnFailedCompletion(t *testing.T) {
 func TestUnknownAndPreparedInstances(t *testing.T) {
 	r, _ := MustRuntime(t)
 	ctx := context.Background()
-	if err := r.Stop(ctx, "nope", time.Second); err != nil {
+	if _, err := r.Stop(ctx, "nope", time.Second); err != nil {
 		t.Fatalf("stop unknown: %v", err)
 	}
 	wantCode(t, r.Logs(ctx, "nope", false, &bytes.Buffer{}), sim.ENotFound)
@@ -575,7 +584,7 @@ func TestUnknownAndPreparedInstances(t *testing.T) {
 	if logs := logsNow(t, r, "i1"); logs != "" {
 		t.Fatalf("logs of a prepared instance: %q", logs)
 	}
-	if err := r.Stop(ctx, "i1", time.Second); err != nil {
+	if _, err := r.Stop(ctx, "i1", time.Second); err != nil {
 		t.Fatalf("stop prepared: %v", err)
 	}
 	wantCode(t, r.Start(ctx, "i1"), sim.ENotFound)

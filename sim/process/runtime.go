@@ -639,35 +639,36 @@ func (p *proc) drain(ring *logRing, final bool) {
 // groups are gone. It then forgets the instance; its logs stay readable.
 // Stopping an unknown instance is not an error; stopping a prepared one
 // only forgets it.
-func (r *Runtime) Stop(ctx context.Context, instanceID string, grace time.Duration) error {
+func (r *Runtime) Stop(ctx context.Context, instanceID string, grace time.Duration) (sim.StopReport, error) {
 	r.mu.Lock()
 	inst := r.instances[instanceID]
 	r.mu.Unlock()
 	if inst == nil {
-		return nil
+		return sim.StopReport{}, nil
 	}
-	r.stop(ctx, inst, grace)
-	return nil
+	return sim.StopReport{Killed: r.stop(ctx, inst, grace)}, nil
 }
 
-func (r *Runtime) stop(ctx context.Context, inst *instance, grace time.Duration) {
+// stop ends inst and returns the services it had to kill after grace.
+func (r *Runtime) stop(ctx context.Context, inst *instance, grace time.Duration) (killed []string) {
 	inst.op.Lock()
 	defer inst.op.Unlock()
 	switch inst.state {
 	case gone:
-		return
+		return nil
 	case running:
-		r.halt(ctx, inst, grace)
+		killed = r.halt(ctx, inst, grace)
 		r.endRun(inst)
 	}
 	inst.state = gone
 	r.forget(inst)
+	return killed
 }
 
 // halt ends every process of inst's current run: SIGTERM to each group,
 // SIGKILL to what is left after grace, then waits (boundedly) for the groups
-// to go and reads their last output.
-func (r *Runtime) halt(ctx context.Context, inst *instance, grace time.Duration) {
+// to go and reads their last output. It returns the services it killed.
+func (r *Runtime) halt(ctx context.Context, inst *instance, grace time.Duration) (killed []string) {
 	var live, exited []*proc
 	for _, s := range inst.services {
 		p := s.p.Load()
@@ -691,6 +692,7 @@ func (r *Runtime) halt(ctx context.Context, inst *instance, grace time.Duration)
 	if !waitGone(ctx, live, grace) {
 		for _, p := range live {
 			if groupAlive(p.pid) {
+				killed = append(killed, p.svc.name)
 				r.logger.Info("process group still running after grace; killing it", "instance", inst.id, "service", p.svc.name, "pid", p.pid, "grace", grace)
 				if err := killGroup(p.pid); err != nil {
 					r.logger.Warn("kill process group", "instance", inst.id, "service", p.svc.name, "err", err)
@@ -708,6 +710,7 @@ func (r *Runtime) halt(ctx context.Context, inst *instance, grace time.Duration)
 	for _, p := range exited {
 		<-p.done
 	}
+	return killed
 }
 
 // waitGone waits until every proc's leader is reaped and its group has no

@@ -21,7 +21,8 @@
 // own scenarios: refuse (answers state-refused), never-ready (never sends
 // target-ready), crash-on-apply (exits 3 on cutover-apply), wrong-position
 // (reports a position 5 behind the truth), keep-running (keeps producing
-// after it said it stopped). The misbehaving example jobs are this job with
+// after it said it stopped), ignores-abort (a target that starts its output
+// as soon as it is ready, then ignores abort and SIGTERM). The misbehaving example jobs are this job with
 // one of those modes fixed.
 package counterjob
 
@@ -57,6 +58,8 @@ type counter struct {
 	job, inst string
 	out       net.Conn
 	misbehave string
+	// target: the counter was launched as a migration target.
+	target bool
 
 	mu        sync.Mutex
 	producing bool
@@ -114,6 +117,7 @@ func run(log *slog.Logger, misbehave string) error {
 		}
 		target = client.Migration() != nil
 	}
+	c.target = target
 	if target {
 		log.Info("started as a migration target; waiting for cutover-apply", "migration", client.Migration().ID)
 	} else {
@@ -253,6 +257,13 @@ func (c *counter) handler() jobclient.Handler {
 				<-ctx.Done() // never answer; the worker times out or aborts
 				return nil, ctx.Err()
 			}
+			if c.misbehave == "ignores-abort" {
+				// The bug: an optimistic target that starts producing when
+				// it is ready rather than on cutover-apply, and will not
+				// be talked out of it.
+				signal.Ignore(syscall.SIGTERM)
+				c.startAt(c.clockTick())
+			}
 			return json.RawMessage(`{"ready":true}`), nil
 		},
 		CutoverReady: func(ctx context.Context, migrationID string, ready json.RawMessage) (json.RawMessage, error) {
@@ -277,6 +288,10 @@ func (c *counter) handler() jobclient.Handler {
 			return jobclient.Applied{Applied: []string{"counter"}}, nil
 		},
 		Abort: func(migrationID, reason string) {
+			if c.misbehave == "ignores-abort" && c.target {
+				c.log.Warn("migration aborted; producing anyway (COUNTER_MISBEHAVE=ignores-abort)", "migration", migrationID, "reason", reason)
+				return
+			}
 			c.mu.Lock()
 			wasStopped := !c.producing
 			if wasStopped && c.sent >= 0 {
