@@ -27,10 +27,13 @@ const (
 	InvariantNoReturn   = "after the point of no return nothing rolls back"
 	InvariantKnown      = "no instance runs that the manager does not know"
 	InvariantHandsAgain = "the job can hand over cleanly afterwards"
+	// InvariantPromises holds every move, whatever its end state, to the
+	// promises its record is judged by (sim.Judge).
+	InvariantPromises = "no move hands over a wrong position, has two producers, or leaves a rolled-back target producing"
 )
 
 // Invariants lists them in the order they are checked.
-var Invariants = []string{InvariantEnds, InvariantRollback, InvariantNoReturn, InvariantKnown, InvariantHandsAgain}
+var Invariants = []string{InvariantEnds, InvariantRollback, InvariantNoReturn, InvariantPromises, InvariantKnown, InvariantHandsAgain}
 
 // chaosKinds are the faults a schedule draws from: every kind the engine
 // has.
@@ -409,7 +412,7 @@ func (cr *caseRun) chaos(ctx context.Context, tr *Trial) error {
 		if m.State != sim.MigrationCompleted {
 			return breaks(InvariantHandsAgain, "the clean handover after the faults %s", endOf(m))
 		}
-		if o := m.Output; ev.sendsOutput && o != nil && (o.Verdict == sim.VerdictDuplicate || o.Verdict == sim.VerdictOverlap) {
+		if o := m.Output; wrongPosition(o) {
 			return breaks(InvariantHandsAgain, "the clean handover after the faults: %s", seamText(o))
 		}
 		if ev.sendsOutput && !cr.producing(ctx, m.Target.Instance, 2*time.Second) {
@@ -419,9 +422,39 @@ func (cr *caseRun) chaos(ctx context.Context, tr *Trial) error {
 	return nil
 }
 
-// checkMove checks one move against the rollback and no-return
+// checkMove checks one move against the rollback, no-return and promise
 // invariants: the broken one and why, or "".
 func checkMove(m *sim.Migration, ev *evidence, producing func(id string) bool) (string, string) {
+	if inv, why := checkLifecycle(m, ev, producing); inv != "" {
+		return inv, why
+	}
+	return checkPromises(m)
+}
+
+// checkPromises finds a broken promise in the move's judgement: the
+// position, who produced, and a rolled-back target's silence. A target
+// whose output never reached the sink is not one of them here: a fault
+// may have taken it, and whether the job produces afterwards is
+// InvariantHandsAgain's.
+func checkPromises(m *sim.Migration) (string, string) {
+	j := m.Judged()
+	for _, f := range j.Findings {
+		if f.Grade != sim.GradeFail {
+			continue
+		}
+		switch f.Check {
+		case sim.CheckPosition, sim.CheckProducers, sim.CheckRollback:
+			blame := ""
+			if f.AtFault != "" {
+				blame = " (at fault: the " + f.AtFault + ")"
+			}
+			return InvariantPromises, f.Detail + blame
+		}
+	}
+	return "", ""
+}
+
+func checkLifecycle(m *sim.Migration, ev *evidence, producing func(id string) bool) (string, string) {
 	past := pastNoReturn(m)
 	if past && (m.State == sim.MigrationAborted || m.State == sim.MigrationRefused) {
 		return InvariantNoReturn, "it passed the point of no return, yet ended " + string(m.State)

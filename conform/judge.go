@@ -124,7 +124,7 @@ func judgeFault(c Case, ev *evidence) (string, verdict) {
 			// The target applied before the signal took it: the job is
 			// gone by the fault's hand, so its output cannot be asked
 			// for; only a wrong position is held against it.
-			if o := m.Output; o != nil && (o.Verdict == sim.VerdictDuplicate || o.Verdict == sim.VerdictOverlap || o.SourceAfterStop > 0) {
+			if wrongPosition(m.Output) {
 				return rule, seam(m, ev.sendsOutput, "")
 			}
 			return rule, pass("completed before the fault %s the target, which then ended as a %s job must", pastTense(f.Kind), pastTense(f.Kind))
@@ -161,10 +161,14 @@ func faultsFired(m *sim.Migration) []string {
 // fired says whether a fault armed on the migration fired.
 func fired(m *sim.Migration) bool { return len(faultsFired(m)) > 0 }
 
-// judgeRollback checks what a rollback leaves: the target gone, the source
-// running (unless the fault took it), connected, producing, and able to
-// hand over cleanly.
+// judgeRollback checks what a rollback leaves: the target gone and silent
+// after its abort, the source running (unless the fault took it),
+// connected, producing, and able to hand over cleanly.
 func judgeRollback(m *sim.Migration, f sim.Fault, ev *evidence) verdict {
+	return rollbackLeft(m, f, ev).worse(judged(m, "the rolled-back handover: "))
+}
+
+func rollbackLeft(m *sim.Migration, f sim.Fault, ev *evidence) verdict {
 	for _, in := range ev.running {
 		if in.ID != m.Source.Instance {
 			return fail("%s (%s on %s) is still running after the rollback", in.ID, roleOf(m, in.ID), in.Node)
@@ -181,7 +185,7 @@ func judgeRollback(m *sim.Migration, f sim.Fault, ev *evidence) verdict {
 		}
 	}
 	if len(ev.running) == 0 {
-		return fail("the source is gone after the rollback: the job crashed or exited")
+		return fail("the source is gone after the rollback: %s", sourceGone(m))
 	}
 	if !ev.connected {
 		return fail("the source did not connect to its job socket again after the rollback")
@@ -208,12 +212,34 @@ func judgeRollback(m *sim.Migration, f sim.Fault, ev *evidence) verdict {
 	if doubt {
 		// The source had stopped: the seam spans a pause the job could
 		// not avoid, so only a wrong position is held against it.
-		if o := ev.followUp.Output; o != nil && (o.Verdict == sim.VerdictDuplicate || o.Verdict == sim.VerdictOverlap) {
+		if wrongPosition(ev.followUp.Output) {
 			return seam(ev.followUp, ev.sendsOutput, "the follow-up handover: ")
 		}
 		return v
 	}
 	return v.worse(seam(ev.followUp, ev.sendsOutput, "the follow-up handover: "))
+}
+
+// sourceGone says how the source went, from the rollback's record; a
+// source whose socket dropped is expected to reconnect, not to end.
+func sourceGone(m *sim.Migration) string {
+	if rb := m.Rollback; rb != nil && rb.Source == sim.SourceGone {
+		return rb.SourceDetail
+	}
+	if droppedSocket(m, sideSource) {
+		return "its socket dropped and the job ended instead of reconnecting; a job whose socket drops must reconnect and carry on (docs/conform.md, \"A job's duties\")"
+	}
+	return "the job crashed or exited"
+}
+
+// droppedSocket says the side's socket closed during the migration.
+func droppedSocket(m *sim.Migration, side string) bool {
+	for _, e := range m.Events {
+		if e.Side == side && e.Kind == sim.TimelineSocketClosed {
+			return true
+		}
+	}
+	return false
 }
 
 // inDoubt says whether a rolled-back handover left its source unable to
@@ -267,7 +293,7 @@ func judgeNoReturn(m *sim.Migration, ev *evidence) verdict {
 			return fail("the source produces again after the point of no return: it rolled back")
 		}
 	}
-	return pass("failed past the point of no return, reported: %s", m.Reason)
+	return pass("failed past the point of no return, reported: %s", m.Reason).worse(judged(m, "its seam: "))
 }
 
 // judgeRefusal grades the refusal case: only a job that refuses is graded.
@@ -339,32 +365,46 @@ func judgeMove(c Case, ev *evidence) (string, verdict) {
 	return rule, v.worse(survivor(ev, "after the move"))
 }
 
-// seam judges a completed handover's output seam.
+// seam grades a handover's output seam by the migration's one judgement
+// (sim.Judge), the one migrate --wait, normsim ci, normsimtest and the
+// dashboard print. A move without a seam report is not judged on it, and
+// says why.
 func seam(m *sim.Migration, sendsOutput bool, prefix string) verdict {
-	o := m.Output
-	if !sendsOutput || o == nil {
-		return pass("%scompleted; the job sends no output, so the seam is not judged", prefix)
+	if m.Output == nil {
+		if !sendsOutput {
+			return pass("%scompleted; normsim's output sink received nothing from the job before the first move, so the seam is not judged", prefix)
+		}
+		return pass("%scompleted; no seam was measured (the sink saw none of the job's packets around this move)", prefix)
 	}
+	return judged(m, prefix)
+}
+
+// judged is the migration's judgement as a case's verdict.
+func judged(m *sim.Migration, prefix string) verdict {
+	j := m.Judged()
 	blame := ""
-	if o.AtFault != "" {
-		blame = " (at fault: the " + o.AtFault + ")"
+	if j.AtFault != "" {
+		blame = " (at fault: the " + j.AtFault + ")"
 	}
-	if o.Verdict == sim.VerdictNoOutput && o.SourceAfterStop > 0 {
-		return fail("%sthe source kept producing after it said it stopped: %s", prefix, o.Detail)
+	switch j.Grade {
+	case sim.GradeFail:
+		return fail("%s%s%s", prefix, j.Why, blame)
+	case sim.GradeTolerated:
+		return tolerate("%s%s%s", prefix, j.Why, blame)
 	}
-	switch o.Verdict {
-	case sim.VerdictSeamless:
-		return pass("%scompleted, seamless", prefix)
-	case sim.VerdictGap:
-		return tolerate("%scompleted with a gap where the handover promised none: %s%s", prefix, seamText(o), blame)
-	case sim.VerdictDuplicate:
-		return fail("%sthe position handed over was wrong: %s%s", prefix, seamText(o), blame)
-	case sim.VerdictOverlap:
-		return fail("%sboth sides produced across the cutover: %s%s", prefix, seamText(o), blame)
-	case sim.VerdictUnknown:
-		return tolerate("%scompleted, but some packets could not be read, so the seam cannot be vouched for: %s", prefix, o.Detail)
+	return pass("%s%s", prefix, j.Why)
+}
+
+// wrongPosition says a seam broke the promise a handover makes whatever a
+// fault did to its timing: numbers lost or repeated, or a side producing
+// when it must not. A seam that merely came late (a source in doubt, a
+// target a fault took) is not held against the job; these are.
+func wrongPosition(o *sim.OutputReport) bool {
+	if o == nil {
+		return false
 	}
-	return fail("%scompleted, but no output was seen around the seam (%s)", prefix, o.Verdict)
+	return o.Verdict == sim.VerdictDuplicate || o.Verdict == sim.VerdictOverlap || o.Lost > 0 ||
+		o.SourceAfterStop > 0 || o.TargetBeforeApply > 0 || o.TargetAfterAbort > 0
 }
 
 // seamText is a seam in numbers.

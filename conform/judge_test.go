@@ -10,7 +10,7 @@ import (
 
 // mig is a migration with the given end and timeline events.
 func mig(state sim.MigrationState, reason string, verdict string, events ...sim.MigrationEvent) *sim.Migration {
-	m := &sim.Migration{State: state, Reason: reason, Source: sim.MigrationEndpoint{Instance: "src"}, Target: sim.MigrationEndpoint{Instance: "tgt"}, Events: events}
+	m := &sim.Migration{Strategy: sim.Handover, State: state, Reason: reason, Source: sim.MigrationEndpoint{Instance: "src"}, Target: sim.MigrationEndpoint{Instance: "tgt"}, Events: events}
 	if verdict != "" {
 		m.Output = &sim.OutputReport{Verdict: verdict}
 	}
@@ -58,12 +58,18 @@ func TestJudge(t *testing.T) {
 		why   string
 	}{
 		{"a seamless handover passes", plain, clean, GradePass, "seamless"},
-		{"a gap is tolerated", plain, &evidence{moves: []*sim.Migration{mig(sim.MigrationCompleted, "", sim.VerdictGap)}, sendsOutput: true, running: running("tgt"), producing: yes()},
-			GradeTolerated, "gap"},
+		// issue 29 item 3: a handover promised an exact position.
+		{"numbers lost at a handover seam fail", plain, &evidence{moves: []*sim.Migration{{Strategy: sim.Handover, State: sim.MigrationCompleted,
+			Output: &sim.OutputReport{Verdict: sim.VerdictGap, Lost: 3, Detail: "3 packets lost between 41 and 45"}}}, sendsOutput: true, running: running("tgt"), producing: yes()},
+			GradeFail, "numbers lost"},
+		{"a seam normsim could not read whole is tolerated", plain, &evidence{moves: []*sim.Migration{mig(sim.MigrationCompleted, "", sim.VerdictUnknown)}, sendsOutput: true, running: running("tgt"), producing: yes()},
+			GradeTolerated, "cannot be vouched for"},
 		{"a repeated position fails", plain, &evidence{moves: []*sim.Migration{mig(sim.MigrationCompleted, "", sim.VerdictDuplicate)}, sendsOutput: true, running: running("tgt"), producing: yes()},
-			GradeFail, "position handed over was wrong"},
-		{"a job without output is not judged on its seam", plain, &evidence{moves: []*sim.Migration{mig(sim.MigrationCompleted, "", sim.VerdictNoOutput)}, running: running("tgt")},
+			GradeFail, "numbers repeated"},
+		{"a job without output is not judged on its seam", plain, &evidence{moves: []*sim.Migration{mig(sim.MigrationCompleted, "", "")}, running: running("tgt")},
 			GradePass, "seam is not judged"},
+		{"a target that sent nothing after a completed handover fails", plain, &evidence{moves: []*sim.Migration{mig(sim.MigrationCompleted, "", sim.VerdictNoOutput)}, sendsOutput: true, running: running("tgt"), producing: yes()},
+			GradeFail, "completed, but"},
 		{"a target that stops producing fails", plain, &evidence{moves: []*sim.Migration{done}, sendsOutput: true, running: running("tgt"), producing: no()},
 			GradeFail, "stopped producing"},
 		{"a refusal fails a handover case", plain, &evidence{moves: []*sim.Migration{mig(sim.MigrationRefused, "no", "")}, running: running("src")},
@@ -103,10 +109,29 @@ func TestJudge(t *testing.T) {
 			&evidence{moves: []*sim.Migration{mig(sim.MigrationAborted, "timed out after 3s waiting for target-ready", "")}, running: running("src")},
 			GradeFail, "never reached source-stopped-output"},
 		{"a source producing past its stop is caught when the killed target sent nothing", faultCase("source-stopped-output", sim.Fault{Kind: "kill", Side: sideTarget, On: protocol.TypeSourceStoppedOutput}),
-			&evidence{moves: []*sim.Migration{{State: sim.MigrationCompleted, Source: sim.MigrationEndpoint{Instance: "src"}, Target: sim.MigrationEndpoint{Instance: "tgt"},
+			&evidence{moves: []*sim.Migration{{Strategy: sim.Handover, State: sim.MigrationCompleted, Source: sim.MigrationEndpoint{Instance: "src"}, Target: sim.MigrationEndpoint{Instance: "tgt"},
 				Output: &sim.OutputReport{Verdict: sim.VerdictNoOutput, SourceAfterStop: 6, AtFault: "source", Detail: "the source sent 6 packets after source-stopped-output"},
 				Events: []sim.MigrationEvent{faultEvent("fault: kill the target"), ponr}}}, sendsOutput: true},
-			GradeFail, "kept producing after it said it stopped"},
+			GradeFail, "6 packets after source-stopped-output (at fault: the source)"},
+		// issue 29 item 2: past the point of no return the seam is judged too.
+		{"a failure past the point of no return with a repeated position fails", faultCase("target-applied", sim.Fault{Kind: "kill", Side: sideTarget, On: protocol.TypeTargetApplied}),
+			&evidence{moves: []*sim.Migration{{Strategy: sim.Handover, State: sim.MigrationFailed, Reason: "the target was killed", Source: sim.MigrationEndpoint{Instance: "src"}, Target: sim.MigrationEndpoint{Instance: "tgt"},
+				Output: &sim.OutputReport{Verdict: sim.VerdictDuplicate, Duplicated: 5, Detail: "the target started at 40, repeating 5 packets"},
+				Events: []sim.MigrationEvent{faultEvent("fault: kill the target"), ponr}}}, sendsOutput: true},
+			GradeFail, "numbers repeated"},
+		{"a failure past the point of no return whose source kept producing fails", faultCase("target-applied", sim.Fault{Kind: "kill", Side: sideTarget, On: protocol.TypeTargetApplied}),
+			&evidence{moves: []*sim.Migration{{Strategy: sim.Handover, State: sim.MigrationFailed, Reason: "the target was killed", Source: sim.MigrationEndpoint{Instance: "src"}, Target: sim.MigrationEndpoint{Instance: "tgt"},
+				Output: &sim.OutputReport{Verdict: sim.VerdictOverlap, SourceAfterStop: 7, AtFault: "source", Detail: "the source sent 7 packets after source-stopped-output"},
+				Events: []sim.MigrationEvent{faultEvent("fault: kill the target"), ponr}}}, sendsOutput: true},
+			GradeFail, "at fault: the source"},
+		// issue 29 item 1: the rolled-back target that ignores abort fails the case.
+		{"a rolled-back target producing after its abort fails", faultCase("target-ready", sim.Fault{Kind: "worker-abort", On: protocol.TypeTargetReady}),
+			&evidence{moves: []*sim.Migration{{Strategy: sim.Handover, State: sim.MigrationAborted, Reason: "the worker aborted", Source: sim.MigrationEndpoint{Instance: "src"}, Target: sim.MigrationEndpoint{Instance: "tgt"},
+				Output:   &sim.OutputReport{Verdict: sim.VerdictOverlap, TargetAfterAbort: 90, AtFault: "target", Detail: "the target sent 90 packets after it was told abort"},
+				Rollback: &sim.RollbackReport{Source: sim.SourceRunning, Target: sim.TargetKilled, TargetDetail: "target removed: it did not exit on SIGTERM"},
+				Events:   []sim.MigrationEvent{faultEvent("fault: worker-abort the migration")}}},
+				sendsOutput: true, running: running("src"), connected: true, producing: yes(), followUp: done, producingAfter: yes()},
+			GradeFail, "after it was told abort"},
 		{"a stopThenStart target that cannot start leaves nothing, by the strategy", stopThenStartFails,
 			&evidence{moves: []*sim.Migration{mig(sim.MigrationFailed, "the target failed to start: injected fault", "")}},
 			GradePass, "stopped first, as stopThenStart does"},
@@ -209,6 +234,16 @@ func TestCheckMove(t *testing.T) {
 		{"a source killed by a fault", mig(sim.MigrationAborted, "x", "", faultEvent("fault: kill the source (armed on state)")), &evidence{}, never, ""},
 		{"a source silent after a rollback", mig(sim.MigrationAborted, "x", ""), &evidence{sendsOutput: true, running: running("src"), producing: no()}, never, InvariantRollback},
 		{"a completed move", mig(sim.MigrationCompleted, "", sim.VerdictSeamless, ponr), &evidence{running: running("tgt")}, never, ""},
+		// issue 29 items 1–3: chaos holds every move to the same judgement.
+		{"numbers lost at a seam", &sim.Migration{Strategy: sim.Handover, State: sim.MigrationCompleted, Events: []sim.MigrationEvent{ponr},
+			Output: &sim.OutputReport{Verdict: sim.VerdictGap, Lost: 4}}, &evidence{running: running("tgt")}, never, InvariantPromises},
+		{"a failed move whose source kept producing", &sim.Migration{Strategy: sim.Handover, State: sim.MigrationFailed, Events: []sim.MigrationEvent{ponr},
+			Output: &sim.OutputReport{Verdict: sim.VerdictOverlap, SourceAfterStop: 3, AtFault: "source"}}, &evidence{sendsOutput: true}, never, InvariantPromises},
+		{"a rolled-back target producing after its abort", &sim.Migration{Strategy: sim.Handover, State: sim.MigrationAborted,
+			Source: sim.MigrationEndpoint{Instance: "src"}, Target: sim.MigrationEndpoint{Instance: "tgt"},
+			Output: &sim.OutputReport{Verdict: sim.VerdictOverlap, TargetAfterAbort: 9, AtFault: "target"}}, &evidence{sendsOutput: true, running: running("src"), producing: yes()}, never, InvariantPromises},
+		{"a completed move whose killed target sent nothing", &sim.Migration{Strategy: sim.Handover, State: sim.MigrationCompleted, Events: []sim.MigrationEvent{ponr},
+			Output: &sim.OutputReport{Verdict: sim.VerdictNoOutput}}, &evidence{}, never, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got, detail := checkMove(tt.m, tt.ev, tt.producing); got != tt.want {

@@ -63,6 +63,9 @@ type Judgement struct {
 // Finding is one promise and what the record says of it.
 type Finding struct {
 	Grade Grade `json:"grade"`
+	// Check names what was looked at (CheckPosition, …), for tools that
+	// act on some findings only.
+	Check string `json:"check"`
 	// Promise names the rule (docs/conform.md, "Every promise").
 	Promise string `json:"promise"`
 	AtFault string `json:"atFault,omitempty"`
@@ -80,6 +83,24 @@ const (
 	PromiseReadable      = "every output packet of the job can be read"
 )
 
+// What a finding looked at.
+const (
+	// CheckPosition: the numbers at the seam (lost, repeated, exact).
+	CheckPosition = "position"
+	// CheckProducers: who produced when (the handover's moments).
+	CheckProducers = "producers"
+	// CheckOutputSeen: whether the target's output reached the sink.
+	CheckOutputSeen = "output-seen"
+	// CheckRollback: what the rolled-back target did after its abort.
+	CheckRollback = "rollback"
+	// CheckApplied: what target-applied reported.
+	CheckApplied = "applied"
+	// CheckReadable: whether the job's packets could all be read.
+	CheckReadable = "readable"
+	// CheckStrategySeam: an overlap's or stopThenStart's measured seam.
+	CheckStrategySeam = "strategy"
+)
+
 // Judged is the migration's judgement: the one it was stored with, or,
 // for a record written before normsim judged at the end, Judge's.
 func (m *Migration) Judged() Judgement {
@@ -93,16 +114,16 @@ func (m *Migration) Judged() Judgement {
 // judged as far as it has got.
 func Judge(m *Migration) Judgement {
 	var fs []Finding
-	add := func(g Grade, promise, atFault, format string, a ...any) {
-		fs = append(fs, Finding{Grade: g, Promise: promise, AtFault: atFault, Detail: fmt.Sprintf(format, a...)})
+	add := func(g Grade, check, promise, atFault, format string, a ...any) {
+		fs = append(fs, Finding{Grade: g, Check: check, Promise: promise, AtFault: atFault, Detail: fmt.Sprintf(format, a...)})
 	}
 	o := m.Output
 	switch {
 	case m.State == MigrationRefused:
-		add(GradePass, PromiseOneProducer, "", "refused before anything was placed; no seam")
+		add(GradePass, CheckProducers, PromiseOneProducer, "", "refused before anything was placed; no seam")
 	case m.Strategy != Handover:
 		if o != nil {
-			add(GradePass, PromiseStrategySeam, "", "%s: %s", o.Verdict, o.Detail)
+			add(GradePass, CheckStrategySeam, PromiseStrategySeam, "", "%s: %s", o.Verdict, o.Detail)
 		}
 	case m.State == MigrationAborted:
 		judgeRollback(m, add)
@@ -114,46 +135,48 @@ func Judge(m *Migration) Judgement {
 		for i, f := range m.Result.Failed {
 			parts[i] = f.ID + " (" + f.Reason + ")"
 		}
-		add(GradeTolerated, PromiseApplied, "", "the target could not apply %s: %s", Plural(int64(len(parts)), "participant"), strings.Join(parts, ", "))
+		add(GradeTolerated, CheckApplied, PromiseApplied, "", "the target could not apply %s: %s", Plural(int64(len(parts)), "participant"), strings.Join(parts, ", "))
 	}
 	if o != nil && o.Unreadable != nil && o.Unreadable.FromJob > 0 && o.Verdict != VerdictUnknown {
-		add(GradeTolerated, PromiseReadable, "", "%s", o.Unreadable.String())
+		add(GradeTolerated, CheckReadable, PromiseReadable, "", "%s", o.Unreadable.String())
 	}
 	return summarize(fs)
 }
 
+type adder func(g Grade, check, promise, atFault, format string, a ...any)
+
 // judgeHandoverSeam judges a handover's seam, whether it completed or
 // failed past the point of no return: a wrong position or two producers
 // fail in every end state.
-func judgeHandoverSeam(m *Migration, add func(Grade, string, string, string, ...any)) {
+func judgeHandoverSeam(m *Migration, add adder) {
 	o := m.Output
 	if o == nil {
 		if m.State == MigrationCompleted {
-			add(GradePass, PromiseExactPosition, "", "the job sends no output to normsim's sink, so the seam is not judged")
+			add(GradePass, CheckOutputSeen, PromiseExactPosition, "", "the job sends no output to normsim's sink, so the seam is not judged")
 		}
 		return
 	}
 	if o.SourceAfterStop > 0 || o.TargetBeforeApply > 0 {
-		add(GradeFail, PromiseOneProducer, o.AtFault, "%s", o.Detail)
+		add(GradeFail, CheckProducers, PromiseOneProducer, o.AtFault, "%s", o.Detail)
 	}
 	switch o.Verdict {
 	case VerdictSeamless:
-		add(GradePass, PromiseExactPosition, "", "seamless: %s", o.Detail)
+		add(GradePass, CheckPosition, PromiseExactPosition, "", "seamless: %s", o.Detail)
 	case VerdictUnknown:
-		add(GradeTolerated, PromiseExactPosition, "", "the seam cannot be vouched for: %s", o.Detail)
+		add(GradeTolerated, CheckPosition, PromiseExactPosition, "", "the seam cannot be vouched for: %s", o.Detail)
 	case VerdictGap:
-		add(GradeFail, PromiseExactPosition, o.AtFault, "numbers lost at the seam: %s", o.Detail)
+		add(GradeFail, CheckPosition, PromiseExactPosition, o.AtFault, "numbers lost at the seam: %s", o.Detail)
 	case VerdictDuplicate:
-		add(GradeFail, PromiseExactPosition, o.AtFault, "numbers repeated at the seam: %s", o.Detail)
+		add(GradeFail, CheckPosition, PromiseExactPosition, o.AtFault, "numbers repeated at the seam: %s", o.Detail)
 	case VerdictOverlap:
 		if o.SourceAfterStop == 0 && o.TargetBeforeApply == 0 {
-			add(GradeFail, PromiseOneProducer, o.AtFault, "%s", o.Detail)
+			add(GradeFail, CheckProducers, PromiseOneProducer, o.AtFault, "%s", o.Detail)
 		}
 	case VerdictNoOutput:
 		if m.State == MigrationCompleted {
-			add(GradeFail, PromiseExactPosition, "", "completed, but %s", o.Detail)
+			add(GradeFail, CheckOutputSeen, PromiseExactPosition, "", "completed, but %s", o.Detail)
 		} else if o.SourceAfterStop == 0 && o.TargetBeforeApply == 0 {
-			add(GradePass, PromiseExactPosition, "", "the migration failed (%s); %s", m.Reason, o.Detail)
+			add(GradePass, CheckOutputSeen, PromiseExactPosition, "", "the migration failed (%s); %s", m.Reason, o.Detail)
 		}
 	}
 }
@@ -161,19 +184,37 @@ func judgeHandoverSeam(m *Migration, add func(Grade, string, string, string, ...
 // judgeRollback judges what a rolled-back handover's sides did: the target
 // it removed must have produced nothing (it never got cutover-apply) and
 // must have exited on SIGTERM.
-func judgeRollback(m *Migration, add func(Grade, string, string, string, ...any)) {
+func judgeRollback(m *Migration, add adder) {
 	o := m.Output
 	broke := o != nil && (o.TargetAfterAbort > 0 || o.TargetBeforeApply > 0 || o.SourceAfterStop > 0)
 	if broke {
-		add(GradeFail, PromiseRollback, o.AtFault, "%s", o.Detail)
+		add(GradeFail, CheckRollback, PromiseRollback, o.AtFault, "%s", o.Detail)
 	}
 	killed := m.Rollback != nil && m.Rollback.Target == TargetKilled
 	if killed {
-		add(GradeTolerated, PromiseRollback, "target", "%s", m.Rollback.TargetDetail)
+		add(GradeTolerated, CheckRollback, PromiseRollback, "target", "%s", m.Rollback.TargetDetail)
 	}
 	if !broke && !killed {
-		add(GradePass, PromiseRollback, "", "rolled back; the target produced nothing it was not allowed to")
+		add(GradePass, CheckRollback, PromiseRollback, "", "%s", rolledBack(m))
 	}
+}
+
+// rolledBack is a clean rollback in words, from its record.
+func rolledBack(m *Migration) string {
+	rb := m.Rollback
+	if rb == nil {
+		return "rolled back"
+	}
+	parts := []string{"rolled back"}
+	if rb.TargetDetail != "" {
+		parts = append(parts, rb.TargetDetail)
+	}
+	if rb.Source == SourceRunning {
+		parts = append(parts, "the source left running")
+	} else {
+		parts = append(parts, rb.SourceDetail)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // summarize orders findings worst first and names who is at fault.
