@@ -114,7 +114,7 @@ type labelled struct {
 // observedFields are what a case observed, in words, in the order the
 // grading reads them.
 func observedFields(o Observed) []labelled {
-	producing := "— (the job sends no output)"
+	producing := "— (normsim's sink received nothing from the job in the 3 s before the first move, so its output is not judged)"
 	if o.Producing != nil {
 		producing = yesNo(*o.Producing)
 	}

@@ -152,7 +152,7 @@ func judgeHandoverSeam(m *Migration, add adder) {
 	o := m.Output
 	if o == nil {
 		if m.State == MigrationCompleted {
-			add(GradePass, CheckOutputSeen, PromiseExactPosition, "", "the job sends no output to normsim's sink, so the seam is not judged")
+			add(GradePass, CheckOutputSeen, PromiseExactPosition, "", "normsim's output sink received nothing from the job, so the seam is not judged")
 		}
 		return
 	}

@@ -37,7 +37,7 @@ func TestJudge(t *testing.T) {
 			GradeFail, "target", "before cutover-apply"},
 		{"an unreadable seam is tolerated", handover(MigrationCompleted, &OutputReport{Verdict: VerdictUnknown, Detail: "not all read"}),
 			GradeTolerated, "", "cannot be vouched for"},
-		{"a job without output passes, saying so", handover(MigrationCompleted, nil), GradePass, "", "sends no output"},
+		{"a job without output passes, saying so", handover(MigrationCompleted, nil), GradePass, "", "received nothing from the job"},
 		// issue 29 item 9: failed participants are reported, and tolerated.
 		{"participants the target could not apply are tolerated", func() *Migration {
 			m := handover(MigrationCompleted, &OutputReport{Verdict: VerdictSeamless})
