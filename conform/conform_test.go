@@ -279,3 +279,42 @@ func TestMovingStrategiesHaveTheirMatrix(t *testing.T) {
 		}
 	}
 }
+
+// TestConformCatchesEachBugOfIssue29 runs, for a job with exactly one bug
+// each, the case that reaches it: conform passed or tolerated all three
+// before (issue 29 items 1, 2 and 3).
+func TestConformCatchesEachBugOfIssue29(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	s := startSim(t)
+	for _, tt := range []struct {
+		item, template, caseID, why string
+	}{
+		// Item 1: a rolled-back target that goes on producing after abort.
+		{"1", "ignores-abort", "5.9", "after it was told abort"},
+		// Item 2: a failure past the point of no return whose record says
+		// the source kept producing.
+		{"2", "keeps-running", "7.9", "after source-stopped-output"},
+		// Item 3: numbers lost at a handover seam.
+		{"3", "skips-to-live", "1.1", "numbers lost"},
+	} {
+		t.Run("item "+tt.item+" "+tt.template, func(t *testing.T) {
+			t.Parallel()
+			r := conform.New(conform.Config{URL: s.URL, Template: tt.template, Params: map[string]string{"RATE": "100"}, Parallel: 1})
+			cases, err := r.Cases(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cases = conform.Select(cases, tt.caseID)
+			if len(cases) != 1 {
+				t.Fatalf("case %s: %d cases", tt.caseID, len(cases))
+			}
+			rep := r.Run(context.Background(), cases, nil)
+			res := rep.Results[0]
+			if res.Grade != conform.GradeFail || !strings.Contains(res.Why, tt.why) {
+				t.Fatalf("%s %s graded %s: %s; want fail with %q", tt.template, tt.caseID, res.Grade, res.Why, tt.why)
+			}
+		})
+	}
+}

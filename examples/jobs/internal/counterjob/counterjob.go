@@ -22,7 +22,9 @@
 // target-ready), crash-on-apply (exits 3 on cutover-apply), wrong-position
 // (reports a position 5 behind the truth), keep-running (keeps producing
 // after it said it stopped), ignores-abort (a target that starts its output
-// as soon as it is ready, then ignores abort and SIGTERM). The misbehaving example jobs are this job with
+// as soon as it is ready, then ignores abort and SIGTERM), skips-to-live (a
+// target that rejoins "live" at the clock's number instead of the handed
+// position, losing what was due in between). The misbehaving example jobs are this job with
 // one of those modes fixed.
 package counterjob
 
@@ -283,8 +285,14 @@ func (c *counter) handler() jobclient.Handler {
 			if err := json.Unmarshal(stoppedAt, &pos); err != nil {
 				return jobclient.Applied{}, errors.New("cutover-apply position is not {\"last\": n}: " + strings.TrimSpace(string(stoppedAt)))
 			}
-			c.startAt(pos.Last + 1)
-			c.log.Info("cutover-apply: output continues", "migration", migrationID, "from", pos.Last+1)
+			next := pos.Last + 1
+			if c.misbehave == "skips-to-live" {
+				// The bug: catching up to the live edge drops the numbers
+				// that fell due while the handover ran.
+				next = max(next, c.clockTick()) + 3
+			}
+			c.startAt(next)
+			c.log.Info("cutover-apply: output continues", "migration", migrationID, "from", next)
 			return jobclient.Applied{Applied: []string{"counter"}}, nil
 		},
 		Abort: func(migrationID, reason string) {
