@@ -225,6 +225,9 @@ func Plural(n int64, noun string) string {
 type OutputSink interface {
 	// Packets is the job's packets since then.
 	Packets(jobID string, since time.Time) []Packet
+	// Sent is every sequence number the job's instances sent over the
+	// job's whole life, as ranges.
+	Sent(jobID string) SentRanges
 	// Seen reports whether the job ever sent a packet.
 	Seen(jobID string) bool
 	// Watch is poked whenever a packet of the job arrives, until stop.
@@ -233,6 +236,34 @@ type OutputSink interface {
 	Unreadable(jobID string, since time.Time) *UnreadablePackets
 	// Forget drops what the sink holds of a job.
 	Forget(jobID string)
+}
+
+// SeqRange is the sequence numbers From to To, both included.
+type SeqRange struct {
+	From, To int64
+	// Coalesced: the sink merged ranges across a hole to stay within its
+	// bound, so From and To were sent but not necessarily every number
+	// between them.
+	Coalesced bool
+}
+
+// SentRanges is what a job's instances sent to the output sink over the
+// job's whole life: its sequence numbers as merged ranges, in order, so a
+// job that counts without a hole costs one range per instance. It is what
+// a seam is judged against when a target goes back to numbers the job
+// sent long before the window of packets the sink keeps.
+type SentRanges struct {
+	// ByInstance are each instance's ranges.
+	ByInstance map[string][]SeqRange
+	// Earlier are the ranges of instances the sink no longer tells
+	// apart, folded together (exactly, no number added) to stay within
+	// its bound; never the instance first heard from last, which is a
+	// migration's target.
+	Earlier []SeqRange
+	// Coalesced counts the holes the sink filled, merging two ranges,
+	// once folding was not enough: numbers in such a hole may never have
+	// been sent (the ranges are marked Coalesced).
+	Coalesced int64
 }
 
 // OutputSummary is what one instance sent to the output sink since a
