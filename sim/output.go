@@ -157,7 +157,7 @@ func AnalyzeSeam(source, target string, pkts []Packet, sent SentRanges, at SeamM
 	switch {
 	case len(faults) > 0:
 		r.Verdict = VerdictOverlap
-		r.Detail = joinDetail([]string{strings.Join(faults, "; ") + fmt.Sprintf(" (%s duplicated)", Plural(r.Duplicated, "packet"))}, r.coalescedNote())
+		r.Detail = joinDetail([]string{strings.Join(append(faults, Plural(r.Duplicated, "packet")+" duplicated"), "; ")}, r.coalescedNote())
 	case at.SourceStopped.IsZero() && overlap > 0:
 		r.Verdict = VerdictOverlap
 		r.Detail = joinDetail([]string{fmt.Sprintf("source and target both produced for %.1f ms; %s duplicated", *r.OverlapMs, Plural(r.Duplicated, "packet"))}, r.coalescedNote())
