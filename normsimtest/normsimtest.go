@@ -280,8 +280,9 @@ func RequireSeamless(tb testing.TB, m *sim.Migration) {
 
 // DescribeOutput renders an output report for a failure message, with the
 // numbers behind its pointers ("last source packet 41, first target packet
-// 43, 1 packet lost, gap 25.0 ms"); fields that were not measured are left
-// out.
+// 43, 1 packet lost, the target's first packet 25.0 ms after the source's
+// last"); fields that were not measured are left out. Time is said as
+// time, so that it never reads as numbers lost.
 func DescribeOutput(o *sim.OutputReport) string {
 	if o == nil {
 		return "no output report (the migration did not get to measure the seam)"
@@ -300,7 +301,7 @@ func DescribeOutput(o *sim.OutputReport) string {
 		parts = append(parts, sim.Plural(o.Duplicated, "packet")+" duplicated")
 	}
 	if o.GapMs != nil {
-		parts = append(parts, fmt.Sprintf("gap %.1f ms", *o.GapMs))
+		parts = append(parts, fmt.Sprintf("the target's first packet %.1f ms after the source's last", *o.GapMs))
 	}
 	if o.OverlapMs != nil {
 		parts = append(parts, fmt.Sprintf("overlap %.1f ms", *o.OverlapMs))

@@ -39,7 +39,7 @@ func TestRequireSeamlessPrintsTheNumbers(t *testing.T) {
 		notWant []string
 	}{
 		{"one lost", &sim.OutputReport{Verdict: sim.VerdictGap, LastSource: i(41), FirstTarget: i(43), GapMs: f(25), Lost: 1},
-			[]string{"verdict gap", "last source packet 41", "first target packet 43", "1 packet lost", "gap 25.0 ms"}, []string{"1 packets", "0x", "overlap"}},
+			[]string{"verdict gap", "last source packet 41", "first target packet 43", "1 packet lost", "the target's first packet 25.0 ms after the source's last"}, []string{"1 packets", "0x", "overlap", "gap 25"}},
 		{"two lost", &sim.OutputReport{Verdict: sim.VerdictGap, LastSource: i(40), FirstTarget: i(43), Lost: 2},
 			[]string{"2 packets lost"}, []string{"0x", "duplicated"}},
 		{"one duplicated", &sim.OutputReport{Verdict: sim.VerdictOverlap, LastSource: i(50), FirstTarget: i(50), OverlapMs: f(12.5), Duplicated: 1},

@@ -341,6 +341,14 @@ type OutputReport struct {
 	// packets that arrived after the worker told it abort (or, when it
 	// was not told, after its removal began).
 	TargetAfterAbort int64 `json:"targetAfterAbort,omitempty"`
+	// MaybeDuplicated counts the target's packets whose numbers fall where
+	// the sink, to keep its record of the job's numbers bounded, merged
+	// ranges across numbers that may never have been sent: whether they
+	// repeat is not known, and they are not in Duplicated.
+	MaybeDuplicated int64 `json:"maybeDuplicated,omitempty"`
+	// CoalescedRanges counts the holes the sink had so filled in its
+	// record of the job's numbers (sim.SentRanges.Coalesced).
+	CoalescedRanges int64 `json:"coalescedRanges,omitempty"`
 	// Unreadable counts the packets the sink received during the
 	// migration but could not read; they are not part of the verdict.
 	Unreadable *UnreadablePackets `json:"unreadable,omitempty"`

@@ -1,7 +1,10 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
+	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -46,14 +49,19 @@ type SeamMoments struct {
 const InFlight = 20 * time.Millisecond
 
 // AnalyzeSeam judges output continuity across a migration from the packets
-// the sink saw for the job: which sequence numbers each side sent, and
-// when. With the moments of a handover, each packet is first judged
-// against them (a source producing after source-stopped-output, a target
-// before cutover-apply) and the side at fault is named; otherwise the
-// target's first number is compared with the source's last: exactly one
-// after is seamless, a jump is a gap, a repeat a duplicate, and (without
-// moments) source output after the target's first packet an overlap.
-func AnalyzeSeam(source, target string, pkts []Packet, at SeamMoments) *OutputReport {
+// the sink saw for the job around it (which sequence numbers each side
+// sent, and when) and from what the job sent over its whole life (sent).
+//
+// With the moments of a handover, each packet is first judged against
+// them, whatever else the packets show: a source producing after
+// source-stopped-output, a target before cutover-apply, and the side at
+// fault is named. Then the target's numbers are compared with what the
+// job had already sent: a target whose first number is at or below any
+// number the job's other instances sent, however long ago, went back and
+// is a duplicate; then with the source's last: exactly one after is
+// seamless, a jump a gap. Without moments, source output after the
+// target's first packet is an overlap.
+func AnalyzeSeam(source, target string, pkts []Packet, sent SentRanges, at SeamMoments) *OutputReport {
 	var src, tgt []Packet
 	for _, p := range pkts {
 		switch p.Instance {
@@ -63,29 +71,15 @@ func AnalyzeSeam(source, target string, pkts []Packet, at SeamMoments) *OutputRe
 			tgt = append(tgt, p)
 		}
 	}
-	r := &OutputReport{}
 	sort.SliceStable(src, func(i, j int) bool { return src[i].At.Before(src[j].At) })
 	sort.SliceStable(tgt, func(i, j int) bool { return tgt[i].At.Before(tgt[j].At) })
-	if len(src) == 0 || len(tgt) == 0 {
-		r.Verdict = VerdictNoOutput
-		r.Detail = fmt.Sprintf("the sink saw %s from the source and %s from the target", Plural(int64(len(src)), "packet"), Plural(int64(len(tgt)), "packet"))
-		// A source that broke its promise is named even when there is
-		// no target output to compare with (a target that died).
-		if late := lateSource(src, at); len(late) > 0 {
-			r.SourceAfterStop, r.AtFault = int64(len(late)), "source"
-			r.Detail += fmt.Sprintf("; the source sent %s after source-stopped-output (the last %.1f ms after it)",
-				Plural(r.SourceAfterStop, "packet"), float64(late[len(late)-1].At.Sub(at.SourceStopped))/float64(time.Millisecond))
-		}
-		return r
-	}
-	ms := func(d time.Duration) *float64 { v := float64(d) / float64(time.Millisecond); return &v }
+	r := &OutputReport{CoalescedRanges: sent.Coalesced}
 
-	// Judged against the handover's moments first.
-	before := src // the source's packets up to its source-stopped-output
+	// The handover's promises about moments, in every branch below.
 	var faults []string
-	if late := lateSource(src, at); len(late) > 0 {
+	late := lateSource(src, at)
+	if len(late) > 0 {
 		r.SourceAfterStop = int64(len(late))
-		before = src[:len(src)-len(late)]
 		faults = append(faults, fmt.Sprintf("the source sent %s after source-stopped-output (the last %.1f ms after it)",
 			Plural(r.SourceAfterStop, "packet"), float64(late[len(late)-1].At.Sub(at.SourceStopped))/float64(time.Millisecond)))
 	}
@@ -99,26 +93,61 @@ func AnalyzeSeam(source, target string, pkts []Packet, at SeamMoments) *OutputRe
 			faults = append(faults, fmt.Sprintf("the target sent %s before cutover-apply", Plural(r.TargetBeforeApply, "packet")))
 		}
 	}
+	switch {
+	case r.SourceAfterStop > 0 && r.TargetBeforeApply > 0:
+		r.AtFault = "source and target"
+	case r.SourceAfterStop > 0:
+		r.AtFault = "source"
+	case r.TargetBeforeApply > 0:
+		r.AtFault = "target"
+	}
+
+	// The target's numbers against everything the job sent before it.
+	earlier := earlierNumbers(sent, target, src)
+	for _, p := range tgt {
+		switch earlier.lookup(p.Seq) {
+		case sentCertainly:
+			r.Duplicated++
+		case sentMaybe:
+			r.MaybeDuplicated++
+		}
+	}
+
+	if len(src) == 0 || len(tgt) == 0 {
+		// Nothing to compare the target's first packet with but what the
+		// job sent before: a target that went back to that is still a
+		// duplicate (the source may have stalled before the window).
+		r.Verdict = VerdictNoOutput
+		parts := []string{fmt.Sprintf("the sink saw %s from the source and %s from the target", Plural(int64(len(src)), "packet"), Plural(int64(len(tgt)), "packet"))}
+		parts = append(parts, faults...)
+		if len(tgt) > 0 {
+			ft := tgt[0].Seq
+			r.FirstTarget = &ft
+			if earlier.any && ft <= earlier.top || r.Duplicated > 0 {
+				r.Verdict = VerdictDuplicate
+				parts = append(parts, fmt.Sprintf("the target started at %d, and the job had already sent numbers up to %d", ft, earlier.top))
+			}
+		}
+		if r.Duplicated > 0 {
+			parts = append(parts, repeats(r.Duplicated, int64(len(tgt))))
+		}
+		r.Detail = joinDetail(parts, r.coalescedNote())
+		return r
+	}
+
+	before := src[:len(src)-len(late)] // the source's packets up to its source-stopped-output
 	if len(before) == 0 {
 		before = src[:1] // it produced nothing in time; its first packet is all there is to compare
 	}
-	lastSrc, firstTgt := before[len(before)-1], tgt[0]
-	ls, ft := lastSrc.Seq, firstTgt.Seq
+	ls, ft := before[len(before)-1].Seq, tgt[0].Seq
 	r.LastSource, r.FirstTarget = &ls, &ft
-
-	seen := make(map[int64]bool, len(src))
-	for _, p := range src {
-		seen[p.Seq] = true
+	if ft > ls {
+		// As unsigned, so that numbers far apart do not overflow.
+		r.Lost = int64(min(uint64(ft)-uint64(ls)-1, math.MaxInt64))
 	}
-	for _, p := range tgt {
-		if seen[p.Seq] {
-			r.Duplicated++
-		}
-	}
-	if ft > ls+1 {
-		r.Lost = ft - ls - 1
-	}
-	overlap := src[len(src)-1].At.Sub(firstTgt.At)
+	wentBack := earlier.any && ft <= earlier.top
+	ms := func(d time.Duration) *float64 { v := float64(d) / float64(time.Millisecond); return &v }
+	overlap := src[len(src)-1].At.Sub(tgt[0].At)
 	if overlap > 0 {
 		r.OverlapMs = ms(overlap)
 	} else {
@@ -128,32 +157,170 @@ func AnalyzeSeam(source, target string, pkts []Packet, at SeamMoments) *OutputRe
 	switch {
 	case len(faults) > 0:
 		r.Verdict = VerdictOverlap
-		switch {
-		case r.SourceAfterStop > 0 && r.TargetBeforeApply > 0:
-			r.AtFault = "source and target"
-		case r.SourceAfterStop > 0:
-			r.AtFault = "source"
-		default:
-			r.AtFault = "target"
-		}
-		r.Detail = strings.Join(faults, "; ") + fmt.Sprintf(" (%s duplicated)", Plural(r.Duplicated, "packet"))
+		r.Detail = joinDetail([]string{strings.Join(append(faults, Plural(r.Duplicated, "packet")+" duplicated"), "; ")}, r.coalescedNote())
 	case at.SourceStopped.IsZero() && overlap > 0:
 		r.Verdict = VerdictOverlap
-		r.Detail = fmt.Sprintf("source and target both produced for %.1f ms; %s duplicated", *r.OverlapMs, Plural(r.Duplicated, "packet"))
-	case r.Duplicated > 0:
+		r.Detail = joinDetail([]string{fmt.Sprintf("source and target both produced for %.1f ms; %s duplicated", *r.OverlapMs, Plural(r.Duplicated, "packet"))}, r.coalescedNote())
+	case wentBack || r.Duplicated > 0:
+		// No time here: what is wrong is the numbers.
 		r.Verdict = VerdictDuplicate
-		r.Detail = fmt.Sprintf("the target started at %d, repeating %s the source had sent (the source stopped at %d)", ft, Plural(r.Duplicated, "packet"), ls)
+		var parts []string
+		switch {
+		case ft <= ls:
+			parts = append(parts, fmt.Sprintf("the target started at %d, going back from the %d the source stopped at", ft, ls))
+		case wentBack:
+			parts = append(parts, fmt.Sprintf("the target continued at %d after the source's last %d, but the job's earlier instances had sent up to %d", ft, ls, earlier.top))
+		default:
+			parts = append(parts, fmt.Sprintf("the target started at %d after the source's last %d, then went back", ft, ls))
+		}
+		switch {
+		case r.Duplicated > 0:
+			parts = append(parts, repeats(r.Duplicated, int64(len(tgt))))
+		case r.MaybeDuplicated == 0:
+			parts = append(parts, fmt.Sprintf("no number it sent had been sent before (%s seen from it), but its numbering went back", Plural(int64(len(tgt)), "packet")))
+		}
+		if r.Lost > 0 {
+			parts = append(parts, Plural(r.Lost, "number")+" between the source's last and the target's first were never sent")
+		}
+		r.Detail = joinDetail(parts, r.coalescedNote())
 	case r.Lost > 0:
 		r.Verdict = VerdictGap
-		r.Detail = fmt.Sprintf("%s lost between %d and %d over %.1f ms", Plural(r.Lost, "packet"), ls, ft, *r.GapMs)
-	case ft == ls+1:
-		r.Verdict = VerdictSeamless
-		r.Detail = fmt.Sprintf("source stopped at %d, target continued at %d", ls, ft)
+		r.Detail = joinDetail([]string{fmt.Sprintf("%s lost: the source stopped at %d and the target started at %d", Plural(r.Lost, "packet"), ls, ft), r.timing()}, r.coalescedNote())
+	case r.MaybeDuplicated > 0:
+		// Seamless but for numbers the sink's record cannot vouch for.
+		r.Verdict = VerdictUnknown
+		r.Detail = joinDetail([]string{fmt.Sprintf("source stopped at %d, target continued at %d", ls, ft), r.timing()}, r.coalescedNote())
 	default:
-		r.Verdict = VerdictGap
-		r.Detail = fmt.Sprintf("target started at %d after source stopped at %d", ft, ls)
+		// Not back (ft > every earlier number, the source's last among
+		// them) and nothing lost (ft <= ls+1): exactly the next number.
+		r.Verdict = VerdictSeamless
+		r.Detail = joinDetail([]string{fmt.Sprintf("source stopped at %d, target continued at %d", ls, ft), r.timing()}, r.coalescedNote())
 	}
 	return r
+}
+
+// timing says which way the time between the sides went, apart from the
+// numbers: "the target's first packet came 21.0 ms after the source's
+// last".
+func (r *OutputReport) timing() string {
+	if r.OverlapMs != nil {
+		return fmt.Sprintf("the source's last packet came %.1f ms after the target's first", *r.OverlapMs)
+	}
+	return fmt.Sprintf("the target's first packet came %.1f ms after the source's last", *r.GapMs)
+}
+
+// coalescedNote says, when the sink merged holes in its record of the
+// job's numbers, how many and what that leaves unknown; "" when none.
+func (r *OutputReport) coalescedNote() string {
+	if r.CoalescedRanges == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("to keep its record of the job's numbers bounded, the sink merged %s in it", Plural(r.CoalescedRanges, "hole"))
+	switch r.MaybeDuplicated {
+	case 0:
+		return s + ", and none of the target's numbers falls in them"
+	case 1:
+		return s + ", and 1 of the target's packets falls in them, so whether it repeats is not known"
+	}
+	return s + fmt.Sprintf(", and %d of the target's packets fall in them, so whether they repeat is not known", r.MaybeDuplicated)
+}
+
+// repeats is "5 of the 11 packets seen from the target repeat numbers the
+// job had already sent".
+func repeats(n, of int64) string {
+	if n == 1 {
+		return fmt.Sprintf("1 of the %s seen from the target repeats a number the job had already sent", Plural(of, "packet"))
+	}
+	return fmt.Sprintf("%d of the %s seen from the target repeat numbers the job had already sent", n, Plural(of, "packet"))
+}
+
+func joinDetail(parts []string, note string) string {
+	if note != "" {
+		parts = append(parts, note)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// How surely the job sent a number before (numberSet.lookup).
+const (
+	sentNot = iota
+	sentMaybe
+	sentCertainly
+)
+
+// numberSet is the numbers the job sent before a target, for lookups:
+// exact holds the ranges the sink kept exactly and the ends of the ones
+// it merged, merged the insides of those; top is the highest number sent.
+type numberSet struct {
+	exact, merged []SeqRange
+	top           int64
+	any           bool
+}
+
+// earlierNumbers is every number the job's instances but target sent: the
+// sink's ranges, and the source's packets in the window (also there when
+// the sink keeps no ranges).
+func earlierNumbers(sent SentRanges, target string, src []Packet) numberSet {
+	var ns numberSet
+	add := func(r SeqRange) {
+		if !ns.any || r.To > ns.top {
+			ns.top, ns.any = r.To, true
+		}
+		if r.Coalesced {
+			ns.merged = append(ns.merged, r)
+			ns.exact = append(ns.exact, SeqRange{From: r.From, To: r.From}, SeqRange{From: r.To, To: r.To})
+			return
+		}
+		ns.exact = append(ns.exact, r)
+	}
+	for inst, rs := range sent.ByInstance {
+		if inst == target {
+			continue
+		}
+		for _, r := range rs {
+			add(r)
+		}
+	}
+	for _, r := range sent.Earlier {
+		add(r)
+	}
+	for _, p := range src {
+		add(SeqRange{From: p.Seq, To: p.Seq})
+	}
+	ns.exact, ns.merged = mergeRanges(ns.exact), mergeRanges(ns.merged)
+	return ns
+}
+
+// lookup says whether the job sent seq before: certainly, maybe (inside a
+// range the sink merged across a hole), or not.
+func (ns numberSet) lookup(seq int64) int {
+	switch {
+	case inRanges(ns.exact, seq):
+		return sentCertainly
+	case inRanges(ns.merged, seq):
+		return sentMaybe
+	}
+	return sentNot
+}
+
+// mergeRanges sorts rs and merges the ones that overlap.
+func mergeRanges(rs []SeqRange) []SeqRange {
+	slices.SortFunc(rs, func(a, b SeqRange) int { return cmp.Compare(a.From, b.From) })
+	out := rs[:0]
+	for _, r := range rs {
+		if n := len(out); n > 0 && r.From <= out[n-1].To {
+			out[n-1].To = max(out[n-1].To, r.To)
+			continue
+		}
+		out = append(out, SeqRange{From: r.From, To: r.To})
+	}
+	return out
+}
+
+// inRanges reports whether seq is in one of rs (sorted, apart).
+func inRanges(rs []SeqRange, seq int64) bool {
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].To >= seq })
+	return i < len(rs) && rs[i].From <= seq
 }
 
 // lateSource are the source's packets (in time order) after its
@@ -225,6 +392,9 @@ func Plural(n int64, noun string) string {
 type OutputSink interface {
 	// Packets is the job's packets since then.
 	Packets(jobID string, since time.Time) []Packet
+	// Sent is every sequence number the job's instances sent over the
+	// job's whole life, as ranges.
+	Sent(jobID string) SentRanges
 	// Seen reports whether the job ever sent a packet.
 	Seen(jobID string) bool
 	// Watch is poked whenever a packet of the job arrives, until stop.
@@ -233,6 +403,34 @@ type OutputSink interface {
 	Unreadable(jobID string, since time.Time) *UnreadablePackets
 	// Forget drops what the sink holds of a job.
 	Forget(jobID string)
+}
+
+// SeqRange is the sequence numbers From to To, both included.
+type SeqRange struct {
+	From, To int64
+	// Coalesced: the sink merged ranges across a hole to stay within its
+	// bound, so From and To were sent but not necessarily every number
+	// between them.
+	Coalesced bool
+}
+
+// SentRanges is what a job's instances sent to the output sink over the
+// job's whole life: its sequence numbers as merged ranges, in order, so a
+// job that counts without a hole costs one range per instance. It is what
+// a seam is judged against when a target goes back to numbers the job
+// sent long before the window of packets the sink keeps.
+type SentRanges struct {
+	// ByInstance are each instance's ranges.
+	ByInstance map[string][]SeqRange
+	// Earlier are the ranges of instances the sink no longer tells
+	// apart, folded together (exactly, no number added) to stay within
+	// its bound; never the instance first heard from last, which is a
+	// migration's target.
+	Earlier []SeqRange
+	// Coalesced counts the holes the sink filled, merging two ranges,
+	// once folding was not enough: numbers in such a hole may never have
+	// been sent (the ranges are marked Coalesced).
+	Coalesced int64
 }
 
 // OutputSummary is what one instance sent to the output sink since a

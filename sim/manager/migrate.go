@@ -1601,7 +1601,7 @@ func (r *run) measureOutput(ctx context.Context) {
 		}
 		break
 	}
-	rep := sim.AnalyzeSeam(r.src.ID, tgtID, sink.Packets(r.src.JobID, since), moments)
+	rep := sim.AnalyzeSeam(r.src.ID, tgtID, sink.Packets(r.src.JobID, since), sink.Sent(r.src.JobID), moments)
 	rep.AddUnreadable(sink.Unreadable(r.src.JobID, since))
 	r.setOutput(rep)
 }

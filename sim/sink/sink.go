@@ -4,7 +4,9 @@
 //
 // A packet is one datagram holding a JSON object
 // {"job":"<jobId>","instance":"<role>","seq":<n>}; the sink stamps it with
-// its arrival time and keeps the most recent packets per job. A datagram it
+// its arrival time and keeps the most recent packets per job, and, over
+// the job's whole life, the numbers each instance sent as ranges (bounded;
+// what the bound merges is counted). A datagram it
 // cannot read (not JSON, no job or instance, a seq that is not an integer)
 // is counted, never dropped silently: against the job whose packets came
 // from the same address before, or else as unattributed.
@@ -30,13 +32,19 @@ const EnvAddr = "NORMSIM_OUTPUT_ADDR"
 
 // Sink receives output packets.
 type Sink struct {
-	now    func() time.Time
-	limit  int
-	pc     net.PacketConn
-	mu     sync.Mutex
-	byJob  map[string][]sim.Packet
-	wg     sync.WaitGroup
-	notify map[string][]chan struct{}
+	now   func() time.Time
+	limit int
+	pc    net.PacketConn
+	mu    sync.Mutex
+	byJob map[string][]sim.Packet
+	// sent is every number each job's instances sent, over the job's
+	// whole life, as ranges: byJob keeps only the newest limit packets,
+	// and a target that goes back to numbers sent before them must still
+	// be caught. At most maxRanges ranges a job.
+	sent      map[string]*history
+	maxRanges int
+	wg        sync.WaitGroup
+	notify    map[string][]chan struct{}
 	// unreadable holds the datagrams that could not be read, by the job
 	// their sender's address last sent a readable packet for ("" when
 	// none); senders maps those addresses to jobs.
@@ -70,7 +78,7 @@ func New(now func() time.Time, limit int) *Sink {
 	if limit <= 0 {
 		limit = 50000
 	}
-	return &Sink{now: now, limit: limit, byJob: map[string][]sim.Packet{}, notify: map[string][]chan struct{}{},
+	return &Sink{now: now, limit: limit, byJob: map[string][]sim.Packet{}, sent: map[string]*history{}, maxRanges: maxRanges, notify: map[string][]chan struct{}{},
 		unreadable: map[string][]unreadable{}, senders: map[string]string{}, log: slog.New(slog.DiscardHandler)}
 }
 
@@ -251,6 +259,12 @@ func (s *Sink) add(p sim.Packet) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.byJob[p.JobID] = trim(append(s.byJob[p.JobID], p), s.limit)
+	h := s.sent[p.JobID]
+	if h == nil {
+		h = newHistory()
+		s.sent[p.JobID] = h
+	}
+	h.add(p.Instance, p.Seq, s.maxRanges)
 	for _, c := range s.notify[p.JobID] {
 		select {
 		case c <- struct{}{}:
@@ -270,6 +284,17 @@ func (s *Sink) Packets(jobID string, since time.Time) []sim.Packet {
 		}
 	}
 	return out
+}
+
+// Sent is every number the job's instances sent since the sink first
+// heard of the job (or since it was last forgotten), as ranges.
+func (s *Sink) Sent(jobID string) sim.SentRanges {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h := s.sent[jobID]; h != nil {
+		return h.sent()
+	}
+	return sim.SentRanges{ByInstance: map[string][]sim.SeqRange{}}
 }
 
 // Seen reports whether the job ever sent a packet.
@@ -302,10 +327,12 @@ func (s *Sink) Watch(jobID string) (<-chan struct{}, func()) {
 	}
 }
 
-// Forget drops a job's packets and the count of its unreadable ones.
+// Forget drops a job's packets, the ranges of what it sent and the count
+// of its unreadable ones.
 func (s *Sink) Forget(jobID string) {
 	s.mu.Lock()
 	delete(s.byJob, jobID)
+	delete(s.sent, jobID)
 	delete(s.unreadable, jobID)
 	// Its senders are asked about again: the job is gone.
 	for from, job := range s.senders {

@@ -1,10 +1,16 @@
 package sink
 
 import (
+	"math"
+	"math/rand/v2"
 	"net"
+	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/normsim/normsim/sim"
 )
 
 func TestSinkAttributesPackets(t *testing.T) {
@@ -128,5 +134,151 @@ func TestSinkAsksOncePerSender(t *testing.T) {
 	s.receive([]byte(`{"job":"live","instance":"a","seq":1}`), "127.0.0.1:10", time.Now())
 	if asked != 2 {
 		t.Fatalf("asked %d times after Forget, want 2", asked)
+	}
+}
+
+// TestSinkKeepsWhatEachInstanceSent: the packets are trimmed to limit, but
+// the ranges of what each instance sent cover the job's whole life, one
+// range per instance that counts without a hole (whatever the order and
+// the repeats UDP delivers), and go with Forget.
+func TestSinkKeepsWhatEachInstanceSent(t *testing.T) {
+	t.Parallel()
+	s := New(nil, 10)
+	at := time.Now()
+	send := func(inst string, seq int64) {
+		s.receive([]byte(`{"job":"j","instance":"`+inst+`","seq":`+strconv.FormatInt(seq, 10)+`}`), "127.0.0.1:1", at)
+	}
+	for seq := int64(0); seq < 1000; seq++ {
+		switch seq {
+		case 500: // 500 and 501 arrive swapped, 502 twice
+			send("a", 501)
+			send("a", 500)
+		case 501:
+		default:
+			send("a", seq)
+		}
+		if seq == 502 {
+			send("a", 502)
+		}
+	}
+	for seq := int64(1000); seq < 1005; seq++ {
+		send("b", seq)
+	}
+	if n := len(s.Packets("j", time.Time{})); n > 10 {
+		t.Fatalf("kept %d packets, limit 10", n)
+	}
+	got := s.Sent("j")
+	want := map[string][]sim.SeqRange{"a": {{From: 0, To: 999}}, "b": {{From: 1000, To: 1004}}}
+	if !reflect.DeepEqual(got.ByInstance, want) || len(got.Earlier) != 0 || got.Coalesced != 0 {
+		t.Fatalf("sent = %+v, want %+v", got, want)
+	}
+	s.Forget("j")
+	if got := s.Sent("j"); len(got.ByInstance) != 0 {
+		t.Fatalf("a forgotten job's ranges are still held: %+v", got)
+	}
+}
+
+func TestInsertSeq(t *testing.T) {
+	t.Parallel()
+	const lo, hi = math.MinInt64, math.MaxInt64
+	r := func(from, to int64) sim.SeqRange { return sim.SeqRange{From: from, To: to} }
+	tests := []struct {
+		name string
+		in   []sim.SeqRange
+		seq  int64
+		want []sim.SeqRange
+	}{
+		{"first", nil, 5, []sim.SeqRange{r(5, 5)}},
+		{"counting on", []sim.SeqRange{r(1, 4)}, 5, []sim.SeqRange{r(1, 5)}},
+		{"sent before", []sim.SeqRange{r(1, 4)}, 3, []sim.SeqRange{r(1, 4)}},
+		{"just below", []sim.SeqRange{r(1, 4)}, 0, []sim.SeqRange{r(0, 4)}},
+		{"apart below", []sim.SeqRange{r(1, 4)}, -1, []sim.SeqRange{r(-1, -1), r(1, 4)}},
+		{"apart above", []sim.SeqRange{r(1, 4)}, 6, []sim.SeqRange{r(1, 4), r(6, 6)}},
+		{"fills a hole of one", []sim.SeqRange{r(1, 4), r(6, 9)}, 5, []sim.SeqRange{r(1, 9)}},
+		{"extends the lower of two", []sim.SeqRange{r(1, 4), r(7, 9)}, 5, []sim.SeqRange{r(1, 5), r(7, 9)}},
+		{"extends the upper of two", []sim.SeqRange{r(1, 4), r(7, 9)}, 6, []sim.SeqRange{r(1, 4), r(6, 9)}},
+		{"between", []sim.SeqRange{r(1, 2), r(8, 9)}, 5, []sim.SeqRange{r(1, 2), r(5, 5), r(8, 9)}},
+		{"a merged hole keeps its mark", []sim.SeqRange{r(1, 4), {From: 6, To: 9, Coalesced: true}}, 5, []sim.SeqRange{{From: 1, To: 9, Coalesced: true}}},
+		{"the lowest number", []sim.SeqRange{r(lo+1, lo+2)}, lo, []sim.SeqRange{r(lo, lo+2)}},
+		{"the highest number", []sim.SeqRange{r(hi-2, hi-1)}, hi, []sim.SeqRange{r(hi-2, hi)}},
+		{"past the highest", []sim.SeqRange{r(hi, hi)}, lo, []sim.SeqRange{r(lo, lo), r(hi, hi)}},
+	}
+	for _, tt := range tests {
+		if got := insertSeq(slices.Clone(tt.in), tt.seq); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: insert %d into %v = %v, want %v", tt.name, tt.seq, tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestSentStaysBounded: a job migrated more times than the bound keeps
+// one range for the instances it no longer tells apart, exactly, and the
+// newest instances apart; nothing is coalesced.
+func TestSentStaysBounded(t *testing.T) {
+	t.Parallel()
+	h := newHistory()
+	for i := range 3000 {
+		for seq := int64(i * 10); seq < int64(i*10+10); seq++ {
+			h.add("i"+strconv.Itoa(i), seq, 8)
+		}
+	}
+	got := h.sent()
+	if h.n > 8 || got.Coalesced != 0 || len(got.Earlier) != 1 || got.Earlier[0].From != 0 ||
+		!reflect.DeepEqual(got.ByInstance["i2999"], []sim.SeqRange{{From: 29990, To: 29999}}) {
+		t.Fatalf("%d ranges held (bound 8): %+v", h.n, got)
+	}
+	// The instances still apart take up where earlier ends, without a
+	// hole: every number sent is there, once.
+	next := got.Earlier[0].To + 1
+	for i := 2999 - len(got.ByInstance) + 1; i < 3000; i++ {
+		rs := got.ByInstance["i"+strconv.Itoa(i)]
+		if len(rs) != 1 || rs[0].From != next || rs[0].To != next+9 {
+			t.Fatalf("i%d: %+v, want %d to %d (all: %+v)", i, rs, next, next+9, got)
+		}
+		next += 10
+	}
+}
+
+// TestSentCoalescesCounted: a job numbering with holes goes over the bound
+// on one instance; the sink then fills the smallest holes, counts each,
+// and marks the ranges it merged. Every number sent is still covered, and
+// the numbers in ranges not marked were all sent.
+func TestSentCoalescesCounted(t *testing.T) {
+	t.Parallel()
+	rnd := rand.New(rand.NewPCG(1, 2))
+	h := newHistory()
+	sent := map[string]map[int64]bool{"src": {}, "tgt": {}}
+	for range 20000 {
+		inst := "src"
+		if rnd.IntN(4) == 0 {
+			inst = "tgt"
+		}
+		seq := rnd.Int64N(100000)
+		sent[inst][seq] = true
+		h.add(inst, seq, 64)
+		if h.n > 64 {
+			t.Fatalf("%d ranges held, bound 64", h.n)
+		}
+	}
+	got := h.sent()
+	if got.Coalesced == 0 {
+		t.Fatal("nothing coalesced")
+	}
+	for inst, seqs := range sent {
+		rs := got.ByInstance[inst]
+		for seq := range seqs {
+			if !slices.ContainsFunc(rs, func(r sim.SeqRange) bool { return r.From <= seq && seq <= r.To }) {
+				t.Fatalf("%s sent %d, which no range covers", inst, seq)
+			}
+		}
+		for _, r := range rs {
+			if !seqs[r.From] || !seqs[r.To] {
+				t.Fatalf("%s: range %+v does not start and end at numbers sent", inst, r)
+			}
+			for seq := r.From; !r.Coalesced && seq <= r.To; seq++ {
+				if !seqs[seq] {
+					t.Fatalf("%s: range %+v is not marked coalesced, but %d was never sent", inst, r, seq)
+				}
+			}
+		}
 	}
 }

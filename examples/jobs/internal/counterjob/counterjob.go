@@ -26,6 +26,12 @@
 // target that rejoins "live" at the clock's number instead of the handed
 // position, losing what was due in between). The misbehaving example jobs are this job with
 // one of those modes fixed.
+//
+// COUNTER_MISBEHAVE=restart-at-zero numbers from 0 whenever it starts
+// producing: on a fresh start, and as a target, ignoring the position
+// cutover-apply gave it, as a job that keeps its count in memory only
+// would. After a source that ran a while, the target repeats numbers the
+// job sent long before.
 package counterjob
 
 import (
@@ -185,6 +191,10 @@ func (c *counter) clockTick() int64 {
 }
 
 func (c *counter) startAt(next int64) {
+	if c.misbehave == "restart-at-zero" {
+		c.log.Warn("numbering from 0, whatever the position (COUNTER_MISBEHAVE=restart-at-zero)", "instead of", next)
+		next = 0
+	}
 	c.mu.Lock()
 	c.next, c.producing = next, true
 	c.mu.Unlock()
