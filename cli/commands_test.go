@@ -60,8 +60,8 @@ func TestClientCommandsHaveHelp(t *testing.T) {
 	}
 }
 
-// TestMigrateWaitExitsOnABrokenSeam: a handover that completes with a seam
-// other than seamless (wrong-position repeats 5 packets) exits 3 under
+// TestMigrateWaitExitsOnABrokenSeam: a handover that completes with a
+// judgement of fail (wrong-position repeats 5 packets) exits 3 under
 // --wait, and 0 with --ignore-seam.
 func TestMigrateWaitExitsOnABrokenSeam(t *testing.T) {
 	if testing.Short() {
@@ -71,7 +71,8 @@ func TestMigrateWaitExitsOnABrokenSeam(t *testing.T) {
 	in := s.Launch(t, sim.LaunchRequest{Template: "wrong-position", Node: "a", Params: map[string]string{"RATE": "100"}})
 	s.WaitConnected(t, in.ID)
 	code, out, errOut := run(t, "migrate", in.ID, "--wait", "--server", s.URL)
-	if code != 3 || !strings.Contains(errOut, "the handover's output seam is duplicate, not seamless (--ignore-seam accepts it)") {
+	if code != 3 || !strings.Contains(errOut, "completed, but its judgement is fail (at fault: none): numbers repeated at the seam: ") ||
+		!strings.Contains(errOut, "(--ignore-seam accepts it)") || !strings.Contains(out, "\njudgement: fail (at fault: none): numbers repeated at the seam") {
 		t.Fatalf("migrate --wait of wrong-position: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
 	var list []sim.Migration
