@@ -89,7 +89,7 @@ func TestSchemaAgreesWithTheParser(t *testing.T) {
 	}
 	structural := []string{"unknown-key", "unknown-migrate-key", "bad-duration", "two-actions", "expect-on-wait", "external-runtime",
 		"error-with-state", "bad-state", "repeat-zero", "fault-without-kind", "bad-timeouts", "wait-connected-false", "not-a-mapping",
-		"missing-steps"}
+		"missing-steps", "bad-judgement", "bad-applied"}
 	for _, name := range structural {
 		f := filepath.Join("testdata", "broken", name+".yaml")
 		docs := yamlDocs(t, f)
