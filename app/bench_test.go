@@ -175,16 +175,16 @@ func msDuration(ms *float64) time.Duration {
 // and by `docker-compose up -d`. b starts after a; c on its own.
 const threeServices = `services:
   a:
-    image: normsim/counter:src-f673f200ea15
+    image: normsim/counter:src-bba7649bcba3
     environment:
       COUNTER_RATE: "10"
   b:
-    image: normsim/counter:src-f673f200ea15
+    image: normsim/counter:src-bba7649bcba3
     depends_on: [a]
     environment:
       COUNTER_RATE: "10"
   c:
-    image: normsim/counter:src-f673f200ea15
+    image: normsim/counter:src-bba7649bcba3
     environment:
       COUNTER_RATE: "10"
 `

@@ -24,6 +24,18 @@ var exampleFiles = []string{
 	"plain-repeat.yaml",
 }
 
+// misbehavingFiles are the scenarios in examples/scenarios that prove
+// normsim catches a misbehaving example job (examples/templates).
+var misbehavingFiles = []string{
+	"misbehaving-apply-fails.yaml",
+	"misbehaving-crash-on-apply.yaml",
+	"misbehaving-keeps-running.yaml",
+	"misbehaving-never-ready.yaml",
+	"misbehaving-refuser.yaml",
+	"misbehaving-wrong-position.yaml",
+	"faults-kill-target.yaml",
+}
+
 func examplePath(name string) string { return filepath.Join("..", "examples", "scenarios", name) }
 
 func mustParse(tb testing.TB, src string) []*Scenario {

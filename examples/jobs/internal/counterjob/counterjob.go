@@ -23,6 +23,9 @@
 // (reports a position 5 behind the truth), keep-running (keeps producing
 // after it said it stopped). The misbehaving example jobs are this job with
 // one of those modes fixed.
+//
+// COUNTER_MISBEHAVE=apply-fails continues exactly, but reports in
+// target-applied that it could not apply its overlay participant.
 package counterjob
 
 import (
@@ -274,6 +277,9 @@ func (c *counter) handler() jobclient.Handler {
 			}
 			c.startAt(pos.Last + 1)
 			c.log.Info("cutover-apply: output continues", "migration", migrationID, "from", pos.Last+1)
+			if c.misbehave == "apply-fails" {
+				return applyFails(c.log), nil
+			}
 			return jobclient.Applied{Applied: []string{"counter"}}, nil
 		},
 		Abort: func(migrationID, reason string) {
@@ -310,4 +316,15 @@ func chatter(ctx context.Context, rate int) int64 {
 			os.Stdout.Write(buf)
 		}
 	}
+}
+
+// applyFails is what a target whose overlay cannot start on its new node
+// reports: the counter applied, the overlay failed with why, and the skew
+// it measured. Past the point of no return nothing rolls back; failures
+// are reported.
+func applyFails(log *slog.Logger) jobclient.Applied {
+	skew := 4.0
+	failed := []protocol.FailedApply{{ID: "overlay", Reason: "font /fonts/lower-third.ttf is missing on this node"}}
+	log.Warn("cutover-apply: overlay not applied (COUNTER_MISBEHAVE=apply-fails)", "reason", failed[0].Reason)
+	return jobclient.Applied{Applied: []string{"counter"}, Failed: failed, SkewMs: &skew}
 }
