@@ -85,3 +85,28 @@ func TestMigrateWaitExitsOnABrokenSeam(t *testing.T) {
 		t.Fatalf("--ignore-seam: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
 }
+
+// TestMigrateWaitPrintsWhatTheTargetCouldNotApply: apply-fails hands over
+// seamlessly but reports its overlay failed; migrate --wait prints the
+// result whole and the judgement, tolerated, and exits 0.
+func TestMigrateWaitPrintsWhatTheTargetCouldNotApply(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	s := normsimtest.Start(t, normsimtest.Options{Templates: []string{"../examples/templates"}})
+	in := s.Launch(t, sim.LaunchRequest{Template: "apply-fails", Node: "a", Params: map[string]string{"RATE": "100"}})
+	s.WaitConnected(t, in.ID)
+	code, out, errOut := run(t, "migrate", in.ID, "--wait", "--server", s.URL)
+	if code != 0 {
+		t.Fatalf("migrate --wait of apply-fails: exit %d, want 0\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"\noutput: seamless (",
+		"\ntarget-applied: applied counter; failed overlay (font /fonts/lower-third.ttf is missing on this node); skewMs 4\n",
+		"\njudgement: tolerated (at fault: none): the target could not apply 1 participant: overlay (font /fonts/lower-third.ttf is missing on this node)\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("migrate --wait does not print %q:\n%s", want, out)
+		}
+	}
+}
