@@ -27,8 +27,8 @@ func TestObservedHasTargetAppliedAndTheJudgement(t *testing.T) {
 		}
 	}
 
-	// A rollback sent no target-applied; a source producing after its
-	// stop is blamed.
+	// A rollback's target sent no target-applied; one that produced
+	// after its abort is blamed.
 	aborted := &sim.Migration{Strategy: sim.Handover, State: sim.MigrationAborted,
 		Output: &sim.OutputReport{Verdict: sim.VerdictOverlap, AtFault: "target", TargetAfterAbort: 7, Detail: "the target sent 7 packets after abort"}}
 	o = observed(&evidence{moves: []*sim.Migration{m, aborted}})
