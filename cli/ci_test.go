@@ -93,6 +93,53 @@ func TestCIExamplesPassExit0(t *testing.T) {
 	}
 }
 
+// TestCIReportsTargetApplied: the apply-fails scenario expects what its
+// target reported and the judgement; the JSON report carries the result
+// and the judgement with the checks, the JUnit summary prints them.
+func TestCIReportsTargetApplied(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real jobs")
+	}
+	dir := t.TempDir()
+	junit, js := filepath.Join(dir, "out.xml"), filepath.Join(dir, "out.json")
+	code, out, errOut := ci(t, filepath.Join("..", "examples", "scenarios", "misbehaving-apply-fails.yaml"),
+		"--runtime", "process", "--templates", "../templates", "--junit", junit, "--json", js)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep scenario.Report
+	if err := json.Unmarshal(b, &rep); err != nil || len(rep.Scenarios) != 1 {
+		t.Fatalf("JSON report: %v", err)
+	}
+	st := rep.Scenarios[0].Steps[2]
+	m := st.Migration
+	if m == nil || m.Judgement == nil || m.Judgement.Grade != "tolerated" || len(m.Result.Failed) != 1 || m.Result.Failed[0].ID != "overlay" ||
+		m.Result.Failed[0].Reason == "" || m.Result.SkewMs == nil {
+		t.Fatalf("JSON report's migration %+v", m)
+	}
+	got := map[string]string{}
+	for _, c := range st.Checks {
+		got[c.Expect] = c.Got
+	}
+	if got["applied"] != "[counter]" || got["failed"] != "[overlay]" || got["atFault"] != "none" || got["judgement"] != "tolerated" {
+		t.Errorf("checks %+v", st.Checks)
+	}
+	if e := st.Expect; e == nil || e.Failed == nil || len(*e.Failed) != 1 || (*e.Failed)[0] != "overlay" || e.Judgement != "tolerated" {
+		t.Errorf("the JSON report's expect %+v", e)
+	}
+	_, _, _, data := junitCounts(t, junit)
+	for _, want := range []string{"target-applied: applied counter; failed overlay (font /fonts/lower-third.ttf is missing on this node); skewMs 4",
+		"judgement: tolerated (at fault: none): the target could not apply 1 participant"} {
+		if !strings.Contains(data, want) {
+			t.Errorf("JUnit report lacks %q:\n%s", want, data)
+		}
+	}
+}
+
 func TestCIWrongExpectationExit1(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real jobs")

@@ -185,11 +185,18 @@ template allows (the declared one, or stopThenStart). With --wait the phases
 are printed as they happen, then the output seam, and the exit status says
 how it ended:
 
-  0  completed (for a handover: with a seamless output seam)
+  0  completed, and normsim's judgement of the job's promises is pass or
+     tolerated (printed with why: for example participants the target
+     reported it could not apply)
   1  not completed: refused, aborted or failed (or the sim could not be asked)
-  3  a handover completed, but its output seam is not seamless (a gap, an
-     overlap, a duplicate, or no output the sink could judge); --ignore-seam
-     makes this 0`,
+  3  completed, but the judgement is fail: a handover's seam broke a
+     promise (numbers lost or repeated, a side producing out of turn, no
+     target output); --ignore-seam makes this 0
+
+After the end it prints the output seam, the target's target-applied
+result whole (applied, failed with reasons, skewMs) and the judgement
+(grade, the side at fault, why): the one normsim ci, conform, normsimtest
+and the dashboard print too.`,
 		Example: `  normsim migrate counter-1a2b3c --wait
   normsim migrate counter-1a2b3c --to b --strategy stopThenStart --wait
   normsim migrate counter-1a2b3c --timeout targetReady=2s --wait`,
@@ -224,26 +231,14 @@ how it ended:
 				return err
 			}
 			sourceEnded(out, final)
-			if final.State != sim.MigrationCompleted {
-				return &ExitError{Code: 1, Err: fmt.Errorf("migration %s %s: %s", final.ID, final.State, final.Reason)}
-			}
-			// A handover promises an exact cutover: completed with a broken
-			// seam is not what the product promised.
-			if final.Strategy == sim.Handover && !ignoreSeam && (final.Output == nil || final.Output.Verdict != sim.VerdictSeamless) {
-				verdict := "no seam verdict"
-				if final.Output != nil {
-					verdict = final.Output.Verdict
-				}
-				return &ExitError{Code: exitSeam, Err: fmt.Errorf("migration %s completed, but the handover's output seam is %s, not seamless (--ignore-seam accepts it)", final.ID, verdict)}
-			}
-			return nil
+			return waitExit(final, ignoreSeam)
 		},
 	}
 	migrate.Flags().StringVar(&to, "to", "", "target node (default: the other node)")
 	migrate.Flags().StringVar(&strategy, "strategy", "", "overlap, stopThenStart or handover (default: the template's declared one)")
 	migrate.Flags().StringVar(&mruntime, "runtime", "", "runtime of the target (default: the source's)")
 	migrate.Flags().BoolVar(&wait, "wait", false, "print the phases as they happen and wait for the end")
-	migrate.Flags().BoolVar(&ignoreSeam, "ignore-seam", false, "with --wait, exit 0 for a completed handover whatever its output seam (for jobs that send nothing to the sink)")
+	migrate.Flags().BoolVar(&ignoreSeam, "ignore-seam", false, "with --wait, exit 0 for a completed migration whose judgement is fail (its seam broke a promise) instead of 3")
 	migrate.Flags().IntVar(&logLines, "log-lines", sim.DefaultLogTail, "with --wait, last log lines of each side printed when the migration fails or aborts")
 	migrate.Flags().StringArrayVar(&timeouts, "timeout", nil, "per-phase timeout PHASE=DURATION, over the sim's (normsim up --timeouts): "+strings.Join(sim.TimeoutNames(), ", ")+" (repeatable or comma-separated; docs/migrations.md)")
 
@@ -364,9 +359,7 @@ func followMigration(ctx context.Context, c *apiclient.Client, id string, out io
 		fmt.Fprintf(out, ": %s", mig.Reason)
 	}
 	fmt.Fprintln(out)
-	if mig.Output != nil {
-		fmt.Fprintf(out, "output: %s (%s)\n", mig.Output.Verdict, mig.Output.Detail)
-	}
+	printVerdict(out, mig)
 	if mig.Logs != nil && len(mig.Logs.Tails) > 0 {
 		fmt.Fprint(out, sim.FormatLogTails(mig.Logs.Tails))
 	}
@@ -427,9 +420,35 @@ func portsColumn(in sim.Instance) string {
 	return strings.Join(out, ", ")
 }
 
-// exitSeam is migrate --wait's exit status for a handover that completed
-// with an output seam other than seamless.
+// exitSeam is migrate --wait's exit status for a migration that completed
+// with a judgement of fail.
 const exitSeam = 3
+
+// printVerdict prints what an ended migration's verdict rests on: the
+// seam, what the target reported in target-applied, and the judgement.
+func printVerdict(out io.Writer, m *sim.Migration) {
+	if m.Output != nil {
+		fmt.Fprintf(out, "output: %s (%s)\n", m.Output.Verdict, m.Output.Detail)
+	}
+	if sim.AppliedReported(m) {
+		fmt.Fprintf(out, "target-applied: %s\n", sim.FormatResult(m.Result))
+	}
+	fmt.Fprintf(out, "judgement: %s\n", sim.FormatJudgement(m.Judged()))
+}
+
+// waitExit is migrate --wait's exit status for an ended migration: 1 when
+// it did not complete, exitSeam when it completed but the judgement is
+// fail (a handover promised an exact cutover), unless ignoreSeam.
+// tolerated is 0: what it tolerates was printed.
+func waitExit(m *sim.Migration, ignoreSeam bool) error {
+	if m.State != sim.MigrationCompleted {
+		return &ExitError{Code: 1, Err: fmt.Errorf("migration %s %s: %s", m.ID, m.State, m.Reason)}
+	}
+	if j := m.Judged(); j.Grade == sim.GradeFail && !ignoreSeam {
+		return &ExitError{Code: exitSeam, Err: fmt.Errorf("migration %s completed, but its judgement is fail (at fault: %s): %s (--ignore-seam accepts it)", m.ID, cmp.Or(j.AtFault, "none"), j.Why)}
+	}
+	return nil
+}
 
 // instanceHint adds where to find instance ids to an API's "instance not
 // found".

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -75,5 +76,78 @@ func TestServerURL(t *testing.T) {
 		if got := serverURL(in); got != want {
 			t.Errorf("serverURL(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestWaitExitFollowsTheJudgement: migrate --wait exits 3 exactly when a
+// completed migration's judgement is fail, whatever the verdict string
+// says, and 0 for tolerated.
+func TestWaitExitFollowsTheJudgement(t *testing.T) {
+	seq := func(v int64) *int64 { return &v }
+	handover := func(o *sim.OutputReport) *sim.Migration {
+		return &sim.Migration{ID: "mig-1", Strategy: sim.Handover, State: sim.MigrationCompleted, Output: o,
+			Result: sim.MigrationResult{Applied: []string{"counter"}}}
+	}
+	seamless := &sim.OutputReport{Verdict: sim.VerdictSeamless, LastSource: seq(41), FirstTarget: seq(42), Detail: "source stopped at 41, target continued at 42"}
+	applyFails := handover(seamless)
+	applyFails.Result.Failed = []sim.FailedApply{{ID: "overlay", Reason: "font missing"}}
+	// A verdict that reads seamless while the source kept producing.
+	late := handover(&sim.OutputReport{Verdict: sim.VerdictSeamless, SourceAfterStop: 3, AtFault: "source", Detail: "the source sent 3 packets after source-stopped-output"})
+	stored := handover(seamless)
+	stored.Judgement = &sim.Judgement{Grade: sim.GradeFail, AtFault: "target", Why: "stored verdict"}
+	aborted := &sim.Migration{ID: "mig-1", Strategy: sim.Handover, State: sim.MigrationAborted, Reason: "timed out"}
+	for _, tc := range []struct {
+		name   string
+		m      *sim.Migration
+		ignore bool
+		code   int
+		says   string
+	}{
+		{"seamless", handover(seamless), false, 0, ""},
+		{"participants not applied are tolerated", applyFails, false, 0, ""},
+		{"duplicate", handover(&sim.OutputReport{Verdict: sim.VerdictDuplicate, Duplicated: 5, Detail: "the target started at 78, repeating 5 packets"}), false, 3,
+			"migration mig-1 completed, but its judgement is fail (at fault: none): numbers repeated at the seam: the target started at 78, repeating 5 packets (--ignore-seam accepts it)"},
+		{"duplicate ignored", handover(&sim.OutputReport{Verdict: sim.VerdictDuplicate}), true, 0, ""},
+		{"seamless string, source at fault", late, false, 3, "judgement is fail (at fault: source): the source sent 3 packets"},
+		{"the stored judgement wins", stored, false, 3, "judgement is fail (at fault: target): stored verdict"},
+		{"no output to judge", handover(nil), false, 0, ""},
+		{"not completed", aborted, false, 1, "migration mig-1 aborted: timed out"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := waitExit(tc.m, tc.ignore)
+			if tc.code == 0 {
+				if err != nil {
+					t.Fatalf("exit %v, want 0", err)
+				}
+				return
+			}
+			var ee *ExitError
+			if !errors.As(err, &ee) || ee.Code != tc.code || !strings.Contains(ee.Err.Error(), tc.says) {
+				t.Fatalf("exit %v, want %d saying %q", err, tc.code, tc.says)
+			}
+		})
+	}
+}
+
+// TestPrintVerdictShowsTheResultWhole: the seam, target-applied's result
+// with every failed id and reason and the skew, and the judgement.
+func TestPrintVerdictShowsTheResultWhole(t *testing.T) {
+	skew := 2.5
+	m := &sim.Migration{ID: "mig-1", Strategy: sim.Handover, State: sim.MigrationCompleted,
+		Output: &sim.OutputReport{Verdict: sim.VerdictSeamless, Detail: "source stopped at 41, target continued at 42"},
+		Result: sim.MigrationResult{Applied: []string{"counter"}, Failed: []sim.FailedApply{{ID: "overlay", Reason: "font missing"}}, SkewMs: &skew}}
+	var b strings.Builder
+	printVerdict(&b, m)
+	want := "output: seamless (source stopped at 41, target continued at 42)\n" +
+		"target-applied: applied counter; failed overlay (font missing); skewMs 2.5\n" +
+		"judgement: tolerated (at fault: none): the target could not apply 1 participant: overlay (font missing)\n"
+	if b.String() != want {
+		t.Errorf("printed\n%s\nwant\n%s", b.String(), want)
+	}
+	// A rollback has no result to show, but its judgement.
+	b.Reset()
+	printVerdict(&b, &sim.Migration{Strategy: sim.Handover, State: sim.MigrationAborted})
+	if got := b.String(); strings.Contains(got, "target-applied") || !strings.HasPrefix(got, "judgement: pass (at fault: none): rolled back") {
+		t.Errorf("aborted: %q", got)
 	}
 }

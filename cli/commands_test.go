@@ -60,8 +60,8 @@ func TestClientCommandsHaveHelp(t *testing.T) {
 	}
 }
 
-// TestMigrateWaitExitsOnABrokenSeam: a handover that completes with a seam
-// other than seamless (wrong-position repeats 5 packets) exits 3 under
+// TestMigrateWaitExitsOnABrokenSeam: a handover that completes with a
+// judgement of fail (wrong-position repeats 5 packets) exits 3 under
 // --wait, and 0 with --ignore-seam.
 func TestMigrateWaitExitsOnABrokenSeam(t *testing.T) {
 	if testing.Short() {
@@ -71,7 +71,8 @@ func TestMigrateWaitExitsOnABrokenSeam(t *testing.T) {
 	in := s.Launch(t, sim.LaunchRequest{Template: "wrong-position", Node: "a", Params: map[string]string{"RATE": "100"}})
 	s.WaitConnected(t, in.ID)
 	code, out, errOut := run(t, "migrate", in.ID, "--wait", "--server", s.URL)
-	if code != 3 || !strings.Contains(errOut, "the handover's output seam is duplicate, not seamless (--ignore-seam accepts it)") {
+	if code != 3 || !strings.Contains(errOut, "completed, but its judgement is fail (at fault: none): numbers repeated at the seam: ") ||
+		!strings.Contains(errOut, "(--ignore-seam accepts it)") || !strings.Contains(out, "\njudgement: fail (at fault: none): numbers repeated at the seam") {
 		t.Fatalf("migrate --wait of wrong-position: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
 	var list []sim.Migration
@@ -82,5 +83,30 @@ func TestMigrateWaitExitsOnABrokenSeam(t *testing.T) {
 	code, out, errOut = run(t, "migrate", next.ID, "--wait", "--ignore-seam", "--server", s.URL)
 	if code != 0 || !strings.Contains(out, "output: duplicate") {
 		t.Fatalf("--ignore-seam: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+}
+
+// TestMigrateWaitPrintsWhatTheTargetCouldNotApply: apply-fails hands over
+// seamlessly but reports its overlay failed; migrate --wait prints the
+// result whole and the judgement, tolerated, and exits 0.
+func TestMigrateWaitPrintsWhatTheTargetCouldNotApply(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	s := normsimtest.Start(t, normsimtest.Options{Templates: []string{"../examples/templates"}})
+	in := s.Launch(t, sim.LaunchRequest{Template: "apply-fails", Node: "a", Params: map[string]string{"RATE": "100"}})
+	s.WaitConnected(t, in.ID)
+	code, out, errOut := run(t, "migrate", in.ID, "--wait", "--server", s.URL)
+	if code != 0 {
+		t.Fatalf("migrate --wait of apply-fails: exit %d, want 0\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"\noutput: seamless (",
+		"\ntarget-applied: applied counter; failed overlay (font /fonts/lower-third.ttf is missing on this node); skewMs 4\n",
+		"\njudgement: tolerated (at fault: none): the target could not apply 1 participant: overlay (font /fonts/lower-third.ttf is missing on this node)\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("migrate --wait does not print %q:\n%s", want, out)
+		}
 	}
 }

@@ -27,7 +27,7 @@ func TestConformRefusesWhatCannotRunWithExit2(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"no-such"}, `template "no-such" not found (loaded: counter, crash-on-apply`},
+		{[]string{"no-such"}, `template "no-such" not found (loaded: apply-fails, counter, crash-on-apply`},
 		{[]string{"counter", "--case", "9.*"}, `"9.*" matches none of the 66 cases`},
 		{[]string{"counter", "--param", "RATE=fast"}, "RATE"},
 		{[]string{"counter", "--param", "=1"}, "want KEY=VALUE"},

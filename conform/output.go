@@ -2,6 +2,7 @@ package conform
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -118,9 +119,18 @@ func observedFields(o Observed) []labelled {
 	if o.Producing != nil {
 		producing = yesNo(*o.Producing)
 	}
+	applied, judged := "—", "—"
+	if o.Result != nil {
+		applied = sim.FormatResult(*o.Result)
+	}
+	if o.Judgement != "" {
+		judged = fmt.Sprintf("%s (at fault: %s)", o.Judgement, cmp.Or(o.AtFault, "none"))
+	}
 	return []labelled{
 		{"states", orNone(strings.Join(o.States, "; "))},
 		{"seam", orNone(o.Seam)},
+		{"target-applied", applied},
+		{"judgement", judged},
 		{"past point of no return", yesNo(o.PastPointOfNoReturn)},
 		{"fired faults", orNone(strings.Join(o.Fired, "; "))},
 		{"producing", producing},

@@ -91,6 +91,13 @@ type Observed struct {
 	States []string `json:"states"`
 	// Seam is the last move's output verdict, when it judged one.
 	Seam string `json:"seam,omitempty"`
+	// Result is what the last move's target reported in target-applied
+	// (applied, failed with reasons, skewMs); nil when it sent none.
+	Result *sim.MigrationResult `json:"result,omitempty"`
+	// Judgement and AtFault are normsim's judgement of the last move
+	// (sim.Judge, as every tool prints it): its grade and the side blamed.
+	Judgement sim.Grade `json:"judgement,omitempty"`
+	AtFault   string    `json:"atFault,omitempty"`
 	// PastPointOfNoReturn says the last move passed it.
 	PastPointOfNoReturn bool `json:"pastPointOfNoReturn"`
 	// Fired lists the faults that fired, as the timeline recorded them.

@@ -562,6 +562,14 @@ func observed(ev *evidence) Observed {
 	if last.Output != nil {
 		o.Seam = last.Output.Verdict
 	}
+	if sim.AppliedReported(last) {
+		r := last.Result
+		o.Result = &r
+	}
+	if last.State.Ended() {
+		j := last.Judged()
+		o.Judgement, o.AtFault = j.Grade, j.AtFault
+	}
 	o.PastPointOfNoReturn = pastNoReturn(last)
 	for _, m := range ev.moves {
 		o.Fired = append(o.Fired, faultsFired(m)...)

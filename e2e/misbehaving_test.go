@@ -22,12 +22,15 @@ func TestMisbehavingJobsGetTheirVerdict(t *testing.T) {
 		state    sim.MigrationState
 		phase    sim.Phase
 		seam     string
+		grade    sim.Grade // "": not asserted here
 	}{
-		{"refuser", sim.MigrationRefused, "get-state", ""},
-		{"never-ready", sim.MigrationAborted, "target-ready", ""},
-		{"crash-on-apply", sim.MigrationFailed, "cutover-apply", ""},
-		{"wrong-position", sim.MigrationCompleted, "stop-source", sim.VerdictDuplicate},
-		{"keeps-running", sim.MigrationCompleted, "stop-source", sim.VerdictOverlap},
+		{"refuser", sim.MigrationRefused, "get-state", "", ""},
+		{"never-ready", sim.MigrationAborted, "target-ready", "", ""},
+		{"crash-on-apply", sim.MigrationFailed, "cutover-apply", "", ""},
+		{"wrong-position", sim.MigrationCompleted, "stop-source", sim.VerdictDuplicate, sim.GradeFail},
+		{"keeps-running", sim.MigrationCompleted, "stop-source", sim.VerdictOverlap, sim.GradeFail},
+		// Its seam is seamless; what it could not apply is reported.
+		{"apply-fails", sim.MigrationCompleted, "stop-source", sim.VerdictSeamless, sim.GradeTolerated},
 	} {
 		t.Run(tt.template, func(t *testing.T) {
 			in := s.Launch(t, sim.LaunchRequest{Template: tt.template, Node: "a", Params: map[string]string{"RATE": "100"}})
@@ -41,7 +44,10 @@ func TestMisbehavingJobsGetTheirVerdict(t *testing.T) {
 			if tt.seam != "" && (m.Output == nil || m.Output.Verdict != tt.seam) {
 				t.Fatalf("seam %+v, want %s\n%s", m.Output, tt.seam, normsimtest.Timeline(m))
 			}
-			t.Logf("%s: %s %s", tt.template, m.State, m.Reason)
+			if tt.grade != "" {
+				normsimtest.RequireJudgement(t, m, tt.grade)
+			}
+			t.Logf("%s: %s %s; %s", tt.template, m.State, m.Reason, normsimtest.Describe(m))
 		})
 	}
 }

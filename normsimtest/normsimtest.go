@@ -259,7 +259,7 @@ func Timeline(m *sim.Migration) string { return sim.FormatTimeline(m) }
 func RequireState(tb testing.TB, m *sim.Migration, state sim.MigrationState) {
 	tb.Helper()
 	if m.State != state {
-		tb.Fatalf("migration %s ended %s (%s), want %s\n%s", m.ID, m.State, m.Reason, state, Timeline(m))
+		tb.Fatalf("migration %s ended %s (%s), want %s\n%s\n%s", m.ID, m.State, m.Reason, state, Describe(m), Timeline(m))
 	}
 }
 
@@ -270,12 +270,35 @@ func RequireCompleted(tb testing.TB, m *sim.Migration) {
 }
 
 // RequireSeamless fails the test unless the output continued with no gap
-// and no duplicate across the cutover.
+// and no duplicate across the cutover, and normsim's judgement of the
+// job's promises is not fail (a seam that reads seamless with the source
+// producing after its stop is not). tolerated passes: Describe says why.
 func RequireSeamless(tb testing.TB, m *sim.Migration) {
 	tb.Helper()
-	if m.Output == nil || m.Output.Verdict != sim.VerdictSeamless {
-		tb.Fatalf("migration %s output is not seamless: %s\n%s", m.ID, DescribeOutput(m.Output), Timeline(m))
+	if m.Output == nil || m.Output.Verdict != sim.VerdictSeamless || m.Judged().Grade == sim.GradeFail {
+		tb.Fatalf("migration %s output is not seamless: %s\n%s", m.ID, Describe(m), Timeline(m))
 	}
+}
+
+// RequireJudgement fails the test unless normsim judged the migration's
+// promises grade (sim.GradePass, GradeTolerated or GradeFail): the
+// judgement normsim ci, conform, migrate --wait and the dashboard print.
+func RequireJudgement(tb testing.TB, m *sim.Migration, grade sim.Grade) {
+	tb.Helper()
+	if g := m.Judged().Grade; g != grade {
+		tb.Fatalf("migration %s judged %s, want %s: %s\n%s", m.ID, g, grade, Describe(m), Timeline(m))
+	}
+}
+
+// Describe renders what a migration's verdict rests on, for a failure
+// message: the output (DescribeOutput), what the target reported in
+// target-applied whole, and the judgement with the side at fault and why.
+func Describe(m *sim.Migration) string {
+	s := DescribeOutput(m.Output)
+	if sim.AppliedReported(m) {
+		s += "; target-applied: " + sim.FormatResult(m.Result)
+	}
+	return s + "; judgement: " + sim.FormatJudgement(m.Judged())
 }
 
 // DescribeOutput renders an output report for a failure message, with the

@@ -152,3 +152,36 @@ func TestMigrateAndWaitStopsBeforeTheTestDeadline(t *testing.T) {
 		}
 	}
 }
+
+// TestRequireSeamlessFollowsTheJudgement: a verdict that reads seamless
+// fails when the judgement is fail; a tolerated one passes; the message
+// has the result whole and the judgement.
+func TestRequireSeamlessFollowsTheJudgement(t *testing.T) {
+	i := func(v int64) *int64 { return &v }
+	skew := 4.0
+	late := &sim.Migration{ID: "mig-1", Strategy: sim.Handover, State: sim.MigrationCompleted,
+		Output: &sim.OutputReport{Verdict: sim.VerdictSeamless, LastSource: i(41), FirstTarget: i(42), AtFault: "source", SourceAfterStop: 3,
+			Detail: "the source sent 3 packets after source-stopped-output"},
+		Result: sim.MigrationResult{Applied: []string{"counter"}}}
+	tb := &fakeTB{}
+	RequireSeamless(tb, late)
+	if len(tb.failures) != 1 || !strings.Contains(tb.failures[0], "verdict seamless") ||
+		!strings.Contains(tb.failures[0], "; target-applied: applied counter; failed none; skewMs not reported; judgement: fail (at fault: source): the source sent 3 packets") {
+		t.Errorf("failures %q", tb.failures)
+	}
+
+	applyFails := &sim.Migration{ID: "mig-2", Strategy: sim.Handover, State: sim.MigrationCompleted,
+		Output: &sim.OutputReport{Verdict: sim.VerdictSeamless, LastSource: i(41), FirstTarget: i(42)},
+		Result: sim.MigrationResult{Applied: []string{"counter"}, Failed: []sim.FailedApply{{ID: "overlay", Reason: "font missing"}}, SkewMs: &skew}}
+	tb = &fakeTB{}
+	RequireSeamless(tb, applyFails)
+	RequireJudgement(tb, applyFails, sim.GradeTolerated)
+	if len(tb.failures) != 0 {
+		t.Errorf("tolerated failed: %q", tb.failures)
+	}
+	RequireJudgement(tb, applyFails, sim.GradePass)
+	if len(tb.failures) != 1 || !strings.HasPrefix(tb.failures[0], "migration mig-2 judged tolerated, want pass: verdict seamless") ||
+		!strings.Contains(tb.failures[0], "target-applied: applied counter; failed overlay (font missing); skewMs 4; judgement: tolerated (at fault: none): the target could not apply 1 participant: overlay (font missing)") {
+		t.Errorf("failures %q", tb.failures)
+	}
+}

@@ -1,7 +1,9 @@
 package scenario
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,11 +20,15 @@ type Outcome struct {
 // Check is one expectation, judged.
 type Check struct {
 	// Expect is the key of the expectation: state, phase, reason, seam,
-	// maxGapMs, minOverlapMs, maxTotalMs or error.
+	// maxGapMs, minOverlapMs, maxTotalMs, applied, failed, atFault,
+	// judgement or error.
 	Expect string `json:"expect"`
 	Want   string `json:"want"`
 	Got    string `json:"got"`
 	OK     bool   `json:"ok"`
+	// Implicit marks the check every migrate step gets whose expect says
+	// nothing of the seam or the judgement: the judgement is not fail.
+	Implicit bool `json:"implicit,omitempty"`
 	// Message says what happened instead, when the expectation did not hold.
 	Message string `json:"message,omitempty"`
 }
@@ -106,8 +112,51 @@ func Judge(e *Expect, o Outcome) []Check {
 			add(check("maxTotalMs", want, num(*t), *t <= *e.MaxTotalMs, "expected the migration to take at most %s ms, got %.1f ms (%s)", want, *t, m.State))
 		}
 	}
+	if e.Applied != nil {
+		add(checkIDs("applied", *e.Applied, m.Result.Applied, m))
+	}
+	if e.Failed != nil {
+		ids := make([]string, len(m.Result.Failed))
+		for i, f := range m.Result.Failed {
+			ids[i] = f.ID
+		}
+		add(checkIDs("failed", *e.Failed, ids, m))
+	}
+	j := m.Judged()
+	if e.AtFault != "" {
+		got := cmp.Or(j.AtFault, "none")
+		add(check("atFault", e.AtFault, got, got == e.AtFault, "expected at fault: %s, got %s (judgement %s)", e.AtFault, got, sim.FormatJudgement(j)))
+	}
+	if e.Judgement != "" {
+		add(check("judgement", e.Judgement, string(j.Grade), string(j.Grade) == e.Judgement, "expected judgement %s, got %s", e.Judgement, sim.FormatJudgement(j)))
+	}
+	if !e.SaysSeam() {
+		// A step silent on the seam must not pass a broken promise.
+		c := check("judgement", "pass or tolerated", string(j.Grade), j.Grade != sim.GradeFail,
+			"the judgement is %s; a step that means to prove a broken promise says so (judgement: fail, or the seam it expects)", sim.FormatJudgement(j))
+		c.Implicit = true
+		add(c)
+	}
 	return out
 }
+
+// checkIDs judges the ids the target reported in target-applied against
+// an exact set, order aside.
+func checkIDs(key string, want, got []string, m *sim.Migration) Check {
+	wantS := idList(want)
+	if !sim.AppliedReported(m) {
+		return Check{Expect: key, Want: wantS, Got: "no target-applied",
+			Message: fmt.Sprintf("expected the target to report %s %s, but it sent no target-applied (the migration ended %s%s%s)", key, wantS, m.State, inPhase(m), colon(m.Reason))}
+	}
+	a, b := slices.Clone(want), slices.Clone(got)
+	slices.Sort(a)
+	slices.Sort(b)
+	ok := slices.Equal(a, slices.Compact(b))
+	return check(key, wantS, idList(got), ok, "expected the target to report %s %s, got %s (target-applied: %s)", key, wantS, idList(got), sim.FormatResult(m.Result))
+}
+
+// idList is ids as a scenario writes them: [counter, overlay].
+func idList(ids []string) string { return "[" + strings.Join(ids, ", ") + "]" }
 
 func judgeRefusal(e *Expect, o Outcome) []Check {
 	want := strconv.Itoa(e.Error)

@@ -83,3 +83,78 @@ func TestJudge(t *testing.T) {
 		})
 	}
 }
+
+func ids(v ...string) *[]string {
+	if v == nil {
+		v = []string{}
+	}
+	return &v
+}
+
+// TestJudgeTargetAppliedAndTheJudgement: applied and failed are exact
+// sets of what target-applied reported, atFault and judgement are
+// sim.Judge's, and a step silent on the seam fails a judgement of fail.
+func TestJudgeTargetAppliedAndTheJudgement(t *testing.T) {
+	seq := func(v int64) *int64 { return &v }
+	handover := func(o *sim.OutputReport, failed ...sim.FailedApply) *sim.Migration {
+		return &sim.Migration{ID: "mig-1", Strategy: sim.Handover, State: sim.MigrationCompleted, Phase: "stop-source", Output: o,
+			Result: sim.MigrationResult{Applied: []string{"counter"}, Failed: failed, SkewMs: f64(4)}}
+	}
+	seamless := &sim.OutputReport{Verdict: sim.VerdictSeamless, LastSource: seq(9), FirstTarget: seq(10), Detail: "source stopped at 9, target continued at 10"}
+	duplicate := &sim.OutputReport{Verdict: sim.VerdictDuplicate, Duplicated: 5, Detail: "the target started at 5, repeating 5 packets"}
+	late := &sim.OutputReport{Verdict: sim.VerdictOverlap, AtFault: "source", SourceAfterStop: 3, Detail: "the source sent 3 packets after source-stopped-output"}
+	overlay := sim.FailedApply{ID: "overlay", Reason: "font missing"}
+	aborted := &sim.Migration{ID: "mig-2", Strategy: sim.Handover, State: sim.MigrationAborted, Phase: "target-ready", Reason: "timed out"}
+
+	for _, tc := range []struct {
+		name   string
+		expect Expect
+		m      *sim.Migration
+		want   []string
+	}{
+		{"a participant not applied, as expected", Expect{State: sim.MigrationCompleted, Applied: ids("counter"), Failed: ids("overlay"), AtFault: "none", Judgement: "tolerated"},
+			handover(seamless, overlay), nil},
+		{"none failed, as expected", Expect{State: sim.MigrationCompleted, Failed: ids(), Judgement: "pass"}, handover(seamless), nil},
+		{"order aside", Expect{State: sim.MigrationCompleted, Applied: ids("b", "a")}, &sim.Migration{Strategy: sim.Handover, State: sim.MigrationCompleted,
+			Result: sim.MigrationResult{Applied: []string{"a", "b"}}}, nil},
+		{"failed when none was expected", Expect{State: sim.MigrationCompleted, Failed: ids()}, handover(seamless, overlay),
+			[]string{"expected the target to report failed [], got [overlay] (target-applied: applied counter; failed overlay (font missing); skewMs 4)"}},
+		{"applied missing one", Expect{State: sim.MigrationCompleted, Applied: ids("counter", "overlay")}, handover(seamless, overlay),
+			[]string{"expected the target to report applied [counter, overlay], got [counter] (target-applied: applied counter; failed overlay (font missing); skewMs 4)"}},
+		{"no target-applied", Expect{State: sim.MigrationCompleted, Applied: ids("counter")}, aborted,
+			[]string{"expected state completed, got aborted", "expected the target to report applied [counter], but it sent no target-applied (the migration ended aborted in phase target-ready: timed out)"}},
+		{"another side at fault", Expect{State: sim.MigrationCompleted, AtFault: "target"}, handover(late),
+			[]string{"expected at fault: target, got source (judgement fail (at fault: source): the source sent 3 packets after source-stopped-output)"}},
+		{"another grade", Expect{State: sim.MigrationCompleted, Judgement: "pass"}, handover(seamless, overlay),
+			[]string{"expected judgement pass, got tolerated (at fault: none): the target could not apply 1 participant: overlay (font missing)"}},
+		// The rule for a step silent on the seam.
+		{"silent on the seam, a broken promise fails", Expect{State: sim.MigrationCompleted}, handover(duplicate),
+			[]string{"the judgement is fail (at fault: none): numbers repeated at the seam: the target started at 5, repeating 5 packets; a step that means to prove a broken promise says so"}},
+		{"the seam expected", Expect{State: sim.MigrationCompleted, Seam: sim.VerdictDuplicate}, handover(duplicate), nil},
+		{"the judgement expected", Expect{State: sim.MigrationCompleted, Judgement: "fail"}, handover(duplicate), nil},
+		{"silent on the seam, tolerated passes", Expect{State: sim.MigrationCompleted}, handover(seamless, overlay), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := Judge(&tc.expect, Outcome{Migration: tc.m})
+			var got []string
+			for _, c := range cs {
+				if !c.OK {
+					got = append(got, c.Message)
+				}
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("failures %q, want %q", got, tc.want)
+			}
+			for i := range got {
+				if !strings.HasPrefix(got[i], tc.want[i]) {
+					t.Errorf("failure %d:\n got %s\nwant %s", i, got[i], tc.want[i])
+				}
+			}
+		})
+	}
+	// The implicit check is in the report, marked, also when it holds.
+	cs := Judge(&Expect{State: sim.MigrationCompleted}, Outcome{Migration: handover(seamless)})
+	if last := cs[len(cs)-1]; !last.Implicit || last.Expect != "judgement" || last.Got != "pass" || !last.OK {
+		t.Errorf("implicit check %+v", last)
+	}
+}

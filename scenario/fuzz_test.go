@@ -15,7 +15,7 @@ import (
 // in testdata/fuzz/FuzzParseScenario.
 func FuzzParseScenario(f *testing.F) {
 	var seeds []string
-	for _, name := range exampleFiles {
+	for _, name := range append(exampleFiles, misbehavingFiles...) {
 		seeds = append(seeds, examplePath(name))
 	}
 	for _, dir := range []string{"broken", "wrong"} {

@@ -219,7 +219,8 @@ func sampleReport() *Report {
 		Events: []sim.MigrationEvent{{Seq: 1, At: start, Phase: "get-state", Side: "manager", Detail: "requested"},
 			{Seq: 2, At: start.Add(31 * time.Millisecond), Phase: "target-ready", Side: "target", Detail: "abort \xff invalid utf-8"}}}
 	ok := &sim.Migration{ID: "mig-0", Strategy: sim.Handover, State: sim.MigrationCompleted, StartedAt: start,
-		Output: &sim.OutputReport{Verdict: sim.VerdictSeamless, Detail: "source stopped at 9, target continued at 10"}}
+		Output: &sim.OutputReport{Verdict: sim.VerdictSeamless, Detail: "source stopped at 9, target continued at 10"},
+		Result: sim.MigrationResult{Applied: []string{"counter"}, Failed: []sim.FailedApply{{ID: "overlay", Reason: "font missing"}}, SkewMs: f64(4)}}
 	checks := Judge(&Expect{State: sim.MigrationCompleted}, Outcome{Migration: mig})
 	r := &Report{StartedAt: start, Hostname: "ci-runner", Scenarios: []*ScenarioResult{{
 		Name: "handover & <friends>", File: "s.yaml", Line: 1, Template: "counter", Nodes: []string{"a", "b"}, Repeat: 2,
@@ -273,8 +274,13 @@ func TestJUnitReportIsValid(t *testing.T) {
 	if sk := s.Cases[4].Skipped; sk == nil || !strings.HasPrefix(sk.Text, "not run:") {
 		t.Errorf("skipped case %+v", s.Cases[4])
 	}
-	if out := s.Cases[1].SystemOut; out == nil || !strings.Contains(out.Text, "output seam seamless") {
+	if out := s.Cases[1].SystemOut; out == nil || !strings.Contains(out.Text, "output seam seamless") ||
+		!strings.Contains(out.Text, "\ntarget-applied: applied counter; failed overlay (font missing); skewMs 4\n") ||
+		!strings.Contains(out.Text, "\njudgement: tolerated (at fault: none): the target could not apply 1 participant: overlay (font missing)\n") {
 		t.Errorf("passing migration's system-out %+v", out)
+	}
+	if !strings.Contains(fail.Failure.Text, "\njudgement: pass (at fault: none): rolled back") || strings.Contains(fail.Failure.Text, "target-applied:") {
+		t.Errorf("a rollback's failure body shows its judgement and no result:\n%s", fail.Failure.Text)
 	}
 }
 

@@ -512,7 +512,7 @@ var (
 	waitKeys     = []string{"instance", "connected", "running", "timeout"}
 	migrateKeys  = []string{"instance", "to", "strategy", "runtime", "timeouts", "faults", "timeout"}
 	timeoutKeys  = sim.TimeoutNames()
-	expectKeys   = []string{"state", "phase", "reason", "seam", "maxGapMs", "minOverlapMs", "maxTotalMs", "error"}
+	expectKeys   = []string{"state", "phase", "reason", "seam", "maxGapMs", "minOverlapMs", "maxTotalMs", "applied", "failed", "atFault", "judgement", "error"}
 	untils       = []string{UntilConnected, UntilRunning, UntilNone}
 	strategies   = []string{string(sim.Handover), string(sim.StopThenStart), string(sim.Overlap)}
 )
@@ -1044,9 +1044,22 @@ func (p *parser) expect(f field, what string) *Expect {
 			}
 		}
 	}
+	for k, dst := range map[string]**[]string{"applied": &e.Applied, "failed": &e.Failed} {
+		if g, ok := m[k]; ok {
+			if ids, ok := p.ids(g, what+"."+k); ok {
+				*dst = &ids
+			}
+		}
+	}
+	if g, ok := m["atFault"]; ok {
+		e.AtFault, _ = p.enum(g, what+".atFault", Sides)
+	}
+	if g, ok := m["judgement"]; ok {
+		e.Judgement, _ = p.enum(g, what+".judgement", Grades)
+	}
 	if g, ok := m["error"]; ok {
 		e.Error, _ = p.integer(g, what+".error", 400, 599)
-		for _, k := range []string{"state", "phase", "seam", "maxGapMs", "minOverlapMs", "maxTotalMs"} {
+		for _, k := range []string{"state", "phase", "seam", "maxGapMs", "minOverlapMs", "maxTotalMs", "applied", "failed", "atFault", "judgement"} {
 			if h, ok := m[k]; ok {
 				p.errf(h.key, "%s.%s: with error the request is refused and no migration runs, so there is no %s to check; remove one of them", what, k, k)
 			}
@@ -1065,6 +1078,11 @@ func (p *parser) expect(f field, what string) *Expect {
 				p.errf(h.key, "%s.%s: an %s migration leaves the source running and judges no seam; expect completed or failed, or remove %s", what, k, e.State, k)
 			}
 		}
+		for _, k := range []string{"applied", "failed"} {
+			if h, ok := m[k]; ok {
+				p.errf(h.key, "%s.%s: an %s migration ends before the point of no return, so its target never sends target-applied; expect completed or failed, or remove %s", what, k, e.State, k)
+			}
+		}
 	}
 	if h, ok := m["minOverlapMs"]; ok && e.Seam != "" && e.Seam != sim.VerdictOverlap {
 		p.errf(h.key, "%s.minOverlapMs: only an overlap seam has an overlap; seam is %s", what, e.Seam)
@@ -1073,6 +1091,35 @@ func (p *parser) expect(f field, what string) *Expect {
 		p.errf(h.key, "%s.maxGapMs: an overlap seam has no gap; use minOverlapMs", what)
 	}
 	return e
+}
+
+// ids reads a list of participant ids, as target-applied names them;
+// [] is a list too (none).
+func (p *parser) ids(f field, what string) ([]string, bool) {
+	n := resolve(f.val)
+	if n.Kind != yaml.SequenceNode {
+		p.errf(n, "%s: must be a list of participant ids, e.g. [overlay], or [] for none; got %s", what, describe(n))
+		return nil, false
+	}
+	out := []string{}
+	ok := true
+	for i, c := range n.Content {
+		at := fmt.Sprintf("%s[%d]", what, i)
+		id, good := p.str(field{val: c}, at)
+		switch {
+		case !good:
+			ok = false
+		case id == "":
+			p.errf(resolve(c), "%s: must not be empty", at)
+			ok = false
+		case slices.Contains(out, id):
+			p.errf(resolve(c), "%s: %q is listed twice; the ids are a set", at, id)
+			ok = false
+		default:
+			out = append(out, id)
+		}
+	}
+	return out, ok
 }
 
 // validAlias reports whether name is a letter then up to 62 letters, digits,

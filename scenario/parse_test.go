@@ -24,6 +24,18 @@ var exampleFiles = []string{
 	"plain-repeat.yaml",
 }
 
+// misbehavingFiles are the scenarios in examples/scenarios that prove
+// normsim catches a misbehaving example job (examples/templates).
+var misbehavingFiles = []string{
+	"misbehaving-apply-fails.yaml",
+	"misbehaving-crash-on-apply.yaml",
+	"misbehaving-keeps-running.yaml",
+	"misbehaving-never-ready.yaml",
+	"misbehaving-refuser.yaml",
+	"misbehaving-wrong-position.yaml",
+	"faults-kill-target.yaml",
+}
+
 func examplePath(name string) string { return filepath.Join("..", "examples", "scenarios", name) }
 
 func mustParse(tb testing.TB, src string) []*Scenario {
@@ -48,7 +60,12 @@ func problems(tb testing.TB, err error) Problems {
 // the problem at the right line and column.
 func TestBrokenFiles(t *testing.T) {
 	want := map[string][]string{
-		"bad-duration.yaml":          {`4:11: steps[1].wait: must be a positive duration like "5s"`},
+		"bad-applied.yaml": {`6:16: steps[1].expect.applied: must be a list of participant ids, e.g. [overlay], or [] for none; got "counter"`,
+			`7:25: steps[1].expect.failed[1]: must not be empty`, `7:29: steps[1].expect.failed[2]: "overlay" is listed twice; the ids are a set`},
+		"bad-duration.yaml": {`4:11: steps[1].wait: must be a positive duration like "5s"`},
+		"bad-judgement.yaml": {`5:25: steps[1].expect.judgement: must be one of pass, tolerated, fail; got "tolerable"`,
+			`5:45: steps[1].expect.atFault: must be one of source, target, source and target, none; got "both"`},
+		"failed-on-aborted.yaml":     {`5:30: steps[1].expect.failed: an aborted migration ends before the point of no return, so its target never sends target-applied`},
 		"bad-state.yaml":             {`5:21: steps[1].expect.state: must be one of completed, aborted, failed, refused; got "complete" (did you mean "completed"?)`},
 		"bad-timeouts.yaml":          {`6:18: steps[1].migrate.timeouts: unknown key "ready"`, `6:35: steps[1].migrate.timeouts.stop: must be a positive duration`},
 		"duplicate-alias.yaml":       {`4:27: steps[1].launch.as: "src" already names the job launched at line 3`},
@@ -369,5 +386,43 @@ steps:
 	}
 	if _, err := Parse("x.yaml", []byte("name: t\ntemplate: counter\ntimeouts: {bogus: 1s}\nsteps: [{launch: {node: a}}]\n")); err == nil || !strings.Contains(err.Error(), "bogus") {
 		t.Errorf("an unknown scenario timeout: err = %v", err)
+	}
+}
+
+// TestParseTargetAppliedAndJudgement: applied and failed are id sets ([]
+// is none), atFault and judgement are words, and none of them goes with
+// error.
+func TestParseTargetAppliedAndJudgement(t *testing.T) {
+	s := mustParse(t, `
+template: counter
+steps:
+  - launch: {node: a}
+  - migrate: {to: b}
+    expect: {applied: [counter], failed: [overlay], atFault: none, judgement: tolerated}
+  - migrate: {to: a}
+    expect: {state: failed, failed: [], atFault: source and target, judgement: fail}
+  - migrate: {to: b}
+`)[0]
+	e := s.Steps[1].Expect
+	if e.State != sim.MigrationCompleted || !reflect.DeepEqual(*e.Applied, []string{"counter"}) || !reflect.DeepEqual(*e.Failed, []string{"overlay"}) ||
+		e.AtFault != "none" || e.Judgement != "tolerated" || !e.SaysSeam() {
+		t.Fatalf("expect %+v", e)
+	}
+	if e := s.Steps[2].Expect; e.Failed == nil || len(*e.Failed) != 0 || e.Applied != nil || e.AtFault != "source and target" || e.Judgement != "fail" {
+		t.Fatalf("failed: [] %+v", e)
+	}
+	if e := s.Steps[3].Expect; e.SaysSeam() || e.Failed != nil {
+		t.Fatalf("a bare migrate says nothing of the seam: %+v", e)
+	}
+	b, _ := json.Marshal(s.Steps[2].Expect)
+	if !strings.Contains(string(b), `"failed":[]`) || strings.Contains(string(b), `"applied"`) {
+		t.Errorf("expect as JSON: %s", b)
+	}
+
+	_, err := Parse("t.yaml", []byte("template: counter\nsteps:\n  - launch: {node: a}\n  - migrate: {to: b, strategy: overlap}\n    expect: {error: 422, judgement: pass, applied: []}\n"))
+	ps := problems(t, err)
+	if len(ps) != 2 || !strings.HasPrefix(ps[0].Error(), "t.yaml:5:26: steps[1].expect.judgement: with error the request is refused and no migration runs") ||
+		!strings.HasPrefix(ps[1].Error(), "t.yaml:5:43: steps[1].expect.applied: with error") {
+		t.Errorf("problems %v", ps)
 	}
 }

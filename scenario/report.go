@@ -240,7 +240,8 @@ func LogTails(m *sim.Migration) string {
 }
 
 // Summary says how a migration went in a few lines: who moved where, how it
-// ended and what the seam looked like.
+// ended, what the seam looked like, what the target reported in
+// target-applied, and normsim's judgement.
 func Summary(m *sim.Migration) string {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "migration %s: %s of %s from node %s to node %s (%s)\n", m.ID, m.Strategy, m.Source.Instance, m.Source.Node, m.Target.Node, orNone(m.Target.Instance))
@@ -251,6 +252,12 @@ func Summary(m *sim.Migration) string {
 	fmt.Fprintf(&b, "%s\n", colon(m.Reason))
 	if o := m.Output; o != nil {
 		fmt.Fprintf(&b, "output seam %s: %s\n", o.Verdict, o.Detail)
+	}
+	if sim.AppliedReported(m) {
+		fmt.Fprintf(&b, "target-applied: %s\n", sim.FormatResult(m.Result))
+	}
+	if m.State.Ended() {
+		fmt.Fprintf(&b, "judgement: %s\n", sim.FormatJudgement(m.Judged()))
 	}
 	return b.String()
 }

@@ -283,6 +283,14 @@ func passNote(sr *StepResult) string {
 		if m.Output != nil {
 			note += ", seam " + m.Output.Verdict + " (" + m.Output.Detail + ")"
 		}
+		if sim.AppliedReported(m) {
+			note += "; target-applied: " + sim.FormatResult(m.Result)
+		}
+		if j := m.Judged(); j.Grade == sim.GradePass {
+			note += "; judgement pass"
+		} else {
+			note += "; judgement " + sim.FormatJudgement(j)
+		}
 		return note
 	}
 	return sr.note
@@ -481,6 +489,12 @@ func (r *Runner) migrate(ctx context.Context, m *Migrate, e *Expect, rs *runStat
 		sr.Migration = final
 		if !done {
 			return
+		}
+		if final.Judgement == nil {
+			// A sim that does not send it yet: the report carries the
+			// judgement the checks used.
+			j := final.Judged()
+			final.Judgement = &j
 		}
 		o.Migration = final
 		if final.State == sim.MigrationCompleted && final.Target.Instance != "" {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -115,6 +116,61 @@ func testExamplesPass(t *testing.T, runtime string) {
 	var back Report
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil || !back.Passed || len(back.Scenarios) != 5 {
 		t.Fatalf("JSON report does not read back: %v", err)
+	}
+}
+
+// TestMisbehavingExamplesPass runs every scenario of examples/scenarios
+// that is not in exampleFiles on the process runtime: each states what
+// normsim finds in its misbehaving job, and all of it holds.
+// misbehaving-apply-fails proves target-applied's failures are reported
+// and expected: the result whole, the judgement tolerated.
+func TestMisbehavingExamplesPass(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real jobs")
+	}
+	all, err := filepath.Glob(filepath.Join("..", "examples", "scenarios", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, p := range all {
+		if !slices.Contains(exampleFiles, filepath.Base(p)) {
+			if !slices.Contains(misbehavingFiles, filepath.Base(p)) {
+				t.Errorf("%s is in neither exampleFiles nor misbehavingFiles", p)
+			}
+			paths = append(paths, p)
+		}
+	}
+	s := normsimtest.Start(t, normsimtest.Options{Runtime: sim.RuntimeProcess,
+		Templates: []string{templatesDir, filepath.Join("..", "examples", "templates")}})
+	rep, out := runAll(t, s, context.Background(), parseAll(t, paths...))
+	if !rep.Passed || rep.Counts.Scenarios != len(misbehavingFiles) {
+		t.Fatalf("the misbehaving examples failed (counts %+v):\n%s", rep.Counts, out)
+	}
+	var apply *StepResult
+	for _, sc := range rep.Scenarios {
+		if sc.Template == "apply-fails" {
+			apply = sc.Steps[2]
+		}
+	}
+	m := apply.Migration
+	if m == nil || m.Judgement == nil || m.Judgement.Grade != sim.GradeTolerated || len(m.Result.Failed) != 1 || m.Result.Failed[0].ID != "overlay" ||
+		m.Result.SkewMs == nil || *m.Result.SkewMs != 4 {
+		t.Fatalf("apply-fails migration %+v", m)
+	}
+	for _, want := range []string{
+		"target-applied: applied counter; failed overlay (font /fonts/lower-third.ttf is missing on this node); skewMs 4; judgement tolerated (at fault: none): the target could not apply 1 participant: overlay (font",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("progress lacks %q", want)
+		}
+	}
+	var keys []string
+	for _, c := range apply.Checks {
+		keys = append(keys, c.Expect+"="+c.Got)
+	}
+	if want := "state=completed seam=seamless applied=[counter] failed=[overlay] atFault=none judgement=tolerated"; strings.Join(keys, " ") != want {
+		t.Errorf("checks %s, want %s", strings.Join(keys, " "), want)
 	}
 }
 

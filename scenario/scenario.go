@@ -194,6 +194,17 @@ type Expect struct {
 	MaxGapMs     *float64 `json:"maxGapMs,omitempty"`
 	MinOverlapMs *float64 `json:"minOverlapMs,omitempty"`
 	MaxTotalMs   *float64 `json:"maxTotalMs,omitempty"`
+	// Applied and Failed are the participant ids the target must report
+	// in target-applied, as exact sets; nil expects nothing, an empty
+	// list none.
+	Applied *[]string `json:"applied,omitempty"`
+	Failed  *[]string `json:"failed,omitempty"`
+	// AtFault is the side the judgement must blame: source, target,
+	// "source and target", or none.
+	AtFault string `json:"atFault,omitempty"`
+	// Judgement is the grade normsim's judgement must give: pass,
+	// tolerated or fail.
+	Judgement string `json:"judgement,omitempty"`
 	// Error is the HTTP status the request itself must be refused with; no
 	// migration starts.
 	Error int `json:"error,omitempty"`
@@ -211,11 +222,27 @@ func (e *Expect) String() string {
 	if e.Seam != "" {
 		parts = append(parts, "seam "+e.Seam)
 	}
+	if e.Judgement != "" {
+		parts = append(parts, "judgement "+e.Judgement)
+	}
 	return strings.Join(parts, ", ")
+}
+
+// SaysSeam reports whether the expectation says anything about the seam
+// or the judgement; when it does not, a judgement of fail fails the step
+// (Judge), so no broken promise passes unasked.
+func (e *Expect) SaysSeam() bool {
+	return e.Seam != "" || e.MaxGapMs != nil || e.MinOverlapMs != nil || e.AtFault != "" || e.Judgement != ""
 }
 
 // Seams are the output verdicts expect.seam may name.
 var Seams = []string{sim.VerdictSeamless, sim.VerdictGap, sim.VerdictOverlap, sim.VerdictDuplicate, sim.VerdictNoOutput}
+
+// Grades are the judgements expect.judgement may name.
+var Grades = []string{string(sim.GradePass), string(sim.GradeTolerated), string(sim.GradeFail)}
+
+// Sides are the values expect.atFault may name ("none": no side blamed).
+var Sides = []string{"source", "target", "source and target", "none"}
 
 // States are the end states expect.state may name.
 var States = []string{string(sim.MigrationCompleted), string(sim.MigrationAborted), string(sim.MigrationFailed), string(sim.MigrationRefused)}

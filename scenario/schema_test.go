@@ -74,7 +74,7 @@ func yamlDocs(t *testing.T, path string) []any {
 func TestSchemaAgreesWithTheParser(t *testing.T) {
 	sch := compileSchema(t)
 	good := []string{filepath.Join("testdata", "wrong", "handover-expects-gap.yaml"), filepath.Join("testdata", "wrong", "fail-start-expects-completed.yaml")}
-	for _, name := range exampleFiles {
+	for _, name := range append(exampleFiles, misbehavingFiles...) {
 		good = append(good, examplePath(name))
 	}
 	for _, f := range good {
@@ -89,7 +89,7 @@ func TestSchemaAgreesWithTheParser(t *testing.T) {
 	}
 	structural := []string{"unknown-key", "unknown-migrate-key", "bad-duration", "two-actions", "expect-on-wait", "external-runtime",
 		"error-with-state", "bad-state", "repeat-zero", "fault-without-kind", "bad-timeouts", "wait-connected-false", "not-a-mapping",
-		"missing-steps"}
+		"missing-steps", "bad-judgement", "bad-applied"}
 	for _, name := range structural {
 		f := filepath.Join("testdata", "broken", name+".yaml")
 		docs := yamlDocs(t, f)

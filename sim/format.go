@@ -1,8 +1,11 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 )
 
 // FormatMs formats a duration (or a time from a migration's start) given
@@ -20,4 +23,52 @@ func FormatMs(ms float64) string {
 	default:
 		return fmt.Sprintf("%.3f s", ms/1000)
 	}
+}
+
+// AppliedReported reports whether a migration's target sent target-applied,
+// so its result is there to show whole: every completed handover's did,
+// and a handover that failed after it says so on its timeline.
+func AppliedReported(m *Migration) bool {
+	if m.Strategy != Handover {
+		return false
+	}
+	r := m.Result
+	if m.State == MigrationCompleted || len(r.Applied) > 0 || len(r.Failed) > 0 || r.SkewMs != nil {
+		return true
+	}
+	for _, ev := range m.Events {
+		if ev.Frame != nil && ev.Frame.Direction == "in" && ev.Frame.Type == "target-applied" {
+			return true
+		}
+	}
+	return false
+}
+
+// FormatResult is what the target reported in target-applied, whole:
+// "applied counter; failed overlay (font missing); skewMs 1.5". Every
+// tool prints it so, with "none" and "not reported" for what is absent.
+func FormatResult(r MigrationResult) string {
+	applied := "none"
+	if len(r.Applied) > 0 {
+		applied = strings.Join(r.Applied, ", ")
+	}
+	failed := "none"
+	if len(r.Failed) > 0 {
+		parts := make([]string, len(r.Failed))
+		for i, f := range r.Failed {
+			parts[i] = f.ID + " (" + cmp.Or(f.Reason, "no reason given") + ")"
+		}
+		failed = strings.Join(parts, ", ")
+	}
+	skew := "not reported"
+	if r.SkewMs != nil {
+		skew = strconv.FormatFloat(*r.SkewMs, 'f', -1, 64)
+	}
+	return "applied " + applied + "; failed " + failed + "; skewMs " + skew
+}
+
+// FormatJudgement is the judgement in one line, as every tool prints it:
+// "tolerated (at fault: none): the target could not apply …".
+func FormatJudgement(j Judgement) string {
+	return fmt.Sprintf("%s (at fault: %s): %s", j.Grade, cmp.Or(j.AtFault, "none"), j.Why)
 }

@@ -413,6 +413,9 @@ func (s *Server) listMigrations(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	setTotal(w, r, p.Total, f.Limit, f.Offset, len(p.Items))
+	for i, m := range p.Items {
+		p.Items[i] = withJudgement(m)
+	}
 	writeJSON(w, http.StatusOK, nonNil(p.Items))
 }
 
@@ -466,6 +469,7 @@ func (s *Server) getMigration(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	m = withJudgement(m)
 	if !withLogs {
 		writeJSON(w, http.StatusOK, m)
 		return

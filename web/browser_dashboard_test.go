@@ -131,3 +131,39 @@ func TestBrowserTimelineLabelsEveryMark(t *testing.T) {
 	}
 	b.noScriptErrors()
 }
+
+// TestBrowserSummaryShowsTheJudgementBesideTheSeam: a handover whose
+// target reported a participant it could not apply shows, in the summary
+// beside the output seam, the judgement (tolerated, nobody at fault, why)
+// and every failed id with its reason.
+func TestBrowserSummaryShowsTheJudgementBesideTheSeam(t *testing.T) {
+	f := newFake()
+	f.addMig(completedMigration()) // overlay failed: missing font
+	srv := httptest.NewServer(newServer(t, f, nil))
+	t.Cleanup(srv.Close)
+	b := newBrowser(t) // after the server: its cleanup, closing the event stream, runs first
+
+	b.open(srv.URL + "/migrations/mig-ok")
+	b.wait("the judgement", `!!document.querySelector('#summary #judgement')`, 10*time.Second)
+	if g := b.text("#judgement-grade"); g != "tolerated" {
+		b.fail("judgement reads %q, want tolerated", g)
+	}
+	if a := b.text("#judgement-at-fault"); a != "at fault: none" {
+		b.fail("at fault reads %q", a)
+	}
+	if w := b.text("#judgement-why"); w != "the target could not apply 1 participant: overlay (missing font)" {
+		b.fail("why reads %q", w)
+	}
+	if r := b.text(`#result-failed [data-failed="overlay"]`); r != "overlay missing font" {
+		b.fail("the failed participant reads %q", r)
+	}
+	// Beside the seam: the same row of the stats, and visible.
+	if !evalJS[bool](b, `(() => {
+		const s = document.querySelector('#seam').getBoundingClientRect(), j = document.querySelector('#judgement').getBoundingClientRect();
+		return j.width > 0 && j.height > 0 && Math.abs(s.top - j.top) < 2;
+	})()`) {
+		b.fail("the judgement is not beside the output seam")
+	}
+	b.screenshot("judgement")
+	b.noScriptErrors()
+}

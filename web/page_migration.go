@@ -1,12 +1,14 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +26,7 @@ type migrationPage struct {
 	CanZoom   bool
 	TL        timeline
 	Seam      seamView
+	Verdict   verdictView
 	TargetEnv string
 	Highlight bool
 }
@@ -80,6 +83,47 @@ func seam(m *sim.Migration) seamView {
 	return v
 }
 
+// verdictView is normsim's judgement of an ended migration and what its
+// target reported in target-applied, as the summary shows them beside the
+// seam: the same judgement migrate --wait, ci, conform and normsimtest
+// print.
+type verdictView struct {
+	// Judgement is nil while the migration runs.
+	Judgement *sim.Judgement
+	AtFault   string // "none" when no side is blamed
+	Tone      string
+	// Applied says the target sent target-applied; Result is what it
+	// reported, Skew its skewMs as sent.
+	Applied bool
+	Result  sim.MigrationResult
+	Skew    string
+}
+
+func verdict(m *sim.Migration) verdictView {
+	v := verdictView{Applied: sim.AppliedReported(m), Result: m.Result, Skew: "not reported"}
+	if m.Result.SkewMs != nil {
+		v.Skew = strconv.FormatFloat(*m.Result.SkewMs, 'f', -1, 64) + " ms"
+	}
+	if m.State.Ended() {
+		j := m.Judged()
+		v.Judgement, v.AtFault, v.Tone = &j, cmp.Or(j.AtFault, "none"), gradeTone(string(j.Grade))
+	}
+	return v
+}
+
+// withJudgement is an ended migration with its judgement in the record,
+// for one stored before normsim judged at the end: the API answers with
+// the judgement every tool prints. A copy: m may be shared.
+func withJudgement(m *sim.Migration) *sim.Migration {
+	if m == nil || m.Judgement != nil || !m.State.Ended() {
+		return m
+	}
+	c := *m
+	j := m.Judged()
+	c.Judgement = &j
+	return &c
+}
+
 func (s *Server) migrationPage(w http.ResponseWriter, r *http.Request) {
 	m, err := s.svc.Migration(r.Context(), pathParam(r, "id"))
 	if err != nil {
@@ -103,6 +147,7 @@ func (s *Server) migrationPage(w http.ResponseWriter, r *http.Request) {
 	p.Ended = m.State.Ended()
 	p.TL = layoutTimeline(m, now, win)
 	p.Seam = seam(m)
+	p.Verdict = verdict(m)
 	p.Highlight = m.State == sim.MigrationAborted || m.State == sim.MigrationFailed || m.State == sim.MigrationRefused
 	if m.Target.Runtime == sim.RuntimeExternal && m.Target.Env != nil {
 		p.TargetEnv, _ = pasteEnv(m.Target.Env)

@@ -396,3 +396,52 @@ func TestPagesSayTheStoreCannotWrite(t *testing.T) {
 		mustContain(t, get(t, s, path), `id="store-problem"`, "The store cannot write (disk I/O error: no space left on device)")
 	}
 }
+
+// TestMigrationPageShowsTheJudgementAndTargetApplied: beside the seam, the
+// summary has normsim's judgement (grade, at fault, why) and target-applied
+// whole (applied, each failed id with its reason, skewMs); the history
+// lists the grade; the API's migration carries the judgement.
+func TestMigrationPageShowsTheJudgementAndTargetApplied(t *testing.T) {
+	f := newFake()
+	f.addMig(completedMigration()) // its target reports overlay failed: missing font
+	late := completedMigration()
+	late.ID, late.JobID = "mig-late", "job-2"
+	late.Result = sim.MigrationResult{Applied: []string{"counter"}, Failed: []sim.FailedApply{}}
+	late.Output = &sim.OutputReport{Verdict: sim.VerdictOverlap, AtFault: "source", SourceAfterStop: 3, Duplicated: 3,
+		Detail: "the source sent 3 packets after source-stopped-output"}
+	f.addMig(late)
+	s := newServer(t, f, nil)
+
+	mustContain(t, get(t, s, "/migrations/mig-ok"),
+		`id="judgement" data-grade="tolerated"`, `class="stat judgement warn"`, `id="judgement-grade">tolerated<`, "at fault: <strong>none</strong>",
+		`id="judgement-why">the target could not apply 1 participant: overlay (missing font)<`,
+		`<code class="chip">counter</code>`, `<div data-failed="overlay"><code class="chip bad">overlay</code> missing font</div>`, `id="result-skew">1.5 ms<`)
+	mustContain(t, get(t, s, "/migrations/mig-late"),
+		`id="judgement-grade">fail<`, "at fault: <strong>source</strong>", "the source sent 3 packets after source-stopped-output",
+		`id="result-failed"><span class="subtle">none</span>`, `id="result-skew">not reported<`)
+
+	// A running migration is not judged yet.
+	run := completedMigration()
+	run.ID, run.State, run.EndedAt, run.Output = "mig-run", sim.MigrationRunning, nil, nil
+	f.addMig(run)
+	mustNotContain(t, get(t, s, "/migrations/mig-run"), `id="judgement"`, `id="judgement-why"`)
+
+	mustContain(t, get(t, s, "/migrations"), `data-grade="tolerated" title="the target could not apply 1 participant: overlay (missing font)"`, `data-grade="fail"`)
+
+	var m sim.Migration
+	if r := get(t, s, "/api/v1/migrations/mig-ok"); r.Status != http.StatusOK || json.Unmarshal([]byte(r.Body), &m) != nil {
+		t.Fatalf("GET the migration: %d %s", r.Status, r.Body)
+	}
+	if m.Judgement == nil || m.Judgement.Grade != sim.GradeTolerated || !strings.Contains(m.Judgement.Why, "overlay (missing font)") {
+		t.Errorf("the API's migration has judgement %+v", m.Judgement)
+	}
+	var list []sim.Migration
+	if r := get(t, s, "/api/v1/migrations"); json.Unmarshal([]byte(r.Body), &list) != nil || len(list) != 3 {
+		t.Fatalf("list: %s", r.Body)
+	}
+	for _, l := range list {
+		if (l.Judgement == nil) != (l.State == sim.MigrationRunning) {
+			t.Errorf("listed %s %s with judgement %+v", l.ID, l.State, l.Judgement)
+		}
+	}
+}

@@ -185,8 +185,10 @@ var funcs = template.FuncMap{
 		return "muted"
 	},
 	"ended": func(s sim.MigrationState) bool { return s.Ended() },
-	"deref": func(p *int64) int64 { return *p },
-	"bytes": fmtBytes,
+	// judged is a migration's one judgement (sim.Judge).
+	"judged": func(m *sim.Migration) sim.Judgement { return m.Judged() },
+	"deref":  func(p *int64) int64 { return *p },
+	"bytes":  fmtBytes,
 	"pos": func(left, top float64) template.CSS {
 		return template.CSS(fmt.Sprintf("left:%.3f%%;top:%.0fpx", left, top))
 	},

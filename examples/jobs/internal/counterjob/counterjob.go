@@ -24,14 +24,17 @@
 // after it said it stopped), ignores-abort (a target that starts its output
 // as soon as it is ready, then ignores abort and SIGTERM), skips-to-live (a
 // target that rejoins "live" at the clock's number instead of the handed
-// position, losing what was due in between). The misbehaving example jobs are this job with
-// one of those modes fixed.
+// position, losing what was due in between). The misbehaving example jobs
+// are this job with one of those modes fixed.
 //
 // COUNTER_MISBEHAVE=restart-at-zero numbers from 0 whenever it starts
 // producing: on a fresh start, and as a target, ignoring the position
 // cutover-apply gave it, as a job that keeps its count in memory only
 // would. After a source that ran a while, the target repeats numbers the
 // job sent long before.
+//
+// COUNTER_MISBEHAVE=apply-fails continues exactly, but reports in
+// target-applied that it could not apply its overlay participant.
 package counterjob
 
 import (
@@ -303,6 +306,9 @@ func (c *counter) handler() jobclient.Handler {
 			}
 			c.startAt(next)
 			c.log.Info("cutover-apply: output continues", "migration", migrationID, "from", next)
+			if c.misbehave == "apply-fails" {
+				return applyFails(c.log), nil
+			}
 			return jobclient.Applied{Applied: []string{"counter"}}, nil
 		},
 		Abort: func(migrationID, reason string) {
@@ -343,4 +349,15 @@ func chatter(ctx context.Context, rate int) int64 {
 			os.Stdout.Write(buf)
 		}
 	}
+}
+
+// applyFails is what a target whose overlay cannot start on its new node
+// reports: the counter applied, the overlay failed with why, and the skew
+// it measured. Past the point of no return nothing rolls back; failures
+// are reported.
+func applyFails(log *slog.Logger) jobclient.Applied {
+	skew := 4.0
+	failed := []protocol.FailedApply{{ID: "overlay", Reason: "font /fonts/lower-third.ttf is missing on this node"}}
+	log.Warn("cutover-apply: overlay not applied (COUNTER_MISBEHAVE=apply-fails)", "reason", failed[0].Reason)
+	return jobclient.Applied{Applied: []string{"counter"}, Failed: failed, SkewMs: &skew}
 }
