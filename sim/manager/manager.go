@@ -887,6 +887,8 @@ func (m *Manager) OnSocketEvent(ev sim.SocketEvent) {
 			m.changedLocked(in)
 			m.publish(sim.EventInstanceConnected, in.ID, "", map[string]any{"connected": c, "code": ev.Code, "reason": ev.Reason})
 		}
+	case sim.SocketReplaced:
+		m.publish(sim.EventInstanceConnected, in.ID, "", map[string]any{"connected": true, "replaced": true, "code": ev.Code, "reason": ev.Reason})
 	}
 	r := m.byInstance[ev.Role]
 	ended := m.ended[ev.Role]
@@ -902,6 +904,8 @@ func (m *Manager) OnSocketEvent(ev sim.SocketEvent) {
 		r.onSocket(ev)
 	case ended != nil && ev.Kind == sim.SocketFrame:
 		ended.late(ev)
+	case ended != nil && ev.Kind == sim.SocketDiscarded:
+		ended.socketNote(ev)
 	}
 }
 

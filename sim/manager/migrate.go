@@ -499,11 +499,51 @@ func frameDetail(f protocol.JobFrame) string {
 	return f.Type
 }
 
+// replacedSocket is where a frame came from that was read on a socket a
+// newer connection had replaced.
+const replacedSocket = "read on its replaced socket after a newer connection took over (4409)"
+
+// eventDetail is frameDetail of a socket event's frame, saying so when it
+// came on a replaced socket.
+func eventDetail(ev sim.SocketEvent) string {
+	if ev.Replaced {
+		return frameDetail(ev.Frame) + ", " + replacedSocket
+	}
+	return frameDetail(ev.Frame)
+}
+
+// socketNote records what the listener reports beside the frames it
+// passes on: the side's socket replaced by a newer connection, or a
+// frame it read and discarded (and why).
+func (r *run) socketNote(ev sim.SocketEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	side := r.sideOf(ev.Role)
+	if ev.Kind == sim.SocketReplaced {
+		r.recordLocked(r.phase, side, "socket replaced by a newer connection: normsim closed the old one with "+closeText(ev.Code, ev.Reason), nil)
+		return
+	}
+	what, frame := "a frame", (*sim.FrameInfo)(nil)
+	if f := ev.Frame; f.Type != "" {
+		what, frame = frameDetail(f), frameInfo(dirIn, f.Type, ev.Size, payloadOf(f))
+	}
+	what += " from the " + side
+	if ev.Replaced {
+		what += ", " + replacedSocket
+	}
+	r.recordLocked(r.phase, side, what+": "+ev.Reason+"; discarded", frame)
+}
+
 // onSocket runs on the listener's goroutine. The two cutover relays happen
 // right here so a handover's hot path is one read and one write; the
 // timeline is recorded through the journal, off that path.
 func (r *run) onSocket(ev sim.SocketEvent) {
 	side := r.sideOf(ev.Role)
+	switch ev.Kind {
+	case sim.SocketReplaced, sim.SocketDiscarded:
+		r.socketNote(ev)
+		return
+	}
 	if ev.Kind != sim.SocketFrame {
 		r.handleSocket(ev, side, false)
 		return
@@ -531,7 +571,7 @@ type inbound struct {
 func (w *inbound) arrived() {
 	if !w.recorded {
 		f := w.ev.Frame
-		w.r.recordLocked(w.r.phase, w.side, frameDetail(f), frameInfo(dirIn, f.Type, w.ev.Size, payloadOf(f)))
+		w.r.recordLocked(w.r.phase, w.side, eventDetail(w.ev), frameInfo(dirIn, f.Type, w.ev.Size, payloadOf(f)))
 		w.recorded = true
 	}
 }
@@ -569,7 +609,7 @@ func (r *run) late(ev sim.SocketEvent) {
 
 func (r *run) lateLocked(ev sim.SocketEvent, side string) {
 	f := ev.Frame
-	r.recordLocked(r.phase, side, fmt.Sprintf("late %s from the %s: it crossed the end of the migration on the wire; ignored", frameDetail(f), side),
+	r.recordLocked(r.phase, side, fmt.Sprintf("late %s from the %s: it crossed the end of the migration on the wire; ignored", eventDetail(ev), side),
 		frameInfo(dirIn, f.Type, ev.Size, payloadOf(f)))
 }
 
@@ -604,7 +644,7 @@ func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool) {
 	case sim.SocketFrame:
 		f := ev.Frame
 		if !recorded {
-			r.recordLocked(r.phase, side, frameDetail(f), frameInfo(dirIn, f.Type, ev.Size, payloadOf(f)))
+			r.recordLocked(r.phase, side, eventDetail(ev), frameInfo(dirIn, f.Type, ev.Size, payloadOf(f)))
 		}
 		if step.aborts {
 			// Handled on this goroutine, in order with the relays: an
