@@ -975,7 +975,7 @@ func (l *Listener) staleFrame(c *conn, told chan struct{}, f protocol.JobFrame, 
 	switch {
 	case perr != nil:
 		ev.Reason = "not a valid frame: " + perr.Error()
-	case told == nil:
+	case told == nil || !ok:
 		ev.Reason = "its instance was stopped, and the socket is closing"
 	case f.Type == protocol.TypeHello:
 		ev.Reason = "hello was already said"
