@@ -93,7 +93,10 @@ type Manager struct {
 	// ended: a frame that crossed that end on the wire is recorded on its
 	// timeline. An instance's entry goes when it is removed or migrates
 	// again.
-	ended  map[string]*run
+	ended map[string]*run
+	// pipes hold frames a delay-frame fault holds, and what is sent on
+	// the same socket after them (pipe.go).
+	pipes  pipes
 	closed bool
 	wg     sync.WaitGroup
 	ctx    context.Context
@@ -890,6 +893,40 @@ func (m *Manager) OnSocketEvent(ev sim.SocketEvent) {
 	case sim.SocketReplaced:
 		m.publish(sim.EventInstanceConnected, in.ID, "", map[string]any{"connected": true, "replaced": true, "code": ev.Code, "reason": ev.Reason})
 	}
+	m.mu.Unlock()
+	switch ev.Kind {
+	case sim.SocketConnected, sim.SocketReplaced, sim.SocketDisconnected:
+		// What a fault holds on its way to the job was written to a
+		// connection that is gone.
+		m.cut(pipeKey{ev.Role, dirOut}, lostWith(ev))
+	}
+	if ev.Kind != sim.SocketConnected && ev.Kind != sim.SocketReplaced {
+		// What the job sent after a frame a fault holds waits behind it,
+		// as on one TCP connection, and so does the news of its close.
+		if m.behind(pipeKey{ev.Role, dirIn}, pipeItem{deliver: func() { m.routeSocket(ev) }, lost: func(why string) {
+			m.log.Warn("a job's frame waiting behind a held one was lost", "instance", ev.Role, "kind", ev.Kind, "type", ev.Frame.Type, "why", why)
+		}}) {
+			return
+		}
+	}
+	m.routeSocket(ev)
+}
+
+// lostWith says why frames held on their way to a job are lost on ev.
+func lostWith(ev sim.SocketEvent) string {
+	switch ev.Kind {
+	case sim.SocketReplaced:
+		return "a newer connection replaced the one it was written to (4409)"
+	case sim.SocketDisconnected:
+		return "the connection it was written to closed"
+	}
+	return "the connection it was written to is gone"
+}
+
+// routeSocket hands a socket event to the migration its instance is part
+// of, or to the one it last took part in.
+func (m *Manager) routeSocket(ev sim.SocketEvent) {
+	m.mu.Lock()
 	r := m.byInstance[ev.Role]
 	ended := m.ended[ev.Role]
 	if ended != nil && ev.Kind == sim.SocketDisconnected {
