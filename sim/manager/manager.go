@@ -894,33 +894,37 @@ func (m *Manager) OnSocketEvent(ev sim.SocketEvent) {
 		m.publish(sim.EventInstanceConnected, in.ID, "", map[string]any{"connected": true, "replaced": true, "code": ev.Code, "reason": ev.Reason})
 	}
 	m.mu.Unlock()
+	// What a fault holds on its way to the job was written to a
+	// connection that is gone: lost, and recorded after the news of it.
+	// (Not on a connection's hello: the manager may hear of it after a
+	// migration held a frame on its way to that very connection.)
+	cut := func() { m.cut(pipeKey{ev.Role, dirOut}, lostWith(ev)) }
 	switch ev.Kind {
-	case sim.SocketConnected, sim.SocketReplaced, sim.SocketDisconnected:
-		// What a fault holds on its way to the job was written to a
-		// connection that is gone.
-		m.cut(pipeKey{ev.Role, dirOut}, lostWith(ev))
+	case sim.SocketConnected:
+		m.routeSocket(ev)
+		return
+	case sim.SocketReplaced:
+		m.routeSocket(ev)
+		cut()
+		return
+	case sim.SocketDisconnected:
+		defer cut()
 	}
-	if ev.Kind != sim.SocketConnected && ev.Kind != sim.SocketReplaced {
-		// What the job sent after a frame a fault holds waits behind it,
-		// as on one TCP connection, and so does the news of its close.
-		if m.behind(pipeKey{ev.Role, dirIn}, pipeItem{deliver: func() { m.routeSocket(ev) }, lost: func(why string) {
-			m.log.Warn("a job's frame waiting behind a held one was lost", "instance", ev.Role, "kind", ev.Kind, "type", ev.Frame.Type, "why", why)
-		}}) {
-			return
-		}
+	// What the job sent after a frame a fault holds waits behind it, as
+	// on one TCP connection, and so does the news of its close.
+	if !m.behind(pipeKey{ev.Role, dirIn}, pipeItem{deliver: func() { m.routeSocket(ev) }, lost: func(why string) {
+		m.log.Warn("a job's frame waiting behind a held one was lost", "instance", ev.Role, "kind", ev.Kind, "type", ev.Frame.Type, "why", why)
+	}}) {
+		m.routeSocket(ev)
 	}
-	m.routeSocket(ev)
 }
 
 // lostWith says why frames held on their way to a job are lost on ev.
 func lostWith(ev sim.SocketEvent) string {
-	switch ev.Kind {
-	case sim.SocketReplaced:
+	if ev.Kind == sim.SocketReplaced {
 		return "a newer connection replaced the one it was written to (4409)"
-	case sim.SocketDisconnected:
-		return "the connection it was written to closed"
 	}
-	return "the connection it was written to is gone"
+	return "the connection it was written to closed"
 }
 
 // routeSocket hands a socket event to the migration its instance is part
