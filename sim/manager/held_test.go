@@ -75,7 +75,7 @@ func TestHeldFramePastItsTimeoutIsLate(t *testing.T) {
 				stored, err := store.GetMigration(ctx, m.ID)
 				if err == nil && stored.State == sim.MigrationAborted {
 					for _, ev := range stored.Events {
-						if strings.HasPrefix(ev.Detail, tt.want) && strings.HasSuffix(ev.Detail, tt.then) && strings.Contains(ev.Detail, "ms after") {
+						if strings.HasPrefix(ev.Detail, tt.want) && strings.HasSuffix(ev.Detail, tt.then) && strings.Contains(ev.Detail, " after ") {
 							return
 						}
 					}
@@ -149,4 +149,28 @@ func TestHeldJobFrameKeepsTheSocketsOrder(t *testing.T) {
 	}
 	requireEvents(t, got, "manager: fault: state from the source held for 200ms", "source: state", "source: abort: changed my mind",
 		"manager: migration aborted: the source aborted: changed my mind")
+}
+
+// TestHeldFrameIsLostWithItsConnection (issue 29 item 8): a frame held on
+// its way to a job whose connection a newer one replaces is lost with the
+// old connection, as data in flight on it is, and recorded so; it is not
+// delivered on the newer connection.
+func TestHeldFrameIsLostWithItsConnection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mgr, src, _ := handoverSource(t, manager.NewMemStore(t))
+	m, err := mgr.Migrate(ctx, src.ID, manager.MigrateRequest{Strategy: string(sim.Handover), Timeouts: sim.Timeouts{State: sim.Duration(time.Second)},
+		Faults: []sim.Fault{{Kind: "delay-frame", Frame: protocol.TypeGetState, Delay: sim.Duration(time.Second)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := testjob.Dial(t, src.Env["counter"])
+	if f := newer.Read(); f.Type != protocol.TypeAbort {
+		t.Fatalf("the newer connection read %s, want only the rollback's abort", f.Type)
+	}
+	got := waitMigration(t, mgr, m.ID, func(m *sim.Migration) bool { return m.State != sim.MigrationRunning })
+	requireEvents(t, got, "manager: fault: get-state to the source held for 1s",
+		"source: socket replaced by a newer connection: normsim closed the old one with 4409",
+		"manager: fault: the held get-state to the source was discarded: a newer connection replaced the one it was written to (4409)",
+		"manager: migration aborted: timed out after 1s waiting for the source's state")
 }

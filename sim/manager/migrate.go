@@ -628,15 +628,23 @@ func (r *run) lateByLocked() string {
 	now := time.Now()
 	switch {
 	case r.ended:
-		return fmt.Sprintf("%s after the migration ended", r.m.now().Sub(*r.mig.EndedAt).Round(time.Millisecond))
+		return after(r.m.now().Sub(*r.mig.EndedAt), "the migration ended")
 	case !r.deadline.IsZero() && !now.Before(r.deadline):
-		return fmt.Sprintf("%s after its phase timed out", now.Sub(r.deadline).Round(time.Millisecond))
+		return after(now.Sub(r.deadline), "its phase timed out")
 	case !r.timedOut.IsZero():
-		return fmt.Sprintf("%s after its phase timed out", now.Sub(r.timedOut).Round(time.Millisecond))
+		return after(now.Sub(r.timedOut), "its phase timed out")
 	case r.ending:
 		return "after the migration was bound to end"
 	}
 	return ""
+}
+
+// after says how long after a moment something came, to the millisecond.
+func after(d time.Duration, moment string) string {
+	if d = d.Round(time.Millisecond); d <= 0 {
+		return "right after " + moment
+	}
+	return d.String() + " after " + moment
 }
 
 // heldLost records a held frame that never went on, and why.
@@ -807,7 +815,7 @@ func (w *outbound) write(b []byte, detail string, fi *sim.FrameInfo) error {
 		deliver: func() {
 			r.mu.Lock()
 			defer r.mu.Unlock()
-			w.sendLocked(b, fmt.Sprintf("%s, after %s behind a held frame", detail, time.Since(queued).Round(time.Millisecond)), fi)
+			w.sendLocked(b, fmt.Sprintf("%s, after waiting %s behind a held frame", detail, time.Since(queued).Round(time.Millisecond)), fi)
 		},
 		lost: func(why string) {
 			r.recordHere(sideManager, fmt.Sprintf("%s to the %s was not sent: %s", w.f.Type, w.side, why), nil)
