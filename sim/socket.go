@@ -58,6 +58,14 @@ const (
 	SocketConnected SocketEventKind = iota + 1
 	SocketDisconnected
 	SocketFrame
+	// SocketReplaced: a newer connection of the instance took over, and
+	// its older one is being closed with 4409 (Code, Reason). It comes
+	// before the newer one's SocketConnected.
+	SocketReplaced
+	// SocketDiscarded: a frame the listener read and did not pass on,
+	// without closing the connection for it (Reason says why). Frame is
+	// set when the frame parsed.
+	SocketDiscarded
 )
 
 func (k SocketEventKind) String() string {
@@ -68,6 +76,10 @@ func (k SocketEventKind) String() string {
 		return "disconnected"
 	case SocketFrame:
 		return "frame"
+	case SocketReplaced:
+		return "replaced"
+	case SocketDiscarded:
+		return "discarded"
 	}
 	return "unknown"
 }
@@ -86,8 +98,13 @@ type SocketEvent struct {
 	// (Expire): the job sent it before it could read that the migration
 	// ended. It is no protocol error; the manager records it and ignores it.
 	Late bool
-	// Code and Reason are set for SocketDisconnected events: the close code
-	// (ours or the job's) and why.
+	// Replaced marks a frame (or a discarded one) read on a connection
+	// after a newer one of its instance replaced it (4409): the job sent it
+	// before it read that close.
+	Replaced bool
+	// Code and Reason are set for SocketDisconnected and SocketReplaced
+	// events: the close code (ours or the job's) and why. Reason is also
+	// why a SocketDiscarded frame was not passed on.
 	Code   int
 	Reason string
 	// ClosedBy says who ended the connection, for SocketDisconnected events.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/subtle"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -39,6 +40,8 @@ const (
 	Connected      = sim.SocketConnected
 	Disconnected   = sim.SocketDisconnected
 	Frame          = sim.SocketFrame
+	Replaced       = sim.SocketReplaced
+	Discarded      = sim.SocketDiscarded
 	ClosedByJob    = sim.ClosedByJob
 	ClosedByWorker = sim.ClosedByWorker
 	ConnectionLost = sim.ConnectionLost
@@ -93,6 +96,9 @@ type Listener struct {
 	// refused counts connections turned away because too many were
 	// waiting to say hello (admit).
 	refused atomic.Int64
+	// discarded counts frames read and not passed on, without a close
+	// for them (Event Discarded).
+	discarded atomic.Int64
 
 	mu        sync.Mutex
 	pending   int            // connections that have not said hello yet
@@ -115,6 +121,11 @@ type instance struct {
 	// once more, flagged Late, because the job may have sent it before it
 	// read that the migration ended.
 	late map[string]bool
+	// spent holds answers read on a replaced connection and passed on:
+	// the current connection may say each once more (a job that
+	// reconnected may repeat itself), and that copy is discarded instead
+	// of closing the socket with 4400. Cleared like late.
+	spent map[string]bool
 }
 
 // New returns a listener; Open starts it.
@@ -200,6 +211,10 @@ func (l *Listener) admit(remote string) (done func(), ok bool) {
 // many were waiting to say hello (MaxPending, MaxPendingPerHost).
 func (l *Listener) Refused() int64 { return l.refused.Load() }
 
+// Discarded is how many frames were read and not passed on without a
+// close for them (each also reported as an Event Discarded, with why).
+func (l *Listener) Discarded() int64 { return l.discarded.Load() }
+
 // Addr is the address the listener is bound to.
 func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
 
@@ -245,7 +260,7 @@ func (l *Listener) Register(reg Registration) {
 		in.reg = reg
 		return
 	}
-	l.instances[k] = &instance{reg: reg, expect: map[string]bool{}, late: map[string]bool{}}
+	l.instances[k] = &instance{reg: reg, expect: map[string]bool{}, late: map[string]bool{}, spent: map[string]bool{}}
 }
 
 // Settle ends the migration an instance was registered as the target of:
@@ -401,6 +416,13 @@ type conn struct {
 	closeMu     sync.Mutex
 	closeCode   int
 	closeReason string
+	// told, set (under the listener's lock) when a newer connection
+	// replaces this one, is closed once that replacement is reported: a
+	// frame this one reads after it is reported after it.
+	told chan struct{}
+	// readsOwnClose: the connection was closed with replace, so its read
+	// loop reads up to the job's close frame, and finish tears it down.
+	readsOwnClose bool
 }
 
 func (c *conn) setClose(code int, reason string) {
@@ -473,6 +495,54 @@ func (c *conn) close(code websocket.StatusCode, reason string) {
 	})
 }
 
+// replace closes c, which a newer connection of its instance replaced,
+// with 4409. Unlike close it leaves the reading to c's own loop: the
+// library's close handshake would discard every frame that arrives
+// before the job's close frame, and those are frames the job sent before
+// it read ours, which serveFrame uses or reports. The loop reads up to
+// the job's close frame, within CloseTimeout.
+func (c *conn) replace() {
+	c.once.Do(func() {
+		c.setClose(protocol.CloseReplaced, reasonReplaced)
+		c.l.mu.Lock()
+		closing := c.l.closed
+		if !closing {
+			c.l.wg.Add(1)
+		}
+		c.l.mu.Unlock()
+		if closing {
+			c.abort()
+			close(c.closeDone)
+			return
+		}
+		c.readsOwnClose = true
+		c.raw.SetDeadline(time.Now().Add(c.l.cfg.CloseTimeout))
+		go func() {
+			defer c.l.wg.Done()
+			defer close(c.closeDone)
+			if err := c.writeClose(protocol.CloseReplaced, reasonReplaced); err != nil {
+				c.ws.Close(protocol.CloseReplaced, reasonReplaced)
+			}
+		}()
+	})
+}
+
+// opClose is the WebSocket close frame's opcode (RFC 6455, 5.2).
+const opClose = 8
+
+// writeClose writes a close frame and nothing more. coder/websocket has no
+// call for that, but writes a message of type opClose as a close frame and
+// then counts the close as sent, so the read loop completes the handshake
+// when the job's close frame comes. Should a later version refuse it,
+// replace falls back on Close.
+func (c *conn) writeClose(code int, reason string) error {
+	p := binary.BigEndian.AppendUint16(make([]byte, 0, 2+len(reason)), uint16(code))
+	p = append(p, reason...)
+	ctx, cancel := context.WithTimeout(context.Background(), c.l.cfg.WriteTimeout)
+	defer cancel()
+	return c.ws.Write(ctx, websocket.MessageType(opClose), p)
+}
+
 // finish is the last thing done with a connection whose reader has
 // returned: it waits for a close under way (bounded by CloseTimeout) or,
 // when none was started (the job closed, or the connection broke), releases
@@ -483,6 +553,11 @@ func (c *conn) finish() {
 		close(c.closeDone)
 	})
 	<-c.closeDone
+	if c.readsOwnClose {
+		// Its handshake ended in the read loop (or the deadline ended
+		// it): nothing else releases the connection.
+		c.abort()
+	}
 }
 
 // abort tears the connection down at once, without a close frame, even in
@@ -670,13 +745,21 @@ func (l *Listener) hello(ctx context.Context, c *conn) bool {
 	}
 	l.record(c.key, "in", f.Type, len(data), redactedHello)
 	l.awaitRegistered(helloBy)
-	if !l.authenticate(c, f.Token) {
+	ok, old := l.authenticate(c, f.Token)
+	if !ok {
 		c.close(protocol.CloseUnauthorized, "wrong token or unknown instance")
 		return false
+	}
+	if old != nil {
+		l.cfg.OnEvent(Event{Kind: Replaced, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now(),
+			Code: protocol.CloseReplaced, Reason: reasonReplaced, ClosedBy: ClosedByWorker})
+		close(old.told)
 	}
 	l.cfg.OnEvent(Event{Kind: Connected, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now()})
 	return true
 }
+
+const reasonReplaced = "replaced by a newer connection"
 
 // disconnected reports that c, whose frames ended with code and reason,
 // is gone, unless a newer connection of its instance replaced it.
@@ -723,19 +806,25 @@ func (l *Listener) awaitRegistered(by time.Time) {
 }
 
 // authenticate checks the token in constant time and makes c the instance's
-// connection, replacing an older one with 4409. hello-ack (and the initial
-// state of a migration target) is written before anything else can be.
-func (l *Listener) authenticate(c *conn, token string) bool {
+// connection, replacing an older one with 4409 (returned: the caller
+// reports the replacement and then closes its told). hello-ack (and the
+// initial state of a migration target) is written before anything else
+// can be.
+func (l *Listener) authenticate(c *conn, token string) (bool, *conn) {
 	l.mu.Lock()
 	in, ok := l.instances[c.key]
 	if !ok || subtle.ConstantTimeCompare([]byte(in.reg.Token), []byte(token)) != 1 || token == "" {
 		l.mu.Unlock()
-		return false
+		return false, nil
 	}
 	old := in.cur
 	in.cur = c
+	if old != nil {
+		old.told = make(chan struct{})
+	}
 	// Late answers belong to the connection that was asked.
 	in.late = map[string]bool{}
+	clear(in.spent)
 	reg := in.reg
 	// Hold c's write lock until hello-ack and the initial state are out, so
 	// no Send can slip in between.
@@ -743,12 +832,12 @@ func (l *Listener) authenticate(c *conn, token string) bool {
 	l.mu.Unlock()
 	defer c.writeMu.Unlock()
 	if old != nil {
-		old.close(protocol.CloseReplaced, "replaced by a newer connection")
+		old.replace()
 	}
 	ack := protocol.WorkerFrame{Type: protocol.TypeHelloAck, Migration: reg.Migration}
 	data, _ := ack.Marshal()
 	if err := c.writeLocked(context.Background(), ack.Type, data); err != nil {
-		return true
+		return true, old
 	}
 	if reg.InitialState != nil {
 		data, err := reg.InitialState.Marshal()
@@ -756,7 +845,7 @@ func (l *Listener) authenticate(c *conn, token string) bool {
 			c.writeLocked(context.Background(), reg.InitialState.Type, data)
 		}
 	}
-	return true
+	return true, old
 }
 
 // serveFrames reads frames until the socket closes, and returns its close
@@ -801,28 +890,45 @@ func (l *Listener) serveFrame(c *conn, data []byte) (int, string) {
 	f, perr := protocol.ParseJobFrame(data)
 	if perr != nil {
 		l.record(c.key, "in", "invalid", len(data), data)
+	}
+	l.mu.Lock()
+	in, ok := l.instances[c.key]
+	if !ok || in.cur != c {
+		told := c.told
+		l.mu.Unlock()
+		return l.staleFrame(c, told, f, perr, data)
+	}
+	if perr != nil {
+		l.mu.Unlock()
 		reason := perr.Error() // capped at 120 bytes by the parser
 		c.close(protocol.CloseProtocolError, reason)
 		return protocol.CloseProtocolError, reason
 	}
-	l.mu.Lock()
-	in, ok := l.instances[c.key]
-	allowed := ok && in.cur == c && in.expect[f.Type]
+	allowed := in.expect[f.Type]
 	if allowed && f.Type != protocol.TypeAbort {
 		// A job answers each ask once: a second answer is out of phase
 		// until the manager asks again. Abort stays allowed.
 		in.expect = map[string]bool{protocol.TypeAbort: in.expect[protocol.TypeAbort]}
 	}
-	late := !allowed && ok && in.cur == c && in.late[f.Type]
+	late := !allowed && in.late[f.Type]
+	spent := !allowed && !late && in.spent[f.Type]
 	switch {
 	case late:
 		delete(in.late, f.Type)
 		allowed = true
-	case allowed && len(in.late) > 0:
+	case spent:
+		delete(in.spent, f.Type)
+	case allowed:
 		clear(in.late)
+		clear(in.spent)
 	}
 	l.mu.Unlock()
 	l.record(c.key, "in", f.Type, len(data), data)
+	if spent {
+		l.discard(Event{Kind: Discarded, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now(), Frame: f, Size: len(data),
+			Reason: "it was answered already, on the connection this one replaced"})
+		return 0, ""
+	}
 	if !allowed {
 		reason := "frame " + f.Type + " is out of phase"
 		if f.Type == protocol.TypeHello {
@@ -833,6 +939,62 @@ func (l *Listener) serveFrame(c *conn, data []byte) (int, string) {
 	}
 	l.cfg.OnEvent(Event{Kind: Frame, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now(), Frame: f, Size: len(data), Late: late})
 	return 0, ""
+}
+
+// staleFrame handles a frame read on a connection that is closing already
+// (nothing here closes one): a newer connection replaced it (told is then
+// set), or its instance was unregistered. A frame of a replaced connection
+// that the instance is asked for now is passed on, marked Replaced: it is
+// the same authenticated instance, and the job sent it before it read the
+// close. Anything else is reported discarded, with why. The reading goes
+// on, up to the job's close frame, on a replaced connection only.
+func (l *Listener) staleFrame(c *conn, told chan struct{}, f protocol.JobFrame, perr error, data []byte) (int, string) {
+	if told != nil {
+		<-told // the replacement is reported before what followed it
+	}
+	l.mu.Lock()
+	in, ok := l.instances[c.key]
+	use := told != nil && perr == nil && ok && in.expect[f.Type]
+	if use {
+		if f.Type != protocol.TypeAbort {
+			in.expect = map[string]bool{protocol.TypeAbort: in.expect[protocol.TypeAbort]}
+		}
+		clear(in.late)
+		in.spent[f.Type] = true
+	}
+	l.mu.Unlock()
+	if perr == nil {
+		l.record(c.key, "in", f.Type, len(data), data)
+	}
+	ev := Event{Kind: Frame, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now(), Frame: f, Size: len(data), Replaced: told != nil}
+	if use {
+		l.cfg.OnEvent(ev)
+		return 0, ""
+	}
+	ev.Kind = Discarded
+	switch {
+	case perr != nil:
+		ev.Reason = "not a valid frame: " + perr.Error()
+	case told == nil || !ok:
+		ev.Reason = "its instance was stopped, and the socket is closing"
+	case f.Type == protocol.TypeHello:
+		ev.Reason = "hello was already said"
+	default:
+		ev.Reason = "frame " + f.Type + " is out of phase"
+	}
+	l.discard(ev)
+	if told == nil {
+		return protocol.CloseProtocolError, ev.Reason
+	}
+	return 0, ""
+}
+
+// discard reports a frame that was read and not passed on.
+func (l *Listener) discard(ev Event) {
+	l.discarded.Add(1)
+	l.cfg.Logger.Warn("job socket: frame discarded", "node", ev.Node, "job", ev.JobID, "role", ev.Role, "type", ev.Frame.Type,
+		"replaced socket", ev.Replaced, "why", ev.Reason)
+	l.cfg.OnEvent(ev)
 }
 
 func (l *Listener) record(k key, dir, typ string, size int, data []byte) {

@@ -93,7 +93,10 @@ type Manager struct {
 	// ended: a frame that crossed that end on the wire is recorded on its
 	// timeline. An instance's entry goes when it is removed or migrates
 	// again.
-	ended  map[string]*run
+	ended map[string]*run
+	// pipes hold frames a delay-frame fault holds, and what is sent on
+	// the same socket after them (pipe.go).
+	pipes  pipes
 	closed bool
 	wg     sync.WaitGroup
 	ctx    context.Context
@@ -887,7 +890,47 @@ func (m *Manager) OnSocketEvent(ev sim.SocketEvent) {
 			m.changedLocked(in)
 			m.publish(sim.EventInstanceConnected, in.ID, "", map[string]any{"connected": c, "code": ev.Code, "reason": ev.Reason})
 		}
+	case sim.SocketReplaced:
+		m.publish(sim.EventInstanceConnected, in.ID, "", map[string]any{"connected": true, "replaced": true, "code": ev.Code, "reason": ev.Reason})
 	}
+	m.mu.Unlock()
+	// What a fault holds on its way to the job was written to a
+	// connection that is gone: lost, and recorded after the news of it.
+	// (Not on a connection's hello: the manager may hear of it after a
+	// migration held a frame on its way to that very connection.)
+	cut := func() { m.cut(pipeKey{ev.Role, dirOut}, lostWith(ev)) }
+	switch ev.Kind {
+	case sim.SocketConnected:
+		m.routeSocket(ev)
+		return
+	case sim.SocketReplaced:
+		m.routeSocket(ev)
+		cut()
+		return
+	case sim.SocketDisconnected:
+		defer cut()
+	}
+	// What the job sent after a frame a fault holds waits behind it, as
+	// on one TCP connection, and so does the news of its close.
+	if !m.behind(pipeKey{ev.Role, dirIn}, pipeItem{deliver: func() { m.routeSocket(ev) }, lost: func(why string) {
+		m.log.Warn("a job's frame waiting behind a held one was lost", "instance", ev.Role, "kind", ev.Kind, "type", ev.Frame.Type, "why", why)
+	}}) {
+		m.routeSocket(ev)
+	}
+}
+
+// lostWith says why frames held on their way to a job are lost on ev.
+func lostWith(ev sim.SocketEvent) string {
+	if ev.Kind == sim.SocketReplaced {
+		return "a newer connection replaced the one it was written to (4409)"
+	}
+	return "the connection it was written to closed"
+}
+
+// routeSocket hands a socket event to the migration its instance is part
+// of, or to the one it last took part in.
+func (m *Manager) routeSocket(ev sim.SocketEvent) {
+	m.mu.Lock()
 	r := m.byInstance[ev.Role]
 	ended := m.ended[ev.Role]
 	if ended != nil && ev.Kind == sim.SocketDisconnected {
@@ -902,6 +945,8 @@ func (m *Manager) OnSocketEvent(ev sim.SocketEvent) {
 		r.onSocket(ev)
 	case ended != nil && ev.Kind == sim.SocketFrame:
 		ended.late(ev)
+	case ended != nil && ev.Kind == sim.SocketDiscarded:
+		ended.socketNote(ev)
 	}
 }
 

@@ -336,6 +336,9 @@ type run struct {
 	// not ordered below a millisecond, and a held frame released just
 	// after the deadline must not be relayed (guarded by mu).
 	deadline time.Time
+	// timedOut is the deadline of the wait that timed out, if one did:
+	// how late a held frame comes is told from it (guarded by mu).
+	timedOut time.Time
 	ended    bool
 	// abortedBy is the side whose abort ended the migration: the other
 	// side is told, not the one that said it.
@@ -503,13 +506,53 @@ func frameDetail(f protocol.JobFrame) string {
 	return f.Type
 }
 
+// replacedSocket is where a frame came from that was read on a socket a
+// newer connection had replaced.
+const replacedSocket = "read on its replaced socket after a newer connection took over (4409)"
+
+// eventDetail is frameDetail of a socket event's frame, saying so when it
+// came on a replaced socket.
+func eventDetail(ev sim.SocketEvent) string {
+	if ev.Replaced {
+		return frameDetail(ev.Frame) + ", " + replacedSocket
+	}
+	return frameDetail(ev.Frame)
+}
+
+// socketNote records what the listener reports beside the frames it
+// passes on: the side's socket replaced by a newer connection, or a
+// frame it read and discarded (and why).
+func (r *run) socketNote(ev sim.SocketEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	side := r.sideOf(ev.Role)
+	if ev.Kind == sim.SocketReplaced {
+		r.recordLocked(r.phase, side, "socket replaced by a newer connection: normsim closed the old one with "+closeText(ev.Code, ev.Reason), nil)
+		return
+	}
+	what, frame := "a frame", (*sim.FrameInfo)(nil)
+	if f := ev.Frame; f.Type != "" {
+		what, frame = frameDetail(f), frameInfo(dirIn, f.Type, ev.Size, payloadOf(f))
+	}
+	what += " from the " + side
+	if ev.Replaced {
+		what += ", " + replacedSocket
+	}
+	r.recordLocked(r.phase, side, what+": "+ev.Reason+"; discarded", frame)
+}
+
 // onSocket runs on the listener's goroutine. The two cutover relays happen
 // right here so a handover's hot path is one read and one write; the
 // timeline is recorded through the journal, off that path.
 func (r *run) onSocket(ev sim.SocketEvent) {
 	side := r.sideOf(ev.Role)
+	switch ev.Kind {
+	case sim.SocketReplaced, sim.SocketDiscarded:
+		r.socketNote(ev)
+		return
+	}
 	if ev.Kind != sim.SocketFrame {
-		r.handleSocket(ev, side, false)
+		r.handleSocket(ev, side, false, 0)
 		return
 	}
 	w := &inbound{r: r, ev: ev, side: side}
@@ -535,7 +578,7 @@ type inbound struct {
 func (w *inbound) arrived() {
 	if !w.recorded {
 		f := w.ev.Frame
-		w.r.recordLocked(w.r.phase, w.side, frameDetail(f), frameInfo(dirIn, f.Type, w.ev.Size, payloadOf(f)))
+		w.r.recordLocked(w.r.phase, w.side, eventDetail(w.ev), frameInfo(dirIn, f.Type, w.ev.Size, payloadOf(f)))
 		w.recorded = true
 	}
 }
@@ -543,7 +586,7 @@ func (w *inbound) arrived() {
 func (w *inbound) pass(faulted bool) error {
 	// A frame a fault acts on is recorded again as it is handled.
 	recorded := w.recorded && !faulted
-	w.then = append(w.then, func() { w.r.handleSocket(w.ev, w.side, recorded) })
+	w.then = append(w.then, func() { w.r.handleSocket(w.ev, w.side, recorded, 0) })
 	return nil
 }
 
@@ -558,8 +601,13 @@ func (w *inbound) corrupt() error {
 	return nil
 }
 
+// hold hands the frame on once d has passed; what the job sends after it
+// waits behind it (Manager.OnSocketEvent).
 func (w *inbound) hold(d time.Duration, what string) {
-	w.r.holdLocked(d, what, func() { w.r.handleSocket(w.ev, w.side, false) })
+	r := w.r
+	r.m.hold(pipeKey{w.ev.Role, dirIn}, pipeItem{at: time.Now().Add(d),
+		deliver: func() { r.handleSocket(w.ev, w.side, false, d) },
+		lost:    func(why string) { r.heldLost(what, d, why) }})
 }
 
 // late records a frame that arrived after the migration was bound to end:
@@ -573,8 +621,45 @@ func (r *run) late(ev sim.SocketEvent) {
 
 func (r *run) lateLocked(ev sim.SocketEvent, side string) {
 	f := ev.Frame
-	r.recordLocked(r.phase, side, fmt.Sprintf("late %s from the %s: it crossed the end of the migration on the wire; ignored", frameDetail(f), side),
+	r.recordLocked(r.phase, side, fmt.Sprintf("late %s from the %s: it crossed the end of the migration on the wire; ignored", eventDetail(ev), side),
 		frameInfo(dirIn, f.Type, ev.Size, payloadOf(f)))
+}
+
+// lateByLocked says how late a frame is whose hold ends now: after its
+// migration ended, or after the wait for it (or the wait in progress)
+// timed out; "" when it is on time.
+func (r *run) lateByLocked() string {
+	now := time.Now()
+	switch {
+	case r.ended:
+		return after(r.m.now().Sub(*r.mig.EndedAt), "the migration ended")
+	case !r.deadline.IsZero() && !now.Before(r.deadline):
+		return after(now.Sub(r.deadline), "its phase timed out")
+	case !r.timedOut.IsZero():
+		return after(now.Sub(r.timedOut), "its phase timed out")
+	case r.ending:
+		return "after the migration was bound to end"
+	}
+	return ""
+}
+
+// after says how long after a moment something came, to the millisecond.
+func after(d time.Duration, moment string) string {
+	if d = d.Round(time.Millisecond); d <= 0 {
+		return "right after " + moment
+	}
+	return d.String() + " after " + moment
+}
+
+// heldLost records a held frame that never went on, and why.
+func (r *run) heldLost(what string, d time.Duration, why string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if when := r.lateByLocked(); when != "" {
+		r.recordLocked(r.phase, sideManager, fmt.Sprintf("late %s: held %s by a delay-frame fault; discarded %s: %s", what, d, when, why), nil)
+		return
+	}
+	r.recordLocked(r.phase, sideManager, "fault: the held "+what+" was discarded: "+why, nil)
 }
 
 // onRuntime hands a runtime event to the migration's goroutine; a service
@@ -590,15 +675,26 @@ func (r *run) onRuntime(ev sim.RuntimeEvent) {
 
 // handleSocket records a socket event (a frame unless recorded already),
 // relays the cutover frames, and hands the event to the migration's
-// goroutine.
-func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool) {
+// goroutine. held is how long a delay-frame fault held the frame.
+func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool, held time.Duration) {
 	r.mu.Lock()
 	var step frameStep
 	if ev.Kind == sim.SocketFrame {
 		late := ev.Late || r.ending || (!r.deadline.IsZero() && !time.Now().Before(r.deadline))
 		step = stepFrame(r.phase, late, side, ev.Frame.Type)
 	}
-	if step.late {
+	switch {
+	case step.late && held > 0:
+		when := r.lateByLocked()
+		if when == "" {
+			when = "after the migration was bound to end"
+		}
+		f := ev.Frame
+		r.recordLocked(r.phase, side, fmt.Sprintf("late %s from the %s: held %s by a delay-frame fault, it came %s; ignored", eventDetail(ev), side, held, when),
+			frameInfo(dirIn, f.Type, ev.Size, payloadOf(f)))
+		r.mu.Unlock()
+		return
+	case step.late:
 		r.lateLocked(ev, side)
 		r.mu.Unlock()
 		return
@@ -608,7 +704,7 @@ func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool) {
 	case sim.SocketFrame:
 		f := ev.Frame
 		if !recorded {
-			r.recordLocked(r.phase, side, frameDetail(f), frameInfo(dirIn, f.Type, ev.Size, payloadOf(f)))
+			r.recordLocked(r.phase, side, eventDetail(ev), frameInfo(dirIn, f.Type, ev.Size, payloadOf(f)))
 		}
 		if step.aborts {
 			// Handled on this goroutine, in order with the relays: an
@@ -709,49 +805,67 @@ type outbound struct {
 func (w *outbound) arrived() {}
 
 func (w *outbound) pass(bool) error {
-	r := w.r
-	if err := w.node.Socket.SendRaw(context.Background(), r.src.JobID, w.role, w.f.Type, w.b); err != nil {
-		r.recordLocked(r.phase, sideManager, fmt.Sprintf("could not send %s to the %s: %v", w.f.Type, w.side, err), nil)
-		return err
-	}
-	r.recordLocked(r.phase, w.side, w.f.Type, frameInfo(dirOut, w.f.Type, len(w.b), w.f.Payload))
-	return nil
+	return w.write(w.b, w.f.Type, frameInfo(dirOut, w.f.Type, len(w.b), w.f.Payload))
 }
 
 func (w *outbound) corrupt() error {
-	r := w.r
 	bad := w.b[:len(w.b)/2]
-	err := w.node.Socket.SendRaw(context.Background(), r.src.JobID, w.role, w.f.Type, bad)
-	if err == nil {
-		r.recordLocked(r.phase, w.side, w.f.Type+" (corrupted)", frameInfo(dirOut, w.f.Type, len(bad), nil))
+	return w.write(bad, w.f.Type+" (corrupted)", frameInfo(dirOut, w.f.Type, len(bad), nil))
+}
+
+// write sends b, or, while a frame is held on the way to the same socket,
+// queues it behind that frame. detail and fi are its timeline entry.
+func (w *outbound) write(b []byte, detail string, fi *sim.FrameInfo) error {
+	r := w.r
+	queued := time.Now()
+	if r.m.behind(pipeKey{w.role, dirOut}, pipeItem{
+		deliver: func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			w.sendLocked(b, fmt.Sprintf("%s, after waiting %s behind a held frame", detail, time.Since(queued).Round(time.Millisecond)), fi)
+		},
+		lost: func(why string) {
+			r.recordHere(sideManager, fmt.Sprintf("%s to the %s was not sent: %s", w.f.Type, w.side, why), nil)
+		},
+	}) {
+		r.recordLocked(r.phase, sideManager, fmt.Sprintf("%s to the %s waits behind a frame held on its socket", w.f.Type, w.side), nil)
+		return nil
 	}
-	return err
+	return w.sendLocked(b, detail, fi)
 }
 
+func (w *outbound) sendLocked(b []byte, detail string, fi *sim.FrameInfo) error {
+	r := w.r
+	if err := w.node.Socket.SendRaw(context.Background(), r.src.JobID, w.role, w.f.Type, b); err != nil {
+		r.recordLocked(r.phase, sideManager, fmt.Sprintf("could not send %s to the %s: %v", w.f.Type, w.side, err), nil)
+		return err
+	}
+	r.recordLocked(r.phase, w.side, detail, fi)
+	return nil
+}
+
+// hold sends the frame once d has passed; what is sent to the job after
+// it waits behind it (write). Sent after its migration ended or its
+// phase timed out, it is recorded as late.
 func (w *outbound) hold(d time.Duration, what string) {
-	w.r.holdLocked(d, what, func() {
-		w.r.mu.Lock()
-		defer w.r.mu.Unlock()
-		w.pass(true)
-	})
-}
-
-// holdLocked delivers a frame a delay-frame fault holds once d has passed,
-// unless normsim shuts down first: then the frame is discarded (and
-// recorded so), and shutdown does not wait for the delay.
-func (r *run) holdLocked(d time.Duration, what string, deliver func()) {
-	r.m.wg.Add(1)
-	go func() {
-		defer r.m.wg.Done()
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			deliver()
-		case <-r.m.ctx.Done():
-			r.recordHere(sideManager, "fault: the held "+what+" was discarded: normsim is shutting down", nil)
-		}
-	}()
+	r := w.r
+	fi := frameInfo(dirOut, w.f.Type, len(w.b), w.f.Payload)
+	r.m.hold(pipeKey{w.role, dirOut}, pipeItem{at: time.Now().Add(d),
+		deliver: func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			when := r.lateByLocked()
+			if when == "" {
+				w.sendLocked(w.b, w.f.Type, fi)
+				return
+			}
+			outcome := "sent"
+			if err := w.node.Socket.SendRaw(context.Background(), r.src.JobID, w.role, w.f.Type, w.b); err != nil {
+				outcome, fi = "could not be sent: "+err.Error(), nil
+			}
+			r.recordLocked(r.phase, w.side, fmt.Sprintf("late %s: held %s by a delay-frame fault, it came %s; %s", what, d, when, outcome), fi)
+		},
+		lost: func(why string) { r.heldLost(what, d, why) }})
 }
 
 func payloadOf(f protocol.JobFrame) json.RawMessage {
@@ -819,6 +933,9 @@ func (r *run) await(ctx context.Context, what string, timeout time.Duration, acc
 			if ev, done, err := take(); done {
 				return ev, err
 			}
+			r.mu.Lock()
+			r.timedOut = r.deadline
+			r.mu.Unlock()
 			r.bindToEnd()
 			return runEvent{}, endf("timed out after %s waiting for %s", timeout, what)
 		case <-ctx.Done():
