@@ -103,7 +103,7 @@ func TestDockerComposeParity(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := inspectProject(t, cli, spec.Project)
-			if err := rt.Stop(ctx, id, 0); err != nil {
+			if _, err := rt.Stop(ctx, id, 0); err != nil {
 				t.Fatal(err)
 			}
 
@@ -494,7 +494,7 @@ func TestDockerComposeRefused(t *testing.T) {
 			for _, c := range running {
 				t.Errorf("container %s still running after the failed launch", c.Names)
 			}
-			if err := rt.Stop(context.Background(), id, 0); err != nil {
+			if _, err := rt.Stop(context.Background(), id, 0); err != nil {
 				t.Fatal(err)
 			}
 			all, _ := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: f})

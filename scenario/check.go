@@ -70,7 +70,7 @@ func Judge(e *Expect, o Outcome) []Check {
 	o2 := m.Output
 	noSeam := func(key, want string) {
 		add(Check{Expect: key, Want: want, Got: "no seam verdict",
-			Message: fmt.Sprintf("expected %s, got no seam verdict (the migration ended %s%s; the seam is judged only when a migration completes or fails after the point of no return, and the job sends output)", describeWant(key, want), m.State, inPhase(m))})
+			Message: fmt.Sprintf("expected %s, got no seam verdict (the migration ended %s%s; the seam is judged when a migration completes or fails after the point of no return, and the job sends output; an aborted one has a seam only when its target produced)", describeWant(key, want), m.State, inPhase(m))})
 	}
 	if e.Seam != "" {
 		if o2 == nil {

@@ -1074,8 +1074,16 @@ func (p *parser) expect(f field, what string) *Expect {
 	}
 	if e.State == sim.MigrationAborted || e.State == sim.MigrationRefused {
 		for _, k := range []string{"seam", "maxGapMs", "minOverlapMs"} {
-			if h, ok := m[k]; ok {
-				p.errf(h.key, "%s.%s: an %s migration leaves the source running and judges no seam; expect completed or failed, or remove %s", what, k, e.State, k)
+			h, ok := m[k]
+			switch {
+			case !ok:
+			case e.State == sim.MigrationAborted && k == "seam" && e.Seam == sim.VerdictOverlap:
+				// A rolled-back target that produced is judged (overlap,
+				// the target at fault); there is no other seam to expect.
+			case e.State == sim.MigrationAborted && k == "seam":
+				p.errf(h.key, "%s.seam: an aborted migration has a seam only when its target produced beside the source (overlap); expect seam: overlap, or completed or failed, or remove seam", what)
+			default:
+				p.errf(h.key, "%s.%s: an %s migration leaves the source running and measures no gap or overlap; expect completed or failed, or remove %s", what, k, e.State, k)
 			}
 		}
 		for _, k := range []string{"applied", "failed"} {

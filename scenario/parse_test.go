@@ -29,9 +29,12 @@ var exampleFiles = []string{
 var misbehavingFiles = []string{
 	"misbehaving-apply-fails.yaml",
 	"misbehaving-crash-on-apply.yaml",
+	"misbehaving-ignores-abort.yaml",
 	"misbehaving-keeps-running.yaml",
 	"misbehaving-never-ready.yaml",
 	"misbehaving-refuser.yaml",
+	"misbehaving-restarts-at-zero.yaml",
+	"misbehaving-skips-to-live.yaml",
 	"misbehaving-wrong-position.yaml",
 	"faults-kill-target.yaml",
 }
@@ -82,7 +85,7 @@ func TestBrokenFiles(t *testing.T) {
 		"not-a-mapping.yaml":         {`1:1: scenario: must be a mapping of name, description, template`},
 		"phase-with-completed.yaml":  {`5:14: steps[1].expect.phase: is where an aborted, failed or refused migration ended`},
 		"repeat-zero.yaml":           {`2:9: repeat: must be between 1 and 1000; got 0`},
-		"seam-on-aborted.yaml":       {`5:30: steps[1].expect.seam: an aborted migration leaves the source running and judges no seam`},
+		"seam-on-aborted.yaml":       {`5:30: steps[1].expect.seam: an aborted migration has a seam only when its target produced beside the source (overlap)`},
 		"syntax.yaml":                {`4: not valid YAML: did not find expected '-' indicator`},
 		"two-actions.yaml":           {`4:5: steps[0]: a step does one thing; this one has both launch and migrate`},
 		"unknown-instance.yaml":      {`4:25: steps[1].migrate.instance: no earlier launch step is named "source" (as: source); launched so far: src`},
