@@ -47,7 +47,7 @@ func TestJudge(t *testing.T) {
 			[]string{"expected phase cutover-ready, got target-ready (state aborted: the target aborted: not ready)",
 				`expected a reason containing "timeout", got "the target aborted: not ready" (state aborted)`}},
 		{"no seam verdict", Expect{State: sim.MigrationCompleted, Seam: sim.VerdictSeamless}, Outcome{Migration: completed(nil)},
-			[]string{"expected seam seamless, got no seam verdict (the migration ended completed; the seam is judged only"}},
+			[]string{"expected seam seamless, got no seam verdict (the migration ended completed; the seam is judged when"}},
 		{"refused request instead of a migration", Expect{State: sim.MigrationCompleted}, Outcome{Refusal: refusal},
 			[]string{`expected state completed, got the request refused: 422 UNPROCESSABLE: strategy "overlap" is not allowed`}},
 		{"a migration instead of a refusal", Expect{Error: 422}, Outcome{Migration: aborted},
