@@ -469,19 +469,7 @@ func (c *conn) writeLocked(ctx context.Context, typ string, data []byte) error {
 func (c *conn) close(code websocket.StatusCode, reason string) {
 	c.once.Do(func() {
 		c.setClose(int(code), reason)
-		// Counted under the lock Close sets closed in, so no handshake
-		// starts once Close is waiting for them: it would be a WaitGroup
-		// Add racing its Wait. A listener that is closing drops the
-		// connection instead.
-		c.l.mu.Lock()
-		closing := c.l.closed
-		if !closing {
-			c.l.wg.Add(1)
-		}
-		c.l.mu.Unlock()
-		if closing {
-			c.abort()
-			close(c.closeDone)
+		if !c.beginClose() {
 			return
 		}
 		// A job that keeps sending (a frame announcing terabytes, say)
@@ -495,6 +483,25 @@ func (c *conn) close(code websocket.StatusCode, reason string) {
 	})
 }
 
+// beginClose counts c's close handshake, under the lock Close sets closed
+// in, so no handshake starts once Close is waiting for them: it would be a
+// WaitGroup Add racing its Wait. A listener that is closing drops the
+// connection instead, and beginClose reports false.
+func (c *conn) beginClose() bool {
+	c.l.mu.Lock()
+	closing := c.l.closed
+	if !closing {
+		c.l.wg.Add(1)
+	}
+	c.l.mu.Unlock()
+	if closing {
+		c.abort()
+		close(c.closeDone)
+		return false
+	}
+	return true
+}
+
 // replace closes c, which a newer connection of its instance replaced,
 // with 4409. Unlike close it leaves the reading to c's own loop: the
 // library's close handshake would discard every frame that arrives
@@ -504,15 +511,7 @@ func (c *conn) close(code websocket.StatusCode, reason string) {
 func (c *conn) replace() {
 	c.once.Do(func() {
 		c.setClose(protocol.CloseReplaced, reasonReplaced)
-		c.l.mu.Lock()
-		closing := c.l.closed
-		if !closing {
-			c.l.wg.Add(1)
-		}
-		c.l.mu.Unlock()
-		if closing {
-			c.abort()
-			close(c.closeDone)
+		if !c.beginClose() {
 			return
 		}
 		c.readsOwnClose = true
