@@ -59,7 +59,10 @@ func TestARollbackSaysWhatBecameOfTheSource(t *testing.T) {
 	in := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a", Params: map[string]string{"RATE": "100"}})
 	s.WaitConnected(t, in.ID)
 	m := s.MigrateAndWait(t, in.ID, sim.MigrateRequest{
-		Faults: []sim.Fault{{Kind: "kill", Side: "source", On: "target-ready"}}})
+		// Armed on the target's hello, the kill lands as the target
+		// connects, before the source can be told cutover-ready: the
+		// handover rolls back with a target placed and the source dead.
+		Faults: []sim.Fault{{Kind: "kill", Side: "source", On: "hello"}}})
 	normsimtest.RequireState(t, m, sim.MigrationAborted)
 	tl := normsimtest.Timeline(m)
 	if strings.Contains(tl, "source left running") {
