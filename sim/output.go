@@ -169,7 +169,11 @@ func AnalyzeSeam(source, target string, pkts []Packet, sent SentRanges, at SeamM
 		case ft <= ls:
 			parts = append(parts, fmt.Sprintf("the target started at %d, going back from the %d the source stopped at", ft, ls))
 		case wentBack:
-			parts = append(parts, fmt.Sprintf("the target continued at %d after the source's last %d, but the job's earlier instances had sent up to %d", ft, ls, earlier.top))
+			how := "started"
+			if ft == ls+1 {
+				how = "continued"
+			}
+			parts = append(parts, fmt.Sprintf("the target %s at %d after the source's last %d, but the job's earlier instances had sent up to %d", how, ft, ls, earlier.top))
 		default:
 			parts = append(parts, fmt.Sprintf("the target started at %d after the source's last %d, then went back", ft, ls))
 		}
@@ -180,7 +184,7 @@ func AnalyzeSeam(source, target string, pkts []Packet, sent SentRanges, at SeamM
 			parts = append(parts, fmt.Sprintf("no number it sent had been sent before (%s seen from it), but its numbering went back", Plural(int64(len(tgt)), "packet")))
 		}
 		if r.Lost > 0 {
-			parts = append(parts, Plural(r.Lost, "number")+" between the source's last and the target's first were never sent")
+			parts = append(parts, fmt.Sprintf("it also skipped %s after the source's last", Plural(r.Lost, "number")))
 		}
 		r.Detail = joinDetail(parts, r.coalescedNote())
 	case r.Lost > 0:
@@ -215,7 +219,7 @@ func (r *OutputReport) coalescedNote() string {
 	if r.CoalescedRanges == 0 {
 		return ""
 	}
-	s := fmt.Sprintf("to keep its record of the job's numbers bounded, the sink merged %s in it", Plural(r.CoalescedRanges, "hole"))
+	s := fmt.Sprintf("to keep its record of the job's numbers bounded, the sink filled %s in it", Plural(r.CoalescedRanges, "hole"))
 	switch r.MaybeDuplicated {
 	case 0:
 		return s + ", and none of the target's numbers falls in them"
