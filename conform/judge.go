@@ -420,7 +420,8 @@ func seamText(o *sim.OutputReport) string {
 		s += fmt.Sprintf(", %s from the source after it stopped", sim.Plural(o.SourceAfterStop, "packet"))
 	}
 	if o.GapMs != nil {
-		s += fmt.Sprintf(", gap %.0f ms", *o.GapMs)
+		// Time, not numbers: a duplicate can come late too.
+		s += fmt.Sprintf(", the target's first packet %.0f ms after the source's last", *o.GapMs)
 	}
 	if o.OverlapMs != nil {
 		s += fmt.Sprintf(", overlap %.0f ms", *o.OverlapMs)
