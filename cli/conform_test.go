@@ -99,7 +99,7 @@ func TestConformRunsCasesAndWritesItsReports(t *testing.T) {
 	}
 
 	code, out, _ = conformCmd(t, append([]string{"keeps-running", "--runtime", "process", "--case", "1.1", "--param", "RATE=100"}, exampleTemplates...)...)
-	if code != 1 || !strings.Contains(out, "fail       1.1  plain handover a→b — both sides produced across the cutover") {
+	if code != 1 || !strings.Contains(out, "fail       1.1  plain handover a→b — the source sent") || !strings.Contains(out, "(at fault: the source)") {
 		t.Fatalf("keeps-running 1.1: exit %d, want 1 with the failing case\n%s", code, out)
 	}
 }

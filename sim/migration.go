@@ -349,6 +349,13 @@ type OutputReport struct {
 	// CoalescedRanges counts the holes the sink had so filled in its
 	// record of the job's numbers (sim.SentRanges.Coalesced).
 	CoalescedRanges int64 `json:"coalescedRanges,omitempty"`
+	// RepeatedFrom, on a duplicate, names the other instances whose
+	// numbers the target repeated when the target itself continued
+	// exactly after the source's own last number: numbers sent after the
+	// source's last by an instance it never heard of, such as the target
+	// of an earlier handover that failed past the point of no return. A
+	// receiver sees them twice, but this handover did not lose its place.
+	RepeatedFrom []string `json:"repeatedFrom,omitempty"`
 	// Unreadable counts the packets the sink received during the
 	// migration but could not read; they are not part of the verdict.
 	Unreadable *UnreadablePackets `json:"unreadable,omitempty"`

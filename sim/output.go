@@ -113,6 +113,10 @@ func AnalyzeSeam(source, target string, pkts []Packet, sent SentRanges, at SeamM
 		}
 	}
 
+	if r.Duplicated > 0 && len(tgt) > 0 {
+		r.RepeatedFrom = repeatedFromOthers(sent, source, target, src, tgt)
+	}
+
 	if len(src) == 0 || len(tgt) == 0 {
 		// Nothing to compare the target's first packet with but what the
 		// job sent before: a target that went back to that is still a
@@ -130,6 +134,9 @@ func AnalyzeSeam(source, target string, pkts []Packet, sent SentRanges, at SeamM
 		}
 		if r.Duplicated > 0 {
 			parts = append(parts, repeats(r.Duplicated, int64(len(tgt))))
+		}
+		if len(r.RepeatedFrom) > 0 {
+			parts = append(parts, r.repeatedFromText())
 		}
 		r.Detail = joinDetail(parts, r.coalescedNote())
 		return r
@@ -186,6 +193,9 @@ func AnalyzeSeam(source, target string, pkts []Packet, sent SentRanges, at SeamM
 		if r.Lost > 0 {
 			parts = append(parts, fmt.Sprintf("it also skipped %s after the source's last", Plural(r.Lost, "number")))
 		}
+		if len(r.RepeatedFrom) > 0 {
+			parts = append(parts, r.repeatedFromText())
+		}
 		r.Detail = joinDetail(parts, r.coalescedNote())
 	case r.Lost > 0:
 		r.Verdict = VerdictGap
@@ -201,6 +211,52 @@ func AnalyzeSeam(source, target string, pkts []Packet, sent SentRanges, at SeamM
 		r.Detail = joinDetail([]string{fmt.Sprintf("source stopped at %d, target continued at %d", ls, ft), r.timing()}, r.coalescedNote())
 	}
 	return r
+}
+
+// repeatedFromOthers names the instances, neither source nor target,
+// that sent the numbers the target repeats, when the target started
+// exactly after the source's own last number and every repeated number
+// came after it: the source cannot have known of them, so the handover
+// kept its place and what repeats is an earlier failure's legacy. nil
+// when any repeat is of the source's own numbers or the target did not
+// continue from the source.
+func repeatedFromOthers(sent SentRanges, source, target string, src, tgt []Packet) []string {
+	own := slices.Clone(sent.ByInstance[source])
+	for _, p := range src {
+		own = append(own, SeqRange{From: p.Seq, To: p.Seq})
+	}
+	if len(own) == 0 {
+		return nil
+	}
+	own = mergeRanges(own)
+	top := own[len(own)-1].To
+	if tgt[0].Seq != top+1 {
+		return nil
+	}
+	var from []string
+	folded := false
+	for _, p := range tgt {
+		if inRanges(own, p.Seq) {
+			return nil
+		}
+		for inst, rs := range sent.ByInstance {
+			if inst != source && inst != target && inRanges(mergeRanges(slices.Clone(rs)), p.Seq) && !slices.Contains(from, inst) {
+				from = append(from, inst)
+			}
+		}
+		folded = folded || inRanges(mergeRanges(slices.Clone(sent.Earlier)), p.Seq)
+	}
+	slices.Sort(from)
+	if folded {
+		from = append(from, "earlier instances")
+	}
+	return from
+}
+
+// repeatedFromText says whose numbers a duplicate repeated, when it was
+// not the source's.
+func (r *OutputReport) repeatedFromText() string {
+	return fmt.Sprintf("the target continued exactly after the source's own last number; the numbers it repeats were sent after that by %s, which the source never heard of (the target of an earlier migration that failed past the point of no return), not lost by this handover", strings.Join(r.RepeatedFrom, ", "))
 }
 
 // timing says which way the time between the sides went, apart from the

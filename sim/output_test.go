@@ -346,3 +346,47 @@ func TestAnalyzeSeamChecksTheMomentsInEveryBranch(t *testing.T) {
 		t.Fatalf("a target after a stalled source: %s dup %d at fault %q: %s", got.Verdict, got.Duplicated, got.AtFault, got.Detail)
 	}
 }
+
+// TestAnalyzeSeamNamesRepeatsTheSourceNeverHeardOf: after a handover that
+// failed past the point of no return (its target applied, sent 21..23
+// and was killed), the source is moved again from its own last number,
+// 20. The new target repeats 21..23: a duplicate to a receiver, but the
+// record names whose numbers they were, and the judgement does not blame
+// the job. A target that went back into the source's own numbers is
+// blamed as before.
+func TestAnalyzeSeamNamesRepeatsTheSourceNeverHeardOf(t *testing.T) {
+	handover := SeamMoments{SourceStopped: at(1000), ApplySent: at(1001)}
+	sent := SentRanges{ByInstance: map[string][]SeqRange{"s": {{From: 0, To: 20}}, "dead": {{From: 21, To: 23}}, "t": {{From: 21, To: 30}}}}
+	tgt := every("t", 21, 30, 1010, 40)
+	got := AnalyzeSeam("s", "t", tgt, sent, handover)
+	if got.Verdict != VerdictDuplicate || got.Duplicated != 3 || !slices.Equal(got.RepeatedFrom, []string{"dead"}) || got.AtFault != "" ||
+		!strings.Contains(got.Detail, "sent after that by dead, which the source never heard of") {
+		t.Fatalf("repeats of a dead target's numbers: %s dup %d from %v at fault %q: %s", got.Verdict, got.Duplicated, got.RepeatedFrom, got.AtFault, got.Detail)
+	}
+	m := &Migration{Strategy: Handover, State: MigrationCompleted, Output: got}
+	if j := Judge(m); j.Grade != GradeTolerated || j.AtFault != "" {
+		t.Fatalf("judged %s (at fault %q): %s", j.Grade, j.AtFault, j.Why)
+	}
+
+	// The same with the source's packets in the window.
+	pkts := append(every("s", 10, 20, 600, 40), tgt...)
+	got = AnalyzeSeam("s", "t", pkts, sent, handover)
+	if got.Verdict != VerdictDuplicate || !slices.Equal(got.RepeatedFrom, []string{"dead"}) || Judge(&Migration{Strategy: Handover, State: MigrationCompleted, Output: got}).Grade != GradeTolerated {
+		t.Fatalf("with the source in the window: %s from %v: %s", got.Verdict, got.RepeatedFrom, got.Detail)
+	}
+
+	// A target that starts inside the source's own numbers lost its place.
+	back := every("t", 15, 30, 1010, 40)
+	got = AnalyzeSeam("s", "t", back, sent, handover)
+	if got.Verdict != VerdictDuplicate || got.RepeatedFrom != nil {
+		t.Fatalf("a target going back into the source's numbers: %s from %v: %s", got.Verdict, got.RepeatedFrom, got.Detail)
+	}
+	if j := Judge(&Migration{Strategy: Handover, State: MigrationCompleted, Output: got}); j.Grade != GradeFail {
+		t.Fatalf("a target going back into the source's numbers judged %s: %s", j.Grade, j.Why)
+	}
+	// Nor is a target that skipped past the source's last excused.
+	skip := every("t", 22, 30, 1010, 40)
+	if got = AnalyzeSeam("s", "t", skip, sent, handover); got.RepeatedFrom != nil {
+		t.Fatalf("a target that skipped 21: from %v: %s", got.RepeatedFrom, got.Detail)
+	}
+}
