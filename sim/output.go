@@ -29,6 +29,9 @@ const (
 	// some of the job's packets could not be read, so normsim cannot
 	// vouch for the seam.
 	VerdictUnknown = "unknown"
+	// VerdictGlitch (media): presentation time went on, but a receiver
+	// sees a defect at the seam (MediaReport.Defects).
+	VerdictGlitch = "glitch"
 )
 
 // SeamMoments are the moments of a handover at which the protocol fixes

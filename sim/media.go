@@ -1,0 +1,127 @@
+package sim
+
+import "time"
+
+// EnvMediaURL carries a job's media address to each of its instances:
+// udp://HOST:PORT, the same for every instance of the job, as a real
+// output URL is the same for a source and its target.
+const EnvMediaURL = "NORMSIM_MEDIA_URL"
+
+// MediaURLParam is the parameter value normsim replaces with the job's
+// media URL (as the instance's runtime reaches it), so a template's own
+// output parameter can point at normsim's receiver without editing the
+// template: --param OUTPUT_URL=normsim:media.
+const MediaURLParam = "normsim:media"
+
+// MediaDatagram is one datagram a job sent to its media address, as the
+// receiver got it: when, from which address, and the bytes.
+type MediaDatagram struct {
+	At   time.Time
+	From string
+	Data []byte
+}
+
+// Media formats, told apart per datagram by their content.
+const (
+	MediaMPEGTS  = "mpegts"   // MPEG-TS packets straight in UDP
+	MediaRTPMP2T = "rtp/mp2t" // RTP, payload type 33: MPEG-TS packets
+	MediaRTPH264 = "rtp/h264" // RTP, dynamic payload type: H.264 (RFC 6184)
+	MediaUnknown = ""         // none of the above: counted as unreadable
+)
+
+// MediaReport is the seam of a job's media output across a migration, as
+// a receiver would judge it: presentation time per elementary stream, the
+// target's join (keyframe, tables), counters and clocks, and the side at
+// fault from the same moments as the JSON seam.
+type MediaReport struct {
+	// Verdict is seamless, gap, overlap, glitch, no-output or unknown
+	// (the Verdict* constants): seamless only when no defect was found.
+	Verdict string `json:"verdict"`
+	// Format is the stream's format (Media* constants); the source's and
+	// the target's when they differ ("mpegts → rtp/mp2t").
+	Format string `json:"format"`
+	// SwitchAt is when the receiver got the target's first datagram.
+	SwitchAt *time.Time `json:"switchAt,omitempty"`
+	// SourceDatagrams and TargetDatagrams count what each side sent in
+	// the window judged.
+	SourceDatagrams int64 `json:"sourceDatagrams"`
+	TargetDatagrams int64 `json:"targetDatagrams"`
+	// Streams are the elementary streams (TS PIDs, or RTP SSRCs) and each
+	// one's seam.
+	Streams []MediaStream `json:"streams"`
+	// KeyframeAtJoin: whether the target's first video frame was a
+	// random-access point; PictureMissingMs, when it was not, how long
+	// the picture is missing until the target's first keyframe (or to
+	// the end of what was received).
+	KeyframeAtJoin   *bool    `json:"keyframeAtJoin,omitempty"`
+	PictureMissingMs *float64 `json:"pictureMissingMs,omitempty"`
+	// GapMs / OverlapMs and FramesMissing / FramesRepeated are the video
+	// stream's presentation-time seam (the first stream's, when there is
+	// no video).
+	GapMs          *float64 `json:"gapMs,omitempty"`
+	OverlapMs      *float64 `json:"overlapMs,omitempty"`
+	FramesMissing  int64    `json:"framesMissing"`
+	FramesRepeated int64    `json:"framesRepeated"`
+	// SourceAfterStop counts the source's datagrams after its
+	// source-stopped-output (beyond InFlight), TargetBeforeApply the
+	// target's before cutover-apply was sent.
+	SourceAfterStop   int64 `json:"sourceAfterStop,omitempty"`
+	TargetBeforeApply int64 `json:"targetBeforeApply,omitempty"`
+	// Defects are what a receiver would see go wrong, each named by the
+	// check (and the TR 101 290 item, where there is one).
+	Defects []MediaDefect `json:"defects,omitempty"`
+	AtFault string        `json:"atFault,omitempty"`
+	// Frames are the frames around the switch, for drawing: at most a
+	// few seconds either side.
+	Frames []MediaFrame `json:"frames,omitempty"`
+	// Unreadable counts the datagrams in the window that were neither
+	// MPEG-TS nor RTP; they are not part of the verdict.
+	Unreadable int64  `json:"unreadable,omitempty"`
+	Detail     string `json:"detail"`
+}
+
+// MediaStream is one elementary stream's seam.
+type MediaStream struct {
+	// PID (MPEG-TS) or SSRC (RTP) names the stream; Kind is video,
+	// audio or data; Codec what the PMT or payload type says ("H.264").
+	PID   *uint16 `json:"pid,omitempty"`
+	SSRC  *uint32 `json:"ssrc,omitempty"`
+	Kind  string  `json:"kind"`
+	Codec string  `json:"codec"`
+	// LastSourcePTS and FirstTargetPTS are in 90 kHz ticks;
+	// FrameTicks the stream's frame (or audio access unit) duration.
+	LastSourcePTS  *int64   `json:"lastSourcePts,omitempty"`
+	FirstTargetPTS *int64   `json:"firstTargetPts,omitempty"`
+	FrameTicks     int64    `json:"frameTicks,omitempty"`
+	GapMs          *float64 `json:"gapMs,omitempty"`
+	OverlapMs      *float64 `json:"overlapMs,omitempty"`
+	FramesMissing  int64    `json:"framesMissing"`
+	FramesRepeated int64    `json:"framesRepeated"`
+	// Params are the codec parameters each side sent (H.264 SPS: profile,
+	// level, resolution), when known.
+	SourceParams string `json:"sourceParams,omitempty"`
+	TargetParams string `json:"targetParams,omitempty"`
+	Verdict      string `json:"verdict"`
+	Detail       string `json:"detail"`
+}
+
+// MediaDefect is one thing a receiver would see go wrong at the seam.
+type MediaDefect struct {
+	// Check is what was checked ("PTS continuity", "keyframe at join",
+	// "Continuity_count_error", …); Standard the TR 101 290 item or RFC
+	// that defines it, when there is one ("TR 101 290 1.4").
+	Check    string `json:"check"`
+	Standard string `json:"standard,omitempty"`
+	Stream   string `json:"stream,omitempty"`
+	AtFault  string `json:"atFault,omitempty"`
+	Detail   string `json:"detail"`
+}
+
+// MediaFrame is one frame (access unit) the receiver got near the seam.
+type MediaFrame struct {
+	Side   string    `json:"side"` // source or target
+	At     time.Time `json:"at"`
+	Stream string    `json:"stream"`
+	PTS    int64     `json:"pts"`
+	Key    bool      `json:"key,omitempty"`
+}
