@@ -225,6 +225,8 @@ type Main struct {
 	Manager   *manager.Manager
 	Listeners map[string]*jobsocket.Listener
 	Sink      *sink.Sink
+	// Media receives each job's media on a port of its own.
+	Media *sink.Media
 	Catalog   sim.Catalog
 	Web       *web.Server
 	// Conformance runs the dashboard's conformance runs against this
@@ -419,6 +421,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return err
 	}
 
+	m.Media = sink.NewMedia(m.Opts.SocketHost, m.Opts.Now)
+	m.Media.SetLogger(m.log.With("component", "media"))
+
 	owner := m.Store.Owner()
 	sinkPort := m.Sink.Port()
 	cfg := manager.Config{
@@ -430,6 +435,13 @@ func (m *Main) Open(ctx context.Context) (err error) {
 				host = protocol.ContainerHost
 			}
 			return map[string]string{sink.EnvAddr: net.JoinHostPort(host, strconv.Itoa(sinkPort))}
+		},
+		Media: m.Media, Captures: m.Store,
+		MediaHost: func(runtime string) string {
+			if runtime == sim.RuntimeDocker {
+				return protocol.ContainerHost
+			}
+			return "127.0.0.1"
 		},
 	}
 	m.Manager = manager.New(cfg)
@@ -664,6 +676,9 @@ func (m *Main) close() error {
 	if m.Sink != nil {
 		fail("the output sink", m.Sink.Close())
 	}
+	if m.Media != nil {
+		m.Media.CloseAll()
+	}
 	if m.runtimes != nil {
 		rts := m.runtimes.Wait().Runtimes
 		var rtErrs []error
@@ -764,6 +779,7 @@ func (m *Main) PrintBanner(w io.Writer) {
 	if m.sinkNote != "" {
 		fmt.Fprintf(w, "              %s\n", m.sinkNote)
 	}
+	fmt.Fprintf(w, "  Media       each job gets a udp port of its own as %s (MPEG-TS or RTP; docs/media.md)\n", sim.EnvMediaURL)
 	if ip := net.ParseIP(m.Opts.SocketHost); ip != nil && ip.IsUnspecified() {
 		// Containers reach the sockets through the bridge gateway, so by
 		// default they listen on every interface: say so, and how not to.

@@ -99,6 +99,9 @@ const (
 	CheckReadable = "readable"
 	// CheckStrategySeam: an overlap's or stopThenStart's measured seam.
 	CheckStrategySeam = "strategy"
+	// CheckMedia: the media seam as a receiver sees it (keyframe at the
+	// join, tables, counters, clocks, codec parameters).
+	CheckMedia = "media"
 )
 
 // Judged is the migration's judgement: the one it was stored with, or,
@@ -172,6 +175,8 @@ func judgeHandoverSeam(m *Migration, add adder) {
 			break
 		}
 		add(GradeFail, CheckPosition, PromiseExactPosition, o.AtFault, "numbers repeated at the seam: %s", o.Detail)
+	case VerdictGlitch:
+		add(GradeFail, CheckMedia, PromiseExactPosition, o.AtFault, "the picture glitches at the seam: %s", o.Detail)
 	case VerdictOverlap:
 		if o.SourceAfterStop == 0 && o.TargetBeforeApply == 0 {
 			add(GradeFail, CheckProducers, PromiseOneProducer, o.AtFault, "%s", o.Detail)

@@ -1,6 +1,9 @@
 package sim
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // EnvMediaURL carries a job's media address to each of its instances:
 // udp://HOST:PORT, the same for every instance of the job, as a real
@@ -76,8 +79,11 @@ type MediaReport struct {
 	Frames []MediaFrame `json:"frames,omitempty"`
 	// Unreadable counts the datagrams in the window that were neither
 	// MPEG-TS nor RTP; they are not part of the verdict.
-	Unreadable int64  `json:"unreadable,omitempty"`
-	Detail     string `json:"detail"`
+	Unreadable int64 `json:"unreadable,omitempty"`
+	// Trimmed counts the datagrams of the window the receiver had let go
+	// of to stay within its memory bound: judged without them.
+	Trimmed int64  `json:"trimmed,omitempty"`
+	Detail  string `json:"detail"`
 }
 
 // MediaStream is one elementary stream's seam.
@@ -124,4 +130,61 @@ type MediaFrame struct {
 	Stream string    `json:"stream"`
 	PTS    int64     `json:"pts"`
 	Key    bool      `json:"key,omitempty"`
+}
+
+// MediaReceiver receives each job's media on a UDP port of its own, as a
+// real downstream receiver would: it keeps what arrived, when and from
+// which address, and judges nothing itself (sim/sink implements it).
+type MediaReceiver interface {
+	// Open starts receiving the job's media on port (a free one when 0)
+	// and returns the port; for a job already open, its port.
+	Open(jobID string, port int) (int, error)
+	// Media is what arrived for the job at or after since, in arrival
+	// order, when each sender address was first heard, and how many
+	// datagrams it had to let go of before their time (MediaTrimmed).
+	Media(jobID string, since time.Time) MediaWindow
+	// Watch is poked whenever a datagram of the job arrives, until stop.
+	Watch(jobID string) (poked <-chan struct{}, stop func())
+	// Close stops receiving the job's media and forgets it.
+	Close(jobID string)
+}
+
+// MediaWindow is what a MediaReceiver holds of a job since a moment.
+type MediaWindow struct {
+	Datagrams []MediaDatagram
+	// FirstHeard is when each sender address was first heard: which
+	// instance a sender is, is told from it.
+	FirstHeard map[string]time.Time
+	// Trimmed counts the datagrams since the moment that the receiver let
+	// go of to stay within its memory bound, so what is judged is not
+	// all that arrived.
+	Trimmed int64
+}
+
+// MediaJudge judges media seams and gives back what a receiver got as a
+// file a player opens (sim/media implements it).
+type MediaJudge interface {
+	// Analyze judges the seam between the source's and the target's
+	// datagrams (each in arrival order) at a handover's moments (zero
+	// for overlap and stopThenStart).
+	Analyze(source, target []MediaDatagram, at SeamMoments) *MediaReport
+	// Remux is the datagrams as one MPEG-TS file.
+	Remux(dgs []MediaDatagram) ([]byte, error)
+}
+
+// SeamCapture is the media a receiver got around a migration's switch,
+// as an MPEG-TS file, kept with the migration.
+type SeamCapture struct {
+	MigrationID string    `json:"migrationId"`
+	From        time.Time `json:"from"`
+	To          time.Time `json:"to"`
+	Datagrams   int       `json:"datagrams"`
+	TS          []byte    `json:"-"`
+}
+
+// SeamCaptures keeps seam captures beside the migrations they belong to.
+type SeamCaptures interface {
+	SaveSeamCapture(ctx context.Context, c SeamCapture) error
+	// SeamCapture is the migration's capture; ENotFound when none.
+	SeamCapture(ctx context.Context, migrationID string) (*SeamCapture, error)
 }

@@ -316,7 +316,8 @@ type FrameInfo struct {
 
 // OutputReport is the output-continuity verdict at the seam of a migration.
 type OutputReport struct {
-	// Verdict: seamless | gap | overlap | duplicate | no-output | unknown.
+	// Verdict: seamless | gap | overlap | duplicate | glitch | no-output |
+	// unknown.
 	Verdict string `json:"verdict"`
 	// LastSource is the last sequence number the source sent before it
 	// stopped (in a handover: at or before source-stopped-output);
@@ -360,6 +361,10 @@ type OutputReport struct {
 	// migration but could not read; they are not part of the verdict.
 	Unreadable *UnreadablePackets `json:"unreadable,omitempty"`
 	Detail     string             `json:"detail,omitempty"`
+	// Media is the seam of the job's media (MPEG-TS or RTP to its
+	// NORMSIM_MEDIA_URL), judged as a receiver would; Verdict is then
+	// the worse of the two.
+	Media *MediaReport `json:"media,omitempty"`
 }
 
 // UnreadablePackets are output packets the sink could not read: not JSON,

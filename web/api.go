@@ -427,6 +427,21 @@ func nonNil[T any](list []T) []T {
 	return list
 }
 
+// seamCapture serves the media received around a migration's switch as a
+// file a player opens (ffplay, VLC).
+func (s *Server) seamCapture(w http.ResponseWriter, r *http.Request) {
+	id := pathParam(r, "id")
+	c, err := s.svc.SeamCapture(r.Context(), id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "video/mp2t")
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", id+"-seam.ts"))
+	w.Header().Set("Content-Length", strconv.Itoa(len(c.TS)))
+	w.Write(c.TS)
+}
+
 func (s *Server) getMigration(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	tail := sim.DefaultLogTail

@@ -133,6 +133,8 @@ type fakeService struct {
 	filters                        []sim.MigrationFilter
 	// timeouts are the run's (normsim up --timeouts).
 	timeouts sim.Timeouts
+	// captures are the seam captures by migration.
+	captures map[string]*sim.SeamCapture
 	// packets are what the jobs sent to the output sink.
 	packets []sim.Packet
 	// units are what the runtimes have running (Census).
@@ -317,6 +319,18 @@ func (f *fakeService) AwaitMigration(ctx context.Context, id string, after int) 
 
 func (f *fakeService) MigrationSummary(ctx context.Context, id string) (*sim.Migration, error) {
 	return summary(f.Migration(ctx, id))
+}
+
+func (f *fakeService) SeamCapture(ctx context.Context, id string) (*sim.SeamCapture, error) {
+	if _, err := f.Migration(ctx, id); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c := f.captures[id]; c != nil {
+		return c, nil
+	}
+	return nil, sim.Errorf(sim.ENotFound, "migration %q has no seam capture", id)
 }
 
 func (f *fakeService) AwaitMigrationSummary(ctx context.Context, id string, after int) (*sim.Migration, error) {

@@ -55,6 +55,9 @@ type Service interface {
 	Migration(ctx context.Context, id string) (*sim.Migration, error)
 	// MigrationSummary is Migration without the timeline (Events nil).
 	MigrationSummary(ctx context.Context, id string) (*sim.Migration, error)
+	// SeamCapture is the media a receiver got around the migration's
+	// switch, as MPEG-TS; ENotFound when none was kept.
+	SeamCapture(ctx context.Context, id string) (*sim.SeamCapture, error)
 	// AwaitMigration waits until the migration's timeline has more than
 	// after events or it has ended (after < 0: until it ends), and returns
 	// it; when ctx ends first, it returns the migration as it is with
@@ -158,6 +161,7 @@ func New(cfg Config) *Server {
 		r.Post("/instances/{id}/migrate", s.migrate)
 		r.Get("/migrations", s.listMigrations)
 		r.Get("/migrations/{id}", s.getMigration)
+		r.Get("/migrations/{id}/seam.ts", s.seamCapture)
 		r.Get("/events", s.events)
 		r.Get("/census", s.census)
 		r.Get("/stats", s.stats)

@@ -46,7 +46,15 @@ type Config struct {
 	Sink     sim.OutputSink
 	// OutputEnv is added to every launch's env for each runtime (the sink's
 	// address as a job of that runtime reaches it).
-	OutputEnv    func(runtime string) map[string]string
+	OutputEnv func(runtime string) map[string]string
+	// Media receives each job's media on a port of its own (nil: jobs get
+	// no NORMSIM_MEDIA_URL); MediaHost is the host a job of each runtime
+	// reaches it at; MediaJudge judges the media seam of a migration, and
+	// Captures keeps the stream received around it.
+	Media        sim.MediaReceiver
+	MediaHost    func(runtime string) string
+	MediaJudge   sim.MediaJudge
+	Captures     sim.SeamCaptures
 	StudioAccess string
 	// Timeouts are the run's per-phase timeouts (normsim up --timeouts): a
 	// migration request's zero fields take these, and these' zero fields
@@ -463,9 +471,17 @@ func (m *Manager) launch(ctx context.Context, req LaunchRequest, o launchOpts) (
 	if node.Address != "" {
 		env[sim.EnvNodeAddr] = node.Address
 	}
+	mediaURL, err := m.openMedia(jobID, rt.Name(), 0)
+	if err != nil {
+		return sim.Instance{}, err
+	}
+	if mediaURL != "" {
+		env[sim.EnvMediaURL] = mediaURL
+	}
 	spec, err := m.cfg.Catalog.Launch(tmpl.Name, sim.LaunchInput{Instance: &inst, Node: node.Node, Runtime: rt.Name(),
 		StudioAccess: m.cfg.StudioAccess, Env: env})
 	if err != nil {
+		m.closeMediaIfUnused(jobID)
 		return sim.Instance{}, err
 	}
 	for i := range spec.Services {
@@ -631,6 +647,10 @@ func (m *Manager) removeLocked(id string) {
 		delete(m.jobs, in.JobID)
 		if m.cfg.Sink != nil {
 			m.cfg.Sink.Forget(in.JobID)
+		}
+		if m.cfg.Media != nil {
+			// Closing waits for the port's reader, which never takes m.mu.
+			m.cfg.Media.Close(in.JobID)
 		}
 	}
 }

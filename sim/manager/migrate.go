@@ -323,8 +323,11 @@ type run struct {
 	mu    sync.Mutex
 	mig   sim.Migration
 	tgtID string
-	phase sim.Phase
-	ponr  bool
+	// tgtPlacedAt is when the target was created: a media sender first
+	// heard from then on is the target.
+	tgtPlacedAt time.Time
+	phase       sim.Phase
+	ponr        bool
 	// ending is set the moment the migration is bound to end (an abort,
 	// a lost socket or an exit seen on a socket goroutine, or finish): from
 	// then on no frame is relayed, and a frame that arrives is a late one,
@@ -1129,7 +1132,7 @@ func (r *run) placeTarget(ctx context.Context, prepareOnly bool, o launchOpts) (
 		r.tgtNode.Socket.Expect(r.src.JobID, tgt.ID, protocol.TypeTargetReady, protocol.TypeAbort)
 	}
 	r.mu.Lock()
-	r.tgtID = tgt.ID
+	r.tgtID, r.tgtPlacedAt = tgt.ID, tgt.CreatedAt
 	r.mig.Target.Instance = tgt.ID
 	if tgt.Runtime == sim.RuntimeExternal {
 		r.mig.Target.Env = tgt.Env
@@ -1493,6 +1496,7 @@ func (r *run) finish(ctx context.Context, err error) {
 	switch state {
 	case sim.MigrationCompleted, sim.MigrationFailed:
 		r.measureOutput(ctx)
+		r.measureMedia(ctx)
 	case sim.MigrationAborted:
 		r.measureRollbackOutput()
 	}

@@ -121,6 +121,7 @@ func (m *Manager) recoverRuntimes(ctx context.Context, stored []*sim.Instance) m
 // registered again with the same token so the job can reconnect.
 func (m *Manager) readopt(ctx context.Context, in *sim.Instance) {
 	live := &instance{Instance: *in, changed: make(chan struct{}), healthy: map[string]bool{}}
+	m.reopenMedia(in)
 	spec, err := m.relaunchSpec(in)
 	if err != nil {
 		// It runs on; without its spec its health checks and published
@@ -157,7 +158,11 @@ func (m *Manager) relaunchSpec(in *sim.Instance) (*sim.LaunchSpec, error) {
 	if !ok {
 		return nil, fmt.Errorf("node %q is not one of this run's nodes (%s)", in.Node, strings.Join(m.order, ", "))
 	}
-	return m.cfg.Catalog.Launch(in.Template, sim.LaunchInput{Instance: in, Node: node.Node, Runtime: in.Runtime})
+	var env map[string]string
+	if u := mediaURLOf(in); u != "" {
+		env = map[string]string{sim.EnvMediaURL: u}
+	}
+	return m.cfg.Catalog.Launch(in.Template, sim.LaunchInput{Instance: in, Node: node.Node, Runtime: in.Runtime, Env: env})
 }
 
 // holdEnded lists an instance that has ended (stopped, or failed, by

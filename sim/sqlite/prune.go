@@ -59,7 +59,11 @@ func (s *Store) pruneMigrations(ctx context.Context, tx *sql.Tx) (int64, error) 
 		return 0, fmt.Errorf("prune migrations: %w", err)
 	}
 	pruned, _ := res.RowsAffected()
-	// migration_events went with their migrations (ON DELETE CASCADE).
+	// migration_events went with their migrations (ON DELETE CASCADE);
+	// seam captures have no key to cascade by.
+	if _, err := tx.ExecContext(ctx, `DELETE FROM seam_captures WHERE migration_id NOT IN (SELECT id FROM migrations)`); err != nil {
+		return 0, fmt.Errorf("prune seam captures: %w", err)
+	}
 	var oldest sql.NullInt64
 	if err := tx.QueryRowContext(ctx, `SELECT min(started_at) FROM migrations`).Scan(&oldest); err != nil {
 		return 0, fmt.Errorf("prune history: %w", err)

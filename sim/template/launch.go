@@ -110,6 +110,19 @@ func (l *Loaded) Launch(in sim.LaunchInput) (*sim.LaunchSpec, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A parameter (given or defaulted) of normsim:media is the job's
+	// media URL: a template's own output parameter points at normsim's
+	// receiver without editing the template.
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		if values[k] != sim.MediaURLParam {
+			continue
+		}
+		u := in.Env[sim.EnvMediaURL]
+		if u == "" {
+			return nil, sim.Errorf(sim.EParamsInvalid, "params.%s: %q stands for the job's media URL, but this launch has none (normsim runs no media receiver here)", k, sim.MediaURLParam)
+		}
+		values[k] = u
+	}
 	ports, err := l.allocatePorts(portValues, in)
 	if err != nil {
 		return nil, err

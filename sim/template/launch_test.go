@@ -1035,7 +1035,7 @@ func TestShippedTemplates(t *testing.T) {
 	}
 	s := spec.Services[0]
 	abs, _ := filepath.Abs("../..")
-	if s.Image != "normsim/counter:src-79d03cba41d0" || s.Env["COUNTER_RATE"] != "10" || s.Process == nil || s.Process.Dir != abs ||
+	if s.Image != "normsim/counter:src-031813006285" || s.Env["COUNTER_RATE"] != "10" || s.Process == nil || s.Process.Dir != abs ||
 		!reflect.DeepEqual(s.Process.Command, []string{"go", "run", "./examples/jobs/counter"}) ||
 		s.Env[EnvWorkerURL] != "ws://127.0.0.1:6797/instances/job-1/role-1" {
 		t.Errorf("counter service = %+v", s)
@@ -1087,4 +1087,51 @@ func TestProcessRuntimeSaysRestartIsNotApplied(t *testing.T) {
 			t.Errorf("%s: a service without a restart policy is named: %q", rt, spec.Adjustments)
 		}
 	}
+}
+
+// TestLaunchPointsNormsimMediaAtTheJobsMediaURL: a parameter whose value
+// (given, or its default) is normsim:media becomes the job's media URL,
+// so a template's own output parameter needs no edit; without a media URL
+// to give, the launch says why it cannot.
+func TestLaunchPointsNormsimMediaAtTheJobsMediaURL(t *testing.T) {
+	const compose = `
+services:
+  app:
+    image: busybox
+    environment:
+      OUTPUT_URL: ${OUTPUT_URL}
+      BACKUP_URL: ${BACKUP_URL}
+`
+	const params = `
+parameters:
+  - name: OUTPUT_URL
+    purpose: where the job sends its stream
+    type: string
+    default: normsim:media
+  - name: BACKUP_URL
+    purpose: a second output
+    type: string
+    default: udp://239.0.0.1:5000
+`
+	l := MustLoad(t, tpl(compose, params))
+	in := input(nil)
+	in.Env = map[string]string{sim.EnvMediaURL: "udp://host.docker.internal:40123"}
+	spec, err := l.Launch(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := service(t, spec, "app").Env
+	if env["OUTPUT_URL"] != "udp://host.docker.internal:40123" || env["BACKUP_URL"] != "udp://239.0.0.1:5000" {
+		t.Fatalf("defaulted: OUTPUT_URL %q BACKUP_URL %q", env["OUTPUT_URL"], env["BACKUP_URL"])
+	}
+	in = input(map[string]string{"BACKUP_URL": "normsim:media"})
+	in.Env = map[string]string{sim.EnvMediaURL: "udp://127.0.0.1:40123"}
+	if spec, err = l.Launch(in); err != nil {
+		t.Fatal(err)
+	}
+	if env = service(t, spec, "app").Env; env["BACKUP_URL"] != "udp://127.0.0.1:40123" {
+		t.Fatalf("given: BACKUP_URL %q", env["BACKUP_URL"])
+	}
+	_, err = l.Launch(input(nil))
+	wantErr(t, err, sim.EParamsInvalid, `params.OUTPUT_URL: "normsim:media" stands for the job's media URL`)
 }

@@ -1,0 +1,235 @@
+package sink
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// Media is normsim's media receiver (sim.MediaReceiver): every job gets a
+// UDP port of its own, handed to each of its instances as
+// NORMSIM_MEDIA_URL, and what arrives there is kept as the receiver got
+// it, datagram by datagram, with its arrival time and sender address. A
+// real output URL is the same for a source and its target, so which
+// instance sent a datagram is told later from the sender's address and
+// when it was first heard, never from the payload.
+//
+// It keeps a job's newest Keep of datagrams, and at most MaxBytes of
+// them: a datagram let go of to stay within MaxBytes before Keep has
+// passed is counted (MediaWindow.Trimmed), so a seam judged on less than
+// all that arrived says so.
+type Media struct {
+	host string
+	now  func() time.Time
+	// Keep and MaxBytes bound what is kept of each job.
+	Keep     time.Duration
+	MaxBytes int
+	log      *slog.Logger
+
+	mu   sync.Mutex
+	jobs map[string]*mediaJob
+}
+
+// Default bounds: a 5 Mbit/s stream fills 20 MiB in about half a minute,
+// more than a migration's seam needs either side of its switch.
+const (
+	DefaultMediaKeep     = 60 * time.Second
+	DefaultMediaMaxBytes = 32 << 20
+)
+
+type mediaJob struct {
+	pc   net.PacketConn
+	port int
+	done chan struct{}
+
+	mu         sync.Mutex
+	dgs        []sim.MediaDatagram // arrival order; dgs[head:] are kept
+	head       int
+	bytes      int
+	trimmedAt  []time.Time // arrival times of the datagrams let go of early
+	firstHeard map[string]time.Time
+	notify     []chan struct{}
+}
+
+// NewMedia returns a receiver that opens jobs' ports on host.
+func NewMedia(host string, now func() time.Time) *Media {
+	if now == nil {
+		now = time.Now
+	}
+	return &Media{host: host, now: now, Keep: DefaultMediaKeep, MaxBytes: DefaultMediaMaxBytes,
+		log: slog.New(slog.DiscardHandler), jobs: map[string]*mediaJob{}}
+}
+
+// SetLogger gives the receiver a logger; call it before Open.
+func (m *Media) SetLogger(l *slog.Logger) { m.log = l }
+
+// Open starts receiving the job's media on port (a free one when 0).
+func (m *Media) Open(jobID string, port int) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if j := m.jobs[jobID]; j != nil {
+		return j.port, nil
+	}
+	pc, err := net.ListenPacket("udp", net.JoinHostPort(m.host, strconv.Itoa(port)))
+	if err != nil {
+		return 0, fmt.Errorf("open the media port of job %s: %w", jobID, err)
+	}
+	// A video stream comes in bursts (a keyframe is many datagrams at
+	// once): a larger socket buffer keeps the kernel from dropping them
+	// while the reader is busy.
+	if uc, ok := pc.(*net.UDPConn); ok {
+		_ = uc.SetReadBuffer(4 << 20)
+	}
+	j := &mediaJob{pc: pc, port: pc.LocalAddr().(*net.UDPAddr).Port, done: make(chan struct{}), firstHeard: map[string]time.Time{}}
+	m.jobs[jobID] = j
+	go m.receive(jobID, j)
+	return j.port, nil
+}
+
+func (m *Media) receive(jobID string, j *mediaJob) {
+	defer close(j.done)
+	buf := make([]byte, 65536)
+	for {
+		n, from, err := j.pc.ReadFrom(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			m.log.Warn("media receiver: read failed", "job", jobID, "err", err)
+			continue
+		}
+		at := m.now()
+		j.add(sim.MediaDatagram{At: at, From: from.String(), Data: append([]byte(nil), buf[:n]...)}, at.Add(-m.Keep), m.MaxBytes)
+	}
+}
+
+// add keeps d, lets go of what is older than horizon, and of the oldest
+// beyond maxBytes (counted).
+func (j *mediaJob) add(d sim.MediaDatagram, horizon time.Time, maxBytes int) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if _, ok := j.firstHeard[d.From]; !ok {
+		j.firstHeard[d.From] = d.At
+	}
+	j.dgs = append(j.dgs, d)
+	j.bytes += len(d.Data)
+	for j.head < len(j.dgs)-1 && (j.dgs[j.head].At.Before(horizon) || j.bytes > maxBytes) {
+		old := j.dgs[j.head]
+		if !old.At.Before(horizon) {
+			j.trimmedAt = append(j.trimmedAt, old.At)
+		}
+		j.bytes -= len(old.Data)
+		j.dgs[j.head] = sim.MediaDatagram{}
+		j.head++
+	}
+	for len(j.trimmedAt) > 0 && j.trimmedAt[0].Before(horizon) {
+		j.trimmedAt = j.trimmedAt[1:]
+	}
+	// Move what is kept to the front once the dead part is the bigger.
+	if j.head > len(j.dgs)/2 && j.head > 1024 {
+		n := copy(j.dgs, j.dgs[j.head:])
+		clear(j.dgs[n:])
+		j.dgs, j.head = j.dgs[:n], 0
+	}
+	for _, c := range j.notify {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Media is what arrived for the job at or after since.
+func (m *Media) Media(jobID string, since time.Time) sim.MediaWindow {
+	m.mu.Lock()
+	j := m.jobs[jobID]
+	m.mu.Unlock()
+	w := sim.MediaWindow{FirstHeard: map[string]time.Time{}}
+	if j == nil {
+		return w
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	kept := j.dgs[j.head:]
+	i := 0
+	for i < len(kept) && kept[i].At.Before(since) {
+		i++
+	}
+	// The bytes are never written again once kept, so they are shared.
+	w.Datagrams = append([]sim.MediaDatagram(nil), kept[i:]...)
+	for from, at := range j.firstHeard {
+		w.FirstHeard[from] = at
+	}
+	for _, at := range j.trimmedAt {
+		if !at.Before(since) {
+			w.Trimmed++
+		}
+	}
+	return w
+}
+
+// Watch returns a channel poked whenever a datagram of the job arrives.
+func (m *Media) Watch(jobID string) (<-chan struct{}, func()) {
+	c := make(chan struct{}, 1)
+	m.mu.Lock()
+	j := m.jobs[jobID]
+	m.mu.Unlock()
+	if j == nil {
+		return c, func() {}
+	}
+	j.mu.Lock()
+	j.notify = append(j.notify, c)
+	j.mu.Unlock()
+	return c, func() {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		for i, x := range j.notify {
+			if x == c {
+				j.notify = append(j.notify[:i], j.notify[i+1:]...)
+				break
+			}
+		}
+	}
+}
+
+// Close stops receiving the job's media and forgets it.
+func (m *Media) Close(jobID string) {
+	m.mu.Lock()
+	j := m.jobs[jobID]
+	delete(m.jobs, jobID)
+	m.mu.Unlock()
+	if j != nil {
+		j.pc.Close()
+		<-j.done
+	}
+}
+
+// CloseAll closes every job's port.
+func (m *Media) CloseAll() {
+	m.mu.Lock()
+	ids := make([]string, 0, len(m.jobs))
+	for id := range m.jobs {
+		ids = append(ids, id)
+	}
+	m.mu.Unlock()
+	for _, id := range ids {
+		m.Close(id)
+	}
+}
+
+// Ports is each open job's port.
+func (m *Media) Ports() map[string]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]int, len(m.jobs))
+	for id, j := range m.jobs {
+		out[id] = j.port
+	}
+	return out
+}

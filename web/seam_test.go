@@ -1,0 +1,34 @@
+package web_test
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// TestSeamTSServesTheCaptureAsAFile: a migration's seam capture comes back
+// byte for byte as video/mp2t, named for the migration; one without a
+// capture, or no such migration, is a 404 that says which.
+func TestSeamTSServesTheCaptureAsAFile(t *testing.T) {
+	f := newFake()
+	f.addMig(&sim.Migration{ID: "m1", JobID: "job-1", State: sim.MigrationCompleted, StartedAt: time.Now()})
+	f.addMig(&sim.Migration{ID: "m2", JobID: "job-1", State: sim.MigrationCompleted, StartedAt: time.Now()})
+	ts := bytes.Repeat(append([]byte{0x47}, make([]byte, 187)...), 3)
+	f.captures = map[string]*sim.SeamCapture{"m1": {MigrationID: "m1", TS: ts, Datagrams: 1}}
+	h := newServer(t, f, nil)
+	r := get(t, h, "/api/v1/migrations/m1/seam.ts")
+	if r.Status != http.StatusOK || r.Body != string(ts) || r.Header.Get("Content-Type") != "video/mp2t" ||
+		!strings.Contains(r.Header.Get("Content-Disposition"), `filename="m1-seam.ts"`) {
+		t.Fatalf("m1: %d %v (%d bytes)", r.Status, r.Header, len(r.Body))
+	}
+	if r := get(t, h, "/api/v1/migrations/m2/seam.ts"); r.Status != http.StatusNotFound || !strings.Contains(r.Body, "no seam capture") {
+		t.Fatalf("m2: %d %s", r.Status, r.Body)
+	}
+	if r := get(t, h, "/api/v1/migrations/nope/seam.ts"); r.Status != http.StatusNotFound || !strings.Contains(r.Body, "nope") {
+		t.Fatalf("nope: %d %s", r.Status, r.Body)
+	}
+}
