@@ -20,7 +20,7 @@ type Outcome struct {
 // Check is one expectation, judged.
 type Check struct {
 	// Expect is the key of the expectation: state, phase, reason, seam,
-	// maxGapMs, minOverlapMs, maxTotalMs, applied, failed, atFault,
+	// maxGapMs, minOverlapMs, maxTotalMs, keyframeAtJoin, applied, failed, atFault,
 	// judgement or error.
 	Expect string `json:"expect"`
 	Want   string `json:"want"`
@@ -102,6 +102,20 @@ func Judge(e *Expect, o Outcome) []Check {
 			}
 			ok := ov >= *e.MinOverlapMs && (o2.OverlapMs != nil || *e.MinOverlapMs == 0)
 			add(check("minOverlapMs", want, num(ov), ok, "expected an overlap of at least %s ms, got %.1f ms (%s: %s)", want, ov, o2.Verdict, o2.Detail))
+		}
+	}
+	if e.KeyframeAtJoin != nil {
+		want := strconv.FormatBool(*e.KeyframeAtJoin)
+		switch {
+		case o2 == nil || o2.Media == nil:
+			add(Check{Expect: "keyframeAtJoin", Want: want, Got: "no media seam",
+				Message: fmt.Sprintf("expected keyframeAtJoin %s, but the migration has no media seam (the job sent no MPEG-TS or RTP to its %s around the switch; it ended %s%s)", want, sim.EnvMediaURL, m.State, inPhase(m))})
+		case o2.Media.KeyframeAtJoin == nil:
+			add(Check{Expect: "keyframeAtJoin", Want: want, Got: "unknown",
+				Message: fmt.Sprintf("expected keyframeAtJoin %s, but the target sent no video frame the receiver could read (media %s: %s)", want, o2.Media.Verdict, o2.Media.Detail)})
+		default:
+			got := *o2.Media.KeyframeAtJoin
+			add(check("keyframeAtJoin", want, strconv.FormatBool(got), got == *e.KeyframeAtJoin, "expected keyframeAtJoin %s, got %t (media %s: %s)", want, got, o2.Media.Verdict, o2.Media.Detail))
 		}
 	}
 	if e.MaxTotalMs != nil {

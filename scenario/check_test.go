@@ -17,6 +17,15 @@ func TestJudge(t *testing.T) {
 	seamless := &sim.OutputReport{Verdict: sim.VerdictSeamless, GapMs: f64(9.5), Detail: "source stopped at 9, target continued at 10"}
 	gap := &sim.OutputReport{Verdict: sim.VerdictGap, GapMs: f64(1340), Lost: 134, Detail: "134 packets lost"}
 	overlap := &sim.OutputReport{Verdict: sim.VerdictOverlap, OverlapMs: f64(250), Duplicated: 25, Detail: "both produced for 250 ms"}
+	handover := func(o *sim.OutputReport) *sim.Migration {
+		m := completed(o)
+		m.Strategy = sim.Handover
+		return m
+	}
+	no, yes := false, true
+	midGOP := &sim.OutputReport{Verdict: sim.VerdictGlitch, AtFault: "target", Detail: "media: target joined mid-GOP",
+		Media: &sim.MediaReport{Verdict: sim.VerdictGlitch, KeyframeAtJoin: &no, Detail: "target joined mid-GOP: picture missing 760 ms"}}
+	onKey := &sim.OutputReport{Verdict: sim.VerdictSeamless, Media: &sim.MediaReport{Verdict: sim.VerdictSeamless, KeyframeAtJoin: &yes, Detail: "continued"}}
 	aborted := &sim.Migration{ID: "mig-2", State: sim.MigrationAborted, Phase: "target-ready", Reason: "the target aborted: not ready"}
 	refusal := &APIError{Status: 422, Code: sim.EUnprocessable, Message: `strategy "overlap" is not allowed`}
 
@@ -32,6 +41,12 @@ func TestJudge(t *testing.T) {
 		{"aborted where expected", Expect{State: sim.MigrationAborted, Phase: "target-ready", Reason: "not ready"}, Outcome{Migration: aborted}, nil},
 		{"overlap long enough", Expect{State: sim.MigrationCompleted, Seam: sim.VerdictOverlap, MinOverlapMs: f64(1)}, Outcome{Migration: completed(overlap)}, nil},
 		{"refused as expected", Expect{Error: 422, Reason: "not allowed"}, Outcome{Refusal: refusal}, nil},
+		{"joined on a keyframe", Expect{State: sim.MigrationCompleted, Seam: sim.VerdictSeamless, KeyframeAtJoin: &yes}, Outcome{Migration: completed(onKey)}, nil},
+		{"a glitch proved", Expect{State: sim.MigrationCompleted, Seam: sim.VerdictGlitch, KeyframeAtJoin: &no, AtFault: "target", Judgement: "fail"}, Outcome{Migration: handover(midGOP)}, nil},
+		{"joined mid-GOP", Expect{State: sim.MigrationCompleted, KeyframeAtJoin: &yes}, Outcome{Migration: completed(midGOP)},
+			[]string{"expected keyframeAtJoin true, got false (media glitch: target joined mid-GOP: picture missing 760 ms)"}},
+		{"no media seam", Expect{State: sim.MigrationCompleted, KeyframeAtJoin: &yes}, Outcome{Migration: completed(seamless)},
+			[]string{"expected keyframeAtJoin true, but the migration has no media seam"}},
 
 		{"aborted instead of completed", Expect{State: sim.MigrationCompleted}, Outcome{Migration: aborted},
 			[]string{"expected state completed, got aborted in phase target-ready: the target aborted: not ready"}},

@@ -512,7 +512,7 @@ var (
 	waitKeys     = []string{"instance", "connected", "running", "timeout"}
 	migrateKeys  = []string{"instance", "to", "strategy", "runtime", "timeouts", "faults", "timeout"}
 	timeoutKeys  = sim.TimeoutNames()
-	expectKeys   = []string{"state", "phase", "reason", "seam", "maxGapMs", "minOverlapMs", "maxTotalMs", "applied", "failed", "atFault", "judgement", "error"}
+	expectKeys   = []string{"state", "phase", "reason", "seam", "maxGapMs", "minOverlapMs", "maxTotalMs", "keyframeAtJoin", "applied", "failed", "atFault", "judgement", "error"}
 	untils       = []string{UntilConnected, UntilRunning, UntilNone}
 	strategies   = []string{string(sim.Handover), string(sim.StopThenStart), string(sim.Overlap)}
 )
@@ -1051,6 +1051,11 @@ func (p *parser) expect(f field, what string) *Expect {
 			}
 		}
 	}
+	if g, ok := m["keyframeAtJoin"]; ok {
+		if v, ok := p.boolean(g, what+".keyframeAtJoin"); ok {
+			e.KeyframeAtJoin = &v
+		}
+	}
 	if g, ok := m["atFault"]; ok {
 		e.AtFault, _ = p.enum(g, what+".atFault", Sides)
 	}
@@ -1059,7 +1064,7 @@ func (p *parser) expect(f field, what string) *Expect {
 	}
 	if g, ok := m["error"]; ok {
 		e.Error, _ = p.integer(g, what+".error", 400, 599)
-		for _, k := range []string{"state", "phase", "seam", "maxGapMs", "minOverlapMs", "maxTotalMs", "applied", "failed", "atFault", "judgement"} {
+		for _, k := range []string{"state", "phase", "seam", "maxGapMs", "minOverlapMs", "maxTotalMs", "keyframeAtJoin", "applied", "failed", "atFault", "judgement"} {
 			if h, ok := m[k]; ok {
 				p.errf(h.key, "%s.%s: with error the request is refused and no migration runs, so there is no %s to check; remove one of them", what, k, k)
 			}
@@ -1073,7 +1078,7 @@ func (p *parser) expect(f field, what string) *Expect {
 		p.errf(g.key, "%s.phase: is where an aborted, failed or refused migration ended; a completed one went through every phase (set state)", what)
 	}
 	if e.State == sim.MigrationAborted || e.State == sim.MigrationRefused {
-		for _, k := range []string{"seam", "maxGapMs", "minOverlapMs"} {
+		for _, k := range []string{"seam", "maxGapMs", "minOverlapMs", "keyframeAtJoin"} {
 			h, ok := m[k]
 			switch {
 			case !ok:

@@ -301,7 +301,7 @@ steps:
 		`x.yaml:6:20: steps[0].launch.node: node "q" is not one of the scenario's nodes (a, b)`,
 		`x.yaml:7:36: steps[1].wait.timeout: must be a positive duration`,
 		`x.yaml:8:32: steps[2].migrate.strategy: must be one of handover, stopThenStart, overlap; got "teleport"`,
-		`x.yaml:9:20: steps[2].expect.seam: must be one of seamless, gap, overlap, duplicate, no-output; got "wobbly"`,
+		`x.yaml:9:20: steps[2].expect.seam: must be one of seamless, gap, overlap, duplicate, glitch, no-output; got "wobbly"`,
 		`x.yaml:9:38: steps[2].expect.maxGapMs: must not be negative; got -1`,
 		`x.yaml:11:21: steps[3].expect.error: must be between 400 and 599; got 600`,
 	}

@@ -189,7 +189,7 @@ type Expect struct {
 	// message when Error is set).
 	Reason string `json:"reason,omitempty"`
 	// Seam is the output verdict: seamless, gap, overlap, duplicate,
-	// no-output.
+	// glitch (media), no-output.
 	Seam         string   `json:"seam,omitempty"`
 	MaxGapMs     *float64 `json:"maxGapMs,omitempty"`
 	MinOverlapMs *float64 `json:"minOverlapMs,omitempty"`
@@ -199,6 +199,9 @@ type Expect struct {
 	// list none.
 	Applied *[]string `json:"applied,omitempty"`
 	Failed  *[]string `json:"failed,omitempty"`
+	// KeyframeAtJoin is whether the target's first video frame must be a
+	// random-access point (the media seam, docs/media.md).
+	KeyframeAtJoin *bool `json:"keyframeAtJoin,omitempty"`
 	// AtFault is the side the judgement must blame: source, target,
 	// "source and target", or none.
 	AtFault string `json:"atFault,omitempty"`
@@ -232,11 +235,11 @@ func (e *Expect) String() string {
 // or the judgement; when it does not, a judgement of fail fails the step
 // (Judge), so no broken promise passes unasked.
 func (e *Expect) SaysSeam() bool {
-	return e.Seam != "" || e.MaxGapMs != nil || e.MinOverlapMs != nil || e.AtFault != "" || e.Judgement != ""
+	return e.Seam != "" || e.MaxGapMs != nil || e.MinOverlapMs != nil || e.KeyframeAtJoin != nil || e.AtFault != "" || e.Judgement != ""
 }
 
 // Seams are the output verdicts expect.seam may name.
-var Seams = []string{sim.VerdictSeamless, sim.VerdictGap, sim.VerdictOverlap, sim.VerdictDuplicate, sim.VerdictNoOutput}
+var Seams = []string{sim.VerdictSeamless, sim.VerdictGap, sim.VerdictOverlap, sim.VerdictDuplicate, sim.VerdictGlitch, sim.VerdictNoOutput}
 
 // Grades are the judgements expect.judgement may name.
 var Grades = []string{string(sim.GradePass), string(sim.GradeTolerated), string(sim.GradeFail)}
