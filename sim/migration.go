@@ -361,6 +361,9 @@ type OutputReport struct {
 	// migration but could not read; they are not part of the verdict.
 	Unreadable *UnreadablePackets `json:"unreadable,omitempty"`
 	Detail     string             `json:"detail,omitempty"`
+	// SwitchAt is when the seam happened for a receiver: the target's
+	// first packet (or media datagram) arrived; nil when it sent none.
+	SwitchAt *time.Time `json:"switchAt,omitempty"`
 	// Media is the seam of the job's media (MPEG-TS or RTP to its
 	// NORMSIM_MEDIA_URL), judged as a receiver would; Verdict is then
 	// the worse of the two.

@@ -77,6 +77,10 @@ func AnalyzeSeam(source, target string, pkts []Packet, sent SentRanges, at SeamM
 	sort.SliceStable(src, func(i, j int) bool { return src[i].At.Before(src[j].At) })
 	sort.SliceStable(tgt, func(i, j int) bool { return tgt[i].At.Before(tgt[j].At) })
 	r := &OutputReport{CoalescedRanges: sent.Coalesced}
+	if len(tgt) > 0 {
+		first := tgt[0].At
+		r.SwitchAt = &first
+	}
 
 	// The handover's promises about moments, in every branch below.
 	var faults []string

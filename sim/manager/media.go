@@ -129,6 +129,9 @@ func (r *run) measureMedia(ctx context.Context) {
 		o.Detail += "; media: " + rep.Detail
 	}
 	o.Media = rep
+	if o.SwitchAt == nil {
+		o.SwitchAt = rep.SwitchAt
+	}
 	r.mu.Unlock()
 	r.recordHere(sideOutput, "media "+rep.Verdict+": "+rep.Detail, nil)
 	r.captureSeam(ctx, w, rep, src, tgt)
