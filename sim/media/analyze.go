@@ -589,7 +589,7 @@ func (c *comparison) checkCounters() {
 			continue
 		}
 		c.defect("Continuity_count_error", "TR 101 290 1.4", fmt.Sprintf("PID %d", p.pid), targetSide,
-			fmt.Sprintf("continuity counter on PID %d went %d→%d without the discontinuity indicator", p.pid, want, p.cc))
+			fmt.Sprintf("continuity counter on PID %d went %d→%d (expected %d) without the discontinuity indicator", p.pid, want, p.cc, (want+1)%16))
 	}
 }
 
