@@ -191,7 +191,7 @@ func (m muxed) withoutPIDs(pids ...uint16) muxed {
 	return out
 }
 
-func from(k int) func(int) bool  { return func(i int) bool { return i >= k } }
+func from(k int) func(int) bool   { return func(i int) bool { return i >= k } }
 func before(k int) func(int) bool { return func(i int) bool { return i < k } }
 
 // rtpSender packetizes H.264 per RFC 6184: SPS and PPS in a STAP-A, big

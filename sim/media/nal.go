@@ -78,9 +78,9 @@ func inspectNALs(codec string, nals [][]byte) codecUnit {
 
 // spsInfo is what a receiver compares of two encoders' H.264 SPS.
 type spsInfo struct {
-	profile, level          int
-	constraintSet1          bool
-	width, height           int
+	profile, level int
+	constraintSet1 bool
+	width, height  int
 }
 
 func (s spsInfo) String() string {
@@ -197,9 +197,9 @@ func parseSPS(nal []byte) (spsInfo, error) {
 		if chroma == 3 {
 			separateColourPlane = r.bit() == 1
 		}
-		r.ue()  // bit_depth_luma_minus8
-		r.ue()  // bit_depth_chroma_minus8
-		r.bit() // qpprime_y_zero_transform_bypass_flag
+		r.ue()            // bit_depth_luma_minus8
+		r.ue()            // bit_depth_chroma_minus8
+		r.bit()           // qpprime_y_zero_transform_bypass_flag
 		if r.bit() == 1 { // seq_scaling_matrix_present_flag
 			lists := 8
 			if chroma == 3 {
@@ -225,7 +225,7 @@ func parseSPS(nal []byte) (spsInfo, error) {
 			}
 		}
 	}
-	r.ue() // log2_max_frame_num_minus4
+	r.ue()          // log2_max_frame_num_minus4
 	switch r.ue() { // pic_order_cnt_type
 	case 0:
 		r.ue() // log2_max_pic_order_cnt_lsb_minus4

@@ -79,15 +79,15 @@ type pmtStream struct {
 
 // tsState is a side's transport stream.
 type tsState struct {
-	raw                         [][]byte // packets with their sync byte, as fed to the demuxer
-	rawDg                       []int
-	pkts                        []tsPacket
-	syncErrors                  int
-	parseErrors                 int
+	raw                          [][]byte // packets with their sync byte, as fed to the demuxer
+	rawDg                        []int
+	pkts                         []tsPacket
+	syncErrors                   int
+	parseErrors                  int
 	firstPAT, firstPMT, firstPES int // packet indexes, -1 when none
-	pmt                         []pmtStream
-	pcrPID                      int // -1 when no PMT named one
-	pes                         []pesUnit
+	pmt                          []pmtStream
+	pcrPID                       int // -1 when no PMT named one
+	pes                          []pesUnit
 }
 
 // rtpTrack is one SSRC's RTP packets on a side.
