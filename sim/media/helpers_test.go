@@ -247,7 +247,7 @@ func (s *rtpSender) packet(pt uint8, ts uint32, marker bool, payload []byte, at 
 	return sim.MediaDatagram{At: at, From: "10.0.0.1:5004", Data: b}
 }
 
-// rtpH264 sends frames [lo, hi) of fs.
+// frames sends frames [lo, hi) of fs, each arriving at its frameAt.
 func (s *rtpSender) frames(fs []testFrame, lo, hi int) []sim.MediaDatagram {
 	var dgs []sim.MediaDatagram
 	for i := lo; i < hi; i++ {
