@@ -1,0 +1,751 @@
+// Package media judges the seam of a job's real video output across a
+// migration the way a receiver downstream would: it demuxes what the
+// source and the target sent (MPEG-TS over UDP, MPEG-TS in RTP, or H.264
+// in RTP per RFC 6184) and checks that presentation time goes on by
+// exactly one frame, that the target starts on a keyframe, that the
+// tables, PIDs and codec parameters stay, and that continuity counters,
+// the PCR and RTP sequence numbers, timestamps and SSRC continue.
+//
+// Each defect is named by the check a broadcast engineer knows it by:
+// the ETSI TR 101 290 item (Sync_byte_error 1.2, PAT_error 1.3a,
+// Continuity_count_error 1.4, PMT_error 1.5a, PID_error 1.6,
+// PCR_discontinuity_indicator_error 2.3) or RFC 3550 / RFC 6184 for RTP.
+// Checks no standard names (PTS continuity, keyframe at join, codec
+// parameters) are named plainly. The side at fault comes from the
+// handover's moments, as in sim.AnalyzeSeam, and from which side a
+// defect shows on.
+package media
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/normsim/normsim/sim"
+)
+
+const (
+	sourceSide = "source"
+	targetSide = "target"
+	// frameWindow: frames this far either side of the switch are drawn.
+	frameWindow = 3 * time.Second
+	maxFrames   = 400
+)
+
+// Analyze judges the seam between what the receiver got from the source
+// (source) and from the target (target), each in arrival order, given the
+// handover's moments (zero for strategies that promise none).
+func Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *sim.MediaReport {
+	src, tgt := readSide(sourceSide, source), readSide(targetSide, target)
+	src.buildTSTracks(tgt.ts.pmt)
+	tgt.buildTSTracks(src.ts.pmt)
+
+	r := &sim.MediaReport{
+		Format:          formatOf(src, tgt),
+		SourceDatagrams: int64(len(source)),
+		TargetDatagrams: int64(len(target)),
+		Unreadable:      src.unreadable + tgt.unreadable,
+	}
+	if len(target) > 0 {
+		sw := target[0].At
+		r.SwitchAt = &sw
+	}
+
+	// The handover's promises about moments come first, whatever the
+	// streams show.
+	var faults []string
+	cut := len(source) // source datagrams from cut on came after its stop
+	if late := lateDatagrams(source, at); late > 0 {
+		cut = len(source) - late
+		r.SourceAfterStop = int64(late)
+		faults = append(faults, fmt.Sprintf("the source sent %s after source-stopped-output (the last %.1f ms after it)",
+			sim.Plural(r.SourceAfterStop, "datagram"), ms(source[len(source)-1].At.Sub(at.SourceStopped))))
+	}
+	if !at.ApplySent.IsZero() {
+		for _, dg := range target {
+			if dg.At.Before(at.ApplySent) {
+				r.TargetBeforeApply++
+			}
+		}
+		if r.TargetBeforeApply > 0 {
+			faults = append(faults, fmt.Sprintf("the target sent %s before cutover-apply", sim.Plural(r.TargetBeforeApply, "datagram")))
+		}
+	}
+	momentFault := atFault(r.SourceAfterStop > 0, r.TargetBeforeApply > 0)
+
+	if src.readable == 0 || tgt.readable == 0 {
+		r.Verdict = sim.VerdictNoOutput
+		r.Streams = streamsOneSided(src, tgt)
+		r.Defects = append(src.defects, tgt.defects...)
+		r.AtFault = momentFault
+		parts := []string{fmt.Sprintf("the receiver got %s from the source and %s from the target", readableCount(src), readableCount(tgt))}
+		r.Detail = finishDetail(append(parts, faults...), r)
+		r.Frames = framesNearSwitch(src, tgt, r.SwitchAt)
+		return r
+	}
+
+	c := &comparison{src: src, tgt: tgt, cut: cut, momentFault: momentFault}
+	c.pairStreams()
+	c.judgeStreams()
+	c.checkJoin()
+	c.checkTables()
+	c.checkCounters()
+	c.checkPCR()
+	c.checkRTP()
+	if len(src.formats) > 0 && len(tgt.formats) > 0 && src.formats[0] != tgt.formats[0] {
+		c.defect("format change", "", "", targetSide, fmt.Sprintf("the source sent %s and the target %s: a receiver set up for one cannot read the other", src.formats[0], tgt.formats[0]))
+	}
+
+	r.Streams = c.streams
+	r.Defects = slices.Concat(src.defects, c.seamDefects, tgt.defects)
+	if v := c.primary(); v != nil {
+		r.GapMs, r.OverlapMs, r.FramesMissing, r.FramesRepeated = v.GapMs, v.OverlapMs, v.FramesMissing, v.FramesRepeated
+	}
+	r.KeyframeAtJoin, r.PictureMissingMs = c.keyframeAtJoin, c.pictureMissingMs
+
+	// Without moments, output the source still sent after the target's
+	// first is an overlap in time (as for the JSON seam).
+	bothProduced := at.SourceStopped.IsZero() && source[len(source)-1].At.After(target[0].At)
+	if bothProduced {
+		faults = append(faults, fmt.Sprintf("source and target both sent for %.1f ms", ms(source[len(source)-1].At.Sub(target[0].At))))
+	}
+	r.AtFault = momentFault
+	if r.AtFault == "" {
+		r.AtFault = defectFault(r.Defects)
+	}
+
+	switch {
+	case len(faults) > 0 || c.anyVerdict(sim.VerdictOverlap):
+		r.Verdict = sim.VerdictOverlap
+	case c.anyVerdict(sim.VerdictGap):
+		r.Verdict = sim.VerdictGap
+	case len(r.Defects) > 0:
+		r.Verdict = sim.VerdictGlitch
+	case c.primary() == nil || c.primary().Verdict != sim.VerdictSeamless:
+		r.Verdict = sim.VerdictUnknown
+	default:
+		r.Verdict = sim.VerdictSeamless
+	}
+	r.Detail = finishDetail(append(faults, c.summary()...), r)
+	r.Frames = framesNearSwitch(src, tgt, r.SwitchAt)
+	return r
+}
+
+// lateDatagrams counts the source's datagrams after its
+// source-stopped-output once one of them came later than sim.InFlight
+// (as sim.AnalyzeSeam's lateSource); 0 without the moment.
+func lateDatagrams(src []sim.MediaDatagram, at sim.SeamMoments) int {
+	if at.SourceStopped.IsZero() {
+		return 0
+	}
+	cut := sort.Search(len(src), func(i int) bool { return src[i].At.After(at.SourceStopped) })
+	if late := src[cut:]; len(late) > 0 && late[len(late)-1].At.Sub(at.SourceStopped) > sim.InFlight {
+		return len(late)
+	}
+	return 0
+}
+
+func atFault(source, target bool) string {
+	switch {
+	case source && target:
+		return "source and target"
+	case source:
+		return sourceSide
+	case target:
+		return targetSide
+	}
+	return ""
+}
+
+// defectFault is the side the defects name, when no moment was broken.
+func defectFault(ds []sim.MediaDefect) string {
+	var s, t bool
+	for _, d := range ds {
+		s = s || strings.Contains(d.AtFault, sourceSide)
+		t = t || strings.Contains(d.AtFault, targetSide)
+	}
+	return atFault(s, t)
+}
+
+func formatOf(src, tgt *side) string {
+	f := func(s *side) string { return strings.Join(s.formats, "+") }
+	switch a, b := f(src), f(tgt); {
+	case a == b || b == "":
+		return a
+	case a == "":
+		return b
+	default:
+		return a + " → " + b
+	}
+}
+
+func readableCount(s *side) string {
+	n := sim.Plural(s.readable, "readable datagram")
+	if s.unreadable > 0 {
+		n += fmt.Sprintf(" (and %d unreadable)", s.unreadable)
+	}
+	return n
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func ticksMs(ticks int64) float64 { return float64(ticks) / 90 }
+
+// comparison holds what Analyze compares across the switch.
+type comparison struct {
+	src, tgt         *side
+	cut              int // the source's datagrams before cut were sent up to its stop
+	momentFault      string
+	pairs            []streamPair
+	streams          []sim.MediaStream
+	seamDefects      []sim.MediaDefect
+	keyframeAtJoin   *bool
+	pictureMissingMs *float64
+}
+
+// streamPair is one elementary stream as both sides sent it; either may
+// be nil.
+type streamPair struct {
+	src, tgt *track
+}
+
+// pairStreams matches the sides' streams by PID or SSRC, then what is left
+// by kind (a target that moved its video to another PID, or RTP under a
+// new SSRC, still continues the source's video).
+func (c *comparison) pairStreams() {
+	used := map[*track]bool{}
+	for _, s := range c.src.tracks {
+		p := streamPair{src: s}
+		for _, t := range c.tgt.tracks {
+			if !used[t] && t.name == s.name {
+				p.tgt, used[t] = t, true
+				break
+			}
+		}
+		c.pairs = append(c.pairs, p)
+	}
+	for i := range c.pairs {
+		if c.pairs[i].tgt != nil {
+			continue
+		}
+		for _, t := range c.tgt.tracks {
+			if !used[t] && t.kind == c.pairs[i].src.kind && c.src.byName(t.name) == nil {
+				c.pairs[i].tgt, used[t] = t, true
+				break
+			}
+		}
+	}
+	for _, t := range c.tgt.tracks {
+		if !used[t] {
+			c.pairs = append(c.pairs, streamPair{tgt: t})
+		}
+	}
+}
+
+func (s *side) byName(name string) *track {
+	for _, t := range s.tracks {
+		if t.name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// judgeStreams compares each stream's presentation time across the
+// switch: the target's first frame should be the source's last plus one
+// frame duration.
+func (c *comparison) judgeStreams() {
+	for _, p := range c.pairs {
+		st := streamOf(p)
+		label := pairLabel(p)
+		switch {
+		case p.src == nil:
+			st.Verdict, st.Detail = sim.VerdictUnknown, "only the target sent this stream"
+			c.streams = append(c.streams, st)
+			continue
+		case p.tgt == nil:
+			st.Verdict, st.Detail = sim.VerdictGap, "the target never sent this stream: it stops at the switch"
+			c.defect("stream missing", "", label, targetSide, fmt.Sprintf("the target never sent %s, which the source did", label))
+			c.streams = append(c.streams, st)
+			continue
+		}
+		srcUnits := c.sentBeforeStop(p.src.units)
+		last, lastOK := extremePTS(srcUnits, p.src.wrap, true)
+		first, firstOK := extremePTS(p.tgt.units, p.tgt.wrap, false)
+		st.FrameTicks = frameTicks(p.src, p.tgt)
+		st.SourceParams, st.TargetParams = lastParams(p.src.units), firstParams(p.tgt.units)
+		if st.SourceParams != "" && st.TargetParams != "" && st.SourceParams != st.TargetParams {
+			// A decoder set up for the source's SPS must reinitialise.
+			c.defect("codec parameters", "", label, targetSide, fmt.Sprintf("codec parameters on %s changed from %s to %s", label, st.SourceParams, st.TargetParams))
+		}
+		if !lastOK || !firstOK {
+			st.Verdict, st.Detail = sim.VerdictUnknown, "no presentation time on one side"
+			c.streams = append(c.streams, st)
+			continue
+		}
+		st.LastSourcePTS, st.FirstTargetPTS = &last, &first
+		wrap := max(p.src.wrap, p.tgt.wrap)
+		step := wrapDelta(first-last, wrap)
+		ft := st.FrameTicks
+		stopped := fmt.Sprintf("source stopped at PTS %d (frame %.3f s)", last, float64(last)/90000)
+		switch {
+		case ft == 0 && step > 0:
+			st.Verdict = sim.VerdictUnknown
+			st.Detail = fmt.Sprintf("%s, target started at PTS %d, %.1f ms later; too few frames to know the frame duration", stopped, first, ticksMs(step))
+		case ft > 0 && abs(step-ft) <= ft/4:
+			st.Verdict = sim.VerdictSeamless
+			st.Detail = stopped + ", target continued at the next frame"
+		case step > ft:
+			gap := step - ft
+			g := ticksMs(gap)
+			st.GapMs, st.FramesMissing = &g, int64(math.Round(float64(gap)/float64(ft)))
+			st.Verdict = sim.VerdictGap
+			st.Detail = fmt.Sprintf("%s, target started at PTS %d: %s (%.1f ms) missing", stopped, first, sim.Plural(st.FramesMissing, "frame"), g)
+		default:
+			over := ft - step
+			o := ticksMs(over)
+			st.OverlapMs = &o
+			if ft > 0 {
+				st.FramesRepeated = int64(math.Round(float64(over) / float64(ft)))
+			}
+			st.Verdict = sim.VerdictOverlap
+			st.Detail = fmt.Sprintf("%s, target started at PTS %d: %s (%.1f ms) presented again", stopped, first, sim.Plural(st.FramesRepeated, "frame"), o)
+		}
+		if st.Verdict == sim.VerdictGap || st.Verdict == sim.VerdictOverlap {
+			what := "skipped ahead"
+			if st.Verdict == sim.VerdictOverlap {
+				what = "went back"
+			}
+			// A target's start is its own doing, unless the source went on
+			// past its stop and so moved the point it should continue from.
+			c.defect("PTS continuity", "", label, c.faultOr(targetSide), fmt.Sprintf("presentation time on %s %s at the switch: %s", label, what, st.Detail))
+		}
+		c.streams = append(c.streams, st)
+	}
+}
+
+// faultOr is the side the moments blame, else def.
+func (c *comparison) faultOr(def string) string {
+	if c.momentFault != "" {
+		return c.momentFault
+	}
+	return def
+}
+
+// sentBeforeStop are the units the source sent up to its stop (all, when
+// nothing came late); its first unit when none did.
+func (c *comparison) sentBeforeStop(us []unit) []unit {
+	var before []unit
+	for _, u := range us {
+		if u.dg < c.cut {
+			before = append(before, u)
+		}
+	}
+	if len(before) == 0 && len(us) > 0 {
+		return us[:1]
+	}
+	return before
+}
+
+// unwrapped are the units' PTS made monotonic across the clock's wrap,
+// relative to the first; -1 entries (no PTS) are left out.
+func unwrapped(us []unit, wrap int64) (vals []int64, idx []int) {
+	var prev, acc int64
+	started := false
+	for i, u := range us {
+		if !u.hasPTS {
+			continue
+		}
+		if started {
+			acc += wrapDelta(u.pts-prev, wrap)
+		}
+		prev, started = u.pts, true
+		vals, idx = append(vals, acc), append(idx, i)
+	}
+	return vals, idx
+}
+
+// extremePTS is the latest (last=true) or earliest PTS among the units
+// (presentation order, not arrival: B-frames arrive before earlier
+// pictures are shown).
+func extremePTS(us []unit, wrap int64, last bool) (int64, bool) {
+	vals, idx := unwrapped(us, wrap)
+	if len(vals) == 0 {
+		return 0, false
+	}
+	best := 0
+	for i, v := range vals {
+		if last && v > vals[best] || !last && v < vals[best] {
+			best = i
+		}
+	}
+	return us[idx[best]].pts, true
+}
+
+// frameTicks is the stream's frame duration: the median step between its
+// presentation times on either side.
+func frameTicks(tracks ...*track) int64 {
+	var steps []int64
+	for _, t := range tracks {
+		vals, _ := unwrapped(t.units, t.wrap)
+		slices.Sort(vals)
+		for i := 1; i < len(vals); i++ {
+			if d := vals[i] - vals[i-1]; d > 0 {
+				steps = append(steps, d)
+			}
+		}
+	}
+	if len(steps) == 0 {
+		return 0
+	}
+	slices.Sort(steps)
+	return steps[len(steps)/2]
+}
+
+func lastParams(us []unit) string {
+	for i := len(us) - 1; i >= 0; i-- {
+		if us[i].params != "" {
+			return us[i].params
+		}
+	}
+	return ""
+}
+
+func firstParams(us []unit) string {
+	for _, u := range us {
+		if u.params != "" {
+			return u.params
+		}
+	}
+	return ""
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+func streamOf(p streamPair) sim.MediaStream {
+	t := p.tgt
+	if t == nil {
+		t = p.src
+	}
+	return sim.MediaStream{PID: t.pid, SSRC: t.ssrc, Kind: t.kind, Codec: t.codec}
+}
+
+// pairLabel names a stream for a person: "video PID 256 H.264", and both
+// names when the sides sent it under different ones.
+func pairLabel(p streamPair) string {
+	t := p.src
+	if t == nil {
+		t = p.tgt
+	}
+	name := t.name
+	if p.src != nil && p.tgt != nil && p.src.name != p.tgt.name {
+		name = p.src.name + " → " + p.tgt.name
+	}
+	return strings.TrimSpace(strings.Join([]string{t.kind, name, t.codec}, " "))
+}
+
+// primary is the video stream's seam (the first stream's without video).
+func (c *comparison) primary() *sim.MediaStream {
+	for i, p := range c.pairs {
+		if p.src != nil && p.tgt != nil && p.src.kind == "video" {
+			return &c.streams[i]
+		}
+	}
+	for i, p := range c.pairs {
+		if p.src != nil && p.tgt != nil {
+			return &c.streams[i]
+		}
+	}
+	return nil
+}
+
+func (c *comparison) anyVerdict(v string) bool {
+	for _, s := range c.streams {
+		if s.Verdict == v {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *comparison) defect(check, standard, stream, fault, detail string) {
+	c.seamDefects = append(c.seamDefects, sim.MediaDefect{Check: check, Standard: standard, Stream: stream, AtFault: fault, Detail: detail})
+}
+
+// checkJoin: a fresh encoder cannot continue the source's GOP, so the
+// target's first video frame must be one a decoder can start from;
+// otherwise the picture is missing until its first keyframe.
+func (c *comparison) checkJoin() {
+	var video *track
+	for _, t := range c.tgt.tracks {
+		if t.kind == "video" && len(t.units) > 0 {
+			video = t
+			break
+		}
+	}
+	if video == nil {
+		return
+	}
+	key := video.units[0].key
+	c.keyframeAtJoin = &key
+	if key {
+		return
+	}
+	vals, idx := unwrapped(video.units, video.wrap)
+	var missing int64
+	until := "its first keyframe"
+	switch video.codec {
+	case codecH264:
+		until = "its first IDR"
+	case codecH265:
+		until = "its first IRAP picture"
+	}
+	found := false
+	for i, ui := range idx {
+		if video.units[ui].key {
+			missing, found = vals[i], true
+			break
+		}
+	}
+	if !found && len(vals) > 0 {
+		// Missing through the last frame it sent, that frame included.
+		until = "the end of what it sent: no keyframe came"
+		missing = slices.Max(vals) + frameTicks(video)
+	}
+	missing = max(missing, 0)
+	m := ticksMs(missing)
+	c.pictureMissingMs = &m
+	c.defect("keyframe at join", "", video.name, targetSide, fmt.Sprintf("target joined mid-GOP: picture missing %.0f ms until %s", m, until))
+}
+
+// checkTables: a receiver finds the program through the PAT and PMT, so
+// the target must send them before its first PES, with the source's PIDs
+// and stream types, and send every PID its PMT names.
+func (c *comparison) checkTables() {
+	src, tgt := &c.src.ts, &c.tgt.ts
+	if tgt.firstPES < 0 {
+		return
+	}
+	if tgt.firstPAT < 0 || tgt.firstPAT > tgt.firstPES {
+		c.defect("PAT_error", "TR 101 290 1.3a", "PID 0", targetSide, "the target sent no PAT before its first PES")
+	}
+	if tgt.firstPMT < 0 || tgt.firstPMT > tgt.firstPES {
+		c.defect("PMT_error", "TR 101 290 1.5a", "", targetSide, "the target sent no PMT before its first PES")
+	}
+	if len(src.pmt) > 0 && len(tgt.pmt) > 0 && !slices.Equal(sortedPMT(src.pmt), sortedPMT(tgt.pmt)) {
+		c.defect("PIDs/stream types changed", "", "", targetSide, fmt.Sprintf("changed PIDs/stream types: the source's PMT listed %s, the target's %s", pmtText(src.pmt), pmtText(tgt.pmt)))
+	}
+	sent := map[uint16]bool{}
+	for _, p := range tgt.pkts {
+		sent[p.pid] = true
+	}
+	for _, es := range tgt.pmt {
+		if !sent[es.pid] {
+			c.defect("PID_error", "TR 101 290 1.6", fmt.Sprintf("PID %d", es.pid), targetSide, fmt.Sprintf("the target's PMT names PID %d (%s), which it never sent", es.pid, es.typ))
+		}
+	}
+}
+
+func sortedPMT(ps []pmtStream) []pmtStream {
+	out := slices.Clone(ps)
+	slices.SortFunc(out, func(a, b pmtStream) int { return int(a.pid) - int(b.pid) })
+	return out
+}
+
+func pmtText(ps []pmtStream) string {
+	var parts []string
+	for _, es := range sortedPMT(ps) {
+		_, codec := describeStreamType(es.typ)
+		parts = append(parts, fmt.Sprintf("PID %d %s", es.pid, codec))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// checkCounters: on each PID the target's first counter should follow the
+// source's last, unless the target flags the discontinuity.
+func (c *comparison) checkCounters() {
+	last := map[uint16]uint8{}
+	for _, p := range c.src.ts.pkts {
+		if p.payload && p.pid != 0x1fff {
+			last[p.pid] = p.cc
+		}
+	}
+	seen := map[uint16]bool{}
+	for _, p := range c.tgt.ts.pkts {
+		if !p.payload || p.pid == 0x1fff || seen[p.pid] {
+			continue
+		}
+		seen[p.pid] = true
+		want, ok := last[p.pid]
+		if !ok || p.di || p.cc == (want+1)%16 {
+			continue
+		}
+		c.defect("Continuity_count_error", "TR 101 290 1.4", fmt.Sprintf("PID %d", p.pid), targetSide,
+			fmt.Sprintf("continuity counter on PID %d went %d→%d (expected %d) without the discontinuity indicator", p.pid, want, p.cc, (want+1)%16))
+	}
+}
+
+// checkPCR: the target's first PCR should continue the source's clock
+// (0–100 ms on), unless the target flags the discontinuity.
+func (c *comparison) checkPCR() {
+	lastPCR := int64(-1)
+	for _, p := range c.src.ts.pkts {
+		if p.pcr >= 0 && (c.src.ts.pcrPID < 0 || int(p.pid) == c.src.ts.pcrPID) {
+			lastPCR = p.pcr
+		}
+	}
+	if lastPCR < 0 {
+		return
+	}
+	for _, p := range c.tgt.ts.pkts {
+		if p.pcr < 0 || c.tgt.ts.pcrPID >= 0 && int(p.pid) != c.tgt.ts.pcrPID {
+			continue
+		}
+		if !p.di && !pcrContinues(lastPCR, p.pcr) {
+			c.defect("PCR_discontinuity_indicator_error", "TR 101 290 2.3", fmt.Sprintf("PID %d", p.pid), targetSide,
+				fmt.Sprintf("the PCR jumped %s from the source's last to the target's first without the discontinuity indicator", pcrStep(lastPCR, p.pcr)))
+		}
+		return
+	}
+}
+
+// checkRTP: across the switch a receiver wants the same SSRC, the next
+// sequence number and a timestamp that goes on (RFC 3550).
+func (c *comparison) checkRTP() {
+	s, t := c.src.lastRTP, c.tgt.firstRTP
+	if s == nil || t == nil {
+		return
+	}
+	stream := fmt.Sprintf("SSRC 0x%08x", s.ssrc)
+	if s.ssrc != t.ssrc {
+		c.defect("SSRC change", "RFC 3550", stream, targetSide,
+			fmt.Sprintf("the target sent SSRC 0x%08x where the source sent 0x%08x: a receiver takes it for a new source and resets", t.ssrc, s.ssrc))
+		return
+	}
+	if t.seq != s.seq+1 {
+		c.defect("RTP sequence", "RFC 3550", stream, targetSide,
+			fmt.Sprintf("RTP sequence number went %d→%d across the switch (%s)", s.seq, t.seq, seqJump(s.seq, t.seq)))
+	}
+	// H.264's timestamps are its PTS, judged as such; for MP2T the
+	// timestamp is the sender's clock and must not run back or leap.
+	if t.mp2t {
+		d := wrapDelta(int64(t.ts)-int64(s.ts), rtpWrap)
+		allowed := int64(ms(t.at.Sub(s.at))*90) + 100*90
+		if d < 0 || d > allowed {
+			c.defect("RTP timestamp", "RFC 3550", stream, targetSide,
+				fmt.Sprintf("RTP timestamp went %d→%d across the switch (%+.1f ms)", s.ts, t.ts, ticksMs(d)))
+		}
+	}
+}
+
+func seqJump(from, to uint16) string {
+	d := int16(to - from - 1)
+	if d > 0 {
+		return fmt.Sprintf("%d missing", d)
+	}
+	return fmt.Sprintf("back by %d", -int(d))
+}
+
+// summary is the report's detail line: the video seam, the join, the
+// counters, then every other defect.
+func (c *comparison) summary() []string {
+	var parts []string
+	primary := c.primary()
+	var primaryLabel string
+	if primary != nil {
+		for i, p := range c.pairs {
+			if &c.streams[i] == primary {
+				primaryLabel = pairLabel(p)
+			}
+		}
+		parts = append(parts, primaryLabel+": "+primary.Detail)
+	}
+	if c.keyframeAtJoin != nil && *c.keyframeAtJoin {
+		parts = append(parts, "keyframe at join")
+	}
+	for _, d := range c.allDefects() {
+		if d.Check == "PTS continuity" && d.Stream == primaryLabel {
+			continue // said above
+		}
+		s := d.Detail
+		if d.Standard != "" {
+			s += " (" + d.Standard + ")"
+		}
+		parts = append(parts, s)
+	}
+	if len(c.src.ts.pkts) > 0 && len(c.tgt.ts.pkts) > 0 && !c.hasCheck("Continuity_count_error") {
+		parts = append(parts, "counters continue")
+	}
+	return parts
+}
+
+func (c *comparison) allDefects() []sim.MediaDefect {
+	return slices.Concat(c.src.defects, c.seamDefects, c.tgt.defects)
+}
+
+func (c *comparison) hasCheck(check string) bool {
+	return slices.ContainsFunc(c.allDefects(), func(d sim.MediaDefect) bool { return d.Check == check })
+}
+
+// finishDetail joins the parts and says what could not be read.
+func finishDetail(parts []string, r *sim.MediaReport) string {
+	if r.Unreadable > 0 {
+		parts = append(parts, fmt.Sprintf("%s neither MPEG-TS nor RTP, not judged", sim.Plural(r.Unreadable, "datagram")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// streamsOneSided lists the streams when only one side sent anything.
+func streamsOneSided(src, tgt *side) []sim.MediaStream {
+	var out []sim.MediaStream
+	for _, s := range []*side{src, tgt} {
+		for _, t := range s.tracks {
+			st := sim.MediaStream{PID: t.pid, SSRC: t.ssrc, Kind: t.kind, Codec: t.codec, FrameTicks: frameTicks(t), Verdict: sim.VerdictNoOutput}
+			if s == src {
+				if p, ok := extremePTS(t.units, t.wrap, true); ok {
+					st.LastSourcePTS = &p
+				}
+			} else if p, ok := extremePTS(t.units, t.wrap, false); ok {
+				st.FirstTargetPTS = &p
+			}
+			st.Detail = "only the " + s.name + " sent this stream"
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// framesNearSwitch are both sides' frames within frameWindow of the
+// switch, the nearest maxFrames of them.
+func framesNearSwitch(src, tgt *side, switchAt *time.Time) []sim.MediaFrame {
+	var frames []sim.MediaFrame
+	for _, s := range []*side{src, tgt} {
+		for _, t := range s.tracks {
+			for _, u := range t.units {
+				if switchAt != nil && (u.at.Before(switchAt.Add(-frameWindow)) || u.at.After(switchAt.Add(frameWindow))) {
+					continue
+				}
+				frames = append(frames, sim.MediaFrame{Side: s.name, At: u.at, Stream: t.name, PTS: u.pts, Key: u.key})
+			}
+		}
+	}
+	slices.SortStableFunc(frames, func(a, b sim.MediaFrame) int { return a.At.Compare(b.At) })
+	if len(frames) <= maxFrames {
+		return frames
+	}
+	// Keep the frames nearest the switch, half on either side of it.
+	at := len(frames)
+	if switchAt != nil {
+		at = sort.Search(len(frames), func(i int) bool { return !frames[i].At.Before(*switchAt) })
+	}
+	lo := max(0, min(at-maxFrames/2, len(frames)-maxFrames))
+	return frames[lo : lo+maxFrames]
+}

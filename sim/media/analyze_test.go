@@ -1,0 +1,392 @@
+package media
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asticode/go-astits"
+
+	"github.com/normsim/normsim/sim"
+)
+
+func TestClassify(t *testing.T) {
+	ts := muxTS(t, gopFrames(2, 25, 90000), 256).datagrams(func(int) bool { return true }, 0)[0].Data
+	s := &rtpSender{ssrc: 1}
+	cases := []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"TS datagram", ts, sim.MediaMPEGTS},
+		{"one TS packet", ts[:tsPacketSize], sim.MediaMPEGTS},
+		{"TS with a broken sync byte", append(bytes.Clone(ts[:tsPacketSize]), append([]byte{0x48}, ts[tsPacketSize+1:2*tsPacketSize]...)...), sim.MediaUnknown},
+		{"TS cut short", ts[:200], sim.MediaUnknown},
+		{"RTP MP2T", s.packet(33, 0, false, ts, t0).Data, sim.MediaRTPMP2T},
+		{"RTP PT 33 without TS", s.packet(33, 0, false, []byte("hello"), t0).Data, sim.MediaUnknown},
+		{"RTP H.264", s.packet(96, 0, true, []byte{0x65, 1, 2}, t0).Data, sim.MediaRTPH264},
+		{"RTP PT 127", s.packet(127, 0, true, []byte{0x41, 1}, t0).Data, sim.MediaRTPH264},
+		{"RTP PT 0 (PCMU)", s.packet(0, 0, true, []byte{1, 2, 3}, t0).Data, sim.MediaUnknown},
+		{"RTP version 1", append([]byte{0x40}, s.packet(96, 0, true, []byte{0x65}, t0).Data[1:]...), sim.MediaUnknown},
+		{"JSON", []byte(`{"seq":1}`), sim.MediaUnknown},
+		{"empty", nil, sim.MediaUnknown},
+	}
+	for _, c := range cases {
+		if got := Classify(c.data); got != c.want {
+			t.Errorf("%s: Classify = %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+func TestParseSPS(t *testing.T) {
+	cases := []struct {
+		sps  []byte
+		want string
+	}{
+		{spsHigh320x180, "High@1.2 320x180"},
+		{spsMain1280, "Main@3.1 1280x720"},
+	}
+	for _, c := range cases {
+		s, err := parseSPS(c.sps)
+		if err != nil || s.String() != c.want {
+			t.Errorf("parseSPS(%x) = %q, %v; want %q", c.sps, s, err, c.want)
+		}
+	}
+	if _, err := parseSPS(spsHigh320x180[:6]); err == nil {
+		t.Error("a truncated SPS parsed without error")
+	}
+}
+
+func TestSplitAnnexB(t *testing.T) {
+	got := splitAnnexB([]byte{0, 0, 0, 1, 0x67, 1, 2, 0, 0, 1, 0x68, 3, 0, 0, 0, 1, 0x65, 4})
+	want := [][]byte{{0x67, 1, 2}, {0x68, 3}, {0x65, 4}}
+	if len(got) != len(want) {
+		t.Fatalf("splitAnnexB = %x, want %x", got, want)
+	}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Errorf("NAL %d = %x, want %x", i, got[i], want[i])
+		}
+	}
+}
+
+// A handover done right: the source stops at the end of a GOP, the target
+// sends PAT and PMT, then an IDR one frame on, with counters and PCR
+// continuing.
+func TestAnalyzeSeamlessTS(t *testing.T) {
+	m := muxTS(t, gopFrames(50, 25, 900000), 256)
+	r := Analyze(m.datagrams(before(25), 0), m.datagrams(from(25), 0), sim.SeamMoments{})
+	if r.Verdict != sim.VerdictSeamless || len(r.Defects) > 0 {
+		t.Fatalf("verdict %s, defects %s; detail: %s", r.Verdict, checks(r), r.Detail)
+	}
+	if r.Format != sim.MediaMPEGTS || r.KeyframeAtJoin == nil || !*r.KeyframeAtJoin || r.FramesMissing != 0 || r.GapMs != nil || r.OverlapMs != nil {
+		t.Errorf("report %+v", r)
+	}
+	if len(r.Streams) != 1 {
+		t.Fatalf("streams %+v", r.Streams)
+	}
+	st := r.Streams[0]
+	if *st.PID != 256 || st.Kind != "video" || st.Codec != "H.264" || st.FrameTicks != 3600 ||
+		*st.LastSourcePTS != 900000+24*3600 || *st.FirstTargetPTS != 900000+25*3600 ||
+		st.SourceParams != "High@1.2 320x180" || st.TargetParams != st.SourceParams {
+		t.Errorf("stream %+v", st)
+	}
+	for _, want := range []string{"video PID 256 H.264: source stopped at PTS 986400 (frame 10.960 s), target continued at the next frame", "keyframe at join", "counters continue"} {
+		if !strings.Contains(r.Detail, want) {
+			t.Errorf("detail %q lacks %q", r.Detail, want)
+		}
+	}
+	if r.SwitchAt == nil || !r.SwitchAt.Equal(frameAt(25)) || len(r.Frames) != 50 || r.Frames[25].Side != "target" || !r.Frames[25].Key || r.Frames[25].Stream != "PID 256" {
+		t.Errorf("switch %v, frames %d: %+v", r.SwitchAt, len(r.Frames), r.Frames)
+	}
+}
+
+// Each defect, in a stream that has it; TestAnalyzeSeamlessTS is the
+// same stream without.
+func TestAnalyzeTSDefects(t *testing.T) {
+	shift := func(fs []testFrame, k int, f func(*testFrame)) []testFrame {
+		for i := k; i < len(fs); i++ {
+			f(&fs[i])
+		}
+		return fs
+	}
+	type sides struct{ src, tgt []sim.MediaDatagram }
+	split := func(m muxed, k int) sides { return sides{m.datagrams(before(k), 0), m.datagrams(from(k), 0)} }
+	// fresh muxes the target anew: its counters start again.
+	fresh := func(t *testing.T, fs []testFrame, k int, pid uint16) sides {
+		return sides{muxTS(t, fs, 256).datagrams(before(k), 0), muxTS(t, fs[k:], pid).datagrams(func(int) bool { return true }, 25*40*time.Millisecond)}
+	}
+	cases := []struct {
+		name    string
+		build   func(t *testing.T) sides
+		verdict string
+		want    []string // checks that must be there, as Check[Stream,AtFault]
+		absent  []string // checks that must not
+		check   func(t *testing.T, r *sim.MediaReport)
+	}{
+		{
+			name: "gap of two frames",
+			build: func(t *testing.T) sides {
+				return split(muxTS(t, shift(gopFrames(50, 25, 900000), 25, func(f *testFrame) { f.pts += 2 * 3600 }), 256), 25)
+			},
+			verdict: sim.VerdictGap,
+			want:    []string{"PTS continuity[video PID 256 H.264,target]"},
+			absent:  []string{"Continuity_count_error"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if r.FramesMissing != 2 || r.GapMs == nil || *r.GapMs != 80 || !strings.Contains(r.Detail, "2 frames (80.0 ms) missing") {
+					t.Errorf("missing %d, gap %v: %s", r.FramesMissing, r.GapMs, r.Detail)
+				}
+			},
+		},
+		{
+			name: "target repeats two frames",
+			build: func(t *testing.T) sides {
+				return split(muxTS(t, shift(gopFrames(50, 25, 900000), 25, func(f *testFrame) { f.pts -= 2 * 3600 }), 256), 25)
+			},
+			verdict: sim.VerdictOverlap,
+			want:    []string{"PTS continuity[video PID 256 H.264,target]", "PCR_discontinuity_indicator_error[PID 256,target]"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if r.FramesRepeated != 2 || r.OverlapMs == nil || *r.OverlapMs != 80 {
+					t.Errorf("repeated %d, overlap %v: %s", r.FramesRepeated, r.OverlapMs, r.Detail)
+				}
+			},
+		},
+		{
+			name:    "target joins mid-GOP",
+			build:   func(t *testing.T) sides { return split(muxTS(t, gopFrames(75, 25, 900000), 256), 30) },
+			verdict: sim.VerdictGlitch,
+			// The tables came with the source's keyframe, not again before frame 30.
+			want:   []string{"keyframe at join[PID 256,target]", "PAT_error[PID 0,target]", "PMT_error[,target]"},
+			absent: []string{"PTS continuity", "Continuity_count_error"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if r.KeyframeAtJoin == nil || *r.KeyframeAtJoin || r.PictureMissingMs == nil || *r.PictureMissingMs != 800 {
+					t.Errorf("keyframe %v, missing %v", r.KeyframeAtJoin, r.PictureMissingMs)
+				}
+				if !strings.Contains(r.Detail, "target joined mid-GOP: picture missing 800 ms until its first IDR") {
+					t.Errorf("detail %s", r.Detail)
+				}
+			},
+		},
+		{
+			name:    "target never sends a keyframe",
+			build:   func(t *testing.T) sides { return split(muxTS(t, gopFrames(50, 25, 900000), 256), 30) },
+			verdict: sim.VerdictGlitch,
+			want:    []string{"keyframe at join[PID 256,target]"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if r.PictureMissingMs == nil || *r.PictureMissingMs != 800 || !strings.Contains(r.Detail, "no keyframe came") {
+					t.Errorf("missing %v: %s", r.PictureMissingMs, r.Detail)
+				}
+			},
+		},
+		{
+			name: "target sends no PAT or PMT",
+			build: func(t *testing.T) sides {
+				m := muxTS(t, gopFrames(50, 25, 900000), 256)
+				return sides{m.datagrams(before(25), 0), m.withoutPIDs(0, 0x1000).datagrams(from(25), 0)}
+			},
+			verdict: sim.VerdictGlitch,
+			want:    []string{"PAT_error[PID 0,target]", "PMT_error[,target]"},
+			absent:  []string{"keyframe at join", "Continuity_count_error", "PTS continuity"},
+		},
+		{
+			name: "target restarts its counters",
+			build: func(t *testing.T) sides {
+				return fresh(t, gopFrames(50, 25, 900000), 25, 256)
+			},
+			verdict: sim.VerdictGlitch,
+			want:    []string{"Continuity_count_error[PID 256,target]", "Continuity_count_error[PID 0,target]"},
+			absent:  []string{"PTS continuity", "PCR_discontinuity_indicator_error", "PAT_error"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if !strings.Contains(r.Detail, "continuity counter on PID 256 went") || !strings.Contains(r.Detail, "→0 (expected 14) without the discontinuity indicator (TR 101 290 1.4)") {
+					t.Errorf("detail %s", r.Detail)
+				}
+				if strings.Contains(r.Detail, "counters continue") {
+					t.Errorf("detail says counters continue: %s", r.Detail)
+				}
+			},
+		},
+		{
+			name: "target restarts its counters with the discontinuity indicator",
+			build: func(t *testing.T) sides {
+				fs := gopFrames(50, 25, 900000)
+				fs[25].di = true
+				return fresh(t, fs, 25, 256)
+			},
+			verdict: sim.VerdictGlitch, // PAT and PMT still jump: only the video packet says so
+			absent:  []string{"Continuity_count_error[PID 256,target]"},
+		},
+		{
+			name: "counter jumps inside the source",
+			build: func(t *testing.T) sides {
+				m := muxTS(t, gopFrames(50, 25, 900000), 256)
+				for i := range m.packets { // drop frame 10's second packet
+					if m.frameOf[i] == 10 && packetPID(m.packets[i]) == 256 && m.packets[i][1]&0x40 == 0 {
+						m.packets = append(m.packets[:i], m.packets[i+1:]...)
+						m.frameOf = append(m.frameOf[:i], m.frameOf[i+1:]...)
+						break
+					}
+				}
+				return split(m, 25)
+			},
+			verdict: sim.VerdictGlitch,
+			want:    []string{"Continuity_count_error[PID 256,source]"},
+		},
+		{
+			name: "PCR jumps at the switch",
+			build: func(t *testing.T) sides {
+				return split(muxTS(t, shift(gopFrames(50, 25, 900000), 25, func(f *testFrame) { f.pcrShift = 45000 }), 256), 25)
+			},
+			verdict: sim.VerdictGlitch,
+			want:    []string{"PCR_discontinuity_indicator_error[PID 256,target]"},
+			absent:  []string{"PTS continuity"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if !strings.Contains(r.Detail, "PCR jumped +540.0 ms") {
+					t.Errorf("detail %s", r.Detail)
+				}
+			},
+		},
+		{
+			name: "PCR jumps at the switch with the discontinuity indicator",
+			build: func(t *testing.T) sides {
+				fs := shift(gopFrames(50, 25, 900000), 25, func(f *testFrame) { f.pcrShift = 45000 })
+				fs[25].di = true
+				return split(muxTS(t, fs, 256), 25)
+			},
+			verdict: sim.VerdictSeamless,
+		},
+		{
+			name: "codec parameters change",
+			build: func(t *testing.T) sides {
+				return split(muxTS(t, shift(gopFrames(50, 25, 900000), 25, func(f *testFrame) { f.sps = spsMain1280 }), 256), 25)
+			},
+			verdict: sim.VerdictGlitch,
+			want:    []string{"codec parameters[video PID 256 H.264,target]"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if d := defectNamed(r, "codec parameters"); d == nil || !strings.Contains(d.Detail, "from High@1.2 320x180 to Main@3.1 1280x720") {
+					t.Errorf("defect %+v", d)
+				}
+				if r.Streams[0].TargetParams != "Main@3.1 1280x720" {
+					t.Errorf("stream %+v", r.Streams[0])
+				}
+			},
+		},
+		{
+			name: "target moves the video to another PID",
+			build: func(t *testing.T) sides {
+				return fresh(t, gopFrames(50, 25, 900000), 25, 300)
+			},
+			verdict: sim.VerdictGlitch,
+			want:    []string{"PIDs/stream types changed[,target]"},
+			absent:  []string{"PTS continuity"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if !strings.Contains(r.Detail, "changed PIDs/stream types: the source's PMT listed PID 256 H.264, the target's PID 300 H.264") ||
+					!strings.Contains(r.Detail, "video PID 256 → PID 300 H.264: source stopped") {
+					t.Errorf("detail %s", r.Detail)
+				}
+			},
+		},
+		{
+			name: "target's PMT names an audio PID it never sends",
+			build: func(t *testing.T) sides {
+				src := muxTS(t, gopFrames(25, 25, 900000), 256)
+				tgt := muxTS(t, gopFrames(50, 25, 900000)[25:], 256, astits.PMTElementaryStream{ElementaryPID: 258, StreamType: astits.StreamTypeAACAudio})
+				return sides{src.datagrams(before(25), 0), tgt.datagrams(func(int) bool { return true }, time.Second)}
+			},
+			verdict: sim.VerdictGlitch,
+			want:    []string{"PID_error[PID 258,target]", "PIDs/stream types changed[,target]"},
+		},
+		{
+			name: "audio stops at the switch",
+			build: func(t *testing.T) sides {
+				var buf bytes.Buffer
+				mx := astits.NewMuxer(context.Background(), &buf)
+				_ = mx.AddElementaryStream(astits.PMTElementaryStream{ElementaryPID: 256, StreamType: astits.StreamTypeH264Video})
+				_ = mx.AddElementaryStream(astits.PMTElementaryStream{ElementaryPID: 258, StreamType: astits.StreamTypeAACAudio})
+				mx.SetPCRPID(256)
+				var m muxed
+				for i, f := range gopFrames(50, 25, 900000) {
+					if _, err := mx.WriteData(&astits.MuxerData{PID: 256, AdaptationField: &astits.PacketAdaptationField{HasPCR: true, PCR: &astits.ClockReference{Base: f.pts - 9000}, RandomAccessIndicator: f.key}, PES: pes(0xE0, f.pts, annexB(f.nals()))}); err != nil {
+						t.Fatal(err)
+					}
+					m.take(&buf, i)
+					if i < 25 {
+						writeAudio(t, mx, &buf, &m, 258, f.pts, i)
+					}
+				}
+				return split(m, 25)
+			},
+			verdict: sim.VerdictGap,
+			want:    []string{"stream missing[audio PID 258 AAC,target]", "PID_error[PID 258,target]"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if len(r.Streams) != 2 || r.Streams[0].Verdict != sim.VerdictSeamless || r.Streams[1].Kind != "audio" || r.Streams[1].Codec != "AAC" {
+					t.Errorf("streams %+v", r.Streams)
+				}
+				if r.FramesMissing != 0 || r.GapMs != nil {
+					t.Errorf("the report's seam is the video's: %+v", r)
+				}
+			},
+		},
+		{
+			name: "a source packet lost its sync byte",
+			build: func(t *testing.T) sides {
+				s := split(muxTS(t, gopFrames(50, 25, 900000), 256), 25)
+				s.src[3].Data[2*tsPacketSize] = 0x00
+				return s
+			},
+			verdict: sim.VerdictGlitch,
+			want:    []string{"Sync_byte_error[,source]", "Continuity_count_error[PID 256,source]"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if d := defectNamed(r, "Sync_byte_error"); d.Standard != "TR 101 290 1.1/1.2" {
+					t.Errorf("defect %+v", d)
+				}
+				if r.Unreadable != 0 {
+					t.Errorf("a damaged TS datagram counted unreadable")
+				}
+			},
+		},
+		{
+			name: "unreadable datagrams are counted, not judged",
+			build: func(t *testing.T) sides {
+				s := split(muxTS(t, gopFrames(50, 25, 900000), 256), 25)
+				junk := sim.MediaDatagram{At: frameAt(26), From: "10.0.0.2:1", Data: []byte(`{"seq":7}`)}
+				s.tgt = append(s.tgt[:2], append([]sim.MediaDatagram{junk}, s.tgt[2:]...)...)
+				return s
+			},
+			verdict: sim.VerdictSeamless,
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if r.Unreadable != 1 || !strings.Contains(r.Detail, "1 datagram neither MPEG-TS nor RTP, not judged") {
+					t.Errorf("unreadable %d: %s", r.Unreadable, r.Detail)
+				}
+			},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := c.build(t)
+			r := Analyze(s.src, s.tgt, sim.SeamMoments{})
+			t.Logf("%s: %s [%s]", r.Verdict, r.Detail, checks(r))
+			if r.Verdict != c.verdict {
+				t.Errorf("verdict %s, want %s; defects %s; detail: %s", r.Verdict, c.verdict, checks(r), r.Detail)
+			}
+			got := checks(r)
+			for _, w := range c.want {
+				if !strings.Contains(" "+got+" ", " "+w+" ") {
+					t.Errorf("defects %s lack %s", got, w)
+				}
+			}
+			for _, a := range c.absent {
+				if strings.Contains(got, a) {
+					t.Errorf("defects %s have %s", got, a)
+				}
+			}
+			if c.verdict == sim.VerdictSeamless && len(r.Defects) > 0 {
+				t.Errorf("seamless with defects %s", got)
+			}
+			if c.check != nil {
+				c.check(t, r)
+			}
+		})
+	}
+}

@@ -1,0 +1,153 @@
+package media
+
+import (
+	"github.com/pion/rtp"
+
+	"github.com/normsim/normsim/sim"
+)
+
+const tsPacketSize = 188
+
+// RTP payload types (RFC 3551): 33 is MPEG-TS; 96–127 are dynamic, which a
+// job streaming H.264 per RFC 6184 uses.
+const (
+	ptMP2T       = 33
+	ptDynamicMin = 96
+	ptDynamicMax = 127
+)
+
+// Classify tells one datagram's format by its content: MPEG-TS packets
+// straight in UDP, RTP carrying MPEG-TS, RTP carrying H.264, or unknown.
+func Classify(data []byte) string {
+	if isTS(data) {
+		return sim.MediaMPEGTS
+	}
+	p, ok := parseRTP(data)
+	switch {
+	case !ok:
+		return sim.MediaUnknown
+	case p.PayloadType == ptMP2T && isTS(p.Payload):
+		return sim.MediaRTPMP2T
+	case p.PayloadType >= ptDynamicMin && p.PayloadType <= ptDynamicMax:
+		return sim.MediaRTPH264
+	}
+	return sim.MediaUnknown
+}
+
+// isTS: whole 188-byte packets, each starting with the sync byte.
+func isTS(b []byte) bool {
+	if len(b) == 0 || len(b)%tsPacketSize != 0 {
+		return false
+	}
+	for i := 0; i < len(b); i += tsPacketSize {
+		if b[i] != 0x47 {
+			return false
+		}
+	}
+	return true
+}
+
+// looksTS is isTS for a datagram that may be damaged: whole packets, most
+// with the sync byte. Analyze reads it as TS and counts the packets that
+// lost their sync byte, as a stream analyser would (TR 101 290 1.2),
+// rather than dropping the datagram as unreadable.
+func looksTS(b []byte) bool {
+	if len(b) == 0 || len(b)%tsPacketSize != 0 {
+		return false
+	}
+	synced := 0
+	for i := 0; i < len(b); i += tsPacketSize {
+		if b[i] == 0x47 {
+			synced++
+		}
+	}
+	return synced*2 > len(b)/tsPacketSize
+}
+
+// parseRTP reads an RTP version 2 packet.
+func parseRTP(data []byte) (*rtp.Packet, bool) {
+	if len(data) < 12 || data[0]>>6 != 2 {
+		return nil, false
+	}
+	var p rtp.Packet
+	if err := p.Unmarshal(data); err != nil || p.Version != 2 {
+		return nil, false
+	}
+	return &p, true
+}
+
+// readDatagram is one datagram as Analyze reads it: its format, and the
+// RTP packet when there is one.
+func readDatagram(data []byte) (string, *rtp.Packet) {
+	if looksTS(data) {
+		return sim.MediaMPEGTS, nil
+	}
+	p, ok := parseRTP(data)
+	switch {
+	case !ok:
+		return sim.MediaUnknown, nil
+	case p.PayloadType == ptMP2T && looksTS(p.Payload):
+		return sim.MediaRTPMP2T, p
+	case p.PayloadType >= ptDynamicMin && p.PayloadType <= ptDynamicMax:
+		return sim.MediaRTPH264, p
+	}
+	return sim.MediaUnknown, nil
+}
+
+// rtpNAL is one NAL unit recovered from RTP H.264, with the packet it
+// completed in.
+type rtpNAL struct {
+	nal       []byte
+	timestamp uint32
+	dgIndex   int // the datagram that completed it
+}
+
+// h264Depacketizer undoes RFC 6184 packetization for one SSRC: single NAL
+// unit packets, STAP-A and FU-A (non-interleaved mode).
+type h264Depacketizer struct {
+	fragment []byte // the FU-A NAL being reassembled, nil when none
+	lostFU   int    // FU-A fragments dropped because their start was lost
+}
+
+func (d *h264Depacketizer) push(payload []byte) [][]byte {
+	if len(payload) == 0 {
+		return nil
+	}
+	switch t := payload[0] & 0x1f; {
+	case t >= 1 && t <= 23:
+		d.fragment = nil
+		return [][]byte{payload}
+	case t == h264STAPA:
+		d.fragment = nil
+		var nals [][]byte
+		for b := payload[1:]; len(b) >= 2; {
+			n := int(b[0])<<8 | int(b[1])
+			if n == 0 || 2+n > len(b) {
+				break
+			}
+			nals = append(nals, b[2:2+n])
+			b = b[2+n:]
+		}
+		return nals
+	case t == h264FUA:
+		if len(payload) < 2 {
+			return nil
+		}
+		start, end := payload[1]&0x80 != 0, payload[1]&0x40 != 0
+		if start {
+			// The NAL header: F and NRI from the indicator, type from the FU header.
+			d.fragment = append([]byte{payload[0]&0xe0 | payload[1]&0x1f}, payload[2:]...)
+		} else if d.fragment != nil {
+			d.fragment = append(d.fragment, payload[2:]...)
+		} else {
+			d.lostFU++
+			return nil
+		}
+		if end {
+			nal := d.fragment
+			d.fragment = nil
+			return [][]byte{nal}
+		}
+	}
+	return nil
+}

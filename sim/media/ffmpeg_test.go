@@ -1,0 +1,166 @@
+package media
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// encodeClip has ffmpeg encode 4 s of testsrc2 at 25 fps into MPEG-TS,
+// a keyframe every 25 frames (no B-frames, no scene cuts), as a job would.
+func encodeClip(t *testing.T) []byte {
+	t.Helper()
+	ffmpeg, err := exec.LookPath("ffmpeg")
+	if err != nil {
+		t.Skip("ffmpeg is not installed (apt-get install -y ffmpeg): the real-clip test needs it to encode its clip")
+	}
+	out := filepath.Join(t.TempDir(), "clip.ts")
+	cmd := exec.Command(ffmpeg, "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-t", "4",
+		"-c:v", "libx264", "-bf", "0", "-g", "25", "-keyint_min", "25", "-sc_threshold", "0", "-f", "mpegts", out)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ffmpeg: %v: %s", err, msg)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// clipPackets are the clip's TS packets with, per packet, its PID and
+// whether it starts a PES / carries the random_access_indicator.
+type clipPacket struct {
+	data      []byte
+	pid       uint16
+	start     bool
+	randomAcc bool
+}
+
+func clipPackets(ts []byte) []clipPacket {
+	var ps []clipPacket
+	for off := 0; off+tsPacketSize <= len(ts); off += tsPacketSize {
+		p := ts[off : off+tsPacketSize]
+		cp := clipPacket{data: p, pid: packetPID(p), start: p[1]&0x40 != 0}
+		if p[3]&0x20 != 0 && p[4] > 0 {
+			cp.randomAcc = p[5]&0x40 != 0
+		}
+		ps = append(ps, cp)
+	}
+	return ps
+}
+
+// sendClip makes datagrams of packets [lo, hi), seven to one, the
+// packets spread evenly over the clip's 4 s.
+func sendClip(ps []clipPacket, lo, hi int) []sim.MediaDatagram {
+	var dgs []sim.MediaDatagram
+	perPacket := 4 * time.Second / time.Duration(len(ps))
+	for i := lo; i < hi; i += 7 {
+		var b []byte
+		for _, p := range ps[i:min(i+7, hi)] {
+			b = append(b, p.data...)
+		}
+		dgs = append(dgs, sim.MediaDatagram{At: t0.Add(time.Duration(i) * perPacket), From: "10.0.0.1:5000", Data: b})
+	}
+	return dgs
+}
+
+func TestAnalyzeFFmpegClip(t *testing.T) {
+	ps := clipPackets(encodeClip(t))
+	var keyframes []int
+	for i, p := range ps {
+		if p.pid == 256 && p.start && p.randomAcc {
+			keyframes = append(keyframes, i)
+		}
+	}
+	if len(keyframes) < 3 {
+		t.Fatalf("ffmpeg wrote %d keyframes, want 4", len(keyframes))
+	}
+
+	t.Run("split at a GOP boundary", func(t *testing.T) {
+		// The target begins with the tables ffmpeg sends before each keyframe.
+		cut := keyframes[1]
+		for cut > 0 && (ps[cut-1].pid == 0 || ps[cut-1].pid == 4096 || ps[cut-1].pid == 17) {
+			cut--
+		}
+		r := Analyze(sendClip(ps, 0, cut), sendClip(ps, cut, len(ps)), sim.SeamMoments{})
+		t.Log(r.Detail)
+		if r.Verdict != sim.VerdictSeamless || len(r.Defects) > 0 {
+			t.Fatalf("verdict %s, defects %s", r.Verdict, checks(r))
+		}
+		st := r.Streams[0]
+		if !*r.KeyframeAtJoin || st.FrameTicks != 3600 || st.SourceParams != "High@1.2 320x180" || st.TargetParams != st.SourceParams {
+			t.Errorf("stream %+v", st)
+		}
+	})
+	t.Run("target starts mid-GOP", func(t *testing.T) {
+		// The 10th frame after the second keyframe: 15 frames to the third.
+		cut, frames := keyframes[1], 0
+		for frames < 10 {
+			cut++
+			if ps[cut].pid == 256 && ps[cut].start {
+				frames++
+			}
+		}
+		r := Analyze(sendClip(ps, 0, cut), sendClip(ps, cut, len(ps)), sim.SeamMoments{})
+		t.Log(r.Detail)
+		if r.KeyframeAtJoin == nil || *r.KeyframeAtJoin || r.PictureMissingMs == nil || *r.PictureMissingMs != 600 {
+			t.Errorf("keyframe at join %v, picture missing %v", r.KeyframeAtJoin, r.PictureMissingMs)
+		}
+		if r.Verdict != sim.VerdictGlitch || !hasDefect(r, "keyframe at join", "PID 256") || hasDefect(r, "PTS continuity", "") {
+			t.Errorf("verdict %s, defects %s", r.Verdict, checks(r))
+		}
+	})
+}
+
+// Remux's output of RTP H.264 is a file ffmpeg decodes without a word.
+func TestRemuxDecodes(t *testing.T) {
+	ffmpeg, err := exec.LookPath("ffmpeg")
+	if err != nil {
+		t.Skip("ffmpeg is not installed (apt-get install -y ffmpeg): needed to decode the remuxed file")
+	}
+	// Real H.264 this time: the clip's frames, sent as RTP.
+	ps := clipPackets(encodeClip(t))
+	r := readSide(sourceSide, sendClip(ps, 0, len(ps)))
+	r.buildTSTracks(nil)
+	s := &rtpSender{ssrc: 5}
+	var dgs []sim.MediaDatagram
+	for _, pu := range r.ts.pes {
+		for _, n := range splitAnnexB(pu.data) {
+			// One NAL per packet, or FU-A when too big.
+			if len(n) <= 1200 {
+				dgs = append(dgs, s.packet(96, uint32(pu.pts), false, n, t0))
+				continue
+			}
+			for off := 1; off < len(n); off += 1200 {
+				end := min(off+1200, len(n))
+				fu := []byte{n[0]&0xe0 | h264FUA, n[0] & 0x1f}
+				if off == 1 {
+					fu[1] |= 0x80
+				}
+				if end == len(n) {
+					fu[1] |= 0x40
+				}
+				dgs = append(dgs, s.packet(96, uint32(pu.pts), false, append(fu, n[off:end]...), t0))
+			}
+		}
+	}
+	ts, err := Remux(dgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pts, idr := demuxAll(t, ts); len(pts[remuxPID]) != len(r.ts.pes) || idr != 4 {
+		t.Errorf("remux has %d frames (%d IDR), want %d (4)", len(pts[remuxPID]), idr, len(r.ts.pes))
+	}
+	file := filepath.Join(t.TempDir(), "remux.ts")
+	if err := os.WriteFile(file, ts, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(ffmpeg, "-v", "error", "-i", file, "-f", "null", "-").CombinedOutput()
+	if err != nil || len(out) > 0 {
+		t.Errorf("ffmpeg decoding the remux: %v: %s", err, out)
+	}
+}

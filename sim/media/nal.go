@@ -1,0 +1,272 @@
+package media
+
+import (
+	"errors"
+	"fmt"
+)
+
+// H.264 NAL unit types a seam check cares about (ITU-T H.264 table 7-1).
+const (
+	h264NonIDR = 1
+	h264IDR    = 5
+	h264SPS    = 7
+	h264PPS    = 8
+	h264STAPA  = 24 // RFC 6184 aggregation packet
+	h264FUA    = 28 // RFC 6184 fragmentation unit
+)
+
+// splitAnnexB cuts an Annex B byte stream (00 00 01 / 00 00 00 01 start
+// codes) into its NAL units, without the start codes.
+func splitAnnexB(b []byte) [][]byte {
+	var nals [][]byte
+	start := -1
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] != 0 || b[i+1] != 0 || b[i+2] != 1 {
+			continue
+		}
+		if start >= 0 {
+			end := i
+			// A four-byte start code's leading zero is not part of the NAL.
+			for end > start && b[end-1] == 0 {
+				end--
+			}
+			nals = append(nals, b[start:end])
+		}
+		start = i + 3
+		i += 2
+	}
+	if start >= 0 && start < len(b) {
+		nals = append(nals, b[start:])
+	}
+	return nals
+}
+
+// codecUnit is what an access unit's NAL units say: whether a decoder can
+// start there, and the codec parameters when it carries them.
+type codecUnit struct {
+	key    bool
+	params string
+}
+
+// inspectNALs reads the NAL headers of one access unit of codec ("H.264"
+// or "H.265"); for H.264 it also reads the SPS.
+func inspectNALs(codec string, nals [][]byte) codecUnit {
+	var u codecUnit
+	for _, n := range nals {
+		if len(n) == 0 {
+			continue
+		}
+		switch codec {
+		case codecH265:
+			// IRAP pictures (BLA, IDR, CRA) are types 16–23.
+			if t := (n[0] >> 1) & 0x3f; t >= 16 && t <= 23 {
+				u.key = true
+			}
+		default:
+			switch n[0] & 0x1f {
+			case h264IDR:
+				u.key = true
+			case h264SPS:
+				if sps, err := parseSPS(n); err == nil {
+					u.params = sps.String()
+				}
+			}
+		}
+	}
+	return u
+}
+
+// spsInfo is what a receiver compares of two encoders' H.264 SPS.
+type spsInfo struct {
+	profile, level int
+	constraintSet1 bool
+	width, height  int
+}
+
+func (s spsInfo) String() string {
+	return fmt.Sprintf("%s@%d.%d %dx%d", profileName(s.profile, s.constraintSet1), s.level/10, s.level%10, s.width, s.height)
+}
+
+func profileName(idc int, constrained bool) string {
+	switch idc {
+	case 66:
+		if constrained {
+			return "Constrained Baseline"
+		}
+		return "Baseline"
+	case 77:
+		return "Main"
+	case 88:
+		return "Extended"
+	case 100:
+		return "High"
+	case 110:
+		return "High 10"
+	case 122:
+		return "High 4:2:2"
+	case 244:
+		return "High 4:4:4"
+	}
+	return fmt.Sprintf("profile %d", idc)
+}
+
+var errShortSPS = errors.New("SPS ends early")
+
+// bitReader reads an RBSP bit by bit, with the Exp-Golomb codes of
+// H.264 clause 9.1.
+type bitReader struct {
+	b   []byte
+	pos int // in bits
+	err error
+}
+
+func (r *bitReader) bit() int {
+	if r.pos >= len(r.b)*8 {
+		r.err = errShortSPS
+		return 0
+	}
+	v := int(r.b[r.pos/8]>>(7-r.pos%8)) & 1
+	r.pos++
+	return v
+}
+
+func (r *bitReader) bits(n int) int {
+	v := 0
+	for range n {
+		v = v<<1 | r.bit()
+	}
+	return v
+}
+
+func (r *bitReader) ue() int {
+	zeros := 0
+	for r.bit() == 0 && r.err == nil {
+		zeros++
+		if zeros > 31 {
+			r.err = errShortSPS
+			return 0
+		}
+	}
+	return (1<<zeros - 1) + r.bits(zeros)
+}
+
+func (r *bitReader) se() int {
+	k := r.ue()
+	if k%2 == 1 {
+		return (k + 1) / 2
+	}
+	return -k / 2
+}
+
+// unescapeRBSP drops the emulation prevention bytes (00 00 03 → 00 00).
+func unescapeRBSP(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	zeros := 0
+	for _, c := range b {
+		if zeros >= 2 && c == 3 {
+			zeros = 0
+			continue
+		}
+		if c == 0 {
+			zeros++
+		} else {
+			zeros = 0
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// parseSPS reads profile, level and the cropped picture size from an
+// H.264 SPS NAL unit (header byte included), per H.264 clause 7.3.2.1.1.
+func parseSPS(nal []byte) (spsInfo, error) {
+	var s spsInfo
+	if len(nal) < 4 || nal[0]&0x1f != h264SPS {
+		return s, errShortSPS
+	}
+	rbsp := unescapeRBSP(nal[1:])
+	s.profile, s.level = int(rbsp[0]), int(rbsp[2])
+	s.constraintSet1 = rbsp[1]&0x40 != 0
+	r := &bitReader{b: rbsp[3:]}
+	r.ue() // seq_parameter_set_id
+	chroma := 1
+	separateColourPlane := false
+	switch s.profile {
+	case 100, 110, 122, 244, 44, 83, 86, 118, 128, 138, 139, 134, 135:
+		chroma = r.ue()
+		if chroma == 3 {
+			separateColourPlane = r.bit() == 1
+		}
+		r.ue()            // bit_depth_luma_minus8
+		r.ue()            // bit_depth_chroma_minus8
+		r.bit()           // qpprime_y_zero_transform_bypass_flag
+		if r.bit() == 1 { // seq_scaling_matrix_present_flag
+			lists := 8
+			if chroma == 3 {
+				lists = 12
+			}
+			for i := range lists {
+				if r.bit() == 0 {
+					continue
+				}
+				size := 16
+				if i >= 6 {
+					size = 64
+				}
+				last, next := 8, 8
+				for range size {
+					if next != 0 {
+						next = (last + r.se() + 256) % 256
+					}
+					if next != 0 {
+						last = next
+					}
+				}
+			}
+		}
+	}
+	r.ue()          // log2_max_frame_num_minus4
+	switch r.ue() { // pic_order_cnt_type
+	case 0:
+		r.ue() // log2_max_pic_order_cnt_lsb_minus4
+	case 1:
+		r.bit() // delta_pic_order_always_zero_flag
+		r.se()  // offset_for_non_ref_pic
+		r.se()  // offset_for_top_to_bottom_field
+		for n := r.ue(); n > 0 && r.err == nil; n-- {
+			r.se()
+		}
+	}
+	r.ue()  // max_num_ref_frames
+	r.bit() // gaps_in_frame_num_value_allowed_flag
+	widthMbs := r.ue() + 1
+	heightMapUnits := r.ue() + 1
+	frameMbsOnly := r.bit()
+	if frameMbsOnly == 0 {
+		r.bit() // mb_adaptive_frame_field_flag
+	}
+	r.bit() // direct_8x8_inference_flag
+	s.width = widthMbs * 16
+	s.height = (2 - frameMbsOnly) * heightMapUnits * 16
+	if r.bit() == 1 { // frame_cropping_flag
+		left, right, top, bottom := r.ue(), r.ue(), r.ue(), r.ue()
+		// Crop units depend on the chroma subsampling (H.264 7.4.2.1.1).
+		cropX, cropY := 1, 2-frameMbsOnly
+		if chroma != 0 && !separateColourPlane {
+			subW, subH := 2, 2
+			switch chroma {
+			case 2:
+				subH = 1
+			case 3:
+				subW, subH = 1, 1
+			}
+			cropX, cropY = subW, subH*(2-frameMbsOnly)
+		}
+		s.width -= cropX * (left + right)
+		s.height -= cropY * (top + bottom)
+	}
+	if r.err != nil {
+		return s, r.err
+	}
+	return s, nil
+}

@@ -1,0 +1,98 @@
+package media
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/asticode/go-astits"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// remuxPID is where Remux puts H.264 it took out of RTP.
+const remuxPID = 256
+
+// Remux writes what the receiver got as one MPEG-TS file a player can
+// open: TS datagrams as they came, RTP/MP2T without the RTP headers, and
+// RTP/H.264 depacketized to Annex B and muxed on PID 256 with the RTP
+// timestamps as PTS. Datagrams of no known format are left out.
+func Remux(dgs []sim.MediaDatagram) ([]byte, error) {
+	var out bytes.Buffer
+	var mux *astits.Muxer
+	depack := map[uint32]*h264Depacketizer{}
+	var pending *rtpUnit
+
+	writeAU := func() error {
+		if pending == nil {
+			return nil
+		}
+		au := pending
+		pending = nil
+		if mux == nil {
+			mux = astits.NewMuxer(context.Background(), &out)
+			if err := mux.AddElementaryStream(astits.PMTElementaryStream{ElementaryPID: remuxPID, StreamType: astits.StreamTypeH264Video}); err != nil {
+				return err
+			}
+			mux.SetPCRPID(remuxPID)
+		}
+		var es []byte
+		for _, n := range au.nals {
+			es = append(append(es, 0, 0, 0, 1), n...)
+		}
+		pts := int64(au.ts) % ptsWrap
+		key := inspectNALs(codecH264, au.nals).key
+		// The PCR runs a little ahead of presentation so a player buffers.
+		pcr := (pts - 9000 + ptsWrap) % ptsWrap
+		_, err := mux.WriteData(&astits.MuxerData{
+			PID:             remuxPID,
+			AdaptationField: &astits.PacketAdaptationField{HasPCR: true, PCR: &astits.ClockReference{Base: pcr}, RandomAccessIndicator: key},
+			PES: &astits.PESData{
+				Header: &astits.PESHeader{
+					StreamID: 0xE0,
+					OptionalHeader: &astits.PESOptionalHeader{
+						MarkerBits:             2,
+						DataAlignmentIndicator: true,
+						PTSDTSIndicator:        astits.PTSDTSIndicatorOnlyPTS,
+						PTS:                    &astits.ClockReference{Base: pts},
+					},
+				},
+				Data: es,
+			},
+		})
+		return err
+	}
+
+	for i, dg := range dgs {
+		format, p := readDatagram(dg.Data)
+		switch format {
+		case sim.MediaMPEGTS:
+			out.Write(dg.Data)
+		case sim.MediaRTPMP2T:
+			out.Write(p.Payload)
+		case sim.MediaRTPH264:
+			d := depack[p.SSRC]
+			if d == nil {
+				d = &h264Depacketizer{}
+				depack[p.SSRC] = d
+			}
+			nals := d.push(p.Payload)
+			if len(nals) == 0 {
+				continue
+			}
+			if pending != nil && pending.ts != p.Timestamp {
+				if err := writeAU(); err != nil {
+					return nil, fmt.Errorf("muxing the H.264 of datagram %d: %w", i, err)
+				}
+			}
+			if pending == nil {
+				pending = &rtpUnit{ts: p.Timestamp, dg: i, at: dg.At}
+			}
+			pending.nals = append(pending.nals, nals...)
+		}
+	}
+	if err := writeAU(); err != nil {
+		return nil, fmt.Errorf("muxing the last H.264 frame: %w", err)
+	}
+	return out.Bytes(), nil
+}

@@ -1,0 +1,347 @@
+package media
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asticode/go-astits"
+
+	"github.com/normsim/normsim/sim"
+)
+
+func TestAnalyzeMoments(t *testing.T) {
+	m := muxTS(t, gopFrames(50, 25, 900000), 256)
+	src, tgt := m.datagrams(before(25), 0), m.datagrams(from(25), 0)
+
+	t.Run("source sends after its stop", func(t *testing.T) {
+		// Stopped when frame 20 arrived; frames 21–24 came 40–160 ms later.
+		r := Analyze(src, tgt, sim.SeamMoments{SourceStopped: frameAt(20).Add(time.Millisecond)})
+		if r.Verdict != sim.VerdictOverlap || r.AtFault != "source" || r.SourceAfterStop == 0 {
+			t.Fatalf("verdict %s, at fault %q, after stop %d: %s", r.Verdict, r.AtFault, r.SourceAfterStop, r.Detail)
+		}
+		// The seam is from what the source sent up to its stop: frame 21
+		// began in the datagram that also ended frame 20.
+		if st := r.Streams[0]; *st.LastSourcePTS != 900000+21*3600 || st.FramesMissing != 3 {
+			t.Errorf("stream %+v", st)
+		}
+		if d := defectNamed(r, "PTS continuity"); d == nil || d.AtFault != "source" {
+			t.Errorf("PTS defect %+v", d)
+		}
+		if !strings.HasPrefix(r.Detail, "the source sent ") || !strings.Contains(r.Detail, "after source-stopped-output") {
+			t.Errorf("detail %s", r.Detail)
+		}
+	})
+	t.Run("source's last datagram within InFlight", func(t *testing.T) {
+		r := Analyze(src, tgt, sim.SeamMoments{SourceStopped: src[len(src)-1].At.Add(-10 * time.Millisecond), ApplySent: tgt[0].At.Add(-time.Millisecond)})
+		if r.Verdict != sim.VerdictSeamless || r.SourceAfterStop != 0 || r.AtFault != "" {
+			t.Errorf("verdict %s, after stop %d, at fault %q: %s", r.Verdict, r.SourceAfterStop, r.AtFault, r.Detail)
+		}
+	})
+	t.Run("target sends before cutover-apply", func(t *testing.T) {
+		r := Analyze(src, tgt, sim.SeamMoments{SourceStopped: src[len(src)-1].At, ApplySent: tgt[3].At})
+		if r.Verdict != sim.VerdictOverlap || r.AtFault != "target" || r.TargetBeforeApply != 3 {
+			t.Errorf("verdict %s, at fault %q, before apply %d: %s", r.Verdict, r.AtFault, r.TargetBeforeApply, r.Detail)
+		}
+	})
+	t.Run("both", func(t *testing.T) {
+		r := Analyze(src, tgt, sim.SeamMoments{SourceStopped: frameAt(10), ApplySent: tgt[3].At})
+		if r.AtFault != "source and target" {
+			t.Errorf("at fault %q", r.AtFault)
+		}
+	})
+	t.Run("without moments, both sending at once", func(t *testing.T) {
+		late := m.datagrams(from(25), -200*time.Millisecond)
+		r := Analyze(src, late, sim.SeamMoments{})
+		if r.Verdict != sim.VerdictOverlap || !strings.Contains(r.Detail, "source and target both sent for") {
+			t.Errorf("verdict %s: %s", r.Verdict, r.Detail)
+		}
+	})
+	t.Run("no output from the target", func(t *testing.T) {
+		r := Analyze(src, nil, sim.SeamMoments{})
+		if r.Verdict != sim.VerdictNoOutput || r.SwitchAt != nil || len(r.Streams) != 1 || r.Streams[0].LastSourcePTS == nil {
+			t.Errorf("verdict %s, streams %+v: %s", r.Verdict, r.Streams, r.Detail)
+		}
+	})
+	t.Run("only junk from the source", func(t *testing.T) {
+		r := Analyze([]sim.MediaDatagram{{At: t0, Data: []byte("junk")}}, tgt, sim.SeamMoments{})
+		if r.Verdict != sim.VerdictNoOutput || r.Unreadable != 1 {
+			t.Errorf("verdict %s, unreadable %d: %s", r.Verdict, r.Unreadable, r.Detail)
+		}
+	})
+}
+
+func TestAnalyzeFramesNearSwitch(t *testing.T) {
+	m := muxTS(t, gopFrames(500, 25, 900000), 256) // 20 s: more than ±3 s
+	r := Analyze(m.datagrams(before(250), 0), m.datagrams(from(250), 0), sim.SeamMoments{})
+	if r.Verdict != sim.VerdictSeamless {
+		t.Fatalf("verdict %s: %s", r.Verdict, r.Detail)
+	}
+	// About 75 frames at 25 fps either side; a frame arrives with the
+	// datagram its first packet is in, which may carry the one before.
+	if n := len(r.Frames); n < 148 || n > 155 {
+		t.Errorf("%d frames", n)
+	}
+	for _, f := range r.Frames {
+		if d := f.At.Sub(*r.SwitchAt); d < -3*time.Second || d > 3*time.Second {
+			t.Errorf("frame at %v from the switch", d)
+		}
+	}
+}
+
+func TestAnalyzeRTPMP2T(t *testing.T) {
+	m := muxTS(t, gopFrames(50, 25, 900000), 256)
+	build := func(tgtSSRC uint32, seqSkip uint16, tsBack bool) (src, tgt []sim.MediaDatagram) {
+		s := &rtpSender{ssrc: 0x1234abcd, seq: 65530} // wraps within the source
+		src = s.wrapMP2T(m.datagrams(before(25), 0))
+		s.seq += seqSkip
+		s.ssrc = tgtSSRC
+		tgt = s.wrapMP2T(m.datagrams(from(25), 0))
+		if tsBack {
+			t2 := &rtpSender{ssrc: tgtSSRC, seq: s.seq - uint16(len(tgt))}
+			tgt = t2.wrapMP2T(m.datagrams(from(25), -2*time.Second))
+			for i := range tgt {
+				tgt[i].At = tgt[i].At.Add(2 * time.Second)
+			}
+		}
+		return src, tgt
+	}
+	cases := []struct {
+		name    string
+		ssrc    uint32
+		skip    uint16
+		tsBack  bool
+		verdict string
+		want    string
+	}{
+		{"continuing", 0x1234abcd, 0, false, sim.VerdictSeamless, ""},
+		{"new SSRC", 0x99, 0, false, sim.VerdictGlitch, "SSRC change"},
+		{"sequence jumps", 0x1234abcd, 5, false, sim.VerdictGlitch, "RTP sequence"},
+		{"timestamp goes back", 0x1234abcd, 0, true, sim.VerdictGlitch, "RTP timestamp"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src, tgt := build(c.ssrc, c.skip, c.tsBack)
+			r := Analyze(src, tgt, sim.SeamMoments{})
+			t.Logf("%s: %s", r.Verdict, r.Detail)
+			if r.Verdict != c.verdict || r.Format != sim.MediaRTPMP2T {
+				t.Errorf("verdict %s format %s; defects %s", r.Verdict, r.Format, checks(r))
+			}
+			if c.want != "" && !hasDefect(r, c.want, "") {
+				t.Errorf("defects %s lack %s", checks(r), c.want)
+			}
+			if c.verdict == sim.VerdictSeamless && len(r.Defects) > 0 {
+				t.Errorf("defects %s", checks(r))
+			}
+		})
+	}
+}
+
+func TestAnalyzeRTPH264(t *testing.T) {
+	fs := gopFrames(50, 25, 1<<32-10*3600) // the RTP timestamp wraps in the source
+	cases := []struct {
+		name    string
+		build   func() (src, tgt []sim.MediaDatagram)
+		verdict string
+		want    []string
+		check   func(t *testing.T, r *sim.MediaReport)
+	}{
+		{
+			name: "continuing",
+			build: func() ([]sim.MediaDatagram, []sim.MediaDatagram) {
+				s := &rtpSender{ssrc: 0xabc}
+				return s.frames(fs, 0, 25), s.frames(fs, 25, 50)
+			},
+			verdict: sim.VerdictSeamless,
+			check: func(t *testing.T, r *sim.MediaReport) {
+				st := r.Streams[0]
+				if len(r.Streams) != 1 || *st.SSRC != 0xabc || st.FrameTicks != 3600 || st.SourceParams != "High@1.2 320x180" || !*r.KeyframeAtJoin {
+					t.Errorf("streams %+v", r.Streams)
+				}
+				if !strings.Contains(r.Detail, "video SSRC 0x00000abc H.264: source stopped at PTS") || len(r.Frames) != 50 || r.Frames[0].Stream != "SSRC 0x00000abc" {
+					t.Errorf("detail %s, frames %+v", r.Detail, r.Frames)
+				}
+			},
+		},
+		{
+			name: "new SSRC",
+			build: func() ([]sim.MediaDatagram, []sim.MediaDatagram) {
+				s := &rtpSender{ssrc: 0xabc}
+				src := s.frames(fs, 0, 25)
+				s.ssrc = 0xdef
+				return src, s.frames(fs, 25, 50)
+			},
+			verdict: sim.VerdictGlitch,
+			want:    []string{"SSRC change"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if r.Streams[0].Verdict != sim.VerdictSeamless || !strings.Contains(r.Detail, "SSRC 0x00000abc → SSRC 0x00000def") {
+					t.Errorf("streams %+v: %s", r.Streams, r.Detail)
+				}
+			},
+		},
+		{
+			name: "sequence jumps",
+			build: func() ([]sim.MediaDatagram, []sim.MediaDatagram) {
+				s := &rtpSender{ssrc: 0xabc, seq: 100}
+				src := s.frames(fs, 0, 25)
+				s.seq += 3
+				return src, s.frames(fs, 25, 50)
+			},
+			verdict: sim.VerdictGlitch,
+			want:    []string{"RTP sequence"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if !strings.Contains(r.Detail, "(3 missing)") {
+					t.Errorf("detail %s", r.Detail)
+				}
+			},
+		},
+		{
+			name: "frames skipped",
+			build: func() ([]sim.MediaDatagram, []sim.MediaDatagram) {
+				s := &rtpSender{ssrc: 0xabc}
+				fs := gopFrames(60, 30, 5000)
+				return s.frames(fs, 0, 25), s.frames(fs, 30, 60)
+			},
+			verdict: sim.VerdictGap,
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if r.FramesMissing != 5 || *r.GapMs != 200 {
+					t.Errorf("missing %d, gap %v", r.FramesMissing, *r.GapMs)
+				}
+			},
+		},
+		{
+			name: "target starts on a P-frame",
+			build: func() ([]sim.MediaDatagram, []sim.MediaDatagram) {
+				s := &rtpSender{ssrc: 0xabc}
+				return s.frames(fs, 0, 20), s.frames(fs, 20, 50)
+			},
+			verdict: sim.VerdictGlitch,
+			want:    []string{"keyframe at join"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if *r.KeyframeAtJoin || *r.PictureMissingMs != 200 {
+					t.Errorf("keyframe %v, missing %v", *r.KeyframeAtJoin, *r.PictureMissingMs)
+				}
+			},
+		},
+		{
+			name: "an IDR fragment lost in the source",
+			build: func() ([]sim.MediaDatagram, []sim.MediaDatagram) {
+				s := &rtpSender{ssrc: 0xabc}
+				src := s.frames(fs, 0, 25)
+				src = append(src[:1], src[2:]...) // the IDR's first FU-A
+				return src, s.frames(fs, 25, 50)
+			},
+			verdict: sim.VerdictGlitch,
+			want:    []string{"RTP sequence", "RTP H.264 fragments"},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src, tgt := c.build()
+			r := Analyze(src, tgt, sim.SeamMoments{})
+			t.Logf("%s: %s", r.Verdict, r.Detail)
+			if r.Verdict != c.verdict || r.Format != sim.MediaRTPH264 {
+				t.Errorf("verdict %s format %s; defects %s", r.Verdict, r.Format, checks(r))
+			}
+			for _, w := range c.want {
+				if !hasDefect(r, w, "") {
+					t.Errorf("defects %s lack %s", checks(r), w)
+				}
+			}
+			if c.verdict == sim.VerdictSeamless && len(r.Defects) > 0 {
+				t.Errorf("defects %s", checks(r))
+			}
+			if c.check != nil {
+				c.check(t, r)
+			}
+		})
+	}
+}
+
+func TestAnalyzeFormatChange(t *testing.T) {
+	m := muxTS(t, gopFrames(50, 25, 900000), 256)
+	s := &rtpSender{ssrc: 1}
+	r := Analyze(m.datagrams(before(25), 0), s.wrapMP2T(m.datagrams(from(25), 0)), sim.SeamMoments{})
+	if r.Verdict != sim.VerdictGlitch || r.Format != "mpegts → rtp/mp2t" || !hasDefect(r, "format change", "") {
+		t.Errorf("verdict %s format %s defects %s", r.Verdict, r.Format, checks(r))
+	}
+}
+
+// demuxAll reads a TS file back with astits: the PES per PID, and their PTS.
+func demuxAll(t *testing.T, ts []byte) (pts map[uint16][]int64, idr int) {
+	t.Helper()
+	pts = map[uint16][]int64{}
+	dmx := astits.NewDemuxer(context.Background(), bytes.NewReader(ts), astits.DemuxerOptPacketSize(tsPacketSize))
+	for {
+		d, err := dmx.NextData()
+		if errors.Is(err, astits.ErrNoMorePackets) {
+			return pts, idr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.PES != nil && d.PES.Header.OptionalHeader != nil && d.PES.Header.OptionalHeader.PTS != nil {
+			pts[d.PID] = append(pts[d.PID], d.PES.Header.OptionalHeader.PTS.Base)
+			if inspectNALs(codecH264, splitAnnexB(d.PES.Data)).key {
+				idr++
+			}
+		}
+	}
+}
+
+func TestRemux(t *testing.T) {
+	m := muxTS(t, gopFrames(10, 5, 900000), 256)
+	dgs := m.datagrams(func(int) bool { return true }, 0)
+	var whole []byte
+	for _, dg := range dgs {
+		whole = append(whole, dg.Data...)
+	}
+	junk := sim.MediaDatagram{At: t0, Data: []byte("not media")}
+
+	t.Run("TS as it came", func(t *testing.T) {
+		out, err := Remux(append([]sim.MediaDatagram{junk}, dgs...))
+		if err != nil || !bytes.Equal(out, whole) {
+			t.Errorf("remux of TS differs (%d bytes, want %d): %v", len(out), len(whole), err)
+		}
+	})
+	t.Run("RTP headers stripped", func(t *testing.T) {
+		s := &rtpSender{ssrc: 7}
+		out, err := Remux(s.wrapMP2T(dgs))
+		if err != nil || !bytes.Equal(out, whole) {
+			t.Errorf("remux of RTP/MP2T differs: %v", err)
+		}
+	})
+	t.Run("RTP H.264 muxed", func(t *testing.T) {
+		fs := gopFrames(10, 5, 900000)
+		s := &rtpSender{ssrc: 7}
+		out, err := Remux(append(s.frames(fs, 0, 10), junk))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pts, idr := demuxAll(t, out)
+		if len(pts[remuxPID]) != 10 || pts[remuxPID][9] != 900000+9*3600 || idr != 2 {
+			t.Errorf("PTS %v, %d IDR", pts, idr)
+		}
+		// What Remux wrote judges like what was sent.
+		r := Analyze(splitDatagrams(out[:len(out)/2]), nil, sim.SeamMoments{})
+		if len(r.Streams) != 1 || r.Streams[0].Codec != "H.264" {
+			t.Errorf("streams %+v", r.Streams)
+		}
+	})
+}
+
+// splitDatagrams cuts a TS file into 7-packet datagrams, dropping a
+// trailing partial packet.
+func splitDatagrams(ts []byte) []sim.MediaDatagram {
+	var dgs []sim.MediaDatagram
+	ts = ts[:len(ts)/tsPacketSize*tsPacketSize]
+	for i := 0; len(ts) > 0; i++ {
+		n := min(len(ts), 7*tsPacketSize)
+		dgs = append(dgs, sim.MediaDatagram{At: t0.Add(time.Duration(i) * time.Millisecond), Data: ts[:n]})
+		ts = ts[n:]
+	}
+	return dgs
+}

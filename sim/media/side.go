@@ -1,0 +1,518 @@
+package media
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/asticode/go-astits"
+	"github.com/pion/rtp"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// Codec names, as the PMT's stream type or the RTP payload says.
+const (
+	codecH264 = "H.264"
+	codecH265 = "H.265"
+)
+
+// Clock wraps: a PES PTS has 33 bits, an RTP timestamp 32; a PCR is a
+// 33-bit base at 90 kHz times 300 plus a 27 MHz extension.
+const (
+	ptsWrap = int64(1) << 33
+	rtpWrap = int64(1) << 32
+	pcrWrap = ptsWrap * 300
+)
+
+// unit is one access unit (frame) a side sent.
+type unit struct {
+	at     time.Time
+	dg     int // index of the datagram it began in
+	pts    int64
+	hasPTS bool
+	key    bool
+	params string
+}
+
+// track is one elementary stream of one side: a TS PID or an RTP SSRC.
+type track struct {
+	name  string // "PID 256", "SSRC 0x1234abcd"
+	pid   *uint16
+	ssrc  *uint32
+	kind  string // video, audio, data
+	codec string
+	wrap  int64
+	units []unit
+}
+
+// tsPacket is what the receiver needs of one TS packet of a side.
+type tsPacket struct {
+	dg      int
+	at      time.Time
+	pid     uint16
+	cc      uint8
+	payload bool
+	di, rai bool
+	pcr     int64 // 27 MHz, -1 when the packet carries none
+}
+
+// pesUnit is one PES the demuxer assembled, kept until the side's stream
+// types are known (a target may lack the PMT the source had).
+type pesUnit struct {
+	pid      uint16
+	first    int // index of its first TS packet
+	pts      int64
+	hasPTS   bool
+	streamID uint8
+	data     []byte
+}
+
+// pmtStream is one elementary stream a PMT names.
+type pmtStream struct {
+	pid uint16
+	typ astits.StreamType
+}
+
+// tsState is a side's transport stream.
+type tsState struct {
+	raw                          [][]byte // packets with their sync byte, as fed to the demuxer
+	rawDg                        []int
+	pkts                         []tsPacket
+	syncErrors                   int
+	parseErrors                  int
+	firstPAT, firstPMT, firstPES int // packet indexes, -1 when none
+	pmt                          []pmtStream
+	pcrPID                       int // -1 when no PMT named one
+	pes                          []pesUnit
+}
+
+// rtpTrack is one SSRC's RTP packets on a side.
+type rtpTrack struct {
+	ssrc       uint32
+	packets    int
+	lastSeq    uint16
+	seqBreaks  int
+	firstBreak string
+	depack     h264Depacketizer
+	pending    *rtpUnit
+	media      *track // the H.264 stream, nil for MP2T
+}
+
+// rtpUnit gathers the NAL units of one RTP timestamp.
+type rtpUnit struct {
+	ts   uint32
+	dg   int
+	at   time.Time
+	nals [][]byte
+}
+
+// rtpRef is one RTP packet's place in the sequence, for the checks
+// across the switch.
+type rtpRef struct {
+	ssrc uint32
+	seq  uint16
+	ts   uint32
+	at   time.Time
+	mp2t bool
+}
+
+// side is what the receiver got from one sender, demuxed.
+type side struct {
+	name       string
+	dgs        []sim.MediaDatagram
+	formats    []string
+	readable   int64
+	unreadable int64
+	tracks     []*track
+	ts         tsState
+	rtp        []*rtpTrack
+	firstRTP   *rtpRef
+	lastRTP    *rtpRef
+	defects    []sim.MediaDefect
+}
+
+// readSide reads every datagram of one side in arrival order: RTP
+// headers and H.264 depacketization here, the TS packets gathered for
+// demuxTS.
+func readSide(name string, dgs []sim.MediaDatagram) *side {
+	s := &side{name: name, dgs: dgs}
+	s.ts.firstPAT, s.ts.firstPMT, s.ts.firstPES, s.ts.pcrPID = -1, -1, -1, -1
+	for i, dg := range dgs {
+		format, p := readDatagram(dg.Data)
+		if format == sim.MediaUnknown {
+			s.unreadable++
+			continue
+		}
+		s.readable++
+		if !slices.Contains(s.formats, format) {
+			s.formats = append(s.formats, format)
+		}
+		switch format {
+		case sim.MediaMPEGTS:
+			s.addTSPackets(dg.Data, i)
+		case sim.MediaRTPMP2T:
+			s.addRTP(p, i, dg.At, true)
+			s.addTSPackets(p.Payload, i)
+		case sim.MediaRTPH264:
+			s.addRTP(p, i, dg.At, false)
+		}
+	}
+	for _, rt := range s.rtp {
+		rt.flush()
+	}
+	s.demuxTS()
+	s.withinSideDefects()
+	return s
+}
+
+func (s *side) addTSPackets(b []byte, dg int) {
+	for off := 0; off+tsPacketSize <= len(b); off += tsPacketSize {
+		pkt := b[off : off+tsPacketSize]
+		if pkt[0] != 0x47 {
+			s.ts.syncErrors++
+			continue
+		}
+		s.ts.raw = append(s.ts.raw, pkt)
+		s.ts.rawDg = append(s.ts.rawDg, dg)
+	}
+}
+
+func (s *side) addRTP(p *rtp.Packet, dg int, at time.Time, mp2t bool) {
+	var rt *rtpTrack
+	for _, t := range s.rtp {
+		if t.ssrc == p.SSRC {
+			rt = t
+		}
+	}
+	if rt == nil {
+		rt = &rtpTrack{ssrc: p.SSRC}
+		if !mp2t {
+			ssrc := p.SSRC
+			rt.media = &track{name: fmt.Sprintf("SSRC 0x%08x", ssrc), ssrc: &ssrc, kind: "video", codec: codecH264, wrap: rtpWrap}
+			s.tracks = append(s.tracks, rt.media)
+		}
+		s.rtp = append(s.rtp, rt)
+	} else if want := rt.lastSeq + 1; p.SequenceNumber != want {
+		rt.seqBreaks++
+		if rt.firstBreak == "" {
+			rt.firstBreak = fmt.Sprintf("%d→%d", rt.lastSeq, p.SequenceNumber)
+		}
+	}
+	rt.packets++
+	rt.lastSeq = p.SequenceNumber
+	ref := &rtpRef{ssrc: p.SSRC, seq: p.SequenceNumber, ts: p.Timestamp, at: at, mp2t: mp2t}
+	if s.firstRTP == nil {
+		s.firstRTP = ref
+	}
+	s.lastRTP = ref
+	if mp2t {
+		return
+	}
+	nals := rt.depack.push(p.Payload)
+	if len(nals) == 0 {
+		return
+	}
+	if rt.pending != nil && rt.pending.ts != p.Timestamp {
+		rt.flush()
+	}
+	if rt.pending == nil {
+		rt.pending = &rtpUnit{ts: p.Timestamp, dg: dg, at: at}
+	}
+	rt.pending.nals = append(rt.pending.nals, nals...)
+}
+
+// flush ends the access unit being gathered: RTP H.264 frames are told
+// apart by their timestamp (RFC 6184 5.1).
+func (rt *rtpTrack) flush() {
+	if rt.pending == nil || rt.media == nil {
+		return
+	}
+	u := inspectNALs(codecH264, rt.pending.nals)
+	rt.media.units = append(rt.media.units, unit{at: rt.pending.at, dg: rt.pending.dg, pts: int64(rt.pending.ts), hasPTS: true, key: u.key, params: u.params})
+	rt.pending = nil
+}
+
+// demuxTS runs the side's TS packets through astits. The packet skipper
+// sees every packet in order (also those without payload, which the
+// demuxer drops), so it records counters, flags and PCRs; the packets
+// parser is handed the packets of each payload unit just before astits
+// parses them, so the data NextData returns next began with its first one.
+func (s *side) demuxTS() {
+	st := &s.ts
+	if len(st.raw) == 0 {
+		return
+	}
+	index := make(map[*astits.Packet]int, len(st.raw))
+	next := 0
+	skipper := func(p *astits.Packet) bool {
+		// A packet whose adaptation field fails to parse never reaches
+		// here: step over it by its PID and counter.
+		for next < len(st.raw) && (packetPID(st.raw[next]) != p.Header.PID || st.raw[next][3]&0x0f != p.Header.ContinuityCounter) {
+			next++
+		}
+		if next >= len(st.raw) {
+			return true
+		}
+		dg := st.rawDg[next]
+		tp := tsPacket{dg: dg, at: s.dgs[dg].At, pid: p.Header.PID, cc: p.Header.ContinuityCounter, payload: p.Header.HasPayload, pcr: -1}
+		if af := p.AdaptationField; p.Header.HasAdaptationField && af != nil {
+			tp.di, tp.rai = af.DiscontinuityIndicator, af.RandomAccessIndicator
+			if af.HasPCR && af.PCR != nil {
+				tp.pcr = af.PCR.Base*300 + af.PCR.Extension
+			}
+		}
+		for len(st.pkts) < next {
+			st.pkts = append(st.pkts, tsPacket{dg: st.rawDg[len(st.pkts)], pid: 0x1fff, pcr: -1}) // unparsed: out of every check
+		}
+		st.pkts = append(st.pkts, tp)
+		index[p] = next
+		next++
+		return false
+	}
+	current := -1
+	parser := func(ps []*astits.Packet) ([]*astits.DemuxerData, bool, error) {
+		current = -1
+		if i, ok := index[ps[0]]; ok {
+			current = i
+		}
+		return nil, false, nil
+	}
+	dmx := astits.NewDemuxer(context.Background(), bytes.NewReader(bytes.Join(st.raw, nil)),
+		astits.DemuxerOptPacketSize(tsPacketSize), astits.DemuxerOptPacketSkipper(skipper), astits.DemuxerOptPacketsParser(parser))
+	for range 2*len(st.raw) + 16 { // every call consumes a packet or ends
+		d, err := dmx.NextData()
+		if errors.Is(err, astits.ErrNoMorePackets) {
+			break
+		}
+		if err != nil {
+			st.parseErrors++
+			continue
+		}
+		if current < 0 {
+			continue
+		}
+		switch {
+		case d.PAT != nil:
+			if st.firstPAT < 0 {
+				st.firstPAT = current
+			}
+		case d.PMT != nil:
+			if st.firstPMT < 0 {
+				st.firstPMT = current
+				st.pcrPID = int(d.PMT.PCRPID)
+				for _, es := range d.PMT.ElementaryStreams {
+					st.pmt = append(st.pmt, pmtStream{pid: es.ElementaryPID, typ: es.StreamType})
+				}
+			}
+		case d.PES != nil:
+			if st.firstPES < 0 {
+				st.firstPES = current
+			}
+			pu := pesUnit{pid: d.PID, first: current, data: d.PES.Data}
+			if d.PES.Header != nil {
+				pu.streamID = d.PES.Header.StreamID
+				if oh := d.PES.Header.OptionalHeader; oh != nil && oh.PTS != nil {
+					pu.pts, pu.hasPTS = oh.PTS.Base, true
+				}
+			}
+			st.pes = append(st.pes, pu)
+		}
+	}
+	for len(st.pkts) < len(st.raw) {
+		st.pkts = append(st.pkts, tsPacket{dg: st.rawDg[len(st.pkts)], pid: 0x1fff, pcr: -1})
+	}
+}
+
+func packetPID(p []byte) uint16 { return uint16(p[1]&0x1f)<<8 | uint16(p[2]) }
+
+// streamType is what a PID carries: this side's PMT says, else the other
+// side's (a target that sent no PMT still sends the same streams).
+func streamType(pid uint16, own, other []pmtStream) (astits.StreamType, bool) {
+	for _, tables := range [][]pmtStream{own, other} {
+		for _, es := range tables {
+			if es.pid == pid {
+				return es.typ, true
+			}
+		}
+	}
+	return 0, false
+}
+
+func describeStreamType(t astits.StreamType) (kind, codec string) {
+	switch t {
+	case astits.StreamTypeH264Video:
+		return "video", codecH264
+	case astits.StreamTypeH265Video:
+		return "video", codecH265
+	case astits.StreamTypeAACAudio:
+		return "audio", "AAC"
+	case astits.StreamTypeMPEG1Audio, astits.StreamTypeMPEG2Audio:
+		return "audio", "MPEG audio"
+	}
+	switch {
+	case t.IsVideo():
+		return "video", t.String()
+	case t.IsAudio():
+		return "audio", t.String()
+	}
+	return "data", fmt.Sprintf("stream type 0x%02X", uint8(t))
+}
+
+// buildTSTracks turns the side's PES into access units per PID, once the
+// stream types are known (other: the other side's PMT).
+func (s *side) buildTSTracks(other []pmtStream) {
+	st := &s.ts
+	byPID := map[uint16]*track{}
+	for _, pu := range st.pes {
+		tr := byPID[pu.pid]
+		if tr == nil {
+			pid := pu.pid
+			tr = &track{name: fmt.Sprintf("PID %d", pid), pid: &pid, wrap: ptsWrap}
+			if t, ok := streamType(pid, st.pmt, other); ok {
+				tr.kind, tr.codec = describeStreamType(t)
+			} else {
+				// No PMT on either side: the PES stream_id still says
+				// video (0xE0–0xEF) or audio (0xC0–0xDF).
+				switch {
+				case pu.streamID>>4 == 0xE:
+					tr.kind, tr.codec = "video", codecH264
+				case pu.streamID>>5 == 0x6:
+					tr.kind = "audio"
+				default:
+					tr.kind = "data"
+				}
+			}
+			byPID[pid] = tr
+			s.tracks = append(s.tracks, tr)
+		}
+		first := st.pkts[pu.first]
+		u := unit{at: first.at, dg: first.dg, pts: pu.pts, hasPTS: pu.hasPTS}
+		if tr.kind == "video" {
+			cu := inspectNALs(tr.codec, splitAnnexB(pu.data))
+			// The random_access_indicator also marks where decoding can start.
+			u.key, u.params = cu.key || first.rai, cu.params
+		}
+		tr.units = append(tr.units, u)
+	}
+	slices.SortStableFunc(s.tracks, func(a, b *track) int {
+		if a.pid != nil && b.pid != nil {
+			return int(*a.pid) - int(*b.pid)
+		}
+		return 0
+	})
+}
+
+// withinSideDefects are what a receiver sees go wrong inside one side's
+// stream, switch or not: lost sync, counter and clock jumps, RTP loss.
+func (s *side) withinSideDefects() {
+	st := &s.ts
+	if st.syncErrors > 0 {
+		s.defect("Sync_byte_error", "TR 101 290 1.1/1.2", "", fmt.Sprintf("the %s sent %s without the 0x47 sync byte (TS_sync_loss once several follow)", s.name, sim.Plural(int64(st.syncErrors), "TS packet")))
+	}
+	if st.parseErrors > 0 {
+		s.defect("TS packet unreadable", "", "", fmt.Sprintf("%s of the %s's stream could not be parsed", sim.Plural(int64(st.parseErrors), "TS payload unit"), s.name))
+	}
+	// Continuity counters per PID: +1 on each packet with payload, a
+	// single repeat allowed, anything else an error unless the
+	// discontinuity indicator says so.
+	type ccState struct {
+		last   uint8
+		seen   bool
+		errors int
+		first  string
+	}
+	cc := map[uint16]*ccState{}
+	var pids []uint16
+	lastPCR := int64(-1)
+	pcrJumps, firstPCRJump := 0, ""
+	for _, p := range st.pkts {
+		if p.pid == 0x1fff {
+			continue
+		}
+		if p.payload {
+			c := cc[p.pid]
+			if c == nil {
+				c = &ccState{}
+				cc[p.pid] = c
+				pids = append(pids, p.pid)
+			}
+			if c.seen && !p.di && p.cc != (c.last+1)%16 && p.cc != c.last {
+				c.errors++
+				if c.first == "" {
+					c.first = fmt.Sprintf("%d→%d", c.last, p.cc)
+				}
+			}
+			c.last, c.seen = p.cc, true
+		}
+		if p.pcr >= 0 && (st.pcrPID < 0 || int(p.pid) == st.pcrPID) {
+			if lastPCR >= 0 && !p.di && !pcrContinues(lastPCR, p.pcr) {
+				pcrJumps++
+				if firstPCRJump == "" {
+					firstPCRJump = fmt.Sprintf("by %s", pcrStep(lastPCR, p.pcr))
+				}
+			}
+			lastPCR = p.pcr
+		}
+	}
+	for _, pid := range pids {
+		if c := cc[pid]; c.errors > 0 {
+			s.defect("Continuity_count_error", "TR 101 290 1.4", fmt.Sprintf("PID %d", pid),
+				fmt.Sprintf("the %s's continuity counter on PID %d jumped %s within its own stream (first %s)", s.name, pid, sim.Plural(int64(c.errors), "time"), c.first))
+		}
+	}
+	if pcrJumps > 0 {
+		s.defect("PCR_discontinuity_indicator_error", "TR 101 290 2.3", "", fmt.Sprintf("the %s's PCR jumped %s within its own stream without the discontinuity indicator (first %s)", s.name, sim.Plural(int64(pcrJumps), "time"), firstPCRJump))
+	}
+	for _, rt := range s.rtp {
+		if rt.seqBreaks > 0 {
+			s.defect("RTP sequence", "RFC 3550", fmt.Sprintf("SSRC 0x%08x", rt.ssrc), fmt.Sprintf("the %s's RTP sequence numbers broke %s (first %s): packets lost or reordered", s.name, sim.Plural(int64(rt.seqBreaks), "time"), rt.firstBreak))
+		}
+		if rt.depack.lostFU > 0 {
+			s.defect("RTP H.264 fragments", "RFC 6184", fmt.Sprintf("SSRC 0x%08x", rt.ssrc), fmt.Sprintf("the %s sent %s whose NAL unit's start never came", s.name, sim.Plural(int64(rt.depack.lostFU), "FU-A fragment")))
+		}
+	}
+	if len(s.rtp) > 1 {
+		s.defect("SSRC change", "RFC 3550", "", fmt.Sprintf("the %s's own stream changed SSRC %s: a receiver resets at each new source", s.name, ssrcList(s.rtp)))
+	}
+}
+
+func ssrcList(rts []*rtpTrack) string {
+	var b bytes.Buffer
+	for i, rt := range rts {
+		if i > 0 {
+			b.WriteString("→")
+		}
+		fmt.Fprintf(&b, "0x%08x", rt.ssrc)
+	}
+	return b.String()
+}
+
+func (s *side) defect(check, standard, stream, detail string) {
+	s.defects = append(s.defects, sim.MediaDefect{Check: check, Standard: standard, Stream: stream, AtFault: s.name, Detail: detail})
+}
+
+// pcrContinues: TR 101 290 2.3 wants consecutive PCRs 0–100 ms apart.
+func pcrContinues(prev, next int64) bool {
+	d := wrapDelta(next-prev, pcrWrap)
+	return d >= 0 && d <= 100*27000
+}
+
+func pcrStep(prev, next int64) string {
+	return fmt.Sprintf("%+.1f ms", float64(wrapDelta(next-prev, pcrWrap))/27000)
+}
+
+// wrapDelta is d modulo wrap, as the signed step nearest zero.
+func wrapDelta(d, wrap int64) int64 {
+	d %= wrap
+	if d < 0 {
+		d += wrap
+	}
+	if d >= wrap/2 {
+		d -= wrap
+	}
+	return d
+}
