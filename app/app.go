@@ -40,6 +40,7 @@ import (
 	"github.com/normsim/normsim/sim/logcap"
 	"github.com/normsim/normsim/sim/manager"
 	"github.com/normsim/normsim/sim/process"
+	"github.com/normsim/normsim/sim/media"
 	"github.com/normsim/normsim/sim/sink"
 	"github.com/normsim/normsim/sim/sqlite"
 	"github.com/normsim/normsim/web"
@@ -436,7 +437,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			}
 			return map[string]string{sink.EnvAddr: net.JoinHostPort(host, strconv.Itoa(sinkPort))}
 		},
-		Media: m.Media, Captures: m.Store,
+		Media: m.Media, MediaJudge: media.Judge{}, Captures: m.Store,
 		MediaHost: func(runtime string) string {
 			if runtime == sim.RuntimeDocker {
 				return protocol.ContainerHost
