@@ -39,8 +39,8 @@ import (
 	"github.com/normsim/normsim/sim/jobsocket"
 	"github.com/normsim/normsim/sim/logcap"
 	"github.com/normsim/normsim/sim/manager"
-	"github.com/normsim/normsim/sim/process"
 	"github.com/normsim/normsim/sim/media"
+	"github.com/normsim/normsim/sim/process"
 	"github.com/normsim/normsim/sim/sink"
 	"github.com/normsim/normsim/sim/sqlite"
 	"github.com/normsim/normsim/web"
@@ -227,9 +227,9 @@ type Main struct {
 	Listeners map[string]*jobsocket.Listener
 	Sink      *sink.Sink
 	// Media receives each job's media on a port of its own.
-	Media *sink.Media
-	Catalog   sim.Catalog
-	Web       *web.Server
+	Media   *sink.Media
+	Catalog sim.Catalog
+	Web     *web.Server
 	// Conformance runs the dashboard's conformance runs against this
 	// sim's own API.
 	Conformance *conform.Service
