@@ -117,12 +117,12 @@ func OutputFromEnv(getenv func(string) string) (Output, error) {
 	default:
 		return Output{}, fmt.Errorf("output URL %q: scheme %q is neither udp nor rtp", raw, u.Scheme)
 	}
-	switch v := getenv(EnvRTP); v {
+	switch v := getenv(EnvRTP); strings.ToLower(strings.TrimSpace(v)) {
 	case "", "0", "false":
 	case "1", "true":
 		o.RTP = true
 	default:
-		return Output{}, fmt.Errorf("%s must be 1 or 0; got %q", EnvRTP, v)
+		return Output{}, fmt.Errorf("%s must be 1, 0, true or false; got %q", EnvRTP, v)
 	}
 	return o, nil
 }
