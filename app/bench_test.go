@@ -175,16 +175,16 @@ func msDuration(ms *float64) time.Duration {
 // and by `docker-compose up -d`. b starts after a; c on its own.
 const threeServices = `services:
   a:
-    image: normsim/counter:src-031813006285
+    image: normsim/counter:src-e8900448cd56
     environment:
       COUNTER_RATE: "10"
   b:
-    image: normsim/counter:src-031813006285
+    image: normsim/counter:src-e8900448cd56
     depends_on: [a]
     environment:
       COUNTER_RATE: "10"
   c:
-    image: normsim/counter:src-031813006285
+    image: normsim/counter:src-e8900448cd56
     environment:
       COUNTER_RATE: "10"
 `

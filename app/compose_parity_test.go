@@ -37,7 +37,7 @@ import (
 // parityImage is the test job (sim/docker/testdata/job), by the tag of its
 // sources (TestImageTagsMatchSources), that every file of the
 // parity corpus runs: it serves until SIGTERM and `/job health` passes.
-const parityImage = "normsim/compose-parity:src-3ed54f16336f"
+const parityImage = "normsim/compose-parity:src-21cb427c199b"
 
 // parityOwner labels what these tests create, so a crashed run's leftovers
 // are recognisably theirs.
