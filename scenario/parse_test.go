@@ -39,6 +39,18 @@ var misbehavingFiles = []string{
 	"faults-kill-target.yaml",
 }
 
+// videoFiles are the scenarios of the video examples: real H.264 in
+// MPEG-TS (or RTP), judged by normsim's media seam and refereed by ffmpeg
+// (TestVideoExamplesAgreeWithADecoder).
+var videoFiles = []string{
+	"video-handover.yaml",
+	"misbehaving-video-mid-gop.yaml",
+	"misbehaving-video-pts-restart.yaml",
+	"misbehaving-video-cc-restart.yaml",
+	"misbehaving-video-no-psi.yaml",
+	"misbehaving-video-rtp-new-ssrc.yaml",
+}
+
 func examplePath(name string) string { return filepath.Join("..", "examples", "scenarios", name) }
 
 func mustParse(tb testing.TB, src string) []*Scenario {

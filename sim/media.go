@@ -168,8 +168,9 @@ type MediaJudge interface {
 	// datagrams (each in arrival order) at a handover's moments (zero
 	// for overlap and stopThenStart).
 	Analyze(source, target []MediaDatagram, at SeamMoments) *MediaReport
-	// Remux is the datagrams as one MPEG-TS file.
-	Remux(dgs []MediaDatagram) ([]byte, error)
+	// Capture is the datagrams as one MPEG-TS file a player decodes
+	// without a word: whole frames, from the first keyframe.
+	Capture(dgs []MediaDatagram) ([]byte, error)
 }
 
 // SeamCapture is the media a receiver got around a migration's switch,

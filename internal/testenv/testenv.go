@@ -22,6 +22,8 @@ const (
 	// RequireLanguagesEnv is for the example jobs in other languages
 	// (Python with websockets, Node with a built-in WebSocket).
 	RequireLanguagesEnv = "NORMSIM_REQUIRE_LANGUAGES"
+	// RequireMediaEnv is for ffmpeg and ffprobe, the media tests' referee.
+	RequireMediaEnv = "NORMSIM_REQUIRE_MEDIA"
 )
 
 // RequireDocker returns a client of the engine the environment names
@@ -67,6 +69,19 @@ func RequireBrowser(tb testing.TB) string {
 	}
 	missing(tb, RequireBrowserEnv, "no browser on PATH (looked for %v)", browsers)
 	return ""
+}
+
+// RequireFFmpeg returns the paths of ffmpeg and ffprobe, the media tests'
+// referee. When either is absent it skips the test, or fails it when
+// NORMSIM_REQUIRE_MEDIA=1 (scripts/install-ffmpeg installs them).
+func RequireFFmpeg(tb testing.TB) (ffmpeg, ffprobe string) {
+	tb.Helper()
+	ffmpeg, err1 := exec.LookPath("ffmpeg")
+	ffprobe, err2 := exec.LookPath("ffprobe")
+	if err1 != nil || err2 != nil {
+		missing(tb, RequireMediaEnv, "ffmpeg and ffprobe are not both on PATH; run scripts/install-ffmpeg (apt-get install -y ffmpeg)")
+	}
+	return ffmpeg, ffprobe
 }
 
 // RequireJobLanguage checks that the interpreter an example job in another

@@ -211,7 +211,7 @@ func (r *run) captureSeam(ctx context.Context, w sim.MediaWindow, rep *sim.Media
 	if len(around) == 0 {
 		return
 	}
-	ts, err := r.m.cfg.MediaJudge.Remux(around)
+	ts, err := r.m.cfg.MediaJudge.Capture(around)
 	if err != nil {
 		r.recordHere(sideOutput, "the seam capture could not be made: "+err.Error(), nil)
 		return

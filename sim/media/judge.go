@@ -2,7 +2,8 @@ package media
 
 import "github.com/normsim/normsim/sim"
 
-// Judge is Analyze and Remux as the manager's sim.MediaJudge.
+// Judge is Analyze, and Remux of WholeFrames, as the manager's
+// sim.MediaJudge.
 type Judge struct{}
 
 var _ sim.MediaJudge = Judge{}
@@ -12,5 +13,5 @@ func (Judge) Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *si
 	return Analyze(source, target, at)
 }
 
-// Remux is the package's Remux.
-func (Judge) Remux(dgs []sim.MediaDatagram) ([]byte, error) { return Remux(dgs) }
+// Capture is the datagrams' whole frames as one MPEG-TS file.
+func (Judge) Capture(dgs []sim.MediaDatagram) ([]byte, error) { return Remux(WholeFrames(dgs)) }

@@ -96,3 +96,40 @@ func Remux(dgs []sim.MediaDatagram) ([]byte, error) {
 	}
 	return out.Bytes(), nil
 }
+
+// WholeFrames cuts a capture to what a player decodes without a word:
+// from the datagram the first video keyframe begins in (a frame before it
+// refers to pictures the capture does not hold) to before the last
+// datagram a video frame begins at the start of (the capture's end may cut
+// the frames after it short). A capture without a keyframe, or without
+// such a boundary after it, is left whole.
+func WholeFrames(dgs []sim.MediaDatagram) []sim.MediaDatagram {
+	s := readSide("capture", dgs)
+	s.buildTSTracks(nil)
+	from, to := -1, -1
+	for _, tr := range s.tracks {
+		if tr.kind != "video" {
+			continue
+		}
+		for _, u := range tr.units {
+			if u.key {
+				if from < 0 || u.dg < from {
+					from = u.dg
+				}
+				break
+			}
+		}
+		for k := len(tr.units) - 1; k > 0; k-- {
+			if tr.units[k].ownsStart {
+				if to < 0 || tr.units[k].dg > to {
+					to = tr.units[k].dg
+				}
+				break
+			}
+		}
+	}
+	if from < 0 || to <= from {
+		return dgs
+	}
+	return dgs[from:to]
+}

@@ -345,3 +345,35 @@ func splitDatagrams(ts []byte) []sim.MediaDatagram {
 	}
 	return dgs
 }
+
+// TestWholeFramesCutsToWhatAPlayerDecodes: a capture that begins inside a
+// GOP and ends inside a frame is cut to the first keyframe and before the
+// last frame's start; one without a keyframe is left whole.
+func TestWholeFramesCutsToWhatAPlayerDecodes(t *testing.T) {
+	all := muxTS(t, gopFrames(60, 25, 90000), 256).datagrams(from(5), 0)
+	got := WholeFrames(all[:len(all)-1])
+	s := readSide("cut", got)
+	s.buildTSTracks(nil)
+	if len(got) == 0 || len(s.tracks) == 0 || !s.tracks[0].units[0].key || s.tracks[0].units[0].pts != 90000+25*frameTicks25 {
+		t.Fatalf("the cut capture (%d of %d datagrams) does not begin at the keyframe of frame 25", len(got), len(all)-1)
+	}
+	// It ends where a datagram begins with a frame: the next one in the
+	// stream starts a PES (payload_unit_start_indicator), and frame 59,
+	// cut short, is not in it.
+	end := 0
+	for i := range all {
+		if &all[i] == &got[len(got)-1] {
+			end = i + 1
+		}
+	}
+	if end == 0 || end >= len(all) || all[end].Data[1]&0x40 == 0 {
+		t.Fatalf("the cut capture ends at datagram %d of %d, not before a frame's first datagram", end, len(all))
+	}
+	if last := s.tracks[0].units[len(s.tracks[0].units)-1].pts; last >= 90000+59*frameTicks25 {
+		t.Fatalf("the cut capture ends with PTS %d: frame 59, cut short, is in it", last)
+	}
+	noKey := muxTS(t, gopFrames(20, 25, 90000), 256).datagrams(from(3), 0)
+	if whole := WholeFrames(noKey); len(whole) != len(noKey) {
+		t.Fatalf("a capture without a keyframe was cut to %d of %d datagrams", len(whole), len(noKey))
+	}
+}

@@ -30,12 +30,16 @@ const (
 
 // unit is one access unit (frame) a side sent.
 type unit struct {
-	at     time.Time
-	dg     int // index of the datagram it began in
-	pts    int64
-	hasPTS bool
-	key    bool
-	params string
+	at time.Time
+	dg int // index of the datagram it began in
+	// ownsStart: the unit's first byte is its datagram's first, so
+	// cutting the stream before that datagram leaves the units before it
+	// whole.
+	ownsStart bool
+	pts       int64
+	hasPTS    bool
+	key       bool
+	params    string
 }
 
 // track is one elementary stream of one side: a TS PID or an RTP SSRC.
@@ -232,7 +236,7 @@ func (rt *rtpTrack) flush() {
 		return
 	}
 	u := inspectNALs(codecH264, rt.pending.nals)
-	rt.media.units = append(rt.media.units, unit{at: rt.pending.at, dg: rt.pending.dg, pts: int64(rt.pending.ts), hasPTS: true, key: u.key, params: u.params})
+	rt.media.units = append(rt.media.units, unit{at: rt.pending.at, dg: rt.pending.dg, ownsStart: true, pts: int64(rt.pending.ts), hasPTS: true, key: u.key, params: u.params})
 	rt.pending = nil
 }
 
@@ -390,7 +394,8 @@ func (s *side) buildTSTracks(other []pmtStream) {
 			s.tracks = append(s.tracks, tr)
 		}
 		first := st.pkts[pu.first]
-		u := unit{at: first.at, dg: first.dg, pts: pu.pts, hasPTS: pu.hasPTS}
+		u := unit{at: first.at, dg: first.dg, pts: pu.pts, hasPTS: pu.hasPTS,
+			ownsStart: pu.first == 0 || st.pkts[pu.first-1].dg != first.dg}
 		if tr.kind == "video" {
 			cu := inspectNALs(tr.codec, splitAnnexB(pu.data))
 			// The random_access_indicator also marks where decoding can start.

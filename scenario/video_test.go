@@ -1,0 +1,159 @@
+package scenario
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/normsim/normsim/internal/testenv"
+	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/sim"
+)
+
+// TestVideoExamplesAgreeWithADecoder runs the video scenarios (real H.264
+// in MPEG-TS, handed over by the example job and its misbehaving
+// variants), each of which states normsim's media verdict, then has a
+// real decoder referee the seam capture normsim kept: what normsim calls
+// seamless decodes without a word and with presentation time going on
+// frame by frame; each defect shows to ffmpeg/ffprobe as what normsim
+// named. A new SSRC and tables missing from the target's first frames
+// leave no trace in a capture that holds the source's tables and strips
+// RTP, so those two are judged by the standards alone (docs/media.md).
+func TestVideoExamplesAgreeWithADecoder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real video jobs")
+	}
+	ffmpeg, ffprobe := testenv.RequireFFmpeg(t)
+	var paths []string
+	for _, name := range videoFiles {
+		paths = append(paths, examplePath(name))
+	}
+	s := normsimtest.Start(t, normsimtest.Options{Runtime: sim.RuntimeProcess,
+		Templates: []string{templatesDir, filepath.Join("..", "examples", "templates")}})
+	rep, out := runAll(t, s, context.Background(), parseAll(t, paths...))
+	if !rep.Passed || rep.Counts.Scenarios != len(videoFiles) {
+		t.Fatalf("the video examples failed (counts %+v):\n%s", rep.Counts, out)
+	}
+	for _, sc := range rep.Scenarios {
+		for _, st := range sc.Steps {
+			m := st.Migration
+			if st.Kind != KindMigrate || m == nil {
+				continue
+			}
+			if m.Output == nil || m.Output.Media == nil || len(m.Output.Media.Streams) == 0 {
+				t.Fatalf("%s: migration %s has no media seam: %+v", sc.Template, m.ID, m.Output)
+			}
+			capture := fetchCapture(t, s.URL, m.ID)
+			errs := decodeErrors(t, ffmpeg, capture)
+			pkts := probePackets(t, ffprobe, capture)
+			first := m.Output.Media.Streams[0].FirstTargetPTS
+			if first == nil {
+				t.Fatalf("%s: no first target PTS: %s", sc.Template, m.Output.Media.Detail)
+			}
+			at := -1
+			for i, p := range pkts {
+				if p.pts == *first {
+					at = i
+				}
+			}
+			if at < 1 {
+				t.Fatalf("%s: ffprobe saw no packet with the target's first PTS %d, or none before it, in %d packets", sc.Template, *first, len(pkts))
+			}
+			step := pkts[at].pts - pkts[at-1].pts
+			switch sc.Template {
+			case "video", "video-no-psi", "video-rtp-new-ssrc":
+				if errs != "" {
+					t.Errorf("%s: normsim's verdict is %s, ffmpeg says:\n%s", sc.Template, m.Output.Media.Verdict, errs)
+				}
+				for i := 1; i < len(pkts); i++ {
+					if d := pkts[i].pts - pkts[i-1].pts; d != 3600 {
+						t.Errorf("%s: ffprobe: PTS went %d → %d at packet %d of %d; normsim says the time went on", sc.Template, pkts[i-1].pts, pkts[i].pts, i, len(pkts))
+						break
+					}
+				}
+				if !pkts[at].key {
+					t.Errorf("%s: ffprobe: the target's first packet (PTS %d) is no keyframe; normsim says it is", sc.Template, *first)
+				}
+			case "video-mid-gop":
+				if pkts[at].key || step != 3600 {
+					t.Errorf("video-mid-gop: ffprobe: the target's first packet (PTS %d) keyframe %v, %d ticks after the source's last; normsim says a P-frame on time", *first, pkts[at].key, step)
+				}
+			case "video-pts-restart":
+				if step >= 0 {
+					t.Errorf("video-pts-restart: ffprobe: PTS went %d → %d at the switch; normsim says it went back", pkts[at-1].pts, pkts[at].pts)
+				}
+			case "video-cc-restart":
+				if !strings.Contains(errs, "Packet corrupt") && !strings.Contains(strings.ToLower(errs), "continuity") {
+					t.Errorf("video-cc-restart: normsim names Continuity_count_error, ffmpeg says nothing of it:\n%s", errs)
+				}
+			default:
+				t.Fatalf("no referee for %s", sc.Template)
+			}
+		}
+	}
+}
+
+// fetchCapture is the migration's seam.ts, as a user downloads it, saved
+// to a file for the decoder.
+func fetchCapture(t *testing.T, base, id string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/api/v1/migrations/" + id + "/seam.ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "video/mp2t" || len(b) < 188*100 {
+		t.Fatalf("seam.ts of %s: %d %s, %d bytes, %v", id, resp.StatusCode, resp.Header.Get("Content-Type"), len(b), err)
+	}
+	path := filepath.Join(t.TempDir(), id+".ts")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// decodeErrors is what ffmpeg complains of decoding the file: nothing for
+// a clean stream.
+func decodeErrors(t *testing.T, ffmpeg, path string) string {
+	t.Helper()
+	var stderr bytes.Buffer
+	cmd := exec.Command(ffmpeg, "-hide_banner", "-v", "error", "-i", path, "-f", "null", "-")
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("ffmpeg %s: %v: %s", path, err, stderr.String())
+	}
+	return strings.TrimSpace(stderr.String())
+}
+
+type probed struct {
+	pts int64
+	key bool
+}
+
+// probePackets is the video packets ffprobe reads from the file: PTS in
+// 90 kHz ticks and whether it is a keyframe.
+func probePackets(t *testing.T, ffprobe, path string) []probed {
+	t.Helper()
+	out, err := exec.Command(ffprobe, "-v", "error", "-select_streams", "v", "-show_entries", "packet=pts,flags", "-of", "csv=p=0", path).Output()
+	if err != nil {
+		t.Fatalf("ffprobe %s: %v", path, err)
+	}
+	var pkts []probed
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pts, flags, ok := strings.Cut(line, ",")
+		n, err := strconv.ParseInt(pts, 10, 64)
+		if !ok || err != nil {
+			continue // a packet without a PTS
+		}
+		pkts = append(pkts, probed{pts: n, key: strings.Contains(flags, "K")})
+	}
+	return pkts
+}
