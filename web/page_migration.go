@@ -22,10 +22,12 @@ type migrationPage struct {
 	M *sim.Migration
 	// Zoom is "cutover" when the axis shows the cutover only; CanZoom says
 	// the migration has one.
-	Zoom      string
-	CanZoom   bool
-	TL        timeline
-	Seam      seamView
+	Zoom    string
+	CanZoom bool
+	TL      timeline
+	Seam    seamView
+	// Media is the media seam's panel; nil without a media report.
+	Media     *mediaView
 	Verdict   verdictView
 	TargetEnv string
 	Highlight bool
@@ -75,12 +77,116 @@ func seam(m *sim.Migration) seamView {
 		v.Tone, v.Headline = "muted", "Not proven: some packets could not be read"
 	case sim.VerdictDuplicate:
 		v.Tone, v.Headline = "bad", fmt.Sprintf("%d duplicated", o.Duplicated)
+	case sim.VerdictGlitch:
+		v.Tone, v.Headline = "bad", "Glitch at the seam"
+		if o.Media != nil && len(o.Media.Defects) > 0 {
+			v.Headline += " · " + sim.Plural(int64(len(o.Media.Defects)), "defect")
+		}
 	case sim.VerdictNoOutput:
 		v.Tone, v.Headline = "muted", "No output to compare"
 	default:
 		v.Tone, v.Headline = "muted", o.Verdict
 	}
 	return v
+}
+
+// mediaView is the media seam as the Media seam panel states it: what a
+// receiver of the job's MPEG-TS or RTP saw where the target took over.
+type mediaView struct {
+	Report  *sim.MediaReport
+	Tone    string
+	Streams []mediaStreamRow
+	// Keyframe says whether the target joined on a keyframe: yes, no
+	// (with how long the picture is missing) or not known.
+	Keyframe string
+	// Capture is the address of the received stream around the switch.
+	Capture string
+	// Drawn and Hidden count the frames on the timeline and outside it.
+	Drawn, Hidden int
+}
+
+// mediaStreamRow is one elementary stream's seam, formatted.
+type mediaStreamRow struct {
+	Name, Kind, Codec       string
+	LastSource, FirstTarget string
+	FrameMs                 string
+	Seam                    string
+	Verdict, Tone, Detail   string
+}
+
+func mediaPanel(m *sim.Migration, tl timeline) *mediaView {
+	if m.Output == nil || m.Output.Media == nil {
+		return nil
+	}
+	r := m.Output.Media
+	v := &mediaView{Report: r, Tone: mediaTone(r.Verdict), Keyframe: "not known",
+		Capture: "/api/v1/migrations/" + url.PathEscape(m.ID) + "/seam.ts"}
+	if k := r.KeyframeAtJoin; k != nil {
+		v.Keyframe = "yes"
+		if !*k {
+			v.Keyframe = "no"
+			if r.PictureMissingMs != nil {
+				v.Keyframe += " · the picture is missing for " + fmtMs(r.PictureMissingMs)
+			}
+		}
+	}
+	for _, st := range r.Streams {
+		row := mediaStreamRow{Name: streamName(st), Kind: st.Kind, Codec: st.Codec, LastSource: fmtPTS(st.LastSourcePTS),
+			FirstTarget: fmtPTS(st.FirstTargetPTS), FrameMs: "—", Seam: seamOf(st.GapMs, st.OverlapMs, st.FramesMissing, st.FramesRepeated),
+			Verdict: st.Verdict, Tone: mediaTone(st.Verdict), Detail: st.Detail}
+		if st.FrameTicks > 0 {
+			row.FrameMs = sim.FormatMs(float64(st.FrameTicks) / 90)
+		}
+		v.Streams = append(v.Streams, row)
+	}
+	if tl.Media != nil {
+		v.Drawn, v.Hidden = len(tl.Media.Source)+len(tl.Media.Target), tl.Media.Hidden
+	} else {
+		v.Hidden = len(r.Frames)
+	}
+	return v
+}
+
+// mediaTone: only seamless is good; unknown and no-output prove nothing.
+func mediaTone(verdict string) string {
+	switch verdict {
+	case sim.VerdictSeamless:
+		return "ok"
+	case sim.VerdictUnknown, sim.VerdictNoOutput, "":
+		return "muted"
+	}
+	return "bad"
+}
+
+func streamName(st sim.MediaStream) string {
+	switch {
+	case st.PID != nil:
+		return fmt.Sprintf("PID %d", *st.PID)
+	case st.SSRC != nil:
+		return fmt.Sprintf("SSRC 0x%08x", *st.SSRC)
+	}
+	return "—"
+}
+
+// fmtPTS is a presentation time in 90 kHz ticks and in seconds.
+func fmtPTS(pts *int64) string {
+	if pts == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%d (%.3f s)", *pts, float64(*pts)/90000)
+}
+
+// seamOf says how far apart the two sides' presentation times are.
+func seamOf(gapMs, overlapMs *float64, missing, repeated int64) string {
+	switch {
+	case gapMs != nil && *gapMs > 0:
+		return fmt.Sprintf("gap of %s · %s missing", fmtMs(gapMs), sim.Plural(missing, "frame"))
+	case overlapMs != nil && *overlapMs > 0:
+		return fmt.Sprintf("overlap of %s · %s repeated", fmtMs(overlapMs), sim.Plural(repeated, "frame"))
+	case gapMs != nil || overlapMs != nil:
+		return "continuous"
+	}
+	return "—"
 }
 
 // verdictView is normsim's judgement of an ended migration and what its
@@ -147,6 +253,7 @@ func (s *Server) migrationPage(w http.ResponseWriter, r *http.Request) {
 	p.Ended = m.State.Ended()
 	p.TL = layoutTimeline(m, now, win)
 	p.Seam = seam(m)
+	p.Media = mediaPanel(m, p.TL)
 	p.Verdict = verdict(m)
 	p.Highlight = m.State == sim.MigrationAborted || m.State == sim.MigrationFailed || m.State == sim.MigrationRefused
 	if m.Target.Runtime == sim.RuntimeExternal && m.Target.Env != nil {

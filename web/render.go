@@ -179,7 +179,7 @@ var funcs = template.FuncMap{
 		switch v {
 		case sim.VerdictSeamless:
 			return "ok"
-		case sim.VerdictGap, sim.VerdictDuplicate, sim.VerdictOverlap:
+		case sim.VerdictGap, sim.VerdictDuplicate, sim.VerdictOverlap, sim.VerdictGlitch:
 			return "bad"
 		}
 		return "muted"
@@ -197,6 +197,7 @@ var funcs = template.FuncMap{
 	},
 	"left":   func(v float64) template.CSS { return template.CSS(fmt.Sprintf("left:%.3f%%", v)) },
 	"height": func(px float64) template.CSS { return template.CSS(fmt.Sprintf("height:%.0fpx", px)) },
+	"top":    func(px float64) template.CSS { return template.CSS(fmt.Sprintf("top:%.0fpx", px)) },
 	// pathEscape puts an id into a link's path: html/template only
 	// normalises a URL, which leaves a "?" or "#" in an id to end the path.
 	"pathEscape": url.PathEscape,

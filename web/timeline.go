@@ -49,9 +49,15 @@ type timeline struct {
 	Lanes  []lane
 	// Ponr is the point of no return as a percentage of the axis, when the
 	// migration reached it; Now is the present moment of a running one.
-	Ponr   *float64
-	Now    *float64
-	Events []timelineEvent
+	Ponr *float64
+	Now  *float64
+	// Switch is where the seam happened for a receiver (Output.SwitchAt),
+	// drawn across the output lane; Media the frames the receiver got
+	// around it, drawn in that lane below its marks. Nil when not drawn.
+	Switch      *float64
+	SwitchTitle string
+	Media       *mediaStrip
+	Events      []timelineEvent
 	// Logs are the sides' lines of the migration's record; LogsHidden
 	// counts those not drawn in the lanes (outside the axis, or past
 	// maxLogMarks), which the log table still lists.
@@ -129,6 +135,30 @@ type mark struct {
 	lo, hi float64
 }
 
+// mediaStrip is the frames a receiver got around the switch, one row per
+// side, on the timeline's axis.
+type mediaStrip struct {
+	// Top is where the strip starts in the output lane, in px.
+	Top            float64
+	Source, Target []frameTick
+	// Hidden counts the frames outside the axis drawn.
+	Hidden int
+}
+
+// frameTick is one frame of the media strip.
+type frameTick struct {
+	Left  float64
+	Key   bool
+	Title string
+}
+
+// The media strip's rows: a frame is a tick in its side's row, a
+// keyframe one as tall as the row.
+const (
+	stripRowPx = 16.0
+	stripPx    = 2*stripRowPx + 6
+)
+
 type timelineEvent struct {
 	sim.MigrationEvent
 	Ms      float64
@@ -160,15 +190,25 @@ func eventTone(ev sim.MigrationEvent) string {
 		strings.HasPrefix(d, "failed"), strings.HasPrefix(d, "refused"), strings.HasPrefix(d, "fault"),
 		strings.HasPrefix(d, "socket closed"), strings.HasPrefix(d, "abort"):
 		return "bad"
-	case strings.HasPrefix(d, "output seamless"):
+	case strings.HasPrefix(d, "output seamless"), ev.Side == sideOutput && strings.HasPrefix(d, "media seamless"):
 		return "ok"
-	case strings.HasPrefix(d, "output "):
+	case strings.HasPrefix(d, "output "), ev.Side == sideOutput && strings.HasPrefix(d, "media "):
 		return "bad"
 	}
 	if ev.Frame != nil && (ev.Frame.Type == "abort" || ev.Frame.Type == "state-refused") {
 		return "bad"
 	}
 	return ""
+}
+
+// sideOutput is the lane of the output sink's and media receiver's verdicts.
+const sideOutput = "output"
+
+// seamVerdict reports whether ev is a verdict on the seam ("output
+// <verdict>: …" or "media <verdict>: …"): recorded when the migration
+// ended, but about the moment the target's output took over.
+func seamVerdict(ev sim.MigrationEvent) bool {
+	return ev.Side == sideOutput && (strings.HasPrefix(ev.Detail, "output ") || strings.HasPrefix(ev.Detail, "media "))
 }
 
 // window is a stretch of the time axis, in ms from the migration's start.
@@ -215,6 +255,16 @@ func layoutTimeline(m *sim.Migration, now time.Time, win *window) timeline {
 	maxMs := 0.0
 	for _, ev := range m.Events {
 		maxMs = math.Max(maxMs, msOf(ev.At))
+	}
+	var switchAt *time.Time
+	var media *sim.MediaReport
+	if m.Output != nil {
+		switchAt, media = m.Output.SwitchAt, m.Output.Media
+	}
+	switchMs := 0.0
+	if switchAt != nil {
+		switchMs = msOf(*switchAt)
+		maxMs = math.Max(maxMs, switchMs)
 	}
 	if m.EndedAt != nil {
 		maxMs = math.Max(maxMs, msOf(*m.EndedAt))
@@ -335,7 +385,14 @@ func layoutTimeline(m *sim.Migration, now time.Time, win *window) timeline {
 			te.Payload = prettyJSON(ev.Frame.Payload)
 		}
 		tl.Events = append(tl.Events, te)
-		if !shown(ms) {
+		// A seam verdict is drawn where the seam happened; the table
+		// keeps when it was recorded.
+		atSwitch := switchAt != nil && seamVerdict(ev)
+		markMs := ms
+		if atSwitch {
+			markMs = switchMs
+		}
+		if !shown(markMs) {
 			continue
 		}
 		if te.Tone == "ponr" {
@@ -347,7 +404,10 @@ func layoutTimeline(m *sim.Migration, now time.Time, win *window) timeline {
 		if !ok {
 			li = 0
 		}
-		mk := mark{Seq: ev.Seq, Key: strconv.Itoa(ev.Seq), Left: pct(ms), Title: fmt.Sprintf("%s · %s · %s", fmtMs(&ms), ev.Side, ev.Detail)}
+		mk := mark{Seq: ev.Seq, Key: strconv.Itoa(ev.Seq), Left: pct(markMs), Title: fmt.Sprintf("%s · %s · %s", fmtMs(&ms), ev.Side, ev.Detail)}
+		if atSwitch {
+			mk.Title = fmt.Sprintf("seam at +%s · %s · %s (recorded at +%s)", fmtMs(&switchMs), ev.Side, ev.Detail, fmtMs(&ms))
+		}
 		widthOf := dotLabelPx
 		if ev.Frame != nil {
 			arrow := "→"
@@ -398,7 +458,40 @@ func layoutTimeline(m *sim.Migration, now time.Time, win *window) timeline {
 		n := math.Max(float64(len(rows[i])), 1)
 		tl.Lanes[i].Height = n*rowPx + 2*lanePad
 	}
+	if switchAt != nil && shown(switchMs) {
+		v := pct(switchMs)
+		tl.Switch = &v
+		tl.SwitchTitle = fmt.Sprintf("seam at +%s: the receiver got the target's first packet", fmtMs(&switchMs))
+	}
+	if media != nil && len(media.Frames) > 0 {
+		out := &tl.Lanes[laneIdx[sideOutput]]
+		strip := &mediaStrip{Top: out.Height - lanePad}
+		for _, f := range media.Frames {
+			ms := msOf(f.At)
+			if !shown(ms) {
+				strip.Hidden++
+				continue
+			}
+			ft := frameTick{Left: pct(ms), Key: f.Key, Title: frameTitle(f, ms)}
+			if f.Side == "target" {
+				strip.Target = append(strip.Target, ft)
+			} else {
+				strip.Source = append(strip.Source, ft)
+			}
+		}
+		tl.Media = strip
+		out.Height += stripPx
+	}
 	return tl
+}
+
+// frameTitle is what hovering a frame of the media strip says.
+func frameTitle(f sim.MediaFrame, ms float64) string {
+	t := fmt.Sprintf("%s · %s · PTS %d (%.3f s)", f.Side, f.Stream, f.PTS, float64(f.PTS)/90000)
+	if f.Key {
+		t += " · keyframe"
+	}
+	return t + " · arrived at +" + fmtMs(&ms)
 }
 
 // shortLabels name the events worth a word on the timeline; the rest are
@@ -461,6 +554,11 @@ func knownLabel(detail string) string {
 	if rest, ok := strings.CutPrefix(detail, "output "); ok {
 		verdict, _, _ := strings.Cut(rest, ":")
 		return verdict
+	}
+	// Beside the output verdict, the media's says which it is.
+	if rest, ok := strings.CutPrefix(detail, "media "); ok {
+		verdict, _, _ := strings.Cut(rest, ":")
+		return "media " + verdict
 	}
 	if strings.Contains(detail, " of ") && strings.Contains(detail, " from node ") {
 		return "requested"

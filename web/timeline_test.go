@@ -246,3 +246,152 @@ func TestLogLabel(t *testing.T) {
 		}
 	}
 }
+
+// mediaMigration is a handover whose receiver got MPEG-TS: the target's
+// first packet arrived at 150 ms, the verdicts were recorded at 190 ms.
+func mediaMigration() (*sim.Migration, func(ms float64) time.Time) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms float64) time.Time { return t0.Add(time.Duration(ms * float64(time.Millisecond))) }
+	end, switchAt := at(200), at(150)
+	frames := []sim.MediaFrame{
+		// Before the request: off the axis.
+		{Side: "source", At: at(-40), Stream: "PID 256", PTS: 896400, Key: true},
+		{Side: "source", At: at(100), Stream: "PID 256", PTS: 900000, Key: true},
+		{Side: "source", At: at(140), Stream: "PID 256", PTS: 903600},
+		{Side: "target", At: at(150), Stream: "PID 256", PTS: 907200},
+		{Side: "target", At: at(170), Stream: "PID 257", PTS: 908000},
+		{Side: "target", At: at(190), Stream: "PID 256", PTS: 910800, Key: true},
+	}
+	return &sim.Migration{StartedAt: t0, EndedAt: &end, State: sim.MigrationCompleted,
+		Output: &sim.OutputReport{Verdict: sim.VerdictGlitch, SwitchAt: &switchAt,
+			Media: &sim.MediaReport{Verdict: sim.VerdictGlitch, SwitchAt: &switchAt, Frames: frames}},
+		Events: []sim.MigrationEvent{
+			{Seq: 1, At: at(0), Side: "manager", Detail: "handover of x from node a to node b"},
+			{Seq: 2, At: at(120), Side: "manager", Detail: "point of no return: the source stopped its output"},
+			{Seq: 3, At: at(190), Side: "output", Detail: "output seamless: source stopped at 41, target continued at 42"},
+			{Seq: 4, At: at(190), Side: "output", Detail: "media glitch: the target joined off a keyframe"},
+			{Seq: 5, At: at(200), Side: "manager", Detail: "migration completed"},
+		}}, at
+}
+
+func TestLayoutTimelineDrawsTheMediaSeamWhereItHappened(t *testing.T) {
+	m, at := mediaMigration()
+	tl := layoutTimeline(m, at(10_000), nil)
+	pct := func(ms float64) float64 { return ms / tl.SpanMs * 100 }
+	near := func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+	if tl.Switch == nil || !near(*tl.Switch, pct(150)) || !strings.Contains(tl.SwitchTitle, "+150.0 ms") {
+		t.Fatalf("switch line at %v (%q), want %v%%", tl.Switch, tl.SwitchTitle, pct(150))
+	}
+	// Both verdicts sit at the switch, not at 190 ms where they were
+	// recorded; the table keeps 190 ms.
+	var out lane
+	for _, l := range tl.Lanes {
+		if l.Name == "output" {
+			out = l
+		}
+	}
+	if len(out.Marks) != 2 {
+		t.Fatalf("output marks = %+v", out.Marks)
+	}
+	for _, mk := range out.Marks {
+		if !near(mk.Left, pct(150)) || !strings.HasPrefix(mk.Title, "seam at +150.0 ms · output · ") || !strings.Contains(mk.Title, "recorded at +190.0 ms") {
+			t.Errorf("verdict mark %d at %v%% (%q), want at the switch, %v%%", mk.Seq, mk.Left, mk.Title, pct(150))
+		}
+	}
+	if out.Marks[0].Label != "seamless" || !strings.Contains(out.Marks[0].Class, "ok") ||
+		out.Marks[1].Label != "media glitch" || !strings.Contains(out.Marks[1].Class, "bad") {
+		t.Errorf("verdict labels and tones = %+v", out.Marks)
+	}
+	if tl.Events[2].Ms != 190 || tl.Events[3].Ms != 190 || tl.Events[3].Tone != "bad" {
+		t.Errorf("the table's verdicts: %+v", tl.Events[2:4])
+	}
+
+	// The frames: by arrival, source above target, keyframes marked, the
+	// one before the request not drawn.
+	s := tl.Media
+	if s == nil || len(s.Source) != 2 || len(s.Target) != 3 || s.Hidden != 1 {
+		t.Fatalf("media strip = %+v", s)
+	}
+	for i, want := range []float64{100, 140} {
+		if !near(s.Source[i].Left, pct(want)) {
+			t.Errorf("source frame %d at %v%%, want %v%%", i, s.Source[i].Left, pct(want))
+		}
+	}
+	for i, want := range []float64{150, 170, 190} {
+		if !near(s.Target[i].Left, pct(want)) {
+			t.Errorf("target frame %d at %v%%, want %v%%", i, s.Target[i].Left, pct(want))
+		}
+	}
+	if !s.Source[0].Key || s.Source[1].Key || s.Target[0].Key || !s.Target[2].Key {
+		t.Errorf("keyframes: source %+v target %+v", s.Source, s.Target)
+	}
+	if got, want := s.Target[2].Title, "target · PID 256 · PTS 910800 (10.120 s) · keyframe · arrived at +190.0 ms"; got != want {
+		t.Errorf("frame title %q, want %q", got, want)
+	}
+	if strings.Contains(s.Target[1].Title, "keyframe") {
+		t.Errorf("a frame that is no keyframe says it is: %q", s.Target[1].Title)
+	}
+	// Below the lane's marks, and the lane grown to hold it.
+	if s.Top < lanePad+rowPx || out.Height != s.Top+lanePad+stripPx {
+		t.Errorf("strip top %v in a lane %v high", s.Top, out.Height)
+	}
+
+	// Zoomed on 145–160 ms: only the frame and the switch inside it.
+	zt := layoutTimeline(m, at(10_000), &window{From: 145, To: 160})
+	if zt.Media == nil || len(zt.Media.Source) != 0 || len(zt.Media.Target) != 1 || zt.Media.Hidden != 5 || zt.Switch == nil {
+		t.Fatalf("zoomed strip = %+v, switch %v", zt.Media, zt.Switch)
+	}
+	// Zoomed off the switch: no line, no verdicts.
+	zt = layoutTimeline(m, at(10_000), &window{From: 160, To: 200})
+	for _, l := range zt.Lanes {
+		if l.Name == "output" && len(l.Marks) != 0 {
+			t.Errorf("verdicts drawn outside the window: %+v", l.Marks)
+		}
+	}
+	if zt.Switch != nil {
+		t.Errorf("switch line at %v outside the window", *zt.Switch)
+	}
+}
+
+func TestLayoutTimelineWithoutMediaDrawsNoStrip(t *testing.T) {
+	m, at := mediaMigration()
+	m.Output = &sim.OutputReport{Verdict: sim.VerdictSeamless}
+	tl := layoutTimeline(m, at(10_000), nil)
+	if tl.Media != nil || tl.Switch != nil {
+		t.Fatalf("strip %+v, switch %v without media or a switch", tl.Media, tl.Switch)
+	}
+	for _, l := range tl.Lanes {
+		if l.Name != "output" {
+			continue
+		}
+		// Without a switch, a verdict is where it was recorded.
+		if want := 190 / tl.SpanMs * 100; len(l.Marks) != 2 || l.Marks[0].Left != want || strings.HasPrefix(l.Marks[0].Title, "seam at") {
+			t.Fatalf("output marks = %+v, want at %v%%", l.Marks, want)
+		}
+		if l.Height != rowPx*2+2*lanePad {
+			t.Errorf("output lane %v high, want two rows of marks", l.Height)
+		}
+	}
+
+	// A switch without media (JSON packets): the verdict moves, no frames.
+	sw := at(150)
+	m.Output.SwitchAt = &sw
+	tl = layoutTimeline(m, at(10_000), nil)
+	if tl.Media != nil || tl.Switch == nil {
+		t.Fatalf("strip %+v, switch %v with a switch and no media", tl.Media, tl.Switch)
+	}
+}
+
+func TestEventToneOfMediaVerdicts(t *testing.T) {
+	for detail, want := range map[string]string{
+		"media seamless: PID 256 continues":      "ok",
+		"media glitch: the target joined late":   "bad",
+		"media gap: 2 frames missing":            "bad",
+		"output glitch: media: continuity error": "bad",
+	} {
+		if got := eventTone(sim.MigrationEvent{Side: "output", Detail: detail}); got != want {
+			t.Errorf("eventTone(%q) = %q, want %q", detail, got, want)
+		}
+	}
+}
