@@ -158,3 +158,28 @@ func probePackets(t *testing.T, ffprobe, path string) []probed {
 	}
 	return pkts
 }
+
+// TestVideoHandsOverOnDocker: the video example as FROM-scratch
+// containers, which reach the media receiver through host.docker.internal
+// and are told apart by their container addresses, hands over seamlessly.
+func TestVideoHandsOverOnDocker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real containers")
+	}
+	testenv.RequireDocker(t)
+	normsimtest.BuildSourceImage(t, "normsim/video", filepath.Join("..", "examples", "jobs", "video"))
+	s := normsimtest.Start(t, normsimtest.Options{Runtime: sim.RuntimeDocker,
+		Templates: []string{filepath.Join("..", "examples", "templates")}})
+	rep, out := runAll(t, s, context.Background(), parseAll(t, examplePath("video-handover.yaml")))
+	if !rep.Passed {
+		t.Fatalf("the video example failed on docker:\n%s", out)
+	}
+	for _, st := range rep.Scenarios[0].Steps {
+		if m := st.Migration; m != nil {
+			src, tgt := m.Output.Media.SourceDatagrams, m.Output.Media.TargetDatagrams
+			if src == 0 || tgt == 0 {
+				t.Errorf("migration %s: %d datagrams from the source container, %d from the target's", m.ID, src, tgt)
+			}
+		}
+	}
+}
