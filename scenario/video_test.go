@@ -22,10 +22,14 @@ import (
 // variants), each of which states normsim's media verdict, then has a
 // real decoder referee the seam capture normsim kept: what normsim calls
 // seamless decodes without a word and with presentation time going on
-// frame by frame; each defect shows to ffmpeg/ffprobe as what normsim
-// named. A new SSRC and tables missing from the target's first frames
-// leave no trace in a capture that holds the source's tables and strips
-// RTP, so those two are judged by the standards alone (docs/media.md).
+// frame by frame, whole or as a receiver that joined at the target got
+// it; each defect shows to ffmpeg/ffprobe as what normsim named (a join
+// mid-GOP only to a receiver that joined there: the whole capture holds
+// the pictures the P-frames refer to). Two defects leave no trace a
+// decoder reports, so they are judged by their standards alone
+// (docs/media.md): a new SSRC (the capture strips RTP), and tables a
+// second late, which ffmpeg's probe buffer rides out where a receiver
+// that must find the program first (TR 101 290 1.3a) cannot.
 func TestVideoExamplesAgreeWithADecoder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real video jobs")
@@ -50,9 +54,13 @@ func TestVideoExamplesAgreeWithADecoder(t *testing.T) {
 			if m.Output == nil || m.Output.Media == nil || len(m.Output.Media.Streams) == 0 {
 				t.Fatalf("%s: migration %s has no media seam: %+v", sc.Template, m.ID, m.Output)
 			}
-			capture := fetchCapture(t, s.URL, m.ID)
+			capture := fetchCapture(t, s.URL, m.ID, "")
 			errs := decodeErrors(t, ffmpeg, capture)
 			pkts := probePackets(t, ffprobe, capture)
+			joined := fetchCapture(t, s.URL, m.ID, "target")
+			joinedErrs := decodeErrors(t, ffmpeg, joined)
+			joinedPkts := probePackets(t, ffprobe, joined)
+			t.Logf("%s: %s; ffmpeg on the whole capture: %q; on the target's alone: %q", sc.Template, m.Output.Media.Verdict, errs, joinedErrs)
 			first := m.Output.Media.Streams[0].FirstTargetPTS
 			if first == nil {
 				t.Fatalf("%s: no first target PTS: %s", sc.Template, m.Output.Media.Detail)
@@ -69,6 +77,9 @@ func TestVideoExamplesAgreeWithADecoder(t *testing.T) {
 			step := pkts[at].pts - pkts[at-1].pts
 			switch sc.Template {
 			case "video", "video-no-psi", "video-rtp-new-ssrc":
+				if len(joinedPkts) == 0 || joinedPkts[0].pts != *first || !joinedPkts[0].key || joinedErrs != "" {
+					t.Errorf("%s: joined at the target, ffprobe reads %d packets (the first keyframe %v; the target's first PTS is %d) and ffmpeg says %q", sc.Template, len(joinedPkts), len(joinedPkts) > 0 && joinedPkts[0].key, *first, joinedErrs)
+				}
 				if errs != "" {
 					t.Errorf("%s: normsim's verdict is %s, ffmpeg says:\n%s", sc.Template, m.Output.Media.Verdict, errs)
 				}
@@ -85,6 +96,11 @@ func TestVideoExamplesAgreeWithADecoder(t *testing.T) {
 				if pkts[at].key || step != 3600 {
 					t.Errorf("video-mid-gop: ffprobe: the target's first packet (PTS %d) keyframe %v, %d ticks after the source's last; normsim says a P-frame on time", *first, pkts[at].key, step)
 				}
+				// A receiver that joined at the target has no picture to
+				// predict from: the decoder says so.
+				if joinedErrs == "" {
+					t.Errorf("video-mid-gop: normsim says the picture is missing %v ms from the join; ffmpeg decoding the target's stream alone says nothing", m.Output.Media.PictureMissingMs)
+				}
 			case "video-pts-restart":
 				if step >= 0 {
 					t.Errorf("video-pts-restart: ffprobe: PTS went %d → %d at the switch; normsim says it went back", pkts[at-1].pts, pkts[at].pts)
@@ -100,20 +116,24 @@ func TestVideoExamplesAgreeWithADecoder(t *testing.T) {
 	}
 }
 
-// fetchCapture is the migration's seam.ts, as a user downloads it, saved
-// to a file for the decoder.
-func fetchCapture(t *testing.T, base, id string) string {
+// fetchCapture is the migration's seam.ts (of side, "" for both), as a
+// user downloads it, saved to a file for the decoder.
+func fetchCapture(t *testing.T, base, id, side string) string {
 	t.Helper()
-	resp, err := http.Get(base + "/api/v1/migrations/" + id + "/seam.ts")
+	url := base + "/api/v1/migrations/" + id + "/seam.ts"
+	if side != "" {
+		url += "?side=" + side
+	}
+	resp, err := http.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "video/mp2t" || len(b) < 188*100 {
+	if err != nil || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "video/mp2t" || len(b) < 188*50 {
 		t.Fatalf("seam.ts of %s: %d %s, %d bytes, %v", id, resp.StatusCode, resp.Header.Get("Content-Type"), len(b), err)
 	}
-	path := filepath.Join(t.TempDir(), id+".ts")
+	path := filepath.Join(t.TempDir(), id+side+".ts")
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -168,9 +168,11 @@ type MediaJudge interface {
 	// datagrams (each in arrival order) at a handover's moments (zero
 	// for overlap and stopThenStart).
 	Analyze(source, target []MediaDatagram, at SeamMoments) *MediaReport
-	// Capture is the datagrams as one MPEG-TS file a player decodes
-	// without a word: whole frames, from the first keyframe.
-	Capture(dgs []MediaDatagram) ([]byte, error)
+	// Capture is the datagrams as one MPEG-TS file, cut to whole frames:
+	// from the first keyframe (what a player tuning in decodes), or,
+	// asJoined, from the first datagram (what a receiver that joined
+	// there got, whatever it was).
+	Capture(dgs []MediaDatagram, asJoined bool) ([]byte, error)
 }
 
 // SeamCapture is the media a receiver got around a migration's switch,
@@ -181,6 +183,9 @@ type SeamCapture struct {
 	To          time.Time `json:"to"`
 	Datagrams   int       `json:"datagrams"`
 	TS          []byte    `json:"-"`
+	// TargetTS is the target's datagrams alone, from its first: what a
+	// receiver that joined at the switch got.
+	TargetTS []byte `json:"-"`
 }
 
 // SeamCaptures keeps seam captures beside the migrations they belong to.

@@ -431,15 +431,24 @@ func nonNil[T any](list []T) []T {
 // file a player opens (ffplay, VLC).
 func (s *Server) seamCapture(w http.ResponseWriter, r *http.Request) {
 	id := pathParam(r, "id")
+	side := r.URL.Query().Get("side")
+	if side != "" && side != "both" && side != "target" {
+		writeError(w, sim.Errorf(sim.EInvalid, "side: must be both (the default: what the receiver got around the switch, from a keyframe) or target (the target's alone, as a receiver that joined at the switch got it); got %q", side))
+		return
+	}
 	c, err := s.svc.SeamCapture(r.Context(), id)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
+	ts, name := c.TS, id+"-seam.ts"
+	if side == "target" {
+		ts, name = c.TargetTS, id+"-seam-target.ts"
+	}
 	w.Header().Set("Content-Type", "video/mp2t")
-	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", id+"-seam.ts"))
-	w.Header().Set("Content-Length", strconv.Itoa(len(c.TS)))
-	w.Write(c.TS)
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))
+	w.Header().Set("Content-Length", strconv.Itoa(len(ts)))
+	w.Write(ts)
 }
 
 func (s *Server) getMigration(w http.ResponseWriter, r *http.Request) {

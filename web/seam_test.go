@@ -18,12 +18,19 @@ func TestSeamTSServesTheCaptureAsAFile(t *testing.T) {
 	f.addMig(&sim.Migration{ID: "m1", JobID: "job-1", State: sim.MigrationCompleted, StartedAt: time.Now()})
 	f.addMig(&sim.Migration{ID: "m2", JobID: "job-1", State: sim.MigrationCompleted, StartedAt: time.Now()})
 	ts := bytes.Repeat(append([]byte{0x47}, make([]byte, 187)...), 3)
-	f.captures = map[string]*sim.SeamCapture{"m1": {MigrationID: "m1", TS: ts, Datagrams: 1}}
+	f.captures = map[string]*sim.SeamCapture{"m1": {MigrationID: "m1", TS: ts, TargetTS: ts[188:], Datagrams: 1}}
 	h := newServer(t, f, nil)
 	r := get(t, h, "/api/v1/migrations/m1/seam.ts")
 	if r.Status != http.StatusOK || r.Body != string(ts) || r.Header.Get("Content-Type") != "video/mp2t" ||
 		!strings.Contains(r.Header.Get("Content-Disposition"), `filename="m1-seam.ts"`) {
 		t.Fatalf("m1: %d %v (%d bytes)", r.Status, r.Header, len(r.Body))
+	}
+	if r := get(t, h, "/api/v1/migrations/m1/seam.ts?side=target"); r.Status != http.StatusOK || r.Body != string(ts[188:]) ||
+		!strings.Contains(r.Header.Get("Content-Disposition"), `filename="m1-seam-target.ts"`) {
+		t.Fatalf("m1, the target's: %d %v (%d bytes)", r.Status, r.Header, len(r.Body))
+	}
+	if r := get(t, h, "/api/v1/migrations/m1/seam.ts?side=source"); r.Status != http.StatusBadRequest || !strings.Contains(r.Body, "side: must be both") {
+		t.Fatalf("side=source: %d %s", r.Status, r.Body)
 	}
 	if r := get(t, h, "/api/v1/migrations/m2/seam.ts"); r.Status != http.StatusNotFound || !strings.Contains(r.Body, "no seam capture") {
 		t.Fatalf("m2: %d %s", r.Status, r.Body)

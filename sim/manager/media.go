@@ -211,12 +211,23 @@ func (r *run) captureSeam(ctx context.Context, w sim.MediaWindow, rep *sim.Media
 	if len(around) == 0 {
 		return
 	}
-	ts, err := r.m.cfg.MediaJudge.Capture(around)
+	ts, err := r.m.cfg.MediaJudge.Capture(around, false)
 	if err != nil {
 		r.recordHere(sideOutput, "the seam capture could not be made: "+err.Error(), nil)
 		return
 	}
-	c := sim.SeamCapture{MigrationID: r.mig.ID, From: around[0].At, To: around[len(around)-1].At, Datagrams: len(around), TS: ts}
+	var joined []sim.MediaDatagram
+	for _, d := range tgt {
+		if !d.At.After(switchAt.Add(captureAround)) {
+			joined = append(joined, d)
+		}
+	}
+	targetTS, err := r.m.cfg.MediaJudge.Capture(joined, true)
+	if err != nil {
+		r.recordHere(sideOutput, "the target's seam capture could not be made: "+err.Error(), nil)
+		return
+	}
+	c := sim.SeamCapture{MigrationID: r.mig.ID, From: around[0].At, To: around[len(around)-1].At, Datagrams: len(around), TS: ts, TargetTS: targetTS}
 	if err := store.SaveSeamCapture(ctx, c); err != nil {
 		r.recordHere(sideOutput, "the seam capture could not be kept: "+err.Error(), nil)
 		return

@@ -2,7 +2,7 @@ package media
 
 import "github.com/normsim/normsim/sim"
 
-// Judge is Analyze, and Remux of WholeFrames, as the manager's
+// Judge is Analyze, and Remux of whole frames, as the manager's
 // sim.MediaJudge.
 type Judge struct{}
 
@@ -13,5 +13,11 @@ func (Judge) Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *si
 	return Analyze(source, target, at)
 }
 
-// Capture is the datagrams' whole frames as one MPEG-TS file.
-func (Judge) Capture(dgs []sim.MediaDatagram) ([]byte, error) { return Remux(WholeFrames(dgs)) }
+// Capture is the datagrams' whole frames as one MPEG-TS file: from the
+// first keyframe, or, asJoined, from the first datagram.
+func (Judge) Capture(dgs []sim.MediaDatagram, asJoined bool) ([]byte, error) {
+	if asJoined {
+		return Remux(WholeLastFrame(dgs))
+	}
+	return Remux(WholeFrames(dgs))
+}

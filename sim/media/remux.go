@@ -104,9 +104,29 @@ func Remux(dgs []sim.MediaDatagram) ([]byte, error) {
 // the frames after it short). A capture without a keyframe, or without
 // such a boundary after it, is left whole.
 func WholeFrames(dgs []sim.MediaDatagram) []sim.MediaDatagram {
+	from, to := frameBounds(dgs)
+	if from < 0 || to <= from {
+		return dgs
+	}
+	return dgs[from:to]
+}
+
+// WholeLastFrame cuts only the end of a capture, as WholeFrames does: what
+// a receiver that tuned in at its first datagram got, up to the last frame
+// the capture holds whole.
+func WholeLastFrame(dgs []sim.MediaDatagram) []sim.MediaDatagram {
+	if _, to := frameBounds(dgs); to > 0 {
+		return dgs[:to]
+	}
+	return dgs
+}
+
+// frameBounds are the datagram the first video keyframe begins in and
+// the last one a video frame begins at the start of; -1 when none.
+func frameBounds(dgs []sim.MediaDatagram) (from, to int) {
 	s := readSide("capture", dgs)
 	s.buildTSTracks(nil)
-	from, to := -1, -1
+	from, to = -1, -1
 	for _, tr := range s.tracks {
 		if tr.kind != "video" {
 			continue
@@ -128,8 +148,5 @@ func WholeFrames(dgs []sim.MediaDatagram) []sim.MediaDatagram {
 			}
 		}
 	}
-	if from < 0 || to <= from {
-		return dgs
-	}
-	return dgs[from:to]
+	return from, to
 }
