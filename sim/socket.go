@@ -22,6 +22,11 @@ type JobSocket interface {
 	// Expire ends the asks made with Expect: a frame that still answers one
 	// arrives marked Late.
 	Expire(jobID, role string)
+	// Owe says an ask of a migration that has ended reached the job only
+	// now (a frame a fault held): a frame of one of types that the
+	// current phase does not allow may be its answer, and arrives Late
+	// instead of closing the socket, until the next Expire.
+	Owe(jobID, role string, types ...string)
 	// Settle ends the migration an instance was launched as the target
 	// of: a later connection of it gets a plain hello-ack, without the
 	// migration or its initial state.
@@ -97,6 +102,8 @@ type SocketEvent struct {
 	// Late marks a frame that answers an ask which has since expired
 	// (Expire): the job sent it before it could read that the migration
 	// ended. It is no protocol error; the manager records it and ignores it.
+	// Reason, when set, says why it is late (an ask delivered after its
+	// migration ended, Owe).
 	Late bool
 	// Replaced marks a frame (or a discarded one) read on a connection
 	// after a newer one of its instance replaced it (4409): the job sent it

@@ -117,3 +117,33 @@ func (s *helloSeen) RecordFrames(_ context.Context, frs []sim.FrameRecord) error
 	}
 	return nil
 }
+
+// TestOwedAnswersAreLateNotOutOfPhase: an ask of an ended migration that
+// reached the job late (Owe) may be answered: that answer, beyond what
+// the current phase allows, arrives late instead of closing the socket.
+// A frame the phase allows is the current ask's answer (answers carry no
+// migration id), owed or not; what is owed ends with the next Expire.
+func TestOwedAnswersAreLateNotOutOfPhase(t *testing.T) {
+	l, ev := MustListener(t, jobsocket.Config{})
+	l.Register(jobsocket.Registration{JobID: "j", Role: "s", Token: token})
+	c := connected(t, l, ev)
+
+	l.Expect("j", "s", protocol.TypeState, protocol.TypeStateRefused, protocol.TypeAbort)
+	l.Owe("j", "s", protocol.TypeState, protocol.TypeStateRefused)
+	c.SendText(`{"type":"state","payload":"first"}`)
+	if f := ev.wait(t, jobsocket.Frame); f.Late || f.Frame.Type != protocol.TypeState {
+		t.Fatalf("got %+v, want the current ask's state, on time", f)
+	}
+	c.SendText(`{"type":"state","payload":"second"}`)
+	if f := ev.wait(t, jobsocket.Frame); !f.Late || f.Reason == "" {
+		t.Fatalf("got %+v, want the owed state, late, with why", f)
+	}
+	// Owed, and never answered: gone with the next Expire.
+	l.Owe("j", "s", protocol.TypeState, protocol.TypeStateRefused)
+	l.Expire("j", "s")
+	l.Expect("j", "s", protocol.TypeTargetReady, protocol.TypeAbort)
+	c.SendText(`{"type":"state","payload":"again"}`)
+	if code, reason := c.Closed(5 * time.Second); code != protocol.CloseProtocolError || reason != "frame state is out of phase" {
+		t.Fatalf("closed with %d %q, want 4400 out of phase", code, reason)
+	}
+}

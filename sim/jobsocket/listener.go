@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -121,6 +122,9 @@ type instance struct {
 	// once more, flagged Late, because the job may have sent it before it
 	// read that the migration ended.
 	late map[string]bool
+	// owed are the answers to asks of ended migrations that reached the
+	// job late (Owe), each the types one ask may be answered with.
+	owed [][]string
 	// spent holds answers read on a replaced connection and passed on:
 	// the current connection may say each once more (a job that
 	// reconnected may repeat itself), and that copy is discarded instead
@@ -330,6 +334,21 @@ func (l *Listener) Expire(jobID, role string) {
 		}
 	}
 	in.expect = map[string]bool{}
+	// An owed answer that has not come by the end of the migration that
+	// was on meanwhile is not waited for any more.
+	in.owed = nil
+}
+
+// Owe records that an ask of an ended migration reached the job only now:
+// a frame of one of types that the current phase does not allow answers
+// it, and is passed on as late (Event.Late) instead of closing the socket
+// with 4400, until the migration on meanwhile expires (Expire).
+func (l *Listener) Owe(jobID, role string, types ...string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if in, ok := l.instances[key{jobID, role}]; ok && len(types) > 0 {
+		in.owed = append(in.owed, types)
+	}
 }
 
 // current is an instance's current connection, nil when it has none.
@@ -823,6 +842,7 @@ func (l *Listener) authenticate(c *conn, token string) (bool, *conn) {
 	}
 	// Late answers belong to the connection that was asked.
 	in.late = map[string]bool{}
+	in.owed = nil
 	clear(in.spent)
 	reg := in.reg
 	// Hold c's write lock until hello-ack and the initial state are out, so
@@ -910,8 +930,11 @@ func (l *Listener) serveFrame(c *conn, data []byte) (int, string) {
 		in.expect = map[string]bool{protocol.TypeAbort: in.expect[protocol.TypeAbort]}
 	}
 	late := !allowed && in.late[f.Type]
-	spent := !allowed && !late && in.spent[f.Type]
+	owed := !allowed && !late && owes(in, f.Type)
+	spent := !allowed && !late && !owed && in.spent[f.Type]
 	switch {
+	case owed:
+		allowed = true
 	case late:
 		delete(in.late, f.Type)
 		allowed = true
@@ -936,8 +959,28 @@ func (l *Listener) serveFrame(c *conn, data []byte) (int, string) {
 		c.close(protocol.CloseProtocolError, reason)
 		return protocol.CloseProtocolError, reason
 	}
-	l.cfg.OnEvent(Event{Kind: Frame, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now(), Frame: f, Size: len(data), Late: late})
+	ev := Event{Kind: Frame, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now(), Frame: f, Size: len(data), Late: late || owed}
+	if owed {
+		ev.Reason = "it answers an ask that reached the job after its migration ended"
+	}
+	l.cfg.OnEvent(ev)
 	return 0, ""
+}
+
+// owes reports whether a frame of type t answers an ask that reached the
+// job after its migration ended (Owe), and takes that ask off. Called
+// only for a frame the current phase does not allow: a frame it allows is
+// the current ask's answer, whichever ask the job meant (answers carry no
+// migration id), and the owed answer may then follow, or never come (a
+// job told abort before it answered may not answer at all).
+func owes(in *instance, t string) bool {
+	for i, types := range in.owed {
+		if slices.Contains(types, t) {
+			in.owed = slices.Delete(in.owed, i, i+1)
+			return true
+		}
+	}
+	return false
 }
 
 // staleFrame handles a frame read on a connection that is closing already

@@ -54,7 +54,7 @@ func TestHeldFramePastItsTimeoutIsLate(t *testing.T) {
 		want  string
 		then  string
 	}{
-		{protocol.TypeGetState, "late get-state to the source: held 300ms by a delay-frame fault, it came ", "; sent"},
+		{protocol.TypeGetState, "late get-state to the source: held 300ms by a delay-frame fault, it came ", "; sent; an answer to it is late"},
 		{protocol.TypeState, "late state from the source: held 300ms by a delay-frame fault, it came ", "; ignored"},
 	} {
 		t.Run(tt.frame, func(t *testing.T) {

@@ -624,7 +624,11 @@ func (r *run) late(ev sim.SocketEvent) {
 
 func (r *run) lateLocked(ev sim.SocketEvent, side string) {
 	f := ev.Frame
-	r.recordLocked(r.phase, side, fmt.Sprintf("late %s from the %s: it crossed the end of the migration on the wire; ignored", eventDetail(ev), side),
+	why := "it crossed the end of the migration on the wire"
+	if ev.Reason != "" {
+		why = ev.Reason
+	}
+	r.recordLocked(r.phase, side, fmt.Sprintf("late %s from the %s: %s; ignored", eventDetail(ev), side, why),
 		frameInfo(dirIn, f.Type, ev.Size, payloadOf(f)))
 }
 
@@ -865,10 +869,31 @@ func (w *outbound) hold(d time.Duration, what string) {
 			outcome := "sent"
 			if err := w.node.Socket.SendRaw(context.Background(), r.src.JobID, w.role, w.f.Type, w.b); err != nil {
 				outcome, fi = "could not be sent: "+err.Error(), nil
+			} else if answers := answersTo(w.f.Type); len(answers) > 0 {
+				// A correct job answers it: that answer is late, not the
+				// answer to whatever a newer migration asks meanwhile.
+				w.node.Socket.Owe(r.src.JobID, w.role, answers...)
+				outcome += "; an answer to it is late"
 			}
 			r.recordLocked(r.phase, w.side, fmt.Sprintf("late %s: held %s by a delay-frame fault, it came %s; %s", what, d, when, outcome), fi)
 		},
 		lost: func(why string) { r.heldLost(what, d, why) }})
+}
+
+// answersTo are the frames a job may answer an ask of type t with (abort
+// aside, which is always allowed); none for a frame that asks nothing.
+func answersTo(t string) []string {
+	switch t {
+	case protocol.TypeGetState:
+		return []string{protocol.TypeState, protocol.TypeStateRefused}
+	case protocol.TypeInitialState:
+		return []string{protocol.TypeTargetReady}
+	case protocol.TypeCutoverReady:
+		return []string{protocol.TypeSourceStoppedOutput}
+	case protocol.TypeCutoverApply:
+		return []string{protocol.TypeTargetApplied}
+	}
+	return nil
 }
 
 func payloadOf(f protocol.JobFrame) json.RawMessage {
