@@ -84,7 +84,7 @@ func AnalyzeSeam(source, target string, pkts []Packet, sent SentRanges, at SeamM
 
 	// The handover's promises about moments, in every branch below.
 	var faults []string
-	late := lateSource(src, at)
+	late := inFlightByNumber(lateSource(src, at), tgt, at)
 	if len(late) > 0 {
 		r.SourceAfterStop = int64(len(late))
 		faults = append(faults, fmt.Sprintf("the source sent %s after source-stopped-output (the last %.1f ms after it)",
@@ -400,6 +400,28 @@ func lateSource(src []Packet, at SeamMoments) []Packet {
 	cut := sort.Search(len(src), func(i int) bool { return src[i].At.After(at.SourceStopped) })
 	if late := src[cut:]; len(late) > 0 && late[len(late)-1].At.Sub(at.SourceStopped) > InFlight {
 		return late
+	}
+	return nil
+}
+
+// InFlightByNumber is how long after source-stopped-output a source packet
+// may still arrive when its number proves it was sent before the frame:
+// below the target's first, so within the position the source handed over.
+// A loaded machine can hold such a packet back past InFlight; a source
+// that went on producing sends numbers the target sends too, or goes on
+// for longer than this.
+const InFlightByNumber = 250 * time.Millisecond
+
+// inFlightByNumber is late, or none when every packet of it numbers below
+// the target's first and the last came within InFlightByNumber.
+func inFlightByNumber(late, tgt []Packet, at SeamMoments) []Packet {
+	if len(late) == 0 || len(tgt) == 0 || late[len(late)-1].At.Sub(at.SourceStopped) > InFlightByNumber {
+		return late
+	}
+	for _, p := range late {
+		if p.Seq >= tgt[0].Seq {
+			return late
+		}
 	}
 	return nil
 }

@@ -390,3 +390,27 @@ func TestAnalyzeSeamNamesRepeatsTheSourceNeverHeardOf(t *testing.T) {
 		t.Fatalf("a target that skipped 21: from %v: %s", got.RepeatedFrom, got.Detail)
 	}
 }
+
+// TestAnalyzeSeamForgivesALoadedMachinesLatePacket: a source packet that
+// reached the sink 22 ms after source-stopped-output, numbered within the
+// position handed over (below the target's first), was sent before the
+// frame: the seam is seamless. Numbered like the target's, or arriving
+// past InFlightByNumber, it still proves the source produced on.
+func TestAnalyzeSeamForgivesALoadedMachinesLatePacket(t *testing.T) {
+	handover := SeamMoments{SourceStopped: at(1000), ApplySent: at(1002)}
+	pkts := append(every("s", 0, 10, 890, 10), pk("s", 11, 1022))
+	pkts = append(pkts, every("t", 12, 20, 1030, 10)...)
+	if got := AnalyzeSeam("s", "t", pkts, sentOf(pkts), handover); got.Verdict != VerdictSeamless || got.SourceAfterStop != 0 || *got.LastSource != 11 {
+		t.Fatalf("a last packet 22 ms late: %s after stop %d: %s", got.Verdict, got.SourceAfterStop, got.Detail)
+	}
+	dup := append(every("s", 0, 10, 890, 10), pk("s", 11, 1022), pk("s", 12, 1032))
+	dup = append(dup, every("t", 12, 20, 1030, 10)...)
+	if got := AnalyzeSeam("s", "t", dup, sentOf(dup), handover); got.SourceAfterStop != 2 || got.AtFault != "source" {
+		t.Fatalf("a source sending the target's numbers: after stop %d at fault %q: %s", got.SourceAfterStop, got.AtFault, got.Detail)
+	}
+	slow := append(every("s", 0, 10, 890, 10), pk("s", 11, 1300))
+	slow = append(slow, every("t", 12, 20, 1030, 10)...)
+	if got := AnalyzeSeam("s", "t", slow, sentOf(slow), handover); got.SourceAfterStop != 1 {
+		t.Fatalf("a packet 300 ms late: after stop %d: %s", got.SourceAfterStop, got.Detail)
+	}
+}
