@@ -410,7 +410,7 @@ func lateSource(src []Packet, at SeamMoments) []Packet {
 // A loaded machine can hold such a packet back past InFlight; a source
 // that went on producing sends numbers the target sends too, or goes on
 // for longer than this.
-const InFlightByNumber = 250 * time.Millisecond
+const InFlightByNumber = 100 * time.Millisecond
 
 // inFlightByNumber is late, or none when every packet of it numbers below
 // the target's first and the last came within InFlightByNumber.

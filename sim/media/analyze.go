@@ -58,7 +58,7 @@ func Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *sim.MediaR
 	// streams show.
 	var faults []string
 	cut := len(source) // source datagrams from cut on came after its stop
-	if late := lateDatagrams(source, at); late > 0 {
+	if late := lateDatagrams(source, at); late > 0 && !inFlightByPTS(src, tgt, len(source)-late, source[len(source)-1].At, at) {
 		cut = len(source) - late
 		r.SourceAfterStop = int64(late)
 		faults = append(faults, fmt.Sprintf("the source sent %s after source-stopped-output (the last %.1f ms after it)",
@@ -132,6 +132,40 @@ func Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *sim.MediaR
 	r.Detail = finishDetail(append(faults, c.summary()...), r)
 	r.Frames = framesNearSwitch(src, tgt, r.SwitchAt)
 	return r
+}
+
+// inFlightByPTS reports whether the source's datagrams from cut on, all
+// arrived within sim.InFlightByNumber of its source-stopped-output, carry
+// only frames presented before the target's first (or the rest of frames
+// begun before cut): sent before the frame, and held back by a loaded
+// machine, as sim.AnalyzeSeam forgives packets numbered below the
+// target's first.
+func inFlightByPTS(src, tgt *side, cut int, last time.Time, at sim.SeamMoments) bool {
+	if last.Sub(at.SourceStopped) > sim.InFlightByNumber {
+		return false
+	}
+	var first *unit
+	var wrap int64
+	for _, tr := range tgt.tracks {
+		if tr.kind == "video" && len(tr.units) > 0 && tr.units[0].hasPTS {
+			first, wrap = &tr.units[0], tr.wrap
+			break
+		}
+	}
+	if first == nil {
+		return false
+	}
+	for _, tr := range src.tracks {
+		if tr.kind != "video" {
+			continue
+		}
+		for _, u := range tr.units {
+			if u.dg >= cut && (!u.hasPTS || wrapDelta(u.pts-first.pts, wrap) >= 0) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // lateDatagrams counts the source's datagrams after its

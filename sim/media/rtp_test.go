@@ -41,6 +41,22 @@ func TestAnalyzeMoments(t *testing.T) {
 			t.Errorf("verdict %s, after stop %d, at fault %q: %s", r.Verdict, r.SourceAfterStop, r.AtFault, r.Detail)
 		}
 	})
+	t.Run("source's last frame held back by a loaded machine", func(t *testing.T) {
+		// Its last datagram came 30 ms after the frame, more than InFlight
+		// but within InFlightByNumber, and holds no frame presented at or
+		// after the target's first: sent before the frame.
+		r := Analyze(src, tgt, sim.SeamMoments{SourceStopped: src[len(src)-1].At.Add(-30 * time.Millisecond), ApplySent: tgt[0].At.Add(-time.Millisecond)})
+		if r.Verdict != sim.VerdictSeamless || r.SourceAfterStop != 0 {
+			t.Errorf("verdict %s, after stop %d: %s", r.Verdict, r.SourceAfterStop, r.Detail)
+		}
+		// A frame the target sends too is no frame in flight.
+		dup := append(append([]sim.MediaDatagram(nil), src...), m.datagrams(func(i int) bool { return i == 25 }, 0)...)
+		dup[len(dup)-1].At = src[len(src)-1].At.Add(5 * time.Millisecond)
+		r = Analyze(dup, tgt, sim.SeamMoments{SourceStopped: src[len(src)-1].At.Add(-30 * time.Millisecond), ApplySent: tgt[0].At.Add(-time.Millisecond)})
+		if r.SourceAfterStop == 0 || r.AtFault == "" {
+			t.Errorf("a source sending the target's first frame too: after stop %d, at fault %q: %s", r.SourceAfterStop, r.AtFault, r.Detail)
+		}
+	})
 	t.Run("target sends before cutover-apply", func(t *testing.T) {
 		r := Analyze(src, tgt, sim.SeamMoments{SourceStopped: src[len(src)-1].At, ApplySent: tgt[3].At})
 		if r.Verdict != sim.VerdictOverlap || r.AtFault != "target" || r.TargetBeforeApply != 3 {
