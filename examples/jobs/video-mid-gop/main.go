@@ -1,4 +1,4 @@
-// Command video-mid-gop is the video example job made to misbehave on purpose: the source stops at once, mid-GOP, and the target starts at the frame it was handed, a P-frame, so the join has no keyframe.
+// Command video-mid-gop is the video example job made to misbehave on purpose: the source stops right after a keyframe (its author took the IDR for the end of the GOP), and the target starts at the frame it was handed, a P-frame, so the join has no keyframe.
 // It exists so normsim's media seam checks have a real defect to find.
 package main
 

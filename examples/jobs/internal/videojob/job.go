@@ -25,8 +25,9 @@
 // VIDEO_MISBEHAVE makes it get the handover wrong the way a job author
 // could, for normsim's media seam checks (the misbehaving example jobs
 // are this job with one mode fixed):
-//   - mid-gop: the source stops at once, mid-GOP, and the target starts
-//     at the frame it was handed though it is a P-frame (sent as is);
+//   - mid-gop: the source stops right after a keyframe (its author took
+//     the IDR for the end of the GOP), and the target starts at the frame
+//     it was handed though it is a P-frame (sent as is);
 //   - pts-restart: the target restarts the PTS at 0 from the frame it was
 //     handed;
 //   - cc-restart: the target starts its continuity counters at 0, without
@@ -268,7 +269,7 @@ func (j *Job) sendDue(now time.Time) {
 		if err := j.stream.SendFrame(); err != nil {
 			j.log.Warn("send failed", "err", err)
 		}
-		if j.stopAt != nil && j.stream.AtGOPEnd() {
+		if j.stopAt != nil && j.atStopPoint() {
 			j.stopNow()
 		}
 	}
@@ -286,13 +287,24 @@ func (j *Job) stopNow() Position {
 	return pos
 }
 
+// atStopPoint reports whether the source may stop here: where the next
+// frame is an IDR, or, with mid-gop, right after one (its author took the
+// keyframe for the end of the GOP). j.mu held.
+func (j *Job) atStopPoint() bool {
+	if j.misbehave == "mid-gop" {
+		return j.stream.AfterKeyframe()
+	}
+	return j.stream.AtGOPEnd()
+}
+
 // StopAtGOPEnd stops the output where a target can take over: right away
 // when the next frame is an IDR (or not producing), otherwise after the
 // frames left in the GOP went out at their due times. With mid-gop it
-// stops right away wherever it is. It returns the position to hand over.
+// stops right after a keyframe instead. It returns the position to hand
+// over.
 func (j *Job) StopAtGOPEnd(ctx context.Context) (Position, error) {
 	j.mu.Lock()
-	if !j.producing || j.stream.AtGOPEnd() || j.misbehave == "mid-gop" {
+	if !j.producing || j.atStopPoint() {
 		pos := j.stopNow()
 		j.mu.Unlock()
 		return pos, nil

@@ -159,6 +159,10 @@ func (s *Stream) Next() int64 { return s.next }
 // leaves a target a keyframe to start on.
 func (s *Stream) AtGOPEnd() bool { return s.frame(s.next).Key }
 
+// AfterKeyframe reports whether the frame sent last was a keyframe: where
+// the mid-gop variant's author thought a GOP ends.
+func (s *Stream) AfterKeyframe() bool { return s.next > 0 && s.frame(s.next-1).Key }
+
 // Sent is the number of frames and datagrams sent since NewStream.
 func (s *Stream) Sent() (frames, datagrams int64) { return s.sentFrames, s.sentDatagrams }
 

@@ -139,7 +139,7 @@ func (c *capture) wait(t *testing.T, n int64) [][]byte {
 }
 
 // handover runs a source from frame 0 for sourceFrames frames, stops it
-// as the job does (at the GOP end, or at once for mid-gop), hands its
+// as the job does (at the GOP end, or right after a keyframe for mid-gop), hands its
 // position to a target through JSON as the worker would, and runs the
 // target for targetFrames frames. It returns what the receiver got from
 // each side and the position.
@@ -163,8 +163,9 @@ func runHandover(t *testing.T, misbehave string, useRTP bool, sourceFrames, targ
 			t.Fatal(err)
 		}
 	}
-	// "Stop at GOP end", as Job.StopAtGOPEnd does without the clock.
-	for misbehave != "mid-gop" && !src.AtGOPEnd() {
+	// "Stop at GOP end", as Job.StopAtGOPEnd does without the clock (and
+	// mid-gop right after a keyframe).
+	for misbehave != "mid-gop" && !src.AtGOPEnd() || misbehave == "mid-gop" && !src.AfterKeyframe() {
 		if err := src.SendFrame(); err != nil {
 			t.Fatal(err)
 		}
@@ -464,12 +465,12 @@ func TestJobStopsAtGOPEnd(t *testing.T) {
 
 func TestMisbehaveMidGOP(t *testing.T) {
 	r := runHandover(t, "mid-gop", false, 30, 30)
-	if r.pos.Frame != 30 {
-		t.Fatalf("mid-gop source stopped before frame %d, want 30 (at once)", r.pos.Frame)
+	if r.pos.Frame != 51 {
+		t.Fatalf("mid-gop source stopped before frame %d, want 51 (right after the keyframe 50)", r.pos.Frame)
 	}
 	ts := append(tsOf(t, r.source, false), tsOf(t, r.target, false)...)
 	frames := framesOf(t, ts)
-	if f := frames[30]; f.key || f.rai {
+	if f := frames[51]; f.key || f.rai {
 		t.Errorf("mid-gop target's first frame is a keyframe (IDR %v, RAI %v); the bug is gone", f.key, f.rai)
 	}
 	// Only the keyframe is wrong: time and counters go on.
