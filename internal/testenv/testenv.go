@@ -27,11 +27,16 @@ const (
 )
 
 // RequireDocker returns a client of the engine the environment names
-// (DOCKER_HOST, ...), closed when the test ends. When no engine answers
-// within a few seconds it skips the test, or fails it when
+// (DOCKER_HOST, ...), closed when the test ends. Under -short it skips
+// the test (real containers are not for the edit loop). When no engine
+// answers within a few seconds it skips the test, or fails it when
 // NORMSIM_REQUIRE_DOCKER=1.
 func RequireDocker(tb testing.TB) *client.Client {
 	tb.Helper()
+	if testing.Short() {
+		// Real containers take seconds each: -short is for editing.
+		tb.Skipf("runs real containers; run without -short")
+	}
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)

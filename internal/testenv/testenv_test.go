@@ -40,6 +40,14 @@ func run(fn func(tb testing.TB)) *fakeTB {
 
 func TestRequireDockerWithoutEngine(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+	if testing.Short() {
+		// Real containers are not for the edit loop: skipped either way.
+		t.Setenv(RequireDockerEnv, "1")
+		if f := run(func(tb testing.TB) { RequireDocker(tb) }); f.failed != "" || !strings.Contains(f.skipped, "without -short") {
+			t.Errorf("under -short: skipped %q, failed %q", f.skipped, f.failed)
+		}
+		return
+	}
 
 	t.Setenv(RequireDockerEnv, "")
 	f := run(func(tb testing.TB) { RequireDocker(tb) })

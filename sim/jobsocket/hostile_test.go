@@ -173,10 +173,10 @@ func stacks() string {
 // the legitimate job is never disturbed, and goroutines and memory return
 // to where they were.
 func TestHostileConnections(t *testing.T) {
-	total := 10000
 	if testing.Short() {
-		total = 1000
+		t.Skip("a load test: 10,000 hostile connections; run without -short")
 	}
+	total := 10000
 	var frames atomic.Int64
 	// Long enough that a loaded machine (the race detector, 64 busy
 	// attackers, other test packages, two cores) gets every prompt first
@@ -450,6 +450,9 @@ func (s *slowStore) RecordFrames(ctx context.Context, frs []sim.FrameRecord) err
 // and nothing lost), so the live heap stays flat however much the job
 // sends.
 func TestFloodingJobCannotGrowMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a load test that measures the heap; run without -short")
+	}
 	const queue = 16
 	var logged bytes.Buffer
 	var logMu sync.Mutex

@@ -31,6 +31,9 @@ setTimeout(() => { console.log('no close'); process.exit(1); }, 20000);
 // frame of exactly 64 KiB is read, every larger one closes with 4413,
 // before hello and after it.
 func TestNodeJobGetsTheFrameCap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("interop with Node's WebSocket client; run without -short")
+	}
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node is not installed: the Node WebSocket check needs it")
