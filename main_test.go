@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/normsim/normsim/internal/testenv"
-	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/normsimtest/normsimdocker"
 )
 
 // composeCommand is `docker compose` when the plugin exists, else
@@ -41,7 +41,7 @@ func TestDevComposeServesDashboard(t *testing.T) {
 	}
 	testenv.RequireDocker(t)
 	compose := composeCommand(t)
-	normsimtest.BuildJobImage(t, "normsim/normsim:dev", ".")
+	normsimdocker.BuildJobImage(t, "normsim/normsim:dev", ".")
 
 	b := make([]byte, 4)
 	rand.Read(b)

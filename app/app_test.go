@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/normsim/normsim/app"
+	"github.com/normsim/normsim/app/withdocker"
 	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/sqlite"
@@ -377,7 +378,7 @@ func TestNodesNameTheEngine(t *testing.T) {
 	testenv.RequireDocker(t)
 	opts := testOptions(t)
 	opts.Runtime = sim.RuntimeDocker
-	opts.Runtimes = app.DefaultRuntimes()
+	opts.Runtimes = withdocker.Runtimes()
 	m := openApp(t, opts)
 	var nodes []struct {
 		Engine *sim.Engine `json:"engine"`

@@ -14,6 +14,7 @@ import (
 	"github.com/normsim/normsim/internal/bench"
 	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/normsimtest/normsimdocker"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -105,8 +106,8 @@ func BenchmarkStartup(b *testing.B) {
 func dockerSim(b *testing.B, templates ...string) *normsimtest.Sim {
 	b.Helper()
 	testenv.RequireDocker(b)
-	normsimtest.BuildSourceImage(b, "normsim/counter", filepath.Join("..", "examples", "jobs", "counter"))
-	return normsimtest.Start(b, normsimtest.Options{Runtime: sim.RuntimeDocker,
+	normsimdocker.BuildSourceImage(b, "normsim/counter", filepath.Join("..", "examples", "jobs", "counter"))
+	return normsimdocker.Start(b, normsimtest.Options{Runtime: sim.RuntimeDocker,
 		Templates: append([]string{filepath.Join("..", "templates")}, templates...)})
 }
 

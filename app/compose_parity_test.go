@@ -28,7 +28,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/normsim/normsim/internal/testenv"
-	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/normsimtest/normsimdocker"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/docker"
 	"github.com/normsim/normsim/sim/template"
@@ -57,7 +57,7 @@ func TestDockerComposeParity(t *testing.T) {
 		t.Skip("runs real containers")
 	}
 	cli := testenv.RequireDocker(t)
-	normsimtest.BuildJobImage(t, parityImage, filepath.Join("..", "sim", "docker", "testdata", "job"))
+	normsimdocker.BuildJobImage(t, parityImage, filepath.Join("..", "sim", "docker", "testdata", "job"))
 	ref := referenceCompose(t)
 
 	rt, err := docker.New(docker.Config{})
@@ -436,7 +436,7 @@ func TestDockerComposeRefused(t *testing.T) {
 		t.Skip("runs real containers")
 	}
 	cli := testenv.RequireDocker(t)
-	normsimtest.BuildJobImage(t, parityImage, filepath.Join("..", "sim", "docker", "testdata", "job"))
+	normsimdocker.BuildJobImage(t, parityImage, filepath.Join("..", "sim", "docker", "testdata", "job"))
 	rt, err := docker.New(docker.Config{})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/normsim/normsim/app"
+	"github.com/normsim/normsim/app/withdocker"
 	"github.com/normsim/normsim/scenario"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/sqlite"
@@ -290,7 +291,7 @@ func ciOptions(scenarios []*scenario.Scenario, runtime string) app.Options {
 		opts.Nodes = nodes
 	}
 	if needDocker {
-		opts.Runtimes = app.DefaultRuntimes()
+		opts.Runtimes = withdocker.Runtimes()
 	} else {
 		// Host processes reach the sockets on loopback; nothing else has to.
 		opts.SocketHost = "127.0.0.1"

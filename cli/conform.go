@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/normsim/normsim/app"
+	"github.com/normsim/normsim/app/withdocker"
 	"github.com/normsim/normsim/conform"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/sqlite"
@@ -321,7 +322,7 @@ func conformOptions(runtime string) app.Options {
 		opts.SocketHost = "127.0.0.1"
 		opts.Runtimes = []app.RuntimeFactory{app.ProcessRuntime()}
 	} else {
-		opts.Runtimes = app.DefaultRuntimes()
+		opts.Runtimes = withdocker.Runtimes()
 	}
 	return opts
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/normsim/normsim/apiclient"
 	"github.com/normsim/normsim/internal/bench"
 	"github.com/normsim/normsim/internal/testenv"
-	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/normsimtest/normsimdocker"
 )
 
 // A command block of the docs is a fenced block whose info string is sh,
@@ -116,7 +116,7 @@ func TestDocumentedCommands(t *testing.T) {
 		jobs, _ := os.ReadDir(filepath.Join(root, "examples", "jobs"))
 		for _, j := range jobs {
 			if _, err := os.Stat(filepath.Join(root, "examples", "jobs", j.Name(), "main.go")); err == nil {
-				normsimtest.BuildSourceImage(t, "normsim/"+j.Name(), filepath.Join(root, "examples", "jobs", j.Name()))
+				normsimdocker.BuildSourceImage(t, "normsim/"+j.Name(), filepath.Join(root, "examples", "jobs", j.Name()))
 			}
 		}
 	}

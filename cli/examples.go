@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/normsim/normsim/app"
+	"github.com/normsim/normsim/sim/docker"
 )
 
 func newBuildExamplesCmd(env Env) *cobra.Command {
@@ -43,7 +44,7 @@ base image and no registry are involved, so it works offline.`,
 			if err != nil {
 				return fmt.Errorf("the Docker engine does not answer (DOCKER_HOST=%q): %w", cli.DaemonHost(), err)
 			}
-			return app.BuildExampleImages(cmd.Context(), cli, dir, names, cmd.OutOrStdout())
+			return docker.BuildGoImages(cmd.Context(), cli, dir, names, func(src string) (string, error) { return app.ExampleImage(cmd.Context(), src) }, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", dir, "directory of example jobs")

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/normsim/normsim/app"
+	"github.com/normsim/normsim/app/withdocker"
 	"github.com/normsim/normsim/internal/bench"
 	"github.com/normsim/normsim/sim"
 )
@@ -89,7 +90,7 @@ failed with that reason.`,
 			opts.Logger = log
 			opts.Version = Version
 			opts.DefaultTemplates = env.Templates
-			opts.Runtimes = app.DefaultRuntimes()
+			opts.Runtimes = withdocker.Runtimes()
 			m := app.New(opts)
 			defer m.Close()
 			onHurry(cmd.Context(), m.Hurry)

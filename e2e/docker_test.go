@@ -14,6 +14,7 @@ import (
 
 	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/normsimtest/normsimdocker"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -23,7 +24,7 @@ func dockerSim(t *testing.T, o normsimtest.Options) *normsimtest.Sim {
 	if testing.Short() {
 		t.Skip("runs real containers")
 	}
-	normsimtest.BuildSourceImage(t, "normsim/counter", filepath.Join("..", "examples", "jobs", "counter"))
+	normsimdocker.BuildSourceImage(t, "normsim/counter", filepath.Join("..", "examples", "jobs", "counter"))
 	o.Runtime = sim.RuntimeDocker
 	// Registered first so it runs after the sim has shut down: nothing this
 	// sim (its store's owner label) launched may be left.
@@ -133,7 +134,7 @@ func TestDockerRestartAdoptsOrCleansUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real containers")
 	}
-	normsimtest.BuildSourceImage(t, "normsim/counter", filepath.Join("..", "examples", "jobs", "counter"))
+	normsimdocker.BuildSourceImage(t, "normsim/counter", filepath.Join("..", "examples", "jobs", "counter"))
 	// The same socket ports after the restart, so the adopted job's
 	// NORSK_WORKER_WS_URL still points at its node.
 	up, addr := restartableUp(t, "docker")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/normsim/normsim/internal/testjob"
 	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/normsimtest/normsimdocker"
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
 )
@@ -23,6 +24,9 @@ func startSim(t *testing.T, o normsimtest.Options) *normsimtest.Sim {
 	t.Helper()
 	if o.Templates == nil {
 		o.Templates = []string{templatesDir}
+	}
+	if o.Runtime == sim.RuntimeDocker {
+		return normsimdocker.Start(t, o)
 	}
 	return normsimtest.Start(t, o)
 }

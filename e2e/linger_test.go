@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/normsimtest/normsimdocker"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -27,7 +28,7 @@ func onExitingRuntimes(t *testing.T, job string, body func(t *testing.T, s *norm
 		t.Run(rt, func(t *testing.T) {
 			t.Parallel()
 			if rt == sim.RuntimeDocker {
-				normsimtest.BuildSourceImage(t, "normsim/"+job, filepath.Join(examples, "jobs", job))
+				normsimdocker.BuildSourceImage(t, "normsim/"+job, filepath.Join(examples, "jobs", job))
 			}
 			s := startSim(t, normsimtest.Options{Runtime: rt, Templates: []string{filepath.Join(examples, "templates")}})
 			in := s.Launch(t, sim.LaunchRequest{Template: job, Node: "a", Params: map[string]string{"RATE": "25"}})

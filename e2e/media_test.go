@@ -15,6 +15,7 @@ import (
 
 	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/normsimtest/normsimdocker"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -106,7 +107,7 @@ func TestDockerMediaProductMigrates(t *testing.T) {
 	for _, strategy := range []sim.Strategy{sim.Overlap, sim.Handover} {
 		t.Run(string(strategy), func(t *testing.T) {
 			s := dockerSim(t, normsimtest.Options{Templates: []string{mediaTemplates}})
-			normsimtest.BuildSourceImage(t, "normsim/compose-parity", filepath.Join("..", "sim", "docker", "testdata", "job"))
+			normsimdocker.BuildSourceImage(t, "normsim/compose-parity", filepath.Join("..", "sim", "docker", "testdata", "job"))
 			port := strconv.Itoa(testenv.FreePort(t))
 			in := s.Launch(t, sim.LaunchRequest{Template: "media-" + string(strategy), Node: "a", Params: map[string]string{"PUBLISH_PORT": port}})
 			in = s.WaitInstance(t, in.ID, 2*time.Minute, "running, healthy and connected", func(in sim.Instance) bool {

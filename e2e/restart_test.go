@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/normsimtest/normsimdocker"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -17,7 +18,7 @@ import (
 // engine gives up (on-failure:2, a third exit), it is.
 func TestDockerRestartPolicyIsHonoured(t *testing.T) {
 	s := dockerSim(t, normsimtest.Options{Templates: []string{filepath.Join("testdata", "restart")}})
-	normsimtest.BuildSourceImage(t, "normsim/compose-parity", filepath.Join("..", "sim", "docker", "testdata", "job"))
+	normsimdocker.BuildSourceImage(t, "normsim/compose-parity", filepath.Join("..", "sim", "docker", "testdata", "job"))
 	in := s.Launch(t, sim.LaunchRequest{Template: "restarting", Node: "a"})
 	got := s.WaitInstance(t, in.ID, time.Minute, "failed once the engine stops restarting it", func(i sim.Instance) bool {
 		return i.State == sim.InstanceFailed

@@ -12,6 +12,7 @@ import (
 
 	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/normsimtest/normsimdocker"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -44,7 +45,7 @@ func testChattyOnDocker(t *testing.T, template string) {
 		t.Skip("runs real containers")
 	}
 	testenv.RequireDocker(t)
-	normsimtest.BuildSourceImage(t, "normsim/counter", filepath.Join("..", "examples", "jobs", "counter"))
+	normsimdocker.BuildSourceImage(t, "normsim/counter", filepath.Join("..", "examples", "jobs", "counter"))
 	testChattyTemplate(t, sim.RuntimeDocker, template, 10000)
 }
 
@@ -54,7 +55,7 @@ func testChatty(t *testing.T, runtime string, rate int) {
 
 func testChattyTemplate(t *testing.T, runtime, template string, rate int) {
 	warnings := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	s := normsimtest.Start(t, normsimtest.Options{Templates: []string{chattyTemplates}, Runtime: runtime, Logger: warnings})
+	s := start(t, normsimtest.Options{Templates: []string{chattyTemplates}, Runtime: runtime, Logger: warnings})
 	in := s.Launch(t, sim.LaunchRequest{Template: template, Node: "a", Params: map[string]string{"LOG_RATE": strconv.Itoa(rate)}})
 	s.WaitConnected(t, in.ID)
 	time.Sleep(1500 * time.Millisecond) // chatting

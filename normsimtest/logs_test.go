@@ -14,6 +14,7 @@ import (
 	"github.com/normsim/normsim/apiclient"
 	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/normsimtest/normsimdocker"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -34,14 +35,14 @@ func TestLogsOutliveTheInstanceOnDocker(t *testing.T) {
 		t.Skip("runs real containers")
 	}
 	testenv.RequireDocker(t)
-	normsimtest.BuildSourceImage(t, "normsim/counter", filepath.Join("..", "examples", "jobs", "counter"))
+	normsimdocker.BuildSourceImage(t, "normsim/counter", filepath.Join("..", "examples", "jobs", "counter"))
 	testLogsOutlive(t, sim.RuntimeDocker)
 }
 
 func testLogsOutlive(t *testing.T, runtime string) {
 	ctx := context.Background()
 	db := filepath.Join(t.TempDir(), "normsim.db")
-	s := normsimtest.Start(t, normsimtest.Options{Templates: []string{repoTemplates}, Runtime: runtime, DB: db})
+	s := start(t, normsimtest.Options{Templates: []string{repoTemplates}, Runtime: runtime, DB: db})
 	in := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
 	s.WaitConnected(t, in.ID)
 	m := s.MigrateAndWait(t, in.ID, sim.MigrateRequest{To: "b"})
@@ -113,7 +114,7 @@ func testLogsOutlive(t *testing.T, runtime string) {
 
 	// Restarted on the same store.
 	s.Main.Close()
-	s2 := normsimtest.Start(t, normsimtest.Options{Templates: []string{repoTemplates}, Runtime: runtime, DB: db})
+	s2 := start(t, normsimtest.Options{Templates: []string{repoTemplates}, Runtime: runtime, DB: db})
 	requireLines(t, s2.Client, src, "counter starting", "cutover-ready: output stopped")
 	all := requireLines(t, s2.Client, tgt, "counter stopping")
 
@@ -199,4 +200,14 @@ func TestRequireCarriesTheCrashedTargetsLastLine(t *testing.T) {
 			t.Errorf("RequireCompleted's message lacks %q:\n%s", want, rec.msg)
 		}
 	}
+}
+
+// start runs a simulator on the options' runtime, linking Docker's only
+// when the test runs on it.
+func start(t *testing.T, o normsimtest.Options) *normsimtest.Sim {
+	t.Helper()
+	if o.Runtime == sim.RuntimeDocker {
+		return normsimdocker.Start(t, o)
+	}
+	return normsimtest.Start(t, o)
 }

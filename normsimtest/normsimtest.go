@@ -34,8 +34,12 @@ type Options struct {
 	// Templates are the template directories to load (required to launch
 	// anything but a template you never run).
 	Templates []string
-	// Runtime is the default runtime: process (default), docker, external.
-	Runtime     string
+	// Runtime is the default runtime: process (default), external, or
+	// one of Runtimes (docker: start with normsimdocker.Start).
+	Runtime string
+	// Runtimes are runtimes linked in beside process and external, such
+	// as normsimdocker.Runtime(): normsimtest alone links no Docker code.
+	Runtimes    []app.RuntimeFactory
 	Nodes       []string
 	NoJobSocket []string
 	// DB is the store path; default in memory.
@@ -83,11 +87,15 @@ func Start(tb testing.TB, o Options) *Sim {
 	if opts.Runtime == "" {
 		opts.Runtime = sim.RuntimeProcess
 	}
-	switch opts.Runtime {
-	case sim.RuntimeDocker:
-		opts.Runtimes = []app.RuntimeFactory{app.DockerRuntime(), app.ProcessRuntime()}
-	default:
-		opts.Runtimes = []app.RuntimeFactory{app.ProcessRuntime()}
+	opts.Runtimes = append(append([]app.RuntimeFactory{}, o.Runtimes...), app.ProcessRuntime())
+	if !linked(opts.Runtimes, opts.Runtime) {
+		if opts.Runtime == sim.RuntimeDocker {
+			tb.Fatalf("normsimtest: the docker runtime is not linked into this test: start with normsimdocker.Start(t, opts) " +
+				"(import github.com/normsim/normsim/normsimtest/normsimdocker) or add normsimdocker.Runtime() to Options.Runtimes")
+			return nil
+		}
+		tb.Fatalf("normsimtest: Options.Runtime %q is not a runtime: use process, external, or docker through normsimdocker.Start", opts.Runtime)
+		return nil
 	}
 	opts.Logger = o.Logger
 	opts.BindAddress = o.BindAddress
@@ -97,6 +105,19 @@ func Start(tb testing.TB, o Options) *Sim {
 	}
 	tb.Cleanup(func() { m.Close() })
 	return &Sim{Main: m, URL: m.URL(), Client: apiclient.New(m.URL(), &http.Client{Timeout: 30 * time.Second})}
+}
+
+// linked says whether name is a runtime the simulator will have.
+func linked(rts []app.RuntimeFactory, name string) bool {
+	if name == sim.RuntimeExternal {
+		return true
+	}
+	for _, f := range rts {
+		if f.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // APIError is an error response of the API.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/normsimtest/normsimdocker"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -23,7 +24,11 @@ func startSim(t *testing.T, runtime string) *normsimtest.Sim {
 	if testing.Short() {
 		t.Skip("runs real jobs")
 	}
-	return normsimtest.Start(t, normsimtest.Options{Templates: []string{templatesDir}, Runtime: runtime})
+	o := normsimtest.Options{Templates: []string{templatesDir}, Runtime: runtime}
+	if runtime == sim.RuntimeDocker {
+		return normsimdocker.Start(t, o)
+	}
+	return normsimtest.Start(t, o)
 }
 
 func parseAll(t *testing.T, paths ...string) []*Scenario {
@@ -67,7 +72,7 @@ func TestExamplesPassOnDocker(t *testing.T) {
 		t.Skip("runs real containers")
 	}
 	testenv.RequireDocker(t)
-	normsimtest.BuildSourceImage(t, "normsim/counter", filepath.Join("..", "examples", "jobs", "counter"))
+	normsimdocker.BuildSourceImage(t, "normsim/counter", filepath.Join("..", "examples", "jobs", "counter"))
 	testExamplesPass(t, sim.RuntimeDocker)
 }
 

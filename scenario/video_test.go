@@ -14,6 +14,7 @@ import (
 
 	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/normsimtest/normsimdocker"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -196,8 +197,8 @@ func TestVideoHandsOverOnDocker(t *testing.T) {
 		t.Skip("runs real containers")
 	}
 	testenv.RequireDocker(t)
-	normsimtest.BuildSourceImage(t, "normsim/video", filepath.Join("..", "examples", "jobs", "video"))
-	s := normsimtest.Start(t, normsimtest.Options{Runtime: sim.RuntimeDocker,
+	normsimdocker.BuildSourceImage(t, "normsim/video", filepath.Join("..", "examples", "jobs", "video"))
+	s := normsimdocker.Start(t, normsimtest.Options{Runtime: sim.RuntimeDocker,
 		Templates: []string{filepath.Join("..", "examples", "templates")}})
 	rep, out := runAll(t, s, context.Background(), parseAll(t, examplePath("video-handover.yaml")))
 	if !rep.Passed {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/normsimtest/normsimdocker"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/web"
 )
@@ -28,6 +29,9 @@ func startSim(t testing.TB, o normsimtest.Options) *normsimtest.Sim {
 	t.Helper()
 	if o.Templates == nil {
 		o.Templates = []string{templatesDir}
+	}
+	if o.Runtime == sim.RuntimeDocker {
+		return normsimdocker.Start(t, o)
 	}
 	return normsimtest.Start(t, o)
 }

@@ -1,4 +1,4 @@
-package app
+package docker
 
 import (
 	"context"
@@ -9,12 +9,12 @@ import (
 	"github.com/sirupsen/logrus"
 )
 
-// routeComposeLogs sends what the Compose SDK and compose-go log (through
+// RouteComposeLogs sends what the Compose SDK and compose-go log (through
 // logrus's process-wide logger: orphan containers, nothing to remove, ...)
 // to log, so it honours --log-format instead of going to stderr as text.
 // logrus has one logger per process: the last runtime made wins, which in
 // normsim up is the only one.
-func routeComposeLogs(log *slog.Logger) {
+func RouteComposeLogs(log *slog.Logger) {
 	std := logrus.StandardLogger()
 	std.SetOutput(io.Discard)
 	std.ReplaceHooks(logrus.LevelHooks{})

@@ -1,4 +1,4 @@
-package app
+package docker
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 
 func TestComposeLogsGoToTheLogger(t *testing.T) {
 	var buf bytes.Buffer
-	routeComposeLogs(slog.New(slog.NewJSONHandler(&buf, nil)))
+	RouteComposeLogs(slog.New(slog.NewJSONHandler(&buf, nil)))
 	logrus.WithField("project", "p1").Warn("Found orphan containers")
 	got := buf.String()
 	for _, want := range []string{`"level":"WARN"`, `"msg":"Found orphan containers"`, `"component":"compose"`, `"project":"p1"`} {

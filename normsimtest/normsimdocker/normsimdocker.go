@@ -1,4 +1,11 @@
-package normsimtest
+// Package normsimdocker runs normsimtest's simulator with the Docker
+// runtime, and builds a Go job into the FROM-scratch image its template
+// names. It is its own package so that a test that runs jobs as host
+// processes (normsimtest alone) links none of Docker's SDK.
+//
+//	ref := normsimdocker.BuildSourceImage(t, "example/myjob", "./cmd/myjob")
+//	s := normsimdocker.Start(t, normsimtest.Options{Templates: []string{"./templates"}})
+package normsimdocker
 
 import (
 	"bytes"
@@ -11,9 +18,29 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/normsim/normsim/app"
+	"github.com/normsim/normsim/app/withdocker"
 	"github.com/normsim/normsim/internal/srctag"
 	"github.com/normsim/normsim/internal/testenv"
+	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/sim/docker"
 )
+
+// Start runs a simulator for the rest of the test with the Docker runtime
+// linked and, unless o.Runtime says otherwise, the default: it skips the
+// test when no Docker engine answers (fails with NORMSIM_REQUIRE_DOCKER=1).
+func Start(tb testing.TB, o normsimtest.Options) *normsimtest.Sim {
+	tb.Helper()
+	testenv.RequireDocker(tb)
+	if o.Runtime == "" {
+		o.Runtime = sim.RuntimeDocker
+	}
+	o.Runtimes = append(o.Runtimes, Runtime())
+	return normsimtest.Start(tb, o)
+}
+
+// Runtime is the Docker runtime, for normsimtest.Options.Runtimes.
+func Runtime() app.RuntimeFactory { return withdocker.Runtime() }
 
 // built remembers the images this test process built, so each is rebuilt
 // from source once per `go test` run (never stale, never twice).
@@ -40,7 +67,7 @@ func BuildJobImage(tb testing.TB, tag, srcDir string) {
 	}
 	if !ran {
 		if _, err := cli.ImageInspect(ctx, tag); err != nil {
-			tb.Fatalf("normsimtest: image %s was not built: %v", tag, err)
+			tb.Fatalf("normsimdocker: image %s was not built: %v", tag, err)
 		}
 	}
 }
@@ -79,9 +106,9 @@ func build(ctx context.Context, tb testing.TB, cli *client.Client, tag, srcDir s
 		return err
 	}
 	var progress bytes.Buffer
-	if err := app.BuildImage(ctx, cli, tag, abs, &progress); err != nil {
-		return fmt.Errorf("normsimtest: build image %s from %s: %v\n%s", tag, srcDir, err, progress.String())
+	if err := docker.BuildGoImage(ctx, cli, tag, abs, &progress); err != nil {
+		return fmt.Errorf("normsimdocker: build image %s from %s: %v\n%s", tag, srcDir, err, progress.String())
 	}
-	tb.Logf("normsimtest: %s", progress.String())
+	tb.Logf("normsimdocker: %s", progress.String())
 	return nil
 }
