@@ -145,6 +145,68 @@ func (c *Client) Instance(ctx context.Context, id string) (*sim.Instance, error)
 	return &in, nil
 }
 
+// AwaitInstance asks for an instance once until holds for it or it has
+// ended: the server waits up to wait (at most a minute) and then answers
+// with the instance as it is, whatever happened.
+func (c *Client) AwaitInstance(ctx context.Context, id string, until sim.Until, wait time.Duration) (*sim.Instance, error) {
+	q := url.Values{"wait": {wait.String()}, "until": {string(until)}}
+	var in sim.Instance
+	if err := c.Do(ctx, http.MethodGet, "/api/v1/instances/"+url.PathEscape(id)+"?"+q.Encode(), nil, &in); err != nil {
+		return nil, err
+	}
+	return &in, nil
+}
+
+// EndedError: the instance waited on stopped or failed before until held.
+type EndedError struct {
+	Instance *sim.Instance
+	Until    sim.Until
+}
+
+func (e *EndedError) Error() string {
+	in := e.Instance
+	why := in.Error
+	if why == "" {
+		why = "no error given"
+	}
+	return fmt.Sprintf("instance %s on %s ended (%s) before it was %s: %s", in.ID, in.Node, in.State, e.Until, why)
+}
+
+// WaitInstance waits until until holds for the instance: the server
+// answers the moment it does (AwaitInstance), so nothing is polled for. An
+// instance that ends first is an *EndedError; when ctx ends first it
+// returns the last state fetched (nil if none) with ctx's error.
+func (c *Client) WaitInstance(ctx context.Context, id string, until sim.Until) (*sim.Instance, error) {
+	wait := serverWait
+	if t := c.http.Timeout; t > 0 {
+		wait = min(wait, t/2)
+	}
+	var last *sim.Instance
+	for {
+		in, err := c.AwaitInstance(ctx, id, until, wait)
+		if err != nil {
+			if ctx.Err() != nil {
+				err = ctx.Err() // the request was cut short by it
+			}
+			return last, err
+		}
+		last = in
+		switch {
+		case until.Holds(*in):
+			return in, nil
+		case in.State.Terminal():
+			return in, &EndedError{Instance: in, Until: until}
+		}
+		// The wait ran out, or a server that does not wait answered at
+		// once: never ask again in a tight loop.
+		select {
+		case <-time.After(unchangedPause):
+		case <-ctx.Done():
+			return in, ctx.Err()
+		}
+	}
+}
+
 // Instances lists every instance.
 func (c *Client) Instances(ctx context.Context) ([]sim.Instance, error) {
 	var out []sim.Instance

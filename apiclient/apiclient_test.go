@@ -155,3 +155,56 @@ func TestPagesSendTheirQueryAndReadTheTotal(t *testing.T) {
 		t.Errorf("an answer without X-Total-Count: %v", err)
 	}
 }
+
+// instanceServer answers GET /api/v1/instances/i1 with the states in turn
+// (the last one again once they run out), recording each query.
+func instanceServer(t *testing.T, states ...sim.Instance) (*apiclient.Client, *[]string) {
+	var mu sync.Mutex
+	var queries []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/instances/i1" {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		queries = append(queries, r.URL.RawQuery)
+		in := states[min(len(queries), len(states))-1]
+		mu.Unlock()
+		json.NewEncoder(w).Encode(in)
+	}))
+	t.Cleanup(srv.Close)
+	return apiclient.New(srv.URL, nil), &queries
+}
+
+func TestWaitInstanceAsksTheServerToWait(t *testing.T) {
+	c, queries := instanceServer(t,
+		sim.Instance{ID: "i1", State: sim.InstanceStarting},
+		sim.Instance{ID: "i1", State: sim.InstanceRunning},
+		sim.Instance{ID: "i1", State: sim.InstanceRunning, Connected: true})
+	in, err := c.WaitInstance(context.Background(), "i1", sim.UntilConnected)
+	if err != nil || !in.Connected {
+		t.Fatalf("WaitInstance = %+v, %v", in, err)
+	}
+	if len(*queries) != 3 || (*queries)[0] != "until=connected&wait=20s" {
+		t.Errorf("queries = %q, want three asking the server to wait until connected", *queries)
+	}
+}
+
+func TestWaitInstanceThatEnds(t *testing.T) {
+	c, _ := instanceServer(t, sim.Instance{ID: "i1", Node: "a", State: sim.InstanceFailed, Error: "exit status 3"})
+	_, err := c.WaitInstance(context.Background(), "i1", sim.UntilRunning)
+	var ended *apiclient.EndedError
+	if !errors.As(err, &ended) || err.Error() != "instance i1 on a ended (failed) before it was running: exit status 3" {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestWaitInstanceGivesUpWithTheLastState(t *testing.T) {
+	c, _ := instanceServer(t, sim.Instance{ID: "i1", State: sim.InstanceRunning})
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	in, err := c.WaitInstance(ctx, "i1", sim.UntilConnected)
+	if !errors.Is(err, context.DeadlineExceeded) || in == nil || in.State != sim.InstanceRunning {
+		t.Fatalf("WaitInstance = %+v, %v; want the running instance and the deadline", in, err)
+	}
+}

@@ -1,7 +1,6 @@
 package conform
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -308,7 +306,8 @@ func (cr *caseRun) wantsFollowUp(ev *evidence, last *sim.Migration) bool {
 // job whose socket comes and goes is given until it is up again). The
 // manager learns of a lost socket a moment after a migration that lost it
 // ended, so an instance listed as connected may not be by the time it is
-// asked to move: such a refusal is asked again once it is back.
+// asked to move: such a refusal (NOT_CONNECTED) is asked again once it is
+// back.
 func (cr *caseRun) migrateConnected(ctx context.Context, id, to string, faults []sim.Fault) (*sim.Migration, error) {
 	for try := 0; ; try++ {
 		if _, err := cr.waitUp(ctx, id, sim.Handover); err != nil {
@@ -316,7 +315,7 @@ func (cr *caseRun) migrateConnected(ctx context.Context, id, to string, faults [
 		}
 		m, err := cr.migrate(ctx, id, to, faults)
 		var ae *apiclient.Error
-		if err != nil && try < 3 && errors.As(err, &ae) && ae.Status == http.StatusUnprocessableEntity && strings.Contains(ae.Message, "not connected") {
+		if err != nil && try < 3 && errors.As(err, &ae) && ae.Code == sim.ENotConnected {
 			continue
 		}
 		return m, err
@@ -427,30 +426,27 @@ func (cr *caseRun) producing(ctx context.Context, id string, d time.Duration) bo
 }
 
 // waitUp waits for an instance to run and, for a job that speaks the
-// socket, to connect.
+// socket, to connect; the server answers the moment it does.
 func (cr *caseRun) waitUp(ctx context.Context, id string, strategy sim.Strategy) (*sim.Instance, error) {
 	r := cr.r
-	deadline := time.Now().Add(r.timeouts.TargetStart.D())
-	for {
-		in, err := r.c.Instance(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case in.State == sim.InstanceRunning && (in.Connected || strategy != sim.Handover):
-			return in, nil
-		case in.State.Terminal():
-			return nil, fmt.Errorf("instance %s on %s ended (%s) before it was up: %s", id, in.Node, in.State, cmp.Or(in.Error, "no error given"))
-		case time.Now().After(deadline):
-			if in.State == sim.InstanceRunning {
-				return nil, &notConnectedError{fmt.Sprintf("instance %s on %s did not connect to its job socket within targetStart (%s)", id, in.Node, r.timeouts.TargetStart.D())}
-			}
-			return nil, fmt.Errorf("instance %s on %s did not run within targetStart (%s)", id, in.Node, r.timeouts.TargetStart.D())
-		}
-		if err := sleep(ctx, 25*time.Millisecond); err != nil {
-			return nil, err
-		}
+	until := sim.UntilRunning
+	if strategy == sim.Handover {
+		until = sim.UntilConnected
 	}
+	limit := r.timeouts.TargetStart.D()
+	wctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	in, err := r.c.WaitInstance(wctx, id, until)
+	switch {
+	case err == nil, ctx.Err() != nil:
+		return in, err
+	case in != nil && errors.Is(err, context.DeadlineExceeded):
+		if in.State == sim.InstanceRunning {
+			return nil, &notConnectedError{fmt.Sprintf("instance %s on %s did not connect to its job socket within targetStart (%s)", id, in.Node, limit)}
+		}
+		return nil, fmt.Errorf("instance %s on %s did not run within targetStart (%s)", id, in.Node, limit)
+	}
+	return nil, err
 }
 
 // notConnectedError: a running instance of a job that speaks the socket

@@ -303,6 +303,10 @@ func TestRefusalsAreErrorsNotMigrations(t *testing.T) {
 			if !errors.As(err, &e) || e.Status != tt.status || !strings.Contains(e.Message, tt.says) {
 				t.Fatalf("err = %v, want %d mentioning %q", err, tt.status, tt.says)
 			}
+			// A client retries on the code, never on the message.
+			if tt.id == unconnected.ID && e.Code != sim.ENotConnected {
+				t.Errorf("code = %s, want %s", e.Code, sim.ENotConnected)
+			}
 		})
 	}
 	var list []*sim.Migration

@@ -164,12 +164,23 @@ func (s *Sim) WaitInstance(tb testing.TB, id string, timeout time.Duration, what
 	}
 }
 
-// WaitConnected waits until the instance runs and its job said hello.
+// WaitConnected waits until the instance runs and its job said hello; the
+// server answers the moment it has. An instance that stops or fails first,
+// or 60 s without it, fails the test with the instance's state.
 func (s *Sim) WaitConnected(tb testing.TB, id string) sim.Instance {
 	tb.Helper()
-	return s.WaitInstance(tb, id, 60*time.Second, "running and connected", func(in sim.Instance) bool {
-		return in.State == sim.InstanceRunning && in.Connected
-	})
+	const timeout = 60 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	in, err := s.Client.WaitInstance(ctx, id, sim.UntilConnected)
+	if err != nil {
+		if in == nil {
+			tb.Fatalf("normsimtest: wait for instance %s to connect: %v", id, err)
+			return sim.Instance{}
+		}
+		tb.Fatalf("normsimtest: instance %s not running and connected after %v: state %s, connected %v, error %q (%v)", id, timeout, in.State, in.Connected, in.Error, err)
+	}
+	return *in
 }
 
 // Migrate starts a migration; the error is the API's refusal, if any.

@@ -375,44 +375,33 @@ func (r *Runner) wait(ctx context.Context, w *Wait, rs *runState, sr *StepResult
 	}
 }
 
-// waitInstance polls an instance until it is running (and connected when
-// until says so). A failed or stopped instance, or the timeout, is a step
-// error with the instance's last log lines as detail.
+// waitInstance waits until an instance is running (and connected when
+// until says so); the server answers the moment it is. A failed or stopped
+// instance, or the timeout, is a step error with the instance's last log
+// lines as detail.
 func (r *Runner) waitInstance(ctx context.Context, id string, timeout time.Duration, until string, sr *StepResult) {
-	deadline := r.cfg.Now().Add(timeout)
-	var last *sim.Instance
-	for {
-		in, err := r.c.Instance(ctx, id)
-		if err != nil {
-			sr.fail(StatusError, "instance %s: %v", id, err)
-			return
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	last, err := r.c.WaitInstance(wctx, id, sim.Until(until))
+	var ended *apiclient.EndedError
+	switch {
+	case err == nil:
+		return
+	case errors.As(err, &ended):
+		sr.fail(StatusError, "instance %s is %s%s", id, last.State, colon(last.Error))
+	case ctx.Err() != nil:
+		sr.fail(StatusError, "interrupted while waiting for instance %s", id)
+		return
+	case last != nil && errors.Is(err, context.DeadlineExceeded):
+		what := "running"
+		if until == UntilConnected {
+			what = "running and connected to its job socket"
 		}
-		last = in
-		if in.State == sim.InstanceRunning && (until != UntilConnected || in.Connected) {
-			return
-		}
-		if in.State.Terminal() {
-			why := ""
-			if in.Error != "" {
-				why = ": " + in.Error
-			}
-			sr.fail(StatusError, "instance %s is %s%s", id, in.State, why)
-			sr.Detail = r.logTail(ctx, id)
-			return
-		}
-		if !r.cfg.Now().Before(deadline) {
-			break
-		}
-		if !r.sleep(ctx) {
-			sr.fail(StatusError, "interrupted while waiting for instance %s", id)
-			return
-		}
+		sr.fail(StatusError, "instance %s is not %s after %v: state %s, connected %v%s", id, what, timeout, last.State, last.Connected, colon(last.Error))
+	default:
+		sr.fail(StatusError, "instance %s: %v", id, err)
+		return
 	}
-	what := "running"
-	if until == UntilConnected {
-		what = "running and connected to its job socket"
-	}
-	sr.fail(StatusError, "instance %s is not %s after %v: state %s, connected %v%s", id, what, timeout, last.State, last.Connected, colon(last.Error))
 	sr.Detail = r.logTail(ctx, id)
 }
 
@@ -465,17 +454,6 @@ func (r *Runner) migrate(ctx context.Context, m *Migrate, e *Expect, rs *runStat
 	sr.Request = &body
 	var o Outcome
 	mig, err := r.c.Migrate(ctx, id, body)
-	// The API shows a migration ended a moment before the manager lets go
-	// of its job (it writes the record first), so a request right after the
-	// previous step's migration ended can meet 409 "already migrating". The
-	// steps run one at a time, so a conflict that clears within a few
-	// seconds is that moment, not a concurrent migration.
-	for deadline := r.cfg.Now().Add(conflictGrace); isConflict(err) && e.Error != http.StatusConflict && r.cfg.Now().Before(deadline); {
-		if !r.sleep(ctx) {
-			break
-		}
-		mig, err = r.c.Migrate(ctx, id, body)
-	}
 	var apiErr *APIError
 	switch {
 	case errors.As(err, &apiErr):
@@ -605,8 +583,8 @@ func (r *Runner) cleanup(ctx context.Context, before map[string]bool) []string {
 		go func(id string) {
 			defer wg.Done()
 			err := r.c.Stop(ctx, id)
-			// As in migrate: a migration that just ended may hold the
-			// instance a moment longer.
+			// A migration the scenario left running (a step that timed
+			// out waiting for it) holds its instances until it ends.
 			for deadline := r.cfg.Now().Add(conflictGrace); isConflict(err) && r.cfg.Now().Before(deadline) && r.sleep(ctx); {
 				err = r.c.Stop(ctx, id)
 			}
@@ -629,8 +607,8 @@ func (r *Runner) cleanup(ctx context.Context, before map[string]bool) []string {
 	return problems
 }
 
-// conflictGrace is how long a migrate request is retried while the API
-// answers 409 (see Runner.migrate).
+// conflictGrace is how long cleanup retries removing an instance that a
+// still-running migration holds (409).
 const conflictGrace = 3 * time.Second
 
 func isConflict(err error) bool {

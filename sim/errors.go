@@ -13,8 +13,11 @@ const (
 	EInvalid       = "INVALID_INPUT" // malformed request: bad JSON, unknown field
 	EUnprocessable = "UNPROCESSABLE" // well-formed but refused by a rule (strategy, params)
 	EConflict      = "CONFLICT"      // clashes with something already happening
-	EUnavailable   = "UNAVAILABLE"   // a dependency (Docker engine, listener) is not there
-	EInternal      = "INTERNAL"
+	// ENotConnected: a handover from a source whose job is not connected
+	// to its socket (422); a client may wait until it is and ask again.
+	ENotConnected = "NOT_CONNECTED"
+	EUnavailable  = "UNAVAILABLE" // a dependency (Docker engine, listener) is not there
+	EInternal     = "INTERNAL"
 
 	// Template validation codes, from the product-template contract.
 	EManifestMissing   = "MANIFEST_MISSING"

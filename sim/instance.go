@@ -24,6 +24,38 @@ const (
 // Terminal reports whether the instance will not run again.
 func (s InstanceState) Terminal() bool { return s == InstanceStopped || s == InstanceFailed }
 
+// Until is what a wait on an instance waits for (GET
+// /api/v1/instances/{id}?wait=30s&until=connected).
+type Until string
+
+const (
+	// UntilRunning: the instance is running.
+	UntilRunning Until = "running"
+	// UntilConnected: it is running and its job has said hello on its
+	// node's socket.
+	UntilConnected Until = "connected"
+)
+
+// ParseUntil reads an until; the error names the choices.
+func ParseUntil(s string) (Until, error) {
+	switch u := Until(s); u {
+	case UntilRunning, UntilConnected:
+		return u, nil
+	}
+	return "", Errorf(EInvalid, "until: must be running or connected; got %q", s)
+}
+
+// Holds reports whether the instance is where u waits for it to be.
+func (u Until) Holds(in Instance) bool {
+	switch u {
+	case UntilRunning:
+		return in.State == InstanceRunning
+	case UntilConnected:
+		return in.State == InstanceRunning && in.Connected
+	}
+	return false
+}
+
 // instanceTransitions is the instance state machine: from → allowed to.
 var instanceTransitions = map[InstanceState][]InstanceState{
 	"":               {InstanceCreated, InstanceStarting, InstanceRunning},

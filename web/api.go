@@ -144,7 +144,17 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getInstance(w http.ResponseWriter, r *http.Request) {
-	in, err := s.svc.Instance(r.Context(), pathParam(r, "id"))
+	wait, until, err := instanceWaitParams(r.URL.Query())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var in sim.Instance
+	if wait > 0 {
+		in, err = s.awaitInstance(r.Context(), pathParam(r, "id"), until, wait)
+	} else {
+		in, err = s.svc.Instance(r.Context(), pathParam(r, "id"))
+	}
 	if err != nil {
 		writeError(w, err)
 		return
@@ -528,6 +538,43 @@ func waitParams(q url.Values) (wait time.Duration, after int, err error) {
 		}
 	}
 	return wait, after, nil
+}
+
+// instanceWaitParams reads an instance's ?wait (a duration up to
+// maxMigrationWait) and ?until (what to wait for: running or connected);
+// each needs the other.
+func instanceWaitParams(q url.Values) (time.Duration, sim.Until, error) {
+	w, u := q.Get("wait"), q.Get("until")
+	if w == "" && u == "" {
+		return 0, "", nil
+	}
+	if w == "" {
+		return 0, "", sim.Errorf(sim.EInvalid, "until: says what to wait for; give wait too, e.g. wait=30s&until=%s", u)
+	}
+	wait, err := time.ParseDuration(w)
+	if err != nil || wait <= 0 || wait > maxMigrationWait {
+		return 0, "", sim.Errorf(sim.EInvalid, "wait: must be a duration above 0s up to %s, e.g. 30s; got %q", maxMigrationWait, w)
+	}
+	if u == "" {
+		return 0, "", sim.Errorf(sim.EInvalid, "wait: says how long; give until too: until=running or until=connected")
+	}
+	until, err := sim.ParseUntil(u)
+	return wait, until, err
+}
+
+// awaitInstance answers once until holds for the instance, or it has
+// ended, or wait has passed, or normsim is shutting down: then with the
+// instance as it is.
+func (s *Server) awaitInstance(ctx context.Context, id string, until sim.Until, wait time.Duration) (sim.Instance, error) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	stop := context.AfterFunc(s.waits, cancel)
+	defer stop()
+	in, err := s.svc.AwaitInstance(ctx, id, until)
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		err = nil // waited as long as asked: the answer is the instance as it is
+	}
+	return in, err
 }
 
 // awaitMigration answers once the migration has an event past after, or

@@ -229,6 +229,31 @@ func (f *fakeService) Instance(ctx context.Context, id string) (sim.Instance, er
 	return sim.Instance{}, sim.Errorf(sim.ENotFound, "instance %q not found", id)
 }
 
+func (f *fakeService) AwaitInstance(ctx context.Context, id string, until sim.Until) (sim.Instance, error) {
+	for {
+		in, err := f.Instance(ctx, id)
+		if err != nil || until.Holds(in) || in.State.Terminal() {
+			return in, err
+		}
+		select {
+		case <-time.After(5 * time.Millisecond):
+		case <-ctx.Done():
+			return in, ctx.Err()
+		}
+	}
+}
+
+// setInstance replaces the instance with in's ID.
+func (f *fakeService) setInstance(in sim.Instance) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.instances {
+		if f.instances[i].ID == in.ID {
+			f.instances[i] = in
+		}
+	}
+}
+
 func (f *fakeService) Census(ctx context.Context) ([]sim.RunningUnit, []string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

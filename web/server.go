@@ -39,6 +39,10 @@ type Service interface {
 	InstancePage(ctx context.Context, f sim.InstanceFilter) (sim.Page[sim.Instance], error)
 	InstanceCounts(ctx context.Context) (map[string]int, error)
 	Instance(ctx context.Context, id string) (sim.Instance, error)
+	// AwaitInstance waits until until holds for the instance or it has
+	// ended, and returns it; when ctx ends first, it returns the instance
+	// as it is with ctx's error.
+	AwaitInstance(ctx context.Context, id string, until sim.Until) (sim.Instance, error)
 	Launch(ctx context.Context, req sim.LaunchRequest) (sim.Instance, error)
 	Stop(ctx context.Context, id string) error
 	// Logs reads an instance's captured output (see manager.Manager.Logs).

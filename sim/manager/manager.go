@@ -640,6 +640,8 @@ func (m *Manager) removeLocked(id string) {
 	}
 	delete(m.instances, id)
 	delete(m.ended, id)
+	close(in.changed) // whoever waits on it learns it is gone
+	in.changed = make(chan struct{})
 	if m.cfg.Store != nil {
 		m.retiring[id] = true // until deleteStored's delete is written
 	}
@@ -1001,6 +1003,31 @@ func (m *Manager) waitInstance(ctx context.Context, id string, timeout time.Dura
 }
 
 var errTimeout = errors.New("timed out")
+
+// AwaitInstance waits until until holds for the instance, or it has ended
+// (stopped or failed: it will not hold any more), and returns it; when ctx
+// ends first it returns the instance as it is with ctx's error. An
+// instance removed meanwhile is ENotFound.
+func (m *Manager) AwaitInstance(ctx context.Context, id string, until sim.Until) (sim.Instance, error) {
+	for {
+		m.mu.Lock()
+		in, ok := m.instances[id]
+		if !ok {
+			m.mu.Unlock()
+			return sim.Instance{}, sim.Errorf(sim.ENotFound, "instance %q not found (removed while it was waited on, or never there)", id)
+		}
+		snap, ch := in.Instance, in.changed
+		m.mu.Unlock()
+		if until.Holds(snap) || snap.State.Terminal() {
+			return snap, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return snap, ctx.Err()
+		}
+	}
+}
 
 // Output is what an instance sent to the output sink since a moment; an
 // instance the manager does not know is ENotFound, and a run without a

@@ -103,7 +103,7 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 		// writes hello-ack, so a job that asks to migrate the moment it
 		// reads hello-ack is connected before the manager has heard.
 		if !srcSnap.Connected && !m.nodes[srcSnap.Node].socketConnected(srcSnap) {
-			return nil, sim.Errorf(sim.EUnprocessable, "handover needs the source connected to its job socket; %s is not connected", instanceID)
+			return nil, sim.Errorf(sim.ENotConnected, "handover needs the source connected to its job socket; %s is not connected", instanceID)
 		}
 	}
 	runtimeName := req.Runtime
