@@ -1,76 +1,17 @@
 package scenario
 
 import (
-	"encoding/xml"
 	"fmt"
 	"io"
 	"strings"
-	"unicode/utf8"
+	"time"
+
+	"github.com/normsim/normsim/internal/junit"
 )
 
-// The JUnit report follows the common junit-4 schema (the one Jenkins,
-// GitLab, GitHub test-report actions and most CI systems read):
-// testsuites > testsuite > properties?, testcase* > skipped?, error*,
-// failure*, system-out*. One testsuite per scenario, one testcase per step
-// and run. A failed expectation is a <failure>, a step that could not be
-// carried out an <error>, a step after it <skipped>.
-
-type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Errors   int          `xml:"errors,attr"`
-	Time     string       `xml:"time,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name       string          `xml:"name,attr"`
-	Tests      int             `xml:"tests,attr"`
-	Failures   int             `xml:"failures,attr"`
-	Errors     int             `xml:"errors,attr"`
-	Skipped    int             `xml:"skipped,attr"`
-	Time       string          `xml:"time,attr"`
-	Timestamp  string          `xml:"timestamp,attr"`
-	Hostname   string          `xml:"hostname,attr,omitempty"`
-	ID         int             `xml:"id,attr"`
-	Properties *junitProps     `xml:"properties,omitempty"`
-	Cases      []junitTestcase `xml:"testcase"`
-	SystemOut  *junitText      `xml:"system-out,omitempty"`
-}
-
-type junitProps struct {
-	Props []junitProp `xml:"property"`
-}
-
-type junitProp struct {
-	Name  string `xml:"name,attr"`
-	Value string `xml:"value,attr"`
-}
-
-type junitTestcase struct {
-	Name      string `xml:"name,attr"`
-	Classname string `xml:"classname,attr"`
-	// File is the scenario file (GitHub's and GitLab's reporters link it).
-	File      string        `xml:"file,attr,omitempty"`
-	Time      string        `xml:"time,attr"`
-	Skipped   *junitText    `xml:"skipped,omitempty"`
-	Error     *junitFailure `xml:"error,omitempty"`
-	Failure   *junitFailure `xml:"failure,omitempty"`
-	SystemOut *junitText    `xml:"system-out,omitempty"`
-}
-
-// junitText is text kept as CDATA, so multi-line bodies stay readable.
-type junitText struct {
-	Text string `xml:",cdata"`
-}
-
-type junitFailure struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Text    string `xml:",cdata"`
-}
+// The JUnit report (internal/junit) has one testsuite per scenario, one
+// testcase per step and run. A failed expectation is a <failure>, a step
+// that could not be carried out an <error>, a step after it <skipped>.
 
 // JUnit failure types.
 const (
@@ -79,80 +20,60 @@ const (
 	junitTypeScenario    = "scenario"    // the scenario file is broken
 )
 
-func secs(msOf float64) string { return fmt.Sprintf("%.3f", msOf/1000) }
+func msDur(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 
 // WriteJUnit writes the report as JUnit XML.
 func (r *Report) WriteJUnit(w io.Writer) error {
-	doc := junitSuites{Name: "normsim ci", Time: secs(r.DurationMs)}
-	ts := r.StartedAt.UTC().Format("2006-01-02T15:04:05")
+	doc := junit.Report{Name: "normsim ci", Time: msDur(r.DurationMs)}
 	if len(r.Problems) > 0 {
-		doc.Suites = problemSuites(r, ts)
+		doc.Suites = problemSuites(r)
 	}
-	for i, s := range r.Scenarios {
-		suite := junitSuite{Name: xmlSafe(s.Name), Time: secs(s.DurationMs), Timestamp: s.StartedAt.UTC().Format("2006-01-02T15:04:05"),
-			Hostname: xmlSafe(r.Hostname), ID: i}
+	for _, s := range r.Scenarios {
+		suite := junit.Suite{Name: s.Name, Time: msDur(s.DurationMs), Timestamp: s.StartedAt, Hostname: r.Hostname}
 		runtime := s.Runtime
 		if runtime == "" {
 			runtime = "default"
 		}
-		suite.Properties = &junitProps{Props: []junitProp{
-			{Name: "file", Value: xmlSafe(s.File)},
+		suite.Properties = []junit.Property{
+			{Name: "file", Value: s.File},
 			{Name: "line", Value: fmt.Sprint(s.Line)},
-			{Name: "template", Value: xmlSafe(s.Template)},
+			{Name: "template", Value: s.Template},
 			{Name: "runtime", Value: runtime},
-			{Name: "nodes", Value: xmlSafe(strings.Join(s.Nodes, ","))},
+			{Name: "nodes", Value: strings.Join(s.Nodes, ",")},
 			{Name: "repeat", Value: fmt.Sprint(s.Repeat)},
-		}}
+		}
 		for _, st := range s.Steps {
-			tc := junitTestcase{Name: xmlSafe(caseName(s, st)), Classname: xmlSafe(s.Name), File: xmlSafe(s.File), Time: secs(st.DurationMs)}
+			tc := junit.Case{Name: caseName(s, st), Classname: s.Name, File: s.File, Time: msDur(st.DurationMs)}
 			where := fmt.Sprintf("at %s:%s\n", s.File, st.Pos.String())
 			switch st.Status {
 			case StatusFailed:
-				suite.Failures++
-				tc.Failure = &junitFailure{Message: xmlSafe(st.Message), Type: junitTypeExpectation, Text: xmlSafe(where + failureBody(st))}
+				tc.Failure = &junit.Problem{Message: st.Message, Type: junitTypeExpectation, Text: where + failureBody(st)}
 				tc.SystemOut = failureOut(st)
 			case StatusError:
-				suite.Errors++
-				tc.Error = &junitFailure{Message: xmlSafe(st.Message), Type: junitTypeStep, Text: xmlSafe(where + failureBody(st))}
+				tc.Error = &junit.Problem{Message: st.Message, Type: junitTypeStep, Text: where + failureBody(st)}
 				tc.SystemOut = failureOut(st)
 			case StatusSkipped:
-				suite.Skipped++
-				tc.Skipped = &junitText{Text: xmlSafe(st.Message)}
+				tc.Skipped = st.Message
 			default:
 				if st.Migration != nil {
-					tc.SystemOut = &junitText{Text: xmlSafe(Summary(st.Migration))}
+					tc.SystemOut = Summary(st.Migration)
 				} else if st.Refusal != nil {
-					tc.SystemOut = &junitText{Text: xmlSafe("refused as expected: " + st.Refusal.Error() + "\n")}
+					tc.SystemOut = "refused as expected: " + st.Refusal.Error() + "\n"
 				}
 			}
-			suite.Tests++
 			suite.Cases = append(suite.Cases, tc)
 		}
 		if len(s.Cleanup) > 0 {
-			suite.SystemOut = &junitText{Text: xmlSafe("cleanup: " + strings.Join(s.Cleanup, "\ncleanup: ") + "\n")}
+			suite.SystemOut = "cleanup: " + strings.Join(s.Cleanup, "\ncleanup: ") + "\n"
 		}
 		doc.Suites = append(doc.Suites, suite)
 	}
-	for _, s := range doc.Suites {
-		doc.Tests += s.Tests
-		doc.Failures += s.Failures
-		doc.Errors += s.Errors
-	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return junit.Write(w, doc)
 }
 
 // problemSuites reports broken scenario files: one suite per file, one
 // erroring testcase, so a CI page shows why nothing ran.
-func problemSuites(r *Report, ts string) []junitSuite {
+func problemSuites(r *Report) []junit.Suite {
 	var files []string
 	byFile := map[string][]string{}
 	for _, p := range r.Problems {
@@ -161,16 +82,16 @@ func problemSuites(r *Report, ts string) []junitSuite {
 		}
 		byFile[p.File] = append(byFile[p.File], p.Error())
 	}
-	var out []junitSuite
-	for i, f := range files {
+	var out []junit.Suite
+	for _, f := range files {
 		probs := byFile[f]
 		msg := probs[0]
 		if len(probs) > 1 {
 			msg = fmt.Sprintf("%s (and %d more)", msg, len(probs)-1)
 		}
-		out = append(out, junitSuite{Name: xmlSafe(f), Tests: 1, Errors: 1, Time: secs(0), Timestamp: ts, Hostname: xmlSafe(r.Hostname), ID: i,
-			Cases: []junitTestcase{{Name: "parse", Classname: xmlSafe(f), Time: secs(0),
-				Error: &junitFailure{Message: xmlSafe(msg), Type: junitTypeScenario, Text: xmlSafe(strings.Join(probs, "\n") + "\n")}}}})
+		out = append(out, junit.Suite{Name: f, Timestamp: r.StartedAt, Hostname: r.Hostname,
+			Cases: []junit.Case{{Name: "parse", Classname: f,
+				Error: &junit.Problem{Message: msg, Type: junitTypeScenario, Text: strings.Join(probs, "\n") + "\n"}}}})
 	}
 	return out
 }
@@ -208,40 +129,6 @@ func failureBody(st *StepResult) string {
 
 // failureOut is a failing step's <system-out>: what the job printed, the
 // evidence its author looks for first.
-func failureOut(st *StepResult) *junitText {
-	text := st.Detail + LogTails(st.Migration)
-	if text == "" {
-		return nil
-	}
-	return &junitText{Text: xmlSafe(text)}
-}
-
-// xmlSafe drops what XML 1.0 cannot carry at all (most control characters,
-// invalid UTF-8), which encoding/xml would otherwise write as U+FFFD or
-// refuse.
-func xmlSafe(s string) string {
-	ok := true
-	for _, r := range s {
-		if !xmlChar(r) {
-			ok = false
-			break
-		}
-	}
-	if ok && utf8.ValidString(s) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
-		if xmlChar(r) {
-			b.WriteRune(r)
-		} else {
-			b.WriteRune('\uFFFD')
-		}
-	}
-	return b.String()
-}
-
-func xmlChar(r rune) bool {
-	return r == 0x09 || r == 0x0A || r == 0x0D ||
-		(r >= 0x20 && r <= 0xD7FF) || (r >= 0xE000 && r <= 0xFFFD) || (r >= 0x10000 && r <= 0x10FFFF)
+func failureOut(st *StepResult) string {
+	return st.Detail + LogTails(st.Migration)
 }

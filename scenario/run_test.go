@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/normsim/normsim/internal/junit/junittest"
 	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/normsimtest"
 	"github.com/normsim/normsim/normsimtest/normsimdocker"
@@ -114,7 +115,7 @@ func testExamplesPass(t *testing.T, runtime string) {
 	if err := rep.WriteJUnit(&junit); err != nil {
 		t.Fatal(err)
 	}
-	requireValidJUnit(t, junit.Bytes())
+	junittest.RequireValid(t, junit.Bytes())
 	if err := rep.WriteJSON(&js); err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +218,7 @@ func TestWrongExpectationsFail(t *testing.T) {
 	}
 	var junit bytes.Buffer
 	rep.WriteJUnit(&junit)
-	requireValidJUnit(t, junit.Bytes())
+	junittest.RequireValid(t, junit.Bytes())
 	if !strings.Contains(junit.String(), `message="expected seam gap, got seamless (source stopped at`) ||
 		!strings.Contains(junit.String(), "timeline:\n") {
 		t.Errorf("JUnit failure lacks the message or the timeline:\n%s", junit.String())
@@ -354,7 +355,7 @@ func TestCrashAfterPointOfNoReturnCarriesTheLogs(t *testing.T) {
 	if err := rep.WriteJUnit(&junit); err != nil {
 		t.Fatal(err)
 	}
-	requireValidJUnit(t, junit.Bytes())
+	junittest.RequireValid(t, junit.Bytes())
 	j := junit.String()
 	failure := j[strings.Index(j, "<failure"):strings.Index(j, "</failure>")]
 	sysout := j[strings.Index(j, "</failure>"):]
