@@ -342,7 +342,7 @@ func followMigration(ctx context.Context, c *apiclient.Client, id string, out io
 			ext.clear()
 		}
 		for _, ev := range mig.Events[min(printed, len(mig.Events)):] {
-			fmt.Fprintf(out, "  %11s  %-14s %-8s %s%s\n", sim.FormatMs(float64(ev.At.Sub(mig.StartedAt))/float64(time.Millisecond)), ev.Phase, ev.Side, ev.Detail, sim.PayloadSnippet(ev))
+			fmt.Fprint(out, sim.TimelineLine(mig, ev))
 		}
 		printed = len(mig.Events)
 		ext.tick(mig, time.Now())

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/normsim/normsim/internal/junit"
+	"github.com/normsim/normsim/sim"
 )
 
 // The JUnit report (internal/junit) has one testsuite per scenario, one
@@ -122,7 +123,7 @@ func failureBody(st *StepResult) string {
 		b.WriteString(st.Detail)
 	}
 	if m := st.Migration; m != nil {
-		b.WriteString("\n" + Summary(m) + "timeline:\n" + Timeline(m) + LogTails(m))
+		b.WriteString("\n" + Summary(m) + "timeline:\n" + sim.FormatTimeline(m))
 	}
 	return b.String()
 }

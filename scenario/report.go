@@ -220,16 +220,6 @@ func statusWord(status string) string {
 	return "skip"
 }
 
-// Timeline renders a migration's events, one line each, with the time since
-// it started.
-func Timeline(m *sim.Migration) string {
-	var b bytes.Buffer
-	for _, ev := range m.Events {
-		fmt.Fprintf(&b, "%12s  %-14s %-8s %s%s\n", sim.FormatMs(ms(ev.At.Sub(m.StartedAt))), ev.Phase, ev.Side, ev.Detail, sim.PayloadSnippet(ev))
-	}
-	return b.String()
-}
-
 // LogTails is the last log lines of each side a failed migration carries,
 // as text; "" when it carries none.
 func LogTails(m *sim.Migration) string {

@@ -266,7 +266,7 @@ func (r *Runner) printStep(s *Scenario, sr *StepResult) {
 	}
 	if sr.Migration != nil && (r.cfg.Verbose || sr.Status == StatusFailed || sr.Status == StatusError) {
 		fmt.Fprint(out, indent(Summary(sr.Migration), "                "))
-		fmt.Fprint(out, indent(Timeline(sr.Migration), "                "))
+		fmt.Fprint(out, indent(sim.TimelineText(sr.Migration), "                "))
 		if sr.Status == StatusFailed || sr.Status == StatusError {
 			fmt.Fprint(out, indent(LogTails(sr.Migration), "                "))
 		}

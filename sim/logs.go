@@ -326,14 +326,29 @@ func PayloadSnippet(ev MigrationEvent) string {
 	return "  " + s
 }
 
-// FormatTimeline renders a migration's events for a failure message: each
-// with its time since the start, phase, side, detail and payload, then the
-// log tails a failed migration carries.
-func FormatTimeline(m *Migration) string {
+// TimelineLine is one event of a migration's timeline as every text
+// report prints it (normsim migrate --wait, normsim ci, normsim conform,
+// normsimtest): its time since the migration started, phase, side,
+// detail and payload.
+func TimelineLine(m *Migration, ev MigrationEvent) string {
+	at := float64(ev.At.Sub(m.StartedAt)) / float64(time.Millisecond)
+	return fmt.Sprintf("  %11s  %-14s %-8s %s%s\n", FormatMs(at), ev.Phase, ev.Side, ev.Detail, PayloadSnippet(ev))
+}
+
+// TimelineText is a migration's events, a TimelineLine each.
+func TimelineText(m *Migration) string {
 	var b strings.Builder
 	for _, ev := range m.Events {
-		fmt.Fprintf(&b, "  %8.1fms %-14s %-8s %s%s\n", float64(ev.At.Sub(m.StartedAt))/1e6, ev.Phase, ev.Side, ev.Detail, PayloadSnippet(ev))
+		b.WriteString(TimelineLine(m, ev))
 	}
+	return b.String()
+}
+
+// FormatTimeline renders a migration's events for a failure message
+// (TimelineText), then the log tails a failed migration carries.
+func FormatTimeline(m *Migration) string {
+	var b strings.Builder
+	b.WriteString(TimelineText(m))
 	if m.Logs != nil {
 		b.WriteString(FormatLogTails(m.Logs.Tails))
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/normsim/normsim/scenario"
+	"github.com/normsim/normsim/sim"
 )
 
 // TestDurationsReadAsInTheCLI: the migration page shows a migration's
@@ -30,7 +31,7 @@ func TestDurationsReadAsInTheCLI(t *testing.T) {
 		t.Fatalf("no total in the CLI summary: %q", scenario.Summary(m))
 	}
 	mustContain(t, r, `id="d-total">`+after[1]+`<`)
-	for _, line := range strings.Split(strings.TrimSpace(scenario.Timeline(m)), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(sim.TimelineText(m)), "\n") {
 		at := strings.Fields(line)
 		mustContain(t, r, `<td class="num mono">`+at[0]+" "+at[1]+`</td>`)
 	}
