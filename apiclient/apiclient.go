@@ -116,8 +116,8 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 }
 
 // Nodes lists the simulated nodes as the API shows them.
-func (c *Client) Nodes(ctx context.Context) ([]json.RawMessage, error) {
-	var out []json.RawMessage
+func (c *Client) Nodes(ctx context.Context) ([]sim.NodeView, error) {
+	var out []sim.NodeView
 	return out, c.Do(ctx, http.MethodGet, "/api/v1/nodes", nil, &out)
 }
 

@@ -3,7 +3,6 @@ package cli
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -287,23 +286,13 @@ listener is up: a handover target needs it).`,
 		Example: `  normsim nodes`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			raw, err := api().Nodes(cmd.Context())
+			nodes, err := api().Nodes(cmd.Context())
 			if err != nil {
 				return err
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NODE\tADDRESS\tJOB SOCKET\tCAPABILITIES")
-			for _, r := range raw {
-				var n struct {
-					Name          string
-					Address       string
-					SharedAddress bool
-					Socket        *struct{ URL string }
-					Capabilities  []string
-				}
-				if err := json.Unmarshal(r, &n); err != nil {
-					return fmt.Errorf("read a node from the API: %w", err)
-				}
+			for _, n := range nodes {
 				addr, sock, caps := cmp.Or(n.Address, "-"), "none (--no-job-socket)", cmp.Or(strings.Join(n.Capabilities, ", "), "-")
 				if n.SharedAddress {
 					addr += " (shared)"

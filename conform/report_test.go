@@ -160,7 +160,7 @@ func TestWriteJUnit(t *testing.T) {
 	for _, want := range []string{
 		"timeline:\n",
 		"       1.2 ms  get-state      source   fault fired: kill source on get-state\n", // sim.TimelineLine
-		"last 1 log line(s) of the source, counter-1:",                                    // the migration's tail, as FormatTimeline renders it
+		"last 1 log line(s) of the source, counter-1:",                                   // the migration's tail, as FormatTimeline renders it
 		"last 4 log line(s) of the case (37 earlier not shown, 37 of them not kept past the case's 400):",
 		"counter-1 counter | " + hostileAttr + "\n",
 		"counter-1 counter | last words\n",

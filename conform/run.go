@@ -2,7 +2,6 @@ package conform
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -529,18 +528,13 @@ func (cr *caseRun) collectLogs(ctx context.Context) {
 
 // nodes are the first two nodes of the sim: the case moves between them.
 func (r *Runner) nodes(ctx context.Context) ([]string, error) {
-	raw, err := r.c.Nodes(ctx)
+	nodes, err := r.c.Nodes(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var names []string
-	for _, b := range raw {
-		var n struct {
-			Name string `json:"name"`
-		}
-		if json.Unmarshal(b, &n) == nil && n.Name != "" {
-			names = append(names, n.Name)
-		}
+	for _, n := range nodes {
+		names = append(names, n.Name)
 	}
 	if len(names) < 2 {
 		return nil, fmt.Errorf("the sim has %d node(s); a migration needs two", len(names))

@@ -93,3 +93,33 @@ func (n Node) Capabilities() []string {
 	}
 	return []string{}
 }
+
+// NodeView is a node as the API shows it (GET /api/v1/nodes).
+type NodeView struct {
+	Name string `json:"name"`
+	// Address is the host address the node's published ports bind
+	// (127.0.1.1, …); SharedAddress says other nodes bind it too.
+	Address       string      `json:"address,omitempty"`
+	SharedAddress bool        `json:"sharedAddress,omitempty"`
+	Socket        *SocketView `json:"socket"`
+	Capabilities  []string    `json:"capabilities"`
+	// Engine is the Docker engine the node's containers run on (the
+	// docker context, its address and version); absent without one.
+	Engine *Engine `json:"engine,omitempty"`
+}
+
+// SocketView is a node's job-socket listener as the API shows it; nil
+// on a node without one (--no-job-socket).
+type SocketView struct {
+	URL  string `json:"url"`
+	Port int    `json:"port"`
+}
+
+// View is the node as the API shows it.
+func (n Node) View() NodeView {
+	v := NodeView{Name: n.Name, Address: n.Address, SharedAddress: n.SharedAddress, Capabilities: n.Capabilities(), Engine: n.Engine}
+	if n.HasJobSocket() {
+		v.Socket = &SocketView{URL: n.SocketURL, Port: n.SocketPort}
+	}
+	return v
+}

@@ -17,38 +17,10 @@ import (
 	"github.com/normsim/normsim/sim"
 )
 
-// NodeJSON is a node as the API shows it.
-type NodeJSON struct {
-	Name string `json:"name"`
-	// Address is the host address the node's published ports bind
-	// (127.0.1.1, …); SharedAddress says other nodes bind it too.
-	Address       string      `json:"address,omitempty"`
-	SharedAddress bool        `json:"sharedAddress,omitempty"`
-	Socket        *SocketJSON `json:"socket"`
-	Capabilities  []string    `json:"capabilities"`
-	// Engine is the Docker engine the node's containers run on (the
-	// docker context, its address and version); absent without one.
-	Engine *sim.Engine `json:"engine,omitempty"`
-}
-
-// SocketJSON is a node's job-socket listener.
-type SocketJSON struct {
-	URL  string `json:"url"`
-	Port int    `json:"port"`
-}
-
-func nodeJSON(n sim.Node) NodeJSON {
-	j := NodeJSON{Name: n.Name, Address: n.Address, SharedAddress: n.SharedAddress, Capabilities: n.Capabilities(), Engine: n.Engine}
-	if n.HasJobSocket() {
-		j.Socket = &SocketJSON{URL: n.SocketURL, Port: n.SocketPort}
-	}
-	return j
-}
-
 func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) {
-	out := []NodeJSON{}
+	out := []sim.NodeView{}
 	for _, n := range s.svc.Nodes() {
-		out = append(out, nodeJSON(n))
+		out = append(out, n.View())
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
-	"github.com/normsim/normsim/web"
 )
 
 // BareSim is the peer a handover's cost is measured against, as RawRelay
@@ -112,9 +111,9 @@ func (b *BareSim) Close() error {
 }
 
 func (b *BareSim) nodes(w http.ResponseWriter, r *http.Request) {
-	out := make([]web.NodeJSON, 0, len(bareNodes))
+	out := make([]sim.NodeView, 0, len(bareNodes))
 	for _, n := range bareNodes {
-		out = append(out, web.NodeJSON{Name: n, Socket: &web.SocketJSON{URL: fmt.Sprintf("ws://127.0.0.1:%d", b.socketPort)}})
+		out = append(out, sim.NodeView{Name: n, Socket: &sim.SocketView{URL: fmt.Sprintf("ws://127.0.0.1:%d", b.socketPort)}})
 	}
 	bareJSON(w, http.StatusOK, out)
 }

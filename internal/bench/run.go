@@ -26,7 +26,6 @@ import (
 	"github.com/normsim/normsim/internal/procstat"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/sqlite"
-	"github.com/normsim/normsim/web"
 )
 
 // Where the sim under load runs.
@@ -814,7 +813,7 @@ func FreePort() (int, error) {
 
 // socketNodes returns the first two nodes that serve a job socket.
 func socketNodes(ctx context.Context, api *API) ([2]string, error) {
-	var nodes []web.NodeJSON
+	var nodes []sim.NodeView
 	if err := api.Do(ctx, http.MethodGet, "/api/v1/nodes", nil, &nodes); err != nil {
 		return [2]string{}, err
 	}
