@@ -28,8 +28,9 @@ type Config struct {
 	Verbose bool
 	// Now is the clock for timings; default time.Now.
 	Now func() time.Time
-	// Poll is how often instances and migrations are looked at while
-	// waiting; default 25 ms.
+	// Poll is how long cleanup pauses before it asks again to remove an
+	// instance a migration still holds; default 25 ms. Waits for an
+	// instance or a migration are the server's (?wait), not polled.
 	Poll time.Duration
 	// CleanupTimeout bounds removing a run's instances; default 60 s.
 	CleanupTimeout time.Duration
@@ -513,34 +514,25 @@ func (r *Runner) addLogTails(ctx context.Context, m *sim.Migration) {
 	}
 }
 
-// waitMigration polls until the migration ends; done is false (and the step
-// an error) when it did not end in time.
+// waitMigration waits until the migration ends (the server answers when
+// it does); done is false (and the step an error) when it did not end in
+// time.
 func (r *Runner) waitMigration(ctx context.Context, m *sim.Migration, timeout time.Duration, sr *StepResult) (*sim.Migration, bool) {
-	deadline := r.cfg.Now().Add(timeout)
-	last := m
-	for {
-		got, err := r.c.Migration(ctx, m.ID)
-		if err != nil {
-			if ctx.Err() != nil {
-				sr.fail(StatusError, "interrupted while migration %s was %s in phase %s", m.ID, last.State, last.Phase)
-			} else {
-				sr.fail(StatusError, "migration %s: %v", m.ID, err)
-			}
-			return last, false
-		}
-		last = got
-		if got.State.Ended() {
-			return got, true
-		}
-		if !r.cfg.Now().Before(deadline) {
-			sr.fail(StatusError, "migration %s is still %s in phase %s after %v (set the step's timeout to wait longer)", m.ID, got.State, got.Phase, timeout)
-			return got, false
-		}
-		if !r.sleep(ctx) {
-			sr.fail(StatusError, "interrupted while migration %s was %s in phase %s", m.ID, got.State, got.Phase)
-			return got, false
-		}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	got, err := r.c.WaitMigration(wctx, m.ID, nil)
+	last := cmp.Or(got, m)
+	switch {
+	case err == nil:
+		return got, true
+	case ctx.Err() != nil:
+		sr.fail(StatusError, "interrupted while migration %s was %s in phase %s", m.ID, last.State, last.Phase)
+	case errors.Is(err, context.DeadlineExceeded):
+		sr.fail(StatusError, "migration %s is still %s in phase %s after %v (set the step's timeout to wait longer)", m.ID, last.State, last.Phase, timeout)
+	default:
+		sr.fail(StatusError, "migration %s: %v", m.ID, err)
 	}
+	return last, false
 }
 
 // cleanup removes every instance created since before: it waits (bounded)
@@ -550,24 +542,22 @@ func (r *Runner) cleanup(ctx context.Context, before map[string]bool) []string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.CleanupTimeout)
 	defer cancel()
 	var problems []string
-	for {
-		running, err := r.c.Migrations(ctx, sim.MigrationFilter{State: sim.MigrationRunning})
-		if err != nil {
-			return []string{fmt.Sprintf("list running migrations: %v", err)}
+	running, err := r.c.Migrations(ctx, sim.MigrationFilter{State: sim.MigrationRunning})
+	if err != nil {
+		return []string{fmt.Sprintf("list running migrations: %v", err)}
+	}
+	left := 0
+	for _, m := range running {
+		if before[m.Source.Instance] {
+			continue
 		}
-		ours := 0
-		for _, m := range running {
-			if !before[m.Source.Instance] {
-				ours++
-			}
+		// The server answers each the moment it ends.
+		if _, err := r.c.WaitMigrationSummary(ctx, m.ID); err != nil {
+			left++
 		}
-		if ours == 0 {
-			break
-		}
-		if !r.sleep(ctx) {
-			problems = append(problems, fmt.Sprintf("%d migration(s) still running after %v", ours, r.cfg.CleanupTimeout))
-			break
-		}
+	}
+	if left > 0 {
+		problems = append(problems, fmt.Sprintf("%d migration(s) still running after %v", left, r.cfg.CleanupTimeout))
 	}
 	list, err := r.c.Instances(ctx)
 	if err != nil {
