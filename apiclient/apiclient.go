@@ -207,6 +207,14 @@ func (c *Client) WaitInstance(ctx context.Context, id string, until sim.Until) (
 	}
 }
 
+// Frames are the last tail frames between an instance's job and its node,
+// oldest first.
+func (c *Client) Frames(ctx context.Context, id string, tail int) ([]sim.FrameRecord, error) {
+	var out []sim.FrameRecord
+	path := "/api/v1/instances/" + url.PathEscape(id) + "/frames?tail=" + strconv.Itoa(tail)
+	return out, c.Do(ctx, http.MethodGet, path, nil, &out)
+}
+
 // Instances lists every instance.
 func (c *Client) Instances(ctx context.Context) ([]sim.Instance, error) {
 	var out []sim.Instance

@@ -3,6 +3,7 @@ package cli
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -276,6 +277,48 @@ and range (what launch --param sets), and why an invalid one was refused.`,
 		},
 	}
 
+	var frameTail int
+	var framesJSON bool
+	frames := &cobra.Command{
+		Use:   "frames ID",
+		Short: "Show the job-socket frames between an instance's job and its node",
+		Long: `Show the last frames an instance's job and its node said to each other on
+the job socket, oldest first: when, which way (in: job to node; out: node to
+job), the frame's type and size, and its text (hello's token redacted). It
+covers the job's whole life, not only its migrations: a hello that was
+refused, a frame the job sent at the wrong moment. An instance removed since
+keeps its frames until its records are pruned (normsim up
+--keep-migrations). --json prints the records as the API gives them.`,
+		Example: `  normsim frames counter-1a2b3c
+  normsim frames counter-1a2b3c --tail 20 --json`,
+		Args: exactArgs(1, "ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if frameTail < 1 || frameTail > 10000 {
+				return usageErr("--tail: want a number of frames from 1 to 10000; got %d", frameTail)
+			}
+			frs, err := api().Frames(cmd.Context(), args[0], frameTail)
+			if err != nil {
+				return instanceHint(err)
+			}
+			out := cmd.OutOrStdout()
+			if framesJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(frs)
+			}
+			if len(frs) == 0 {
+				fmt.Fprintf(out, "%s: no frames yet (its job has not connected)\n", args[0])
+				return nil
+			}
+			for _, f := range frs {
+				fmt.Fprintf(out, "%s  %-3s  %-16s %7s  %s\n", f.At.UTC().Format("15:04:05.000"), f.Direction, f.Type, fmt.Sprintf("%d B", f.Size), sim.FrameSnippet([]byte(f.Data)))
+			}
+			return nil
+		},
+	}
+	frames.Flags().IntVar(&frameTail, "tail", 50, "how many of the last frames to show (1 to 10000)")
+	frames.Flags().BoolVar(&framesJSON, "json", false, "print the frame records as JSON")
+
 	nodes := &cobra.Command{
 		Use:   "nodes",
 		Short: "List the nodes of a running sim, with capability and addresses",
@@ -306,7 +349,7 @@ listener is up: a handover target needs it).`,
 		},
 	}
 
-	cmds := []*cobra.Command{launch, ps, stop, logs, migrate, templates, nodes}
+	cmds := []*cobra.Command{launch, ps, stop, logs, frames, migrate, templates, nodes}
 	for _, c := range cmds {
 		add(c)
 	}

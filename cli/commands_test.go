@@ -1,9 +1,12 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/normsim/normsim/internal/testjob"
 	"github.com/normsim/normsim/normsimtest"
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
@@ -29,7 +32,7 @@ func TestClientCommandsTeach(t *testing.T) {
 	if _, errOut := cmd(1, "launch", "nosuch", "--node", "a"); !strings.Contains(errOut, `template "nosuch" not found; loaded: counter, plain, relay-overlap`) {
 		t.Errorf("launch of an unknown template: %q", errOut)
 	}
-	for _, args := range [][]string{{"stop", "nosuch"}, {"logs", "nosuch"}, {"migrate", "nosuch"}} {
+	for _, args := range [][]string{{"stop", "nosuch"}, {"logs", "nosuch"}, {"migrate", "nosuch"}, {"frames", "nosuch"}} {
 		// logs adds that no logs of it are kept either, before the hint.
 		if _, errOut := cmd(1, args...); !strings.Contains(errOut, `instance "nosuch" not found`) || !strings.HasSuffix(strings.TrimSpace(errOut), "; normsim ps lists the instances (NOT_FOUND)") {
 			t.Errorf("%v: %q", args, errOut)
@@ -52,7 +55,7 @@ func TestClientCommandsTeach(t *testing.T) {
 // TestClientCommandsHaveHelp: each command that talks to a sim explains
 // itself and shows examples.
 func TestClientCommandsHaveHelp(t *testing.T) {
-	for _, c := range []string{"launch", "ps", "logs", "stop", "migrate", "templates", "nodes"} {
+	for _, c := range []string{"launch", "ps", "logs", "frames", "stop", "migrate", "templates", "nodes"} {
 		code, out, _ := run(t, c, "--help")
 		if code != 0 || !strings.Contains(out, "Examples:\n  normsim "+c) || !strings.Contains(out, "--server") || len(out) < 400 {
 			t.Errorf("%s --help: exit %d\n%s", c, code, out)
@@ -108,5 +111,44 @@ func TestMigrateWaitPrintsWhatTheTargetCouldNotApply(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("migrate --wait does not print %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestFramesShowsTheJobsSocket: normsim frames shows what a job and its
+// node said, both ways, hello's token redacted; --json gives the records.
+func TestFramesShowsTheJobsSocket(t *testing.T) {
+	s := normsimtest.Start(t, normsimtest.Options{Templates: []string{"../templates"}, Runtime: sim.RuntimeExternal})
+	server := strings.TrimPrefix(s.URL, "http://")
+	in := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
+	env := in.Env["counter"]
+	testjob.Dial(t, env)
+	s.WaitConnected(t, in.ID)
+	var out string
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		code, o, errOut := run(t, "frames", in.ID, "--server", server)
+		if code != 0 {
+			t.Fatalf("frames: exit %d: %s", code, errOut)
+		}
+		if out = o; strings.Contains(out, "hello-ack") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond) // the recorder writes a few ms after the frame
+	}
+	t.Logf("normsim frames:\n%s", out)
+	for _, want := range []string{"  in   hello ", "  out  hello-ack "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("frames lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, env[protocol.EnvToken]) {
+		t.Errorf("frames shows hello's token:\n%s", out)
+	}
+	code, js, _ := run(t, "frames", in.ID, "--tail", "1", "--json", "--server", server)
+	var frs []sim.FrameRecord
+	if code != 0 || json.Unmarshal([]byte(js), &frs) != nil || len(frs) != 1 || frs[0].Role != in.ID {
+		t.Errorf("frames --tail 1 --json: exit %d\n%s", code, js)
+	}
+	if code, _, errOut := run(t, "frames", in.ID, "--tail", "0", "--server", server); code != 2 || !strings.Contains(errOut, "--tail: want a number of frames from 1 to 10000; got 0") {
+		t.Errorf("--tail 0: exit %d: %s", code, errOut)
 	}
 }

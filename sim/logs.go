@@ -314,16 +314,23 @@ func PayloadSnippet(ev MigrationEvent) string {
 	if ev.Frame == nil || len(ev.Frame.Payload) == 0 || string(ev.Frame.Payload) == "null" {
 		return ""
 	}
+	return "  " + FrameSnippet(ev.Frame.Payload)
+}
+
+// FrameSnippet is a frame's (or a payload's) text for a terminal: JSON
+// compacted onto one line, what a terminal would act on escaped, cut to
+// PayloadCut characters.
+func FrameSnippet(text []byte) string {
 	var b bytes.Buffer
-	if err := json.Compact(&b, ev.Frame.Payload); err != nil {
+	if err := json.Compact(&b, text); err != nil {
 		b.Reset()
-		b.Write(ev.Frame.Payload)
+		b.Write(text)
 	}
 	s := escapeLog(b.Bytes())
 	if r := []rune(s); len(r) > PayloadCut {
 		s = string(r[:PayloadCut]) + "…"
 	}
-	return "  " + s
+	return s
 }
 
 // TimelineLine is one event of a migration's timeline as every text

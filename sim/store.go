@@ -102,6 +102,10 @@ type FrameRecord struct {
 // FrameFilter narrows ListFrames.
 type FrameFilter struct {
 	JobID string
+	// Role is the instance the frames were said by or to.
 	Role  string
 	Limit int
+	// Tail lists the last Limit frames (still oldest first) instead of
+	// the first.
+	Tail bool
 }

@@ -134,6 +134,29 @@ func (s *Server) getInstance(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, in.View())
 }
 
+// maxFrameTail bounds ?tail of an instance's frames.
+const maxFrameTail = 10000
+
+// frames lists the last ?tail (default 200) frames between an instance's
+// job and its node, oldest first.
+func (s *Server) frames(w http.ResponseWriter, r *http.Request) {
+	tail := 200
+	if v := r.URL.Query().Get("tail"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxFrameTail {
+			writeError(w, sim.Errorf(sim.EInvalid, "tail: must be a number of frames from 1 to %d; got %q", maxFrameTail, v))
+			return
+		}
+		tail = n
+	}
+	frs, err := s.svc.Frames(r.Context(), pathParam(r, "id"), tail)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, frs)
+}
+
 // output reports what an instance sent to the output sink since the
 // RFC 3339 time in since (every packet the sink keeps when absent).
 func (s *Server) output(w http.ResponseWriter, r *http.Request) {

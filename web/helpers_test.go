@@ -129,6 +129,7 @@ type fakeService struct {
 	migrations []*sim.Migration
 	bus        *sim.Bus
 
+	frames                         map[string][]sim.FrameRecord
 	launchErr, migrateErr, stopErr error
 	storeErr                       error
 	launched                       []sim.LaunchRequest
@@ -227,6 +228,16 @@ func (f *fakeService) Instance(ctx context.Context, id string) (sim.Instance, er
 		}
 	}
 	return sim.Instance{}, sim.Errorf(sim.ENotFound, "instance %q not found", id)
+}
+
+func (f *fakeService) Frames(ctx context.Context, id string, tail int) ([]sim.FrameRecord, error) {
+	if _, err := f.Instance(ctx, id); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	frs := f.frames[id]
+	return append([]sim.FrameRecord{}, frs[max(0, len(frs)-tail):]...), nil
 }
 
 func (f *fakeService) AwaitInstance(ctx context.Context, id string, until sim.Until) (sim.Instance, error) {

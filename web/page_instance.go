@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -8,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/normsim/normsim/sim"
 )
@@ -41,8 +43,12 @@ type instancePage struct {
 	JSONEnv    string
 	Params     []envVar
 	Migrations []*sim.Migration
-	Active     *sim.Migration
-	Terminal   bool
+	// Frames are the last job-socket frames of the instance, oldest
+	// first; FramesErr why they could not be read.
+	Frames    []frameRow
+	FramesErr string
+	Active    *sim.Migration
+	Terminal  bool
 	// Health is what the page says of the healthchecks: only a running
 	// instance is healthy or not yet.
 	Health string
@@ -56,6 +62,31 @@ type strategyButton struct {
 	Declared bool
 	Reason   string
 	Summary  string
+}
+
+// frameRow is a job-socket frame as the instance page lists it.
+type frameRow struct {
+	At        time.Time
+	Direction string
+	Type      string
+	Size      int
+	Text      string
+}
+
+// pageFrames is how many of an instance's last frames its page lists.
+const pageFrames = 50
+
+// framesOf reads an instance's last frames for its page.
+func (s *Server) framesOf(ctx context.Context, id string) ([]frameRow, string) {
+	frs, err := s.svc.Frames(ctx, id, pageFrames)
+	if err != nil {
+		return nil, sim.ErrorMessage(err)
+	}
+	rows := make([]frameRow, len(frs))
+	for i, f := range frs {
+		rows[i] = frameRow{At: f.At, Direction: f.Direction, Type: f.Type, Size: f.Size, Text: sim.FrameSnippet([]byte(f.Data))}
+	}
+	return rows, ""
 }
 
 type targetOption struct {
@@ -104,6 +135,7 @@ func (s *Server) renderInstance(w http.ResponseWriter, r *http.Request, status i
 		p.Instance = id
 		p.In = sim.Instance{ID: id, State: sim.InstanceStopped}
 		p.Removed, p.Terminal = true, true
+		p.Frames, p.FramesErr = s.framesOf(ctx, id)
 		s.render(w, http.StatusOK, "instance", p)
 		return
 	}
@@ -192,6 +224,7 @@ func (s *Server) renderInstance(w http.ResponseWriter, r *http.Request, status i
 				"overlap is not “safer” than handover, since a handover product never promised to tolerate a second writer."
 		}
 	}
+	p.Frames, p.FramesErr = s.framesOf(ctx, raw.ID)
 	migs, err := s.svc.MigrationPage(ctx, sim.MigrationFilter{JobID: raw.JobID, Limit: 20})
 	if err == nil {
 		p.Migrations = migs.Items

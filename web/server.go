@@ -53,6 +53,9 @@ type Service interface {
 	// Census is what the runtimes have running as the host sees it, each
 	// unit marked known or not, and the runtimes that cannot tell.
 	Census(ctx context.Context) ([]sim.RunningUnit, []string, error)
+	// Frames are the last tail frames between an instance's job and its
+	// node, oldest first.
+	Frames(ctx context.Context, id string, tail int) ([]sim.FrameRecord, error)
 	// Output is what an instance sent to the output sink since then.
 	Output(ctx context.Context, id string, since time.Time) (sim.OutputSummary, error)
 	Migrate(ctx context.Context, id string, req sim.MigrateRequest) (*sim.Migration, error)
@@ -159,6 +162,7 @@ func New(cfg Config) *Server {
 		r.Get("/instances", s.listInstances)
 		r.Post("/instances", s.launch)
 		r.Get("/instances/{id}", s.getInstance)
+		r.Get("/instances/{id}/frames", s.frames)
 		r.Delete("/instances/{id}", s.stop)
 		r.Get("/instances/{id}/logs", s.logs)
 		r.Get("/instances/{id}/output", s.output)

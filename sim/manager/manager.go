@@ -1029,6 +1029,30 @@ func (m *Manager) AwaitInstance(ctx context.Context, id string, until sim.Until)
 	}
 }
 
+// Frames are the last tail frames between an instance's job and its node
+// (both directions, oldest first), as recorded; a frame reaches the store
+// a few milliseconds after it crossed the socket. An instance removed
+// since keeps its frames until its records are pruned; one the manager
+// never knew, with no frames, is ENotFound.
+func (m *Manager) Frames(ctx context.Context, id string, tail int) ([]sim.FrameRecord, error) {
+	if m.cfg.Store == nil {
+		return nil, sim.Errorf(sim.EUnavailable, "this normsim keeps no frames (no store configured)")
+	}
+	frs, err := m.cfg.Store.ListFrames(ctx, sim.FrameFilter{Role: id, Limit: tail, Tail: true})
+	if err != nil {
+		return nil, err
+	}
+	if len(frs) == 0 {
+		if _, err := m.Instance(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	if frs == nil {
+		frs = []sim.FrameRecord{}
+	}
+	return frs, nil
+}
+
 // Output is what an instance sent to the output sink since a moment; an
 // instance the manager does not know is ENotFound, and a run without a
 // sink reports no packets.

@@ -156,3 +156,28 @@ func BenchmarkAppendEvents(b *testing.B) {
 		})
 	}
 }
+
+// TestListFramesTail: the last frames of one instance, oldest first.
+func TestListFramesTail(t *testing.T) {
+	ctx := context.Background()
+	s := MustOpen(t, filepath.Join(t.TempDir(), "s.db"))
+	if err := s.RecordFrames(ctx, frameRecords(30, time.Unix(1700000000, 0).UTC())); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ListFrames(ctx, sim.FrameFilter{Role: "counter-1", Limit: 3, Tail: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int
+	for _, f := range got {
+		sizes = append(sizes, f.Size)
+	}
+	// counter-1 said frames 1, 4, …, 25, 28: sizes 21, 24, …, 45, 48.
+	if fmt.Sprint(sizes) != "[42 45 48]" {
+		t.Fatalf("tail of 3 = sizes %v, want [42 45 48]", sizes)
+	}
+	first, _ := s.ListFrames(ctx, sim.FrameFilter{Role: "counter-1", Limit: 2})
+	if len(first) != 2 || first[0].Size != 21 || first[1].Size != 24 {
+		t.Fatalf("first 2 = %+v", first)
+	}
+}

@@ -866,18 +866,22 @@ const frameRows = 32
 
 // ListFrames returns recorded frames oldest first.
 func (s *Store) ListFrames(ctx context.Context, f sim.FrameFilter) ([]sim.FrameRecord, error) {
-	q := `SELECT at, node, job_id, role, direction, type, size, data FROM frames WHERE 1=1`
+	const cols = "at, node, job_id, role, direction, type, size, data"
+	where := "1=1"
 	var args []any
 	if f.JobID != "" {
-		q += " AND job_id = ?"
+		where += " AND job_id = ?"
 		args = append(args, f.JobID)
 	}
 	if f.Role != "" {
-		q += " AND role = ?"
+		where += " AND role = ?"
 		args = append(args, f.Role)
 	}
-	q += " ORDER BY seq"
-	if f.Limit > 0 {
+	q := "SELECT " + cols + " FROM frames WHERE " + where + " ORDER BY seq"
+	switch {
+	case f.Tail && f.Limit > 0:
+		q = fmt.Sprintf("SELECT %s FROM (SELECT seq, %s FROM frames WHERE %s ORDER BY seq DESC LIMIT %d) ORDER BY seq", cols, cols, where, f.Limit)
+	case f.Limit > 0:
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
 	rows, err := s.pool().QueryContext(ctx, q, args...)
