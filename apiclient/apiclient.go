@@ -215,6 +215,14 @@ func (c *Client) Frames(ctx context.Context, id string, tail int) ([]sim.FrameRe
 	return out, c.Do(ctx, http.MethodGet, path, nil, &out)
 }
 
+// InstanceEvents are the last tail changes of an instance (its states, its
+// job's connections, what its runtime noticed), oldest first.
+func (c *Client) InstanceEvents(ctx context.Context, id string, tail int) ([]sim.DescribedEvent, error) {
+	var out []sim.DescribedEvent
+	path := "/api/v1/instances/" + url.PathEscape(id) + "/events?tail=" + strconv.Itoa(tail)
+	return out, c.Do(ctx, http.MethodGet, path, nil, &out)
+}
+
 // Instances lists every instance.
 func (c *Client) Instances(ctx context.Context) ([]sim.Instance, error) {
 	var out []sim.Instance

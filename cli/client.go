@@ -277,6 +277,48 @@ and range (what launch --param sets), and why an invalid one was refused.`,
 		},
 	}
 
+	var eventTail int
+	var eventsJSON bool
+	events := &cobra.Command{
+		Use:   "events ID",
+		Short: "Show what happened to an instance: its states, connections and runtime",
+		Long: `Show the last changes of an instance, oldest first: each state it went
+through (with the error that ended it), each time its job connected to the
+job socket or its socket closed (with the close code and reason), and what
+its runtime noticed (a service that exited, and whether the engine restarted
+it). An instance removed since keeps its history until its records are
+pruned (normsim up --keep-migrations). --json prints the records as the API
+gives them.`,
+		Example: `  normsim events counter-1a2b3c
+  normsim events counter-1a2b3c --tail 20 --json`,
+		Args: exactArgs(1, "ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if eventTail < 1 || eventTail > 10000 {
+				return usageErr("--tail: want a number of events from 1 to 10000; got %d", eventTail)
+			}
+			evs, err := api().InstanceEvents(cmd.Context(), args[0], eventTail)
+			if err != nil {
+				return instanceHint(err)
+			}
+			out := cmd.OutOrStdout()
+			if eventsJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(evs)
+			}
+			if len(evs) == 0 {
+				fmt.Fprintf(out, "%s: nothing recorded yet\n", args[0])
+				return nil
+			}
+			for _, ev := range evs {
+				fmt.Fprintf(out, "%s  %-19s %s\n", ev.At.UTC().Format("15:04:05.000"), ev.Kind, sim.TerminalSafe(ev.Text))
+			}
+			return nil
+		},
+	}
+	events.Flags().IntVar(&eventTail, "tail", 50, "how many of the last events to show (1 to 10000)")
+	events.Flags().BoolVar(&eventsJSON, "json", false, "print the event records as JSON")
+
 	var frameTail int
 	var framesJSON bool
 	frames := &cobra.Command{
@@ -349,7 +391,7 @@ listener is up: a handover target needs it).`,
 		},
 	}
 
-	cmds := []*cobra.Command{launch, ps, stop, logs, frames, migrate, templates, nodes}
+	cmds := []*cobra.Command{launch, ps, stop, logs, events, frames, migrate, templates, nodes}
 	for _, c := range cmds {
 		add(c)
 	}

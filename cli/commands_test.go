@@ -32,7 +32,7 @@ func TestClientCommandsTeach(t *testing.T) {
 	if _, errOut := cmd(1, "launch", "nosuch", "--node", "a"); !strings.Contains(errOut, `template "nosuch" not found; loaded: counter, plain, relay-overlap`) {
 		t.Errorf("launch of an unknown template: %q", errOut)
 	}
-	for _, args := range [][]string{{"stop", "nosuch"}, {"logs", "nosuch"}, {"migrate", "nosuch"}, {"frames", "nosuch"}} {
+	for _, args := range [][]string{{"stop", "nosuch"}, {"logs", "nosuch"}, {"migrate", "nosuch"}, {"frames", "nosuch"}, {"events", "nosuch"}} {
 		// logs adds that no logs of it are kept either, before the hint.
 		if _, errOut := cmd(1, args...); !strings.Contains(errOut, `instance "nosuch" not found`) || !strings.HasSuffix(strings.TrimSpace(errOut), "; normsim ps lists the instances (NOT_FOUND)") {
 			t.Errorf("%v: %q", args, errOut)
@@ -55,7 +55,7 @@ func TestClientCommandsTeach(t *testing.T) {
 // TestClientCommandsHaveHelp: each command that talks to a sim explains
 // itself and shows examples.
 func TestClientCommandsHaveHelp(t *testing.T) {
-	for _, c := range []string{"launch", "ps", "logs", "frames", "stop", "migrate", "templates", "nodes"} {
+	for _, c := range []string{"launch", "ps", "logs", "events", "frames", "stop", "migrate", "templates", "nodes"} {
 		code, out, _ := run(t, c, "--help")
 		if code != 0 || !strings.Contains(out, "Examples:\n  normsim "+c) || !strings.Contains(out, "--server") || len(out) < 400 {
 			t.Errorf("%s --help: exit %d\n%s", c, code, out)
@@ -150,5 +150,42 @@ func TestFramesShowsTheJobsSocket(t *testing.T) {
 	}
 	if code, _, errOut := run(t, "frames", in.ID, "--tail", "0", "--server", server); code != 2 || !strings.Contains(errOut, "--tail: want a number of frames from 1 to 10000; got 0") {
 		t.Errorf("--tail 0: exit %d: %s", code, errOut)
+	}
+}
+
+// TestEventsTellAnInstancesHistory: normsim events says what happened to
+// an instance, in words, after it is gone too.
+func TestEventsTellAnInstancesHistory(t *testing.T) {
+	s := normsimtest.Start(t, normsimtest.Options{Templates: []string{"../templates"}, Runtime: sim.RuntimeExternal})
+	server := strings.TrimPrefix(s.URL, "http://")
+	in := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
+	j := testjob.Dial(t, in.Env["counter"])
+	s.WaitConnected(t, in.ID)
+	j.Conn().Close(4000, "bye from the job")
+	s.WaitInstance(t, in.ID, 10*time.Second, "disconnected", func(in sim.Instance) bool { return !in.Connected })
+	if err := s.Do("DELETE", "/api/v1/instances/"+in.ID, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.Main.Manager.Flush()
+	code, out, errOut := run(t, "events", in.ID, "--server", server)
+	if code != 0 {
+		t.Fatalf("events: exit %d: %s", code, errOut)
+	}
+	t.Logf("normsim events:\n%s", out)
+	for _, want := range []string{
+		"instance.state      placed on node a: starting",
+		"instance.state      starting → running",
+		"instance.connected  its job connected to the job socket",
+		"instance.connected  its job's socket closed (4000: bye from the job)",
+		"instance.removed    removed",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("events lacks %q:\n%s", want, out)
+		}
+	}
+	code, js, _ := run(t, "events", in.ID, "--tail", "1", "--json", "--server", server)
+	var evs []sim.DescribedEvent
+	if code != 0 || json.Unmarshal([]byte(js), &evs) != nil || len(evs) != 1 || evs[0].Kind != sim.EventInstanceRemoved || evs[0].Text != "removed" {
+		t.Errorf("events --tail 1 --json: exit %d\n%s", code, js)
 	}
 }

@@ -317,6 +317,10 @@ func PayloadSnippet(ev MigrationEvent) string {
 	return "  " + FrameSnippet(ev.Frame.Payload)
 }
 
+// TerminalSafe is s with what a terminal would act on (control
+// characters, escape sequences) escaped, as log lines are.
+func TerminalSafe(s string) string { return escapeLog([]byte(s)) }
+
 // FrameSnippet is a frame's (or a payload's) text for a terminal: JSON
 // compacted onto one line, what a terminal would act on escaped, cut to
 // PayloadCut characters.

@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -85,6 +87,68 @@ type EventFilter struct {
 	Migration string
 	AfterSeq  int64
 	Limit     int
+	// Tail lists the last Limit events (still oldest first) instead of
+	// the first.
+	Tail bool
+}
+
+// DescribedEvent is an event with what it tells of in words, as the API
+// lists an instance's events.
+type DescribedEvent struct {
+	Event
+	Text string `json:"text"`
+}
+
+// Described is ev with its DescribeEvent.
+func Described(ev Event) DescribedEvent { return DescribedEvent{Event: ev, Text: DescribeEvent(ev)} }
+
+// DescribeEvent says what an event tells of, in one line for people.
+func DescribeEvent(ev Event) string {
+	var d struct {
+		From, To, Error, Node string
+		Connected, Replaced   bool
+		Code                  int
+		Reason                string
+		Service, Kind, Detail string
+		ExitCode              *int
+	}
+	_ = json.Unmarshal(ev.Data, &d)
+	switch ev.Kind {
+	case EventInstanceState:
+		s := fmt.Sprintf("%s → %s", cmp.Or(d.From, "placed"), d.To)
+		if d.From == "" && d.Node != "" {
+			s = fmt.Sprintf("placed on node %s: %s", d.Node, d.To)
+		}
+		if d.Error != "" {
+			s += ": " + d.Error
+		}
+		return s
+	case EventInstanceConnected:
+		switch {
+		case d.Replaced:
+			return fmt.Sprintf("a newer connection of its job replaced the older one (closed %d: %s)", d.Code, cmp.Or(d.Reason, "no reason given"))
+		case d.Connected:
+			return "its job connected to the job socket"
+		case d.Code != 0:
+			return fmt.Sprintf("its job's socket closed (%d: %s)", d.Code, cmp.Or(d.Reason, "no reason given"))
+		}
+		return "its job's socket closed"
+	case EventInstanceRuntime:
+		s := fmt.Sprintf("service %s %s", d.Service, d.Kind)
+		if d.Kind == string(ServiceExited) && d.ExitCode != nil {
+			s += fmt.Sprintf(" (code %d)", *d.ExitCode)
+		}
+		if d.Detail != "" {
+			s += ": " + d.Detail
+		}
+		return s
+	case EventInstanceRemoved:
+		if ev.Migration != "" {
+			return "removed by migration " + ev.Migration
+		}
+		return "removed"
+	}
+	return string(ev.Kind) + " " + string(ev.Data)
 }
 
 // FrameRecord is one frame a node received from or sent to a job.

@@ -134,20 +134,50 @@ func (s *Server) getInstance(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, in.View())
 }
 
-// maxFrameTail bounds ?tail of an instance's frames.
-const maxFrameTail = 10000
+// maxRecordTail bounds ?tail of an instance's frames and events.
+const maxRecordTail = 10000
+
+// recordTail reads ?tail, a number of records from 1 to maxRecordTail
+// (default 200).
+func recordTail(r *http.Request, what string) (int, error) {
+	v := r.URL.Query().Get("tail")
+	if v == "" {
+		return 200, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxRecordTail {
+		return 0, sim.Errorf(sim.EInvalid, "tail: must be a number of %s from 1 to %d; got %q", what, maxRecordTail, v)
+	}
+	return n, nil
+}
+
+// instanceEvents lists the last ?tail (default 200) changes of an
+// instance, oldest first, each with what it says in words.
+func (s *Server) instanceEvents(w http.ResponseWriter, r *http.Request) {
+	tail, err := recordTail(r, "events")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	evs, err := s.svc.InstanceEvents(r.Context(), pathParam(r, "id"), tail)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := make([]sim.DescribedEvent, len(evs))
+	for i, ev := range evs {
+		out[i] = sim.Described(ev)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
 
 // frames lists the last ?tail (default 200) frames between an instance's
 // job and its node, oldest first.
 func (s *Server) frames(w http.ResponseWriter, r *http.Request) {
-	tail := 200
-	if v := r.URL.Query().Get("tail"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxFrameTail {
-			writeError(w, sim.Errorf(sim.EInvalid, "tail: must be a number of frames from 1 to %d; got %q", maxFrameTail, v))
-			return
-		}
-		tail = n
+	tail, err := recordTail(r, "frames")
+	if err != nil {
+		writeError(w, err)
+		return
 	}
 	frs, err := s.svc.Frames(r.Context(), pathParam(r, "id"), tail)
 	if err != nil {

@@ -64,3 +64,31 @@ func TestInstancePageListsFrames(t *testing.T) {
 		t.Errorf("an instance without frames: %s", r.Body)
 	}
 }
+
+// TestInstanceEventsInWords: GET /api/v1/instances/{id}/events lists an
+// instance's changes with what each says in words, and its page shows them.
+func TestInstanceEventsInWords(t *testing.T) {
+	f := newFake()
+	f.add(sim.Instance{ID: "i1", JobID: "job-1", Node: "a", Template: "counter", State: sim.InstanceRunning})
+	at := time.Now()
+	f.events = map[string][]sim.Event{"i1": {
+		{Seq: 1, At: at, Kind: sim.EventInstanceState, Instance: "i1", Data: []byte(`{"from":"","to":"starting","node":"a"}`)},
+		{Seq: 2, At: at, Kind: sim.EventInstanceRuntime, Instance: "i1", Data: []byte(`{"service":"job","kind":"exited","exitCode":3,"detail":"the engine restarts it (restart: on-failure)"}`)},
+		{Seq: 3, At: at, Kind: sim.EventInstanceConnected, Instance: "i1", Data: []byte(`{"connected":false,"code":4400,"reason":"<b>late</b>"}`)},
+	}}
+	h := newServer(t, f, nil)
+	r := get(t, h, "/api/v1/instances/i1/events?tail=2")
+	if r.Status != http.StatusOK || strings.Contains(r.Body, "placed on node") ||
+		!strings.Contains(r.Body, `"text": "service job exited (code 3): the engine restarts it (restart: on-failure)"`) {
+		t.Fatalf("events?tail=2: %d %s", r.Status, r.Body)
+	}
+	if r := get(t, h, "/api/v1/instances/i1/events?tail=-1"); r.Status != http.StatusBadRequest || !strings.Contains(r.Body, "tail: must be a number of events") {
+		t.Errorf("tail=-1: %d %s", r.Status, r.Body)
+	}
+	page := get(t, h, "/instances/i1")
+	for _, want := range []string{`id="history"`, "placed on node a: starting", "its job&#39;s socket closed (4400: &lt;b&gt;late&lt;/b&gt;)"} {
+		if !strings.Contains(page.Body, want) {
+			t.Errorf("instance page lacks %q", want)
+		}
+	}
+}

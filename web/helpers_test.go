@@ -130,6 +130,7 @@ type fakeService struct {
 	bus        *sim.Bus
 
 	frames                         map[string][]sim.FrameRecord
+	events                         map[string][]sim.Event
 	launchErr, migrateErr, stopErr error
 	storeErr                       error
 	launched                       []sim.LaunchRequest
@@ -238,6 +239,16 @@ func (f *fakeService) Frames(ctx context.Context, id string, tail int) ([]sim.Fr
 	defer f.mu.Unlock()
 	frs := f.frames[id]
 	return append([]sim.FrameRecord{}, frs[max(0, len(frs)-tail):]...), nil
+}
+
+func (f *fakeService) InstanceEvents(ctx context.Context, id string, tail int) ([]sim.Event, error) {
+	if _, err := f.Instance(ctx, id); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	evs := f.events[id]
+	return append([]sim.Event{}, evs[max(0, len(evs)-tail):]...), nil
 }
 
 func (f *fakeService) AwaitInstance(ctx context.Context, id string, until sim.Until) (sim.Instance, error) {

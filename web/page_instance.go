@@ -47,8 +47,12 @@ type instancePage struct {
 	// first; FramesErr why they could not be read.
 	Frames    []frameRow
 	FramesErr string
-	Active    *sim.Migration
-	Terminal  bool
+	// History is the instance's last changes, oldest first; HistoryErr
+	// why they could not be read.
+	History    []sim.DescribedEvent
+	HistoryErr string
+	Active     *sim.Migration
+	Terminal   bool
 	// Health is what the page says of the healthchecks: only a running
 	// instance is healthy or not yet.
 	Health string
@@ -73,8 +77,22 @@ type frameRow struct {
 	Text      string
 }
 
-// pageFrames is how many of an instance's last frames its page lists.
+// pageFrames is how many of an instance's last frames (and changes) its
+// page lists.
 const pageFrames = 50
+
+// historyOf reads an instance's last changes for its page.
+func (s *Server) historyOf(ctx context.Context, id string) ([]sim.DescribedEvent, string) {
+	evs, err := s.svc.InstanceEvents(ctx, id, pageFrames)
+	if err != nil {
+		return nil, sim.ErrorMessage(err)
+	}
+	out := make([]sim.DescribedEvent, len(evs))
+	for i, ev := range evs {
+		out[i] = sim.Described(ev)
+	}
+	return out, ""
+}
 
 // framesOf reads an instance's last frames for its page.
 func (s *Server) framesOf(ctx context.Context, id string) ([]frameRow, string) {
@@ -136,6 +154,7 @@ func (s *Server) renderInstance(w http.ResponseWriter, r *http.Request, status i
 		p.In = sim.Instance{ID: id, State: sim.InstanceStopped}
 		p.Removed, p.Terminal = true, true
 		p.Frames, p.FramesErr = s.framesOf(ctx, id)
+		p.History, p.HistoryErr = s.historyOf(ctx, id)
 		s.render(w, http.StatusOK, "instance", p)
 		return
 	}
@@ -225,6 +244,7 @@ func (s *Server) renderInstance(w http.ResponseWriter, r *http.Request, status i
 		}
 	}
 	p.Frames, p.FramesErr = s.framesOf(ctx, raw.ID)
+	p.History, p.HistoryErr = s.historyOf(ctx, raw.ID)
 	migs, err := s.svc.MigrationPage(ctx, sim.MigrationFilter{JobID: raw.JobID, Limit: 20})
 	if err == nil {
 		p.Migrations = migs.Items

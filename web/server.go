@@ -53,6 +53,9 @@ type Service interface {
 	// Census is what the runtimes have running as the host sees it, each
 	// unit marked known or not, and the runtimes that cannot tell.
 	Census(ctx context.Context) ([]sim.RunningUnit, []string, error)
+	// InstanceEvents are the last tail changes of an instance, oldest
+	// first.
+	InstanceEvents(ctx context.Context, id string, tail int) ([]sim.Event, error)
 	// Frames are the last tail frames between an instance's job and its
 	// node, oldest first.
 	Frames(ctx context.Context, id string, tail int) ([]sim.FrameRecord, error)
@@ -163,6 +166,7 @@ func New(cfg Config) *Server {
 		r.Post("/instances", s.launch)
 		r.Get("/instances/{id}", s.getInstance)
 		r.Get("/instances/{id}/frames", s.frames)
+		r.Get("/instances/{id}/events", s.instanceEvents)
 		r.Delete("/instances/{id}", s.stop)
 		r.Get("/instances/{id}/logs", s.logs)
 		r.Get("/instances/{id}/output", s.output)

@@ -1029,6 +1029,30 @@ func (m *Manager) AwaitInstance(ctx context.Context, id string, until sim.Until)
 	}
 }
 
+// InstanceEvents are the last tail changes of an instance (its states,
+// its job's connections, what its runtime noticed), oldest first, as
+// stored; an event reaches the store a moment after it happened (Flush
+// waits for it). An instance removed since keeps them until its records
+// are pruned; one the manager never knew, with none, is ENotFound.
+func (m *Manager) InstanceEvents(ctx context.Context, id string, tail int) ([]sim.Event, error) {
+	if m.cfg.Store == nil {
+		return nil, sim.Errorf(sim.EUnavailable, "this normsim keeps no events (no store configured)")
+	}
+	evs, err := m.cfg.Store.ListEvents(ctx, sim.EventFilter{Instance: id, Limit: tail, Tail: true})
+	if err != nil {
+		return nil, err
+	}
+	if len(evs) == 0 {
+		if _, err := m.Instance(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	if evs == nil {
+		evs = []sim.Event{}
+	}
+	return evs, nil
+}
+
 // Frames are the last tail frames between an instance's job and its node
 // (both directions, oldest first), as recorded; a frame reaches the store
 // a few milliseconds after it crossed the socket. An instance removed

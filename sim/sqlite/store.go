@@ -797,9 +797,13 @@ func (s *Store) ListEvents(ctx context.Context, f sim.EventFilter) ([]sim.Event,
 		q += " AND migration = ?"
 		args = append(args, f.Migration)
 	}
-	q += " ORDER BY seq"
-	if f.Limit > 0 {
-		q += fmt.Sprintf(" LIMIT %d", f.Limit)
+	switch {
+	case f.Tail && f.Limit > 0:
+		q = fmt.Sprintf("SELECT * FROM (%s ORDER BY seq DESC LIMIT %d) ORDER BY seq", q, f.Limit)
+	case f.Limit > 0:
+		q += fmt.Sprintf(" ORDER BY seq LIMIT %d", f.Limit)
+	default:
+		q += " ORDER BY seq"
 	}
 	rows, err := s.pool().QueryContext(ctx, q, args...)
 	if err != nil {
