@@ -410,6 +410,17 @@ func (c *Client) Migrate(ctx context.Context, id string, body any) (*sim.Migrati
 	return &m, nil
 }
 
+// AbortMigration asks a running migration to roll back (why, in the
+// user's words, goes on its timeline); it ends aborted at its next step.
+// Past the point of no return the answer is a 409 saying so.
+func (c *Client) AbortMigration(ctx context.Context, id, why string) (*sim.Migration, error) {
+	var m sim.Migration
+	if err := c.Do(ctx, http.MethodPost, "/api/v1/migrations/"+url.PathEscape(id)+"/abort", sim.AbortRequest{Reason: why}, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
 // Migration fetches a migration with its timeline and its sides' logs (the
 // last LogTail lines of each when it failed; 0 takes the server's 50).
 func (c *Client) Migration(ctx context.Context, id string) (*sim.Migration, error) {

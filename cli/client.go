@@ -277,6 +277,49 @@ and range (what launch --param sets), and why an invalid one was refused.`,
 		},
 	}
 
+	var abortWhy string
+	var abortWait bool
+	abort := &cobra.Command{
+		Use:   "abort MIGRATION",
+		Short: "Abort a running migration: roll it back as a job's abort would",
+		Long: `Abort a running migration before its point of no return. It rolls back at
+its next step exactly as when a job sends abort: each side still connected is
+told abort, the target is removed, and the source keeps running; the
+migration ends aborted, with your act (and --reason) on its timeline and as
+its reason. Past the point of no return (a handover's source stopped its
+output; an overlap's source is being stopped; a stopThenStart's source was
+stopped) nothing can roll back: the abort is refused with why, and the
+migration ends on its own.
+
+With --wait it follows the migration to its end; the exit status is 0 once it
+ended aborted.`,
+		Example: `  normsim abort mig-1a2b3c4d5e
+  normsim abort mig-1a2b3c4d5e --reason "wrong target node" --wait`,
+		Args: exactArgs(1, "MIGRATION"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c := api()
+			mig, err := c.AbortMigration(cmd.Context(), args[0], abortWhy)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "migration %s: abort requested in phase %s\n", mig.ID, mig.Phase)
+			if !abortWait {
+				return nil
+			}
+			final, err := followMigration(cmd.Context(), c, mig.ID, out)
+			if err != nil {
+				return err
+			}
+			if final.State != sim.MigrationAborted {
+				return &ExitError{Code: 1, Err: fmt.Errorf("migration %s ended %s, not aborted: %s", final.ID, final.State, final.Reason)}
+			}
+			return nil
+		},
+	}
+	abort.Flags().StringVar(&abortWhy, "reason", "", "why, for the timeline and the migration's reason")
+	abort.Flags().BoolVar(&abortWait, "wait", false, "follow the migration to its end")
+
 	var eventTail int
 	var eventsJSON bool
 	events := &cobra.Command{
@@ -391,7 +434,7 @@ listener is up: a handover target needs it).`,
 		},
 	}
 
-	cmds := []*cobra.Command{launch, ps, stop, logs, events, frames, migrate, templates, nodes}
+	cmds := []*cobra.Command{launch, ps, stop, logs, events, frames, migrate, abort, templates, nodes}
 	for _, c := range cmds {
 		add(c)
 	}

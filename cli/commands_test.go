@@ -55,7 +55,7 @@ func TestClientCommandsTeach(t *testing.T) {
 // TestClientCommandsHaveHelp: each command that talks to a sim explains
 // itself and shows examples.
 func TestClientCommandsHaveHelp(t *testing.T) {
-	for _, c := range []string{"launch", "ps", "logs", "events", "frames", "stop", "migrate", "templates", "nodes"} {
+	for _, c := range []string{"launch", "ps", "logs", "events", "frames", "stop", "migrate", "abort", "templates", "nodes"} {
 		code, out, _ := run(t, c, "--help")
 		if code != 0 || !strings.Contains(out, "Examples:\n  normsim "+c) || !strings.Contains(out, "--server") || len(out) < 400 {
 			t.Errorf("%s --help: exit %d\n%s", c, code, out)
@@ -187,5 +187,35 @@ func TestEventsTellAnInstancesHistory(t *testing.T) {
 	var evs []sim.DescribedEvent
 	if code != 0 || json.Unmarshal([]byte(js), &evs) != nil || len(evs) != 1 || evs[0].Kind != sim.EventInstanceRemoved || evs[0].Text != "removed" {
 		t.Errorf("events --tail 1 --json: exit %d\n%s", code, js)
+	}
+}
+
+// TestAbortRollsBack: normsim abort --wait rolls a running handover back
+// and exits 0 once it ended aborted; a second abort says there is nothing
+// to abort.
+func TestAbortRollsBack(t *testing.T) {
+	s := normsimtest.Start(t, normsimtest.Options{Templates: []string{"../templates"}, Runtime: sim.RuntimeExternal})
+	server := strings.TrimPrefix(s.URL, "http://")
+	in := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
+	j := testjob.Dial(t, in.Env["counter"])
+	s.WaitConnected(t, in.ID)
+	m, err := s.Migrate(in.ID, sim.MigrateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Expect(protocol.TypeGetState) // the source holds the migration in get-state
+	code, out, errOut := run(t, "abort", m.ID, "--reason", "wrong node", "--wait", "--server", server)
+	if code != 0 || !strings.Contains(out, "abort requested in phase get-state") || !strings.Contains(out, m.ID+" aborted: aborted by the user: wrong node") {
+		t.Fatalf("abort --wait: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if f := j.Expect(protocol.TypeAbort); f.MigrationID != m.ID {
+		t.Errorf("the source was told %+v", f)
+	}
+	code, _, errOut = run(t, "abort", m.ID, "--server", server)
+	if code != 1 || !strings.Contains(errOut, "already ended aborted; there is nothing to abort") {
+		t.Errorf("a second abort: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := run(t, "abort", "mig-nosuch", "--server", server); code != 1 || !strings.Contains(errOut, "not found") {
+		t.Errorf("abort of an unknown migration: exit %d: %s", code, errOut)
 	}
 }

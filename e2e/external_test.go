@@ -1,10 +1,12 @@
 package e2e_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -178,6 +180,7 @@ func TestAbortsBeforeAndFailuresAfterThePointOfNoReturn(t *testing.T) {
 		abort breakage = iota
 		drop
 		timeout
+		user // the user aborts through the API
 	)
 	for _, p := range []struct {
 		name  string
@@ -188,7 +191,7 @@ func TestAbortsBeforeAndFailuresAfterThePointOfNoReturn(t *testing.T) {
 		for _, b := range []struct {
 			name string
 			how  breakage
-		}{{"abort", abort}, {"drop", drop}, {"timeout", timeout}} {
+		}{{"abort", abort}, {"drop", drop}, {"timeout", timeout}, {"user", user}} {
 			t.Run(p.name+"/"+b.name, func(t *testing.T) {
 				s := startSim(t, normsimtest.Options{})
 				src, sj := launchExternal(t, s, "a")
@@ -202,8 +205,11 @@ func TestAbortsBeforeAndFailuresAfterThePointOfNoReturn(t *testing.T) {
 					t.Fatal(err)
 				}
 				// breaker is the side that misbehaves in this phase.
+				var refused error
 				breakNow := func(j *testjob.Job) {
 					switch b.how {
+					case user:
+						_, refused = s.Client.AbortMigration(context.Background(), m.ID, "test says no")
 					case abort:
 						j.Send(protocol.JobFrame{Type: protocol.TypeAbort, Reason: "test says no"})
 					case drop:
@@ -237,6 +243,20 @@ func TestAbortsBeforeAndFailuresAfterThePointOfNoReturn(t *testing.T) {
 					tj.Expect(protocol.TypeCutoverApply)
 					breakNow(tj)
 				}
+				if b.how == user && p.at == atApply {
+					// Past the point of no return the user is told why not,
+					// and the handover goes on to complete.
+					var e *normsimtest.APIError
+					if !errors.As(refused, &e) || e.Status != http.StatusConflict || !strings.Contains(e.Message, "past the point of no return") {
+						t.Fatalf("abort after cutover-apply: %v, want 409 saying it is past the point of no return", refused)
+					}
+					tj.Send(protocol.JobFrame{Type: protocol.TypeTargetApplied, Payload: json.RawMessage(`{"applied":[]}`)})
+					normsimtest.RequireState(t, s.WaitMigration(t, m.ID, 30*time.Second), sim.MigrationCompleted)
+					return
+				}
+				if refused != nil {
+					t.Fatalf("abort in %s: %v", p.name, refused)
+				}
 				done := s.WaitMigration(t, m.ID, 30*time.Second)
 				if done.Phase != p.phase {
 					t.Fatalf("ended in phase %q, want %q\n%s", done.Phase, p.phase, normsimtest.Timeline(done))
@@ -263,7 +283,22 @@ func TestAbortsBeforeAndFailuresAfterThePointOfNoReturn(t *testing.T) {
 				// The source hears of the rollback unless it caused it by
 				// aborting or leaving.
 				sourceBroke := p.at == atGetState || p.at == atCutoverReady
-				if !sourceBroke || b.how == timeout {
+				if b.how == user {
+					t.Logf("%s", normsimtest.Timeline(done))
+					if done.Reason != "aborted by the user: test says no" ||
+						!slices.ContainsFunc(done.Events, func(e sim.MigrationEvent) bool { return e.Kind == sim.TimelineAbortRequested }) {
+						t.Fatalf("a user's abort: reason %q\n%s", done.Reason, normsimtest.Timeline(done))
+					}
+					if j := done.Judged(); j.Grade != sim.GradePass {
+						t.Fatalf("a user's abort judged %s (%s), want pass", j.Grade, j.Why)
+					}
+					if tj != nil {
+						if f := tj.Expect(protocol.TypeAbort); f.MigrationID != m.ID {
+							t.Fatalf("abort to target = %+v", f)
+						}
+					}
+				}
+				if !sourceBroke || b.how == timeout || b.how == user {
 					f := sj.Expect(protocol.TypeAbort)
 					if f.MigrationID != m.ID || f.Reason == "" {
 						t.Fatalf("abort to source = %+v", f)

@@ -276,6 +276,12 @@ type MigrationEvent struct {
 	Frame  *FrameInfo   `json:"frame,omitempty"`
 }
 
+// AbortRequest is the body of POST /api/v1/migrations/{id}/abort (it may
+// be empty): why, in the user's words, for the timeline and the reason.
+type AbortRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
 // TimelineKind is the kind of moment a timeline event records
 // (docs/migrations.md, "Timeline").
 type TimelineKind string
@@ -298,6 +304,10 @@ const (
 	// runtime: closed its socket; the developer ends the process).
 	TimelineSourceStopped TimelineKind = "source-stopped"
 	TimelineTargetRemoved TimelineKind = "target-removed"
+	// TimelineAbortRequested: the user asked to abort the migration (the
+	// API, normsim abort, the dashboard); before the point of no return
+	// it rolls back at its next step.
+	TimelineAbortRequested TimelineKind = "abort-requested"
 	// TimelineEnded: the migration reached its end state.
 	TimelineEnded TimelineKind = "ended"
 	// TimelineFault: an armed fault fired, its trigger passed

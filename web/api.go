@@ -427,6 +427,26 @@ func (s *Server) migrate(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, m)
 }
 
+// abortMigration asks a running migration to roll back (202 with the
+// migration as it is; it ends aborted at its next step), or says why it
+// cannot (409).
+func (s *Server) abortMigration(w http.ResponseWriter, r *http.Request) {
+	var req sim.AbortRequest
+	if r.ContentLength != 0 {
+		if err := decode(r, &req); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	m, err := s.svc.AbortMigration(r.Context(), pathParam(r, "id"), req.Reason)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Location", "/api/v1/migrations/"+url.PathEscape(m.ID))
+	writeJSON(w, http.StatusAccepted, m)
+}
+
 // listMigrations lists migrations newest first, of one job (job=ID) or in
 // one state (state=S), a page of them with limit and offset (every one by
 // default). X-Total-Count says how many match in all.

@@ -346,6 +346,27 @@ func (f *fakeService) Migrate(ctx context.Context, id string, req sim.MigrateReq
 	return &sim.Migration{ID: "mig-new", State: sim.MigrationRunning}, nil
 }
 
+// AbortMigration: a running migration without a point of no return on
+// its timeline notes the request (the fake's migrations end no other way).
+func (f *fakeService) AbortMigration(ctx context.Context, id, reason string) (*sim.Migration, error) {
+	m, err := f.Migration(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, e := range m.Events {
+		if e.Kind == sim.TimelinePointOfNoReturn {
+			return nil, sim.Errorf(sim.EConflict, "migration %s is past the point of no return", id)
+		}
+	}
+	if m.State.Ended() {
+		return nil, sim.Errorf(sim.EConflict, "migration %s already ended %s; there is nothing to abort", id, m.State)
+	}
+	m.Events = append(m.Events, sim.MigrationEvent{Seq: len(m.Events) + 1, At: time.Now(), Kind: sim.TimelineAbortRequested, Side: "manager", Detail: "the user asked to abort: " + reason})
+	return m, nil
+}
+
 func (f *fakeService) Migration(ctx context.Context, id string) (*sim.Migration, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -30,6 +30,11 @@ type migrationPage struct {
 	Media     *mediaView
 	Verdict   verdictView
 	TargetEnv string
+	// CanAbort: the migration runs and has not passed the point of no
+	// return as far as its timeline shows; AbortErr is why an abort the
+	// page asked for was refused.
+	CanAbort  bool
+	AbortErr  string
 	Highlight bool
 }
 
@@ -231,7 +236,34 @@ func withJudgement(m *sim.Migration) *sim.Migration {
 }
 
 func (s *Server) migrationPage(w http.ResponseWriter, r *http.Request) {
-	m, err := s.svc.Migration(r.Context(), pathParam(r, "id"))
+	s.renderMigration(w, r, http.StatusOK, pathParam(r, "id"), "")
+}
+
+// uiAbort is the migration page's Abort button.
+func (s *Server) uiAbort(w http.ResponseWriter, r *http.Request) {
+	id := pathParam(r, "id")
+	if _, err := s.svc.AbortMigration(r.Context(), id, r.PostFormValue("reason")); err != nil {
+		s.logFormError("abort", err)
+		if sim.ErrorCode(err) == sim.ENotFound {
+			s.renderServiceError(w, r, err, "The migrations page lists every migration this normsim remembers.")
+			return
+		}
+		s.renderMigration(w, r, statusOf(sim.ErrorCode(err)), id, sim.ErrorMessage(err))
+		return
+	}
+	seeOther(w, r, "/migrations/"+url.PathEscape(id))
+}
+
+// abortable says whether the page offers to abort m: it runs, and its
+// timeline shows no point of no return.
+func abortable(m *sim.Migration) bool {
+	return !m.State.Ended() && !slices.ContainsFunc(m.Events, func(e sim.MigrationEvent) bool {
+		return e.Kind == sim.TimelinePointOfNoReturn || e.Kind == sim.TimelineAbortRequested
+	})
+}
+
+func (s *Server) renderMigration(w http.ResponseWriter, r *http.Request, status int, id, abortErr string) {
+	m, err := s.svc.Migration(r.Context(), id)
 	if err != nil {
 		s.renderServiceError(w, r, err, "The migrations page lists every migration this normsim remembers.")
 		return
@@ -259,7 +291,8 @@ func (s *Server) migrationPage(w http.ResponseWriter, r *http.Request) {
 	if m.Target.Runtime == sim.RuntimeExternal && m.Target.Env != nil {
 		p.TargetEnv, _ = pasteEnv(m.Target.Env)
 	}
-	s.render(w, http.StatusOK, "migration", p)
+	p.CanAbort, p.AbortErr = abortable(m), abortErr
+	s.render(w, status, "migration", p)
 }
 
 type migrationsPage struct {

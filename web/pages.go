@@ -25,6 +25,7 @@ func (s *Server) mountPages(r chi.Router) {
 		r.Post("/instances", s.uiLaunch)
 		r.Post("/instances/{id}/migrate", s.uiMigrate)
 		r.Post("/instances/{id}/stop", s.uiStop)
+		r.Post("/migrations/{id}/abort", s.uiAbort)
 		r.Post("/conformance", s.uiConformance)
 		r.Post("/conformance/{id}/cancel", s.uiCancelConformance)
 	})

@@ -62,6 +62,9 @@ type Service interface {
 	// Output is what an instance sent to the output sink since then.
 	Output(ctx context.Context, id string, since time.Time) (sim.OutputSummary, error)
 	Migrate(ctx context.Context, id string, req sim.MigrateRequest) (*sim.Migration, error)
+	// AbortMigration rolls a running migration back, as a job's abort
+	// would, unless it is past the point of no return (EConflict).
+	AbortMigration(ctx context.Context, id, reason string) (*sim.Migration, error)
 	Migration(ctx context.Context, id string) (*sim.Migration, error)
 	// MigrationSummary is Migration without the timeline (Events nil).
 	MigrationSummary(ctx context.Context, id string) (*sim.Migration, error)
@@ -173,6 +176,7 @@ func New(cfg Config) *Server {
 		r.Post("/instances/{id}/migrate", s.migrate)
 		r.Get("/migrations", s.listMigrations)
 		r.Get("/migrations/{id}", s.getMigration)
+		r.Post("/migrations/{id}/abort", s.abortMigration)
 		r.Get("/migrations/{id}/seam.ts", s.seamCapture)
 		r.Get("/events", s.events)
 		r.Get("/census", s.census)

@@ -126,7 +126,7 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 	}
 
 	now := m.now()
-	r := &run{m: m, id: "mig-" + randomHex(5), events: newEventQueue(), rt: rt,
+	r := &run{m: m, id: "mig-" + randomHex(5), events: newEventQueue(), abortc: make(chan string, 1), rt: rt,
 		src: srcSnap, srcNode: m.nodes[srcSnap.Node], tgtNode: toNode, timeouts: timeouts,
 		faults: faults, fired: make([]bool, len(faults)), start: now}
 	r.mig = sim.Migration{ID: r.id, JobID: srcSnap.JobID, Strategy: strategy, State: sim.MigrationRunning,
@@ -317,6 +317,10 @@ type run struct {
 	start       time.Time
 	// events carries pointers: a runEvent holds a whole frame.
 	events *eventQueue
+	// abortc carries the user's abort (Manager.AbortMigration) to the
+	// migration's goroutine: its own channel, so a full inbox never loses
+	// it.
+	abortc chan string
 	// eventsDropped counts the events post could not queue (guarded by mu).
 	eventsDropped int
 
@@ -345,7 +349,11 @@ type run struct {
 	ended    bool
 	// abortedBy is the side whose abort ended the migration: the other
 	// side is told, not the one that said it.
-	abortedBy                     string
+	abortedBy string
+	// userAbort is why the user asked to abort the migration, once they
+	// have: from then on the point of no return is never crossed (guarded
+	// by mu).
+	userAbort                     string
 	readyAt, appliedAt, stoppedAt time.Time
 	// applySentAt is taken just before cutover-apply is written: the
 	// target can produce nothing legitimately before it.
@@ -955,6 +963,9 @@ func (r *run) await(ctx context.Context, what string, timeout time.Duration, acc
 			if ev, done, err := take(); done {
 				return ev, err
 			}
+		case why := <-r.abortc:
+			r.bindToEnd()
+			return runEvent{}, endf("%s", why)
 		case <-timer.C:
 			// What came before the deadline (a frame after it is late,
 			// see handleSocket) wins over the timer it raced.
@@ -1355,6 +1366,74 @@ func (r *run) linger(ctx context.Context) {
 	}
 }
 
+// crossNoReturn marks the point of no return of an overlap or a
+// stopThenStart, unless the user asked to abort first: then it returns
+// the reason to end with, and the migration rolls back instead.
+func (r *run) crossNoReturn() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.userAbort != "" {
+		return endf("%s", r.userAbort)
+	}
+	r.ponr = true
+	return nil
+}
+
+// AbortMigration stops a running migration the way a job's abort would,
+// if it has not passed the point of no return: the migration's goroutine
+// rolls it back at its next step (each side still connected is told
+// abort, the target is removed, the source keeps running), and it ends
+// aborted with the user's act as its reason. Past the point of no return
+// nothing can roll back, and the refusal says so.
+func (m *Manager) AbortMigration(ctx context.Context, id, why string) (*sim.Migration, error) {
+	m.mu.Lock()
+	r := m.migrations[id]
+	m.mu.Unlock()
+	if r == nil {
+		done, err := m.MigrationSummary(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return nil, sim.Errorf(sim.EConflict, "migration %s already ended %s; there is nothing to abort", id, done.State)
+	}
+	reason := "aborted by the user"
+	if why = strings.TrimSpace(why); why != "" {
+		reason += ": " + protocol.Truncate(why, 200)
+	}
+	r.mu.Lock()
+	switch {
+	case r.ponr:
+		r.mu.Unlock()
+		return nil, sim.Errorf(sim.EConflict, "migration %s is past the point of no return (%s): nothing can roll back now; it ends on its own", id, noReturnWhy(r.mig.Strategy))
+	case r.userAbort != "":
+		r.mu.Unlock()
+		return nil, sim.Errorf(sim.EConflict, "migration %s is already being aborted (%s)", id, r.userAbort)
+	case r.ending || r.ended:
+		r.mu.Unlock()
+		return nil, sim.Errorf(sim.EConflict, "migration %s is already ending; it cannot be aborted now", id)
+	}
+	r.userAbort = reason
+	// A source-stopped-output that arrives from now on is late, not the
+	// point of no return.
+	r.ending = true
+	r.abortedBy = sideManager
+	r.noteLocked(sim.TimelineAbortRequested, r.phase, sideManager, "the user asked to abort"+strings.TrimPrefix(reason, "aborted by the user"))
+	r.mu.Unlock()
+	r.abortc <- reason
+	return r.snapshot(), nil
+}
+
+// noReturnWhy says what the point of no return of a strategy is.
+func noReturnWhy(st sim.Strategy) string {
+	switch st {
+	case sim.Overlap:
+		return "the target is running and the source is being stopped"
+	case sim.StopThenStart:
+		return "the source was stopped and the target is being started"
+	}
+	return "the source stopped its output and the target was told to apply"
+}
+
 type refused struct{ reason string }
 
 func (e *refused) Error() string { return "the source refused: " + e.reason }
@@ -1402,8 +1481,10 @@ func (r *run) overlap(ctx context.Context) error {
 	}
 	r.record(sim.PhaseStartTarget, sideTarget, "target running", nil)
 	r.waitTargetOutput(ctx)
+	if err := r.crossNoReturn(); err != nil {
+		return err
+	}
 	r.mu.Lock()
-	r.ponr = true
 	r.readyAt = r.m.now()
 	r.mu.Unlock()
 	return r.stopSource(ctx)
@@ -1450,9 +1531,9 @@ func (r *run) stopThenStart(ctx context.Context) error {
 	if err := r.stopSource(ctx); err != nil {
 		return err
 	}
-	r.mu.Lock()
-	r.ponr = true
-	r.mu.Unlock()
+	if err := r.crossNoReturn(); err != nil {
+		return err
+	}
 	r.setPhase(sim.PhaseStartTarget)
 	if err := r.startTarget(ctx); err != nil {
 		return err

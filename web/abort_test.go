@@ -1,0 +1,65 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// TestAbortAPI: POST /api/v1/migrations/{id}/abort answers 202 with the
+// migration while it can roll back, 409 saying why once it cannot, 404
+// for none, and 400 for a body it cannot read.
+func TestAbortAPI(t *testing.T) {
+	f := newFake()
+	f.addMig(&sim.Migration{ID: "m1", JobID: "job-1", Strategy: sim.Handover, State: sim.MigrationRunning, StartedAt: time.Now()})
+	f.addMig(&sim.Migration{ID: "m2", JobID: "job-2", Strategy: sim.Handover, State: sim.MigrationRunning, StartedAt: time.Now(),
+		Events: []sim.MigrationEvent{{Seq: 1, Kind: sim.TimelinePointOfNoReturn, Side: "manager"}}})
+	h := newServer(t, f, nil)
+	r := postJSON(t, h, "/api/v1/migrations/m1/abort", `{"reason":"wrong target node"}`)
+	if r.Status != http.StatusAccepted || !strings.Contains(r.Body, "the user asked to abort: wrong target node") || r.Header.Get("Location") != "/api/v1/migrations/m1" {
+		t.Fatalf("abort: %d %v %s", r.Status, r.Header, r.Body)
+	}
+	if r := postJSON(t, h, "/api/v1/migrations/m2/abort", ``); r.Status != http.StatusConflict || !strings.Contains(r.Body, "past the point of no return") {
+		t.Errorf("abort past the point of no return: %d %s", r.Status, r.Body)
+	}
+	if r := postJSON(t, h, "/api/v1/migrations/nope/abort", `{}`); r.Status != http.StatusNotFound {
+		t.Errorf("abort of an unknown migration: %d %s", r.Status, r.Body)
+	}
+	if r := postJSON(t, h, "/api/v1/migrations/m1/abort", `{"why":"x"}`); r.Status != http.StatusBadRequest || !strings.Contains(r.Body, "why") {
+		t.Errorf("abort with an unknown field: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestAbortButton: the migration page offers Abort while it can roll
+// back, not after; a refused abort shows why on the page.
+func TestAbortButton(t *testing.T) {
+	f := newFake()
+	running := &sim.Migration{ID: "m1", JobID: "job-1", Strategy: sim.Handover, State: sim.MigrationRunning, StartedAt: time.Now()}
+	f.addMig(running)
+	f.addMig(&sim.Migration{ID: "m2", JobID: "job-2", Strategy: sim.Handover, State: sim.MigrationRunning, StartedAt: time.Now(),
+		Events: []sim.MigrationEvent{{Seq: 1, Kind: sim.TimelinePointOfNoReturn, Side: "manager"}}})
+	f.addMig(&sim.Migration{ID: "m3", JobID: "job-3", Strategy: sim.Handover, State: sim.MigrationCompleted, StartedAt: time.Now()})
+	h := newServer(t, f, nil)
+	mustContain(t, get(t, h, "/migrations/m1"), `id="mig-abort"`)
+	mustNotContain(t, get(t, h, "/migrations/m2"), `id="mig-abort"`)
+	mustNotContain(t, get(t, h, "/migrations/m3"), `id="mig-abort"`)
+
+	token := csrfToken(t, h, "/migrations/m1")
+	r := post(t, h, "/ui/migrations/m1/abort", url.Values{"csrf": {token}})
+	if r.Status != http.StatusSeeOther || r.Header.Get("Location") != "/migrations/m1" {
+		t.Fatalf("abort button: %d %v", r.Status, r.Header)
+	}
+	page := get(t, h, "/migrations/m1")
+	mustContain(t, page, "the user asked to abort")
+	mustNotContain(t, page, `id="mig-abort"`) // asked once
+
+	r = post(t, h, "/ui/migrations/m2/abort", url.Values{"csrf": {token}}) // one token serves every form
+	if r.Status != http.StatusConflict {
+		t.Fatalf("abort past the point of no return from the page: %d", r.Status)
+	}
+	mustContain(t, r, `id="abort-error"`, "Not aborted: migration m2 is past the point of no return")
+}
