@@ -519,3 +519,36 @@ func TestBrowserLogLinesSitBesideTheirFrames(t *testing.T) {
 	b.screenshot("removed-instance")
 	b.noScriptErrors()
 }
+
+// TestBrowserAbortButton: a handover held in get-state is aborted from its
+// page; the page shows it rolled back by the user, without reloading, and
+// the source is told abort.
+func TestBrowserAbortButton(t *testing.T) {
+	b := newBrowser(t)
+	s := startSim(t, normsimtest.Options{Runtime: sim.RuntimeExternal})
+	in := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
+	full, _ := s.Main.Manager.Instance(t.Context(), in.ID)
+	src := testjob.Dial(t, full.Env["counter"])
+	s.WaitConnected(t, in.ID)
+	m, err := s.Migrate(in.ID, sim.MigrateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.Expect(protocol.TypeGetState) // and never answers: the migration waits
+	b.open(s.URL + "/migrations/" + m.ID)
+	b.wait("the migration page's event stream", `document.querySelector('#live[data-state="live"]') !== null`, 15*time.Second)
+	b.screenshot("abort-offered")
+	b.click("#mig-abort")
+	b.wait("the aborted end", `!!document.querySelector('#mig-state [data-state="aborted"]')`, 20*time.Second)
+	if r := b.text("#mig-reason"); !strings.Contains(r, "aborted by the user") || !strings.Contains(r, "Rolled back before the point of no return") {
+		b.fail("the end reason reads %q", r)
+	}
+	if evalJS[bool](b, `!!document.querySelector('#mig-abort')`) {
+		b.fail("an aborted migration still offers Abort")
+	}
+	if f := src.Expect(protocol.TypeAbort); f.MigrationID != m.ID {
+		b.fail("the source was told %+v", f)
+	}
+	b.screenshot("aborted-by-user")
+	b.noScriptErrors()
+}
