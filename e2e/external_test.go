@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -209,7 +208,7 @@ func TestAbortsBeforeAndFailuresAfterThePointOfNoReturn(t *testing.T) {
 				breakNow := func(j *testjob.Job) {
 					switch b.how {
 					case user:
-						_, refused = s.Client.AbortMigration(context.Background(), m.ID, "test says no")
+						_, refused = s.Abort(m.ID, "test says no")
 					case abort:
 						j.Send(protocol.JobFrame{Type: protocol.TypeAbort, Reason: "test says no"})
 					case drop:

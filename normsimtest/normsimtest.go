@@ -192,6 +192,15 @@ func (s *Sim) Migrate(id string, req sim.MigrateRequest) (*sim.Migration, error)
 	return &m, nil
 }
 
+// Abort asks a running migration to roll back, as its user would (normsim
+// abort): a test drives its job to a phase, aborts there, and checks the
+// job resumes as a rollback requires. The error is the API's refusal (409
+// past the point of no return), if any; the migration ends aborted a
+// moment later (WaitMigration).
+func (s *Sim) Abort(migrationID, why string) (*sim.Migration, error) {
+	return s.Client.AbortMigration(context.Background(), migrationID, why)
+}
+
 // Migration fetches a migration with its timeline.
 func (s *Sim) Migration(tb testing.TB, id string) *sim.Migration {
 	tb.Helper()
