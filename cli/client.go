@@ -239,7 +239,7 @@ and the dashboard print too.`,
 	migrate.Flags().StringVar(&mruntime, "runtime", "", "runtime of the target (default: the source's)")
 	migrate.Flags().BoolVar(&wait, "wait", false, "print the phases as they happen and wait for the end")
 	migrate.Flags().BoolVar(&ignoreSeam, "ignore-seam", false, "with --wait, exit 0 for a completed migration whose judgement is fail (its seam broke a promise) instead of 3")
-	migrate.Flags().IntVar(&logLines, "log-lines", sim.DefaultLogTail, "with --wait, last log lines of each side printed when the migration fails or aborts")
+	migrate.Flags().IntVar(&logLines, "log-lines", sim.DefaultLogTail, "with --wait, last log lines of each side printed when the migration fails, aborts or is judged fail")
 	migrate.Flags().StringArrayVar(&timeouts, "timeout", nil, "per-phase timeout PHASE=DURATION, over the sim's (normsim up --timeouts): "+strings.Join(sim.TimeoutNames(), ", ")+" (repeatable or comma-separated; docs/migrations.md)")
 
 	templates := &cobra.Command{

@@ -78,6 +78,10 @@ func TestMigrateWaitExitsOnABrokenSeam(t *testing.T) {
 		!strings.Contains(errOut, "(--ignore-seam accepts it)") || !strings.Contains(out, "\njudgement: fail (at fault: none): numbers repeated at the seam") {
 		t.Fatalf("migrate --wait of wrong-position: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
+	// The broken seam comes with what each side printed: the evidence.
+	if !strings.Contains(out, "log line(s) of the source, "+in.ID+":") || !strings.Contains(out, "log line(s) of the target, ") {
+		t.Errorf("migrate --wait of a broken seam prints no log tails:\n%s", out)
+	}
 	var list []sim.Migration
 	if err := s.Do("GET", "/api/v1/migrations", nil, &list); err != nil || len(list) != 1 {
 		t.Fatalf("migrations: %v %d", err, len(list))

@@ -317,9 +317,29 @@ func RequireCompleted(tb testing.TB, m *sim.Migration) {
 func RequireSeamless(tb testing.TB, m *sim.Migration) {
 	tb.Helper()
 	if m.Output == nil || m.Output.Verdict != sim.VerdictSeamless || m.Judged().Grade == sim.GradeFail {
-		tb.Fatalf("migration %s output is not seamless: %s\n%s", m.ID, Describe(m), Timeline(m))
+		tb.Fatalf("migration %s output is not seamless: %s\n%s%s", m.ID, Describe(m), Timeline(m), windowLines(m))
 	}
 }
+
+// windowLines is what the two sides printed around a migration, for a
+// failure whose record carries no log tails (a seam tolerated, not
+// failed): the last seamLogLines of them, "" when none were read.
+func windowLines(m *sim.Migration) string {
+	if m.Logs == nil || len(m.Logs.Tails) > 0 || len(m.Logs.Lines) == 0 {
+		return ""
+	}
+	lines := m.Logs.Lines[max(0, len(m.Logs.Lines)-seamLogLines):]
+	var b strings.Builder
+	fmt.Fprintf(&b, "the last %d line(s) the source and the target printed around the migration:\n", len(lines))
+	for _, l := range lines {
+		fmt.Fprintf(&b, "  %s %-6s %s\n", l.At.UTC().Format("15:04:05.000"), l.Side, sim.FormatLogLine(l.LogLine, false))
+	}
+	return b.String()
+}
+
+// seamLogLines is how many of a migration's log lines a seam failure
+// prints.
+const seamLogLines = 40
 
 // RequireJudgement fails the test unless normsim judged the migration's
 // promises grade (sim.GradePass, GradeTolerated or GradeFail): the

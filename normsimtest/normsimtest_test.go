@@ -185,3 +185,27 @@ func TestRequireSeamlessFollowsTheJudgement(t *testing.T) {
 		t.Errorf("failures %q", tb.failures)
 	}
 }
+
+// TestRequireSeamlessShowsWhatTheSidesPrinted: a seam that is not
+// seamless, without log tails in its record (tolerated, not failed),
+// fails with the lines both sides printed around the migration.
+func TestRequireSeamlessShowsWhatTheSidesPrinted(t *testing.T) {
+	at := time.Date(2026, 12, 4, 18, 0, 0, 0, time.UTC)
+	m := &sim.Migration{ID: "m1", State: sim.MigrationCompleted, Strategy: sim.Handover,
+		Output: &sim.OutputReport{Verdict: sim.VerdictUnknown, Detail: "the source sent nothing in the window"},
+		Logs: &sim.MigrationLogs{Lines: []sim.MigrationLogLine{
+			{Side: "source", LogLine: sim.LogLine{At: at, Service: "job", Text: "cutover-ready: output stopped"}},
+			{Side: "target", LogLine: sim.LogLine{At: at.Add(time.Millisecond), Service: "job", Text: "applied at 41"}},
+		}}}
+	f := &fakeTB{}
+	RequireSeamless(f, m)
+	if len(f.failures) != 1 {
+		t.Fatalf("failures = %q", f.failures)
+	}
+	for _, want := range []string{"the last 2 line(s) the source and the target printed around the migration:",
+		"18:00:00.000 source job | cutover-ready: output stopped", "18:00:00.001 target job | applied at 41"} {
+		if !strings.Contains(f.failures[0], want) {
+			t.Errorf("failure lacks %q:\n%s", want, f.failures[0])
+		}
+	}
+}

@@ -253,7 +253,8 @@ type MigrationLogs struct {
 	Lines []MigrationLogLine `json:"lines"`
 	// Omitted counts the window's lines past MaxMigrationLogLines per side.
 	Omitted int `json:"omitted,omitempty"`
-	// Tails are the last lines of each side, for a failed or aborted one.
+	// Tails are the last lines of each side, for a failed or aborted one
+	// and for one whose judgement is fail.
 	Tails []LogTail `json:"tails,omitempty"`
 }
 
@@ -286,7 +287,7 @@ const (
 	DefaultLogTail = 50
 )
 
-// FormatLogTails renders the tails of a failed or aborted migration for a
+// FormatLogTails renders the tails of a failed, aborted or fail-judged migration for a
 // text report: a heading per side, then its lines with their times.
 func FormatLogTails(tails []LogTail) string {
 	var b strings.Builder

@@ -48,7 +48,7 @@ type Service interface {
 	// Logs reads an instance's captured output (see manager.Manager.Logs).
 	Logs(ctx context.Context, id string, q sim.LogQuery, follow bool, each func(*sim.LogPage) error) error
 	// MigrationLogs fills in a migration's Logs, with the last tail
-	// lines of each side when it failed or aborted.
+	// lines of each side when it failed, aborted or was judged fail.
 	MigrationLogs(ctx context.Context, m *sim.Migration, tail int) error
 	// Census is what the runtimes have running as the host sees it, each
 	// unit marked known or not, and the runtimes that cannot tell.

@@ -137,7 +137,11 @@ func (m *Manager) MigrationLogs(ctx context.Context, mig *sim.Migration, tail in
 		logs.Until = mig.EndedAt.Add(sim.LogTrail)
 	}
 	logs.Lines = []sim.MigrationLogLine{}
-	failed := mig.State == sim.MigrationAborted || mig.State == sim.MigrationFailed
+	// The tails are the evidence of what went wrong: for a migration that
+	// did not complete, and for one that completed with a seam that broke
+	// a promise (its judgement is fail).
+	failed := mig.State == sim.MigrationAborted || mig.State == sim.MigrationFailed ||
+		(mig.State.Ended() && mig.Judged().Grade == sim.GradeFail)
 	for _, side := range []struct {
 		name string
 		ep   sim.MigrationEndpoint
