@@ -126,12 +126,17 @@ reaches them).`,
 		Short: "Stop and remove instances of a running sim",
 		Long: `Stop each instance (SIGTERM to its services, then SIGKILL after the grace
 period) and remove what it ran. The ids are the ones ps shows; the first id
-that cannot be stopped ends the command with its error.`,
+that cannot be stopped ends the command with its error.
+
+An ID is an instance's (normsim ps lists them) or a job's, which names
+the job's running instance: after a migration the job runs under a new
+instance ID, and its job ID still finds it.`,
 		Example: `  normsim stop counter-1a2b3c
   normsim stop counter-1a2b3c counter-4d5e6f`,
 		Args: minArgs(1, "ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			for _, id := range args {
+			for _, arg := range args {
+				id := resolveInstance(cmd.Context(), api(), arg)
 				if err := api().Stop(cmd.Context(), id); err != nil {
 					return instanceHint(err)
 				}
@@ -150,7 +155,11 @@ that cannot be stopped ends the command with its error.`,
 service's name, kept by normsim: also after the instance stopped, migrated
 away or was removed, and after a restart on the same --db. -f keeps printing
 new lines until the instance ends (or Ctrl-C). The exit status is non-zero
-when they cannot be served.`,
+when they cannot be served.
+
+An ID is an instance's (normsim ps lists them) or a job's, which names
+the job's running instance: after a migration the job runs under a new
+instance ID, and its job ID still finds it.`,
 		Example: `  normsim logs counter-1a2b3c
   normsim logs -f counter-1a2b3c
   normsim logs --tail 50 --timestamps counter-1a2b3c
@@ -165,7 +174,8 @@ when they cannot be served.`,
 				}
 				logOpts.Tail = n
 			}
-			return instanceHint(api().Logs(cmd.Context(), args[0], logOpts, cmd.OutOrStdout()))
+			c := api()
+			return instanceHint(c.Logs(cmd.Context(), resolveInstance(cmd.Context(), c, args[0]), logOpts, cmd.OutOrStdout()))
 		},
 	}
 	logs.Flags().BoolVarP(&logOpts.Follow, "follow", "f", false, "keep printing new lines until the instance ends")
@@ -196,7 +206,11 @@ how it ended:
 After the end it prints the output seam, the target's target-applied
 result whole (applied, failed with reasons, skewMs) and the judgement
 (grade, the side at fault, why): the one normsim ci, conform, normsimtest
-and the dashboard print too.`,
+and the dashboard print too.
+
+An ID is an instance's (normsim ps lists them) or a job's, which names
+the job's running instance: after a migration the job runs under a new
+instance ID, and its job ID still finds it.`,
 		Example: `  normsim migrate counter-1a2b3c --wait
   normsim migrate counter-1a2b3c --to b --strategy stopThenStart --wait
   normsim migrate counter-1a2b3c --timeout targetReady=2s --wait`,
@@ -211,7 +225,7 @@ and the dashboard print too.`,
 			}
 			c := api()
 			c.LogTail = logLines
-			mig, err := c.Migrate(cmd.Context(), args[0], req)
+			mig, err := c.Migrate(cmd.Context(), resolveInstance(cmd.Context(), c, args[0]), req)
 			if err != nil {
 				return instanceHint(err)
 			}
@@ -331,7 +345,11 @@ job socket or its socket closed (with the close code and reason), and what
 its runtime noticed (a service that exited, and whether the engine restarted
 it). An instance removed since keeps its history until its records are
 pruned (normsim up --keep-migrations). --json prints the records as the API
-gives them.`,
+gives them.
+
+An ID is an instance's (normsim ps lists them) or a job's, which names
+the job's running instance: after a migration the job runs under a new
+instance ID, and its job ID still finds it.`,
 		Example: `  normsim events counter-1a2b3c
   normsim events counter-1a2b3c --tail 20 --json`,
 		Args: exactArgs(1, "ID"),
@@ -339,7 +357,8 @@ gives them.`,
 			if eventTail < 1 || eventTail > 10000 {
 				return usageErr("--tail: want a number of events from 1 to 10000; got %d", eventTail)
 			}
-			evs, err := api().InstanceEvents(cmd.Context(), args[0], eventTail)
+			c := api()
+			evs, err := c.InstanceEvents(cmd.Context(), resolveInstance(cmd.Context(), c, args[0]), eventTail)
 			if err != nil {
 				return instanceHint(err)
 			}
@@ -373,7 +392,11 @@ job), the frame's type and size, and its text (hello's token redacted). It
 covers the job's whole life, not only its migrations: a hello that was
 refused, a frame the job sent at the wrong moment. An instance removed since
 keeps its frames until its records are pruned (normsim up
---keep-migrations). --json prints the records as the API gives them.`,
+--keep-migrations). --json prints the records as the API gives them.
+
+An ID is an instance's (normsim ps lists them) or a job's, which names
+the job's running instance: after a migration the job runs under a new
+instance ID, and its job ID still finds it.`,
 		Example: `  normsim frames counter-1a2b3c
   normsim frames counter-1a2b3c --tail 20 --json`,
 		Args: exactArgs(1, "ID"),
@@ -381,7 +404,8 @@ keeps its frames until its records are pruned (normsim up
 			if frameTail < 1 || frameTail > 10000 {
 				return usageErr("--tail: want a number of frames from 1 to 10000; got %d", frameTail)
 			}
-			frs, err := api().Frames(cmd.Context(), args[0], frameTail)
+			c := api()
+			frs, err := c.Frames(cmd.Context(), resolveInstance(cmd.Context(), c, args[0]), frameTail)
 			if err != nil {
 				return instanceHint(err)
 			}
@@ -565,6 +589,28 @@ func waitExit(m *sim.Migration, ignoreSeam bool) error {
 		return &ExitError{Code: exitSeam, Err: fmt.Errorf("migration %s completed, but its judgement is fail (at fault: %s): %s (--ignore-seam accepts it)", m.ID, cmp.Or(j.AtFault, "none"), j.Why)}
 	}
 	return nil
+}
+
+// resolveInstance is the instance a command's ID argument names: the
+// instance of that ID, or else, when it is a job's ID, the job's running
+// instance (after a migration the job runs as an instance of another
+// name); otherwise arg unchanged, for the command to report.
+func resolveInstance(ctx context.Context, c *apiclient.Client, arg string) string {
+	_, err := c.Instance(ctx, arg)
+	var e *apiclient.Error
+	if err == nil || !errors.As(err, &e) || e.Code != sim.ENotFound {
+		return arg
+	}
+	list, err := c.Instances(ctx)
+	if err != nil {
+		return arg
+	}
+	for _, in := range list {
+		if in.JobID == arg && in.State == sim.InstanceRunning {
+			return in.ID
+		}
+	}
+	return arg
 }
 
 // instanceHint adds where to find instance ids to an API's "instance not

@@ -152,6 +152,10 @@ func TestFramesShowsTheJobsSocket(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(js), &frs) != nil || len(frs) != 1 || frs[0].Role != in.ID {
 		t.Errorf("frames --tail 1 --json: exit %d\n%s", code, js)
 	}
+	// A job's ID names its running instance.
+	if code, byJob, errOut := run(t, "frames", in.JobID, "--server", server); code != 0 || !strings.Contains(byJob, "  out  hello-ack ") {
+		t.Errorf("frames JOB-ID: exit %d\n%s%s", code, byJob, errOut)
+	}
 	if code, _, errOut := run(t, "frames", in.ID, "--tail", "0", "--server", server); code != 2 || !strings.Contains(errOut, "--tail: want a number of frames from 1 to 10000; got 0") {
 		t.Errorf("--tail 0: exit %d: %s", code, errOut)
 	}

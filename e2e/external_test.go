@@ -123,6 +123,12 @@ func TestHandoverExternalRelaysPayloadsUnchanged(t *testing.T) {
 	if in := s.Instance(t, src.ID); in.State != sim.InstanceStopped {
 		t.Fatalf("source state %s, want stopped", in.State)
 	}
+	// Migrating the stopped source again says where its job runs now.
+	var again *normsimtest.APIError
+	if _, err := s.Migrate(src.ID, sim.MigrateRequest{}); !errors.As(err, &again) || again.Status != http.StatusUnprocessableEntity ||
+		!strings.Contains(again.Message, "only a running instance can migrate: its job "+src.JobID+" now runs as "+tgtID) {
+		t.Fatalf("migrate of the stopped source: %v", err)
+	}
 	if in := s.Instance(t, tgtID); in.State != sim.InstanceRunning || !in.Connected || in.JobID != src.JobID {
 		t.Fatalf("target = %+v", in)
 	}

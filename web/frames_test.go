@@ -92,3 +92,17 @@ func TestInstanceEventsInWords(t *testing.T) {
 		}
 	}
 }
+
+// TestInstancePageLinksSourceAndSuccessor: after a completed migration the
+// stopped source points to where its job runs now, and the target back.
+func TestInstancePageLinksSourceAndSuccessor(t *testing.T) {
+	f := newFake()
+	f.add(sim.Instance{ID: "counter-src", JobID: "job-1", Node: "a", Template: "counter", State: sim.InstanceStopped})
+	f.add(sim.Instance{ID: "counter-tgt", JobID: "job-1", Node: "b", Template: "counter", State: sim.InstanceRunning, MigrationID: "mig-1"})
+	f.addMig(&sim.Migration{ID: "mig-1", JobID: "job-1", Strategy: sim.Handover, State: sim.MigrationCompleted, StartedAt: time.Now(),
+		Source: sim.MigrationEndpoint{Instance: "counter-src", Node: "a"}, Target: sim.MigrationEndpoint{Instance: "counter-tgt", Node: "b"}})
+	h := newServer(t, f, nil)
+	mustContain(t, get(t, h, "/instances/counter-src"), `id="replaced-by"`, `href="/instances/counter-tgt"`, "it now runs as")
+	mustContain(t, get(t, h, "/instances/counter-tgt"), `id="moved-from"`, `href="/instances/counter-src"`, "Moved here from")
+	mustNotContain(t, get(t, h, "/instances/counter-tgt"), `id="replaced-by"`)
+}

@@ -51,6 +51,11 @@ type instancePage struct {
 	// why they could not be read.
 	History    []sim.DescribedEvent
 	HistoryErr string
+	// ReplacedBy is the migration that moved this instance's job on, and
+	// MovedFrom the one that made this instance: the links between a
+	// stopped source and its successor, both ways.
+	ReplacedBy *sim.Migration
+	MovedFrom  *sim.Migration
 	Active     *sim.Migration
 	Terminal   bool
 	// Health is what the page says of the healthchecks: only a running
@@ -252,6 +257,14 @@ func (s *Server) renderInstance(w http.ResponseWriter, r *http.Request, status i
 			if m.State == sim.MigrationRunning && (m.Source.Instance == raw.ID || m.Target.Instance == raw.ID) {
 				p.Active = m
 			}
+			if m.State == sim.MigrationCompleted && m.Source.Instance == raw.ID && p.ReplacedBy == nil {
+				p.ReplacedBy = m
+			}
+		}
+	}
+	if raw.MigrationID != "" {
+		if m, err := s.svc.MigrationSummary(ctx, raw.MigrationID); err == nil && m.State == sim.MigrationCompleted {
+			p.MovedFrom = m
 		}
 	}
 	s.render(w, status, "instance", p)

@@ -1053,6 +1053,20 @@ func (m *Manager) InstanceEvents(ctx context.Context, id string, tail int) ([]si
 	return evs, nil
 }
 
+// RunningInstanceOf is the ID of the job's running instance, "" when it
+// has none: where a job went after a migration stopped the instance a
+// user still names.
+func (m *Manager) RunningInstanceOf(jobID string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, in := range m.instances {
+		if in.JobID == jobID && in.State == sim.InstanceRunning {
+			return id
+		}
+	}
+	return ""
+}
+
 // Frames are the last tail frames between an instance's job and its node
 // (both directions, oldest first), as recorded; a frame reaches the store
 // a few milliseconds after it crossed the socket. An instance removed

@@ -93,6 +93,9 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 		srcSnap = snap
 	}
 	if srcSnap.State != sim.InstanceRunning {
+		if next := m.RunningInstanceOf(srcSnap.JobID); next != "" {
+			return nil, sim.Errorf(sim.EUnprocessable, "instance %s is %s; only a running instance can migrate: its job %s now runs as %s", instanceID, srcSnap.State, srcSnap.JobID, next)
+		}
 		return nil, sim.Errorf(sim.EUnprocessable, "instance %s is %s; only a running instance can migrate", instanceID, srcSnap.State)
 	}
 	if strategy == sim.Handover {
