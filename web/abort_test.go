@@ -63,3 +63,34 @@ func TestAbortButton(t *testing.T) {
 	}
 	mustContain(t, r, `id="abort-error"`, "Not aborted: migration m2 is past the point of no return")
 }
+
+// TestSeamColouredByTheStrategysPromise: a stopThenStart's gap and an
+// overlap's overlap are what those strategies promise, not failures; the
+// same verdicts on a handover, or with a side at fault, are.
+func TestSeamColouredByTheStrategysPromise(t *testing.T) {
+	f := newFake()
+	add := func(id string, st sim.Strategy, verdict, atFault string) {
+		f.addMig(&sim.Migration{ID: id, JobID: "job-" + id, Strategy: st, State: sim.MigrationCompleted, StartedAt: time.Now(),
+			Output: &sim.OutputReport{Verdict: verdict, AtFault: atFault}})
+	}
+	add("m-sts-gap", sim.StopThenStart, sim.VerdictGap, "")
+	add("m-ovl-overlap", sim.Overlap, sim.VerdictOverlap, "")
+	add("m-ho-gap", sim.Handover, sim.VerdictGap, "")
+	add("m-ovl-fault", sim.Overlap, sim.VerdictOverlap, "source")
+	h := newServer(t, f, nil)
+	for id, want := range map[string]string{"m-sts-gap": "ok", "m-ovl-overlap": "ok", "m-ho-gap": "bad", "m-ovl-fault": "bad"} {
+		page := get(t, h, "/migrations/"+id)
+		if !strings.Contains(page.Body, `class="stat seam `+want+`"`) {
+			t.Errorf("%s: seam not coloured %s", id, want)
+		}
+		if promised := strings.Contains(page.Body, "promises"); promised != (want == "ok") {
+			t.Errorf("%s: headline says the strategy promises it: %v", id, promised)
+		}
+	}
+	list := get(t, h, "/migrations").Body
+	for _, want := range []string{`class="verdict ok">gap<`, `class="verdict ok">overlap<`, `class="verdict bad">gap<`, `class="verdict bad">overlap<`} {
+		if strings.Count(list, want) != 1 {
+			t.Errorf("migrations list has %d of %s, want 1", strings.Count(list, want), want)
+		}
+	}
+}

@@ -257,13 +257,13 @@ func (s *Server) renderInstance(w http.ResponseWriter, r *http.Request, status i
 			if m.State == sim.MigrationRunning && (m.Source.Instance == raw.ID || m.Target.Instance == raw.ID) {
 				p.Active = m
 			}
-			if m.State == sim.MigrationCompleted && m.Source.Instance == raw.ID && p.ReplacedBy == nil {
+			if m.State == sim.MigrationCompleted && m.Source.Instance == raw.ID && m.Target.Instance != "" && p.ReplacedBy == nil {
 				p.ReplacedBy = m
 			}
 		}
 	}
 	if raw.MigrationID != "" {
-		if m, err := s.svc.MigrationSummary(ctx, raw.MigrationID); err == nil && m.State == sim.MigrationCompleted {
+		if m, err := s.svc.MigrationSummary(ctx, raw.MigrationID); err == nil && m.State == sim.MigrationCompleted && m.Source.Instance != "" {
 			p.MovedFrom = m
 		}
 	}

@@ -92,7 +92,43 @@ func seam(m *sim.Migration) seamView {
 	default:
 		v.Tone, v.Headline = "muted", o.Verdict
 	}
+	if expected(m.Strategy, o) {
+		v.Tone = "ok"
+		v.Headline += " · as " + string(m.Strategy) + " promises"
+	}
 	return v
+}
+
+// expected says whether a seam that is not seamless is what the
+// migration's strategy promises, not a broken promise: a stopThenStart's
+// gap (the source stops before the target starts, so the picture stops
+// for a moment), an overlap's overlap and duplicates (both produce for a
+// moment). Nobody at fault, or it is not.
+func expected(st sim.Strategy, o *sim.OutputReport) bool {
+	if o == nil || o.AtFault != "" {
+		return false
+	}
+	switch st {
+	case sim.StopThenStart:
+		return o.Verdict == sim.VerdictGap || o.Verdict == sim.VerdictGlitch
+	case sim.Overlap:
+		return o.Verdict == sim.VerdictOverlap || o.Verdict == sim.VerdictDuplicate
+	}
+	return false
+}
+
+// seamTone is the colour family of a seam: ok when seamless or what the
+// strategy promises, bad when it broke the promise, muted when not known.
+func seamTone(st sim.Strategy, o *sim.OutputReport) string {
+	switch {
+	case o == nil:
+		return "muted"
+	case o.Verdict == sim.VerdictSeamless || expected(st, o):
+		return "ok"
+	case o.Verdict == sim.VerdictGap, o.Verdict == sim.VerdictDuplicate, o.Verdict == sim.VerdictOverlap, o.Verdict == sim.VerdictGlitch:
+		return "bad"
+	}
+	return "muted"
 }
 
 // mediaView is the media seam as the Media seam panel states it: what a

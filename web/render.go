@@ -175,15 +175,9 @@ var funcs = template.FuncMap{
 	"confTone":  conformanceStateTone,
 	"gradeTone": gradeTone,
 	"runCounts": runCounts,
-	"verdictTone": func(v string) string {
-		switch v {
-		case sim.VerdictSeamless:
-			return "ok"
-		case sim.VerdictGap, sim.VerdictDuplicate, sim.VerdictOverlap, sim.VerdictGlitch:
-			return "bad"
-		}
-		return "muted"
-	},
+	// seamTone colours a migration's seam by whether it broke its
+	// strategy's promise (seamTone).
+	"seamTone": func(m *sim.Migration) string { return seamTone(m.Strategy, m.Output) },
 	"ended": func(s sim.MigrationState) bool { return s.Ended() },
 	// judged is a migration's one judgement (sim.Judge).
 	"judged": func(m *sim.Migration) sim.Judgement { return m.Judged() },
