@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,7 @@ const (
 // conformFlags are normsim conform's command line.
 type conformFlags struct {
 	runtime, db, pattern, logLevel string
+	rerun                          string
 	jsonPath, junitPath, htmlPath  string
 	templates, params, timeouts    []string
 	parallel                       int
@@ -71,6 +73,8 @@ nothing ran.`,
 		Example: `  normsim conform counter --runtime process --html report.html
   normsim conform counter --list
   normsim conform counter --case 4.* --parallel 4 --junit conform.xml --json conform.json
+  normsim conform counter --case 1.2,4.*
+  normsim conform counter --rerun-failed conform.json
   normsim conform my-product --templates ./templates --param RATE=100 --runtime docker`,
 		Args: exactArgs(1, "TEMPLATE"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runConform(cmd, env, args[0], &fl) },
@@ -82,7 +86,8 @@ nothing ran.`,
 	f.StringArrayVar(&fl.params, "params", nil, "same as --param")
 	f.StringArrayVar(&fl.timeouts, "timeouts", nil, "per-phase migration timeouts PHASE=DURATION[,…] ("+strings.Join(sim.TimeoutNames(), ", ")+"), over conform's short ones")
 	f.IntVar(&fl.parallel, "parallel", 2, "cases run at once")
-	f.StringVar(&fl.pattern, "case", "", "run only the cases whose ID matches this glob (\"4.*\", \"1.2\") or whose name contains it (\"kill\")")
+	f.StringVar(&fl.pattern, "case", "", "run only the cases whose ID matches this glob (\"4.*\", \"1.2\") or whose name contains it (\"kill\"); a comma-separated list runs each (\"1.2,4.*\")")
+	f.StringVar(&fl.rerun, "rerun-failed", "", "run only the cases that failed or could not be run in the JSON report `FILE` of an earlier run (--json)")
 	f.BoolVar(&fl.list, "list", false, "print the matrix of cases and exit; nothing runs")
 	f.BoolVar(&fl.chaos, "chaos", false, "instead of the matrix, make --runs runs of random fault schedules drawn from --seed, each checked against the invariants (docs/conform.md)")
 	f.IntVar(&fl.runs, "runs", 50, "chaos runs to make")
@@ -157,8 +162,21 @@ func runConform(cmd *cobra.Command, env Env, template string, fl *conformFlags) 
 		return usageErr("--run replays a run of a seed: give the --seed it was drawn from too")
 	case fl.chaos && cmd.Flags().Changed("run") && fl.only < 0:
 		return usageErr("--run: want a run index from 0; got %d", fl.only)
-	case fl.chaos && fl.pattern != "":
-		return usageErr("--case picks cases of the matrix; --chaos runs no matrix")
+	case fl.chaos && (fl.pattern != "" || fl.rerun != ""):
+		return usageErr("--case and --rerun-failed pick cases of the matrix; --chaos runs no matrix")
+	case fl.rerun != "" && fl.pattern != "":
+		return usageErr("--rerun-failed picks the cases itself; leave --case out")
+	}
+	if fl.rerun != "" {
+		ids, err := failedCases(fl.rerun, template)
+		if err != nil {
+			return usageErr("--rerun-failed: %v", err)
+		}
+		if len(ids) == 0 {
+			fmt.Fprintf(out, "%s: no case failed or errored; nothing to run again\n", fl.rerun)
+			return nil
+		}
+		fl.pattern = strings.Join(ids, ",")
 	}
 	if fl.chaos && !cmd.Flags().Changed("seed") {
 		fl.seed = uint64(time.Now().UnixNano())
@@ -325,4 +343,27 @@ func conformOptions(runtime string) app.Options {
 		opts.Runtimes = withdocker.Runtimes()
 	}
 	return opts
+}
+
+// failedCases are the IDs of the cases that failed or could not be run in
+// an earlier run's JSON report of template.
+func failedCases(path, template string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var rep conform.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("%s is not a JSON report of normsim conform (--json): %v", path, err)
+	}
+	if rep.Template != template {
+		return nil, fmt.Errorf("%s is a report of template %q, not %q", path, rep.Template, template)
+	}
+	var ids []string
+	for _, res := range rep.Results {
+		if res.Grade == conform.GradeFail || res.Grade == conform.GradeError {
+			ids = append(ids, res.ID)
+		}
+	}
+	return ids, nil
 }

@@ -36,6 +36,9 @@ func TestConformRefusesWhatCannotRunWithExit2(t *testing.T) {
 		{[]string{"counter", "--seed", "3"}, "go with --chaos"},
 		{[]string{"counter", "--chaos", "--run", "2"}, "give the --seed it was drawn from"},
 		{[]string{"counter", "--chaos", "--case", "1.1"}, "--chaos runs no matrix"},
+		{[]string{"counter", "--rerun-failed", "no-such.json"}, "--rerun-failed: open no-such.json"},
+		{[]string{"counter", "--rerun-failed", "conform_test.go"}, "is not a JSON report of normsim conform"},
+		{[]string{"counter", "--rerun-failed", "x.json", "--case", "1.1"}, "leave --case out"},
 		{[]string{"relay-overlap", "--chaos"}, "--chaos draws faults of the handover protocol"},
 		{[]string{}, "TEMPLATE"},
 	} {
@@ -58,6 +61,27 @@ func TestConformListPrintsTheMatrix(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("--list lacks %q:\n%s", want, out)
 		}
+	}
+	// A list of patterns runs each, in the matrix's order.
+	code, out, _ = conformCmd(t, append([]string{"counter", "--list", "--case", "4.1, 1.2"}, exampleTemplates...)...)
+	if code != 0 || !strings.Contains(out, "2 case(s) for counter") || strings.Index(out, "1.2 ") > strings.Index(out, "4.1 ") {
+		t.Errorf("--case 4.1,1.2 --list: exit %d\n%s", code, out)
+	}
+	// --rerun-failed takes the failed and errored cases of a report.
+	report := filepath.Join(t.TempDir(), "conform.json")
+	os.WriteFile(report, []byte(`{"template":"counter","results":[{"id":"1.1","grade":"pass"},{"id":"2.3","grade":"fail"},{"id":"3.1","grade":"error"}]}`), 0o644)
+	code, out, errOut = conformCmd(t, append([]string{"counter", "--list", "--rerun-failed", report}, exampleTemplates...)...)
+	if code != 0 || !strings.Contains(out, "2 case(s) for counter") || !strings.Contains(out, "2.3 ") || !strings.Contains(out, "3.1 ") {
+		t.Errorf("--rerun-failed --list: exit %d\n%s%s", code, out, errOut)
+	}
+	code, _, errOut = conformCmd(t, append([]string{"relay-overlap", "--rerun-failed", report}, exampleTemplates...)...)
+	if code != 2 || !strings.Contains(errOut, `a report of template "counter", not "relay-overlap"`) {
+		t.Errorf("--rerun-failed of another template's report: exit %d: %s", code, errOut)
+	}
+	passed := filepath.Join(t.TempDir(), "passed.json")
+	os.WriteFile(passed, []byte(`{"template":"counter","results":[{"id":"1.1","grade":"pass"}]}`), 0o644)
+	if code, out, _ := conformCmd(t, append([]string{"counter", "--rerun-failed", passed}, exampleTemplates...)...); code != 0 || !strings.Contains(out, "nothing to run again") {
+		t.Errorf("--rerun-failed of a clean report: exit %d\n%s", code, out)
 	}
 	code, out, _ = conformCmd(t, append([]string{"relay-overlap", "--list"}, exampleTemplates...)...)
 	if code != 0 || !strings.Contains(out, "3 case(s) for relay-overlap (overlap)") {

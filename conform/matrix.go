@@ -198,19 +198,28 @@ func expectOf(st step, f sim.Fault) string {
 	return "failed, reported, nothing rolled back"
 }
 
-// Select keeps the cases whose ID or name matches pattern: a path.Match
-// glob against the ID ("3.*", "2.1"), or else a case-insensitive
-// substring of the ID, group or name ("kill", "target-ready").
+// Select keeps the cases whose ID or name matches pattern, a
+// comma-separated list of: a path.Match glob against the ID ("3.*",
+// "2.1"), or else a case-insensitive substring of the ID, group or name
+// ("kill", "target-ready"). The cases keep the matrix's order.
 func Select(cases []Case, pattern string) []Case {
-	if pattern == "" {
+	if strings.TrimSpace(pattern) == "" {
 		return cases
 	}
+	var pats []string
+	for _, p := range strings.Split(pattern, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			pats = append(pats, p)
+		}
+	}
 	var out []Case
-	low := strings.ToLower(pattern)
 	for _, c := range cases {
-		if ok, _ := path.Match(pattern, c.ID); ok || c.ID == pattern ||
-			strings.Contains(strings.ToLower(c.Group+" "+c.Name), low) {
-			out = append(out, c)
+		for _, p := range pats {
+			if ok, _ := path.Match(p, c.ID); ok || c.ID == p ||
+				strings.Contains(strings.ToLower(c.Group+" "+c.Name), strings.ToLower(p)) {
+				out = append(out, c)
+				break
+			}
 		}
 	}
 	return out

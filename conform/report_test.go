@@ -345,3 +345,27 @@ func TestWriteFile(t *testing.T) {
 		t.Errorf("files left: %v, want only report.json", names)
 	}
 }
+
+// TestPrintSummaryGroupsOneCause: cases that failed for one reason read
+// as one line with their IDs, so one bug reads as one bug.
+func TestPrintSummaryGroupsOneCause(t *testing.T) {
+	r := fixtureReport()
+	r.Chaos = nil
+	why := "aborted in get-state: timed out waiting for the source's state"
+	for _, id := range []string{"3.1", "3.2", "3.3"} {
+		r.Results = append(r.Results, &Result{Case: Case{ID: id, Group: "state", Name: "case " + id}, Grade: GradeFail, Why: why})
+	}
+	r.Count()
+	var buf bytes.Buffer
+	r.PrintSummary(&buf)
+	got := buf.String()
+	if want := "  fail       3 cases: " + why + "\n             cases 3.1, 3.2, 3.3\n"; !strings.Contains(got, want) {
+		t.Errorf("summary lacks the grouped line %q:\n%s", want, got)
+	}
+	if strings.Contains(got, "case 3.2") {
+		t.Errorf("a grouped case also has a line of its own:\n%s", got)
+	}
+	if !strings.Contains(got, "  fail       2.1   kill the source on get-state") {
+		t.Errorf("a case failed for a reason of its own lost its line:\n%s", got)
+	}
+}

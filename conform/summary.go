@@ -10,8 +10,9 @@ import (
 
 // PrintSummary writes the lines a terminal shows at the end of a run: the
 // verdict and counts per grade on one line, then every case that failed,
-// could not be run or was only tolerated, one line each, then the chaos
-// violations with the command that replays each.
+// could not be run or was only tolerated, one line each (cases of one
+// grade and one reason together, as one line with their IDs), then the
+// chaos violations with the command that replays each.
 func (r *Report) PrintSummary(w io.Writer) {
 	results := r.ordered()
 	if r.Chaos != nil && len(results) == 0 {
@@ -35,7 +36,31 @@ func (r *Report) PrintSummary(w io.Writer) {
 		shown = append(shown, res)
 		idWidth = max(idWidth, len(res.ID))
 	}
+	// Cases that ended the same way for the same reason are one bug
+	// told many times: they read as one line, with their IDs.
+	type cause struct {
+		grade Grade
+		why   string
+	}
+	byCause := map[cause][]*Result{}
 	for _, res := range shown {
+		k := cause{res.Grade, oneLine(res.Why)}
+		byCause[k] = append(byCause[k], res)
+	}
+	printed := map[cause]bool{}
+	for _, res := range shown {
+		k := cause{res.Grade, oneLine(res.Why)}
+		if same := byCause[k]; len(same) > 1 && k.why != "" {
+			if !printed[k] {
+				printed[k] = true
+				ids := make([]string, len(same))
+				for i, r := range same {
+					ids[i] = r.ID
+				}
+				fmt.Fprintf(w, "  %-9s  %d cases: %s\n             %s\n", res.Grade, len(same), k.why, "cases "+strings.Join(ids, ", "))
+			}
+			continue
+		}
 		line := fmt.Sprintf("  %-9s  %-*s  %s", res.Grade, idWidth, res.ID, oneLine(res.Name))
 		if res.Why != "" {
 			line += " — " + oneLine(res.Why)
