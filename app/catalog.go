@@ -2,9 +2,16 @@ package app
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
 
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/template"
@@ -26,14 +33,19 @@ func (m *Main) loadCatalogDirs() (*lazyCatalog, error) {
 	// it on its lane once ready, so it does not compete for the CPU before
 	// then, and the first caller that needs the catalog waits (or starts
 	// it).
-	return &lazyCatalog{done: make(chan struct{}), load: func() *template.Catalog {
+	load := func() *template.Catalog {
 		c, err := template.LoadDirs(abs...)
 		if err != nil {
 			m.log.Error("load templates", "err", err)
 			c = template.NewCatalog()
 		}
 		return c
-	}}, nil
+	}
+	lc := &lazyCatalog{done: make(chan struct{}), load: load, reload: load, log: m.log, dirs: abs}
+	if tmp == "" { // the embedded defaults do not change
+		lc.watchDirs = abs
+	}
+	return lc, nil
 }
 
 // LoadCatalog loads, now, the catalog a simulator with opts would launch
@@ -99,37 +111,154 @@ func resolveTemplateDirs(opts Options) (abs []string, note, tmp string, err erro
 }
 
 // lazyCatalog is a sim.Catalog loaded in the background; every method
-// waits until it is loaded.
+// waits until it is loaded. Once loaded it watches its directories and
+// loads them again when a template changes on disk (reloadQuiet after the
+// last change): a fixed template launches without a restart, and a broken
+// edit is listed, and refused at launch, with its error. What runs keeps
+// what it was launched with.
 type lazyCatalog struct {
 	once sync.Once
 	load func() *template.Catalog
 	done chan struct{}
-	c    *template.Catalog
+	cur  atomic.Pointer[template.Catalog]
+
+	reload    func() *template.Catalog
+	log       *slog.Logger
+	dirs      []string
+	watchDirs []string // nil: nothing to watch
+	watcher   *fsnotify.Watcher
+	stopWatch chan struct{}
+	watchDone chan struct{}
+	// reloads counts the loads after the first.
+	reloads atomic.Int64
 }
 
-// start begins loading in the background, once.
+// reloadQuiet is how long the directories must stay unchanged before they
+// are loaded again: an editor's save is several events in a burst.
+const reloadQuiet = 150 * time.Millisecond
+
+// start begins loading in the background, once, then watching.
 func (l *lazyCatalog) start() {
 	l.once.Do(func() {
 		go func() {
-			l.c = l.load()
+			l.cur.Store(l.load())
+			l.watch()
 			close(l.done)
 		}()
 	})
 }
 
-// close waits for a load in progress, or makes sure none starts.
+// close waits for a load in progress, or makes sure none starts, and
+// stops watching.
 func (l *lazyCatalog) close() {
 	l.once.Do(func() {
-		l.c = template.NewCatalog()
+		l.cur.Store(template.NewCatalog())
 		close(l.done)
 	})
 	<-l.done
+	if l.watcher != nil {
+		close(l.stopWatch)
+		<-l.watchDone
+	}
 }
 
 func (l *lazyCatalog) wait() *template.Catalog {
 	l.start()
 	<-l.done
-	return l.c
+	return l.cur.Load()
+}
+
+// watch starts watching the template directories and each template in
+// them; a directory that cannot be watched is logged, and its templates
+// are then read once.
+func (l *lazyCatalog) watch() {
+	if len(l.watchDirs) == 0 || l.reload == nil {
+		return
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		l.log.Warn("templates will not be reloaded when they change: cannot watch them", "err", err)
+		return
+	}
+	l.watcher, l.stopWatch, l.watchDone = w, make(chan struct{}), make(chan struct{})
+	l.addWatches()
+	go l.watchLoop()
+}
+
+// addWatches watches each directory and its subdirectories one level
+// down (each template's own directory); watching one twice is harmless.
+func (l *lazyCatalog) addWatches() {
+	for _, d := range l.watchDirs {
+		if err := l.watcher.Add(d); err != nil {
+			l.log.Warn("cannot watch a templates directory; its changes need a restart", "dir", d, "err", err)
+			continue
+		}
+		entries, _ := os.ReadDir(d)
+		for _, e := range entries {
+			if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+				_ = l.watcher.Add(filepath.Join(d, e.Name()))
+			}
+		}
+	}
+}
+
+func (l *lazyCatalog) watchLoop() {
+	defer close(l.watchDone)
+	defer l.watcher.Close()
+	var quiet *time.Timer
+	var fire <-chan time.Time
+	for {
+		select {
+		case <-l.stopWatch:
+			return
+		case ev, ok := <-l.watcher.Events:
+			if !ok {
+				return
+			}
+			if ev.Op == fsnotify.Chmod {
+				continue
+			}
+			if quiet == nil {
+				quiet = time.NewTimer(reloadQuiet)
+			} else {
+				quiet.Reset(reloadQuiet)
+			}
+			fire = quiet.C
+		case err, ok := <-l.watcher.Errors:
+			if !ok {
+				return
+			}
+			l.log.Warn("watching the templates", "err", err)
+		case <-fire:
+			fire = nil
+			l.addWatches() // a template added since
+			next := l.reload()
+			prev := l.cur.Swap(next)
+			l.reloads.Add(1)
+			l.log.Info("templates changed on disk; loaded them again", "templates", len(next.List()), "changed", changedNames(prev, next))
+		}
+	}
+}
+
+// changedNames lists the templates whose validity, strategy or problems
+// differ between two loads, and those added or gone.
+func changedNames(prev, next *template.Catalog) []string {
+	was := map[string]string{}
+	for _, t := range prev.List() {
+		was[t.Name] = fmt.Sprintf("%v %s %v", t.Valid, t.Strategy, t.Error)
+	}
+	var out []string
+	for _, t := range next.List() {
+		if w, ok := was[t.Name]; !ok || w != fmt.Sprintf("%v %s %v", t.Valid, t.Strategy, t.Error) {
+			out = append(out, t.Name)
+		}
+		delete(was, t.Name)
+	}
+	for name := range was {
+		out = append(out, name+" (gone)")
+	}
+	sort.Strings(out)
+	return out
 }
 
 // List waits for the catalog and lists it.
