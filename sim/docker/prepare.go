@@ -114,10 +114,31 @@ func (r *Runtime) checkImages(ctx context.Context, spec *sim.LaunchSpec) error {
 	case 0:
 		return nil
 	case 1:
-		return sim.Errorf(sim.EImageMissing, "image %q is not in the Docker engine: build it with scripts/build-examples (or: go run . build-examples), or load it with docker load", missing[0])
+		return sim.Errorf(sim.EImageMissing, "image %q is not in the Docker engine: %s", missing[0], buildHint(missing))
 	default:
-		return sim.Errorf(sim.EImageMissing, "images %s are not in the Docker engine: build them with scripts/build-examples (or: go run . build-examples), or load them with docker load", quoteAll(missing))
+		return sim.Errorf(sim.EImageMissing, "images %s are not in the Docker engine: %s", quoteAll(missing), buildHint(missing))
 	}
+}
+
+// buildHint says how to get missing images: the example jobs' images
+// (normsim/NAME:src-…) build from a normsim checkout in seconds, each
+// alone; any image can be loaded.
+func buildHint(missing []string) string {
+	var names []string
+	for _, img := range missing {
+		repo, tag, _ := strings.Cut(img, ":")
+		name, ok := strings.CutPrefix(repo, "normsim/")
+		if !ok || !strings.HasPrefix(tag, "src-") {
+			return "build it with docker build where this engine can see it, or load it with docker load"
+		}
+		names = append(names, name)
+	}
+	it := "it"
+	if len(names) > 1 {
+		it = "them"
+	}
+	return "from a normsim checkout, build " + it + " in seconds with: normsim build-examples " + strings.Join(names, " ") +
+		" (scripts/build-examples builds every example), or load " + it + " with docker load"
 }
 
 func quoteAll(ss []string) string {

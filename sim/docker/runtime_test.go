@@ -269,7 +269,7 @@ func TestMissingImage(t *testing.T) {
 	err := r.Prepare(ctx, spec)
 	wantCode(t, err, sim.EImageMissing)
 	msg := sim.ErrorMessage(err)
-	for _, want := range []string{strconv.Quote(missing), "scripts/build-examples", "docker load"} {
+	for _, want := range []string{strconv.Quote(missing), "docker build", "docker load"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message %q lacks %q", msg, want)
 		}
