@@ -45,7 +45,8 @@ func clientCommands(env Env) []*cobra.Command {
 		return c
 	}
 
-	var node, runtime string
+	var node, runtime, until string
+	var untilTimeout time.Duration
 	var params []string
 	launch := &cobra.Command{
 		Use:   "launch TEMPLATE --node NODE",
@@ -53,6 +54,10 @@ func clientCommands(env Env) []*cobra.Command {
 		Long: `Launch a product template on a node of a running sim (normsim up) and print
 the new instance's id, which ps, logs, migrate and stop take. The launch
 returns once the instance is placed; ps shows when its job is connected.
+--until running (or connected: running, and its job said hello on the job
+socket) waits for that, up to --timeout, and exits 1 with the instance's
+error and last log lines when it ends first (a job that dies at once) or
+does not get there in time.
 
 --param sets the template's parameters (normsim templates lists them, with
 their types and defaults); a value the template refuses is an error naming
@@ -61,11 +66,20 @@ the parameter and the rule. --runtime picks how the instance runs: docker
 this host) or external (you start the job yourself, with the env printed).`,
 		Example: `  normsim launch counter --node a
   normsim launch counter --node b --param RATE=100
+  normsim launch counter --node a --until connected
   normsim launch counter --node a --runtime external   # prints the env to start it under a debugger`,
 		Args: exactArgs(1, "TEMPLATE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if node == "" {
 				return usageErr("launch: --node is required (e.g. --node a)")
+			}
+			var wantUntil sim.Until
+			if until != "" {
+				u, err := sim.ParseUntil(until)
+				if err != nil {
+					return usageErr("--until: must be running or connected; got %q", until)
+				}
+				wantUntil = u
 			}
 			req := sim.LaunchRequest{Template: args[0], Node: node, Runtime: runtime, Params: map[string]string{}}
 			for _, p := range params {
@@ -86,12 +100,17 @@ this host) or external (you start the job yourself, with the env printed).`,
 				fmt.Fprintln(out, "\nStart the job yourself (e.g. in your debugger) with this env, one block per service:")
 				printExternalEnv(out, "normsim "+in.ID, in.Env)
 			}
-			return nil
+			if wantUntil == "" {
+				return nil
+			}
+			return waitLaunched(cmd.Context(), c, in.ID, wantUntil, untilTimeout, out)
 		},
 	}
 	launch.Flags().StringVar(&node, "node", "", "node to place the instance on (required)")
 	launch.Flags().StringArrayVar(&params, "param", nil, "template parameter KEY=VALUE (repeatable)")
 	launch.Flags().StringVar(&runtime, "runtime", "", "docker, process or external (default: the sim's)")
+	launch.Flags().StringVar(&until, "until", "", "wait until the instance is running, or connected (running, and its job said hello); exit 1 if it ends first")
+	launch.Flags().DurationVar(&untilTimeout, "timeout", time.Minute, "with --until, how long to wait")
 
 	ps := &cobra.Command{
 		Use:   "ps",
@@ -113,9 +132,9 @@ reaches them).`,
 				return nil
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tJOB\tNODE\tTEMPLATE\tRUNTIME\tSTATE\tCONNECTED\tPORTS")
+			fmt.Fprintln(tw, "ID\tJOB\tNODE\tTEMPLATE\tRUNTIME\tSTATE\tCONNECTED\tPORTS\tREASON")
 			for _, in := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%v\t%s\n", in.ID, in.JobID, in.Node, in.Template, in.Runtime, in.State, in.Connected, portsColumn(in))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%v\t%s\t%s\n", in.ID, in.JobID, in.Node, in.Template, in.Runtime, in.State, in.Connected, portsColumn(in), reasonColumn(in.Error))
 			}
 			return tw.Flush()
 		},
@@ -589,6 +608,86 @@ func waitExit(m *sim.Migration, ignoreSeam bool) error {
 		return &ExitError{Code: exitSeam, Err: fmt.Errorf("migration %s completed, but its judgement is fail (at fault: %s): %s (--ignore-seam accepts it)", m.ID, cmp.Or(j.AtFault, "none"), j.Why)}
 	}
 	return nil
+}
+
+// reasonColumn is an instance's error on one line, cut for a table: why
+// a failed or stopped instance ended ("-" when nothing is wrong).
+func reasonColumn(s string) string {
+	s = strings.Join(strings.Fields(sim.TerminalSafe(s)), " ")
+	if s == "" {
+		return "-"
+	}
+	if r := []rune(s); len(r) > 60 {
+		s = string(r[:59]) + "…"
+	}
+	return s
+}
+
+// waitLaunched waits until the instance is where until says, and fails
+// with its error and last log lines when it ends first or the timeout
+// passes.
+func waitLaunched(ctx context.Context, c *apiclient.Client, id string, until sim.Until, timeout time.Duration, out io.Writer) error {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	in, err := c.WaitInstance(wctx, id, until)
+	if err == nil {
+		// A job that dies at once was running for a moment: it must
+		// still be there a moment later.
+		in, err = stillUp(ctx, c, id, launchSettle)
+	}
+	if err == nil {
+		fmt.Fprintf(out, "%s is %s\n", id, until)
+		return nil
+	}
+	if ctx.Err() != nil {
+		return errors.New("interrupted while waiting; the instance goes on")
+	}
+	var why error = err
+	if in != nil && errors.Is(err, context.DeadlineExceeded) {
+		why = fmt.Errorf("instance %s is not %s after %s: state %s, connected %v%s", id, until, timeout, in.State, in.Connected, colonOr(in.Error))
+	}
+	if page, lerr := c.LogPage(ctx, id, 20); lerr == nil && len(page.Lines) > 0 {
+		fmt.Fprintf(out, "last %d log line(s) of %s:\n", len(page.Lines), id)
+		for _, l := range page.Lines {
+			fmt.Fprintf(out, "  %s\n", sim.FormatLogLine(l, false))
+		}
+	}
+	return &ExitError{Code: 1, Err: why}
+}
+
+// launchSettle is how long launch --until watches an instance that got
+// there for it to end: a job that dies at once does within it.
+const launchSettle = time.Second
+
+// stillUp checks the instance for d and fails if it stops or fails
+// meanwhile.
+func stillUp(ctx context.Context, c *apiclient.Client, id string, d time.Duration) (*sim.Instance, error) {
+	deadline := time.Now().Add(d)
+	for {
+		in, err := c.Instance(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if in.State.Terminal() {
+			return in, fmt.Errorf("instance %s on %s ended (%s) right after it started: %s", in.ID, in.Node, in.State, cmp.Or(in.Error, "no error given"))
+		}
+		if time.Now().After(deadline) {
+			return in, nil
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return in, ctx.Err()
+		}
+	}
+}
+
+// colonOr is ": s", or "" for an empty s.
+func colonOr(s string) string {
+	if s == "" {
+		return ""
+	}
+	return ": " + s
 }
 
 // resolveInstance is the instance a command's ID argument names: the

@@ -227,3 +227,22 @@ func TestAbortRollsBack(t *testing.T) {
 		t.Errorf("abort of an unknown migration: exit %d: %s", code, errOut)
 	}
 }
+
+// TestLaunchUntilReportsAJobThatDies: launch --until running exits 1 with
+// the instance's error and its last lines when the job dies at once, and
+// ps says why in its REASON column.
+func TestLaunchUntilReportsAJobThatDies(t *testing.T) {
+	s := normsimtest.Start(t, normsimtest.Options{Templates: []string{"testdata/templates"}})
+	server := strings.TrimPrefix(s.URL, "http://")
+	code, out, errOut := run(t, "launch", "dies-at-once", "--node", "a", "--until", "running", "--timeout", "20s", "--server", server)
+	if code != 1 || !strings.Contains(out, "config.yaml: no such file") || !strings.Contains(errOut, "dies-at-once") {
+		t.Fatalf("launch --until of a job that dies: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	code, out, _ = run(t, "ps", "--server", server)
+	if code != 0 || !strings.Contains(out, "REASON") || !strings.Contains(out, "exit") {
+		t.Errorf("ps after it died: exit %d\n%s", code, out)
+	}
+	if code, _, errOut := run(t, "launch", "dies-at-once", "--node", "a", "--until", "soon", "--server", server); code != 2 || !strings.Contains(errOut, "--until: must be running or connected") {
+		t.Errorf("--until soon: exit %d: %s", code, errOut)
+	}
+}
