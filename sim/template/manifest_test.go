@@ -360,3 +360,18 @@ func TestManifestCollectsEveryProblem(t *testing.T) {
 		t.Errorf("paths = %q, want %q", got, want)
 	}
 }
+
+// TestManifestJSONErrorsSayWhere: a manifest that is not valid JSON is
+// refused with the line and column of the problem, as an editor shows it.
+func TestManifestJSONErrorsSayWhere(t *testing.T) {
+	for _, tc := range []struct{ data, want string }{
+		{"{\n  \"productName\": \"x\",\n  \"target\" \"docker-compose\"\n}", "line 3, column 12: invalid character '\"' after object key"},
+		{"{\n  \"productName\": \"x\",", "line 2, column 22: the file ends before the JSON does"},
+		{"{}\n{}", "line 2, column 1: unexpected data after the top-level value"},
+	} {
+		_, probs := ValidateManifest([]byte(tc.data))
+		if len(probs) != 1 || !strings.Contains(probs[0].Message, tc.want) {
+			t.Errorf("%q: problems %+v, want one saying %q", tc.data, probs, tc.want)
+		}
+	}
+}

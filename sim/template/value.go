@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -37,12 +38,42 @@ func decodeJSON(data []byte) (any, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, err
+		return nil, jsonPosition(data, err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("unexpected data after the top-level value")
+		line, col := lineCol(data, dec.InputOffset()-1) // at the token read
+		return nil, fmt.Errorf("line %d, column %d: unexpected data after the top-level value", line, col)
 	}
 	return fromJSON(v), nil
+}
+
+// jsonPosition says where in data a decoding error is, as an editor shows
+// it (line and column, from 1): encoding/json gives only a byte offset.
+func jsonPosition(data []byte, err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		line, col := lineCol(data, se.Offset-1) // Offset is just past the bad character
+		return fmt.Errorf("line %d, column %d: %v", line, col, err)
+	case errors.As(err, &te):
+		line, col := lineCol(data, te.Offset)
+		return fmt.Errorf("line %d, column %d: %v", line, col, err)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		line, col := lineCol(data, int64(len(data)))
+		return fmt.Errorf("line %d, column %d: the file ends before the JSON does (a missing } or ])", line, col)
+	}
+	return err
+}
+
+// lineCol turns a byte offset into a line and a column (in characters),
+// both from 1.
+func lineCol(data []byte, off int64) (line, col int) {
+	off = min(max(off, 0), int64(len(data)))
+	before := data[:off]
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:]) + 1
+	return line, col
 }
 
 func fromJSON(v any) any {
