@@ -568,9 +568,13 @@ func (m *Main) openRuntimes(ctx context.Context, obs sim.RuntimeObserver) {
 	defer close(reg.known)
 	rts := map[string]sim.Runtime{sim.RuntimeExternal: manager.External{}}
 	reg.set.Runtimes = rts
+	var dockerErr error // why the Docker runtime is not there, for the banner
 	for _, f := range m.Opts.Runtimes {
 		rt, err := f.New(ctx, obs, &m.logSink, m.log.With("runtime", f.Name))
 		if err != nil {
+			if f.Name == sim.RuntimeDocker {
+				dockerErr = err
+			}
 			m.log.Debug("runtime unavailable", "runtime", f.Name, "err", err)
 			if m.Opts.Runtime == f.Name && reg.err == nil {
 				reg.err = fmt.Errorf("--runtime %s: %w", f.Name, err)
@@ -589,7 +593,7 @@ func (m *Main) openRuntimes(ctx context.Context, obs sim.RuntimeObserver) {
 				if f.Name == sim.RuntimeDocker {
 					reg.note = "docker (the Docker engine answered)" + m.engineNote(ctx)
 				} else {
-					reg.note = f.Name + " (no Docker engine answered)"
+					reg.note = f.Name + " (no Docker engine answered" + whereDocker(dockerErr) + ")"
 				}
 				reg.set.Default = f.Name
 				return
@@ -605,6 +609,17 @@ func (m *Main) openRuntimes(ctx context.Context, obs sim.RuntimeObserver) {
 		reg.note = m.Opts.Runtime + " (--runtime)" + m.engineNote(ctx)
 		reg.set.Default = m.Opts.Runtime
 	}
+}
+
+// whereDocker says where the Docker runtime looked for an engine, from its
+// error (which names the address), and how to point it elsewhere: "" when
+// no Docker runtime was linked or tried.
+func whereDocker(err error) string {
+	if err == nil {
+		return ""
+	}
+	first, _, _ := strings.Cut(err.Error(), "\n")
+	return ": " + first + "; DOCKER_HOST or the docker context names another"
 }
 
 // engineNote asks the Docker runtime, when there is one, which engine it

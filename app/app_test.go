@@ -251,7 +251,8 @@ func TestRuntimes(t *testing.T) {
 		t.Fatal("Open waited for the Docker probe")
 	}
 	close(answered)
-	if note := m.RuntimeNote(); note != "process (no Docker engine answered)" {
+	// The banner says where it looked, and how to look elsewhere.
+	if note := m.RuntimeNote(); note != "process (no Docker engine answered: no engine at unix:///nowhere.sock; DOCKER_HOST or the docker context names another)" {
 		t.Errorf("runtime note = %q", note)
 	}
 	if def := m.Manager.DefaultRuntime(); def != sim.RuntimeProcess {
