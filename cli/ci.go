@@ -142,7 +142,14 @@ wrong, and nothing ran.`,
 					return usageErr("ci: %v", err)
 				}
 				defer cleanup()
-				if probs := scenario.CheckCatalog(scenarios, cat); len(probs) > 0 {
+				// The default runtime of --check: an explicit one, or what
+				// the run would settle on (ciOptions makes auto process
+				// when no scenario needs Docker); auto is not known.
+				def := ""
+				if opts.Runtime == sim.RuntimeProcess || opts.Runtime == sim.RuntimeDocker {
+					def = opts.Runtime
+				}
+				if probs := scenario.CheckCatalog(scenarios, cat, def); len(probs) > 0 {
 					return broken(probs)
 				}
 				fmt.Fprintf(out, "%d scenario(s) in %d file(s): valid, with the templates they launch and their params\n", len(scenarios), len(files))
@@ -167,7 +174,7 @@ wrong, and nothing ran.`,
 				return usageErr("--log-lines: want at least 1; got %d", logLines)
 			}
 			runner := scenario.NewRunner(scenario.Config{URL: m.URL(), Out: out, Verbose: verbose, LogTail: logLines})
-			if probs := scenario.CheckCatalog(scenarios, m.Catalog); len(probs) > 0 {
+			if probs := scenario.CheckCatalog(scenarios, m.Catalog, m.Manager.DefaultRuntime()); len(probs) > 0 {
 				return broken(probs)
 			}
 			rep := runner.Run(cmd.Context(), scenarios)

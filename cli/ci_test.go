@@ -244,3 +244,26 @@ func TestCICheckRejectsWhatTheRunRejects(t *testing.T) {
 		})
 	}
 }
+
+// TestCICheckRefusesAProcessRunOfADockerOnlyTemplate: a scenario on the
+// process runtime whose template has a service without an x-normsim
+// command fails --check (and a run) before anything starts.
+func TestCICheckRefusesAProcessRunOfADockerOnlyTemplate(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "x.yaml")
+	if err := os.WriteFile(f, []byte("name: x\ntemplate: docker-only\nruntime: process\nsteps:\n  - launch: {node: a}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "template docker-only cannot run on the process runtime: service(s) job have no x-normsim command"
+	for _, mode := range [][]string{{"--check"}, {"--runtime", "process"}} {
+		code, out, errOut := ci(t, append(mode, "--templates", "testdata/templates", f)...)
+		if code != 2 || !strings.Contains(errOut, want) {
+			t.Errorf("ci %v: exit %d; want 2 with %q\nstdout: %s\nstderr: %s", mode, code, want, out, errOut)
+		}
+	}
+	// The same file on docker passes --check: the template is fine there.
+	g := filepath.Join(t.TempDir(), "y.yaml")
+	os.WriteFile(g, []byte("name: y\ntemplate: docker-only\nruntime: docker\nsteps:\n  - launch: {node: a}\n"), 0o644)
+	if code, _, errOut := ci(t, "--check", "--templates", "testdata/templates", g); code != 0 {
+		t.Errorf("ci --check of a docker scenario: exit %d: %s", code, errOut)
+	}
+}

@@ -92,11 +92,13 @@ func (r *Runner) Check(ctx context.Context, scenarios []*Scenario) (Problems, er
 
 // CheckCatalog is every check a run makes before it starts, against the
 // catalog it will launch from: each template a scenario launches is loaded
-// and valid, and each launch step's params (the scenario's, overridden by
-// the step's) are ones the launch accepts. normsim ci runs it both for
-// --check and before a real run, so --check never passes a file the run
-// rejects.
-func CheckCatalog(scenarios []*Scenario, cat sim.Catalog) Problems {
+// and valid, each launch step's params (the scenario's, overridden by the
+// step's) are ones the launch accepts, and a launch on the process runtime
+// (the step's, the scenario's, or else defaultRuntime; "" when not known)
+// is of a template whose every service has an x-normsim command. normsim
+// ci runs it both for --check and before a real run, so --check never
+// passes a file the run rejects.
+func CheckCatalog(scenarios []*Scenario, cat sim.Catalog, defaultRuntime string) Problems {
 	probs, good := checkTemplates(scenarios, cat.List())
 	for _, s := range scenarios {
 		for _, st := range s.Steps {
@@ -115,6 +117,14 @@ func CheckCatalog(scenarios []*Scenario, cat sim.Catalog) Problems {
 			maps.Copy(params, l.Params)
 			if err := cat.CheckParams(name, params); err != nil {
 				probs = append(probs, Problem{File: s.File, Pos: st.Pos, Message: fmt.Sprintf("%s: template %s refuses these params: %v", st.Name, name, err)})
+			}
+			if cmp.Or(l.Runtime, s.Runtime, defaultRuntime) != sim.RuntimeProcess {
+				continue
+			}
+			if t, err := cat.Get(name); err == nil && len(t.NoProcessCommand) > 0 {
+				probs = append(probs, Problem{File: s.File, Pos: st.Pos, Message: fmt.Sprintf(
+					"%s: template %s cannot run on the process runtime: service(s) %s have no x-normsim command; add x-normsim: {command: [...]} to each, or run it on docker",
+					st.Name, name, strings.Join(t.NoProcessCommand, ", "))})
 			}
 		}
 	}

@@ -15,6 +15,9 @@ type Template struct {
 	ProductVersion string      `json:"productVersion,omitempty"`
 	Parameters     []Parameter `json:"parameters"`
 	Services       []string    `json:"services,omitempty"`
+	// NoProcessCommand lists the services without an x-normsim command:
+	// the process runtime cannot run the template while there are any.
+	NoProcessCommand []string `json:"noProcessCommand,omitempty"`
 	// HasAllocatedPorts says the manifest declares allocatedPorts (so
 	// NORSK_ALLOCATED_PORTS is set even when none opt in).
 	AllocatedPorts []AllocatedPortDecl `json:"allocatedPorts,omitempty"`

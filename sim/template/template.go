@@ -339,8 +339,12 @@ func (l *Loaded) checkComposeLoad() ([]string, error) {
 		return nil, errors.New("declares no services that run without a profile")
 	}
 	for _, n := range names {
-		if _, err := serviceSpec(n, p.Services[n], l.Dir); err != nil {
+		ss, err := serviceSpec(n, p.Services[n], l.Dir)
+		if err != nil {
 			return nil, err
+		}
+		if ss.Process == nil || len(ss.Process.Command) == 0 {
+			l.Template.NoProcessCommand = append(l.Template.NoProcessCommand, n)
 		}
 	}
 	_, l.Warnings = instanceProject(p, "normsim-<instance>", nil)
