@@ -17,6 +17,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/loader"
 	composetpl "github.com/compose-spec/compose-go/v2/template"
 	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/mattn/go-shellwords"
 
 	"github.com/normsim/normsim/sim"
 )
@@ -213,11 +214,19 @@ func processSpec(service string, ext types.Extensions, dir string) (*sim.Process
 	ps := &sim.ProcessSpec{}
 	switch c := m["command"].(type) {
 	case string:
-		var sc types.ShellCommand
-		if err := sc.DecodeMapstructure(c); err != nil {
+		// Split as compose splits a command string, but a shell operator
+		// would end the split there and drop the rest without a word: the
+		// command is run as argv, not by a shell, so it is refused.
+		sp := shellwords.NewParser()
+		args, err := sp.Parse(c)
+		if err != nil {
 			return nil, fmt.Errorf("%s.command: %v", path, err)
 		}
-		ps.Command = sc
+		if sp.Position >= 0 {
+			return nil, fmt.Errorf("%s.command: %q has a shell operator at %q; the command runs as argv, not in a shell: write [\"sh\", \"-c\", %q] to use one",
+				path, c, c[sp.Position:], c)
+		}
+		ps.Command = args
 	case []any:
 		for i, e := range c {
 			s, ok := e.(string)
