@@ -21,8 +21,8 @@ import (
 )
 
 // Errors the client reports. The ones that stop it for good (ErrDisabled,
-// ErrClosed, ErrReplaced, ErrUnauthorized, a bad URL) are also what Err
-// returns once Done is closed.
+// ErrClosed, ErrReplaced, ErrUnauthorized, ErrStopped, a bad URL) are also
+// what Err returns once Done is closed.
 var (
 	// ErrDisabled: the job was started without a job socket
 	// (NORSK_WORKER_WS_URL or NORSK_WORKER_TOKEN unset), so the client does
@@ -45,6 +45,12 @@ var (
 	// token may well be right, and the client reconnects with its usual
 	// backoff.
 	ErrUnauthorized = errors.New("jobclient: worker refused the token or the instance (close 4401)")
+	// ErrStopped: the worker closed the socket normally (1000, "instance
+	// stopped"): the instance was stopped or removed, as the source of a
+	// completed handover or the target of a rollback is. The worker no
+	// longer knows the instance, so the client does not reconnect (it
+	// would only be refused with 4401); the job should end.
+	ErrStopped = errors.New("jobclient: the worker stopped this instance (close 1000)")
 	// ErrFrameTooLarge: a frame the job would send is over
 	// protocol.MaxFrameBytes, which the worker answers by closing the socket.
 	ErrFrameTooLarge = errors.New("jobclient: frame over the 64 KiB cap")
@@ -386,6 +392,10 @@ func (c *Client) run() {
 		var ce websocket.CloseError
 		errors.As(err, &ce)
 		switch {
+		case ce.Code == websocket.StatusNormalClosure && acked:
+			c.log.Info("job socket closed by the worker: this instance was stopped; not reconnecting", "reason", ce.Reason)
+			c.stop(ErrStopped)
+			return
 		case ce.Code == protocol.CloseReplaced:
 			c.log.Warn("job socket replaced by a newer connection for this instance; not reconnecting", "err", err)
 			c.stop(ErrReplaced)

@@ -482,6 +482,26 @@ func TestNoReconnectAfterTerminalClose(t *testing.T) {
 	}
 }
 
+// TestStoppedInstanceDoesNotReconnect: a normal close (1000, "instance
+// stopped") after hello-ack is the worker forgetting the instance, as it
+// does to the source of a completed handover: the client stops with
+// ErrStopped instead of reconnecting into a 4401.
+func TestStoppedInstanceDoesNotReconnect(t *testing.T) {
+	w := newFakeWorker(t)
+	c := connect(t, w, Handler{})
+	wc := acked(t, w, c, nil)
+	wc.close(websocket.StatusNormalClosure, "instance stopped")
+	select {
+	case <-c.Done():
+	case <-time.After(testTimeout):
+		t.Fatal("client did not stop")
+	}
+	if !errors.Is(c.Err(), ErrStopped) {
+		t.Fatalf("Err = %v, want %v", c.Err(), ErrStopped)
+	}
+	w.noConnection(200 * time.Millisecond)
+}
+
 // TestHelloTimeoutIsNotARefusal: of the 4401 closes, only the ones whose
 // reason says the hello came too late are retried; any other 4401 reason
 // means a wrong token or a path naming nothing, and stops the client with
