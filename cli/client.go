@@ -353,9 +353,7 @@ ended aborted.`,
 	abort.Flags().StringVar(&abortWhy, "reason", "", "why, for the timeline and the migration's reason")
 	abort.Flags().BoolVar(&abortWait, "wait", false, "follow the migration to its end")
 
-	var eventTail int
-	var eventsJSON bool
-	events := &cobra.Command{
+	events := recordsCommand(api, recordsSpec[sim.DescribedEvent]{
 		Use:   "events ID",
 		Short: "Show what happened to an instance: its states, connections and runtime",
 		Long: `Show the last changes of an instance, oldest first: each state it went
@@ -364,45 +362,17 @@ job socket or its socket closed (with the close code and reason), and what
 its runtime noticed (a service that exited, and whether the engine restarted
 it). An instance removed since keeps its history until its records are
 pruned (normsim up --keep-migrations). --json prints the records as the API
-gives them.
-
-An ID is an instance's (normsim ps lists them) or a job's, which names
-the job's running instance: after a migration the job runs under a new
-instance ID, and its job ID still finds it.`,
-		Example: `  normsim events counter-1a2b3c
-  normsim events counter-1a2b3c --tail 20 --json`,
-		Args: exactArgs(1, "ID"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if eventTail < 1 || eventTail > 10000 {
-				return usageErr("--tail: want a number of events from 1 to 10000; got %d", eventTail)
-			}
-			c := api()
-			evs, err := c.InstanceEvents(cmd.Context(), resolveInstance(cmd.Context(), c, args[0]), eventTail)
-			if err != nil {
-				return instanceHint(err)
-			}
-			out := cmd.OutOrStdout()
-			if eventsJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(evs)
-			}
-			if len(evs) == 0 {
-				fmt.Fprintf(out, "%s: nothing recorded yet\n", args[0])
-				return nil
-			}
-			for _, ev := range evs {
-				fmt.Fprintf(out, "%s  %-19s %s\n", ev.At.UTC().Format("15:04:05.000"), ev.Kind, sim.TerminalSafe(ev.Text))
-			}
-			return nil
+gives them.`,
+		What: "events",
+		None: "nothing recorded yet",
+		Read: func(ctx context.Context, c *apiclient.Client, id string, tail int) ([]sim.DescribedEvent, error) {
+			return c.InstanceEvents(ctx, id, tail)
 		},
-	}
-	events.Flags().IntVar(&eventTail, "tail", 50, "how many of the last events to show (1 to 10000)")
-	events.Flags().BoolVar(&eventsJSON, "json", false, "print the event records as JSON")
-
-	var frameTail int
-	var framesJSON bool
-	frames := &cobra.Command{
+		Line: func(ev sim.DescribedEvent) string {
+			return fmt.Sprintf("%s  %-19s %s", ev.At.UTC().Format("15:04:05.000"), ev.Kind, sim.TerminalSafe(ev.Text))
+		},
+	})
+	frames := recordsCommand(api, recordsSpec[sim.FrameRecord]{
 		Use:   "frames ID",
 		Short: "Show the job-socket frames between an instance's job and its node",
 		Long: `Show the last frames an instance's job and its node said to each other on
@@ -411,41 +381,16 @@ job), the frame's type and size, and its text (hello's token redacted). It
 covers the job's whole life, not only its migrations: a hello that was
 refused, a frame the job sent at the wrong moment. An instance removed since
 keeps its frames until its records are pruned (normsim up
---keep-migrations). --json prints the records as the API gives them.
-
-An ID is an instance's (normsim ps lists them) or a job's, which names
-the job's running instance: after a migration the job runs under a new
-instance ID, and its job ID still finds it.`,
-		Example: `  normsim frames counter-1a2b3c
-  normsim frames counter-1a2b3c --tail 20 --json`,
-		Args: exactArgs(1, "ID"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if frameTail < 1 || frameTail > 10000 {
-				return usageErr("--tail: want a number of frames from 1 to 10000; got %d", frameTail)
-			}
-			c := api()
-			frs, err := c.Frames(cmd.Context(), resolveInstance(cmd.Context(), c, args[0]), frameTail)
-			if err != nil {
-				return instanceHint(err)
-			}
-			out := cmd.OutOrStdout()
-			if framesJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(frs)
-			}
-			if len(frs) == 0 {
-				fmt.Fprintf(out, "%s: no frames yet (its job has not connected)\n", args[0])
-				return nil
-			}
-			for _, f := range frs {
-				fmt.Fprintf(out, "%s  %-3s  %-16s %7s  %s\n", f.At.UTC().Format("15:04:05.000"), f.Direction, f.Type, fmt.Sprintf("%d B", f.Size), sim.FrameSnippet([]byte(f.Data)))
-			}
-			return nil
+--keep-migrations). --json prints the records as the API gives them.`,
+		What: "frames",
+		None: "no frames yet (its job has not connected)",
+		Read: func(ctx context.Context, c *apiclient.Client, id string, tail int) ([]sim.FrameRecord, error) {
+			return c.Frames(ctx, id, tail)
 		},
-	}
-	frames.Flags().IntVar(&frameTail, "tail", 50, "how many of the last frames to show (1 to 10000)")
-	frames.Flags().BoolVar(&framesJSON, "json", false, "print the frame records as JSON")
+		Line: func(f sim.FrameRecord) string {
+			return fmt.Sprintf("%s  %-3s  %-16s %7s  %s", f.At.UTC().Format("15:04:05.000"), f.Direction, f.Type, fmt.Sprintf("%d B", f.Size), sim.FrameSnippet([]byte(f.Data)))
+		},
+	})
 
 	nodes := &cobra.Command{
 		Use:   "nodes",
@@ -608,6 +553,63 @@ func waitExit(m *sim.Migration, ignoreSeam bool) error {
 		return &ExitError{Code: exitSeam, Err: fmt.Errorf("migration %s completed, but its judgement is fail (at fault: %s): %s (--ignore-seam accepts it)", m.ID, cmp.Or(j.AtFault, "none"), j.Why)}
 	}
 	return nil
+}
+
+// recordsSpec is a command that prints an instance's last records of one
+// kind (its events, its frames).
+type recordsSpec[T any] struct {
+	Use, Short, Long string
+	// What names the records ("frames"); None is what is said of an
+	// instance without any.
+	What, None string
+	Read       func(ctx context.Context, c *apiclient.Client, id string, tail int) ([]T, error)
+	Line       func(T) string
+}
+
+// recordsCommand makes spec's command: the last --tail records of the
+// instance (or the job's running instance) its ID names, a line each, or
+// --json as the API gives them.
+func recordsCommand[T any](api func() *apiclient.Client, spec recordsSpec[T]) *cobra.Command {
+	tail, asJSON := 50, false
+	name := strings.Fields(spec.Use)[0]
+	cmd := &cobra.Command{
+		Use:   spec.Use,
+		Short: spec.Short,
+		Long: spec.Long + `
+
+An ID is an instance's (normsim ps lists them) or a job's, which names
+the job's running instance: after a migration the job runs under a new
+instance ID, and its job ID still finds it.`,
+		Example: "  normsim " + name + " counter-1a2b3c\n  normsim " + name + " counter-1a2b3c --tail 20 --json",
+		Args:    exactArgs(1, "ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if tail < 1 || tail > 10000 {
+				return usageErr("--tail: want a number of %s from 1 to 10000; got %d", spec.What, tail)
+			}
+			c := api()
+			recs, err := spec.Read(cmd.Context(), c, resolveInstance(cmd.Context(), c, args[0]), tail)
+			if err != nil {
+				return instanceHint(err)
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(recs)
+			}
+			if len(recs) == 0 {
+				fmt.Fprintf(out, "%s: %s\n", args[0], spec.None)
+				return nil
+			}
+			for _, r := range recs {
+				fmt.Fprintln(out, spec.Line(r))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&tail, "tail", tail, "how many of the last "+spec.What+" to show (1 to 10000)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the "+spec.What+" as JSON records")
+	return cmd
 }
 
 // reasonColumn is an instance's error on one line, cut for a table: why

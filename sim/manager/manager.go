@@ -1035,22 +1035,9 @@ func (m *Manager) AwaitInstance(ctx context.Context, id string, until sim.Until)
 // waits for it). An instance removed since keeps them until its records
 // are pruned; one the manager never knew, with none, is ENotFound.
 func (m *Manager) InstanceEvents(ctx context.Context, id string, tail int) ([]sim.Event, error) {
-	if m.cfg.Store == nil {
-		return nil, sim.Errorf(sim.EUnavailable, "this normsim keeps no events (no store configured)")
-	}
-	evs, err := m.cfg.Store.ListEvents(ctx, sim.EventFilter{Instance: id, Limit: tail, Tail: true})
-	if err != nil {
-		return nil, err
-	}
-	if len(evs) == 0 {
-		if _, err := m.Instance(ctx, id); err != nil {
-			return nil, err
-		}
-	}
-	if evs == nil {
-		evs = []sim.Event{}
-	}
-	return evs, nil
+	return instanceRecords(ctx, m, id, "events", func(st sim.Store) ([]sim.Event, error) {
+		return st.ListEvents(ctx, sim.EventFilter{Instance: id, Limit: tail, Tail: true})
+	})
 }
 
 // RunningInstanceOf is the ID of the job's running instance, "" when it
@@ -1069,26 +1056,34 @@ func (m *Manager) RunningInstanceOf(jobID string) string {
 
 // Frames are the last tail frames between an instance's job and its node
 // (both directions, oldest first), as recorded; a frame reaches the store
-// a few milliseconds after it crossed the socket. An instance removed
-// since keeps its frames until its records are pruned; one the manager
-// never knew, with no frames, is ENotFound.
+// a few milliseconds after it crossed the socket. Removed and unknown
+// instances are as for InstanceEvents.
 func (m *Manager) Frames(ctx context.Context, id string, tail int) ([]sim.FrameRecord, error) {
+	return instanceRecords(ctx, m, id, "frames", func(st sim.Store) ([]sim.FrameRecord, error) {
+		return st.ListFrames(ctx, sim.FrameFilter{Role: id, Limit: tail, Tail: true})
+	})
+}
+
+// instanceRecords reads an instance's stored records of one kind: none is
+// an empty list for an instance the manager knows, ENotFound for one it
+// never knew.
+func instanceRecords[T any](ctx context.Context, m *Manager, id, what string, list func(sim.Store) ([]T, error)) ([]T, error) {
 	if m.cfg.Store == nil {
-		return nil, sim.Errorf(sim.EUnavailable, "this normsim keeps no frames (no store configured)")
+		return nil, sim.Errorf(sim.EUnavailable, "this normsim keeps no %s (no store configured)", what)
 	}
-	frs, err := m.cfg.Store.ListFrames(ctx, sim.FrameFilter{Role: id, Limit: tail, Tail: true})
+	recs, err := list(m.cfg.Store)
 	if err != nil {
 		return nil, err
 	}
-	if len(frs) == 0 {
+	if len(recs) == 0 {
 		if _, err := m.Instance(ctx, id); err != nil {
 			return nil, err
 		}
 	}
-	if frs == nil {
-		frs = []sim.FrameRecord{}
+	if recs == nil {
+		recs = []T{}
 	}
-	return frs, nil
+	return recs, nil
 }
 
 // Output is what an instance sent to the output sink since a moment; an
