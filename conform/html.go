@@ -72,6 +72,8 @@ type htmlPage struct {
 	Params   []labelled
 	Groups   []htmlGroup
 	Cases    []*htmlCase
+	// Causes are cases of one grade that ended for one reason.
+	Causes []htmlCause
 	Chaos    *htmlChaos
 }
 
@@ -79,6 +81,13 @@ type htmlCount struct {
 	Grade Grade
 	Class string
 	N     int
+}
+
+type htmlCause struct {
+	Grade Grade
+	Class string
+	Why   string
+	Cases []*htmlCase
 }
 
 type htmlGroup struct {
@@ -180,6 +189,17 @@ func (r *Report) htmlPage() *htmlPage {
 		}
 		g := &p.Groups[len(p.Groups)-1]
 		g.Cases = append(g.Cases, hc)
+	}
+	byResult := map[*Result]*htmlCase{}
+	for _, hc := range p.Cases {
+		byResult[hc.Result] = hc
+	}
+	for _, c := range Causes(r.ordered()) {
+		hcause := htmlCause{Grade: c.Grade, Class: gradeClass(c.Grade), Why: c.Why}
+		for _, res := range c.Results {
+			hcause.Cases = append(hcause.Cases, byResult[res])
+		}
+		p.Causes = append(p.Causes, hcause)
 	}
 	if r.Chaos != nil {
 		p.Chaos = htmlChaosOf(r.Chaos)

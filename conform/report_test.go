@@ -368,4 +368,15 @@ func TestPrintSummaryGroupsOneCause(t *testing.T) {
 	if !strings.Contains(got, "  fail       2.1   kill the source on get-state") {
 		t.Errorf("a case failed for a reason of its own lost its line:\n%s", got)
 	}
+	// The HTML report has the same grouping, each case linked.
+	var page bytes.Buffer
+	if err := r.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`id="causes"`, "<strong>3 cases</strong>: aborted in get-state: timed out waiting for the source&#39;s state",
+		`<a href="#case-3.1">3.1</a>, <a href="#case-3.2">3.2</a>, <a href="#case-3.3">3.3</a>`} {
+		if !strings.Contains(page.String(), want) {
+			t.Errorf("HTML report lacks %q", want)
+		}
+	}
 }

@@ -38,26 +38,22 @@ func (r *Report) PrintSummary(w io.Writer) {
 	}
 	// Cases that ended the same way for the same reason are one bug
 	// told many times: they read as one line, with their IDs.
-	type cause struct {
-		grade Grade
-		why   string
+	grouped := map[*Result]*Cause{}
+	for _, c := range Causes(shown) {
+		for _, res := range c.Results {
+			grouped[res] = c
+		}
 	}
-	byCause := map[cause][]*Result{}
+	printed := map[*Cause]bool{}
 	for _, res := range shown {
-		k := cause{res.Grade, oneLine(res.Why)}
-		byCause[k] = append(byCause[k], res)
-	}
-	printed := map[cause]bool{}
-	for _, res := range shown {
-		k := cause{res.Grade, oneLine(res.Why)}
-		if same := byCause[k]; len(same) > 1 && k.why != "" {
-			if !printed[k] {
-				printed[k] = true
-				ids := make([]string, len(same))
-				for i, r := range same {
+		if c := grouped[res]; c != nil {
+			if !printed[c] {
+				printed[c] = true
+				ids := make([]string, len(c.Results))
+				for i, r := range c.Results {
 					ids[i] = r.ID
 				}
-				fmt.Fprintf(w, "  %-9s  %d cases: %s\n             %s\n", res.Grade, len(same), k.why, "cases "+strings.Join(ids, ", "))
+				fmt.Fprintf(w, "  %-9s  %d cases: %s\n             %s\n", c.Grade, len(c.Results), c.Why, "cases "+strings.Join(ids, ", "))
 			}
 			continue
 		}
@@ -97,4 +93,49 @@ func (r *Report) PrintSummary(w io.Writer) {
 // breaks in it would break the one-case-per-line layout.
 func oneLine(s string) string {
 	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }), " ")
+}
+
+// Cause is cases of one grade that ended for one reason: one bug, told as
+// often as there are cases that meet it.
+type Cause struct {
+	Grade   Grade
+	Why     string
+	Results []*Result
+}
+
+// Causes groups the results that failed, errored or were tolerated by
+// grade and reason, in the order each first appears; only reasons shared
+// by two cases or more make a group.
+func Causes(results []*Result) []*Cause {
+	type key struct {
+		grade Grade
+		why   string
+	}
+	byKey := map[key]*Cause{}
+	var order []*Cause
+	for _, res := range results {
+		switch res.Grade {
+		case GradePass, GradeNotApplicable:
+			continue
+		}
+		why := oneLine(res.Why)
+		if why == "" {
+			continue
+		}
+		k := key{res.Grade, why}
+		c := byKey[k]
+		if c == nil {
+			c = &Cause{Grade: res.Grade, Why: why}
+			byKey[k] = c
+			order = append(order, c)
+		}
+		c.Results = append(c.Results, res)
+	}
+	var out []*Cause
+	for _, c := range order {
+		if len(c.Results) > 1 {
+			out = append(out, c)
+		}
+	}
+	return out
 }
