@@ -36,8 +36,10 @@ const (
 	lanePad  = 8.0
 	// maxRows is how many rows of whole labels a lane grows to; past it
 	// labels are cut short (the whole one on hover) and take further rows
-	// only where even those would collide.
-	maxRows = 6
+	// only where even those would collide. A handover's cutover puts a
+	// dozen marks (frames and the lines each side printed) within a
+	// millisecond in one lane: they read whole without the zoom.
+	maxRows = 12
 )
 
 type timeline struct {
