@@ -19,9 +19,15 @@ type InstanceFilter struct {
 // every one from there), and says how many all holds.
 func PageOf[T any](all []T, offset, limit int) Page[T] {
 	lo := min(max(offset, 0), len(all))
-	hi := len(all)
-	if limit > 0 {
-		hi = min(hi, lo+limit)
+	return Page[T]{Items: all[lo:PageEnd(lo, limit, len(all))], Total: len(all)}
+}
+
+// PageEnd is where a page of limit items (0: every one) from lo ends in a
+// list of total: never past total, and never wrapping round, however
+// large the limit a client asks for.
+func PageEnd(lo, limit, total int) int {
+	if limit > 0 && limit < total-lo {
+		return lo + limit
 	}
-	return Page[T]{Items: all[lo:hi], Total: len(all)}
+	return total
 }

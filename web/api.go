@@ -94,8 +94,9 @@ func pageParams(q url.Values) (limit, offset int, err error) {
 func setTotal(w http.ResponseWriter, r *http.Request, total, limit, offset, n int) {
 	w.Header().Set("X-Total-Count", strconv.Itoa(total))
 	if limit > 0 && offset+n < total {
+		// The page was full (n == limit): the next starts after it.
 		q := r.URL.Query()
-		q.Set("offset", strconv.Itoa(offset+limit))
+		q.Set("offset", strconv.Itoa(offset+n))
 		w.Header().Set("Link", fmt.Sprintf(`<%s?%s>; rel="next"`, r.URL.Path, q.Encode()))
 	}
 }

@@ -104,3 +104,24 @@ func TestMigrationsPagePages(t *testing.T) {
 	}
 	mustContain(t, r, `page: must be a page number from 1; got "0"`)
 }
+
+// TestHugePagingParametersDoNotWrap: a limit or offset near the largest
+// int neither panics nor wraps round to an empty or negative page.
+func TestHugePagingParametersDoNotWrap(t *testing.T) {
+	f := newFake()
+	for _, id := range []string{"i1", "i2", "i3"} {
+		f.add(sim.Instance{ID: id, JobID: "job-" + id, Node: "a", Template: "counter", State: sim.InstanceRunning})
+	}
+	h := newServer(t, f, nil)
+	for q, want := range map[string]int{
+		"limit=9223372036854775807&offset=1": 2,
+		"limit=9223372036854775807":          3,
+		"offset=9223372036854775807&limit=5": 0,
+		"limit=2&offset=9223372036854775806": 0,
+	} {
+		r := get(t, h, "/api/v1/instances?"+q)
+		if r.Status != http.StatusOK || strings.Count(r.Body, `"jobId"`) != want || r.Header.Get("X-Total-Count") != "3" {
+			t.Errorf("?%s: %d, %d instances (want %d), total %q", q, r.Status, strings.Count(r.Body, `"jobId"`), want, r.Header.Get("X-Total-Count"))
+		}
+	}
+}

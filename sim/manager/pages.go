@@ -106,10 +106,8 @@ func (m *Manager) MigrationPage(ctx context.Context, f sim.MigrationFilter) (sim
 		return sim.Page[*sim.Migration]{}, err
 	}
 	total := len(lives) + stored
-	lo, hi := max(f.Offset, 0), total
-	if f.Limit > 0 {
-		hi = min(hi, lo+f.Limit)
-	}
+	lo := max(f.Offset, 0)
+	hi := sim.PageEnd(lo, f.Limit, total)
 	out := sim.Page[*sim.Migration]{Items: []*sim.Migration{}, Total: total}
 	if lo >= hi {
 		return out, nil
