@@ -2,16 +2,18 @@ package jobsocket
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 )
 
 // redactTokens returns a frame as the frame records keep it: the string
 // value of every top-level "token" key (any case: a job that misspells
-// the key still sent its secret) replaced by "<redacted>". It scans rather
+// the key still sent its secret; any spelling: "tok\u0065n" is the key
+// the parser reads as token) replaced by "<redacted>". It scans rather
 // than parses, so a frame that is not valid JSON, or is cut short, is
 // redacted too. Frames without such a key are returned as they are.
 func redactTokens(data []byte) []byte {
-	if !bytes.Contains(bytes.ToLower(data), []byte(`"token"`)) {
+	if !bytes.Contains(bytes.ToLower(data), []byte(`"token"`)) && !bytes.Contains(data, []byte(`\`)) {
 		return data
 	}
 	var out []byte
@@ -24,7 +26,7 @@ func redactTokens(data []byte) []byte {
 			depth--
 		case '"':
 			end := stringEnd(data, i)
-			if depth == 1 && strings.EqualFold(string(data[i+1:min(end, len(data))]), "token") {
+			if depth == 1 && isTokenKey(data[i:min(end+1, len(data))]) {
 				// Skip to the value: spaces, a colon, spaces.
 				j := end + 1
 				for j < len(data) && (data[j] == ' ' || data[j] == '\t' || data[j] == '\n' || data[j] == '\r' || data[j] == ':') {
@@ -60,4 +62,17 @@ func stringEnd(data []byte, start int) int {
 		}
 	}
 	return len(data)
+}
+
+// isTokenKey says whether the quoted JSON string q is the key "token" in
+// any case, its escapes decoded as the frame parser decodes them.
+func isTokenKey(q []byte) bool {
+	if !bytes.Contains(q, []byte(`\`)) {
+		return len(q) >= 2 && strings.EqualFold(string(q[1:len(q)-1]), "token")
+	}
+	var key string
+	if err := json.Unmarshal(q, &key); err != nil {
+		return false
+	}
+	return strings.EqualFold(key, "token")
 }

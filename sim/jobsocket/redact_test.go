@@ -14,6 +14,10 @@ func TestRedactTokens(t *testing.T) {
 		{`{"type":"state","payload":"\"token\":\"x\""}`, `{"type":"state","payload":"\"token\":\"x\""}`},
 		{`{"type":"hello","token":null}`, `{"type":"hello","token":null}`},
 		{`not json "token": "x"`, `not json "token": "x"`}, // not inside an object
+		// The key as the parser reads it, however it is spelled.
+		{`{"type":"hello","tok\u0065n":"s3cret"}`, `{"type":"hello","tok\u0065n":"<redacted>"}`},
+		{`{"type":"hello","\u0074\u006f\u006b\u0065\u006e":"s3cret"}`, `{"type":"hello","\u0074\u006f\u006b\u0065\u006e":"<redacted>"}`},
+		{`{"type":"hello","to\"ken":"keep"}`, `{"type":"hello","to\"ken":"keep"}`},
 	} {
 		if got := string(redactTokens([]byte(tt.in))); got != tt.want {
 			t.Errorf("redactTokens(%s) = %s, want %s", tt.in, got, tt.want)
