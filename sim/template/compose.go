@@ -20,6 +20,7 @@ import (
 	"github.com/mattn/go-shellwords"
 
 	"github.com/normsim/normsim/sim"
+	"gopkg.in/yaml.v3"
 )
 
 // ExtensionKey is the compose service extension that says how to run a
@@ -174,6 +175,15 @@ func interpolationFailed(err error) bool {
 // schema and compose-go's canonical form, with interpolation skipped so
 // that placeholders such as ${PORT} are judged as text.
 func checkComposeStructure(dir string, content []byte) error {
+	// compose-go's YAML reader expands aliases without a bound: a few
+	// hundred bytes of nested aliases (a "billion laughs") would take
+	// gigabytes and minutes. yaml.v3 counts what aliases expand to and
+	// refuses excess at once; only that refusal is taken from it, the
+	// rest of the judgement stays compose-go's.
+	var probe any
+	if err := yaml.Unmarshal(content, &probe); err != nil && strings.Contains(err.Error(), "excessive aliasing") {
+		return errors.New("its aliases expand to far more than it holds (a YAML alias bomb); refused before loading it")
+	}
 	details := types.ConfigDetails{
 		WorkingDir:  dir,
 		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(dir, composeFile), Content: content}},

@@ -50,6 +50,7 @@ func TestBrokenTemplates(t *testing.T) {
 		"compose-unset-required-var":  {sim.EComposeInvalid, "compose.yml", "", "required variable NOT_A_PARAM is missing a value: declare it in parameters.yaml", nil},
 		"compose-x-normsim":           {sim.EComposeInvalid, "compose.yml", "", "services.app.x-normsim.cmd: unknown key; allowed: command, dir", nil},
 		"compose-x-normsim-command":   {sim.EComposeInvalid, "compose.yml", "", "services.app.x-normsim.command[1]: must be a string; got 1", nil},
+		"compose-alias-bomb":          {sim.EComposeInvalid, "compose.yml", "", "compose.yml: its aliases expand to far more than it holds (a YAML alias bomb)", nil},
 		"compose-x-normsim-shell":     {sim.EComposeInvalid, "compose.yml", "", `services.app.x-normsim.command: "./job --rate 50 | tee job.log" has a shell operator at "| tee job.log"; the command runs as argv, not in a shell`, nil},
 		"order-all-files": {sim.EManifestInvalid, "manifest.json", "target", `got "swarm"`,
 			[]string{sim.EManifestInvalid, sim.EParametersInvalid, sim.EComposeInvalid}},
