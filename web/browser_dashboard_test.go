@@ -167,3 +167,56 @@ func TestBrowserSummaryShowsTheJudgementBesideTheSeam(t *testing.T) {
 	b.screenshot("judgement")
 	b.noScriptErrors()
 }
+
+// TestBrowserWideScreenAndPromises: at 1,920 px the page, and with it the
+// timeline, is wider than at 1,440 px; a stopThenStart's gap is coloured
+// as the promise it is, a handover's as a failure; a stopped source links
+// to where its job runs now.
+func TestBrowserWideScreenAndPromises(t *testing.T) {
+	f := newFake()
+	m := completedMigration()
+	f.addMig(m)
+	gap, lost, total := 240.0, int64(12), 900.0
+	last, first := int64(310), int64(323)
+	ended := m.StartedAt.Add(900 * time.Millisecond)
+	sts := &sim.Migration{ID: "mig-sts", JobID: "job-9", Strategy: sim.StopThenStart, State: sim.MigrationCompleted, Phase: "start-target",
+		StartedAt: m.StartedAt, EndedAt: &ended, Durations: sim.Durations{TotalMs: &total},
+		Source: sim.MigrationEndpoint{Instance: "plain-src", Node: "a"}, Target: sim.MigrationEndpoint{Instance: "plain-tgt", Node: "b"},
+		Output: &sim.OutputReport{Verdict: sim.VerdictGap, GapMs: &gap, Lost: lost, LastSource: &last, FirstTarget: &first,
+			Detail: "source stopped at 310, target continued at 323: 12 lost, a gap of 240 ms, as stopThenStart promises"},
+		Events: []sim.MigrationEvent{{Seq: 1, At: m.StartedAt, Phase: sim.PhaseRequested, Side: "manager", Kind: sim.TimelineRequested, Detail: "stopThenStart of plain-src from node a to node b"}}}
+	f.addMig(sts)
+	f.add(sim.Instance{ID: "plain-src", JobID: "job-9", Node: "a", Template: "plain", State: sim.InstanceStopped})
+	f.add(sim.Instance{ID: "plain-tgt", JobID: "job-9", Node: "b", Template: "plain", State: sim.InstanceRunning, MigrationID: "mig-sts"})
+	srv := httptest.NewServer(newServer(t, f, nil))
+	t.Cleanup(srv.Close)
+	b := newBrowser(t)
+
+	width := func() float64 {
+		b.open(srv.URL + "/migrations/" + m.ID)
+		return evalJS[float64](b, `document.querySelector('#timeline').getBoundingClientRect().width`)
+	}
+	narrow := width()
+	b.do("widen the window", chromedp.EmulateViewport(1920, 1080))
+	wide := width()
+	b.screenshot("timeline-1920")
+	if wide < narrow+300 {
+		b.fail("the timeline is %.0f px wide at 1,920 px and %.0f px at 1,440 px; want it to use the wider screen", wide, narrow)
+	}
+
+	b.open(srv.URL + "/migrations/mig-sts")
+	if tone := evalJS[string](b, `document.getElementById('seam').className`); !strings.Contains(tone, "ok") {
+		b.fail("a stopThenStart's gap is coloured %q, want ok", tone)
+	}
+	if h := b.text("#seam-verdict"); !strings.Contains(h, "as stopThenStart promises") {
+		b.fail("the seam headline reads %q", h)
+	}
+	b.screenshot("stopthenstart-gap")
+	b.open(srv.URL + "/instances/plain-src")
+	b.click("#replaced-by a")
+	b.waitPage("the successor's page", "/instances/plain-tgt", 10*time.Second)
+	if txt := b.text("#moved-from"); !strings.Contains(txt, "plain-src") {
+		b.fail("the successor's page says %q", txt)
+	}
+	b.noScriptErrors()
+}
