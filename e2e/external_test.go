@@ -214,6 +214,9 @@ func TestAbortsBeforeAndFailuresAfterThePointOfNoReturn(t *testing.T) {
 				breakNow := func(j *testjob.Job) {
 					switch b.how {
 					case user:
+						// The user acts once the migration shows the phase
+						// (the page's Abort button reads it there).
+						waitPhase(t, s, m.ID, p.phase)
 						_, refused = s.Abort(m.ID, "test says no")
 					case abort:
 						j.Send(protocol.JobFrame{Type: protocol.TypeAbort, Reason: "test says no"})
@@ -368,4 +371,18 @@ func TestRefusalsAreErrorsNotMigrations(t *testing.T) {
 	}
 	sj.Send(protocol.JobFrame{Type: protocol.TypeStateRefused, Reason: "done testing"})
 	s.WaitMigration(t, m.ID, 10*time.Second)
+}
+
+// waitPhase waits until the migration's record shows phase (or it ended).
+func waitPhase(t *testing.T, s *normsimtest.Sim, id string, phase sim.Phase) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		m := s.Migration(t, id)
+		if m.Phase == phase || m.State.Ended() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("migration %s still in phase %s after 10 s, want %s", id, m.Phase, phase)
+		}
+	}
 }

@@ -21,6 +21,9 @@ func TestBrowserStoppedAndWaitingInstances(t *testing.T) {
 	b := newBrowser(t)
 	s := startSim(t, normsimtest.Options{Runtime: sim.RuntimeExternal})
 	src := s.Launch(t, sim.LaunchRequest{Template: "plain", Node: "a"})
+	// Only a running instance migrates; a loaded machine may still be
+	// starting it.
+	s.WaitInstance(t, src.ID, 10*time.Second, "running", func(in sim.Instance) bool { return in.State == sim.InstanceRunning })
 	m := s.MigrateAndWait(t, src.ID, sim.MigrateRequest{Strategy: string(sim.StopThenStart)})
 	if m.State != sim.MigrationCompleted {
 		t.Fatalf("stopThenStart of plain: %s (%s)", m.State, m.Reason)
