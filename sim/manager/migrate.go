@@ -1405,13 +1405,17 @@ func (m *Manager) AbortMigration(ctx context.Context, id, why string) (*sim.Migr
 	}
 	r.mu.Lock()
 	switch {
+	case r.ended:
+		state := r.mig.State
+		r.mu.Unlock()
+		return nil, sim.Errorf(sim.EConflict, "migration %s already ended %s; there is nothing to abort", id, state)
 	case r.ponr:
 		r.mu.Unlock()
 		return nil, sim.Errorf(sim.EConflict, "migration %s is past the point of no return (%s): nothing can roll back now; it ends on its own", id, noReturnWhy(r.mig.Strategy))
 	case r.userAbort != "":
 		r.mu.Unlock()
 		return nil, sim.Errorf(sim.EConflict, "migration %s is already being aborted (%s)", id, r.userAbort)
-	case r.ending || r.ended:
+	case r.ending:
 		r.mu.Unlock()
 		return nil, sim.Errorf(sim.EConflict, "migration %s is already ending; it cannot be aborted now", id)
 	}
