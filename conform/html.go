@@ -74,7 +74,7 @@ type htmlPage struct {
 	Cases    []*htmlCase
 	// Causes are cases of one grade that ended for one reason.
 	Causes []htmlCause
-	Chaos    *htmlChaos
+	Chaos  *htmlChaos
 }
 
 type htmlCount struct {

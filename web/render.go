@@ -178,7 +178,7 @@ var funcs = template.FuncMap{
 	// seamTone colours a migration's seam by whether it broke its
 	// strategy's promise (seamTone).
 	"seamTone": func(m *sim.Migration) string { return seamTone(m.Strategy, m.Output) },
-	"ended": func(s sim.MigrationState) bool { return s.Ended() },
+	"ended":    func(s sim.MigrationState) bool { return s.Ended() },
 	// judged is a migration's one judgement (sim.Judge).
 	"judged": func(m *sim.Migration) sim.Judgement { return m.Judged() },
 	"deref":  func(p *int64) int64 { return *p },
