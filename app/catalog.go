@@ -129,8 +129,6 @@ type lazyCatalog struct {
 	watcher   *fsnotify.Watcher
 	stopWatch chan struct{}
 	watchDone chan struct{}
-	// reloads counts the loads after the first.
-	reloads atomic.Int64
 }
 
 // reloadQuiet is how long the directories must stay unchanged before they
@@ -234,7 +232,6 @@ func (l *lazyCatalog) watchLoop() {
 			l.addWatches() // a template added since
 			next := l.reload()
 			prev := l.cur.Swap(next)
-			l.reloads.Add(1)
 			l.log.Info("templates changed on disk; loaded them again", "templates", len(next.List()), "changed", changedNames(prev, next))
 		}
 	}

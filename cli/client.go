@@ -154,12 +154,18 @@ instance ID, and its job ID still finds it.`,
   normsim stop counter-1a2b3c counter-4d5e6f`,
 		Args: minArgs(1, "ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			c := api()
 			for _, arg := range args {
-				id := resolveInstance(cmd.Context(), api(), arg)
-				if err := api().Stop(cmd.Context(), id); err != nil {
+				err := onInstance(cmd.Context(), c, arg, func(id string) error {
+					if err := c.Stop(cmd.Context(), id); err != nil {
+						return err
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "stopped %s\n", id)
+					return nil
+				})
+				if err != nil {
 					return instanceHint(err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "stopped %s\n", id)
 			}
 			return nil
 		},
@@ -194,7 +200,9 @@ instance ID, and its job ID still finds it.`,
 				logOpts.Tail = n
 			}
 			c := api()
-			return instanceHint(c.Logs(cmd.Context(), resolveInstance(cmd.Context(), c, args[0]), logOpts, cmd.OutOrStdout()))
+			return instanceHint(onInstance(cmd.Context(), c, args[0], func(id string) error {
+				return c.Logs(cmd.Context(), id, logOpts, cmd.OutOrStdout())
+			}))
 		},
 	}
 	logs.Flags().BoolVarP(&logOpts.Follow, "follow", "f", false, "keep printing new lines until the instance ends")
@@ -244,7 +252,11 @@ instance ID, and its job ID still finds it.`,
 			}
 			c := api()
 			c.LogTail = logLines
-			mig, err := c.Migrate(cmd.Context(), resolveInstance(cmd.Context(), c, args[0]), req)
+			var mig *sim.Migration
+			err := onInstance(cmd.Context(), c, args[0], func(id string) (err error) {
+				mig, err = c.Migrate(cmd.Context(), id, req)
+				return err
+			})
 			if err != nil {
 				return instanceHint(err)
 			}
@@ -587,7 +599,11 @@ instance ID, and its job ID still finds it.`,
 				return usageErr("--tail: want a number of %s from 1 to 10000; got %d", spec.What, tail)
 			}
 			c := api()
-			recs, err := spec.Read(cmd.Context(), c, resolveInstance(cmd.Context(), c, args[0]), tail)
+			var recs []T
+			err := onInstance(cmd.Context(), c, args[0], func(id string) (err error) {
+				recs, err = spec.Read(cmd.Context(), c, id, tail)
+				return err
+			})
 			if err != nil {
 				return instanceHint(err)
 			}
@@ -692,26 +708,27 @@ func colonOr(s string) string {
 	return ": " + s
 }
 
-// resolveInstance is the instance a command's ID argument names: the
-// instance of that ID, or else, when it is a job's ID, the job's running
-// instance (after a migration the job runs as an instance of another
-// name); otherwise arg unchanged, for the command to report.
-func resolveInstance(ctx context.Context, c *apiclient.Client, arg string) string {
-	_, err := c.Instance(ctx, arg)
+// onInstance runs do on the instance a command's ID argument names: the
+// instance of that ID, or, when the API knows no such instance and arg is
+// a job's ID, the job's running instance (after a migration the job runs
+// as an instance of another name). An instance ID costs no request more
+// than do's own; do's error stands when arg names neither.
+func onInstance(ctx context.Context, c *apiclient.Client, arg string, do func(id string) error) error {
+	err := do(arg)
 	var e *apiclient.Error
-	if err == nil || !errors.As(err, &e) || e.Code != sim.ENotFound {
-		return arg
+	if !errors.As(err, &e) || e.Code != sim.ENotFound || !strings.HasPrefix(e.Message, "instance ") {
+		return err
 	}
-	list, err := c.Instances(ctx)
-	if err != nil {
-		return arg
+	list, lerr := c.Instances(ctx)
+	if lerr != nil {
+		return err
 	}
 	for _, in := range list {
 		if in.JobID == arg && in.State == sim.InstanceRunning {
-			return in.ID
+			return do(in.ID)
 		}
 	}
-	return arg
+	return err
 }
 
 // instanceHint adds where to find instance ids to an API's "instance not

@@ -102,6 +102,15 @@ type DescribedEvent struct {
 // Described is ev with its DescribeEvent.
 func Described(ev Event) DescribedEvent { return DescribedEvent{Event: ev, Text: DescribeEvent(ev)} }
 
+// DescribeAll is each of evs Described, in order.
+func DescribeAll(evs []Event) []DescribedEvent {
+	out := make([]DescribedEvent, len(evs))
+	for i, ev := range evs {
+		out[i] = Described(ev)
+	}
+	return out
+}
+
 // DescribeEvent says what an event tells of, in one line for people.
 func DescribeEvent(ev Event) string {
 	var d struct {

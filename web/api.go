@@ -155,37 +155,32 @@ func recordTail(r *http.Request, what string) (int, error) {
 // instanceEvents lists the last ?tail (default 200) changes of an
 // instance, oldest first, each with what it says in words.
 func (s *Server) instanceEvents(w http.ResponseWriter, r *http.Request) {
-	tail, err := recordTail(r, "events")
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	evs, err := s.svc.InstanceEvents(r.Context(), pathParam(r, "id"), tail)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	out := make([]sim.DescribedEvent, len(evs))
-	for i, ev := range evs {
-		out[i] = sim.Described(ev)
-	}
-	writeJSON(w, http.StatusOK, out)
+	serveTail(w, r, "events", func(ctx context.Context, id string, tail int) ([]sim.DescribedEvent, error) {
+		evs, err := s.svc.InstanceEvents(ctx, id, tail)
+		return sim.DescribeAll(evs), err
+	})
 }
 
 // frames lists the last ?tail (default 200) frames between an instance's
 // job and its node, oldest first.
 func (s *Server) frames(w http.ResponseWriter, r *http.Request) {
-	tail, err := recordTail(r, "frames")
+	serveTail(w, r, "frames", s.svc.Frames)
+}
+
+// serveTail answers with the last ?tail records of one kind (what) of the
+// instance the path names, as read gives them.
+func serveTail[T any](w http.ResponseWriter, r *http.Request, what string, read func(ctx context.Context, id string, tail int) ([]T, error)) {
+	tail, err := recordTail(r, what)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	frs, err := s.svc.Frames(r.Context(), pathParam(r, "id"), tail)
+	recs, err := read(r.Context(), pathParam(r, "id"), tail)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, frs)
+	writeJSON(w, http.StatusOK, recs)
 }
 
 // output reports what an instance sent to the output sink since the
@@ -611,32 +606,41 @@ func instanceWaitParams(q url.Values) (time.Duration, sim.Until, error) {
 // awaitInstance answers once until holds for the instance, or it has
 // ended, or wait has passed, or normsim is shutting down: then with the
 // instance as it is.
-func (s *Server) awaitInstance(ctx context.Context, id string, until sim.Until, wait time.Duration) (sim.Instance, error) {
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	stop := context.AfterFunc(s.waits, cancel)
-	defer stop()
-	in, err := s.svc.AwaitInstance(ctx, id, until)
-	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+func (s *Server) awaitInstance(ctx context.Context, id string, until sim.Until, wait time.Duration) (in sim.Instance, err error) {
+	ranOut, err := s.waitUpTo(ctx, wait, func(ctx context.Context) error {
+		in, err = s.svc.AwaitInstance(ctx, id, until)
+		return err
+	})
+	if ranOut {
 		err = nil // waited as long as asked: the answer is the instance as it is
 	}
 	return in, err
 }
 
-// awaitMigration answers once the migration has an event past after, or
-// has ended, or wait has passed, or normsim is shutting down: then with
-// the migration as it is.
-func (s *Server) awaitMigration(ctx context.Context, id string, after int, wait time.Duration, events bool) (*sim.Migration, error) {
+// waitUpTo runs await with a context that ends after wait or when normsim
+// shuts down (EndWaits); ranOut says await's error is only that end.
+func (s *Server) waitUpTo(ctx context.Context, wait time.Duration, await func(context.Context) error) (ranOut bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	stop := context.AfterFunc(s.waits, cancel)
 	defer stop()
+	err = await(ctx)
+	return ctx.Err() != nil && errors.Is(err, ctx.Err()), err
+}
+
+// awaitMigration answers once the migration has an event past after, or
+// has ended, or wait has passed, or normsim is shutting down: then with
+// the migration as it is.
+func (s *Server) awaitMigration(ctx context.Context, id string, after int, wait time.Duration, events bool) (m *sim.Migration, err error) {
 	await := s.svc.AwaitMigration
 	if !events {
 		await = s.svc.AwaitMigrationSummary
 	}
-	m, err := await(ctx, id, after)
-	if m != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+	ranOut, err := s.waitUpTo(ctx, wait, func(ctx context.Context) error {
+		m, err = await(ctx, id, after)
+		return err
+	})
+	if m != nil && ranOut {
 		err = nil // waited as long as asked: the answer is the migration as it is
 	}
 	return m, err

@@ -92,11 +92,7 @@ func (s *Server) historyOf(ctx context.Context, id string) ([]sim.DescribedEvent
 	if err != nil {
 		return nil, sim.ErrorMessage(err)
 	}
-	out := make([]sim.DescribedEvent, len(evs))
-	for i, ev := range evs {
-		out[i] = sim.Described(ev)
-	}
-	return out, ""
+	return sim.DescribeAll(evs), ""
 }
 
 // framesOf reads an instance's last frames for its page.
