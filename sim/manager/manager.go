@@ -1059,8 +1059,15 @@ func (m *Manager) RunningInstanceOf(jobID string) string {
 // a few milliseconds after it crossed the socket. Removed and unknown
 // instances are as for InstanceEvents.
 func (m *Manager) Frames(ctx context.Context, id string, tail int) ([]sim.FrameRecord, error) {
+	f := sim.FrameFilter{Role: id, Limit: tail, Tail: true}
+	if in, err := m.Instance(ctx, id); err == nil {
+		// The frames are indexed by job and instance: a known instance's
+		// are found without reading the others' (an instance page asks on
+		// every refresh); only a removed one's take a scan.
+		f.JobID = in.JobID
+	}
 	return instanceRecords(ctx, m, id, "frames", func(st sim.Store) ([]sim.FrameRecord, error) {
-		return st.ListFrames(ctx, sim.FrameFilter{Role: id, Limit: tail, Tail: true})
+		return st.ListFrames(ctx, f)
 	})
 }
 
