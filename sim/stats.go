@@ -86,6 +86,11 @@ type RecordStats struct {
 	// FramesLost is how many frame records were lost: refused by the
 	// store, or recorded as the sim stopped.
 	FramesLost int64 `json:"framesLost"`
+	// ConnectionsRefused counts connections the job sockets turned away
+	// because too many were waiting to say hello; ConnectionsEvicted those
+	// closed because too many had not upgraded (the oldest first).
+	ConnectionsRefused int64 `json:"connectionsRefused"`
+	ConnectionsEvicted int64 `json:"connectionsEvicted"`
 }
 
 // StoreStats is the size of what the store keeps.
@@ -104,6 +109,9 @@ type StoreStats struct {
 	// a migration's document with its new events) wait for the store: how
 	// far it is behind.
 	Pending int `json:"pending"`
+	// Frames are the frame records kept, and those let go of, oldest
+	// first, to stay within the store's bounds (docs/contract-choices.md).
+	Frames FrameCounts `json:"frames"`
 }
 
 // StatsReader reads a sim's Stats.

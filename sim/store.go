@@ -36,6 +36,31 @@ type Store interface {
 	Close() error
 }
 
+// RecordStore is what a sim needs of its store: the records (Store), the
+// captured logs and seam captures, and the figures and settings the API
+// and the start-up read.
+type RecordStore interface {
+	Store
+	LogStore
+	SeamCaptures
+	// Owner labels what this store's sim started, so that a later start
+	// on the same store can tell its own leftovers.
+	Owner() string
+	// SetHolder names this sim to a second one started on the same store.
+	SetHolder(who string)
+	SetMigrationCap(n int)
+	MigrationCap() int
+	MigrationsPruned() int64
+	Size(ctx context.Context) (bytes int64, migrations int, err error)
+	FrameCounts(ctx context.Context, jobID, role string) (FrameCounts, error)
+	Setting(ctx context.Context, key string) (string, error)
+	SetSetting(ctx context.Context, key, value string) error
+	// Checked is closed once the store's own check has run; Damaged then
+	// says what it found.
+	Checked() <-chan struct{}
+	Damaged() error
+}
+
 // MigrationFilter narrows ListMigrations, which lists newest first.
 type MigrationFilter struct {
 	JobID string
@@ -52,6 +77,9 @@ type MigrationFilter struct {
 // connection, a migration phase. It is what the event bus carries and the
 // store keeps.
 type Event struct {
+	// ID is the live-update bus's number for the event (the SSE id a
+	// reconnecting /api/v1/events client resumes after); not stored.
+	ID        int64           `json:"-"`
 	Seq       int64           `json:"seq"`
 	At        time.Time       `json:"at"`
 	Kind      EventKind       `json:"kind"`
@@ -170,6 +198,68 @@ type FrameRecord struct {
 	Type      string    `json:"type"`
 	Size      int       `json:"size"`
 	Data      string    `json:"data,omitempty"` // the frame text; hello tokens redacted
+}
+
+// FrameCounts are how many of an instance's frame records a store keeps,
+// and how many (and how many bytes of their text) it let go of, oldest
+// first, to stay within its bounds.
+type FrameCounts struct {
+	Kept         int64 `json:"kept"`
+	Dropped      int64 `json:"dropped"`
+	DroppedBytes int64 `json:"droppedBytes"`
+}
+
+// FrameTally is a number of frame records and the bytes of their text: of
+// one instance (JobID, Role) or, with both empty, of all.
+type FrameTally struct {
+	JobID, Role string
+	Frames      int64
+	Bytes       int64
+}
+
+// TallyFrames counts a batch's frame records by instance, in the order
+// the instances first appear, and in all. A record's bytes are its text's
+// UTF-8 bytes. Every store counts with it.
+func TallyFrames(frs []FrameRecord) (per []FrameTally, all FrameTally) {
+	at := map[[2]string]int{}
+	for _, f := range frs {
+		k := [2]string{f.JobID, f.Role}
+		i, ok := at[k]
+		if !ok {
+			i = len(per)
+			at[k] = i
+			per = append(per, FrameTally{JobID: f.JobID, Role: f.Role})
+		}
+		per[i].Frames++
+		per[i].Bytes += int64(len(f.Data))
+		all.Frames++
+		all.Bytes += int64(len(f.Data))
+	}
+	return per, all
+}
+
+// FrameLimits bound the frame records a store keeps: per instance (a job
+// that floods its socket with frames cannot crowd out the others' history)
+// and in all. Bytes count each record's text. The oldest go first, and
+// what went is counted (FrameCounts).
+type FrameLimits struct {
+	PerInstance      int64
+	PerInstanceBytes int64
+	Total            int64
+	TotalBytes       int64
+}
+
+// DefaultFrameLimits keep 2,000 frames or 4 MiB of frame text per
+// instance (a migration says about ten frames), and 100,000 or 64 MiB in
+// all.
+var DefaultFrameLimits = FrameLimits{PerInstance: 2000, PerInstanceBytes: 4 << 20, Total: 100000, TotalBytes: 64 << 20}
+
+// FramesDroppedNote says, for a reader of an instance's frames, what was
+// let go of and why.
+func FramesDroppedNote(c FrameCounts) string {
+	l := DefaultFrameLimits
+	return fmt.Sprintf("normsim | %d earlier frame record(s) (%d bytes) of this instance were dropped: normsim keeps the last %d frames or %d MiB of an instance, and %d or %d MiB in all (docs/contract-choices.md)",
+		c.Dropped, c.DroppedBytes, l.PerInstance, l.PerInstanceBytes>>20, l.Total, l.TotalBytes>>20)
 }
 
 // FrameFilter narrows ListFrames.

@@ -21,33 +21,6 @@ func frameRecords(n int, at time.Time) []sim.FrameRecord {
 	return frs
 }
 
-// TestRecordFramesKeepsEveryRecordInOrder: a batch written many rows per
-// statement, with a remainder written one by one, reads back whole and in
-// order.
-func TestRecordFramesKeepsEveryRecordInOrder(t *testing.T) {
-	ctx := context.Background()
-	s := MustOpen(t, filepath.Join(t.TempDir(), "s.db"))
-	at := time.Unix(1700000000, 0).UTC()
-	want := frameRecords(70, at) // two statements of 32 rows and 6 rows alone
-	if err := s.RecordFrames(ctx, want); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.ListFrames(ctx, sim.FrameFilter{JobID: "job-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != len(want) {
-		t.Fatalf("read %d frames, want %d", len(got), len(want))
-	}
-	for i := range want {
-		w, g := want[i], got[i]
-		if !g.At.Equal(w.At) || g.Node != w.Node || g.JobID != w.JobID || g.Role != w.Role || g.Direction != w.Direction ||
-			g.Type != w.Type || g.Size != w.Size || g.Data != w.Data {
-			t.Fatalf("frame %d read back as %+v, want %+v", i, g, w)
-		}
-	}
-}
-
 // BenchmarkRecordFrames writes frame records into a file store in the
 // recorder's batches of 256 (many rows per statement) and in batches of
 // 31 (below one multi-row statement: one statement per row), side by side,
@@ -56,8 +29,16 @@ func TestRecordFramesKeepsEveryRecordInOrder(t *testing.T) {
 //
 //	go test -run '^$' -bench BenchmarkRecordFrames ./sim/sqlite/
 func BenchmarkRecordFrames(b *testing.B) {
-	for _, n := range []int{256, 31} {
-		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
+	for _, c := range []struct {
+		n      int
+		spread bool
+	}{{256, false}, {31, false}, {256, true}} {
+		n, spread := c.n, c.spread
+		name := fmt.Sprintf("batch=%d", n)
+		if spread {
+			name += ",instances=256"
+		}
+		b.Run(name, func(b *testing.B) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 			defer cancel()
 			s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "s.db"))
@@ -66,6 +47,12 @@ func BenchmarkRecordFrames(b *testing.B) {
 			}
 			defer s.Close()
 			batch := frameRecords(n, time.Now())
+			if spread {
+				// A busy sim's batch: every record another instance's.
+				for i := range batch {
+					batch[i].Role = fmt.Sprintf("counter-%d", i)
+				}
+			}
 			for b.Loop() {
 				if err := s.RecordFrames(ctx, batch); err != nil {
 					b.Fatal(err)

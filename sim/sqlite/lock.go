@@ -3,6 +3,7 @@ package sqlite
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/normsim/normsim/sim"
@@ -11,31 +12,45 @@ import (
 // storeLock is the lock a normsim holds on its store file for as long as it
 // runs: a second normsim over the same store would otherwise recover the
 // first one's records as its own, and stop or remove the first one's
-// running jobs. The lock is the kernel's (flock), so a normsim that is
-// killed leaves nothing stuck. The lock file says who holds it.
+// running jobs. The lock is the kernel's (flock) on the store file itself,
+// so it follows the file, not its name: a symlink or a hard link to a store
+// in use is refused too. A normsim that is killed leaves nothing stuck.
+// Who holds it is written beside the file, in <store>.lock, for the
+// message a second normsim gets.
 type storeLock struct {
-	f *os.File
+	f      *os.File // the store file, open for as long as the lock is held
+	holder string   // where who holds it is written
 }
 
-// lockPath is the lock file of a store.
-func lockPath(store string) string { return store + ".lock" }
+// holderPath is where a store's holder is written: beside the file the
+// store's name resolves to, so a second normsim that reaches it through a
+// symlink reads the same one. (Through a hard link it cannot be found from
+// the name; the message then says "another process".)
+func holderPath(store string) string {
+	if real, err := filepath.EvalSymlinks(store); err == nil {
+		store = real
+	}
+	return store + ".lock"
+}
 
-// acquireLock takes the store's lock, or says who holds it.
+// acquireLock takes the store's lock, or says who holds it. It creates the
+// store file if there is none (an empty file is an empty SQLite database).
 func acquireLock(store string) (*storeLock, error) {
-	f, err := os.OpenFile(lockPath(store), os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(store, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("lock store %s: %w", store, err)
 	}
+	holder := holderPath(store)
 	if err := tryLock(f); err != nil {
-		holder, _ := os.ReadFile(lockPath(store))
+		said, _ := os.ReadFile(holder)
 		f.Close()
-		who := strings.TrimSpace(string(holder))
+		who := strings.TrimSpace(string(said))
 		if who == "" {
 			who = "another process"
 		}
 		return nil, sim.Errorf(sim.EConflict, "store %s is in use by another normsim (%s); stop that one, or give this one another --db", store, who)
 	}
-	l := &storeLock{f: f}
+	l := &storeLock{f: f, holder: holder}
 	l.say(fmt.Sprintf("pid %d", os.Getpid()))
 	return l, nil
 }
@@ -45,15 +60,17 @@ func (l *storeLock) say(who string) {
 	if l == nil || l.f == nil {
 		return
 	}
-	l.f.Truncate(0)
-	l.f.WriteAt([]byte(who+"\n"), 0)
+	os.WriteFile(l.holder, []byte(who+"\n"), 0o644)
 }
 
+// release lets the lock go. It is called after the database is closed:
+// closing the store file drops every POSIX lock this process holds on it,
+// SQLite's among them.
 func (l *storeLock) release() {
 	if l == nil || l.f == nil {
 		return
 	}
-	l.f.Truncate(0)
+	os.Remove(l.holder)
 	unlock(l.f)
 	l.f.Close()
 	l.f = nil

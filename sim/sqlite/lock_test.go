@@ -57,3 +57,35 @@ func TestLockOfAKilledHolderIsReleased(t *testing.T) {
 	cmd.Wait()
 	open(t, path)
 }
+
+// TestLockFollowsTheFile (issue 34 item 3): the lock is the file's, not
+// its name's: a second normsim that reaches a store in use through a
+// symlink or a hard link is refused, and one through the symlink names the
+// holder.
+func TestLockFollowsTheFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "normsim.db")
+	first := open(t, path)
+	first.SetHolder("pid 4242")
+
+	symlink := filepath.Join(dir, "via-symlink.db")
+	if err := os.Symlink(path, symlink); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(context.Background(), symlink)
+	if sim.ErrorCode(err) != sim.EConflict || !strings.Contains(err.Error(), "(pid 4242)") {
+		t.Fatalf("open through a symlink: %v", err)
+	}
+
+	hardlink := filepath.Join(t.TempDir(), "via-hardlink.db")
+	if err := os.Link(path, hardlink); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
+	_, err = Open(context.Background(), hardlink)
+	if sim.ErrorCode(err) != sim.EConflict || !strings.Contains(err.Error(), "in use by another normsim") {
+		t.Fatalf("open through a hard link: %v", err)
+	}
+
+	first.Close()
+	open(t, hardlink) // free again, by any name
+}

@@ -11,17 +11,12 @@ import (
 	"github.com/normsim/normsim/sim"
 )
 
-// LogLimits bound what the store keeps of an instance's output (whichever
-// comes first), and of how many instances it keeps any.
-type LogLimits struct {
-	Lines     int64
-	Bytes     int64
-	Instances int
-}
+// LogLimits bound what the store keeps of an instance's output
+// (sim.LogLimits).
+type LogLimits = sim.LogLimits
 
-// DefaultLogLimits keep 20,000 lines or 4 MiB of text per instance, of the
-// 500 instances that printed last.
-var DefaultLogLimits = LogLimits{Lines: 20000, Bytes: 4 << 20, Instances: 500}
+// DefaultLogLimits are sim's.
+var DefaultLogLimits = sim.DefaultLogLimits
 
 // logRows is how many lines one insert statement writes.
 const logRows = 64
@@ -32,7 +27,10 @@ const trimTo = 0.9
 
 // SetLogLimits changes the bounds (before the store is used).
 func (s *Store) SetLogLimits(l LogLimits) {
-	if l.Lines <= 0 || l.Bytes <= 0 || l.Instances <= 0 {
+	if l.TotalBytes == 0 {
+		l.TotalBytes = DefaultLogLimits.TotalBytes
+	}
+	if l.Lines <= 0 || l.Bytes <= 0 || l.Instances <= 0 || l.TotalBytes < 0 {
 		panic(fmt.Sprintf("sqlite: log limits must be positive: %+v", l))
 	}
 	s.logLimits = l
@@ -46,19 +44,7 @@ func (s *Store) AppendLogs(ctx context.Context, lines []sim.LogLine) error {
 	if len(lines) == 0 {
 		return nil
 	}
-	type count struct{ lines, bytes int64 }
-	per := map[string]*count{}
-	var order []string
-	for _, l := range lines {
-		c := per[l.Instance]
-		if c == nil {
-			c = &count{}
-			per[l.Instance] = c
-			order = append(order, l.Instance)
-		}
-		c.lines++
-		c.bytes += int64(len(l.Text))
-	}
+	tallies := sim.TallyLogs(lines)
 	now := time.Now().UnixNano()
 	return s.atomically(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		rest := lines
@@ -83,10 +69,10 @@ func (s *Store) AppendLogs(ctx context.Context, lines []sim.LogLine) error {
 				}
 			}
 		}
-		for _, inst := range order {
-			c := per[inst]
+		for _, c := range tallies {
+			inst := c.Instance
 			var kept, keptBytes int64
-			if err := tx.StmtContext(ctx, s.writes[wLogCount]).QueryRowContext(ctx, inst, c.lines, c.bytes, now).Scan(&kept, &keptBytes); err != nil {
+			if err := tx.StmtContext(ctx, s.writes[wLogCount]).QueryRowContext(ctx, inst, c.Lines, c.Bytes, now).Scan(&kept, &keptBytes); err != nil {
 				return fmt.Errorf("count log lines of %s: %w", inst, err)
 			}
 			if kept > s.logLimits.Lines || keptBytes > s.logLimits.Bytes {
@@ -95,8 +81,23 @@ func (s *Store) AppendLogs(ctx context.Context, lines []sim.LogLine) error {
 				}
 			}
 		}
-		return nil
+		return s.trimTotal(ctx, tx)
 	})
+}
+
+// trimTotal removes the oldest lines of any instance while all of them
+// together hold more than the total, down to trimTo of it, and counts them
+// as each instance's trimmed lines.
+func (s *Store) trimTotal(ctx context.Context, tx *sql.Tx) error {
+	var total int64
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(bytes), 0) FROM log_state`).Scan(&total); err != nil {
+		return fmt.Errorf("count log text: %w", err)
+	}
+	if total <= s.logLimits.TotalBytes {
+		return nil
+	}
+	over := total - int64(float64(s.logLimits.TotalBytes)*trimTo)
+	return trimLogs(ctx, tx, "", func(_, b int64) bool { return b >= over })
 }
 
 // trim removes an instance's oldest lines until it holds trimTo of its
@@ -104,35 +105,63 @@ func (s *Store) AppendLogs(ctx context.Context, lines []sim.LogLine) error {
 func (s *Store) trim(ctx context.Context, tx *sql.Tx, inst string, kept, keptBytes int64) error {
 	wantLines := int64(float64(s.logLimits.Lines) * trimTo)
 	wantBytes := int64(float64(s.logLimits.Bytes) * trimTo)
-	rows, err := tx.QueryContext(ctx, `SELECT seq, length(CAST(text AS BLOB)) FROM logs WHERE instance = ? ORDER BY seq`, inst)
-	if err != nil {
-		return fmt.Errorf("trim logs of %s: %w", inst, err)
+	return trimLogs(ctx, tx, inst, func(n, b int64) bool { return kept-n <= wantLines && keptBytes-b <= wantBytes })
+}
+
+// trimLogs removes the oldest lines (of inst, or of every instance when
+// inst is "") until enough says the job lines and bytes removed so far
+// are enough, and counts them as each instance's trimmed lines.
+// normsim's own notes (StreamNormsim) go with the lines around them,
+// uncounted, as they were never counted as kept.
+func trimLogs(ctx context.Context, tx *sql.Tx, inst string, enough func(n, b int64) bool) error {
+	q, args := `SELECT seq, instance, length(CAST(text AS BLOB)), stream FROM logs ORDER BY seq`, []any{}
+	if inst != "" {
+		q, args = `SELECT seq, instance, length(CAST(text AS BLOB)), stream FROM logs WHERE instance = ? ORDER BY seq`, []any{inst}
 	}
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("trim logs: %w", err)
+	}
+	type cut struct{ n, b int64 }
+	cuts := map[string]*cut{}
 	var cutoff, n, b int64
-	for rows.Next() && (kept-n > wantLines || keptBytes-b > wantBytes) {
+	for !enough(n, b) && rows.Next() {
 		var seq, size int64
-		if err := rows.Scan(&seq, &size); err != nil {
+		var of, stream string
+		if err := rows.Scan(&seq, &of, &size, &stream); err != nil {
 			rows.Close()
-			return fmt.Errorf("trim logs of %s: %w", inst, err)
+			return fmt.Errorf("trim logs: %w", err)
 		}
 		cutoff = seq
-		n++
-		b += size
+		if stream == sim.StreamNormsim {
+			continue
+		}
+		c := cuts[of]
+		if c == nil {
+			c = &cut{}
+			cuts[of] = c
+		}
+		c.n, c.b = c.n+1, c.b+size
+		n, b = n+1, b+size
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("trim logs of %s: %w", inst, err)
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return fmt.Errorf("trim logs: %w", err)
 	}
-	if n == 0 {
+	if cutoff == 0 {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM logs WHERE instance = ? AND seq <= ?`, inst, cutoff); err != nil {
-		return fmt.Errorf("trim logs of %s: %w", inst, err)
+	del, dargs := `DELETE FROM logs WHERE seq <= ?`, []any{cutoff}
+	if inst != "" {
+		del, dargs = `DELETE FROM logs WHERE instance = ? AND seq <= ?`, []any{inst, cutoff}
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE log_state SET lines = lines - ?, bytes = bytes - ?, trimmed = trimmed + ?, trimmed_bytes = trimmed_bytes + ? WHERE instance = ?`,
-		n, b, n, b, inst)
-	if err != nil {
-		return fmt.Errorf("trim logs of %s: %w", inst, err)
+	if _, err := tx.ExecContext(ctx, del, dargs...); err != nil {
+		return fmt.Errorf("trim logs: %w", err)
+	}
+	for of, c := range cuts {
+		if _, err := tx.ExecContext(ctx, `UPDATE log_state SET lines = lines - ?, bytes = bytes - ?, trimmed = trimmed + ?, trimmed_bytes = trimmed_bytes + ? WHERE instance = ?`,
+			c.n, c.b, c.n, c.b, of); err != nil {
+			return fmt.Errorf("trim logs of %s: %w", of, err)
+		}
 	}
 	return nil
 }

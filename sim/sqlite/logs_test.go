@@ -89,27 +89,6 @@ func TestLogsTrimCountAndSurviveReopen(t *testing.T) {
 	}
 }
 
-// TestRegisterLogsForgetsTheOldest: past the bound on instances, the ones
-// that printed longest ago are forgotten; a registered silent instance is
-// known.
-func TestRegisterLogsForgetsTheOldest(t *testing.T) {
-	ctx := context.Background()
-	s := storeKeepingLogsOf(t, 3)
-	for i := range 5 {
-		id := fmt.Sprintf("i%d", i)
-		if err := s.RegisterLogs(ctx, id); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Millisecond) // distinct updated_at
-	}
-	for i := range 5 {
-		p, _ := s.ReadLogs(ctx, sim.LogQuery{Instance: fmt.Sprintf("i%d", i)})
-		if want := i >= 2; p.Known != want {
-			t.Errorf("i%d known %v, want %v", i, p.Known, want)
-		}
-	}
-}
-
 // BenchmarkAppendLogs stores lines in the capture's batches of 2,000 into
 // a file store; lines/s is what the store keeps up with.
 //
@@ -162,37 +141,4 @@ func BenchmarkRegisterLogs(b *testing.B) {
 		register()
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "registrations/s")
-}
-
-// TestRegisterLogsManyAtOnce: instances registered in one call are all
-// known, and the bound on instances still holds after it.
-func TestRegisterLogsManyAtOnce(t *testing.T) {
-	ctx := context.Background()
-	s := storeKeepingLogsOf(t, 3)
-	if err := s.RegisterLogs(ctx, "old1", "old2"); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(time.Millisecond) // distinct updated_at
-	if err := s.RegisterLogs(ctx, "new1", "new2", "new3"); err != nil {
-		t.Fatal(err)
-	}
-	for id, want := range map[string]bool{"old1": false, "old2": false, "new1": true, "new2": true, "new3": true} {
-		p, _ := s.ReadLogs(ctx, sim.LogQuery{Instance: id})
-		if p.Known != want {
-			t.Errorf("%s known %v, want %v", id, p.Known, want)
-		}
-	}
-}
-
-// storeKeepingLogsOf is an in-memory store that keeps the logs of at most
-// instances instances.
-func storeKeepingLogsOf(t *testing.T, instances int) *sqlite.Store {
-	t.Helper()
-	s, err := sqlite.Open(context.Background(), sqlite.Memory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	s.SetLogLimits(sqlite.LogLimits{Lines: 100, Bytes: 1 << 20, Instances: instances})
-	return s
 }

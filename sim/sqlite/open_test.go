@@ -3,11 +3,13 @@ package sqlite
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/normsim/normsim/sim"
 )
@@ -107,5 +109,51 @@ func TestMemoryStorePages(t *testing.T) {
 		if got != want {
 			t.Errorf("%s: page size %d, want %d", path, got, want)
 		}
+	}
+}
+
+// TestADamagedStoreFileIsSaid (issue 34 item 10): a store file damaged on
+// disk used to open silently and then lose what was written to it; the
+// check at open says so, naming the file and what to do.
+func TestADamagedStoreFileIsSaid(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "normsim.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-s.Checked()
+	if err := s.Damaged(); err != nil {
+		t.Fatalf("a new store is damaged: %v", err)
+	}
+	frs := make([]sim.FrameRecord, 1500)
+	for i := range frs {
+		frs[i] = sim.FrameRecord{At: time.Unix(1700000000, int64(i)), Node: "a", JobID: "job-1", Role: "r", Direction: "in", Type: "state",
+			Data: fmt.Sprintf(`{"type":"state","payload":"%0200d"}`, i)}
+	}
+	if err := s.RecordFrames(ctx, frs); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ := f.Stat()
+	garbage := bytes.Repeat([]byte{0xa5}, 4096)
+	if _, err := f.WriteAt(garbage, info.Size()/2/4096*4096); err != nil { // a page in the frames' b-tree
+		t.Fatal(err)
+	}
+	f.Close()
+	s, err = Open(ctx, path)
+	if err != nil {
+		t.Fatalf("a store damaged past its schema should open to say so: %v", err)
+	}
+	defer s.Close()
+	<-s.Checked()
+	if err := s.Damaged(); err == nil || !strings.Contains(err.Error(), "is damaged (PRAGMA quick_check:") || !strings.Contains(err.Error(), "another --db") {
+		t.Fatalf("Damaged() = %v", err)
 	}
 }

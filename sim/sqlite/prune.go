@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -71,6 +72,9 @@ func (s *Store) pruneMigrations(ctx context.Context, tx *sql.Tx) (int64, error) 
 	if !oldest.Valid {
 		return pruned, nil
 	}
+	if err := pruneFrames(ctx, tx, oldest.Int64); err != nil {
+		return 0, err
+	}
 	for _, table := range []string{"events", "frames"} {
 		q := `DELETE FROM ` + table + ` WHERE seq < (SELECT seq FROM ` + table + ` WHERE at >= ? ORDER BY seq LIMIT 1)`
 		if _, err := tx.ExecContext(ctx, q, oldest.Int64); err != nil {
@@ -78,4 +82,27 @@ func (s *Store) pruneMigrations(ctx context.Context, tx *sql.Tx) (int64, error) 
 		}
 	}
 	return pruned, nil
+}
+
+// pruneFrames counts, in frame_state, the frames older than the oldest
+// migration kept as let go of, before the prune deletes them.
+func pruneFrames(ctx context.Context, tx *sql.Tx, oldest int64) error {
+	rows, err := tx.QueryContext(ctx, `SELECT job_id, role, count(*), coalesce(sum(length(CAST(data AS BLOB))), 0) FROM frames
+		WHERE seq < (SELECT seq FROM frames WHERE at >= ? ORDER BY seq LIMIT 1) GROUP BY job_id, role`, oldest)
+	if err != nil {
+		return fmt.Errorf("prune frames: %w", err)
+	}
+	gone := trimmedFrames{}
+	for rows.Next() {
+		c := &frameCount{}
+		if err := rows.Scan(&c.k.job, &c.k.role, &c.frames, &c.size); err != nil {
+			rows.Close()
+			return fmt.Errorf("prune frames: %w", err)
+		}
+		gone[c.k] = c
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return fmt.Errorf("prune frames: %w", err)
+	}
+	return countTrimmed(ctx, tx, gone)
 }

@@ -52,6 +52,17 @@ type Store struct {
 
 	// logLimits bound what is kept of each instance's output.
 	logLimits LogLimits
+	// check is the background PRAGMA quick_check of a store file, begun at
+	// open: what it found (damage), and when it is over.
+	check struct {
+		mu      sync.Mutex
+		damage  error
+		done    chan struct{}
+		stop    context.CancelFunc
+		started bool
+	}
+	// frameLimits bound the frame records kept (SetFrameLimits).
+	frameLimits FrameLimits
 	// migCap bounds the finished migrations kept (SetMigrationCap).
 	migCap migrationCap
 }
@@ -263,7 +274,80 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 		return nil, err
 	}
 	s.lock = lock
+	s.startCheck()
 	return s, nil
+}
+
+// startCheck begins the check of the store file in the background, on a
+// read-only connection of its own: it reads the whole file (about half a
+// second for 270 MiB), which start-up and the store's one writing
+// connection need not wait for.
+func (s *Store) startCheck() {
+	ctx, stop := context.WithCancel(context.Background())
+	s.check.done, s.check.stop, s.check.started = make(chan struct{}), stop, true
+	go func() {
+		defer close(s.check.done)
+		err := quickCheck(ctx, s.path)
+		if ctx.Err() != nil {
+			return // the store closed first: nothing was judged
+		}
+		s.check.mu.Lock()
+		s.check.damage = err
+		s.check.mu.Unlock()
+	}()
+}
+
+// Checked is closed once the check of the store file begun at open is
+// over (at once for a store that has none, as an in-memory one).
+func (s *Store) Checked() <-chan struct{} {
+	if !s.check.started {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	return s.check.done
+}
+
+// quickCheck runs SQLite's PRAGMA quick_check on a store file: a file
+// damaged on disk opens, and then loses what is written to its broken
+// pages. The first problems it names are the error; nil when it is sound.
+func quickCheck(ctx context.Context, path string) error {
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		return fmt.Errorf("the store file %s could not be checked: %w", path, err)
+	}
+	defer db.Close()
+	var problems []string
+	rows, err := db.QueryContext(ctx, `PRAGMA quick_check(5)`)
+	if err == nil {
+		for rows.Next() {
+			var line string
+			if err = rows.Scan(&line); err != nil {
+				break
+			}
+			if line != "ok" {
+				problems = append(problems, strings.TrimSpace(line))
+			}
+		}
+		err = errors.Join(err, rows.Err(), rows.Close())
+	}
+	if err != nil {
+		// The check cannot read the file through: SQLite says how.
+		problems = append(problems, err.Error())
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the store file %s is damaged (PRAGMA quick_check: %s); start normsim with another --db (the damaged file is left for you to inspect)", path, strings.Join(problems, "; "))
+}
+
+// Damaged is what the check begun at open found wrong with the store
+// file: nil while it runs, when the file is sound, and for an in-memory
+// store.
+func (s *Store) Damaged() error {
+	s.check.mu.Lock()
+	defer s.check.mu.Unlock()
+	return s.check.damage
 }
 
 // OpenToRead opens a store file without taking its lock, to read what it
@@ -292,7 +376,7 @@ func openDB(ctx context.Context, path string, background func(func())) (*Store, 
 	// One writer at a time is SQLite's model anyway; one connection also keeps
 	// an in-memory database a single database.
 	db.SetMaxOpenConns(1)
-	s := &Store{db: db, path: path, schemaDone: make(chan struct{}), logLimits: DefaultLogLimits}
+	s := &Store{db: db, path: path, schemaDone: make(chan struct{}), logLimits: DefaultLogLimits, frameLimits: DefaultFrameLimits}
 	if path == Memory {
 		s.owner = newOwner()
 		if background == nil {
@@ -437,6 +521,10 @@ func (s *Store) Size(ctx context.Context) (bytes int64, migrations int, err erro
 
 // Close closes the database.
 func (s *Store) Close() error {
+	if s.check.started {
+		s.check.stop()
+		<-s.check.done
+	}
 	<-s.schemaDone
 	for _, st := range s.writes {
 		if st != nil {
@@ -861,7 +949,7 @@ func (s *Store) RecordFrames(ctx context.Context, frs []sim.FrameRecord) error {
 				}
 			}
 		}
-		return nil
+		return s.boundFrames(ctx, tx, frs)
 	})
 }
 

@@ -3,7 +3,6 @@ package sqlite_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -89,22 +88,6 @@ func TestRecordsSurviveReopen(t *testing.T) {
 	}
 }
 
-func TestNotFoundCarriesCode(t *testing.T) {
-	s := MustOpen(t, sqlite.Memory)
-	_, err := s.GetInstance(context.Background(), "nope")
-	if sim.ErrorCode(err) != sim.ENotFound {
-		t.Fatalf("code = %s (%v)", sim.ErrorCode(err), err)
-	}
-	_, err = s.GetMigration(context.Background(), "nope")
-	if sim.ErrorCode(err) != sim.ENotFound {
-		t.Fatalf("code = %s (%v)", sim.ErrorCode(err), err)
-	}
-	_, err = s.GetMigrationSummary(context.Background(), "nope")
-	if sim.ErrorCode(err) != sim.ENotFound {
-		t.Fatalf("summary: code = %s (%v)", sim.ErrorCode(err), err)
-	}
-}
-
 func TestFileStoreUsesWAL(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "n.db")
 	MustOpen(t, path).Close()
@@ -115,150 +98,5 @@ func TestFileStoreUsesWAL(t *testing.T) {
 	}
 	if mode != "wal" {
 		t.Fatalf("journal mode = %q, want wal", mode)
-	}
-}
-
-// TestBatchCommitsEachWriteOnItsOwnMerits: the writes of a batch share one
-// transaction; one that fails (events for a migration that does not exist
-// break the foreign key) is undone alone, every event it tried included,
-// and the writes around it are committed and survive a reopen.
-func TestBatchCommitsEachWriteOnItsOwnMerits(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "normsim.db")
-	now := time.Unix(1700000000, 0).UTC()
-	s := MustOpen(t, path)
-	var errs []error
-	err := s.Batch(ctx, func(ctx context.Context) {
-		errs = append(errs,
-			s.SaveInstance(ctx, &sim.Instance{ID: "i1", JobID: "j", Role: "r", State: sim.InstanceRunning, CreatedAt: now, UpdatedAt: now}),
-			s.SaveMigration(ctx, &sim.Migration{ID: "m1", JobID: "j", State: sim.MigrationRunning, StartedAt: now}),
-			s.AppendMigrationEvents(ctx, "m1", []sim.MigrationEvent{{Seq: 1, At: now, Detail: "one"}}),
-			s.AppendMigrationEvents(ctx, "nope", []sim.MigrationEvent{{Seq: 1, At: now}, {Seq: 2, At: now}}),
-			s.AppendMigrationEvents(ctx, "m1", []sim.MigrationEvent{{Seq: 2, At: now, Detail: "two"}, {Seq: 3, At: now, Detail: "three"}}),
-			s.AppendEvents(ctx, []sim.Event{{At: now, Kind: "instance.state", Instance: "i1"}}),
-			s.RecordFrames(ctx, []sim.FrameRecord{{At: now, JobID: "j", Type: "hello"}, {At: now, JobID: "j", Type: "state"}}),
-		)
-	})
-	if err != nil {
-		t.Fatalf("batch: %v", err)
-	}
-	for i, e := range errs {
-		if (e != nil) != (i == 3) {
-			t.Errorf("write %d: err = %v (only write 3 should fail)", i, e)
-		}
-	}
-	s.Close()
-
-	s = MustOpen(t, path)
-	if _, err := s.GetInstance(ctx, "i1"); err != nil {
-		t.Errorf("instance: %v", err)
-	}
-	m, err := s.GetMigration(ctx, "m1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var details []string
-	for _, ev := range m.Events {
-		details = append(details, ev.Detail)
-	}
-	if len(details) != 3 || details[0] != "one" || details[2] != "three" {
-		t.Errorf("m1 events = %q, want one two three", details)
-	}
-	if evs, err := s.ListEvents(ctx, sim.EventFilter{}); err != nil || len(evs) != 1 {
-		t.Errorf("events = %v, %v", evs, err)
-	}
-	if frs, err := s.ListFrames(ctx, sim.FrameFilter{JobID: "j"}); err != nil || len(frs) != 2 {
-		t.Errorf("frames = %v, %v", frs, err)
-	}
-}
-
-// TestBatchBeforeAnyOtherWrite: the first write of a fresh store may come
-// in a batch; preparing the writes must not wait for the connection the
-// batch holds.
-func TestBatchBeforeAnyOtherWrite(t *testing.T) {
-	s := MustOpen(t, sqlite.Memory)
-	done := make(chan error, 1)
-	go func() {
-		done <- s.Batch(context.Background(), func(ctx context.Context) {
-			s.AppendEvents(ctx, []sim.Event{{At: time.Now(), Kind: "k"}})
-		})
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("a batch as the store's first write never finished")
-	}
-}
-
-// TestManyRowsInOrder: events and timeline events go in several rows a
-// statement, and past one statement's rows in several; either way in
-// order, in a batch or alone, and a write that fails says so without
-// failing the batch's others.
-func TestManyRowsInOrder(t *testing.T) {
-	ctx := context.Background()
-	s := MustOpen(t, filepath.Join(t.TempDir(), "normsim.db"))
-	now := time.Unix(1700000000, 0).UTC()
-	timeline := func(n int) []sim.MigrationEvent {
-		evs := make([]sim.MigrationEvent, n)
-		for i := range evs {
-			evs[i] = sim.MigrationEvent{Seq: i, At: now, Detail: fmt.Sprint("step ", i)}
-		}
-		return evs
-	}
-	events := func(prefix string, n int) []sim.Event {
-		evs := make([]sim.Event, n)
-		for i := range evs {
-			evs[i] = sim.Event{At: now, Kind: sim.EventKind(fmt.Sprint(prefix, i))}
-		}
-		return evs
-	}
-	var errs []error
-	err := s.Batch(ctx, func(ctx context.Context) {
-		errs = append(errs,
-			s.SaveMigration(ctx, &sim.Migration{ID: "m1", JobID: "j", State: sim.MigrationRunning, StartedAt: now}),
-			s.AppendMigrationEvents(ctx, "m1", timeline(37)),
-			s.AppendMigrationEvents(ctx, "nope", timeline(37)),
-			s.AppendMigrationEvents(ctx, "nope", timeline(5)),
-			s.AppendEvents(ctx, events("batch", 40)),
-		)
-	})
-	if err != nil {
-		t.Fatalf("batch: %v", err)
-	}
-	for i, e := range errs {
-		if (e != nil) != (i == 2 || i == 3) {
-			t.Errorf("write %d: err = %v (only the appends to a missing migration should fail)", i, e)
-		}
-	}
-	if err := s.AppendEvents(ctx, events("alone", 17)); err != nil {
-		t.Fatal(err)
-	}
-	m, err := s.GetMigration(ctx, "m1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(m.Events) != 37 {
-		t.Fatalf("m1 has %d events, want 37", len(m.Events))
-	}
-	for i, ev := range m.Events {
-		if ev.Seq != i || ev.Detail != fmt.Sprint("step ", i) {
-			t.Fatalf("m1 event %d is %d %q", i, ev.Seq, ev.Detail)
-		}
-	}
-	got, err := s.ListEvents(ctx, sim.EventFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := append(events("batch", 40), events("alone", 17)...)
-	if len(got) != len(want) {
-		t.Fatalf("%d events, want %d", len(got), len(want))
-	}
-	for i := range got {
-		if got[i].Kind != want[i].Kind || (i > 0 && got[i].Seq <= got[i-1].Seq) {
-			t.Fatalf("event %d: %s seq %d, want %s in order", i, got[i].Kind, got[i].Seq, want[i].Kind)
-		}
 	}
 }

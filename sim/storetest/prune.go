@@ -1,0 +1,227 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/sim"
+)
+
+var captureTests = []test{
+	{"SeamCapturesAreKeptAndGoWithTheirMigrations", testSeamCapturesAreKeptAndGoWithTheirMigrations},
+	{"SeamCaptureWithoutTS", testSeamCaptureWithoutTS},
+}
+
+var pruneTests = []test{
+	{"MigrationCapDropsTheOldestFinished", testMigrationCapDropsTheOldestFinished},
+	{"NoMigrationCapKeepsEveryOne", testNoMigrationCapKeepsEveryOne},
+}
+
+// testSeamCapturesAreKeptAndGoWithTheirMigrations: a capture reads back
+// as saved (a second replaces the first), a migration without one is
+// ENotFound, and a pruned migration's capture goes with it, as does one
+// of a migration never saved.
+func testSeamCapturesAreKeptAndGoWithTheirMigrations(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	s.SetMigrationCap(1)
+	t0 := time.Unix(1_800_000_000, 0).UTC()
+	if err := s.SaveSeamCapture(ctx, sim.SeamCapture{MigrationID: "ghost", TS: []byte{1}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SeamCapture(ctx, "ghost"); err != nil {
+		t.Fatalf("a capture of a migration not yet saved: %v", err)
+	}
+	for i := 1; i <= 2; i++ {
+		id := fmt.Sprintf("m%d", i)
+		at := t0.Add(time.Duration(i) * time.Minute)
+		if err := s.SaveMigration(ctx, &sim.Migration{ID: id, JobID: "j", State: sim.MigrationRunning, StartedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SaveSeamCapture(ctx, sim.SeamCapture{MigrationID: id, TS: []byte{9}, Datagrams: 1}); err != nil {
+			t.Fatal(err)
+		}
+		ts := bytes.Repeat([]byte{0x47, byte(i)}, 94)
+		if err := s.SaveSeamCapture(ctx, sim.SeamCapture{MigrationID: id, From: at, To: at.Add(6 * time.Second), Datagrams: 3, TS: ts, TargetTS: ts[188:]}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.SeamCapture(ctx, id)
+		if err != nil || got.MigrationID != id || !bytes.Equal(got.TS, ts) || !bytes.Equal(got.TargetTS, ts[188:]) || got.Datagrams != 3 || !got.From.Equal(at) || got.To.Sub(got.From) != 6*time.Second {
+			t.Fatalf("capture of %s: %+v, %v", id, got, err)
+		}
+		if err := s.SaveMigration(ctx, &sim.Migration{ID: id, JobID: "j", State: sim.MigrationCompleted, StartedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.SeamCapture(ctx, "m1"); sim.ErrorCode(err) != sim.ENotFound {
+		t.Fatalf("m1 was pruned, its capture: %v", err)
+	}
+	if _, err := s.SeamCapture(ctx, "ghost"); sim.ErrorCode(err) != sim.ENotFound {
+		t.Fatalf("a capture of a migration never saved outlived a prune: %v", err)
+	}
+	if _, err := s.SeamCapture(ctx, "m2"); err != nil {
+		t.Fatalf("m2 kept, its capture: %v", err)
+	}
+}
+
+// testSeamCaptureWithoutTS: a capture must have a TS, if an empty one;
+// empty ones read back as nil.
+func testSeamCaptureWithoutTS(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	if err := s.SaveSeamCapture(ctx, sim.SeamCapture{MigrationID: "a"}); err == nil {
+		t.Fatal("a capture with no TS was taken")
+	}
+	if _, err := s.SeamCapture(ctx, "a"); sim.ErrorCode(err) != sim.ENotFound {
+		t.Fatalf("the refused capture: %v", err)
+	}
+	if err := s.SaveSeamCapture(ctx, sim.SeamCapture{MigrationID: "b", TS: []byte{}, TargetTS: []byte{}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.SeamCapture(ctx, "b")
+	if err != nil || c.TS != nil || c.TargetTS != nil || c.Datagrams != 0 {
+		t.Fatalf("an empty capture reads %+v, %v; want nil TS and TargetTS", c, err)
+	}
+}
+
+// testMigrationCapDropsTheOldestFinished saves six finished migrations of
+// two jobs and one running under a cap of three: the three newest finished
+// and the running one stay, the others go with their timelines, and the
+// events and frames recorded before the oldest migration kept go too.
+func testMigrationCapDropsTheOldestFinished(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	s.SetMigrationCap(3)
+	if s.MigrationCap() != 3 {
+		t.Fatalf("cap %d, want 3", s.MigrationCap())
+	}
+	t0 := time.Unix(1_800_000_000, 0)
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Second) }
+
+	// A running migration, started between m5 and m6: never dropped.
+	running := &sim.Migration{ID: "m-run", JobID: "jr", State: sim.MigrationRunning, StartedAt: at(55)}
+	if err := s.SaveMigration(ctx, running); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 6; i++ {
+		job := fmt.Sprintf("j%d", i%2)
+		m := &sim.Migration{ID: fmt.Sprintf("m%d", i), JobID: job, State: sim.MigrationRunning, StartedAt: at(10 * i)}
+		if err := s.SaveMigration(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AppendMigrationEvents(ctx, m.ID, []sim.MigrationEvent{{Seq: 0, At: m.StartedAt, Phase: sim.PhaseRequested, Side: "manager", Detail: "requested"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AppendEvents(ctx, []sim.Event{{At: m.StartedAt, Kind: sim.EventMigrationEnded, Migration: m.ID}}); err != nil {
+			t.Fatal(err)
+		}
+		// One frame during each migration.
+		if err := s.RecordFrames(ctx, []sim.FrameRecord{{At: m.StartedAt.Add(time.Second), Node: "a", JobID: job, Role: "source", Direction: "in", Type: "hello"}}); err != nil {
+			t.Fatal(err)
+		}
+		m.State = sim.MigrationCompleted
+		if err := s.SaveMigration(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		if want := int64(max(0, i-3)); s.MigrationsPruned() != want {
+			t.Fatalf("after m%d finished, pruned %d, want %d", i, s.MigrationsPruned(), want)
+		}
+	}
+
+	list, err := s.ListMigrations(ctx, sim.MigrationFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range list {
+		ids = append(ids, m.ID)
+	}
+	if fmt.Sprint(ids) != "[m6 m-run m5 m4]" {
+		t.Errorf("kept %v, want [m6 m-run m5 m4]", ids)
+	}
+	if got := s.MigrationsPruned(); got != 3 {
+		t.Errorf("pruned %d, want 3", got)
+	}
+	if _, err := s.GetMigration(ctx, "m1"); sim.ErrorCode(err) != sim.ENotFound {
+		t.Errorf("m1: %v, want it gone", err)
+	}
+	evs, err := s.ListEvents(ctx, sim.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evMigs []string
+	for _, ev := range evs {
+		evMigs = append(evMigs, ev.Migration)
+	}
+	if fmt.Sprint(evMigs) != "[m4 m5 m6]" {
+		t.Errorf("events kept of migrations %v, want those of m4, m5 and m6", evMigs)
+	}
+	kept, err := s.GetMigration(ctx, "m4")
+	if err != nil || len(kept.Events) != 1 {
+		t.Errorf("m4 kept with %v events, %v", kept, err)
+	}
+	// The oldest migration kept is m4 (started at 40s): the frames before
+	// it go (j1's at 11s and 31s, j0's at 21s), the later ones stay.
+	for job, want := range map[string]int{"j0": 2, "j1": 1} {
+		frs, err := s.ListFrames(ctx, sim.FrameFilter{JobID: job})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(frs) != want {
+			t.Errorf("job %s keeps %d frames, want %d: %+v", job, len(frs), want, frs)
+		}
+	}
+	// What the prune let go of is counted, as a bound's trim is.
+	if c, err := s.FrameCounts(ctx, "", ""); err != nil || c.Kept != 3 || c.Dropped != 3 {
+		t.Errorf("frame totals after the prune: %+v, %v; want 3 kept and 3 dropped", c, err)
+	}
+	if c, err := s.FrameCounts(ctx, "j1", "source"); err != nil || c != (sim.FrameCounts{Kept: 1, Dropped: 2}) {
+		t.Errorf("j1's frames after the prune: %+v, %v; want 1 kept and 2 dropped", c, err)
+	}
+	// A running migration is never dropped, even the oldest.
+	if err := s.SaveMigration(ctx, &sim.Migration{ID: "m0", JobID: "j", State: sim.MigrationRunning, StartedAt: at(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveMigration(ctx, &sim.Migration{ID: "m7", JobID: "j", State: sim.MigrationAborted, StartedAt: at(70)}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.CountMigrations(ctx, sim.MigrationFilter{}); n != 5 || s.MigrationsPruned() != 4 {
+		t.Errorf("%d migrations kept, %d pruned; want 5 and 4", n, s.MigrationsPruned())
+	}
+	if _, err := s.GetMigrationSummary(ctx, "m0"); err != nil {
+		t.Errorf("the oldest, running: %v", err)
+	}
+	if _, err := s.GetMigrationSummary(ctx, "m4"); sim.ErrorCode(err) != sim.ENotFound {
+		t.Errorf("m4, the oldest finished: %v, want it gone", err)
+	}
+}
+
+// testNoMigrationCapKeepsEveryOne: with no cap (the default, or 0) every
+// migration and its history is kept.
+func testNoMigrationCapKeepsEveryOne(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	if s.MigrationCap() != 0 {
+		t.Fatalf("a new store's cap is %d, want none", s.MigrationCap())
+	}
+	s.SetMigrationCap(2)
+	s.SetMigrationCap(0)
+	at := time.Unix(1_800_000_000, 0)
+	for i := range 5 {
+		if err := s.AppendEvents(ctx, []sim.Event{{At: at.Add(time.Duration(i) * time.Second), Kind: "k"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SaveMigration(ctx, &sim.Migration{ID: fmt.Sprint("m", i), State: sim.MigrationCompleted, StartedAt: at.Add(time.Duration(i) * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, _ := s.CountMigrations(ctx, sim.MigrationFilter{}); n != 5 || s.MigrationsPruned() != 0 {
+		t.Fatalf("%d migrations kept, %d pruned; want 5 and none", n, s.MigrationsPruned())
+	}
+	if evs, _ := s.ListEvents(ctx, sim.EventFilter{}); len(evs) != 5 {
+		t.Fatalf("%d events kept, want 5", len(evs))
+	}
+}
