@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -73,5 +74,31 @@ func TestARollbackSaysWhatBecameOfTheSource(t *testing.T) {
 	}
 	if m.Rollback != nil && m.Rollback.Target != sim.TargetExited {
 		t.Errorf("the well-behaved target was removed as %q, want exited on SIGTERM", m.Rollback.Target)
+	}
+}
+
+// TestARollbackWaitsForTheExitOfASourceAFaultKilled: a worker abort armed
+// on the same frame as a kill of the source ends the move at once, before
+// the kill's exit is reported; the rollback record must still say the
+// source is gone (it once said "running", and chaos then moved the dead
+// source: conform's run 105 of 2026-12-05).
+func TestARollbackWaitsForTheExitOfASourceAFaultKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	s := startSim(t, normsimtest.Options{Runtime: sim.RuntimeProcess, Templates: []string{templatesDir}})
+	in := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a", Params: map[string]string{"RATE": "100"}})
+	s.WaitConnected(t, in.ID)
+	m := s.MigrateAndWait(t, in.ID, sim.MigrateRequest{Faults: []sim.Fault{
+		{Kind: "kill", Side: "source", On: "get-state"},
+		{Kind: "worker-abort", On: "get-state"},
+	}})
+	normsimtest.RequireState(t, m, sim.MigrationAborted)
+	if m.Rollback == nil || m.Rollback.Source != sim.SourceGone || !strings.Contains(m.Rollback.SourceDetail, "signal 9") {
+		t.Errorf("rollback record %+v, want the source gone, killed by signal 9\n%s", m.Rollback, normsimtest.Timeline(m))
+	}
+	got, err := s.Client.Instance(context.Background(), in.ID)
+	if err != nil || got.State == sim.InstanceRunning {
+		t.Errorf("the killed source is %+v, %v; want it not running", got, err)
 	}
 }

@@ -31,15 +31,6 @@ const (
 var phases = []Phase{PhaseGetState, PhasePlaceTarget, PhaseTargetReady, PhaseCutoverReady, PhaseCutoverApply,
 	PhaseStopSource, PhaseStartTarget, PhasePrepareTarget}
 
-// phaseRank orders phases so a migration's phase never moves backwards:
-// the cutover relays on the socket goroutines can advance it before the
-// migration's own goroutine gets there. Phases of one rank are
-// alternatives (place-target or prepare-target), not steps.
-var phaseRank = map[Phase]int{
-	"": 0, PhaseRequested: 0, PhaseGetState: 1, PhasePlaceTarget: 2, PhasePrepareTarget: 2,
-	PhaseStartTarget: 3, PhaseTargetReady: 3, PhaseCutoverReady: 4, PhaseCutoverApply: 5, PhaseStopSource: 6,
-}
-
 // Phases lists the phases a migration can end in.
 func Phases() []Phase { return slices.Clone(phases) }
 
@@ -55,18 +46,6 @@ func PhaseNames() []string {
 
 // Valid reports whether p is one of Phases.
 func (p Phase) Valid() bool { return slices.Contains(phases, p) }
-
-// Rank is p's place in the order of phases; 0 before any phase.
-func (p Phase) Rank() int { return phaseRank[p] }
-
-// Advance is the phase a migration in p is in after it is moved to next:
-// next, unless that would move it backwards.
-func (p Phase) Advance(next Phase) Phase {
-	if p == "" || next.Rank() > p.Rank() {
-		return next
-	}
-	return p
-}
 
 // String returns the phase's name.
 func (p Phase) String() string { return string(p) }

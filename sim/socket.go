@@ -2,10 +2,14 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/normsim/normsim/protocol"
 )
+
+// ErrNotConnected: a frame for a job whose socket is not connected now.
+var ErrNotConnected = errors.New("job is not connected")
 
 // JobSocket is a node's job-socket listener as the manager drives it
 // (sim/jobsocket implements it). Jobs are known by job ID and role (the

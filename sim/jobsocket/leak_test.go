@@ -183,3 +183,55 @@ func TestSilentFloodFromOneHostLeavesOthersWorking(t *testing.T) {
 		t.Fatalf("a job from another host during the flood got %+v", f)
 	}
 }
+
+// TestConnectionsThatNeverUpgradeAreBounded (issue 34 item 8): connections
+// to a job-socket port that never upgrade (silent, or asking a plain
+// request and idling) are bounded per host and in all; past a bound the
+// oldest is closed, so the flood holds no more fds than the bound and a
+// job that connects during it still upgrades and says hello.
+func TestConnectionsThatNeverUpgradeAreBounded(t *testing.T) {
+	const perHost, total = 8, 12
+	l, _ := MustListener(t, jobsocket.Config{MaxPlain: total, MaxPlainPerHost: perHost})
+	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+	addr := fmt.Sprintf("127.0.0.1:%d", l.Port())
+	var flood []net.Conn
+	for i := range 40 {
+		from := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(fmt.Sprintf("127.0.0.%d", 2+i%2))}}
+		c, err := from.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if i%4 == 0 { // some ask a plain request and would idle on keep-alive
+			fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", addr)
+		}
+		flood = append(flood, c)
+	}
+	// A job connects during the flood, from the flood's own host.
+	c := dial(t, l, protocol.Path("j", "r"))
+	c.SendText(hello(token))
+	if f := c.Read(); f.Type != protocol.TypeHelloAck {
+		t.Fatalf("a job during the flood got %+v", f)
+	}
+	open := 0
+	time.Sleep(100 * time.Millisecond) // the evictions and answers have landed
+	for _, fc := range flood {
+		fc.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		buf := make([]byte, 4096)
+		for {
+			_, err := fc.Read(buf)
+			if err == nil {
+				continue // a plain request's answer; the close comes after it
+			}
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				open++
+			}
+			break
+		}
+	}
+	// The plain requests (one in four) are answered and closed; of the
+	// silent rest, all past the bound were evicted.
+	if open > total || l.Evicted() < int64(len(flood)-len(flood)/4-total) {
+		t.Fatalf("%d of %d connections that never upgraded are still open (bound %d), %d evicted", open, len(flood), total, l.Evicted())
+	}
+}

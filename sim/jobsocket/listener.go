@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,6 +82,12 @@ type Config struct {
 	// once (normsim bench connects a thousand), far fewer than the fds a
 	// process may hold.
 	MaxPending, MaxPendingPerHost int
+	// MaxPlain bounds the connections that have not upgraded to a
+	// WebSocket, MaxPlainPerHost those from one address; past either the
+	// oldest such connection is closed (a job upgrades at once: what is
+	// oldest idles). Defaults: a quarter of the open-file limit, at most
+	// 4096, and half that per host.
+	MaxPlain, MaxPlainPerHost int
 	// Registered, when set, is closed once the instances that may connect
 	// are registered (after a restart's recovery): a hello that comes
 	// before waits for it, within the hello timeout, instead of being
@@ -100,6 +107,8 @@ type Listener struct {
 	// discarded counts frames read and not passed on, without a close
 	// for them (Event Discarded).
 	discarded atomic.Int64
+	// plain bounds the connections that have not upgraded.
+	plain *plainConns
 
 	mu        sync.Mutex
 	pending   int            // connections that have not said hello yet
@@ -158,10 +167,17 @@ func New(cfg Config) *Listener {
 	if cfg.CloseTimeout <= 0 {
 		cfg.CloseTimeout = 5 * time.Second
 	}
+	if cfg.MaxPlain <= 0 {
+		cfg.MaxPlain = min(max(openFileLimit()/4, 16), 4096)
+	}
+	if cfg.MaxPlainPerHost <= 0 {
+		cfg.MaxPlainPerHost = max(cfg.MaxPlain/2, 1)
+	}
 	if cfg.OnEvent == nil {
 		cfg.OnEvent = func(Event) {}
 	}
-	return &Listener{cfg: cfg, instances: map[key]*instance{}, conns: map[*conn]struct{}{}, byHost: map[string]int{}}
+	return &Listener{cfg: cfg, instances: map[key]*instance{}, conns: map[*conn]struct{}{}, byHost: map[string]int{},
+		plain: newPlainConns(cfg.MaxPlain, cfg.MaxPlainPerHost)}
 }
 
 // Open listens on addr synchronously, so a port in use is an error here, and
@@ -172,7 +188,11 @@ func (l *Listener) Open(addr string) error {
 		return err
 	}
 	l.ln = ln
-	l.srv = &http.Server{Handler: l, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: l.cfg.IdleTimeout, ErrorLog: slog.NewLogLogger(l.cfg.Logger.Handler(), slog.LevelDebug)}
+	l.srv = &http.Server{Handler: l, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: l.cfg.IdleTimeout, ErrorLog: slog.NewLogLogger(l.cfg.Logger.Handler(), slog.LevelDebug),
+		ConnState: l.plain.track}
+	// A job upgrades on its first request; a connection that asked for
+	// anything else has its answer and is closed, never kept idle.
+	l.srv.SetKeepAlivesEnabled(false)
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
@@ -218,6 +238,10 @@ func (l *Listener) Refused() int64 { return l.refused.Load() }
 // Discarded is how many frames were read and not passed on without a
 // close for them (each also reported as an Event Discarded, with why).
 func (l *Listener) Discarded() int64 { return l.discarded.Load() }
+
+// Evicted counts connections that had not upgraded, closed to stay within
+// MaxPlain or MaxPlainPerHost.
+func (l *Listener) Evicted() int64 { return l.plain.evicted.Load() }
 
 // Addr is the address the listener is bound to.
 func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
@@ -361,8 +385,10 @@ func (l *Listener) current(jobID, role string) *conn {
 	return nil
 }
 
-// ErrNotConnected is returned by Send when the instance has no connection.
-var ErrNotConnected = errors.New("job is not connected")
+// ErrNotConnected is returned by Send when the instance has no connection
+// (sim.ErrNotConnected, which the manager checks for before it queues a
+// frame).
+var ErrNotConnected = sim.ErrNotConnected
 
 // Send writes a frame to an instance's current connection. A write that
 // does not finish within the write timeout drops the connection: a job that
@@ -470,7 +496,12 @@ func (c *conn) writeLocked(ctx context.Context, typ string, data []byte) error {
 	wctx, cancel := context.WithTimeout(ctx, c.l.cfg.WriteTimeout)
 	defer cancel()
 	if err := c.ws.Write(wctx, websocket.MessageText, data); err != nil {
-		c.close(websocket.StatusPolicyViolation, "job too slow to read frames")
+		// Only a write that ran out of time is the job's slowness; one
+		// that failed because the job closed its socket (or the
+		// connection broke) leaves the reader to report how it ended.
+		if wctx.Err() != nil && ctx.Err() == nil {
+			c.close(websocket.StatusPolicyViolation, "job too slow to read frames")
+		}
 		return fmt.Errorf("send %s to %s/%s: %w", typ, c.key.jobID, c.key.role, err)
 	}
 	c.l.record(c.key, "out", typ, len(data), data)
@@ -672,7 +703,7 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			delete(l.conns, c)
 			l.mu.Unlock()
 		}()
-		if !ok {
+		if !ok || l.unknown(c.key) {
 			c.close(protocol.CloseUnauthorized, "path names no instance")
 			return
 		}
@@ -687,6 +718,11 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (c *conn) readFrame(ctx context.Context) ([]byte, error) {
 	typ, rd, err := c.ws.Reader(ctx)
 	if err != nil {
+		// The library refuses an unmasked client frame without closing
+		// (its other protocol errors it closes with 1002 itself).
+		if strings.Contains(err.Error(), "unmasked frame") {
+			return nil, &closeErr{int(websocket.StatusProtocolError), "a job's frames must be masked (RFC 6455 section 5.1)"}
+		}
 		return nil, err
 	}
 	data, err := io.ReadAll(io.LimitReader(rd, protocol.MaxFrameBytes+1))
@@ -807,6 +843,22 @@ func (l *Listener) disconnected(c *conn, code int, reason string) {
 }
 
 var redactedHello = []byte(`{"type":"hello","token":"<redacted>"}`)
+
+// unknown says the path names an instance that is not registered, once
+// the instances that may connect are (before, a hello waits for them).
+func (l *Listener) unknown(k key) bool {
+	if l.cfg.Registered != nil {
+		select {
+		case <-l.cfg.Registered:
+		default:
+			return false
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.instances[k]
+	return !ok
+}
 
 // awaitRegistered waits, until by at the latest, for the instances to be
 // registered (Config.Registered): a job that reconnects the moment a

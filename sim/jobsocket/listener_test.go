@@ -287,3 +287,61 @@ func TestUnregisterClosesNormally(t *testing.T) {
 		t.Fatalf("close code %d, want 1000", code)
 	}
 }
+
+// TestAPathNamingNoInstanceIsRefusedAtOnce (issue 34 item 10): a
+// well-formed path that names no registered instance is closed with 4401
+// at once, as documented, not after the 5 s hello timeout; before the
+// instances are registered (a restart's recovery) it still waits for them.
+func TestAPathNamingNoInstanceIsRefusedAtOnce(t *testing.T) {
+	l, _ := MustListener(t, jobsocket.Config{})
+	start := time.Now()
+	c := dial(t, l, protocol.Path("nojob", "nobody"))
+	code, reason := c.Closed(time.Second)
+	if code != protocol.CloseUnauthorized || reason != "path names no instance" || time.Since(start) > time.Second {
+		t.Fatalf("closed %d %q after %s", code, reason, time.Since(start))
+	}
+
+	registered := make(chan struct{})
+	l2, _ := MustListener(t, jobsocket.Config{Registered: registered})
+	c2 := dial(t, l2, protocol.Path("j", "r"))
+	c2.SendText(hello(token))
+	time.Sleep(50 * time.Millisecond)
+	l2.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+	close(registered)
+	if f := c2.Read(); f.Type != protocol.TypeHelloAck {
+		t.Fatalf("a hello before the registration got %+v", f)
+	}
+}
+
+// TestAJobThatClosesWhileBeingWrittenToIsNotCalledSlow (issue 34 item
+// 10): a write that fails because the job closed its socket is not the
+// job being too slow to read: the socket's end is the job's close, never
+// normsim's 1008.
+func TestAJobThatClosesWhileBeingWrittenToIsNotCalledSlow(t *testing.T) {
+	l, ev := MustListener(t, jobsocket.Config{})
+	for round := range 40 {
+		role := fmt.Sprintf("r%d", round)
+		l.Register(jobsocket.Registration{JobID: "j", Role: role, Token: token})
+		c := dial(t, l, protocol.Path("j", role))
+		c.SendText(hello(token))
+		if f := c.Read(); f.Type != protocol.TypeHelloAck {
+			t.Fatalf("hello answered %+v", f)
+		}
+		ev.wait(t, jobsocket.Connected)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for range 200 {
+				if l.Send(context.Background(), "j", role, protocol.WorkerFrame{Type: protocol.TypeGetState, MigrationID: "mig-1"}) != nil {
+					return
+				}
+			}
+		}()
+		c.Conn().CloseNow() // the job goes, in the middle of the writes
+		<-done
+		d := ev.wait(t, jobsocket.Disconnected)
+		if d.Code == int(websocket.StatusPolicyViolation) || strings.Contains(d.Reason, "too slow") {
+			t.Fatalf("round %d: a job that closed its socket was reported as %d %q (closed by %s)", round, d.Code, d.Reason, d.ClosedBy)
+		}
+	}
+}

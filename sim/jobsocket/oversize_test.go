@@ -439,3 +439,29 @@ func TestHelloTimeoutDuringALargeFrame(t *testing.T) {
 		t.Fatalf("after the close handshake the connection gave %d bytes, %v; want EOF", n, err)
 	}
 }
+
+// TestAnUnmaskedFrameIsAProtocolError (issue 34 item 10): a client frame
+// that is not masked breaks RFC 6455 (5.1); the listener closes with 1002
+// and says why, before hello and after it.
+func TestAnUnmaskedFrameIsAProtocolError(t *testing.T) {
+	for _, afterHello := range []bool{false, true} {
+		t.Run(fmt.Sprintf("after hello %v", afterHello), func(t *testing.T) {
+			l, _ := MustListener(t, jobsocket.Config{})
+			l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+			j := dialRaw(t, l, protocol.Path("j", "r"))
+			if afterHello {
+				h := hello(token)
+				j.write(append(header(true, opText, uint64(len(h))), h...))
+				if op, p := j.readFrame(); op != opText || !strings.Contains(string(p), protocol.TypeHelloAck) {
+					t.Fatalf("hello answered %d %q", op, p)
+				}
+			}
+			body := `{"type":"abort","reason":"x"}`
+			j.write(append([]byte{0x80 | opText, byte(len(body))}, body...)) // no mask bit, no key
+			code, reason := j.readClose()
+			if code != int(websocket.StatusProtocolError) || reason == "" {
+				t.Fatalf("an unmasked frame closed with %d %q, want 1002 with a reason", code, reason)
+			}
+		})
+	}
+}

@@ -42,6 +42,9 @@ type fakeSocket struct {
 
 func (s *fakeSocket) Drop(jobID, role string) { s.calls = append(s.calls, "drop "+jobID+"/"+role) }
 
+// Connected: every job here is connected, so a drop-socket lands.
+func (s *fakeSocket) Connected(string, string) bool { return true }
+
 // fakeSignaler is the target's runtime: it records the signals it is
 // asked to send, and fails them with err.
 type fakeSignaler struct {
@@ -73,10 +76,10 @@ func newPlanRun(t *testing.T, phase sim.Phase, faults ...sim.Fault) *planRun {
 	m := &Manager{now: func() time.Time { return time.Unix(0, 0) }, ctx: ctx,
 		cfg: Config{Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{"fake": pr.srcRuntime}}}}
 	t.Cleanup(m.wg.Wait)
-	pr.r = &run{m: m, id: "mig-1", src: sim.Instance{ID: "src-1", JobID: "job-1", Runtime: "fake"}, tgtID: "tgt-1",
+	pr.r = &run{m: m, id: "mig-1", src: sim.Instance{ID: "src-1", JobID: "job-1", Runtime: "fake"},
 		srcNode: &Node{Socket: pr.srcSock}, tgtNode: &Node{Socket: pr.tgSock}, rt: pr.tgtRuntime,
 		faults: faults, fired: make([]bool, len(faults)), events: newEventQueue(),
-		phase: phase, deferring: true}
+		mig: sim.Migration{Phase: phase, Target: sim.MigrationEndpoint{Instance: "tgt-1"}}, deferring: true}
 	return pr
 }
 
@@ -239,13 +242,14 @@ func TestPassLockedDecidesEveryFault(t *testing.T) {
 					copy(pr.r.fired, tt.fired)
 				}
 				if tt.noTarget {
-					pr.r.tgtID = ""
+					pr.r.mig.Target.Instance = ""
 				}
 				pr.tgtRuntime.err = tt.sigErr
 				w := &fakeWay{}
 				pr.r.mu.Lock()
 				err := pr.r.passLocked(tt.p, w)
 				pr.r.mu.Unlock()
+				pr.r.flushWrites() // faults that strike after the frame wait for it
 				if err != nil {
 					t.Fatalf("passLocked: %v", err)
 				}
@@ -354,7 +358,7 @@ func TestStepFrameInEveryPhase(t *testing.T) {
 						want = frameStep{aborts: true}
 					case moved:
 						n++
-						if want.next.Rank() <= phase.Rank() {
+						if order := sim.Phases(); slices.Index(order, want.next) <= slices.Index(order, phase) { // a handover's phases, in order
 							t.Errorf("%s from the %s in %s moves the migration back to %s", typ, side, phase, want.next)
 						}
 					}

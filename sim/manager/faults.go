@@ -178,7 +178,7 @@ func (r *run) passLocked(p passage, w frameWay) error {
 		r.fired[plan.frame] = true
 		f := &r.faults[plan.frame]
 		w.arrived()
-		r.noteLocked(sim.TimelineFault, r.phase, sideManager, frameFaultNote(f, p))
+		r.noteLocked(sim.TimelineFault, r.mig.Phase, sideManager, frameFaultNote(f, p))
 		switch f.Kind {
 		case faultDropFrame:
 		case faultDuplicateFrame:
@@ -205,13 +205,13 @@ func (r *run) hitLocked(p passage, hits []int) (lost bool) {
 	for _, i := range hits {
 		f := r.faults[i]
 		r.fired[i] = true
-		r.noteLocked(sim.TimelineFault, r.phase, sideManager, fmt.Sprintf("fault: %s the %s (armed on %s)", f.Kind, f.Side, p.typ))
+		r.noteLocked(sim.TimelineFault, r.mig.Phase, sideManager, fmt.Sprintf("fault: %s the %s (armed on %s)", f.Kind, f.Side, p.typ))
 		if r.actLocked(f) && losesFrame(f.Kind) {
 			lost = true
 		}
 	}
 	if lost {
-		r.recordLocked(r.phase, sideManager, fmt.Sprintf("%s is lost with the %s", p.typ, p.side), nil)
+		r.recordLocked(r.mig.Phase, sideManager, fmt.Sprintf("%s is lost with the %s", p.typ, p.side), nil)
 	}
 	return lost
 }
@@ -230,7 +230,7 @@ func (r *run) fireLocked(idx []int, typ string) {
 		if f.Side == "" {
 			who = "the migration"
 		}
-		r.noteLocked(sim.TimelineFault, r.phase, sideManager, fmt.Sprintf("fault: %s %s (armed on %s)", f.Kind, who, typ))
+		r.noteLocked(sim.TimelineFault, r.mig.Phase, sideManager, fmt.Sprintf("fault: %s %s (armed on %s)", f.Kind, who, typ))
 		if f.Kind == faultWorkerAbort {
 			// The worker decides here: an answer relayed after this
 			// would be a point of no return the worker never allowed.
@@ -238,17 +238,43 @@ func (r *run) fireLocked(idx []int, typ string) {
 			r.post(runEvent{kind: evFault, reason: "the worker aborted (fault armed on " + f.On + ")"})
 			continue
 		}
-		r.actLocked(f)
+		// The job it strikes is the one there now; it strikes in line
+		// with the frames, after those decided before it were written
+		// (flushWrites).
+		role, node, ok := r.faultSideLocked(f)
+		if !ok {
+			continue
+		}
+		r.queueWriteLocked(&pendingWrite{strikeLocked: func() { r.actOnLocked(f, role, node) }})
 	}
 }
 
-// actLocked carries out a fault on a job and reports whether it landed. A
-// pause thaws the job again after its delay, in the background.
-func (r *run) actLocked(f sim.Fault) bool {
-	role, node := r.src.ID, r.srcNode
+// faultSideLocked is the instance a fault strikes now and its node; ok is
+// false, and the timeline says the fault was skipped, while there is none
+// (a target not yet placed).
+func (r *run) faultSideLocked(f sim.Fault) (role string, node *Node, ok bool) {
+	role, node = r.src.ID, r.srcNode
 	if f.Side == sideTarget {
-		role, node = r.tgtID, r.tgtNode
+		role, node = r.mig.Target.Instance, r.tgtNode
 	}
+	if role == "" {
+		r.recordLocked(r.mig.Phase, sideManager, "fault "+f.Kind+" skipped: there is no "+f.Side+" yet", nil)
+		return "", nil, false
+	}
+	return role, node, true
+}
+
+// actLocked carries out a fault on the job it strikes now and reports
+// whether it landed.
+func (r *run) actLocked(f sim.Fault) bool {
+	role, node, ok := r.faultSideLocked(f)
+	return ok && r.actOnLocked(f, role, node)
+}
+
+// actOnLocked carries out a fault on the instance role and reports whether
+// it landed. A pause thaws the job again after its delay, in the
+// background.
+func (r *run) actOnLocked(f sim.Fault, role string, node *Node) bool {
 	// Looked up only for the faults that signal: validateFaults made sure
 	// their side's runtime can.
 	signaler := func() sim.Signaler {
@@ -257,15 +283,15 @@ func (r *run) actLocked(f sim.Fault) bool {
 		}
 		return r.m.runtimes().Runtimes[r.src.Runtime].(sim.Signaler)
 	}
-	if role == "" {
-		r.recordLocked(r.phase, sideManager, "fault "+f.Kind+" skipped: there is no "+f.Side+" yet", nil)
-		return false
-	}
 	ctx, cancel := context.WithTimeout(r.m.ctx, 10*time.Second)
 	defer cancel()
 	var err error
 	switch f.Kind {
 	case faultDropSocket:
+		if !node.Socket.Connected(r.src.JobID, role) {
+			r.recordLocked(r.mig.Phase, sideManager, "fault drop-socket did nothing: the "+f.Side+" is not connected", nil)
+			return false
+		}
 		node.Socket.Drop(r.src.JobID, role)
 	case faultKill:
 		err = signaler().Signal(ctx, role, syscall.SIGKILL)
@@ -275,7 +301,7 @@ func (r *run) actLocked(f sim.Fault) bool {
 		sg := signaler()
 		if err = sg.Signal(ctx, role, syscall.SIGSTOP); err == nil {
 			d := faultDelay(&f)
-			r.recordLocked(r.phase, f.Side, fmt.Sprintf("paused for %s", d), nil)
+			r.recordLocked(r.mig.Phase, f.Side, fmt.Sprintf("paused for %s", d), nil)
 			r.m.wg.Add(1)
 			go func() {
 				defer r.m.wg.Done()
@@ -292,8 +318,14 @@ func (r *run) actLocked(f sim.Fault) bool {
 		}
 	}
 	if err != nil {
-		r.recordLocked(r.phase, sideManager, fmt.Sprintf("fault %s could not be delivered: %v", f.Kind, err), nil)
+		r.recordLocked(r.mig.Phase, sideManager, fmt.Sprintf("fault %s could not be delivered: %v", f.Kind, err), nil)
 		return false
+	}
+	if f.Side == sideSource && (f.Kind == faultKill || f.Kind == faultStop) {
+		r.sourceSignalled = true
+	}
+	if f.Kind != faultPause && r.struck == "" {
+		r.struck = f.Kind + " struck the " + f.Side
 	}
 	return true
 }

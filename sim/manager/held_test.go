@@ -164,6 +164,16 @@ func TestHeldFrameIsLostWithItsConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The newer connection comes once get-state is held on its way to the
+	// old one: dialled sooner, get-state would be on its way to the newer.
+	waitMigration(t, mgr, m.ID, func(m *sim.Migration) bool {
+		for _, ev := range m.Events {
+			if strings.Contains(ev.Detail, "get-state to the source held for") {
+				return true
+			}
+		}
+		return false
+	})
 	newer := testjob.Dial(t, src.Env["counter"])
 	if f := newer.Read(); f.Type != protocol.TypeAbort {
 		t.Fatalf("the newer connection read %s, want only the rollback's abort", f.Type)

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/normsim/normsim/sim"
-	"github.com/normsim/normsim/sim/sqlite"
+	"github.com/normsim/normsim/sim/memstore"
 )
 
 // forceDraws makes the next draws of instance-name digits come from draws,
@@ -71,7 +71,7 @@ func TestInstanceIDsNeverCollide(t *testing.T) {
 
 // slowDeleteStore is a store whose instance deletes wait for a gate.
 type slowDeleteStore struct {
-	*sqlite.Store
+	*memstore.Store
 	gate chan struct{}
 }
 

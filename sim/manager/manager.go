@@ -118,6 +118,9 @@ type instance struct {
 	changed chan struct{}   // closed and replaced on every change
 	stopped bool            // Stop was called: exits are expected
 	healthy map[string]bool // services that reported healthy
+	// movedBy is the migration that moved this instance's job elsewhere
+	// and left it stopped (its source, once the migration completed).
+	movedBy string
 }
 
 // New returns a manager; Start reconciles what the store remembers.
@@ -390,7 +393,17 @@ func (m *Manager) Launch(ctx context.Context, req LaunchRequest) (sim.Instance, 
 
 // StoreError is why the store cannot write right now, or nil: the records
 // made meanwhile are held and written once it can (StoreHeld).
-func (m *Manager) StoreError() error { return m.journal.Failing() }
+func (m *Manager) StoreError() error {
+	if err := m.journal.Failing(); err != nil {
+		return err
+	}
+	// A store file found damaged at open is treated as one that cannot
+	// write: what would be written to it may be lost.
+	if d, ok := m.cfg.Store.(interface{ Damaged() error }); ok {
+		return d.Damaged()
+	}
+	return nil
+}
 
 // StorePending counts the writes not yet in the store: how far it is
 // behind the sim (a migration's document and its new events are one).
@@ -779,13 +792,34 @@ func mergeEnv(a, b map[string]string) map[string]string {
 }
 
 // Stop stops an instance and removes it (DELETE /instances/{id}).
-func (m *Manager) Stop(ctx context.Context, id string) error {
+func (m *Manager) Stop(ctx context.Context, id string) error { return m.remove(ctx, id, false) }
+
+// RemoveStopped removes an instance that is not running, as the stopped
+// record it is (DELETE /instances/{id}?stopped=true): a migration's
+// stopped source among them, while its job runs on elsewhere.
+func (m *Manager) RemoveStopped(ctx context.Context, id string) error { return m.remove(ctx, id, true) }
+
+func (m *Manager) remove(ctx context.Context, id string, onlyStopped bool) error {
 	m.mu.Lock()
 	in, ok := m.instances[id]
 	if ok {
 		if r := m.byInstance[id]; r != nil {
 			m.mu.Unlock()
 			return sim.Errorf(sim.EConflict, "instance %q is part of running migration %s; wait for it to end", id, r.id)
+		}
+		if onlyStopped && !in.State.Terminal() {
+			m.mu.Unlock()
+			return sim.Errorf(sim.EConflict, "instance %s is %s, not stopped; delete it without stopped=true to stop it", id, in.State)
+		}
+		// A plain DELETE that comes after the migration it raced moved the
+		// job must not answer "removed" while the job runs on: one of the
+		// two wins, and here the migration did. Removing the stopped
+		// record is asked for as such (stopped=true).
+		if in.movedBy != "" && !onlyStopped {
+			if next := m.runningInstanceOfLocked(in.JobID); next != "" {
+				m.mu.Unlock()
+				return sim.Errorf(sim.EConflict, "instance %s is stopped: migration %s moved its job, which now runs as %s; delete %s to stop the job, or delete %s with stopped=true to remove its stopped record", id, in.movedBy, next, next, id)
+			}
 		}
 		// Marked in the same critical section as the check above, so a
 		// migrate racing this stop is refused rather than run on an
@@ -898,6 +932,19 @@ func (in *instance) allHealthy() bool {
 // connection's goroutine: frames of a handover are relayed right here, the
 // rest is handed to the migration's goroutine.
 func (m *Manager) OnSocketEvent(ev sim.SocketEvent) {
+	if ev.Kind == sim.SocketConnected {
+		// The migration hears of the connection (and fires the faults
+		// armed on its hello) before the instance shows connected: a move
+		// that waits for it to be connected must not go on, or end,
+		// without it.
+		m.mu.Lock()
+		in, ok := m.instances[ev.Role]
+		m.mu.Unlock()
+		if !ok || in.JobID != ev.JobID {
+			return
+		}
+		m.routeSocket(ev)
+	}
 	m.mu.Lock()
 	in, ok := m.instances[ev.Role]
 	if !ok || in.JobID != ev.JobID {
@@ -923,8 +970,7 @@ func (m *Manager) OnSocketEvent(ev sim.SocketEvent) {
 	cut := func() { m.cut(pipeKey{ev.Role, dirOut}, lostWith(ev)) }
 	switch ev.Kind {
 	case sim.SocketConnected:
-		m.routeSocket(ev)
-		return
+		return // routed above
 	case sim.SocketReplaced:
 		m.routeSocket(ev)
 		cut()
@@ -1046,6 +1092,10 @@ func (m *Manager) InstanceEvents(ctx context.Context, id string, tail int) ([]si
 func (m *Manager) RunningInstanceOf(jobID string) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.runningInstanceOfLocked(jobID)
+}
+
+func (m *Manager) runningInstanceOfLocked(jobID string) string {
 	for id, in := range m.instances {
 		if in.JobID == jobID && in.State == sim.InstanceRunning {
 			return id
@@ -1069,6 +1119,23 @@ func (m *Manager) Frames(ctx context.Context, id string, tail int) ([]sim.FrameR
 	return instanceRecords(ctx, m, id, "frames", func(st sim.Store) ([]sim.FrameRecord, error) {
 		return st.ListFrames(ctx, f)
 	})
+}
+
+// FrameCounts says how many of an instance's frame records the store
+// keeps and how many it let go of to stay within its bounds; a store that
+// does not count them reports none.
+func (m *Manager) FrameCounts(ctx context.Context, id string) (sim.FrameCounts, error) {
+	in, err := m.Instance(ctx, id)
+	if err != nil {
+		return sim.FrameCounts{}, err
+	}
+	fc, ok := m.cfg.Store.(interface {
+		FrameCounts(ctx context.Context, jobID, role string) (sim.FrameCounts, error)
+	})
+	if !ok {
+		return sim.FrameCounts{}, nil
+	}
+	return fc.FrameCounts(ctx, in.JobID, id)
 }
 
 // instanceRecords reads an instance's stored records of one kind: none is
@@ -1101,10 +1168,14 @@ func (m *Manager) Output(ctx context.Context, id string, since time.Time) (sim.O
 	if err != nil {
 		return sim.OutputSummary{}, err
 	}
-	if m.cfg.Sink == nil {
-		return sim.OutputSummary{Instance: id, Since: since}, nil
+	sum := sim.OutputSummary{Instance: id, Since: since}
+	if m.cfg.Sink != nil {
+		sum = sim.SummarizeOutput(id, since, m.cfg.Sink.Packets(in.JobID, since))
 	}
-	return sim.SummarizeOutput(id, since, m.cfg.Sink.Packets(in.JobID, since)), nil
+	if m.cfg.Media != nil {
+		sum.JobMediaDatagrams = len(m.cfg.Media.Media(in.JobID, since).Datagrams)
+	}
+	return sum, nil
 }
 
 // Census is what the runtimes have running now, as the host sees it, each

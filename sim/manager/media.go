@@ -2,11 +2,13 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"sort"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/normsim/normsim/sim"
@@ -20,6 +22,9 @@ func (m *Manager) openMedia(jobID, runtime string, port int) (string, error) {
 		return "", nil
 	}
 	got, err := m.cfg.Media.Open(jobID, port)
+	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+		return "", sim.Errorf(sim.EUnavailable, "%v: every job holds a UDP port for its media beside its job socket; raise the open-file limit (ulimit -n) or start normsim with --no-media (docs/media.md)", err)
+	}
 	if err != nil {
 		return "", sim.Errorf(sim.EUnavailable, "%v", err)
 	}
@@ -89,6 +94,7 @@ const (
 	mediaAfter    = 2 * time.Second
 	mediaWait     = 3 * time.Second
 	captureAround = 3 * time.Second
+	sourceSlack   = time.Second
 )
 
 // measureMedia judges the seam of the job's media, as a receiver would,
@@ -98,7 +104,7 @@ const (
 func (r *run) measureMedia(ctx context.Context) {
 	recv, judge := r.m.cfg.Media, r.m.cfg.MediaJudge
 	r.mu.Lock()
-	tgtID, placed := r.tgtID, r.tgtPlacedAt
+	tgtID, placed := r.mig.Target.Instance, r.tgtPlacedAt
 	moments := sim.SeamMoments{SourceStopped: r.stoppedAt, ApplySent: r.applySentAt}
 	r.mu.Unlock()
 	if recv == nil || judge == nil || tgtID == "" || placed.IsZero() {
@@ -112,10 +118,7 @@ func (r *run) measureMedia(ctx context.Context) {
 	w := recv.Media(r.src.JobID, since)
 	src, tgt := splitSenders(w, placed, r.start)
 	rep := judge.Analyze(src, tgt, moments)
-	rep.Trimmed = w.Trimmed
-	if w.Trimmed > 0 {
-		rep.Detail += fmt.Sprintf("; the receiver had let go of %s of this window to stay within its memory bound, so the seam is judged without them", sim.Plural(w.Trimmed, "datagram"))
-	}
+	noteReceiverLosses(rep, w)
 	r.mu.Lock()
 	o := r.mig.Output
 	if o == nil {
@@ -135,6 +138,28 @@ func (r *run) measureMedia(ctx context.Context) {
 	r.mu.Unlock()
 	r.recordHere(sideOutput, "media "+rep.Verdict+": "+rep.Detail, nil)
 	r.captureSeam(ctx, w, rep, src, tgt)
+}
+
+// noteReceiverLosses says in the report what of the window the receiver
+// did not judge: what it let go of to stay within its memory bound, and
+// what never reached it. The latter is normsim's loss: a defect it may
+// have caused is blamed on no one, and the seam cannot be vouched for.
+func noteReceiverLosses(rep *sim.MediaReport, w sim.MediaWindow) {
+	if rep.Trimmed = w.Trimmed; w.Trimmed > 0 {
+		rep.Detail += fmt.Sprintf("; the receiver had let go of %s of this window to stay within its memory bound, so the seam is judged without them", sim.Plural(w.Trimmed, "datagram"))
+	}
+	if rep.Lost = w.Lost; w.Lost == 0 {
+		return
+	}
+	rep.Detail += fmt.Sprintf("; %s of this window never reached normsim's receiver (the kernel dropped them on a full socket buffer, or a read failed)", sim.Plural(w.Lost, "datagram"))
+	if rep.Verdict == sim.VerdictSeamless || rep.Verdict == sim.VerdictNoOutput {
+		return
+	}
+	rep.Detail = "the seam cannot be vouched for, normsim lost datagrams: " + rep.Detail
+	rep.Verdict, rep.AtFault = sim.VerdictUnknown, ""
+	for i := range rep.Defects {
+		rep.Defects[i].AtFault = ""
+	}
 }
 
 // waitTargetMedia waits until the target's media spans mediaAfter, or
@@ -162,12 +187,15 @@ func (r *run) waitTargetMedia(ctx context.Context, since, placed time.Time) {
 
 // splitSenders tells the source's datagrams from the target's as a
 // receiver would, by sender address: one first heard before the target
-// was placed (and heard since the migration began) is the source's, one
-// first heard after it the target's.
+// was placed (and heard since a second before the migration began) is the
+// source's, one first heard after it the target's.
 func splitSenders(w sim.MediaWindow, placed, began time.Time) (src, tgt []sim.MediaDatagram) {
+	// A sender heard within sourceSlack of the start counts as active: a
+	// stopThenStart source may have stopped at once, and an earlier move's
+	// source stopped at least mediaAfter before its migration ended.
 	active := map[string]bool{}
 	for _, d := range w.Datagrams {
-		if !d.At.Before(began) {
+		if !d.At.Before(began.Add(-sourceSlack)) {
 			active[d.From] = true
 		}
 	}

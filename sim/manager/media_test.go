@@ -2,7 +2,9 @@ package manager
 
 import (
 	"context"
+	"net"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,9 +78,92 @@ func TestSplitSendersTellsSourceFromTargetByAddress(t *testing.T) {
 	if len(src) != 3 || len(tgt) != 2 {
 		t.Fatalf("%d source and %d target datagrams, want 3 and 2", len(src), len(tgt))
 	}
+	// A stopThenStart source stopped as the migration began: heard just
+	// before it, it is still the source.
+	stopped := sim.MediaWindow{
+		FirstHeard: map[string]time.Time{"old:1": at(-5000), "src:1": at(-2000), "tgt:1": at(600)},
+		Datagrams:  []sim.MediaDatagram{{At: at(-4000), From: "old:1"}, {At: at(-300), From: "src:1"}, {At: at(-40), From: "src:1"}, {At: at(700), From: "tgt:1"}},
+	}
+	if src, tgt := splitSenders(stopped, at(500), at(0)); len(src) != 2 || len(tgt) != 1 || src[0].From != "src:1" {
+		t.Fatalf("a source stopped as the migration began: %d source datagrams (%v) and %d target", len(src), src, len(tgt))
+	}
 	for _, d := range src {
 		if d.From != "src:1" {
 			t.Fatalf("source side holds %s", d.From)
 		}
+	}
+}
+
+// TestOutputCountsTheJobsMedia: an instance's output summary counts the
+// media its job's address received since, which is how normsim conform
+// asks whether a video job produces; another job's media is not counted.
+func TestOutputCountsTheJobsMedia(t *testing.T) {
+	media := sink.NewMedia("127.0.0.1", nil)
+	defer media.CloseAll()
+	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}}, Store: NewMemStore(t), Catalog: RepoCatalog(t),
+		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: External{}}, Default: sim.RuntimeExternal},
+		Media:    media, MediaHost: func(string) string { return "127.0.0.1" }})
+	defer m.Close()
+	ctx := context.Background()
+	job, err := m.launch(ctx, LaunchRequest{Template: "counter", Node: "a"}, launchOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := m.launch(ctx, LaunchRequest{Template: "counter", Node: "a"}, launchOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	since := time.Now()
+	u, err := url.Parse(mediaURLOf(&job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("udp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ts := make([]byte, 7*188) // seven null TS packets, as a muxer pads
+	for i := 0; i < len(ts); i += 188 {
+		ts[i], ts[i+1], ts[i+2], ts[i+3] = 0x47, 0x1f, 0xff, 0x10
+	}
+	for range 3 {
+		conn.Write(ts)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		sum, err := m.Output(ctx, job.ID, since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.JobMediaDatagrams == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job's output summary counts %d media datagrams, want 3", sum.JobMediaDatagrams)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if sum, _ := m.Output(ctx, other.ID, since); sum.JobMediaDatagrams != 0 {
+		t.Fatalf("another job's summary counts %d media datagrams", sum.JobMediaDatagrams)
+	}
+}
+
+// TestReceiverLossesAreNotBlamedOnTheJob: a seam judged on a window of
+// which normsim's receiver lost datagrams cannot be vouched for, and blames
+// no one, neither as a whole nor defect by defect; a seamless one stays
+// seamless, saying what was lost.
+func TestReceiverLossesAreNotBlamedOnTheJob(t *testing.T) {
+	rep := &sim.MediaReport{Verdict: sim.VerdictGlitch, AtFault: "target", Detail: "continuity counter on PID 256 went 3→9",
+		Defects: []sim.MediaDefect{{Check: sim.MediaCheckCC, AtFault: "target"}}}
+	noteReceiverLosses(rep, sim.MediaWindow{Lost: 4, Trimmed: 2})
+	if rep.Verdict != sim.VerdictUnknown || rep.AtFault != "" || rep.Defects[0].AtFault != "" || rep.Lost != 4 || rep.Trimmed != 2 ||
+		!strings.HasPrefix(rep.Detail, "the seam cannot be vouched for") || !strings.Contains(rep.Detail, "4 datagrams of this window never reached") {
+		t.Fatalf("a glitch with datagrams lost: %+v", rep)
+	}
+	ok := &sim.MediaReport{Verdict: sim.VerdictSeamless, Detail: "continued"}
+	noteReceiverLosses(ok, sim.MediaWindow{Lost: 1})
+	if ok.Verdict != sim.VerdictSeamless || !strings.Contains(ok.Detail, "1 datagram of this window never reached") {
+		t.Fatalf("a seamless seam with a datagram lost: %+v", ok)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/normsim/normsim/protocol"
@@ -270,7 +271,7 @@ func (m *Manager) awaitMigration(ctx context.Context, id string, after int, even
 			return m.migration(context.WithoutCancel(ctx), id, events)
 		}
 		r.mu.Lock()
-		done := r.ended || (after >= 0 && len(r.mig.Events) > after)
+		done := r.mig.State.Ended() || (after >= 0 && len(r.mig.Events) > after)
 		if !done && r.changed == nil {
 			r.changed = make(chan struct{})
 		}
@@ -327,13 +328,13 @@ type run struct {
 	// eventsDropped counts the events post could not queue (guarded by mu).
 	eventsDropped int
 
-	mu    sync.Mutex
-	mig   sim.Migration
-	tgtID string
+	mu sync.Mutex
+	// mig is the record as it stands: its phase and its target's id are
+	// the run's own, kept nowhere else.
+	mig sim.Migration
 	// tgtPlacedAt is when the target was created: a media sender first
 	// heard from then on is the target.
 	tgtPlacedAt time.Time
-	phase       sim.Phase
 	ponr        bool
 	// ending is set the moment the migration is bound to end (an abort,
 	// a lost socket or an exit seen on a socket goroutine, or finish): from
@@ -346,10 +347,14 @@ type run struct {
 	// not ordered below a millisecond, and a held frame released just
 	// after the deadline must not be relayed (guarded by mu).
 	deadline time.Time
+	// awaited is what the wait in progress accepts: the deadline makes
+	// late only the frames it is about (what it waits for, and an abort),
+	// never the answer to a later ask that a relay already made (guarded
+	// by mu).
+	awaited func(runEvent) bool
 	// timedOut is the deadline of the wait that timed out, if one did:
 	// how late a held frame comes is told from it (guarded by mu).
 	timedOut time.Time
-	ended    bool
 	// abortedBy is the side whose abort ended the migration: the other
 	// side is told, not the one that said it.
 	abortedBy string
@@ -376,6 +381,14 @@ type run struct {
 	// the target did before the call returned (see startTarget).
 	starting bool
 	held     []sim.MigrationEvent
+	// sourceSignalled is set once a kill or stop fault has landed on the
+	// source: its exit may not have been reported yet, and a rollback
+	// waits for it before it says what it left (guarded by mu).
+	sourceSignalled bool
+	// struck says which fault landed on a job to end it (kill, stop,
+	// drop-socket), e.g. "kill struck the target"; "" while none did. An
+	// overlap or a stopThenStart does not go on past it (goingOn).
+	struck string
 	// initialState is the source's state a handover target gets on
 	// connect, and initialSize the size of that initial-state frame.
 	initialState json.RawMessage
@@ -383,6 +396,13 @@ type run struct {
 	// changed, when someone awaits the migration (AwaitMigration), is
 	// closed at its next timeline event (guarded by mu).
 	changed chan struct{}
+	// writes are the frames decided under mu and not yet written, in the
+	// order they were decided; writing says someone is writing them
+	// (flushWrites). No socket is written while mu is held: a job that
+	// does not read its socket would otherwise hold every reader of the
+	// migration (the API, the other side's socket) for the write timeout.
+	writes  []*pendingWrite
+	writing bool
 }
 
 func (r *run) doc() *sim.Migration {
@@ -421,7 +441,7 @@ func (r *run) post(ev runEvent) {
 	// how many at the end (finish).
 	if r.eventsDropped++; r.eventsDropped == 1 {
 		r.m.log.Warn("migration event queue full; dropping and counting what does not fit", "migration", r.id)
-		r.recordLocked(r.phase, sideManager, fmt.Sprintf("the migration's inbox is full (%d events waiting): events past it are dropped, and counted", eventQueueMax), nil)
+		r.recordLocked(r.mig.Phase, sideManager, fmt.Sprintf("the migration's inbox is full (%d events waiting): events past it are dropped, and counted", eventQueueMax), nil)
 	}
 }
 
@@ -436,7 +456,7 @@ func (r *run) record(phase sim.Phase, side, detail string, frame *sim.FrameInfo)
 // goroutines move, so it is read under mu).
 func (r *run) recordHere(side, detail string, frame *sim.FrameInfo) {
 	r.mu.Lock()
-	r.recordLocked(r.phase, side, detail, frame)
+	r.recordLocked(r.mig.Phase, side, detail, frame)
 	r.mu.Unlock()
 }
 
@@ -491,11 +511,14 @@ func (r *run) flushLocked() {
 	r.deferred = r.deferred[:0]
 }
 
-// setPhase moves the migration on to p, never backwards (sim.Phase.Advance).
+// setPhase moves the migration on to p. The run's goroutine moves it only
+// where no socket reader can have moved it on: at the start, once the
+// source's state is in (no target exists yet) and once target-applied is
+// taken (no frame moves a phase after it). The readers move it to
+// target-ready, cutover-ready and cutover-apply (handleSocket).
 func (r *run) setPhase(p sim.Phase) {
 	r.mu.Lock()
-	r.phase = r.phase.Advance(p)
-	r.mig.Phase = r.phase
+	r.mig.Phase = p
 	r.mu.Unlock()
 	r.m.journal.migration(r.doc())
 }
@@ -541,7 +564,7 @@ func (r *run) socketNote(ev sim.SocketEvent) {
 	defer r.mu.Unlock()
 	side := r.sideOf(ev.Role)
 	if ev.Kind == sim.SocketReplaced {
-		r.recordLocked(r.phase, side, "socket replaced by a newer connection: normsim closed the old one with "+closeText(ev.Code, ev.Reason), nil)
+		r.recordLocked(r.mig.Phase, side, "socket replaced by a newer connection: normsim closed the old one with "+closeText(ev.Code, ev.Reason), nil)
 		return
 	}
 	what, frame := "a frame", (*sim.FrameInfo)(nil)
@@ -552,7 +575,7 @@ func (r *run) socketNote(ev sim.SocketEvent) {
 	if ev.Replaced {
 		what += ", " + replacedSocket
 	}
-	r.recordLocked(r.phase, side, what+": "+ev.Reason+"; discarded", frame)
+	r.recordLocked(r.mig.Phase, side, what+": "+ev.Reason+"; discarded", frame)
 }
 
 // onSocket runs on the listener's goroutine. The two cutover relays happen
@@ -576,6 +599,7 @@ func (r *run) onSocket(ev sim.SocketEvent) {
 	for _, then := range w.then {
 		then()
 	}
+	r.flushWrites()
 }
 
 // inbound carries a frame a job sent past the faults: it goes on the
@@ -592,7 +616,7 @@ type inbound struct {
 func (w *inbound) arrived() {
 	if !w.recorded {
 		f := w.ev.Frame
-		w.r.recordLocked(w.r.phase, w.side, eventDetail(w.ev), frameInfo(dirIn, f.Type, w.ev.Size, payloadOf(f)))
+		w.r.recordLocked(w.r.mig.Phase, w.side, eventDetail(w.ev), frameInfo(dirIn, f.Type, w.ev.Size, payloadOf(f)))
 		w.recorded = true
 	}
 }
@@ -639,7 +663,7 @@ func (r *run) lateLocked(ev sim.SocketEvent, side string) {
 	if ev.Reason != "" {
 		why = ev.Reason
 	}
-	r.recordLocked(r.phase, side, fmt.Sprintf("late %s from the %s: %s; ignored", eventDetail(ev), side, why),
+	r.recordLocked(r.mig.Phase, side, fmt.Sprintf("late %s from the %s: %s; ignored", eventDetail(ev), side, why),
 		frameInfo(dirIn, f.Type, ev.Size, payloadOf(f)))
 }
 
@@ -649,7 +673,7 @@ func (r *run) lateLocked(ev sim.SocketEvent, side string) {
 func (r *run) lateByLocked() string {
 	now := time.Now()
 	switch {
-	case r.ended:
+	case r.mig.State.Ended():
 		return after(r.m.now().Sub(*r.mig.EndedAt), "the migration ended")
 	case !r.deadline.IsZero() && !now.Before(r.deadline):
 		return after(now.Sub(r.deadline), "its phase timed out")
@@ -674,10 +698,10 @@ func (r *run) heldLost(what string, d time.Duration, why string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if when := r.lateByLocked(); when != "" {
-		r.recordLocked(r.phase, sideManager, fmt.Sprintf("late %s: held %s by a delay-frame fault; discarded %s: %s", what, d, when, why), nil)
+		r.recordLocked(r.mig.Phase, sideManager, fmt.Sprintf("late %s: held %s by a delay-frame fault; discarded %s: %s", what, d, when, why), nil)
 		return
 	}
-	r.recordLocked(r.phase, sideManager, "fault: the held "+what+" was discarded: "+why, nil)
+	r.recordLocked(r.mig.Phase, sideManager, "fault: the held "+what+" was discarded: "+why, nil)
 }
 
 // onRuntime hands a runtime event to the migration's goroutine; a service
@@ -697,9 +721,10 @@ func (r *run) onRuntime(ev sim.RuntimeEvent) {
 func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool, held time.Duration) {
 	r.mu.Lock()
 	var step frameStep
+	moved := false // the phase moved, outside a cutover relay
 	if ev.Kind == sim.SocketFrame {
-		late := ev.Late || r.ending || (!r.deadline.IsZero() && !time.Now().Before(r.deadline))
-		step = stepFrame(r.phase, late, side, ev.Frame.Type)
+		late := ev.Late || r.ending || r.pastDeadlineLocked(ev)
+		step = stepFrame(r.mig.Phase, late, side, ev.Frame.Type)
 	}
 	switch {
 	case step.late && held > 0:
@@ -708,7 +733,7 @@ func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool, held 
 			when = "after the migration was bound to end"
 		}
 		f := ev.Frame
-		r.recordLocked(r.phase, side, fmt.Sprintf("late %s from the %s: held %s by a delay-frame fault, it came %s; ignored", eventDetail(ev), side, held, when),
+		r.recordLocked(r.mig.Phase, side, fmt.Sprintf("late %s from the %s: held %s by a delay-frame fault, it came %s; ignored", eventDetail(ev), side, held, when),
 			frameInfo(dirIn, f.Type, ev.Size, payloadOf(f)))
 		r.mu.Unlock()
 		return
@@ -722,7 +747,7 @@ func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool, held 
 	case sim.SocketFrame:
 		f := ev.Frame
 		if !recorded {
-			r.recordLocked(r.phase, side, eventDetail(ev), frameInfo(dirIn, f.Type, ev.Size, payloadOf(f)))
+			r.recordLocked(r.mig.Phase, side, eventDetail(ev), frameInfo(dirIn, f.Type, ev.Size, payloadOf(f)))
 		}
 		if step.aborts {
 			// Handled on this goroutine, in order with the relays: an
@@ -737,7 +762,7 @@ func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool, held 
 		switch step.next {
 		case sim.PhaseCutoverReady:
 			r.readyAt = ev.At
-			r.phase, r.mig.Phase = step.next, step.next
+			r.mig.Phase = step.next
 			// The cutover has the CPU; the log writes wait for its end.
 			if r.m.cfg.Logs != nil && r.releaseLogs == nil {
 				r.releaseLogs = r.m.cfg.Logs.Hold()
@@ -746,32 +771,44 @@ func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool, held 
 		case sim.PhaseCutoverApply:
 			r.stoppedAt = ev.At
 			r.ponr = true
-			r.phase, r.mig.Phase = step.next, step.next
-			r.noteLocked(sim.TimelinePointOfNoReturn, r.phase, sideManager, "point of no return: the source stopped its output")
+			r.mig.Phase = step.next
+			r.noteLocked(sim.TimelinePointOfNoReturn, r.mig.Phase, sideManager, "point of no return: the source stopped its output")
 			r.applySentAt = r.m.now()
-			r.deliverLocked(r.tgtID, r.tgtNode, relay, step.expect...)
+			r.deliverLocked(r.mig.Target.Instance, r.tgtNode, relay, step.expect...)
 		}
 	case sim.SocketConnected:
-		r.noteLocked(sim.TimelineConnected, r.phase, side, "connected (hello accepted)")
-		// The listener answered the hello before it told us: faults armed
-		// on hello fire here, as the job's connection becomes known.
+		r.noteLocked(sim.TimelineConnected, r.mig.Phase, side, "connected (hello accepted)")
+		// The listener answered the hello with hello-ack before it told
+		// us: faults armed on either fire here, as the job's connection
+		// becomes known.
 		r.fireOnLocked(protocol.TypeHello)
+		r.fireOnLocked(protocol.TypeHelloAck)
 		if side == sideTarget && r.initialState != nil {
 			// The listener wrote hello-ack and initial-state before it told
 			// us of the connection, and reads the target's next frame only
 			// after this returns: recorded here, they stay ahead of the
 			// target's answer in the timeline.
-			r.recordLocked(r.phase, sideTarget, "hello-ack and initial-state sent",
+			r.recordLocked(r.mig.Phase, sideTarget, "hello-ack and initial-state sent",
 				frameInfo(dirOut, protocol.TypeInitialState, r.initialSize, r.initialState))
 			r.fireOnLocked(protocol.TypeInitialState)
+			// The target has its state: the handover waits for its
+			// target-ready. The phase moves here, in order with the
+			// target's frames, which this socket reads only after.
+			if r.mig.Phase == sim.PhasePlaceTarget && !r.ending {
+				r.mig.Phase = sim.PhaseTargetReady
+				moved = true
+			}
 		}
 	case sim.SocketDisconnected:
 		r.ending = true
-		r.noteLocked(sim.TimelineSocketClosed, r.phase, side, socketClosed(ev))
+		r.noteLocked(sim.TimelineSocketClosed, r.mig.Phase, side, socketClosed(ev))
 	}
 	r.flushLocked()
 	if ev.Kind == sim.SocketFrame {
 		r.fireOnLocked(ev.Frame.Type)
+		if hook := testHookRelayed.Load(); step.relay != "" && hook != nil {
+			(*hook)(step.relay)
+		}
 	}
 	// Posted under mu, like the relay above: the job's answer to a relayed
 	// frame is handled in a later critical section, so it can never reach
@@ -779,11 +816,42 @@ func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool, held 
 	// what it does not wait for).
 	r.post(runEvent{kind: evSocket, instance: ev.Role, socket: ev})
 	r.mu.Unlock()
+	r.flushWrites()
+	if moved {
+		r.m.journal.migration(r.doc())
+	}
 }
 
+// pastDeadlineLocked says a frame came at or after the deadline of the
+// wait it is about: the frame the wait accepts, or an abort. The answer to
+// an ask a relay made since (target-applied while the wait for
+// source-stopped-output has not yet taken that frame) is not about it.
+func (r *run) pastDeadlineLocked(ev sim.SocketEvent) bool {
+	if r.deadline.IsZero() || time.Now().Before(r.deadline) {
+		return false
+	}
+	if ev.Frame.Type == protocol.TypeAbort || r.awaited == nil {
+		return true
+	}
+	return r.awaited(runEvent{kind: evSocket, instance: ev.Role, socket: ev})
+}
+
+// testHookRelayed, set by tests only, runs after a cutover frame is
+// relayed and before its event is posted, still under the run's lock: it
+// widens the moment a deadline can fall in.
+var testHookRelayed atomic.Pointer[func(relay string)]
+
 // deliverLocked arms what the job may answer, applies any frame fault armed
-// on this frame, sends it, records it, and fires faults armed on it.
+// on this frame, queues it to be written (flushWrites), records it, and
+// fires faults armed on it.
 func (r *run) deliverLocked(role string, node *Node, f protocol.WorkerFrame, expect ...string) error {
+	_, err := r.deliverWaitLocked(false, role, node, f, expect...)
+	return err
+}
+
+// deliverWaitLocked is deliverLocked; with wait, it returns the writes it
+// queued, for a caller that waits for them once mu is let go.
+func (r *run) deliverWaitLocked(wait bool, role string, node *Node, f protocol.WorkerFrame, expect ...string) ([]*pendingWrite, error) {
 	if len(expect) > 0 {
 		node.Socket.Expect(r.src.JobID, role, expect...)
 	}
@@ -792,21 +860,100 @@ func (r *run) deliverLocked(role string, node *Node, f protocol.WorkerFrame, exp
 	// corrupt-frame fault) cut.
 	b, err := f.Marshal()
 	if err != nil {
-		r.recordLocked(r.phase, sideManager, fmt.Sprintf("could not marshal %s for the %s: %v", f.Type, side, err), nil)
-		return err
+		r.recordLocked(r.mig.Phase, sideManager, fmt.Sprintf("could not marshal %s for the %s: %v", f.Type, side, err), nil)
+		return nil, err
 	}
 	if len(b) > protocol.MaxFrameBytes {
 		// A relayed payload plus the frame's own fields can pass the cap
 		// the job's client enforces: the frame is not sent, and the
 		// migration ends saying why.
 		reason := fmt.Sprintf("could not relay %s to the %s: it would be %d bytes, over the job socket's %d-byte frame cap", f.Type, side, len(b), protocol.MaxFrameBytes)
-		r.recordLocked(r.phase, sideManager, reason, nil)
+		r.recordLocked(r.mig.Phase, sideManager, reason, nil)
 		r.ending = true
 		r.post(runEvent{kind: evFault, reason: reason})
-		return errors.New(reason)
+		return nil, errors.New(reason)
 	}
-	w := &outbound{r: r, role: role, node: node, side: side, f: f, b: b}
-	return r.passLocked(passage{typ: f.Type, dir: dirOut, side: side}, w)
+	w := &outbound{r: r, role: role, node: node, side: side, f: f, b: b, wait: wait}
+	err = r.passLocked(passage{typ: f.Type, dir: dirOut, side: side}, w)
+	return w.queued, err
+}
+
+// pendingWrite is a frame decided under mu, to be written with mu let go.
+type pendingWrite struct {
+	node      *Node
+	role      string
+	side, typ string
+	b         []byte
+	// done gets the write's error; nil when no one waits for it.
+	done chan error
+	// strikeLocked, when set, is done in the frame's place, under mu: a
+	// fault that strikes a job, in order with the frames around it.
+	strikeLocked func()
+}
+
+// queueWriteLocked queues w for flushWrites. A frame has been recorded as
+// sent already: a job's answer, which can come the moment the frame is
+// written, must not go on the timeline before it.
+func (r *run) queueWriteLocked(w *pendingWrite) {
+	r.writes = append(r.writes, w)
+}
+
+// flushWrites writes the queued frames in the order they were decided,
+// with mu let go. One goroutine writes at a time; a caller that finds
+// another writing leaves its frames to it, which writes until none is
+// left, so none is stranded and none overtakes another.
+func (r *run) flushWrites() {
+	r.mu.Lock()
+	if r.writing {
+		r.mu.Unlock()
+		return
+	}
+	r.writing = true
+	for len(r.writes) > 0 {
+		batch := r.writes
+		r.writes = nil
+		r.mu.Unlock()
+		for i := 0; i < len(batch); i++ {
+			w := batch[i]
+			if w.strikeLocked != nil {
+				r.mu.Lock()
+				w.strikeLocked()
+				r.mu.Unlock()
+				continue
+			}
+			// A fault armed on this frame strikes right after it: the
+			// frame is written and the fault strikes under one hold of
+			// mu, so nothing the job answers the frame with is taken in
+			// between (faults.md). Only with such a fault is a socket
+			// written under mu.
+			strikes := i+1 < len(batch) && batch[i+1].strikeLocked != nil
+			if strikes {
+				r.mu.Lock()
+			}
+			err := w.node.Socket.SendRaw(context.Background(), r.src.JobID, w.role, w.typ, w.b)
+			if err != nil {
+				failed := fmt.Sprintf("writing %s to the %s failed: %v (the job may not have received it)", w.typ, w.side, err)
+				if strikes {
+					r.recordLocked(r.mig.Phase, sideManager, failed, nil)
+				} else {
+					r.recordHere(sideManager, failed, nil)
+				}
+			}
+			for strikes && i+1 < len(batch) && batch[i+1].strikeLocked != nil {
+				i++
+				batch[i].strikeLocked()
+			}
+			if strikes {
+				r.mu.Unlock()
+			}
+			if w.done != nil {
+				w.done <- err
+			}
+		}
+		r.mu.Lock()
+	}
+	r.writing = false
+	r.mu.Unlock()
 }
 
 // outbound carries a frame the worker sends to a job past the faults; it
@@ -818,6 +965,9 @@ type outbound struct {
 	side string
 	f    protocol.WorkerFrame
 	b    []byte // f, marshalled
+	// wait: a caller waits for the writes; queued are those it queued.
+	wait   bool
+	queued []*pendingWrite
 }
 
 func (w *outbound) arrived() {}
@@ -839,26 +989,35 @@ func (w *outbound) write(b []byte, detail string, fi *sim.FrameInfo) error {
 	if r.m.behind(pipeKey{w.role, dirOut}, pipeItem{
 		deliver: func() {
 			r.mu.Lock()
-			defer r.mu.Unlock()
 			w.sendLocked(b, fmt.Sprintf("%s, after waiting %s behind a held frame", detail, time.Since(queued).Round(time.Millisecond)), fi)
+			r.mu.Unlock()
+			r.flushWrites()
 		},
 		lost: func(why string) {
 			r.recordHere(sideManager, fmt.Sprintf("%s to the %s was not sent: %s", w.f.Type, w.side, why), nil)
 		},
 	}) {
-		r.recordLocked(r.phase, sideManager, fmt.Sprintf("%s to the %s waits behind a frame held on its socket", w.f.Type, w.side), nil)
+		r.recordLocked(r.mig.Phase, sideManager, fmt.Sprintf("%s to the %s waits behind a frame held on its socket", w.f.Type, w.side), nil)
 		return nil
 	}
 	return w.sendLocked(b, detail, fi)
 }
 
+// sendLocked queues b to be written once mu is let go (flushWrites), and
+// records it as sent.
 func (w *outbound) sendLocked(b []byte, detail string, fi *sim.FrameInfo) error {
 	r := w.r
-	if err := w.node.Socket.SendRaw(context.Background(), r.src.JobID, w.role, w.f.Type, b); err != nil {
-		r.recordLocked(r.phase, sideManager, fmt.Sprintf("could not send %s to the %s: %v", w.f.Type, w.side, err), nil)
-		return err
+	if !w.node.Socket.Connected(r.src.JobID, w.role) {
+		r.recordLocked(r.mig.Phase, sideManager, fmt.Sprintf("could not send %s to the %s: %v", w.f.Type, w.side, sim.ErrNotConnected), nil)
+		return sim.ErrNotConnected
 	}
-	r.recordLocked(r.phase, w.side, detail, fi)
+	r.recordLocked(r.mig.Phase, w.side, detail, fi)
+	pw := &pendingWrite{node: w.node, role: w.role, side: w.side, typ: w.f.Type, b: b}
+	if w.wait {
+		pw.done = make(chan error, 1)
+		w.queued = append(w.queued, pw)
+	}
+	r.queueWriteLocked(pw)
 	return nil
 }
 
@@ -871,22 +1030,27 @@ func (w *outbound) hold(d time.Duration, what string) {
 	r.m.hold(pipeKey{w.role, dirOut}, pipeItem{at: time.Now().Add(d),
 		deliver: func() {
 			r.mu.Lock()
-			defer r.mu.Unlock()
 			when := r.lateByLocked()
-			if when == "" {
+			switch {
+			case when == "":
 				w.sendLocked(w.b, w.f.Type, fi)
-				return
+			case !w.node.Socket.Connected(r.src.JobID, w.role):
+				r.recordLocked(r.mig.Phase, w.side, fmt.Sprintf("late %s: held %s by a delay-frame fault, it came %s; could not be sent: %v", what, d, when, sim.ErrNotConnected), nil)
+			default:
+				outcome := "sent"
+				if answers := answersTo(w.f.Type); len(answers) > 0 {
+					// A correct job answers it: that answer is late, not
+					// the answer to whatever a newer migration asks
+					// meanwhile. Owed before it is written, so the answer
+					// cannot come first.
+					w.node.Socket.Owe(r.src.JobID, w.role, answers...)
+					outcome += "; an answer to it is late"
+				}
+				r.recordLocked(r.mig.Phase, w.side, fmt.Sprintf("late %s: held %s by a delay-frame fault, it came %s; %s", what, d, when, outcome), fi)
+				r.queueWriteLocked(&pendingWrite{node: w.node, role: w.role, side: w.side, typ: w.f.Type, b: w.b})
 			}
-			outcome := "sent"
-			if err := w.node.Socket.SendRaw(context.Background(), r.src.JobID, w.role, w.f.Type, w.b); err != nil {
-				outcome, fi = "could not be sent: "+err.Error(), nil
-			} else if answers := answersTo(w.f.Type); len(answers) > 0 {
-				// A correct job answers it: that answer is late, not the
-				// answer to whatever a newer migration asks meanwhile.
-				w.node.Socket.Owe(r.src.JobID, w.role, answers...)
-				outcome += "; an answer to it is late"
-			}
-			r.recordLocked(r.phase, w.side, fmt.Sprintf("late %s: held %s by a delay-frame fault, it came %s; %s", what, d, when, outcome), fi)
+			r.mu.Unlock()
+			r.flushWrites()
 		},
 		lost: func(why string) { r.heldLost(what, d, why) }})
 }
@@ -918,10 +1082,19 @@ func payloadOf(f protocol.JobFrame) json.RawMessage {
 	return nil
 }
 
+// send delivers f to the job and waits until it was written (or held by
+// a fault, or dropped by one).
 func (r *run) send(role string, node *Node, f protocol.WorkerFrame, expect ...string) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.deliverLocked(role, node, f, expect...)
+	queued, err := r.deliverWaitLocked(true, role, node, f, expect...)
+	r.mu.Unlock()
+	r.flushWrites()
+	for _, w := range queued {
+		if werr := <-w.done; err == nil {
+			err = werr
+		}
+	}
+	return err
 }
 
 // errEnd carries why a migration ends early.
@@ -935,13 +1108,13 @@ func endf(format string, args ...any) error { return &errEnd{fmt.Sprintf(format,
 // the wait with an error, or the timeout passes.
 func (r *run) await(ctx context.Context, what string, timeout time.Duration, accept func(runEvent) bool) (runEvent, error) {
 	r.mu.Lock()
-	r.deadline = time.Now().Add(timeout)
+	r.deadline, r.awaited = time.Now().Add(timeout), accept
 	r.mu.Unlock()
 	timer := time.NewTimer(timeout)
 	defer func() {
 		timer.Stop()
 		r.mu.Lock()
-		r.deadline = time.Time{}
+		r.deadline, r.awaited = time.Time{}, nil
 		r.mu.Unlock()
 	}()
 	// take reads the events waiting: the accepted one, or a disruption.
@@ -971,7 +1144,12 @@ func (r *run) await(ctx context.Context, what string, timeout time.Duration, acc
 			return runEvent{}, endf("%s", why)
 		case <-timer.C:
 			// What came before the deadline (a frame after it is late,
-			// see handleSocket) wins over the timer it raced.
+			// see handleSocket) wins over the timer it raced. A frame
+			// decided on before the deadline is relayed and posted under
+			// mu: taking mu once first makes sure it has been posted, so
+			// a frame that was relayed is never then timed out.
+			r.mu.Lock()
+			r.mu.Unlock()
 			if ev, done, err := take(); done {
 				return ev, err
 			}
@@ -994,6 +1172,54 @@ func (r *run) bindToEnd() {
 	r.mu.Lock()
 	r.ending = true
 	r.mu.Unlock()
+}
+
+// waitOr runs wait, a wait of overlap's or stopThenStart's on something
+// other than the migration's events (an instance's state, the output
+// sink), and meanwhile reads those events as await does: a disruption (an
+// exit, a lost socket, a job's or the worker's abort) or the user's abort
+// ends the wait at once, with the reason the migration ends with; nil
+// once wait returned by itself.
+func (r *run) waitOr(ctx context.Context, wait func(context.Context)) error {
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		wait(wctx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	for {
+		select {
+		case <-done:
+			return r.disrupted()
+		case <-r.events.ready:
+			if err := r.disrupted(); err != nil {
+				return err
+			}
+		case why := <-r.abortc:
+			r.bindToEnd()
+			return endf("%s", why)
+		}
+	}
+}
+
+// disrupted reads the events waiting, and returns the first that breaks
+// the migration (disruption), which binds it to end; the others are
+// dropped, as await drops what it does not wait for.
+func (r *run) disrupted() error {
+	for {
+		p, ok := r.events.take()
+		if !ok {
+			return nil
+		}
+		if err := r.disruption(*p); err != nil {
+			r.bindToEnd()
+			return err
+		}
+	}
 }
 
 // disruption says whether an event breaks the migration: an abort, a lost
@@ -1083,7 +1309,7 @@ func (r *run) runtimeOf(instance string) string {
 func (r *run) currentPhase() sim.Phase {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.phase
+	return r.mig.Phase
 }
 
 // exitPhrase says how a service ended, the same way on every runtime:
@@ -1168,18 +1394,17 @@ func (r *run) placeTarget(ctx context.Context, prepareOnly bool, o launchOpts) (
 	r.m.byInstance[tgt.ID] = r
 	r.m.mu.Unlock()
 	if o.handoverTarget {
-		r.tgtNode.Socket.Expect(r.src.JobID, tgt.ID, protocol.TypeTargetReady, protocol.TypeAbort)
+		r.tgtNode.Socket.Expect(r.src.JobID, tgt.ID, mayAnswer(sim.PhasePlaceTarget, sideTarget)...)
 	}
 	r.mu.Lock()
-	r.tgtID, r.tgtPlacedAt = tgt.ID, tgt.CreatedAt
-	r.mig.Target.Instance = tgt.ID
+	r.mig.Target.Instance, r.tgtPlacedAt = tgt.ID, tgt.CreatedAt
 	if tgt.Runtime == sim.RuntimeExternal {
 		r.mig.Target.Env = tgt.Env
 	}
 	r.mu.Unlock()
 	r.m.journal.migration(r.doc())
 	r.mu.Lock()
-	r.noteLocked(sim.TimelineTargetCreated, r.phase, sideTarget, fmt.Sprintf("target %s created on node %s (%s runtime)", tgt.ID, tgt.Node, tgt.Runtime))
+	r.noteLocked(sim.TimelineTargetCreated, r.mig.Phase, sideTarget, fmt.Sprintf("target %s created on node %s (%s runtime)", tgt.ID, tgt.Node, tgt.Runtime))
 	r.mu.Unlock()
 	if prepareOnly {
 		return tgt, nil
@@ -1190,7 +1415,7 @@ func (r *run) placeTarget(ctx context.Context, prepareOnly bool, o launchOpts) (
 // startTarget starts the prepared target.
 func (r *run) startTarget(ctx context.Context) error {
 	r.m.mu.Lock()
-	in := r.m.instances[r.tgtID]
+	in := r.m.instances[r.mig.Target.Instance]
 	r.m.mu.Unlock()
 	if in == nil {
 		return endf("the target instance is gone")
@@ -1203,7 +1428,7 @@ func (r *run) startTarget(ctx context.Context) error {
 	r.mu.Unlock()
 	if fail >= 0 {
 		r.mu.Lock() // the phase is the socket goroutines' too
-		r.noteLocked(sim.TimelineFault, r.phase, sideManager, "fault: the target fails to start")
+		r.noteLocked(sim.TimelineFault, r.mig.Phase, sideManager, "fault: the target fails to start")
 		r.mu.Unlock()
 		r.m.mu.Lock()
 		r.m.setStateLocked(in, sim.InstanceFailed, "start: injected fault target-fail-start")
@@ -1222,7 +1447,7 @@ func (r *run) startTarget(ctx context.Context) error {
 	defer r.mu.Unlock()
 	held := r.held
 	r.starting, r.held = false, nil
-	started := sim.MigrationEvent{At: r.m.now(), Phase: r.phase, Side: sideTarget, Kind: sim.TimelineTargetStarted, Detail: "target started"}
+	started := sim.MigrationEvent{At: r.m.now(), Phase: r.mig.Phase, Side: sideTarget, Kind: sim.TimelineTargetStarted, Detail: "target started"}
 	if in.Runtime == sim.RuntimeExternal {
 		// Nothing was started: the developer starts the job.
 		started.Kind, started.Detail = "", "waiting for the developer to start the target's job with the env shown (external runtime)"
@@ -1249,9 +1474,14 @@ func (r *run) startTarget(ctx context.Context) error {
 // healthcheck, and is connected when the job speaks the socket.
 func (r *run) waitTargetRunning(ctx context.Context, needConnected bool) error {
 	timeout := r.timeouts.TargetStart.D()
-	_, err := r.m.waitInstance(ctx, r.tgtID, timeout, func(in sim.Instance) bool {
-		return in.State == sim.InstanceRunning && in.Healthy && (!needConnected || in.Connected)
-	})
+	var err error
+	if end := r.waitOr(ctx, func(ctx context.Context) {
+		_, err = r.m.waitInstance(ctx, r.mig.Target.Instance, timeout, func(in sim.Instance) bool {
+			return in.State == sim.InstanceRunning && in.Healthy && (!needConnected || in.Connected)
+		})
+	}); end != nil {
+		return end
+	}
 	if errors.Is(err, errTimeout) {
 		what := "running"
 		if needConnected {
@@ -1270,7 +1500,7 @@ func (r *run) handover(ctx context.Context) error {
 	// 1. get-state, asked of the source before any target is placed.
 	r.setPhase(sim.PhaseGetState)
 	if err := r.send(src.ID, r.srcNode, protocol.WorkerFrame{Type: protocol.TypeGetState, MigrationID: r.id},
-		protocol.TypeState, protocol.TypeStateRefused, protocol.TypeAbort); err != nil {
+		mayAnswer(sim.PhaseGetState, sideSource)...); err != nil {
 		return endf("could not ask the source for its state: %v", err)
 	}
 	ev, err := r.await(ctx, "the source's state", r.timeouts.State.D(), func(ev runEvent) bool {
@@ -1293,11 +1523,11 @@ func (r *run) handover(ctx context.Context) error {
 	r.mu.Lock()
 	r.initialState, r.initialSize = state, len(initial)
 	r.mu.Unlock()
-	r.srcNode.Socket.Expect(src.JobID, src.ID, protocol.TypeAbort)
 
 	// 2. place the target; on connect it gets hello-ack with the migration,
 	// then initial-state with the source's state.
 	r.setPhase(sim.PhasePlaceTarget)
+	r.srcNode.Socket.Expect(src.JobID, src.ID, mayAnswer(sim.PhasePlaceTarget, sideSource)...)
 	tgt, err := r.placeTarget(ctx, true, launchOpts{initialState: state, hasInitial: true, handoverTarget: true})
 	if err != nil {
 		return err
@@ -1313,8 +1543,8 @@ func (r *run) handover(ctx context.Context) error {
 	// (hello-ack and initial-state were recorded as the target connected,
 	// in handleSocket.)
 
-	// 3. target-ready, relayed to the source as cutover-ready (in onSocket).
-	r.setPhase(sim.PhaseTargetReady)
+	// 3. target-ready, relayed to the source as cutover-ready (in onSocket;
+	// the phase moved to target-ready as the target connected).
 	if _, err := r.await(ctx, "target-ready", r.timeouts.TargetReady.D(), isFrame(tgt.ID, protocol.TypeTargetReady)); err != nil {
 		return err
 	}
@@ -1373,6 +1603,9 @@ func (r *run) linger(ctx context.Context) {
 // stopThenStart, unless the user asked to abort first: then it returns
 // the reason to end with, and the migration rolls back instead.
 func (r *run) crossNoReturn() error {
+	if err := r.goingOn(); err != nil {
+		return err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.userAbort != "" {
@@ -1380,6 +1613,50 @@ func (r *run) crossNoReturn() error {
 	}
 	r.ponr = true
 	return nil
+}
+
+// goingOn is why an overlap or a stopThenStart must end before its next
+// step, or nil: an event that broke it (disrupted) or the user's abort.
+func (r *run) goingOn() error {
+	if err := r.disrupted(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	struck, abort := r.struck, r.userAbort
+	r.mu.Unlock()
+	if abort != "" {
+		return endf("%s", abort)
+	}
+	if struck != "" {
+		// A kill, stop or dropped socket landed on a job (a fault armed
+		// on its hello, say) after the manager had seen it connected:
+		// the move ends with what became of the job, once that is heard.
+		r.bindToEnd()
+		if err := r.awaitDisruption(); err != nil {
+			return err
+		}
+		return endf("the fault %s", struck)
+	}
+	return nil
+}
+
+// awaitDisruption waits up to exitGrace for the event that breaks the
+// migration (an exit, a lost socket) and returns it; nil if none came.
+func (r *run) awaitDisruption() error {
+	timer := time.NewTimer(exitGrace)
+	defer timer.Stop()
+	for {
+		if err := r.disrupted(); err != nil {
+			return err
+		}
+		select {
+		case <-r.events.ready:
+		case <-timer.C:
+			return nil
+		case <-r.m.ctx.Done():
+			return nil
+		}
+	}
 }
 
 // AbortMigration stops a running migration the way a job's abort would,
@@ -1405,7 +1682,7 @@ func (m *Manager) AbortMigration(ctx context.Context, id, why string) (*sim.Migr
 	}
 	r.mu.Lock()
 	switch {
-	case r.ended:
+	case r.mig.State.Ended():
 		state := r.mig.State
 		r.mu.Unlock()
 		return nil, sim.Errorf(sim.EConflict, "migration %s already ended %s; there is nothing to abort", id, state)
@@ -1424,7 +1701,7 @@ func (m *Manager) AbortMigration(ctx context.Context, id, why string) (*sim.Migr
 	// point of no return.
 	r.ending = true
 	r.abortedBy = sideManager
-	r.noteLocked(sim.TimelineAbortRequested, r.phase, sideManager, "the user asked to abort"+strings.TrimPrefix(reason, "aborted by the user"))
+	r.noteLocked(sim.TimelineAbortRequested, r.mig.Phase, sideManager, "the user asked to abort"+strings.TrimPrefix(reason, "aborted by the user"))
 	r.mu.Unlock()
 	r.abortc <- reason
 	return r.snapshot(), nil
@@ -1487,7 +1764,9 @@ func (r *run) overlap(ctx context.Context) error {
 		return err
 	}
 	r.record(sim.PhaseStartTarget, sideTarget, "target running", nil)
-	r.waitTargetOutput(ctx)
+	if err := r.waitOr(ctx, r.waitTargetOutput); err != nil {
+		return err
+	}
 	if err := r.crossNoReturn(); err != nil {
 		return err
 	}
@@ -1503,7 +1782,7 @@ func (r *run) overlap(ctx context.Context) error {
 func (r *run) waitTargetOutput(ctx context.Context) {
 	sink := r.m.cfg.Sink
 	r.mu.Lock()
-	tgtID := r.tgtID
+	tgtID := r.mig.Target.Instance
 	r.mu.Unlock()
 	if sink == nil || !sink.Seen(r.src.JobID) {
 		return
@@ -1535,6 +1814,11 @@ func (r *run) stopThenStart(ctx context.Context) error {
 	if _, err := r.placeTarget(ctx, true, launchOpts{}); err != nil {
 		return err
 	}
+	// Stopping the source is what cannot be undone: what broke the move
+	// while the target was prepared rolls it back before that.
+	if err := r.goingOn(); err != nil {
+		return err
+	}
 	if err := r.stopSource(ctx); err != nil {
 		return err
 	}
@@ -1547,6 +1831,9 @@ func (r *run) stopThenStart(ctx context.Context) error {
 	}
 	if err := r.waitTargetRunning(ctx, r.src.Connected && r.tgtNode.HasJobSocket()); err != nil {
 		return err
+	}
+	if err := r.goingOn(); err != nil {
+		return err // past the point of no return: failed
 	}
 	r.mu.Lock()
 	r.readyAt = r.m.now()
@@ -1569,12 +1856,13 @@ func (r *run) unholdLogs() {
 }
 
 func (r *run) finish(ctx context.Context, err error) {
+	r.flushWrites() // nothing decided before the end is left unwritten
 	r.unholdLogs()
 	r.mu.Lock()
 	// From here on nothing is relayed: a source-stopped-output that
 	// arrives now is late, not the point of no return.
 	r.ending = true
-	ponr, phase, tgtID := r.ponr, r.phase, r.tgtID
+	ponr, phase, tgtID := r.ponr, r.mig.Phase, r.mig.Target.Instance
 	if n := r.eventsDropped; n > 0 {
 		r.recordLocked(phase, sideManager, fmt.Sprintf("%d events were dropped: the migration's inbox was full", n), nil)
 	}
@@ -1619,8 +1907,13 @@ func (r *run) finish(ctx context.Context, err error) {
 	r.m.mu.Lock()
 	delete(r.m.byJob, r.src.JobID)
 	delete(r.m.byInstance, r.src.ID)
-	delete(r.m.byInstance, r.tgtID)
-	for _, id := range []string{r.src.ID, r.tgtID} {
+	delete(r.m.byInstance, r.mig.Target.Instance)
+	if src := r.m.instances[r.src.ID]; src != nil && state == sim.MigrationCompleted {
+		// In the same critical section as the release: a DELETE of the
+		// source is refused by one or the other (Stop).
+		src.movedBy = r.id
+	}
+	for _, id := range []string{r.src.ID, r.mig.Target.Instance} {
 		// Only a connected instance can send a frame that crossed the end
 		// (see OnSocketEvent, which lets go once its socket closes).
 		if in, ok := r.m.instances[id]; ok && id != "" && in.Connected {
@@ -1642,7 +1935,6 @@ func (r *run) finish(ctx context.Context, err error) {
 		v := ms(r.appliedAt.Sub(r.readyAt))
 		r.mig.Durations.CutoverMs = &v
 	}
-	r.ended = true
 	j := sim.Judge(&r.mig)
 	r.mig.Judgement = &j
 	if j.Grade != sim.GradePass {
@@ -1691,9 +1983,12 @@ func (r *run) rollback(reason string, phase sim.Phase) {
 	r.record(phase, sideManager, "rolling back: "+reason, nil)
 	abort := protocol.WorkerFrame{Type: protocol.TypeAbort, MigrationID: r.id, Reason: protocol.Truncate(reason, 200)}
 	r.mu.Lock()
-	tgtID, abortedBy := r.tgtID, r.abortedBy
+	tgtID, abortedBy := r.mig.Target.Instance, r.abortedBy
 	r.mu.Unlock()
 	rb := &sim.RollbackReport{Told: []string{}}
+	// A source a fault killed is not told to abort, nor recorded left
+	// running, before its exit has had its moment to be reported.
+	r.awaitSignalledSource()
 	if r.mig.Strategy == sim.Handover {
 		if abortedBy != sideSource && r.srcNode.Socket != nil && r.srcNode.Socket.Connected(r.src.JobID, r.src.ID) {
 			if r.send(r.src.ID, r.srcNode, abort) == nil {
@@ -1773,6 +2068,28 @@ func (r *run) removeTarget(tgtID string, phase sim.Phase, rb *sim.RollbackReport
 	r.note(sim.TimelineTargetRemoved, phase, sideTarget, rb.TargetDetail)
 }
 
+// awaitSignalledSource waits, up to exitGrace, for the exit of a source a
+// kill or stop fault signalled and the manager still sees running: the
+// signal was delivered, the exit is reported a moment later, and a
+// rollback that did not wait would record a killed source as left
+// running. A job that ignores SIGTERM is still running after the wait,
+// and is recorded so.
+func (r *run) awaitSignalledSource() {
+	r.mu.Lock()
+	signalled := r.sourceSignalled
+	r.mu.Unlock()
+	if !signalled {
+		return
+	}
+	r.m.mu.Lock()
+	in := r.m.instances[r.src.ID]
+	running := in != nil && in.State == sim.InstanceRunning
+	r.m.mu.Unlock()
+	if running {
+		r.awaitExit(r.src.ID)
+	}
+}
+
 // sourceLeft says what the rollback leaves of the source: running, or gone
 // and how (it exited, a fault killed it, normsim stopped it).
 func (r *run) sourceLeft() (string, string) {
@@ -1795,7 +2112,7 @@ func (r *run) sourceLeft() (string, string) {
 func (r *run) measureOutput(ctx context.Context) {
 	sink := r.m.cfg.Sink
 	r.mu.Lock()
-	tgtID := r.tgtID
+	tgtID := r.mig.Target.Instance
 	moments := sim.SeamMoments{SourceStopped: r.stoppedAt, ApplySent: r.applySentAt}
 	r.mu.Unlock()
 	if sink == nil || tgtID == "" {
@@ -1835,9 +2152,35 @@ func (r *run) measureOutput(ctx context.Context) {
 		}
 		break
 	}
+	r.awaitLateSource(ctx, moments)
 	rep := sim.AnalyzeSeam(r.src.ID, tgtID, sink.Packets(r.src.JobID, since), sink.Sent(r.src.JobID), moments)
 	rep.AddUnreadable(sink.Unreadable(r.src.JobID, since))
 	r.setOutput(rep)
+}
+
+// awaitLateSource waits, for a handover past its point of no return, until
+// the source has had Timeouts.Linger since its source-stopped-output to
+// show whether it kept producing (and at least long enough to tell that
+// from a packet in flight, sim.InFlightByNumber): a completed handover
+// lingered before it stopped the source, but one that failed right after
+// the point of no return (the worker aborting on target-applied, say)
+// would otherwise be judged before a source that kept producing had sent
+// its next packet, and the source forgiven.
+func (r *run) awaitLateSource(ctx context.Context, at sim.SeamMoments) {
+	if at.SourceStopped.IsZero() {
+		return
+	}
+	wait := max(r.timeouts.Linger.D(), sim.InFlightByNumber+sim.InFlight)
+	left := time.Until(at.SourceStopped.Add(wait))
+	if left <= 0 {
+		return
+	}
+	t := time.NewTimer(left)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // measureRollbackOutput holds a rolled-back handover's target to its
@@ -1847,7 +2190,7 @@ func (r *run) measureOutput(ctx context.Context) {
 func (r *run) measureRollbackOutput() {
 	sink := r.m.cfg.Sink
 	r.mu.Lock()
-	tgtID, told := r.tgtID, r.targetToldAt
+	tgtID, told := r.mig.Target.Instance, r.targetToldAt
 	r.mu.Unlock()
 	if sink == nil || tgtID == "" || r.mig.Strategy != sim.Handover || !sink.Seen(r.src.JobID) {
 		return

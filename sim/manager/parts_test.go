@@ -1,25 +1,23 @@
 package manager
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/normsim/normsim/sim"
-	"github.com/normsim/normsim/sim/sqlite"
+	"github.com/normsim/normsim/sim/memstore"
 	"github.com/normsim/normsim/sim/template"
 )
 
 // The parts a manager test builds a Manager from; exported for the
 // manager_test package too.
 
-// NewMemStore is a fresh in-memory store, closed when the test ends.
-func NewMemStore(tb testing.TB) *sqlite.Store {
+// NewMemStore is a fresh store in memory (sim/memstore, held to the SQLite
+// store's contract by sim/storetest), closed when the test ends.
+func NewMemStore(tb testing.TB) *memstore.Store {
 	tb.Helper()
-	store, err := sqlite.Open(context.Background(), sqlite.Memory)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	store := memstore.New()
 	tb.Cleanup(func() { store.Close() })
 	return store
 }
@@ -43,4 +41,17 @@ func RepoCatalog(tb testing.TB) *template.Catalog {
 		tb.Fatal(err)
 	}
 	return catalog
+}
+
+// HoldAfterRelay makes every relay of the given frame hold the run's lock
+// for d after it is sent, before its event is posted, until the test ends:
+// a deadline then falls inside the relay.
+func HoldAfterRelay(t *testing.T, relay string, d time.Duration) {
+	hold := func(r string) {
+		if r == relay {
+			time.Sleep(d)
+		}
+	}
+	testHookRelayed.Store(&hold)
+	t.Cleanup(func() { testHookRelayed.Store(nil) })
 }

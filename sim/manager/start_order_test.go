@@ -59,16 +59,7 @@ func TestTargetStartedBeforeItConnects(t *testing.T) {
 	}
 	src.Expect(protocol.TypeGetState)
 	src.Send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{"next":1}`)})
-	var env map[string]string
-	waitUntil(t, "the target to be placed", func() bool {
-		got, err := mgr.Migration(ctx, m.ID)
-		if err == nil && got.Target.Instance != "" {
-			tgt, _ := mgr.Instance(ctx, got.Target.Instance)
-			env = tgt.Env["counter"]
-		}
-		return env != nil
-	})
-	tgt := testjob.Dial(t, env) // connects while the start call waits
+	tgt := testjob.Dial(t, placedTargetEnv(t, mgr, m.ID)) // connects while the start call waits
 	tgt.Expect(protocol.TypeInitialState)
 	close(gate)
 	tgt.Send(protocol.JobFrame{Type: protocol.TypeTargetReady, Payload: json.RawMessage(`null`)})
@@ -76,11 +67,7 @@ func TestTargetStartedBeforeItConnects(t *testing.T) {
 	src.Send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":0}`)})
 	tgt.Expect(protocol.TypeCutoverApply)
 	tgt.Send(protocol.JobFrame{Type: protocol.TypeTargetApplied, Applied: []string{"counter"}})
-	var done *sim.Migration
-	waitUntil(t, "the migration to end", func() bool {
-		done, _ = mgr.Migration(ctx, m.ID)
-		return done != nil && done.State.Ended()
-	})
+	done := endedMigration(t, mgr, m.ID)
 
 	started, connected := -1, -1
 	for i, ev := range done.Events {
@@ -113,4 +100,32 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// placedTargetEnv waits for the migration to place its target and returns
+// the env its job connects with.
+func placedTargetEnv(t *testing.T, mgr *manager.Manager, migID string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	var env map[string]string
+	waitUntil(t, "the target to be placed", func() bool {
+		got, err := mgr.Migration(ctx, migID)
+		if err == nil && got.Target.Instance != "" {
+			tgt, _ := mgr.Instance(ctx, got.Target.Instance)
+			env = tgt.Env["counter"]
+		}
+		return env != nil
+	})
+	return env
+}
+
+// endedMigration waits for the migration to end and returns it.
+func endedMigration(t *testing.T, mgr *manager.Manager, migID string) *sim.Migration {
+	t.Helper()
+	var done *sim.Migration
+	waitUntil(t, "the migration to end", func() bool {
+		done, _ = mgr.Migration(context.Background(), migID)
+		return done != nil && done.State.Ended()
+	})
+	return done
 }

@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"github.com/normsim/normsim/sim"
-	"github.com/normsim/normsim/sim/sqlite"
+	"github.com/normsim/normsim/sim/memstore"
 )
 
 // failingStore is a real store whose writes fail while broken is set, as
 // a full disk makes them.
 type failingStore struct {
-	*sqlite.Store
+	*memstore.Store
 	broken atomic.Bool
 }
 
@@ -152,5 +152,28 @@ func TestCloseWithNothingLost(t *testing.T) {
 	}
 	if err := m.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
+	}
+}
+
+// damagedStore is a real store whose file the check at open found damaged.
+type damagedStore struct{ *memstore.Store }
+
+func (damagedStore) Damaged() error {
+	return errors.New("the store file x.db is damaged (PRAGMA quick_check: *** in database main *** Page 7: btreeInitPage() returns error code 11)")
+}
+
+// TestADamagedStoreRefusesNewWork (issue 34 item 10): a store found
+// damaged at open is said as a store that cannot write is, and new work
+// is refused rather than recorded where it may be lost.
+func TestADamagedStoreRefusesNewWork(t *testing.T) {
+	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}}, Store: damagedStore{NewMemStore(t)}, Catalog: RepoCatalog(t),
+		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: External{}}, Default: sim.RuntimeExternal}})
+	defer m.Close()
+	if err := m.StoreError(); err == nil || !strings.Contains(err.Error(), "is damaged") {
+		t.Fatalf("StoreError() = %v", err)
+	}
+	_, err := m.Launch(context.Background(), sim.LaunchRequest{Template: "counter", Node: "a"})
+	if sim.ErrorCode(err) != sim.EUnavailable || !strings.Contains(err.Error(), "is damaged") {
+		t.Fatalf("a launch on a damaged store: %v", err)
 	}
 }

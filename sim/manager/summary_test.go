@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"github.com/normsim/normsim/sim"
-	"github.com/normsim/normsim/sim/sqlite"
+	"github.com/normsim/normsim/sim/memstore"
 )
 
 // readCountingStore counts the reads of a migration with its timeline
 // and without.
 type readCountingStore struct {
-	*sqlite.Store
+	*memstore.Store
 	full, summary atomic.Int32
 }
 

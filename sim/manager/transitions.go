@@ -9,22 +9,56 @@ import (
 
 // cutovers are the frames a job sends that move a handover's cutover: who
 // sends it, the phases it does so in, the phase it moves the migration to,
-// the frame it is relayed to the other side as, and what that side may
-// answer. A cutover frame in any other phase moves nothing (the socket's
-// phase rules judge it).
+// and the frame it is relayed to the other side as (which may answer what
+// asks says for that phase). A cutover frame in any other phase moves
+// nothing (the socket's phase rules judge it).
 var cutovers = []struct {
-	from   string
-	typ    string
-	in     []sim.Phase
-	next   sim.Phase
-	relay  string
-	expect []string
+	from  string
+	typ   string
+	in    []sim.Phase
+	next  sim.Phase
+	relay string
 }{
-	{sideTarget, protocol.TypeTargetReady, []sim.Phase{sim.PhasePlaceTarget, sim.PhaseTargetReady}, sim.PhaseCutoverReady,
-		protocol.TypeCutoverReady, []string{protocol.TypeSourceStoppedOutput, protocol.TypeAbort}},
+	{sideTarget, protocol.TypeTargetReady, []sim.Phase{sim.PhasePlaceTarget, sim.PhaseTargetReady}, sim.PhaseCutoverReady, protocol.TypeCutoverReady},
 	// The point of no return: from here nothing rolls back.
-	{sideSource, protocol.TypeSourceStoppedOutput, []sim.Phase{sim.PhaseCutoverReady}, sim.PhaseCutoverApply,
-		protocol.TypeCutoverApply, []string{protocol.TypeTargetApplied, protocol.TypeAbort}},
+	{sideSource, protocol.TypeSourceStoppedOutput, []sim.Phase{sim.PhaseCutoverReady}, sim.PhaseCutoverApply, protocol.TypeCutoverApply},
+}
+
+// asks are what a handover's job may send next as the migration enters a
+// phase: the worker arms them (sim.JobSocket.Expect) before it writes the
+// frame they answer, and the listener lets each be answered once. A side
+// a phase asks nothing of keeps what it was last allowed (abort, at
+// least) until its part ends (Expire, after target-applied and at the
+// end). Any other frame closes the job's socket with 4400.
+var asks = []struct {
+	phase sim.Phase
+	side  string
+	may   []string
+}{
+	{sim.PhaseGetState, sideSource, []string{protocol.TypeState, protocol.TypeStateRefused, protocol.TypeAbort}},
+	{sim.PhasePlaceTarget, sideSource, []string{protocol.TypeAbort}},
+	{sim.PhasePlaceTarget, sideTarget, []string{protocol.TypeTargetReady, protocol.TypeAbort}},
+	{sim.PhaseCutoverReady, sideSource, []string{protocol.TypeSourceStoppedOutput, protocol.TypeAbort}},
+	{sim.PhaseCutoverApply, sideTarget, []string{protocol.TypeTargetApplied, protocol.TypeAbort}},
+}
+
+// mayAnswer is what the side may send next as a handover enters phase
+// (asks); nil when the phase asks nothing of it.
+func mayAnswer(phase sim.Phase, side string) []string {
+	for _, a := range asks {
+		if a.phase == phase && a.side == side {
+			return a.may
+		}
+	}
+	return nil
+}
+
+// otherSide is the side a frame from side is relayed to.
+func otherSide(side string) string {
+	if side == sideSource {
+		return sideTarget
+	}
+	return sideSource
 }
 
 // frameStep is what a frame a job sent does to its migration.
@@ -55,7 +89,7 @@ func stepFrame(phase sim.Phase, ending bool, side, typ string) frameStep {
 	}
 	for _, c := range cutovers {
 		if c.from == side && c.typ == typ && slices.Contains(c.in, phase) {
-			return frameStep{next: c.next, relay: c.relay, expect: c.expect}
+			return frameStep{next: c.next, relay: c.relay, expect: mayAnswer(c.next, otherSide(side))}
 		}
 	}
 	return frameStep{}

@@ -1,0 +1,522 @@
+package manager_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/protocol"
+	"github.com/normsim/normsim/sim"
+)
+
+// The handover through the whole engine, with the jobs played by the test
+// over fake sockets: no listener, process or database. Each case plays
+// the source and the target frame by frame and checks where the
+// migration ended, why, what the rollback record says, and what each job
+// was told.
+
+const short = sim.Duration(150 * time.Millisecond)
+
+// handoverCase is one way a handover goes.
+type handoverCase struct {
+	name     string
+	timeouts sim.Timeouts
+	faults   []sim.Fault
+	// play drives the jobs from the migration's start; it returns the
+	// target's connection when one was placed.
+	play func(t *testing.T, s *fakeSim, id string) *job
+	// want is the migration's end.
+	state  sim.MigrationState
+	phase  sim.Phase
+	reason string // a part of the reason; "" when the reason is empty
+	// told are the sides the worker sent abort, in a rollback.
+	told []string
+	// after checks what the jobs got once it ended.
+	after func(t *testing.T, s *fakeSim, tgt *job)
+}
+
+var handoverCases = []handoverCase{
+	{
+		name: "plain handover",
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			tgt := toTargetReady(t, s, id)
+			stopSource(t, s, 41)
+			applied(t, tgt, 41)
+			return tgt
+		},
+		state: sim.MigrationCompleted, phase: sim.PhaseStopSource,
+		after: func(t *testing.T, s *fakeSim, tgt *job) {
+			s.src.quiet(50 * time.Millisecond) // no abort for a completed move
+		},
+	},
+	{
+		name: "the source refuses",
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			s.src.expect(protocol.TypeGetState)
+			s.src.send(protocol.JobFrame{Type: protocol.TypeStateRefused, Reason: "busy"})
+			return nil
+		},
+		state: sim.MigrationRefused, phase: sim.PhaseGetState, reason: "busy",
+		after: func(t *testing.T, s *fakeSim, _ *job) {
+			if len(s.b.registered) != 0 {
+				t.Error("a target was placed for a refused handover")
+			}
+		},
+	},
+	{
+		name:     "the source never answers get-state",
+		timeouts: sim.Timeouts{State: short},
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			s.src.expect(protocol.TypeGetState)
+			return nil
+		},
+		state: sim.MigrationAborted, phase: sim.PhaseGetState, reason: "timed out", told: []string{"source"},
+		after: func(t *testing.T, s *fakeSim, _ *job) { s.src.expect(protocol.TypeAbort) },
+	},
+	{
+		name:     "the target never says it is ready",
+		timeouts: sim.Timeouts{TargetReady: short},
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			return toInitialState(t, s, id)
+		},
+		state: sim.MigrationAborted, phase: sim.PhaseTargetReady, reason: "timed out", told: []string{"source", "target"},
+		after: bothToldAbort,
+	},
+	{
+		name: "the target aborts before it is ready",
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			tgt := toInitialState(t, s, id)
+			tgt.send(protocol.JobFrame{Type: protocol.TypeAbort, Reason: "no decoder"})
+			return tgt
+		},
+		state: sim.MigrationAborted, phase: sim.PhaseTargetReady, reason: "no decoder", told: []string{"source"},
+		after: func(t *testing.T, s *fakeSim, tgt *job) {
+			s.src.expect(protocol.TypeAbort)
+			tgt.quiet(50 * time.Millisecond) // the side that aborted is not told
+		},
+	},
+	{
+		name: "the target's connection is lost before it is ready",
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			tgt := toInitialState(t, s, id)
+			tgt.close(1006)
+			return tgt
+		},
+		state: sim.MigrationAborted, phase: sim.PhaseTargetReady, reason: "1006", told: []string{"source"},
+		after: func(t *testing.T, s *fakeSim, _ *job) { s.src.expect(protocol.TypeAbort) },
+	},
+	{
+		name: "the source aborts on cutover-ready",
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			tgt := toTargetReady(t, s, id)
+			s.src.expect(protocol.TypeCutoverReady)
+			s.src.send(protocol.JobFrame{Type: protocol.TypeAbort, Reason: "encoder stuck"})
+			return tgt
+		},
+		state: sim.MigrationAborted, phase: sim.PhaseCutoverReady, reason: "encoder stuck", told: []string{"target"},
+		after: func(t *testing.T, s *fakeSim, tgt *job) {
+			tgt.expect(protocol.TypeAbort)
+			s.src.quiet(50 * time.Millisecond)
+		},
+	},
+	{
+		name:     "the source never stops",
+		timeouts: sim.Timeouts{Stop: short},
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			tgt := toTargetReady(t, s, id)
+			s.src.expect(protocol.TypeCutoverReady)
+			return tgt
+		},
+		state: sim.MigrationAborted, phase: sim.PhaseCutoverReady, reason: "timed out", told: []string{"source", "target"},
+		after: bothToldAbort,
+	},
+	{
+		name:     "the target never reports what it applied: past the point of no return, nothing rolls back",
+		timeouts: sim.Timeouts{Apply: short},
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			tgt := toTargetReady(t, s, id)
+			stopSource(t, s, 7)
+			tgt.expect(protocol.TypeCutoverApply)
+			return tgt
+		},
+		state: sim.MigrationFailed, phase: sim.PhaseCutoverApply, reason: "timed out",
+		after: func(t *testing.T, s *fakeSim, tgt *job) {
+			s.src.quiet(50 * time.Millisecond)
+			tgt.quiet(50 * time.Millisecond)
+		},
+	},
+	{
+		name: "the source's connection lost past the point of no return fails the move; the target keeps its cutover-apply and is not told to abort",
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			tgt := toTargetReady(t, s, id)
+			stopSource(t, s, 9)
+			s.src.close(1006)
+			return tgt
+		},
+		state: sim.MigrationFailed, phase: sim.PhaseCutoverApply, reason: "1006",
+		after: func(t *testing.T, s *fakeSim, tgt *job) {
+			tgt.expect(protocol.TypeCutoverApply)
+			tgt.quiet(50 * time.Millisecond)
+		},
+	},
+	{
+		name:     "a dropped target-ready is waited for until its timeout",
+		faults:   []sim.Fault{{Kind: "drop-frame", Frame: protocol.TypeTargetReady, Direction: "in"}},
+		timeouts: sim.Timeouts{TargetReady: short},
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			return toTargetReady(t, s, id)
+		},
+		state: sim.MigrationAborted, phase: sim.PhaseTargetReady, reason: "timed out", told: []string{"source", "target"},
+		after: func(t *testing.T, s *fakeSim, tgt *job) {
+			s.src.expect(protocol.TypeAbort) // never a cutover-ready
+			tgt.expect(protocol.TypeAbort)
+		},
+	},
+	{
+		name:     "the target never connects",
+		timeouts: sim.Timeouts{TargetStart: short},
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			s.src.expect(protocol.TypeGetState)
+			s.src.send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`1`)})
+			s.b.registeredTarget()
+			return nil
+		},
+		state: sim.MigrationAborted, phase: sim.PhasePlaceTarget, reason: "timed out", told: []string{"source"},
+		after: func(t *testing.T, s *fakeSim, _ *job) { s.src.expect(protocol.TypeAbort) },
+	},
+	{
+		name:   "the target fails to start",
+		faults: []sim.Fault{{Kind: "target-fail-start"}},
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			s.src.expect(protocol.TypeGetState)
+			s.src.send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`1`)})
+			return nil
+		},
+		state: sim.MigrationAborted, phase: sim.PhasePlaceTarget, reason: "failed to start", told: []string{"source"},
+		after: func(t *testing.T, s *fakeSim, _ *job) { s.src.expect(protocol.TypeAbort) },
+	},
+	{
+		name: "a state too big to hand over as initial-state is refused before a target is placed",
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			s.src.expect(protocol.TypeGetState)
+			big, _ := json.Marshal(strings.Repeat("x", protocol.MaxFrameBytes))
+			s.src.send(protocol.JobFrame{Type: protocol.TypeState, Payload: big})
+			return nil
+		},
+		state: sim.MigrationAborted, phase: sim.PhaseGetState, reason: "frame cap", told: []string{"source"},
+		after: func(t *testing.T, s *fakeSim, _ *job) {
+			s.src.expect(protocol.TypeAbort)
+			if len(s.b.registered) != 0 {
+				t.Error("a target was placed for a state no target could be handed")
+			}
+		},
+	},
+	{
+		name: "the user aborts before the point of no return",
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			tgt := toInitialState(t, s, id)
+			if _, err := s.mgr.AbortMigration(context.Background(), id, "enough"); err != nil {
+				t.Fatalf("abort: %v", err)
+			}
+			return tgt
+		},
+		state: sim.MigrationAborted, phase: sim.PhaseTargetReady, reason: "aborted by the user: enough", told: []string{"source", "target"},
+		after: bothToldAbort,
+	},
+	{
+		name: "the user's abort past the point of no return is refused, and the move completes",
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			tgt := toTargetReady(t, s, id)
+			stopSource(t, s, 5)
+			tgt.expect(protocol.TypeCutoverApply)
+			_, err := s.mgr.AbortMigration(context.Background(), id, "too late")
+			if sim.ErrorCode(err) != sim.EConflict || !strings.Contains(err.Error(), "point of no return") {
+				t.Errorf("abort past the point of no return: %v, want a conflict that says why", err)
+			}
+			tgt.send(protocol.JobFrame{Type: protocol.TypeTargetApplied, Applied: []string{"video"}})
+			return tgt
+		},
+		state: sim.MigrationCompleted, phase: sim.PhaseStopSource,
+		after: func(t *testing.T, s *fakeSim, tgt *job) { s.src.quiet(50 * time.Millisecond) },
+	},
+	{
+		name: "a target-ready said twice moves the cutover once",
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			tgt := toTargetReady(t, s, id)
+			tgt.send(protocol.JobFrame{Type: protocol.TypeTargetReady, Payload: json.RawMessage(`"again"`)})
+			stopSource(t, s, 41)
+			applied(t, tgt, 41)
+			return tgt
+		},
+		state: sim.MigrationCompleted, phase: sim.PhaseStopSource,
+		after: func(t *testing.T, s *fakeSim, tgt *job) {
+			s.src.quiet(50 * time.Millisecond) // one cutover-ready, no second
+		},
+	},
+	{
+		name:   "the target's socket dropped on source-stopped-output fails the move, and nothing rolls back",
+		faults: []sim.Fault{{Kind: "drop-socket", Side: "target", On: protocol.TypeSourceStoppedOutput}},
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			tgt := toTargetReady(t, s, id)
+			stopSource(t, s, 3)
+			return tgt
+		},
+		state: sim.MigrationFailed, phase: sim.PhaseCutoverApply, reason: "1006",
+		after: func(t *testing.T, s *fakeSim, tgt *job) {
+			s.src.quiet(50 * time.Millisecond)
+			if n := s.b.drops(tgt); n != 1 {
+				t.Errorf("the target's socket was closed %d times by the worker, want 1 (the fault)", n)
+			}
+		},
+	},
+}
+
+func TestHandoverWithFakeJobs(t *testing.T) {
+	for _, tc := range handoverCases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := newFakeSim(t)
+			mig, err := s.mgr.Migrate(context.Background(), s.in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Handover), Timeouts: tc.timeouts, Faults: tc.faults})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tgt := tc.play(t, s, mig.ID)
+			m := s.await(t, mig.ID)
+			if m.State != tc.state || m.Phase != tc.phase {
+				t.Errorf("ended %s in %s (%s), want %s in %s", m.State, m.Phase, m.Reason, tc.state, tc.phase)
+			}
+			if tc.reason == "" && m.Reason != "" || !strings.Contains(m.Reason, tc.reason) {
+				t.Errorf("reason %q, want one with %q", m.Reason, tc.reason)
+			}
+			switch {
+			case tc.state == sim.MigrationAborted && m.Rollback == nil:
+				t.Error("an aborted migration has no rollback record")
+			case tc.state == sim.MigrationAborted:
+				if told := slices.Sorted(slices.Values(m.Rollback.Told)); !slices.Equal(told, tc.told) {
+					t.Errorf("rollback told %v, want %v", told, tc.told)
+				}
+				if m.Rollback.Source != sim.SourceRunning {
+					t.Errorf("rollback left the source %s (%s), want running", m.Rollback.Source, m.Rollback.SourceDetail)
+				}
+			case m.Rollback != nil:
+				t.Errorf("a %s migration has a rollback record: %+v", m.State, m.Rollback)
+			}
+			if tc.after != nil {
+				tc.after(t, s, tgt)
+			}
+		})
+	}
+}
+
+// handOver plays a plain handover of the counter to node b with
+// well-behaved jobs, to its end.
+func handOver(t *testing.T, s *fakeSim) (*sim.Migration, *job) {
+	t.Helper()
+	mig, err := s.mgr.Migrate(context.Background(), s.in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Handover)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgt := toTargetReady(t, s, mig.ID)
+	stopSource(t, s, 41)
+	applied(t, tgt, 41)
+	return s.await(t, mig.ID), tgt
+}
+
+// bothToldAbort: the rollback told the source and the target abort.
+func bothToldAbort(t *testing.T, s *fakeSim, tgt *job) {
+	s.src.expect(protocol.TypeAbort)
+	tgt.expect(protocol.TypeAbort)
+}
+
+// toInitialState plays the handover up to the target's initial-state: the
+// source answers get-state, and the target connects once placed.
+func toInitialState(t *testing.T, s *fakeSim, id string) *job {
+	t.Helper()
+	if gs := s.src.expect(protocol.TypeGetState); gs.MigrationID != id {
+		t.Fatalf("get-state names %q, want %q", gs.MigrationID, id)
+	}
+	s.src.send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{"n":1}`)})
+	reg := s.b.registeredTarget()
+	if reg.Migration == nil || reg.Migration.ID != id || reg.Migration.Side != "target" {
+		t.Fatalf("the target was registered with migration %+v", reg.Migration)
+	}
+	s.awaitTargetEnv(t, id, reg.Role)
+	tgt := s.b.connect(reg.JobID, reg.Role)
+	if is := tgt.expect(protocol.TypeInitialState); string(is.Payload) != `{"n":1}` {
+		t.Fatalf("initial-state %s, want the source's state", is.Payload)
+	}
+	return tgt
+}
+
+// toTargetReady plays on until the target has said it is ready.
+func toTargetReady(t *testing.T, s *fakeSim, id string) *job {
+	t.Helper()
+	tgt := toInitialState(t, s, id)
+	tgt.send(protocol.JobFrame{Type: protocol.TypeTargetReady, Payload: json.RawMessage(`"ready"`)})
+	return tgt
+}
+
+// stopSource has the source take cutover-ready and stop at last.
+func stopSource(t *testing.T, s *fakeSim, last int) {
+	t.Helper()
+	if cr := s.src.expect(protocol.TypeCutoverReady); string(cr.Payload) != `"ready"` {
+		t.Fatalf("cutover-ready %s, want the target's target-ready payload", cr.Payload)
+	}
+	b, _ := json.Marshal(map[string]int{"last": last})
+	s.src.send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: b})
+}
+
+// applied has the target take cutover-apply, which must carry where the
+// source stopped, and report it applied.
+func applied(t *testing.T, tgt *job, last int) {
+	t.Helper()
+	ca := tgt.expect(protocol.TypeCutoverApply)
+	var got struct{ Last int }
+	if err := json.Unmarshal(ca.Payload, &got); err != nil || got.Last != last {
+		t.Fatalf("cutover-apply %s, want the source's last %d", ca.Payload, last)
+	}
+	tgt.send(protocol.JobFrame{Type: protocol.TypeTargetApplied, Applied: []string{"video"}})
+}
+
+// drops is how many times the worker closed or dropped the job's socket.
+func (f *fakeSocket) drops(j *job) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.dropped[fakeKey{j.id, j.role}]
+}
+
+// awaitTargetEnv waits until the migration shows the target's env, which
+// is when an external target's job can first dial (before it, the manager
+// does not route the target's socket events to the migration yet).
+func (s *fakeSim) awaitTargetEnv(t *testing.T, id, role string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if !s.targetEnvShown(ctx, id, role) {
+		t.Fatalf("migration %s ended, or 5s passed, before its target's env showed", id)
+	}
+}
+
+// TestASocketWriteHoldsNoReaderOfTheMigration: a job that does not read
+// its socket holds the frame written to it until the write times out (5 s
+// on the real listener). Meanwhile the migration is readable (the API, the
+// dashboard) and the other side's frames are taken: no socket is written
+// while the migration's state is held.
+func TestASocketWriteHoldsNoReaderOfTheMigration(t *testing.T) {
+	s := newFakeSim(t)
+	stuck, release := make(chan struct{}), make(chan struct{})
+	s.a.writing = func(typ string) {
+		if typ == protocol.TypeCutoverReady {
+			close(stuck)
+			<-release
+		}
+	}
+	mig, err := s.mgr.Migrate(context.Background(), s.in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Handover)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgt := toInitialState(t, s, mig.ID)
+	go tgt.send(protocol.JobFrame{Type: protocol.TypeTargetReady, Payload: json.RawMessage(`"ready"`)})
+	<-stuck
+	read := make(chan error, 1)
+	go func() {
+		_, err := s.mgr.Migration(context.Background(), mig.ID)
+		read <- err
+	}()
+	select {
+	case err := <-read:
+		if err != nil {
+			t.Errorf("reading the migration: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("reading the migration waited for a socket write to a job that does not read")
+	}
+	close(release)
+	stopSource(t, s, 41)
+	applied(t, tgt, 41)
+	if m := s.await(t, mig.ID); m.State != sim.MigrationCompleted {
+		t.Errorf("ended %s (%s), want completed once the job read its frame", m.State, m.Reason)
+	}
+}
+
+// TestTheTimelineDrawsEachStepInItsPhase: every entry is drawn in the
+// phase the migration was in when it happened. A stopThenStart starts its
+// target in start-target, after stop-source (the phases used to be ranked
+// so that the migration stayed in stop-source); a handover is in
+// target-ready from the moment its target has its state.
+func TestTheTimelineDrawsEachStepInItsPhase(t *testing.T) {
+	t.Run("stopThenStart", func(t *testing.T) {
+		s := newFakeSim(t)
+		mig, err := s.mgr.Migrate(context.Background(), s.in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.StopThenStart)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := s.b.registeredTarget()
+		// The env is shown as the target is prepared; its job dials once
+		// the source is stopped and the target started.
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			m, err := s.mgr.Migration(context.Background(), mig.ID)
+			if err != nil || m.Phase == sim.PhaseStartTarget {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the migration stayed in %s; want it to start its target in start-target", m.Phase)
+			}
+		}
+		s.b.connect(reg.JobID, reg.Role)
+		m := s.await(t, mig.ID)
+		if m.State != sim.MigrationCompleted || m.Phase != sim.PhaseStartTarget {
+			t.Fatalf("ended %s in %s (%s), want completed in start-target", m.State, m.Phase, m.Reason)
+		}
+		for _, ev := range m.Events {
+			if strings.Contains(ev.Detail, "connected") && ev.Side == "target" && ev.Phase != sim.PhaseStartTarget {
+				t.Errorf("the target's %q is drawn in %s, want start-target", ev.Detail, ev.Phase)
+			}
+		}
+	})
+	t.Run("handover", func(t *testing.T) {
+		s := newFakeSim(t)
+		m, _ := handOver(t, s)
+		var got []string
+		for _, ev := range m.Events {
+			got = append(got, string(ev.Phase)+" "+ev.Side+" "+ev.Detail)
+		}
+		for _, want := range []string{
+			"place-target target connected (hello accepted)",
+			"place-target target hello-ack and initial-state sent",
+			"target-ready target target-ready",
+			"cutover-ready source cutover-ready",
+		} {
+			if !slices.Contains(got, want) {
+				t.Errorf("no %q on the timeline:\n%s", want, strings.Join(got, "\n"))
+			}
+		}
+	})
+}
+
+// TestAHandoverArmsWhatEachSideMayAnswer: what a job may send next is
+// armed from the asks table, step by step, before the frame it answers,
+// and ended when the job's part is over. A missing arm is a correct job's
+// answer closed with 4400 by the real listener.
+func TestAHandoverArmsWhatEachSideMayAnswer(t *testing.T) {
+	s := newFakeSim(t)
+	m, tgt := handOver(t, s)
+	if m.State != sim.MigrationCompleted {
+		t.Fatalf("ended %s (%s)", m.State, m.Reason)
+	}
+	for _, tt := range []struct {
+		side string
+		got  []string
+		want []string
+	}{
+		{"source", s.a.armed(s.src), []string{"state,state-refused,abort", "abort", "source-stopped-output,abort", "expire"}},
+		{"target", s.b.armed(tgt), []string{"target-ready,abort", "target-applied,abort", "expire", "expire"}},
+	} {
+		if !slices.Equal(tt.got, tt.want) {
+			t.Errorf("the %s was armed with %q, want %q", tt.side, tt.got, tt.want)
+		}
+	}
+}
