@@ -162,6 +162,17 @@ func judgeHandoverSeam(m *Migration, add adder) {
 	if o.SourceAfterStop > 0 || o.TargetBeforeApply > 0 {
 		add(GradeFail, CheckProducers, PromiseOneProducer, o.AtFault, "%s", o.Detail)
 	}
+	// A video job's seam is in frames, not numbers: its gap is pictures
+	// missing, its overlap pictures shown again.
+	fromMedia := o.Media != nil && o.Media.Verdict == o.Verdict && o.Lost == 0 && o.Duplicated == 0
+	switch {
+	case fromMedia && o.Verdict == VerdictGap:
+		add(GradeFail, CheckMedia, PromiseExactPosition, o.AtFault, "frames missing at the seam: %s", o.Detail)
+		return
+	case fromMedia && o.Verdict == VerdictOverlap && o.SourceAfterStop == 0 && o.TargetBeforeApply == 0:
+		add(GradeFail, CheckMedia, PromiseExactPosition, o.AtFault, "frames presented again at the seam: %s", o.Detail)
+		return
+	}
 	switch o.Verdict {
 	case VerdictSeamless:
 		add(GradePass, CheckPosition, PromiseExactPosition, "", "seamless: %s", o.Detail)

@@ -35,6 +35,13 @@ func TestJudge(t *testing.T) {
 			GradeFail, "", "0 packets from the target"},
 		{"a target producing before cutover-apply is blamed", handover(MigrationCompleted, &OutputReport{Verdict: VerdictOverlap, TargetBeforeApply: 4, AtFault: "target", Detail: "the target sent 4 packets before cutover-apply"}),
 			GradeFail, "target", "before cutover-apply"},
+		// A video job's seam is said in frames (issue 30).
+		{"frames missing at a media seam fail, said as frames", handover(MigrationCompleted, &OutputReport{Verdict: VerdictGap, AtFault: "target", Detail: "media: 3 frames (120.0 ms) missing",
+			Media: &MediaReport{Verdict: VerdictGap}}),
+			GradeFail, "target", "frames missing at the seam: media: 3 frames"},
+		{"frames shown again at a media seam fail, said as frames", handover(MigrationCompleted, &OutputReport{Verdict: VerdictOverlap, AtFault: "target", Detail: "media: target started at PTS 0",
+			Media: &MediaReport{Verdict: VerdictOverlap}}),
+			GradeFail, "target", "frames presented again at the seam"},
 		{"an unreadable seam is tolerated", handover(MigrationCompleted, &OutputReport{Verdict: VerdictUnknown, Detail: "not all read"}),
 			GradeTolerated, "", "cannot be vouched for"},
 		{"a job without output passes, saying so", handover(MigrationCompleted, nil), GradePass, "", "received nothing from the job"},

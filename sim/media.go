@@ -82,8 +82,12 @@ type MediaReport struct {
 	Unreadable int64 `json:"unreadable,omitempty"`
 	// Trimmed counts the datagrams of the window the receiver had let go
 	// of to stay within its memory bound: judged without them.
-	Trimmed int64  `json:"trimmed,omitempty"`
-	Detail  string `json:"detail"`
+	Trimmed int64 `json:"trimmed,omitempty"`
+	// Lost counts the datagrams of the window that never reached normsim's
+	// receiver (the kernel dropped them, or a read failed): normsim's
+	// loss, not the job's, so a seam with any is not blamed on the job.
+	Lost   int64  `json:"lost,omitempty"`
+	Detail string `json:"detail"`
 }
 
 // MediaStream is one elementary stream's seam.
@@ -109,6 +113,36 @@ type MediaStream struct {
 	TargetParams string `json:"targetParams,omitempty"`
 	Verdict      string `json:"verdict"`
 	Detail       string `json:"detail"`
+}
+
+// The checks a media defect names (MediaDefect.Check): what a scenario's
+// mediaDefects expectation may ask for. Where TR 101 290 names an error,
+// the check is named as it does.
+const (
+	MediaCheckFormat        = "format change"
+	MediaCheckStreamMissing = "stream missing"
+	MediaCheckCodecParams   = "codec parameters"
+	MediaCheckPTS           = "PTS continuity"
+	MediaCheckKeyframe      = "keyframe at join"
+	MediaCheckSync          = "Sync_byte_error"
+	MediaCheckUnreadable    = "TS packet unreadable"
+	MediaCheckCC            = "Continuity_count_error"
+	MediaCheckPCR           = "PCR_discontinuity_indicator_error"
+	MediaCheckPAT           = "PAT_error"
+	MediaCheckPMT           = "PMT_error"
+	MediaCheckPIDs          = "PIDs/stream types changed"
+	MediaCheckPID           = "PID_error"
+	MediaCheckRTPSeq        = "RTP sequence"
+	MediaCheckRTPTimestamp  = "RTP timestamp"
+	MediaCheckRTPFragments  = "RTP H.264 fragments"
+	MediaCheckSSRC          = "SSRC change"
+)
+
+// MediaChecks are the media checks, in the order a receiver meets them.
+var MediaChecks = []string{
+	MediaCheckFormat, MediaCheckSync, MediaCheckUnreadable, MediaCheckPAT, MediaCheckPMT, MediaCheckPID, MediaCheckPIDs,
+	MediaCheckStreamMissing, MediaCheckCC, MediaCheckPCR, MediaCheckKeyframe, MediaCheckCodecParams, MediaCheckPTS,
+	MediaCheckRTPSeq, MediaCheckRTPTimestamp, MediaCheckRTPFragments, MediaCheckSSRC,
 }
 
 // MediaDefect is one thing a receiver would see go wrong at the seam.
@@ -159,6 +193,11 @@ type MediaWindow struct {
 	// go of to stay within its memory bound, so what is judged is not
 	// all that arrived.
 	Trimmed int64
+	// Lost counts the datagrams that never reached the receiver since the
+	// moment: the kernel dropped them (its socket buffer was full) or a
+	// read failed. Noticed with the next datagram read, so a loss is
+	// counted at about when it happened.
+	Lost int64
 }
 
 // MediaJudge judges media seams and gives back what a receiver got as a

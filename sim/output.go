@@ -531,6 +531,11 @@ type OutputSummary struct {
 	FirstSeq *int64     `json:"firstSeq,omitempty"`
 	LastSeq  *int64     `json:"lastSeq,omitempty"`
 	LastAt   *time.Time `json:"lastAt,omitempty"`
+	// JobMediaDatagrams counts the MPEG-TS or RTP datagrams the job's media
+	// address (NORMSIM_MEDIA_URL) received since, from any of its
+	// instances: a receiver tells senders apart only by their address, so
+	// media is counted per job, not per instance.
+	JobMediaDatagrams int `json:"jobMediaDatagrams"`
 }
 
 // SummarizeOutput is instance's share of a job's packets.

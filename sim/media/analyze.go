@@ -96,7 +96,7 @@ func Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *sim.MediaR
 	c.checkPCR()
 	c.checkRTP()
 	if len(src.formats) > 0 && len(tgt.formats) > 0 && src.formats[0] != tgt.formats[0] {
-		c.defect("format change", "", "", targetSide, fmt.Sprintf("the source sent %s and the target %s: a receiver set up for one cannot read the other", src.formats[0], tgt.formats[0]))
+		c.defect(sim.MediaCheckFormat, "", "", targetSide, fmt.Sprintf("the source sent %s and the target %s: a receiver set up for one cannot read the other", src.formats[0], tgt.formats[0]))
 	}
 
 	r.Streams = c.streams
@@ -302,7 +302,7 @@ func (c *comparison) judgeStreams() {
 			continue
 		case p.tgt == nil:
 			st.Verdict, st.Detail = sim.VerdictGap, "the target never sent this stream: it stops at the switch"
-			c.defect("stream missing", "", label, targetSide, fmt.Sprintf("the target never sent %s, which the source did", label))
+			c.defect(sim.MediaCheckStreamMissing, "", label, targetSide, fmt.Sprintf("the target never sent %s, which the source did", label))
 			c.streams = append(c.streams, st)
 			continue
 		}
@@ -313,7 +313,7 @@ func (c *comparison) judgeStreams() {
 		st.SourceParams, st.TargetParams = lastParams(p.src.units), firstParams(p.tgt.units)
 		if st.SourceParams != "" && st.TargetParams != "" && st.SourceParams != st.TargetParams {
 			// A decoder set up for the source's SPS must reinitialise.
-			c.defect("codec parameters", "", label, targetSide, fmt.Sprintf("codec parameters on %s changed from %s to %s", label, st.SourceParams, st.TargetParams))
+			c.defect(sim.MediaCheckCodecParams, "", label, targetSide, fmt.Sprintf("codec parameters on %s changed from %s to %s", label, st.SourceParams, st.TargetParams))
 		}
 		if !lastOK || !firstOK {
 			st.Verdict, st.Detail = sim.VerdictUnknown, "no presentation time on one side"
@@ -355,7 +355,7 @@ func (c *comparison) judgeStreams() {
 			}
 			// A target's start is its own doing, unless the source went on
 			// past its stop and so moved the point it should continue from.
-			c.defect("PTS continuity", "", label, c.faultOr(targetSide), fmt.Sprintf("presentation time on %s %s at the switch: %s", label, what, st.Detail))
+			c.defect(sim.MediaCheckPTS, "", label, c.faultOr(targetSide), fmt.Sprintf("presentation time on %s %s at the switch: %s", label, what, st.Detail))
 		}
 		c.streams = append(c.streams, st)
 	}
@@ -557,7 +557,7 @@ func (c *comparison) checkJoin() {
 	missing = max(missing, 0)
 	m := ticksMs(missing)
 	c.pictureMissingMs = &m
-	c.defect("keyframe at join", "", video.name, targetSide, fmt.Sprintf("target joined mid-GOP: picture missing %.0f ms until %s", m, until))
+	c.defect(sim.MediaCheckKeyframe, "", video.name, targetSide, fmt.Sprintf("target joined mid-GOP: picture missing %.0f ms until %s", m, until))
 }
 
 // checkTables: a receiver finds the program through the PAT and PMT, so
@@ -569,13 +569,13 @@ func (c *comparison) checkTables() {
 		return
 	}
 	if tgt.firstPAT < 0 || tgt.firstPAT > tgt.firstPES {
-		c.defect("PAT_error", "TR 101 290 1.3a", "PID 0", targetSide, "the target sent no PAT before its first PES")
+		c.defect(sim.MediaCheckPAT, "TR 101 290 1.3a", "PID 0", targetSide, "the target sent no PAT before its first PES")
 	}
 	if tgt.firstPMT < 0 || tgt.firstPMT > tgt.firstPES {
-		c.defect("PMT_error", "TR 101 290 1.5a", "", targetSide, "the target sent no PMT before its first PES")
+		c.defect(sim.MediaCheckPMT, "TR 101 290 1.5a", "", targetSide, "the target sent no PMT before its first PES")
 	}
 	if len(src.pmt) > 0 && len(tgt.pmt) > 0 && !slices.Equal(sortedPMT(src.pmt), sortedPMT(tgt.pmt)) {
-		c.defect("PIDs/stream types changed", "", "", targetSide, fmt.Sprintf("changed PIDs/stream types: the source's PMT listed %s, the target's %s", pmtText(src.pmt), pmtText(tgt.pmt)))
+		c.defect(sim.MediaCheckPIDs, "", "", targetSide, fmt.Sprintf("changed PIDs/stream types: the source's PMT listed %s, the target's %s", pmtText(src.pmt), pmtText(tgt.pmt)))
 	}
 	sent := map[uint16]bool{}
 	for _, p := range tgt.pkts {
@@ -583,7 +583,7 @@ func (c *comparison) checkTables() {
 	}
 	for _, es := range tgt.pmt {
 		if !sent[es.pid] {
-			c.defect("PID_error", "TR 101 290 1.6", fmt.Sprintf("PID %d", es.pid), targetSide, fmt.Sprintf("the target's PMT names PID %d (%s), which it never sent", es.pid, es.typ))
+			c.defect(sim.MediaCheckPID, "TR 101 290 1.6", fmt.Sprintf("PID %d", es.pid), targetSide, fmt.Sprintf("the target's PMT names PID %d (%s), which it never sent", es.pid, es.typ))
 		}
 	}
 }
@@ -622,7 +622,7 @@ func (c *comparison) checkCounters() {
 		if !ok || p.di || p.cc == (want+1)%16 {
 			continue
 		}
-		c.defect("Continuity_count_error", "TR 101 290 1.4", fmt.Sprintf("PID %d", p.pid), targetSide,
+		c.defect(sim.MediaCheckCC, "TR 101 290 1.4", fmt.Sprintf("PID %d", p.pid), targetSide,
 			fmt.Sprintf("continuity counter on PID %d went %d→%d (expected %d) without the discontinuity indicator", p.pid, want, p.cc, (want+1)%16))
 	}
 }
@@ -644,7 +644,7 @@ func (c *comparison) checkPCR() {
 			continue
 		}
 		if !p.di && !pcrContinues(lastPCR, p.pcr) {
-			c.defect("PCR_discontinuity_indicator_error", "TR 101 290 2.3", fmt.Sprintf("PID %d", p.pid), targetSide,
+			c.defect(sim.MediaCheckPCR, "TR 101 290 2.3", fmt.Sprintf("PID %d", p.pid), targetSide,
 				fmt.Sprintf("the PCR jumped %s from the source's last to the target's first without the discontinuity indicator", pcrStep(lastPCR, p.pcr)))
 		}
 		return
@@ -660,12 +660,12 @@ func (c *comparison) checkRTP() {
 	}
 	stream := fmt.Sprintf("SSRC 0x%08x", s.ssrc)
 	if s.ssrc != t.ssrc {
-		c.defect("SSRC change", "RFC 3550", stream, targetSide,
+		c.defect(sim.MediaCheckSSRC, "RFC 3550", stream, targetSide,
 			fmt.Sprintf("the target sent SSRC 0x%08x where the source sent 0x%08x: a receiver takes it for a new source and resets", t.ssrc, s.ssrc))
 		return
 	}
 	if t.seq != s.seq+1 {
-		c.defect("RTP sequence", "RFC 3550", stream, targetSide,
+		c.defect(sim.MediaCheckRTPSeq, "RFC 3550", stream, targetSide,
 			fmt.Sprintf("RTP sequence number went %d→%d across the switch (%s)", s.seq, t.seq, seqJump(s.seq, t.seq)))
 	}
 	// H.264's timestamps are its PTS, judged as such; for MP2T the
@@ -674,7 +674,7 @@ func (c *comparison) checkRTP() {
 		d := wrapDelta(int64(t.ts)-int64(s.ts), rtpWrap)
 		allowed := int64(ms(t.at.Sub(s.at))*90) + 100*90
 		if d < 0 || d > allowed {
-			c.defect("RTP timestamp", "RFC 3550", stream, targetSide,
+			c.defect(sim.MediaCheckRTPTimestamp, "RFC 3550", stream, targetSide,
 				fmt.Sprintf("RTP timestamp went %d→%d across the switch (%+.1f ms)", s.ts, t.ts, ticksMs(d)))
 		}
 	}
@@ -706,7 +706,7 @@ func (c *comparison) summary() []string {
 		parts = append(parts, "keyframe at join")
 	}
 	for _, d := range c.allDefects() {
-		if d.Check == "PTS continuity" && d.Stream == primaryLabel {
+		if d.Check == sim.MediaCheckPTS && d.Stream == primaryLabel {
 			continue // said above
 		}
 		s := d.Detail
@@ -715,7 +715,7 @@ func (c *comparison) summary() []string {
 		}
 		parts = append(parts, s)
 	}
-	if len(c.src.ts.pkts) > 0 && len(c.tgt.ts.pkts) > 0 && !c.hasCheck("Continuity_count_error") {
+	if len(c.src.ts.pkts) > 0 && len(c.tgt.ts.pkts) > 0 && !c.hasCheck(sim.MediaCheckCC) {
 		parts = append(parts, "counters continue")
 	}
 	return parts

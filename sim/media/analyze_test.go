@@ -90,7 +90,7 @@ func TestAnalyzeSeamlessTS(t *testing.T) {
 	st := r.Streams[0]
 	if *st.PID != 256 || st.Kind != "video" || st.Codec != "H.264" || st.FrameTicks != 3600 ||
 		*st.LastSourcePTS != 900000+24*3600 || *st.FirstTargetPTS != 900000+25*3600 ||
-		st.SourceParams != "High@1.2 320x180" || st.TargetParams != st.SourceParams {
+		st.SourceParams != "High@1.2 320x180, CAVLC" || st.TargetParams != st.SourceParams {
 		t.Errorf("stream %+v", st)
 	}
 	for _, want := range []string{"video PID 256 H.264: source stopped at PTS 986400 (frame 10.960 s), target continued at the next frame", "keyframe at join", "counters continue"} {
@@ -257,6 +257,19 @@ func TestAnalyzeTSDefects(t *testing.T) {
 			verdict: sim.VerdictSeamless,
 		},
 		{
+			name: "entropy coding change",
+			build: func(t *testing.T) sides {
+				return split(muxTS(t, shift(gopFrames(50, 25, 900000), 25, func(f *testFrame) { f.pps = ppsCABAC }), 256), 25)
+			},
+			verdict: sim.VerdictGlitch,
+			want:    []string{"codec parameters[video PID 256 H.264,target]"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if d := defectNamed(r, "codec parameters"); d == nil || !strings.Contains(d.Detail, "from High@1.2 320x180, CAVLC to High@1.2 320x180, CABAC") {
+					t.Errorf("defect %+v", d)
+				}
+			},
+		},
+		{
 			name: "codec parameters change",
 			build: func(t *testing.T) sides {
 				return split(muxTS(t, shift(gopFrames(50, 25, 900000), 25, func(f *testFrame) { f.sps = spsMain1280 }), 256), 25)
@@ -264,10 +277,10 @@ func TestAnalyzeTSDefects(t *testing.T) {
 			verdict: sim.VerdictGlitch,
 			want:    []string{"codec parameters[video PID 256 H.264,target]"},
 			check: func(t *testing.T, r *sim.MediaReport) {
-				if d := defectNamed(r, "codec parameters"); d == nil || !strings.Contains(d.Detail, "from High@1.2 320x180 to Main@3.1 1280x720") {
+				if d := defectNamed(r, "codec parameters"); d == nil || !strings.Contains(d.Detail, "from High@1.2 320x180, CAVLC to Main@3.1 1280x720, CAVLC") {
 					t.Errorf("defect %+v", d)
 				}
-				if r.Streams[0].TargetParams != "Main@3.1 1280x720" {
+				if r.Streams[0].TargetParams != "Main@3.1 1280x720, CAVLC" {
 					t.Errorf("stream %+v", r.Streams[0])
 				}
 			},

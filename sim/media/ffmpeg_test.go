@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -14,10 +15,7 @@ import (
 // a keyframe every 25 frames (no B-frames, no scene cuts), as a job would.
 func encodeClip(t *testing.T) []byte {
 	t.Helper()
-	ffmpeg, err := exec.LookPath("ffmpeg")
-	if err != nil {
-		t.Skip("ffmpeg is not installed (apt-get install -y ffmpeg): the real-clip test needs it to encode its clip")
-	}
+	ffmpeg, _ := testenv.RequireFFmpeg(t) // to encode the clip
 	out := filepath.Join(t.TempDir(), "clip.ts")
 	cmd := exec.Command(ffmpeg, "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-t", "4",
 		"-c:v", "libx264", "-bf", "0", "-g", "25", "-keyint_min", "25", "-sc_threshold", "0", "-f", "mpegts", out)
@@ -92,7 +90,7 @@ func TestAnalyzeFFmpegClip(t *testing.T) {
 			t.Fatalf("verdict %s, defects %s", r.Verdict, checks(r))
 		}
 		st := r.Streams[0]
-		if !*r.KeyframeAtJoin || st.FrameTicks != 3600 || st.SourceParams != "High@1.2 320x180" || st.TargetParams != st.SourceParams {
+		if !*r.KeyframeAtJoin || st.FrameTicks != 3600 || st.SourceParams != "High@1.2 320x180, CABAC" || st.TargetParams != st.SourceParams {
 			t.Errorf("stream %+v", st)
 		}
 	})
@@ -118,10 +116,7 @@ func TestAnalyzeFFmpegClip(t *testing.T) {
 
 // Remux's output of RTP H.264 is a file ffmpeg decodes without a word.
 func TestRemuxDecodes(t *testing.T) {
-	ffmpeg, err := exec.LookPath("ffmpeg")
-	if err != nil {
-		t.Skip("ffmpeg is not installed (apt-get install -y ffmpeg): needed to decode the remuxed file")
-	}
+	ffmpeg, _ := testenv.RequireFFmpeg(t) // to decode the remuxed file
 	// Real H.264 this time: the clip's frames, sent as RTP.
 	ps := clipPackets(encodeClip(t))
 	r := readSide(sourceSide, sendClip(ps, 0, len(ps)))

@@ -19,7 +19,8 @@ import (
 var (
 	spsHigh320x180 = mustHex("6764000cacb202833f3e0220000003002000000641e28549")
 	spsMain1280    = mustHex("674d401fd9005005bb011000000300100000030320f1832480")
-	ppsNAL         = []byte{0x68, 0xce, 0x3c, 0x80}
+	ppsNAL         = []byte{0x68, 0xce, 0x3c, 0x80} // CAVLC
+	ppsCABAC       = []byte{0x68, 0xee, 0x3c, 0x80}
 )
 
 func mustHex(s string) []byte {
@@ -42,6 +43,7 @@ type testFrame struct {
 	pts      int64
 	key      bool
 	sps      []byte // on keyframes; spsHigh320x180 when nil
+	pps      []byte // on keyframes; ppsNAL (CAVLC) when nil
 	pcrShift int64  // 90 kHz ticks added to its PCR
 	di       bool   // discontinuity indicator on its first packet
 }
@@ -66,7 +68,11 @@ func (f testFrame) nals() [][]byte {
 	if sps == nil {
 		sps = spsHigh320x180
 	}
-	return [][]byte{sps, ppsNAL, append([]byte{0x65, 0x88}, bytes.Repeat([]byte{0xcd}, 2500)...)}
+	pps := f.pps
+	if pps == nil {
+		pps = ppsNAL
+	}
+	return [][]byte{sps, pps, append([]byte{0x65, 0x88}, bytes.Repeat([]byte{0xcd}, 2500)...)}
 }
 
 func annexB(nals [][]byte) []byte {

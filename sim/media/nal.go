@@ -49,7 +49,7 @@ type codecUnit struct {
 }
 
 // inspectNALs reads the NAL headers of one access unit of codec ("H.264"
-// or "H.265"); for H.264 it also reads the SPS.
+// or "H.265"); for H.264 it also reads the SPS and the PPS.
 func inspectNALs(codec string, nals [][]byte) codecUnit {
 	var u codecUnit
 	for _, n := range nals {
@@ -68,12 +68,47 @@ func inspectNALs(codec string, nals [][]byte) codecUnit {
 				u.key = true
 			case h264SPS:
 				if sps, err := parseSPS(n); err == nil {
-					u.params = sps.String()
+					u.params = joinParams(sps.String(), u.params)
+				}
+			case h264PPS:
+				if entropy, err := parsePPS(n); err == nil {
+					u.params = joinParams(u.params, entropy)
 				}
 			}
 		}
 	}
 	return u
+}
+
+// joinParams puts an access unit's SPS (first) and PPS summaries together.
+func joinParams(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + ", " + b
+}
+
+// parsePPS reads what a receiver compares of an H.264 PPS: its entropy
+// coding (CABAC or CAVLC), which a decoder set up for the source's
+// pictures must change to decode the target's.
+func parsePPS(nal []byte) (string, error) {
+	if len(nal) < 2 || nal[0]&0x1f != h264PPS {
+		return "", errShortSPS
+	}
+	r := &bitReader{b: unescapeRBSP(nal[1:])}
+	r.ue() // pic_parameter_set_id
+	r.ue() // seq_parameter_set_id
+	cabac := r.bit() == 1
+	if r.err != nil {
+		return "", r.err
+	}
+	if cabac {
+		return "CABAC", nil
+	}
+	return "CAVLC", nil
 }
 
 // spsInfo is what a receiver compares of two encoders' H.264 SPS.

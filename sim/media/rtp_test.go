@@ -174,7 +174,7 @@ func TestAnalyzeRTPH264(t *testing.T) {
 			verdict: sim.VerdictSeamless,
 			check: func(t *testing.T, r *sim.MediaReport) {
 				st := r.Streams[0]
-				if len(r.Streams) != 1 || *st.SSRC != 0xabc || st.FrameTicks != 3600 || st.SourceParams != "High@1.2 320x180" || !*r.KeyframeAtJoin {
+				if len(r.Streams) != 1 || *st.SSRC != 0xabc || st.FrameTicks != 3600 || st.SourceParams != "High@1.2 320x180, CAVLC" || !*r.KeyframeAtJoin {
 					t.Errorf("streams %+v", r.Streams)
 				}
 				if !strings.Contains(r.Detail, "video SSRC 0x00000abc H.264: source stopped at PTS") || len(r.Frames) != 50 || r.Frames[0].Stream != "SSRC 0x00000abc" {

@@ -416,10 +416,10 @@ func (s *side) buildTSTracks(other []pmtStream) {
 func (s *side) withinSideDefects() {
 	st := &s.ts
 	if st.syncErrors > 0 {
-		s.defect("Sync_byte_error", "TR 101 290 1.1/1.2", "", fmt.Sprintf("the %s sent %s without the 0x47 sync byte (TS_sync_loss once several follow)", s.name, sim.Plural(int64(st.syncErrors), "TS packet")))
+		s.defect(sim.MediaCheckSync, "TR 101 290 1.1/1.2", "", fmt.Sprintf("the %s sent %s without the 0x47 sync byte (TS_sync_loss once several follow)", s.name, sim.Plural(int64(st.syncErrors), "TS packet")))
 	}
 	if st.parseErrors > 0 {
-		s.defect("TS packet unreadable", "", "", fmt.Sprintf("%s of the %s's stream could not be parsed", sim.Plural(int64(st.parseErrors), "TS payload unit"), s.name))
+		s.defect(sim.MediaCheckUnreadable, "", "", fmt.Sprintf("%s of the %s's stream could not be parsed", sim.Plural(int64(st.parseErrors), "TS payload unit"), s.name))
 	}
 	// Continuity counters per PID: +1 on each packet with payload, a
 	// single repeat allowed, anything else an error unless the
@@ -465,23 +465,23 @@ func (s *side) withinSideDefects() {
 	}
 	for _, pid := range pids {
 		if c := cc[pid]; c.errors > 0 {
-			s.defect("Continuity_count_error", "TR 101 290 1.4", fmt.Sprintf("PID %d", pid),
+			s.defect(sim.MediaCheckCC, "TR 101 290 1.4", fmt.Sprintf("PID %d", pid),
 				fmt.Sprintf("the %s's continuity counter on PID %d jumped %s within its own stream (first %s)", s.name, pid, sim.Plural(int64(c.errors), "time"), c.first))
 		}
 	}
 	if pcrJumps > 0 {
-		s.defect("PCR_discontinuity_indicator_error", "TR 101 290 2.3", "", fmt.Sprintf("the %s's PCR jumped %s within its own stream without the discontinuity indicator (first %s)", s.name, sim.Plural(int64(pcrJumps), "time"), firstPCRJump))
+		s.defect(sim.MediaCheckPCR, "TR 101 290 2.3", "", fmt.Sprintf("the %s's PCR jumped %s within its own stream without the discontinuity indicator (first %s)", s.name, sim.Plural(int64(pcrJumps), "time"), firstPCRJump))
 	}
 	for _, rt := range s.rtp {
 		if rt.seqBreaks > 0 {
-			s.defect("RTP sequence", "RFC 3550", fmt.Sprintf("SSRC 0x%08x", rt.ssrc), fmt.Sprintf("the %s's RTP sequence numbers broke %s (first %s): packets lost or reordered", s.name, sim.Plural(int64(rt.seqBreaks), "time"), rt.firstBreak))
+			s.defect(sim.MediaCheckRTPSeq, "RFC 3550", fmt.Sprintf("SSRC 0x%08x", rt.ssrc), fmt.Sprintf("the %s's RTP sequence numbers broke %s (first %s): packets lost or reordered", s.name, sim.Plural(int64(rt.seqBreaks), "time"), rt.firstBreak))
 		}
 		if rt.depack.lostFU > 0 {
-			s.defect("RTP H.264 fragments", "RFC 6184", fmt.Sprintf("SSRC 0x%08x", rt.ssrc), fmt.Sprintf("the %s sent %s whose NAL unit's start never came", s.name, sim.Plural(int64(rt.depack.lostFU), "FU-A fragment")))
+			s.defect(sim.MediaCheckRTPFragments, "RFC 6184", fmt.Sprintf("SSRC 0x%08x", rt.ssrc), fmt.Sprintf("the %s sent %s whose NAL unit's start never came", s.name, sim.Plural(int64(rt.depack.lostFU), "FU-A fragment")))
 		}
 	}
 	if len(s.rtp) > 1 {
-		s.defect("SSRC change", "RFC 3550", "", fmt.Sprintf("the %s's own stream changed SSRC %s: a receiver resets at each new source", s.name, ssrcList(s.rtp)))
+		s.defect(sim.MediaCheckSSRC, "RFC 3550", "", fmt.Sprintf("the %s's own stream changed SSRC %s: a receiver resets at each new source", s.name, ssrcList(s.rtp)))
 	}
 }
 

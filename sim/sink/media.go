@@ -23,14 +23,19 @@ import (
 // It keeps a job's newest Keep of datagrams, and at most MaxBytes of
 // them: a datagram let go of to stay within MaxBytes before Keep has
 // passed is counted (MediaWindow.Trimmed), so a seam judged on less than
-// all that arrived says so.
+// all that arrived says so. Datagrams that never reached it (the kernel
+// dropped them on a full socket buffer, or a read failed) are counted too
+// (MediaWindow.Lost), by when the loss was noticed.
 type Media struct {
 	host string
 	now  func() time.Time
 	// Keep and MaxBytes bound what is kept of each job.
 	Keep     time.Duration
 	MaxBytes int
-	log      *slog.Logger
+	// ReadBuffer is the socket receive buffer asked of the kernel for each
+	// job's port; 0 asks for 4 MiB.
+	ReadBuffer int
+	log        *slog.Logger
 
 	mu   sync.Mutex
 	jobs map[string]*mediaJob
@@ -48,13 +53,47 @@ type mediaJob struct {
 	port int
 	done chan struct{}
 
-	mu         sync.Mutex
-	dgs        []sim.MediaDatagram // arrival order; dgs[head:] are kept
-	head       int
-	bytes      int
-	trimmedAt  []time.Time // arrival times of the datagrams let go of early
-	firstHeard map[string]time.Time
-	notify     []chan struct{}
+	mu    sync.Mutex
+	dgs   []sim.MediaDatagram // arrival order; dgs[head:] are kept
+	head  int
+	bytes int
+	// trimmed are the datagrams let go of early (by arrival); lost those
+	// that never reached the receiver (the kernel dropped them, or a read
+	// failed), by when that was noticed.
+	trimmed, lost countsAt
+	firstHeard    map[string]time.Time
+	notify        []chan struct{}
+}
+
+// countsAt counts datagrams by the moment they were counted, oldest first,
+// so a window counts those since its start.
+type countsAt []countAt
+
+type countAt struct {
+	at time.Time
+	n  int64
+}
+
+func (c *countsAt) add(at time.Time, n int64) { *c = append(*c, countAt{at, n}) }
+
+// forget lets go of the counts older than horizon.
+func (c *countsAt) forget(horizon time.Time) {
+	i := 0
+	for i < len(*c) && (*c)[i].at.Before(horizon) {
+		i++
+	}
+	*c = (*c)[i:]
+}
+
+// since sums the counts at or after t.
+func (c countsAt) since(t time.Time) int64 {
+	var n int64
+	for _, x := range c {
+		if !x.at.Before(t) {
+			n += x.n
+		}
+	}
+	return n
 }
 
 // NewMedia returns a receiver that opens jobs' ports on host.
@@ -83,30 +122,71 @@ func (m *Media) Open(jobID string, port int) (int, error) {
 	// A video stream comes in bursts (a keyframe is many datagrams at
 	// once): a larger socket buffer keeps the kernel from dropping them
 	// while the reader is busy.
-	if uc, ok := pc.(*net.UDPConn); ok {
-		_ = uc.SetReadBuffer(4 << 20)
-	}
+	uc := pc.(*net.UDPConn)
+	_ = uc.SetReadBuffer(m.readBuffer())
 	j := &mediaJob{pc: pc, port: pc.LocalAddr().(*net.UDPAddr).Port, done: make(chan struct{}), firstHeard: map[string]time.Time{}}
 	m.jobs[jobID] = j
-	go m.receive(jobID, j)
+	go m.receive(jobID, j, uc, watchKernelDrops(uc))
 	return j.port, nil
 }
 
-func (m *Media) receive(jobID string, j *mediaJob) {
+// datagramBuffer is the longest datagram a job's receiver reads whole: a
+// jumbo frame's payload, over any MTU a TS or RTP sender uses (1,316 bytes
+// of TS a datagram is usual). A variable, so the buffer is allocated on
+// the heap, not on the receiving goroutine's stack.
+var datagramBuffer = 9216
+
+// readBuffer is the socket receive buffer asked for: ReadBuffer, or 4 MiB.
+func (m *Media) readBuffer() int {
+	if m.ReadBuffer > 0 {
+		return m.ReadBuffer
+	}
+	return 4 << 20
+}
+
+func (m *Media) receive(jobID string, j *mediaJob, uc *net.UDPConn, drops bool) {
 	defer close(j.done)
-	buf := make([]byte, 65536)
+	// Not 64 KiB: every job has a receiver, and at 10,000 jobs that was
+	// 640 MiB (on each goroutine's stack, once the read no longer went
+	// through an interface). A datagram longer than the buffer is counted
+	// as lost, never cut silently.
+	buf := make([]byte, datagramBuffer)
+	var oob []byte
+	if drops {
+		oob = make([]byte, 64)
+	}
+	var dropped uint32 // the kernel's count so far
 	for {
-		n, from, err := j.pc.ReadFrom(buf)
+		n, oobn, flags, from, err := uc.ReadMsgUDP(buf, oob)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			m.log.Warn("media receiver: read failed", "job", jobID, "err", err)
+			m.log.Warn("media receiver: read failed; the datagram is counted as lost", "job", jobID, "err", err)
+			j.noteLost(m.now(), 1)
+			continue
+		}
+		if truncated(flags) {
+			m.log.Warn("media receiver: a datagram longer than the receiver reads; counted as lost", "job", jobID, "limit", len(buf))
+			j.noteLost(m.now(), 1)
 			continue
 		}
 		at := m.now()
+		if drops {
+			if d := kernelDropped(oob[:oobn]); d != dropped {
+				j.noteLost(at, int64(d-dropped)) // wraps as the kernel's counter does
+				dropped = d
+			}
+		}
 		j.add(sim.MediaDatagram{At: at, From: from.String(), Data: append([]byte(nil), buf[:n]...)}, at.Add(-m.Keep), m.MaxBytes)
 	}
+}
+
+// noteLost counts n datagrams that never reached the receiver.
+func (j *mediaJob) noteLost(at time.Time, n int64) {
+	j.mu.Lock()
+	j.lost.add(at, n)
+	j.mu.Unlock()
 }
 
 // add keeps d, lets go of what is older than horizon, and of the oldest
@@ -122,15 +202,14 @@ func (j *mediaJob) add(d sim.MediaDatagram, horizon time.Time, maxBytes int) {
 	for j.head < len(j.dgs)-1 && (j.dgs[j.head].At.Before(horizon) || j.bytes > maxBytes) {
 		old := j.dgs[j.head]
 		if !old.At.Before(horizon) {
-			j.trimmedAt = append(j.trimmedAt, old.At)
+			j.trimmed.add(old.At, 1)
 		}
 		j.bytes -= len(old.Data)
 		j.dgs[j.head] = sim.MediaDatagram{}
 		j.head++
 	}
-	for len(j.trimmedAt) > 0 && j.trimmedAt[0].Before(horizon) {
-		j.trimmedAt = j.trimmedAt[1:]
-	}
+	j.trimmed.forget(horizon)
+	j.lost.forget(horizon)
 	// Move what is kept to the front once the dead part is the bigger.
 	if j.head > len(j.dgs)/2 && j.head > 1024 {
 		n := copy(j.dgs, j.dgs[j.head:])
@@ -166,11 +245,7 @@ func (m *Media) Media(jobID string, since time.Time) sim.MediaWindow {
 	for from, at := range j.firstHeard {
 		w.FirstHeard[from] = at
 	}
-	for _, at := range j.trimmedAt {
-		if !at.Before(since) {
-			w.Trimmed++
-		}
-	}
+	w.Trimmed, w.Lost = j.trimmed.since(since), j.lost.since(since)
 	return w
 }
 

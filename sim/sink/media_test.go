@@ -115,7 +115,64 @@ func TestMediaLetsGoOfOldDatagramsUncounted(t *testing.T) {
 		at := now.Add(time.Duration(i) * time.Second)
 		j.add(sim.MediaDatagram{At: at, From: "a", Data: []byte("x")}, at.Add(-2*time.Second), 1<<20)
 	}
-	if kept := len(j.dgs) - j.head; kept != 3 || len(j.trimmedAt) != 0 {
-		t.Fatalf("kept %d, trimmed %d; want 3 and 0", kept, len(j.trimmedAt))
+	if kept := len(j.dgs) - j.head; kept != 3 || len(j.trimmed) != 0 {
+		t.Fatalf("kept %d, trimmed %d; want 3 and 0", kept, len(j.trimmed))
+	}
+}
+
+// TestMediaCountsWhatTheKernelDropped: datagrams the kernel drops because
+// the receiver fell behind (its socket buffer full) are counted in the
+// window, so that every datagram sent is either kept or counted lost.
+func TestMediaCountsWhatTheKernelDropped(t *testing.T) {
+	m := NewMedia("127.0.0.1", nil)
+	m.ReadBuffer = 16 << 10 // the kernel doubles it; still a few datagrams
+	defer m.CloseAll()
+	port, err := m.Open("job-1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	j := m.jobs["job-1"]
+	m.mu.Unlock()
+	const sent = 400
+	payload := string(make([]byte, 1316))
+	payloads := make([]string, sent)
+	for i := range payloads {
+		payloads[i] = payload
+	}
+	j.mu.Lock() // the receiver stalls on its next datagram: the buffer fills
+	send(t, port, payloads...)
+	j.mu.Unlock()
+	probes := int64(0)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		send(t, port, payload) // the kernel says what it dropped with the next datagram read
+		probes++
+		time.Sleep(20 * time.Millisecond)
+		w := m.Media("job-1", time.Time{})
+		kept := int64(len(w.Datagrams))
+		// Every datagram sent is kept or counted lost.
+		if kept+w.Lost == sent+probes && w.Lost > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kept %d and counted %d lost of %d sent (and %d probes after the stall)", kept, w.Lost, sent, probes)
+		}
+	}
+}
+
+// TestMediaCountsADatagramTooLongToRead: a datagram longer than the
+// receiver reads is counted as lost, not kept cut.
+func TestMediaCountsADatagramTooLongToRead(t *testing.T) {
+	m := NewMedia("127.0.0.1", nil)
+	defer m.CloseAll()
+	port, err := m.Open("job-1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, port, string(make([]byte, 20000)), string(make([]byte, 1316)))
+	w := waitFor(t, m, "job-1", 1)
+	if len(w.Datagrams) != 1 || len(w.Datagrams[0].Data) != 1316 || w.Lost != 1 {
+		t.Fatalf("kept %d datagrams, lost %d; want the 1,316-byte one kept and the 20,000-byte one counted lost", len(w.Datagrams), w.Lost)
 	}
 }

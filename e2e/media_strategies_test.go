@@ -1,0 +1,44 @@
+package e2e_test
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/sim"
+)
+
+// TestVideoSeamOfStopThenStart: the media seam is measured for a
+// stopThenStart move too (issue 30): reported with both sides' streams
+// (the source, stopped the moment the migration began, is still told
+// apart by its address), and not graded, since the strategy promises no
+// exact position. The video template allows handover and stopThenStart.
+func TestVideoSeamOfStopThenStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real video jobs")
+	}
+	s := startSim(t, normsimtest.Options{Runtime: sim.RuntimeProcess,
+		Templates: []string{templatesDir, filepath.Join("..", "examples", "templates")}})
+	for _, strategy := range []sim.Strategy{sim.StopThenStart} {
+		t.Run(string(strategy), func(t *testing.T) {
+			in := s.Launch(t, sim.LaunchRequest{Template: "video", Node: "a"})
+			s.WaitConnected(t, in.ID)
+			time.Sleep(1500 * time.Millisecond)
+			m := s.MigrateAndWait(t, in.ID, sim.MigrateRequest{Strategy: string(strategy)})
+			normsimtest.RequireState(t, m, sim.MigrationCompleted)
+			tl := normsimtest.Timeline(m)
+			if m.Output == nil || m.Output.Media == nil || len(m.Output.Media.Streams) == 0 {
+				t.Fatalf("no media seam measured for %s: %+v\n%s", strategy, m.Output, tl)
+			}
+			md := m.Output.Media
+			if md.SourceDatagrams == 0 || md.TargetDatagrams == 0 {
+				t.Fatalf("the media seam saw %d source and %d target datagrams: %s", md.SourceDatagrams, md.TargetDatagrams, md.Detail)
+			}
+			if j := m.Judged(); j.Grade == sim.GradeFail {
+				t.Fatalf("the %s seam is the strategy's, yet judged %s", strategy, sim.FormatJudgement(j))
+			}
+			t.Logf("%s: media %s: %s", strategy, md.Verdict, md.Detail)
+		})
+	}
+}
