@@ -1,6 +1,9 @@
 package sim
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // Bus is the live-update pub/sub: every Event published reaches each
 // subscriber without the publisher ever waiting. A subscriber that falls
@@ -21,7 +24,19 @@ type Bus struct {
 	// falling behind; peak is the longest backlog a stream had.
 	published, dropped int64
 	peak               int
+	// waiting counts the events all streams hold; TotalLimit bounds it
+	// (0: DefaultStreamsTotal). Set TotalLimit before use.
+	waiting    atomic.Int64
+	TotalLimit int
+	// lastID numbers the events published; recent keeps the newest
+	// RecentEvents of them, for a stream that resumes (StreamAfter).
+	lastID int64
+	recent []Event
 }
+
+// RecentEvents is how many of the newest events the bus keeps for a
+// subscriber that reconnects and resumes after the last one it read.
+const RecentEvents = 4096
 
 // Subscription is one subscriber's stream.
 type Subscription struct {
@@ -53,6 +68,14 @@ func (b *Bus) Publish(ev Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.published++
+	b.lastID++
+	ev.ID = b.lastID
+	// A ring: event n is at (n-1) % RecentEvents.
+	if len(b.recent) < RecentEvents {
+		b.recent = append(b.recent, ev)
+	} else {
+		b.recent[(ev.ID-1)%RecentEvents] = ev
+	}
 	for s := range b.subs {
 		select {
 		case s.c <- ev:
@@ -69,6 +92,32 @@ func (b *Bus) Publish(ev Event) {
 			delete(b.streams, s)
 		}
 	}
+	// Many subscribers that all stopped reading would each hold up to
+	// their limit: past the total, the one furthest behind goes.
+	for b.waiting.Load() > b.totalLimit() && len(b.streams) > 0 {
+		var worst *Stream
+		most := -1
+		for s := range b.streams {
+			if n := s.backlog(); n > most {
+				worst, most = s, n
+			}
+		}
+		worst.drop()
+		b.dropped++
+		delete(b.streams, worst)
+	}
+}
+
+// DefaultStreamsTotal is how many events all streams together may hold
+// waiting: about 25 MiB (an event waiting costs about 100 bytes, its
+// payload being shared), whatever the number of subscribers.
+const DefaultStreamsTotal = 1 << 18
+
+func (b *Bus) totalLimit() int64 {
+	if b.TotalLimit > 0 {
+		return int64(b.TotalLimit)
+	}
+	return DefaultStreamsTotal
 }
 
 // Stats counts the events published so far, the subscribers (channels
@@ -116,11 +165,34 @@ const keptBacklog = 1024
 
 // Stream subscribes a reader that may fall up to limit events behind.
 func (b *Bus) Stream(limit int) *Stream {
-	s := &Stream{bus: b, limit: max(limit, 1), ready: make(chan struct{}, 1), done: make(chan struct{})}
-	b.mu.Lock()
-	b.streams[s] = struct{}{}
-	b.mu.Unlock()
+	s, _ := b.StreamAfter(limit, 0)
 	return s
+}
+
+// StreamAfter is Stream for a reader that resumes after the event it read
+// last (its ID; 0 for none): the events since, while the bus still keeps
+// them (RecentEvents), wait in the stream from the start. resumed is false
+// when some are no longer kept: the reader must read the state afresh.
+func (b *Bus) StreamAfter(limit int, after int64) (s *Stream, resumed bool) {
+	s = &Stream{bus: b, limit: max(limit, 1), ready: make(chan struct{}, 1), done: make(chan struct{})}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.streams[s] = struct{}{}
+	if after <= 0 {
+		return s, true
+	}
+	oldest := b.lastID - int64(len(b.recent)) + 1
+	if after > b.lastID || after < oldest-1 {
+		return s, false // from before what is kept, or from another run of normsim
+	}
+	for id := after + 1; id <= b.lastID; id++ {
+		if !s.put(b.recent[(id-1)%RecentEvents]) {
+			b.dropped++
+			delete(b.streams, s)
+			break
+		}
+	}
+	return s, true
 }
 
 // put queues ev; false when that would pass the limit, which drops the
@@ -137,6 +209,7 @@ func (s *Stream) put(ev Event) bool {
 		return false
 	}
 	s.queue = append(s.queue, ev)
+	s.bus.waiting.Add(1)
 	s.bus.peak = max(s.bus.peak, len(s.queue))
 	select {
 	case s.ready <- struct{}{}:
@@ -145,8 +218,27 @@ func (s *Stream) put(ev Event) bool {
 	return true
 }
 
+// backlog is how many events wait in the stream.
+func (s *Stream) backlog() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue)
+}
+
+// drop ends the stream as one dropped for falling behind. Called under the
+// bus's lock.
+func (s *Stream) drop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ended {
+		s.dropped = true
+		s.endLocked()
+	}
+}
+
 func (s *Stream) endLocked() {
 	s.ended = true
+	s.bus.waiting.Add(-int64(len(s.queue)))
 	clear(s.queue)
 	s.queue = nil
 	close(s.done)
@@ -172,6 +264,7 @@ func (s *Stream) Take(reuse []Event) []Event {
 	out := s.queue
 	if !s.ended {
 		s.queue = reuse[:0]
+		s.bus.waiting.Add(-int64(len(out)))
 	}
 	return out
 }

@@ -70,3 +70,75 @@ func TestStreamCloseIsNotADrop(t *testing.T) {
 	}
 	s.Close()
 }
+
+// TestStalledStreamsAreBoundedTogether (issue 34 item 10): a thousand
+// subscribers that stopped reading could each hold up to their own limit;
+// all streams together hold at most the total, the ones furthest behind
+// being dropped (and counted), while a subscriber that keeps reading is
+// kept.
+func TestStalledStreamsAreBoundedTogether(t *testing.T) {
+	b := NewBus()
+	b.TotalLimit = 1000
+	reader := b.Stream(1 << 16)
+	var stalled []*Stream
+	for range 100 {
+		stalled = append(stalled, b.Stream(1<<16))
+	}
+	var taken []Event
+	for i := range 5000 {
+		b.Publish(Event{Kind: EventInstanceState, Seq: int64(i)})
+		taken = reader.Take(taken)
+		if w := b.waiting.Load(); w > 1000 {
+			t.Fatalf("after %d events the streams hold %d, past the total of 1000", i+1, w)
+		}
+	}
+	select {
+	case <-reader.Done():
+		t.Fatal("the subscriber that kept reading was dropped")
+	default:
+	}
+	dropped := 0
+	for _, s := range stalled {
+		if s.Dropped() {
+			dropped++
+		}
+	}
+	if st := b.Stats(); dropped == 0 || st.DroppedSubscribers != int64(dropped) {
+		t.Fatalf("%d stalled subscribers dropped, stats say %d", dropped, st.DroppedSubscribers)
+	}
+}
+
+// TestStreamAfterResumes (issue 32): a stream that resumes after the last
+// event its reader read gets the events since, in order, while the bus
+// keeps them; one from before what is kept (or from another run) is told
+// it cannot resume.
+func TestStreamAfterResumes(t *testing.T) {
+	b := NewBus()
+	for i := range 10 {
+		b.Publish(Event{Kind: EventInstanceState, Seq: int64(i)})
+	}
+	s, resumed := b.StreamAfter(100, 7)
+	if got := s.Take(nil); !resumed || len(got) != 3 || got[0].ID != 8 || got[2].ID != 10 {
+		t.Fatalf("resumed %v with %d events (%+v), want 8..10", resumed, len(got), got)
+	}
+	b.Publish(Event{Kind: EventInstanceState})
+	if got := s.Take(nil); len(got) != 1 || got[0].ID != 11 {
+		t.Fatalf("then %+v, want 11", got)
+	}
+	if _, resumed := b.StreamAfter(100, 11); !resumed {
+		t.Fatal("a reader that read everything cannot resume")
+	}
+	if _, resumed := b.StreamAfter(100, 500); resumed {
+		t.Fatal("an id from another run (past the last) resumed")
+	}
+	for range RecentEvents {
+		b.Publish(Event{Kind: EventInstanceState})
+	}
+	if _, resumed := b.StreamAfter(100, 5); resumed {
+		t.Fatal("an id older than what is kept resumed")
+	}
+	s, resumed = b.StreamAfter(RecentEvents+10, b.lastID-RecentEvents)
+	if got := s.Take(nil); !resumed || len(got) != RecentEvents || got[0].ID != b.lastID-RecentEvents+1 {
+		t.Fatalf("from the oldest kept: resumed %v, %d events", resumed, len(got))
+	}
+}

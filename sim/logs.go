@@ -70,7 +70,10 @@ type LogPage struct {
 	Lost    LogLostCounts `json:"lost"`
 }
 
-// LogRetention says what the store holds of an instance.
+// LogRetention says what the store holds of an instance. Lines and Bytes
+// count the job's own lines: normsim's notes among them (StreamNormsim,
+// where lines were dropped) are shown but not counted, so Lines, Trimmed
+// and Overflowed add up to what the job printed.
 type LogRetention struct {
 	Lines int64 `json:"lines"`
 	Bytes int64 `json:"bytes"`
@@ -111,7 +114,23 @@ type LogBook interface {
 // store writes for good.
 const MaxLogHold = time.Second
 
-// LogStore is the part of the store that keeps log lines (sim/sqlite).
+// LogLimits bound what a LogStore keeps of an instance's output
+// (whichever comes first), and of how many instances it keeps any.
+type LogLimits struct {
+	Lines     int64
+	Bytes     int64
+	Instances int
+	// TotalBytes bounds the text of every instance's lines together: a
+	// run of many chatty instances (normsim conform launches one per case)
+	// keeps the newest lines, the oldest anyone's going first.
+	TotalBytes int64
+}
+
+// DefaultLogLimits keep 20,000 lines or 4 MiB of text per instance, of the
+// 500 instances that printed last, and 256 MiB of text in all.
+var DefaultLogLimits = LogLimits{Lines: 20000, Bytes: 4 << 20, Instances: 500, TotalBytes: 256 << 20}
+
+// LogStore is the part of the store that keeps log lines (sim/sqlite, sim/memstore).
 type LogStore interface {
 	// AppendLogs stores lines in order and keeps each instance within
 	// its bound, trimming its oldest lines.
@@ -121,6 +140,35 @@ type LogStore interface {
 	// RegisterLogs records that the instances exist (see LogBook.Register).
 	RegisterLogs(ctx context.Context, instances ...string) error
 	ReadLogs(ctx context.Context, q LogQuery) (*LogPage, error)
+}
+
+// LogTally is what a batch of log lines adds to one instance's counts.
+type LogTally struct {
+	Instance     string
+	Lines, Bytes int64
+}
+
+// TallyLogs counts a batch's lines by instance, in the order the
+// instances first appear. The counts are the job's lines: normsim's own
+// notes among them (where lines were dropped) are kept but not counted, so
+// kept, trimmed and overflowed add up to what the job printed. Every store
+// counts with it.
+func TallyLogs(lines []LogLine) []LogTally {
+	at := map[string]int{}
+	var out []LogTally
+	for _, l := range lines {
+		i, ok := at[l.Instance]
+		if !ok {
+			i = len(out)
+			at[l.Instance] = i
+			out = append(out, LogTally{Instance: l.Instance})
+		}
+		if l.Stream != StreamNormsim {
+			out[i].Lines++
+			out[i].Bytes += int64(len(l.Text))
+		}
+	}
+	return out
 }
 
 // LogText makes one line of output safe to keep and show: invalid UTF-8

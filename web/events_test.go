@@ -225,3 +225,57 @@ func (c gatedConn) Write(p []byte) (int, error) {
 	c.gate.pass()
 	return c.Conn.Write(p)
 }
+
+// TestEventStreamResumes (issue 32): every event carries its id; a client
+// that reconnects with Last-Event-ID (as an EventSource does) gets the
+// events it missed, and one whose id is no longer kept is told to read the
+// state afresh.
+func TestEventStreamResumes(t *testing.T) {
+	f := newFake()
+	srv := httptest.NewServer(web.New(web.Config{Service: f, Addr: host}))
+	defer srv.Close()
+	for i := range 5 {
+		f.bus.Publish(sim.Event{Kind: sim.EventInstanceState, Instance: fmt.Sprintf("i%d", i)})
+	}
+	read := func(header, query string, want int) []string {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/events"+query, nil)
+		if header != "" {
+			req.Header.Set("Last-Event-ID", header)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		br := bufio.NewReader(resp.Body)
+		var lines []string
+		for len(lines) < want {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatalf("the stream ended after %q: %v", lines, err)
+			}
+			if strings.HasPrefix(line, "id: ") || strings.HasPrefix(line, "event: reset") {
+				lines = append(lines, strings.TrimSpace(line))
+			}
+		}
+		return lines
+	}
+	if got := read("3", "", 2); !slices.Equal(got, []string{"id: 4", "id: 5"}) {
+		t.Fatalf("resumed after 3: %q", got)
+	}
+	if got := read("", "?after=4", 1); !slices.Equal(got, []string{"id: 5"}) {
+		t.Fatalf("resumed with ?after=4: %q", got)
+	}
+	if got := read("99", "", 1); !slices.Equal(got, []string{"event: reset"}) {
+		t.Fatalf("an id from elsewhere: %q", got)
+	}
+	resp, err := http.Get(srv.URL + "/api/v1/events?after=x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("?after=x answered %d", resp.StatusCode)
+	}
+}

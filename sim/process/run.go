@@ -6,30 +6,45 @@ import (
 	"strings"
 )
 
-// RunLabel is this process's sim.LabelRun value: host, pid and, where the
-// system tells it, when the process started ("<host>/<pid>/<start>").
+// RunLabel is this process's sim.LabelRun value: host, pid, when the
+// process started and the PID namespace it sees pids in, where the system
+// tells them ("<host>/<pid>/<start>/<pidns>").
 func RunLabel() string {
 	host, _ := os.Hostname()
 	pid := os.Getpid()
-	return host + "/" + strconv.Itoa(pid) + "/" + startMark(pid)
+	return host + "/" + strconv.Itoa(pid) + "/" + startMark(pid) + "/" + pidNamespace()
+}
+
+// pidNamespace names the PID namespace this process sees pids in (the
+// inode of /proc/self/ns/pid, "pid:[4026531836]"), "" where the system
+// does not say.
+func pidNamespace() string {
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return ""
+	}
+	return ns
 }
 
 // RunGone reports whether the normsim a sim.LabelRun value names is known
-// to be gone: it ran on this host, and its pid has no process now, or one
-// that started at another time (the pid was given to someone else). A run
-// of another host, this process's own, or one that cannot be judged is not
-// gone: nothing of it may be removed.
+// to be gone: it ran on this host, in the PID namespace this process sees
+// pids in, and its pid has no process now, or one that started at another
+// time (the pid was given to someone else). A run of another host, of
+// another PID namespace (a normsim in a container beside one on the host:
+// under host networking they share the host name, and the other's pids
+// are not visible here), this process's own, or one that cannot be judged
+// is not gone: nothing of it may be removed.
 func RunGone(run string) bool {
-	host, rest, ok := strings.Cut(run, "/")
-	if !ok {
-		return false
+	parts := strings.Split(run, "/")
+	if len(parts) != 4 {
+		return false // a label without its namespace proves nothing
 	}
-	pidText, started, ok := strings.Cut(rest, "/")
+	host, pidText, started, ns := parts[0], parts[1], parts[2], parts[3]
 	pid, err := strconv.Atoi(pidText)
-	if !ok || err != nil || pid <= 1 {
+	if err != nil || pid <= 1 {
 		return false
 	}
-	if own, _ := os.Hostname(); own != host || pid == os.Getpid() {
+	if own, _ := os.Hostname(); own != host || pid == os.Getpid() || ns != pidNamespace() {
 		return false
 	}
 	now := startMark(pid)

@@ -19,18 +19,24 @@ func TestRunGone(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Skip("no true(1):", err)
 	}
-	dead := host + "/" + strconv.Itoa(cmd.Process.Pid) + "/1"
+	ns := pidNamespace()
+	dead := host + "/" + strconv.Itoa(cmd.Process.Pid) + "/1/" + ns
 	for _, tt := range []struct {
 		run  string
 		gone bool
 	}{
 		{own, false},
 		{dead, true},
-		{"elsewhere/" + strconv.Itoa(cmd.Process.Pid) + "/1", false}, // another host's run is never ours to judge
-		{host + "/" + strconv.Itoa(os.Getppid()) + "/" + startMark(os.Getppid()), false},
-		{host + "/" + strconv.Itoa(os.Getppid()) + "/1", true}, // the pid is someone else's now
+		{"elsewhere/" + strconv.Itoa(cmd.Process.Pid) + "/1/" + ns, false}, // another host's run is never ours to judge
+		{host + "/" + strconv.Itoa(os.Getppid()) + "/" + startMark(os.Getppid()) + "/" + ns, false},
+		{host + "/" + strconv.Itoa(os.Getppid()) + "/1/" + ns, true}, // the pid is someone else's now
+		// issue 34 item 4: a normsim in another PID namespace (a container
+		// under host networking shares the host name) is not ours to
+		// judge: its pids are not visible here.
+		{host + "/" + strconv.Itoa(cmd.Process.Pid) + "/1/pid:[1]", false},
+		{host + "/" + strconv.Itoa(cmd.Process.Pid) + "/1", false}, // a label without its namespace proves nothing
 		{"garbage", false},
-		{host + "/1/x", false},
+		{host + "/1/x/" + ns, false},
 	} {
 		if got := RunGone(tt.run); got != tt.gone {
 			t.Errorf("RunGone(%q) = %v, want %v", tt.run, got, tt.gone)
