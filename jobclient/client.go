@@ -102,7 +102,8 @@ type Handler struct {
 	// output from exactly there, and return what was applied. This is past
 	// the point of no return, so nothing rolls back: an error is reported as
 	// one more failed item with ID "cutover-apply", and a lost connection does
-	// not cancel ctx.
+	// not cancel ctx. A cutover-apply that arrived before the connection was
+	// lost is still applied.
 	// Nil: answer with a bare target-applied.
 	CutoverApply func(ctx context.Context, migrationID string, stoppedAt json.RawMessage) (Applied, error)
 

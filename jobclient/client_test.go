@@ -413,6 +413,47 @@ func TestConnectionLostAfterPointOfNoReturn(t *testing.T) {
 	}
 }
 
+// A cutover-apply that arrived before the connection dropped is past the
+// point of no return: the target applies it, though the dispatcher reached
+// it only after the connection was gone, and is not rolled back.
+func TestCutoverApplyReceivedBeforeConnectionLost(t *testing.T) {
+	w := newFakeWorker(t)
+	aborts := make(chan abortCall, 4)
+	applied := make(chan string, 1)
+	inHandler := make(chan struct{})
+	c := connect(t, w, Handler{
+		// Keeps the dispatcher busy until the connection is gone, so the
+		// cutover-apply behind it waits in the queue.
+		GetState: func(ctx context.Context, id string) (json.RawMessage, error) {
+			close(inHandler)
+			<-ctx.Done()
+			return nil, ctx.Err()
+		},
+		CutoverApply: func(ctx context.Context, id string, stoppedAt json.RawMessage) (Applied, error) {
+			applied <- id + " " + string(stoppedAt)
+			return Applied{}, nil
+		},
+		Abort: func(id, reason string) { aborts <- abortCall{id, reason} },
+	})
+	wc := acked(t, w, c, &protocol.MigrationRef{ID: "m7", Side: "target"})
+	wc.send(protocol.WorkerFrame{Type: protocol.TypeGetState, MigrationID: "other"})
+	recv(t, inHandler)
+	wc.send(protocol.WorkerFrame{Type: protocol.TypeCutoverApply, MigrationID: "m7", Payload: json.RawMessage(`41`)})
+	wc.close(websocket.StatusGoingAway, "")
+	if got := recv(t, aborts); got != (abortCall{"other", reasonConnectionLost}) {
+		t.Fatalf("Abort call %+v, want only the migration before its point of no return", got)
+	}
+	if got := recv(t, applied); got != "m7 41" {
+		t.Fatalf("CutoverApply got %q", got)
+	}
+	acked(t, w, c, nil)
+	select {
+	case got := <-aborts:
+		t.Fatalf("unexpected Abort call %+v", got)
+	default:
+	}
+}
+
 func TestReconnect(t *testing.T) {
 	w := newFakeWorker(t)
 	c := connect(t, w, Handler{})

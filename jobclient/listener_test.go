@@ -129,7 +129,7 @@ func TestRefusedByListenerGivesUp(t *testing.T) {
 		name, url, token, reason string
 	}{
 		{"wrong token", "/instances/j/r", "not-the-token", "wrong token"},
-		{"unknown instance", "/instances/j/other", listenerToken, "unknown instance"},
+		{"unknown instance", "/instances/j/other", listenerToken, "path names no instance"},
 		{"path names no instance", "/elsewhere", listenerToken, "path names no instance"},
 	}
 	for _, tt := range tests {

@@ -33,7 +33,7 @@ type session struct {
 
 	mu     sync.Mutex
 	queue  []protocol.WorkerFrame
-	closed bool // the connection is gone: no more handler calls
+	closed bool // the connection is gone: no more handler calls but a received cutover-apply's
 	migs   map[string]*migration
 }
 
@@ -152,10 +152,19 @@ func (s *session) ack(m *protocol.MigrationRef) {
 // migration's handler now, without waiting its turn.
 func (s *session) receive(f protocol.WorkerFrame) {
 	s.mu.Lock()
-	if f.Type == protocol.TypeAbort {
+	switch f.Type {
+	case protocol.TypeAbort:
 		m := s.migration(f.MigrationID)
 		m.ended = true
 		m.cancel()
+	case protocol.TypeCutoverApply:
+		// Received, the source has stopped: the migration is past its
+		// point of no return even if the connection drops before the
+		// dispatcher reaches the frame, and the target must still apply
+		// it. Rolling it back would leave both sides silent.
+		if m := s.migration(f.MigrationID); !m.ended {
+			m.committed = true
+		}
 	}
 	s.queue = append(s.queue, f)
 	s.mu.Unlock()
@@ -169,7 +178,8 @@ func (s *session) signal() {
 	}
 }
 
-// finish ends the session: no more handler calls; every migration that had
+// finish ends the session: no more handler calls, but for a cutover-apply
+// already received (past the point of no return); every migration that had
 // not passed the point of no return is rolled back (the worker does the same
 // on its side when a connection is lost); then it waits for the dispatcher.
 func (s *session) finish() {
@@ -255,11 +265,14 @@ func (s *session) next() (f protocol.WorkerFrame, ok bool) {
 
 // begin returns the migration a handler is about to be called for, or false
 // when there is no point: it has ended, or the connection is gone.
+// A migration past its point of no return (a cutover-apply received
+// before the connection went) is still handled on a closed session.
 func (s *session) begin(id string) (*migration, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, false
+		m, ok := s.migs[id]
+		return m, ok && m.committed && !m.ended
 	}
 	m := s.migration(id)
 	return m, !m.ended
@@ -413,6 +426,9 @@ func (s *session) cutoverApply(id string, stoppedAt json.RawMessage) {
 		applied.Failed = append(slices.Clip(applied.Failed), protocol.FailedApply{ID: failedHandlerID, Reason: reasonText(err.Error())})
 	}
 	if !s.live(m) {
+		s.mu.Lock()
+		m.ended = true // applied: a repeat of the frame is not applied twice
+		s.mu.Unlock()
 		return
 	}
 	b, err := encode(protocol.JobFrame{Type: protocol.TypeTargetApplied,

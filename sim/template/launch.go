@@ -119,7 +119,7 @@ func (l *Loaded) Launch(in sim.LaunchInput) (*sim.LaunchSpec, error) {
 		}
 		u := in.Env[sim.EnvMediaURL]
 		if u == "" {
-			return nil, sim.Errorf(sim.EParamsInvalid, "params.%s: %q stands for the job's media URL, but this launch has none (normsim runs no media receiver here)", k, sim.MediaURLParam)
+			return nil, sim.Errorf(sim.EParamsInvalid, "params.%s: %q stands for the job's media URL, but this launch has none (normsim runs no media receiver here: it was started with --no-media)", k, sim.MediaURLParam)
 		}
 		values[k] = u
 	}
