@@ -215,6 +215,13 @@ func (c *Client) Frames(ctx context.Context, id string, tail int) ([]sim.FrameRe
 	return out, c.Do(ctx, http.MethodGet, path, nil, &out)
 }
 
+// FrameCounts says how many of an instance's frame records normsim keeps,
+// and how many it let go of, oldest first, to stay within its bounds.
+func (c *Client) FrameCounts(ctx context.Context, id string) (sim.FrameCounts, error) {
+	var out sim.FrameCounts
+	return out, c.Do(ctx, http.MethodGet, "/api/v1/instances/"+url.PathEscape(id)+"/frames/counts", nil, &out)
+}
+
 // InstanceEvents are the last tail changes of an instance (its states, its
 // job's connections, what its runtime noticed), oldest first.
 func (c *Client) InstanceEvents(ctx context.Context, id string, tail int) ([]sim.DescribedEvent, error) {
@@ -342,6 +349,24 @@ func (c *Client) Stats(ctx context.Context, gc bool) (*sim.Stats, error) {
 // Stop stops and removes an instance.
 func (c *Client) Stop(ctx context.Context, id string) error {
 	return c.Do(ctx, http.MethodDelete, "/api/v1/instances/"+url.PathEscape(id), nil, nil)
+}
+
+// RemoveStopped removes an instance that is not running, as its stopped
+// record (DELETE ?stopped=true): a migration's stopped source, say, while
+// its job runs on elsewhere. An instance that runs is refused (409).
+func (c *Client) RemoveStopped(ctx context.Context, id string) error {
+	return c.Do(ctx, http.MethodDelete, "/api/v1/instances/"+url.PathEscape(id)+"?stopped=true", nil, nil)
+}
+
+// Remove takes an instance out of the sim as a cleanup does: one that runs
+// is stopped and removed (Stop), one that has ended only loses its record
+// (RemoveStopped), so a migration's stopped source goes whether or not its
+// job runs on.
+func (c *Client) Remove(ctx context.Context, in sim.Instance) error {
+	if in.State.Terminal() {
+		return c.RemoveStopped(ctx, in.ID)
+	}
+	return c.Stop(ctx, in.ID)
 }
 
 // LogOptions select what Logs prints, as `docker compose logs` does.

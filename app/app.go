@@ -39,10 +39,9 @@ import (
 	"github.com/normsim/normsim/sim/jobsocket"
 	"github.com/normsim/normsim/sim/logcap"
 	"github.com/normsim/normsim/sim/manager"
-	"github.com/normsim/normsim/sim/media"
+	mediajudge "github.com/normsim/normsim/sim/media"
 	"github.com/normsim/normsim/sim/process"
 	"github.com/normsim/normsim/sim/sink"
-	"github.com/normsim/normsim/sim/sqlite"
 	"github.com/normsim/normsim/web"
 )
 
@@ -60,7 +59,7 @@ type Options struct {
 	NoJobSocket []string
 	// Addr is the dashboard/API address.
 	Addr string
-	// DB is the store's path, or sqlite.Memory.
+	// DB is the store's path, or Memory.
 	DB        string
 	Templates []string
 	// DefaultTemplates are unpacked and loaded when Templates is empty and
@@ -90,6 +89,15 @@ type Options struct {
 	// KeepMigrations caps the finished migrations the store keeps, oldest
 	// dropped first and counted (0 keeps all).
 	KeepMigrations int
+	// OpenStore opens the store at DB; nil keeps the records in memory
+	// (DB must be Memory). The normsim binary opens SQLite
+	// (app/withsqlite.Open).
+	OpenStore StoreOpener
+	// NoMedia runs no media receiver: jobs get no NORMSIM_MEDIA_URL and a
+	// seam is judged from the output sink alone. Each job's receiver is a
+	// UDP port, an open file beside its job socket: without them 10,000
+	// jobs fit in 20,000 open files.
+	NoMedia bool
 }
 
 // Stats reads the sim's figures (GET /api/v1/stats).
@@ -107,12 +115,19 @@ func (m *Main) Stats(ctx context.Context) (sim.Stats, error) {
 	if m.recorder != nil {
 		st.Records = sim.RecordStats{FramesWaited: m.recorder.Throttled(), FramesLost: m.recorder.Dropped()}
 	}
+	for _, l := range m.Listeners {
+		st.Records.ConnectionsRefused += l.Refused()
+		st.Records.ConnectionsEvicted += l.Evicted()
+	}
 	if m.Store != nil {
 		var err error
 		if st.Store.Bytes, st.Store.Migrations, err = m.Store.Size(ctx); err != nil {
 			return st, err
 		}
 		st.Store.MigrationsCap, st.Store.MigrationsPruned = m.Store.MigrationCap(), m.Store.MigrationsPruned()
+		if st.Store.Frames, err = m.Store.FrameCounts(ctx, "", ""); err != nil {
+			return st, err
+		}
 	}
 	return st, nil
 }
@@ -222,7 +237,7 @@ func DefaultDBPath() string {
 // Main is a running simulator.
 type Main struct {
 	Opts      Options
-	Store     *sqlite.Store
+	Store     Store
 	Manager   *manager.Manager
 	Listeners map[string]*jobsocket.Listener
 	Sink      *sink.Sink
@@ -343,7 +358,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	// store, --runtime auto or external) nothing can fail: the schema is
 	// built and whether Docker answers is settled on the lane, and a query
 	// or a launch waits for them.
-	runtimesLater := m.Opts.DB == sqlite.Memory &&
+	runtimesLater := m.Opts.DB == Memory &&
 		(m.Opts.Runtime == "" || m.Opts.Runtime == "auto" || m.Opts.Runtime == sim.RuntimeExternal)
 	var mgr atomic.Pointer[manager.Manager]
 	obs := func(ev sim.RuntimeEvent) {
@@ -357,7 +372,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	} else {
 		go m.openRuntimes(ctx, obs)
 	}
-	m.Store, err = sqlite.OpenWith(ctx, m.Opts.DB, sqlite.Options{Background: later.Go})
+	m.Store, err = m.openStore(ctx, later.Go)
 	if !runtimesLater {
 		m.runtimes.Wait()
 		err = errors.Join(err, m.runtimes.err)
@@ -365,6 +380,14 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	// The store file is checked in the background; it ends at the latest
+	// when the store closes.
+	go func(store Store) {
+		<-store.Checked()
+		if err := store.Damaged(); err != nil {
+			m.log.Error("the store file is damaged: launches and migrations are refused", "err", err)
+		}
+	}(m.Store)
 	// A second normsim started on this store names this one.
 	m.Store.SetHolder(fmt.Sprintf("pid %d, dashboard %s", os.Getpid(), m.URL()))
 	m.Store.SetMigrationCap(m.Opts.KeepMigrations)
@@ -422,8 +445,12 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return err
 	}
 
-	m.Media = sink.NewMedia(m.Opts.SocketHost, m.Opts.Now)
-	m.Media.SetLogger(m.log.With("component", "media"))
+	var media sim.MediaReceiver // nil, not a nil *sink.Media: the manager tests it
+	if !m.Opts.NoMedia {
+		m.Media = sink.NewMedia(m.Opts.SocketHost, m.Opts.Now)
+		m.Media.SetLogger(m.log.With("component", "media"))
+		media = m.Media
+	}
 
 	owner := m.Store.Owner()
 	sinkPort := m.Sink.Port()
@@ -437,7 +464,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			}
 			return map[string]string{sink.EnvAddr: net.JoinHostPort(host, strconv.Itoa(sinkPort))}
 		},
-		Media: m.Media, MediaJudge: media.Judge{}, Captures: m.Store,
+		Media: media, MediaJudge: mediajudge.Judge{}, Captures: m.Store,
 		MediaHost: func(runtime string) string {
 			if runtime == sim.RuntimeDocker {
 				return protocol.ContainerHost
@@ -452,7 +479,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	mgr.Store(m.Manager)
 	// An in-memory store starts empty under a new owner label: no earlier
 	// run can have left anything for it to recover.
-	if m.Opts.DB != sqlite.Memory {
+	if m.Opts.DB != Memory {
 		if err := m.Manager.Recover(ctx); err != nil {
 			return err
 		}
@@ -795,7 +822,11 @@ func (m *Main) PrintBanner(w io.Writer) {
 	if m.sinkNote != "" {
 		fmt.Fprintf(w, "              %s\n", m.sinkNote)
 	}
-	fmt.Fprintf(w, "  Media       each job gets a udp port of its own as %s (MPEG-TS or RTP; docs/media.md)\n", sim.EnvMediaURL)
+	if m.Media != nil {
+		fmt.Fprintf(w, "  Media       each job gets a udp port of its own as %s (MPEG-TS or RTP; docs/media.md)\n", sim.EnvMediaURL)
+	} else {
+		fmt.Fprintf(w, "  Media       none (--no-media): jobs get no %s, and seams are judged from the output sink alone\n", sim.EnvMediaURL)
+	}
 	if ip := net.ParseIP(m.Opts.SocketHost); ip != nil && ip.IsUnspecified() {
 		// Containers reach the sockets through the bridge gateway, so by
 		// default they listen on every interface: say so, and how not to.
@@ -805,7 +836,7 @@ func (m *Main) PrintBanner(w io.Writer) {
 		fmt.Fprintf(w, "              pass --socket-host 127.0.0.1\n")
 	}
 	fmt.Fprintf(w, "  Runtime     %s\n", m.RuntimeNote())
-	if m.Opts.DB == sqlite.Memory {
+	if m.Opts.DB == Memory {
 		fmt.Fprintf(w, "  Store       in memory (records are lost on exit)\n")
 	} else {
 		fmt.Fprintf(w, "  Store       %s (kept across restarts)\n", m.Opts.DB)
@@ -864,7 +895,7 @@ const sinkPortSetting = "output-port"
 // and says whose output cannot arrive.
 func (m *Main) openSink(ctx context.Context) error {
 	port := m.Opts.OutputPort
-	keep := port == 0 && m.Opts.DB != sqlite.Memory
+	keep := port == 0 && m.Opts.DB != Memory
 	if keep {
 		last, _ := m.Store.Setting(ctx, sinkPortSetting)
 		if p, err := strconv.Atoi(last); err == nil && p > 0 && p <= 65535 {

@@ -18,17 +18,18 @@ import (
 
 	"github.com/normsim/normsim/app"
 	"github.com/normsim/normsim/app/withdocker"
+	"github.com/normsim/normsim/app/withsqlite"
 	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/sim"
-	"github.com/normsim/normsim/sim/sqlite"
 )
 
 func testOptions(t *testing.T) app.Options {
 	opts := app.DefaultOptions()
+	opts.OpenStore = withsqlite.Open
 	opts.SocketPort = 0
 	opts.SocketHost = "127.0.0.1"
 	opts.Addr = "127.0.0.1:0"
-	opts.DB = sqlite.Memory
+	opts.DB = app.Memory
 	opts.Templates = []string{filepath.Join("..", "templates")}
 	opts.Runtimes = []app.RuntimeFactory{app.ProcessRuntime()}
 	return opts
@@ -58,21 +59,35 @@ func getJSON(t *testing.T, url string, v any) int {
 	return resp.StatusCode
 }
 
-func TestUpServesNodesAndStopsFast(t *testing.T) {
-	opts := testOptions(t)
-	opts.NoJobSocket = []string{"b"}
-	m := app.New(opts)
+// runUp runs a simulator as normsim up does, once it is ready; stop ends
+// the run and returns how it ended. banner is what it printed: read it
+// after stop (the banner is still being printed as Ready fires).
+func runUp(t *testing.T, opts app.Options) (m *app.Main, banner *bytes.Buffer, stop func() error) {
+	t.Helper()
+	m = app.New(opts)
 	ctx, cancel := context.WithCancel(context.Background())
-	var banner bytes.Buffer
+	banner = &bytes.Buffer{}
 	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx, &banner) }()
+	go func() { done <- m.Run(ctx, banner) }()
 	select {
 	case <-m.Ready():
 	case err := <-done:
+		cancel()
 		t.Fatalf("up failed: %v", err)
 	case <-time.After(10 * time.Second):
+		cancel()
 		t.Fatal("not ready")
 	}
+	return m, banner, func() error {
+		cancel()
+		return <-done
+	}
+}
+
+func TestUpServesNodesAndStopsFast(t *testing.T) {
+	opts := testOptions(t)
+	opts.NoJobSocket = []string{"b"}
+	m, banner, stop := runUp(t, opts)
 	defer m.Close()
 	if code := getJSON(t, m.URL()+"/readyz", nil); code != http.StatusOK {
 		t.Fatalf("/readyz = %d", code)
@@ -108,8 +123,7 @@ func TestUpServesNodesAndStopsFast(t *testing.T) {
 	}
 
 	start := time.Now()
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	m.Close()

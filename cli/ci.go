@@ -14,9 +14,9 @@ import (
 
 	"github.com/normsim/normsim/app"
 	"github.com/normsim/normsim/app/withdocker"
+	"github.com/normsim/normsim/app/withsqlite"
 	"github.com/normsim/normsim/scenario"
 	"github.com/normsim/normsim/sim"
-	"github.com/normsim/normsim/sim/sqlite"
 )
 
 // Exit codes of normsim ci (docs/ci.md).
@@ -196,7 +196,7 @@ wrong, and nothing ran.`,
 	f.StringVar(&jsonPath, "json", "", "write a JSON report with every migration's timeline to `FILE`")
 	f.StringArrayVar(&templates, "templates", nil, "directory of product templates (repeatable; default ./templates)")
 	f.StringArrayVar(&timeouts, "timeouts", nil, "per-phase migration timeouts of the run, PHASE=DURATION[,…] ("+strings.Join(sim.TimeoutNames(), ", ")+"); a scenario's timeouts: and a step's win")
-	f.StringVar(&db, "db", sqlite.Memory, "SQLite store path; the default keeps nothing")
+	f.StringVar(&db, "db", app.Memory, "SQLite store path; the default keeps nothing")
 	f.StringVar(&runtime, "runtime", "auto", "runtime of scenarios that name none: auto (docker when an engine answers, else process), process or docker")
 	f.BoolVarP(&verbose, "verbose", "v", false, "print every migration's timeline, not only failing ones")
 	f.BoolVar(&checkOnly, "check", false, "only check the scenario files, their templates and params, as a run does before it starts (exit 0 or 2); start nothing")
@@ -269,6 +269,7 @@ func scenarioFiles(args []string) ([]string, scenario.Problems) {
 // a process-only run never waits for a Docker engine.
 func ciOptions(scenarios []*scenario.Scenario, runtime string) app.Options {
 	opts := app.DefaultOptions()
+	opts.OpenStore = withsqlite.Open
 	opts.SocketPort = 0
 	opts.OutputPort = 0
 	opts.Addr = "127.0.0.1:0"

@@ -140,6 +140,7 @@ reaches them).`,
 		},
 	}
 
+	var onlyStopped bool
 	stop := &cobra.Command{
 		Use:   "stop ID...",
 		Short: "Stop and remove instances of a running sim",
@@ -149,14 +150,27 @@ that cannot be stopped ends the command with its error.
 
 An ID is an instance's (normsim ps lists them) or a job's, which names
 the job's running instance: after a migration the job runs under a new
-instance ID, and its job ID still finds it.`,
+instance ID, and its job ID still finds it.
+
+A migration's source is left listed as stopped while its job runs on
+elsewhere; stop refuses it (it would not stop the job) and names the
+instance the job runs as. --stopped removes such a stopped record, and
+refuses an instance that runs.`,
 		Example: `  normsim stop counter-1a2b3c
-  normsim stop counter-1a2b3c counter-4d5e6f`,
+  normsim stop counter-1a2b3c counter-4d5e6f
+  normsim stop --stopped counter-1a2b3c   # a migrated source's stopped record`,
 		Args: minArgs(1, "ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c := api()
 			for _, arg := range args {
 				err := onInstance(cmd.Context(), c, arg, func(id string) error {
+					if onlyStopped {
+						if err := c.RemoveStopped(cmd.Context(), id); err != nil {
+							return err
+						}
+						fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", id)
+						return nil
+					}
 					if err := c.Stop(cmd.Context(), id); err != nil {
 						return err
 					}
@@ -205,6 +219,7 @@ instance ID, and its job ID still finds it.`,
 			}))
 		},
 	}
+	stop.Flags().BoolVar(&onlyStopped, "stopped", false, "remove only the record of an instance that is not running (a migration's stopped source); refuse one that runs")
 	logs.Flags().BoolVarP(&logOpts.Follow, "follow", "f", false, "keep printing new lines until the instance ends")
 	logs.Flags().BoolVarP(&logOpts.Timestamps, "timestamps", "t", false, "show the time each line arrived")
 	logs.Flags().StringVar(&logOpts.Since, "since", "", "only lines since an RFC 3339 time or a duration back from now (10m)")
@@ -399,6 +414,13 @@ keeps its frames until its records are pruned (normsim up
 		Read: func(ctx context.Context, c *apiclient.Client, id string, tail int) ([]sim.FrameRecord, error) {
 			return c.Frames(ctx, id, tail)
 		},
+		Dropped: func(ctx context.Context, c *apiclient.Client, id string) string {
+			n, err := c.FrameCounts(ctx, id)
+			if err != nil || n.Dropped == 0 {
+				return ""
+			}
+			return sim.FramesDroppedNote(n)
+		},
 		Line: func(f sim.FrameRecord) string {
 			return fmt.Sprintf("%s  %-3s  %-16s %7s  %s", f.At.UTC().Format("15:04:05.000"), f.Direction, f.Type, fmt.Sprintf("%d B", f.Size), sim.FrameSnippet([]byte(f.Data)))
 		},
@@ -576,6 +598,9 @@ type recordsSpec[T any] struct {
 	What, None string
 	Read       func(ctx context.Context, c *apiclient.Client, id string, tail int) ([]T, error)
 	Line       func(T) string
+	// Dropped, when set, says what of the instance's records normsim let
+	// go of ("" when nothing): printed before the lines.
+	Dropped func(ctx context.Context, c *apiclient.Client, id string) string
 }
 
 // recordsCommand makes spec's command: the last --tail records of the
@@ -600,8 +625,12 @@ instance ID, and its job ID still finds it.`,
 			}
 			c := api()
 			var recs []T
+			dropped := ""
 			err := onInstance(cmd.Context(), c, args[0], func(id string) (err error) {
 				recs, err = spec.Read(cmd.Context(), c, id, tail)
+				if err == nil && spec.Dropped != nil {
+					dropped = spec.Dropped(cmd.Context(), c, id)
+				}
 				return err
 			})
 			if err != nil {
@@ -612,6 +641,9 @@ instance ID, and its job ID still finds it.`,
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
 				return enc.Encode(recs)
+			}
+			if dropped != "" {
+				fmt.Fprintln(out, dropped)
 			}
 			if len(recs) == 0 {
 				fmt.Fprintf(out, "%s: %s\n", args[0], spec.None)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -149,5 +150,22 @@ func TestPrintVerdictShowsTheResultWhole(t *testing.T) {
 	printVerdict(&b, &sim.Migration{Strategy: sim.Handover, State: sim.MigrationAborted})
 	if got := b.String(); strings.Contains(got, "target-applied") || !strings.HasPrefix(got, "judgement: pass (at fault: none): rolled back") {
 		t.Errorf("aborted: %q", got)
+	}
+}
+
+// TestShutdownLineNamesAFew (issue 34 item 10): a sim stopping with
+// hundreds of instances names the first few on its line and counts the
+// rest, instead of one line of 651 names.
+func TestShutdownLineNamesAFew(t *testing.T) {
+	var live []string
+	for i := range 651 {
+		live = append(live, fmt.Sprintf("counter-%03d on a", i))
+	}
+	got := someOf(live)
+	if !strings.HasPrefix(got, "counter-000 on a, counter-001 on a") || !strings.HasSuffix(got, "counter-007 on a and 643 more (normsim ps lists them)") {
+		t.Fatalf("shutdown names %q", got)
+	}
+	if got := someOf(live[:3]); got != "counter-000 on a, counter-001 on a, counter-002 on a" {
+		t.Fatalf("a few: %q", got)
 	}
 }

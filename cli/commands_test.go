@@ -246,3 +246,32 @@ func TestLaunchUntilReportsAJobThatDies(t *testing.T) {
 		t.Errorf("--until soon: exit %d: %s", code, errOut)
 	}
 }
+
+// TestFramesSaysWhatWasDropped (issue 34 item 6): when normsim let go of
+// an instance's oldest frame records to stay within its bound, normsim
+// frames says so above the list.
+func TestFramesSaysWhatWasDropped(t *testing.T) {
+	s := normsimtest.Start(t, normsimtest.Options{Templates: []string{"../templates"}, Runtime: sim.RuntimeExternal})
+	server := strings.TrimPrefix(s.URL, "http://")
+	in := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
+	big := `{"type":"state","payload":"` + strings.Repeat("x", 60<<10) + `"}`
+	for range 80 { // 80 × 60 KiB: past the 4 MiB an instance keeps
+		j := testjob.Dial(t, in.Env["counter"])
+		j.SendText(big) // out of phase: closed with 4400, and recorded
+		j.Closed(5 * time.Second)
+	}
+	var out string
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		code, o, errOut := run(t, "frames", in.ID, "--tail", "3", "--server", server)
+		if code != 0 {
+			t.Fatalf("frames: exit %d: %s", code, errOut)
+		}
+		if out = o; strings.Contains(out, "were dropped") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.HasPrefix(out, "normsim | ") || !strings.Contains(out, "earlier frame record(s)") || !strings.Contains(out, "the last 2000 frames or 4 MiB of an instance") {
+		t.Fatalf("frames does not say what was dropped:\n%s", out)
+	}
+}

@@ -15,9 +15,9 @@ import (
 
 	"github.com/normsim/normsim/app"
 	"github.com/normsim/normsim/app/withdocker"
+	"github.com/normsim/normsim/app/withsqlite"
 	"github.com/normsim/normsim/conform"
 	"github.com/normsim/normsim/sim"
-	"github.com/normsim/normsim/sim/sqlite"
 )
 
 // Exit codes of normsim conform (docs/conform.md).
@@ -96,7 +96,7 @@ nothing ran.`,
 	f.StringVar(&fl.htmlPath, "html", "", "write a self-contained HTML report to `FILE`")
 	f.StringVar(&fl.jsonPath, "json", "", "write a JSON report with every case's timelines and logs to `FILE`")
 	f.StringVar(&fl.junitPath, "junit", "", "write a JUnit XML report, one testcase per case, to `FILE`")
-	f.StringVar(&fl.db, "db", sqlite.Memory, "SQLite store path; the default keeps nothing")
+	f.StringVar(&fl.db, "db", app.Memory, "SQLite store path; the default keeps nothing")
 	f.StringVar(&fl.logLevel, "log-level", "error", "level of the simulator's own logs on stderr: debug, info, warn or error")
 	return cmd
 }
@@ -331,6 +331,7 @@ func writeConformReports(rep *conform.Report, fl *conformFlags) error {
 // for a Docker engine.
 func conformOptions(runtime string) app.Options {
 	opts := app.DefaultOptions()
+	opts.OpenStore = withsqlite.Open
 	opts.SocketPort = 0
 	opts.OutputPort = 0
 	opts.Addr = "127.0.0.1:0"

@@ -16,12 +16,14 @@ import (
 
 	"github.com/normsim/normsim/app"
 	"github.com/normsim/normsim/app/withdocker"
+	"github.com/normsim/normsim/app/withsqlite"
 	"github.com/normsim/normsim/internal/bench"
 	"github.com/normsim/normsim/sim"
 )
 
 func newUpCmd(env Env) *cobra.Command {
 	opts := app.DefaultOptions()
+	opts.OpenStore = withsqlite.Open
 	var logFormat, logLevel, cpuProfile, memoryLimit string
 	var timeouts []string
 	cmd := &cobra.Command{
@@ -122,6 +124,7 @@ failed with that reason.`,
 	f.StringArrayVar(&timeouts, "timeouts", nil, "per-phase migration timeouts for the whole run, PHASE=DURATION[,…] with PHASE one of "+strings.Join(sim.TimeoutNames(), ", ")+"; a request's own --timeout wins (docs/migrations.md)")
 	f.BoolVar(&opts.Keep, "keep", false, "leave what normsim started running on exit: the next start on the same --db adopts the containers\n(their jobs reconnect within about 2s, their output sink keeps its port) and external jobs reconnect by themselves;\nhost processes cannot be adopted, so that start stops them and marks their instances failed")
 	f.IntVar(&opts.OutputPort, "output-port", 0, "UDP port of the output sink (0 picks a free port)")
+	f.BoolVar(&opts.NoMedia, "no-media", false, "run no media receiver: jobs get no NORMSIM_MEDIA_URL and seams are judged from the output sink alone.\nEach job's receiver is a UDP port, an open file beside its job socket: for more jobs than half the open-file limit, ulimit -n (docs/media.md)")
 	f.IntVar(&opts.KeepMigrations, "keep-migrations", 0, "keep at most N finished migrations in the store, dropping the oldest first with the events and frames older than\nthe oldest migration kept (counted in GET /api/v1/stats); 0 keeps all. For long runs on --db :memory:, whose store\notherwise grows with every migration")
 	f.StringVar(&memoryLimit, "memory-limit", "", "a soft limit on the memory normsim's Go runtime holds, e.g. 600MiB or 1g (as GOMEMLIMIT, which it overrides): near it the\ngarbage collector runs more often, trading handovers/s for memory. The SQLite store and the binary are outside it\n(docs/benchmarks.md, section 7)")
 	f.BoolVar(&opts.Profiling, "pprof", false, "serve the runtime's profiles under /debug/pprof/ on --addr, for go tool pprof (heap, allocs, goroutine, profile?seconds=N)")
@@ -181,8 +184,20 @@ func stopping(w io.Writer, m *app.Main, keep bool) {
 	case len(live) == 0:
 		fmt.Fprintln(w, "\n  Stopping normsim: no instances to remove (Ctrl-C again quits at once)")
 	case keep:
-		fmt.Fprintf(w, "\n  Stopping normsim: leaving %s running (--keep; the next normsim on this store adopts them): %s\n", sim.Plural(int64(len(live)), "instance"), strings.Join(live, ", "))
+		fmt.Fprintf(w, "\n  Stopping normsim: leaving %s running (--keep; the next normsim on this store adopts them): %s\n", sim.Plural(int64(len(live)), "instance"), someOf(live))
 	default:
-		fmt.Fprintf(w, "\n  Stopping normsim: removing %s: %s (Ctrl-C again quits at once)\n", sim.Plural(int64(len(live)), "instance"), strings.Join(live, ", "))
+		fmt.Fprintf(w, "\n  Stopping normsim: removing %s: %s (Ctrl-C again quits at once)\n", sim.Plural(int64(len(live)), "instance"), someOf(live))
 	}
+}
+
+// shownInstances is how many instances a shutdown line names: enough to
+// recognise a laptop's few, one line for a load test's thousands.
+const shownInstances = 8
+
+// someOf names the first shownInstances of live and counts the rest.
+func someOf(live []string) string {
+	if len(live) <= shownInstances {
+		return strings.Join(live, ", ")
+	}
+	return fmt.Sprintf("%s and %d more (normsim ps lists them)", strings.Join(live[:shownInstances], ", "), len(live)-shownInstances)
 }

@@ -432,7 +432,8 @@ func checkMove(m *sim.Migration, ev *evidence, producing func(id string) bool) (
 }
 
 // checkPromises finds a broken promise in the move's judgement: the
-// position, who produced, and a rolled-back target's silence. A target
+// position, who produced, a rolled-back target's silence, and a picture
+// that glitches at the seam (a media defect is a wrong position). A target
 // whose output never reached the sink is not one of them here: a fault
 // may have taken it, and whether the job produces afterwards is
 // InvariantHandsAgain's.
@@ -443,7 +444,7 @@ func checkPromises(m *sim.Migration) (string, string) {
 			continue
 		}
 		switch f.Check {
-		case sim.CheckPosition, sim.CheckProducers, sim.CheckRollback:
+		case sim.CheckPosition, sim.CheckProducers, sim.CheckRollback, sim.CheckMedia:
 			blame := ""
 			if f.AtFault != "" {
 				blame = " (at fault: the " + f.AtFault + ")"

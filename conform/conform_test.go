@@ -318,3 +318,44 @@ func TestConformCatchesEachBugOfIssue29(t *testing.T) {
 		})
 	}
 }
+
+// TestConformJudgesVideoJobsByTheirMedia: a video job that sends only
+// MPEG-TS is graded by its media seam (issue 30): the example hands over
+// and is seen producing afterwards; a target that joins mid-GOP, or
+// restarts its continuity counters, fails the plain handover.
+func TestConformJudgesVideoJobsByTheirMedia(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real video jobs")
+	}
+	s := startSim(t)
+	for _, tt := range []struct {
+		template string
+		grade    conform.Grade
+		why      string
+	}{
+		{"video", conform.GradePass, "seamless"},
+		{"video-mid-gop", conform.GradeFail, "glitches at the seam"},
+		{"video-cc-restart", conform.GradeFail, "without the discontinuity indicator (TR 101 290 1.4)"},
+	} {
+		t.Run(tt.template, func(t *testing.T) {
+			t.Parallel()
+			r := conform.New(conform.Config{URL: s.URL, Template: tt.template, Parallel: 1})
+			cases, err := r.Cases(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cases = conform.Select(cases, "1.1")
+			if len(cases) != 1 {
+				t.Fatalf("case 1.1: %d cases", len(cases))
+			}
+			rep := r.Run(context.Background(), cases, nil)
+			res := rep.Results[0]
+			if res.Grade != tt.grade || !strings.Contains(res.Why, tt.why) {
+				t.Fatalf("%s 1.1 graded %s: %s; want %s with %q", tt.template, res.Grade, res.Why, tt.grade, tt.why)
+			}
+			if p := res.Observed.Producing; p == nil || !*p {
+				t.Errorf("%s: conform did not see the job produce after the handover (observed producing %v)", tt.template, p)
+			}
+		})
+	}
+}

@@ -285,12 +285,9 @@ func htmlMigrationOf(m *sim.Migration) htmlMigration {
 	if len(ds) > 0 {
 		hm.Fields = append(hm.Fields, labelled{"durations", strings.Join(ds, ", ")})
 	}
-	if len(m.Result.Applied) > 0 || len(m.Result.Failed) > 0 {
-		applied := orNone(strings.Join(m.Result.Applied, ", "))
-		for _, f := range m.Result.Failed {
-			applied += fmt.Sprintf("; %s failed: %s", f.ID, f.Reason)
-		}
-		hm.Fields = append(hm.Fields, labelled{"applied", applied})
+	if sim.AppliedReported(m) {
+		// Whole, as every tool prints it: applied, failed with reasons, skewMs.
+		hm.Fields = append(hm.Fields, labelled{"target-applied", sim.FormatResult(m.Result)})
 	}
 	for _, ev := range m.Events {
 		he := htmlEvent{

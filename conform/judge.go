@@ -223,13 +223,14 @@ func rollbackLeft(m *sim.Migration, f sim.Fault, ev *evidence) verdict {
 // sourceGone says how the source went, from the rollback's record; a
 // source whose socket dropped is expected to reconnect, not to end.
 func sourceGone(m *sim.Migration) string {
+	gone := "the job crashed or exited"
 	if rb := m.Rollback; rb != nil && rb.Source == sim.SourceGone {
-		return rb.SourceDetail
+		gone = rb.SourceDetail
 	}
 	if droppedSocket(m, sideSource) {
-		return "its socket dropped and the job ended instead of reconnecting; a job whose socket drops must reconnect and carry on (docs/conform.md, \"A job's duties\")"
+		return gone + "; its socket had dropped, and a job whose socket drops must reconnect and carry on, not end (docs/conform.md, \"A job's duties\")"
 	}
-	return "the job crashed or exited"
+	return gone
 }
 
 // droppedSocket says the side's socket closed during the migration.
@@ -362,15 +363,23 @@ func judgeMove(c Case, ev *evidence) (string, verdict) {
 	if len(measured) > 0 {
 		v = pass("completed; %s", strings.Join(measured, "; "))
 	}
+	// The strategy's seam is its cost, but what the judgement holds
+	// against a move (packets it could not read) grades it here too.
+	for i, m := range ev.moves {
+		if m.Judged().Grade != sim.GradePass {
+			v = v.worse(judged(m, fmt.Sprintf("move %d of %d: ", i+1, len(c.Moves))))
+		}
+	}
 	return rule, v.worse(survivor(ev, "after the move"))
 }
 
 // seam grades a handover's output seam by the migration's one judgement
 // (sim.Judge), the one migrate --wait, normsim ci, normsimtest and the
 // dashboard print. A move without a seam report is not judged on it, and
-// says why.
+// says why; what else the judgement holds against it (a participant
+// the target could not apply) grades it all the same.
 func seam(m *sim.Migration, sendsOutput bool, prefix string) verdict {
-	if m.Output == nil {
+	if m.Output == nil && m.Judged().Grade == sim.GradePass {
 		if !sendsOutput {
 			return pass("%scompleted; normsim's output sink received nothing from the job before the first move, so the seam is not judged", prefix)
 		}
@@ -396,14 +405,15 @@ func judged(m *sim.Migration, prefix string) verdict {
 }
 
 // wrongPosition says a seam broke the promise a handover makes whatever a
-// fault did to its timing: numbers lost or repeated, or a side producing
-// when it must not. A seam that merely came late (a source in doubt, a
-// target a fault took) is not held against the job; these are.
+// fault did to its timing: numbers lost or repeated, a picture that
+// glitches at the join, or a side producing when it must not. A seam that
+// merely came late (a source in doubt, a target a fault took) is not held
+// against the job; these are.
 func wrongPosition(o *sim.OutputReport) bool {
 	if o == nil {
 		return false
 	}
-	return o.Verdict == sim.VerdictDuplicate || o.Verdict == sim.VerdictOverlap || o.Lost > 0 ||
+	return o.Verdict == sim.VerdictDuplicate || o.Verdict == sim.VerdictOverlap || o.Verdict == sim.VerdictGlitch || o.Lost > 0 ||
 		o.SourceAfterStop > 0 || o.TargetBeforeApply > 0 || o.TargetAfterAbort > 0
 }
 

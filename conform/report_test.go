@@ -258,6 +258,7 @@ func TestWriteHTMLEscapesAndNeedsNothingElse(t *testing.T) {
 		"panic: killed",                    // the aborted migration's log tail
 		"<td class=\"num\" title=\"2026-12-01T18:00:00.1124Z\">12.4</td>", // a timeline offset from the migration's start
 		"kill target on target-ready, drop-frame get-state",               // a chaos trial's schedule in words
+		"applied counter; failed none; skewMs 0.4",                        // target-applied whole (issue 29 item 9)
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)

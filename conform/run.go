@@ -409,13 +409,27 @@ func sideOf(m *sim.Migration, id string) string {
 	return ""
 }
 
-// producing waits up to d for the instance to send output from now on.
+// producing waits up to d for the instance to send output from now on:
+// JSON packets it sent, or, when it is the job's one instance still
+// running, the job's media (a receiver tells media senders apart only by
+// address, so the job's media is that instance's only then).
 func (cr *caseRun) producing(ctx context.Context, id string, d time.Duration) bool {
 	since := time.Now()
 	deadline := since.Add(d)
+	alone := false
+	if ins, err := cr.instances(ctx); err == nil {
+		running := 0
+		for _, in := range ins {
+			if in.State == sim.InstanceRunning || in.State == sim.InstanceStopping {
+				running++
+				alone = in.ID == id
+			}
+		}
+		alone = alone && running == 1
+	}
 	for {
 		sum, err := cr.r.c.Output(ctx, id, since)
-		if err == nil && sum.Packets > 0 {
+		if err == nil && (sum.Packets > 0 || alone && sum.JobMediaDatagrams > 0) {
 			return true
 		}
 		if time.Now().After(deadline) || sleep(ctx, 50*time.Millisecond) != nil {
@@ -480,7 +494,8 @@ func (cr *caseRun) instances(ctx context.Context) ([]sim.Instance, error) {
 	return out, nil
 }
 
-// cleanup stops every instance of the case's job.
+// cleanup removes every instance of the case's job: those that run are
+// stopped, those that ended (a migration's stopped source) lose their record.
 func (cr *caseRun) cleanup(ctx context.Context) error {
 	if cr.jobID == "" {
 		return nil
@@ -491,7 +506,7 @@ func (cr *caseRun) cleanup(ctx context.Context) error {
 	}
 	var errs []error
 	for _, in := range ins {
-		if err := cr.r.c.Stop(ctx, in.ID); err != nil {
+		if err := cr.r.c.Remove(ctx, in); err != nil {
 			var ae *apiclient.Error
 			if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
 				continue

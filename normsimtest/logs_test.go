@@ -15,6 +15,7 @@ import (
 	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/normsimtest"
 	"github.com/normsim/normsim/normsimtest/normsimdocker"
+	"github.com/normsim/normsim/normsimtest/normsimsqlite"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -42,7 +43,7 @@ func TestLogsOutliveTheInstanceOnDocker(t *testing.T) {
 func testLogsOutlive(t *testing.T, runtime string) {
 	ctx := context.Background()
 	db := filepath.Join(t.TempDir(), "normsim.db")
-	s := start(t, normsimtest.Options{Templates: []string{repoTemplates}, Runtime: runtime, DB: db})
+	s := start(t, normsimtest.Options{Templates: []string{repoTemplates}, Runtime: runtime, DB: db, Store: normsimsqlite.Store()})
 	in := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
 	s.WaitConnected(t, in.ID)
 	m := s.MigrateAndWait(t, in.ID, sim.MigrateRequest{To: "b"})
@@ -114,7 +115,7 @@ func testLogsOutlive(t *testing.T, runtime string) {
 
 	// Restarted on the same store.
 	s.Main.Close()
-	s2 := start(t, normsimtest.Options{Templates: []string{repoTemplates}, Runtime: runtime, DB: db})
+	s2 := start(t, normsimtest.Options{Templates: []string{repoTemplates}, Runtime: runtime, DB: db, Store: normsimsqlite.Store()})
 	requireLines(t, s2.Client, src, "counter starting", "cutover-ready: output stopped")
 	all := requireLines(t, s2.Client, tgt, "counter stopping")
 

@@ -10,6 +10,11 @@
 //	m := s.MigrateAndWait(t, in.ID, sim.MigrateRequest{Strategy: "handover"})
 //	normsimtest.RequireCompleted(t, m)
 //	normsimtest.RequireSeamless(t, m)
+//
+// It links no Docker and no SQLite, so a job author's test builds small and
+// fast: containers come with normsimtest/normsimdocker, a store file with
+// normsimtest/normsimsqlite. The in-memory store keeps the same records as
+// normsim's SQLite store; sim/storetest holds both to one contract.
 package normsimtest
 
 import (
@@ -25,7 +30,6 @@ import (
 	"github.com/normsim/normsim/apiclient"
 	"github.com/normsim/normsim/app"
 	"github.com/normsim/normsim/sim"
-	"github.com/normsim/normsim/sim/sqlite"
 )
 
 // Options configure the simulator. Zero values give two nodes a and b on
@@ -42,8 +46,14 @@ type Options struct {
 	Runtimes    []app.RuntimeFactory
 	Nodes       []string
 	NoJobSocket []string
-	// DB is the store path; default in memory.
+	// DB is the store path; default in memory. A store file is SQLite's:
+	// give Store too (normsimsqlite.Store()).
 	DB string
+	// Store opens the store at DB, such as normsimsqlite.Store(). Nil keeps
+	// the records in memory with a store of normsimtest's own, which links
+	// no SQLite (the same records as normsim's, one contract test checks
+	// both).
+	Store app.StoreOpener
 	// Logger receives the sim's logs; default discards them.
 	Logger *slog.Logger
 	// BindAddress replaces the check that a node's own address (127.0.1.1,
@@ -73,9 +83,15 @@ func Start(tb testing.TB, o Options) *Sim {
 	opts.SocketPort = 0
 	opts.SocketHost = "0.0.0.0"
 	opts.Addr = "127.0.0.1:0"
-	opts.DB = sqlite.Memory
+	opts.DB = app.Memory
 	if o.DB != "" {
 		opts.DB = o.DB
+	}
+	opts.OpenStore = o.Store
+	if opts.DB != app.Memory && opts.OpenStore == nil {
+		tb.Fatalf("normsimtest: Options.DB %q is a store file, and normsimtest alone keeps its records in memory: add Store: normsimsqlite.Store() "+
+			"(import github.com/normsim/normsim/normsimtest/normsimsqlite), or leave DB empty", opts.DB)
+		return nil
 	}
 	if len(o.Nodes) > 0 {
 		opts.Nodes = o.Nodes

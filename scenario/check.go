@@ -20,7 +20,7 @@ type Outcome struct {
 // Check is one expectation, judged.
 type Check struct {
 	// Expect is the key of the expectation: state, phase, reason, seam,
-	// maxGapMs, minOverlapMs, maxTotalMs, keyframeAtJoin, applied, failed, atFault,
+	// maxGapMs, minOverlapMs, maxTotalMs, keyframeAtJoin, mediaDefects, applied, failed, atFault,
 	// judgement or error.
 	Expect string `json:"expect"`
 	Want   string `json:"want"`
@@ -116,6 +116,25 @@ func Judge(e *Expect, o Outcome) []Check {
 		default:
 			got := *o2.Media.KeyframeAtJoin
 			add(check("keyframeAtJoin", want, strconv.FormatBool(got), got == *e.KeyframeAtJoin, "expected keyframeAtJoin %s, got %t (media %s: %s)", want, got, o2.Media.Verdict, o2.Media.Detail))
+		}
+	}
+	for _, want := range e.MediaDefects {
+		switch {
+		case o2 == nil || o2.Media == nil:
+			add(Check{Expect: "mediaDefects", Want: want, Got: "no media seam",
+				Message: fmt.Sprintf("expected the media defect %s, but the migration has no media seam (the job sent no MPEG-TS or RTP to its %s around the switch; it ended %s%s)", want, sim.EnvMediaURL, m.State, inPhase(m))})
+		default:
+			var found []string
+			hit := false
+			for _, d := range o2.Media.Defects {
+				found = append(found, d.Check)
+				hit = hit || d.Check == want
+			}
+			got := "none"
+			if len(found) > 0 {
+				got = strings.Join(slices.Compact(found), ", ")
+			}
+			add(check("mediaDefects", want, got, hit, "expected the media defect %s, but the seam's defects are: %s (media %s: %s)", want, got, o2.Media.Verdict, o2.Media.Detail))
 		}
 	}
 	if e.MaxTotalMs != nil {

@@ -24,7 +24,8 @@ func TestJudge(t *testing.T) {
 	}
 	no, yes := false, true
 	midGOP := &sim.OutputReport{Verdict: sim.VerdictGlitch, AtFault: "target", Detail: "media: target joined mid-GOP",
-		Media: &sim.MediaReport{Verdict: sim.VerdictGlitch, KeyframeAtJoin: &no, Detail: "target joined mid-GOP: picture missing 760 ms"}}
+		Media: &sim.MediaReport{Verdict: sim.VerdictGlitch, KeyframeAtJoin: &no, Detail: "target joined mid-GOP: picture missing 760 ms",
+			Defects: []sim.MediaDefect{{Check: sim.MediaCheckKeyframe, Stream: "PID 256", AtFault: "target"}}}}
 	onKey := &sim.OutputReport{Verdict: sim.VerdictSeamless, Media: &sim.MediaReport{Verdict: sim.VerdictSeamless, KeyframeAtJoin: &yes, Detail: "continued"}}
 	aborted := &sim.Migration{ID: "mig-2", State: sim.MigrationAborted, Phase: "target-ready", Reason: "the target aborted: not ready"}
 	refusal := &APIError{Status: 422, Code: sim.EUnprocessable, Message: `strategy "overlap" is not allowed`}
@@ -47,6 +48,11 @@ func TestJudge(t *testing.T) {
 			[]string{"expected keyframeAtJoin true, got false (media glitch: target joined mid-GOP: picture missing 760 ms)"}},
 		{"no media seam", Expect{State: sim.MigrationCompleted, KeyframeAtJoin: &yes}, Outcome{Migration: completed(seamless)},
 			[]string{"expected keyframeAtJoin true, but the migration has no media seam"}},
+		{"the media defect proved", Expect{State: sim.MigrationCompleted, MediaDefects: []string{sim.MediaCheckKeyframe}}, Outcome{Migration: handover(midGOP)}, nil},
+		{"a glitch of another kind", Expect{State: sim.MigrationCompleted, MediaDefects: []string{sim.MediaCheckKeyframe, sim.MediaCheckCC}}, Outcome{Migration: handover(midGOP)},
+			[]string{"expected the media defect Continuity_count_error, but the seam's defects are: keyframe at join (media glitch: target joined mid-GOP: picture missing 760 ms)"}},
+		{"no media defect without a media seam", Expect{State: sim.MigrationCompleted, MediaDefects: []string{sim.MediaCheckSSRC}}, Outcome{Migration: completed(seamless)},
+			[]string{"expected the media defect SSRC change, but the migration has no media seam"}},
 
 		{"aborted instead of completed", Expect{State: sim.MigrationCompleted}, Outcome{Migration: aborted},
 			[]string{"expected state completed, got aborted in phase target-ready: the target aborted: not ready"}},
@@ -148,6 +154,13 @@ func TestJudgeTargetAppliedAndTheJudgement(t *testing.T) {
 		{"the seam expected", Expect{State: sim.MigrationCompleted, Seam: sim.VerdictDuplicate}, handover(duplicate), nil},
 		{"the judgement expected", Expect{State: sim.MigrationCompleted, Judgement: "fail"}, handover(duplicate), nil},
 		{"silent on the seam, tolerated passes", Expect{State: sim.MigrationCompleted}, handover(seamless, overlay), nil},
+		// issue 29 item 3: a limit in time says nothing of lost or repeated
+		// numbers, so it does not silence the rule.
+		{"a time limit alone, a broken promise fails", Expect{State: sim.MigrationCompleted, MaxGapMs: new(500.0)}, handover(duplicate),
+			[]string{"the judgement is fail (at fault: none): numbers repeated at the seam"}},
+		{"a keyframe expected at the join, a broken promise fails", Expect{State: sim.MigrationCompleted, KeyframeAtJoin: new(true)}, handover(duplicate),
+			[]string{"expected keyframeAtJoin true, but the migration has no media seam", "the judgement is fail (at fault: none): numbers repeated at the seam"}},
+		{"the side at fault expected", Expect{State: sim.MigrationCompleted, AtFault: "none"}, handover(duplicate), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs := Judge(&tc.expect, Outcome{Migration: tc.m})

@@ -512,7 +512,7 @@ var (
 	waitKeys     = []string{"instance", "connected", "running", "timeout"}
 	migrateKeys  = []string{"instance", "to", "strategy", "runtime", "timeouts", "faults", "timeout"}
 	timeoutKeys  = sim.TimeoutNames()
-	expectKeys   = []string{"state", "phase", "reason", "seam", "maxGapMs", "minOverlapMs", "maxTotalMs", "keyframeAtJoin", "applied", "failed", "atFault", "judgement", "error"}
+	expectKeys   = []string{"state", "phase", "reason", "seam", "maxGapMs", "minOverlapMs", "maxTotalMs", "keyframeAtJoin", "mediaDefects", "applied", "failed", "atFault", "judgement", "error"}
 	untils       = []string{UntilConnected, UntilRunning, UntilNone}
 	strategies   = []string{string(sim.Handover), string(sim.StopThenStart), string(sim.Overlap)}
 )
@@ -1056,6 +1056,9 @@ func (p *parser) expect(f field, what string) *Expect {
 			e.KeyframeAtJoin = &v
 		}
 	}
+	if g, ok := m["mediaDefects"]; ok {
+		e.MediaDefects, _ = p.mediaChecks(g, what+".mediaDefects")
+	}
 	if g, ok := m["atFault"]; ok {
 		e.AtFault, _ = p.enum(g, what+".atFault", Sides)
 	}
@@ -1064,7 +1067,7 @@ func (p *parser) expect(f field, what string) *Expect {
 	}
 	if g, ok := m["error"]; ok {
 		e.Error, _ = p.integer(g, what+".error", 400, 599)
-		for _, k := range []string{"state", "phase", "seam", "maxGapMs", "minOverlapMs", "maxTotalMs", "keyframeAtJoin", "applied", "failed", "atFault", "judgement"} {
+		for _, k := range []string{"state", "phase", "seam", "maxGapMs", "minOverlapMs", "maxTotalMs", "keyframeAtJoin", "mediaDefects", "applied", "failed", "atFault", "judgement"} {
 			if h, ok := m[k]; ok {
 				p.errf(h.key, "%s.%s: with error the request is refused and no migration runs, so there is no %s to check; remove one of them", what, k, k)
 			}
@@ -1078,7 +1081,7 @@ func (p *parser) expect(f field, what string) *Expect {
 		p.errf(g.key, "%s.phase: is where an aborted, failed or refused migration ended; a completed one went through every phase (set state)", what)
 	}
 	if e.State == sim.MigrationAborted || e.State == sim.MigrationRefused {
-		for _, k := range []string{"seam", "maxGapMs", "minOverlapMs", "keyframeAtJoin"} {
+		for _, k := range []string{"seam", "maxGapMs", "minOverlapMs", "keyframeAtJoin", "mediaDefects"} {
 			h, ok := m[k]
 			switch {
 			case !ok:
@@ -1104,6 +1107,30 @@ func (p *parser) expect(f field, what string) *Expect {
 		p.errf(h.key, "%s.maxGapMs: an overlap seam has no gap; use minOverlapMs", what)
 	}
 	return e
+}
+
+// mediaChecks reads a list of media checks, each one of sim.MediaChecks.
+func (p *parser) mediaChecks(f field, what string) ([]string, bool) {
+	n := resolve(f.val)
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		p.errf(n, "%s: must be a list of one or more media checks, e.g. [Continuity_count_error]; got %s", what, describe(n))
+		return nil, false
+	}
+	var out []string
+	ok := true
+	for i, c := range n.Content {
+		check, good := p.enum(field{val: c}, fmt.Sprintf("%s[%d]", what, i), sim.MediaChecks)
+		switch {
+		case !good:
+			ok = false
+		case slices.Contains(out, check):
+			p.errf(resolve(c), "%s[%d]: %q is listed twice", what, i, check)
+			ok = false
+		default:
+			out = append(out, check)
+		}
+	}
+	return out, ok
 }
 
 // ids reads a list of participant ids, as target-applied names them;

@@ -580,13 +580,13 @@ func (r *Runner) cleanup(ctx context.Context, before map[string]bool) []string {
 			continue
 		}
 		wg.Add(1)
-		go func(id string) {
+		go func(in sim.Instance) {
 			defer wg.Done()
-			err := r.c.Stop(ctx, id)
+			err := r.c.Remove(ctx, in)
 			// A migration the scenario left running (a step that timed
 			// out waiting for it) holds its instances until it ends.
 			for deadline := r.cfg.Now().Add(conflictGrace); isConflict(err) && r.cfg.Now().Before(deadline) && r.sleep(ctx); {
-				err = r.c.Stop(ctx, id)
+				err = r.c.Remove(ctx, in)
 			}
 			if err != nil {
 				var apiErr *APIError
@@ -594,10 +594,10 @@ func (r *Runner) cleanup(ctx context.Context, before map[string]bool) []string {
 					return
 				}
 				mu.Lock()
-				problems = append(problems, fmt.Sprintf("remove instance %s: %v", id, err))
+				problems = append(problems, fmt.Sprintf("remove instance %s: %v", in.ID, err))
 				mu.Unlock()
 			}
-		}(in.ID)
+		}(in)
 	}
 	wg.Wait()
 	slices.Sort(problems)

@@ -202,6 +202,10 @@ type Expect struct {
 	// KeyframeAtJoin is whether the target's first video frame must be a
 	// random-access point (the media seam, docs/media.md).
 	KeyframeAtJoin *bool `json:"keyframeAtJoin,omitempty"`
+	// MediaDefects are checks of the media seam (sim.MediaChecks) that
+	// must each have found a defect: what a step proving one media bug
+	// names, so that a glitch of another kind does not pass it.
+	MediaDefects []string `json:"mediaDefects,omitempty"`
 	// AtFault is the side the judgement must blame: source, target,
 	// "source and target", or none.
 	AtFault string `json:"atFault,omitempty"`
@@ -231,11 +235,14 @@ func (e *Expect) String() string {
 	return strings.Join(parts, ", ")
 }
 
-// SaysSeam reports whether the expectation says anything about the seam
-// or the judgement; when it does not, a judgement of fail fails the step
-// (Judge), so no broken promise passes unasked.
+// SaysSeam reports whether the expectation names the seam's verdict, the
+// judgement, the side at fault, a missing keyframe or a media defect: what
+// a step that means to prove a broken promise says. When it does not, a
+// judgement of fail fails the step (Judge), so no broken promise passes
+// unasked. A limit in time (maxGapMs, minOverlapMs) is not enough: numbers
+// lost at a handover seam fail however short the gap.
 func (e *Expect) SaysSeam() bool {
-	return e.Seam != "" || e.MaxGapMs != nil || e.MinOverlapMs != nil || e.KeyframeAtJoin != nil || e.AtFault != "" || e.Judgement != ""
+	return e.Seam != "" || e.AtFault != "" || e.Judgement != "" || (e.KeyframeAtJoin != nil && !*e.KeyframeAtJoin) || len(e.MediaDefects) > 0
 }
 
 // Seams are the output verdicts expect.seam may name.

@@ -74,7 +74,7 @@ func yamlDocs(t *testing.T, path string) []any {
 func TestSchemaAgreesWithTheParser(t *testing.T) {
 	sch := compileSchema(t)
 	good := []string{filepath.Join("testdata", "wrong", "handover-expects-gap.yaml"), filepath.Join("testdata", "wrong", "fail-start-expects-completed.yaml")}
-	for _, name := range append(exampleFiles, misbehavingFiles...) {
+	for _, name := range slices.Concat(exampleFiles, misbehavingFiles, videoFiles) {
 		good = append(good, examplePath(name))
 	}
 	for _, f := range good {
@@ -89,7 +89,7 @@ func TestSchemaAgreesWithTheParser(t *testing.T) {
 	}
 	structural := []string{"unknown-key", "unknown-migrate-key", "bad-duration", "two-actions", "expect-on-wait", "external-runtime",
 		"error-with-state", "bad-state", "repeat-zero", "fault-without-kind", "bad-timeouts", "wait-connected-false", "not-a-mapping",
-		"missing-steps", "bad-judgement", "bad-applied"}
+		"missing-steps", "bad-judgement", "bad-applied", "bad-media-defects"}
 	for _, name := range structural {
 		f := filepath.Join("testdata", "broken", name+".yaml")
 		docs := yamlDocs(t, f)
@@ -118,5 +118,30 @@ func TestSchemaPhasesAreSimPhases(t *testing.T) {
 	got := doc.Defs["expect"].Properties["phase"].Enum
 	if want := sim.PhaseNames(); !slices.Equal(got, want) {
 		t.Fatalf("the schema's expect.phase is %v; sim.PhaseNames() is %v", got, want)
+	}
+}
+
+// The schema's enums are the parser's: the seams, and the media checks
+// sim names, so an editor accepts exactly what a run does.
+func TestSchemaEnumsAreTheParsers(t *testing.T) {
+	var doc struct {
+		Defs map[string]struct {
+			Properties map[string]struct {
+				Enum  []string `json:"enum"`
+				Items struct {
+					Enum []string `json:"enum"`
+				} `json:"items"`
+			} `json:"properties"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(Schema(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	props := doc.Defs["expect"].Properties
+	if got := props["seam"].Enum; !slices.Equal(got, Seams) {
+		t.Errorf("the schema's expect.seam is %v; the parser's is %v", got, Seams)
+	}
+	if got := props["mediaDefects"].Items.Enum; !slices.Equal(got, sim.MediaChecks) {
+		t.Errorf("the schema's expect.mediaDefects are %v; sim.MediaChecks is %v", got, sim.MediaChecks)
 	}
 }

@@ -167,6 +167,17 @@ func (s *Server) frames(w http.ResponseWriter, r *http.Request) {
 	serveTail(w, r, "frames", s.svc.Frames)
 }
 
+// frameCounts says how many of an instance's frame records are kept and
+// how many were let go of to stay within the store's bounds.
+func (s *Server) frameCounts(w http.ResponseWriter, r *http.Request) {
+	c, err := s.svc.FrameCounts(r.Context(), pathParam(r, "id"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
 // serveTail answers with the last ?tail records of one kind (what) of the
 // instance the path names, as read gives them.
 func serveTail[T any](w http.ResponseWriter, r *http.Request, what string, read func(ctx context.Context, id string, tail int) ([]T, error)) {
@@ -235,8 +246,20 @@ func (s *Server) census(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
+// stop is DELETE /instances/{id}: stop and remove it, or, with
+// stopped=true, remove it only as the stopped record it is (a migration's
+// stopped source while its job runs on elsewhere).
 func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
-	if err := s.svc.Stop(r.Context(), pathParam(r, "id")); err != nil {
+	onlyStopped, err := boolParam(r.URL.Query(), "stopped")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	remove := s.svc.Stop
+	if onlyStopped {
+		remove = s.svc.RemoveStopped
+	}
+	if err := remove(r.Context(), pathParam(r, "id")); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -671,9 +694,25 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		writeErrorStatus(w, http.StatusInternalServerError, sim.EInternal, "streaming unsupported")
 		return
 	}
+	// A client that reconnects resumes after the last event it read: an
+	// EventSource sends its id as Last-Event-ID by itself; ?after= does
+	// the same for other clients.
+	after := r.Header.Get("Last-Event-ID")
+	if q := r.URL.Query().Get("after"); q != "" {
+		after = q
+	}
+	var afterID int64
+	if after != "" {
+		n, err := strconv.ParseInt(after, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, sim.Errorf(sim.EInvalid, "after (or Last-Event-ID): want the id of the last event read, a whole number; got %q", after))
+			return
+		}
+		afterID = n
+	}
 	rc := http.NewResponseController(w)
 	bus := s.svc.Bus()
-	st := bus.Stream(eventBacklog)
+	st, resumed := bus.StreamAfter(eventBacklog, afterID)
 	defer st.Close()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -693,6 +732,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if !send([]byte("retry: 1000\n: connected\n\n")) {
 		return
 	}
+	if !resumed {
+		data, _ := json.Marshal(map[string]any{"reason": fmt.Sprintf("the events after %d are no longer kept (normsim keeps the last %d, and a restart begins again at 1): read the state afresh", afterID, sim.RecentEvents), "after": afterID})
+		if !send(fmt.Appendf(nil, "event: reset\ndata: %s\n\n", data)) {
+			return
+		}
+	}
 	ping := time.NewTicker(15 * time.Second)
 	defer ping.Stop()
 	var batch []sim.Event
@@ -704,7 +749,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			buf.Reset()
 			for _, ev := range batch {
 				data, _ := json.Marshal(ev)
-				fmt.Fprintf(&buf, "event: %s\ndata: %s\n\n", ev.Kind, data)
+				fmt.Fprintf(&buf, "id: %d\nevent: %s\ndata: %s\n\n", ev.ID, ev.Kind, data)
 				if buf.Len() >= eventChunk {
 					if !send(buf.Bytes()) {
 						return

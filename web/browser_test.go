@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/normsim/normsim/app"
+	"github.com/normsim/normsim/app/withsqlite"
 	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/internal/testjob"
 	"github.com/normsim/normsim/normsimtest"
@@ -429,6 +430,7 @@ func TestBrowserTimelineFollowsAHandoverStepByStep(t *testing.T) {
 func TestBrowserSurvivesARestart(t *testing.T) {
 	b := newBrowser(t)
 	opts := app.DefaultOptions()
+	opts.OpenStore = withsqlite.Open
 	opts.Addr = fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	opts.SocketPort = 0
 	opts.SocketHost = "127.0.0.1"

@@ -167,7 +167,14 @@ func (s *Server) uiMigrate(w http.ResponseWriter, r *http.Request) {
 // uiStop stops and removes an instance.
 func (s *Server) uiStop(w http.ResponseWriter, r *http.Request) {
 	id := pathParam(r, "id")
-	if err := s.svc.Stop(r.Context(), id); err != nil {
+	// The page says when the instance it showed was stopped already: then
+	// the button removes that record (a migration's stopped source), and
+	// never the job that runs on elsewhere.
+	remove := s.svc.Stop
+	if r.PostFormValue("stopped") == "true" {
+		remove = s.svc.RemoveStopped
+	}
+	if err := remove(r.Context(), id); err != nil {
 		s.logFormError("stop", err)
 		if sim.ErrorCode(err) == sim.ENotFound {
 			s.renderServiceError(w, r, err, "It may already have been stopped; the overview lists the current instances.")

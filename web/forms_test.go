@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -232,5 +233,32 @@ func TestMigrateFormArmsFaults(t *testing.T) {
 	}
 	if len(f.migrated) != 1 {
 		t.Fatalf("Migrate was called with bad faults: %+v", f.migrated[1:])
+	}
+}
+
+// TestStoppedInstanceIsRemovedAsItsRecord (issue 34 item 5): the page of a
+// stopped instance (a migration's source) removes that record; the API
+// does so with DELETE ?stopped=true; a plain DELETE stays a stop.
+func TestStoppedInstanceIsRemovedAsItsRecord(t *testing.T) {
+	f := newFake()
+	f.add(sim.Instance{ID: "src", JobID: "job-1", Node: "a", Template: "counter", Runtime: sim.RuntimeProcess, State: sim.InstanceStopped})
+	f.add(sim.Instance{ID: "tgt", JobID: "job-1", Node: "b", Template: "counter", Runtime: sim.RuntimeProcess, State: sim.InstanceRunning})
+	s := newServer(t, f, nil)
+	mustContain(t, get(t, s, "/instances/src"), `<input type="hidden" name="stopped" value="true">`)
+	mustNotContain(t, get(t, s, "/instances/tgt"), `name="stopped"`)
+	tok := csrfToken(t, s, "/instances/src")
+	r := post(t, s, "/ui/instances/src/stop", url.Values{"csrf": {tok}, "stopped": {"true"}})
+	if r.Status != http.StatusSeeOther || len(f.removedStopped) != 1 || f.removedStopped[0] != "src" || len(f.stopped) != 0 {
+		t.Fatalf("remove a stopped record = %d; removed %v, stopped %v", r.Status, f.removedStopped, f.stopped)
+	}
+	if r := do(t, s, httptest.NewRequest(http.MethodDelete, "/api/v1/instances/src?stopped=true", nil)); r.Status != http.StatusNoContent || len(f.removedStopped) != 2 {
+		t.Fatalf("DELETE ?stopped=true = %d; removed %v", r.Status, f.removedStopped)
+	}
+	if r := do(t, s, httptest.NewRequest(http.MethodDelete, "/api/v1/instances/tgt", nil)); r.Status != http.StatusNoContent || len(f.stopped) != 1 || f.stopped[0] != "tgt" {
+		t.Fatalf("DELETE = %d; stopped %v", r.Status, f.stopped)
+	}
+	r = do(t, s, httptest.NewRequest(http.MethodDelete, "/api/v1/instances/src?stopped=maybe", nil))
+	if r.Status != http.StatusBadRequest || !strings.Contains(r.Body, "stopped") {
+		t.Fatalf("DELETE ?stopped=maybe = %d %s", r.Status, r.Body)
 	}
 }

@@ -136,6 +136,8 @@ type fakeService struct {
 	launched                       []sim.LaunchRequest
 	migrated                       []sim.MigrateRequest
 	stopped                        []string
+	removedStopped                 []string
+	frameCounts                    sim.FrameCounts
 	filters                        []sim.MigrationFilter
 	// timeouts are the run's (normsim up --timeouts).
 	timeouts sim.Timeouts
@@ -314,6 +316,20 @@ func (f *fakeService) Stop(ctx context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.stopped = append(f.stopped, id)
+	return f.stopErr
+}
+
+func (f *fakeService) FrameCounts(ctx context.Context, id string) (sim.FrameCounts, error) {
+	if _, err := f.Instance(ctx, id); err != nil {
+		return sim.FrameCounts{}, err
+	}
+	return f.frameCounts, nil
+}
+
+func (f *fakeService) RemoveStopped(ctx context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.removedStopped = append(f.removedStopped, id)
 	return f.stopErr
 }
 

@@ -47,6 +47,9 @@ type instancePage struct {
 	// first; FramesErr why they could not be read.
 	Frames    []frameRow
 	FramesErr string
+	// FramesDropped says what of the instance's frame records normsim
+	// let go of to stay within its bounds ("" when none).
+	FramesDropped string
 	// History is the instance's last changes, oldest first; HistoryErr
 	// why they could not be read.
 	History    []sim.DescribedEvent
@@ -245,6 +248,9 @@ func (s *Server) renderInstance(w http.ResponseWriter, r *http.Request, status i
 		}
 	}
 	p.Frames, p.FramesErr = s.framesOf(ctx, raw.ID)
+	if c, err := s.svc.FrameCounts(ctx, raw.ID); err == nil && c.Dropped > 0 {
+		p.FramesDropped = sim.FramesDroppedNote(c)
+	}
 	p.History, p.HistoryErr = s.historyOf(ctx, raw.ID)
 	migs, err := s.svc.MigrationPage(ctx, sim.MigrationFilter{JobID: raw.JobID, Limit: 20})
 	if err == nil {

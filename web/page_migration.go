@@ -36,6 +36,9 @@ type migrationPage struct {
 	CanAbort  bool
 	AbortErr  string
 	Highlight bool
+	// Rolled is what an aborted migration's rollback did and left, from
+	// its record.
+	Rolled string
 }
 
 // seamView is the output verdict as the page states it.
@@ -48,6 +51,32 @@ type seamView struct {
 	Report   *sim.OutputReport
 }
 
+// rolledBack says what an aborted migration's rollback did to each side,
+// as its record says: the source is not said to have kept running when it
+// had exited or been killed.
+func rolledBack(m *sim.Migration) string {
+	target := "no target had been placed"
+	switch {
+	case m.Rollback != nil && m.Rollback.TargetDetail != "":
+		target = "the " + m.Rollback.TargetDetail
+	case m.Target.Instance != "":
+		target = "the target was removed"
+	}
+	return "Rolled back before the point of no return: " + target + "; " + sourceAfterRollback(m) + "."
+}
+
+// sourceAfterRollback is what a rollback left of the source. A record
+// written before rollbacks were recorded says nothing of it.
+func sourceAfterRollback(m *sim.Migration) string {
+	switch {
+	case m.Rollback == nil:
+		return "what became of the source is not recorded"
+	case m.Rollback.Source == sim.SourceRunning:
+		return "the source was left running"
+	}
+	return m.Rollback.SourceDetail
+}
+
 func seam(m *sim.Migration) seamView {
 	o := m.Output
 	if o == nil {
@@ -55,8 +84,10 @@ func seam(m *sim.Migration) seamView {
 		switch {
 		case !m.State.Ended():
 			v.Headline, v.Detail = "Waiting", "The seam is judged when the migration ends."
-		case m.State == sim.MigrationRefused || m.State == sim.MigrationAborted:
-			v.Detail = "Nothing was cut over: the source kept producing."
+		case m.State == sim.MigrationRefused:
+			v.Detail = "Nothing was cut over: the source declined to hand over."
+		case m.State == sim.MigrationAborted:
+			v.Detail = "Nothing was cut over: " + sourceAfterRollback(m) + "."
 		default:
 			v.Detail = "The output sink saw no packets from this job, so there is no seam to judge."
 		}
@@ -324,6 +355,9 @@ func (s *Server) renderMigration(w http.ResponseWriter, r *http.Request, status 
 	p.Media = mediaPanel(m, p.TL)
 	p.Verdict = verdict(m)
 	p.Highlight = m.State == sim.MigrationAborted || m.State == sim.MigrationFailed || m.State == sim.MigrationRefused
+	if m.State == sim.MigrationAborted {
+		p.Rolled = rolledBack(m)
+	}
 	if m.Target.Runtime == sim.RuntimeExternal && m.Target.Env != nil {
 		p.TargetEnv, _ = pasteEnv(m.Target.Env)
 	}

@@ -445,3 +445,50 @@ func TestMigrationPageShowsTheJudgementAndTargetApplied(t *testing.T) {
 		}
 	}
 }
+
+// TestAbortedMigrationPageSaysWhatTheRollbackLeft (issue 29 item 6): the
+// page says what the rollback record says of each side; it never says the
+// source kept running when the record says it was gone.
+func TestAbortedMigrationPageSaysWhatTheRollbackLeft(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		rollback *sim.RollbackReport
+		says     []string
+		never    string
+	}{
+		{"source left running", &sim.RollbackReport{Source: sim.SourceRunning, SourceDetail: "left running",
+			Target: sim.TargetKilled, TargetDetail: "target removed: it did not exit on SIGTERM (counter still running after the 10s stop grace) and was killed (SIGKILL)"},
+			[]string{"the target removed: it did not exit on SIGTERM", "the source was left running", "Nothing was cut over: the source was left running."}, "is gone"},
+		{"source gone", &sim.RollbackReport{Source: sim.SourceGone, SourceDetail: "the source is gone, not left running: it is failed (exited with code 2)",
+			Target: sim.TargetExited, TargetDetail: "target removed: it exited on SIGTERM"},
+			[]string{"the target removed: it exited on SIGTERM; the source is gone, not left running: it is failed (exited with code 2).",
+				"Nothing was cut over: the source is gone, not left running"}, "left running."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := completedMigration()
+			m.ID, m.State, m.Reason, m.Output, m.Phase = "mig-rb", sim.MigrationAborted, "timed out", nil, "target-ready"
+			m.Rollback = tc.rollback
+			f := newFake()
+			f.addMig(m)
+			r := get(t, newServer(t, f, nil), "/migrations/mig-rb")
+			mustContain(t, r, append([]string{`id="rolled-back"`}, tc.says...)...)
+			mustNotContain(t, r, "the source kept", "kept producing", tc.never)
+		})
+	}
+}
+
+// TestDroppedFramesAreSaid (issue 34 item 6): what the store let go of an
+// instance's frame records is counted, in the API and on its page.
+func TestDroppedFramesAreSaid(t *testing.T) {
+	f := newFake()
+	f.add(sim.Instance{ID: "i1", JobID: "job-1", Node: "a", Template: "counter", Runtime: sim.RuntimeProcess, State: sim.InstanceRunning})
+	s := newServer(t, f, nil)
+	mustNotContain(t, get(t, s, "/instances/i1"), `id="frames-dropped"`)
+	f.frameCounts = sim.FrameCounts{Kept: 1800, Dropped: 4200, DroppedBytes: 270000000}
+	r := get(t, s, "/api/v1/instances/i1/frames/counts")
+	mustContain(t, r, `"kept": 1800`, `"dropped": 4200`, `"droppedBytes": 270000000`)
+	mustContain(t, get(t, s, "/instances/i1"), `id="frames-dropped"`, "4200 earlier frame record(s) (270000000 bytes) of this instance were dropped", "the last 2000 frames or 4 MiB")
+	if r := get(t, s, "/api/v1/instances/nope/frames/counts"); r.Status != http.StatusNotFound {
+		t.Fatalf("counts of an unknown instance = %d", r.Status)
+	}
+}

@@ -45,6 +45,9 @@ type Service interface {
 	AwaitInstance(ctx context.Context, id string, until sim.Until) (sim.Instance, error)
 	Launch(ctx context.Context, req sim.LaunchRequest) (sim.Instance, error)
 	Stop(ctx context.Context, id string) error
+	// RemoveStopped removes an instance that is not running, as its
+	// stopped record (DELETE ?stopped=true).
+	RemoveStopped(ctx context.Context, id string) error
 	// Logs reads an instance's captured output (see manager.Manager.Logs).
 	Logs(ctx context.Context, id string, q sim.LogQuery, follow bool, each func(*sim.LogPage) error) error
 	// MigrationLogs fills in a migration's Logs, with the last tail
@@ -59,6 +62,9 @@ type Service interface {
 	// Frames are the last tail frames between an instance's job and its
 	// node, oldest first.
 	Frames(ctx context.Context, id string, tail int) ([]sim.FrameRecord, error)
+	// FrameCounts says what of an instance's frame records the store keeps
+	// and let go of.
+	FrameCounts(ctx context.Context, id string) (sim.FrameCounts, error)
 	// Output is what an instance sent to the output sink since then.
 	Output(ctx context.Context, id string, since time.Time) (sim.OutputSummary, error)
 	Migrate(ctx context.Context, id string, req sim.MigrateRequest) (*sim.Migration, error)
@@ -173,6 +179,7 @@ func New(cfg Config) *Server {
 		r.Delete("/instances/{id}", s.stop)
 		r.Get("/instances/{id}/logs", s.logs)
 		r.Get("/instances/{id}/output", s.output)
+		r.Get("/instances/{id}/frames/counts", s.frameCounts)
 		r.Post("/instances/{id}/migrate", s.migrate)
 		r.Get("/migrations", s.listMigrations)
 		r.Get("/migrations/{id}", s.getMigration)

@@ -22,10 +22,10 @@ import (
 
 	"github.com/normsim/normsim/apiclient"
 	"github.com/normsim/normsim/app"
+	"github.com/normsim/normsim/app/withsqlite"
 	"github.com/normsim/normsim/internal/jobplay"
 	"github.com/normsim/normsim/internal/procstat"
 	"github.com/normsim/normsim/sim"
-	"github.com/normsim/normsim/sim/sqlite"
 )
 
 // Where the sim under load runs.
@@ -254,8 +254,12 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(cfg.Out, "normsim bench: %d jobs on nodes %s and %s, %d handovers in flight, sim %s at %s\n",
-		cfg.Jobs, nodes[0], nodes[1], cfg.Concurrency, cfg.Sim, tgt.url)
+	media := ""
+	if cfg.Sim == SimInProcess || cfg.Sim == SimChild {
+		media = " (--no-media: the bench's jobs send none)"
+	}
+	fmt.Fprintf(cfg.Out, "normsim bench: %d jobs on nodes %s and %s, %d handovers in flight, sim %s%s at %s\n",
+		cfg.Jobs, nodes[0], nodes[1], cfg.Concurrency, cfg.Sim, media, tgt.url)
 
 	if inThisProcess(cfg.Sim) {
 		rep.GoroutinesBefore = settledGoroutines(0)
@@ -588,7 +592,7 @@ func handoverRound(ctx context.Context, cfg Config, api *API, nodes [2]string, j
 	// A source a migration stopped stays listed (docs/contract-choices.md):
 	// the bench removes those it handed over, as a user done with them
 	// would, so a long run holds its jobs and not every source it left.
-	if err := remove(ctx, api, sources); err != nil && len(*errs) < 10 {
+	if err := removeStopped(ctx, api, sources); err != nil && len(*errs) < 10 {
 		*errs = append(*errs, "remove the stopped sources: "+err.Error())
 	}
 	rd.Completed, rd.Failed = int(done.Load()), int(failed.Load())
@@ -607,15 +611,17 @@ func startTarget(ctx context.Context, cfg Config) (*target, error) {
 		return &target{url: cfg.Server, close: func() error { return nil }}, nil
 	case SimInProcess:
 		opts := app.DefaultOptions()
+		opts.OpenStore = withsqlite.Open
 		opts.SocketPort = 0
 		opts.SocketHost = "127.0.0.1"
 		opts.Addr = "127.0.0.1:0"
-		opts.DB = sqlite.Memory
+		opts.DB = app.Memory
 		opts.Runtime = sim.RuntimeExternal
 		opts.Templates = cfg.TemplateDirs
 		opts.DefaultTemplates = cfg.DefaultTemplates
 		opts.Logger = cfg.Logger
 		opts.KeepMigrations = cfg.KeepMigrations
+		opts.NoMedia = true // see startChild
 		m := app.New(opts)
 		if err := m.Open(ctx); err != nil {
 			return nil, fmt.Errorf("start the sim: %w", err)
@@ -647,8 +653,12 @@ func startChild(ctx context.Context, cfg Config) (*target, error) {
 		return nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	args := []string{"up", "--db", sqlite.Memory, "--addr", addr, "--socket-port", "0", "--socket-host", "127.0.0.1",
-		"--runtime", sim.RuntimeExternal, "--log-level", "warn"}
+	args := []string{"up", "--db", app.Memory, "--addr", addr, "--socket-port", "0", "--socket-host", "127.0.0.1",
+		"--runtime", sim.RuntimeExternal, "--log-level", "warn",
+		// The bench's jobs send no media, and a media port for each job is
+		// one more open file beside its socket: with them 10,000 jobs do
+		// not fit in 20,000 (docs/media.md).
+		"--no-media"}
 	if cfg.ProfileDir != "" {
 		args = append(args, "--pprof", "--cpuprofile", filepath.Join(cfg.ProfileDir, "cpu.pprof"))
 	}
@@ -832,8 +842,20 @@ func socketNodes(ctx context.Context, api *API) ([2]string, error) {
 // remove stops and removes the instances the run created (and only
 // those: a --server sim may hold others).
 func remove(ctx context.Context, api *API, ids []string) error {
+	return removeWith(ctx, api.Stop, ids)
+}
+
+// removeStopped removes the records of stopped instances (the sources the
+// run's handovers stopped) while their jobs run on.
+func removeStopped(ctx context.Context, api *API, ids []string) error {
+	return removeWith(ctx, api.RemoveStopped, ids)
+}
+
+// removeWith removes the ids with do, 32 at a time; one already gone is
+// not an error.
+func removeWith(ctx context.Context, do func(context.Context, string) error, ids []string) error {
 	return parallel(ctx, 32, len(ids), func(ctx context.Context, i int) error {
-		err := api.Stop(ctx, ids[i])
+		err := do(ctx, ids[i])
 		var e *apiclient.Error
 		if errors.As(err, &e) && e.Status == http.StatusNotFound {
 			return nil
