@@ -134,6 +134,9 @@ type instance struct {
 	// owed are the answers to asks of ended migrations that reached the
 	// job late (Owe), each the types one ask may be answered with.
 	owed [][]string
+	// dropped is the connection Drop cut off, until its end is reported:
+	// the job's next connection waits for that (awaitDropped).
+	dropped *conn
 	// spent holds answers read on a replaced connection and passed on:
 	// the current connection may say each once more (a job that
 	// reconnected may repeat itself), and that copy is discarded instead
@@ -412,8 +415,20 @@ func (l *Listener) Disconnect(jobID, role string, code int, reason string) {
 
 // Drop tears an instance's connection down without a close frame, as a
 // network failure would (fault injection).
+//
+// The dropped connection stops being the instance's at once: a connection
+// the job makes after the drop is a new one, not a replacement, so what
+// the drop broke stays broken (a real worker that lost a job's socket does
+// not go on with whatever connects next). Its end is reported before that
+// new connection is (awaitDropped).
 func (l *Listener) Drop(jobID, role string) {
-	c := l.current(jobID, role)
+	l.mu.Lock()
+	var c *conn
+	if in, ok := l.instances[key{jobID, role}]; ok && in.cur != nil {
+		c, in.cur, in.dropped = in.cur, nil, in.cur
+		c.gone = make(chan struct{})
+	}
+	l.mu.Unlock()
 	if c != nil {
 		c.once.Do(func() {
 			c.setClose(int(websocket.StatusAbnormalClosure), "connection dropped")
@@ -468,6 +483,9 @@ type conn struct {
 	// readsOwnClose: the connection was closed with replace, so its read
 	// loop reads up to the job's close frame, and finish tears it down.
 	readsOwnClose bool
+	// gone, made (under the listener's lock) when Drop cut the connection
+	// off, is closed once its end has been reported.
+	gone chan struct{}
 }
 
 func (c *conn) setClose(code int, reason string) {
@@ -799,6 +817,7 @@ func (l *Listener) hello(ctx context.Context, c *conn) bool {
 	}
 	l.record(c.key, "in", f.Type, len(data), redactedHello)
 	l.awaitRegistered(helloBy)
+	l.awaitDropped(c.key)
 	ok, old := l.authenticate(c, f.Token)
 	if !ok {
 		c.close(protocol.CloseUnauthorized, "wrong token or unknown instance")
@@ -829,6 +848,10 @@ func (l *Listener) disconnected(c *conn, code int, reason string) {
 	if current {
 		in.cur = nil
 	}
+	gone := c.gone
+	if ok && in.dropped == c {
+		in.dropped = nil
+	}
 	l.mu.Unlock()
 	by := ClosedByJob
 	if code == int(websocket.StatusAbnormalClosure) {
@@ -837,8 +860,32 @@ func (l *Listener) disconnected(c *conn, code int, reason string) {
 	if cc, cr := c.closed(); cc != 0 {
 		code, reason, by = cc, cr, ClosedByWorker
 	}
-	if current {
+	if current || gone != nil {
 		l.cfg.OnEvent(Event{Kind: Disconnected, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now(), Code: code, Reason: reason, ClosedBy: by})
+	}
+	if gone != nil {
+		close(gone)
+	}
+}
+
+// awaitDropped waits, for CloseTimeout at most, until the end of a
+// connection of k that Drop cut off has been reported: the job's next
+// connection is then told after it, never before.
+func (l *Listener) awaitDropped(k key) {
+	l.mu.Lock()
+	var gone chan struct{}
+	if in, ok := l.instances[k]; ok && in.dropped != nil {
+		gone = in.dropped.gone
+	}
+	l.mu.Unlock()
+	if gone == nil {
+		return
+	}
+	t := time.NewTimer(l.cfg.CloseTimeout)
+	defer t.Stop()
+	select {
+	case <-gone:
+	case <-t.C:
 	}
 }
 
@@ -965,8 +1012,11 @@ func (l *Listener) serveFrame(c *conn, data []byte) (int, string) {
 	l.mu.Lock()
 	in, ok := l.instances[c.key]
 	if !ok || in.cur != c {
-		told := c.told
+		told, dropped := c.told, c.gone != nil
 		l.mu.Unlock()
+		if dropped {
+			return l.droppedFrame(c, f, perr, data)
+		}
 		return l.staleFrame(c, told, f, perr, data)
 	}
 	if perr != nil {
@@ -1080,6 +1130,18 @@ func (l *Listener) staleFrame(c *conn, told chan struct{}, f protocol.JobFrame, 
 	if told == nil {
 		return protocol.CloseProtocolError, ev.Reason
 	}
+	return 0, ""
+}
+
+// droppedFrame reports a frame read from a connection after Drop cut it
+// off: it was on its way, and a worker that drops a connection reads
+// nothing more of it.
+func (l *Listener) droppedFrame(c *conn, f protocol.JobFrame, perr error, data []byte) (int, string) {
+	if perr == nil {
+		l.record(c.key, "in", f.Type, len(data), data)
+	}
+	l.discard(Event{Kind: Discarded, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now(), Frame: f, Size: len(data),
+		Reason: "it was read after normsim dropped the connection (drop-socket)"})
 	return 0, ""
 }
 

@@ -255,6 +255,65 @@ func TestNewerConnectionReplacesOlder(t *testing.T) {
 	}
 }
 
+// A job that reconnects the moment the worker dropped its socket makes a
+// new connection, not a replacement: the drop is reported as the end of
+// the old one, before the new one is, so what the drop broke (a handover's
+// move, say) stays broken. The old reader is held inside a frame's report
+// while the job reconnects, the moment a replacement used to be taken.
+func TestDroppedSocketIsNotReplacedByTheReconnect(t *testing.T) {
+	var mu sync.Mutex
+	var kinds []string
+	hold, held := make(chan struct{}), make(chan struct{})
+	l := jobsocket.New(jobsocket.Config{Node: "a", OnEvent: func(ev jobsocket.Event) {
+		mu.Lock()
+		kinds = append(kinds, fmt.Sprintf("%v %d", ev.Kind, ev.Code))
+		mu.Unlock()
+		if ev.Kind == jobsocket.Frame {
+			close(held)
+			<-hold
+		}
+	}})
+	if err := l.Open("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+	old := dial(t, l, "/instances/j/r")
+	old.Hello(token)
+	l.Expect("j", "r", protocol.TypeAbort)
+	old.Send(protocol.JobFrame{Type: protocol.TypeAbort, Reason: "held"})
+	<-held
+	l.Drop("j", "r")
+	if l.Connected("j", "r") {
+		t.Fatal("the dropped connection is still the instance's")
+	}
+	reconnected := make(chan struct{})
+	go func() {
+		defer close(reconnected)
+		newer := dial(t, l, "/instances/j/r")
+		newer.Hello(token)
+	}()
+	time.Sleep(100 * time.Millisecond) // the new hello waits for the old end
+	close(hold)
+	<-reconnected
+	// The Connected event follows the hello-ack the job has read.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		mu.Lock()
+		n := len(kinds)
+		mu.Unlock()
+		if n >= 4 {
+			break
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	got := strings.Join(kinds, ", ")
+	want := fmt.Sprintf("%v 0, %v 0, %v 1006, %v 0", jobsocket.Connected, jobsocket.Frame, jobsocket.Disconnected, jobsocket.Connected)
+	if got != want {
+		t.Fatalf("events %s; want %s (the drop reported before the reconnect, and no replacement)", got, want)
+	}
+}
+
 func TestExpectedFramesReachManagerAndOthersClose(t *testing.T) {
 	l, ev := MustListener(t, jobsocket.Config{})
 	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
