@@ -794,9 +794,8 @@ func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool, held 
 			// The target has its state: the handover waits for its
 			// target-ready. The phase moves here, in order with the
 			// target's frames, which this socket reads only after.
-			if r.mig.Phase == sim.PhasePlaceTarget && !r.ending {
-				r.mig.Phase = sim.PhaseTargetReady
-				moved = true
+			if next, ok := stepConnected(r.mig.Phase, r.ending, side, true); ok {
+				r.mig.Phase, moved = next, true
 			}
 		}
 	case sim.SocketDisconnected:
@@ -1674,27 +1673,17 @@ func (m *Manager) AbortMigration(ctx context.Context, id, why string) (*sim.Migr
 		if err != nil {
 			return nil, err
 		}
-		return nil, sim.Errorf(sim.EConflict, "migration %s already ended %s; there is nothing to abort", id, done.State)
+		return nil, sim.Errorf(sim.EConflict, "%s", stepUserAbort(id, abortAsk{ended: done.State}))
 	}
 	reason := "aborted by the user"
 	if why = strings.TrimSpace(why); why != "" {
 		reason += ": " + protocol.Truncate(why, 200)
 	}
 	r.mu.Lock()
-	switch {
-	case r.mig.State.Ended():
-		state := r.mig.State
+	refusal := stepUserAbort(id, abortAsk{ended: r.mig.State, strategy: r.mig.Strategy, ponr: r.ponr, aborting: r.userAbort, ending: r.ending})
+	if refusal != "" {
 		r.mu.Unlock()
-		return nil, sim.Errorf(sim.EConflict, "migration %s already ended %s; there is nothing to abort", id, state)
-	case r.ponr:
-		r.mu.Unlock()
-		return nil, sim.Errorf(sim.EConflict, "migration %s is past the point of no return (%s): nothing can roll back now; it ends on its own", id, noReturnWhy(r.mig.Strategy))
-	case r.userAbort != "":
-		r.mu.Unlock()
-		return nil, sim.Errorf(sim.EConflict, "migration %s is already being aborted (%s)", id, r.userAbort)
-	case r.ending:
-		r.mu.Unlock()
-		return nil, sim.Errorf(sim.EConflict, "migration %s is already ending; it cannot be aborted now", id)
+		return nil, sim.Errorf(sim.EConflict, "%s", refusal)
 	}
 	r.userAbort = reason
 	// A source-stopped-output that arrives from now on is late, not the
@@ -1705,17 +1694,6 @@ func (m *Manager) AbortMigration(ctx context.Context, id, why string) (*sim.Migr
 	r.mu.Unlock()
 	r.abortc <- reason
 	return r.snapshot(), nil
-}
-
-// noReturnWhy says what the point of no return of a strategy is.
-func noReturnWhy(st sim.Strategy) string {
-	switch st {
-	case sim.Overlap:
-		return "the target is running and the source is being stopped"
-	case sim.StopThenStart:
-		return "the source was stopped and the target is being started"
-	}
-	return "the source stopped its output and the target was told to apply"
 }
 
 type refused struct{ reason string }

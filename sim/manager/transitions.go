@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/normsim/normsim/protocol"
@@ -93,4 +94,52 @@ func stepFrame(phase sim.Phase, ending bool, side, typ string) frameStep {
 		}
 	}
 	return frameStep{}
+}
+
+// abortAsk is what a user's abort finds its migration in.
+type abortAsk struct {
+	ended    sim.MigrationState // its end state, "" while it runs
+	strategy sim.Strategy
+	ponr     bool   // past the point of no return
+	aborting string // why the user asked already, if they did
+	ending   bool   // bound to end by something else
+}
+
+// stepUserAbort decides a user's abort: "" takes it (the migration rolls
+// back and ends aborted), anything else is why it is refused (409).
+func stepUserAbort(id string, a abortAsk) string {
+	switch {
+	case a.ended.Ended():
+		return fmt.Sprintf("migration %s already ended %s; there is nothing to abort", id, a.ended)
+	case a.ponr:
+		return fmt.Sprintf("migration %s is past the point of no return (%s): nothing can roll back now; it ends on its own", id, noReturnWhy(a.strategy))
+	case a.aborting != "":
+		return fmt.Sprintf("migration %s is already being aborted (%s)", id, a.aborting)
+	case a.ending:
+		return fmt.Sprintf("migration %s is already ending; it cannot be aborted now", id)
+	}
+	return ""
+}
+
+// noReturnWhy says what the point of no return of a strategy is.
+func noReturnWhy(st sim.Strategy) string {
+	switch st {
+	case sim.Overlap:
+		return "the target is running and the source is being stopped"
+	case sim.StopThenStart:
+		return "the source was stopped and the target is being started"
+	}
+	return "the source stopped its output and the target was told to apply"
+}
+
+// stepConnected is the phase a migration in phase moves to as side's job
+// connects: a handover target, given its state with the hello-ack, is
+// then asked for target-ready. withState says the connection was handed
+// an initial state; ending, that the migration is bound to end. ok is
+// false when the connection moves nothing.
+func stepConnected(phase sim.Phase, ending bool, side string, withState bool) (next sim.Phase, ok bool) {
+	if side == sideTarget && withState && phase == sim.PhasePlaceTarget && !ending {
+		return sim.PhaseTargetReady, true
+	}
+	return phase, false
 }

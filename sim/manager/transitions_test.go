@@ -1,0 +1,55 @@
+package manager
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// TestAUserAbortIsDecidedByTheMigrationsState: the user's abort is taken
+// only while nothing else has decided the migration's end; each refusal
+// says what did. The first row that applies wins, in this order.
+func TestAUserAbortIsDecidedByTheMigrationsState(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		ask  abortAsk
+		want string // "" taken; else a part of the refusal
+	}{
+		{"running, before the point of no return", abortAsk{strategy: sim.Handover}, ""},
+		{"running overlap", abortAsk{strategy: sim.Overlap}, ""},
+		{"completed", abortAsk{ended: sim.MigrationCompleted, ponr: true}, "already ended completed; there is nothing to abort"},
+		{"failed, though bound to end", abortAsk{ended: sim.MigrationFailed, ending: true}, "already ended failed"},
+		{"handover past the point of no return", abortAsk{strategy: sim.Handover, ponr: true}, "past the point of no return (the source stopped its output and the target was told to apply)"},
+		{"overlap past it", abortAsk{strategy: sim.Overlap, ponr: true}, "(the target is running and the source is being stopped)"},
+		{"stopThenStart past it", abortAsk{strategy: sim.StopThenStart, ponr: true}, "(the source was stopped and the target is being started)"},
+		{"asked twice", abortAsk{strategy: sim.Handover, aborting: "aborted by the user: first", ending: true}, "already being aborted (aborted by the user: first)"},
+		{"a job's abort came first", abortAsk{strategy: sim.Handover, ending: true}, "already ending; it cannot be aborted now"},
+	} {
+		got := stepUserAbort("m1", tc.ask)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) || (got != "" && !strings.HasPrefix(got, "migration m1 ")) {
+			t.Errorf("%s: stepUserAbort = %q; want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestOnlyAHandoverTargetGivenItsStateMovesOnConnect: a target that
+// connects while its handover places it, with its initial state, is then
+// asked for target-ready; any other connection moves nothing.
+func TestOnlyAHandoverTargetGivenItsStateMovesOnConnect(t *testing.T) {
+	t.Parallel()
+	for _, phase := range append(sim.Phases(), sim.PhaseRequested) {
+		for _, side := range []string{sideSource, sideTarget} {
+			for _, withState := range []bool{false, true} {
+				for _, ending := range []bool{false, true} {
+					next, ok := stepConnected(phase, ending, side, withState)
+					want := side == sideTarget && withState && !ending && phase == sim.PhasePlaceTarget
+					if ok != want || (ok && next != sim.PhaseTargetReady) || (!ok && next != phase) {
+						t.Errorf("stepConnected(%s, ending %v, %s, state %v) = %s, %v; want a move to target-ready: %v", phase, ending, side, withState, next, ok, want)
+					}
+				}
+			}
+		}
+	}
+}
