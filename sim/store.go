@@ -249,6 +249,34 @@ type FrameLimits struct {
 	TotalBytes       int64
 }
 
+// InstanceOverflow says how many frames and bytes an instance that holds
+// frames and bytes must let go of, oldest first (Overflow); ok is false
+// while it is within its bound.
+func (l FrameLimits) InstanceOverflow(frames, bytes int64) (dropFrames, dropBytes int64, ok bool) {
+	return Overflow(frames, bytes, l.PerInstance, l.PerInstanceBytes)
+}
+
+// TotalOverflow is InstanceOverflow for all instances' frames together.
+func (l FrameLimits) TotalOverflow(frames, bytes int64) (dropFrames, dropBytes int64, ok bool) {
+	return Overflow(frames, bytes, l.Total, l.TotalBytes)
+}
+
+// TrimTo is the share of a bound that a store's trim leaves, so that a
+// chatty instance is trimmed once per tenth of its bound rather than on
+// every batch.
+const TrimTo = 0.9
+
+// Overflow says how much of n records of size bytes must go for them to
+// hold TrimTo of the bounds maxN and maxSize again, once they hold more
+// than either; ok is false while they are within both. A count that is
+// not over may come out at or below zero: nothing need go for it.
+func Overflow(n, size, maxN, maxSize int64) (dropN, dropSize int64, ok bool) {
+	if n <= maxN && size <= maxSize {
+		return 0, 0, false
+	}
+	return n - int64(float64(maxN)*TrimTo), size - int64(float64(maxSize)*TrimTo), true
+}
+
 // DefaultFrameLimits keep 2,000 frames or 4 MiB of frame text per
 // instance (a migration says about ten frames), and 100,000 or 64 MiB in
 // all.

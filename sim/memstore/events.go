@@ -164,13 +164,14 @@ func (s *Store) boundFrames(frs []sim.FrameRecord) {
 		chunk := added[:min(len(added), stateRows)]
 		added = added[len(chunk):]
 		for _, c := range s.addFrameState(chunk) {
-			if c.frames > lim.PerInstance || c.size > lim.PerInstanceBytes {
-				s.trimInstanceFrames(c.k, c.frames-int64(float64(lim.PerInstance)*trimTo), c.size-int64(float64(lim.PerInstanceBytes)*trimTo))
+			if n, size, ok := lim.InstanceOverflow(c.frames, c.size); ok {
+				s.trimInstanceFrames(c.k, n, size)
 			}
 		}
 	}
-	if t := s.addFrameState([]frameCount{all})[0]; t.frames > lim.Total || t.size > lim.TotalBytes {
-		s.trimOldestFrames(t.frames-int64(float64(lim.Total)*trimTo), t.size-int64(float64(lim.TotalBytes)*trimTo))
+	t := s.addFrameState([]frameCount{all})[0]
+	if n, size, ok := lim.TotalOverflow(t.frames, t.size); ok {
+		s.trimOldestFrames(n, size)
 	}
 }
 

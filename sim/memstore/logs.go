@@ -45,7 +45,7 @@ func (s *Store) newLogState(now int64) logState {
 }
 
 // AppendLogs stores lines in order, all or none, and trims each instance
-// that passed its bound back under trimTo of it, then the store past its
+// that passed its bound back under sim.TrimTo of it, then the store past its
 // total, oldest lines first. normsim's own notes (StreamNormsim) are kept
 // but not counted.
 func (s *Store) AppendLogs(ctx context.Context, lines []sim.LogLine) error {
@@ -76,8 +76,8 @@ func (s *Store) AppendLogs(ctx context.Context, lines []sim.LogLine) error {
 		st.updated = now
 		put(s, s.logState, inst, st)
 		if st.lines > s.logLimits.Lines || st.bytes > s.logLimits.Bytes {
-			wantLines := int64(float64(s.logLimits.Lines) * trimTo)
-			wantBytes := int64(float64(s.logLimits.Bytes) * trimTo)
+			wantLines := int64(float64(s.logLimits.Lines) * sim.TrimTo)
+			wantBytes := int64(float64(s.logLimits.Bytes) * sim.TrimTo)
 			kept, keptBytes := st.lines, st.bytes
 			s.trimLogs(inst, func(n, b int64) bool { return kept-n <= wantLines && keptBytes-b <= wantBytes })
 		}
@@ -87,7 +87,7 @@ func (s *Store) AppendLogs(ctx context.Context, lines []sim.LogLine) error {
 		total += st.bytes
 	}
 	if total > s.logLimits.TotalBytes {
-		over := total - int64(float64(s.logLimits.TotalBytes)*trimTo)
+		over := total - int64(float64(s.logLimits.TotalBytes)*sim.TrimTo)
 		s.trimLogs("", func(_, b int64) bool { return b >= over })
 	}
 	return nil

@@ -28,11 +28,6 @@ import (
 // in-memory store.
 const Path = ":memory:"
 
-// trimTo is the share of a bound a trim leaves, so that a chatty instance
-// is trimmed once per tenth of its bound rather than on every batch (as
-// sim/sqlite's).
-const trimTo = 0.9
-
 // Store is a sim.Store, sim.LogStore and sim.SeamCaptures in memory. It
 // is safe for concurrent use.
 type Store struct {

@@ -61,8 +61,8 @@ func (s *Store) boundFrames(ctx context.Context, tx *sql.Tx, frs []sim.FrameReco
 			return err
 		}
 		for _, c := range now {
-			if c.frames > lim.PerInstance || c.size > lim.PerInstanceBytes {
-				if err := trimInstanceFrames(ctx, tx, c.k, c.frames-int64(float64(lim.PerInstance)*trimTo), c.size-int64(float64(lim.PerInstanceBytes)*trimTo)); err != nil {
+			if n, size, ok := lim.InstanceOverflow(c.frames, c.size); ok {
+				if err := trimInstanceFrames(ctx, tx, c.k, n, size); err != nil {
 					return err
 				}
 			}
@@ -72,8 +72,8 @@ func (s *Store) boundFrames(ctx context.Context, tx *sql.Tx, frs []sim.FrameReco
 	if err != nil {
 		return err
 	}
-	if t := now[0]; t.frames > lim.Total || t.size > lim.TotalBytes {
-		return trimOldestFrames(ctx, tx, t.frames-int64(float64(lim.Total)*trimTo), t.size-int64(float64(lim.TotalBytes)*trimTo))
+	if n, size, ok := lim.TotalOverflow(now[0].frames, now[0].size); ok {
+		return trimOldestFrames(ctx, tx, n, size)
 	}
 	return nil
 }

@@ -21,10 +21,6 @@ var DefaultLogLimits = sim.DefaultLogLimits
 // logRows is how many lines one insert statement writes.
 const logRows = 64
 
-// trimTo is the share of a bound a trim leaves, so that a chatty instance
-// is trimmed once per tenth of its bound rather than on every batch.
-const trimTo = 0.9
-
 // SetLogLimits changes the bounds (before the store is used).
 func (s *Store) SetLogLimits(l LogLimits) {
 	if l.TotalBytes == 0 {
@@ -86,7 +82,7 @@ func (s *Store) AppendLogs(ctx context.Context, lines []sim.LogLine) error {
 }
 
 // trimTotal removes the oldest lines of any instance while all of them
-// together hold more than the total, down to trimTo of it, and counts them
+// together hold more than the total, down to sim.TrimTo of it, and counts them
 // as each instance's trimmed lines.
 func (s *Store) trimTotal(ctx context.Context, tx *sql.Tx) error {
 	var total int64
@@ -96,15 +92,15 @@ func (s *Store) trimTotal(ctx context.Context, tx *sql.Tx) error {
 	if total <= s.logLimits.TotalBytes {
 		return nil
 	}
-	over := total - int64(float64(s.logLimits.TotalBytes)*trimTo)
+	over := total - int64(float64(s.logLimits.TotalBytes)*sim.TrimTo)
 	return trimLogs(ctx, tx, "", func(_, b int64) bool { return b >= over })
 }
 
-// trim removes an instance's oldest lines until it holds trimTo of its
+// trim removes an instance's oldest lines until it holds sim.TrimTo of its
 // bounds, and counts them.
 func (s *Store) trim(ctx context.Context, tx *sql.Tx, inst string, kept, keptBytes int64) error {
-	wantLines := int64(float64(s.logLimits.Lines) * trimTo)
-	wantBytes := int64(float64(s.logLimits.Bytes) * trimTo)
+	wantLines := int64(float64(s.logLimits.Lines) * sim.TrimTo)
+	wantBytes := int64(float64(s.logLimits.Bytes) * sim.TrimTo)
 	return trimLogs(ctx, tx, inst, func(n, b int64) bool { return kept-n <= wantLines && keptBytes-b <= wantBytes })
 }
 
