@@ -175,7 +175,13 @@ func TestEveryFrameOverTheCapCloses4413(t *testing.T) {
 			}
 			for _, sz := range sizes {
 				t.Run(lib.name+"/"+phase+"/"+sz.name, func(t *testing.T) {
-					l, ev := MustListener(t, jobsocket.Config{})
+					// The cap is judged once 65,537 bytes are read. This test
+					// is about the cap, not the hello timeout (which
+					// TestSlowClientsRealHelloTimeout holds): on a machine
+					// busy with the whole suite, a 16 MiB hello's first
+					// 64 KiB once took longer than 5 s to arrive, and the
+					// timeout's 4401 came first.
+					l, ev := MustListener(t, jobsocket.Config{HelloTimeout: time.Minute})
 					l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
 					p := lib.dial(t, fmt.Sprintf("ws://127.0.0.1:%d/instances/j/r", l.Port()), sz.largestSent)
 					msg := padded(`{"type":"hello","token":"`+token+`","pad":"`, sz.size)
