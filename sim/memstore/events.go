@@ -111,11 +111,6 @@ type frameCount struct {
 	frames, size int64
 }
 
-// stateRows is how many instances sim/sqlite counts in one statement,
-// checking each against its bound after the statement: the order in which
-// instances are counted and trimmed is kept so.
-const stateRows = 128
-
 // SetFrameLimits changes the bounds (before the store is used).
 func (s *Store) SetFrameLimits(l sim.FrameLimits) {
 	if l.PerInstance <= 0 || l.PerInstanceBytes <= 0 || l.Total <= 0 || l.TotalBytes <= 0 {
@@ -152,40 +147,31 @@ func (s *Store) RecordFrames(ctx context.Context, frs []sim.FrameRecord) error {
 
 // boundFrames counts frames just stored and trims an instance past its
 // bound, then the store past its total, oldest first, counting what went.
+// Each instance's trim touches only its own frames, so counting and
+// trimming one instance at a time ends as sim/sqlite's statements of many
+// instances do.
 func (s *Store) boundFrames(frs []sim.FrameRecord) {
 	tallies, sum := sim.TallyFrames(frs)
-	added := make([]frameCount, len(tallies))
-	for i, c := range tallies {
-		added[i] = frameCount{k: frameKey{c.JobID, c.Role}, frames: c.Frames, size: c.Bytes}
-	}
-	all := frameCount{k: totalsKey, frames: sum.Frames, size: sum.Bytes}
 	lim := s.frameLimits
-	for len(added) > 0 {
-		chunk := added[:min(len(added), stateRows)]
-		added = added[len(chunk):]
-		for _, c := range s.addFrameState(chunk) {
-			if n, size, ok := lim.InstanceOverflow(c.frames, c.size); ok {
-				s.trimInstanceFrames(c.k, n, size)
-			}
+	for _, c := range tallies {
+		k := frameKey{c.JobID, c.Role}
+		if n, size, ok := lim.InstanceOverflow(s.countFrames(k, c.Frames, c.Bytes)); ok {
+			s.trimInstanceFrames(k, n, size)
 		}
 	}
-	t := s.addFrameState([]frameCount{all})[0]
-	if n, size, ok := lim.TotalOverflow(t.frames, t.size); ok {
+	if n, size, ok := lim.TotalOverflow(s.countFrames(totalsKey, sum.Frames, sum.Bytes)); ok {
 		s.trimOldestFrames(n, size)
 	}
 }
 
-// addFrameState adds counts to the state and returns what each holds now.
-func (s *Store) addFrameState(counts []frameCount) []frameCount {
-	out := make([]frameCount, 0, len(counts))
-	for _, c := range counts {
-		st := s.frameState[c.k]
-		st.frames += c.frames
-		st.bytes += c.size
-		put(s, s.frameState, c.k, st)
-		out = append(out, frameCount{k: c.k, frames: st.frames, size: st.bytes})
-	}
-	return out
+// countFrames adds frames and bytes to k's state and returns what it
+// holds now.
+func (s *Store) countFrames(k frameKey, frames, bytes int64) (int64, int64) {
+	st := s.frameState[k]
+	st.frames += frames
+	st.bytes += bytes
+	put(s, s.frameState, k, st)
+	return st.frames, st.bytes
 }
 
 // trimmedFrames counts what a trim let go of, by whose it was.
