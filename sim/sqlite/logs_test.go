@@ -9,6 +9,7 @@ import (
 
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/sqlite"
+	"github.com/normsim/normsim/sim/storetest"
 )
 
 func logLines(inst string, from, n int, at time.Time) []sim.LogLine {
@@ -19,74 +20,16 @@ func logLines(inst string, from, n int, at time.Time) []sim.LogLine {
 	return out
 }
 
-// TestLogsTrimCountAndSurviveReopen: an instance over its bound loses its
-// oldest lines, counted exactly; tail, since and after select; a reopened
-// store serves the same.
+// TestLogsTrimCountAndSurviveReopen: what the contract's log test writes
+// (lines trimmed past the bound, counted, overflows counted) is served the
+// same by a store file once it is closed and opened again.
 func TestLogsTrimCountAndSurviveReopen(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "s.db")
-	s, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.SetLogLimits(sqlite.LogLimits{Lines: 100, Bytes: 1 << 20, Instances: 10})
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for b := 0; b < 5; b++ {
-		if err := s.AppendLogs(ctx, logLines("i1", b*30, 30, at)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.AppendLogs(ctx, logLines("i2", 0, 3, at)); err != nil {
-		t.Fatal(err)
-	}
-	check := func(s *sqlite.Store) {
-		t.Helper()
-		p, err := s.ReadLogs(ctx, sim.LogQuery{Instance: "i1"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		kept := int64(len(p.Lines))
-		if !p.Known || kept > 100 || kept+p.Lost.Trimmed != 150 || p.Kept.Lines != kept {
-			t.Fatalf("kept %d (state %d) + trimmed %d, want 150 in all and at most 100 kept", kept, p.Kept.Lines, p.Lost.Trimmed)
-		}
-		if first := p.Lines[0]; first.Text != fmt.Sprintf("line %d", p.Lost.Trimmed) || first.Seq != p.Kept.FirstSeq {
-			t.Errorf("oldest kept %q (seq %d, first %d), want line %d", first.Text, first.Seq, p.Kept.FirstSeq, p.Lost.Trimmed)
-		}
-		tail, _ := s.ReadLogs(ctx, sim.LogQuery{Instance: "i1", Tail: 2})
-		if len(tail.Lines) != 2 || tail.Lines[0].Text != "line 148" || tail.Lines[1].Text != "line 149" {
-			t.Errorf("tail 2 = %+v", tail.Lines)
-		}
-		since, _ := s.ReadLogs(ctx, sim.LogQuery{Instance: "i1", Since: at.Add(147 * time.Millisecond), Until: at.Add(149 * time.Millisecond)})
-		if len(since.Lines) != 2 || since.Lines[0].Text != "line 147" {
-			t.Errorf("since/until = %+v", since.Lines)
-		}
-		after, _ := s.ReadLogs(ctx, sim.LogQuery{Instance: "i1", AfterSeq: tail.Lines[0].Seq})
-		if len(after.Lines) != 1 || after.Lines[0].Text != "line 149" {
-			t.Errorf("after = %+v", after.Lines)
-		}
-		other, _ := s.ReadLogs(ctx, sim.LogQuery{Instance: "i2"})
-		if len(other.Lines) != 3 || other.Lost.Trimmed != 0 {
-			t.Errorf("i2 = %+v", other)
-		}
-		none, _ := s.ReadLogs(ctx, sim.LogQuery{Instance: "never"})
-		if none.Known || len(none.Lines) != 0 {
-			t.Errorf("an unknown instance: %+v", none)
-		}
-	}
-	check(s)
-	if err := s.CountOverflow(ctx, "i1", 7); err != nil {
-		t.Fatal(err)
-	}
+	s := MustOpen(t, path)
+	storetest.WriteLogs(t, s)
+	storetest.CheckLogs(t, s)
 	s.Close()
-	s, err = sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	check(s)
-	if p, _ := s.ReadLogs(ctx, sim.LogQuery{Instance: "i1"}); p.Lost.Overflowed != 7 {
-		t.Errorf("overflowed %d after reopening, want 7", p.Lost.Overflowed)
-	}
+	storetest.CheckLogs(t, MustOpen(t, path))
 }
 
 // BenchmarkAppendLogs stores lines in the capture's batches of 2,000 into

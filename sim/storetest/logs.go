@@ -30,13 +30,31 @@ func logLines(inst string, from, n int, at time.Time) []sim.LogLine {
 }
 
 // testLogsTrimAndCount: an instance over its bound loses its oldest
-// lines, counted exactly; tail, since and after select (ported from
-// sim/sqlite's TestLogsTrimCountAndSurviveReopen, without the reopen).
+// lines, counted exactly; tail, since and after select; overflows add up.
 func testLogsTrimAndCount(t *testing.T, open Opener) {
 	ctx := context.Background()
 	s := open(t)
+	WriteLogs(t, s)
+	CheckLogs(t, s)
+	if err := s.CountOverflow(ctx, "i1", 2); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := s.ReadLogs(ctx, sim.LogQuery{Instance: "i1"}); p.Lost.Overflowed != 9 || p.Lost.Trimmed != 60 {
+		t.Errorf("overflowed %d, trimmed %d; want 9 and 60", p.Lost.Overflowed, p.Lost.Trimmed)
+	}
+}
+
+// logsAt is when the lines WriteLogs writes begin, a millisecond apart.
+var logsAt = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// WriteLogs writes 150 lines of instance i1 under a bound of 100 (so 60
+// are trimmed, in two trims), 3 of i2, and counts 7 lines of i1 that
+// overflowed, for CheckLogs to read back (sim/sqlite does after a reopen).
+func WriteLogs(t *testing.T, s Store) {
+	t.Helper()
+	ctx := context.Background()
 	s.SetLogLimits(sim.LogLimits{Lines: 100, Bytes: 1 << 20, Instances: 10})
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := logsAt
 	for b := 0; b < 5; b++ {
 		if err := s.AppendLogs(ctx, logLines("i1", b*30, 30, at)); err != nil {
 			t.Fatal(err)
@@ -45,6 +63,17 @@ func testLogsTrimAndCount(t *testing.T, open Opener) {
 	if err := s.AppendLogs(ctx, logLines("i2", 0, 3, at)); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.CountOverflow(ctx, "i1", 7); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CheckLogs fails t unless s serves what WriteLogs wrote: the lines
+// kept and how many went, and the selections of tail, since and after.
+func CheckLogs(t *testing.T, s sim.LogStore) {
+	t.Helper()
+	ctx := context.Background()
+	at := logsAt
 	p, err := s.ReadLogs(ctx, sim.LogQuery{Instance: "i1"})
 	if err != nil {
 		t.Fatal(err)
@@ -80,14 +109,8 @@ func testLogsTrimAndCount(t *testing.T, open Opener) {
 	if err != nil || none.Known || none.Lines == nil || len(none.Lines) != 0 || none.Matched != 0 || none.Kept != (sim.LogRetention{}) || none.Lost != (sim.LogLostCounts{}) {
 		t.Errorf("an unknown instance: %+v, %v", none, err)
 	}
-	if err := s.CountOverflow(ctx, "i1", 7); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CountOverflow(ctx, "i1", 2); err != nil {
-		t.Fatal(err)
-	}
-	if p, _ := s.ReadLogs(ctx, sim.LogQuery{Instance: "i1"}); p.Lost.Overflowed != 9 || p.Lost.Trimmed != 60 {
-		t.Errorf("overflowed %d, trimmed %d; want 9 and 60", p.Lost.Overflowed, p.Lost.Trimmed)
+	if p.Lost.Overflowed != 7 {
+		t.Errorf("overflowed %d, want 7", p.Lost.Overflowed)
 	}
 }
 
