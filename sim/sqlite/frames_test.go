@@ -10,16 +10,8 @@ import (
 
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/sqlite"
+	"github.com/normsim/normsim/sim/storetest"
 )
-
-func frameRecords(n int, at time.Time) []sim.FrameRecord {
-	frs := make([]sim.FrameRecord, n)
-	for i := range frs {
-		frs[i] = sim.FrameRecord{At: at.Add(time.Duration(i) * time.Microsecond), Node: "a", JobID: "job-1", Role: fmt.Sprintf("counter-%d", i%3),
-			Direction: "in", Type: "state", Size: 20 + i, Data: fmt.Sprintf(`{"type":"state","payload":%d}`, i)}
-	}
-	return frs
-}
 
 // BenchmarkRecordFrames writes frame records into a file store in the
 // recorder's batches of 256 (many rows per statement) and in batches of
@@ -46,7 +38,7 @@ func BenchmarkRecordFrames(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			batch := frameRecords(n, time.Now())
+			batch := storetest.FrameRecords(n, time.Now())
 			if spread {
 				// A busy sim's batch: every record another instance's.
 				for i := range batch {
@@ -141,30 +133,5 @@ func BenchmarkAppendEvents(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N*len(evs))/b.Elapsed().Seconds(), "events/s")
 		})
-	}
-}
-
-// TestListFramesTail: the last frames of one instance, oldest first.
-func TestListFramesTail(t *testing.T) {
-	ctx := context.Background()
-	s := MustOpen(t, filepath.Join(t.TempDir(), "s.db"))
-	if err := s.RecordFrames(ctx, frameRecords(30, time.Unix(1700000000, 0).UTC())); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.ListFrames(ctx, sim.FrameFilter{Role: "counter-1", Limit: 3, Tail: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sizes []int
-	for _, f := range got {
-		sizes = append(sizes, f.Size)
-	}
-	// counter-1 said frames 1, 4, …, 25, 28: sizes 21, 24, …, 45, 48.
-	if fmt.Sprint(sizes) != "[42 45 48]" {
-		t.Fatalf("tail of 3 = sizes %v, want [42 45 48]", sizes)
-	}
-	first, _ := s.ListFrames(ctx, sim.FrameFilter{Role: "counter-1", Limit: 2})
-	if len(first) != 2 || first[0].Size != 21 || first[1].Size != 24 {
-		t.Fatalf("first 2 = %+v", first)
 	}
 }

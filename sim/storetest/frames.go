@@ -38,7 +38,10 @@ func testFrameBytesAreUTF8Bytes(t *testing.T, open Opener) {
 	}
 }
 
-func frameRecords(n int, at time.Time) []sim.FrameRecord {
+// FrameRecords are n frame records of job-1, a microsecond apart from at,
+// of instances counter-0, counter-1 and counter-2 in turn; record i is
+// 20+i bytes (benchmarks in sim/sqlite write them too).
+func FrameRecords(n int, at time.Time) []sim.FrameRecord {
 	frs := make([]sim.FrameRecord, n)
 	for i := range frs {
 		frs[i] = sim.FrameRecord{At: at.Add(time.Duration(i) * time.Microsecond), Node: "a", JobID: "job-1", Role: fmt.Sprintf("counter-%d", i%3),
@@ -53,7 +56,7 @@ func testRecordFramesKeepsEveryRecordInOrder(t *testing.T, open Opener) {
 	ctx := context.Background()
 	s := open(t)
 	at := time.Unix(1700000000, 0).UTC()
-	want := frameRecords(70, at)
+	want := FrameRecords(70, at)
 	if err := s.RecordFrames(ctx, want); err != nil {
 		t.Fatal(err)
 	}
@@ -90,10 +93,10 @@ func testListFramesSelects(t *testing.T, open Opener) {
 	if frs, err := s.ListFrames(ctx, sim.FrameFilter{}); err != nil || frs != nil {
 		t.Fatalf("an empty store lists %#v, %v; want nil", frs, err)
 	}
-	if err := s.RecordFrames(ctx, frameRecords(30, time.Unix(1700000000, 0).UTC())); err != nil {
+	if err := s.RecordFrames(ctx, FrameRecords(30, time.Unix(1700000000, 0).UTC())); err != nil {
 		t.Fatal(err)
 	}
-	other := frameRecords(4, time.Unix(1700000001, 0).UTC())
+	other := FrameRecords(4, time.Unix(1700000001, 0).UTC())
 	for i := range other {
 		other[i].JobID, other[i].Size = "job-2", 100+i
 	}
