@@ -42,6 +42,11 @@ type JobSocket interface {
 	// Drop ends the job's connection without a close frame, as a network
 	// that went away would.
 	Drop(jobID, role string)
+	// Dropped reports whether Drop cut off the instance's connection conn
+	// (SocketEvent.Conn): a frame read from it just before the drop is
+	// handled after it, and a worker that dropped a connection takes
+	// nothing more from it.
+	Dropped(jobID, role string, conn uint64) bool
 	// SendRaw writes data as one frame of type typ.
 	SendRaw(ctx context.Context, jobID, role, typ string, data []byte) error
 }
@@ -99,7 +104,10 @@ type SocketEvent struct {
 	Node  string
 	JobID string
 	Role  string
-	At    time.Time
+	// Conn numbers the connection a SocketFrame came on, one number per
+	// connection the socket accepted (0 where unknown).
+	Conn uint64
+	At   time.Time
 	// Frame and Size are set for SocketFrame events.
 	Frame protocol.JobFrame
 	Size  int

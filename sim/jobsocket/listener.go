@@ -107,6 +107,8 @@ type Listener struct {
 	// discarded counts frames read and not passed on, without a close
 	// for them (Event Discarded).
 	discarded atomic.Int64
+	// serials numbers the connections accepted (Event.Conn).
+	serials atomic.Uint64
 	// plain bounds the connections that have not upgraded.
 	plain *plainConns
 
@@ -137,6 +139,9 @@ type instance struct {
 	// dropped is the connection Drop cut off, until its end is reported:
 	// the job's next connection waits for that (awaitDropped).
 	dropped *conn
+	// droppedSerial is the number of the connection Drop cut off last,
+	// kept after its end is reported (Dropped).
+	droppedSerial uint64
 	// spent holds answers read on a replaced connection and passed on:
 	// the current connection may say each once more (a job that
 	// reconnected may repeat itself), and that copy is discarded instead
@@ -426,6 +431,7 @@ func (l *Listener) Drop(jobID, role string) {
 	var c *conn
 	if in, ok := l.instances[key{jobID, role}]; ok && in.cur != nil {
 		c, in.cur, in.dropped = in.cur, nil, in.cur
+		in.droppedSerial = c.serial
 		c.gone = make(chan struct{})
 	}
 	l.mu.Unlock()
@@ -436,6 +442,16 @@ func (l *Listener) Drop(jobID, role string) {
 		})
 		c.abort()
 	}
+}
+
+// Dropped reports whether conn (Event.Conn) is the instance's connection
+// Drop cut off last. A frame read from it just before the drop reaches the
+// manager after it; the manager asks, and ignores the frame.
+func (l *Listener) Dropped(jobID, role string, conn uint64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	in, ok := l.instances[key{jobID, role}]
+	return ok && conn != 0 && in.droppedSerial == conn
 }
 
 // SendRaw writes data as one text frame, as is: a frame the caller has
@@ -462,6 +478,7 @@ type conn struct {
 	// and Close bound it.
 	raw     net.Conn
 	key     key
+	serial  uint64 // Event.Conn
 	writeMu sync.Mutex
 	// helloDone takes the connection off the count of those waiting to
 	// say hello (MaxPending); it may be called more than once.
@@ -691,7 +708,7 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// library's 1009; one byte over the cap is enough to know.
 	ws.SetReadLimit(protocol.MaxFrameBytes + 1)
 	jobID, role, ok := protocol.ParsePath(r.RequestURI)
-	c := &conn{l: l, ws: ws, raw: hw.conn, key: key{jobID, role}, closeDone: make(chan struct{}), helloDone: helloDone}
+	c := &conn{l: l, ws: ws, raw: hw.conn, key: key{jobID, role}, serial: l.serials.Add(1), closeDone: make(chan struct{}), helloDone: helloDone}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -1061,7 +1078,7 @@ func (l *Listener) serveFrame(c *conn, data []byte) (int, string) {
 		c.close(protocol.CloseProtocolError, reason)
 		return protocol.CloseProtocolError, reason
 	}
-	ev := Event{Kind: Frame, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now(), Frame: f, Size: len(data), Late: late || owed}
+	ev := Event{Kind: Frame, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, Conn: c.serial, At: l.cfg.Now(), Frame: f, Size: len(data), Late: late || owed}
 	if owed {
 		ev.Reason = "it answers an ask that reached the job after its migration ended"
 	}
@@ -1110,7 +1127,7 @@ func (l *Listener) staleFrame(c *conn, told chan struct{}, f protocol.JobFrame, 
 	if perr == nil {
 		l.record(c.key, "in", f.Type, len(data), data)
 	}
-	ev := Event{Kind: Frame, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now(), Frame: f, Size: len(data), Replaced: told != nil}
+	ev := Event{Kind: Frame, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, Conn: c.serial, At: l.cfg.Now(), Frame: f, Size: len(data), Replaced: told != nil}
 	if use {
 		l.cfg.OnEvent(ev)
 		return 0, ""

@@ -263,12 +263,14 @@ func TestNewerConnectionReplacesOlder(t *testing.T) {
 func TestDroppedSocketIsNotReplacedByTheReconnect(t *testing.T) {
 	var mu sync.Mutex
 	var kinds []string
+	var frameConn uint64
 	hold, held := make(chan struct{}), make(chan struct{})
 	l := jobsocket.New(jobsocket.Config{Node: "a", OnEvent: func(ev jobsocket.Event) {
 		mu.Lock()
 		kinds = append(kinds, fmt.Sprintf("%v %d", ev.Kind, ev.Code))
 		mu.Unlock()
 		if ev.Kind == jobsocket.Frame {
+			frameConn = ev.Conn
 			close(held)
 			<-hold
 		}
@@ -283,9 +285,17 @@ func TestDroppedSocketIsNotReplacedByTheReconnect(t *testing.T) {
 	l.Expect("j", "r", protocol.TypeAbort)
 	old.Send(protocol.JobFrame{Type: protocol.TypeAbort, Reason: "held"})
 	<-held
+	if frameConn == 0 || l.Dropped("j", "r", frameConn) {
+		t.Fatalf("before the drop: the frame's connection is %d, dropped %v", frameConn, l.Dropped("j", "r", frameConn))
+	}
 	l.Drop("j", "r")
 	if l.Connected("j", "r") {
 		t.Fatal("the dropped connection is still the instance's")
+	}
+	// The frame read before the drop and handed on after it: the
+	// manager asks, and discards it.
+	if !l.Dropped("j", "r", frameConn) || l.Dropped("j", "r", frameConn+1) {
+		t.Fatal("Dropped does not name the connection the drop cut off, and only it")
 	}
 	reconnected := make(chan struct{})
 	go func() {

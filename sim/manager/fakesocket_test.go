@@ -30,7 +30,11 @@ type fakeSocket struct {
 	// registered gets each instance registered, as the manager places it.
 	registered chan sim.SocketRegistration
 	dropped    map[fakeKey]int // drops and disconnects the manager made
-	arms       map[fakeKey][]string
+	// serials numbers the connections (SocketEvent.Conn); cutConn is, per
+	// instance, the one Drop cut off last.
+	serials uint64
+	cutConn map[fakeKey]uint64
+	arms    map[fakeKey][]string
 	// writing, when set, is called as each frame is written, before it
 	// lands: a test blocks in it to play a job that does not read.
 	writing func(typ string)
@@ -43,13 +47,14 @@ type fakeKey struct{ job, role string }
 
 // fakeConn is one job's connection: its inbox and whether it is open.
 type fakeConn struct {
-	inbox chan protocol.WorkerFrame
-	open  bool
+	inbox  chan protocol.WorkerFrame
+	open   bool
+	serial uint64
 }
 
 func newFakeSocket(t *testing.T, node string) *fakeSocket {
 	return &fakeSocket{t: t, node: node, regs: map[fakeKey]sim.SocketRegistration{}, conns: map[fakeKey]*fakeConn{},
-		registered: make(chan sim.SocketRegistration, 16), dropped: map[fakeKey]int{}}
+		registered: make(chan sim.SocketRegistration, 16), dropped: map[fakeKey]int{}, cutConn: map[fakeKey]uint64{}}
 }
 
 var _ sim.JobSocket = (*fakeSocket)(nil)
@@ -115,6 +120,11 @@ func (f *fakeSocket) Disconnect(jobID, role string, code int, reason string) {
 }
 
 func (f *fakeSocket) Drop(jobID, role string) {
+	f.mu.Lock()
+	if c := f.conns[fakeKey{jobID, role}]; c != nil && c.open {
+		f.cutConn[fakeKey{jobID, role}] = c.serial
+	}
+	f.mu.Unlock()
 	f.close(jobID, role, sim.SocketEvent{Code: 1006, Reason: "connection dropped", ClosedBy: sim.ClosedByWorker})
 }
 
@@ -134,6 +144,12 @@ func (f *fakeSocket) close(jobID, role string, ev sim.SocketEvent) {
 		ev.Kind, ev.Node, ev.JobID, ev.Role, ev.At = sim.SocketDisconnected, f.node, jobID, role, time.Now()
 		go f.mgr.OnSocketEvent(ev)
 	}
+}
+
+func (f *fakeSocket) Dropped(jobID, role string, conn uint64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return conn != 0 && f.cutConn[fakeKey{jobID, role}] == conn
 }
 
 func (f *fakeSocket) Connected(jobID, role string) bool {
@@ -197,7 +213,8 @@ func (f *fakeSocket) tryConnect(jobID, role string) (_ *job, ok bool) {
 		f.mu.Unlock()
 		return nil, false
 	}
-	c := &fakeConn{inbox: make(chan protocol.WorkerFrame, 64), open: true}
+	f.serials++
+	c := &fakeConn{inbox: make(chan protocol.WorkerFrame, 64), open: true, serial: f.serials}
 	f.conns[k] = c
 	if reg.InitialState != nil {
 		c.inbox <- *reg.InitialState
@@ -207,7 +224,9 @@ func (f *fakeSocket) tryConnect(jobID, role string) (_ *job, ok bool) {
 	return &job{f: f, id: jobID, role: role}, true
 }
 
-// send is a frame from the job.
+// send is a frame from the job, on its latest connection. Sent after
+// the worker dropped that connection, it plays a frame the listener read
+// just before the drop and handed on after it.
 func (j *job) send(fr protocol.JobFrame) {
 	j.f.t.Helper()
 	j.wake() // a paused job sends nothing
@@ -215,7 +234,13 @@ func (j *job) send(fr protocol.JobFrame) {
 	if err != nil {
 		j.f.t.Fatal(err)
 	}
-	j.f.mgr.OnSocketEvent(sim.SocketEvent{Kind: sim.SocketFrame, Node: j.f.node, JobID: j.id, Role: j.role, At: time.Now(), Frame: fr, Size: len(b)})
+	j.f.mu.Lock()
+	var serial uint64
+	if c := j.f.conns[fakeKey{j.id, j.role}]; c != nil {
+		serial = c.serial
+	}
+	j.f.mu.Unlock()
+	j.f.mgr.OnSocketEvent(sim.SocketEvent{Kind: sim.SocketFrame, Node: j.f.node, JobID: j.id, Role: j.role, Conn: serial, At: time.Now(), Frame: fr, Size: len(b)})
 }
 
 // close is the job closing its connection (or its process ending, with

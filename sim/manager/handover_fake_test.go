@@ -520,3 +520,34 @@ func TestAHandoverArmsWhatEachSideMayAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestAnAnswerReadAsTheSocketDroppedIsNotTaken: the listener read the
+// source's answer to cutover-ready just before a drop-socket fault armed on
+// target-ready cut its connection, and handed it on after. The answer is
+// discarded, so the move rolls back as it must when the source's socket is
+// gone before it answered; taken, it would have passed the point of no
+// return over a connection the worker had dropped (conform's 5.7 graded
+// such runs pass for a job whose bug the rollback shows).
+func TestAnAnswerReadAsTheSocketDroppedIsNotTaken(t *testing.T) {
+	s := newFakeSim(t)
+	mig, err := s.mgr.Migrate(context.Background(), s.in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Handover),
+		Faults: []sim.Fault{{Kind: "drop-socket", Side: "source", On: protocol.TypeTargetReady}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgt := toTargetReady(t, s, mig.ID)
+	stopSource(t, s, 7) // on the connection the fault has dropped
+	m := s.await(t, mig.ID)
+	if m.State != sim.MigrationAborted || !strings.Contains(m.Reason, "1006") {
+		t.Errorf("ended %s in %s (%s), want aborted for the dropped socket", m.State, m.Phase, m.Reason)
+	}
+	tgt.expect(protocol.TypeAbort) // never a cutover-apply
+	const discarded = "source-stopped-output from the source: read as normsim dropped the connection (drop-socket); discarded"
+	if !slices.ContainsFunc(m.Events, func(ev sim.MigrationEvent) bool { return strings.Contains(ev.Detail, discarded) }) {
+		var lines []string
+		for _, ev := range m.Events {
+			lines = append(lines, ev.Side+": "+ev.Detail)
+		}
+		t.Errorf("the timeline does not say the answer was discarded:\n%s", strings.Join(lines, "\n"))
+	}
+}

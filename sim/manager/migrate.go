@@ -594,12 +594,35 @@ func (r *run) onSocket(ev sim.SocketEvent) {
 	}
 	w := &inbound{r: r, ev: ev, side: side}
 	r.mu.Lock()
+	if r.cutOffLocked(ev, side) {
+		r.mu.Unlock()
+		return
+	}
 	r.passLocked(passage{typ: ev.Frame.Type, dir: dirIn, side: side}, w)
 	r.mu.Unlock()
 	for _, then := range w.then {
 		then()
 	}
 	r.flushWrites()
+}
+
+// cutOffLocked discards a frame the listener read from a connection just
+// before a drop-socket fault cut it off, and handed on after: a worker
+// takes nothing more from a connection it dropped. A fault armed on a frame
+// strikes as that frame is written (flushWrites), so the job's answer to it
+// always ends here, whichever goroutine ran first.
+func (r *run) cutOffLocked(ev sim.SocketEvent, side string) bool {
+	node := r.srcNode
+	if side == sideTarget {
+		node = r.tgtNode
+	}
+	if node == nil || node.Socket == nil || !node.Socket.Dropped(ev.JobID, ev.Role, ev.Conn) {
+		return false
+	}
+	f := ev.Frame
+	r.recordLocked(r.mig.Phase, side, fmt.Sprintf("%s from the %s: read as normsim dropped the connection (drop-socket); discarded", eventDetail(ev), side),
+		frameInfo(dirIn, f.Type, ev.Size, payloadOf(f)))
+	return true
 }
 
 // inbound carries a frame a job sent past the faults: it goes on the
