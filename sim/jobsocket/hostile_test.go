@@ -105,7 +105,7 @@ func hostileAttacks() []attack {
 // runAttack dials, plays the attack and reads until the listener closes
 // the socket, returning the close code it got.
 func runAttack(ctx context.Context, port int, a attack, i int) (websocket.StatusCode, string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	j, err := jobplay.Connect(ctx, fmt.Sprintf("ws://127.0.0.1:%d%s", port, a.path(i)), nil)
 	if err != nil {
@@ -165,8 +165,8 @@ func stacks() string {
 }
 
 // TestHostileConnections throws 10,000 hostile connections at one node —
-// garbage, binary and oversize frames, silence (the hello timeout is cut to
-// 3 s here; TestSlowClientsRealHelloTimeout uses the contract's 5 s),
+// garbage, binary and oversize frames, silence (the hello timeout is 10 s
+// here; TestSlowClientsRealHelloTimeout uses the contract's 5 s),
 // wrong tokens, another instance's token, paths that name nothing, and
 // floods after a valid hello — while a legitimate job stays connected and
 // keeps receiving frames. Every attacker gets the contract's close code,
@@ -178,15 +178,18 @@ func TestHostileConnections(t *testing.T) {
 	}
 	total := 10000
 	var frames atomic.Int64
-	// Long enough that a loaded machine (the race detector, 64 busy
-	// attackers, other test packages, two cores) gets every prompt first
-	// frame in, a 64 KiB one included (1 s was not, once: 4 oversize frames
-	// of 1,000 closed 4401), short enough to keep the test quick.
-	const helloTimeout = 3 * time.Second
+	// The test is about close codes, not speed: the hello timeout and the
+	// close handshake's bound are long enough that a loaded machine (the
+	// race detector, 64 busy attackers, the rest of the suite, two cores)
+	// gets every prompt first frame in and every close frame out. 1 s, then
+	// 3 s, were not, in CI: oversize frames closed 4401, and a few sockets
+	// ended without a close frame once the 5 s handshake bound ran out.
+	// The silent attackers wait it out 500 at a time, 20 s in all.
+	const helloTimeout = 10 * time.Second
 	// Every silent attacker must get its 4401, so the bound on
 	// connections waiting to say hello (TestSilentFloodFromOneHost...) is
 	// raised past the 500 that wait at once here.
-	l := jobsocket.New(jobsocket.Config{Node: "a", HelloTimeout: helloTimeout, MaxPending: 4096, MaxPendingPerHost: 4096, OnEvent: func(ev jobsocket.Event) {
+	l := jobsocket.New(jobsocket.Config{Node: "a", HelloTimeout: helloTimeout, CloseTimeout: 30 * time.Second, MaxPending: 4096, MaxPendingPerHost: 4096, OnEvent: func(ev jobsocket.Event) {
 		if ev.Kind == jobsocket.Frame {
 			frames.Add(1)
 		}
