@@ -40,8 +40,9 @@ type JobSocket interface {
 	// Connected reports whether the job is connected now.
 	Connected(jobID, role string) bool
 	// Drop ends the job's connection without a close frame, as a network
-	// that went away would.
-	Drop(jobID, role string)
+	// that went away would, and reports whether the job had one (its
+	// newest: one whose hello is being heard counts, SocketHello).
+	Drop(jobID, role string) bool
 	// Dropped reports whether Drop cut off the instance's connection conn
 	// (SocketEvent.Conn): a frame read from it just before the drop is
 	// handled after it, and a worker that dropped a connection takes
@@ -80,6 +81,14 @@ const (
 	// without closing the connection for it (Reason says why). Frame is
 	// set when the frame parsed.
 	SocketDiscarded
+	// SocketHello: the job said a valid hello, and hello-ack (and a
+	// migration target's initial-state) is not written yet. It is
+	// reported synchronously, before SocketReplaced and SocketConnected,
+	// so a fault armed on the hello strikes before the job can read its
+	// answer. The connection is not the instance's yet (Connected may be
+	// false); the handler may signal the job or Drop it, and a dropped
+	// connection gets no answer and no SocketConnected.
+	SocketHello
 )
 
 func (k SocketEventKind) String() string {
@@ -94,6 +103,8 @@ func (k SocketEventKind) String() string {
 		return "replaced"
 	case SocketDiscarded:
 		return "discarded"
+	case SocketHello:
+		return "hello"
 	}
 	return "unknown"
 }

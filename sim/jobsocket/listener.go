@@ -44,6 +44,7 @@ const (
 	Frame          = sim.SocketFrame
 	Replaced       = sim.SocketReplaced
 	Discarded      = sim.SocketDiscarded
+	Hello          = sim.SocketHello
 	ClosedByJob    = sim.ClosedByJob
 	ClosedByWorker = sim.ClosedByWorker
 	ConnectionLost = sim.ConnectionLost
@@ -136,6 +137,9 @@ type instance struct {
 	// owed are the answers to asks of ended migrations that reached the
 	// job late (Owe), each the types one ask may be answered with.
 	owed [][]string
+	// hello is the connection whose hello the manager is hearing
+	// (sim.SocketHello), before it becomes cur: Drop cuts it off first.
+	hello *conn
 	// dropped is the connection Drop cut off, until its end is reported:
 	// the job's next connection waits for that (awaitDropped).
 	dropped *conn
@@ -426,22 +430,35 @@ func (l *Listener) Disconnect(jobID, role string, code int, reason string) {
 // the drop broke stays broken (a real worker that lost a job's socket does
 // not go on with whatever connects next). Its end is reported before that
 // new connection is (awaitDropped).
-func (l *Listener) Drop(jobID, role string) {
+//
+// A connection whose hello the manager is hearing (sim.SocketHello) is
+// the job's newest, and the one cut off. Drop reports whether there was a
+// connection to cut.
+func (l *Listener) Drop(jobID, role string) bool {
 	l.mu.Lock()
 	var c *conn
-	if in, ok := l.instances[key{jobID, role}]; ok && in.cur != nil {
-		c, in.cur, in.dropped = in.cur, nil, in.cur
-		in.droppedSerial = c.serial
-		c.gone = make(chan struct{})
+	if in, ok := l.instances[key{jobID, role}]; ok {
+		switch {
+		case in.hello != nil:
+			c, in.hello = in.hello, nil
+		case in.cur != nil:
+			c, in.cur = in.cur, nil
+		}
+		if c != nil {
+			in.dropped, in.droppedSerial = c, c.serial
+			c.gone = make(chan struct{})
+		}
 	}
 	l.mu.Unlock()
-	if c != nil {
-		c.once.Do(func() {
-			c.setClose(int(websocket.StatusAbnormalClosure), "connection dropped")
-			close(c.closeDone)
-		})
-		c.abort()
+	if c == nil {
+		return false
 	}
+	c.once.Do(func() {
+		c.setClose(int(websocket.StatusAbnormalClosure), "connection dropped")
+		close(c.closeDone)
+	})
+	c.abort()
+	return true
 }
 
 // Dropped reports whether conn (Event.Conn) is the instance's connection
@@ -835,7 +852,7 @@ func (l *Listener) hello(ctx context.Context, c *conn) bool {
 	l.record(c.key, "in", f.Type, len(data), redactedHello)
 	l.awaitRegistered(helloBy)
 	l.awaitDropped(c.key)
-	ok, old := l.authenticate(c, f.Token)
+	ok, old, dropped := l.authenticate(c, f.Token)
 	if !ok {
 		c.close(protocol.CloseUnauthorized, "wrong token or unknown instance")
 		return false
@@ -844,6 +861,12 @@ func (l *Listener) hello(ctx context.Context, c *conn) bool {
 		l.cfg.OnEvent(Event{Kind: Replaced, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now(),
 			Code: protocol.CloseReplaced, Reason: reasonReplaced, ClosedBy: ClosedByWorker})
 		close(old.told)
+	}
+	if dropped {
+		// A fault armed on the hello dropped the connection before its
+		// answer: its end is reported, as any dropped connection's.
+		l.disconnected(c, int(websocket.StatusAbnormalClosure), "connection dropped")
+		return false
 	}
 	l.cfg.OnEvent(Event{Kind: Connected, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now()})
 	return true
@@ -944,14 +967,36 @@ func (l *Listener) awaitRegistered(by time.Time) {
 // reports the replacement and then closes its told). hello-ack (and the
 // initial state of a migration target) is written before anything else
 // can be.
-func (l *Listener) authenticate(c *conn, token string) (bool, *conn) {
+//
+// Between the two, with no lock held, the manager hears the hello
+// (sim.SocketHello) and strikes what a fault arms on it, before the job
+// can read its answer. Dropped there, c never becomes the instance's
+// connection (dropped).
+func (l *Listener) authenticate(c *conn, token string) (ok bool, old *conn, dropped bool) {
 	l.mu.Lock()
 	in, ok := l.instances[c.key]
 	if !ok || subtle.ConstantTimeCompare([]byte(in.reg.Token), []byte(token)) != 1 || token == "" {
 		l.mu.Unlock()
-		return false, nil
+		return false, nil, false
 	}
-	old := in.cur
+	in.hello = c
+	l.mu.Unlock()
+	l.cfg.OnEvent(Event{Kind: Hello, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, Conn: c.serial, At: l.cfg.Now()})
+
+	l.mu.Lock()
+	in, ok = l.instances[c.key]
+	if ok && in.hello == c {
+		in.hello = nil
+	}
+	if c.gone != nil {
+		l.mu.Unlock()
+		return true, nil, true
+	}
+	if !ok {
+		l.mu.Unlock()
+		return false, nil, false // unregistered meanwhile
+	}
+	old = in.cur
 	in.cur = c
 	if old != nil {
 		old.told = make(chan struct{})
@@ -972,7 +1017,7 @@ func (l *Listener) authenticate(c *conn, token string) (bool, *conn) {
 	ack := protocol.WorkerFrame{Type: protocol.TypeHelloAck, Migration: reg.Migration}
 	data, _ := ack.Marshal()
 	if err := c.writeLocked(context.Background(), ack.Type, data); err != nil {
-		return true, old
+		return true, old, false
 	}
 	if reg.InitialState != nil {
 		data, err := reg.InitialState.Marshal()
@@ -980,7 +1025,7 @@ func (l *Listener) authenticate(c *conn, token string) (bool, *conn) {
 			c.writeLocked(context.Background(), reg.InitialState.Type, data)
 		}
 	}
-	return true, old
+	return true, old, false
 }
 
 // serveFrames reads frames until the socket closes, and returns its close

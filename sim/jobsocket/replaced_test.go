@@ -37,6 +37,9 @@ func TestFramesOfAReplacedConnection(t *testing.T) {
 
 	newer := dial(t, l, "/instances/j/r")
 	newer.Hello(token)
+	if got := ev.next(t); got.Kind != jobsocket.Hello {
+		t.Fatalf("got %+v, want the newer connection's hello", got)
+	}
 	if got := ev.next(t); got.Kind != jobsocket.Replaced || got.Code != protocol.CloseReplaced || got.ClosedBy != jobsocket.ClosedByWorker {
 		t.Fatalf("got %+v, want the replacement (4409, by the worker)", got)
 	}

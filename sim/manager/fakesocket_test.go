@@ -119,13 +119,16 @@ func (f *fakeSocket) Disconnect(jobID, role string, code int, reason string) {
 	f.close(jobID, role, sim.SocketEvent{Code: code, Reason: reason, ClosedBy: sim.ClosedByWorker})
 }
 
-func (f *fakeSocket) Drop(jobID, role string) {
+func (f *fakeSocket) Drop(jobID, role string) bool {
 	f.mu.Lock()
-	if c := f.conns[fakeKey{jobID, role}]; c != nil && c.open {
+	c := f.conns[fakeKey{jobID, role}]
+	open := c != nil && c.open
+	if open {
 		f.cutConn[fakeKey{jobID, role}] = c.serial
 	}
 	f.mu.Unlock()
 	f.close(jobID, role, sim.SocketEvent{Code: 1006, Reason: "connection dropped", ClosedBy: sim.ClosedByWorker})
+	return open
 }
 
 // close ends a job's open connection and reports it, as the listener does
@@ -190,9 +193,9 @@ type job struct {
 	id, role string
 }
 
-// connect opens the instance's connection: like the listener, it hands
-// the job its initial state (a migration target's) before it tells the
-// manager the job is connected.
+// connect opens the instance's connection: like the listener, it tells
+// the manager of the hello, then hands the job its initial state (a
+// migration target's) before it tells the manager the job is connected.
 func (f *fakeSocket) connect(jobID, role string) *job {
 	f.t.Helper()
 	j, ok := f.tryConnect(jobID, role)
@@ -216,6 +219,15 @@ func (f *fakeSocket) tryConnect(jobID, role string) (_ *job, ok bool) {
 	f.serials++
 	c := &fakeConn{inbox: make(chan protocol.WorkerFrame, 64), open: true, serial: f.serials}
 	f.conns[k] = c
+	f.mu.Unlock()
+	// The hello is heard before its answer is written; a fault armed on
+	// it may drop the connection, which then gets no answer.
+	f.mgr.OnSocketEvent(sim.SocketEvent{Kind: sim.SocketHello, Node: f.node, JobID: jobID, Role: role, Conn: c.serial, At: time.Now()})
+	f.mu.Lock()
+	if !c.open {
+		f.mu.Unlock()
+		return &job{f: f, id: jobID, role: role}, true
+	}
 	if reg.InitialState != nil {
 		c.inbox <- *reg.InitialState
 	}

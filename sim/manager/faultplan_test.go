@@ -40,10 +40,11 @@ type fakeSocket struct {
 	calls []string
 }
 
-func (s *fakeSocket) Drop(jobID, role string) { s.calls = append(s.calls, "drop "+jobID+"/"+role) }
-
-// Connected: every job here is connected, so a drop-socket lands.
-func (s *fakeSocket) Connected(string, string) bool { return true }
+// Drop: every job here is connected, so a drop-socket lands.
+func (s *fakeSocket) Drop(jobID, role string) bool {
+	s.calls = append(s.calls, "drop "+jobID+"/"+role)
+	return true
+}
 
 // fakeSignaler is the target's runtime: it records the signals it is
 // asked to send, and fails them with err.

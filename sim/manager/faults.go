@@ -222,7 +222,28 @@ func (r *run) fireOnLocked(typ string) { r.fireLocked(armedOn(r.faults, r.fired,
 
 // fireLocked fires faults armed on the passage of a frame type that do not
 // lose it: those striking a job (actLocked), and worker-abort.
-func (r *run) fireLocked(idx []int, typ string) {
+func (r *run) fireLocked(idx []int, typ string) { r.fireEachLocked(idx, typ, false) }
+
+// fireAtHelloLocked fires the faults armed on the frames a connection
+// begins with (hello, hello-ack, a target's initial-state) as the listener
+// has read the hello and before it writes the answer (sim.SocketHello).
+// One that strikes a job lands there and then, so the job never reads
+// hello-ack first: queued behind frames, as fireLocked does, it landed
+// only after a quick job might have answered. The listener holds the
+// job's socket meanwhile; nothing is written to it here.
+func (r *run) fireAtHelloLocked(side string) {
+	types := []string{protocol.TypeHello, protocol.TypeHelloAck}
+	if side == sideTarget && r.initialState != nil {
+		types = append(types, protocol.TypeInitialState)
+	}
+	for _, typ := range types {
+		r.fireEachLocked(armedOn(r.faults, r.fired, typ), typ, true)
+	}
+}
+
+// fireEachLocked is fireLocked; with now, a fault striking a job lands at
+// once instead of in line with the frames queued to be written.
+func (r *run) fireEachLocked(idx []int, typ string, now bool) {
 	for _, i := range idx {
 		f := r.faults[i]
 		r.fired[i] = true
@@ -242,10 +263,13 @@ func (r *run) fireLocked(idx []int, typ string) {
 		// with the frames, after those decided before it were written
 		// (flushWrites).
 		role, node, ok := r.faultSideLocked(f)
-		if !ok {
-			continue
+		switch {
+		case !ok:
+		case now:
+			r.actOnLocked(f, role, node)
+		default:
+			r.queueWriteLocked(&pendingWrite{strikeLocked: func() { r.actOnLocked(f, role, node) }})
 		}
-		r.queueWriteLocked(&pendingWrite{strikeLocked: func() { r.actOnLocked(f, role, node) }})
 	}
 }
 
@@ -288,11 +312,10 @@ func (r *run) actOnLocked(f sim.Fault, role string, node *Node) bool {
 	var err error
 	switch f.Kind {
 	case faultDropSocket:
-		if !node.Socket.Connected(r.src.JobID, role) {
+		if !node.Socket.Drop(r.src.JobID, role) {
 			r.recordLocked(r.mig.Phase, sideManager, "fault drop-socket did nothing: the "+f.Side+" is not connected", nil)
 			return false
 		}
-		node.Socket.Drop(r.src.JobID, role)
 	case faultKill:
 		err = signaler().Signal(ctx, role, syscall.SIGKILL)
 	case faultStop:

@@ -932,7 +932,7 @@ func (in *instance) allHealthy() bool {
 // connection's goroutine: frames of a handover are relayed right here, the
 // rest is handed to the migration's goroutine.
 func (m *Manager) OnSocketEvent(ev sim.SocketEvent) {
-	if ev.Kind == sim.SocketConnected {
+	if ev.Kind == sim.SocketHello || ev.Kind == sim.SocketConnected {
 		// The migration hears of the connection (and fires the faults
 		// armed on its hello) before the instance shows connected: a move
 		// that waits for it to be connected must not go on, or end,
@@ -944,6 +944,9 @@ func (m *Manager) OnSocketEvent(ev sim.SocketEvent) {
 			return
 		}
 		m.routeSocket(ev)
+		if ev.Kind == sim.SocketHello {
+			return // the instance counts as connected from SocketConnected
+		}
 	}
 	m.mu.Lock()
 	in, ok := m.instances[ev.Role]

@@ -587,6 +587,11 @@ func (r *run) onSocket(ev sim.SocketEvent) {
 	case sim.SocketReplaced, sim.SocketDiscarded:
 		r.socketNote(ev)
 		return
+	case sim.SocketHello:
+		r.mu.Lock()
+		r.fireAtHelloLocked(side)
+		r.mu.Unlock()
+		return
 	}
 	if ev.Kind != sim.SocketFrame {
 		r.handleSocket(ev, side, false, 0)
@@ -801,9 +806,9 @@ func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool, held 
 		}
 	case sim.SocketConnected:
 		r.noteLocked(sim.TimelineConnected, r.mig.Phase, side, "connected (hello accepted)")
-		// The listener answered the hello with hello-ack before it told
-		// us: faults armed on either fire here, as the job's connection
-		// becomes known.
+		// Faults armed on the hello fired as the listener read it
+		// (fireAtHelloLocked); these fire only those of a migration that
+		// began between that and now.
 		r.fireOnLocked(protocol.TypeHello)
 		r.fireOnLocked(protocol.TypeHelloAck)
 		if side == sideTarget && r.initialState != nil {

@@ -143,7 +143,7 @@ const (
 		"migration failed, nothing rolls back; a stopThenStart target that does not start leaves it failed (the source is " +
 		"already stopped); migrations.md: completed means the target runs and the source is stopped"
 	ruleHelloFault = "faults.md: a kill, stop, pause, drop-socket or worker-abort armed on hello or hello-ack fires as the " +
-		"manager learns of the connection; one armed on a frame of the job it hits lands exactly there, before the worker " +
+		"listener reads the hello, before hello-ack; one armed on a frame of the job it hits lands exactly there, before the worker " +
 		"acts on that frame, which is lost with the job; worker-abort: rolled back before the point of no return, failed after"
 	ruleUserAbort = "migrations.md, Aborting a migration: before the point of no return the user's abort rolls back at the " +
 		"next step (only a runtime start in progress is waited for), the target removed, the source kept running, and " +
