@@ -10,6 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/normsim/normsim/internal/jobplay"
 	"github.com/normsim/normsim/internal/testjob"
 	"github.com/normsim/normsim/normsimtest"
 	"github.com/normsim/normsim/protocol"
@@ -165,12 +166,20 @@ func TestFaultWorkerAbortAndDropSocket(t *testing.T) {
 		h.sj.Expect(protocol.TypeAbort)
 	})
 	t.Run("drop-socket", func(t *testing.T) {
+		// Armed on initial-state, the drop strikes as the listener reads
+		// the target's hello, before it answers: the target gets neither
+		// hello-ack nor its state, only the connection's abrupt end.
 		h := startHandover(t, sim.MigrateRequest{Faults: []sim.Fault{{Kind: "drop-socket", Side: "target", On: "initial-state"}}})
-		h.state()
+		h.sj.Expect(protocol.TypeGetState)
+		h.sj.Send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{"n":1}`)})
+		_, env := targetEnv(t, h.s, h.m.ID)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if _, _, err := h.tj.Conn().Read(ctx); err == nil || websocket.CloseStatus(err) != -1 {
-			t.Fatalf("target socket: %v, want an abrupt end", err)
+		if j, err := jobplay.DialEnv(ctx, env); err == nil || websocket.CloseStatus(err) != -1 {
+			if j != nil {
+				j.Close()
+			}
+			t.Fatalf("the target's hello: %v, want an abrupt end before hello-ack", err)
 		}
 		m := h.end()
 		normsimtest.RequireState(t, m, sim.MigrationAborted)
