@@ -316,6 +316,7 @@ func (r *run) actOnLocked(f sim.Fault, role string, node *Node) bool {
 			r.recordLocked(r.mig.Phase, sideManager, "fault drop-socket did nothing: the "+f.Side+" is not connected", nil)
 			return false
 		}
+		r.dropped = true
 	case faultKill:
 		err = signaler().Signal(ctx, role, syscall.SIGKILL)
 	case faultStop:

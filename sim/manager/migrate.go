@@ -385,6 +385,9 @@ type run struct {
 	// source: its exit may not have been reported yet, and a rollback
 	// waits for it before it says what it left (guarded by mu).
 	sourceSignalled bool
+	// dropped is set once a drop-socket fault has landed (cutOffLocked;
+	// guarded by mu).
+	dropped bool
 	// struck says which fault landed on a job to end it (kill, stop,
 	// drop-socket), e.g. "kill struck the target"; "" while none did. An
 	// overlap or a stopThenStart does not go on past it (goingOn).
@@ -617,6 +620,9 @@ func (r *run) onSocket(ev sim.SocketEvent) {
 // strikes as that frame is written (flushWrites), so the job's answer to it
 // always ends here, whichever goroutine ran first.
 func (r *run) cutOffLocked(ev sim.SocketEvent, side string) bool {
+	if !r.dropped {
+		return false // the socket is asked only once a drop has landed: it is a lock on every frame
+	}
 	node := r.srcNode
 	if side == sideTarget {
 		node = r.tgtNode
