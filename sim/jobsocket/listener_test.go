@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -255,20 +256,41 @@ func TestNewerConnectionReplacesOlder(t *testing.T) {
 	}
 }
 
+// kindLog notes each event's kind and close code, in order.
+type kindLog struct {
+	mu    sync.Mutex
+	kinds []string
+}
+
+func (k *kindLog) add(ev jobsocket.Event) {
+	k.mu.Lock()
+	k.kinds = append(k.kinds, fmt.Sprintf("%v %d", ev.Kind, ev.Code))
+	k.mu.Unlock()
+}
+
+// await waits, 5 s at most, until n events are noted, and returns them all.
+func (k *kindLog) await(n int) string {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		k.mu.Lock()
+		got := slices.Clone(k.kinds)
+		k.mu.Unlock()
+		if len(got) >= n || time.Now().After(deadline) {
+			return strings.Join(got, ", ")
+		}
+	}
+}
+
 // A job that reconnects the moment the worker dropped its socket makes a
 // new connection, not a replacement: the drop is reported as the end of
 // the old one, before the new one is, so what the drop broke (a handover's
 // move, say) stays broken. The old reader is held inside a frame's report
 // while the job reconnects, the moment a replacement used to be taken.
 func TestDroppedSocketIsNotReplacedByTheReconnect(t *testing.T) {
-	var mu sync.Mutex
-	var kinds []string
+	var log kindLog
 	var frameConn uint64
 	hold, held := make(chan struct{}), make(chan struct{})
 	l := jobsocket.New(jobsocket.Config{Node: "a", OnEvent: func(ev jobsocket.Event) {
-		mu.Lock()
-		kinds = append(kinds, fmt.Sprintf("%v %d", ev.Kind, ev.Code))
-		mu.Unlock()
+		log.add(ev)
 		if ev.Kind == jobsocket.Frame {
 			frameConn = ev.Conn
 			close(held)
@@ -307,17 +329,7 @@ func TestDroppedSocketIsNotReplacedByTheReconnect(t *testing.T) {
 	close(hold)
 	<-reconnected
 	// The Connected event follows the hello-ack the job has read.
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		mu.Lock()
-		n := len(kinds)
-		mu.Unlock()
-		if n >= 6 {
-			break
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	got := strings.Join(kinds, ", ")
+	got := log.await(6)
 	want := fmt.Sprintf("%v 0, %v 0, %v 0, %v 1006, %v 0, %v 0", jobsocket.Hello, jobsocket.Connected, jobsocket.Frame, jobsocket.Disconnected, jobsocket.Hello, jobsocket.Connected)
 	if got != want {
 		t.Fatalf("events %s; want %s (the drop reported before the reconnect, and no replacement)", got, want)
@@ -330,19 +342,13 @@ func TestDroppedSocketIsNotReplacedByTheReconnect(t *testing.T) {
 // hello-ack, never counts as connected, and its end is reported; the
 // job's next connection is served as usual.
 func TestHelloIsHeardBeforeItsAnswer(t *testing.T) {
-	var mu sync.Mutex
-	var kinds []string
+	var log kindLog
 	var l *jobsocket.Listener
-	drop := true
+	var dropOnce sync.Once
 	l = jobsocket.New(jobsocket.Config{Node: "a", OnEvent: func(ev jobsocket.Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		kinds = append(kinds, fmt.Sprintf("%v %d", ev.Kind, ev.Code))
+		log.add(ev)
 		if ev.Kind == jobsocket.Hello {
-			if drop {
-				drop = false
-				l.Drop("j", "r")
-			}
+			dropOnce.Do(func() { l.Drop("j", "r") })
 		}
 	}})
 	if err := l.Open("127.0.0.1:0"); err != nil {
@@ -361,17 +367,7 @@ func TestHelloIsHeardBeforeItsAnswer(t *testing.T) {
 	if ack := second.Hello(token); ack.Type != protocol.TypeHelloAck {
 		t.Fatalf("the next connection got %s, want hello-ack", ack.Type)
 	}
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		mu.Lock()
-		n := len(kinds)
-		mu.Unlock()
-		if n >= 4 {
-			break
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	got := strings.Join(kinds, ", ")
+	got := log.await(4)
 	want := fmt.Sprintf("%v 0, %v 1006, %v 0, %v 0", jobsocket.Hello, jobsocket.Disconnected, jobsocket.Hello, jobsocket.Connected)
 	if got != want {
 		t.Fatalf("events %s; want %s", got, want)
