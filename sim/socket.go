@@ -40,14 +40,12 @@ type JobSocket interface {
 	// Connected reports whether the job is connected now.
 	Connected(jobID, role string) bool
 	// Drop ends the job's connection without a close frame, as a network
-	// that went away would, and reports whether the job had one (its
-	// newest: one whose hello is being heard counts, SocketHello).
-	Drop(jobID, role string) bool
-	// Dropped reports whether Drop cut off the instance's connection conn
-	// (SocketEvent.Conn): a frame read from it just before the drop is
-	// handled after it, and a worker that dropped a connection takes
-	// nothing more from it.
-	Dropped(jobID, role string, conn uint64) bool
+	// that went away would, and returns the connection it cut
+	// (SocketEvent.Conn), 0 when the job had none. Its newest is cut: one
+	// whose hello is being heard counts (SocketHello). A frame read from
+	// it just before the drop may still be reported after it; a worker
+	// that dropped a connection takes nothing more from it.
+	Drop(jobID, role string) (conn uint64)
 	// SendRaw writes data as one frame of type typ.
 	SendRaw(ctx context.Context, jobID, role, typ string, data []byte) error
 }

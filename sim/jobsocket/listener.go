@@ -143,9 +143,6 @@ type instance struct {
 	// dropped is the connection Drop cut off, until its end is reported:
 	// the job's next connection waits for that (awaitDropped).
 	dropped *conn
-	// droppedSerial is the number of the connection Drop cut off last,
-	// kept after its end is reported (Dropped).
-	droppedSerial uint64
 	// spent holds answers read on a replaced connection and passed on:
 	// the current connection may say each once more (a job that
 	// reconnected may repeat itself), and that copy is discarded instead
@@ -432,9 +429,9 @@ func (l *Listener) Disconnect(jobID, role string, code int, reason string) {
 // new connection is (awaitDropped).
 //
 // A connection whose hello the manager is hearing (sim.SocketHello) is
-// the job's newest, and the one cut off. Drop reports whether there was a
-// connection to cut.
-func (l *Listener) Drop(jobID, role string) bool {
+// the job's newest, and the one cut off. Drop returns the connection it
+// cut (Event.Conn), 0 when there was none.
+func (l *Listener) Drop(jobID, role string) uint64 {
 	l.mu.Lock()
 	var c *conn
 	if in, ok := l.instances[key{jobID, role}]; ok {
@@ -445,30 +442,20 @@ func (l *Listener) Drop(jobID, role string) bool {
 			c, in.cur = in.cur, nil
 		}
 		if c != nil {
-			in.dropped, in.droppedSerial = c, c.serial
+			in.dropped = c
 			c.gone = make(chan struct{})
 		}
 	}
 	l.mu.Unlock()
 	if c == nil {
-		return false
+		return 0
 	}
 	c.once.Do(func() {
 		c.setClose(int(websocket.StatusAbnormalClosure), "connection dropped")
 		close(c.closeDone)
 	})
 	c.abort()
-	return true
-}
-
-// Dropped reports whether conn (Event.Conn) is the instance's connection
-// Drop cut off last. A frame read from it just before the drop reaches the
-// manager after it; the manager asks, and ignores the frame.
-func (l *Listener) Dropped(jobID, role string, conn uint64) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	in, ok := l.instances[key{jobID, role}]
-	return ok && conn != 0 && in.droppedSerial == conn
+	return c.serial
 }
 
 // SendRaw writes data as one text frame, as is: a frame the caller has

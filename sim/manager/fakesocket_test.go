@@ -30,10 +30,8 @@ type fakeSocket struct {
 	// registered gets each instance registered, as the manager places it.
 	registered chan sim.SocketRegistration
 	dropped    map[fakeKey]int // drops and disconnects the manager made
-	// serials numbers the connections (SocketEvent.Conn); cutConn is, per
-	// instance, the one Drop cut off last.
+	// serials numbers the connections (SocketEvent.Conn).
 	serials uint64
-	cutConn map[fakeKey]uint64
 	arms    map[fakeKey][]string
 	// writing, when set, is called as each frame is written, before it
 	// lands: a test blocks in it to play a job that does not read.
@@ -54,7 +52,7 @@ type fakeConn struct {
 
 func newFakeSocket(t *testing.T, node string) *fakeSocket {
 	return &fakeSocket{t: t, node: node, regs: map[fakeKey]sim.SocketRegistration{}, conns: map[fakeKey]*fakeConn{},
-		registered: make(chan sim.SocketRegistration, 16), dropped: map[fakeKey]int{}, cutConn: map[fakeKey]uint64{}}
+		registered: make(chan sim.SocketRegistration, 16), dropped: map[fakeKey]int{}}
 }
 
 var _ sim.JobSocket = (*fakeSocket)(nil)
@@ -119,16 +117,15 @@ func (f *fakeSocket) Disconnect(jobID, role string, code int, reason string) {
 	f.close(jobID, role, sim.SocketEvent{Code: code, Reason: reason, ClosedBy: sim.ClosedByWorker})
 }
 
-func (f *fakeSocket) Drop(jobID, role string) bool {
+func (f *fakeSocket) Drop(jobID, role string) uint64 {
 	f.mu.Lock()
-	c := f.conns[fakeKey{jobID, role}]
-	open := c != nil && c.open
-	if open {
-		f.cutConn[fakeKey{jobID, role}] = c.serial
+	var conn uint64
+	if c := f.conns[fakeKey{jobID, role}]; c != nil && c.open {
+		conn = c.serial
 	}
 	f.mu.Unlock()
 	f.close(jobID, role, sim.SocketEvent{Code: 1006, Reason: "connection dropped", ClosedBy: sim.ClosedByWorker})
-	return open
+	return conn
 }
 
 // close ends a job's open connection and reports it, as the listener does
@@ -147,12 +144,6 @@ func (f *fakeSocket) close(jobID, role string, ev sim.SocketEvent) {
 		ev.Kind, ev.Node, ev.JobID, ev.Role, ev.At = sim.SocketDisconnected, f.node, jobID, role, time.Now()
 		go f.mgr.OnSocketEvent(ev)
 	}
-}
-
-func (f *fakeSocket) Dropped(jobID, role string, conn uint64) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return conn != 0 && f.cutConn[fakeKey{jobID, role}] == conn
 }
 
 func (f *fakeSocket) Connected(jobID, role string) bool {

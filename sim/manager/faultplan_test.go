@@ -41,9 +41,9 @@ type fakeSocket struct {
 }
 
 // Drop: every job here is connected, so a drop-socket lands.
-func (s *fakeSocket) Drop(jobID, role string) bool {
+func (s *fakeSocket) Drop(jobID, role string) uint64 {
 	s.calls = append(s.calls, "drop "+jobID+"/"+role)
-	return true
+	return 1
 }
 
 // fakeSignaler is the target's runtime: it records the signals it is

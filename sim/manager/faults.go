@@ -312,11 +312,12 @@ func (r *run) actOnLocked(f sim.Fault, role string, node *Node) bool {
 	var err error
 	switch f.Kind {
 	case faultDropSocket:
-		if !node.Socket.Drop(r.src.JobID, role) {
+		conn := node.Socket.Drop(r.src.JobID, role)
+		if conn == 0 {
 			r.recordLocked(r.mig.Phase, sideManager, "fault drop-socket did nothing: the "+f.Side+" is not connected", nil)
 			return false
 		}
-		r.dropped = true
+		r.cut = append(r.cut, cutConn{role, conn})
 	case faultKill:
 		err = signaler().Signal(ctx, role, syscall.SIGKILL)
 	case faultStop:

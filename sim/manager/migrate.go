@@ -385,9 +385,9 @@ type run struct {
 	// source: its exit may not have been reported yet, and a rollback
 	// waits for it before it says what it left (guarded by mu).
 	sourceSignalled bool
-	// dropped is set once a drop-socket fault has landed (cutOffLocked;
-	// guarded by mu).
-	dropped bool
+	// cut are the connections drop-socket faults cut: a frame read from
+	// one is discarded (cutOffLocked; guarded by mu).
+	cut []cutConn
 	// struck says which fault landed on a job to end it (kill, stop,
 	// drop-socket), e.g. "kill struck the target"; "" while none did. An
 	// overlap or a stopThenStart does not go on past it (goingOn).
@@ -620,20 +620,20 @@ func (r *run) onSocket(ev sim.SocketEvent) {
 // strikes as that frame is written (flushWrites), so the job's answer to it
 // always ends here, whichever goroutine ran first.
 func (r *run) cutOffLocked(ev sim.SocketEvent, side string) bool {
-	if !r.dropped {
-		return false // the socket is asked only once a drop has landed: it is a lock on every frame
-	}
-	node := r.srcNode
-	if side == sideTarget {
-		node = r.tgtNode
-	}
-	if node == nil || node.Socket == nil || !node.Socket.Dropped(ev.JobID, ev.Role, ev.Conn) {
+	if ev.Conn == 0 || !slices.Contains(r.cut, cutConn{ev.Role, ev.Conn}) {
 		return false
 	}
 	f := ev.Frame
 	r.recordLocked(r.mig.Phase, side, fmt.Sprintf("%s from the %s: read as normsim dropped the connection (drop-socket); discarded", eventDetail(ev), side),
 		frameInfo(dirIn, f.Type, ev.Size, payloadOf(f)))
 	return true
+}
+
+// cutConn is an instance's connection (SocketEvent.Conn: numbered by its
+// node's socket) that a drop-socket fault cut.
+type cutConn struct {
+	role string
+	conn uint64
 }
 
 // inbound carries a frame a job sent past the faults: it goes on the
