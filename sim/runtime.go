@@ -81,6 +81,16 @@ type Signaler interface {
 	Signal(ctx context.Context, instanceID string, sig syscall.Signal) error
 }
 
+// ExitReporter is a runtime that reports a service's exit some time after
+// it learns of it: it first reads the service's last output, and the
+// Docker runtime asks the engine about the restart policy. ExitPending
+// says whether an exit of one of the instance's services is learned and
+// not reported yet. A migration that lost the job's socket waits for that
+// report, so the exit, not the lost socket, is the reason it gives.
+type ExitReporter interface {
+	ExitPending(instanceID string) bool
+}
+
 // PortReporter is a runtime that can say which host ports an instance's
 // running services really bound, including the ones the engine picked
 // (a compose port without a host port).

@@ -137,6 +137,14 @@ func (r *Runtime) handle(m events.Message) {
 	if m.Action == events.ActionDie {
 		svc.dies++
 		svc.diedAt = time.Unix(0, m.TimeNano)
+		if !stopping {
+			in.reporting++
+			defer func() {
+				r.mu.Lock()
+				in.reporting--
+				r.mu.Unlock()
+			}()
+		}
 	}
 	if m.Action == events.ActionStart || m.Action == events.ActionDie {
 		close(in.changed)
@@ -176,4 +184,14 @@ func (r *Runtime) handle(m events.Message) {
 	}
 	r.log.Debug("runtime event", "instance", ev.Instance, "service", ev.Service, "kind", ev.Kind, "exit_code", ev.ExitCode)
 	r.observer(ev)
+}
+
+// ExitPending says whether a container of the instance died on its own and
+// its exit is not reported yet (sim.ExitReporter): the report waits for
+// its last output and the engine's restart decision.
+func (r *Runtime) ExitPending(instanceID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	in := r.instances[instanceID]
+	return in != nil && in.reporting > 0
 }

@@ -87,6 +87,8 @@ type instance struct {
 	composeName string
 	services    []*service
 	stopping    bool
+	// reporting counts deaths seen and not yet reported (ExitPending).
+	reporting int
 	// changed is closed (and replaced) whenever one of the instance's
 	// containers starts or dies, so a following Logs resumes a service
 	// that (re)started; gone is closed once the instance is stopped or

@@ -53,6 +53,11 @@ type fakeRuntime struct {
 	// reportDelay is how long the end of a job takes to reach the manager
 	// (its socket's close and its exit), as on a loaded host.
 	reportDelay time.Duration
+	// exitDelay holds an exit's report that much longer than its socket's
+	// close, as the Docker runtime's capture of the last output does; the
+	// exit is pending meanwhile (ExitPending).
+	exitDelay time.Duration
+	pending   map[string]int // exits learned and not reported, by instance
 }
 
 // hook sets what the test changes in the runtime, under its lock: the
@@ -76,8 +81,9 @@ type fakeProc struct {
 var thawedAlready = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 var (
-	_ sim.Runtime  = (*fakeRuntime)(nil)
-	_ sim.Signaler = (*fakeRuntime)(nil)
+	_ sim.Runtime      = (*fakeRuntime)(nil)
+	_ sim.Signaler     = (*fakeRuntime)(nil)
+	_ sim.ExitReporter = (*fakeRuntime)(nil)
 )
 
 // newFakeRuntime runs instances on the nodes of sockets; a paused job on
@@ -242,16 +248,32 @@ func (r *fakeRuntime) endLocked(id string, p *fakeProc, how fakeEnd, report bool
 	closed := r.sockets[p.node].cut(p.jobID, id, how.closeCode, how.closedBy)
 	exit := sim.RuntimeEvent{Instance: id, Service: p.service, Kind: sim.ServiceExited,
 		ExitCode: how.exitCode, Signal: how.signal, Detail: how.detail, At: time.Now()}
-	delay := r.reportDelay
+	delay, exitDelay := r.reportDelay, r.exitDelay
+	if report {
+		if r.pending == nil {
+			r.pending = map[string]int{}
+		}
+		r.pending[id]++
+	}
 	r.reports.Add(1)
 	go func() {
 		defer r.reports.Done()
 		time.Sleep(delay)
 		closed()
 		if report {
+			time.Sleep(exitDelay)
 			r.mgr.OnRuntimeEvent(exit)
+			r.mu.Lock()
+			r.pending[id]--
+			r.mu.Unlock()
 		}
 	}()
+}
+
+func (r *fakeRuntime) ExitPending(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pending[id] > 0
 }
 
 // awake is closed while the instance's job may act (fakeSocket.awake).

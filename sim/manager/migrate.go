@@ -1290,23 +1290,35 @@ func (r *run) disruption(ev runEvent) error {
 	return nil
 }
 
-// exitGrace is how long a lost socket waits for its job's exit to be
-// reported, on runtimes that report exits: longer than the Docker engine
-// and the process runtime take to notice one, short enough that a job
-// which only closed its socket is not kept waiting long. The Docker
-// runtime holds an exit's report up to a second while the container's
-// last output is captured, and then asks the engine about its restart
-// policy: with 1.5 s, a loaded engine's report came too late 1 run in 20
-// (e2e's TestCrashGivesOneStableReason during the full suite), and the
-// reason was the lost socket instead of the exit.
-const exitGrace = 3 * time.Second
+// exitGrace is how long a lost socket waits for the runtime to learn of
+// its job's exit, on runtimes that report exits: longer than the Docker
+// engine and the process runtime take to notice one, short enough that a
+// job which only closed its socket is not kept waiting long. An exit the
+// runtime has learned of is then waited for until it is reported
+// (sim.ExitReporter), up to exitReportBound: the Docker runtime holds the
+// report up to a second while the container's last output is captured,
+// then asks the engine about its restart policy, and a loaded engine took
+// longer than the grace 1 run in 20 (e2e's TestCrashGivesOneStableReason
+// in the full suite), when the reason was the lost socket, not the exit.
+const (
+	exitGrace       = 1500 * time.Millisecond
+	exitReportBound = 10 * time.Second
+)
 
-// awaitExit waits up to exitGrace for a service of the instance to exit.
+// awaitExit waits up to exitGrace for a service of the instance to exit,
+// and for an exit the runtime learned of until it is reported.
 // Other events are read and dropped: the migration is ending anyway.
 func (r *run) awaitExit(instance string) (sim.RuntimeEvent, bool) {
 	if r.runtimeOf(instance) == sim.RuntimeExternal {
 		return sim.RuntimeEvent{}, false // nothing reports its exits
 	}
+	var reporter sim.ExitReporter
+	if instance == r.src.ID {
+		reporter, _ = r.m.runtimes().Runtimes[r.src.Runtime].(sim.ExitReporter)
+	} else {
+		reporter, _ = r.rt.(sim.ExitReporter)
+	}
+	bound := time.Now().Add(exitReportBound)
 	timer := time.NewTimer(exitGrace)
 	defer timer.Stop()
 	for {
@@ -1320,6 +1332,10 @@ func (r *run) awaitExit(instance string) (sim.RuntimeEvent, bool) {
 				return p.runtime, true
 			}
 		case <-timer.C:
+			if reporter != nil && reporter.ExitPending(instance) && time.Now().Before(bound) {
+				timer.Reset(20 * time.Millisecond) // learned, not reported yet
+				continue
+			}
 			return sim.RuntimeEvent{}, false
 		case <-r.m.ctx.Done():
 			return sim.RuntimeEvent{}, false

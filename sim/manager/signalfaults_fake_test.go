@@ -322,3 +322,24 @@ func timeline(m *sim.Migration) string {
 	}
 	return b.String()
 }
+
+// TestAnExitReportedLateIsStillTheReason: the runtime learned of the
+// target's exit but reports it 2 s after its socket closed, past the
+// 1.5 s a lost socket waits for an exit to be learned, as the Docker
+// runtime's capture of a container's last output can under load. The exit
+// is pending meanwhile, so the move still ends on the exit, not on the
+// lost connection (migrations.md).
+func TestAnExitReportedLateIsStillTheReason(t *testing.T) {
+	s := newFakeSimRuntime(t)
+	s.rt.hook(func(r *fakeRuntime) { r.exitDelay = 2 * time.Second })
+	mig, err := s.mgr.Migrate(context.Background(), s.in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Handover),
+		Faults: []sim.Fault{{Kind: "kill", Side: "target", On: protocol.TypeTargetReady}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	playWellBehavedFor(t, s, mig.ID, 0)
+	m := s.await(t, mig.ID)
+	if m.State != sim.MigrationAborted || !strings.Contains(m.Reason, "killed by signal 9") {
+		t.Errorf("ended %s (%s), want aborted on the target's exit", m.State, m.Reason)
+	}
+}

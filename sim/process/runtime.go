@@ -98,6 +98,9 @@ type instance struct {
 	dir      string        // log files of the current run
 	tailQuit chan struct{} // ends the tailer of the current run
 	tailDone chan struct{}
+
+	// reporting counts exits noticed and not yet reported (ExitPending).
+	reporting atomic.Int32
 }
 
 type instanceState int
@@ -543,6 +546,7 @@ func (r *Runtime) watch(inst *instance, p *proc, pidfd int) {
 		p.natural = natural
 		p.mu.Unlock()
 		if natural {
+			inst.reporting.Add(1)
 			if err := killGroup(p.pid); err != nil {
 				r.logger.Warn("kill the rest of an exited process's group", "instance", inst.id, "service", p.svc.name, "err", err)
 			}
@@ -562,7 +566,18 @@ func (r *Runtime) watch(inst *instance, p *proc, pidfd int) {
 	waitGone(context.Background(), []*proc{p}, reapBound)
 	p.drain(inst.logs, true)
 	r.emit(sim.RuntimeEvent{Instance: inst.id, Service: p.svc.name, Kind: sim.ServiceExited, ExitCode: exit.code, Signal: exit.signal, Detail: exit.detail})
+	inst.reporting.Add(-1)
 	close(p.done)
+}
+
+// ExitPending says whether an exit of one of the instance's processes was
+// noticed and is not reported yet (sim.ExitReporter): it waits for the
+// rest of its group and its last output.
+func (r *Runtime) ExitPending(instanceID string) bool {
+	r.mu.Lock()
+	inst := r.instances[instanceID]
+	r.mu.Unlock()
+	return inst != nil && inst.reporting.Load() > 0
 }
 
 // tail reads new output from the log files until quit closes.
