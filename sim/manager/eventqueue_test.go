@@ -59,10 +59,10 @@ func TestEventQueueIsABoundedChannel(t *testing.T) {
 func TestAFullInboxIsCountedOnTheTimeline(t *testing.T) {
 	pr := newPlanRun(t, sim.PhaseGetState)
 	pr.r.m.log = slog.New(slog.DiscardHandler)
-	pr.r.mu.Lock()
 	for range eventQueueMax + 3 {
 		pr.r.post(runEvent{kind: evFault, reason: "flood"})
 	}
+	pr.r.mu.Lock()
 	dropped := pr.r.eventsDropped
 	pr.r.mu.Unlock()
 	if dropped != 3 {

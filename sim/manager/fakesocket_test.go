@@ -39,6 +39,11 @@ type fakeSocket struct {
 	// awake, when set, is closed while an instance's job may act: the fake
 	// runtime holds it open while the job is paused (SIGSTOP).
 	awake func(role string) <-chan struct{}
+	// readAtDrop, when set, runs as the worker drops a connection, before
+	// the close is reported, on the goroutine that reports it: what a
+	// test sends in it plays frames the listener had read just before the
+	// drop, which its reader hands on before the close.
+	readAtDrop func(role string)
 }
 
 type fakeKey struct{ job, role string }
@@ -124,13 +129,18 @@ func (f *fakeSocket) Drop(jobID, role string) uint64 {
 		conn = c.serial
 	}
 	f.mu.Unlock()
-	f.close(jobID, role, sim.SocketEvent{Code: 1006, Reason: "connection dropped", ClosedBy: sim.ClosedByWorker})
+	f.closeAfter(jobID, role, sim.SocketEvent{Code: 1006, Reason: "connection dropped", ClosedBy: sim.ClosedByWorker}, f.readAtDrop)
 	return conn
 }
 
 // close ends a job's open connection and reports it, as the listener does
 // once the connection's reader has stopped: on a goroutine of its own.
 func (f *fakeSocket) close(jobID, role string, ev sim.SocketEvent) {
+	f.closeAfter(jobID, role, ev, nil)
+}
+
+// closeAfter is close, reporting what read plays first.
+func (f *fakeSocket) closeAfter(jobID, role string, ev sim.SocketEvent, read func(role string)) {
 	f.mu.Lock()
 	k := fakeKey{jobID, role}
 	c := f.conns[k]
@@ -142,7 +152,12 @@ func (f *fakeSocket) close(jobID, role string, ev sim.SocketEvent) {
 	f.mu.Unlock()
 	if open {
 		ev.Kind, ev.Node, ev.JobID, ev.Role, ev.At = sim.SocketDisconnected, f.node, jobID, role, time.Now()
-		go f.mgr.OnSocketEvent(ev)
+		go func() {
+			if read != nil {
+				read(role)
+			}
+			f.mgr.OnSocketEvent(ev)
+		}()
 	}
 }
 

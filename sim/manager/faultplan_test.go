@@ -89,6 +89,7 @@ func newPlanRun(t *testing.T, phase sim.Phase, faults ...sim.Fault) *planRun {
 func (pr *planRun) timeline(t *testing.T, phase sim.Phase) []string {
 	t.Helper()
 	pr.r.m.wg.Wait()
+	pr.r.handleArrived() // what other goroutines handed the owner
 	pr.r.mu.Lock()
 	defer pr.r.mu.Unlock()
 	var out []string
@@ -272,8 +273,8 @@ func TestPassLockedDecidesEveryFault(t *testing.T) {
 					t.Errorf("fired %v, want %v", pr.r.fired, tt.spent)
 				}
 				var aborted string
-				if ev, ok := pr.r.events.take(); ok {
-					aborted = ev.reason
+				if len(pr.r.steps) > 0 {
+					aborted = pr.r.steps[0].reason
 				}
 				if aborted != tt.aborted || pr.r.ending != (tt.aborted != "") {
 					t.Errorf("posted %q (ending %v), want %q", aborted, pr.r.ending, tt.aborted)

@@ -256,7 +256,7 @@ func (r *run) fireEachLocked(idx []int, typ string, now bool) {
 			// The worker decides here: an answer relayed after this
 			// would be a point of no return the worker never allowed.
 			r.ending = true
-			r.post(runEvent{kind: evFault, reason: "the worker aborted (fault armed on " + f.On + ")"})
+			r.toSteps(runEvent{kind: evFault, reason: "the worker aborted (fault armed on " + f.On + ")"})
 			continue
 		}
 		// The job it strikes is the one there now; it strikes in line
@@ -334,11 +334,14 @@ func (r *run) actOnLocked(f sim.Fault, role string, node *Node) bool {
 				case <-time.After(d):
 				case <-r.m.ctx.Done():
 				}
-				if err := sg.Signal(context.Background(), role, syscall.SIGCONT); err != nil {
-					r.recordHere(sideManager, "could not resume the "+f.Side+": "+err.Error(), nil)
-					return
-				}
-				r.recordHere(f.Side, "resumed", nil)
+				err := sg.Signal(context.Background(), role, syscall.SIGCONT)
+				r.post(runEvent{kind: evCall, call: func() {
+					if err != nil {
+						r.recordHere(sideManager, "could not resume the "+f.Side+": "+err.Error(), nil)
+						return
+					}
+					r.recordHere(f.Side, "resumed", nil)
+				}})
 			}()
 		}
 	}

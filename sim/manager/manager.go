@@ -943,7 +943,7 @@ func (m *Manager) OnSocketEvent(ev sim.SocketEvent) {
 		if !ok || in.JobID != ev.JobID {
 			return
 		}
-		m.routeSocket(ev)
+		m.routeSocket(ev, false)
 		if ev.Kind == sim.SocketHello {
 			return // the instance counts as connected from SocketConnected
 		}
@@ -975,7 +975,7 @@ func (m *Manager) OnSocketEvent(ev sim.SocketEvent) {
 	case sim.SocketConnected:
 		return // routed above
 	case sim.SocketReplaced:
-		m.routeSocket(ev)
+		m.routeSocket(ev, false)
 		cut()
 		return
 	case sim.SocketDisconnected:
@@ -983,10 +983,10 @@ func (m *Manager) OnSocketEvent(ev sim.SocketEvent) {
 	}
 	// What the job sent after a frame a fault holds waits behind it, as
 	// on one TCP connection, and so does the news of its close.
-	if !m.behind(pipeKey{ev.Role, dirIn}, pipeItem{deliver: func() { m.routeSocket(ev) }, lost: func(why string) {
+	if !m.behind(pipeKey{ev.Role, dirIn}, pipeItem{deliver: func() { m.routeSocket(ev, true) }, lost: func(why string) {
 		m.log.Warn("a job's frame waiting behind a held one was lost", "instance", ev.Role, "kind", ev.Kind, "type", ev.Frame.Type, "why", why)
 	}}) {
-		m.routeSocket(ev)
+		m.routeSocket(ev, false)
 	}
 }
 
@@ -999,8 +999,9 @@ func lostWith(ev sim.SocketEvent) string {
 }
 
 // routeSocket hands a socket event to the migration its instance is part
-// of, or to the one it last took part in.
-func (m *Manager) routeSocket(ev sim.SocketEvent) {
+// of, or to the one it last took part in. piped says it waited behind a
+// frame a fault held.
+func (m *Manager) routeSocket(ev sim.SocketEvent, piped bool) {
 	m.mu.Lock()
 	r := m.byInstance[ev.Role]
 	ended := m.ended[ev.Role]
@@ -1013,11 +1014,11 @@ func (m *Manager) routeSocket(ev sim.SocketEvent) {
 	m.mu.Unlock()
 	switch {
 	case r != nil:
-		r.onSocket(ev)
+		r.onSocket(ev, piped)
 	case ended != nil && ev.Kind == sim.SocketFrame:
-		ended.late(ev)
+		ended.post(runEvent{kind: evCall, call: func() { ended.late(ev) }})
 	case ended != nil && ev.Kind == sim.SocketDiscarded:
-		ended.socketNote(ev)
+		ended.post(runEvent{kind: evCall, call: func() { ended.socketNote(ev) }})
 	}
 }
 

@@ -114,7 +114,7 @@ func (r *run) measureMedia(ctx context.Context) {
 	if len(recv.Media(r.src.JobID, since).Datagrams) == 0 {
 		return
 	}
-	r.waitTargetMedia(ctx, since, placed)
+	r.during(func() { r.waitTargetMedia(ctx, since, placed) })
 	w := recv.Media(r.src.JobID, since)
 	src, tgt := splitSenders(w, placed, r.start)
 	rep := judge.Analyze(src, tgt, moments)

@@ -130,7 +130,7 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 	}
 
 	now := m.now()
-	r := &run{m: m, id: "mig-" + randomHex(5), events: newEventQueue(), abortc: make(chan string, 1), rt: rt,
+	r := &run{m: m, id: "mig-" + randomHex(5), events: newEventQueue(), gone: make(chan struct{}), rt: rt,
 		src: srcSnap, srcNode: m.nodes[srcSnap.Node], tgtNode: toNode, timeouts: timeouts,
 		faults: faults, fired: make([]bool, len(faults)), start: now}
 	r.mig = sim.Migration{ID: r.id, JobID: srcSnap.JobID, Strategy: strategy, State: sim.MigrationRunning,
@@ -291,20 +291,43 @@ func (m *Manager) awaitMigration(ctx context.Context, id string, after int, even
 type runEventKind int
 
 const (
-	evSocket runEventKind = iota + 1
-	evRuntime
-	evFault // a worker-abort fault fired
+	evSocket  runEventKind = iota + 1 // what a node's listener reported
+	evRuntime                         // what a runtime reported
+	evFault                           // a worker-abort fault fired
+	evAbort                           // the user asked to abort
+	evCall                            // work another goroutine hands the owner (a held frame's release, a resumed job)
 )
 
+// runEvent is what reaches a migration's owner, and what its steps then
+// see of it.
 type runEvent struct {
 	kind     runEventKind
 	instance string
 	socket   sim.SocketEvent
-	runtime  sim.RuntimeEvent
-	reason   string
+	// piped says the socket event comes out of a pipe: it waited behind a
+	// frame a fault held (pipe.go), and goes on now; held is how long a
+	// delay-frame fault held the frame itself.
+	piped bool
+	held  time.Duration
+	// arrived is when a socket event was handed on to the owner: a frame
+	// is decided as of then.
+	arrived time.Time
+	runtime sim.RuntimeEvent
+	reason  string
+	// answer gets the owner's decision on a user's abort: "" taken, or
+	// why it is refused.
+	answer chan string
+	// heard is closed once the owner has fired the faults armed on a
+	// hello (the listener writes hello-ack only then).
+	heard chan struct{}
+	call  func()
 }
 
-// run is one migration in progress.
+// run is one migration in progress. One goroutine owns it (run.run): it
+// walks the strategy's steps and takes every event other goroutines hand
+// it (post), in the order they arrived, so everything that changes the
+// migration happens on that goroutine. mu guards what readers of the
+// migration (the API, the journal) see of it while it changes.
 type run struct {
 	// releaseLogs ends the hold on log writes a cutover takes; nil when
 	// none is held (guarded by mu).
@@ -319,14 +342,21 @@ type run struct {
 	faults      []sim.Fault
 	fired       []bool // guarded by mu
 	start       time.Time
-	// events carries pointers: a runEvent holds a whole frame.
+	// events is the owner's inbox: what every other goroutine hands the
+	// migration (post). It carries pointers: a runEvent holds a whole
+	// frame.
 	events *eventQueue
-	// abortc carries the user's abort (Manager.AbortMigration) to the
-	// migration's goroutine: its own channel, so a full inbox never loses
-	// it.
-	abortc chan string
+	// steps are the events the owner handled that its steps (await,
+	// disrupted) have still to see, in order. The owner's alone.
+	steps []runEvent
 	// eventsDropped counts the events post could not queue (guarded by mu).
 	eventsDropped int
+	// ownerGone is set as the owner lets go of the migration, after its
+	// end: what is posted from then on is done by the poster, as something
+	// that crossed the end (afterEnd); gone is closed with it (guarded by
+	// mu).
+	ownerGone bool
+	gone      chan struct{}
 
 	mu sync.Mutex
 	// mig is the record as it stands: its phase and its target's id are
@@ -336,16 +366,17 @@ type run struct {
 	// heard from then on is the target.
 	tgtPlacedAt time.Time
 	ponr        bool
-	// ending is set the moment the migration is bound to end (an abort,
-	// a lost socket or an exit seen on a socket goroutine, or finish): from
-	// then on no frame is relayed, and a frame that arrives is a late one,
-	// recorded and ignored.
+	// ending is set the moment the owner takes what binds the migration
+	// to end (an abort, a lost socket, an exit, a timeout, or finish):
+	// from then on no frame is relayed, and a frame that arrived after it
+	// is a late one, recorded and ignored.
 	ending bool
 	// deadline is when the wait in progress (await) times out; zero
-	// between waits. A frame that arrives at or after it is late, even
-	// before the waiting goroutine has seen its timer fire: timers are
-	// not ordered below a millisecond, and a held frame released just
-	// after the deadline must not be relayed (guarded by mu).
+	// between waits. A frame that arrived at or after it is late, even
+	// if the owner takes it before its timer fires: timers are not
+	// ordered below a millisecond, and a held frame released just after
+	// the deadline must not be relayed; one that arrived before it is on
+	// time, though the owner takes it after (guarded by mu).
 	deadline time.Time
 	// awaited is what the wait in progress accepts: the deadline makes
 	// late only the frames it is about (what it waits for, and an abort),
@@ -433,18 +464,171 @@ func (r *run) view(events bool) *sim.Migration {
 	return r.doc()
 }
 
-// post hands ev to the migration's goroutine; its callers hold mu.
-func (r *run) post(ev runEvent) {
+// post hands ev to the migration's owner, from any other goroutine, and
+// reports whether the owner will see it. Once the owner has let go (the
+// migration ended), what ev asks is done here and now (afterEnd).
+func (r *run) post(ev runEvent) bool {
+	r.mu.Lock()
+	if r.ownerGone {
+		r.mu.Unlock()
+		r.afterEnd(ev)
+		return false
+	}
+	defer r.mu.Unlock()
 	if r.events.put(&ev) {
-		return
+		return true
 	}
 	// A flood of events cannot grow memory: the migration sees the ones
 	// that fit, and a flood is itself a reason to end. What does not fit
-	// is counted, and the timeline says so, first when it starts and then
-	// how many at the end (finish).
+	// is counted, and the timeline says so, first when it starts (here:
+	// the owner cannot be told through a full inbox) and then how many at
+	// the end (finish).
 	if r.eventsDropped++; r.eventsDropped == 1 {
 		r.m.log.Warn("migration event queue full; dropping and counting what does not fit", "migration", r.id)
 		r.recordLocked(r.mig.Phase, sideManager, fmt.Sprintf("the migration's inbox is full (%d events waiting): events past it are dropped, and counted", eventQueueMax), nil)
+	}
+	if ev.answer != nil {
+		ev.answer <- fmt.Sprintf("migration %s cannot take an abort now: its inbox is full (%d events waiting); try again", r.id, eventQueueMax)
+	}
+	return false
+}
+
+// toSteps hands an event the owner handled on to the migration's steps,
+// which see it at their next wait. The owner's only.
+func (r *run) toSteps(ev runEvent) { r.steps = append(r.steps, ev) }
+
+// take returns the next event for the migration's steps: one the owner
+// handled already, or else the next that arrived, handled first. false
+// when nothing waits. The owner's only.
+func (r *run) take() (runEvent, bool) {
+	for len(r.steps) == 0 {
+		p, ok := r.events.take()
+		if !ok {
+			return runEvent{}, false
+		}
+		r.handle(*p)
+	}
+	ev := r.steps[0]
+	r.steps[0] = runEvent{}
+	if r.steps = r.steps[1:]; len(r.steps) == 0 {
+		r.steps = nil
+	}
+	return ev, true
+}
+
+// handleArrived handles what waits in the inbox, leaving what the steps
+// are to see for their next wait.
+func (r *run) handleArrived() {
+	for {
+		p, ok := r.events.take()
+		if !ok {
+			return
+		}
+		r.handle(*p)
+	}
+}
+
+// handle is the owner taking one event: the only place any other
+// goroutine's news changes the migration.
+func (r *run) handle(ev runEvent) {
+	switch ev.kind {
+	case evSocket:
+		r.onSocketOwned(ev)
+	case evRuntime:
+		if ev.runtime.Kind == sim.ServiceExited {
+			// Bound to end: nothing is relayed past it.
+			r.mu.Lock()
+			r.ending = true
+			r.mu.Unlock()
+		}
+		r.toSteps(ev)
+	case evAbort:
+		r.takeUserAbort(ev)
+	case evCall:
+		ev.call()
+	default:
+		r.toSteps(ev)
+	}
+}
+
+// during runs call, which blocks (a launch, a start, a stop, a wait on the
+// output), on a goroutine of its own while the owner goes on handling what
+// arrives: relays, a job's hello, the user's abort. call must not touch
+// the run; what the steps are to see waits for their next wait.
+func (r *run) during(call func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		call()
+	}()
+	for {
+		select {
+		case <-done:
+			r.handleArrived()
+			return
+		case <-r.events.ready:
+			r.handleArrived()
+		}
+	}
+}
+
+// sleep waits d, or until ctx ends, handling what arrives meanwhile.
+func (r *run) sleep(ctx context.Context, d time.Duration) {
+	r.during(func() {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	})
+}
+
+// letGo ends the owner's part, after the migration's end: what is posted
+// from now on is done by its poster (afterEnd), and so is what waits in
+// the inbox now.
+func (r *run) letGo() {
+	r.mu.Lock()
+	r.ownerGone = true
+	close(r.gone)
+	r.mu.Unlock()
+	r.steps = nil
+	for {
+		p, ok := r.events.take()
+		if !ok {
+			return
+		}
+		r.afterEnd(*p)
+	}
+}
+
+// afterEnd does what an event asks of a migration whose owner has let go:
+// a frame is late (or discarded, from a dropped connection), a user's
+// abort refused, a hello goes on.
+func (r *run) afterEnd(ev runEvent) {
+	switch ev.kind {
+	case evSocket:
+		switch ev.socket.Kind {
+		case sim.SocketHello:
+			close(ev.heard)
+		case sim.SocketFrame:
+			side := r.sideOf(ev.socket.Role)
+			r.mu.Lock()
+			cut := r.cutOffLocked(ev.socket, side)
+			r.mu.Unlock()
+			if !cut {
+				r.handleSocket(ev.socket, side, false, ev.held, ev.arrived)
+			}
+		case sim.SocketDiscarded, sim.SocketReplaced:
+			r.socketNote(ev.socket)
+		}
+	case evAbort:
+		r.mu.Lock()
+		ended := r.mig.State
+		r.mu.Unlock()
+		ev.answer <- stepUserAbort(r.id, abortAsk{ended: ended, ending: true})
+	case evCall:
+		ev.call()
 	}
 }
 
@@ -455,8 +639,7 @@ func (r *run) record(phase sim.Phase, side, detail string, frame *sim.FrameInfo)
 	r.mu.Unlock()
 }
 
-// recordHere adds a timeline event in the current phase (which the socket
-// goroutines move, so it is read under mu).
+// recordHere adds a timeline event in the current phase.
 func (r *run) recordHere(side, detail string, frame *sim.FrameInfo) {
 	r.mu.Lock()
 	r.recordLocked(r.mig.Phase, side, detail, frame)
@@ -514,11 +697,10 @@ func (r *run) flushLocked() {
 	r.deferred = r.deferred[:0]
 }
 
-// setPhase moves the migration on to p. The run's goroutine moves it only
-// where no socket reader can have moved it on: at the start, once the
-// source's state is in (no target exists yet) and once target-applied is
-// taken (no frame moves a phase after it). The readers move it to
-// target-ready, cutover-ready and cutover-apply (handleSocket).
+// setPhase moves the migration on to p, as a step begins. The frames a
+// job sends move it to target-ready, cutover-ready and cutover-apply
+// (handleSocket); the owner does both, so the phase is always the one the
+// migration is in.
 func (r *run) setPhase(p sim.Phase) {
 	r.mu.Lock()
 	r.mig.Phase = p
@@ -581,10 +763,30 @@ func (r *run) socketNote(ev sim.SocketEvent) {
 	r.recordLocked(r.mig.Phase, side, what+": "+ev.Reason+"; discarded", frame)
 }
 
-// onSocket runs on the listener's goroutine. The two cutover relays happen
-// right here so a handover's hot path is one read and one write; the
-// timeline is recorded through the journal, off that path.
-func (r *run) onSocket(ev sim.SocketEvent) {
+// onSocket runs on a node listener's goroutine: it hands the event to
+// the migration's owner. A hello waits until the owner has fired the
+// faults armed on it, which must strike before the job reads hello-ack
+// (fireAtHelloLocked). piped says the event waited behind a held frame.
+func (r *run) onSocket(ev sim.SocketEvent, piped bool) {
+	e := runEvent{kind: evSocket, instance: ev.Role, socket: ev, piped: piped, arrived: time.Now()}
+	if ev.Kind != sim.SocketHello {
+		r.post(e)
+		return
+	}
+	e.heard = make(chan struct{})
+	if r.post(e) {
+		select {
+		case <-e.heard:
+		case <-r.gone:
+		}
+	}
+}
+
+// onSocketOwned is the owner taking a socket event: a frame goes past the
+// armed faults and then, unless one drops or holds it, to handleSocket,
+// which decides it.
+func (r *run) onSocketOwned(e runEvent) {
+	ev := e.socket
 	side := r.sideOf(ev.Role)
 	switch ev.Kind {
 	case sim.SocketReplaced, sim.SocketDiscarded:
@@ -594,13 +796,30 @@ func (r *run) onSocket(ev sim.SocketEvent) {
 		r.mu.Lock()
 		r.fireAtHelloLocked(side)
 		r.mu.Unlock()
+		close(e.heard)
 		return
+	}
+	if e.held > 0 {
+		// A frame a fault held: it passed the faults on its way in.
+		r.handleSocket(ev, side, false, e.held, e.arrived)
+		return
+	}
+	if !e.piped && (ev.Kind == sim.SocketFrame || ev.Kind == sim.SocketDisconnected) {
+		// A fault may have held a frame this socket sent before this one
+		// after the listener handed this one on: it waits its turn
+		// behind it, as on one TCP connection.
+		e.piped = true
+		if r.m.behind(pipeKey{ev.Role, dirIn}, pipeItem{deliver: func() { r.post(e) }, lost: func(why string) {
+			r.m.log.Warn("a job's frame waiting behind a held one was lost", "instance", ev.Role, "kind", ev.Kind, "type", ev.Frame.Type, "why", why)
+		}}) {
+			return
+		}
 	}
 	if ev.Kind != sim.SocketFrame {
-		r.handleSocket(ev, side, false, 0)
+		r.handleSocket(ev, side, false, 0, e.arrived)
 		return
 	}
-	w := &inbound{r: r, ev: ev, side: side}
+	w := &inbound{r: r, ev: ev, side: side, at: e.arrived}
 	r.mu.Lock()
 	if r.cutOffLocked(ev, side) {
 		r.mu.Unlock()
@@ -617,8 +836,8 @@ func (r *run) onSocket(ev sim.SocketEvent) {
 // cutOffLocked discards a frame the listener read from a connection just
 // before a drop-socket fault cut it off, and handed on after: a worker
 // takes nothing more from a connection it dropped. A fault armed on a frame
-// strikes as that frame is written (flushWrites), so the job's answer to it
-// always ends here, whichever goroutine ran first.
+// strikes as that frame is written (flushWrites), before the owner takes
+// anything else, so the job's answer to it always ends here.
 func (r *run) cutOffLocked(ev sim.SocketEvent, side string) bool {
 	if ev.Conn == 0 || !slices.Contains(r.cut, cutConn{ev.Role, ev.Conn}) {
 		return false
@@ -642,6 +861,7 @@ type cutConn struct {
 type inbound struct {
 	r        *run
 	ev       sim.SocketEvent
+	at       time.Time // when it was handed on to the owner
 	side     string
 	recorded bool
 	then     []func() // run after the lock is let go
@@ -658,7 +878,7 @@ func (w *inbound) arrived() {
 func (w *inbound) pass(faulted bool) error {
 	// A frame a fault acts on is recorded again as it is handled.
 	recorded := w.recorded && !faulted
-	w.then = append(w.then, func() { w.r.handleSocket(w.ev, w.side, recorded, 0) })
+	w.then = append(w.then, func() { w.r.handleSocket(w.ev, w.side, recorded, 0, w.at) })
 	return nil
 }
 
@@ -677,9 +897,10 @@ func (w *inbound) corrupt() error {
 // waits behind it (Manager.OnSocketEvent).
 func (w *inbound) hold(d time.Duration, what string) {
 	r := w.r
+	ev := runEvent{kind: evSocket, instance: w.ev.Role, socket: w.ev, piped: true, held: d}
 	r.m.hold(pipeKey{w.ev.Role, dirIn}, pipeItem{at: time.Now().Add(d),
-		deliver: func() { r.handleSocket(w.ev, w.side, false, d) },
-		lost:    func(why string) { r.heldLost(what, d, why) }})
+		deliver: func() { ev.arrived = time.Now(); r.post(ev) },
+		lost:    func(why string) { r.post(runEvent{kind: evCall, call: func() { r.heldLost(what, d, why) }}) }})
 }
 
 // late records a frame that arrived after the migration was bound to end:
@@ -738,26 +959,29 @@ func (r *run) heldLost(what string, d time.Duration, why string) {
 	r.recordLocked(r.mig.Phase, sideManager, "fault: the held "+what+" was discarded: "+why, nil)
 }
 
-// onRuntime hands a runtime event to the migration's goroutine; a service
-// that exited binds the migration to end, so nothing is relayed past it.
+// onRuntime hands a runtime event to the migration's owner; a service
+// that exited binds the migration to end (handle), so nothing arriving
+// after it is relayed.
 func (r *run) onRuntime(ev sim.RuntimeEvent) {
-	r.mu.Lock()
-	if ev.Kind == sim.ServiceExited {
-		r.ending = true
-	}
 	r.post(runEvent{kind: evRuntime, instance: ev.Instance, runtime: ev})
-	r.mu.Unlock()
 }
 
 // handleSocket records a socket event (a frame unless recorded already),
-// relays the cutover frames, and hands the event to the migration's
-// goroutine. held is how long a delay-frame fault held the frame.
-func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool, held time.Duration) {
+// relays the cutover frames, and hands the event on to the migration's
+// steps. held is how long a delay-frame fault held the frame. The owner's,
+// and afterEnd's once the owner has let go.
+func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool, held time.Duration, arrived time.Time) {
 	r.mu.Lock()
 	var step frameStep
 	moved := false // the phase moved, outside a cutover relay
 	if ev.Kind == sim.SocketFrame {
-		late := ev.Late || r.ending || r.pastDeadlineLocked(ev)
+		// A frame is decided as of when it arrived: one handed on
+		// before the deadline of the wait it is about is on time, though
+		// the owner takes it after; a held one arrives as its hold ends.
+		if arrived.IsZero() {
+			arrived = time.Now()
+		}
+		late := ev.Late || r.ending || r.pastDeadlineLocked(ev, arrived)
 		step = stepFrame(r.mig.Phase, late, side, ev.Frame.Type)
 	}
 	switch {
@@ -784,8 +1008,8 @@ func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool, held 
 			r.recordLocked(r.mig.Phase, side, eventDetail(ev), frameInfo(dirIn, f.Type, ev.Size, payloadOf(f)))
 		}
 		if step.aborts {
-			// Handled on this goroutine, in order with the relays: an
-			// answer the other side sends after this abort is late.
+			// In order with the relays: an answer the other side sent
+			// after this abort is late.
 			r.ending = true
 			r.abortedBy = side
 			if side == sideTarget && r.targetToldAt.IsZero() {
@@ -843,11 +1067,7 @@ func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool, held 
 			(*hook)(step.relay)
 		}
 	}
-	// Posted under mu, like the relay above: the job's answer to a relayed
-	// frame is handled in a later critical section, so it can never reach
-	// the migration's goroutine before the frame it answers (await drops
-	// what it does not wait for).
-	r.post(runEvent{kind: evSocket, instance: ev.Role, socket: ev})
+	r.toSteps(runEvent{kind: evSocket, instance: ev.Role, socket: ev})
 	r.mu.Unlock()
 	r.flushWrites()
 	if moved {
@@ -859,8 +1079,8 @@ func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool, held 
 // wait it is about: the frame the wait accepts, or an abort. The answer to
 // an ask a relay made since (target-applied while the wait for
 // source-stopped-output has not yet taken that frame) is not about it.
-func (r *run) pastDeadlineLocked(ev sim.SocketEvent) bool {
-	if r.deadline.IsZero() || time.Now().Before(r.deadline) {
+func (r *run) pastDeadlineLocked(ev sim.SocketEvent, arrived time.Time) bool {
+	if r.deadline.IsZero() || arrived.Before(r.deadline) {
 		return false
 	}
 	if ev.Frame.Type == protocol.TypeAbort || r.awaited == nil {
@@ -903,7 +1123,7 @@ func (r *run) deliverWaitLocked(wait bool, role string, node *Node, f protocol.W
 		reason := fmt.Sprintf("could not relay %s to the %s: it would be %d bytes, over the job socket's %d-byte frame cap", f.Type, side, len(b), protocol.MaxFrameBytes)
 		r.recordLocked(r.mig.Phase, sideManager, reason, nil)
 		r.ending = true
-		r.post(runEvent{kind: evFault, reason: reason})
+		r.toSteps(runEvent{kind: evFault, reason: reason})
 		return nil, errors.New(reason)
 	}
 	w := &outbound{r: r, role: role, node: node, side: side, f: f, b: b, wait: wait}
@@ -1021,13 +1241,18 @@ func (w *outbound) write(b []byte, detail string, fi *sim.FrameInfo) error {
 	queued := time.Now()
 	if r.m.behind(pipeKey{w.role, dirOut}, pipeItem{
 		deliver: func() {
-			r.mu.Lock()
-			w.sendLocked(b, fmt.Sprintf("%s, after waiting %s behind a held frame", detail, time.Since(queued).Round(time.Millisecond)), fi)
-			r.mu.Unlock()
-			r.flushWrites()
+			waited := time.Since(queued).Round(time.Millisecond)
+			r.post(runEvent{kind: evCall, call: func() {
+				r.mu.Lock()
+				w.sendLocked(b, fmt.Sprintf("%s, after waiting %s behind a held frame", detail, waited), fi)
+				r.mu.Unlock()
+				r.flushWrites()
+			}})
 		},
 		lost: func(why string) {
-			r.recordHere(sideManager, fmt.Sprintf("%s to the %s was not sent: %s", w.f.Type, w.side, why), nil)
+			r.post(runEvent{kind: evCall, call: func() {
+				r.recordHere(sideManager, fmt.Sprintf("%s to the %s was not sent: %s", w.f.Type, w.side, why), nil)
+			}})
 		},
 	}) {
 		r.recordLocked(r.mig.Phase, sideManager, fmt.Sprintf("%s to the %s waits behind a frame held on its socket", w.f.Type, w.side), nil)
@@ -1061,31 +1286,35 @@ func (w *outbound) hold(d time.Duration, what string) {
 	r := w.r
 	fi := frameInfo(dirOut, w.f.Type, len(w.b), w.f.Payload)
 	r.m.hold(pipeKey{w.role, dirOut}, pipeItem{at: time.Now().Add(d),
-		deliver: func() {
-			r.mu.Lock()
-			when := r.lateByLocked()
-			switch {
-			case when == "":
-				w.sendLocked(w.b, w.f.Type, fi)
-			case !w.node.Socket.Connected(r.src.JobID, w.role):
-				r.recordLocked(r.mig.Phase, w.side, fmt.Sprintf("late %s: held %s by a delay-frame fault, it came %s; could not be sent: %v", what, d, when, sim.ErrNotConnected), nil)
-			default:
-				outcome := "sent"
-				if answers := answersTo(w.f.Type); len(answers) > 0 {
-					// A correct job answers it: that answer is late, not
-					// the answer to whatever a newer migration asks
-					// meanwhile. Owed before it is written, so the answer
-					// cannot come first.
-					w.node.Socket.Owe(r.src.JobID, w.role, answers...)
-					outcome += "; an answer to it is late"
-				}
-				r.recordLocked(r.mig.Phase, w.side, fmt.Sprintf("late %s: held %s by a delay-frame fault, it came %s; %s", what, d, when, outcome), fi)
-				r.queueWriteLocked(&pendingWrite{node: w.node, role: w.role, side: w.side, typ: w.f.Type, b: w.b})
-			}
-			r.mu.Unlock()
-			r.flushWrites()
-		},
-		lost: func(why string) { r.heldLost(what, d, why) }})
+		deliver: func() { r.post(runEvent{kind: evCall, call: func() { w.release(d, what, fi) }}) },
+		lost:    func(why string) { r.post(runEvent{kind: evCall, call: func() { r.heldLost(what, d, why) }}) }})
+}
+
+// release sends a frame a delay-frame fault held for d, or records it as
+// late, as its hold ends.
+func (w *outbound) release(d time.Duration, what string, fi *sim.FrameInfo) {
+	r := w.r
+	r.mu.Lock()
+	when := r.lateByLocked()
+	switch {
+	case when == "":
+		w.sendLocked(w.b, w.f.Type, fi)
+	case !w.node.Socket.Connected(r.src.JobID, w.role):
+		r.recordLocked(r.mig.Phase, w.side, fmt.Sprintf("late %s: held %s by a delay-frame fault, it came %s; could not be sent: %v", what, d, when, sim.ErrNotConnected), nil)
+	default:
+		outcome := "sent"
+		if answers := answersTo(w.f.Type); len(answers) > 0 {
+			// A correct job answers it: that answer is late, not the
+			// answer to whatever a newer migration asks meanwhile. Owed
+			// before it is written, so the answer cannot come first.
+			w.node.Socket.Owe(r.src.JobID, w.role, answers...)
+			outcome += "; an answer to it is late"
+		}
+		r.recordLocked(r.mig.Phase, w.side, fmt.Sprintf("late %s: held %s by a delay-frame fault, it came %s; %s", what, d, when, outcome), fi)
+		r.queueWriteLocked(&pendingWrite{node: w.node, role: w.role, side: w.side, typ: w.f.Type, b: w.b})
+	}
+	r.mu.Unlock()
+	r.flushWrites()
 }
 
 // answersTo are the frames a job may answer an ask of type t with (abort
@@ -1153,11 +1382,10 @@ func (r *run) await(ctx context.Context, what string, timeout time.Duration, acc
 	// take reads the events waiting: the accepted one, or a disruption.
 	take := func() (runEvent, bool, error) {
 		for {
-			p, ok := r.events.take()
+			ev, ok := r.take()
 			if !ok {
 				return runEvent{}, false, nil
 			}
-			ev := *p
 			if accept(ev) {
 				return ev, true, nil
 			}
@@ -1167,22 +1395,16 @@ func (r *run) await(ctx context.Context, what string, timeout time.Duration, acc
 		}
 	}
 	for {
+		if ev, done, err := take(); done {
+			return ev, err
+		}
 		select {
 		case <-r.events.ready:
-			if ev, done, err := take(); done {
-				return ev, err
-			}
-		case why := <-r.abortc:
-			r.bindToEnd()
-			return runEvent{}, endf("%s", why)
 		case <-timer.C:
-			// What came before the deadline (a frame after it is late,
-			// see handleSocket) wins over the timer it raced. A frame
-			// decided on before the deadline is relayed and posted under
-			// mu: taking mu once first makes sure it has been posted, so
-			// a frame that was relayed is never then timed out.
-			r.mu.Lock()
-			r.mu.Unlock()
+			// What arrived before the deadline wins over the timer it
+			// raced: it is decided as of its arrival (handleSocket), so
+			// a frame handed on before the deadline is relayed and taken,
+			// and one after it is late. One decision per deadline.
 			if ev, done, err := take(); done {
 				return ev, err
 			}
@@ -1225,16 +1447,15 @@ func (r *run) waitOr(ctx context.Context, wait func(context.Context)) error {
 		<-done
 	}()
 	for {
+		// What the owner handled while the steps were busy elsewhere (a
+		// start, say) comes first.
+		if err := r.disrupted(); err != nil {
+			return err
+		}
 		select {
 		case <-done:
 			return r.disrupted()
 		case <-r.events.ready:
-			if err := r.disrupted(); err != nil {
-				return err
-			}
-		case why := <-r.abortc:
-			r.bindToEnd()
-			return endf("%s", why)
 		}
 	}
 }
@@ -1244,11 +1465,11 @@ func (r *run) waitOr(ctx context.Context, wait func(context.Context)) error {
 // dropped, as await drops what it does not wait for.
 func (r *run) disrupted() error {
 	for {
-		p, ok := r.events.take()
+		ev, ok := r.take()
 		if !ok {
 			return nil
 		}
-		if err := r.disruption(*p); err != nil {
+		if err := r.disruption(ev); err != nil {
 			r.bindToEnd()
 			return err
 		}
@@ -1280,7 +1501,7 @@ func (r *run) disruption(ev runEvent) error {
 			}
 			return endf("%s on %s", socketDropped(side, ev.socket), r.currentPhase())
 		}
-	case evFault:
+	case evFault, evAbort:
 		return endf("%s", ev.reason)
 	case evRuntime:
 		if ev.runtime.Kind == sim.ServiceExited {
@@ -1322,15 +1543,17 @@ func (r *run) awaitExit(instance string) (sim.RuntimeEvent, bool) {
 	timer := time.NewTimer(exitGrace)
 	defer timer.Stop()
 	for {
+		for {
+			ev, ok := r.take()
+			if !ok {
+				break
+			}
+			if ev.kind == evRuntime && ev.instance == instance && ev.runtime.Kind == sim.ServiceExited {
+				return ev.runtime, true
+			}
+		}
 		select {
 		case <-r.events.ready:
-			p, ok := r.events.take()
-			if !ok {
-				continue
-			}
-			if p.kind == evRuntime && p.instance == instance && p.runtime.Kind == sim.ServiceExited {
-				return p.runtime, true
-			}
 		case <-timer.C:
 			if reporter != nil && reporter.ExitPending(instance) && time.Now().Before(bound) {
 				timer.Reset(20 * time.Millisecond) // learned, not reported yet
@@ -1429,6 +1652,7 @@ func (r *run) run(ctx context.Context) {
 		err = r.stopThenStart(ctx)
 	}
 	r.finish(ctx, err)
+	r.letGo()
 }
 
 // placeTarget launches the target instance on the target node.
@@ -1436,7 +1660,11 @@ func (r *run) placeTarget(ctx context.Context, prepareOnly bool, o launchOpts) (
 	o.jobID = r.src.JobID
 	o.migrationID = r.id
 	o.prepareOnly = true
-	tgt, err := r.m.launch(ctx, LaunchRequest{Template: r.src.Template, Node: r.tgtNode.Name, Params: r.src.Params, Runtime: r.rt.Name()}, o)
+	var tgt sim.Instance
+	var err error
+	r.during(func() {
+		tgt, err = r.m.launch(ctx, LaunchRequest{Template: r.src.Template, Node: r.tgtNode.Name, Params: r.src.Params, Runtime: r.rt.Name()}, o)
+	})
 	if err != nil {
 		return tgt, endf("could not place the target on node %s: %s", r.tgtNode.Name, describe(err))
 	}
@@ -1481,7 +1709,7 @@ func (r *run) startTarget(ctx context.Context) error {
 	}
 	r.mu.Unlock()
 	if fail >= 0 {
-		r.mu.Lock() // the phase is the socket goroutines' too
+		r.mu.Lock()
 		r.noteLocked(sim.TimelineFault, r.mig.Phase, sideManager, "fault: the target fails to start")
 		r.mu.Unlock()
 		r.m.mu.Lock()
@@ -1496,7 +1724,8 @@ func (r *run) startTarget(ctx context.Context) error {
 	r.mu.Lock()
 	r.starting = true
 	r.mu.Unlock()
-	err := r.m.start(ctx, in, r.rt)
+	var err error
+	r.during(func() { err = r.m.start(ctx, in, r.rt) })
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	held := r.held
@@ -1645,12 +1874,7 @@ func (r *run) linger(ctx context.Context) {
 		return
 	}
 	r.record(sim.PhaseStopSource, sideManager, fmt.Sprintf("source kept running %s past the point of no return (linger) so late output shows", r.timeouts.Linger.D()), nil)
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
+	r.sleep(ctx, wait)
 }
 
 // crossNoReturn marks the point of no return of an overlap or a
@@ -1714,11 +1938,12 @@ func (r *run) awaitDisruption() error {
 }
 
 // AbortMigration stops a running migration the way a job's abort would,
-// if it has not passed the point of no return: the migration's goroutine
-// rolls it back at its next step (each side still connected is told
-// abort, the target is removed, the source keeps running), and it ends
-// aborted with the user's act as its reason. Past the point of no return
-// nothing can roll back, and the refusal says so.
+// if it has not passed the point of no return: the migration's owner
+// takes the ask in order with what arrived before it, answers, and rolls
+// the migration back at once (each side still connected is told abort,
+// the target is removed, the source keeps running); it ends aborted with
+// the user's act as its reason. Past the point of no return nothing can
+// roll back, and the refusal says so.
 func (m *Manager) AbortMigration(ctx context.Context, id, why string) (*sim.Migration, error) {
 	m.mu.Lock()
 	r := m.migrations[id]
@@ -1734,21 +1959,40 @@ func (m *Manager) AbortMigration(ctx context.Context, id, why string) (*sim.Migr
 	if why = strings.TrimSpace(why); why != "" {
 		reason += ": " + protocol.Truncate(why, 200)
 	}
-	r.mu.Lock()
-	refusal := stepUserAbort(id, abortAsk{ended: r.mig.State, strategy: r.mig.Strategy, ponr: r.ponr, aborting: r.userAbort, ending: r.ending})
-	if refusal != "" {
-		r.mu.Unlock()
-		return nil, sim.Errorf(sim.EConflict, "%s", refusal)
+	// The owner decides, in order with what arrived before the ask: a
+	// source-stopped-output handed on first is the point of no return,
+	// and the abort is refused; one after it is late.
+	answer := make(chan string, 1)
+	r.post(runEvent{kind: evAbort, reason: reason, answer: answer})
+	select {
+	case refusal := <-answer:
+		if refusal != "" {
+			return nil, sim.Errorf(sim.EConflict, "%s", refusal)
+		}
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	r.userAbort = reason
-	// A source-stopped-output that arrives from now on is late, not the
-	// point of no return.
-	r.ending = true
-	r.abortedBy = sideManager
-	r.noteLocked(sim.TimelineAbortRequested, r.mig.Phase, sideManager, "the user asked to abort"+strings.TrimPrefix(reason, "aborted by the user"))
-	r.mu.Unlock()
-	r.abortc <- reason
 	return r.snapshot(), nil
+}
+
+// takeUserAbort is the owner deciding a user's abort (stepUserAbort), and
+// answering the API with it.
+func (r *run) takeUserAbort(ev runEvent) {
+	r.mu.Lock()
+	refusal := stepUserAbort(r.id, abortAsk{ended: r.mig.State, strategy: r.mig.Strategy, ponr: r.ponr, aborting: r.userAbort, ending: r.ending})
+	if refusal == "" {
+		r.userAbort = ev.reason
+		// A source-stopped-output that arrives from now on is late, not
+		// the point of no return.
+		r.ending = true
+		r.abortedBy = sideManager
+		r.noteLocked(sim.TimelineAbortRequested, r.mig.Phase, sideManager, "the user asked to abort"+strings.TrimPrefix(ev.reason, "aborted by the user"))
+	}
+	r.mu.Unlock()
+	ev.answer <- refusal
+	if refusal == "" {
+		r.toSteps(runEvent{kind: evAbort, reason: ev.reason})
+	}
 }
 
 type refused struct{ reason string }
@@ -1765,7 +2009,9 @@ func (r *run) stopSource(ctx context.Context) error {
 	}
 	r.record(sim.PhaseStopSource, sideSource, "stopping the source", nil)
 	grace := r.timeouts.StopGrace.D()
-	stop, err := r.m.stopInstance(ctx, in, grace)
+	var stop sim.StopReport
+	var err error
+	r.during(func() { stop, err = r.m.stopInstance(ctx, in, grace) })
 	if err != nil {
 		return endf("could not stop the source: %v", err)
 	}
@@ -1934,6 +2180,9 @@ func (r *run) finish(ctx context.Context, err error) {
 	case sim.MigrationAborted:
 		r.measureRollbackOutput()
 	}
+	// What arrived before the end goes on the timeline before it: late,
+	// or discarded from a dropped connection.
+	r.handleArrived()
 	// Release the job and its instances before the end is visible: a
 	// client that reads "completed" may migrate or stop them at once, and
 	// must not be told they are still part of this migration (409).
@@ -2076,7 +2325,9 @@ func (r *run) removeTarget(tgtID string, phase sim.Phase, rb *sim.RollbackReport
 	r.markTargetTold()
 	grace := r.timeouts.StopGrace.D()
 	ctx, cancel := context.WithTimeout(context.Background(), grace+10*time.Second)
-	stop, err := r.m.stopInstance(ctx, in, grace)
+	var stop sim.StopReport
+	var err error
+	r.during(func() { stop, err = r.m.stopInstance(ctx, in, grace) })
 	cancel()
 	r.m.mu.Lock()
 	r.m.removeLocked(tgtID)
@@ -2163,32 +2414,39 @@ func (r *run) measureOutput(ctx context.Context) {
 		}
 		return
 	}
-	poke, stop := sink.Watch(r.src.JobID)
+	r.during(func() {
+		awaitTargetPackets(ctx, sink, r.src.JobID, tgtID, since)
+		r.awaitLateSource(ctx, moments)
+	})
+	rep := sim.AnalyzeSeam(r.src.ID, tgtID, sink.Packets(r.src.JobID, since), sink.Sent(r.src.JobID), moments)
+	rep.AddUnreadable(sink.Unreadable(r.src.JobID, since))
+	r.setOutput(rep)
+}
+
+// awaitTargetPackets waits up to 2 s for the target's first three packets.
+func awaitTargetPackets(ctx context.Context, sink sim.OutputSink, jobID, tgtID string, since time.Time) {
+	poke, stop := sink.Watch(jobID)
 	defer stop()
 	deadline := time.NewTimer(2 * time.Second)
 	defer deadline.Stop()
 	for {
 		n := 0
-		for _, p := range sink.Packets(r.src.JobID, since) {
+		for _, p := range sink.Packets(jobID, since) {
 			if p.Instance == tgtID {
 				n++
 			}
 		}
 		if n >= 3 {
-			break
+			return
 		}
 		select {
 		case <-poke:
-			continue
 		case <-deadline.C:
+			return
 		case <-ctx.Done():
+			return
 		}
-		break
 	}
-	r.awaitLateSource(ctx, moments)
-	rep := sim.AnalyzeSeam(r.src.ID, tgtID, sink.Packets(r.src.JobID, since), sink.Sent(r.src.JobID), moments)
-	rep.AddUnreadable(sink.Unreadable(r.src.JobID, since))
-	r.setOutput(rep)
 }
 
 // awaitLateSource waits, for a handover past its point of no return, until

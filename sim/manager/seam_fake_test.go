@@ -136,10 +136,12 @@ func TestASourceThatKeepsProducingIsCaughtHoweverFastTheTargetStarts(t *testing.
 					}
 				}
 			}()
+			// The target produces once told to apply, as it must.
+			tgt.expect(protocol.TypeCutoverApply)
 			for n := int64(42); n <= 44; n++ {
 				out.send(s.in.JobID, tgt.role, n)
 			}
-			applied(t, tgt, 41)
+			tgt.send(protocol.JobFrame{Type: protocol.TypeTargetApplied, Applied: []string{"video"}})
 			m := s.await(t, mig.ID)
 			if m.State != tc.state {
 				t.Errorf("ended %s (%s), want %s", m.State, m.Reason, tc.state)
