@@ -518,13 +518,16 @@ func (r *run) take() (runEvent, bool) {
 
 // handleArrived handles what waits in the inbox, leaving what the steps
 // are to see for their next wait.
-func (r *run) handleArrived() {
+func (r *run) handleArrived() { r.drain(r.handle) }
+
+// drain takes what waits in the inbox, in order, and does each with do.
+func (r *run) drain(do func(runEvent)) {
 	for {
 		p, ok := r.events.take()
 		if !ok {
 			return
 		}
-		r.handle(*p)
+		do(*p)
 	}
 }
 
@@ -593,13 +596,7 @@ func (r *run) letGo() {
 	close(r.gone)
 	r.mu.Unlock()
 	r.steps = nil
-	for {
-		p, ok := r.events.take()
-		if !ok {
-			return
-		}
-		r.afterEnd(*p)
-	}
+	r.drain(r.afterEnd)
 }
 
 // afterEnd does what an event asks of a migration whose owner has let go:
