@@ -1539,19 +1539,30 @@ func (r *run) awaitExit(instance string) (sim.RuntimeEvent, bool) {
 	bound := time.Now().Add(exitReportBound)
 	timer := time.NewTimer(exitGrace)
 	defer timer.Stop()
-	for {
+	// exit takes what waits, and returns the instance's exit if it came.
+	exit := func() (sim.RuntimeEvent, bool) {
 		for {
 			ev, ok := r.take()
 			if !ok {
-				break
+				return sim.RuntimeEvent{}, false
 			}
 			if ev.kind == evRuntime && ev.instance == instance && ev.runtime.Kind == sim.ServiceExited {
 				return ev.runtime, true
 			}
 		}
+	}
+	for {
+		if ev, ok := exit(); ok {
+			return ev, true
+		}
 		select {
 		case <-r.events.ready:
 		case <-timer.C:
+			// A runtime reports the exit before it stops counting it
+			// pending: one reported as the timer fired is waiting.
+			if ev, ok := exit(); ok {
+				return ev, true
+			}
 			if reporter != nil && reporter.ExitPending(instance) && time.Now().Before(bound) {
 				timer.Reset(20 * time.Millisecond) // learned, not reported yet
 				continue
