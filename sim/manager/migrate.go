@@ -700,9 +700,32 @@ func (r *run) flushLocked() {
 // migration is in.
 func (r *run) setPhase(p sim.Phase) {
 	r.mu.Lock()
-	r.mig.Phase = p
+	r.moveLocked(p)
 	r.mu.Unlock()
 	r.m.journal.migration(r.doc())
+}
+
+// moveLocked moves the migration to phase p, and lets each side send what
+// p asks of it (the asks table), before the frame that asks is written.
+// What a job may send next follows from the phase, here alone.
+func (r *run) moveLocked(p sim.Phase) {
+	r.mig.Phase = p
+	r.allowLocked(sideSource)
+	r.allowLocked(sideTarget)
+}
+
+// allowLocked arms what side may send in the current phase (asks), if it
+// asks anything of it and the side is there.
+func (r *run) allowLocked(side string) {
+	may := mayAnswer(r.mig.Phase, side)
+	role, node := r.src.ID, r.srcNode
+	if side == sideTarget {
+		role, node = r.mig.Target.Instance, r.tgtNode
+	}
+	if may == nil || role == "" || node.Socket == nil {
+		return
+	}
+	node.Socket.Expect(r.src.JobID, role, may...)
 }
 
 func (r *run) sideOf(role string) string {
@@ -1017,19 +1040,19 @@ func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool, held 
 		switch step.next {
 		case sim.PhaseCutoverReady:
 			r.readyAt = ev.At
-			r.mig.Phase = step.next
+			r.moveLocked(step.next)
 			// The cutover has the CPU; the log writes wait for its end.
 			if r.m.cfg.Logs != nil && r.releaseLogs == nil {
 				r.releaseLogs = r.m.cfg.Logs.Hold()
 			}
-			r.deliverLocked(r.src.ID, r.srcNode, relay, step.expect...)
+			r.deliverLocked(r.src.ID, r.srcNode, relay)
 		case sim.PhaseCutoverApply:
 			r.stoppedAt = ev.At
 			r.ponr = true
-			r.mig.Phase = step.next
+			r.moveLocked(step.next)
 			r.noteLocked(sim.TimelinePointOfNoReturn, r.mig.Phase, sideManager, "point of no return: the source stopped its output")
 			r.applySentAt = r.m.now()
-			r.deliverLocked(r.mig.Target.Instance, r.tgtNode, relay, step.expect...)
+			r.deliverLocked(r.mig.Target.Instance, r.tgtNode, relay)
 		}
 	case sim.SocketConnected:
 		r.noteLocked(sim.TimelineConnected, r.mig.Phase, side, "connected (hello accepted)")
@@ -1050,7 +1073,8 @@ func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool, held 
 			// target-ready. The phase moves here, in order with the
 			// target's frames, which this socket reads only after.
 			if next, ok := stepConnected(r.mig.Phase, r.ending, side, true); ok {
-				r.mig.Phase, moved = next, true
+				r.moveLocked(next)
+				moved = true
 			}
 		}
 	case sim.SocketDisconnected:
@@ -1091,20 +1115,17 @@ func (r *run) pastDeadlineLocked(ev sim.SocketEvent, arrived time.Time) bool {
 // widens the moment a deadline can fall in.
 var testHookRelayed atomic.Pointer[func(relay string)]
 
-// deliverLocked arms what the job may answer, applies any frame fault armed
-// on this frame, queues it to be written (flushWrites), records it, and
-// fires faults armed on it.
-func (r *run) deliverLocked(role string, node *Node, f protocol.WorkerFrame, expect ...string) error {
-	_, err := r.deliverWaitLocked(false, role, node, f, expect...)
+// deliverLocked applies any frame fault armed on this frame, queues it to
+// be written (flushWrites), records it, and fires faults armed on it. What
+// the job may answer was armed as the phase moved (moveLocked).
+func (r *run) deliverLocked(role string, node *Node, f protocol.WorkerFrame) error {
+	_, err := r.deliverWaitLocked(false, role, node, f)
 	return err
 }
 
 // deliverWaitLocked is deliverLocked; with wait, it returns the writes it
 // queued, for a caller that waits for them once mu is let go.
-func (r *run) deliverWaitLocked(wait bool, role string, node *Node, f protocol.WorkerFrame, expect ...string) ([]*pendingWrite, error) {
-	if len(expect) > 0 {
-		node.Socket.Expect(r.src.JobID, role, expect...)
-	}
+func (r *run) deliverWaitLocked(wait bool, role string, node *Node, f protocol.WorkerFrame) ([]*pendingWrite, error) {
 	side := r.sideOf(role)
 	// Marshalled once: the bytes are what is sent, sized and (for a
 	// corrupt-frame fault) cut.
@@ -1343,9 +1364,9 @@ func payloadOf(f protocol.JobFrame) json.RawMessage {
 
 // send delivers f to the job and waits until it was written (or held by
 // a fault, or dropped by one).
-func (r *run) send(role string, node *Node, f protocol.WorkerFrame, expect ...string) error {
+func (r *run) send(role string, node *Node, f protocol.WorkerFrame) error {
 	r.mu.Lock()
-	queued, err := r.deliverWaitLocked(true, role, node, f, expect...)
+	queued, err := r.deliverWaitLocked(true, role, node, f)
 	r.mu.Unlock()
 	r.flushWrites()
 	for _, w := range queued {
@@ -1683,11 +1704,9 @@ func (r *run) placeTarget(ctx context.Context, prepareOnly bool, o launchOpts) (
 	r.m.mu.Lock()
 	r.m.byInstance[tgt.ID] = r
 	r.m.mu.Unlock()
-	if o.handoverTarget {
-		r.tgtNode.Socket.Expect(r.src.JobID, tgt.ID, mayAnswer(sim.PhasePlaceTarget, sideTarget)...)
-	}
 	r.mu.Lock()
 	r.mig.Target.Instance, r.tgtPlacedAt = tgt.ID, tgt.CreatedAt
+	r.allowLocked(sideTarget)
 	if tgt.Runtime == sim.RuntimeExternal {
 		r.mig.Target.Env = tgt.Env
 	}
@@ -1790,8 +1809,7 @@ func (r *run) handover(ctx context.Context) error {
 	src := r.src
 	// 1. get-state, asked of the source before any target is placed.
 	r.setPhase(sim.PhaseGetState)
-	if err := r.send(src.ID, r.srcNode, protocol.WorkerFrame{Type: protocol.TypeGetState, MigrationID: r.id},
-		mayAnswer(sim.PhaseGetState, sideSource)...); err != nil {
+	if err := r.send(src.ID, r.srcNode, protocol.WorkerFrame{Type: protocol.TypeGetState, MigrationID: r.id}); err != nil {
 		return endf("could not ask the source for its state: %v", err)
 	}
 	ev, err := r.await(ctx, "the source's state", r.timeouts.State.D(), func(ev runEvent) bool {
@@ -1818,7 +1836,6 @@ func (r *run) handover(ctx context.Context) error {
 	// 2. place the target; on connect it gets hello-ack with the migration,
 	// then initial-state with the source's state.
 	r.setPhase(sim.PhasePlaceTarget)
-	r.srcNode.Socket.Expect(src.JobID, src.ID, mayAnswer(sim.PhasePlaceTarget, sideSource)...)
 	tgt, err := r.placeTarget(ctx, true, launchOpts{initialState: state, hasInitial: true, handoverTarget: true})
 	if err != nil {
 		return err

@@ -26,8 +26,10 @@ var cutovers = []struct {
 }
 
 // asks are what a handover's job may send next as the migration enters a
-// phase: the worker arms them (sim.JobSocket.Expect) before it writes the
-// frame they answer, and the listener lets each be answered once. A side
+// phase: the owner arms them (run.moveLocked → sim.JobSocket.Expect) as it
+// moves the phase, before it writes the frame they answer, and arms a
+// target placed later as it is placed; the listener lets each be answered
+// once. A side
 // a phase asks nothing of keeps what it was last allowed (abort, at
 // least) until its part ends (Expire, after target-applied and at the
 // end). Any other frame closes the job's socket with 4400.
@@ -71,11 +73,10 @@ type frameStep struct {
 	// side is told.
 	aborts bool
 	// next is the phase a cutover frame moves the migration to, relay the
-	// frame it is relayed to the other side as (with what that side may
-	// answer); "" when it moves nothing.
-	next   sim.Phase
-	relay  string
-	expect []string
+	// frame it is relayed to the other side as (what that side may answer
+	// is next's row of asks); "" when it moves nothing.
+	next  sim.Phase
+	relay string
 }
 
 // stepFrame decides what a frame of typ from side does to a migration in
@@ -90,7 +91,7 @@ func stepFrame(phase sim.Phase, ending bool, side, typ string) frameStep {
 	}
 	for _, c := range cutovers {
 		if c.from == side && c.typ == typ && slices.Contains(c.in, phase) {
-			return frameStep{next: c.next, relay: c.relay, expect: mayAnswer(c.next, otherSide(side))}
+			return frameStep{next: c.next, relay: c.relay}
 		}
 	}
 	return frameStep{}

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,6 +50,50 @@ func TestOnlyAHandoverTargetGivenItsStateMovesOnConnect(t *testing.T) {
 						t.Errorf("stepConnected(%s, ending %v, %s, state %v) = %s, %v; want a move to target-ready: %v", phase, ending, side, withState, next, ok, want)
 					}
 				}
+			}
+		}
+	}
+}
+
+// armSocket records what the migration lets each job send (Expect).
+type armSocket struct {
+	sim.JobSocket
+	armed []string
+}
+
+func (s *armSocket) Expect(_, role string, types ...string) {
+	s.armed = append(s.armed, role+": "+strings.Join(types, ","))
+}
+
+// TestEachPhaseLetsEachSideSendWhatItAsks: as a migration enters a phase,
+// each side that is there is let send what the phase asks of it, and
+// nothing else is armed; a target placed later is armed as it is placed.
+// A missing arm is a correct job's answer closed with 4400 by the real
+// listener.
+func TestEachPhaseLetsEachSideSendWhatItAsks(t *testing.T) {
+	t.Parallel()
+	want := map[sim.Phase][]string{
+		sim.PhaseGetState:     {"src-1: state,state-refused,abort"},
+		sim.PhasePlaceTarget:  {"src-1: abort", "tgt-1: target-ready,abort"},
+		sim.PhaseCutoverReady: {"src-1: source-stopped-output,abort"},
+		sim.PhaseCutoverApply: {"tgt-1: target-applied,abort"},
+	}
+	for _, phase := range append(sim.Phases(), sim.PhaseRequested) {
+		for _, placed := range []bool{false, true} {
+			sock := &armSocket{}
+			r := &run{src: sim.Instance{ID: "src-1", JobID: "job-1"}, srcNode: &Node{Socket: sock}, tgtNode: &Node{Socket: sock}}
+			if placed {
+				r.mig.Target.Instance = "tgt-1"
+			}
+			r.moveLocked(phase)
+			if !placed {
+				// The target is placed in this phase: armed then.
+				r.mig.Target.Instance = "tgt-1"
+				r.allowLocked(sideTarget)
+			}
+			w := want[phase]
+			if !slices.Equal(sock.armed, w) {
+				t.Errorf("entering %s (target placed before: %v) armed %q; want %q", phase, placed, sock.armed, w)
 			}
 		}
 	}
