@@ -3,6 +3,7 @@ package manager_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,11 @@ func TestAnswerOnAReplacedSocketIsUsed(t *testing.T) {
 	if got.Target.Instance == "" {
 		t.Fatalf("the state sent on the replaced socket was not used: migration %s (%s)", got.State, got.Reason)
 	}
+	// The two connections are read by two readers: what the old one read
+	// is on the timeline before the newer one speaks.
+	waitMigration(t, mgr, m.ID, func(m *sim.Migration) bool {
+		return slices.ContainsFunc(m.Events, func(ev sim.MigrationEvent) bool { return strings.HasPrefix(ev.Detail, "target-ready from the source") })
+	})
 	newer.Send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{"next":7}`)})
 	newer.Send(protocol.JobFrame{Type: protocol.TypeAbort, Reason: "test over"})
 	got = waitMigration(t, mgr, m.ID, func(m *sim.Migration) bool { return m.State != sim.MigrationRunning })

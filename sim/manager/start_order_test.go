@@ -49,7 +49,12 @@ func TestTargetStartedBeforeItConnects(t *testing.T) {
 	}
 	in, _ = mgr.Instance(ctx, in.ID)
 	src := testjob.Dial(t, in.Env["counter"])
-	waitUntil(t, "the source to connect", func() bool { got, _ := mgr.Instance(ctx, in.ID); return got.Connected })
+	// Running, not only connected: its own start call must be over before
+	// the gate below holds start calls.
+	waitUntil(t, "the source to run and connect", func() bool {
+		got, _ := mgr.Instance(ctx, in.ID)
+		return got.Connected && got.State == sim.InstanceRunning
+	})
 
 	gate := make(chan struct{})
 	rt.gate = gate // from here on, a start call waits for the gate
