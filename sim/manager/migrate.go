@@ -577,14 +577,17 @@ func (r *run) during(call func()) {
 
 // sleep waits d, or until ctx ends, handling what arrives meanwhile.
 func (r *run) sleep(ctx context.Context, d time.Duration) {
-	r.during(func() {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-		}
-	})
+	r.during(func() { pause(ctx, d) })
+}
+
+// pause waits d, or until ctx ends.
+func pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // letGo ends the owner's part, after the migration's end: what is posted
@@ -2487,15 +2490,8 @@ func (r *run) awaitLateSource(ctx context.Context, at sim.SeamMoments) {
 		return
 	}
 	wait := max(r.timeouts.Linger.D(), sim.InFlightByNumber+sim.InFlight)
-	left := time.Until(at.SourceStopped.Add(wait))
-	if left <= 0 {
-		return
-	}
-	t := time.NewTimer(left)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
+	if left := time.Until(at.SourceStopped.Add(wait)); left > 0 {
+		pause(ctx, left)
 	}
 }
 
