@@ -49,6 +49,17 @@ var workerFrames = map[string]bool{protocol.TypeHelloAck: true, protocol.TypeGet
 // a migration's relay, so no frame fault can act on them.
 var listenerFrames = map[string]bool{protocol.TypeHello: true, protocol.TypeHelloAck: true, protocol.TypeInitialState: true}
 
+// armsAtHello says whether any of faults fires on a frame a connection
+// begins with (fireAtHelloLocked).
+func armsAtHello(faults []sim.Fault) bool {
+	for _, f := range faults {
+		if faultKinds[f.Kind].on && listenerFrames[f.On] {
+			return true
+		}
+	}
+	return false
+}
+
 // frameDirection is the direction a frame type travels: in (job → worker)
 // or out (worker → job); "" for abort, which travels both ways.
 func frameDirection(typ string) string {

@@ -132,7 +132,7 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 	now := m.now()
 	r := &run{m: m, id: "mig-" + randomHex(5), events: newEventQueue(), gone: make(chan struct{}), rt: rt,
 		src: srcSnap, srcNode: m.nodes[srcSnap.Node], tgtNode: toNode, timeouts: timeouts,
-		faults: faults, fired: make([]bool, len(faults)), start: now}
+		faults: faults, fired: make([]bool, len(faults)), armedAtHello: armsAtHello(faults), start: now}
 	r.mig = sim.Migration{ID: r.id, JobID: srcSnap.JobID, Strategy: strategy, State: sim.MigrationRunning,
 		Source:   sim.MigrationEndpoint{Instance: srcSnap.ID, Node: srcSnap.Node, Runtime: srcSnap.Runtime},
 		Target:   sim.MigrationEndpoint{Node: to, Runtime: rt.Name()},
@@ -341,7 +341,12 @@ type run struct {
 	timeouts    sim.Timeouts
 	faults      []sim.Fault
 	fired       []bool // guarded by mu
-	start       time.Time
+	// armedAtHello says a fault is armed on a frame a connection begins
+	// with (hello, hello-ack, initial-state): only then does a job's hello
+	// wait for the owner (onSocket). Set before the owner starts; faults
+	// do not change after.
+	armedAtHello bool
+	start        time.Time
 	// events is the owner's inbox: what every other goroutine hands the
 	// migration (post). It carries pointers: a runEvent holds a whole
 	// frame.
@@ -796,6 +801,11 @@ func (r *run) onSocket(ev sim.SocketEvent, piped bool) {
 		r.post(e)
 		return
 	}
+	if !r.armedAtHello {
+		// Nothing to fire: the job's hello-ack waits for no one, as on
+		// the real worker.
+		return
+	}
 	e.heard = make(chan struct{})
 	if r.post(e) {
 		select {
@@ -1113,9 +1123,9 @@ func (r *run) pastDeadlineLocked(ev sim.SocketEvent, arrived time.Time) bool {
 	return r.awaited(runEvent{kind: evSocket, instance: ev.Role, socket: ev})
 }
 
-// testHookRelayed, set by tests only, runs after a cutover frame is
-// relayed and before its event is posted, still under the run's lock: it
-// widens the moment a deadline can fall in.
+// testHookRelayed, set by tests only, runs on the owner after a cutover
+// frame is relayed and before its event is handed to the steps, still
+// under the run's lock: it widens the moment a deadline can fall in.
 var testHookRelayed atomic.Pointer[func(relay string)]
 
 // deliverLocked applies any frame fault armed on this frame, queues it to

@@ -43,9 +43,9 @@ func RepoCatalog(tb testing.TB) *template.Catalog {
 	return catalog
 }
 
-// HoldAfterRelay makes every relay of the given frame hold the run's lock
-// for d after it is sent, before its event is posted, until the test ends:
-// a deadline then falls inside the relay.
+// HoldAfterRelay makes every relay of the given frame hold the owner (and
+// the run's lock) for d after it is decided, before its event is handed to
+// the steps, until the test ends: a deadline then falls inside the relay.
 func HoldAfterRelay(t *testing.T, relay string, d time.Duration) {
 	hold := func(r string) {
 		if r == relay {
