@@ -967,6 +967,10 @@ func (l *Listener) authenticate(c *conn, token string) (ok bool, old *conn, drop
 		return false, nil, false
 	}
 	in.hello = c
+	// The hello is answered as it was heard: a migration that ends while
+	// the manager hears it (a worker abort armed on hello) was still the
+	// one this job was started for, and its abort follows the answer.
+	reg := in.reg
 	l.mu.Unlock()
 	l.cfg.OnEvent(Event{Kind: Hello, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, Conn: c.serial, At: l.cfg.Now()})
 
@@ -992,7 +996,6 @@ func (l *Listener) authenticate(c *conn, token string) (ok bool, old *conn, drop
 	in.late = map[string]bool{}
 	in.owed = nil
 	clear(in.spent)
-	reg := in.reg
 	// Hold c's write lock until hello-ack and the initial state are out, so
 	// no Send can slip in between.
 	c.writeMu.Lock()

@@ -376,6 +376,39 @@ func TestHelloIsHeardBeforeItsAnswer(t *testing.T) {
 	}
 }
 
+// TestAHelloIsAnsweredAsItWasHeard: a migration that ends while the
+// manager hears its target's hello (a worker abort armed on hello settles
+// it) still has its target told it is one, with its initial state, so the
+// target waits for cutover-apply instead of producing as a fresh instance
+// while its abort is on the way. The next connection is told nothing.
+func TestAHelloIsAnsweredAsItWasHeard(t *testing.T) {
+	var l *jobsocket.Listener
+	var settleOnce sync.Once
+	l = jobsocket.New(jobsocket.Config{Node: "a", OnEvent: func(ev jobsocket.Event) {
+		if ev.Kind == jobsocket.Hello {
+			settleOnce.Do(func() { l.Settle("j", "r") })
+		}
+	}})
+	if err := l.Open("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token,
+		Migration:    &protocol.MigrationRef{ID: "m1", Side: "target"},
+		InitialState: &protocol.WorkerFrame{Type: protocol.TypeInitialState, MigrationID: "m1", Payload: json.RawMessage(`{"next": 42}`)}})
+	first := dial(t, l, "/instances/j/r")
+	if ack := first.Hello(token); ack.Type != protocol.TypeHelloAck || ack.Migration == nil || ack.Migration.ID != "m1" {
+		t.Fatalf("hello-ack %+v, want the migration the hello was heard in (m1)", ack)
+	}
+	if f := first.Read(); f.Type != protocol.TypeInitialState || f.MigrationID != "m1" {
+		t.Fatalf("after hello-ack got %s %q, want m1's initial-state", f.Type, f.MigrationID)
+	}
+	again := dial(t, l, "/instances/j/r")
+	if ack := again.Hello(token); ack.Type != protocol.TypeHelloAck || ack.Migration != nil {
+		t.Fatalf("a connection after the settle got %+v, want a hello-ack with no migration", ack)
+	}
+}
+
 func TestExpectedFramesReachManagerAndOthersClose(t *testing.T) {
 	l, ev := MustListener(t, jobsocket.Config{})
 	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
