@@ -1684,16 +1684,7 @@ func isFrame(role, typ string) func(runEvent) bool {
 
 // run drives the migration to its end.
 func (r *run) run(ctx context.Context) {
-	var err error
-	switch r.mig.Strategy {
-	case sim.Handover:
-		err = r.handover(ctx)
-	case sim.Overlap:
-		err = r.overlap(ctx)
-	default:
-		err = r.stopThenStart(ctx)
-	}
-	r.finish(ctx, err)
+	r.finish(ctx, r.runSteps(ctx, strategies[r.mig.Strategy]))
 	r.letGo()
 }
 
@@ -1795,8 +1786,7 @@ func (r *run) startTarget(ctx context.Context) error {
 
 // waitTargetRunning waits until the target runs, is healthy when it has a
 // healthcheck, and is connected when the job speaks the socket.
-func (r *run) waitTargetRunning(ctx context.Context, needConnected bool) error {
-	timeout := r.timeouts.TargetStart.D()
+func (r *run) waitTargetRunning(ctx context.Context, timeout time.Duration, needConnected bool) error {
 	var err error
 	if end := r.waitOr(ctx, func(ctx context.Context) {
 		_, err = r.m.waitInstance(ctx, r.mig.Target.Instance, timeout, func(in sim.Instance) bool {
@@ -1818,100 +1808,23 @@ func (r *run) waitTargetRunning(ctx context.Context, needConnected bool) error {
 	return nil
 }
 
-func (r *run) handover(ctx context.Context) error {
-	src := r.src
-	// 1. get-state, asked of the source before any target is placed.
-	r.setPhase(sim.PhaseGetState)
-	if err := r.send(src.ID, r.srcNode, protocol.WorkerFrame{Type: protocol.TypeGetState, MigrationID: r.id}); err != nil {
-		return endf("could not ask the source for its state: %v", err)
-	}
-	ev, err := r.await(ctx, "the source's state", r.timeouts.State.D(), func(ev runEvent) bool {
-		return isFrame(src.ID, protocol.TypeState)(ev) || isFrame(src.ID, protocol.TypeStateRefused)(ev)
-	})
-	if err != nil {
-		return err
-	}
-	if ev.socket.Frame.Type == protocol.TypeStateRefused {
-		return &refused{ev.socket.Frame.Reason}
-	}
-	state := ev.socket.Frame.Payload
-	initial, _ := protocol.WorkerFrame{Type: protocol.TypeInitialState, MigrationID: r.id, Payload: state}.Marshal()
-	if len(initial) > protocol.MaxFrameBytes {
-		// The target's client would close on it (4413): refuse now,
-		// while nothing is placed and the source can simply go on.
-		return endf("the source's state cannot be handed to a target: as initial-state it is %d bytes, over the job socket's %d-byte frame cap (the state frame was %d bytes)",
-			len(initial), protocol.MaxFrameBytes, ev.socket.Size)
-	}
-	r.mu.Lock()
-	r.initialState, r.initialSize = state, len(initial)
-	r.mu.Unlock()
-
-	// 2. place the target; on connect it gets hello-ack with the migration,
-	// then initial-state with the source's state.
-	r.setPhase(sim.PhasePlaceTarget)
-	tgt, err := r.placeTarget(ctx, true, launchOpts{initialState: state, hasInitial: true, handoverTarget: true})
-	if err != nil {
-		return err
-	}
-	if err := r.startTarget(ctx); err != nil {
-		return err
-	}
-	if _, err := r.await(ctx, "the target to connect", r.timeouts.TargetStart.D(), func(ev runEvent) bool {
-		return ev.kind == evSocket && ev.instance == tgt.ID && ev.socket.Kind == sim.SocketConnected
-	}); err != nil {
-		return err
-	}
-	// (hello-ack and initial-state were recorded as the target connected,
-	// in handleSocket.)
-
-	// 3. target-ready, relayed to the source as cutover-ready (in onSocket;
-	// the phase moved to target-ready as the target connected).
-	if _, err := r.await(ctx, "target-ready", r.timeouts.TargetReady.D(), isFrame(tgt.ID, protocol.TypeTargetReady)); err != nil {
-		return err
-	}
-	// 4. source-stopped-output, relayed as cutover-apply: the point of no return.
-	if _, err := r.await(ctx, "source-stopped-output", r.timeouts.Stop.D(), isFrame(src.ID, protocol.TypeSourceStoppedOutput)); err != nil {
-		return err
-	}
-	// 5. target-applied, then the source is stopped.
-	ev, err = r.await(ctx, "target-applied", r.timeouts.Apply.D(), isFrame(tgt.ID, protocol.TypeTargetApplied))
-	r.unholdLogs()
-	if err != nil {
-		return err
-	}
-	f := ev.socket.Frame
-	r.mu.Lock()
-	r.appliedAt = ev.socket.At
-	if f.Applied != nil {
-		r.mig.Result.Applied = f.Applied
-	}
-	for _, x := range f.Failed {
-		r.mig.Result.Failed = append(r.mig.Result.Failed, sim.FailedApply{ID: x.ID, Reason: x.Reason})
-	}
-	r.mig.Result.SkewMs = f.SkewMs
-	r.mu.Unlock()
-	r.expire(r.tgtNode, tgt.ID)
-	r.linger(ctx)
-	return r.stopSource(ctx)
-}
-
 // linger keeps the source running until Timeouts.Linger has passed since
 // the point of no return, for a job whose output the sink watches: a
 // source that goes on producing after source-stopped-output is then caught
 // even on runtimes that stop it right after target-applied.
-func (r *run) linger(ctx context.Context) {
+func (r *run) linger(ctx context.Context, d time.Duration) {
 	sink := r.m.cfg.Sink
 	if sink == nil || !sink.Seen(r.src.JobID) {
 		return
 	}
 	r.mu.Lock()
-	until := r.stoppedAt.Add(r.timeouts.Linger.D())
+	until := r.stoppedAt.Add(d)
 	r.mu.Unlock()
 	wait := until.Sub(r.m.now())
 	if wait <= 0 {
 		return
 	}
-	r.record(sim.PhaseStopSource, sideManager, fmt.Sprintf("source kept running %s past the point of no return (linger) so late output shows", r.timeouts.Linger.D()), nil)
+	r.record(sim.PhaseStopSource, sideManager, fmt.Sprintf("source kept running %s past the point of no return (linger) so late output shows", d), nil)
 	r.sleep(ctx, wait)
 }
 
@@ -2037,8 +1950,8 @@ type refused struct{ reason string }
 
 func (e *refused) Error() string { return "the source refused: " + e.reason }
 
-func (r *run) stopSource(ctx context.Context) error {
-	r.setPhase(sim.PhaseStopSource)
+// stopSource stops the source: SIGTERM, and SIGKILL after grace.
+func (r *run) stopSource(ctx context.Context, grace time.Duration) error {
 	r.m.mu.Lock()
 	in := r.m.instances[r.src.ID]
 	r.m.mu.Unlock()
@@ -2046,7 +1959,6 @@ func (r *run) stopSource(ctx context.Context) error {
 		return nil
 	}
 	r.record(sim.PhaseStopSource, sideSource, "stopping the source", nil)
-	grace := r.timeouts.StopGrace.D()
 	var stop sim.StopReport
 	var err error
 	r.during(func() { stop, err = r.m.stopInstance(ctx, in, grace) })
@@ -2072,31 +1984,10 @@ func externalEnd(runtime, side string) string {
 		"where the real worker would have sent SIGTERM; end your %s process now", side)
 }
 
-func (r *run) overlap(ctx context.Context) error {
-	r.setPhase(sim.PhaseStartTarget)
-	if _, err := r.placeTarget(ctx, false, launchOpts{}); err != nil {
-		return err
-	}
-	if err := r.waitTargetRunning(ctx, r.src.Connected && r.tgtNode.HasJobSocket()); err != nil {
-		return err
-	}
-	r.record(sim.PhaseStartTarget, sideTarget, "target running", nil)
-	if err := r.waitOr(ctx, r.waitTargetOutput); err != nil {
-		return err
-	}
-	if err := r.crossNoReturn(); err != nil {
-		return err
-	}
-	r.mu.Lock()
-	r.readyAt = r.m.now()
-	r.mu.Unlock()
-	return r.stopSource(ctx)
-}
-
 // waitTargetOutput waits, for a job that sends output to the sink, until
 // the target's first packet arrived: a media job is running when it
 // produces, and overlap promises both produce for a moment.
-func (r *run) waitTargetOutput(ctx context.Context) {
+func (r *run) waitTargetOutput(ctx context.Context, limit time.Duration) {
 	sink := r.m.cfg.Sink
 	r.mu.Lock()
 	tgtID := r.mig.Target.Instance
@@ -2106,7 +1997,7 @@ func (r *run) waitTargetOutput(ctx context.Context) {
 	}
 	poke, stop := sink.Watch(r.src.JobID)
 	defer stop()
-	timeout := time.NewTimer(r.timeouts.TargetReady.D())
+	timeout := time.NewTimer(limit)
 	defer timeout.Stop()
 	for {
 		for _, p := range sink.Packets(r.src.JobID, r.start) {
@@ -2126,41 +2017,6 @@ func (r *run) waitTargetOutput(ctx context.Context) {
 	}
 }
 
-func (r *run) stopThenStart(ctx context.Context) error {
-	r.setPhase(sim.PhasePrepareTarget)
-	if _, err := r.placeTarget(ctx, true, launchOpts{}); err != nil {
-		return err
-	}
-	// Stopping the source is what cannot be undone: what broke the move
-	// while the target was prepared rolls it back before that.
-	if err := r.goingOn(); err != nil {
-		return err
-	}
-	if err := r.stopSource(ctx); err != nil {
-		return err
-	}
-	if err := r.crossNoReturn(); err != nil {
-		return err
-	}
-	r.setPhase(sim.PhaseStartTarget)
-	if err := r.startTarget(ctx); err != nil {
-		return err
-	}
-	if err := r.waitTargetRunning(ctx, r.src.Connected && r.tgtNode.HasJobSocket()); err != nil {
-		return err
-	}
-	if err := r.goingOn(); err != nil {
-		return err // past the point of no return: failed
-	}
-	r.mu.Lock()
-	r.readyAt = r.m.now()
-	r.mu.Unlock()
-	r.record(sim.PhaseStartTarget, sideTarget, "target running", nil)
-	return nil
-}
-
-// finish ends the migration: completed, refused, rolled back (aborted) or
-// failed, then measures the output seam.
 // unholdLogs releases the hold on log writes the cutover took, if any.
 func (r *run) unholdLogs() {
 	r.mu.Lock()
@@ -2172,6 +2028,8 @@ func (r *run) unholdLogs() {
 	}
 }
 
+// finish ends the migration: completed, refused, rolled back (aborted) or
+// failed, then measures the output seam.
 func (r *run) finish(ctx context.Context, err error) {
 	r.flushWrites() // nothing decided before the end is left unwritten
 	r.unholdLogs()

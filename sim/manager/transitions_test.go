@@ -98,3 +98,74 @@ func TestEachPhaseLetsEachSideSendWhatItAsks(t *testing.T) {
 		}
 	}
 }
+
+// TestEachStrategyWalksItsDocumentedPhases: the phases each strategy's
+// table enters, with those the job's frames move a handover to
+// (stepConnected, stepFrame), are the documented ones in order; each has
+// one point of no return, where docs/migrations.md puts it; and every
+// wait is bounded by a timeout a user can set.
+func TestEachStrategyWalksItsDocumentedPhases(t *testing.T) {
+	t.Parallel()
+	want := map[sim.Strategy]struct {
+		phases []sim.Phase
+		// noReturnIn is the phase the point of no return is crossed in.
+		noReturnIn sim.Phase
+	}{
+		sim.Handover: {[]sim.Phase{sim.PhaseGetState, sim.PhasePlaceTarget, sim.PhaseTargetReady, sim.PhaseCutoverReady, sim.PhaseCutoverApply, sim.PhaseStopSource},
+			sim.PhaseCutoverReady},
+		sim.Overlap:       {[]sim.Phase{sim.PhaseStartTarget, sim.PhaseStopSource}, sim.PhaseStartTarget},
+		sim.StopThenStart: {[]sim.Phase{sim.PhasePrepareTarget, sim.PhaseStopSource, sim.PhaseStartTarget}, sim.PhaseStopSource},
+	}
+	if len(strategies) != len(want) {
+		t.Fatalf("%d strategy tables, want %d", len(strategies), len(want))
+	}
+	r := &run{timeouts: sim.DefaultTimeouts}
+	for st, w := range want {
+		var walked []sim.Phase
+		var crossed []sim.Phase
+		phase := sim.PhaseRequested
+		move := func(p sim.Phase) {
+			phase = p
+			walked = append(walked, p)
+		}
+		for i, s := range strategies[st] {
+			if s.timeout != "" {
+				func() {
+					defer func() {
+						if p := recover(); p != nil {
+							t.Errorf("%s step %d: %v", st, i, p)
+						}
+					}()
+					r.limit(s.timeout)
+				}()
+			}
+			if s.enter != "" {
+				move(s.enter)
+			}
+			switch s.act {
+			case awaitConnected:
+				if next, ok := stepConnected(phase, false, sideTarget, true); ok {
+					move(next)
+				}
+			case awaitFrame:
+				if s.timeout == "" {
+					t.Errorf("%s step %d waits for %s with no timeout", st, i, s.frame)
+				}
+				if step := stepFrame(phase, false, s.side, s.frame); step.next != "" {
+					if step.next == sim.PhaseCutoverApply {
+						crossed = append(crossed, phase)
+					}
+					move(step.next)
+				}
+			case noReturn:
+				crossed = append(crossed, phase)
+			}
+		}
+		if !slices.Equal(walked, w.phases) {
+			t.Errorf("%s walks %v; the documented phases are %v", st, walked, w.phases)
+		}
+		if len(crossed) != 1 || crossed[0] != w.noReturnIn {
+			t.Errorf("%s crosses the point of no return in %v; want once, in %s", st, crossed, w.noReturnIn)
+		}
+	}
+}
