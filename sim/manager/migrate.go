@@ -2053,20 +2053,13 @@ func (r *run) finish(ctx context.Context, err error) {
 			r.tgtNode.Socket.Settle(r.src.JobID, tgtID)
 		}
 	}
-	var state sim.MigrationState
-	reason := ""
-	var rf *refused
-	switch {
-	case err == nil:
-		state = sim.MigrationCompleted
-	case errors.As(err, &rf):
-		state, reason = sim.MigrationRefused, rf.reason
-		r.record(phase, sideSource, "refused: "+rf.reason, nil)
-	case !ponr:
-		state, reason = sim.MigrationAborted, err.Error()
+	state, reason := stepEnd(err, ponr)
+	switch state {
+	case sim.MigrationRefused:
+		r.record(phase, sideSource, "refused: "+reason, nil)
+	case sim.MigrationAborted:
 		r.rollback(reason, phase)
-	default:
-		state, reason = sim.MigrationFailed, err.Error()
+	case sim.MigrationFailed:
 		r.record(phase, sideManager, "failed after the point of no return: "+reason, nil)
 	}
 	switch state {

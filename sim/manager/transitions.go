@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -143,4 +144,21 @@ func stepConnected(phase sim.Phase, ending bool, side string, withState bool) (n
 		return sim.PhaseTargetReady, true
 	}
 	return phase, false
+}
+
+// stepEnd decides how a migration ends, from what ended its steps (nil
+// when every step ran) and whether it had passed the point of no return:
+// completed; refused by the source; aborted, and rolled back, before the
+// point of no return; failed after it, where nothing rolls back.
+func stepEnd(err error, ponr bool) (state sim.MigrationState, reason string) {
+	var rf *refused
+	switch {
+	case err == nil:
+		return sim.MigrationCompleted, ""
+	case errors.As(err, &rf):
+		return sim.MigrationRefused, rf.reason
+	case !ponr:
+		return sim.MigrationAborted, err.Error()
+	}
+	return sim.MigrationFailed, err.Error()
 }

@@ -169,3 +169,64 @@ func TestEachStrategyWalksItsDocumentedPhases(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryStepEndsAsDocumented: whatever ends a strategy's step (its
+// timeout, a disruption, an abort) ends the migration aborted, rolled
+// back, before the point of no return, and failed after it
+// (docs/migrations.md); a refused get-state ends it refused. Rows marked
+// "" cannot fail.
+func TestEveryStepEndsAsDocumented(t *testing.T) {
+	t.Parallel()
+	const ab, fl = sim.MigrationAborted, sim.MigrationFailed
+	want := map[sim.Strategy][]sim.MigrationState{
+		// ask state, place, start, connect, target-ready, source-stopped-output, target-applied, linger, stop the source
+		sim.Handover: {ab, ab, ab, ab, ab, ab, fl, "", fl},
+		// place and start, running, (timeline), output, no return, (took over), stop the source
+		sim.Overlap: {ab, ab, "", ab, ab, "", fl},
+		// prepare, go on, stop the source, no return, start, running, go on, (took over), (timeline)
+		sim.StopThenStart: {ab, ab, ab, ab, fl, fl, fl, "", ""},
+	}
+	cannotFail := map[act]bool{targetRunning: true, targetUp: true, linger: true}
+	for st, states := range want {
+		steps := strategies[st]
+		if len(steps) != len(states) {
+			t.Errorf("%s has %d steps; the table here has %d", st, len(steps), len(states))
+			continue
+		}
+		ponr := false
+		phase := sim.PhaseRequested
+		for i, s := range steps {
+			if s.enter != "" {
+				phase = s.enter
+			}
+			if cannotFail[s.act] != (states[i] == "") {
+				t.Errorf("%s step %d (act %d): can fail %v, the table here says %q", st, i, s.act, !cannotFail[s.act], states[i])
+			}
+			if states[i] != "" {
+				why := endf("timed out after 2s waiting for step %d", i)
+				if got, reason := stepEnd(why, ponr); got != states[i] || reason != why.Error() {
+					t.Errorf("%s step %d failing ends %s (%q); want %s", st, i, got, reason, states[i])
+				}
+			}
+			switch s.act {
+			case awaitConnected:
+				if next, ok := stepConnected(phase, false, sideTarget, true); ok {
+					phase = next
+				}
+			case awaitFrame:
+				if next := stepFrame(phase, false, s.side, s.frame).next; next != "" {
+					ponr = ponr || next == sim.PhaseCutoverApply
+					phase = next
+				}
+			case noReturn:
+				ponr = true
+			}
+		}
+		if got, _ := stepEnd(nil, ponr); got != sim.MigrationCompleted {
+			t.Errorf("%s ran every step and ends %s, want completed", st, got)
+		}
+	}
+	if got, reason := stepEnd(&refused{"busy"}, false); got != sim.MigrationRefused || reason != "busy" {
+		t.Errorf("a refused get-state ends %s (%q), want refused (busy)", got, reason)
+	}
+}
