@@ -1114,13 +1114,9 @@ func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool, held 
 // an ask a relay made since (target-applied while the wait for
 // source-stopped-output has not yet taken that frame) is not about it.
 func (r *run) pastDeadlineLocked(ev sim.SocketEvent, arrived time.Time) bool {
-	if r.deadline.IsZero() || arrived.Before(r.deadline) {
-		return false
-	}
-	if ev.Frame.Type == protocol.TypeAbort || r.awaited == nil {
-		return true
-	}
-	return r.awaited(runEvent{kind: evSocket, instance: ev.Role, socket: ev})
+	return stepDeadline(r.deadline, arrived, func() bool {
+		return ev.Frame.Type == protocol.TypeAbort || r.awaited == nil || r.awaited(runEvent{kind: evSocket, instance: ev.Role, socket: ev})
+	})
 }
 
 // testHookRelayed, set by tests only, runs on the owner after a cutover

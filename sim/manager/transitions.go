@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
@@ -161,4 +162,15 @@ func stepEnd(err error, ponr bool) (state sim.MigrationState, reason string) {
 		return sim.MigrationAborted, err.Error()
 	}
 	return sim.MigrationFailed, err.Error()
+}
+
+// stepDeadline decides whether a frame is late for the wait in progress:
+// it arrived (was handed to the owner) at or after the wait's deadline
+// (zero while nothing is awaited), and it is about that wait (what the
+// wait accepts, or an abort; asked only past the deadline). One decision
+// per deadline: a frame that beat it is on time however late the owner
+// takes it, and the answer to an ask a relay made since is never late for
+// the wait before it.
+func stepDeadline(deadline, arrived time.Time, about func() bool) bool {
+	return !deadline.IsZero() && !arrived.Before(deadline) && about()
 }

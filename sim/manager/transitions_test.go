@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/normsim/normsim/sim"
 )
@@ -228,5 +229,30 @@ func TestEveryStepEndsAsDocumented(t *testing.T) {
 	}
 	if got, reason := stepEnd(&refused{"busy"}, false); got != sim.MigrationRefused || reason != "busy" {
 		t.Errorf("a refused get-state ends %s (%q), want refused (busy)", got, reason)
+	}
+}
+
+// TestAFrameIsLateOnlyForTheWaitItIsAbout: a frame is late when it was
+// handed on at or after the deadline of the wait it is about, and on time
+// before it, whenever the owner takes it.
+func TestAFrameIsLateOnlyForTheWaitItIsAbout(t *testing.T) {
+	t.Parallel()
+	deadline := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		deadline time.Time
+		arrived  time.Time
+		about    bool
+		late     bool
+	}{
+		{"no wait in progress", time.Time{}, deadline.Add(time.Hour), true, false},
+		{"a nanosecond before the deadline", deadline, deadline.Add(-time.Nanosecond), true, false},
+		{"at the deadline", deadline, deadline, true, true},
+		{"after it", deadline, deadline.Add(time.Millisecond), true, true},
+		{"after it, answering a later ask", deadline, deadline.Add(time.Millisecond), false, false},
+	} {
+		if got := stepDeadline(tc.deadline, tc.arrived, func() bool { return tc.about }); got != tc.late {
+			t.Errorf("%s: late = %v, want %v", tc.name, got, tc.late)
+		}
 	}
 }
