@@ -1680,7 +1680,13 @@ func isFrame(role, typ string) func(runEvent) bool {
 
 // run drives the migration to its end.
 func (r *run) run(ctx context.Context) {
-	r.finish(ctx, r.runSteps(ctx, strategies[r.mig.Strategy]))
+	// A strategy with no table ends aborted, never completed having done
+	// nothing.
+	err := endf("normsim has no steps for the strategy %q", r.mig.Strategy)
+	if steps, ok := strategies[r.mig.Strategy]; ok {
+		err = r.runSteps(ctx, steps)
+	}
+	r.finish(ctx, err)
 	r.letGo()
 }
 
