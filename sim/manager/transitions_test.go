@@ -117,8 +117,16 @@ func TestEachStrategyWalksItsDocumentedPhases(t *testing.T) {
 		sim.Overlap:       {[]sim.Phase{sim.PhaseStartTarget, sim.PhaseStopSource}, sim.PhaseStartTarget},
 		sim.StopThenStart: {[]sim.Phase{sim.PhasePrepareTarget, sim.PhaseStopSource, sim.PhaseStartTarget}, sim.PhaseStopSource},
 	}
-	if len(strategies) != len(want) {
-		t.Fatalf("%d strategy tables, want %d", len(strategies), len(want))
+	for _, st := range sim.Strategies {
+		if _, ok := want[st]; !ok {
+			t.Errorf("the contract's strategy %s has no documented phases here", st)
+		}
+		if len(strategies[st]) == 0 {
+			t.Errorf("the contract's strategy %s has no table of steps", st)
+		}
+	}
+	if len(strategies) != len(sim.Strategies) {
+		t.Errorf("%d strategy tables for the contract's %d strategies", len(strategies), len(sim.Strategies))
 	}
 	r := &run{timeouts: sim.DefaultTimeouts}
 	for st, w := range want {
