@@ -58,14 +58,6 @@ func mayAnswer(phase sim.Phase, side string) []string {
 	return nil
 }
 
-// otherSide is the side a frame from side is relayed to.
-func otherSide(side string) string {
-	if side == sideSource {
-		return sideTarget
-	}
-	return sideSource
-}
-
 // frameStep is what a frame a job sent does to its migration.
 type frameStep struct {
 	// late: it crossed the end of the migration on the wire. It is
