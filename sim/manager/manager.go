@@ -929,8 +929,9 @@ func (in *instance) allHealthy() bool {
 }
 
 // OnSocketEvent is every listener's event callback. It runs on the
-// connection's goroutine: frames of a handover are relayed right here, the
-// rest is handed to the migration's goroutine.
+// connection's goroutine: the instance's record is kept here, and the
+// event is handed to the migration it belongs to, whose owner relays and
+// decides (routeSocket).
 func (m *Manager) OnSocketEvent(ev sim.SocketEvent) {
 	if ev.Kind == sim.SocketHello || ev.Kind == sim.SocketConnected {
 		// The migration hears of the connection (and fires the faults
@@ -983,11 +984,18 @@ func (m *Manager) OnSocketEvent(ev sim.SocketEvent) {
 	}
 	// What the job sent after a frame a fault holds waits behind it, as
 	// on one TCP connection, and so does the news of its close.
-	if !m.behind(pipeKey{ev.Role, dirIn}, pipeItem{deliver: func() { m.routeSocket(ev, true) }, lost: func(why string) {
-		m.log.Warn("a job's frame waiting behind a held one was lost", "instance", ev.Role, "kind", ev.Kind, "type", ev.Frame.Type, "why", why)
-	}}) {
+	if !m.behindHeldIn(ev, func() { m.routeSocket(ev, true) }) {
 		m.routeSocket(ev, false)
 	}
+}
+
+// behindHeldIn puts a job's socket event behind a frame of the same socket
+// that a fault holds on its way in, if one does, to go on with deliver
+// after it; false when nothing is held there and the caller goes on.
+func (m *Manager) behindHeldIn(ev sim.SocketEvent, deliver func()) bool {
+	return m.behind(pipeKey{ev.Role, dirIn}, pipeItem{deliver: deliver, lost: func(why string) {
+		m.log.Warn("a job's frame waiting behind a held one was lost", "instance", ev.Role, "kind", ev.Kind, "type", ev.Frame.Type, "why", why)
+	}})
 }
 
 // lostWith says why frames held on their way to a job are lost on ev.

@@ -842,9 +842,7 @@ func (r *run) onSocketOwned(e runEvent) {
 		// after the listener handed this one on: it waits its turn
 		// behind it, as on one TCP connection.
 		e.piped = true
-		if r.m.behind(pipeKey{ev.Role, dirIn}, pipeItem{deliver: func() { r.post(e) }, lost: func(why string) {
-			r.m.log.Warn("a job's frame waiting behind a held one was lost", "instance", ev.Role, "kind", ev.Kind, "type", ev.Frame.Type, "why", why)
-		}}) {
+		if r.m.behindHeldIn(ev, func() { r.post(e) }) {
 			return
 		}
 	}
@@ -1991,9 +1989,7 @@ func externalEnd(runtime, side string) string {
 // produces, and overlap promises both produce for a moment.
 func (r *run) waitTargetOutput(ctx context.Context, limit time.Duration) {
 	sink := r.m.cfg.Sink
-	r.mu.Lock()
-	tgtID := r.mig.Target.Instance
-	r.mu.Unlock()
+	tgtID := r.targetID()
 	if sink == nil || !sink.Seen(r.src.JobID) {
 		return
 	}
