@@ -118,7 +118,7 @@ type Durations struct {
 type Timeouts struct {
 	State       Duration `json:"state,omitempty"`       // get-state → state
 	TargetStart Duration `json:"targetStart,omitempty"` // target placed → running/connected
-	TargetReady Duration `json:"targetReady,omitempty"` // initial-state → target-ready
+	TargetReady Duration `json:"targetReady,omitempty"` // initial-state → target-ready; an overlap target → its first packet
 	Stop        Duration `json:"stop,omitempty"`        // cutover-ready → source-stopped-output
 	Apply       Duration `json:"apply,omitempty"`       // cutover-apply → target-applied
 	StopGrace   Duration `json:"stopGrace,omitempty"`   // SIGTERM → SIGKILL when stopping an instance
@@ -154,7 +154,7 @@ func (t *Timeouts) Fields() []TimeoutField {
 	return []TimeoutField{
 		{"state", "State", "get-state → state", &t.State},
 		{"targetStart", "Target start", "target placed → running (and connected)", &t.TargetStart},
-		{"targetReady", "Target ready", "initial-state → target-ready", &t.TargetReady},
+		{"targetReady", "Target ready", "initial-state → target-ready (overlap: the target's first packet)", &t.TargetReady},
 		{"stop", "Source stop", "cutover-ready → source-stopped-output", &t.Stop},
 		{"apply", "Apply", "cutover-apply → target-applied", &t.Apply},
 		{"stopGrace", "Stop grace", "SIGTERM → SIGKILL when stopping", &t.StopGrace},
