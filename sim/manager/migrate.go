@@ -370,12 +370,8 @@ type run struct {
 	// tgtPlacedAt is when the target was created: a media sender first
 	// heard from then on is the target.
 	tgtPlacedAt time.Time
-	ponr        bool
-	// ending is set the moment the owner takes what binds the migration
-	// to end (an abort, a lost socket, an exit, a timeout, or finish):
-	// from then on no frame is relayed, and a frame that arrived after it
-	// is a late one, recorded and ignored.
-	ending bool
+	// facts are what the owner decides with (step.go).
+	facts
 	// deadline is when the wait in progress (await) times out; zero
 	// between waits. A frame that arrived at or after it is late, even
 	// if the owner takes it before its timer fires: timers are not
@@ -391,21 +387,6 @@ type run struct {
 	// timedOut is the deadline of the wait that timed out, if one did:
 	// how late a held frame comes is told from it (guarded by mu).
 	timedOut time.Time
-	// abortedBy is the side whose abort ended the migration: the other
-	// side is told, not the one that said it.
-	abortedBy string
-	// userAbort is why the user asked to abort the migration, once they
-	// have: from then on the point of no return is never crossed (guarded
-	// by mu).
-	userAbort                     string
-	readyAt, appliedAt, stoppedAt time.Time
-	// applySentAt is taken just before cutover-apply is written: the
-	// target can produce nothing legitimately before it.
-	applySentAt time.Time
-	// targetToldAt is, in a rollback, when the target was told to stop:
-	// its own abort, the worker's abort to it, or its removal, whichever
-	// came first (guarded by mu).
-	targetToldAt time.Time
 	// deferring is set while a socket event is handled: timeline events
 	// are stamped when they happen but stored and published (JSON, the
 	// journal, the bus) only after a cutover frame has been relayed, so
@@ -428,10 +409,6 @@ type run struct {
 	// drop-socket), e.g. "kill struck the target"; "" while none did. An
 	// overlap or a stopThenStart does not go on past it (goingOn).
 	struck string
-	// initialState is the source's state a handover target gets on
-	// connect, and initialSize the size of that initial-state frame.
-	initialState json.RawMessage
-	initialSize  int
 	// changed, when someone awaits the migration (AwaitMigration), is
 	// closed at its next timeline event (guarded by mu).
 	changed chan struct{}
@@ -543,15 +520,14 @@ func (r *run) handle(ev runEvent) {
 	case evSocket:
 		r.onSocketOwned(ev)
 	case evRuntime:
-		if ev.runtime.Kind == sim.ServiceExited {
-			// Bound to end: nothing is relayed past it.
-			r.mu.Lock()
-			r.ending = true
-			r.mu.Unlock()
-		}
-		r.toSteps(ev)
+		r.decide(ev, func() input {
+			return input{kind: evRuntime, side: r.sideOf(ev.instance), exited: ev.runtime.Kind == sim.ServiceExited}
+		})
 	case evAbort:
-		r.takeUserAbort(ev)
+		// The API waits for the answer: 202, or 409 and why.
+		r.decide(runEvent{kind: evAbort, reason: ev.reason, answer: ev.answer}, func() input {
+			return input{kind: evAbort, reason: ev.reason}
+		})
 	case evCall:
 		ev.call()
 	default:
@@ -945,12 +921,7 @@ func (r *run) late(ev sim.SocketEvent) {
 
 func (r *run) lateLocked(ev sim.SocketEvent, side string) {
 	f := ev.Frame
-	why := "it crossed the end of the migration on the wire"
-	if ev.Reason != "" {
-		why = ev.Reason
-	}
-	r.recordLocked(r.mig.Phase, side, fmt.Sprintf("late %s from the %s: %s; ignored", eventDetail(ev), side, why),
-		frameInfo(dirIn, f.Type, ev.Size, payloadOf(f)))
+	r.recordLocked(r.mig.Phase, side, lateDetail(ev, side), frameInfo(dirIn, f.Type, ev.Size, payloadOf(f)))
 }
 
 // lateByLocked says how late a frame is whose hold ends now: after its
@@ -997,112 +968,90 @@ func (r *run) onRuntime(ev sim.RuntimeEvent) {
 	r.post(runEvent{kind: evRuntime, instance: ev.Instance, runtime: ev})
 }
 
-// handleSocket records a socket event (a frame unless recorded already),
-// relays the cutover frames, and hands the event on to the migration's
-// steps. held is how long a delay-frame fault held the frame. The owner's,
-// and afterEnd's once the owner has let go.
+// handleSocket decides a socket event (step): it records it (a frame
+// unless recorded already), relays the cutover frames, and hands the event
+// on to the migration's steps. held is how long a delay-frame fault held
+// the frame. The owner's, and afterEnd's once the owner has let go.
 func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool, held time.Duration, arrived time.Time) {
-	r.mu.Lock()
-	var step frameStep
-	moved := false // the phase moved, outside a cutover relay
-	if ev.Kind == sim.SocketFrame {
-		// A frame is decided as of when it arrived: one handed on
-		// before the deadline of the wait it is about is on time, though
-		// the owner takes it after; a held one arrives as its hold ends.
-		if arrived.IsZero() {
-			arrived = time.Now()
-		}
-		late := ev.Late || r.ending || r.pastDeadlineLocked(ev, arrived)
-		step = stepFrame(r.mig.Phase, late, side, ev.Frame.Type)
-	}
-	switch {
-	case step.late && held > 0:
-		when := r.lateByLocked()
-		if when == "" {
-			when = "after the migration was bound to end"
-		}
-		f := ev.Frame
-		r.recordLocked(r.mig.Phase, side, fmt.Sprintf("late %s from the %s: held %s by a delay-frame fault, it came %s; ignored", eventDetail(ev), side, held, when),
-			frameInfo(dirIn, f.Type, ev.Size, payloadOf(f)))
-		r.mu.Unlock()
-		return
-	case step.late:
-		r.lateLocked(ev, side)
-		r.mu.Unlock()
-		return
-	}
-	r.deferLocked()
-	switch ev.Kind {
-	case sim.SocketFrame:
-		f := ev.Frame
-		if !recorded {
-			r.recordLocked(r.mig.Phase, side, eventDetail(ev), frameInfo(dirIn, f.Type, ev.Size, payloadOf(f)))
-		}
-		if step.aborts {
-			// In order with the relays: an answer the other side sent
-			// after this abort is late.
-			r.ending = true
-			r.abortedBy = side
-			if side == sideTarget && r.targetToldAt.IsZero() {
-				r.targetToldAt = ev.At
+	in := input{kind: evSocket, side: side, socket: ev, recorded: recorded, held: held}
+	r.decide(runEvent{kind: evSocket, instance: ev.Role, socket: ev}, func() input {
+		if ev.Kind == sim.SocketFrame {
+			// A frame is decided as of when it arrived: one handed on
+			// before the deadline of the wait it is about is on time,
+			// though the owner takes it after; a held one arrives as its
+			// hold ends.
+			if arrived.IsZero() {
+				arrived = time.Now()
+			}
+			in.late = ev.Late || r.pastDeadlineLocked(ev, arrived)
+			if held > 0 {
+				in.lateBy = r.lateByLocked()
 			}
 		}
-		relay := protocol.WorkerFrame{Type: step.relay, MigrationID: r.id, Payload: f.Payload}
-		switch step.next {
-		case sim.PhaseCutoverReady:
-			r.readyAt = ev.At
-			r.moveLocked(step.next)
-			// The cutover has the CPU; the log writes wait for its end.
+		return in
+	})
+}
+
+// stateLocked is the migration's state as step decides with it.
+func (r *run) stateLocked() state {
+	return state{id: r.id, strategy: r.mig.Strategy, phase: r.mig.Phase, ended: r.mig.State, facts: r.facts}
+}
+
+// decide takes an event through step, under mu, and carries out the
+// effects it returns in order: the one place an event from another
+// goroutine changes the migration. in is read under mu (it may ask the
+// wait in progress); ev is what the steps see if the event is handed on.
+// The frames it decides to write are written once mu is let go.
+func (r *run) decide(ev runEvent, read func() input) {
+	r.mu.Lock()
+	in := read()
+	in.now = r.m.now()
+	next, effs := step(r.stateLocked(), in)
+	r.facts = next.facts
+	// Timeline entries are stamped as they are made, and stored and
+	// published once the relay is queued: off the relay's path.
+	r.deferLocked()
+	var answer *string
+	moved, relayed := false, ""
+	for _, e := range effs {
+		switch e.do {
+		case doRecord:
+			r.putLocked(sim.MigrationEvent{At: r.m.now(), Phase: e.phase, Side: e.side, Kind: e.kind, Detail: e.detail, Frame: e.info})
+		case doMove:
+			r.moveLocked(e.phase)
+			moved = true
+		case doHoldLogs:
 			if r.m.cfg.Logs != nil && r.releaseLogs == nil {
 				r.releaseLogs = r.m.cfg.Logs.Hold()
 			}
-			r.deliverLocked(r.src.ID, r.srcNode, relay)
-		case sim.PhaseCutoverApply:
-			r.stoppedAt = ev.At
-			r.ponr = true
-			r.moveLocked(step.next)
-			r.noteLocked(sim.TimelinePointOfNoReturn, r.mig.Phase, sideManager, "point of no return: the source stopped its output")
-			r.applySentAt = r.m.now()
-			r.deliverLocked(r.mig.Target.Instance, r.tgtNode, relay)
-		}
-	case sim.SocketConnected:
-		r.noteLocked(sim.TimelineConnected, r.mig.Phase, side, "connected (hello accepted)")
-		// Faults armed on the hello fired as the listener read it
-		// (fireAtHelloLocked); these fire only those of a migration that
-		// began between that and now.
-		r.fireOnLocked(protocol.TypeHello)
-		r.fireOnLocked(protocol.TypeHelloAck)
-		if side == sideTarget && r.initialState != nil {
-			// The listener wrote hello-ack and initial-state before it told
-			// us of the connection, and reads the target's next frame only
-			// after this returns: recorded here, they stay ahead of the
-			// target's answer in the timeline.
-			r.recordLocked(r.mig.Phase, sideTarget, "hello-ack and initial-state sent",
-				frameInfo(dirOut, protocol.TypeInitialState, r.initialSize, r.initialState))
-			r.fireOnLocked(protocol.TypeInitialState)
-			// The target has its state: the handover waits for its
-			// target-ready. The phase moves here, in order with the
-			// target's frames, which this socket reads only after.
-			if next, ok := stepConnected(r.mig.Phase, r.ending, side, true); ok {
-				r.moveLocked(next)
-				moved = true
+		case doRelay:
+			role, node := r.src.ID, r.srcNode
+			if e.side == sideTarget {
+				role, node = r.mig.Target.Instance, r.tgtNode
 			}
+			r.deliverLocked(role, node, protocol.WorkerFrame{Type: e.frame, MigrationID: r.id, Payload: e.payload})
+			relayed = e.frame
+		case doFire:
+			r.fireOnLocked(e.frame)
+		case doHandOn:
+			r.toSteps(ev)
+		case doAnswer:
+			a := e.detail
+			answer = &a
 		}
-	case sim.SocketDisconnected:
-		r.ending = true
-		r.noteLocked(sim.TimelineSocketClosed, r.mig.Phase, side, socketClosed(ev))
 	}
 	r.flushLocked()
-	if ev.Kind == sim.SocketFrame {
-		r.fireOnLocked(ev.Frame.Type)
-		if hook := testHookRelayed.Load(); step.relay != "" && hook != nil {
-			(*hook)(step.relay)
-		}
+	if hook := testHookRelayed.Load(); relayed != "" && hook != nil {
+		(*hook)(relayed)
 	}
-	r.toSteps(runEvent{kind: evSocket, instance: ev.Role, socket: ev})
 	r.mu.Unlock()
+	if answer != nil {
+		ev.answer <- *answer
+	}
 	r.flushWrites()
-	if moved {
+	if moved && relayed == "" {
+		// A relay's move is journaled with the next step's, off the
+		// relay's path.
 		r.m.journal.migration(r.doc())
 	}
 }
@@ -1924,26 +1873,6 @@ func (m *Manager) AbortMigration(ctx context.Context, id, why string) (*sim.Migr
 		return nil, ctx.Err()
 	}
 	return r.snapshot(), nil
-}
-
-// takeUserAbort is the owner deciding a user's abort (stepUserAbort), and
-// answering the API with it.
-func (r *run) takeUserAbort(ev runEvent) {
-	r.mu.Lock()
-	refusal := stepUserAbort(r.id, abortAsk{ended: r.mig.State, strategy: r.mig.Strategy, ponr: r.ponr, aborting: r.userAbort, ending: r.ending})
-	if refusal == "" {
-		r.userAbort = ev.reason
-		// A source-stopped-output that arrives from now on is late, not
-		// the point of no return.
-		r.ending = true
-		r.abortedBy = sideManager
-		r.noteLocked(sim.TimelineAbortRequested, r.mig.Phase, sideManager, "the user asked to abort"+strings.TrimPrefix(ev.reason, "aborted by the user"))
-	}
-	r.mu.Unlock()
-	ev.answer <- refusal
-	if refusal == "" {
-		r.toSteps(runEvent{kind: evAbort, reason: ev.reason})
-	}
 }
 
 type refused struct{ reason string }

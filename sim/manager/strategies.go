@@ -30,8 +30,8 @@ const (
 	stopSource                // SIGTERM to the source, SIGKILL after the stop grace
 )
 
-// step is one row of a strategy's table.
-type step struct {
+// stage is one row of a strategy's table.
+type stage struct {
 	act act
 	// enter is the phase the migration enters as the step begins; ""
 	// keeps the phase it is in (a handover's cutover phases are moved by
@@ -48,7 +48,7 @@ type step struct {
 // return, failed after it. What the jobs send between the steps moves a
 // handover through its cutover (transitions.go), and a disruption or the
 // user's abort breaks off the step that waits.
-var strategies = map[sim.Strategy][]step{
+var strategies = map[sim.Strategy][]stage{
 	sim.Handover: {
 		{act: askState, enter: sim.PhaseGetState, timeout: "state"},
 		{act: prepareTarget, enter: sim.PhasePlaceTarget},
@@ -87,7 +87,7 @@ var strategies = map[sim.Strategy][]step{
 
 // runSteps takes the strategy's steps in order, and returns what ended
 // the migration early, or nil.
-func (r *run) runSteps(ctx context.Context, steps []step) error {
+func (r *run) runSteps(ctx context.Context, steps []stage) error {
 	for _, s := range steps {
 		if s.enter != "" {
 			r.setPhase(s.enter)
@@ -100,7 +100,7 @@ func (r *run) runSteps(ctx context.Context, steps []step) error {
 }
 
 // do carries out one step.
-func (r *run) do(ctx context.Context, s step) error {
+func (r *run) do(ctx context.Context, s stage) error {
 	limit := r.limit(s.timeout)
 	switch s.act {
 	case askState:

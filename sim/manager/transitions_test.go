@@ -160,11 +160,11 @@ func TestEachStrategyWalksItsDocumentedPhases(t *testing.T) {
 				if s.timeout == "" {
 					t.Errorf("%s step %d waits for %s with no timeout", st, i, s.frame)
 				}
-				if step := stepFrame(phase, false, s.side, s.frame); step.next != "" {
-					if step.next == sim.PhaseCutoverApply {
+				if fs := stepFrame(phase, false, s.side, s.frame); fs.next != "" {
+					if fs.next == sim.PhaseCutoverApply {
 						crossed = append(crossed, phase)
 					}
-					move(step.next)
+					move(fs.next)
 				}
 			case noReturn:
 				crossed = append(crossed, phase)

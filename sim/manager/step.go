@@ -1,0 +1,240 @@
+package manager
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/normsim/normsim/protocol"
+	"github.com/normsim/normsim/sim"
+)
+
+// facts are what a migration's owner decides with beside its record (the
+// phase and end state are the record's, sim.Migration): each kept here
+// once, changed only by the owner, read by others under run.mu.
+type facts struct {
+	// ponr says the migration passed its point of no return: from here
+	// nothing rolls back.
+	ponr bool
+	// ending is set the moment the owner takes what binds the migration
+	// to end (an abort, a lost socket, an exit, a timeout, or finish):
+	// from then on no frame is relayed, and a frame that arrived after it
+	// is a late one, recorded and ignored.
+	ending bool
+	// abortedBy is the side whose abort ended the migration: the other
+	// side is told, not the one that said it.
+	abortedBy string
+	// userAbort is why the user asked to abort the migration, once they
+	// have: from then on the point of no return is never crossed.
+	userAbort string
+	// readyAt: the target said target-ready (a handover), or took over
+	// (the other strategies). appliedAt: its target-applied. stoppedAt:
+	// the source said source-stopped-output.
+	readyAt, appliedAt, stoppedAt time.Time
+	// applySentAt is taken as cutover-apply is decided: the target can
+	// produce nothing legitimately before it.
+	applySentAt time.Time
+	// targetToldAt is, in a rollback, when the target was told to stop:
+	// its own abort, the worker's abort to it, or its removal, whichever
+	// came first.
+	targetToldAt time.Time
+	// initialState is the source's state a handover target gets on
+	// connect, and initialSize the size of that initial-state frame.
+	initialState json.RawMessage
+	initialSize  int
+}
+
+// state is what step decides with.
+type state struct {
+	id       string
+	strategy sim.Strategy
+	phase    sim.Phase
+	ended    sim.MigrationState // "" while the migration runs
+	facts
+}
+
+// input is one event the owner takes, as step sees it.
+type input struct {
+	kind runEventKind // evSocket, evRuntime or evAbort
+	side string       // whose socket or instance
+	// socket is a socket event; recorded says its frame is on the
+	// timeline already (a fault's passage recorded it).
+	socket   sim.SocketEvent
+	recorded bool
+	// late says the frame is late whatever the migration's state: the
+	// listener judged it so, or it arrived past the deadline of the wait
+	// it is about (stepDeadline).
+	late bool
+	// held is how long a delay-frame fault held the frame, and lateBy how
+	// late it came for what (run.lateByLocked), for one that is late.
+	held   time.Duration
+	lateBy string
+	// exited says a runtime event is the instance's exit.
+	exited bool
+	// reason is why the user asks to abort.
+	reason string
+	now    time.Time
+}
+
+// effectKind is one kind of thing step asks the owner to do.
+type effectKind int
+
+const (
+	doRecord   effectKind = iota + 1 // a timeline entry (phase, side, kind, detail, frame)
+	doMove                           // enter phase: each side may send what it asks (asks)
+	doHoldLogs                       // hold log writes until the cutover ends
+	doRelay                          // write frame to side, with payload
+	doFire                           // fire the faults armed on frame
+	doHandOn                         // hand the event on to the migration's steps
+	doAnswer                         // answer the user's abort: detail is the refusal, "" taken
+)
+
+// effect is one thing step asks the owner to do, as data: the owner
+// carries them out in order (run.decide).
+type effect struct {
+	do      effectKind
+	phase   sim.Phase
+	side    string
+	kind    sim.TimelineKind
+	detail  string
+	info    *sim.FrameInfo
+	frame   string
+	payload json.RawMessage
+}
+
+func record(phase sim.Phase, side, detail string, info *sim.FrameInfo) effect {
+	return effect{do: doRecord, phase: phase, side: side, detail: detail, info: info}
+}
+
+func note(kind sim.TimelineKind, phase sim.Phase, side, detail string) effect {
+	return effect{do: doRecord, kind: kind, phase: phase, side: side, detail: detail}
+}
+
+// step decides what an event does to a migration: the state it leaves
+// and what must be done, in order. It is pure. Its caller is run.decide,
+// on the owner (or, once the owner has let go, on whoever posts the
+// event: afterEnd), so the facts it changes have one writer at a time. The
+// strategies' steps (strategies.go) then see the event if it is handed on.
+func step(s state, in input) (state, []effect) {
+	handOn := effect{do: doHandOn}
+	switch in.kind {
+	case evRuntime:
+		if in.exited {
+			// Bound to end: nothing is relayed past it.
+			s.ending = true
+		}
+		return s, []effect{handOn}
+	case evAbort:
+		refusal := stepUserAbort(s.id, abortAsk{ended: s.ended, strategy: s.strategy, ponr: s.ponr, aborting: s.userAbort, ending: s.ending})
+		if refusal != "" {
+			return s, []effect{{do: doAnswer, detail: refusal}}
+		}
+		s.userAbort = in.reason
+		// A source-stopped-output that arrives from now on is late, not
+		// the point of no return.
+		s.ending = true
+		s.abortedBy = sideManager
+		return s, []effect{
+			note(sim.TimelineAbortRequested, s.phase, sideManager, "the user asked to abort"+strings.TrimPrefix(in.reason, "aborted by the user")),
+			{do: doAnswer},
+			handOn,
+		}
+	}
+	return stepSocket(s, in)
+}
+
+// stepSocket is step for what a job's socket reported: a frame, its
+// connection, its close.
+func stepSocket(s state, in input) (state, []effect) {
+	ev, side := in.socket, in.side
+	f := ev.Frame
+	var fs frameStep
+	var info *sim.FrameInfo
+	if ev.Kind == sim.SocketFrame {
+		fs = stepFrame(s.phase, in.late || s.ending, side, f.Type)
+		info = frameInfo(dirIn, f.Type, ev.Size, payloadOf(f))
+	}
+	switch {
+	case fs.late && in.held > 0:
+		when := in.lateBy
+		if when == "" {
+			when = "after the migration was bound to end"
+		}
+		return s, []effect{record(s.phase, side, fmt.Sprintf("late %s from the %s: held %s by a delay-frame fault, it came %s; ignored", eventDetail(ev), side, in.held, when), info)}
+	case fs.late:
+		return s, []effect{record(s.phase, side, lateDetail(ev, side), info)}
+	}
+	var effs []effect
+	switch ev.Kind {
+	case sim.SocketFrame:
+		if !in.recorded {
+			effs = append(effs, record(s.phase, side, eventDetail(ev), info))
+		}
+		if fs.aborts {
+			// In order with the relays: an answer the other side sent
+			// after this abort is late.
+			s.ending = true
+			s.abortedBy = side
+			if side == sideTarget && s.targetToldAt.IsZero() {
+				s.targetToldAt = ev.At
+			}
+		}
+		relay := effect{do: doRelay, frame: fs.relay, payload: f.Payload}
+		switch fs.next {
+		case sim.PhaseCutoverReady:
+			s.readyAt = ev.At
+			s.phase = fs.next
+			relay.side = sideSource
+			// The cutover has the CPU; the log writes wait for its end.
+			effs = append(effs, effect{do: doMove, phase: s.phase}, effect{do: doHoldLogs}, relay)
+		case sim.PhaseCutoverApply:
+			s.stoppedAt = ev.At
+			s.ponr = true
+			s.phase = fs.next
+			s.applySentAt = in.now
+			relay.side = sideTarget
+			effs = append(effs, effect{do: doMove, phase: s.phase},
+				note(sim.TimelinePointOfNoReturn, s.phase, sideManager, "point of no return: the source stopped its output"),
+				relay)
+		}
+		effs = append(effs, effect{do: doFire, frame: f.Type})
+	case sim.SocketConnected:
+		// Faults armed on the hello fired as the listener read it
+		// (fireAtHelloLocked); these fire only those of a migration that
+		// began between that and now.
+		effs = append(effs,
+			note(sim.TimelineConnected, s.phase, side, "connected (hello accepted)"),
+			effect{do: doFire, frame: protocol.TypeHello},
+			effect{do: doFire, frame: protocol.TypeHelloAck})
+		if side == sideTarget && s.initialState != nil {
+			// The listener wrote hello-ack and initial-state before it told
+			// us of the connection, and reads the target's next frame only
+			// after this: recorded here, they stay ahead of the target's
+			// answer in the timeline.
+			effs = append(effs,
+				record(s.phase, sideTarget, "hello-ack and initial-state sent", frameInfo(dirOut, protocol.TypeInitialState, s.initialSize, s.initialState)),
+				effect{do: doFire, frame: protocol.TypeInitialState})
+			// The target has its state: the handover waits for its
+			// target-ready. The phase moves here, in order with the
+			// target's frames, which this socket reads only after.
+			if next, ok := stepConnected(s.phase, s.ending, side, true); ok {
+				s.phase = next
+				effs = append(effs, effect{do: doMove, phase: next})
+			}
+		}
+	case sim.SocketDisconnected:
+		s.ending = true
+		effs = append(effs, note(sim.TimelineSocketClosed, s.phase, side, socketClosed(ev)))
+	}
+	return s, append(effs, effect{do: doHandOn})
+}
+
+// lateDetail is the timeline entry of a frame that came late, and why.
+func lateDetail(ev sim.SocketEvent, side string) string {
+	why := "it crossed the end of the migration on the wire"
+	if ev.Reason != "" {
+		why = ev.Reason
+	}
+	return fmt.Sprintf("late %s from the %s: %s; ignored", eventDetail(ev), side, why)
+}
