@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/normsim/normsim/internal/testjob"
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/manager"
@@ -30,16 +29,19 @@ func TestStopDeadlineIsOneDecision(t *testing.T) {
 		// From just before the deadline to just after it, as the job sees it.
 		delay := stop - 6*time.Millisecond + time.Duration(round%12)*time.Millisecond
 		t.Run(fmt.Sprintf("round%02d", round), func(t *testing.T) {
-			mgr, m, src, tgt := toCutoverReady(t, stop)
+			s, id, tgt := toCutoverReady(t, stop)
 			time.Sleep(delay)
-			src.Send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":0}`)})
+			s.src.send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":0}`)})
 
 			// The target hears either cutover-apply or, on the rollback, abort.
-			told := tgt.Read()
-			if told.Type == protocol.TypeCutoverApply {
-				tgt.Send(protocol.JobFrame{Type: protocol.TypeTargetApplied, Applied: []string{"counter"}})
+			told, ok := tgt.next(5 * time.Second)
+			if !ok {
+				t.Fatal("the target heard nothing within 5s of source-stopped-output")
 			}
-			done := endedMigration(t, mgr, m.ID)
+			if told.Type == protocol.TypeCutoverApply {
+				tgt.send(protocol.JobFrame{Type: protocol.TypeTargetApplied, Applied: []string{"counter"}})
+			}
+			done := s.await(t, id)
 			switch told.Type {
 			case protocol.TypeCutoverApply:
 				relayed++
@@ -70,31 +72,26 @@ func TestStopDeadlineIsOneDecision(t *testing.T) {
 func TestAFrameRelayedBeforeItsDeadlineIsTaken(t *testing.T) {
 	const stop = 100 * time.Millisecond
 	manager.HoldAfterRelay(t, protocol.TypeCutoverApply, 2*stop)
-	mgr, m, src, tgt := toCutoverReady(t, stop)
-	src.Send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":0}`)})
-	tgt.Expect(protocol.TypeCutoverApply)
-	tgt.Send(protocol.JobFrame{Type: protocol.TypeTargetApplied, Applied: []string{"counter"}})
-	if done := endedMigration(t, mgr, m.ID); done.State != sim.MigrationCompleted {
+	s, id, tgt := toCutoverReady(t, stop)
+	s.src.send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":0}`)})
+	tgt.expect(protocol.TypeCutoverApply)
+	tgt.send(protocol.JobFrame{Type: protocol.TypeTargetApplied, Applied: []string{"counter"}})
+	if done := s.await(t, id); done.State != sim.MigrationCompleted {
 		t.Fatalf("cutover-apply was sent, but the migration ended %s: %s\n%s", done.State, done.Reason, sim.FormatTimeline(done))
 	}
 }
 
-// toCutoverReady plays a handover with the given stop timeout up to the
-// source reading cutover-ready: its source and its target, both connected.
-func toCutoverReady(t *testing.T, stop time.Duration) (*manager.Manager, *sim.Migration, *testjob.Job, *testjob.Job) {
+// toCutoverReady plays a handover with the given stop timeout, on fake
+// sockets, up to the source reading cutover-ready: the sim, the
+// migration's id and its target, both jobs connected.
+func toCutoverReady(t *testing.T, stop time.Duration) (*fakeSim, string, *job) {
 	t.Helper()
-	ctx := context.Background()
-	mgr, srcIn, src := handoverSource(t, manager.NewMemStore(t))
-	waitUntil(t, "the source to connect", func() bool { got, _ := mgr.Instance(ctx, srcIn.ID); return got.Connected })
-	m, err := mgr.Migrate(ctx, srcIn.ID, manager.MigrateRequest{Strategy: string(sim.Handover), Timeouts: sim.Timeouts{Stop: sim.Duration(stop)}})
+	s := newFakeSim(t)
+	m, err := s.mgr.Migrate(context.Background(), s.in.ID, manager.MigrateRequest{To: "b", Strategy: string(sim.Handover), Timeouts: sim.Timeouts{Stop: sim.Duration(stop)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	src.Expect(protocol.TypeGetState)
-	src.Send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{"next":1}`)})
-	tgt := testjob.Dial(t, placedTargetEnv(t, mgr, m.ID))
-	tgt.Expect(protocol.TypeInitialState)
-	tgt.Send(protocol.JobFrame{Type: protocol.TypeTargetReady, Payload: json.RawMessage(`null`)})
-	src.Expect(protocol.TypeCutoverReady)
-	return mgr, m, src, tgt
+	tgt := toTargetReady(t, s, m.ID)
+	s.src.expect(protocol.TypeCutoverReady)
+	return s, m.ID, tgt
 }

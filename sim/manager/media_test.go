@@ -2,22 +2,92 @@ package manager
 
 import (
 	"context"
-	"net"
+	"maps"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/normsim/normsim/sim"
-	"github.com/normsim/normsim/sim/sink"
 )
+
+// fakeMedia is a media receiver in memory (sim.MediaReceiver): the test
+// hands it datagrams as if they arrived on a job's port. The real one,
+// on UDP, is sim/sink's, tested there.
+type fakeMedia struct {
+	mu    sync.Mutex
+	last  int
+	ports map[string]int
+	got   map[string][]sim.MediaDatagram
+}
+
+var _ sim.MediaReceiver = (*fakeMedia)(nil)
+
+func newFakeMedia() *fakeMedia {
+	return &fakeMedia{last: 40000, ports: map[string]int{}, got: map[string][]sim.MediaDatagram{}}
+}
+
+func (f *fakeMedia) Open(jobID string, port int) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p, ok := f.ports[jobID]; ok {
+		return p, nil
+	}
+	if port == 0 {
+		f.last++
+		port = f.last
+	}
+	f.ports[jobID] = port
+	return port, nil
+}
+
+func (f *fakeMedia) Media(jobID string, since time.Time) sim.MediaWindow {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var w sim.MediaWindow
+	for _, d := range f.got[jobID] {
+		if !d.At.Before(since) {
+			w.Datagrams = append(w.Datagrams, d)
+		}
+	}
+	return w
+}
+
+func (f *fakeMedia) Watch(string) (<-chan struct{}, func()) { return make(chan struct{}), func() {} }
+
+func (f *fakeMedia) Close(jobID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.ports, jobID)
+	delete(f.got, jobID)
+}
+
+// Ports are the jobs whose media is received now, and their ports.
+func (f *fakeMedia) Ports() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.ports)
+}
+
+// arrive is a datagram arriving on port, for the job it is open for; it
+// is lost, as on UDP, when none is.
+func (f *fakeMedia) arrive(port int, data []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for job, p := range f.ports {
+		if p == port {
+			f.got[job] = append(f.got[job], sim.MediaDatagram{At: time.Now(), From: "127.0.0.1:5000", Data: data})
+		}
+	}
+}
 
 // TestEveryInstanceOfAJobGetsItsMediaURL: a job's instances share one
 // media address, another job has its own, and the port closes with the
 // job's last instance.
 func TestEveryInstanceOfAJobGetsItsMediaURL(t *testing.T) {
-	media := sink.NewMedia("127.0.0.1", nil)
-	defer media.CloseAll()
+	media := newFakeMedia()
 	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}, {Node: sim.Node{Name: "b"}}}, Store: NewMemStore(t), Catalog: RepoCatalog(t),
 		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: External{}}, Default: sim.RuntimeExternal},
 		Media:    media, MediaHost: func(string) string { return "media.host" }})
@@ -40,7 +110,7 @@ func TestEveryInstanceOfAJobGetsItsMediaURL(t *testing.T) {
 	if err != nil || parsed.Scheme != "udp" || parsed.Hostname() != "media.host" || u1 != u2 || u1 == u3 {
 		t.Fatalf("media URLs: job's %q and %q, other job's %q", u1, u2, u3)
 	}
-	if p := media.Ports()[first.JobID]; parsed.Port() == "" || p == 0 {
+	if p := media.Ports()[first.JobID]; parsed.Port() != strconv.Itoa(p) || p == 0 {
 		t.Fatalf("the job's port is not open: %v", media.Ports())
 	}
 	for _, id := range []string{first.ID, second.ID} {
@@ -98,8 +168,7 @@ func TestSplitSendersTellsSourceFromTargetByAddress(t *testing.T) {
 // media its job's address received since, which is how normsim conform
 // asks whether a video job produces; another job's media is not counted.
 func TestOutputCountsTheJobsMedia(t *testing.T) {
-	media := sink.NewMedia("127.0.0.1", nil)
-	defer media.CloseAll()
+	media := newFakeMedia()
 	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}}, Store: NewMemStore(t), Catalog: RepoCatalog(t),
 		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: External{}}, Default: sim.RuntimeExternal},
 		Media:    media, MediaHost: func(string) string { return "127.0.0.1" }})
@@ -118,17 +187,16 @@ func TestOutputCountsTheJobsMedia(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := net.Dial("udp", u.Host)
+	port, err := strconv.Atoi(u.Port())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
 	ts := make([]byte, 7*188) // seven null TS packets, as a muxer pads
 	for i := 0; i < len(ts); i += 188 {
 		ts[i], ts[i+1], ts[i+2], ts[i+3] = 0x47, 0x1f, 0xff, 0x10
 	}
 	for range 3 {
-		conn.Write(ts)
+		media.arrive(port, ts)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {

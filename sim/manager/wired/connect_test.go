@@ -1,4 +1,4 @@
-package manager_test
+package wired_test
 
 import (
 	"context"
@@ -141,7 +141,7 @@ func socketNodes(t *testing.T, onEvent func(jobsocket.Event)) []manager.Node {
 // closes before the nodes' listeners.
 func runtimeManager(t *testing.T, nodes []manager.Node, rt sim.Runtime) *manager.Manager {
 	t.Helper()
-	mgr := manager.New(manager.Config{Nodes: nodes, Store: manager.NewMemStore(t), Catalog: manager.RepoCatalog(t),
+	mgr := manager.New(manager.Config{Nodes: nodes, Store: newMemStore(t), Catalog: repoCatalog(t),
 		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: rt}, Default: sim.RuntimeExternal}})
 	t.Cleanup(func() { mgr.Close() })
 	return mgr

@@ -1,4 +1,4 @@
-package manager_test
+package wired_test
 
 import (
 	"context"
@@ -28,7 +28,7 @@ func handoverSource(t *testing.T, store sim.Store) (*manager.Manager, sim.Instan
 	ctx := context.Background()
 	var mgr *manager.Manager
 	nodes := socketNodes(t, func(ev sim.SocketEvent) { mgr.OnSocketEvent(ev) })
-	mgr = manager.New(manager.Config{Nodes: nodes, Store: store, Catalog: manager.RepoCatalog(t),
+	mgr = manager.New(manager.Config{Nodes: nodes, Store: store, Catalog: repoCatalog(t),
 		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: manager.External{}}, Default: sim.RuntimeExternal}})
 	t.Cleanup(func() { mgr.Close() })
 	launched, err := mgr.Launch(ctx, sim.LaunchRequest{Template: "counter", Node: "a"})
@@ -60,7 +60,7 @@ func TestHeldFramePastItsTimeoutIsLate(t *testing.T) {
 		t.Run(tt.frame, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			store := manager.NewMemStore(t)
+			store := newMemStore(t)
 			mgr, src, j := handoverSource(t, store)
 			m, err := mgr.Migrate(ctx, src.ID, heldPastTimeout(tt.frame))
 			if err != nil {
@@ -102,7 +102,7 @@ func TestHeldFramePastItsTimeoutIsLate(t *testing.T) {
 func TestHeldFrameKeepsTheSocketsOrder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	mgr, src, j := handoverSource(t, manager.NewMemStore(t))
+	mgr, src, j := handoverSource(t, newMemStore(t))
 	m1, err := mgr.Migrate(ctx, src.ID, heldPastTimeout(protocol.TypeGetState))
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +134,7 @@ func TestHeldFrameKeepsTheSocketsOrder(t *testing.T) {
 func TestHeldJobFrameKeepsTheSocketsOrder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	mgr, src, j := handoverSource(t, manager.NewMemStore(t))
+	mgr, src, j := handoverSource(t, newMemStore(t))
 	m, err := mgr.Migrate(ctx, src.ID, manager.MigrateRequest{Strategy: string(sim.Handover), Timeouts: sim.Timeouts{State: sim.Duration(5 * time.Second)},
 		Faults: []sim.Fault{{Kind: "delay-frame", Frame: protocol.TypeState, Delay: sim.Duration(200 * time.Millisecond)}}})
 	if err != nil {
@@ -158,7 +158,7 @@ func TestHeldJobFrameKeepsTheSocketsOrder(t *testing.T) {
 func TestHeldFrameIsLostWithItsConnection(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	mgr, src, _ := handoverSource(t, manager.NewMemStore(t))
+	mgr, src, _ := handoverSource(t, newMemStore(t))
 	m, err := mgr.Migrate(ctx, src.ID, manager.MigrateRequest{Strategy: string(sim.Handover), Timeouts: sim.Timeouts{State: sim.Duration(time.Second)},
 		Faults: []sim.Fault{{Kind: "delay-frame", Frame: protocol.TypeGetState, Delay: sim.Duration(time.Second)}}})
 	if err != nil {

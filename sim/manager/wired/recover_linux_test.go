@@ -1,4 +1,4 @@
-package manager
+package wired_test
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/sim/manager"
 	"github.com/normsim/normsim/sim/process"
 	"github.com/normsim/normsim/sim/template"
 )
@@ -22,7 +23,7 @@ import (
 // recorded (the pid may be someone else's by now).
 func TestRecoverStopsHostProcesses(t *testing.T) {
 	ctx := context.Background()
-	store := NewMemStore(t)
+	store := newMemStore(t)
 	sleep := func(env ...string) *exec.Cmd {
 		cmd := exec.Command("sleep", "60")
 		cmd.Env = append(os.Environ(), env...)
@@ -54,7 +55,7 @@ func TestRecoverStopsHostProcesses(t *testing.T) {
 	}
 	procs := process.New(process.Config{})
 	defer procs.Close(ctx, false)
-	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}}, Store: store, Catalog: template.NewCatalog(), Owner: owner,
+	m := manager.New(manager.Config{Nodes: []manager.Node{{Node: sim.Node{Name: "a"}}}, Store: store, Catalog: template.NewCatalog(), Owner: owner,
 		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeProcess: procs}}})
 	defer m.Close()
 	if err := m.Recover(ctx); err != nil {

@@ -1,4 +1,4 @@
-package manager_test
+package wired_test
 
 import (
 	"context"
