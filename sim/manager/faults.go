@@ -266,7 +266,7 @@ func (r *run) fireEachLocked(idx []int, typ string, now bool) {
 		if f.Kind == faultWorkerAbort {
 			// The worker decides here: an answer relayed after this
 			// would be a point of no return the worker never allowed.
-			r.ending = true
+			r.decideLocked(input{kind: inBound})
 			r.toSteps(runEvent{kind: evFault, reason: "the worker aborted (fault armed on " + f.On + ")"})
 			continue
 		}

@@ -521,12 +521,12 @@ func (r *run) handle(ev runEvent) {
 		r.onSocketOwned(ev)
 	case evRuntime:
 		r.decide(ev, func() input {
-			return input{kind: evRuntime, side: r.sideOf(ev.instance), exited: ev.runtime.Kind == sim.ServiceExited}
+			return input{kind: inRuntime, side: r.sideOf(ev.instance), exited: ev.runtime.Kind == sim.ServiceExited}
 		})
 	case evAbort:
 		// The API waits for the answer: 202, or 409 and why.
 		r.decide(runEvent{kind: evAbort, reason: ev.reason, answer: ev.answer}, func() input {
-			return input{kind: evAbort, reason: ev.reason}
+			return input{kind: inUserAbort, reason: ev.reason}
 		})
 	case evCall:
 		ev.call()
@@ -973,7 +973,7 @@ func (r *run) onRuntime(ev sim.RuntimeEvent) {
 // on to the migration's steps. held is how long a delay-frame fault held
 // the frame. The owner's, and afterEnd's once the owner has let go.
 func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool, held time.Duration, arrived time.Time) {
-	in := input{kind: evSocket, side: side, socket: ev, recorded: recorded, held: held}
+	in := input{kind: inSocket, side: side, socket: ev, recorded: recorded, held: held}
 	r.decide(runEvent{kind: evSocket, instance: ev.Role, socket: ev}, func() input {
 		if ev.Kind == sim.SocketFrame {
 			// A frame is decided as of when it arrived: one handed on
@@ -995,6 +995,24 @@ func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool, held 
 // stateLocked is the migration's state as step decides with it.
 func (r *run) stateLocked() state {
 	return state{id: r.id, strategy: r.mig.Strategy, phase: r.mig.Phase, ended: r.mig.State, facts: r.facts}
+}
+
+// decideLocked takes a decision of the owner's own steps through step
+// (inBound, inState, inNoReturn, …): step is the one writer of the
+// facts. These decisions have no effects beyond the facts.
+func (r *run) decideLocked(in input) {
+	next, effs := step(r.stateLocked(), in)
+	if len(effs) > 0 {
+		panic(fmt.Sprintf("manager: an owner's decision (%d) with effects", in.kind))
+	}
+	r.facts = next.facts
+}
+
+// ownDecision is decideLocked under mu.
+func (r *run) ownDecision(in input) {
+	r.mu.Lock()
+	r.decideLocked(in)
+	r.mu.Unlock()
 }
 
 // decide takes an event through step, under mu, and carries out the
@@ -1096,7 +1114,7 @@ func (r *run) deliverWaitLocked(wait bool, role string, node *Node, f protocol.W
 		// migration ends saying why.
 		reason := fmt.Sprintf("could not relay %s to the %s: it would be %d bytes, over the job socket's %d-byte frame cap", f.Type, side, len(b), protocol.MaxFrameBytes)
 		r.recordLocked(r.mig.Phase, sideManager, reason, nil)
-		r.ending = true
+		r.decideLocked(input{kind: inBound})
 		r.toSteps(runEvent{kind: evFault, reason: reason})
 		return nil, errors.New(reason)
 	}
@@ -1397,11 +1415,7 @@ func (r *run) await(ctx context.Context, what string, timeout time.Duration, acc
 // bindToEnd marks the migration as ending the moment the decision is
 // made, so a frame that arrives before finish runs (one a fault held, say)
 // is late rather than relayed.
-func (r *run) bindToEnd() {
-	r.mu.Lock()
-	r.ending = true
-	r.mu.Unlock()
-}
+func (r *run) bindToEnd() { r.ownDecision(input{kind: inBound}) }
 
 // waitOr runs wait, a wait of overlap's or stopThenStart's on something
 // other than the migration's events (an instance's state, the output
@@ -1786,10 +1800,9 @@ func (r *run) crossNoReturn() error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.userAbort != "" {
+	if r.decideLocked(input{kind: inNoReturn}); !r.ponr {
 		return endf("%s", r.userAbort)
 	}
-	r.ponr = true
 	return nil
 }
 
@@ -1963,7 +1976,7 @@ func (r *run) finish(ctx context.Context, err error) {
 	r.mu.Lock()
 	// From here on nothing is relayed: a source-stopped-output that
 	// arrives now is late, not the point of no return.
-	r.ending = true
+	r.decideLocked(input{kind: inBound})
 	ponr, phase, tgtID := r.ponr, r.mig.Phase, r.mig.Target.Instance
 	if n := r.eventsDropped; n > 0 {
 		r.recordLocked(phase, sideManager, fmt.Sprintf("%d events were dropped: the migration's inbox was full", n), nil)
@@ -2118,11 +2131,7 @@ func (r *run) rollback(reason string, phase sim.Phase) {
 // may produce nothing: the first of its own abort, the worker's abort to
 // it, and the start of its removal.
 func (r *run) markTargetTold() {
-	r.mu.Lock()
-	if r.targetToldAt.IsZero() {
-		r.targetToldAt = r.m.now()
-	}
-	r.mu.Unlock()
+	r.ownDecision(input{kind: inTargetTold, at: r.m.now()})
 }
 
 // removeTarget stops and removes a rolled-back migration's target, and

@@ -54,10 +54,28 @@ type state struct {
 	facts
 }
 
-// input is one event the owner takes, as step sees it.
+// inputKind is what happened, as step sees it.
+type inputKind int
+
+const (
+	inSocket    inputKind = iota + 1 // a job's socket: a frame, a connection, a close
+	inRuntime                        // a runtime's report on an instance (exited: its exit)
+	inUserAbort                      // the user asks to abort (reason)
+	// What the owner's own steps decide goes through step too, so that
+	// step is the one writer of the facts:
+	inBound      // bound to end: a timeout, a disruption, a worker-abort fault, a relay over the frame cap, the end
+	inState      // the source's state for the target (state, size)
+	inNoReturn   // an overlap's or a stopThenStart's point of no return, unless the user asked to abort
+	inTookOver   // the target took over: the seam's moment (at)
+	inApplied    // the target's target-applied was taken (at)
+	inTargetTold // in a rollback, the target is told to stop (at)
+)
+
+// input is one event the owner takes, or one decision of its steps, as
+// step sees it.
 type input struct {
-	kind runEventKind // evSocket, evRuntime or evAbort
-	side string       // whose socket or instance
+	kind inputKind
+	side string // whose socket or instance
 	// socket is a socket event; recorded says its frame is on the
 	// timeline already (a fault's passage recorded it).
 	socket   sim.SocketEvent
@@ -74,7 +92,12 @@ type input struct {
 	exited bool
 	// reason is why the user asks to abort.
 	reason string
-	now    time.Time
+	// at is the moment an owner's decision is about; state and size the
+	// source's state and the size of the initial-state frame it makes.
+	at    time.Time
+	state json.RawMessage
+	size  int
+	now   time.Time
 }
 
 // effectKind is one kind of thing step asks the owner to do.
@@ -119,13 +142,36 @@ func note(kind sim.TimelineKind, phase sim.Phase, side, detail string) effect {
 func step(s state, in input) (state, []effect) {
 	handOn := effect{do: doHandOn}
 	switch in.kind {
-	case evRuntime:
+	case inSocket:
+		return stepSocket(s, in)
+	case inRuntime:
 		if in.exited {
 			// Bound to end: nothing is relayed past it.
 			s.ending = true
 		}
 		return s, []effect{handOn}
-	case evAbort:
+	case inBound:
+		// From here nothing is relayed, and the point of no return can
+		// no longer be crossed.
+		s.ending = true
+	case inState:
+		s.initialState, s.initialSize = in.state, in.size
+	case inNoReturn:
+		// The user's abort came first: the migration rolls back instead.
+		if s.userAbort == "" {
+			s.ponr = true
+		}
+	case inTookOver:
+		s.readyAt = in.at
+	case inApplied:
+		s.appliedAt = in.at
+	case inTargetTold:
+		// The first of the target's own abort, the worker's abort to it
+		// and its removal.
+		if s.targetToldAt.IsZero() {
+			s.targetToldAt = in.at
+		}
+	case inUserAbort:
 		refusal := stepUserAbort(s.id, abortAsk{ended: s.ended, strategy: s.strategy, ponr: s.ponr, aborting: s.userAbort, ending: s.ending})
 		if refusal != "" {
 			return s, []effect{{do: doAnswer, detail: refusal}}
@@ -141,7 +187,7 @@ func step(s state, in input) (state, []effect) {
 			handOn,
 		}
 	}
-	return stepSocket(s, in)
+	return s, nil
 }
 
 // stepSocket is step for what a job's socket reported: a frame, its

@@ -3,6 +3,10 @@ package manager
 import (
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -46,7 +50,7 @@ func does(effs []effect) []string {
 }
 
 func frameIn(side, typ string, at time.Time) input {
-	return input{kind: evSocket, side: side, now: at.Add(time.Millisecond),
+	return input{kind: inSocket, side: side, now: at.Add(time.Millisecond),
 		socket: sim.SocketEvent{Kind: sim.SocketFrame, Role: side + "-1", At: at, Size: 40,
 			Frame: protocol.JobFrame{Type: typ, Reason: "why", Payload: json.RawMessage(`{"n":1}`)}}}
 }
@@ -167,7 +171,7 @@ func TestStepOnConnectAndClose(t *testing.T) {
 						s.initialState, s.initialSize = initial, 77
 					}
 					name := fmt.Sprintf("%s connects in %s (state %v, ending %v)", side, phase, withState, ending)
-					next, effs := step(s, input{kind: evSocket, side: side, socket: sim.SocketEvent{Kind: sim.SocketConnected}})
+					next, effs := step(s, input{kind: inSocket, side: side, socket: sim.SocketEvent{Kind: sim.SocketConnected}})
 					w := []string{"record(connected " + string(phase) + " " + side + ")", "fire(hello)", "fire(hello-ack)"}
 					want := s
 					if side == sideTarget && withState {
@@ -188,7 +192,7 @@ func TestStepOnConnectAndClose(t *testing.T) {
 						t.Errorf("%s: state %+v, want %+v", name, next, want)
 					}
 
-					next, effs = step(s, input{kind: evSocket, side: side, socket: sim.SocketEvent{Kind: sim.SocketDisconnected, Code: 1011, Reason: "bye", ClosedBy: sim.ClosedByJob}})
+					next, effs = step(s, input{kind: inSocket, side: side, socket: sim.SocketEvent{Kind: sim.SocketDisconnected, Code: 1011, Reason: "bye", ClosedBy: sim.ClosedByJob}})
 					want = s
 					want.ending = true
 					if got, w := does(effs), []string{"record(socket-closed " + string(phase) + " " + side + ")", "handOn"}; !slices.Equal(got, w) || effs[0].detail != "socket closed by the job with 1011 (bye)" {
@@ -209,16 +213,16 @@ func TestStepOnConnectAndClose(t *testing.T) {
 func TestStepOnExitAndTheUsersAbort(t *testing.T) {
 	t.Parallel()
 	s := state{id: "m1", strategy: sim.Handover, phase: sim.PhaseCutoverReady}
-	next, effs := step(s, input{kind: evRuntime, side: sideTarget, exited: true})
+	next, effs := step(s, input{kind: inRuntime, side: sideTarget, exited: true})
 	if !next.ending || !slices.Equal(does(effs), []string{"handOn"}) {
 		t.Errorf("an exit: ending %v, %q", next.ending, does(effs))
 	}
-	next, effs = step(s, input{kind: evRuntime, side: sideTarget})
+	next, effs = step(s, input{kind: inRuntime, side: sideTarget})
 	if !reflect.DeepEqual(next, s) || !slices.Equal(does(effs), []string{"handOn"}) {
 		t.Errorf("a runtime event that is no exit: %+v, %q", next, does(effs))
 	}
 
-	next, effs = step(s, input{kind: evAbort, reason: "aborted by the user: wrong node"})
+	next, effs = step(s, input{kind: inUserAbort, reason: "aborted by the user: wrong node"})
 	want := s
 	want.ending, want.abortedBy, want.userAbort = true, sideManager, "aborted by the user: wrong node"
 	if !reflect.DeepEqual(next, want) {
@@ -229,7 +233,7 @@ func TestStepOnExitAndTheUsersAbort(t *testing.T) {
 	}
 
 	for _, s := range []state{next, {id: "m1", strategy: sim.Handover, phase: sim.PhaseCutoverApply, facts: facts{ponr: true}}, {id: "m1", ended: sim.MigrationCompleted}} {
-		again, effs := step(s, input{kind: evAbort, reason: "aborted by the user: again"})
+		again, effs := step(s, input{kind: inUserAbort, reason: "aborted by the user: again"})
 		refusal := stepUserAbort("m1", abortAsk{ended: s.ended, strategy: s.strategy, ponr: s.ponr, aborting: s.userAbort, ending: s.ending})
 		if !reflect.DeepEqual(again, s) || len(effs) != 1 || effs[0].do != doAnswer || effs[0].detail != refusal || refusal == "" {
 			t.Errorf("an abort refused (%q): state %+v, effects %+v", refusal, again, effs)
@@ -247,7 +251,7 @@ func TestStepWalksAHandoverFromTheJobsFrames(t *testing.T) {
 	s := state{id: "m1", strategy: sim.Handover, phase: sim.PhasePlaceTarget}
 	s.initialState, s.initialSize = json.RawMessage(`{}`), 40
 	events := []input{
-		{kind: evSocket, side: sideTarget, socket: sim.SocketEvent{Kind: sim.SocketConnected}},
+		{kind: inSocket, side: sideTarget, socket: sim.SocketEvent{Kind: sim.SocketConnected}},
 		frameIn(sideTarget, protocol.TypeTargetReady, at),
 		// Answered twice: the second is no cutover any more.
 		frameIn(sideTarget, protocol.TypeTargetReady, at.Add(time.Millisecond)),
@@ -310,5 +314,111 @@ func TestStepIsPure(t *testing.T) {
 	}
 	if !reflect.DeepEqual(s, keep) {
 		t.Error("step changed the state it was given")
+	}
+}
+
+// TestTheOwnersDecisionsChangeOneFactEach: what the owner's steps decide
+// goes through step like any event; each decision changes its fact alone
+// and asks nothing else of the owner.
+func TestTheOwnersDecisionsChangeOneFactEach(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	base := state{id: "m1", strategy: sim.Overlap, phase: sim.PhaseStartTarget}
+	for _, tc := range []struct {
+		name string
+		s    func(*state)
+		in   input
+		want func(*state)
+	}{
+		{"bound to end", nil, input{kind: inBound}, func(s *state) { s.ending = true }},
+		{"bound to end twice", func(s *state) { s.ending = true }, input{kind: inBound}, func(s *state) { s.ending = true }},
+		{"the source's state", nil, input{kind: inState, state: json.RawMessage(`{"n":1}`), size: 70},
+			func(s *state) { s.initialState, s.initialSize = json.RawMessage(`{"n":1}`), 70 }},
+		{"the point of no return", nil, input{kind: inNoReturn}, func(s *state) { s.ponr = true }},
+		{"the point of no return after the user's abort", func(s *state) { s.userAbort, s.ending = "aborted by the user", true },
+			input{kind: inNoReturn}, func(s *state) { s.userAbort, s.ending = "aborted by the user", true }},
+		{"the target took over", nil, input{kind: inTookOver, at: at}, func(s *state) { s.readyAt = at }},
+		{"target-applied", nil, input{kind: inApplied, at: at}, func(s *state) { s.appliedAt = at }},
+		{"the target told to stop", nil, input{kind: inTargetTold, at: at}, func(s *state) { s.targetToldAt = at }},
+		{"the target told to stop, after its own abort", func(s *state) { s.targetToldAt = at.Add(-time.Second) },
+			input{kind: inTargetTold, at: at}, func(s *state) { s.targetToldAt = at.Add(-time.Second) }},
+	} {
+		s := base
+		if tc.s != nil {
+			tc.s(&s)
+		}
+		want := base
+		tc.want(&want)
+		next, effs := step(s, tc.in)
+		if !reflect.DeepEqual(next, want) || len(effs) != 0 {
+			t.Errorf("%s: state %+v, effects %q\nwant %+v and none", tc.name, next, does(effs), want)
+		}
+	}
+}
+
+// TestOnlyStepChangesTheFacts: step is the one writer of a migration's
+// facts; the owner keeps what it returns (run.decide, run.decideLocked)
+// and nothing else assigns a fact. Read from the package's source, so a
+// new assignment anywhere else fails here.
+func TestOnlyStepChangesTheFacts(t *testing.T) {
+	t.Parallel()
+	fields := map[string]bool{}
+	ft := reflect.TypeOf(facts{})
+	for i := range ft.NumField() {
+		fields[ft.Field(i).Name] = true
+	}
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keeps := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				var lhs []ast.Expr
+				switch n := n.(type) {
+				case *ast.AssignStmt:
+					lhs = n.Lhs
+				case *ast.IncDecStmt:
+					lhs = []ast.Expr{n.X}
+				case *ast.UnaryExpr:
+					if n.Op == token.AND {
+						lhs = []ast.Expr{n.X} // a pointer to a fact is a way to write it
+					}
+				}
+				for _, e := range lhs {
+					sel, ok := e.(*ast.SelectorExpr)
+					if !ok {
+						continue
+					}
+					where := fset.Position(sel.Pos())
+					switch {
+					case sel.Sel.Name == "facts":
+						if fn.Name.Name != "decide" && fn.Name.Name != "decideLocked" {
+							t.Errorf("%s: %s sets a migration's facts; only run.decide and run.decideLocked keep what step returns", where, fn.Name.Name)
+						}
+						keeps++
+					case fields[sel.Sel.Name] && name != "step.go":
+						t.Errorf("%s: %s assigns the fact %s outside step", where, fn.Name.Name, sel.Sel.Name)
+					}
+				}
+				return true
+			})
+		}
+	}
+	if keeps != 2 {
+		t.Errorf("the facts are kept in %d places, want 2 (decide, decideLocked)", keeps)
 	}
 }

@@ -151,9 +151,7 @@ func (r *run) do(ctx context.Context, s stage) error {
 	case noReturn:
 		return r.crossNoReturn()
 	case targetUp:
-		r.mu.Lock()
-		r.readyAt = r.m.now()
-		r.mu.Unlock()
+		r.ownDecision(input{kind: inTookOver, at: r.m.now()})
 		return nil
 	case linger:
 		r.linger(ctx, limit)
@@ -207,9 +205,7 @@ func (r *run) askState(ctx context.Context, limit time.Duration) error {
 		return endf("the source's state cannot be handed to a target: as initial-state it is %d bytes, over the job socket's %d-byte frame cap (the state frame was %d bytes)",
 			len(initial), protocol.MaxFrameBytes, ev.socket.Size)
 	}
-	r.mu.Lock()
-	r.initialState, r.initialSize = state, len(initial)
-	r.mu.Unlock()
+	r.ownDecision(input{kind: inState, state: state, size: len(initial)})
 	return nil
 }
 
@@ -224,7 +220,7 @@ func (r *run) awaitApplied(ctx context.Context, limit time.Duration) error {
 	}
 	f := ev.socket.Frame
 	r.mu.Lock()
-	r.appliedAt = ev.socket.At
+	r.decideLocked(input{kind: inApplied, at: ev.socket.At})
 	if f.Applied != nil {
 		r.mig.Result.Applied = f.Applied
 	}
