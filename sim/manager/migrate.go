@@ -372,21 +372,6 @@ type run struct {
 	tgtPlacedAt time.Time
 	// facts are what the owner decides with (step.go).
 	facts
-	// deadline is when the wait in progress (await) times out; zero
-	// between waits. A frame that arrived at or after it is late, even
-	// if the owner takes it before its timer fires: timers are not
-	// ordered below a millisecond, and a held frame released just after
-	// the deadline must not be relayed; one that arrived before it is on
-	// time, though the owner takes it after (guarded by mu).
-	deadline time.Time
-	// awaited is what the wait in progress accepts: the deadline makes
-	// late only the frames it is about (what it waits for, and an abort),
-	// never the answer to a later ask that a relay already made (guarded
-	// by mu).
-	awaited func(runEvent) bool
-	// timedOut is the deadline of the wait that timed out, if one did:
-	// how late a held frame comes is told from it (guarded by mu).
-	timedOut time.Time
 	// deferring is set while a socket event is handled: timeline events
 	// are stamped when they happen but stored and published (JSON, the
 	// journal, the bus) only after a cutover frame has been relayed, so
@@ -932,8 +917,8 @@ func (r *run) lateByLocked() string {
 	switch {
 	case r.mig.State.Ended():
 		return after(r.m.now().Sub(*r.mig.EndedAt), "the migration ended")
-	case !r.deadline.IsZero() && !now.Before(r.deadline):
-		return after(now.Sub(r.deadline), "its phase timed out")
+	case !r.waiting.deadline.IsZero() && !now.Before(r.waiting.deadline):
+		return after(now.Sub(r.waiting.deadline), "its phase timed out")
 	case !r.timedOut.IsZero():
 		return after(now.Sub(r.timedOut), "its phase timed out")
 	case r.ending:
@@ -983,7 +968,7 @@ func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool, held 
 			if arrived.IsZero() {
 				arrived = time.Now()
 			}
-			in.late = ev.Late || r.pastDeadlineLocked(ev, arrived)
+			in.late, in.arrived = ev.Late, arrived
 			if held > 0 {
 				in.lateBy = r.lateByLocked()
 			}
@@ -1072,16 +1057,6 @@ func (r *run) decide(ev runEvent, read func() input) {
 		// relay's path.
 		r.m.journal.migration(r.doc())
 	}
-}
-
-// pastDeadlineLocked says a frame came at or after the deadline of the
-// wait it is about: the frame the wait accepts, or an abort. The answer to
-// an ask a relay made since (target-applied while the wait for
-// source-stopped-output has not yet taken that frame) is not about it.
-func (r *run) pastDeadlineLocked(ev sim.SocketEvent, arrived time.Time) bool {
-	return stepDeadline(r.deadline, arrived, func() bool {
-		return ev.Frame.Type == protocol.TypeAbort || r.awaited == nil || r.awaited(runEvent{kind: evSocket, instance: ev.Role, socket: ev})
-	})
 }
 
 // testHookRelayed, set by tests only, runs on the owner after a cutover
@@ -1358,19 +1333,17 @@ func (e *errEnd) Error() string { return e.reason }
 
 func endf(format string, args ...any) error { return &errEnd{fmt.Sprintf(format, args...)} }
 
-// await reads events until accept returns true for one, a disruption ends
+// await reads events until one is what w waits for, a disruption ends
 // the wait with an error, or the timeout passes.
-func (r *run) await(ctx context.Context, what string, timeout time.Duration, accept func(runEvent) bool) (runEvent, error) {
-	r.mu.Lock()
-	r.deadline, r.awaited = time.Now().Add(timeout), accept
-	r.mu.Unlock()
+func (r *run) await(ctx context.Context, what string, timeout time.Duration, w wait) (runEvent, error) {
+	w.deadline = time.Now().Add(timeout)
+	r.ownDecision(input{kind: inAwait, wait: w})
 	timer := time.NewTimer(timeout)
 	defer func() {
 		timer.Stop()
-		r.mu.Lock()
-		r.deadline, r.awaited = time.Time{}, nil
-		r.mu.Unlock()
+		r.ownDecision(input{kind: inWaited})
 	}()
+	accept := func(ev runEvent) bool { return ev.kind == evSocket && w.accepts(ev.socket) }
 	// take reads the events waiting: the accepted one, or a disruption.
 	take := func() (runEvent, bool, error) {
 		for {
@@ -1400,10 +1373,7 @@ func (r *run) await(ctx context.Context, what string, timeout time.Duration, acc
 			if ev, done, err := take(); done {
 				return ev, err
 			}
-			r.mu.Lock()
-			r.timedOut = r.deadline
-			r.mu.Unlock()
-			r.bindToEnd()
+			r.ownDecision(input{kind: inTimedOut})
 			return runEvent{}, endf("timed out after %s waiting for %s", timeout, what)
 		case <-ctx.Done():
 			r.bindToEnd()
@@ -1631,12 +1601,6 @@ func socketDropped(side string, ev sim.SocketEvent) string {
 		return fmt.Sprintf("the %s's connection was lost without a close frame (%d)", side, ev.Code)
 	}
 	return fmt.Sprintf("the %s closed its socket with %s", side, closeText(ev.Code, ev.Reason))
-}
-
-func isFrame(role, typ string) func(runEvent) bool {
-	return func(ev runEvent) bool {
-		return ev.kind == evSocket && ev.instance == role && ev.socket.Kind == sim.SocketFrame && ev.socket.Frame.Type == typ
-	}
 }
 
 // run drives the migration to its end.

@@ -3,6 +3,7 @@ package manager
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,6 +44,31 @@ type facts struct {
 	// connect, and initialSize the size of that initial-state frame.
 	initialState json.RawMessage
 	initialSize  int
+	// waiting is what the step in progress waits for from a job, until
+	// when; zero between such waits.
+	waiting wait
+	// timedOut is the deadline of the wait that timed out, if one did:
+	// how late a held frame comes is told from it.
+	timedOut time.Time
+}
+
+// wait is what a step waits for from one job: frames of the given types,
+// or, with none, its connection; and until when.
+type wait struct {
+	role     string
+	frames   []string
+	deadline time.Time
+}
+
+// accepts says whether a socket event is what the wait takes.
+func (w wait) accepts(ev sim.SocketEvent) bool {
+	if ev.Role != w.role || w.role == "" {
+		return false
+	}
+	if w.frames == nil {
+		return ev.Kind == sim.SocketConnected
+	}
+	return ev.Kind == sim.SocketFrame && slices.Contains(w.frames, ev.Frame.Type)
 }
 
 // state is what step decides with.
@@ -69,6 +95,9 @@ const (
 	inTookOver   // the target took over: the seam's moment (at)
 	inApplied    // the target's target-applied was taken (at)
 	inTargetTold // in a rollback, the target is told to stop (at)
+	inAwait      // a step begins to wait for a job (wait)
+	inWaited     // the wait ended: taken, broken off or timed out
+	inTimedOut   // the wait's deadline passed with nothing it takes
 )
 
 // input is one event the owner takes, or one decision of its steps, as
@@ -80,10 +109,11 @@ type input struct {
 	// timeline already (a fault's passage recorded it).
 	socket   sim.SocketEvent
 	recorded bool
-	// late says the frame is late whatever the migration's state: the
-	// listener judged it so, or it arrived past the deadline of the wait
-	// it is about (stepDeadline).
-	late bool
+	// late says the listener judged the frame late; arrived is when it
+	// was handed to the owner (as its hold ended, for one a fault held),
+	// which is what the deadline of the wait in progress judges.
+	late    bool
+	arrived time.Time
 	// held is how long a delay-frame fault held the frame, and lateBy how
 	// late it came for what (run.lateByLocked), for one that is late.
 	held   time.Duration
@@ -93,10 +123,12 @@ type input struct {
 	// reason is why the user asks to abort.
 	reason string
 	// at is the moment an owner's decision is about; state and size the
-	// source's state and the size of the initial-state frame it makes.
+	// source's state and the size of the initial-state frame it makes;
+	// wait what a step begins to wait for.
 	at    time.Time
 	state json.RawMessage
 	size  int
+	wait  wait
 	now   time.Time
 }
 
@@ -165,6 +197,15 @@ func step(s state, in input) (state, []effect) {
 		s.readyAt = in.at
 	case inApplied:
 		s.appliedAt = in.at
+	case inAwait:
+		s.waiting = in.wait
+	case inWaited:
+		s.waiting = wait{}
+	case inTimedOut:
+		// One decision per deadline: what arrived before it was taken
+		// first; from here what comes is late.
+		s.timedOut = s.waiting.deadline
+		s.ending = true
 	case inTargetTold:
 		// The first of the target's own abort, the worker's abort to it
 		// and its removal.
@@ -198,7 +239,16 @@ func stepSocket(s state, in input) (state, []effect) {
 	var fs frameStep
 	var info *sim.FrameInfo
 	if ev.Kind == sim.SocketFrame {
-		fs = stepFrame(s.phase, in.late || s.ending, side, f.Type)
+		// A frame is decided as of when it arrived: one handed on at or
+		// after the deadline of the wait it is about (what the wait
+		// takes, or an abort) is late, though the owner takes it before
+		// its timer fires; one handed on before it is on time, though
+		// taken after. The answer to an ask a relay made since is not
+		// about the wait in progress.
+		late := in.late || s.ending || stepDeadline(s.waiting.deadline, in.arrived, func() bool {
+			return f.Type == protocol.TypeAbort || s.waiting.accepts(ev)
+		})
+		fs = stepFrame(s.phase, late, side, f.Type)
 		info = frameInfo(dirIn, f.Type, ev.Size, payloadOf(f))
 	}
 	switch {

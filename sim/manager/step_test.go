@@ -422,3 +422,93 @@ func TestOnlyStepChangesTheFacts(t *testing.T) {
 		t.Errorf("the facts are kept in %d places, want 2 (decide, decideLocked)", keeps)
 	}
 }
+
+// TestStepJudgesAFrameByTheDeadlineOfTheWaitItIsAbout: a frame is judged
+// as of when it arrived against the deadline of the step's wait: before
+// it, on time (relayed); at or after it, late, if it is about that wait
+// (what the wait takes, or an abort from either side); the answer to an
+// ask a relay made since is never late for the wait before it. When the
+// wait times out, the migration is bound to end and the deadline kept.
+func TestStepJudgesAFrameByTheDeadlineOfTheWaitItIsAbout(t *testing.T) {
+	t.Parallel()
+	deadline := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	waiting := func(phase sim.Phase) state {
+		s, _ := step(state{id: "m1", strategy: sim.Handover, phase: phase},
+			input{kind: inAwait, wait: wait{role: "source-1", frames: []string{protocol.TypeSourceStoppedOutput}, deadline: deadline}})
+		return s
+	}
+	for _, tc := range []struct {
+		name    string
+		phase   sim.Phase
+		side    string
+		typ     string
+		arrived time.Duration // from the deadline
+		late    bool
+	}{
+		{"source-stopped-output just before", sim.PhaseCutoverReady, sideSource, protocol.TypeSourceStoppedOutput, -time.Nanosecond, false},
+		{"source-stopped-output at the deadline", sim.PhaseCutoverReady, sideSource, protocol.TypeSourceStoppedOutput, 0, true},
+		{"source-stopped-output after it", sim.PhaseCutoverReady, sideSource, protocol.TypeSourceStoppedOutput, time.Millisecond, true},
+		{"the source's abort after it", sim.PhaseCutoverReady, sideSource, protocol.TypeAbort, time.Millisecond, true},
+		{"the target's abort after it", sim.PhaseCutoverReady, sideTarget, protocol.TypeAbort, time.Millisecond, true},
+		{"the source's abort before it", sim.PhaseCutoverReady, sideSource, protocol.TypeAbort, -time.Millisecond, false},
+		// cutover-apply went out before the deadline; the wait for
+		// source-stopped-output has not taken that frame yet.
+		{"target-applied after it, answering a relay made since", sim.PhaseCutoverApply, sideTarget, protocol.TypeTargetApplied, time.Millisecond, false},
+	} {
+		s := waiting(tc.phase)
+		in := frameIn(tc.side, tc.typ, deadline)
+		in.arrived = deadline.Add(tc.arrived)
+		_, effs := step(s, in)
+		late := len(effs) == 1 && strings.HasPrefix(effs[0].detail, "late ")
+		if late != tc.late {
+			t.Errorf("%s: late %v, want %v (%q)", tc.name, late, tc.late, does(effs))
+		}
+	}
+
+	s, _ := step(waiting(sim.PhaseCutoverReady), input{kind: inTimedOut})
+	if !s.ending || !s.timedOut.Equal(deadline) {
+		t.Errorf("timed out: ending %v, timedOut %v", s.ending, s.timedOut)
+	}
+	s, _ = step(s, input{kind: inWaited})
+	if !s.waiting.deadline.IsZero() || !s.timedOut.Equal(deadline) {
+		t.Errorf("after the wait: waiting %+v, timedOut %v", s.waiting, s.timedOut)
+	}
+	// Between waits no frame is late for a deadline.
+	in := frameIn(sideSource, protocol.TypeSourceStoppedOutput, deadline)
+	in.arrived = deadline.Add(time.Hour)
+	if _, effs := step(state{id: "m1", strategy: sim.Handover, phase: sim.PhaseCutoverReady}, in); len(effs) < 2 {
+		t.Errorf("a frame with no wait in progress: %q", does(effs))
+	}
+}
+
+// TestAWaitTakesOnlyWhatItWaitsFor: a wait takes its job's frames of the
+// types it names, or, naming none, its job's connection; nothing of
+// another job's.
+func TestAWaitTakesOnlyWhatItWaitsFor(t *testing.T) {
+	t.Parallel()
+	frame := func(role, typ string) sim.SocketEvent {
+		return sim.SocketEvent{Kind: sim.SocketFrame, Role: role, Frame: protocol.JobFrame{Type: typ}}
+	}
+	connected := func(role string) sim.SocketEvent { return sim.SocketEvent{Kind: sim.SocketConnected, Role: role} }
+	state := wait{role: "s", frames: []string{protocol.TypeState, protocol.TypeStateRefused}}
+	connect := wait{role: "t"}
+	for _, tc := range []struct {
+		w    wait
+		ev   sim.SocketEvent
+		want bool
+	}{
+		{state, frame("s", protocol.TypeState), true},
+		{state, frame("s", protocol.TypeStateRefused), true},
+		{state, frame("s", protocol.TypeAbort), false},
+		{state, frame("t", protocol.TypeState), false},
+		{state, connected("s"), false},
+		{connect, connected("t"), true},
+		{connect, connected("s"), false},
+		{connect, frame("t", protocol.TypeTargetReady), false},
+		{wait{}, connected(""), false},
+	} {
+		if got := tc.w.accepts(tc.ev); got != tc.want {
+			t.Errorf("%+v accepts %+v: %v, want %v", tc.w, tc.ev, got, tc.want)
+		}
+	}
+}

@@ -125,17 +125,14 @@ func (r *run) do(ctx context.Context, s stage) error {
 		// hello-ack and initial-state are recorded as the target
 		// connects (handleSocket), which moves a handover to
 		// target-ready.
-		tgtID := r.targetID()
-		_, err := r.await(ctx, "the target to connect", limit, func(ev runEvent) bool {
-			return ev.kind == evSocket && ev.instance == tgtID && ev.socket.Kind == sim.SocketConnected
-		})
+		_, err := r.await(ctx, "the target to connect", limit, wait{role: r.targetID()})
 		return err
 	case awaitFrame:
 		role := r.src.ID
 		if s.side == sideTarget {
 			role = r.targetID()
 		}
-		_, err := r.await(ctx, s.frame, limit, isFrame(role, s.frame))
+		_, err := r.await(ctx, s.frame, limit, wait{role: role, frames: []string{s.frame}})
 		return err
 	case awaitApplied:
 		return r.awaitApplied(ctx, limit)
@@ -188,9 +185,7 @@ func (r *run) askState(ctx context.Context, limit time.Duration) error {
 	if err := r.send(src.ID, r.srcNode, protocol.WorkerFrame{Type: protocol.TypeGetState, MigrationID: r.id}); err != nil {
 		return endf("could not ask the source for its state: %v", err)
 	}
-	ev, err := r.await(ctx, "the source's state", limit, func(ev runEvent) bool {
-		return isFrame(src.ID, protocol.TypeState)(ev) || isFrame(src.ID, protocol.TypeStateRefused)(ev)
-	})
+	ev, err := r.await(ctx, "the source's state", limit, wait{role: src.ID, frames: []string{protocol.TypeState, protocol.TypeStateRefused}})
 	if err != nil {
 		return err
 	}
@@ -213,7 +208,7 @@ func (r *run) askState(ctx context.Context, limit time.Duration) error {
 // applied; the target has answered all it was asked.
 func (r *run) awaitApplied(ctx context.Context, limit time.Duration) error {
 	tgtID := r.targetID()
-	ev, err := r.await(ctx, protocol.TypeTargetApplied, limit, isFrame(tgtID, protocol.TypeTargetApplied))
+	ev, err := r.await(ctx, protocol.TypeTargetApplied, limit, wait{role: tgtID, frames: []string{protocol.TypeTargetApplied}})
 	r.unholdLogs()
 	if err != nil {
 		return err
