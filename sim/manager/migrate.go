@@ -1367,7 +1367,7 @@ func (r *run) await(ctx context.Context, what string, timeout time.Duration, w w
 		case <-r.events.ready:
 		case <-timer.C:
 			// What arrived before the deadline wins over the timer it
-			// raced: it is decided as of its arrival (handleSocket), so
+			// raced: it is decided as of its arrival (step), so
 			// a frame handed on before the deadline is relayed and taken,
 			// and one after it is late. One decision per deadline.
 			if ev, done, err := take(); done {
