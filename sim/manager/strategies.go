@@ -41,6 +41,9 @@ type stage struct {
 	side, frame string
 	// timeout names the Timeouts field that bounds the step's wait.
 	timeout string
+	// withState: the target placed is handed the source's state as it
+	// connects (hello-ack with the migration, then initial-state).
+	withState bool
 }
 
 // strategies are the steps a migration takes, in order. The first that
@@ -51,7 +54,7 @@ type stage struct {
 var strategies = map[sim.Strategy][]stage{
 	sim.Handover: {
 		{act: askState, enter: sim.PhaseGetState, timeout: "state"},
-		{act: prepareTarget, enter: sim.PhasePlaceTarget},
+		{act: prepareTarget, enter: sim.PhasePlaceTarget, withState: true},
 		{act: startTarget},
 		{act: awaitConnected, timeout: "targetStart"}, // moves to target-ready
 		{act: awaitFrame, side: sideTarget, frame: protocol.TypeTargetReady, timeout: "targetReady"},
@@ -107,9 +110,7 @@ func (r *run) do(ctx context.Context, s stage) error {
 		return r.askState(ctx, limit)
 	case prepareTarget:
 		o := launchOpts{}
-		if r.mig.Strategy == sim.Handover {
-			// On connect it gets hello-ack with the migration, then
-			// initial-state with the source's state.
+		if s.withState {
 			r.mu.Lock()
 			o = launchOpts{initialState: r.initialState, hasInitial: true, handoverTarget: true}
 			r.mu.Unlock()
