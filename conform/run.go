@@ -41,7 +41,6 @@ type Runner struct {
 	cfg      Config
 	c        *apiclient.Client
 	timeouts sim.Timeouts
-	outMu    sync.Mutex
 }
 
 // New returns a runner with cfg's defaults filled in.

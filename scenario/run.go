@@ -427,25 +427,6 @@ func (r *Runner) logTail(ctx context.Context, id string) string {
 	return sim.FormatLogTails([]sim.LogTail{{Side: "instance", Instance: id, Lines: p.Lines, Lost: p.Lost}})
 }
 
-// limitWriter keeps the first n bytes and drops the rest.
-type limitWriter struct {
-	w io.Writer
-	n int
-}
-
-func (l *limitWriter) Write(p []byte) (int, error) {
-	if l.n <= 0 {
-		return len(p), nil
-	}
-	keep := p
-	if len(keep) > l.n {
-		keep = keep[:l.n]
-	}
-	l.n -= len(keep)
-	l.w.Write(keep)
-	return len(p), nil
-}
-
 func (r *Runner) sleep(ctx context.Context) bool {
 	t := time.NewTimer(r.cfg.Poll)
 	defer t.Stop()

@@ -266,20 +266,6 @@ func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// flushWriter flushes after every write so a followed log streams.
-type flushWriter struct {
-	w http.ResponseWriter
-	f http.Flusher
-}
-
-func (fw flushWriter) Write(p []byte) (int, error) {
-	n, err := fw.w.Write(p)
-	if fw.f != nil {
-		fw.f.Flush()
-	}
-	return n, err
-}
-
 // logs serves an instance's captured output, as `docker compose logs`
 // prints it ("service | text"), or as JSON with format=json. since takes
 // an RFC 3339 time or a duration back from now (10m), tail a count or

@@ -94,14 +94,6 @@ func readDatagram(data []byte) (string, *rtp.Packet) {
 	return sim.MediaUnknown, nil
 }
 
-// rtpNAL is one NAL unit recovered from RTP H.264, with the packet it
-// completed in.
-type rtpNAL struct {
-	nal       []byte
-	timestamp uint32
-	dgIndex   int // the datagram that completed it
-}
-
 // h264Depacketizer undoes RFC 6184 packetization for one SSRC: single NAL
 // unit packets, STAP-A and FU-A (non-interleaved mode).
 type h264Depacketizer struct {
