@@ -372,6 +372,9 @@ type run struct {
 	tgtPlacedAt time.Time
 	// facts are what the owner decides with (step.go).
 	facts
+	// effects is the buffer step appends an event's effects to, reused
+	// for each (guarded by mu, as decide holds it throughout).
+	effects []effect
 	// deferring is set while a socket event is handled: timeline events
 	// are stamped when they happen but stored and published (JSON, the
 	// journal, the bus) only after a cutover frame has been relayed, so
@@ -1009,7 +1012,7 @@ func (r *run) decide(ev runEvent, read func() input) {
 	r.mu.Lock()
 	in := read()
 	in.now = r.m.now()
-	next, effs := step(r.stateLocked(), in)
+	next, effs := stepTo(r.effects[:0], r.stateLocked(), in)
 	r.facts = next.facts
 	// Timeline entries are stamped as they are made, and stored and
 	// published once the relay is queued: off the relay's path.
@@ -1047,6 +1050,10 @@ func (r *run) decide(ev runEvent, read func() input) {
 	if hook := testHookRelayed.Load(); relayed != "" && hook != nil {
 		(*hook)(relayed)
 	}
+	// The buffer is kept for the next event; what the effects held is
+	// let go.
+	clear(effs)
+	r.effects = effs[:0]
 	r.mu.Unlock()
 	if answer != nil {
 		ev.answer <- *answer

@@ -171,17 +171,22 @@ func note(kind sim.TimelineKind, phase sim.Phase, side, detail string) effect {
 // on the owner (or, once the owner has let go, on whoever posts the
 // event: afterEnd), so the facts it changes have one writer at a time. The
 // strategies' steps (strategies.go) then see the event if it is handed on.
-func step(s state, in input) (state, []effect) {
+func step(s state, in input) (state, []effect) { return stepTo(nil, s, in) }
+
+// stepTo is step appending its effects to dst: the owner hands it one
+// buffer again and again (run.decide), so deciding an event allocates
+// nothing for them.
+func stepTo(dst []effect, s state, in input) (state, []effect) {
 	handOn := effect{do: doHandOn}
 	switch in.kind {
 	case inSocket:
-		return stepSocket(s, in)
+		return stepSocket(dst, s, in)
 	case inRuntime:
 		if in.exited {
 			// Bound to end: nothing is relayed past it.
 			s.ending = true
 		}
-		return s, []effect{handOn}
+		return s, append(dst, handOn)
 	case inBound:
 		// From here nothing is relayed, and the point of no return can
 		// no longer be crossed.
@@ -215,25 +220,25 @@ func step(s state, in input) (state, []effect) {
 	case inUserAbort:
 		refusal := stepUserAbort(s.id, abortAsk{ended: s.ended, strategy: s.strategy, ponr: s.ponr, aborting: s.userAbort, ending: s.ending})
 		if refusal != "" {
-			return s, []effect{{do: doAnswer, detail: refusal}}
+			return s, append(dst, effect{do: doAnswer, detail: refusal})
 		}
 		s.userAbort = in.reason
 		// A source-stopped-output that arrives from now on is late, not
 		// the point of no return.
 		s.ending = true
 		s.abortedBy = sideManager
-		return s, []effect{
+		return s, append(dst,
 			note(sim.TimelineAbortRequested, s.phase, sideManager, "the user asked to abort"+strings.TrimPrefix(in.reason, "aborted by the user")),
-			{do: doAnswer},
+			effect{do: doAnswer},
 			handOn,
-		}
+		)
 	}
-	return s, nil
+	return s, dst
 }
 
 // stepSocket is step for what a job's socket reported: a frame, its
 // connection, its close.
-func stepSocket(s state, in input) (state, []effect) {
+func stepSocket(dst []effect, s state, in input) (state, []effect) {
 	ev, side := in.socket, in.side
 	f := ev.Frame
 	var fs frameStep
@@ -257,11 +262,11 @@ func stepSocket(s state, in input) (state, []effect) {
 		if when == "" {
 			when = "after the migration was bound to end"
 		}
-		return s, []effect{record(s.phase, side, fmt.Sprintf("late %s from the %s: held %s by a delay-frame fault, it came %s; ignored", eventDetail(ev), side, in.held, when), info)}
+		return s, append(dst, record(s.phase, side, fmt.Sprintf("late %s from the %s: held %s by a delay-frame fault, it came %s; ignored", eventDetail(ev), side, in.held, when), info))
 	case fs.late:
-		return s, []effect{record(s.phase, side, lateDetail(ev, side), info)}
+		return s, append(dst, record(s.phase, side, lateDetail(ev, side), info))
 	}
-	var effs []effect
+	effs := dst
 	switch ev.Kind {
 	case sim.SocketFrame:
 		if !in.recorded {

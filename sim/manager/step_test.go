@@ -315,6 +315,14 @@ func TestStepIsPure(t *testing.T) {
 	if !reflect.DeepEqual(s, keep) {
 		t.Error("step changed the state it was given")
 	}
+	// The owner's buffer: appended to, what it held kept, the same
+	// decision.
+	buf := make([]effect, 1, 16)
+	buf[0] = effect{do: doAnswer, detail: "before"}
+	n3, e3 := stepTo(buf, s, in)
+	if !reflect.DeepEqual(n3, n1) || len(e3) != len(e1)+1 || e3[0].detail != "before" || !reflect.DeepEqual(e3[1:], e1) || &e3[0] != &buf[0] {
+		t.Errorf("stepTo into a buffer: %q, want %q after what it held, in the same buffer", does(e3), does(e1))
+	}
 }
 
 // TestTheOwnersDecisionsChangeOneFactEach: what the owner's steps decide
