@@ -13,7 +13,8 @@ import (
 
 // facts are what a migration's owner decides with beside its record (the
 // phase and end state are the record's, sim.Migration): each kept here
-// once, changed only by the owner, read by others under run.mu.
+// once, changed only by step (run.decide keeps what it returns;
+// TestOnlyStepChangesTheFacts), read by others under run.mu.
 type facts struct {
 	// ponr says the migration passed its point of no return: from here
 	// nothing rolls back.
