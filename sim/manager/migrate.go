@@ -508,14 +508,9 @@ func (r *run) handle(ev runEvent) {
 	case evSocket:
 		r.onSocketOwned(ev)
 	case evRuntime:
-		r.decide(ev, func() input {
-			return input{kind: inRuntime, side: r.sideOf(ev.instance), exited: ev.runtime.Kind == sim.ServiceExited}
-		})
+		r.decide(ev, func() input { return input{kind: inRuntime, exited: ev.runtime.Kind == sim.ServiceExited} })
 	case evAbort:
-		// The API waits for the answer: 202, or 409 and why.
-		r.decide(runEvent{kind: evAbort, reason: ev.reason, answer: ev.answer}, func() input {
-			return input{kind: inUserAbort, reason: ev.reason}
-		})
+		r.decideUserAbort(ev)
 	case evCall:
 		ev.call()
 	default:
@@ -592,10 +587,7 @@ func (r *run) afterEnd(ev runEvent) {
 			r.socketNote(ev.socket)
 		}
 	case evAbort:
-		r.mu.Lock()
-		ended := r.mig.State
-		r.mu.Unlock()
-		ev.answer <- stepUserAbort(r.id, abortAsk{ended: ended, ending: true})
+		r.decideUserAbort(ev)
 	case evCall:
 		ev.call()
 	}
@@ -980,20 +972,23 @@ func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool, held 
 	})
 }
 
+// decideUserAbort decides the user's abort (step) and answers the API,
+// which waits for it: 202, or 409 and why. Once the owner has let go, the
+// migration has ended and step refuses it as such.
+func (r *run) decideUserAbort(ev runEvent) {
+	r.decide(ev, func() input { return input{kind: inUserAbort, reason: ev.reason} })
+}
+
 // stateLocked is the migration's state as step decides with it.
 func (r *run) stateLocked() state {
 	return state{id: r.id, strategy: r.mig.Strategy, phase: r.mig.Phase, ended: r.mig.State, facts: r.facts}
 }
 
-// decideLocked takes a decision of the owner's own steps through step
-// (inBound, inState, inNoReturn, …): step is the one writer of the
-// facts. These decisions have no effects beyond the facts.
+// decideLocked takes a decision of the owner's own steps (inBound,
+// inState, inNoReturn, …) through stepOwn, which changes the facts and
+// asks nothing more.
 func (r *run) decideLocked(in input) {
-	next, effs := step(r.stateLocked(), in)
-	if len(effs) > 0 {
-		panic(fmt.Sprintf("manager: an owner's decision (%d) with effects", in.kind))
-	}
-	r.facts = next.facts
+	r.facts = stepOwn(r.stateLocked(), in).facts
 }
 
 // ownDecision is decideLocked under mu.
@@ -1017,7 +1012,7 @@ func (r *run) decide(ev runEvent, read func() input) {
 	// Timeline entries are stamped as they are made, and stored and
 	// published once the relay is queued: off the relay's path.
 	r.deferLocked()
-	var answer *string
+	answer, answered := "", false
 	moved, relayed := false, ""
 	for _, e := range effs {
 		switch e.do {
@@ -1042,8 +1037,7 @@ func (r *run) decide(ev runEvent, read func() input) {
 		case doHandOn:
 			r.toSteps(ev)
 		case doAnswer:
-			a := e.detail
-			answer = &a
+			answer, answered = e.detail, true
 		}
 	}
 	r.flushLocked()
@@ -1055,8 +1049,8 @@ func (r *run) decide(ev runEvent, read func() input) {
 	clear(effs)
 	r.effects = effs[:0]
 	r.mu.Unlock()
-	if answer != nil {
-		ev.answer <- *answer
+	if answered {
+		ev.answer <- answer
 	}
 	r.flushWrites()
 	if moved && relayed == "" {

@@ -105,7 +105,7 @@ const (
 // step sees it.
 type input struct {
 	kind inputKind
-	side string // whose socket or instance
+	side string // whose socket
 	// socket is a socket event; recorded says its frame is on the
 	// timeline already (a fault's passage recorded it).
 	socket   sim.SocketEvent
@@ -188,6 +188,30 @@ func stepTo(dst []effect, s state, in input) (state, []effect) {
 			s.ending = true
 		}
 		return s, append(dst, handOn)
+	case inUserAbort:
+		refusal := stepUserAbort(s.id, abortAsk{ended: s.ended, strategy: s.strategy, ponr: s.ponr, aborting: s.userAbort, ending: s.ending})
+		if refusal != "" {
+			return s, append(dst, effect{do: doAnswer, detail: refusal})
+		}
+		s.userAbort = in.reason
+		// A source-stopped-output that arrives from now on is late, not
+		// the point of no return.
+		s.ending = true
+		s.abortedBy = sideManager
+		return s, append(dst,
+			note(sim.TimelineAbortRequested, s.phase, sideManager, "the user asked to abort"+strings.TrimPrefix(in.reason, "aborted by the user")),
+			effect{do: doAnswer},
+			handOn,
+		)
+	}
+	return stepOwn(s, in), dst
+}
+
+// stepOwn is step for a decision of the owner's own steps (inBound,
+// inState, inNoReturn, …): it changes a fact and asks nothing more of
+// the owner, so it returns the state alone (run.decideLocked).
+func stepOwn(s state, in input) state {
+	switch in.kind {
 	case inBound:
 		// From here nothing is relayed, and the point of no return can
 		// no longer be crossed.
@@ -218,23 +242,10 @@ func stepTo(dst []effect, s state, in input) (state, []effect) {
 		if s.targetToldAt.IsZero() {
 			s.targetToldAt = in.at
 		}
-	case inUserAbort:
-		refusal := stepUserAbort(s.id, abortAsk{ended: s.ended, strategy: s.strategy, ponr: s.ponr, aborting: s.userAbort, ending: s.ending})
-		if refusal != "" {
-			return s, append(dst, effect{do: doAnswer, detail: refusal})
-		}
-		s.userAbort = in.reason
-		// A source-stopped-output that arrives from now on is late, not
-		// the point of no return.
-		s.ending = true
-		s.abortedBy = sideManager
-		return s, append(dst,
-			note(sim.TimelineAbortRequested, s.phase, sideManager, "the user asked to abort"+strings.TrimPrefix(in.reason, "aborted by the user")),
-			effect{do: doAnswer},
-			handOn,
-		)
+	default:
+		panic(fmt.Sprintf("manager: input kind %d is not an owner's decision", in.kind))
 	}
-	return s, dst
+	return s
 }
 
 // stepSocket is step for what a job's socket reported: a frame, its
