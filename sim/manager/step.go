@@ -159,11 +159,13 @@ type effect struct {
 	payload json.RawMessage
 }
 
-func record(phase sim.Phase, side, detail string, info *sim.FrameInfo) effect {
+// entry is the effect of a timeline entry.
+func entry(phase sim.Phase, side, detail string, info *sim.FrameInfo) effect {
 	return effect{do: doRecord, phase: phase, side: side, detail: detail, info: info}
 }
 
-func note(kind sim.TimelineKind, phase sim.Phase, side, detail string) effect {
+// noted is the effect of a timeline entry of a kind clients act on.
+func noted(kind sim.TimelineKind, phase sim.Phase, side, detail string) effect {
 	return effect{do: doRecord, kind: kind, phase: phase, side: side, detail: detail}
 }
 
@@ -199,7 +201,7 @@ func stepTo(dst []effect, s state, in input) (state, []effect) {
 		s.ending = true
 		s.abortedBy = sideManager
 		return s, append(dst,
-			note(sim.TimelineAbortRequested, s.phase, sideManager, "the user asked to abort"+strings.TrimPrefix(in.reason, "aborted by the user")),
+			noted(sim.TimelineAbortRequested, s.phase, sideManager, "the user asked to abort"+strings.TrimPrefix(in.reason, "aborted by the user")),
 			effect{do: doAnswer},
 			handOn,
 		)
@@ -274,15 +276,15 @@ func stepSocket(dst []effect, s state, in input) (state, []effect) {
 		if when == "" {
 			when = "after the migration was bound to end"
 		}
-		return s, append(dst, record(s.phase, side, fmt.Sprintf("late %s from the %s: held %s by a delay-frame fault, it came %s; ignored", eventDetail(ev), side, in.held, when), info))
+		return s, append(dst, entry(s.phase, side, fmt.Sprintf("late %s from the %s: held %s by a delay-frame fault, it came %s; ignored", eventDetail(ev), side, in.held, when), info))
 	case fs.late:
-		return s, append(dst, record(s.phase, side, lateDetail(ev, side), info))
+		return s, append(dst, entry(s.phase, side, lateDetail(ev, side), info))
 	}
 	effs := dst
 	switch ev.Kind {
 	case sim.SocketFrame:
 		if !in.recorded {
-			effs = append(effs, record(s.phase, side, eventDetail(ev), info))
+			effs = append(effs, entry(s.phase, side, eventDetail(ev), info))
 		}
 		if fs.aborts {
 			// In order with the relays: an answer the other side sent
@@ -308,7 +310,7 @@ func stepSocket(dst []effect, s state, in input) (state, []effect) {
 			s.applySentAt = in.now
 			relay.side = sideTarget
 			effs = append(effs, effect{do: doMove, phase: s.phase},
-				note(sim.TimelinePointOfNoReturn, s.phase, sideManager, "point of no return: the source stopped its output"),
+				noted(sim.TimelinePointOfNoReturn, s.phase, sideManager, "point of no return: the source stopped its output"),
 				relay)
 		}
 		effs = append(effs, effect{do: doFire, frame: f.Type})
@@ -317,7 +319,7 @@ func stepSocket(dst []effect, s state, in input) (state, []effect) {
 		// (fireAtHelloLocked); these fire only those of a migration that
 		// began between that and now.
 		effs = append(effs,
-			note(sim.TimelineConnected, s.phase, side, "connected (hello accepted)"),
+			noted(sim.TimelineConnected, s.phase, side, "connected (hello accepted)"),
 			effect{do: doFire, frame: protocol.TypeHello},
 			effect{do: doFire, frame: protocol.TypeHelloAck})
 		if side == sideTarget && s.initialState != nil {
@@ -326,7 +328,7 @@ func stepSocket(dst []effect, s state, in input) (state, []effect) {
 			// after this: recorded here, they stay ahead of the target's
 			// answer in the timeline.
 			effs = append(effs,
-				record(s.phase, sideTarget, "hello-ack and initial-state sent", frameInfo(dirOut, protocol.TypeInitialState, s.initialSize, s.initialState)),
+				entry(s.phase, sideTarget, "hello-ack and initial-state sent", frameInfo(dirOut, protocol.TypeInitialState, s.initialSize, s.initialState)),
 				effect{do: doFire, frame: protocol.TypeInitialState})
 			// The target has its state: the handover waits for its
 			// target-ready. The phase moves here, in order with the
@@ -338,7 +340,7 @@ func stepSocket(dst []effect, s state, in input) (state, []effect) {
 		}
 	case sim.SocketDisconnected:
 		s.ending = true
-		effs = append(effs, note(sim.TimelineSocketClosed, s.phase, side, socketClosed(ev)))
+		effs = append(effs, noted(sim.TimelineSocketClosed, s.phase, side, socketClosed(ev)))
 	}
 	return s, append(effs, effect{do: doHandOn})
 }
