@@ -34,8 +34,10 @@ func (e *TemplateError) Error() string { return e.Code + ": " + e.Message }
 
 // Parameter is one parameters.yaml entry.
 type Parameter struct {
-	Name     string   `json:"name"`
-	Purpose  string   `json:"purpose,omitempty"`
+	Name string `json:"name"`
+	// Purpose is required by parameters.yaml, and may be empty: written
+	// out even then, so what normsim shows of a template validates again.
+	Purpose  string   `json:"purpose"`
 	Type     string   `json:"type"`
 	Default  *string  `json:"default,omitempty"`
 	Secret   bool     `json:"secret,omitempty"`
