@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,7 +21,11 @@ func TestAwaitMigrationAnswersAtTheNextStep(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_, api, in, job := externalCounter(t, ctx)
-	m, err := api.Migrate(ctx, in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Handover)})
+	// The source answers get-state only when the test says so: a state
+	// timeout far past the test's own keeps a slow machine from ending
+	// the migration meanwhile.
+	m, err := api.Migrate(ctx, in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Handover),
+		Timeouts: sim.Timeouts{State: sim.Duration(5 * time.Minute)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,9 +40,15 @@ func TestAwaitMigrationAnswersAtTheNextStep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if cur.State.Ended() {
+			t.Fatalf("the migration ended before the source answered get-state: %s\n%s", cur.State, sim.FormatTimeline(cur))
+		}
 		last = cur.Events[len(cur.Events)-1].Seq
 		if ev := cur.Events[len(cur.Events)-1]; ev.Frame != nil && ev.Frame.Type == protocol.TypeGetState {
 			break
+		}
+		if slices.ContainsFunc(cur.Events, func(ev sim.MigrationEvent) bool { return ev.Frame != nil && ev.Frame.Type == protocol.TypeGetState }) {
+			t.Fatalf("something followed get-state while the source held its state back:\n%s", sim.FormatTimeline(cur))
 		}
 	}
 	still, err := api.AwaitMigration(ctx, m.ID, last, 50*time.Millisecond)
