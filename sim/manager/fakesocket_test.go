@@ -215,12 +215,35 @@ func (f *fakeSocket) connect(jobID, role string) *job {
 // may not fail the test: ok is false when the instance is not (or no
 // longer) registered.
 func (f *fakeSocket) tryConnect(jobID, role string) (_ *job, ok bool) {
+	j, ok, tell := f.open(jobID, role)
+	if ok {
+		tell()
+	}
+	return j, ok
+}
+
+// connectUnheard is connect holding back the news that the job is
+// connected until the test calls tell: the moment between the listener
+// writing hello-ack and telling the manager, in which a job that
+// migrates as soon as it reads hello-ack can ask.
+func (f *fakeSocket) connectUnheard(jobID, role string) (j *job, tell func()) {
+	f.t.Helper()
+	j, ok, tell := f.open(jobID, role)
+	if !ok {
+		f.t.Fatalf("node %s: %s/%s is not registered", f.node, jobID, role)
+	}
+	return j, tell
+}
+
+// open is tryConnect up to the news that the job is connected, which
+// tell gives.
+func (f *fakeSocket) open(jobID, role string) (_ *job, ok bool, tell func()) {
 	f.mu.Lock()
 	k := fakeKey{jobID, role}
 	reg, ok := f.regs[k]
 	if !ok {
 		f.mu.Unlock()
-		return nil, false
+		return nil, false, nil
 	}
 	f.serials++
 	c := &fakeConn{inbox: make(chan protocol.WorkerFrame, 64), open: true, serial: f.serials}
@@ -232,14 +255,15 @@ func (f *fakeSocket) tryConnect(jobID, role string) (_ *job, ok bool) {
 	f.mu.Lock()
 	if !c.open {
 		f.mu.Unlock()
-		return &job{f: f, id: jobID, role: role}, true
+		return &job{f: f, id: jobID, role: role}, true, func() {}
 	}
 	if reg.InitialState != nil {
 		c.inbox <- *reg.InitialState
 	}
 	f.mu.Unlock()
-	f.mgr.OnSocketEvent(sim.SocketEvent{Kind: sim.SocketConnected, Node: f.node, JobID: jobID, Role: role, At: time.Now()})
-	return &job{f: f, id: jobID, role: role}, true
+	return &job{f: f, id: jobID, role: role}, true, func() {
+		f.mgr.OnSocketEvent(sim.SocketEvent{Kind: sim.SocketConnected, Node: f.node, JobID: jobID, Role: role, At: time.Now()})
+	}
 }
 
 // send is a frame from the job, on its latest connection. Sent after

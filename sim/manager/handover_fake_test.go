@@ -553,3 +553,59 @@ func TestAnAnswerReadAsTheSocketDroppedIsNotTaken(t *testing.T) {
 		t.Errorf("the timeline does not say the answer was discarded:\n%s", strings.Join(lines, "\n"))
 	}
 }
+
+// TestAMigrationBeginsOnlyOnceItsSourceIsHeardConnected: a job that asks
+// to migrate the moment it reads hello-ack asks before the manager has
+// heard that it connected. The migration waits for that news, so it is
+// not told of a connection older than itself: its timeline goes straight
+// from the request to get-state, with no "connected" of the source.
+func TestAMigrationBeginsOnlyOnceItsSourceIsHeardConnected(t *testing.T) {
+	t.Parallel()
+	s := newFakeSim(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s.a.close(s.in.JobID, s.in.ID, sim.SocketEvent{Code: 1000, Reason: "the job reconnects", ClosedBy: sim.ClosedByJob})
+	for {
+		in, err := s.mgr.Instance(ctx, s.in.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !in.Connected {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	src, tell := s.a.connectUnheard(s.in.JobID, s.in.ID)
+	s.src = src
+	type answer struct {
+		m   *sim.Migration
+		err error
+	}
+	begun := make(chan answer, 1)
+	go func() {
+		m, err := s.mgr.Migrate(ctx, s.in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Handover)})
+		begun <- answer{m, err}
+	}()
+	// Without the news, the source is not asked for its state yet.
+	src.quiet(100 * time.Millisecond)
+	tell()
+	a := <-begun
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	tgt := toTargetReady(t, s, a.m.ID)
+	stopSource(t, s, 41)
+	applied(t, tgt, 41)
+	m := s.await(t, a.m.ID)
+	if m.State != sim.MigrationCompleted {
+		t.Fatalf("migration %s, want completed:\n%s", m.State, sim.FormatTimeline(m))
+	}
+	for _, ev := range m.Events {
+		if ev.Side == "source" && ev.Kind == sim.TimelineConnected {
+			t.Errorf("the timeline says the source connected during its migration (seq %d): %s", ev.Seq, sim.FormatTimeline(m))
+		}
+	}
+	if ev := m.Events[1]; ev.Frame == nil || ev.Frame.Type != protocol.TypeGetState {
+		t.Errorf("the timeline's second entry is %+v, want get-state:\n%s", ev, sim.FormatTimeline(m))
+	}
+}

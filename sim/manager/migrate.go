@@ -31,6 +31,11 @@ const (
 // source whose job is already connected (see Migrate).
 const startSettles = 10 * time.Second
 
+// connectSettles bounds how long a migrate request waits for the news of
+// a connection the listener has accepted already (see Migrate): it comes
+// within a moment, and past this the listener's word is taken.
+const connectSettles = 5 * time.Second
+
 // starting: the instance's start has not ended yet.
 func starting(s sim.InstanceState) bool {
 	return s == sim.InstanceCreated || s == sim.InstanceStarting
@@ -93,6 +98,22 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 		}
 		srcSnap = snap
 	}
+	if !srcSnap.Connected && m.nodes[srcSnap.Node].socketConnected(srcSnap) {
+		// The listener tells the manager of a connection just after it
+		// writes hello-ack, so a job that migrates the moment it reads
+		// hello-ack gets here before the manager has heard. The migration
+		// waits for that news: begun before it, it would be told of a
+		// connection older than itself, and its timeline would show the
+		// source connecting after it was asked for its state.
+		node := m.nodes[srcSnap.Node]
+		snap, _ := m.waitInstance(ctx, instanceID, connectSettles, func(in sim.Instance) bool {
+			return in.Connected || !node.socketConnected(in)
+		})
+		if snap.ID == "" {
+			return nil, sim.Errorf(sim.ENotFound, "instance %q not found: it was removed as the migration began", instanceID)
+		}
+		srcSnap = snap
+	}
 	if srcSnap.State != sim.InstanceRunning {
 		if next := m.RunningInstanceOf(srcSnap.JobID); next != "" {
 			return nil, sim.Errorf(sim.EUnprocessable, "instance %s is %s; only a running instance can migrate: its job %s now runs as %s", instanceID, srcSnap.State, srcSnap.JobID, next)
@@ -103,9 +124,8 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 		if !toNode.HasJobSocket() {
 			return nil, sim.Errorf(sim.EUnprocessable, "handover needs a target node with %s; node %s runs without a job socket", protocol.Capability, to)
 		}
-		// The listener tells the manager of a connection just after it
-		// writes hello-ack, so a job that asks to migrate the moment it
-		// reads hello-ack is connected before the manager has heard.
+		// A connection whose news did not come within connectSettles is
+		// taken on the listener's word.
 		if !srcSnap.Connected && !m.nodes[srcSnap.Node].socketConnected(srcSnap) {
 			return nil, sim.Errorf(sim.ENotConnected, "handover needs the source connected to its job socket; %s is not connected", instanceID)
 		}
