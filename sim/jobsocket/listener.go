@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -143,11 +144,14 @@ type instance struct {
 	// dropped is the connection Drop cut off, until its end is reported:
 	// the job's next connection waits for that (awaitDropped).
 	dropped *conn
-	// spent holds answers read on a replaced connection and passed on:
-	// the current connection may say each once more (a job that
-	// reconnected may repeat itself), and that copy is discarded instead
-	// of closing the socket with 4400. Cleared like late.
-	spent map[string]bool
+	// answered holds the answers the instance's connections passed on
+	// while its migration runs (cleared when it ends: Expire), and spent
+	// the ones a new connection may repeat: each once, discarded instead
+	// of closing the socket with 4400. A job that reconnects answers what
+	// its new connection asks (a target gets initial-state again), and
+	// repeats what normsim read already. spent is cleared like late.
+	answered map[string]bool
+	spent    map[string]bool
 }
 
 // New returns a listener; Open starts it.
@@ -297,7 +301,7 @@ func (l *Listener) Register(reg Registration) {
 		in.reg = reg
 		return
 	}
-	l.instances[k] = &instance{reg: reg, expect: map[string]bool{}, late: map[string]bool{}, spent: map[string]bool{}}
+	l.instances[k] = &instance{reg: reg, expect: map[string]bool{}, late: map[string]bool{}, answered: map[string]bool{}, spent: map[string]bool{}}
 }
 
 // Settle ends the migration an instance was registered as the target of:
@@ -370,6 +374,7 @@ func (l *Listener) Expire(jobID, role string) {
 	// An owed answer that has not come by the end of the migration that
 	// was on meanwhile is not waited for any more.
 	in.owed = nil
+	clear(in.answered)
 }
 
 // Owe records that an ask of an ended migration reached the job only now:
@@ -996,6 +1001,7 @@ func (l *Listener) authenticate(c *conn, token string) (ok bool, old *conn, drop
 	in.late = map[string]bool{}
 	in.owed = nil
 	clear(in.spent)
+	maps.Copy(in.spent, in.answered)
 	// Hold c's write lock until hello-ack and the initial state are out, so
 	// no Send can slip in between.
 	c.writeMu.Lock()
@@ -1097,6 +1103,9 @@ func (l *Listener) serveFrame(c *conn, data []byte) (int, string) {
 	case allowed:
 		clear(in.late)
 		clear(in.spent)
+		if f.Type != protocol.TypeAbort {
+			in.answered[f.Type] = true
+		}
 	}
 	l.mu.Unlock()
 	l.record(c.key, "in", f.Type, len(data), data)
@@ -1156,6 +1165,7 @@ func (l *Listener) staleFrame(c *conn, told chan struct{}, f protocol.JobFrame, 
 			in.expect = map[string]bool{protocol.TypeAbort: in.expect[protocol.TypeAbort]}
 		}
 		clear(in.late)
+		in.answered[f.Type] = true
 		in.spent[f.Type] = true
 	}
 	l.mu.Unlock()
