@@ -77,7 +77,9 @@ type RollbackReport struct {
 	SourceDetail string `json:"sourceDetail"`
 	// Target is how the target was removed ("" when none was placed):
 	// TargetExited on SIGTERM, TargetKilled after the stop grace, or
-	// TargetClosed (external runtime: only its socket was closed).
+	// TargetClosed (external runtime: normsim starts and stops no process
+	// there, and only closed its socket, if it had one; TargetDetail says
+	// which).
 	Target       string `json:"target,omitempty"`
 	TargetDetail string `json:"targetDetail,omitempty"`
 	// Told are the sides sent abort by the worker.

@@ -34,6 +34,9 @@ type handoverCase struct {
 	reason string // a part of the reason; "" when the reason is empty
 	// told are the sides the worker sent abort, in a rollback.
 	told []string
+	// targetDetail is a part of what the rollback says of the target's
+	// removal; "" checks nothing.
+	targetDetail string
 	// after checks what the jobs got once it ended.
 	after func(t *testing.T, s *fakeSim, tgt *job)
 }
@@ -170,6 +173,7 @@ var handoverCases = []handoverCase{
 			return toTargetReady(t, s, id)
 		},
 		state: sim.MigrationAborted, phase: sim.PhaseTargetReady, reason: "timed out", told: []string{"source", "target"},
+		targetDetail: "so normsim only closed its socket",
 		after: func(t *testing.T, s *fakeSim, tgt *job) {
 			s.src.expect(protocol.TypeAbort) // never a cutover-ready
 			tgt.expect(protocol.TypeAbort)
@@ -185,7 +189,9 @@ var handoverCases = []handoverCase{
 			return nil
 		},
 		state: sim.MigrationAborted, phase: sim.PhasePlaceTarget, reason: "timed out", told: []string{"source"},
-		after: func(t *testing.T, s *fakeSim, _ *job) { s.src.expect(protocol.TypeAbort) },
+		// Its job never connected: there was no socket to close.
+		targetDetail: "had no connection to close",
+		after:        func(t *testing.T, s *fakeSim, _ *job) { s.src.expect(protocol.TypeAbort) },
 	},
 	{
 		name:   "the target fails to start",
@@ -297,6 +303,9 @@ func TestHandoverWithFakeJobs(t *testing.T) {
 			case tc.state == sim.MigrationAborted:
 				if told := slices.Sorted(slices.Values(m.Rollback.Told)); !slices.Equal(told, tc.told) {
 					t.Errorf("rollback told %v, want %v", told, tc.told)
+				}
+				if !strings.Contains(m.Rollback.TargetDetail, tc.targetDetail) {
+					t.Errorf("the rollback says of the target %q, want one with %q", m.Rollback.TargetDetail, tc.targetDetail)
 				}
 				if m.Rollback.Source != sim.SourceRunning {
 					t.Errorf("rollback left the source %s (%s), want running", m.Rollback.Source, m.Rollback.SourceDetail)

@@ -2125,8 +2125,9 @@ func (r *run) removeTarget(tgtID string, phase sim.Phase, rb *sim.RollbackReport
 	r.m.mu.Lock()
 	in := r.m.instances[tgtID]
 	var was sim.InstanceState
+	var connected bool
 	if in != nil {
-		was = in.State
+		was, connected = in.State, in.Connected
 	}
 	r.m.mu.Unlock()
 	if in == nil {
@@ -2145,6 +2146,10 @@ func (r *run) removeTarget(tgtID string, phase sim.Phase, rb *sim.RollbackReport
 	r.m.deleteStored(tgtID)
 	r.m.publish(sim.EventInstanceRemoved, tgtID, r.id, nil)
 	switch {
+	case in.Runtime == sim.RuntimeExternal && !connected:
+		// Nothing to close: saying normsim closed a socket would be false.
+		rb.Target, rb.TargetDetail = sim.TargetClosed, "target removed: it runs on the external runtime and had no connection to close "+
+			"(its job never connected, or its socket had closed already); normsim starts no process there, so end your target process now if you started one"
 	case in.Runtime == sim.RuntimeExternal:
 		rb.Target, rb.TargetDetail = sim.TargetClosed, "target removed"+externalEnd(in.Runtime, "target")
 	case len(stop.Killed) > 0:
