@@ -209,7 +209,7 @@ func (l *Listener) Open(addr string) error {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		if err := l.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := l.srv.Serve(pathGuard{ln}); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			l.cfg.Logger.Error("job socket stopped", "node", l.cfg.Node, "err", err)
 		}
 	}()
