@@ -25,8 +25,10 @@ func TestMisbehavingJobsGetTheirVerdict(t *testing.T) {
 		grade    sim.Grade // "": not asserted here
 	}{
 		{"refuser", sim.MigrationRefused, "get-state", "", ""},
-		{"never-ready", sim.MigrationAborted, "target-ready", "", ""},
-		{"crash-on-apply", sim.MigrationFailed, "cutover-apply", "", ""},
+		// It owed target-ready: the judgement blames the target.
+		{"never-ready", sim.MigrationAborted, "target-ready", "", sim.GradeFail},
+		// It ended on its own while it was moved: the target is blamed.
+		{"crash-on-apply", sim.MigrationFailed, "cutover-apply", "", sim.GradeFail},
 		{"wrong-position", sim.MigrationCompleted, "stop-source", sim.VerdictDuplicate, sim.GradeFail},
 		{"keeps-running", sim.MigrationCompleted, "stop-source", sim.VerdictOverlap, sim.GradeFail},
 		// Its seam is seamless; what it could not apply is reported.

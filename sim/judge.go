@@ -46,8 +46,9 @@ func gradeRank(g Grade) int {
 // judged from the migration's record alone: migrate --wait, normsim ci,
 // normsim conform, normsimtest and the dashboard all print this one.
 // It judges the job's promises (the position it handed over, who produced
-// when, what the target applied), not whether the migration completed:
-// that is the migration's state, and a fault may have ended it on purpose.
+// when, what the target applied, the answers it owed in time), not
+// whether the migration completed: that is the migration's state, and a
+// fault may have ended it on purpose.
 type Judgement struct {
 	Grade Grade `json:"grade"`
 	// AtFault is the side that broke a promise: source, target, or
@@ -81,6 +82,10 @@ const (
 	PromiseRollback      = "rollback: the target, told abort, produces nothing more and exits on SIGTERM"
 	PromiseApplied       = "handover: target-applied reports what the target applied and what it could not"
 	PromiseReadable      = "every output packet of the job can be read"
+	// What a job's socket promises (Migration.Broken).
+	PromiseAnswerInTime = "the job answers what it is asked in time (state, target-ready, source-stopped-output, target-applied)"
+	PromiseWellFormed   = "the job sends well-formed frames of its direction, in phase and within 64 KiB"
+	PromiseStaysUp      = "the job keeps running while it is moved, until it is told to stop"
 )
 
 // What a finding looked at.
@@ -102,6 +107,9 @@ const (
 	// CheckMedia: the media seam as a receiver sees it (keyframe at the
 	// join, tables, counters, clocks, codec parameters).
 	CheckMedia = "media"
+	// CheckProtocol: what ended the migration, when a side broke a
+	// promise of the job socket or exited on its own (Migration.Broken).
+	CheckProtocol = "protocol"
 )
 
 // Judged is the migration's judgement: the one it was stored with, or,
@@ -121,6 +129,9 @@ func Judge(m *Migration) Judgement {
 		fs = append(fs, Finding{Grade: g, Check: check, Promise: promise, AtFault: atFault, Detail: fmt.Sprintf(format, a...)})
 	}
 	o := m.Output
+	if b := m.Broken; b != nil && m.State != MigrationCompleted {
+		add(GradeFail, CheckProtocol, b.Promise, b.Side, "%s", b.Detail)
+	}
 	switch {
 	case m.State == MigrationRefused:
 		add(GradePass, CheckProducers, PromiseOneProducer, "", "refused before anything was placed; no seam")

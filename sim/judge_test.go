@@ -68,6 +68,19 @@ func TestJudge(t *testing.T) {
 			m.Rollback = &RollbackReport{Source: SourceGone, SourceDetail: "the source is gone, not left running: it is failed (killed by signal 9)", Target: TargetExited, TargetDetail: "target removed: it exited on SIGTERM"}
 			return m
 		}(), GradePass, "", "the source is gone"},
+		// A black-box run: a side whose broken promise ended the migration
+		// is blamed, however clean the rollback.
+		{"a source that never answered get-state is at fault", func() *Migration {
+			m := handover(MigrationAborted, nil)
+			m.Rollback = &RollbackReport{Source: SourceRunning, Told: []string{"source"}}
+			m.Broken = &BrokenPromise{Side: "source", Promise: PromiseAnswerInTime, Detail: "timed out after 10s waiting for the source's state"}
+			return m
+		}(), GradeFail, "source", "timed out after 10s waiting for the source's state"},
+		{"a target whose socket was closed for a frame out of phase is at fault, past the point of no return too", func() *Migration {
+			m := handover(MigrationFailed, nil)
+			m.Broken = &BrokenPromise{Side: "target", Promise: PromiseWellFormed, Detail: "normsim closed the target's socket with 4400 (frame state is out of phase) on cutover-apply"}
+			return m
+		}(), GradeFail, "target", "4400 (frame state is out of phase)"},
 		{"an overlap's overlap is the strategy's", &Migration{Strategy: Overlap, State: MigrationCompleted, Output: &OutputReport{Verdict: VerdictOverlap, Detail: "both produced for 80 ms"}},
 			GradePass, "", "both produced"},
 		{"both sides at fault are named", handover(MigrationCompleted, &OutputReport{Verdict: VerdictOverlap, SourceAfterStop: 2, TargetBeforeApply: 3, AtFault: "source and target", Detail: "both"}),

@@ -45,6 +45,12 @@ type Migration struct {
 	Output *OutputReport     `json:"output"`
 	// Rollback is what a rollback did and left, for an aborted migration.
 	Rollback *RollbackReport `json:"rollback,omitempty"`
+	// Broken names the promise whose breach ended the migration, and the
+	// side that broke it: an answer that did not come in time, a frame
+	// normsim closed the job's socket for, or an exit on its own while it
+	// was moved. Set only when no fault fired in the migration (one may
+	// have caused it).
+	Broken *BrokenPromise `json:"broken,omitempty"`
 	// Judgement is normsim's verdict on the job's promises, made when the
 	// migration ended (Judge); read it through Judged.
 	Judgement *Judgement       `json:"judgement,omitempty"`
@@ -84,6 +90,14 @@ type RollbackReport struct {
 	TargetDetail string `json:"targetDetail,omitempty"`
 	// Told are the sides sent abort by the worker.
 	Told []string `json:"told"`
+}
+
+// BrokenPromise is a protocol promise a side broke, which ended its
+// migration.
+type BrokenPromise struct {
+	Side    string `json:"side"`
+	Promise string `json:"promise"`
+	Detail  string `json:"detail"`
 }
 
 // What a rollback left of each side (RollbackReport).

@@ -37,6 +37,9 @@ type handoverCase struct {
 	// targetDetail is a part of what the rollback says of the target's
 	// removal; "" checks nothing.
 	targetDetail string
+	// broken is the side the record says broke a promise of the socket
+	// and so ended the migration; "" when none did.
+	broken string
 	// after checks what the jobs got once it ended.
 	after func(t *testing.T, s *fakeSim, tgt *job)
 }
@@ -76,7 +79,7 @@ var handoverCases = []handoverCase{
 			s.src.expect(protocol.TypeGetState)
 			return nil
 		},
-		state: sim.MigrationAborted, phase: sim.PhaseGetState, reason: "timed out", told: []string{"source"},
+		state: sim.MigrationAborted, phase: sim.PhaseGetState, reason: "timed out", told: []string{"source"}, broken: "source",
 		after: func(t *testing.T, s *fakeSim, _ *job) { s.src.expect(protocol.TypeAbort) },
 	},
 	{
@@ -85,8 +88,18 @@ var handoverCases = []handoverCase{
 		play: func(t *testing.T, s *fakeSim, id string) *job {
 			return toInitialState(t, s, id)
 		},
-		state: sim.MigrationAborted, phase: sim.PhaseTargetReady, reason: "timed out", told: []string{"source", "target"},
+		state: sim.MigrationAborted, phase: sim.PhaseTargetReady, reason: "timed out", told: []string{"source", "target"}, broken: "target",
 		after: bothToldAbort,
+	},
+	{
+		name: "normsim closes the target's socket for a frame out of phase",
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			tgt := toInitialState(t, s, id)
+			s.b.Disconnect(tgt.id, tgt.role, protocol.CloseProtocolError, "frame state is out of phase")
+			return tgt
+		},
+		state: sim.MigrationAborted, phase: sim.PhaseTargetReady, reason: "4400", told: []string{"source"}, broken: "target",
+		after: func(t *testing.T, s *fakeSim, _ *job) { s.src.expect(protocol.TypeAbort) },
 	},
 	{
 		name: "the target aborts before it is ready",
@@ -133,7 +146,7 @@ var handoverCases = []handoverCase{
 			s.src.expect(protocol.TypeCutoverReady)
 			return tgt
 		},
-		state: sim.MigrationAborted, phase: sim.PhaseCutoverReady, reason: "timed out", told: []string{"source", "target"},
+		state: sim.MigrationAborted, phase: sim.PhaseCutoverReady, reason: "timed out", told: []string{"source", "target"}, broken: "source",
 		after: bothToldAbort,
 	},
 	{
@@ -145,7 +158,7 @@ var handoverCases = []handoverCase{
 			tgt.expect(protocol.TypeCutoverApply)
 			return tgt
 		},
-		state: sim.MigrationFailed, phase: sim.PhaseCutoverApply, reason: "timed out",
+		state: sim.MigrationFailed, phase: sim.PhaseCutoverApply, reason: "timed out", broken: "target",
 		after: func(t *testing.T, s *fakeSim, tgt *job) {
 			s.src.quiet(50 * time.Millisecond)
 			tgt.quiet(50 * time.Millisecond)
@@ -296,6 +309,14 @@ func TestHandoverWithFakeJobs(t *testing.T) {
 			}
 			if tc.reason == "" && m.Reason != "" || !strings.Contains(m.Reason, tc.reason) {
 				t.Errorf("reason %q, want one with %q", m.Reason, tc.reason)
+			}
+			switch j := m.Judged(); {
+			case tc.broken == "" && m.Broken != nil:
+				t.Errorf("the record says the %s broke a promise (%s), want no side", m.Broken.Side, m.Broken.Detail)
+			case tc.broken != "" && (m.Broken == nil || m.Broken.Side != tc.broken):
+				t.Errorf("the record says %+v broke a promise, want the %s", m.Broken, tc.broken)
+			case tc.broken != "" && (j.Grade != sim.GradeFail || j.AtFault != tc.broken):
+				t.Errorf("judged %s at fault %q, want fail at fault %q: %s", j.Grade, j.AtFault, tc.broken, j.Why)
 			}
 			switch {
 			case tc.state == sim.MigrationAborted && m.Rollback == nil:

@@ -1354,6 +1354,26 @@ func (e *errEnd) Error() string { return e.reason }
 
 func endf(format string, args ...any) error { return &errEnd{fmt.Sprintf(format, args...)} }
 
+// errBroken is an end a job brought on itself by breaking a promise:
+// an answer that did not come in time, a frame normsim closed its socket
+// for (4400, 4413), or an exit while it was being moved.
+type errBroken struct {
+	errEnd
+	side, promise string
+}
+
+func brokenf(side, promise, format string, args ...any) error {
+	return &errBroken{errEnd{fmt.Sprintf(format, args...)}, side, promise}
+}
+
+// anyFaultFired says whether a fault of the migration fired: what broke
+// the migration then may be its doing, not the job's.
+func (r *run) anyFaultFired() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Contains(r.fired, true)
+}
+
 // await reads events until one is what w waits for, a disruption ends
 // the wait with an error, or the timeout passes.
 func (r *run) await(ctx context.Context, what string, timeout time.Duration, w wait) (runEvent, error) {
@@ -1395,6 +1415,9 @@ func (r *run) await(ctx context.Context, what string, timeout time.Duration, w w
 				return ev, err
 			}
 			r.ownDecision(input{kind: inTimedOut})
+			if w.frames != nil {
+				return runEvent{}, brokenf(r.sideOf(w.role), sim.PromiseAnswerInTime, "timed out after %s waiting for %s", timeout, what)
+			}
 			return runEvent{}, endf("timed out after %s waiting for %s", timeout, what)
 		case <-ctx.Done():
 			r.bindToEnd()
@@ -1473,6 +1496,9 @@ func (r *run) disruption(ev runEvent) error {
 			if ev.socket.ClosedBy == sim.ClosedByWorker {
 				// normsim closed it on purpose (a protocol error, a
 				// fault): the job did not crash.
+				if c := ev.socket.Code; c == protocol.CloseProtocolError || c == protocol.CloseFrameTooLarge {
+					return brokenf(side, sim.PromiseWellFormed, "%s on %s", socketDropped(side, ev.socket), r.currentPhase())
+				}
 				return endf("%s on %s", socketDropped(side, ev.socket), r.currentPhase())
 			}
 			if exit, ok := r.awaitExit(ev.instance); ok {
@@ -1562,7 +1588,9 @@ func (r *run) exited(side string, ev sim.RuntimeEvent) error {
 	if ev.Restarting {
 		again = " (the engine restarts it, by its restart policy)"
 	}
-	return endf("the %s's service %s %s on %s%s", side, ev.Service, exitPhrase(ev, r.runtimeOf(ev.Instance)), r.currentPhase(), again)
+	// Unless a fault of the migration did it (finish tells), the job
+	// ended on its own while it was being moved.
+	return brokenf(side, sim.PromiseStaysUp, "the %s's service %s %s on %s%s", side, ev.Service, exitPhrase(ev, r.runtimeOf(ev.Instance)), r.currentPhase(), again)
 }
 
 // runtimeOf is the runtime an instance of the migration runs on.
@@ -1979,6 +2007,12 @@ func (r *run) finish(ctx context.Context, err error) {
 		}
 	}
 	state, reason := stepEnd(err, ponr)
+	var broken *errBroken
+	if errors.As(err, &broken) && state != sim.MigrationCompleted && !r.anyFaultFired() {
+		r.mu.Lock()
+		r.mig.Broken = &sim.BrokenPromise{Side: broken.side, Promise: broken.promise, Detail: broken.reason}
+		r.mu.Unlock()
+	}
 	switch state {
 	case sim.MigrationRefused:
 		r.record(phase, sideSource, "refused: "+reason, nil)
