@@ -2026,7 +2026,7 @@ func (r *run) finish(ctx context.Context, err error) {
 		r.measureOutput(ctx)
 		r.measureMedia(ctx)
 	case sim.MigrationAborted:
-		r.measureRollbackOutput()
+		r.measureRollbackOutput(ctx)
 	}
 	// What arrived before the end goes on the timeline before it: late,
 	// or discarded from a dropped connection.
@@ -2269,7 +2269,21 @@ func (r *run) measureOutput(ctx context.Context) {
 	})
 	rep := sim.AnalyzeSeam(r.src.ID, tgtID, sink.Packets(r.src.JobID, since), sink.Sent(r.src.JobID), moments)
 	rep.AddUnreadable(sink.Unreadable(r.src.JobID, since))
+	rep.Detail += watchedFor(rep, moments, r.m.now())
 	r.setOutput(rep)
+}
+
+// watchedFor says, where it matters, that the seam was judged on what
+// came until a moment: a source that went on sending is caught, not
+// counted whole, and a target that starts producing later is not seen.
+func watchedFor(rep *sim.OutputReport, at sim.SeamMoments, judged time.Time) string {
+	switch {
+	case rep.SourceAfterStop > 0 && !at.SourceStopped.IsZero():
+		return fmt.Sprintf(" (counted until the seam was judged, %.0f ms after source-stopped-output)", ms(judged.Sub(at.SourceStopped)))
+	case rep.Verdict == sim.VerdictNoOutput && rep.FirstTarget == nil:
+		return " (normsim waits up to 2 s for the target's first packets before it judges the seam: one that starts later is judged as one that sent nothing)"
+	}
+	return ""
 }
 
 // awaitTargetPackets waits up to 2 s for the target's first three packets.
@@ -2318,15 +2332,24 @@ func (r *run) awaitLateSource(ctx context.Context, at sim.SeamMoments) {
 
 // measureRollbackOutput holds a rolled-back handover's target to its
 // promise: it never got cutover-apply, so every packet it sent is one too
-// many, and those after it was told abort are counted apart. The target
-// is removed by now, so all it sent is in.
-func (r *run) measureRollbackOutput() {
+// many, and those after it was told abort are counted apart. A target
+// normsim stopped is removed by now, so all it sent is in; one on the
+// external runtime only had its socket closed, and may go on: it is
+// watched for Timeouts.Linger after it was told.
+func (r *run) measureRollbackOutput(ctx context.Context) {
 	sink := r.m.cfg.Sink
 	r.mu.Lock()
 	tgtID, told := r.mig.Target.Instance, r.targetToldAt
 	r.mu.Unlock()
 	if sink == nil || tgtID == "" || r.mig.Strategy != sim.Handover || !sink.Seen(r.src.JobID) {
 		return
+	}
+	external := r.rt.Name() == sim.RuntimeExternal
+	if external && !told.IsZero() {
+		wait := max(r.timeouts.Linger.D(), 2*sim.InFlight)
+		if left := time.Until(told.Add(wait)); left > 0 {
+			r.during(func() { pause(ctx, left) })
+		}
 	}
 	var before, after int64
 	var last time.Time
@@ -2351,10 +2374,16 @@ func (r *run) measureRollbackOutput() {
 		parts = append(parts, fmt.Sprintf("the target sent %s after it was told abort (the last %.1f ms after it)",
 			sim.Plural(after, "packet"), ms(last.Sub(told))))
 	}
-	if before > 0 {
+	switch {
+	case before > 0 && after > 0:
 		parts = append(parts, fmt.Sprintf("it sent %s before that, though it never got cutover-apply", sim.Plural(before, "packet")))
+	case before > 0:
+		parts = append(parts, fmt.Sprintf("the target sent %s, though it never got cutover-apply", sim.Plural(before, "packet")))
 	}
 	rep.Detail = strings.Join(parts, "; ")
+	if external && !told.IsZero() {
+		rep.Detail += fmt.Sprintf(" (on the external runtime normsim only closes the target's socket: what it sent was watched until %.0f ms after it was told)", ms(r.m.now().Sub(told)))
+	}
 	r.setOutput(rep)
 }
 

@@ -183,3 +183,53 @@ func TestASourcePacketInFlightIsForgiven(t *testing.T) {
 		t.Fatalf("output %+v, want seamless with nobody at fault", o)
 	}
 }
+
+// TestAnExternalTargetThatIgnoresAbortIsCaught: on the external runtime
+// normsim only closes a removed target's socket, so a target that ignores
+// the abort it was told goes on producing after the migration's end. Its
+// packets after the abort are watched for, counted and held against it,
+// and the record says how long normsim watched: before, the count ran the
+// moment the socket closed and the rollback was judged pass.
+func TestAnExternalTargetThatIgnoresAbortIsCaught(t *testing.T) {
+	t.Parallel()
+	out := newFakeOutput()
+	s := newFakeSimWith(t, out)
+	for n := int64(1); n <= 41; n++ {
+		out.send(s.in.JobID, s.in.ID, n)
+	}
+	mig, err := s.mgr.Migrate(context.Background(), s.in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Handover)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgt := toInitialState(t, s, mig.ID)
+	// The target ignores the abort and produces every 10 ms, whatever it
+	// is told, until the test ends.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for n := int64(100); ; n++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				out.send(s.in.JobID, tgt.role, n)
+			}
+		}
+	}()
+	if _, err := s.mgr.AbortMigration(context.Background(), mig.ID, "the test says no"); err != nil {
+		t.Fatal(err)
+	}
+	m := s.await(t, mig.ID)
+	if m.State != sim.MigrationAborted {
+		t.Fatalf("ended %s (%s), want aborted", m.State, m.Reason)
+	}
+	o := m.Output
+	if o == nil || o.TargetAfterAbort == 0 || o.AtFault != "target" || !strings.Contains(o.Detail, "watched until") {
+		t.Fatalf("output %+v, want the target's packets after its abort counted against it, saying how long they were watched", o)
+	}
+	if j := m.Judged(); j.Grade != sim.GradeFail || j.AtFault != "target" {
+		t.Errorf("judged %s at fault %q: %s; want fail, the target", j.Grade, j.AtFault, j.Why)
+	}
+}
