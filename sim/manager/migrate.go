@@ -2263,13 +2263,26 @@ func (r *run) measureOutput(ctx context.Context) {
 		}
 		return
 	}
+	// A source on the external runtime was only told to stop by its
+	// socket's close: what it still sends while it drains belongs to an
+	// overlap's seam, and is watched for as long as a handover's source.
+	drains := r.mig.Strategy == sim.Overlap && r.src.Runtime == sim.RuntimeExternal
+	closed := r.m.now()
 	r.during(func() {
 		awaitTargetPackets(ctx, sink, r.src.JobID, tgtID, since)
 		r.awaitLateSource(ctx, moments)
+		if drains {
+			if left := time.Until(closed.Add(r.timeouts.Linger.D())); left > 0 {
+				pause(ctx, left)
+			}
+		}
 	})
 	rep := sim.AnalyzeSeam(r.src.ID, tgtID, sink.Packets(r.src.JobID, since), sink.Sent(r.src.JobID), moments)
 	rep.AddUnreadable(sink.Unreadable(r.src.JobID, since))
 	rep.Detail += watchedFor(rep, moments, r.m.now())
+	if drains {
+		rep.Detail += fmt.Sprintf(" (the source runs on the external runtime, where normsim only closes its socket: what it sent was watched until %.0f ms after that)", ms(r.m.now().Sub(closed)))
+	}
 	r.setOutput(rep)
 }
 

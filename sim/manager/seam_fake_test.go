@@ -233,3 +233,63 @@ func TestAnExternalTargetThatIgnoresAbortIsCaught(t *testing.T) {
 		t.Errorf("judged %s at fault %q: %s; want fail, the target", j.Grade, j.AtFault, j.Why)
 	}
 }
+
+// TestAnExternalSourceThatDrainsIsInTheOverlap: on the external runtime an
+// overlap's source is told to stop only by its socket's close, and a job
+// that drains its pipeline produces a while longer. Those packets are the
+// overlap's too: they are waited for, and the record says how long.
+func TestAnExternalSourceThatDrainsIsInTheOverlap(t *testing.T) {
+	t.Parallel()
+	out := newFakeOutput()
+	s := buildFakeSimOf(t, "relay-overlap", out, false)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	// The source produces every 10 ms until 150 ms after its socket was
+	// closed.
+	go func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		var until time.Time
+		for n := int64(1); ; n++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if until.IsZero() && !s.a.Connected(s.in.JobID, s.in.ID) {
+					until = time.Now().Add(150 * time.Millisecond)
+				}
+				if until.IsZero() || time.Now().Before(until) {
+					out.send(s.in.JobID, s.in.ID, n)
+				}
+			}
+		}
+	}()
+	time.Sleep(50 * time.Millisecond)
+	mig, err := s.mgr.Migrate(ctx, s.in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Overlap)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := s.b.registeredTarget()
+	s.awaitTargetEnv(t, mig.ID, reg.Role)
+	s.b.connect(reg.JobID, reg.Role)
+	go func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for n := int64(1000); ; n++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				out.send(s.in.JobID, reg.Role, n)
+			}
+		}
+	}()
+	m := s.await(t, mig.ID)
+	if m.State != sim.MigrationCompleted {
+		t.Fatalf("ended %s (%s)\n%s", m.State, m.Reason, sim.FormatTimeline(m))
+	}
+	o := m.Output
+	if o == nil || o.OverlapMs == nil || *o.OverlapMs < 100 || !strings.Contains(o.Detail, "watched until") {
+		t.Fatalf("output %+v, want an overlap of the 150 ms the source drained, saying how long it was watched", o)
+	}
+}
