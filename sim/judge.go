@@ -83,9 +83,10 @@ const (
 	PromiseApplied       = "handover: target-applied reports what the target applied and what it could not"
 	PromiseReadable      = "every output packet of the job can be read"
 	// What a job's socket promises (Migration.Broken).
-	PromiseAnswerInTime = "the job answers what it is asked in time (state, target-ready, source-stopped-output, target-applied)"
-	PromiseWellFormed   = "the job sends well-formed frames of its direction, in phase and within 64 KiB"
-	PromiseStaysUp      = "the job keeps running while it is moved, until it is told to stop"
+	PromiseAnswerInTime   = "the job answers what it is asked in time (state, target-ready, source-stopped-output, target-applied)"
+	PromiseWellFormed     = "the job sends well-formed frames of its direction, in phase and within 64 KiB"
+	PromiseStaysUp        = "the job keeps running while it is moved, until it is told to stop"
+	PromiseReportNotAbort = "past the point of no return the target reports what it could not apply in target-applied, and does not abort"
 )
 
 // What a finding looked at.

@@ -165,6 +165,18 @@ var handoverCases = []handoverCase{
 		},
 	},
 	{
+		name: "the target aborts well after its cutover-apply: past the point of no return it owed target-applied",
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			tgt := toTargetReady(t, s, id)
+			stopSource(t, s, 7)
+			tgt.expect(protocol.TypeCutoverApply)
+			time.Sleep(50 * time.Millisecond) // no abort crossing cutover-apply on the wire
+			tgt.send(protocol.JobFrame{Type: protocol.TypeAbort, Reason: "changed my mind"})
+			return tgt
+		},
+		state: sim.MigrationFailed, phase: sim.PhaseCutoverApply, reason: "changed my mind", broken: "target",
+	},
+	{
 		name: "the source's connection lost past the point of no return fails the move; the target keeps its cutover-apply and is not told to abort",
 		play: func(t *testing.T, s *fakeSim, id string) *job {
 			tgt := toTargetReady(t, s, id)

@@ -1366,6 +1366,16 @@ func brokenf(side, promise, format string, args ...any) error {
 	return &errBroken{errEnd{fmt.Sprintf(format, args...)}, side, promise}
 }
 
+// abortedPastApply says whether the target's abort came after its
+// cutover-apply by more than a frame in flight: it did not cross
+// cutover-apply on the wire, and past the point of no return a target
+// reports what it could not apply in target-applied instead.
+func (r *run) abortedPastApply(at time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ponr && !r.applySentAt.IsZero() && at.After(r.applySentAt.Add(sim.InFlight))
+}
+
 // anyFaultFired says whether a fault of the migration fired: what broke
 // the migration then may be its doing, not the job's.
 func (r *run) anyFaultFired() bool {
@@ -1487,6 +1497,9 @@ func (r *run) disruption(ev runEvent) error {
 		switch ev.socket.Kind {
 		case sim.SocketFrame:
 			if ev.socket.Frame.Type == protocol.TypeAbort {
+				if side == sideTarget && r.abortedPastApply(ev.socket.At) {
+					return brokenf(side, sim.PromiseReportNotAbort, "the %s aborted: %s", side, ev.socket.Frame.Reason)
+				}
 				return endf("the %s aborted: %s", side, ev.socket.Frame.Reason)
 			}
 		case sim.SocketDisconnected:
