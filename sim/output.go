@@ -153,7 +153,15 @@ func AnalyzeSeam(source, target string, pkts []Packet, sent SentRanges, at SeamM
 	if len(before) == 0 {
 		before = src[:1] // it produced nothing in time; its first packet is all there is to compare
 	}
+	// Where the target continued is what it sent once told to apply: a
+	// target that also produced before cutover-apply is blamed for that
+	// above, and its early numbers say nothing of the position it took.
 	ls, ft := before[len(before)-1].Seq, tgt[0].Seq
+	if !at.ApplySent.IsZero() {
+		if i := slices.IndexFunc(tgt, func(p Packet) bool { return !p.At.Before(at.ApplySent) }); i > 0 {
+			ft = tgt[i].Seq
+		}
+	}
 	r.LastSource, r.FirstTarget = &ls, &ft
 	if ft > ls {
 		// As unsigned, so that numbers far apart do not overflow.
