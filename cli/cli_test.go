@@ -67,8 +67,24 @@ func TestValidateExitCodes(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 1 || len(res) != 1 || res[0].Valid || res[0].Problems[0].Path != "migration.strategy" {
 		t.Fatalf("--json: %d %v\n%s", code, err, out)
 	}
-	if code, _, _ := run(t, "validate", filepath.Join(broken, "missing")); code != 2 {
-		t.Fatalf("missing path: exit %d, want 2", code)
+	if code, _, errOut := run(t, "validate", filepath.Join(broken, "missing")); code != 2 || !strings.Contains(errOut, "does not exist; give a template directory") {
+		t.Fatalf("missing path: exit %d, stderr %q; want 2 naming what to give", code, errOut)
+	}
+	// What the shell makes of templates/* when a template is there twice,
+	// as a directory and as an archive of the same name: one is a
+	// CONFLICT, as it is for the sim that loads the directory. A path
+	// named twice is judged once.
+	code, out, _ = run(t, "validate", "../templates/counter", "../templates/counter/", "../templates/counter")
+	if code != 0 || !strings.Contains(out, "1 template(s) checked, 0 invalid") {
+		t.Fatalf("a path named twice: exit %d\n%s", code, out)
+	}
+	twice := t.TempDir()
+	if err := os.CopyFS(filepath.Join(twice, "counter"), os.DirFS("../templates/counter")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = run(t, "validate", "../templates/counter", filepath.Join(twice, "counter"))
+	if code != 1 || !strings.Contains(out, "CONFLICT") || !strings.Contains(out, "2 template(s) checked, 1 invalid") {
+		t.Fatalf("two templates of one name: exit %d\n%s", code, out)
 	}
 	// What the shell makes of templates/*: the README beside the
 	// templates is skipped with a note, not judged as a manifest.

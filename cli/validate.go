@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -32,23 +31,18 @@ usage error (including a path that does not exist).`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var all []template.Result
-			skipped := 0
-			for _, p := range args {
-				res, err := template.ValidatePath(p)
-				if errors.Is(err, template.ErrNotATemplate) {
-					// templates/* names the README beside the templates too;
-					// say so and go on rather than judge it as a manifest.
-					fmt.Fprintf(cmd.ErrOrStderr(), "skip  %s: %v\n", p, template.ErrNotATemplate)
-					skipped++
-					continue
-				}
-				if err != nil {
-					return usageErr("%v", err)
-				}
-				all = append(all, res...)
+			// Together, as a sim loads its template directories: a name
+			// two paths share is a CONFLICT here as it is there.
+			all, skipped, err := template.ValidatePaths(args)
+			if err != nil {
+				return usageErr("%v", err)
 			}
-			if len(all) == 0 && skipped > 0 {
+			for _, p := range skipped {
+				// templates/* names the README beside the templates too;
+				// say so and go on rather than judge it as a manifest.
+				fmt.Fprintf(cmd.ErrOrStderr(), "skip  %s: %v\n", p, template.ErrNotATemplate)
+			}
+			if len(all) == 0 && len(skipped) > 0 {
 				return usageErr("validate: none of the paths is a template")
 			}
 			out := cmd.OutOrStdout()

@@ -180,7 +180,12 @@ func checkManifest(c *checker, root map[string]any) *Manifest {
 		if n, isNum := v.(number); isNum && n.f == 1 {
 			m.ProductTemplateSchemaVersion = 1
 		} else {
-			c.failf("productTemplateSchemaVersion", "must be 1; got %s", describe(v))
+			if _, isNum := v.(number); isNum {
+				c.failf("productTemplateSchemaVersion", "must be 1; got %s", describe(v))
+			} else {
+				// "1" must be 1 reads as a contradiction: name the type.
+				c.failf("productTemplateSchemaVersion", "must be the number 1, not a string or other type; got %s (write 1 without quotes)", describe(v))
+			}
 		}
 	}
 	m.ProductName = c.reqString(root, "", "productName")

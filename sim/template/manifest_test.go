@@ -61,8 +61,8 @@ func TestManifestRefused(t *testing.T) {
 		// required fields
 		{"version missing", manifestJSON("productTemplateSchemaVersion", "-"), "productTemplateSchemaVersion", "productTemplateSchemaVersion: is required"},
 		{"version 2", manifestJSON("productTemplateSchemaVersion", "2"), "productTemplateSchemaVersion", "productTemplateSchemaVersion: must be 1; got 2"},
-		{"version string", manifestJSON("productTemplateSchemaVersion", `"1"`), "productTemplateSchemaVersion", `must be 1; got "1"`},
-		{"version null", manifestJSON("productTemplateSchemaVersion", `null`), "productTemplateSchemaVersion", `must be 1; got null`},
+		{"version string", manifestJSON("productTemplateSchemaVersion", `"1"`), "productTemplateSchemaVersion", `must be the number 1, not a string or other type; got "1" (write 1 without quotes)`},
+		{"version null", manifestJSON("productTemplateSchemaVersion", `null`), "productTemplateSchemaVersion", `must be the number 1, not a string or other type; got null`},
 		{"productName missing", manifestJSON("productName", "-"), "productName", "productName: is required"},
 		{"productName number", manifestJSON("productName", "5"), "productName", "productName: must be a string; got 5"},
 		{"productName null", manifestJSON("productName", "null"), "productName", "must be a string; got null"},

@@ -3,6 +3,7 @@ package template
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,24 +34,73 @@ type Result struct {
 // none of these. A directory of templates reports name clashes as LoadDirs
 // does.
 func ValidatePath(path string) ([]Result, error) {
+	loaded, err := loadPath(path)
+	if err != nil {
+		return nil, err
+	}
+	return results(NewCatalog(loaded...)), nil
+}
+
+// ValidatePaths validates several paths together, as a sim loads several
+// template directories: a name that two of them share is a CONFLICT, the
+// first path's template keeping it. A path named twice is judged once. A
+// file that is no template is left out and returned in skipped; the
+// error is only for a path that cannot be read.
+func ValidatePaths(paths []string) (res []Result, skipped []string, err error) {
+	var loaded []*Loaded
+	seen := map[string]bool{}
+	for _, p := range paths {
+		key := p
+		if abs, err := filepath.Abs(p); err == nil {
+			key = abs
+		}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		l, err := loadPath(p)
+		if errors.Is(err, ErrNotATemplate) {
+			skipped = append(skipped, p)
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		loaded = append(loaded, l...)
+	}
+	return results(NewCatalog(loaded...)), skipped, nil
+}
+
+// loadPath loads each template path names (see ValidatePath).
+func loadPath(path string) ([]*Loaded, error) {
 	st, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("validate: %s does not exist; give a template directory, a directory of templates, a .tar or .tar.gz template, or a manifest.json: %w", path, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("validate: %w", err)
 	}
-	var loaded []*Loaded
-	if st.IsDir() {
-		c, err := LoadDirs(path)
-		if err != nil {
-			return nil, fmt.Errorf("validate: %w", err)
-		}
-		loaded = c.Loaded()
-	} else {
+	if !st.IsDir() {
 		_, isTar := tarBase(filepath.Base(path))
 		if !isTar && !strings.EqualFold(filepath.Ext(path), ".json") {
 			return nil, fmt.Errorf("validate %s: %w", path, ErrNotATemplate)
 		}
-		loaded = []*Loaded{Load(path)}
+		return []*Loaded{Load(path)}, nil
 	}
+	paths, err := templatePaths(path)
+	if err != nil {
+		return nil, fmt.Errorf("validate: %w", err)
+	}
+	loaded := make([]*Loaded, 0, len(paths))
+	for _, p := range paths {
+		loaded = append(loaded, Load(p))
+	}
+	return loaded, nil
+}
+
+// results are a catalog's templates as validate reports them.
+func results(c *Catalog) []Result {
+	loaded := c.Loaded()
 	out := make([]Result, 0, len(loaded))
 	for _, l := range loaded {
 		r := Result{Name: l.Template.Name, Path: l.Template.Path, Valid: l.Valid(), Problems: l.Problems, Warnings: l.Warnings}
@@ -59,5 +109,5 @@ func ValidatePath(path string) ([]Result, error) {
 		}
 		out = append(out, r)
 	}
-	return out, nil
+	return out
 }
