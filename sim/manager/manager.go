@@ -818,7 +818,7 @@ func (m *Manager) remove(ctx context.Context, id string, onlyStopped bool) error
 		if in.movedBy != "" && !onlyStopped {
 			if next := m.runningInstanceOfLocked(in.JobID); next != "" {
 				m.mu.Unlock()
-				return sim.Errorf(sim.EConflict, "instance %s is stopped: migration %s moved its job, which now runs as %s; delete %s to stop the job, or delete %s with stopped=true to remove its stopped record", id, in.movedBy, next, next, id)
+				return sim.Errorf(sim.EConflict, "instance %s is stopped: migration %s moved its job, which now runs as %s; stop %s to stop the job (normsim stop %s), or remove %s's stopped record (normsim stop --stopped %s; DELETE with ?stopped=true)", id, in.movedBy, next, next, next, id, id)
 			}
 		}
 		// Marked in the same critical section as the check above, so a
