@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -193,13 +194,27 @@ http://127.0.0.1:7788).`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageErr("%v\nRun '%s --help' for usage.", err, c.CommandPath())
+		return usageErr("%v%s\nRun '%s --help' for usage.", err, flagHint(err), c.CommandPath())
 	})
 	root.AddCommand(newVersionCmd(env), newUpCmd(env), newValidateCmd(env), newBuildExamplesCmd(env))
 	root.AddCommand(clientCommands(env)...)
 	root.AddCommand(newCICmd(env), newConformCmd(env))
 	root.AddCommand(newBenchCmd(env))
 	return root
+}
+
+// flagHint adds the fix to a flag value Go could not parse: its message
+// says what is wrong ("time: unknown unit "x" in duration "5x"") but not
+// what to write.
+func flagHint(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "time: "):
+		return "; write a duration such as 500ms, 30s or 2m"
+	case strings.Contains(msg, "strconv.Parse"):
+		return "; write a whole number, such as 10"
+	}
+	return ""
 }
 
 func isUsage(err error) bool {

@@ -45,6 +45,16 @@ func TestUsageErrorsExit2(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 with a message", args, code, errOut)
 		}
 	}
+	// A value Go cannot parse gets what to write as well as what is wrong.
+	for args, fix := range map[[3]string]string{
+		{"launch", "--timeout", "5x"}: "write a duration such as 500ms, 30s or 2m",
+		{"frames", "--tail", "abc"}:   "write a whole number, such as 10",
+	} {
+		code, _, errOut := run(t, append(args[:], "x")...)
+		if code != 2 || !strings.Contains(errOut, fix) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 with %q", args, code, errOut, fix)
+		}
+	}
 }
 
 func TestValidateExitCodes(t *testing.T) {
