@@ -295,6 +295,17 @@ func New(opts Options) *Main {
 func (m *Main) Hurry() { m.cancelHurry() }
 
 // PortInUseError names the port and the flag that chose it.
+// OptionError is an option normsim cannot run with, such as a node
+// listed twice or an unknown runtime: a usage error, which the CLI exits
+// 2 for.
+type OptionError struct{ msg string }
+
+func (e *OptionError) Error() string { return e.msg }
+
+func optionErrorf(format string, args ...any) error {
+	return &OptionError{fmt.Sprintf(format, args...)}
+}
+
 type PortInUseError struct {
 	What string
 	Addr string
@@ -572,16 +583,16 @@ func (m *Main) validateNodes() error {
 	seen := map[string]bool{}
 	for _, n := range m.Opts.Nodes {
 		if n == "" || strings.ContainsAny(n, "/ ") {
-			return fmt.Errorf("--nodes: node name %q must be non-empty without spaces or slashes", n)
+			return optionErrorf("--nodes: node name %q must be non-empty without spaces or slashes", n)
 		}
 		if seen[n] {
-			return fmt.Errorf("--nodes: node %q is listed twice", n)
+			return optionErrorf("--nodes: node %q is listed twice", n)
 		}
 		seen[n] = true
 	}
 	for _, n := range m.Opts.NoJobSocket {
 		if !seen[n] {
-			return fmt.Errorf("--no-job-socket: node %q is not one of --nodes %s", n, strings.Join(m.Opts.Nodes, ","))
+			return optionErrorf("--no-job-socket: node %q is not one of --nodes %s", n, strings.Join(m.Opts.Nodes, ","))
 		}
 	}
 	return nil
@@ -630,7 +641,7 @@ func (m *Main) openRuntimes(ctx context.Context, obs sim.RuntimeObserver) {
 		reg.set.Default = sim.RuntimeExternal
 	default:
 		if _, ok := rts[m.Opts.Runtime]; !ok {
-			reg.err = fmt.Errorf("--runtime: unknown runtime %q; use auto, docker, process or external", m.Opts.Runtime)
+			reg.err = optionErrorf("--runtime: unknown runtime %q; use auto, docker, process or external", m.Opts.Runtime)
 			return
 		}
 		reg.note = m.Opts.Runtime + " (--runtime)" + m.engineNote(ctx)

@@ -42,7 +42,11 @@ Ctrl-C stops everything and removes what normsim started (unless --keep);
 a second Ctrl-C quits at once. With --keep, containers keep running and the
 next start on the same --db adopts them; host processes are stopped by that
 next start (normsim cannot take them back), and their instances are marked
-failed with that reason.`,
+failed with that reason.
+
+Exit status: 0 once stopped, 1 when normsim could not start (a port in
+use, a store it cannot open) or stopped on an error, 2 for a usage error
+(a flag value it cannot run with).`,
 		Example: `  normsim up
   normsim up --nodes a,b,c --socket-port 0 --db :memory:
   normsim up --no-job-socket b --runtime process
@@ -100,6 +104,10 @@ failed with that reason.`,
 				var pe *app.PortInUseError
 				if errors.As(err, &pe) {
 					return &ExitError{Code: 1, Err: pe}
+				}
+				var oe *app.OptionError
+				if errors.As(err, &oe) {
+					return usageErr("%v", oe)
 				}
 				return err
 			}
