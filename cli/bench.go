@@ -81,7 +81,7 @@ machine they were measured on.`,
   normsim bench --sim bare --jobs 10000
   normsim bench --curve 100,1000,5000,10000 --plot curve.png
   normsim bench --server http://127.0.0.1:7788 --jobs 100`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cfg.Jobs < 1 {
 				return usageErr("--jobs: must be at least 1; got %d", cfg.Jobs)

@@ -57,6 +57,15 @@ func usageErr(format string, args ...any) error {
 	return &ExitError{Code: 2, Err: fmt.Errorf(format, args...)}
 }
 
+// noArgs is noArgs as a usage error (exit 2), saying that the
+// command takes none rather than calling the argument an unknown command.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErr("%s takes no arguments; got %q\nRun '%s --help' for usage.", cmd.CommandPath(), args[0], cmd.CommandPath())
+	}
+	return nil
+}
+
 // Main runs the command line and returns the process exit code.
 func Main(args []string, env Env) int {
 	ctx, stop, hurried := signalContext(env.Stderr)
@@ -226,7 +235,7 @@ func newVersionCmd(env Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print normsim's version",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fmt.Fprintf(cmd.OutOrStdout(), "normsim %s\n", Version)
 			return nil

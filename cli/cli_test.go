@@ -39,6 +39,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"up", "--timeouts", "state=10s,bogus=1s"},
 		{"up", "--timeouts", "state=-1s"},
 		{"ci", "--timeouts", "targetReady=soon", "x.yaml"},
+		{"templates", "extra-arg"},
 		// Options the sim cannot run with are usage errors too.
 		{"up", "--db", ":memory:", "--addr", "127.0.0.1:0", "--socket-port", "0", "--runtime", "foo"},
 		{"up", "--db", ":memory:", "--addr", "127.0.0.1:0", "--socket-port", "0", "--nodes", "a,a"},

@@ -121,7 +121,7 @@ its job socket, and the ports it publishes (address and port as a client
 reaches them).`,
 		Example: `  normsim ps
   NORMSIM_SERVER=127.0.0.1:7790 normsim ps`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			list, err := api().Instances(cmd.Context())
 			if err != nil {
@@ -309,7 +309,7 @@ instance ID, and its job ID still finds it.`,
 declares (what migrate uses by default), its parameters with type, default
 and range (what launch --param sets), and why an invalid one was refused.`,
 		Example: `  normsim templates`,
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			list, err := api().Templates(cmd.Context())
 			if err != nil {
@@ -434,7 +434,7 @@ keeps its frames until its records are pruned (normsim up
 URL, and the capabilities they advertise (norsk.io/job-socket while the
 listener is up: a handover target needs it).`,
 		Example: `  normsim nodes`,
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			nodes, err := api().Nodes(cmd.Context())
 			if err != nil {

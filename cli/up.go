@@ -52,7 +52,7 @@ use, a store it cannot open) or stopped on an error, 2 for a usage error
   normsim up --no-job-socket b --runtime process
   normsim up --runtime external --timeouts targetStart=10m,targetReady=5m   # time to step through a job in a debugger
   normsim up --db :memory: --memory-limit 600MiB   # thousands of jobs on a machine short of memory`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			log, err := newLogger(env.Stderr, logFormat, logLevel)
 			if err != nil {
