@@ -109,40 +109,22 @@ func TestASourceThatKeepsProducingIsCaughtHoweverFastTheTargetStarts(t *testing.
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			out := newFakeOutput()
-			s := newFakeSimWith(t, out)
-			for n := int64(1); n <= 41; n++ {
-				out.send(s.in.JobID, s.in.ID, n)
-			}
-			mig, err := s.mgr.Migrate(context.Background(), s.in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Handover), Faults: tc.faults})
-			if err != nil {
-				t.Fatal(err)
-			}
-			tgt := toTargetReady(t, s, mig.ID)
+			s, out, id := handoverAfter(t, 41, tc.faults...)
+			tgt := toTargetReady(t, s, id)
 			stopSource(t, s, 41)
 			// The source says it stopped at 41 and goes on: 42, 43, …
 			// every 10 ms.
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			go func() {
-				tick := time.NewTicker(10 * time.Millisecond)
-				defer tick.Stop()
-				for n := int64(42); ; n++ {
-					out.send(s.in.JobID, s.in.ID, n)
-					select {
-					case <-ctx.Done():
-						return
-					case <-tick.C:
-					}
-				}
-			}()
+			out.send(s.in.JobID, s.in.ID, 42)
+			produce(ctx, out, s.in.JobID, s.in.ID, 43, nil)
 			// The target produces once told to apply, as it must.
 			tgt.expect(protocol.TypeCutoverApply)
 			for n := int64(42); n <= 44; n++ {
 				out.send(s.in.JobID, tgt.role, n)
 			}
 			tgt.send(protocol.JobFrame{Type: protocol.TypeTargetApplied, Applied: []string{"video"}})
-			m := s.await(t, mig.ID)
+			m := s.await(t, id)
 			if m.State != tc.state {
 				t.Errorf("ended %s (%s), want %s", m.State, m.Reason, tc.state)
 			}
@@ -162,23 +144,15 @@ func TestASourceThatKeepsProducingIsCaughtHoweverFastTheTargetStarts(t *testing.
 // before its source-stopped-output but stamped just after it, is no fault:
 // the seam is seamless and nobody is blamed.
 func TestASourcePacketInFlightIsForgiven(t *testing.T) {
-	out := newFakeOutput()
-	s := newFakeSimWith(t, out)
-	for n := int64(1); n <= 40; n++ {
-		out.send(s.in.JobID, s.in.ID, n)
-	}
-	mig, err := s.mgr.Migrate(context.Background(), s.in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Handover)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tgt := toTargetReady(t, s, mig.ID)
+	s, out, id := handoverAfter(t, 40)
+	tgt := toTargetReady(t, s, id)
 	stopSource(t, s, 41)
 	out.send(s.in.JobID, s.in.ID, 41) // in flight: 41 is within the position handed over
 	applied(t, tgt, 41)
 	for n := int64(42); n <= 44; n++ {
 		out.send(s.in.JobID, tgt.role, n)
 	}
-	m := s.await(t, mig.ID)
+	m := s.await(t, id)
 	if o := m.Output; o == nil || o.Verdict != sim.VerdictSeamless || o.AtFault != "" {
 		t.Fatalf("output %+v, want seamless with nobody at fault", o)
 	}
@@ -192,36 +166,17 @@ func TestASourcePacketInFlightIsForgiven(t *testing.T) {
 // moment the socket closed and the rollback was judged pass.
 func TestAnExternalTargetThatIgnoresAbortIsCaught(t *testing.T) {
 	t.Parallel()
-	out := newFakeOutput()
-	s := newFakeSimWith(t, out)
-	for n := int64(1); n <= 41; n++ {
-		out.send(s.in.JobID, s.in.ID, n)
-	}
-	mig, err := s.mgr.Migrate(context.Background(), s.in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Handover)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tgt := toInitialState(t, s, mig.ID)
+	s, out, id := handoverAfter(t, 41)
+	tgt := toInitialState(t, s, id)
 	// The target ignores the abort and produces every 10 ms, whatever it
 	// is told, until the test ends.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for n := int64(100); ; n++ {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				out.send(s.in.JobID, tgt.role, n)
-			}
-		}
-	}()
-	if _, err := s.mgr.AbortMigration(context.Background(), mig.ID, "the test says no"); err != nil {
+	produce(ctx, out, s.in.JobID, tgt.role, 100, nil)
+	if _, err := s.mgr.AbortMigration(context.Background(), id, "the test says no"); err != nil {
 		t.Fatal(err)
 	}
-	m := s.await(t, mig.ID)
+	m := s.await(t, id)
 	if m.State != sim.MigrationAborted {
 		t.Fatalf("ended %s (%s), want aborted", m.State, m.Reason)
 	}
@@ -246,24 +201,13 @@ func TestAnExternalSourceThatDrainsIsInTheOverlap(t *testing.T) {
 	defer cancel()
 	// The source produces every 10 ms until 150 ms after its socket was
 	// closed.
-	go func() {
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		var until time.Time
-		for n := int64(1); ; n++ {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				if until.IsZero() && !s.a.Connected(s.in.JobID, s.in.ID) {
-					until = time.Now().Add(150 * time.Millisecond)
-				}
-				if until.IsZero() || time.Now().Before(until) {
-					out.send(s.in.JobID, s.in.ID, n)
-				}
-			}
+	var until time.Time
+	produce(ctx, out, s.in.JobID, s.in.ID, 1, func() bool {
+		if until.IsZero() && !s.a.Connected(s.in.JobID, s.in.ID) {
+			until = time.Now().Add(150 * time.Millisecond)
 		}
-	}()
+		return until.IsZero() || time.Now().Before(until)
+	})
 	time.Sleep(50 * time.Millisecond)
 	mig, err := s.mgr.Migrate(ctx, s.in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Overlap)})
 	if err != nil {
@@ -272,18 +216,7 @@ func TestAnExternalSourceThatDrainsIsInTheOverlap(t *testing.T) {
 	reg := s.b.registeredTarget()
 	s.awaitTargetEnv(t, mig.ID, reg.Role)
 	s.b.connect(reg.JobID, reg.Role)
-	go func() {
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for n := int64(1000); ; n++ {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				out.send(s.in.JobID, reg.Role, n)
-			}
-		}
-	}()
+	produce(ctx, out, s.in.JobID, reg.Role, 1000, nil)
 	m := s.await(t, mig.ID)
 	if m.State != sim.MigrationCompleted {
 		t.Fatalf("ended %s (%s)\n%s", m.State, m.Reason, sim.FormatTimeline(m))
@@ -292,4 +225,39 @@ func TestAnExternalSourceThatDrainsIsInTheOverlap(t *testing.T) {
 	if o == nil || o.OverlapMs == nil || *o.OverlapMs < 100 || !strings.Contains(o.Detail, "watched until") {
 		t.Fatalf("output %+v, want an overlap of the 150 ms the source drained, saying how long it was watched", o)
 	}
+}
+
+// produce sends the instance's packets, numbered from n, every 10 ms
+// while more says so (nil: always), until ctx ends.
+func produce(ctx context.Context, out *fakeOutput, jobID, instance string, n int64, more func() bool) {
+	go func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for ; ; n++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if more == nil || more() {
+					out.send(jobID, instance, n)
+				}
+			}
+		}
+	}()
+}
+
+// handoverAfter is a fake sim whose source has sent 1..last, and the
+// handover of it begun.
+func handoverAfter(t *testing.T, last int64, faults ...sim.Fault) (*fakeSim, *fakeOutput, string) {
+	t.Helper()
+	out := newFakeOutput()
+	s := newFakeSimWith(t, out)
+	for n := int64(1); n <= last; n++ {
+		out.send(s.in.JobID, s.in.ID, n)
+	}
+	mig, err := s.mgr.Migrate(context.Background(), s.in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Handover), Faults: faults})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, out, mig.ID
 }
