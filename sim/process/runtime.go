@@ -261,7 +261,8 @@ func resolveServices(specs []sim.ServiceSpec) ([]*service, error) {
 			dir = abs
 			fi, err := os.Stat(dir)
 			if err != nil {
-				return nil, sim.Errorf(sim.EUnprocessable, "service %q: x-normsim dir %s does not exist", ss.Name, dir)
+				return nil, sim.Errorf(sim.EUnprocessable, "service %q: x-normsim dir %s does not exist; it is read relative to the template "+
+					"(an archive's, as if unpacked beside itself): create it, unpack the archive there, or point x-normsim.dir at the job's directory", ss.Name, dir)
 			}
 			if !fi.IsDir() {
 				return nil, sim.Errorf(sim.EUnprocessable, "service %q: x-normsim dir %s is not a directory", ss.Name, dir)
