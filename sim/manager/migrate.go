@@ -2020,10 +2020,9 @@ func (r *run) finish(ctx context.Context, err error) {
 		}
 	}
 	state, reason := stepEnd(err, ponr)
-	var broken *errBroken
-	if errors.As(err, &broken) && state != sim.MigrationCompleted && !r.anyFaultFired() {
+	if broken := stepBroken(err, state, r.anyFaultFired()); broken != nil {
 		r.mu.Lock()
-		r.mig.Broken = &sim.BrokenPromise{Side: broken.side, Promise: broken.promise, Detail: broken.reason}
+		r.mig.Broken = broken
 		r.mu.Unlock()
 	}
 	switch state {

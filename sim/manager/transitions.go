@@ -156,6 +156,20 @@ func stepEnd(err error, ponr bool) (state sim.MigrationState, reason string) {
 	return sim.MigrationFailed, err.Error()
 }
 
+// stepBroken decides whether a side broke a promise and so ended the
+// migration (errBroken: a missed answer, a frame its socket was closed
+// for, an exit of its own, an abort past cutover-apply), and returns it
+// for the record; nil when none did, when the migration completed, or
+// when a fault of the migration fired, since the fault may be what broke
+// it.
+func stepBroken(err error, state sim.MigrationState, faultFired bool) *sim.BrokenPromise {
+	var b *errBroken
+	if state == sim.MigrationCompleted || faultFired || !errors.As(err, &b) {
+		return nil
+	}
+	return &sim.BrokenPromise{Side: b.side, Promise: b.promise, Detail: b.reason}
+}
+
 // stepDeadline decides whether a frame is late for the wait in progress:
 // it arrived (was handed to the owner) at or after the wait's deadline
 // (zero while nothing is awaited), and it is about that wait (what the

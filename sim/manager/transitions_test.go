@@ -240,6 +240,35 @@ func TestEveryStepEndsAsDocumented(t *testing.T) {
 	}
 }
 
+// TestStepBrokenBlamesOnlyAPromiseTheRecordProves: a side is named only
+// for an end it brought on itself, in a migration that did not complete
+// and where no fault fired.
+func TestStepBrokenBlamesOnlyAPromiseTheRecordProves(t *testing.T) {
+	late := brokenf(sideSource, sim.PromiseAnswerInTime, "timed out after 10s waiting for the source's state")
+	for _, tc := range []struct {
+		name  string
+		err   error
+		state sim.MigrationState
+		fired bool
+		want  string // the side blamed; "" for none
+	}{
+		{"a missed answer", late, sim.MigrationAborted, false, sideSource},
+		{"past the point of no return too", late, sim.MigrationFailed, false, sideSource},
+		{"not when a fault fired", late, sim.MigrationAborted, true, ""},
+		{"not a completed migration", late, sim.MigrationCompleted, false, ""},
+		{"not an end no side brought on", endf("the target aborted: no decoder"), sim.MigrationAborted, false, ""},
+		{"not a refusal", &refused{"busy"}, sim.MigrationRefused, false, ""},
+	} {
+		b := stepBroken(tc.err, tc.state, tc.fired)
+		switch {
+		case tc.want == "" && b != nil:
+			t.Errorf("%s: blames %+v, want no side", tc.name, b)
+		case tc.want != "" && (b == nil || b.Side != tc.want || b.Detail != tc.err.Error() || b.Promise == ""):
+			t.Errorf("%s: blames %+v, want the %s with the reason and its promise", tc.name, b, tc.want)
+		}
+	}
+}
+
 // TestAFrameIsLateOnlyForTheWaitItIsAbout: a frame is late when it was
 // handed on at or after the deadline of the wait it is about, and on time
 // before it, whenever the owner takes it.
