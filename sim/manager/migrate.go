@@ -2284,16 +2284,14 @@ func (r *run) measureOutput(ctx context.Context) {
 		awaitTargetPackets(ctx, sink, r.src.JobID, tgtID, since)
 		r.awaitLateSource(ctx, moments)
 		if drains {
-			if left := time.Until(closed.Add(r.timeouts.Linger.D())); left > 0 {
-				pause(ctx, left)
-			}
+			r.watchSince(ctx, closed)
 		}
 	})
 	rep := sim.AnalyzeSeam(r.src.ID, tgtID, sink.Packets(r.src.JobID, since), sink.Sent(r.src.JobID), moments)
 	rep.AddUnreadable(sink.Unreadable(r.src.JobID, since))
 	rep.Detail += watchedFor(rep, moments, r.m.now())
 	if drains {
-		rep.Detail += fmt.Sprintf(" (the source runs on the external runtime, where normsim only closes its socket: what it sent was watched until %.0f ms after that)", ms(r.m.now().Sub(closed)))
+		rep.Detail += r.watchedExternal(sideSource, closed)
 	}
 	r.setOutput(rep)
 }
@@ -2306,16 +2304,21 @@ func watchedFor(rep *sim.OutputReport, at sim.SeamMoments, judged time.Time) str
 	case rep.SourceAfterStop > 0 && !at.SourceStopped.IsZero():
 		return fmt.Sprintf(" (counted until the seam was judged, %.0f ms after source-stopped-output)", ms(judged.Sub(at.SourceStopped)))
 	case rep.Verdict == sim.VerdictNoOutput && rep.FirstTarget == nil:
-		return " (normsim waits up to 2 s for the target's first packets before it judges the seam: one that starts later is judged as one that sent nothing)"
+		return fmt.Sprintf(" (normsim waits up to %s for the target's first packets before it judges the seam: one that starts later is judged as one that sent nothing)", targetPacketsWait)
 	}
 	return ""
 }
 
-// awaitTargetPackets waits up to 2 s for the target's first three packets.
+// targetPacketsWait bounds how long a seam waits for the target's first
+// packets (awaitTargetPackets).
+const targetPacketsWait = 2 * time.Second
+
+// awaitTargetPackets waits up to targetPacketsWait for the target's first
+// three packets.
 func awaitTargetPackets(ctx context.Context, sink sim.OutputSink, jobID, tgtID string, since time.Time) {
 	poke, stop := sink.Watch(jobID)
 	defer stop()
-	deadline := time.NewTimer(2 * time.Second)
+	deadline := time.NewTimer(targetPacketsWait)
 	defer deadline.Stop()
 	for {
 		n := 0
@@ -2346,13 +2349,27 @@ func awaitTargetPackets(ctx context.Context, sink sim.OutputSink, jobID, tgtID s
 // would otherwise be judged before a source that kept producing had sent
 // its next packet, and the source forgiven.
 func (r *run) awaitLateSource(ctx context.Context, at sim.SeamMoments) {
-	if at.SourceStopped.IsZero() {
-		return
+	if !at.SourceStopped.IsZero() {
+		r.watchSince(ctx, at.SourceStopped)
 	}
+}
+
+// watchSince waits until a job told to stop producing at from has had
+// Timeouts.Linger to show whether it goes on (and at least long enough to
+// tell that from a packet in flight, sim.InFlightByNumber): what it sends
+// meanwhile is in the seam normsim judges.
+func (r *run) watchSince(ctx context.Context, from time.Time) {
 	wait := max(r.timeouts.Linger.D(), sim.InFlightByNumber+sim.InFlight)
-	if left := time.Until(at.SourceStopped.Add(wait)); left > 0 {
+	if left := time.Until(from.Add(wait)); left > 0 {
 		pause(ctx, left)
 	}
+}
+
+// watchedExternal says in a seam's detail how long normsim watched a job
+// on the external runtime, which it stops only by closing its socket.
+func (r *run) watchedExternal(side string, from time.Time) string {
+	return fmt.Sprintf(" (the %s runs on the external runtime, where normsim only closes its socket: what it sent was watched until %.0f ms after that)",
+		side, ms(r.m.now().Sub(from)))
 }
 
 // measureRollbackOutput holds a rolled-back handover's target to its
@@ -2360,7 +2377,7 @@ func (r *run) awaitLateSource(ctx context.Context, at sim.SeamMoments) {
 // many, and those after it was told abort are counted apart. A target
 // normsim stopped is removed by now, so all it sent is in; one on the
 // external runtime only had its socket closed, and may go on: it is
-// watched for Timeouts.Linger after it was told.
+// watched after it was told (watchSince).
 func (r *run) measureRollbackOutput(ctx context.Context) {
 	sink := r.m.cfg.Sink
 	r.mu.Lock()
@@ -2369,12 +2386,9 @@ func (r *run) measureRollbackOutput(ctx context.Context) {
 	if sink == nil || tgtID == "" || r.mig.Strategy != sim.Handover || !sink.Seen(r.src.JobID) {
 		return
 	}
-	external := r.rt.Name() == sim.RuntimeExternal
-	if external && !told.IsZero() {
-		wait := max(r.timeouts.Linger.D(), 2*sim.InFlight)
-		if left := time.Until(told.Add(wait)); left > 0 {
-			r.during(func() { pause(ctx, left) })
-		}
+	external := r.rt.Name() == sim.RuntimeExternal && !told.IsZero()
+	if external {
+		r.during(func() { r.watchSince(ctx, told) })
 	}
 	var before, after int64
 	var last time.Time
@@ -2406,8 +2420,8 @@ func (r *run) measureRollbackOutput(ctx context.Context) {
 		parts = append(parts, fmt.Sprintf("the target sent %s, though it never got cutover-apply", sim.Plural(before, "packet")))
 	}
 	rep.Detail = strings.Join(parts, "; ")
-	if external && !told.IsZero() {
-		rep.Detail += fmt.Sprintf(" (on the external runtime normsim only closes the target's socket: what it sent was watched until %.0f ms after it was told)", ms(r.m.now().Sub(told)))
+	if external {
+		rep.Detail += r.watchedExternal(sideTarget, told)
 	}
 	r.setOutput(rep)
 }
