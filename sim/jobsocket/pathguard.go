@@ -3,6 +3,7 @@ package jobsocket
 import (
 	"bytes"
 	"net"
+	"net/url"
 )
 
 // A job's upgrade request whose path holds a percent sign that starts no
@@ -95,28 +96,27 @@ func mendRequestLine(b []byte) []byte {
 		return b
 	}
 	path := b[start+1 : start+1+stop]
-	if !bytes.Contains(path, []byte("%")) || wellEscaped(path) {
-		return b
+	if bytes.IndexByte(path, '%') < 0 {
+		return b // every job's path: nothing to look at
+	}
+	if _, err := url.PathUnescape(string(path)); err == nil {
+		return b // what net/http parses: nothing to mend
 	}
 	var out []byte
 	out = append(out, b[:start+1]...)
-	for i := 0; i < len(path); i++ {
-		if path[i] == '%' && !(i+2 < len(path) && isHex(path[i+1]) && isHex(path[i+2])) {
+	for i, c := range path {
+		if c == '%' && !escapeAt(path, i) {
 			out = append(out, "%25"...)
 			continue
 		}
-		out = append(out, path[i])
+		out = append(out, c)
 	}
 	return append(out, b[start+1+stop:]...)
 }
 
-func wellEscaped(path []byte) bool {
-	for i := 0; i < len(path); i++ {
-		if path[i] == '%' && !(i+2 < len(path) && isHex(path[i+1]) && isHex(path[i+2])) {
-			return false
-		}
-	}
-	return true
+// escapeAt says whether path holds a whole percent escape at i.
+func escapeAt(path []byte, i int) bool {
+	return i+2 < len(path) && isHex(path[i+1]) && isHex(path[i+2])
 }
 
 func isHex(c byte) bool {
