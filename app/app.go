@@ -294,7 +294,6 @@ func New(opts Options) *Main {
 // (a second Ctrl-C).
 func (m *Main) Hurry() { m.cancelHurry() }
 
-// PortInUseError names the port and the flag that chose it.
 // OptionError is an option normsim cannot run with, such as a node
 // listed twice or an unknown runtime: a usage error, which the CLI exits
 // 2 for.
@@ -306,6 +305,7 @@ func optionErrorf(format string, args ...any) error {
 	return &OptionError{fmt.Sprintf(format, args...)}
 }
 
+// PortInUseError names the port and the flag that chose it.
 type PortInUseError struct {
 	What string
 	Addr string

@@ -12,13 +12,13 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/normsim/normsim/apiclient"
 )
@@ -57,7 +57,7 @@ func usageErr(format string, args ...any) error {
 	return &ExitError{Code: 2, Err: fmt.Errorf(format, args...)}
 }
 
-// noArgs is noArgs as a usage error (exit 2), saying that the
+// noArgs is cobra.NoArgs as a usage error (exit 2), saying that the
 // command takes none rather than calling the argument an unknown command.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
@@ -214,13 +214,16 @@ http://127.0.0.1:7788).`,
 
 // flagHint adds the fix to a flag value Go could not parse: its message
 // says what is wrong ("time: unknown unit "x" in duration "5x"") but not
-// what to write.
+// what to write. The flag's type says what to write.
 func flagHint(err error) string {
-	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "time: "):
+	var bad *pflag.InvalidValueError
+	if !errors.As(err, &bad) {
+		return ""
+	}
+	switch bad.GetFlag().Value.Type() {
+	case "duration":
 		return "; write a duration such as 500ms, 30s or 2m"
-	case strings.Contains(msg, "strconv.Parse"):
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
 		return "; write a whole number, such as 10"
 	}
 	return ""
