@@ -88,7 +88,10 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 	if err := sim.CheckStrategy(tmpl.Strategy, strategy); err != nil {
 		return nil, err
 	}
-	if starting(srcSnap.State) && m.nodes[srcSnap.Node].socketConnected(srcSnap) {
+	// The source's node: the waits below refresh the source's record, not
+	// where it runs.
+	srcNode := m.nodes[srcSnap.Node]
+	if starting(srcSnap.State) && srcNode.socketConnected(srcSnap) {
 		// A job that said hello is running, but the manager hears so when
 		// its start goroutine does: a job that migrates the moment it reads
 		// hello-ack can get here first. Wait for the start it is in.
@@ -98,16 +101,15 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 		}
 		srcSnap = snap
 	}
-	if !srcSnap.Connected && m.nodes[srcSnap.Node].socketConnected(srcSnap) {
+	if !srcSnap.Connected && srcNode.socketConnected(srcSnap) {
 		// The listener tells the manager of a connection just after it
 		// writes hello-ack, so a job that migrates the moment it reads
 		// hello-ack gets here before the manager has heard. The migration
 		// waits for that news: begun before it, it would be told of a
 		// connection older than itself, and its timeline would show the
 		// source connecting after it was asked for its state.
-		node := m.nodes[srcSnap.Node]
 		snap, _ := m.waitInstance(ctx, instanceID, connectSettles, func(in sim.Instance) bool {
-			return in.Connected || !node.socketConnected(in)
+			return in.Connected || !srcNode.socketConnected(in)
 		})
 		if snap.ID == "" {
 			return nil, sim.Errorf(sim.ENotFound, "instance %q not found: it was removed as the migration began", instanceID)
@@ -126,7 +128,7 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 		}
 		// A connection whose news did not come within connectSettles is
 		// taken on the listener's word.
-		if !srcSnap.Connected && !m.nodes[srcSnap.Node].socketConnected(srcSnap) {
+		if !srcSnap.Connected && !srcNode.socketConnected(srcSnap) {
 			return nil, sim.Errorf(sim.ENotConnected, "handover needs the source connected to its job socket; %s is not connected", instanceID)
 		}
 	}
@@ -151,7 +153,7 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 
 	now := m.now()
 	r := &run{m: m, id: "mig-" + randomHex(5), events: newEventQueue(), gone: make(chan struct{}), rt: rt,
-		src: srcSnap, srcNode: m.nodes[srcSnap.Node], tgtNode: toNode, timeouts: timeouts,
+		src: srcSnap, srcNode: srcNode, tgtNode: toNode, timeouts: timeouts,
 		faults: faults, fired: make([]bool, len(faults)), armedAtHello: armsAtHello(faults), start: now}
 	r.mig = sim.Migration{ID: r.id, JobID: srcSnap.JobID, Strategy: strategy, State: sim.MigrationRunning,
 		Source:   sim.MigrationEndpoint{Instance: srcSnap.ID, Node: srcSnap.Node, Runtime: srcSnap.Runtime},
