@@ -844,9 +844,15 @@ func (l *Listener) hello(ctx context.Context, c *conn) bool {
 	l.record(c.key, "in", f.Type, len(data), redactedHello)
 	l.awaitRegistered(helloBy)
 	l.awaitDropped(c.key)
-	ok, old, dropped := l.authenticate(c, f.Token)
+	ok, old, dropped, removed := l.authenticate(c, f.Token)
 	if !ok {
 		c.close(protocol.CloseUnauthorized, "wrong token or unknown instance")
+		return false
+	}
+	if removed {
+		// Answered as heard, then closed as its instance's connection
+		// would have been by the removal (Unregister).
+		c.close(websocket.StatusNormalClosure, "instance stopped")
 		return false
 	}
 	if old != nil {
@@ -963,13 +969,17 @@ func (l *Listener) awaitRegistered(by time.Time) {
 // Between the two, with no lock held, the manager hears the hello
 // (sim.SocketHello) and strikes what a fault arms on it, before the job
 // can read its answer. Dropped there, c never becomes the instance's
-// connection (dropped).
-func (l *Listener) authenticate(c *conn, token string) (ok bool, old *conn, dropped bool) {
+// connection (dropped). Unregistered there (a rollback removing the
+// target the fault struck), the hello is still answered as it was heard,
+// and the caller closes c as the removal closes a connection (removed): a
+// job told 4401 for a hello its worker accepted would take itself for an
+// instance nobody manages.
+func (l *Listener) authenticate(c *conn, token string) (ok bool, old *conn, dropped, removed bool) {
 	l.mu.Lock()
 	in, ok := l.instances[c.key]
 	if !ok || subtle.ConstantTimeCompare([]byte(in.reg.Token), []byte(token)) != 1 || token == "" {
 		l.mu.Unlock()
-		return false, nil, false
+		return false, nil, false, false
 	}
 	in.hello = c
 	// The hello is answered as it was heard: a migration that ends while
@@ -986,11 +996,14 @@ func (l *Listener) authenticate(c *conn, token string) (ok bool, old *conn, drop
 	}
 	if c.gone != nil {
 		l.mu.Unlock()
-		return true, nil, true
+		return true, nil, true, false
 	}
 	if !ok {
+		c.writeMu.Lock()
 		l.mu.Unlock()
-		return false, nil, false // unregistered meanwhile
+		defer c.writeMu.Unlock()
+		c.answerHello(reg)
+		return true, nil, false, true
 	}
 	old = in.cur
 	in.cur = c
@@ -1010,10 +1023,17 @@ func (l *Listener) authenticate(c *conn, token string) (ok bool, old *conn, drop
 	if old != nil {
 		old.replace()
 	}
+	c.answerHello(reg)
+	return true, old, false, false
+}
+
+// answerHello writes hello-ack and, to a migration target, its initial
+// state; c's write lock is held.
+func (c *conn) answerHello(reg Registration) {
 	ack := protocol.WorkerFrame{Type: protocol.TypeHelloAck, Migration: reg.Migration}
 	data, _ := ack.Marshal()
 	if err := c.writeLocked(context.Background(), ack.Type, data); err != nil {
-		return true, old, false
+		return
 	}
 	if reg.InitialState != nil {
 		data, err := reg.InitialState.Marshal()
@@ -1021,7 +1041,6 @@ func (l *Listener) authenticate(c *conn, token string) (ok bool, old *conn, drop
 			c.writeLocked(context.Background(), reg.InitialState.Type, data)
 		}
 	}
-	return true, old, false
 }
 
 // serveFrames reads frames until the socket closes, and returns its close

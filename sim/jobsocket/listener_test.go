@@ -409,6 +409,38 @@ func TestAHelloIsAnsweredAsItWasHeard(t *testing.T) {
 	}
 }
 
+// TestAHelloWhoseInstanceIsRemovedMeanwhileIsAnswered: a rollback that
+// removes the target a fault struck at its hello unregisters it while the
+// hello is heard. The job gets the answer its worker gave (hello-ack with
+// the migration, its initial state) and then the removal's normal close,
+// never 4401: a job refused would take itself for an instance nobody
+// manages, and a counter would produce.
+func TestAHelloWhoseInstanceIsRemovedMeanwhileIsAnswered(t *testing.T) {
+	var l *jobsocket.Listener
+	l = jobsocket.New(jobsocket.Config{Node: "a", OnEvent: func(ev jobsocket.Event) {
+		if ev.Kind == jobsocket.Hello {
+			l.Unregister("j", "r")
+		}
+	}})
+	if err := l.Open("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token,
+		Migration:    &protocol.MigrationRef{ID: "m1", Side: "target"},
+		InitialState: &protocol.WorkerFrame{Type: protocol.TypeInitialState, MigrationID: "m1", Payload: json.RawMessage(`{"next": 42}`)}})
+	c := dial(t, l, "/instances/j/r")
+	if ack := c.Hello(token); ack.Type != protocol.TypeHelloAck || ack.Migration == nil || ack.Migration.ID != "m1" {
+		t.Fatalf("hello-ack %+v, want the migration the hello was heard in (m1)", ack)
+	}
+	if f := c.Read(); f.Type != protocol.TypeInitialState || f.MigrationID != "m1" {
+		t.Fatalf("after hello-ack got %s %q, want m1's initial-state", f.Type, f.MigrationID)
+	}
+	if code, reason := c.Closed(5 * time.Second); code != websocket.StatusNormalClosure || reason != "instance stopped" {
+		t.Fatalf("close %d %q, want 1000 \"instance stopped\", as the removal closes a connection", code, reason)
+	}
+}
+
 func TestExpectedFramesReachManagerAndOthersClose(t *testing.T) {
 	l, ev := MustListener(t, jobsocket.Config{})
 	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
