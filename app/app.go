@@ -549,13 +549,17 @@ func (m *Main) removeOrphans(owner string) {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(m.hurry, 30*time.Second)
-		removed, err := o.RemoveOrphans(ctx, owner, process.RunGone)
+		sweep, err := o.RemoveOrphans(ctx, owner, process.JudgeRun)
 		cancel()
 		if err != nil {
 			m.log.Warn("could not look for what a killed normsim left", "runtime", rt.Name(), "err", err)
 		}
-		if len(removed) > 0 {
-			m.log.Info("removed instances a normsim that is gone left running", "runtime", rt.Name(), "instances", removed)
+		if len(sweep.Removed) > 0 {
+			m.log.Info("removed instances a normsim that is gone left running", "runtime", rt.Name(), "instances", sweep.Removed)
+		}
+		for _, run := range sweep.Unjudged {
+			m.log.Info("left the instances of a normsim this one cannot see (another machine, container or PID namespace): once it is gone, remove them with: docker ps -aq --filter label="+sim.LabelRun+"="+run+" | xargs -r docker rm -f",
+				"runtime", rt.Name(), "run", run)
 		}
 	}
 }

@@ -14,9 +14,11 @@ const (
 	LabelProject  = "io.normsim.project"
 	LabelOwner    = "io.normsim.owner"
 	// LabelRun names the normsim process that launched a container:
-	// "<host>/<pid>/<start>". A later normsim on the same host removes the
-	// containers of a run whose process is gone (a SIGKILLed --db :memory:
-	// run, whose owner label no store remembers).
+	// "<host>/<pid>/<start>/<pidns>/<boot>". A later normsim on the same
+	// machine (boot) that sees the same pids (pidns) removes the containers
+	// of a run whose process is gone (a SIGKILLed --db :memory: run, whose
+	// owner label no store remembers); no other normsim can prove that,
+	// and none removes them.
 	LabelRun = "io.normsim.run"
 )
 

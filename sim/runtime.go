@@ -133,9 +133,32 @@ type RefRecorder interface {
 // OrphanRemover is a runtime that can remove what normsims that are gone
 // left behind whose store no recovery will open again (a --db :memory:
 // run's), and says which instances it removed. The instances of owner
-// are recovery's, and runs gone does not report are left alone.
+// are recovery's; of the others, only those of runs judge proves gone
+// are removed.
 type OrphanRemover interface {
-	RemoveOrphans(ctx context.Context, owner string, gone func(run string) bool) ([]string, error)
+	RemoveOrphans(ctx context.Context, owner string, judge func(run string) RunVerdict) (OrphanSweep, error)
+}
+
+// RunVerdict is what one normsim can prove of another's run (LabelRun).
+type RunVerdict int
+
+const (
+	// RunUnjudged: the run is of another machine, another PID namespace
+	// (a normsim in a container beside one on the host) or has a label
+	// that proves nothing. Its instances are never removed, whatever
+	// became of it.
+	RunUnjudged RunVerdict = iota
+	RunAlive
+	RunGone
+)
+
+// OrphanSweep is what a sweep of orphans did.
+type OrphanSweep struct {
+	// Removed are the instances of runs proven gone that were removed.
+	Removed []string
+	// Unjudged are the runs (LabelRun) whose instances were left because
+	// this normsim cannot see whether their normsim is alive.
+	Unjudged []string
 }
 
 // EngineReporter is a runtime that can say which Docker engine it runs

@@ -11,35 +11,43 @@ import (
 )
 
 // RemoveOrphans removes the instances whose containers a normsim left
-// that is gone (gone reports it from their sim.LabelRun), and returns
-// their IDs. Runs of a --db :memory: normsim have an owner label no store
-// remembers, so no recovery would ever find them. The containers of owner
-// (this store's, which recovery adopts or removes) and of runs that are
-// not known to be gone (alive, another host's, unlabelled) are left.
-func (r *Runtime) RemoveOrphans(ctx context.Context, owner string, gone func(run string) bool) ([]string, error) {
+// that is gone (judge proves it from their sim.LabelRun), and says what it
+// removed and whose it could not judge. Runs of a --db :memory: normsim
+// have an owner label no store remembers, so no recovery would ever find
+// them. The containers of owner (this store's, which recovery adopts or
+// removes) and of runs not proven gone (alive, another machine's or PID
+// namespace's, unlabelled) are left.
+func (r *Runtime) RemoveOrphans(ctx context.Context, owner string, judge func(run string) sim.RunVerdict) (sim.OrphanSweep, error) {
+	var sweep sim.OrphanSweep
 	if err := r.connect(ctx); err != nil {
-		return nil, err
+		return sweep, err
 	}
 	list, err := r.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
 		filters.Arg("label", LabelManaged+"=true"), filters.Arg("label", sim.LabelRun))})
 	if err != nil {
-		return nil, r.engineErr("list containers", err)
+		return sweep, r.engineErr("list containers", err)
 	}
 	var orphans []string
 	for _, c := range list {
 		id, run := c.Labels[sim.LabelInstance], c.Labels[sim.LabelRun]
-		if id == "" || c.Labels[sim.LabelOwner] == owner || slices.Contains(orphans, id) || !gone(run) {
+		if id == "" || c.Labels[sim.LabelOwner] == owner || slices.Contains(orphans, id) {
 			continue
 		}
-		orphans = append(orphans, id)
+		switch judge(run) {
+		case sim.RunGone:
+			orphans = append(orphans, id)
+		case sim.RunUnjudged:
+			if !slices.Contains(sweep.Unjudged, run) {
+				sweep.Unjudged = append(sweep.Unjudged, run)
+			}
+		}
 	}
-	var removed []string
 	for _, id := range orphans {
 		if err := r.sweep(ctx, id); err != nil {
 			r.log.Warn("could not remove what a killed normsim left", "instance", id, "err", err)
 			continue
 		}
-		removed = append(removed, id)
+		sweep.Removed = append(sweep.Removed, id)
 	}
-	return removed, nil
+	return sweep, nil
 }

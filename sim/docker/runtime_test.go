@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -590,17 +591,19 @@ func BenchmarkPrepareStart(b *testing.B) {
 
 // TestRemoveOrphans: the instances of a normsim that is gone (its run
 // label names a dead process) are removed; those of a live run and of this
-// store's own owner (recovery's to adopt) are left. Which runs are gone
-// (another host's never) is sim/process.RunGone's, tested there.
+// store's own owner (recovery's to adopt) are left, and a run that cannot
+// be judged is said. Which runs are gone (another machine's never) is
+// sim/process.JudgeRun's, tested there.
 func TestRemoveOrphans(t *testing.T) {
 	img, cli := mustJobImage(t)
 	ctx := context.Background()
 	// The runs are named on hosts that do not exist: every normsim that
 	// other test packages start at the same time sweeps orphans with the
-	// real sim/process.RunGone, which judges only runs of this host. A run
+	// real sim/process.JudgeRun, which judges only runs of this machine. A run
 	// of this host that this test called dead would be theirs to remove too.
 	deadRun := "normsim-test-dead-host/4242/1"
 	liveRun := "normsim-test-live-host/4343/1"
+	unseenRun := "normsim-test-unseen-host/4444/1"
 	first, err := docker.New(docker.Config{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -621,20 +624,32 @@ func TestRemoveOrphans(t *testing.T) {
 	orphan := launch("killed-memory-run", deadRun)
 	live := launch("another-live-run", liveRun)
 	mine := launch("this-store", deadRun)
+	unseen := launch("a-containerised-run", unseenRun)
 	first.Close(ctx, true) // the kill: everything keeps running
 
 	r, _ := newRuntime(t)
-	// Which runs are gone is the caller's to judge (sim/process.RunGone):
-	// here, the dead one only.
-	removed, err := r.RemoveOrphans(ctx, "this-store", func(run string) bool { return run == deadRun })
+	// Which runs are gone is the caller's to judge (sim/process.JudgeRun):
+	// here, the dead one only; the unseen one cannot be judged.
+	sweep, err := r.RemoveOrphans(ctx, "this-store", func(run string) sim.RunVerdict {
+		switch run {
+		case deadRun:
+			return sim.RunGone
+		case liveRun:
+			return sim.RunAlive
+		}
+		return sim.RunUnjudged
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(removed) != 1 || removed[0] != orphan {
-		t.Fatalf("removed %v, want only %s", removed, orphan)
+	if len(sweep.Removed) != 1 || sweep.Removed[0] != orphan {
+		t.Fatalf("removed %v, want only %s", sweep.Removed, orphan)
+	}
+	if !slices.Contains(sweep.Unjudged, unseenRun) || slices.Contains(sweep.Unjudged, liveRun) {
+		t.Fatalf("unjudged runs %v, want %s and not the live one", sweep.Unjudged, unseenRun)
 	}
 	assertGone(t, cli, orphan)
-	for _, id := range []string{live, mine} {
+	for _, id := range []string{live, mine, unseen} {
 		if cs, _ := cli.ContainerList(ctx, container.ListOptions{Filters: instanceFilter(id)}); len(cs) != 1 {
 			t.Errorf("instance %s was touched: %d containers running", id, len(cs))
 		}

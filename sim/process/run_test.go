@@ -6,11 +6,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/normsim/normsim/sim"
 )
 
-func TestRunGone(t *testing.T) {
-	if startMark(os.Getpid()) == "" {
-		t.Skip("no process start times here (/proc): a run cannot be judged gone")
+func TestJudgeRun(t *testing.T) {
+	if startMark(os.Getpid()) == "" || bootID() == "" || pidNamespace() == "" {
+		t.Skip("no process start times, boot id or PID namespace here (/proc): a run cannot be judged gone")
 	}
 	own := RunLabel()
 	host, _ := os.Hostname()
@@ -19,30 +21,40 @@ func TestRunGone(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Skip("no true(1):", err)
 	}
-	ns := pidNamespace()
-	dead := host + "/" + strconv.Itoa(cmd.Process.Pid) + "/1/" + ns
+	ns, boot := pidNamespace(), bootID()
+	label := func(host string, pid int, start, ns, boot string) string {
+		return host + "/" + strconv.Itoa(pid) + "/" + start + "/" + ns + "/" + boot
+	}
+	dead := cmd.Process.Pid
 	for _, tt := range []struct {
+		name string
 		run  string
-		gone bool
+		want sim.RunVerdict
 	}{
-		{own, false},
-		{dead, true},
-		{"elsewhere/" + strconv.Itoa(cmd.Process.Pid) + "/1/" + ns, false}, // another host's run is never ours to judge
-		{host + "/" + strconv.Itoa(os.Getppid()) + "/" + startMark(os.Getppid()) + "/" + ns, false},
-		{host + "/" + strconv.Itoa(os.Getppid()) + "/1/" + ns, true}, // the pid is someone else's now
+		{"this process", own, sim.RunAlive},
+		{"a pid with no process", label(host, dead, "1", ns, boot), sim.RunGone},
+		{"the parent", label(host, os.Getppid(), startMark(os.Getppid()), ns, boot), sim.RunAlive},
+		{"a pid given to someone else", label(host, os.Getppid(), "1", ns, boot), sim.RunGone},
+		{"another host's run", label("elsewhere", dead, "1", ns, boot), sim.RunUnjudged},
 		// issue 34 item 4: a normsim in another PID namespace (a container
 		// under host networking shares the host name) is not ours to
 		// judge: its pids are not visible here.
-		{host + "/" + strconv.Itoa(cmd.Process.Pid) + "/1/pid:[1]", false},
-		{host + "/" + strconv.Itoa(cmd.Process.Pid) + "/1", false}, // a label without its namespace proves nothing
-		{"garbage", false},
-		{host + "/1/x/" + ns, false},
+		{"another PID namespace", label(host, dead, "1", "pid:[1]", boot), sim.RunUnjudged},
+		// issue 34 item 4: every machine's first PID namespace has the same
+		// inode; two machines of one host name on one engine are told
+		// apart by their boot.
+		{"another machine of the same name", label(host, dead, "1", ns, "00000000-0000-0000-0000-000000000000"), sim.RunUnjudged},
+		{"a label without namespace and boot", host + "/" + strconv.Itoa(dead) + "/1", sim.RunUnjudged},
+		{"a label without boot", host + "/" + strconv.Itoa(dead) + "/1/" + ns, sim.RunUnjudged},
+		{"garbage", "garbage", sim.RunUnjudged},
+		{"pid 1", label(host, 1, "x", ns, boot), sim.RunUnjudged},
+		{"no start time", label(host, dead, "", ns, boot), sim.RunUnjudged},
 	} {
-		if got := RunGone(tt.run); got != tt.gone {
-			t.Errorf("RunGone(%q) = %v, want %v", tt.run, got, tt.gone)
+		if got := JudgeRun(tt.run); got != tt.want {
+			t.Errorf("%s: JudgeRun(%q) = %v, want %v", tt.name, tt.run, got, tt.want)
 		}
 	}
-	if !strings.HasPrefix(own, host+"/"+strconv.Itoa(os.Getpid())+"/") {
+	if !strings.HasPrefix(own, host+"/"+strconv.Itoa(os.Getpid())+"/") || !strings.HasSuffix(own, "/"+ns+"/"+boot) {
 		t.Errorf("RunLabel() = %q", own)
 	}
 }
