@@ -359,3 +359,46 @@ func TestConformJudgesVideoJobsByTheirMedia(t *testing.T) {
 		})
 	}
 }
+
+// TestAJobThatDiesAtStartSaysWhy: a job whose process exits at once (a
+// missing interpreter, say) makes every case an error; the error carries
+// the job's own last log line, since its exit code says nothing of why.
+func TestAJobThatDiesAtStartSaysWhy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a simulator")
+	}
+	dir := t.TempDir()
+	tdir := filepath.Join(dir, "dies-at-start")
+	if err := os.MkdirAll(tdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"manifest.json": `{"productTemplateSchemaVersion": 1, "productName": "Dies at start", "productVersion": "0.1.0",
+  "generatedAt": "2026-12-06T00:00:00Z", "target": "docker-compose", "migration": {"strategy": "handover"}}`,
+		"compose.yml": `services:
+  job:
+    image: normsim/none:dev
+    x-normsim:
+      command: ["sh", "-c", "echo 'dies-at-start: no interpreter here' >&2; exit 1"]
+`,
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(tdir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := normsimtest.Start(t, normsimtest.Options{Runtime: sim.RuntimeProcess, Templates: []string{dir}})
+	r := conform.New(conform.Config{URL: s.URL, Template: "dies-at-start"})
+	cases, err := r.Cases(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := r.Run(context.Background(), conform.Select(cases, "1.1"), nil)
+	if len(rep.Results) != 1 {
+		t.Fatalf("%d results, want case 1.1's", len(rep.Results))
+	}
+	res := rep.Results[0]
+	if res.Grade != conform.GradeError || !strings.Contains(res.Why, "dies-at-start: no interpreter here") {
+		t.Fatalf("case 1.1: %s, %q; want an error that quotes the job's last log line", res.Grade, res.Why)
+	}
+}

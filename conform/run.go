@@ -449,9 +449,17 @@ func (cr *caseRun) waitUp(ctx context.Context, id string, strategy sim.Strategy)
 	wctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	in, err := r.c.WaitInstance(wctx, id, until)
+	var ended *apiclient.EndedError
 	switch {
 	case err == nil, ctx.Err() != nil:
 		return in, err
+	case errors.As(err, &ended):
+		// A job that dies at start (an interpreter missing, a bad
+		// parameter) says why in its log, not in its exit code.
+		if page, lerr := r.c.LogPage(ctx, id, 1); lerr == nil && len(page.Lines) > 0 {
+			return nil, fmt.Errorf("%w; its last log line: %s", err, sim.TerminalSafe(sim.FormatLogLine(page.Lines[len(page.Lines)-1], false)))
+		}
+		return nil, err
 	case in != nil && errors.Is(err, context.DeadlineExceeded):
 		if in.State == sim.InstanceRunning {
 			return nil, &notConnectedError{fmt.Sprintf("instance %s on %s did not connect to its job socket within targetStart (%s)", id, in.Node, limit)}
