@@ -128,6 +128,10 @@ class JobSocket {
     this.targetOf = null; // migration id when launched as a migration target
     this.migration = null; // the source's migration in progress
     this.committed = false; // this side sent source-stopped-output: no rollback
+    // The migration whose get-state this connection answered: a get-state
+    // delivered twice is one question, and a second state would be out of
+    // phase (the worker closes the socket with 4400).
+    this.asked = null;
     this.backoff = 250;
     this.stopped = false;
     this.acked = new Promise((resolve) => (this.onAck = resolve));
@@ -138,7 +142,10 @@ class JobSocket {
     const ws = new WebSocket(this.url);
     this.ws = ws;
     let acked = false;
-    ws.onopen = () => ws.send(JSON.stringify({ type: "hello", token: this.token }));
+    ws.onopen = () => {
+      this.asked = null; // a new connection may be asked anew
+      ws.send(JSON.stringify({ type: "hello", token: this.token }));
+    };
     ws.onmessage = (ev) => {
       const f = this.parse(ev.data);
       if (!f || (acked ? f.type === "hello-ack" : f.type !== "hello-ack")) {
@@ -216,6 +223,11 @@ class JobSocket {
     const mid = f.migrationId;
     switch (f.type) {
       case "get-state":
+        if (mid !== undefined && mid === this.asked) {
+          log("WARN", "get-state repeated for a migration already asked; ignored", { migration: mid });
+          return null;
+        }
+        this.asked = mid;
         log("INFO", "get-state", { migration: mid });
         this.migration = mid;
         this.committed = false;

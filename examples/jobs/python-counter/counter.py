@@ -114,6 +114,10 @@ class Socket:
         # has passed the point of no return (sent source-stopped-output).
         self.migration = None
         self.committed = False
+        # The migration whose get-state this connection answered: a
+        # get-state delivered twice is one question, and a second state
+        # would be out of phase (the worker closes the socket with 4400).
+        self.asked = None
 
     async def run(self):
         backoff = 0.25
@@ -134,6 +138,7 @@ class Socket:
     async def session(self):
         async with websockets.connect(self.url, max_size=1 << 20, open_timeout=10) as ws:
             await ws.send(json.dumps({"type": "hello", "token": self.token}))
+            self.asked = None  # a new connection may be asked anew
             try:
                 first = await asyncio.wait_for(ws.recv(), 10)
             except websockets.exceptions.ConnectionClosed as e:
@@ -194,6 +199,10 @@ class Socket:
     def handle(self, f):
         t, mid = f["type"], f.get("migrationId")
         if t == "get-state":
+            if mid is not None and mid == self.asked:
+                log.warning("get-state repeated for a migration already asked; ignored migration=%s", mid)
+                return None
+            self.asked = mid
             log.info("get-state migration=%s", mid)
             self.migration, self.committed = mid, False
             return {"type": "state", "payload": {"rate": self.c.rate}}
