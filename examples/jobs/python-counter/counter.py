@@ -106,8 +106,11 @@ class Stopped(Exception):
 class Socket:
     """The job's side of the job socket, reconnecting until stopped."""
 
-    def __init__(self, counter, url, token):
+    def __init__(self, counter, url, token, stop):
         self.c, self.url, self.token = counter, url, token
+        # Set on SIGTERM: no reconnect after it, even where a cancellation
+        # is lost (asyncio.wait_for may swallow one before Python 3.12).
+        self.stop = stop
         self.acked = asyncio.Event()
         self.target_of = None  # migration id when launched as a migration target
         # The source's migration in progress: its id, and whether this side
@@ -121,7 +124,7 @@ class Socket:
 
     async def run(self):
         backoff = 0.25
-        while True:
+        while not self.stop.is_set():
             try:
                 await self.session()
                 backoff = 0.25
@@ -137,9 +140,12 @@ class Socket:
 
     async def session(self):
         async with websockets.connect(self.url, max_size=1 << 20, open_timeout=10) as ws:
-            await ws.send(json.dumps({"type": "hello", "token": self.token}))
             self.asked = None  # a new connection may be asked anew
             try:
+                # The worker may close before the hello is written (a path
+                # that names no instance is refused at once): that close
+                # says as much as one read after it.
+                await ws.send(json.dumps({"type": "hello", "token": self.token}))
                 first = await asyncio.wait_for(ws.recv(), 10)
             except websockets.exceptions.ConnectionClosed as e:
                 raise self.closed(e)
@@ -314,15 +320,22 @@ async def main():
     tasks = [asyncio.ensure_future(c.loop())]
     url, token = os.environ.get("NORSK_WORKER_WS_URL", ""), os.environ.get("NORSK_WORKER_TOKEN", "")
     if url and token:
-        s = Socket(c, url, token)
+        s = Socket(c, url, token, stop)
         tasks.append(asyncio.ensure_future(s.run()))
         # A migration target learns it is one from its hello-ack: wait for it
-        # before producing, so a target never writes before its cutover.
-        try:
-            await asyncio.wait_for(s.acked.wait(), 10)
-        except asyncio.TimeoutError:
+        # before producing, so a target never writes before its cutover. A
+        # SIGTERM meanwhile (a target removed before its hello was answered)
+        # ends the wait: the job stops at once, producing nothing.
+        acked, stopping = asyncio.ensure_future(s.acked.wait()), asyncio.ensure_future(stop.wait())
+        await asyncio.wait({acked, stopping}, timeout=10, return_when=asyncio.FIRST_COMPLETED)
+        acked.cancel()
+        stopping.cancel()
+        if stop.is_set():
+            pass
+        elif not s.acked.is_set():
             log.warning("job socket not reachable; producing anyway")
-        if s.target_of is not None:
+            c.start_at(c.clock_tick())
+        elif s.target_of is not None:
             log.info("started as a migration target; waiting for cutover-apply migration=%s", s.target_of)
         else:
             c.start_at(c.clock_tick())
