@@ -74,8 +74,8 @@ wrong, and nothing ran.`,
 				return err
 			}
 			for _, d := range templates {
-				if st, err := os.Stat(d); err != nil || !st.IsDir() {
-					return usageErr("--templates: %s is not a directory", d)
+				if err := checkTemplatesDir(d); err != nil {
+					return err
 				}
 			}
 			log, err := newLogger(env.Stderr, "text", logLevel)
@@ -309,4 +309,18 @@ func ciOptions(scenarios []*scenario.Scenario, runtime string) app.Options {
 		}
 	}
 	return opts
+}
+
+// checkTemplatesDir refuses a --templates value that is not a directory.
+// A list in one value ("a,b") is the usual slip: the flag is repeatable,
+// and the error says so.
+func checkTemplatesDir(d string) error {
+	if st, err := os.Stat(d); err == nil && st.IsDir() {
+		return nil
+	}
+	if strings.Contains(d, ",") {
+		return usageErr("--templates: %s is not a directory; give --templates once for each directory (--templates %s)",
+			d, strings.Join(strings.Split(d, ","), " --templates "))
+	}
+	return usageErr("--templates: %s is not a directory", d)
 }

@@ -60,6 +60,15 @@ func TestUsageErrorsExit2(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 with %q", args, code, errOut, fix)
 		}
 	}
+	// A list in one --templates value: the flag is repeatable, and the
+	// error says how to write it.
+	dirs := t.TempDir() + "," + t.TempDir()
+	for _, cmd := range []string{"conform", "ci"} {
+		code, _, errOut := run(t, cmd, "counter", "--templates", dirs)
+		if code != 2 || !strings.Contains(errOut, "give --templates once for each directory") {
+			t.Errorf("%s --templates %s: exit %d, stderr %q; want 2 saying to repeat the flag", cmd, dirs, code, errOut)
+		}
+	}
 }
 
 func TestValidateExitCodes(t *testing.T) {

@@ -126,8 +126,8 @@ func runConform(cmd *cobra.Command, env Env, template string, fl *conformFlags) 
 		return err
 	}
 	for _, d := range fl.templates {
-		if st, err := os.Stat(d); err != nil || !st.IsDir() {
-			return usageErr("--templates: %s is not a directory", d)
+		if err := checkTemplatesDir(d); err != nil {
+			return err
 		}
 	}
 	opts := conformOptions(fl.runtime)
