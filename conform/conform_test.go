@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/normsim/normsim/conform"
+	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/normsimtest"
 	"github.com/normsim/normsim/sim"
 )
@@ -400,5 +401,48 @@ func TestAJobThatDiesAtStartSaysWhy(t *testing.T) {
 	res := rep.Results[0]
 	if res.Grade != conform.GradeError || !strings.Contains(res.Why, "dies-at-start: no interpreter here") {
 		t.Fatalf("case 1.1: %s, %q; want an error that quotes the job's last log line", res.Grade, res.Why)
+	}
+}
+
+// TestTheCounterInOtherLanguagesPassesEveryCase (issue 29: the
+// well-behaved examples pass every case): the Python and Node counters
+// are graded as the Go counter is, pass wherever the grade table says
+// the counter passes and n/a where it does not apply. A case graded
+// otherwise beside the others is asked again alone, as the grade table's
+// are.
+func TestTheCounterInOtherLanguagesPassesEveryCase(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two matrices of real processes")
+	}
+	table, err := readTable(docsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ template, script string }{
+		{"python-counter", "run-python-job"},
+		{"node-counter", "run-node-job"},
+	} {
+		t.Run(tc.template, func(t *testing.T) {
+			testenv.RequireJobLanguage(t, "..", tc.script)
+			s := startSim(t)
+			rep := runMatrix(t, s, tc.template, 2)
+			if rep == nil {
+				t.FailNow()
+			}
+			for _, res := range rep.Results {
+				want := conform.GradePass
+				if table.cell(res.ID, "counter") == string(conform.GradeNotApplicable) {
+					want = conform.GradeNotApplicable
+				}
+				if res.Grade == want {
+					continue
+				}
+				if again := rerun(t, s, tc.template, res.Case, want); again != want {
+					t.Errorf("%s %s %s: graded %s, and %s run alone; the counter's grade is %s: %s", tc.template, res.ID, res.Name, res.Grade, again, want, res.Why)
+				} else {
+					t.Logf("%s %s %s: graded %s beside the others and %s alone: %s", tc.template, res.ID, res.Name, res.Grade, want, res.Why)
+				}
+			}
+		})
 	}
 }
