@@ -2,7 +2,6 @@ package media
 
 import (
 	"bytes"
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -313,22 +312,7 @@ func TestAnalyzeTSDefects(t *testing.T) {
 		{
 			name: "audio stops at the switch",
 			build: func(t *testing.T) sides {
-				var buf bytes.Buffer
-				mx := astits.NewMuxer(context.Background(), &buf)
-				_ = mx.AddElementaryStream(astits.PMTElementaryStream{ElementaryPID: 256, StreamType: astits.StreamTypeH264Video})
-				_ = mx.AddElementaryStream(astits.PMTElementaryStream{ElementaryPID: 258, StreamType: astits.StreamTypeAACAudio})
-				mx.SetPCRPID(256)
-				var m muxed
-				for i, f := range gopFrames(50, 25, 900000) {
-					if _, err := mx.WriteData(&astits.MuxerData{PID: 256, AdaptationField: &astits.PacketAdaptationField{HasPCR: true, PCR: &astits.ClockReference{Base: f.pts - 9000}, RandomAccessIndicator: f.key}, PES: pes(0xE0, f.pts, annexB(f.nals()))}); err != nil {
-						t.Fatal(err)
-					}
-					m.take(&buf, i)
-					if i < 25 {
-						writeAudio(t, mx, &buf, &m, 258, f.pts, i)
-					}
-				}
-				return split(m, 25)
+				return split(muxAV(t, gopFrames(50, 25, 900000), func(i int, f testFrame) (int64, bool) { return f.pts, i < 25 }), 25)
 			},
 			verdict: sim.VerdictGap,
 			want:    []string{"stream missing[audio PID 258 AAC,target]", "PID_error[PID 258,target]"},
@@ -338,6 +322,77 @@ func TestAnalyzeTSDefects(t *testing.T) {
 				}
 				if r.FramesMissing != 0 || r.GapMs != nil {
 					t.Errorf("the report's seam is the video's: %+v", r)
+				}
+			},
+		},
+		{
+			// Audio is judged on its own PTS, beside the video's.
+			name: "audio continues across the switch",
+			build: func(t *testing.T) sides {
+				return split(muxAV(t, gopFrames(50, 25, 900000), func(i int, f testFrame) (int64, bool) { return f.pts + 1800, true }), 25)
+			},
+			verdict: sim.VerdictSeamless,
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if len(r.Streams) != 2 || r.Streams[1].Kind != "audio" || r.Streams[1].Verdict != sim.VerdictSeamless {
+					t.Errorf("streams %+v", r.Streams)
+				}
+			},
+		},
+		{
+			name: "audio skips three frames at the switch while the video goes on",
+			build: func(t *testing.T) sides {
+				return split(muxAV(t, gopFrames(50, 25, 900000), func(i int, f testFrame) (int64, bool) {
+					if i >= 25 {
+						return f.pts + 1800 + 3*3600, true
+					}
+					return f.pts + 1800, true
+				}), 25)
+			},
+			verdict: sim.VerdictGap,
+			want:    []string{"PTS continuity[audio PID 258 AAC,target]"},
+			absent:  []string{"PTS continuity[video"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if len(r.Streams) != 2 || r.Streams[0].Verdict != sim.VerdictSeamless || r.Streams[1].Verdict != sim.VerdictGap {
+					t.Errorf("streams %+v", r.Streams)
+				}
+			},
+		},
+		{
+			name: "audio repeats two frames at the switch",
+			build: func(t *testing.T) sides {
+				return split(muxAV(t, gopFrames(50, 25, 900000), func(i int, f testFrame) (int64, bool) {
+					if i >= 25 {
+						return f.pts + 1800 - 2*3600, true
+					}
+					return f.pts + 1800, true
+				}), 25)
+			},
+			verdict: sim.VerdictOverlap,
+			want:    []string{"PTS continuity[audio PID 258 AAC,target]"},
+			absent:  []string{"PTS continuity[video"},
+		},
+		{
+			name: "H.265 handed over at an IRAP picture",
+			build: func(t *testing.T) sides {
+				return split(muxTS(t, shift(gopFrames(50, 25, 900000), 0, func(f *testFrame) { f.h265 = true }), 256), 25)
+			},
+			verdict: sim.VerdictSeamless,
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if len(r.Streams) != 1 || r.Streams[0].Codec != "H.265" || r.KeyframeAtJoin == nil || !*r.KeyframeAtJoin {
+					t.Errorf("streams %+v, keyframe at join %v", r.Streams, r.KeyframeAtJoin)
+				}
+			},
+		},
+		{
+			name: "H.265 target joins off an IRAP picture",
+			build: func(t *testing.T) sides {
+				return split(muxTS(t, shift(gopFrames(75, 25, 900000), 0, func(f *testFrame) { f.h265 = true }), 256), 30)
+			},
+			verdict: sim.VerdictGlitch,
+			want:    []string{"keyframe at join[PID 256,target]"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if r.PictureMissingMs == nil || *r.PictureMissingMs != 800 || !strings.Contains(r.Detail, "until its first IRAP picture") {
+					t.Errorf("missing %v: %s", r.PictureMissingMs, r.Detail)
 				}
 			},
 		},

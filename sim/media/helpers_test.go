@@ -46,6 +46,7 @@ type testFrame struct {
 	pps      []byte // on keyframes; ppsNAL (CAVLC) when nil
 	pcrShift int64  // 90 kHz ticks added to its PCR
 	di       bool   // discontinuity indicator on its first packet
+	h265     bool   // H.265 NAL units (muxTS then declares H.265 video)
 }
 
 // gopFrames are n frames at 25 fps from pts0, a keyframe every gop.
@@ -61,6 +62,15 @@ func gopFrames(n, gop int, pts0 int64) []testFrame {
 // keyframe, a smaller non-IDR slice otherwise (payload bytes never form a
 // start code).
 func (f testFrame) nals() [][]byte {
+	if f.h265 {
+		// Two-byte headers, the type in bits 1–6 of the first: VPS 32,
+		// SPS 33, PPS 34, IDR_W_RADL 19 (an IRAP picture), TRAIL_R 1.
+		if !f.key {
+			return [][]byte{append([]byte{0x02, 0x01}, bytes.Repeat([]byte{0xab}, 600)...)}
+		}
+		return [][]byte{{0x40, 0x01, 0x0c}, {0x42, 0x01, 0x01}, {0x44, 0x01, 0xc1},
+			append([]byte{0x26, 0x01}, bytes.Repeat([]byte{0xcd}, 2500)...)}
+	}
 	if !f.key {
 		return [][]byte{append([]byte{0x41, 0x9a}, bytes.Repeat([]byte{0xab}, 600)...)}
 	}
@@ -97,7 +107,11 @@ func muxTS(t *testing.T, fs []testFrame, videoPID uint16, extra ...astits.PMTEle
 	t.Helper()
 	var buf bytes.Buffer
 	mx := astits.NewMuxer(context.Background(), &buf)
-	if err := mx.AddElementaryStream(astits.PMTElementaryStream{ElementaryPID: videoPID, StreamType: astits.StreamTypeH264Video}); err != nil {
+	videoType := astits.StreamTypeH264Video
+	if len(fs) > 0 && fs[0].h265 {
+		videoType = astits.StreamTypeH265Video
+	}
+	if err := mx.AddElementaryStream(astits.PMTElementaryStream{ElementaryPID: videoPID, StreamType: videoType}); err != nil {
 		t.Fatal(err)
 	}
 	for _, es := range extra {
@@ -195,6 +209,28 @@ func (m muxed) withoutPIDs(pids ...uint16) muxed {
 		}
 	}
 	return out
+}
+
+// muxAV writes the frames on PID 256 and, after each frame i for which
+// audio says so, one AAC access unit on PID 258 at the PTS it gives.
+func muxAV(t *testing.T, fs []testFrame, audio func(i int, f testFrame) (pts int64, ok bool)) muxed {
+	t.Helper()
+	var buf bytes.Buffer
+	mx := astits.NewMuxer(context.Background(), &buf)
+	_ = mx.AddElementaryStream(astits.PMTElementaryStream{ElementaryPID: 256, StreamType: astits.StreamTypeH264Video})
+	_ = mx.AddElementaryStream(astits.PMTElementaryStream{ElementaryPID: 258, StreamType: astits.StreamTypeAACAudio})
+	mx.SetPCRPID(256)
+	var m muxed
+	for i, f := range fs {
+		if _, err := mx.WriteData(&astits.MuxerData{PID: 256, AdaptationField: &astits.PacketAdaptationField{HasPCR: true, PCR: &astits.ClockReference{Base: f.pts - 9000}, RandomAccessIndicator: f.key}, PES: pes(0xE0, f.pts, annexB(f.nals()))}); err != nil {
+			t.Fatal(err)
+		}
+		m.take(&buf, i)
+		if pts, ok := audio(i, f); ok {
+			writeAudio(t, mx, &buf, &m, 258, pts, i)
+		}
+	}
+	return m
 }
 
 func from(k int) func(int) bool   { return func(i int) bool { return i >= k } }
