@@ -428,13 +428,17 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	// hellos wait until recovery has registered them again.
 	registered := make(chan struct{})
 	defer closeOnce(registered)
+	// One budget for every node's socket: connections that are not jobs
+	// yet are bounded in total, so more nodes do not take more of the fds.
+	budget := jobsocket.NewBudget(jobsocket.Limits{})
+	m.log.Debug("job sockets: connections that are not jobs yet are bounded, all nodes together", "limits", budget.Limits())
 	var nodes []manager.Node
 	port := m.Opts.SocketPort
 	for i, name := range m.Opts.Nodes {
 		n := manager.Node{Node: sim.Node{Name: name, Address: addrs[i], SharedAddress: shared[i]}}
 		if !noSocket[name] {
 			l := jobsocket.New(jobsocket.Config{Node: name, Logger: m.log.With("node", name), Now: m.Opts.Now,
-				OnEvent: onEvent, Recorder: m.recorder, Registered: registered})
+				OnEvent: onEvent, Recorder: m.recorder, Registered: registered, Budget: budget})
 			addr := net.JoinHostPort(m.Opts.SocketHost, strconv.Itoa(port))
 			if err := l.Open(addr); err != nil {
 				return listenErr("job socket of node "+name, addr, "--socket-port", err)

@@ -228,6 +228,24 @@ func TestConsecutiveNodePorts(t *testing.T) {
 	}
 }
 
+// TestNodesShareOneConnectionBudget (issue 34 item 8): every node's job
+// socket counts connections that are not jobs yet against one budget, so
+// the bounds derived from the fd limit hold for the sim, whatever --nodes.
+func TestNodesShareOneConnectionBudget(t *testing.T) {
+	opts := testOptions(t)
+	opts.Nodes = []string{"a", "b", "c", "d"}
+	m := openApp(t, opts)
+	budget := m.Listeners["a"].Budget()
+	for name, l := range m.Listeners {
+		if l.Budget() != budget {
+			t.Fatalf("node %s's job socket has a budget of its own: the bounds hold per node, not in total", name)
+		}
+	}
+	if len(m.Listeners) != 4 {
+		t.Fatalf("%d job sockets, want 4", len(m.Listeners))
+	}
+}
+
 func TestUnknownNoJobSocketNode(t *testing.T) {
 	opts := testOptions(t)
 	opts.NoJobSocket = []string{"z"}

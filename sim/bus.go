@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Bus is the live-update pub/sub: every Event published reaches each
@@ -13,21 +15,28 @@ import (
 // There are two kinds of subscriber. Subscribe gives a channel with a
 // fixed buffer, for an in-process waiter that wants the next few events.
 // Stream gives a backlog that grows as its reader falls behind, up to a
-// limit, for a reader over the network (an /api/v1/events client): a
-// burst (a thousand handovers released at once) then costs memory for a
-// moment instead of the subscriber.
+// limit of events and of bytes, for a reader over the network (an
+// /api/v1/events client): a burst (a thousand handovers released at once)
+// then costs memory for a moment instead of the subscriber. An event's
+// Data is any size (a migration event carries a frame's payload, up to
+// 64 KiB), so a count alone bounds no memory.
 type Bus struct {
 	mu      sync.Mutex
 	subs    map[*Subscription]struct{}
 	streams map[*Stream]struct{}
 	// published counts the events; dropped the subscribers dropped for
-	// falling behind; peak is the longest backlog a stream had.
+	// falling behind; peak is the longest backlog a stream had, peakBytes
+	// the largest in bytes (eventCost).
 	published, dropped int64
 	peak               int
-	// waiting counts the events all streams hold; TotalLimit bounds it
-	// (0: DefaultStreamsTotal). Set TotalLimit before use.
-	waiting    atomic.Int64
-	TotalLimit int
+	peakBytes          int64
+	// waiting counts the events all streams hold, waitingBytes what they
+	// cost (eventCost); TotalLimit and TotalBytes bound them (0:
+	// DefaultStreamsTotal, DefaultStreamsTotalBytes), StreamBytes one
+	// stream's cost (0: DefaultStreamBytes). Set them before use.
+	waiting, waitingBytes   atomic.Int64
+	TotalLimit              int
+	TotalBytes, StreamBytes int64
 	// lastID numbers the events published; recent keeps the newest
 	// RecentEvents of them, for a stream that resumes (StreamAfter).
 	lastID int64
@@ -93,25 +102,48 @@ func (b *Bus) Publish(ev Event) {
 		}
 	}
 	// Many subscribers that all stopped reading would each hold up to
-	// their limit: past the total, the one furthest behind goes.
-	for b.waiting.Load() > b.totalLimit() && len(b.streams) > 0 {
+	// their limit: past a total, the one furthest behind goes (in bytes
+	// when the bytes are past theirs).
+	for len(b.streams) > 0 {
+		var cause string
+		var behind func(*Stream) int64
+		switch events, bytes := b.waiting.Load(), b.waitingBytes.Load(); {
+		case bytes > b.totalBytes():
+			cause = fmt.Sprintf("all subscribers together held more than %d bytes of events waiting, and it held the most", b.totalBytes())
+			behind = func(s *Stream) int64 { _, n := s.backlog(); return n }
+		case events > b.totalLimit():
+			cause = fmt.Sprintf("all subscribers together held more than %d events waiting, and it held the most", b.totalLimit())
+			behind = func(s *Stream) int64 { n, _ := s.backlog(); return int64(n) }
+		}
+		if behind == nil {
+			break
+		}
 		var worst *Stream
-		most := -1
+		most := int64(-1)
 		for s := range b.streams {
-			if n := s.backlog(); n > most {
+			if n := behind(s); n > most {
 				worst, most = s, n
 			}
 		}
-		worst.drop()
+		worst.drop(cause)
 		b.dropped++
 		delete(b.streams, worst)
 	}
 }
 
 // DefaultStreamsTotal is how many events all streams together may hold
-// waiting: about 25 MiB (an event waiting costs about 100 bytes, its
-// payload being shared), whatever the number of subscribers.
+// waiting, whatever the number of subscribers.
 const DefaultStreamsTotal = 1 << 18
+
+// DefaultStreamsTotalBytes is what all streams together may hold waiting
+// (eventCost), and DefaultStreamBytes what one may: the bounds on memory,
+// as the counts are not, events being of any size. A stream holds far
+// less in a burst: the most one held at 9,488 handovers in flight was
+// 7,200 events, about 2 MiB (docs/benchmarks.md, section 8).
+const (
+	DefaultStreamsTotalBytes = 64 << 20
+	DefaultStreamBytes       = 16 << 20
+)
 
 func (b *Bus) totalLimit() int64 {
 	if b.TotalLimit > 0 {
@@ -120,13 +152,36 @@ func (b *Bus) totalLimit() int64 {
 	return DefaultStreamsTotal
 }
 
+func (b *Bus) totalBytes() int64 {
+	if b.TotalBytes > 0 {
+		return b.TotalBytes
+	}
+	return DefaultStreamsTotalBytes
+}
+
+func (b *Bus) streamBytes() int64 {
+	if b.StreamBytes > 0 {
+		return b.StreamBytes
+	}
+	return DefaultStreamBytes
+}
+
+// eventCost is what an event waiting in a stream may keep alive: its slot
+// in the queue and the bytes it points to. Streams share those bytes, so
+// counting them for each stream that holds the event bounds the memory
+// from above.
+func eventCost(ev Event) int64 {
+	return int64(unsafe.Sizeof(ev)) + int64(len(ev.Kind)+len(ev.Instance)+len(ev.Migration)+len(ev.Data))
+}
+
 // Stats counts the events published so far, the subscribers (channels
 // and streams) now, those dropped for falling behind, and the longest
 // backlog a stream has had.
 func (b *Bus) Stats() EventStats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return EventStats{Published: b.published, Subscribers: len(b.subs) + len(b.streams), DroppedSubscribers: b.dropped, PeakBacklog: b.peak}
+	return EventStats{Published: b.published, Subscribers: len(b.subs) + len(b.streams), DroppedSubscribers: b.dropped,
+		PeakBacklog: b.peak, PeakBacklogBytes: b.peakBytes}
 }
 
 // Dropped reports whether the subscription was dropped for falling behind
@@ -146,24 +201,29 @@ func (s *Subscription) Close() {
 }
 
 // Stream is a subscriber whose backlog grows while it is behind: it holds
-// up to limit events that its reader has not taken, and only what is
-// waiting costs memory. One more than limit drops it.
+// up to limit events that its reader has not taken, costing up to
+// limitBytes (eventCost), and only what is waiting costs memory. One
+// event more than either drops it.
 type Stream struct {
-	bus   *Bus
-	limit int
-	ready chan struct{} // holds a token while events wait
-	done  chan struct{} // closed when dropped or closed
+	bus        *Bus
+	limit      int
+	limitBytes int64
+	ready      chan struct{} // holds a token while events wait
+	done       chan struct{} // closed when dropped or closed
 
 	mu      sync.Mutex
 	queue   []Event
+	bytes   int64 // what queue costs (eventCost)
 	dropped bool
+	cause   string // why it was dropped
 	ended   bool
 }
 
 // keptBacklog is the largest backlog buffer a stream keeps for reuse.
 const keptBacklog = 1024
 
-// Stream subscribes a reader that may fall up to limit events behind.
+// Stream subscribes a reader that may fall up to limit events, and the
+// bus's StreamBytes, behind.
 func (b *Bus) Stream(limit int) *Stream {
 	s, _ := b.StreamAfter(limit, 0)
 	return s
@@ -174,7 +234,7 @@ func (b *Bus) Stream(limit int) *Stream {
 // them (RecentEvents), wait in the stream from the start. resumed is false
 // when some are no longer kept: the reader must read the state afresh.
 func (b *Bus) StreamAfter(limit int, after int64) (s *Stream, resumed bool) {
-	s = &Stream{bus: b, limit: max(limit, 1), ready: make(chan struct{}, 1), done: make(chan struct{})}
+	s = &Stream{bus: b, limit: max(limit, 1), limitBytes: b.streamBytes(), ready: make(chan struct{}, 1), done: make(chan struct{})}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.streams[s] = struct{}{}
@@ -195,22 +255,31 @@ func (b *Bus) StreamAfter(limit int, after int64) (s *Stream, resumed bool) {
 	return s, true
 }
 
-// put queues ev; false when that would pass the limit, which drops the
-// stream. Called under the bus's lock.
+// put queues ev; false when that would pass a limit, which drops the
+// stream. An event alone is never past the bytes: a reader that has taken
+// everything is not behind, however large the next event. Called under
+// the bus's lock.
 func (s *Stream) put(ev Event) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
 		return false
 	}
-	if len(s.queue) >= s.limit {
-		s.dropped = true
-		s.endLocked()
+	cost := eventCost(ev)
+	switch {
+	case len(s.queue) >= s.limit:
+		s.dropLocked(fmt.Sprintf("it fell more than %d events behind", s.limit))
+		return false
+	case len(s.queue) > 0 && s.bytes+cost > s.limitBytes:
+		s.dropLocked(fmt.Sprintf("the events it had not read passed %d bytes", s.limitBytes))
 		return false
 	}
 	s.queue = append(s.queue, ev)
+	s.bytes += cost
 	s.bus.waiting.Add(1)
+	s.bus.waitingBytes.Add(cost)
 	s.bus.peak = max(s.bus.peak, len(s.queue))
+	s.bus.peakBytes = max(s.bus.peakBytes, s.bytes)
 	select {
 	case s.ready <- struct{}{}:
 	default:
@@ -218,27 +287,33 @@ func (s *Stream) put(ev Event) bool {
 	return true
 }
 
-// backlog is how many events wait in the stream.
-func (s *Stream) backlog() int {
+// backlog is how many events wait in the stream, and what they cost.
+func (s *Stream) backlog() (int, int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.queue)
+	return len(s.queue), s.bytes
 }
 
-// drop ends the stream as one dropped for falling behind. Called under the
-// bus's lock.
-func (s *Stream) drop() {
+// drop ends the stream as one dropped for falling behind, for cause.
+// Called under the bus's lock.
+func (s *Stream) drop(cause string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.ended {
-		s.dropped = true
-		s.endLocked()
+		s.dropLocked(cause)
 	}
+}
+
+func (s *Stream) dropLocked(cause string) {
+	s.dropped, s.cause = true, cause
+	s.endLocked()
 }
 
 func (s *Stream) endLocked() {
 	s.ended = true
 	s.bus.waiting.Add(-int64(len(s.queue)))
+	s.bus.waitingBytes.Add(-s.bytes)
+	s.bytes = 0
 	clear(s.queue)
 	s.queue = nil
 	close(s.done)
@@ -265,6 +340,8 @@ func (s *Stream) Take(reuse []Event) []Event {
 	if !s.ended {
 		s.queue = reuse[:0]
 		s.bus.waiting.Add(-int64(len(out)))
+		s.bus.waitingBytes.Add(-s.bytes)
+		s.bytes = 0
 	}
 	return out
 }
@@ -276,8 +353,20 @@ func (s *Stream) Dropped() bool {
 	return s.dropped
 }
 
-// Limit is how far behind the stream may fall.
+// DropCause says why the stream was dropped: which bound its backlog, or
+// all streams' together, passed. Empty when it was not dropped.
+func (s *Stream) DropCause() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cause
+}
+
+// Limit is how many events behind the stream may fall.
 func (s *Stream) Limit() int { return s.limit }
+
+// LimitBytes is how many bytes of events (as the bus counts them: the
+// event and what it points to) the stream may hold waiting.
+func (s *Stream) LimitBytes() int64 { return s.limitBytes }
 
 // Close unsubscribes.
 func (s *Stream) Close() {

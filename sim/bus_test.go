@@ -1,6 +1,9 @@
 package sim
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestBusDropsSlowSubscriber(t *testing.T) {
 	b := NewBus()
@@ -101,6 +104,84 @@ func TestStalledStreamsAreBoundedTogether(t *testing.T) {
 	for _, s := range stalled {
 		if s.Dropped() {
 			dropped++
+		}
+	}
+	if st := b.Stats(); dropped == 0 || st.DroppedSubscribers != int64(dropped) {
+		t.Fatalf("%d stalled subscribers dropped, stats say %d", dropped, st.DroppedSubscribers)
+	}
+}
+
+// bigEvent is an event whose data is n bytes of JSON.
+func bigEvent(seq, n int) Event {
+	return Event{Kind: EventMigrationEvent, Seq: int64(seq), Data: []byte(`"` + strings.Repeat("x", n-2) + `"`)}
+}
+
+// TestStreamIsBoundedInBytes (issue 34 item 10): an event's data is any
+// size, so a stream's backlog is bounded in bytes as well as in events: a
+// stalled one is dropped once what it holds passes its bytes, long before
+// its count, said by DropCause and counted; one that keeps reading is
+// kept, and so is one that has read everything, whatever the size of the
+// next event.
+func TestStreamIsBoundedInBytes(t *testing.T) {
+	b := NewBus()
+	b.StreamBytes = 1 << 20
+	stalled, reader := b.Stream(1<<16), b.Stream(1<<16)
+	var taken []Event
+	for i := range 100 {
+		b.Publish(bigEvent(i, 64<<10))
+		taken = reader.Take(taken)
+	}
+	if !stalled.Dropped() || !strings.Contains(stalled.DropCause(), "passed 1048576 bytes") {
+		t.Fatalf("a stream that took none of 100 events of 64 KiB: dropped %v (%q), want dropped past 1 MiB", stalled.Dropped(), stalled.DropCause())
+	}
+	if reader.Dropped() {
+		t.Fatalf("the stream that kept reading was dropped: %s", reader.DropCause())
+	}
+	// One event larger than the bound, to a stream that is not behind.
+	b.Publish(bigEvent(100, 2<<20))
+	if got := reader.Take(taken); reader.Dropped() || len(got) != 1 {
+		t.Fatalf("one event over the bytes to a stream that read all: dropped %v (%s), took %d", reader.Dropped(), reader.DropCause(), len(got))
+	}
+	st := b.Stats()
+	if st.DroppedSubscribers != 1 || st.PeakBacklogBytes > 2<<20+1024 || st.PeakBacklogBytes < 1<<20-(65<<10) {
+		t.Fatalf("stats %+v, want 1 dropped and a peak near 1 MiB (the one large event aside)", st)
+	}
+	if w, wb := b.waiting.Load(), b.waitingBytes.Load(); w != 0 || wb != 0 {
+		t.Fatalf("with every stream read or dropped, %d events and %d bytes are counted waiting", w, wb)
+	}
+}
+
+// TestStalledStreamsAreBoundedTogetherInBytes (issue 34 item 10): a
+// hundred stalled subscribers of large events could each hold up to
+// their own bytes; all together hold at most the bus's total bytes, the
+// ones holding the most dropped (each said why, and counted), while a
+// subscriber that keeps reading is kept.
+func TestStalledStreamsAreBoundedTogetherInBytes(t *testing.T) {
+	b := NewBus()
+	b.TotalBytes = 4 << 20
+	reader := b.Stream(1 << 16)
+	var stalled []*Stream
+	for range 100 {
+		stalled = append(stalled, b.Stream(1<<16))
+	}
+	var taken []Event
+	for i := range 500 {
+		b.Publish(bigEvent(i, 16<<10))
+		taken = reader.Take(taken)
+		if wb := b.waitingBytes.Load(); wb > 4<<20 {
+			t.Fatalf("after %d events the streams hold %d bytes, past the total of 4 MiB", i+1, wb)
+		}
+	}
+	if reader.Dropped() {
+		t.Fatalf("the subscriber that kept reading was dropped: %s", reader.DropCause())
+	}
+	dropped := 0
+	for _, s := range stalled {
+		if s.Dropped() {
+			dropped++
+			if !strings.Contains(s.DropCause(), "more than 4194304 bytes of events waiting") {
+				t.Errorf("a stalled stream dropped as %q", s.DropCause())
+			}
 		}
 	}
 	if st := b.Stats(); dropped == 0 || st.DroppedSubscribers != int64(dropped) {

@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// TestPageOfHugeLimits: a limit or offset near the largest int is a page
-// that ends at the list's end, never a panic or a wrapped bound.
+// TestPageOfHugeLimits (issue 34 item 9): a limit or offset near the
+// largest int is a page that ends at the list's end, never a panic or a
+// wrapped bound.
 func TestPageOfHugeLimits(t *testing.T) {
 	all := []int{1, 2, 3}
 	for _, tc := range []struct{ offset, limit, want int }{

@@ -72,8 +72,10 @@ type EventStats struct {
 	// (each told so: an /api/v1/events stream ends with a dropped event).
 	DroppedSubscribers int64 `json:"droppedSubscribers"`
 	// PeakBacklog is the most events an /api/v1/events subscriber has had
-	// waiting at once (past its limit, 65,536, it is dropped).
-	PeakBacklog int `json:"peakBacklog"`
+	// waiting at once (past its limit, 65,536, it is dropped), and
+	// PeakBacklogBytes the most bytes (past 16 MiB it is dropped).
+	PeakBacklog      int   `json:"peakBacklog"`
+	PeakBacklogBytes int64 `json:"peakBacklogBytes"`
 }
 
 // RecordStats counts the frame records that could not go straight to the

@@ -664,7 +664,8 @@ func (s *Server) EndWaits() { s.endWaits() }
 // average: a thousand handovers released at once publish thousands of
 // events within milliseconds, which a reader on a busy two-core machine
 // may not be scheduled to take for a few hundred. Only what waits costs
-// memory (about 100 bytes an event, the payloads being shared).
+// memory; the bus bounds that in bytes too (sim.DefaultStreamBytes), an
+// event's data being of any size.
 const eventBacklog = 1 << 16
 
 // eventChunk is how much of a backlog one write (and flush) carries.
@@ -672,7 +673,8 @@ const eventChunk = 64 << 10
 
 // events streams the bus as Server-Sent Events. What came while the
 // subscriber was writing goes out together in one write. A subscriber that
-// falls eventBacklog events behind is dropped: it is told so by a
+// falls eventBacklog events or the bus's bytes behind, or holds the most
+// when all together pass the bus's totals, is dropped: it is told so by a
 // "dropped" event, the drop is counted and logged, and the stream ends (an
 // EventSource reconnects; the dashboard then refreshes what it shows).
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
@@ -766,8 +768,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 // ends.
 type StreamDropped struct {
 	Reason string `json:"reason"`
-	// Limit is how many events a subscriber may fall behind.
-	Limit int `json:"limit"`
+	// Limit is how many events a subscriber may fall behind, LimitBytes
+	// how many bytes of them it may hold waiting.
+	Limit      int   `json:"limit"`
+	LimitBytes int64 `json:"limitBytes"`
 	// DroppedSubscribers counts the subscribers dropped since normsim
 	// started, this one included.
 	DroppedSubscribers int64 `json:"droppedSubscribers"`
@@ -777,12 +781,13 @@ type StreamDropped struct {
 // may miss events from here until it reconnects and reads the state again.
 func (s *Server) dropped(st *sim.Stream, send func([]byte) bool) {
 	n := s.svc.Bus().Stats().DroppedSubscribers
+	cause := st.DropCause()
 	s.log.Warn("an /api/v1/events subscriber fell behind and was dropped; it misses the events until it reconnects",
-		"limit", st.Limit(), "droppedSubscribers", n)
+		"why", cause, "limit", st.Limit(), "limitBytes", st.LimitBytes(), "droppedSubscribers", n)
 	data, _ := json.Marshal(StreamDropped{
-		Reason: fmt.Sprintf("this subscriber fell more than %d events behind and was dropped: the events from here until it reconnects are not sent to it; "+
-			"reconnect and read again the state it shows", st.Limit()),
-		Limit: st.Limit(), DroppedSubscribers: n,
+		Reason: fmt.Sprintf("this subscriber was dropped, as %s: the events from here until it reconnects are not sent to it; "+
+			"reconnect and read again the state it shows", cause),
+		Limit: st.Limit(), LimitBytes: st.LimitBytes(), DroppedSubscribers: n,
 	})
 	send(fmt.Appendf(nil, "event: dropped\ndata: %s\n\n", data))
 }

@@ -58,18 +58,20 @@ func BenchmarkEventStreamUnderLoad(b *testing.B) {
 				if tc.sim == "child" {
 					url := startChildSim(b)
 					var peak int
+					var peakBytes int64
 					api := apiclient.New(url, nil)
 					eventLoad(b, url, jobs, func() int64 {
 						st, err := api.Stats(b.Context(), false)
 						if err != nil {
 							b.Fatal(err)
 						}
-						peak = st.Events.PeakBacklog
+						peak, peakBytes = st.Events.PeakBacklog, st.Events.PeakBacklogBytes
 						return st.Events.Published
 					})
 					// The most the client's stream held at once, of the
-					// 65,536 it may before it is dropped.
+					// 65,536 events and 16 MiB it may before it is dropped.
 					b.ReportMetric(float64(peak), "peak-backlog-ev")
+					b.ReportMetric(float64(peakBytes), "peak-backlog-bytes")
 					continue
 				}
 				// In-process, a subscriber here counts what the bus

@@ -96,64 +96,82 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 }
 
 // TestAnEventSubscriberThatFallsBehindIsToldSo: a subscriber's stream is
-// stuck writing an event while more events come than it may fall behind.
+// stuck writing an event while more events come than it may fall behind,
+// in number or (issue 34 item 10: an event's data is any size) in bytes.
 // Once the write goes through, its stream ends with a "dropped" event that
-// says why and how many subscribers were dropped, sent before anything
-// queued behind the stuck write, and the drop is logged.
+// says which bound it passed and how many subscribers were dropped, sent
+// before anything queued behind the stuck write, and the drop is logged.
 func TestAnEventSubscriberThatFallsBehindIsToldSo(t *testing.T) {
-	f := newFake()
-	var logs syncBuffer
-	gate := newWriteGate()
-	srv := httptest.NewUnstartedServer(web.New(web.Config{Service: f, Addr: host, EventWriteTimeout: 20 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(&logs, nil))}))
-	srv.Listener = gatedListener{srv.Listener, gate}
-	srv.Start()
-	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/api/v1/events")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
-	readUntil := func(prefix string) []string {
-		t.Helper()
-		var seen []string
-		for {
-			line, err := br.ReadString('\n')
+	big := json.RawMessage(`"` + strings.Repeat("x", 64<<10) + `"`)
+	for _, tc := range []struct {
+		name   string
+		events int
+		data   json.RawMessage
+		reason string
+	}{
+		{"events", 1<<16 + 1, nil, "it fell more than 65536 events behind"},
+		// 16 MiB of 64 KiB events is 255 of them, far fewer than 65,536.
+		{"bytes", 300, big, fmt.Sprintf("the events it had not read passed %d bytes", sim.DefaultStreamBytes)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake()
+			var logs syncBuffer
+			gate := newWriteGate()
+			srv := httptest.NewUnstartedServer(web.New(web.Config{Service: f, Addr: host, EventWriteTimeout: 20 * time.Second,
+				Logger: slog.New(slog.NewTextHandler(&logs, nil))}))
+			srv.Listener = gatedListener{srv.Listener, gate}
+			srv.Start()
+			defer srv.Close()
+			defer gate.open() // a failed test leaves no write stuck for Close
+			resp, err := http.Get(srv.URL + "/api/v1/events")
 			if err != nil {
-				t.Fatalf("the stream ended before %q: %v; it sent %q", prefix, err, seen)
+				t.Fatal(err)
 			}
-			if strings.HasPrefix(line, prefix) {
-				return seen
+			defer resp.Body.Close()
+			br := bufio.NewReader(resp.Body)
+			readUntil := func(prefix string) []string {
+				t.Helper()
+				var seen []string
+				for {
+					line, err := br.ReadString('\n')
+					if err != nil {
+						t.Fatalf("the stream ended before %q: %v; it sent %q", prefix, err, seen)
+					}
+					if strings.HasPrefix(line, prefix) {
+						return seen
+					}
+					seen = append(seen, line)
+				}
 			}
-			seen = append(seen, line)
-		}
-	}
-	readUntil(": connected")
+			readUntil(": connected")
 
-	gate.shut()
-	f.bus.Publish(sim.Event{Kind: "first"})
-	gate.waitStuck(t)
-	for i := range 1<<16 + 1 {
-		f.bus.Publish(sim.Event{Kind: sim.EventInstanceState, Instance: fmt.Sprint("i", i)})
+			gate.shut()
+			f.bus.Publish(sim.Event{Kind: "first"})
+			gate.waitStuck(t)
+			for i := range tc.events {
+				f.bus.Publish(sim.Event{Kind: sim.EventInstanceState, Instance: fmt.Sprint("i", i), Data: tc.data})
+			}
+			if n := f.bus.Stats().DroppedSubscribers; n != 1 {
+				t.Fatalf("%d subscribers dropped, want 1", n)
+			}
+			gate.open()
+			before := readUntil("event: dropped")
+			if !slices.Contains(before, "event: first\n") || slices.Contains(before, "event: instance.state\n") {
+				t.Errorf("before the dropped event the stream sent %q, want the first event and none of those queued behind it", before)
+			}
+			data, _ := br.ReadString('\n')
+			var notice web.StreamDropped
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(data, "data: ")), &notice); err != nil {
+				t.Fatalf("dropped event data %q: %v", data, err)
+			}
+			if notice.Limit != 1<<16 || notice.LimitBytes != sim.DefaultStreamBytes || notice.DroppedSubscribers != 1 || !strings.Contains(notice.Reason, tc.reason) {
+				t.Errorf("dropped event = %+v, want the reason %q", notice, tc.reason)
+			}
+			waitFor(t, 5*time.Second, "the drop in the log", func() bool {
+				return strings.Contains(logs.String(), "fell behind and was dropped") && strings.Contains(logs.String(), tc.reason)
+			})
+		})
 	}
-	if n := f.bus.Stats().DroppedSubscribers; n != 1 {
-		t.Fatalf("%d subscribers dropped, want 1", n)
-	}
-	gate.open()
-	before := readUntil("event: dropped")
-	if !slices.Contains(before, "event: first\n") || slices.Contains(before, "event: instance.state\n") {
-		t.Errorf("before the dropped event the stream sent %q, want the first event and none of those queued behind it", before)
-	}
-	data, _ := br.ReadString('\n')
-	var notice web.StreamDropped
-	if err := json.Unmarshal([]byte(strings.TrimPrefix(data, "data: ")), &notice); err != nil {
-		t.Fatalf("dropped event data %q: %v", data, err)
-	}
-	if notice.Limit != 1<<16 || notice.DroppedSubscribers != 1 || !strings.Contains(notice.Reason, "fell more than 65536 events behind") {
-		t.Errorf("dropped event = %+v", notice)
-	}
-	waitFor(t, 5*time.Second, "the drop in the log", func() bool { return strings.Contains(logs.String(), "fell behind and was dropped") })
 }
 
 // writeGate holds the server's writes while shut, and says when one waits.

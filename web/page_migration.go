@@ -395,7 +395,7 @@ func (s *Server) migrationsPage(w http.ResponseWriter, r *http.Request) {
 		p.Error = sim.ErrorMessage(err)
 		status = http.StatusBadRequest
 	default:
-		f := sim.MigrationFilter{JobID: p.Job, State: sim.MigrationState(p.State), Limit: migrationsPageSize, Offset: (asked - 1) * migrationsPageSize}
+		f := sim.MigrationFilter{JobID: p.Job, State: sim.MigrationState(p.State), Limit: migrationsPageSize, Offset: pageOffset(asked, migrationsPageSize)}
 		list, err := s.svc.MigrationPage(r.Context(), f)
 		if err == nil && len(list.Items) == 0 && f.Offset > 0 {
 			// Past the last page (the list shrank, or the address was

@@ -97,6 +97,11 @@ func TestMigrationsPagePages(t *testing.T) {
 
 	r = get(t, s, "/migrations?page=7")
 	mustContain(t, r, "201–250 of 250", "page 3 of 3")
+	// Issue 34 item 9: a page whose offset would wrap round an int (found
+	// by FuzzDashboardPage) is past the last, not the first page's rows.
+	r = get(t, s, "/migrations?page=9223372036854775807")
+	mustContain(t, r, "201–250 of 250", "page 3 of 3", `href="/migrations/mig-249"`)
+	mustNotContain(t, r, `href="/migrations/mig-099"`)
 
 	r = get(t, s, "/migrations?page=0")
 	if r.Status != http.StatusBadRequest {
@@ -105,8 +110,9 @@ func TestMigrationsPagePages(t *testing.T) {
 	mustContain(t, r, `page: must be a page number from 1; got "0"`)
 }
 
-// TestHugePagingParametersDoNotWrap: a limit or offset near the largest
-// int neither panics nor wraps round to an empty or negative page.
+// TestHugePagingParametersDoNotWrap (issue 34 item 9): a limit or offset
+// near the largest int neither panics nor wraps round to an empty or
+// negative page. FuzzAPIPaging tries the rest.
 func TestHugePagingParametersDoNotWrap(t *testing.T) {
 	f := newFake()
 	for _, id := range []string{"i1", "i2", "i3"} {

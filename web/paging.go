@@ -1,6 +1,7 @@
 package web
 
 import (
+	"math"
 	"net/url"
 	"strconv"
 	"strings"
@@ -45,6 +46,18 @@ func pageOf(asked, total, size int) (page, pages, offset int) {
 	pages = max(1, (total+size-1)/size)
 	page = min(max(asked, 1), pages)
 	return page, pages, (page - 1) * size
+}
+
+// pageOffset is where page (from 1) starts, size rows a page. A page so
+// far past any list that its offset would wrap round an int starts at the
+// largest int instead: past the end, which is what it is (page=MaxInt
+// wrapped to a negative offset and showed the first page's rows under
+// the last page's pager).
+func pageOffset(page, size int) int {
+	if page-1 > math.MaxInt/size {
+		return math.MaxInt
+	}
+	return (max(page, 1) - 1) * size
 }
 
 // newPager describes page of pages over total rows, size a page, shown

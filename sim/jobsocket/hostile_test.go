@@ -189,7 +189,7 @@ func TestHostileConnections(t *testing.T) {
 	// Every silent attacker must get its 4401, so the bound on
 	// connections waiting to say hello (TestSilentFloodFromOneHost...) is
 	// raised past the 500 that wait at once here.
-	l := jobsocket.New(jobsocket.Config{Node: "a", HelloTimeout: helloTimeout, CloseTimeout: 30 * time.Second, MaxPending: 4096, MaxPendingPerHost: 4096, OnEvent: func(ev jobsocket.Event) {
+	l := jobsocket.New(jobsocket.Config{Node: "a", HelloTimeout: helloTimeout, CloseTimeout: 30 * time.Second, Budget: jobsocket.NewBudget(jobsocket.Limits{Pending: 4096, PendingPerHost: 4096}), OnEvent: func(ev jobsocket.Event) {
 		if ev.Kind == jobsocket.Frame {
 			frames.Add(1)
 		}

@@ -152,7 +152,7 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 // and a job from another address still connects.
 func TestSilentFloodFromOneHostLeavesOthersWorking(t *testing.T) {
 	const perHost = 20
-	l, _ := MustListener(t, jobsocket.Config{MaxPendingPerHost: perHost, HelloTimeout: time.Minute})
+	l, _ := MustListener(t, jobsocket.Config{Budget: jobsocket.NewBudget(jobsocket.Limits{PendingPerHost: perHost}), HelloTimeout: time.Minute})
 	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
 	url := fmt.Sprintf("ws://127.0.0.1:%d%s", l.Port(), protocol.Path("j", "r"))
 	from := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
@@ -191,7 +191,7 @@ func TestSilentFloodFromOneHostLeavesOthersWorking(t *testing.T) {
 // job that connects during it still upgrades and says hello.
 func TestConnectionsThatNeverUpgradeAreBounded(t *testing.T) {
 	const perHost, total = 8, 12
-	l, _ := MustListener(t, jobsocket.Config{MaxPlain: total, MaxPlainPerHost: perHost})
+	l, _ := MustListener(t, jobsocket.Config{Budget: jobsocket.NewBudget(jobsocket.Limits{Plain: total, PlainPerHost: perHost})})
 	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
 	addr := fmt.Sprintf("127.0.0.1:%d", l.Port())
 	var flood []net.Conn
@@ -213,13 +213,24 @@ func TestConnectionsThatNeverUpgradeAreBounded(t *testing.T) {
 	if f := c.Read(); f.Type != protocol.TypeHelloAck {
 		t.Fatalf("a job during the flood got %+v", f)
 	}
-	open := 0
 	time.Sleep(100 * time.Millisecond) // the evictions and answers have landed
-	for _, fc := range flood {
-		fc.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
-		buf := make([]byte, 4096)
+	open := stillOpen(flood)
+	// The plain requests (one in four) are answered and closed; of the
+	// silent rest, all past the bound were evicted.
+	if open > total || l.Evicted() < int64(len(flood)-len(flood)/4-total) {
+		t.Fatalf("%d of %d connections that never upgraded are still open (bound %d), %d evicted", open, len(flood), total, l.Evicted())
+	}
+}
+
+// stillOpen is how many of cs the listener has not closed: a read that
+// times out, rather than ending, finds one open.
+func stillOpen(cs []net.Conn) int {
+	open := 0
+	buf := make([]byte, 4096)
+	for _, c := range cs {
+		c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
 		for {
-			_, err := fc.Read(buf)
+			_, err := c.Read(buf)
 			if err == nil {
 				continue // a plain request's answer; the close comes after it
 			}
@@ -229,9 +240,82 @@ func TestConnectionsThatNeverUpgradeAreBounded(t *testing.T) {
 			break
 		}
 	}
-	// The plain requests (one in four) are answered and closed; of the
-	// silent rest, all past the bound were evicted.
-	if open > total || l.Evicted() < int64(len(flood)-len(flood)/4-total) {
-		t.Fatalf("%d of %d connections that never upgraded are still open (bound %d), %d evicted", open, len(flood), total, l.Evicted())
+	return open
+}
+
+// TestBoundsHoldAcrossListenersSharingABudget (issue 34 item 8): a sim's
+// nodes share one Budget, so connections that are not jobs yet are
+// bounded in total, not once per node: with N nodes, N per-node bounds
+// reached the fd limit. A flood spread over two listeners is held to the
+// one bound, for connections that never upgrade (the oldest closed, each
+// counted by its listener) and for upgraded ones that never say hello
+// (503, counted).
+func TestBoundsHoldAcrossListenersSharingABudget(t *testing.T) {
+	t.Run("not upgraded", func(t *testing.T) {
+		const total = 12
+		budget := jobsocket.NewBudget(jobsocket.Limits{Plain: total, PlainPerHost: total})
+		la, _ := MustListener(t, jobsocket.Config{Budget: budget})
+		lb, _ := MustListener(t, jobsocket.Config{Budget: budget})
+		var flood []net.Conn
+		for i := range 40 {
+			l := []*jobsocket.Listener{la, lb}[i%2]
+			c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", l.Port()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			flood = append(flood, c)
+		}
+		time.Sleep(100 * time.Millisecond) // the evictions have landed
+		open, evicted := stillOpen(flood), la.Evicted()+lb.Evicted()
+		if open > total || evicted != int64(len(flood)-total) {
+			t.Fatalf("%d of %d silent connections to two nodes still open, %d evicted (%d + %d); the shared bound is %d",
+				open, len(flood), evicted, la.Evicted(), lb.Evicted(), total)
+		}
+		if la.Evicted() == 0 || lb.Evicted() == 0 {
+			t.Errorf("evictions counted %d and %d: each listener counts its own connections", la.Evicted(), lb.Evicted())
+		}
+	})
+	t.Run("waiting for hello", func(t *testing.T) {
+		const total = 6
+		budget := jobsocket.NewBudget(jobsocket.Limits{Pending: total, PendingPerHost: total})
+		la, _ := MustListener(t, jobsocket.Config{Budget: budget, HelloTimeout: time.Minute})
+		lb, _ := MustListener(t, jobsocket.Config{Budget: budget, HelloTimeout: time.Minute})
+		refused := 0
+		for i := range total + 4 {
+			l := []*jobsocket.Listener{la, lb}[i%2]
+			l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			c, resp, err := websocket.Dial(ctx, fmt.Sprintf("ws://127.0.0.1:%d%s", l.Port(), protocol.Path("j", "r")), nil)
+			cancel()
+			switch {
+			case err == nil:
+				t.Cleanup(func() { c.CloseNow() })
+			case resp != nil && resp.StatusCode == http.StatusServiceUnavailable:
+				refused++
+			default:
+				t.Fatalf("silent connection %d: %v", i+1, err)
+			}
+		}
+		if refused != 4 || la.Refused()+lb.Refused() != 4 {
+			t.Fatalf("refused %d (listeners counted %d + %d), want 4 past the shared bound of %d", refused, la.Refused(), lb.Refused(), total)
+		}
+	})
+}
+
+// TestDefaultLimitsLeaveTheFDsToJobs (issue 34 item 8): the bounds come
+// from the open-file limit, and connections that are not jobs yet, of
+// every node together, hold at most three eighths of it.
+func TestDefaultLimitsLeaveTheFDsToJobs(t *testing.T) {
+	t.Parallel()
+	if got, want := jobsocket.DefaultLimits(1024), (jobsocket.Limits{Plain: 128, PlainPerHost: 64, Pending: 256, PendingPerHost: 128}); got != want {
+		t.Errorf("DefaultLimits(1024) = %+v, want %+v", got, want)
+	}
+	for _, fds := range []int{64, 256, 1024, 4096, 20000, 1 << 20} {
+		lim := jobsocket.DefaultLimits(fds)
+		if lim.Plain+lim.Pending > fds*3/8 || lim.Plain > 4096 || lim.Pending > 4096 ||
+			lim.PlainPerHost >= lim.Plain || lim.PendingPerHost >= lim.Pending {
+			t.Errorf("DefaultLimits(%d) = %+v", fds, lim)
+		}
 	}
 }

@@ -76,20 +76,12 @@ type Config struct {
 	// request for this long (a job upgrades at once; nothing else has
 	// reason to idle on a job socket). Default 10s.
 	IdleTimeout time.Duration
-	// MaxPending bounds the connections that have upgraded but not yet
-	// said hello, MaxPendingPerHost those from one address; past either
-	// an upgrade is answered 503, so a flood of silent connections cannot
-	// take every fd, and one host's flood leaves the others' jobs
-	// working. Defaults 4096 and 1024: far more than jobs connecting at
-	// once (normsim bench connects a thousand), far fewer than the fds a
-	// process may hold.
-	MaxPending, MaxPendingPerHost int
-	// MaxPlain bounds the connections that have not upgraded to a
-	// WebSocket, MaxPlainPerHost those from one address; past either the
-	// oldest such connection is closed (a job upgrades at once: what is
-	// oldest idles). Defaults: a quarter of the open-file limit, at most
-	// 4096, and half that per host.
-	MaxPlain, MaxPlainPerHost int
+	// Budget bounds the connections that are not jobs yet (not upgraded,
+	// or upgraded without a hello), per host and in all, so that a flood
+	// of them cannot take the fds the API and real jobs need. A sim hands
+	// one Budget to every node's listener, so the bounds hold in total;
+	// nil gives the listener one of its own, with DefaultLimits.
+	Budget *Budget
 	// Registered, when set, is closed once the instances that may connect
 	// are registered (after a restart's recovery): a hello that comes
 	// before waits for it, within the hello timeout, instead of being
@@ -111,12 +103,11 @@ type Listener struct {
 	discarded atomic.Int64
 	// serials numbers the connections accepted (Event.Conn).
 	serials atomic.Uint64
-	// plain bounds the connections that have not upgraded.
-	plain *plainConns
+	// evicted counts this listener's connections that had not upgraded,
+	// closed to keep the Budget's bounds.
+	evicted atomic.Int64
 
 	mu        sync.Mutex
-	pending   int            // connections that have not said hello yet
-	byHost    map[string]int // the same, by remote host
 	instances map[key]*instance
 	conns     map[*conn]struct{}
 	closed    bool
@@ -171,26 +162,16 @@ func New(cfg Config) *Listener {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 10 * time.Second
 	}
-	if cfg.MaxPending <= 0 {
-		cfg.MaxPending = 4096
-	}
-	if cfg.MaxPendingPerHost <= 0 {
-		cfg.MaxPendingPerHost = 1024
-	}
 	if cfg.CloseTimeout <= 0 {
 		cfg.CloseTimeout = 5 * time.Second
 	}
-	if cfg.MaxPlain <= 0 {
-		cfg.MaxPlain = min(max(openFileLimit()/4, 16), 4096)
-	}
-	if cfg.MaxPlainPerHost <= 0 {
-		cfg.MaxPlainPerHost = max(cfg.MaxPlain/2, 1)
+	if cfg.Budget == nil {
+		cfg.Budget = NewBudget(Limits{})
 	}
 	if cfg.OnEvent == nil {
 		cfg.OnEvent = func(Event) {}
 	}
-	return &Listener{cfg: cfg, instances: map[key]*instance{}, conns: map[*conn]struct{}{}, byHost: map[string]int{},
-		plain: newPlainConns(cfg.MaxPlain, cfg.MaxPlainPerHost)}
+	return &Listener{cfg: cfg, instances: map[key]*instance{}, conns: map[*conn]struct{}{}}
 }
 
 // Open listens on addr synchronously, so a port in use is an error here, and
@@ -202,7 +183,7 @@ func (l *Listener) Open(addr string) error {
 	}
 	l.ln = ln
 	l.srv = &http.Server{Handler: l, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: l.cfg.IdleTimeout, ErrorLog: slog.NewLogLogger(l.cfg.Logger.Handler(), slog.LevelDebug),
-		ConnState: l.plain.track}
+		ConnState: func(c net.Conn, s http.ConnState) { l.cfg.Budget.plain.track(c, s, &l.evicted) }}
 	// A job upgrades on its first request; a connection that asked for
 	// anything else has its answer and is closed, never kept idle.
 	l.srv.SetKeepAlivesEnabled(false)
@@ -216,45 +197,21 @@ func (l *Listener) Open(addr string) error {
 	return nil
 }
 
-// admit counts a connection as waiting to say hello, unless too many are
-// waiting already (in all, or from its host); done takes it off again.
-func (l *Listener) admit(remote string) (done func(), ok bool) {
-	host, _, err := net.SplitHostPort(remote)
-	if err != nil {
-		host = remote
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.pending >= l.cfg.MaxPending || l.byHost[host] >= l.cfg.MaxPendingPerHost {
-		return nil, false
-	}
-	l.pending++
-	l.byHost[host]++
-	var once atomic.Bool
-	return func() {
-		if !once.CompareAndSwap(false, true) {
-			return
-		}
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.pending--
-		if l.byHost[host]--; l.byHost[host] == 0 {
-			delete(l.byHost, host)
-		}
-	}, true
-}
-
-// Refused is how many connections were turned away (503) because too
-// many were waiting to say hello (MaxPending, MaxPendingPerHost).
+// Refused is how many connections to this listener were turned away
+// (503) because too many were waiting to say hello (Limits.Pending,
+// Limits.PendingPerHost).
 func (l *Listener) Refused() int64 { return l.refused.Load() }
 
 // Discarded is how many frames were read and not passed on without a
 // close for them (each also reported as an Event Discarded, with why).
 func (l *Listener) Discarded() int64 { return l.discarded.Load() }
 
-// Evicted counts connections that had not upgraded, closed to stay within
-// MaxPlain or MaxPlainPerHost.
-func (l *Listener) Evicted() int64 { return l.plain.evicted.Load() }
+// Evicted counts this listener's connections that had not upgraded, closed
+// to stay within Limits.Plain or Limits.PlainPerHost.
+func (l *Listener) Evicted() int64 { return l.evicted.Load() }
+
+// Budget is the budget the listener's connections count against.
+func (l *Listener) Budget() *Budget { return l.cfg.Budget }
 
 // Addr is the address the listener is bound to.
 func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
@@ -490,7 +447,7 @@ type conn struct {
 	serial  uint64 // Event.Conn
 	writeMu sync.Mutex
 	// helloDone takes the connection off the count of those waiting to
-	// say hello (MaxPending); it may be called more than once.
+	// say hello (Limits.Pending); it may be called more than once.
 	helloDone func()
 	// once starts the end of the connection: a close handshake (close), a
 	// drop (Drop) or, when neither came first, the release in finish.
@@ -694,11 +651,12 @@ func (h *hijackWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 
 // ServeHTTP upgrades a job's connection and runs it.
 func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	helloDone, ok := l.admit(r.RemoteAddr)
+	helloDone, ok := l.cfg.Budget.admit(r.RemoteAddr)
 	if !ok {
 		if l.refused.Add(1) == 1 {
+			lim := l.cfg.Budget.Limits()
 			l.cfg.Logger.Warn("job socket: too many connections waiting to say hello; refusing more", "node", l.cfg.Node,
-				"limit", l.cfg.MaxPending, "per host", l.cfg.MaxPendingPerHost, "from", r.RemoteAddr)
+				"limit (all nodes)", lim.Pending, "per host", lim.PendingPerHost, "from", r.RemoteAddr)
 		}
 		http.Error(w, "too many connections waiting to say hello; try again shortly", http.StatusServiceUnavailable)
 		return

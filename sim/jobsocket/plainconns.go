@@ -9,12 +9,13 @@ import (
 )
 
 // plainConns bounds the connections to a job-socket port that have not
-// upgraded to a WebSocket (yet): per host and in all, well below the
-// process's open-file limit, so that a flood of connections that never
+// upgraded to a WebSocket (yet): per host and in all, across every
+// listener of a Budget, well below the process's open-file limit, so that a flood of connections that never
 // upgrade (idle, or silent) cannot take the fds the API and real jobs
 // need. Past a bound the oldest such connection is closed, not the new
 // one: a job upgrades on its first request, within milliseconds, so what
-// is oldest is what idles. Each eviction is counted.
+// is oldest is what idles. Each eviction is counted by the listener that
+// accepted the connection: a connection to one node may evict another's.
 type plainConns struct {
 	max, maxPerHost int
 
@@ -22,36 +23,37 @@ type plainConns struct {
 	order   *list.List // of *plainConn, oldest first
 	byConn  map[net.Conn]*list.Element
 	perHost map[string]int
-	evicted atomic.Int64
 }
 
 type plainConn struct {
-	c    net.Conn
-	host string
+	c       net.Conn
+	host    string
+	evicted *atomic.Int64 // its listener's count
 }
 
 func newPlainConns(max, maxPerHost int) *plainConns {
 	return &plainConns{max: max, maxPerHost: maxPerHost, order: list.New(), byConn: map[net.Conn]*list.Element{}, perHost: map[string]int{}}
 }
 
-// track is the server's ConnState hook.
-func (p *plainConns) track(c net.Conn, s http.ConnState) {
+// track is a listener's server's ConnState hook; evicted is the
+// listener's count of its connections closed to keep the bounds.
+func (p *plainConns) track(c net.Conn, s http.ConnState, evicted *atomic.Int64) {
 	switch s {
 	case http.StateNew:
-		p.add(c)
+		p.add(c, evicted)
 	case http.StateHijacked, http.StateClosed:
 		p.remove(c)
 	}
 }
 
-func (p *plainConns) add(c net.Conn) {
+func (p *plainConns) add(c net.Conn, evicted *atomic.Int64) {
 	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
 	if err != nil {
 		host = c.RemoteAddr().String()
 	}
-	var evict []net.Conn
+	var evict []*plainConn
 	p.mu.Lock()
-	p.byConn[c] = p.order.PushBack(&plainConn{c: c, host: host})
+	p.byConn[c] = p.order.PushBack(&plainConn{c: c, host: host, evicted: evicted})
 	p.perHost[host]++
 	for p.perHost[host] > p.maxPerHost {
 		evict = append(evict, p.dropOldestLocked(host))
@@ -61,19 +63,19 @@ func (p *plainConns) add(c net.Conn) {
 	}
 	p.mu.Unlock()
 	for _, old := range evict {
-		p.evicted.Add(1)
-		old.Close()
+		old.evicted.Add(1)
+		old.c.Close()
 	}
 }
 
 // dropOldestLocked forgets the oldest connection (of host, when given)
 // and returns it, to be closed.
-func (p *plainConns) dropOldestLocked(host string) net.Conn {
+func (p *plainConns) dropOldestLocked(host string) *plainConn {
 	for e := p.order.Front(); e != nil; e = e.Next() {
 		pc := e.Value.(*plainConn)
 		if host == "" || pc.host == host {
 			p.forgetLocked(e)
-			return pc.c
+			return pc
 		}
 	}
 	return nil

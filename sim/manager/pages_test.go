@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -20,10 +21,84 @@ import (
 // counts the whole list.
 func TestMigrationPageMergesMemoryAndStore(t *testing.T) {
 	ctx := context.Background()
-	store := NewMemStore(t)
-	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}, {Node: sim.Node{Name: "b"}}}, Store: store, Catalog: RepoCatalog(t),
+	m, all := mergedMigrations(t)
+	for _, f := range mergedFilters {
+		want := mergedIDs(all, f)
+		for _, limit := range []int{0, 1, 3, 7, 100} {
+			for offset := 0; offset <= len(want)+1; offset++ {
+				pf := f
+				pf.Limit, pf.Offset = limit, offset
+				checkMergedPage(t, m, pf, want)
+			}
+		}
+	}
+	// Migrations, the whole list, agrees.
+	list, err := m.Migrations(ctx, sim.MigrationFilter{})
+	if err != nil || len(list) != len(all) {
+		t.Fatalf("Migrations = %d, %v; want %d", len(list), err, len(all))
+	}
+}
+
+// FuzzMigrationPage (issue 34 item 9): any limit and offset, however
+// large or negative, cut the merged list of migrations in memory and in
+// the store as sim.PageOf cuts the whole list, never past its ends.
+func FuzzMigrationPage(f *testing.F) {
+	for _, seed := range [][2]int{{0, 0}, {1, 1}, {7, 3}, {100, 59}, {math.MaxInt, 1}, {math.MaxInt, 0}, {1, math.MaxInt},
+		{5, math.MaxInt - 1}, {math.MinInt, 0}, {0, math.MinInt}, {-1, -1}, {math.MaxInt, math.MaxInt}, {2, 61}} {
+		for i := range mergedFilters {
+			f.Add(seed[0], seed[1], uint8(i))
+		}
+	}
+	m, all := mergedMigrations(f)
+	f.Fuzz(func(t *testing.T, limit, offset int, which uint8) {
+		pf := mergedFilters[int(which)%len(mergedFilters)]
+		pf.Limit, pf.Offset = limit, offset
+		checkMergedPage(t, m, pf, mergedIDs(all, pf))
+	})
+}
+
+// mergedFilters are the filters the merge is tried with.
+var mergedFilters = []sim.MigrationFilter{{}, {State: sim.MigrationRunning}, {State: sim.MigrationCompleted}, {JobID: "job-1"}, {JobID: "job-2", State: sim.MigrationRunning}}
+
+// mergedIDs is the whole list f asks for (its page aside), as
+// "id/state", newest first.
+func mergedIDs(all []sim.Migration, f sim.MigrationFilter) []string {
+	var want []string
+	for _, mig := range all {
+		if (f.JobID == "" || mig.JobID == f.JobID) && (f.State == "" || mig.State == f.State) {
+			want = append(want, mig.ID+"/"+string(mig.State))
+		}
+	}
+	return want
+}
+
+// checkMergedPage checks that MigrationPage(pf) is pf's page of want.
+func checkMergedPage(t *testing.T, m *Manager, pf sim.MigrationFilter, want []string) {
+	t.Helper()
+	p, err := m.MigrationPage(context.Background(), pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, mig := range p.Items {
+		got = append(got, mig.ID+"/"+string(mig.State))
+	}
+	page := sim.PageOf(want, pf.Offset, pf.Limit)
+	if !slices.Equal(got, page.Items) || p.Total != len(want) {
+		t.Fatalf("MigrationPage(%+v) = %v of %d, want %v of %d", pf, got, p.Total, page.Items, len(want))
+	}
+}
+
+// mergedMigrations is a manager with 60 migrations, some running here (in
+// memory, some with a stale copy in the store, some not written yet), the
+// rest in the store's history, interleaved in time; and all of them as
+// the manager holds them, newest first.
+func mergedMigrations(tb testing.TB) (*Manager, []sim.Migration) {
+	ctx := context.Background()
+	store := NewMemStore(tb)
+	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}, {Node: sim.Node{Name: "b"}}}, Store: store, Catalog: RepoCatalog(tb),
 		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: External{}}, Default: sim.RuntimeExternal}})
-	defer m.Close()
+	tb.Cleanup(func() { m.Close() })
 
 	rng := rand.New(rand.NewPCG(19, 10000))
 	at := time.Unix(1700000000, 0).UTC()
@@ -39,7 +114,7 @@ func TestMigrationPageMergesMemoryAndStore(t *testing.T) {
 			stale := mig
 			stale.State, stale.StartedAt = sim.MigrationCompleted, at.Add(-time.Hour)
 			if err := store.SaveMigration(ctx, &stale); err != nil {
-				t.Fatal(err)
+				tb.Fatal(err)
 			}
 			m.migrations[mig.ID] = &run{id: mig.ID, mig: mig}
 		case 1: // running here, not written yet
@@ -48,7 +123,7 @@ func TestMigrationPageMergesMemoryAndStore(t *testing.T) {
 		default: // history
 			mig.State = states[rng.IntN(len(states))]
 			if err := store.SaveMigration(ctx, &mig); err != nil {
-				t.Fatal(err)
+				tb.Fatal(err)
 			}
 		}
 		all = append(all, mig)
@@ -59,38 +134,7 @@ func TestMigrationPageMergesMemoryAndStore(t *testing.T) {
 		}
 		return all[i].ID < all[j].ID
 	})
-
-	for _, f := range []sim.MigrationFilter{{}, {State: sim.MigrationRunning}, {State: sim.MigrationCompleted}, {JobID: "job-1"}, {JobID: "job-2", State: sim.MigrationRunning}} {
-		var want []string
-		for _, mig := range all {
-			if (f.JobID == "" || mig.JobID == f.JobID) && (f.State == "" || mig.State == f.State) {
-				want = append(want, mig.ID+"/"+string(mig.State))
-			}
-		}
-		for _, limit := range []int{0, 1, 3, 7, 100} {
-			for offset := 0; offset <= len(want)+1; offset++ {
-				pf := f
-				pf.Limit, pf.Offset = limit, offset
-				p, err := m.MigrationPage(ctx, pf)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var got []string
-				for _, mig := range p.Items {
-					got = append(got, mig.ID+"/"+string(mig.State))
-				}
-				page := sim.PageOf(want, offset, limit)
-				if !slices.Equal(got, page.Items) || p.Total != len(want) {
-					t.Fatalf("MigrationPage(%+v) = %v of %d, want %v of %d", pf, got, p.Total, page.Items, len(want))
-				}
-			}
-		}
-	}
-	// Migrations, the whole list, agrees.
-	list, err := m.Migrations(ctx, sim.MigrationFilter{})
-	if err != nil || len(list) != len(all) {
-		t.Fatalf("Migrations = %d, %v; want %d", len(list), err, len(all))
-	}
+	return m, all
 }
 
 // TestInstancePageIsInstancesCut: InstancePage is Instances, on one node
