@@ -37,15 +37,27 @@ type Bus struct {
 	waiting, waitingBytes   atomic.Int64
 	TotalLimit              int
 	TotalBytes, StreamBytes int64
-	// lastID numbers the events published; recent keeps the newest
-	// RecentEvents of them, for a stream that resumes (StreamAfter).
-	lastID int64
-	recent []Event
+	// lastID numbers the events published; recent keeps the newest of
+	// them, for a stream that resumes (StreamAfter): at most RecentEvents,
+	// costing at most RecentBytes (eventCost, recentBytes), from ID
+	// recentFrom on. RecentBytes is 0 for DefaultRecentBytes.
+	lastID      int64
+	recent      []Event
+	recentFrom  int64
+	recentBytes int64
+	RecentBytes int64
 }
 
 // RecentEvents is how many of the newest events the bus keeps for a
-// subscriber that reconnects and resumes after the last one it read.
-const RecentEvents = 4096
+// subscriber that reconnects and resumes after the last one it read, and
+// DefaultRecentBytes what they may cost: events are of any size, so the
+// count alone does not bound the memory (4,096 events of 64 KiB would be
+// 256 MiB). A reader that fell behind further cannot resume, and is told
+// so.
+const (
+	RecentEvents       = 4096
+	DefaultRecentBytes = 8 << 20
+)
 
 // Subscription is one subscriber's stream.
 type Subscription struct {
@@ -79,12 +91,7 @@ func (b *Bus) Publish(ev Event) {
 	b.published++
 	b.lastID++
 	ev.ID = b.lastID
-	// A ring: event n is at (n-1) % RecentEvents.
-	if len(b.recent) < RecentEvents {
-		b.recent = append(b.recent, ev)
-	} else {
-		b.recent[(ev.ID-1)%RecentEvents] = ev
-	}
+	b.keepRecent(ev)
 	for s := range b.subs {
 		select {
 		case s.c <- ev:
@@ -129,6 +136,32 @@ func (b *Bus) Publish(ev Event) {
 		b.dropped++
 		delete(b.streams, worst)
 	}
+}
+
+// keepRecent puts ev in the ring of recent events (event n is at
+// (n-1) % RecentEvents), letting go of the oldest while the ring holds
+// more than RecentEvents or costs more than its bytes. The newest event is
+// kept whatever it costs.
+func (b *Bus) keepRecent(ev Event) {
+	if b.recentFrom == 0 {
+		b.recentFrom = ev.ID
+	}
+	if len(b.recent) < RecentEvents {
+		b.recent = append(b.recent, Event{})
+	}
+	limit := b.RecentBytes
+	if limit <= 0 {
+		limit = DefaultRecentBytes
+	}
+	cost := eventCost(ev)
+	for b.recentFrom < ev.ID && (ev.ID-b.recentFrom >= RecentEvents || b.recentBytes+cost > limit) {
+		slot := &b.recent[(b.recentFrom-1)%RecentEvents]
+		b.recentBytes -= eventCost(*slot)
+		*slot = Event{} // its data is free to go
+		b.recentFrom++
+	}
+	b.recent[(ev.ID-1)%RecentEvents] = ev
+	b.recentBytes += cost
 }
 
 // DefaultStreamsTotal is how many events all streams together may hold
@@ -241,8 +274,7 @@ func (b *Bus) StreamAfter(limit int, after int64) (s *Stream, resumed bool) {
 	if after <= 0 {
 		return s, true
 	}
-	oldest := b.lastID - int64(len(b.recent)) + 1
-	if after > b.lastID || after < oldest-1 {
+	if after > b.lastID || after < b.recentFrom-1 {
 		return s, false // from before what is kept, or from another run of normsim
 	}
 	for id := after + 1; id <= b.lastID; id++ {

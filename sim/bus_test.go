@@ -223,3 +223,36 @@ func TestStreamAfterResumes(t *testing.T) {
 		t.Fatalf("from the oldest kept: resumed %v, %d events", resumed, len(got))
 	}
 }
+
+// TestResumeRingIsBoundedInBytes (issue 34 item 10): the events kept for
+// a reader that resumes cost at most RecentBytes, whatever their size; a
+// reader behind what is kept is told it cannot resume, and one within it
+// gets every event since, in order.
+func TestResumeRingIsBoundedInBytes(t *testing.T) {
+	b := NewBus()
+	b.RecentBytes = 1 << 20
+	big := func() Event { return Event{Kind: EventMigrationEvent, Data: []byte(`"` + strings.Repeat("x", 64<<10) + `"`)} }
+	for range 100 { // 6.4 MiB of events into a 1 MiB ring
+		b.Publish(big())
+	}
+	if b.recentBytes > b.RecentBytes {
+		t.Fatalf("the ring costs %d bytes, bound %d", b.recentBytes, b.RecentBytes)
+	}
+	kept := b.lastID - b.recentFrom + 1
+	if kept < 10 || kept > 16 {
+		t.Fatalf("%d events kept of 64 KiB each in 1 MiB", kept)
+	}
+	if _, resumed := b.StreamAfter(100, b.recentFrom-2); resumed {
+		t.Fatal("a reader behind what is kept resumed")
+	}
+	s, resumed := b.StreamAfter(100, b.recentFrom-1)
+	got := s.Take(nil)
+	if !resumed || int64(len(got)) != kept || got[0].ID != b.recentFrom || got[len(got)-1].ID != b.lastID {
+		t.Fatalf("from the oldest kept: resumed %v, %d events of %d", resumed, len(got), kept)
+	}
+	// One event alone past the bound is kept: the newest is never lost.
+	b.Publish(Event{Kind: EventMigrationEvent, Data: []byte(`"` + strings.Repeat("y", 2<<20) + `"`)})
+	if b.recentFrom != b.lastID {
+		t.Fatalf("kept from %d to %d, want the huge newest alone", b.recentFrom, b.lastID)
+	}
+}
