@@ -231,7 +231,9 @@ func TestStreamAfterResumes(t *testing.T) {
 func TestResumeRingIsBoundedInBytes(t *testing.T) {
 	b := NewBus()
 	b.RecentBytes = 1 << 20
-	big := func() Event { return Event{Kind: EventMigrationEvent, Data: []byte(`"` + strings.Repeat("x", 64<<10) + `"`)} }
+	big := func() Event {
+		return Event{Kind: EventMigrationEvent, Data: []byte(`"` + strings.Repeat("x", 64<<10) + `"`)}
+	}
 	for range 100 { // 6.4 MiB of events into a 1 MiB ring
 		b.Publish(big())
 	}
