@@ -20,7 +20,6 @@ import (
 	"github.com/mattn/go-shellwords"
 
 	"github.com/normsim/normsim/sim"
-	"gopkg.in/yaml.v3"
 )
 
 // ExtensionKey is the compose service extension that says how to run a
@@ -175,13 +174,12 @@ func interpolationFailed(err error) bool {
 // schema and compose-go's canonical form, with interpolation skipped so
 // that placeholders such as ${PORT} are judged as text.
 func checkComposeStructure(dir string, content []byte) error {
-	// compose-go's YAML reader expands aliases without a bound: a few
-	// hundred bytes of nested aliases (a "billion laughs") would take
-	// gigabytes and minutes. What the aliases expand to is counted first,
-	// on the parsed tree and without expanding anything; only that
-	// refusal is normsim's, the rest of the judgement stays compose-go's.
-	if tooBig, err := aliasBomb(content); err == nil && tooBig {
-		return fmt.Errorf("its aliases expand to more than %d YAML nodes (a YAML alias bomb); refused before loading it", maxComposeNodes)
+	// compose-go expands aliases, and builds a path for every node, without
+	// a bound: what the file costs once expanded is judged first, on the
+	// parsed tree; only that refusal is normsim's, the rest of the
+	// judgement stays compose-go's.
+	if err := checkYAMLBounds(content); err != nil {
+		return fmt.Errorf("%w; refused before loading it", err)
 	}
 	details := types.ConfigDetails{
 		WorkingDir:  dir,
@@ -412,40 +410,4 @@ func dependencyOrder(p *types.Project) []string {
 		}
 	}
 	return out
-}
-
-// maxComposeNodes bounds what a compose file may expand to, aliases
-// followed: far more than any product's compose file holds (a few
-// hundred), far less than what takes a second or a gigabyte to expand.
-const maxComposeNodes = 100_000
-
-// aliasBomb reports whether content, its aliases expanded, holds more
-// than maxComposeNodes nodes. It counts on the parsed tree, each node's
-// expanded size once (memoised), so a bomb costs what its text does.
-func aliasBomb(content []byte) (bool, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(content, &doc); err != nil {
-		return false, err // compose-go says what is wrong with it
-	}
-	memo := map[*yaml.Node]int{}
-	var size func(n *yaml.Node) int
-	size = func(n *yaml.Node) int {
-		if n == nil {
-			return 0
-		}
-		if v, ok := memo[n]; ok {
-			return v
-		}
-		memo[n] = maxComposeNodes + 1 // an alias cycle is a bomb too
-		total := 1
-		if n.Kind == yaml.AliasNode {
-			total += size(n.Alias)
-		}
-		for _, c := range n.Content {
-			total = min(total+size(c), maxComposeNodes+1)
-		}
-		memo[n] = total
-		return total
-	}
-	return size(&doc) > maxComposeNodes, nil
 }

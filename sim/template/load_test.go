@@ -50,9 +50,15 @@ func TestBrokenTemplates(t *testing.T) {
 		"compose-unset-required-var":  {sim.EComposeInvalid, "compose.yml", "", "required variable NOT_A_PARAM is missing a value: declare it in parameters.yaml", nil},
 		"compose-x-normsim":           {sim.EComposeInvalid, "compose.yml", "", "services.app.x-normsim.cmd: unknown key; allowed: command, dir", nil},
 		"compose-x-normsim-command":   {sim.EComposeInvalid, "compose.yml", "", "services.app.x-normsim.command[1]: must be a string; got 1", nil},
-		"compose-alias-bomb":          {sim.EComposeInvalid, "compose.yml", "", "compose.yml: its aliases expand to more than 100000 YAML nodes (a YAML alias bomb)", nil},
-		"compose-alias-bomb-mild":     {sim.EComposeInvalid, "compose.yml", "", "compose.yml: its aliases expand to more than 100000 YAML nodes (a YAML alias bomb)", nil},
-		"compose-x-normsim-shell":     {sim.EComposeInvalid, "compose.yml", "", `services.app.x-normsim.command: "./job --rate 50 | tee job.log" has a shell operator at "| tee job.log"; the command runs as argv, not in a shell`, nil},
+		"compose-alias-bomb":          {sim.EComposeInvalid, "compose.yml", "", "compose.yml: expands to more than 8 MiB of text through YAML aliases", nil},
+		"compose-alias-bomb-mild":     {sim.EComposeInvalid, "compose.yml", "", "compose.yml: holds more than 100000 YAML nodes once its aliases (*name) are expanded; a template's YAML file may hold at most 100000: use fewer aliases or fewer entries; refused before loading it", nil},
+		// issue 34 item 1: what a template costs is bounded by bytes too,
+		// in every document of the file, and in parameters.yaml.
+		"compose-alias-bytes":           {sim.EComposeInvalid, "compose.yml", "", "compose.yml: expands to more than 8 MiB of text through YAML aliases (anchors &name, aliases *name); a template's YAML file may expand to at most 8 MiB, its size limit: use fewer aliases or alias shorter values; refused before loading it", nil},
+		"compose-alias-second-document": {sim.EComposeInvalid, "compose.yml", "", "compose.yml: expands to more than 8 MiB of text through YAML aliases", nil},
+		"compose-path-bomb":             {sim.EComposeInvalid, "compose.yml", "", "compose.yml: nests long keys too deep: the paths naming its values (services.app.environment.KEY and the like) add up to more than 8 MiB once its aliases (*name) are expanded; a template's YAML file may have at most 8 MiB of them: use shorter keys, nest less deeply, or alias less below long keys", nil},
+		"parameters-alias-bytes":        {sim.EParametersInvalid, "parameters.yaml", "", "parameters.yaml: expands to more than 8 MiB of text through YAML aliases", nil},
+		"compose-x-normsim-shell":       {sim.EComposeInvalid, "compose.yml", "", `services.app.x-normsim.command: "./job --rate 50 | tee job.log" has a shell operator at "| tee job.log"; the command runs as argv, not in a shell`, nil},
 		"order-all-files": {sim.EManifestInvalid, "manifest.json", "target", `got "swarm"`,
 			[]string{sim.EManifestInvalid, sim.EParametersInvalid, sim.EComposeInvalid}},
 	}
