@@ -88,11 +88,13 @@ func TestYAMLBounds(t *testing.T) {
 		"nine levels of nine (billion laughs)": {copies("lol", 9), "expands to more than 8 MiB of text through YAML aliases"},
 		"a 1 KB string copied 59,049 times":    {copies(strings.Repeat("z", 1024), 5), "expands to more than 8 MiB of text through YAML aliases"},
 		"a bomb in the second document":        {oneService + "---\n" + copies(strings.Repeat("z", 4096), 4), "expands to more than 8 MiB of text"},
-		"many nodes through aliases":           {copies("1", 6), "holds more than 100000 YAML nodes once its aliases (*name) are expanded"},
-		"many nodes written out":               {"x: [" + strings.Repeat("1,", maxYAMLNodes) + "1]\n", "holds more than 100000 YAML nodes; a template's YAML file may hold at most 100000"},
-		"long keys nested deep, written out":   {"x: " + nested(100, 1024, "1") + "\n", "the paths naming its values (services.app.environment.KEY and the like) add up to more than 8 MiB; a template"},
-		"long keys above aliased entries":      {copies("1", 4) + "x: " + nested(10, 1024, "*l4") + "\n", "add up to more than 8 MiB once its aliases (*name) are expanded"},
-		"not YAML: the loader says why":        {"a: [\n", ""},
+		"many nodes through aliases":           {copies("1", 6), "holds more than 10000 YAML nodes once its aliases (*name) are expanded"},
+		// A second of compose-go's time, where 100,000 was ten.
+		"11,000 nodes written out":           {"x: [" + strings.Repeat("1,", 11_000) + "1]\n", "holds more than 10000 YAML nodes"},
+		"many nodes written out":             {"x: [" + strings.Repeat("1,", maxYAMLNodes) + "1]\n", "holds more than 10000 YAML nodes; a template's YAML file may hold at most 10000"},
+		"long keys nested deep, written out": {"x: " + nested(100, 1024, "1") + "\n", "the paths naming its values (services.app.environment.KEY and the like) add up to more than 8 MiB; a template"},
+		"long keys above aliased entries":    {copies("1", 3) + "x: " + nested(12, 1024, "*l3") + "\n", "add up to more than 8 MiB once its aliases (*name) are expanded"},
+		"not YAML: the loader says why":      {"a: [\n", ""},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
