@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -34,7 +35,7 @@ func (m *Main) loadCatalogDirs() (*lazyCatalog, error) {
 	// then, and the first caller that needs the catalog waits (or starts
 	// it).
 	load := func() *template.Catalog {
-		c, err := template.LoadDirs(abs...)
+		c, err := template.LoadDirs(context.Background(), abs...)
 		if err != nil {
 			m.log.Error("load templates", "err", err)
 			c = template.NewCatalog()
@@ -51,8 +52,9 @@ func (m *Main) loadCatalogDirs() (*lazyCatalog, error) {
 // LoadCatalog loads, now, the catalog a simulator with opts would launch
 // from: the same directories, the same validation. It starts nothing else;
 // `normsim ci --check` judges scenarios against it. cleanup removes what
-// unpacking the embedded templates left.
-func LoadCatalog(opts Options) (cat sim.Catalog, cleanup func(), err error) {
+// unpacking the embedded templates left. When ctx ends first the error
+// is ctx's, wrapped.
+func LoadCatalog(ctx context.Context, opts Options) (cat sim.Catalog, cleanup func(), err error) {
 	abs, _, tmp, err := resolveTemplateDirs(opts)
 	cleanup = func() {
 		if tmp != "" {
@@ -63,7 +65,7 @@ func LoadCatalog(opts Options) (cat sim.Catalog, cleanup func(), err error) {
 		cleanup()
 		return nil, nil, err
 	}
-	c, err := template.LoadDirs(abs...)
+	c, err := template.LoadDirs(ctx, abs...)
 	if err != nil {
 		cleanup()
 		return nil, nil, fmt.Errorf("load templates: %w", err)

@@ -33,7 +33,9 @@ const composeFile = "compose.yml"
 // loadProject runs compose-go's loader over the compose file held in
 // memory, interpolating with env only (never the host's environment).
 // strict=false is for validation: env files are not read and paths are not
-// resolved, since neither need exist before launch.
+// resolved, since neither need exist before launch. compose-go looks at
+// ctx only for includes; the interpolation looks at it before each string,
+// so that a load can be stopped part way.
 func loadProject(ctx context.Context, dir string, content []byte, project string, env map[string]string, strict bool) (*types.Project, error) {
 	details := types.ConfigDetails{
 		WorkingDir:  dir,
@@ -45,6 +47,9 @@ func loadProject(ctx context.Context, dir string, content []byte, project string
 		// compose-go warns through logrus's global logger about every unset
 		// variable; an unset one interpolates to "" silently here.
 		o.Interpolate.Substitute = func(s string, m composetpl.Mapping) (string, error) {
+			if err := ctx.Err(); err != nil {
+				return "", err
+			}
 			return composetpl.SubstituteWithOptions(s, m, composetpl.WithoutLogging)
 		}
 		if !strict {
@@ -67,14 +72,17 @@ func loadProject(ctx context.Context, dir string, content []byte, project string
 // which could change between launches. The project is shared: callers
 // copy what they change (serviceSpec does).
 func (l *Loaded) launchProject(name string, env map[string]string) (*types.Project, error) {
+	// sim.Catalog's Launch takes no context; the YAML bounds keep a load
+	// to about a second at most.
+	ctx := context.Background()
 	if !l.projects.enabled {
-		return loadProject(context.Background(), l.Dir, l.compose, name, env, true)
+		return loadProject(ctx, l.Dir, l.compose, name, env, true)
 	}
 	key := envKey(env)
 	if p := l.projects.get(key); p != nil {
 		return p, nil
 	}
-	p, err := loadProject(context.Background(), l.Dir, l.compose, cachedProjectName, env, true)
+	p, err := loadProject(ctx, l.Dir, l.compose, cachedProjectName, env, true)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +181,7 @@ func interpolationFailed(err error) bool {
 // checkComposeStructure is the first validation pass: YAML, the compose
 // schema and compose-go's canonical form, with interpolation skipped so
 // that placeholders such as ${PORT} are judged as text.
-func checkComposeStructure(dir string, content []byte) error {
+func checkComposeStructure(ctx context.Context, dir string, content []byte) error {
 	// compose-go expands aliases, and builds a path for every node, without
 	// a bound: what the file costs once expanded is judged first, on the
 	// parsed tree; only that refusal is normsim's, the rest of the
@@ -186,7 +194,7 @@ func checkComposeStructure(dir string, content []byte) error {
 		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(dir, composeFile), Content: content}},
 		Environment: types.Mapping{},
 	}
-	dict, err := loader.LoadModelWithContext(context.Background(), details, func(o *loader.Options) {
+	dict, err := loader.LoadModelWithContext(ctx, details, func(o *loader.Options) {
 		o.SetProjectName("normsim-validate", true)
 		o.SkipInterpolation = true
 		o.SkipResolveEnvironment = true

@@ -224,7 +224,7 @@ services:
 	t.Run("LoadDirs lists archives", func(t *testing.T) {
 		p := writeTar(t, dir, "counter.tgz", "", true)
 		writeFiles(t, filepath.Dir(p), map[string]string{"notes.txt": "ignored"})
-		c, err := LoadDirs(filepath.Dir(p))
+		c, err := LoadDirs(t.Context(), filepath.Dir(p))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -285,7 +285,7 @@ func TestValidatePath(t *testing.T) {
 	writeFiles(t, filepath.Join(root, "good"), tpl(oneService, ""))
 	writeFiles(t, filepath.Join(root, "bad"), map[string]string{"manifest.json": manifestJSON("productName", "-", "target", `"x"`), "compose.yml": oneService})
 
-	results, err := ValidatePath(root)
+	results, err := ValidatePath(t.Context(), root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,29 +304,29 @@ func TestValidatePath(t *testing.T) {
 	}
 
 	for _, p := range []string{filepath.Join(root, "good"), filepath.Join(root, "good", "manifest.json")} {
-		results, err := ValidatePath(p)
+		results, err := ValidatePath(t.Context(), p)
 		if err != nil || len(results) != 1 || !results[0].Valid || results[0].Name != "good" {
 			t.Errorf("ValidatePath(%s) = %+v, %v", p, results, err)
 		}
 	}
 	tarPath := writeTar(t, filepath.Join(root, "bad"), "bad.tgz", "", true)
-	if results, err := ValidatePath(tarPath); err != nil || len(results) != 1 || results[0].Valid || results[0].Name != "bad" {
+	if results, err := ValidatePath(t.Context(), tarPath); err != nil || len(results) != 1 || results[0].Valid || results[0].Name != "bad" {
 		t.Errorf("ValidatePath(tar) = %+v, %v", results, err)
 	}
-	if _, err := ValidatePath(filepath.Join(root, "missing")); err == nil {
+	if _, err := ValidatePath(t.Context(), filepath.Join(root, "missing")); err == nil {
 		t.Error("a missing path must be an error")
 	}
 	// A README beside the templates is what templates/* also names.
 	writeFiles(t, root, map[string]string{"README.md": "# templates\n"})
-	if results, err := ValidatePath(filepath.Join(root, "README.md")); !errors.Is(err, ErrNotATemplate) || results != nil {
+	if results, err := ValidatePath(t.Context(), filepath.Join(root, "README.md")); !errors.Is(err, ErrNotATemplate) || results != nil {
 		t.Errorf("ValidatePath(README.md) = %+v, %v; want ErrNotATemplate", results, err)
 	}
-	if results, err := ValidatePath(root); err != nil || len(results) != 2 {
+	if results, err := ValidatePath(t.Context(), root); err != nil || len(results) != 2 {
 		t.Errorf("ValidatePath(dir with a README) = %+v, %v; want the two templates", results, err)
 	}
 	// A template dir missing its manifest is still one template.
 	writeFiles(t, filepath.Join(root, "nomanifest"), map[string]string{"compose.yml": oneService})
-	results, err = ValidatePath(filepath.Join(root, "nomanifest"))
+	results, err = ValidatePath(t.Context(), filepath.Join(root, "nomanifest"))
 	if err != nil || len(results) != 1 || results[0].Problems[0].Code != sim.EManifestMissing {
 		t.Errorf("nomanifest = %+v, %v", results, err)
 	}
