@@ -126,6 +126,9 @@ func TestValidatePathsStopsWhenCancelled(t *testing.T) {
 			if len(res) != 3 {
 				t.Fatalf("results: %+v", res)
 			}
+			if n-1 < len(paths)*strs {
+				t.Fatalf("ValidatePaths looked at its context %d times for %d templates of %d strings each", n-1, len(paths), strs)
+			}
 			return
 		}
 		if !errors.Is(err, context.Canceled) || res != nil {
