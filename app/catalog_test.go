@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,9 +16,10 @@ import (
 
 // heldCatalog is a catalog of two copies of templates/plain, "a-held"
 // (listed, and so loaded, first) and "plain", whose load of a-held waits
-// until release is closed, or its context ends. entered is closed when
-// that load has begun.
-func heldCatalog(t *testing.T) (lc *lazyCatalog, entered, release chan struct{}) {
+// until release is called, or its context ends. entered is closed when
+// that load has begun. The test's end releases it, so that a test that
+// fails for waiting on it ends.
+func heldCatalog(t *testing.T) (lc *lazyCatalog, entered chan struct{}, release func()) {
 	t.Helper()
 	dir := t.TempDir()
 	for _, name := range []string{"a-held", "plain"} {
@@ -25,12 +27,13 @@ func heldCatalog(t *testing.T) (lc *lazyCatalog, entered, release chan struct{})
 			t.Fatal(err)
 		}
 	}
-	entered, release = make(chan struct{}), make(chan struct{})
+	entered, held := make(chan struct{}), make(chan struct{})
+	release = sync.OnceFunc(func() { close(held) })
 	load := func(ctx context.Context, p string) (*template.Loaded, error) {
 		if filepath.Base(p) == "a-held" {
 			close(entered)
 			select {
-			case <-release:
+			case <-held:
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
@@ -38,7 +41,7 @@ func heldCatalog(t *testing.T) (lc *lazyCatalog, entered, release chan struct{})
 		return template.LoadContext(ctx, p)
 	}
 	lc = newLazyCatalog([]string{dir}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), load)
-	t.Cleanup(lc.close)
+	t.Cleanup(func() { release(); lc.close() })
 	return lc, entered, release
 }
 
@@ -83,7 +86,7 @@ func TestLaunchWaitsOnlyForItsTemplate(t *testing.T) {
 			t.Errorf("get of an unknown template: %v, want %s", err, sim.ENotFound)
 		}
 	})
-	close(release)
+	release()
 	if tm, err := lc.Get("a-held"); err != nil || !tm.Valid {
 		t.Fatalf("get a-held once loaded: %+v, %v", tm, err)
 	}
