@@ -714,6 +714,11 @@ func (m *Main) close() error {
 	if m.Conformance != nil {
 		fail("the conformance runs", m.Conformance.Close())
 	}
+	// A template load in progress stops now, so that nothing below waits
+	// for a launch that waits for it; close waits for it further down.
+	if lc, ok := m.Catalog.(*lazyCatalog); ok {
+		lc.cancel()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
 	defer cancel()
 	if m.httpSrv != nil {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -31,28 +32,21 @@ func (m *Main) loadCatalogDirs() (*lazyCatalog, error) {
 	// Validating templates (compose-go compiles its JSON schema on first
 	// use) is most of start-up and nothing /readyz waits for: Open queues
 	// it on its lane once ready, so it does not compete for the CPU before
-	// then, and the first caller that needs the catalog waits (or starts
-	// it).
-	load := func() *template.Catalog {
-		c, err := template.LoadDirs(abs...)
-		if err != nil {
-			m.log.Error("load templates", "err", err)
-			c = template.NewCatalog()
-		}
-		return c
+	// then, and the first caller that needs a template waits for it (or
+	// loads it).
+	watch := abs
+	if tmp != "" { // the embedded defaults do not change
+		watch = nil
 	}
-	lc := &lazyCatalog{done: make(chan struct{}), load: load, reload: load, log: m.log, dirs: abs}
-	if tmp == "" { // the embedded defaults do not change
-		lc.watchDirs = abs
-	}
-	return lc, nil
+	return newLazyCatalog(abs, watch, m.log, template.LoadContext), nil
 }
 
 // LoadCatalog loads, now, the catalog a simulator with opts would launch
 // from: the same directories, the same validation. It starts nothing else;
 // `normsim ci --check` judges scenarios against it. cleanup removes what
-// unpacking the embedded templates left.
-func LoadCatalog(opts Options) (cat sim.Catalog, cleanup func(), err error) {
+// unpacking the embedded templates left. When ctx ends first the error
+// is ctx's, wrapped.
+func LoadCatalog(ctx context.Context, opts Options) (cat sim.Catalog, cleanup func(), err error) {
 	abs, _, tmp, err := resolveTemplateDirs(opts)
 	cleanup = func() {
 		if tmp != "" {
@@ -63,7 +57,7 @@ func LoadCatalog(opts Options) (cat sim.Catalog, cleanup func(), err error) {
 		cleanup()
 		return nil, nil, err
 	}
-	c, err := template.LoadDirs(abs...)
+	c, err := template.LoadDirs(ctx, abs...)
 	if err != nil {
 		cleanup()
 		return nil, nil, fmt.Errorf("load templates: %w", err)
@@ -110,67 +104,170 @@ func resolveTemplateDirs(opts Options) (abs []string, note, tmp string, err erro
 	return abs, note, "", nil
 }
 
-// lazyCatalog is a sim.Catalog loaded in the background; every method
-// waits until it is loaded. Once loaded it watches its directories and
-// loads them again when a template changes on disk (reloadQuiet after the
-// last change): a fixed template launches without a restart, and a broken
-// edit is listed, and refused at launch, with its error. What runs keeps
-// what it was launched with.
+// lazyCatalog is a sim.Catalog loaded in the background. Its templates
+// are listed first, from the directories alone, and then loaded one by
+// one, each on its own: Get, CheckParams and Launch wait only for the
+// template they name (loading it themselves if the background has not
+// reached it), so a template that is slow to judge delays no other;
+// List waits for all of them. It watches its directories and loads them
+// again when a template changes on disk (reloadQuiet after the last
+// change): a fixed template launches without a restart, and a broken edit
+// is listed, and refused at launch, with its error. What runs keeps what
+// it was launched with. close stops a load in progress.
 type lazyCatalog struct {
-	once sync.Once
-	load func() *template.Catalog
-	done chan struct{}
-	cur  atomic.Pointer[template.Catalog]
+	ctx     context.Context // ends at close
+	cancel  context.CancelFunc
+	loadOne func(context.Context, string) (*template.Loaded, error)
+	dirs    []string
+	log     *slog.Logger
 
-	reload    func() *template.Catalog
-	log       *slog.Logger
-	dirs      []string
+	once       sync.Once
+	closeOnce  sync.Once
+	cur        atomic.Pointer[catalogLoad]
+	loaderDone chan struct{} // the background load and the watch's start are over
+
 	watchDirs []string // nil: nothing to watch
 	watcher   *fsnotify.Watcher
 	stopWatch chan struct{}
 	watchDone chan struct{}
 }
 
+// newLazyCatalog is the catalog of the templates below dirs, loaded with
+// loadOne, watching watchDirs. Nothing is read before it is first used.
+func newLazyCatalog(dirs, watchDirs []string, log *slog.Logger, loadOne func(context.Context, string) (*template.Loaded, error)) *lazyCatalog {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &lazyCatalog{ctx: ctx, cancel: cancel, loadOne: loadOne, dirs: dirs, log: log,
+		loaderDone: make(chan struct{}), watchDirs: watchDirs}
+}
+
+// catalogLoad is one load of the template directories: the templates, as
+// listed before any is loaded, and the catalog of all of them once each
+// is.
+type catalogLoad struct {
+	entries []*catalogEntry
+	byName  map[string]*catalogEntry // the first of each name, as NewCatalog keeps it
+	all     chan struct{}            // closed once cat is set
+	cat     *template.Catalog
+}
+
+// catalogEntry is one template of a catalogLoad, loaded once, by whoever
+// needs it first.
+type catalogEntry struct {
+	src  template.Source
+	once sync.Once
+	l    *template.Loaded
+	err  error // the load's context ended first
+}
+
+func (e *catalogEntry) load(ctx context.Context, loadOne func(context.Context, string) (*template.Loaded, error)) (*template.Loaded, error) {
+	e.once.Do(func() { e.l, e.err = loadOne(ctx, e.src.Path) })
+	return e.l, e.err
+}
+
+// list lists the templates of a new load, reading only the directories;
+// a directory that cannot be read is logged and leaves the catalog empty,
+// as a load of all of them would.
+func (l *lazyCatalog) list() *catalogLoad {
+	c := &catalogLoad{byName: map[string]*catalogEntry{}, all: make(chan struct{})}
+	srcs, err := template.Sources(l.dirs...)
+	if err != nil {
+		l.log.Error("load templates", "err", err)
+		srcs = nil
+	}
+	for _, src := range srcs {
+		e := &catalogEntry{src: src}
+		c.entries = append(c.entries, e)
+		if _, dup := c.byName[src.Name]; !dup {
+			c.byName[src.Name] = e
+		}
+	}
+	return c
+}
+
+// loadAll loads every template not loaded yet, in order, and then builds
+// the catalog of them all; when ctx ends first, of those loaded before.
+// It reports whether every template was loaded.
+func (c *catalogLoad) loadAll(ctx context.Context, loadOne func(context.Context, string) (*template.Loaded, error)) bool {
+	loaded := make([]*template.Loaded, 0, len(c.entries))
+	complete := true
+	for _, e := range c.entries {
+		tl, err := e.load(ctx, loadOne)
+		if err != nil {
+			complete = false
+			break
+		}
+		loaded = append(loaded, tl)
+	}
+	c.cat = template.NewCatalog(loaded...)
+	close(c.all)
+	return complete
+}
+
 // reloadQuiet is how long the directories must stay unchanged before they
 // are loaded again: an editor's save is several events in a burst.
 const reloadQuiet = 150 * time.Millisecond
 
-// start begins loading in the background, once, then watching.
+// start, once, lists the templates, watches them and begins loading them
+// in the background. The watch starts first: a Get may return before the
+// rest are loaded, and a change made after it must not be missed.
 func (l *lazyCatalog) start() {
 	l.once.Do(func() {
+		c := l.list()
+		l.cur.Store(c)
+		l.watch()
 		go func() {
-			l.cur.Store(l.load())
-			l.watch()
-			close(l.done)
+			defer close(l.loaderDone)
+			c.loadAll(l.ctx, l.loadOne)
 		}()
 	})
 }
 
-// close waits for a load in progress, or makes sure none starts, and
-// stops watching.
+// close stops a load in progress, or makes sure none starts, waits for
+// the background load, and stops watching. Closing again does nothing.
 func (l *lazyCatalog) close() {
+	l.closeOnce.Do(l.doClose)
+}
+
+func (l *lazyCatalog) doClose() {
+	l.cancel()
 	l.once.Do(func() {
-		l.cur.Store(template.NewCatalog())
-		close(l.done)
+		c := &catalogLoad{byName: map[string]*catalogEntry{}, all: make(chan struct{}), cat: template.NewCatalog()}
+		close(c.all)
+		l.cur.Store(c)
+		close(l.loaderDone)
 	})
-	<-l.done
+	<-l.loaderDone
 	if l.watcher != nil {
 		close(l.stopWatch)
 		<-l.watchDone
 	}
 }
 
-func (l *lazyCatalog) wait() *template.Catalog {
+// current is the load in use, started if it was not.
+func (l *lazyCatalog) current() *catalogLoad {
 	l.start()
-	<-l.done
 	return l.cur.Load()
+}
+
+// lookup waits for the template of that name, the first of that name,
+// and only for it.
+func (l *lazyCatalog) lookup(name string) (*template.Loaded, error) {
+	e := l.current().byName[name]
+	if e == nil {
+		return nil, sim.Errorf(sim.ENotFound, "template %q not found", name)
+	}
+	tl, err := e.load(l.ctx, l.loadOne)
+	if err != nil {
+		return nil, sim.Errorf(sim.EUnavailable, "template %q: not loaded, normsim is stopping", name)
+	}
+	return tl, nil
 }
 
 // watch starts watching the template directories and each template in
 // them; a directory that cannot be watched is logged, and its templates
 // are then read once.
 func (l *lazyCatalog) watch() {
-	if len(l.watchDirs) == 0 || l.reload == nil {
+	if len(l.watchDirs) == 0 {
 		return
 	}
 	w, err := fsnotify.NewWatcher()
@@ -230,9 +327,14 @@ func (l *lazyCatalog) watchLoop() {
 		case <-fire:
 			fire = nil
 			l.addWatches() // a template added since
-			next := l.reload()
+			// Loaded whole before it replaces the current load, so that a
+			// launch meanwhile uses the templates as they were.
+			next := l.list()
+			if !next.loadAll(l.ctx, l.loadOne) {
+				return // closing
+			}
 			prev := l.cur.Swap(next)
-			l.log.Info("templates changed on disk; loaded them again", "templates", len(next.List()), "changed", changedNames(prev, next))
+			l.log.Info("templates changed on disk; loaded them again", "templates", len(next.cat.List()), "changed", changedNames(prev.cat, next.cat))
 		}
 	}
 }
@@ -258,18 +360,36 @@ func changedNames(prev, next *template.Catalog) []string {
 	return out
 }
 
-// List waits for the catalog and lists it.
-func (l *lazyCatalog) List() []*sim.Template { return l.wait().List() }
-
-// Get waits for the catalog and returns one template.
-func (l *lazyCatalog) Get(name string) (*sim.Template, error) { return l.wait().Get(name) }
-
-// CheckParams waits for the catalog and judges launch params.
-func (l *lazyCatalog) CheckParams(name string, params map[string]string) error {
-	return l.wait().CheckParams(name, params)
+// List waits for every template and lists them.
+func (l *lazyCatalog) List() []*sim.Template {
+	c := l.current()
+	<-c.all
+	return c.cat.List()
 }
 
-// Launch waits for the catalog and applies the launch contract.
+// Get waits for the named template and returns it.
+func (l *lazyCatalog) Get(name string) (*sim.Template, error) {
+	tl, err := l.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return tl.Template, nil
+}
+
+// CheckParams waits for the named template and judges launch params.
+func (l *lazyCatalog) CheckParams(name string, params map[string]string) error {
+	tl, err := l.lookup(name)
+	if err != nil {
+		return err
+	}
+	return tl.CheckParams(params)
+}
+
+// Launch waits for the named template and applies the launch contract.
 func (l *lazyCatalog) Launch(name string, in sim.LaunchInput) (*sim.LaunchSpec, error) {
-	return l.wait().Launch(name, in)
+	tl, err := l.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return tl.Launch(in)
 }

@@ -227,6 +227,36 @@ func waitLine(t *testing.T, out *lockedBuffer, re *regexp.Regexp) string {
 	return ""
 }
 
+// TestValidateStopsAtSIGTERM (issue 34 item 1): `normsim validate` over
+// templates that take many seconds to judge together stops at SIGTERM,
+// exit 130, instead of judging the rest first.
+func TestValidateStopsAtSIGTERM(t *testing.T) {
+	c := buildChild(t)
+	dir := t.TempDir()
+	// Each holds nearly the 10,000 YAML nodes a template may: a few
+	// tenths of a second of compose-go's time, over ten seconds for all.
+	compose := "x-many: [" + strings.TrimSuffix(strings.Repeat("1,", 9_900), ",") + "]\nservices:\n  app:\n    image: busybox\n"
+	manifest := `{"productTemplateSchemaVersion": 1, "productName": "Big", "productVersion": "1", "generatedAt": "2025-01-01T00:00:00Z", "target": "docker-compose"}`
+	for i := range 40 {
+		tpl := filepath.Join(dir, "big"+strconv.Itoa(i))
+		if err := os.MkdirAll(tpl, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(tpl, "manifest.json"), []byte(manifest), 0o644)
+		os.WriteFile(filepath.Join(tpl, "compose.yml"), []byte(compose), 0o644)
+	}
+	cmd, exited, out := c.start(t, "validate", dir)
+	time.Sleep(time.Second) // well into the templates, well before their end
+	took := signalAndTime(t, cmd, exited, syscall.SIGTERM)
+	t.Logf("exited %s after SIGTERM", took.Round(time.Millisecond))
+	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(out.String(), "validate: interrupted") {
+		t.Fatalf("exit %d after SIGTERM, want 130 saying it was interrupted:\n%s", code, out)
+	}
+	if took > 5*time.Second {
+		t.Fatalf("validate took %s to stop after SIGTERM", took)
+	}
+}
+
 // TestSecondInterruptQuitsAtOnce: the first Ctrl-C starts a graceful stop
 // that waits for a job ignoring SIGTERM; the second one kills it and
 // quits, saying so, and leaves none of the job's processes.

@@ -137,7 +137,10 @@ wrong, and nothing ran.`,
 				// The checks a run makes before it starts, against the
 				// templates it would load, so --check never passes a file
 				// the run rejects; only nothing is started.
-				cat, cleanup, err := app.LoadCatalog(opts)
+				cat, cleanup, err := app.LoadCatalog(cmd.Context(), opts)
+				if cmd.Context().Err() != nil {
+					return &ExitError{Code: ciExitFailed, Err: errors.New("ci: interrupted")}
+				}
 				if err != nil {
 					return usageErr("ci: %v", err)
 				}

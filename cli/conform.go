@@ -143,7 +143,10 @@ func runConform(cmd *cobra.Command, env Env, template string, fl *conformFlags) 
 
 	// The template is checked, and the matrix drawn, before anything
 	// starts: a wrong name or a bad param is exit 2 with nothing run.
-	cat, cleanup, err := app.LoadCatalog(opts)
+	cat, cleanup, err := app.LoadCatalog(cmd.Context(), opts)
+	if cmd.Context().Err() != nil {
+		return &ExitError{Code: conformExitFailed, Err: errors.New("conform: interrupted")}
+	}
 	if err != nil {
 		return usageErr("conform: %v", err)
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -21,7 +22,8 @@ COMPOSE_INVALID) and the field path. Other files (a README.md that a glob
 such as templates/* picks up) are skipped with a note on stderr.
 
 Exit status: 0 when every template is valid, 1 when one is not, 2 for a
-usage error (including a path that does not exist).`,
+usage error (including a path that does not exist), 130 when interrupted
+(Ctrl-C) before every template was checked.`,
 		Example: `  normsim validate templates/*
   normsim validate --json my-product.tar.gz`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -33,7 +35,10 @@ usage error (including a path that does not exist).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Together, as a sim loads its template directories: a name
 			// two paths share is a CONFLICT here as it is there.
-			all, skipped, err := template.ValidatePaths(args)
+			all, skipped, err := template.ValidatePaths(cmd.Context(), args)
+			if cmd.Context().Err() != nil {
+				return &ExitError{Code: 130, Err: errors.New("validate: interrupted before every template was checked")}
+			}
 			if err != nil {
 				return usageErr("%v", err)
 			}

@@ -291,7 +291,7 @@ func (r *fakeRuntime) awake(id string) <-chan struct{} {
 // of what each cost; production shares one catalog among all launches
 // too.
 var repoTemplates = sync.OnceValues(func() (*template.Catalog, error) {
-	return template.LoadDirs(filepath.Join("..", "..", "templates"))
+	return template.LoadDirs(context.Background(), filepath.Join("..", "..", "templates"))
 })
 
 // sharedCatalog is repoTemplates, failing the test if they do not load.

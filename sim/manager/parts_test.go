@@ -36,7 +36,7 @@ func newExternalManager(tb testing.TB, store sim.Store) *Manager {
 // RepoCatalog is the repository's templates (../../templates).
 func RepoCatalog(tb testing.TB) *template.Catalog {
 	tb.Helper()
-	catalog, err := template.LoadDirs(filepath.Join("..", "..", "templates"))
+	catalog, err := template.LoadDirs(tb.Context(), filepath.Join("..", "..", "templates"))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package template
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,20 +46,46 @@ func NewCatalog(loaded ...*Loaded) *Catalog {
 // manifest.json or compose.yml is itself a template; otherwise each of its
 // subdirectories and .tar / .tar.gz / .tgz files is one (names starting
 // with "." are skipped, other files ignored). A broken template is listed
-// with its problems and never stops the others; the error is only for a dir
-// that cannot be read.
-func LoadDirs(dirs ...string) (*Catalog, error) {
-	var loaded []*Loaded
+// with its problems and never stops the others; the error is for a dir
+// that cannot be read, or ctx's when it ends first.
+func LoadDirs(ctx context.Context, dirs ...string) (*Catalog, error) {
+	srcs, err := Sources(dirs...)
+	if err != nil {
+		return nil, err
+	}
+	loaded := make([]*Loaded, 0, len(srcs))
+	for _, src := range srcs {
+		l, err := LoadContext(ctx, src.Path)
+		if err != nil {
+			return nil, err
+		}
+		loaded = append(loaded, l)
+	}
+	return NewCatalog(loaded...), nil
+}
+
+// Source is a template LoadDirs would load, named as Load will name it,
+// so that a catalog can be told which template is which without loading
+// any of them.
+type Source struct {
+	Name string
+	Path string
+}
+
+// Sources lists the templates below each dir in LoadDirs' order, reading
+// only the directories. NewCatalog keeps a name for the first of them.
+func Sources(dirs ...string) ([]Source, error) {
+	var out []Source
 	for _, dir := range dirs {
 		paths, err := templatePaths(dir)
 		if err != nil {
 			return nil, err
 		}
 		for _, p := range paths {
-			loaded = append(loaded, Load(p))
+			out = append(out, Source{Name: nameOf(p), Path: p})
 		}
 	}
-	return NewCatalog(loaded...), nil
+	return out, nil
 }
 
 // templatePaths lists the templates below dir.

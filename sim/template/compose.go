@@ -20,7 +20,6 @@ import (
 	"github.com/mattn/go-shellwords"
 
 	"github.com/normsim/normsim/sim"
-	"gopkg.in/yaml.v3"
 )
 
 // ExtensionKey is the compose service extension that says how to run a
@@ -34,7 +33,9 @@ const composeFile = "compose.yml"
 // loadProject runs compose-go's loader over the compose file held in
 // memory, interpolating with env only (never the host's environment).
 // strict=false is for validation: env files are not read and paths are not
-// resolved, since neither need exist before launch.
+// resolved, since neither need exist before launch. compose-go looks at
+// ctx only for includes; the interpolation looks at it before each string,
+// so that a load can be stopped part way.
 func loadProject(ctx context.Context, dir string, content []byte, project string, env map[string]string, strict bool) (*types.Project, error) {
 	details := types.ConfigDetails{
 		WorkingDir:  dir,
@@ -46,6 +47,9 @@ func loadProject(ctx context.Context, dir string, content []byte, project string
 		// compose-go warns through logrus's global logger about every unset
 		// variable; an unset one interpolates to "" silently here.
 		o.Interpolate.Substitute = func(s string, m composetpl.Mapping) (string, error) {
+			if err := ctx.Err(); err != nil {
+				return "", err
+			}
 			return composetpl.SubstituteWithOptions(s, m, composetpl.WithoutLogging)
 		}
 		if !strict {
@@ -68,14 +72,17 @@ func loadProject(ctx context.Context, dir string, content []byte, project string
 // which could change between launches. The project is shared: callers
 // copy what they change (serviceSpec does).
 func (l *Loaded) launchProject(name string, env map[string]string) (*types.Project, error) {
+	// sim.Catalog's Launch takes no context; the YAML bounds keep a load
+	// to about a second at most.
+	ctx := context.Background()
 	if !l.projects.enabled {
-		return loadProject(context.Background(), l.Dir, l.compose, name, env, true)
+		return loadProject(ctx, l.Dir, l.compose, name, env, true)
 	}
 	key := envKey(env)
 	if p := l.projects.get(key); p != nil {
 		return p, nil
 	}
-	p, err := loadProject(context.Background(), l.Dir, l.compose, cachedProjectName, env, true)
+	p, err := loadProject(ctx, l.Dir, l.compose, cachedProjectName, env, true)
 	if err != nil {
 		return nil, err
 	}
@@ -174,21 +181,20 @@ func interpolationFailed(err error) bool {
 // checkComposeStructure is the first validation pass: YAML, the compose
 // schema and compose-go's canonical form, with interpolation skipped so
 // that placeholders such as ${PORT} are judged as text.
-func checkComposeStructure(dir string, content []byte) error {
-	// compose-go's YAML reader expands aliases without a bound: a few
-	// hundred bytes of nested aliases (a "billion laughs") would take
-	// gigabytes and minutes. What the aliases expand to is counted first,
-	// on the parsed tree and without expanding anything; only that
-	// refusal is normsim's, the rest of the judgement stays compose-go's.
-	if tooBig, err := aliasBomb(content); err == nil && tooBig {
-		return fmt.Errorf("its aliases expand to more than %d YAML nodes (a YAML alias bomb); refused before loading it", maxComposeNodes)
+func checkComposeStructure(ctx context.Context, dir string, content []byte) error {
+	// compose-go expands aliases, and builds a path for every node, without
+	// a bound: what the file costs once expanded is judged first, on the
+	// parsed tree; only that refusal is normsim's, the rest of the
+	// judgement stays compose-go's.
+	if err := checkYAMLBounds(content); err != nil {
+		return fmt.Errorf("%w; refused before loading it", err)
 	}
 	details := types.ConfigDetails{
 		WorkingDir:  dir,
 		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(dir, composeFile), Content: content}},
 		Environment: types.Mapping{},
 	}
-	dict, err := loader.LoadModelWithContext(context.Background(), details, func(o *loader.Options) {
+	dict, err := loader.LoadModelWithContext(ctx, details, func(o *loader.Options) {
 		o.SetProjectName("normsim-validate", true)
 		o.SkipInterpolation = true
 		o.SkipResolveEnvironment = true
@@ -412,40 +418,4 @@ func dependencyOrder(p *types.Project) []string {
 		}
 	}
 	return out
-}
-
-// maxComposeNodes bounds what a compose file may expand to, aliases
-// followed: far more than any product's compose file holds (a few
-// hundred), far less than what takes a second or a gigabyte to expand.
-const maxComposeNodes = 100_000
-
-// aliasBomb reports whether content, its aliases expanded, holds more
-// than maxComposeNodes nodes. It counts on the parsed tree, each node's
-// expanded size once (memoised), so a bomb costs what its text does.
-func aliasBomb(content []byte) (bool, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(content, &doc); err != nil {
-		return false, err // compose-go says what is wrong with it
-	}
-	memo := map[*yaml.Node]int{}
-	var size func(n *yaml.Node) int
-	size = func(n *yaml.Node) int {
-		if n == nil {
-			return 0
-		}
-		if v, ok := memo[n]; ok {
-			return v
-		}
-		memo[n] = maxComposeNodes + 1 // an alias cycle is a bomb too
-		total := 1
-		if n.Kind == yaml.AliasNode {
-			total += size(n.Alias)
-		}
-		for _, c := range n.Content {
-			total = min(total+size(c), maxComposeNodes+1)
-		}
-		memo[n] = total
-		return total
-	}
-	return size(&doc) > maxComposeNodes, nil
 }

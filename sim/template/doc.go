@@ -7,6 +7,13 @@
 // COMPOSE_INVALID) and records every problem it finds instead of returning an
 // error, so a broken template is listed, never silently dropped. LoadDirs
 // builds a Catalog, normsim's sim.Catalog, from directories of templates.
+// LoadContext, LoadDirs and ValidatePath(s) stop when their context ends.
+//
+// Before a YAML file reaches a loader, what it costs with its aliases
+// expanded is bounded (nodes, text, and the paths compose-go builds; see
+// yamlbounds.go and docs/contract.md, "Template size bounds"): a few
+// kilobytes of aliases or nested long keys would otherwise cost compose-go
+// gigabytes and minutes.
 //
 // The manifest and parameters.yaml are judged the way the reference zod
 // schemas judge them: keys are case-sensitive, unknown keys are dropped at

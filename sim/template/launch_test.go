@@ -950,7 +950,7 @@ func TestCatalog(t *testing.T) {
 		writeFiles(t, filepath.Join(root, name), files)
 	}
 	writeFiles(t, root, map[string]string{"README.md": "not a template", ".hidden/manifest.json": "{"})
-	c, err := LoadDirs(root)
+	c, err := LoadDirs(t.Context(), root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -981,11 +981,11 @@ func TestCatalog(t *testing.T) {
 		t.Errorf("Launch a-good = %+v, %v", spec, err)
 	}
 
-	if _, err := LoadDirs(filepath.Join(root, "missing")); err == nil {
+	if _, err := LoadDirs(t.Context(), filepath.Join(root, "missing")); err == nil {
 		t.Error("LoadDirs of a missing dir must fail")
 	}
 	// A dir that is itself a template.
-	c, err = LoadDirs(filepath.Join(root, "a-good"))
+	c, err = LoadDirs(t.Context(), filepath.Join(root, "a-good"))
 	if err != nil || len(c.List()) != 1 || c.List()[0].Name != "a-good" {
 		t.Errorf("LoadDirs(template dir) = %v, %v", c.List(), err)
 	}
@@ -995,7 +995,7 @@ func TestCatalogDuplicateNames(t *testing.T) {
 	first, second := t.TempDir(), t.TempDir()
 	writeFiles(t, filepath.Join(first, "dup"), tpl(oneService, ""))
 	writeFiles(t, filepath.Join(second, "dup"), tpl(oneService, "", "migration", `{"strategy": "overlap"}`))
-	c, err := LoadDirs(first, second)
+	c, err := LoadDirs(t.Context(), first, second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1012,7 +1012,7 @@ func TestCatalogDuplicateNames(t *testing.T) {
 }
 
 func TestShippedTemplates(t *testing.T) {
-	c, err := LoadDirs("../../templates")
+	c, err := LoadDirs(t.Context(), "../../templates")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1046,7 +1046,7 @@ func TestShippedTemplates(t *testing.T) {
 }
 
 func TestLaunchConcurrent(t *testing.T) {
-	c, err := LoadDirs("../../templates")
+	c, err := LoadDirs(t.Context(), "../../templates")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,9 +50,15 @@ func TestBrokenTemplates(t *testing.T) {
 		"compose-unset-required-var":  {sim.EComposeInvalid, "compose.yml", "", "required variable NOT_A_PARAM is missing a value: declare it in parameters.yaml", nil},
 		"compose-x-normsim":           {sim.EComposeInvalid, "compose.yml", "", "services.app.x-normsim.cmd: unknown key; allowed: command, dir", nil},
 		"compose-x-normsim-command":   {sim.EComposeInvalid, "compose.yml", "", "services.app.x-normsim.command[1]: must be a string; got 1", nil},
-		"compose-alias-bomb":          {sim.EComposeInvalid, "compose.yml", "", "compose.yml: its aliases expand to more than 100000 YAML nodes (a YAML alias bomb)", nil},
-		"compose-alias-bomb-mild":     {sim.EComposeInvalid, "compose.yml", "", "compose.yml: its aliases expand to more than 100000 YAML nodes (a YAML alias bomb)", nil},
-		"compose-x-normsim-shell":     {sim.EComposeInvalid, "compose.yml", "", `services.app.x-normsim.command: "./job --rate 50 | tee job.log" has a shell operator at "| tee job.log"; the command runs as argv, not in a shell`, nil},
+		"compose-alias-bomb":          {sim.EComposeInvalid, "compose.yml", "", "compose.yml: expands to more than 8 MiB of text through YAML aliases", nil},
+		"compose-alias-bomb-mild":     {sim.EComposeInvalid, "compose.yml", "", "compose.yml: holds more than 10000 YAML nodes once its aliases (*name) are expanded; a template's YAML file may hold at most 10000: use fewer aliases or fewer entries; refused before loading it", nil},
+		// issue 34 item 1: what a template costs is bounded by bytes too,
+		// in every document of the file, and in parameters.yaml.
+		"compose-alias-bytes":           {sim.EComposeInvalid, "compose.yml", "", "compose.yml: expands to more than 8 MiB of text through YAML aliases (anchors &name, aliases *name); a template's YAML file may expand to at most 8 MiB, its size limit: use fewer aliases or alias shorter values; refused before loading it", nil},
+		"compose-alias-second-document": {sim.EComposeInvalid, "compose.yml", "", "compose.yml: expands to more than 8 MiB of text through YAML aliases", nil},
+		"compose-path-bomb":             {sim.EComposeInvalid, "compose.yml", "", "compose.yml: nests long keys too deep: the paths naming its values (services.app.environment.KEY and the like) add up to more than 8 MiB once its aliases (*name) are expanded; a template's YAML file may have at most 8 MiB of them: use shorter keys, nest less deeply, or alias less below long keys", nil},
+		"parameters-alias-bytes":        {sim.EParametersInvalid, "parameters.yaml", "", "parameters.yaml: expands to more than 8 MiB of text through YAML aliases", nil},
+		"compose-x-normsim-shell":       {sim.EComposeInvalid, "compose.yml", "", `services.app.x-normsim.command: "./job --rate 50 | tee job.log" has a shell operator at "| tee job.log"; the command runs as argv, not in a shell`, nil},
 		"order-all-files": {sim.EManifestInvalid, "manifest.json", "target", `got "swarm"`,
 			[]string{sim.EManifestInvalid, sim.EParametersInvalid, sim.EComposeInvalid}},
 	}
@@ -218,7 +224,7 @@ services:
 	t.Run("LoadDirs lists archives", func(t *testing.T) {
 		p := writeTar(t, dir, "counter.tgz", "", true)
 		writeFiles(t, filepath.Dir(p), map[string]string{"notes.txt": "ignored"})
-		c, err := LoadDirs(filepath.Dir(p))
+		c, err := LoadDirs(t.Context(), filepath.Dir(p))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -279,7 +285,7 @@ func TestValidatePath(t *testing.T) {
 	writeFiles(t, filepath.Join(root, "good"), tpl(oneService, ""))
 	writeFiles(t, filepath.Join(root, "bad"), map[string]string{"manifest.json": manifestJSON("productName", "-", "target", `"x"`), "compose.yml": oneService})
 
-	results, err := ValidatePath(root)
+	results, err := ValidatePath(t.Context(), root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,29 +304,29 @@ func TestValidatePath(t *testing.T) {
 	}
 
 	for _, p := range []string{filepath.Join(root, "good"), filepath.Join(root, "good", "manifest.json")} {
-		results, err := ValidatePath(p)
+		results, err := ValidatePath(t.Context(), p)
 		if err != nil || len(results) != 1 || !results[0].Valid || results[0].Name != "good" {
 			t.Errorf("ValidatePath(%s) = %+v, %v", p, results, err)
 		}
 	}
 	tarPath := writeTar(t, filepath.Join(root, "bad"), "bad.tgz", "", true)
-	if results, err := ValidatePath(tarPath); err != nil || len(results) != 1 || results[0].Valid || results[0].Name != "bad" {
+	if results, err := ValidatePath(t.Context(), tarPath); err != nil || len(results) != 1 || results[0].Valid || results[0].Name != "bad" {
 		t.Errorf("ValidatePath(tar) = %+v, %v", results, err)
 	}
-	if _, err := ValidatePath(filepath.Join(root, "missing")); err == nil {
+	if _, err := ValidatePath(t.Context(), filepath.Join(root, "missing")); err == nil {
 		t.Error("a missing path must be an error")
 	}
 	// A README beside the templates is what templates/* also names.
 	writeFiles(t, root, map[string]string{"README.md": "# templates\n"})
-	if results, err := ValidatePath(filepath.Join(root, "README.md")); !errors.Is(err, ErrNotATemplate) || results != nil {
+	if results, err := ValidatePath(t.Context(), filepath.Join(root, "README.md")); !errors.Is(err, ErrNotATemplate) || results != nil {
 		t.Errorf("ValidatePath(README.md) = %+v, %v; want ErrNotATemplate", results, err)
 	}
-	if results, err := ValidatePath(root); err != nil || len(results) != 2 {
+	if results, err := ValidatePath(t.Context(), root); err != nil || len(results) != 2 {
 		t.Errorf("ValidatePath(dir with a README) = %+v, %v; want the two templates", results, err)
 	}
 	// A template dir missing its manifest is still one template.
 	writeFiles(t, filepath.Join(root, "nomanifest"), map[string]string{"compose.yml": oneService})
-	results, err = ValidatePath(filepath.Join(root, "nomanifest"))
+	results, err = ValidatePath(t.Context(), filepath.Join(root, "nomanifest"))
 	if err != nil || len(results) != 1 || results[0].Problems[0].Code != sim.EManifestMissing {
 		t.Errorf("nomanifest = %+v, %v", results, err)
 	}

@@ -26,6 +26,12 @@ const ReservedPrefix = "NORSK_"
 // lists no parameters.
 func ValidateParameters(data []byte) ([]sim.Parameter, []Problem) {
 	c := &checker{code: sim.EParametersInvalid, file: "parameters.yaml"}
+	// yaml.v3 refuses the worst alias bombs itself, with a message that
+	// names no bound; the same bounds as compose.yml's apply, and say so.
+	if err := checkYAMLBounds(data); err != nil {
+		c.failf("", "%v", err)
+		return nil, c.problems
+	}
 	raw, err := decodeYAML(data)
 	if err != nil {
 		c.failf("", "not valid YAML: %v", err)

@@ -144,7 +144,7 @@ services:
     image: busybox
     container_name: fixed
 `, ""))
-	res, err := ValidatePath(dir)
+	res, err := ValidatePath(t.Context(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,12 +97,23 @@ func tarBase(name string) (string, bool) {
 	return name, false
 }
 
-// Load loads and validates one template: a directory, a .tar / .tar.gz /
-// .tgz archive, or a bare manifest.json (then only the manifest is judged,
-// and the result cannot be launched). It never returns nil; what is wrong is
-// recorded on the result. The template is named after the directory, the
-// archive without its extension, or the bare manifest's directory.
+// Load is LoadContext without a deadline: it always returns the template.
 func Load(p string) *Loaded {
+	l, _ := LoadContext(context.Background(), p)
+	return l
+}
+
+// LoadContext loads and validates one template: a directory, a .tar /
+// .tar.gz / .tgz archive, or a bare manifest.json (then only the manifest is
+// judged, and the result cannot be launched). What is wrong with the
+// template is recorded on the result; the error is only ctx's, when it
+// ends before the template is judged, and then there is no result. The
+// template is named after the directory, the archive without its
+// extension, or the bare manifest's directory.
+func LoadContext(ctx context.Context, p string) (*Loaded, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	abs, err := filepath.Abs(p)
 	if err != nil {
 		abs = filepath.Clean(p)
@@ -138,10 +149,30 @@ func Load(p string) *Loaded {
 		}
 	}
 	if !files.broken {
-		l.validate(files)
+		if err := l.validate(ctx, files); err != nil {
+			return nil, err
+		}
 	}
 	l.finish()
-	return l
+	return l, nil
+}
+
+// nameOf is the name LoadContext gives the template at p (see there).
+func nameOf(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		abs = filepath.Clean(p)
+	}
+	st, err := os.Stat(abs)
+	switch {
+	case err != nil || st.IsDir():
+		return filepath.Base(abs)
+	default:
+		if base, isTar := tarBase(filepath.Base(abs)); isTar {
+			return base
+		}
+		return filepath.Base(filepath.Dir(abs))
+	}
 }
 
 func (l *Loaded) add(p ...Problem) { l.Problems = append(l.Problems, p...) }
@@ -256,8 +287,9 @@ func readTar(l *Loaded, p string, files *rootFiles) {
 }
 
 // validate judges the root files in the contract's order, collecting every
-// problem.
-func (l *Loaded) validate(files rootFiles) {
+// problem. It stops with ctx's error when ctx ends: before each pass over
+// compose.yml, and within the second at each string it interpolates.
+func (l *Loaded) validate(ctx context.Context, files rootFiles) error {
 	if data, ok := files.data[manifestFile]; files.failed[manifestFile] {
 		// reported when reading
 	} else if !ok {
@@ -269,7 +301,7 @@ func (l *Loaded) validate(files rootFiles) {
 		l.add(probs...)
 	}
 	if l.manifestOnly {
-		return
+		return nil
 	}
 
 	l.params = []sim.Parameter{}
@@ -288,30 +320,43 @@ func (l *Loaded) validate(files rootFiles) {
 
 	data, ok := files.data[composeFile]
 	if files.failed[composeFile] {
-		return
+		return nil
 	}
 	if !ok {
 		l.add(Problem{Code: sim.EComposeInvalid, File: composeFile, Message: composeFile + ": missing at the template root"})
-		return
+		return nil
 	}
 	l.compose = data
 	l.projects.enabled = cacheable(data)
-	if err := checkComposeStructure(l.Dir, data); err != nil {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkComposeStructure(ctx, l.Dir, data); err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr // compose-go stopped for ctx, or finished after it ended
+		}
 		l.add(composeProblem(err))
-		return
+		return nil
 	}
 	// The second pass needs the params and allocated ports to stand in for
 	// the operator's values; without them it would only repeat the
 	// manifest's or parameters' problems as compose ones.
 	if l.Manifest == nil || !paramsOK {
-		return
+		return nil
 	}
-	services, err := l.checkComposeLoad()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	services, err := l.checkComposeLoad(ctx)
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
 	if err != nil {
 		l.add(composeProblem(err))
-		return
+		return nil
 	}
 	l.Template.Services = services
+	return nil
 }
 
 func composeProblem(err error) Problem {
@@ -322,7 +367,7 @@ func composeProblem(err error) Problem {
 // compose-go's project, interpolated with stand-in values (each param's
 // default or a value of its type, each allocated port's preferred number),
 // then every service through the launch contract's conversion.
-func (l *Loaded) checkComposeLoad() ([]string, error) {
+func (l *Loaded) checkComposeLoad(ctx context.Context) ([]string, error) {
 	env := map[string]string{}
 	for _, p := range l.params {
 		env[p.Name] = sampleValue(p)
@@ -330,7 +375,7 @@ func (l *Loaded) checkComposeLoad() ([]string, error) {
 	for _, d := range l.Manifest.AllocatedPorts {
 		env[d.Param] = strconv.Itoa(d.Preferred)
 	}
-	p, err := loadProject(context.Background(), l.Dir, l.compose, "normsim-validate", env, false)
+	p, err := loadProject(ctx, l.Dir, l.compose, "normsim-validate", env, false)
 	if err != nil {
 		return nil, err
 	}

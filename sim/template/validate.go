@@ -1,6 +1,7 @@
 package template
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -30,11 +31,11 @@ type Result struct {
 // holds manifest.json or compose.yml), a directory of templates, a template
 // archive, or a bare manifest.json (only the manifest is judged). It returns
 // one Result per template found, sorted by name; the error is only for a path
-// that cannot be read, or ErrNotATemplate (wrapped) for a file that is
-// none of these. A directory of templates reports name clashes as LoadDirs
-// does.
-func ValidatePath(path string) ([]Result, error) {
-	loaded, err := loadPath(path)
+// that cannot be read, ErrNotATemplate (wrapped) for a file that is
+// none of these, or ctx's when it ends first. A directory of templates
+// reports name clashes as LoadDirs does.
+func ValidatePath(ctx context.Context, path string) ([]Result, error) {
+	loaded, err := loadPath(ctx, path)
 	if err != nil {
 		return nil, err
 	}
@@ -45,8 +46,9 @@ func ValidatePath(path string) ([]Result, error) {
 // template directories: a name that two of them share is a CONFLICT, the
 // first path's template keeping it. A path named twice is judged once. A
 // file that is no template is left out and returned in skipped; the
-// error is only for a path that cannot be read.
-func ValidatePaths(paths []string) (res []Result, skipped []string, err error) {
+// error is only for a path that cannot be read, or ctx's when it ends
+// before every template is judged.
+func ValidatePaths(ctx context.Context, paths []string) (res []Result, skipped []string, err error) {
 	var loaded []*Loaded
 	seen := map[string]bool{}
 	for _, p := range paths {
@@ -58,7 +60,7 @@ func ValidatePaths(paths []string) (res []Result, skipped []string, err error) {
 			continue
 		}
 		seen[key] = true
-		l, err := loadPath(p)
+		l, err := loadPath(ctx, p)
 		if errors.Is(err, ErrNotATemplate) {
 			skipped = append(skipped, p)
 			continue
@@ -72,7 +74,7 @@ func ValidatePaths(paths []string) (res []Result, skipped []string, err error) {
 }
 
 // loadPath loads each template path names (see ValidatePath).
-func loadPath(path string) ([]*Loaded, error) {
+func loadPath(ctx context.Context, path string) ([]*Loaded, error) {
 	st, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("validate: %s does not exist; give a template directory, a directory of templates, a .tar or .tar.gz template, or a manifest.json: %w", path, err)
@@ -85,7 +87,11 @@ func loadPath(path string) ([]*Loaded, error) {
 		if !isTar && !strings.EqualFold(filepath.Ext(path), ".json") {
 			return nil, fmt.Errorf("validate %s: %w", path, ErrNotATemplate)
 		}
-		return []*Loaded{Load(path)}, nil
+		l, err := LoadContext(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		return []*Loaded{l}, nil
 	}
 	paths, err := templatePaths(path)
 	if err != nil {
@@ -93,7 +99,11 @@ func loadPath(path string) ([]*Loaded, error) {
 	}
 	loaded := make([]*Loaded, 0, len(paths))
 	for _, p := range paths {
-		loaded = append(loaded, Load(p))
+		l, err := LoadContext(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		loaded = append(loaded, l)
 	}
 	return loaded, nil
 }

@@ -19,7 +19,7 @@ func newMemStore(tb testing.TB) *memstore.Store {
 // repoCatalog is the repository's templates.
 func repoCatalog(tb testing.TB) *template.Catalog {
 	tb.Helper()
-	catalog, err := template.LoadDirs(filepath.Join("..", "..", "..", "templates"))
+	catalog, err := template.LoadDirs(tb.Context(), filepath.Join("..", "..", "..", "templates"))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,0 +1,111 @@
+package app
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/sim/template"
+)
+
+// heldCatalog is a catalog of two copies of templates/plain, "a-held"
+// (listed, and so loaded, first) and "plain", whose load of a-held waits
+// until release is called, or its context ends. entered is closed when
+// that load has begun. The test's end releases it, so that a test that
+// fails for waiting on it ends.
+func heldCatalog(t *testing.T) (lc *lazyCatalog, entered chan struct{}, release func()) {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{"a-held", "plain"} {
+		if err := os.CopyFS(filepath.Join(dir, name), os.DirFS(filepath.Join("..", "templates", "plain"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entered, held := make(chan struct{}), make(chan struct{})
+	release = sync.OnceFunc(func() { close(held) })
+	load := func(ctx context.Context, p string) (*template.Loaded, error) {
+		if filepath.Base(p) == "a-held" {
+			close(entered)
+			select {
+			case <-held:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return template.LoadContext(ctx, p)
+	}
+	lc = newLazyCatalog([]string{dir}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), load)
+	t.Cleanup(func() { release(); lc.close() })
+	return lc, entered, release
+}
+
+// within fails the test when f has not returned within a bound far above
+// what it takes: it is waiting for something it must not wait for.
+func within(t *testing.T, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s waited for the held template", what)
+	}
+}
+
+// TestLaunchWaitsOnlyForItsTemplate (issue 34 item 1): while one
+// template's load is held (as a slow template's would be), another
+// template is found, judged and launched; the held one is there once its
+// load ends, and the list then has both.
+func TestLaunchWaitsOnlyForItsTemplate(t *testing.T) {
+	t.Parallel()
+	lc, entered, release := heldCatalog(t)
+	go lc.List() // what Open does once ready: the background load
+	<-entered
+	in := sim.LaunchInput{
+		Instance: &sim.Instance{ID: "inst-1", JobID: "job-1", Role: "role-1", Token: "secret-token"},
+		Node:     sim.Node{Name: "a", SocketPort: 6797, SocketURL: "ws://127.0.0.1:6797"},
+		Runtime:  sim.RuntimeExternal,
+	}
+	within(t, "a launch of another template", func() {
+		if tm, err := lc.Get("plain"); err != nil || !tm.Valid {
+			t.Errorf("get plain: %+v, %v", tm, err)
+		}
+		if err := lc.CheckParams("plain", map[string]string{"RATE": "10"}); err != nil {
+			t.Errorf("check params of plain: %v", err)
+		}
+		if _, err := lc.Launch("plain", in); err != nil {
+			t.Errorf("launch plain: %v", err)
+		}
+		if _, err := lc.Get("missing"); sim.ErrorCode(err) != sim.ENotFound {
+			t.Errorf("get of an unknown template: %v, want %s", err, sim.ENotFound)
+		}
+	})
+	release()
+	if tm, err := lc.Get("a-held"); err != nil || !tm.Valid {
+		t.Fatalf("get a-held once loaded: %+v, %v", tm, err)
+	}
+	if list := lc.List(); len(list) != 2 {
+		t.Fatalf("list: %d templates, want 2", len(list))
+	}
+}
+
+// TestCloseStopsAHeldLoad (issue 34 item 1): close ends a load in
+// progress rather than waiting for it, and a launch that waited for that
+// template is refused as normsim stops.
+func TestCloseStopsAHeldLoad(t *testing.T) {
+	t.Parallel()
+	lc, entered, _ := heldCatalog(t)
+	got := make(chan error, 1)
+	go func() { _, err := lc.Get("a-held"); got <- err }()
+	<-entered
+	within(t, "close", lc.close)
+	if err := <-got; sim.ErrorCode(err) != sim.EUnavailable {
+		t.Fatalf("get of the held template at close: %v, want %s", err, sim.EUnavailable)
+	}
+}
