@@ -2,6 +2,9 @@ package jobsocket
 
 import "testing"
 
+// TestRedactTokens: a token is redacted from a frame record by the key
+// the parser reads, however it is spelled (issue 34 item 7: a hello whose
+// key was written "tok\u0065n" was stored with its token in clear).
 func TestRedactTokens(t *testing.T) {
 	for _, tt := range []struct{ in, want string }{
 		{`{"type":"hello","token":"s3cret"}`, `{"type":"hello","token":"<redacted>"}`},
