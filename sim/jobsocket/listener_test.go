@@ -382,44 +382,24 @@ func TestHelloIsHeardBeforeItsAnswer(t *testing.T) {
 // target waits for cutover-apply instead of producing as a fresh instance
 // while its abort is on the way. The next connection is told nothing.
 func TestAHelloIsAnsweredAsItWasHeard(t *testing.T) {
-	var l *jobsocket.Listener
 	var settleOnce sync.Once
-	l = jobsocket.New(jobsocket.Config{Node: "a", OnEvent: func(ev jobsocket.Event) {
-		if ev.Kind == jobsocket.Hello {
-			settleOnce.Do(func() { l.Settle("j", "r") })
-		}
-	}})
-	if err := l.Open("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token,
-		Migration:    &protocol.MigrationRef{ID: "m1", Side: "target"},
-		InitialState: &protocol.WorkerFrame{Type: protocol.TypeInitialState, MigrationID: "m1", Payload: json.RawMessage(`{"next": 42}`)}})
-	first := dial(t, l, "/instances/j/r")
-	if ack := first.Hello(token); ack.Type != protocol.TypeHelloAck || ack.Migration == nil || ack.Migration.ID != "m1" {
-		t.Fatalf("hello-ack %+v, want the migration the hello was heard in (m1)", ack)
-	}
-	if f := first.Read(); f.Type != protocol.TypeInitialState || f.MigrationID != "m1" {
-		t.Fatalf("after hello-ack got %s %q, want m1's initial-state", f.Type, f.MigrationID)
-	}
+	l, _ := targetHeardAsHello(t, func(l *jobsocket.Listener) { settleOnce.Do(func() { l.Settle("j", "r") }) })
 	again := dial(t, l, "/instances/j/r")
 	if ack := again.Hello(token); ack.Type != protocol.TypeHelloAck || ack.Migration != nil {
 		t.Fatalf("a connection after the settle got %+v, want a hello-ack with no migration", ack)
 	}
 }
 
-// TestAHelloWhoseInstanceIsRemovedMeanwhileIsAnswered: a rollback that
-// removes the target a fault struck at its hello unregisters it while the
-// hello is heard. The job gets the answer its worker gave (hello-ack with
-// the migration, its initial state) and then the removal's normal close,
-// never 4401: a job refused would take itself for an instance nobody
-// manages, and a counter would produce.
-func TestAHelloWhoseInstanceIsRemovedMeanwhileIsAnswered(t *testing.T) {
+// targetHeardAsHello registers a migration target (migration m1) with a
+// listener that calls onHello as it hears the target's hello, connects
+// it, and checks that it is answered as heard: hello-ack with m1, then
+// m1's initial state.
+func targetHeardAsHello(t *testing.T, onHello func(*jobsocket.Listener)) (*jobsocket.Listener, *testjob.Job) {
+	t.Helper()
 	var l *jobsocket.Listener
 	l = jobsocket.New(jobsocket.Config{Node: "a", OnEvent: func(ev jobsocket.Event) {
 		if ev.Kind == jobsocket.Hello {
-			l.Unregister("j", "r")
+			onHello(l)
 		}
 	}})
 	if err := l.Open("127.0.0.1:0"); err != nil {
@@ -436,6 +416,17 @@ func TestAHelloWhoseInstanceIsRemovedMeanwhileIsAnswered(t *testing.T) {
 	if f := c.Read(); f.Type != protocol.TypeInitialState || f.MigrationID != "m1" {
 		t.Fatalf("after hello-ack got %s %q, want m1's initial-state", f.Type, f.MigrationID)
 	}
+	return l, c
+}
+
+// TestAHelloWhoseInstanceIsRemovedMeanwhileIsAnswered: a rollback that
+// removes the target a fault struck at its hello unregisters it while the
+// hello is heard. The job gets the answer its worker gave (hello-ack with
+// the migration, its initial state) and then the removal's normal close,
+// never 4401: a job refused would take itself for an instance nobody
+// manages, and a counter would produce.
+func TestAHelloWhoseInstanceIsRemovedMeanwhileIsAnswered(t *testing.T) {
+	_, c := targetHeardAsHello(t, func(l *jobsocket.Listener) { l.Unregister("j", "r") })
 	if code, reason := c.Closed(5 * time.Second); code != websocket.StatusNormalClosure || reason != "instance stopped" {
 		t.Fatalf("close %d %q, want 1000 \"instance stopped\", as the removal closes a connection", code, reason)
 	}
