@@ -176,16 +176,16 @@ func msDuration(ms *float64) time.Duration {
 // and by `docker-compose up -d`. b starts after a; c on its own.
 const threeServices = `services:
   a:
-    image: normsim/counter:src-35e2950818d1
+    image: normsim/counter:src-02a415dd1bba
     environment:
       COUNTER_RATE: "10"
   b:
-    image: normsim/counter:src-35e2950818d1
+    image: normsim/counter:src-02a415dd1bba
     depends_on: [a]
     environment:
       COUNTER_RATE: "10"
   c:
-    image: normsim/counter:src-35e2950818d1
+    image: normsim/counter:src-02a415dd1bba
     environment:
       COUNTER_RATE: "10"
 `
