@@ -162,6 +162,11 @@ class Socket:
             self.acked.set()
             try:
                 async for data in ws:
+                    if self.stop.is_set():
+                        # Stopping: answer nothing more. A target told
+                        # cutover-apply on its way out would report a
+                        # handover it will never produce for.
+                        return
                     f = self.parse(data)
                     if f is None or f["type"] == "hello-ack":
                         await ws.close(CLOSE_PROTOCOL_ERROR, "unexpected frame")
