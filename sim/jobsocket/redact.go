@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// redactTokens returns a frame as the frame records keep it: the string
-// value of every top-level "token" key (any case: a job that misspells
+// redactTokens returns a frame as the frame records keep it: the value
+// of every top-level "token" key (any case: a job that misspells
 // the key still sent its secret; any spelling: "tok\u0065n" is the key
 // the parser reads as token) replaced by "<redacted>". It scans rather
 // than parses, so a frame that is not valid JSON, or is cut short, is
@@ -32,11 +32,12 @@ func redactTokens(data []byte) []byte {
 				for j < len(data) && (data[j] == ' ' || data[j] == '\t' || data[j] == '\n' || data[j] == '\r' || data[j] == ':') {
 					j++
 				}
-				if j < len(data) && data[j] == '"' {
-					vend := stringEnd(data, j)
+				if j < len(data) && !bytes.HasPrefix(data[j:], []byte("null")) {
+					// Whatever the value is: a token sent as an array or
+					// an object is refused by the parser, but still sent.
 					out = append(out, data[last:j]...)
 					out = append(out, `"<redacted>"`...)
-					last = min(vend+1, len(data))
+					last = valueEnd(data, j)
 					i = last - 1
 					continue
 				}
@@ -48,6 +49,36 @@ func redactTokens(data []byte) []byte {
 		return data
 	}
 	return append(out, data[last:]...)
+}
+
+// valueEnd is the index just past the JSON value that begins at
+// data[start] (a string, an array or object with everything in it, or a
+// scalar), or len(data) when it is cut short.
+func valueEnd(data []byte, start int) int {
+	switch data[start] {
+	case '"':
+		return min(stringEnd(data, start)+1, len(data))
+	case '[', '{':
+		depth := 0
+		for i := start; i < len(data); i++ {
+			switch data[i] {
+			case '[', '{':
+				depth++
+			case ']', '}':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			case '"':
+				i = stringEnd(data, i)
+			}
+		}
+		return len(data)
+	}
+	i := start
+	for i < len(data) && !bytes.ContainsRune([]byte(",}] \t\r\n"), rune(data[i])) {
+		i++
+	}
+	return max(i, start+1)
 }
 
 // stringEnd is the index of the quote closing the JSON string that opens

@@ -21,6 +21,12 @@ func TestRedactTokens(t *testing.T) {
 		{`{"type":"hello","tok\u0065n":"s3cret"}`, `{"type":"hello","tok\u0065n":"<redacted>"}`},
 		{`{"type":"hello","\u0074\u006f\u006b\u0065\u006e":"s3cret"}`, `{"type":"hello","\u0074\u006f\u006b\u0065\u006e":"<redacted>"}`},
 		{`{"type":"hello","to\"ken":"keep"}`, `{"type":"hello","to\"ken":"keep"}`},
+		// Whatever the value is (issue 34: a token sent as an array or an
+		// object was kept in clear); the rest of the frame stays.
+		{`{"type":"hello","token":["s3cret"],"x":1}`, `{"type":"hello","token":"<redacted>","x":1}`},
+		{`{"type":"hello","token":{"a":"s3]cr}et","b":[1,{"c":2}]},"x":1}`, `{"type":"hello","token":"<redacted>","x":1}`},
+		{`{"type":"hello","token":12345}`, `{"type":"hello","token":"<redacted>"}`},
+		{`{"type":"hello","token":["s3cr`, `{"type":"hello","token":"<redacted>"`}, // cut short inside
 	} {
 		if got := string(redactTokens([]byte(tt.in))); got != tt.want {
 			t.Errorf("redactTokens(%s) = %s, want %s", tt.in, got, tt.want)
