@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -12,7 +11,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,24 +26,6 @@ import (
 const heldDelay = 9 * time.Second
 
 var heldFault = []sim.Fault{{Kind: "delay-frame", Frame: "cutover-ready", Delay: sim.Duration(heldDelay)}}
-
-// lockedBuffer is a child's output, read while the child writes it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // mustGetJSON reads a 200 answer of the API into out.
 func mustGetJSON(t *testing.T, url string, out any) {
@@ -128,11 +108,11 @@ func buildChild(t *testing.T) child {
 }
 
 // start runs the child with args; it is killed when the test ends.
-func (c child) start(t *testing.T, args ...string) (*exec.Cmd, <-chan struct{}, *lockedBuffer) {
+func (c child) start(t *testing.T, args ...string) (*exec.Cmd, <-chan struct{}, *testenv.SyncBuffer) {
 	t.Helper()
 	cmd := exec.Command(c.bin, args...)
 	cmd.Dir = c.root
-	out := &lockedBuffer{}
+	out := &testenv.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -211,7 +191,7 @@ func waitConnected(t *testing.T, base, id string) {
 
 // waitLine waits until the output has a line matching re and returns its
 // first group.
-func waitLine(t *testing.T, out *lockedBuffer, re *regexp.Regexp) string {
+func waitLine(t *testing.T, out *testenv.SyncBuffer, re *regexp.Regexp) string {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {

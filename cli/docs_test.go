@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -148,7 +147,7 @@ type docRunner struct {
 	exited chan error
 	url    string
 	lastID string
-	out    *syncBuffer // normsim up's output
+	out    *testenv.SyncBuffer // normsim up's output
 }
 
 func (r *docRunner) run(args []string) {
@@ -248,7 +247,7 @@ func (r *docRunner) startServer(shown string, args []string) {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = r.dir
 	pr, pw := io.Pipe()
-	out := &syncBuffer{}
+	out := &testenv.SyncBuffer{}
 	r.out = out
 	cmd.Stdout, cmd.Stderr = io.MultiWriter(pw, out), out
 	if err := cmd.Start(); err != nil {
@@ -427,16 +426,3 @@ func tail(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
-
-// syncBuffer is a buffer a child writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/normsim/normsim/cli"
+	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/internal/testjob"
 	"github.com/normsim/normsim/normsimtest"
 	"github.com/normsim/normsim/protocol"
@@ -19,7 +20,7 @@ import (
 // is stopped, that its process is the developer's to end.
 func TestMigrateWaitGuidesAnExternalHandover(t *testing.T) {
 	s, src, sj := externalSource(t, sim.Timeouts{TargetStart: sim.Duration(90 * time.Second)})
-	var out syncBuffer
+	var out testenv.SyncBuffer
 	code := migrateExternal(t, s, src, sj, &out, "--wait")
 
 	// The developer reads the env off the command's output, as they would.
@@ -76,7 +77,7 @@ func TestMigrateWaitGuidesAnExternalHandover(t *testing.T) {
 // is placed, with its env, so the developer can start it.
 func TestMigrateShowsAnExternalTargetsEnv(t *testing.T) {
 	s, src, sj := externalSource(t, sim.Timeouts{})
-	var out syncBuffer
+	var out testenv.SyncBuffer
 	code := migrateExternal(t, s, src, sj, &out)
 	select {
 	case c := <-code:
@@ -107,7 +108,7 @@ func externalSource(t *testing.T, timeouts sim.Timeouts) (*normsimtest.Sim, sim.
 // migrateExternal runs normsim migrate of src (stdout and stderr to out)
 // and answers the get-state, so the target is placed; it returns the exit
 // code's channel.
-func migrateExternal(t *testing.T, s *normsimtest.Sim, src sim.Instance, sj *testjob.Job, out *syncBuffer, flags ...string) <-chan int {
+func migrateExternal(t *testing.T, s *normsimtest.Sim, src sim.Instance, sj *testjob.Job, out *testenv.SyncBuffer, flags ...string) <-chan int {
 	t.Helper()
 	code := make(chan int, 1)
 	go func() {
@@ -118,7 +119,7 @@ func migrateExternal(t *testing.T, s *normsimtest.Sim, src sim.Instance, sj *tes
 	return code
 }
 
-func waitFor(t *testing.T, out *syncBuffer, text string) {
+func waitFor(t *testing.T, out *testenv.SyncBuffer, text string) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for !strings.Contains(out.String(), text) {

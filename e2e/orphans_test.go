@@ -1,12 +1,10 @@
 package e2e_test
 
 import (
-	"bytes"
 	"context"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -32,7 +30,7 @@ func TestWhatAKilledMemoryRunLeftIsRemovedByTheNext(t *testing.T) {
 	cli := testenv.RequireDocker(t)
 	normsimdocker.BuildSourceImage(t, "normsim/counter", filepath.Join("..", "examples", "jobs", "counter"))
 	bin := buildNormsim(t)
-	up := func(log *lockedBuffer) (*exec.Cmd, *apiclient.Client) {
+	up := func(log *testenv.SyncBuffer) (*exec.Cmd, *apiclient.Client) {
 		addr := "127.0.0.1:" + itoa(testenv.FreePort(t))
 		cmd := exec.Command(bin, "up", "--db", ":memory:", "--addr", addr, "--socket-port", "0",
 			"--runtime", sim.RuntimeDocker, "--templates", templatesDir)
@@ -45,7 +43,7 @@ func TestWhatAKilledMemoryRunLeftIsRemovedByTheNext(t *testing.T) {
 		return cmd, apiclient.New("http://"+addr, nil)
 	}
 	ctx := context.Background()
-	var firstLog lockedBuffer
+	var firstLog testenv.SyncBuffer
 	first, api := up(&firstLog)
 	in, err := api.Launch(ctx, sim.LaunchRequest{Template: "counter", Node: "a"})
 	if err != nil {
@@ -68,7 +66,7 @@ func TestWhatAKilledMemoryRunLeftIsRemovedByTheNext(t *testing.T) {
 		t.Fatalf("after the kill, %d running containers of %s (%v): the test needs the one the kill left", len(list), in.ID, err)
 	}
 
-	var secondLog lockedBuffer
+	var secondLog testenv.SyncBuffer
 	up(&secondLog)
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
 		list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: byInstance})
@@ -82,22 +80,4 @@ func TestWhatAKilledMemoryRunLeftIsRemovedByTheNext(t *testing.T) {
 	if !strings.Contains(secondLog.String(), in.ID) {
 		t.Errorf("the log does not name the removed instance %s:\n%s", in.ID, secondLog.String())
 	}
-}
-
-// lockedBuffer is a process's output, read while it is written.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

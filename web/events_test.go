@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/web"
 )
@@ -115,7 +116,7 @@ func TestAnEventSubscriberThatFallsBehindIsToldSo(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake()
-			var logs syncBuffer
+			var logs testenv.SyncBuffer
 			gate := newWriteGate()
 			srv := httptest.NewUnstartedServer(web.New(web.Config{Service: f, Addr: host, EventWriteTimeout: 20 * time.Second,
 				Logger: slog.New(slog.NewTextHandler(&logs, nil))}))

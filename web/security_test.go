@@ -1,16 +1,15 @@
 package web_test
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/normsimtest"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/web"
@@ -153,7 +152,7 @@ func TestAPIRefusesForeignOriginsToo(t *testing.T) {
 // TestTokensNeverLeak runs the whole flow of a real sim with debug logging
 // and checks a process instance's token appears in no page and no log line.
 func TestTokensNeverLeak(t *testing.T) {
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	s := startSim(t, normsimtest.Options{Runtime: sim.RuntimeExternal,
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	h := s.Main.Web
@@ -187,22 +186,4 @@ func TestTokensNeverLeak(t *testing.T) {
 			t.Errorf("a token is in the logs:\n%s", logs.String())
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the sim's concurrent loggers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -259,24 +259,6 @@ func wantCode(t *testing.T, err error, code string) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // waitLogs polls the instance's logs until they contain every want line.
 func waitLogs(t *testing.T, r *docker.Runtime, id string, want ...string) string {
 	t.Helper()

@@ -176,7 +176,7 @@ func TestPrepareStartLogsStop(t *testing.T) {
 
 	// Following streams until ctx ends, then returns nil.
 	fctx, cancel := context.WithCancel(ctx)
-	var followed syncBuffer
+	var followed testenv.SyncBuffer
 	done := make(chan error, 1)
 	go func() { done <- r.Logs(fctx, id, true, &followed) }()
 	waitFor(t, func() bool { return strings.Contains(followed.String(), "app | GREETING=hi\n") })
@@ -462,7 +462,7 @@ func TestFollowFromPrepare(t *testing.T) {
 	}
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var followed syncBuffer
+	var followed testenv.SyncBuffer
 	done := make(chan error, 1)
 	go func() { done <- r.Logs(fctx, spec.InstanceID, true, &followed) }()
 	time.Sleep(200 * time.Millisecond) // let Logs find the container not yet started
