@@ -86,8 +86,8 @@ func resolveTemplateDirs(opts Options) (abs []string, note, tmp string, err erro
 		}
 	}
 	for _, d := range dirs {
-		if st, err := os.Stat(d); err != nil || !st.IsDir() {
-			return nil, "", "", fmt.Errorf("--templates: %s is not a directory", d)
+		if err := CheckTemplatesDir(d); err != nil {
+			return nil, "", "", err
 		}
 	}
 	abs = make([]string, 0, len(dirs))
@@ -392,4 +392,18 @@ func (l *lazyCatalog) Launch(name string, in sim.LaunchInput) (*sim.LaunchSpec, 
 		return nil, err
 	}
 	return tl.Launch(in)
+}
+
+// CheckTemplatesDir refuses a --templates value that is not a directory.
+// A list in one value ("a,b") is the usual slip: the flag is repeatable,
+// and the error says so.
+func CheckTemplatesDir(d string) error {
+	if st, err := os.Stat(d); err == nil && st.IsDir() {
+		return nil
+	}
+	if strings.Contains(d, ",") {
+		return fmt.Errorf("--templates: %s is not a directory; give --templates once for each directory (--templates %s)",
+			d, strings.Join(strings.Split(d, ","), " --templates "))
+	}
+	return fmt.Errorf("--templates: %s is not a directory", d)
 }

@@ -314,16 +314,10 @@ func ciOptions(scenarios []*scenario.Scenario, runtime string) app.Options {
 	return opts
 }
 
-// checkTemplatesDir refuses a --templates value that is not a directory.
-// A list in one value ("a,b") is the usual slip: the flag is repeatable,
-// and the error says so.
+// checkTemplatesDir is app.CheckTemplatesDir's refusal as a usage error.
 func checkTemplatesDir(d string) error {
-	if st, err := os.Stat(d); err == nil && st.IsDir() {
-		return nil
+	if err := app.CheckTemplatesDir(d); err != nil {
+		return usageErr("%s", err)
 	}
-	if strings.Contains(d, ",") {
-		return usageErr("--templates: %s is not a directory; give --templates once for each directory (--templates %s)",
-			d, strings.Join(strings.Split(d, ","), " --templates "))
-	}
-	return usageErr("--templates: %s is not a directory", d)
+	return nil
 }
