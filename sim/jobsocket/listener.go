@@ -802,23 +802,22 @@ func (l *Listener) hello(ctx context.Context, c *conn) bool {
 	l.record(c.key, "in", f.Type, len(data), redactedHello)
 	l.awaitRegistered(helloBy)
 	l.awaitDropped(c.key)
-	ok, old, dropped, removed := l.authenticate(c, f.Token)
-	if !ok {
-		c.close(protocol.CloseUnauthorized, "wrong token or unknown instance")
-		return false
-	}
-	if removed {
-		// Answered as heard, then closed as its instance's connection
-		// would have been by the removal (Unregister).
-		c.close(websocket.StatusNormalClosure, "instance stopped")
-		return false
-	}
+	heard, old := l.authenticate(c, f.Token)
 	if old != nil {
 		l.cfg.OnEvent(Event{Kind: Replaced, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now(),
 			Code: protocol.CloseReplaced, Reason: reasonReplaced, ClosedBy: ClosedByWorker})
 		close(old.told)
 	}
-	if dropped {
+	switch heard {
+	case helloRefused:
+		c.close(protocol.CloseUnauthorized, "wrong token or unknown instance")
+		return false
+	case helloRemoved:
+		// Answered as heard, then closed as its instance's connection
+		// would have been by the removal (Unregister).
+		c.close(websocket.StatusNormalClosure, "instance stopped")
+		return false
+	case helloDropped:
 		// A fault armed on the hello dropped the connection before its
 		// answer: its end is reported, as any dropped connection's.
 		l.disconnected(c, int(websocket.StatusAbnormalClosure), "connection dropped")
@@ -918,6 +917,16 @@ func (l *Listener) awaitRegistered(by time.Time) {
 	}
 }
 
+// helloOutcome is what became of a hello the listener heard.
+type helloOutcome int
+
+const (
+	helloRefused  helloOutcome = iota // wrong token or unknown instance: 4401
+	helloAccepted                     // c is the instance's connection now
+	helloDropped                      // a fault armed on the hello dropped c
+	helloRemoved                      // answered as heard, its instance removed meanwhile
+)
+
 // authenticate checks the token in constant time and makes c the instance's
 // connection, replacing an older one with 4409 (returned: the caller
 // reports the replacement and then closes its told). hello-ack (and the
@@ -927,17 +936,17 @@ func (l *Listener) awaitRegistered(by time.Time) {
 // Between the two, with no lock held, the manager hears the hello
 // (sim.SocketHello) and strikes what a fault arms on it, before the job
 // can read its answer. Dropped there, c never becomes the instance's
-// connection (dropped). Unregistered there (a rollback removing the
+// connection (helloDropped). Unregistered there (a rollback removing the
 // target the fault struck), the hello is still answered as it was heard,
-// and the caller closes c as the removal closes a connection (removed): a
-// job told 4401 for a hello its worker accepted would take itself for an
-// instance nobody manages.
-func (l *Listener) authenticate(c *conn, token string) (ok bool, old *conn, dropped, removed bool) {
+// and the caller closes c as the removal closes a connection
+// (helloRemoved): a job told 4401 for a hello its worker accepted would
+// take itself for an instance nobody manages.
+func (l *Listener) authenticate(c *conn, token string) (heard helloOutcome, old *conn) {
 	l.mu.Lock()
 	in, ok := l.instances[c.key]
 	if !ok || subtle.ConstantTimeCompare([]byte(in.reg.Token), []byte(token)) != 1 || token == "" {
 		l.mu.Unlock()
-		return false, nil, false, false
+		return helloRefused, nil
 	}
 	in.hello = c
 	// The hello is answered as it was heard: a migration that ends while
@@ -954,14 +963,14 @@ func (l *Listener) authenticate(c *conn, token string) (ok bool, old *conn, drop
 	}
 	if c.gone != nil {
 		l.mu.Unlock()
-		return true, nil, true, false
+		return helloDropped, nil
 	}
 	if !ok {
 		c.writeMu.Lock()
 		l.mu.Unlock()
 		defer c.writeMu.Unlock()
 		c.answerHello(reg)
-		return true, nil, false, true
+		return helloRemoved, nil
 	}
 	old = in.cur
 	in.cur = c
@@ -982,7 +991,7 @@ func (l *Listener) authenticate(c *conn, token string) (ok bool, old *conn, drop
 		old.replace()
 	}
 	c.answerHello(reg)
-	return true, old, false, false
+	return helloAccepted, old
 }
 
 // answerHello writes hello-ack and, to a migration target, its initial
