@@ -36,28 +36,44 @@ const (
 	// a largest file's values do. A product's compose file sums to tens
 	// of kilobytes.
 	maxYAMLPathBytes = maxFileBytes
+	// maxYAMLDepth bounds how deep collections nest (the document counts
+	// as one level, so services.app.healthcheck.test is five). compose-go
+	// splits each node's path into its parts on every pass, once per rule
+	// it matches, so its cost grows with nodes times depth: 2,800 nested
+	// lists in 5.6 KB took it 18 s. The shipped templates nest at most
+	// six deep; 64 leaves room for any extension a product writes.
+	maxYAMLDepth = 64
 )
 
 // yamlCost is what a subtree costs once its aliases are expanded: its
 // nodes, the bytes of its scalars, and the bytes of the paths to its
-// nodes counted from the subtree's root. Below a key of n bytes the
-// paths grow by nodes*(n+1), so a subtree's cost does not depend on
-// where an alias puts it, and each node is costed once.
+// nodes counted from the subtree's root, and how deep its collections
+// nest. Below a key of n bytes the paths grow by nodes*(n+1), so a
+// subtree's cost does not depend on where an alias puts it, and each node
+// is costed once.
 type yamlCost struct {
-	nodes, values, paths int64
+	nodes, values, paths, depth int64
 }
 
 // over is a cost past every bound; an alias cycle costs that.
-var over = yamlCost{maxYAMLNodes + 1, maxYAMLValueBytes + 1, maxYAMLPathBytes + 1}
+var over = yamlCost{maxYAMLNodes + 1, maxYAMLValueBytes + 1, maxYAMLPathBytes + 1, maxYAMLDepth + 1}
 
 // add adds c's cost placed offset bytes below the root, saturating past
-// the bounds so that no sum overflows.
+// the bounds so that no sum overflows. Depth is the deeper of the two:
+// add puts c beside what a holds, and a collection adds its own level.
 func (a yamlCost) add(c yamlCost, offset int64) yamlCost {
 	return yamlCost{
 		nodes:  min(a.nodes+c.nodes, over.nodes),
 		values: min(a.values+c.values, over.values),
 		paths:  min(a.paths+c.paths+c.nodes*offset, over.paths),
+		depth:  max(a.depth, c.depth),
 	}
+}
+
+// nested is c as the content of one more collection level.
+func (c yamlCost) nested() yamlCost {
+	c.depth = min(c.depth+1, over.depth)
+	return c
 }
 
 // checkYAMLBounds refuses content that, its aliases expanded, is past
@@ -101,11 +117,13 @@ func expandedCost(content []byte) (total yamlCost, aliases bool) {
 				c = c.add(k, offset)
 				c = c.add(cost(n.Content[i+1]), offset)
 			}
+			c = c.nested()
 		default: // documents, sequences
 			c.nodes = 1
 			for i, e := range n.Content {
 				c = c.add(cost(e), int64(1+len(strconv.Itoa(i))))
 			}
+			c = c.nested()
 		}
 		memo[n] = c
 		return c
@@ -134,6 +152,9 @@ func (c yamlCost) err(aliases bool) error {
 	case c.nodes > maxYAMLNodes:
 		return fmt.Errorf("holds more than %d YAML nodes%s; a template's YAML file may hold at most %d: use fewer aliases or fewer entries",
 			maxYAMLNodes, expanded, maxYAMLNodes)
+	case c.depth > maxYAMLDepth:
+		return fmt.Errorf("nests lists and mappings more than %d levels deep%s; a template's YAML file may nest at most %d: flatten it",
+			maxYAMLDepth, expanded, maxYAMLDepth)
 	case c.paths > maxYAMLPathBytes:
 		return fmt.Errorf("nests long keys too deep: the paths naming its values (services.app.environment.KEY and the like) add up to more than %s%s; a template's YAML file may have at most %s of them: use shorter keys, nest less deeply, or alias less below long keys",
 			mib(maxYAMLPathBytes), expanded, mib(maxYAMLPathBytes))

@@ -92,9 +92,16 @@ func TestYAMLBounds(t *testing.T) {
 		// A second of compose-go's time, where 100,000 was ten.
 		"11,000 nodes written out":           {"x: [" + strings.Repeat("1,", 11_000) + "1]\n", "holds more than 10000 YAML nodes"},
 		"many nodes written out":             {"x: [" + strings.Repeat("1,", maxYAMLNodes) + "1]\n", "holds more than 10000 YAML nodes; a template's YAML file may hold at most 10000"},
-		"long keys nested deep, written out": {"x: " + nested(100, 1024, "1") + "\n", "the paths naming its values (services.app.environment.KEY and the like) add up to more than 8 MiB; a template"},
+		"long keys nested deep, written out": {"x: " + nested(60, 4096, "1") + "\n", "the paths naming its values (services.app.environment.KEY and the like) add up to more than 8 MiB; a template"},
 		"long keys above aliased entries":    {copies("1", 3) + "x: " + nested(12, 1024, "*l3") + "\n", "add up to more than 8 MiB once its aliases (*name) are expanded"},
 		"not YAML: the loader says why":      {"a: [\n", ""},
+		// The document, the top mapping and 62 lists: 64 levels.
+		"nested to the depth limit": {"x: " + strings.Repeat("[", 62) + strings.Repeat("]", 62) + "\n", ""},
+		"nested a level past it":    {"x: " + strings.Repeat("[", 63) + strings.Repeat("]", 63) + "\n", "nests lists and mappings more than 64 levels deep; a template's YAML file may nest at most 64"},
+		// The fresh attack's file: 5.6 KB that took compose-go 18 s.
+		"2,800 nested lists": {"x: " + strings.Repeat("[", 2800) + strings.Repeat("]", 2800) + "\n", "more than 64 levels deep"},
+		"deep through an alias": {"a: &a " + strings.Repeat("[", 40) + strings.Repeat("]", 40) + "\nb: " + strings.Repeat("[", 30) + "*a" + strings.Repeat("]", 30) + "\n",
+			"nests lists and mappings more than 64 levels deep once its aliases (*name) are expanded"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
