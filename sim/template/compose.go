@@ -37,6 +37,14 @@ const composeFile = "compose.yml"
 // ctx only for includes; the interpolation looks at it before each string,
 // so that a load can be stopped part way.
 func loadProject(ctx context.Context, dir string, content []byte, project string, env map[string]string, strict bool) (*types.Project, error) {
+	// The files compose.yml names are read afresh by every load, and may
+	// have changed since the template was validated.
+	if readsFiles(content) {
+		if err := checkLoadFiles(ctx, dir, content); err != nil {
+			return nil, err
+		}
+	}
+	interpolated := newInterpolationBudget()
 	details := types.ConfigDetails{
 		WorkingDir:  dir,
 		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(dir, composeFile), Content: content}},
@@ -50,10 +58,19 @@ func loadProject(ctx context.Context, dir string, content []byte, project string
 			if err := ctx.Err(); err != nil {
 				return "", err
 			}
+			if interpolated.refused() {
+				// The load fails with the one refusal; compose-go would
+				// add one for every string after it.
+				return "", nil
+			}
+			if err := interpolated.take(s, m); err != nil {
+				return "", err
+			}
 			return composetpl.SubstituteWithOptions(s, m, composetpl.WithoutLogging)
 		}
 		if !strict {
 			o.SkipResolveEnvironment = true
+			o.SkipResolveLabels = true // label_file, relative, would be read from the cwd
 			o.ResolvePaths = false
 		}
 	})
@@ -170,12 +187,14 @@ func (e *composeErr) Error() string { return e.msg }
 func (e *composeErr) Unwrap() error { return e.err }
 
 // interpolationFailed reports whether err comes from interpolating values,
-// the operator's doing (${X:?...} with X unset, or a value that breaks a
-// typed field), rather than from the template's structure.
+// the operator's doing (${X:?...} with X unset, a value that breaks a
+// typed field, or values too long for the places that copy them), rather
+// than from the template's structure.
 func interpolationFailed(err error) bool {
 	var missing composetpl.MissingRequiredError
 	var missingP *composetpl.MissingRequiredError
-	return errors.As(err, &missing) || errors.As(err, &missingP)
+	var tooLarge errInterpolatedTooLarge
+	return errors.As(err, &missing) || errors.As(err, &missingP) || errors.As(err, &tooLarge)
 }
 
 // checkComposeStructure is the first validation pass: YAML, the compose
@@ -186,7 +205,10 @@ func checkComposeStructure(ctx context.Context, dir string, content []byte) erro
 	// a bound: what the file costs once expanded is judged first, on the
 	// parsed tree; only that refusal is normsim's, the rest of the
 	// judgement stays compose-go's.
-	if err := checkYAMLBounds(content); err != nil {
+	if err := checkLoadFiles(ctx, dir, content); err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
 		return fmt.Errorf("%w; refused before loading it", err)
 	}
 	details := types.ConfigDetails{

@@ -164,3 +164,71 @@ func (c yamlCost) err(aliases bool) error {
 
 // mib writes n bytes, a whole number of MiB, as "8 MiB".
 func mib(n int64) string { return fmt.Sprintf("%d MiB", n>>20) }
+
+// interpolationBudget bounds the text a load's interpolation makes: at
+// most maxYAMLValueBytes over every value of compose.yml and the files it
+// includes, as their own text is bounded. The text bounds are judged
+// before interpolation, and a parameter's value can be as long as a file:
+// each ${P} naming it copies it (a 91 KB compose file and a 1 MB default
+// would have made 16 GB). compose-go interpolates one string at a time,
+// in one goroutine.
+type interpolationBudget struct{ left int64 }
+
+func newInterpolationBudget() *interpolationBudget {
+	return &interpolationBudget{left: maxYAMLValueBytes}
+}
+
+// errInterpolatedTooLarge is the refusal of a load whose values,
+// interpolated, would pass the bound: the values given (or defaulted) are
+// what make it so.
+type errInterpolatedTooLarge struct{ name string }
+
+func (e errInterpolatedTooLarge) Error() string {
+	longest := ""
+	if e.name != "" {
+		longest = fmt.Sprintf(" (${%s} the longest of them)", e.name)
+	}
+	return fmt.Sprintf("interpolated, its values would come to more than %s: each ${NAME} copies its variable's value%s; a template's compose file may interpolate to at most %s: give shorter values, or name the long ones in fewer places",
+		mib(maxYAMLValueBytes), longest, mib(maxYAMLValueBytes))
+}
+
+// refused reports whether take has refused a string.
+func (b *interpolationBudget) refused() bool { return b.left < 0 }
+
+// take reserves the most that interpolating s with m can make, before it
+// is made: s itself, and for each variable s names (a default's own
+// variables too), that variable's value.
+func (b *interpolationBudget) take(s string, m func(string) (string, bool)) error {
+	n, longest, longestLen := int64(len(s)), "", -1
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 >= len(s) {
+			continue
+		}
+		if s[i+1] == '$' { // an escaped $
+			i++
+			continue
+		}
+		start := i + 1
+		if s[start] == '{' {
+			start++
+		}
+		end := start
+		for end < len(s) && (s[end] == '_' || s[end] >= 'a' && s[end] <= 'z' || s[end] >= 'A' && s[end] <= 'Z' || s[end] >= '0' && s[end] <= '9') {
+			end++
+		}
+		if name := s[start:end]; name != "" {
+			if v, ok := m(name); ok {
+				n += int64(len(v))
+				if len(v) > longestLen {
+					longest, longestLen = name, len(v)
+				}
+			}
+		}
+		i = end - 1
+	}
+	b.left -= n
+	if b.left < 0 {
+		return errInterpolatedTooLarge{name: longest}
+	}
+	return nil
+}

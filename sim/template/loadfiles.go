@@ -1,0 +1,396 @@
+package template
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v4"
+)
+
+// compose-go reads more than compose.yml while it loads a template: the
+// files it includes (include:), the files its services extend
+// (extends.file), their env and label files, and an included project's
+// .env. It reads each whole, as it finds it, with no bound and deaf to
+// Ctrl-C: `include: [/dev/zero]` or an alias bomb in an extended file grew
+// `normsim validate` to 23 GB. So before compose-go sees a compose file,
+// every file it would read is found, judged and costed here, all of them
+// together held to the bounds one template file has.
+//
+// Every file must be inside the template directory (after symlinks) and be
+// a regular file: a template is a directory that can be archived and
+// carried to another machine, and what lies outside it is not part of it.
+// The paths to those files must be written out: a variable in them (an
+// operator's value at launch) could point them anywhere.
+
+// maxLoadReads bounds the files a load reads, each time a file is named
+// counting once: compose-go reads (or copies) a file for every include
+// and extends that names it. The shipped templates read at most two.
+const maxLoadReads = 256
+
+// loadWalk is the walk of one compose file and what it names.
+type loadWalk struct {
+	ctx     context.Context
+	dir     string // the template directory, as given (for messages)
+	root    string // the same with symlinks resolved
+	reads   int
+	bytes   int64    // every file read, each time it is named
+	cost    yamlCost // every YAML file, each time it is named
+	aliases bool
+}
+
+// checkLoadFiles judges compose, the compose file of the template in dir,
+// and every file compose-go would read for it, against the template
+// bounds: each YAML file on its own and all of them together, aliases
+// expanded (see yamlbounds.go), and every file read at most maxFileBytes
+// in all. It fails with ctx's error when ctx ends between files.
+func checkLoadFiles(ctx context.Context, dir string, compose []byte) error {
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		root = filepath.Clean(dir) // an archive's: nothing beside it is read
+	}
+	w := &loadWalk{ctx: ctx, dir: dir, root: root, bytes: int64(len(compose))}
+	return w.yamlFile(compose, "", dir, "")
+}
+
+// readsFiles reports whether compose may name a file compose-go reads
+// while loading (a false alarm costs a parse).
+func readsFiles(compose []byte) bool {
+	for _, s := range []string{"include", "extends", "env_file", "label_file"} {
+		if bytes.Contains(compose, []byte(s)) {
+			return true
+		}
+	}
+	return false
+}
+
+// yamlFile costs a YAML file compose-go reads and walks what it names,
+// as often as compose-go would: each time a file is named it is costed
+// and walked again, since compose-go copies it each time. name is its path
+// in the template ("" for compose.yml), wd the directory compose-go
+// resolves its relative paths against. extends is the service another
+// file extends in it, "" when the file is compose.yml or included: of an
+// extended file compose-go follows only that service (and none of its
+// includes), so a service may extend another of its own file.
+func (w *loadWalk) yamlFile(content []byte, name, wd, extends string) error {
+	c, aliases := expandedCost(content)
+	if err := c.err(aliases); err != nil {
+		if name == "" {
+			return err
+		}
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	w.aliases = w.aliases || aliases
+	w.cost = w.cost.add(c, 0)
+	if err := w.cost.err(w.aliases); err != nil {
+		return fmt.Errorf("together with the files it includes and extends, it %w", err)
+	}
+	if !readsFiles(content) {
+		return nil
+	}
+	where := ""
+	if name != "" {
+		where = name + ": "
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(content))
+	for {
+		var doc map[string]any
+		if err := dec.Decode(&doc); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return nil // not a mapping or not YAML: compose-go says which
+		}
+		services, _ := doc["services"].(map[string]any)
+		var names []string
+		// In an extended file, the service and those it extends in turn
+		// within the file.
+		for n, seen := extends, map[string]bool{}; n != "" && !seen[n]; n = sameFileExtends(services[n]) {
+			seen[n] = true
+			names = append(names, n)
+		}
+		if extends == "" {
+			if err := w.includes(doc["include"], where, wd); err != nil {
+				return err
+			}
+			names = slices.Sorted(maps.Keys(services))
+		}
+		for _, s := range names {
+			svc, _ := services[s].(map[string]any)
+			if err := w.service(svc, where+"services."+s, wd); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// includes walks a compose file's include list. compose-go resolves an
+// entry's paths against the including file's working directory, and what
+// the included file names against its project directory: the directory
+// of its first path unless project_directory says otherwise.
+func (w *loadWalk) includes(v any, where, wd string) error {
+	list, _ := v.([]any)
+	for i, e := range list {
+		at := fmt.Sprintf("%sinclude[%d]", where, i)
+		var paths []any
+		var projectDir, envFiles any
+		switch e := e.(type) {
+		case string:
+			paths = []any{e}
+		case map[string]any:
+			switch p := e["path"].(type) {
+			case string:
+				paths = []any{p}
+			case []any:
+				paths = p
+			}
+			projectDir, envFiles = e["project_directory"], e["env_file"]
+		}
+		var files []string
+		for j, p := range paths {
+			s, ok := p.(string)
+			if !ok {
+				continue // compose-go says what is wrong
+			}
+			f, err := w.resolve(s, wd, fmt.Sprintf("%s.path[%d]", at, j))
+			if err != nil {
+				return err
+			}
+			files = append(files, f)
+		}
+		if len(files) == 0 {
+			continue
+		}
+		pd := filepath.Dir(files[0])
+		if s, ok := projectDir.(string); ok {
+			d, err := w.resolve(s, wd, at+".project_directory")
+			if err != nil {
+				return err
+			}
+			pd = d
+		}
+		if envFiles != nil {
+			for j, f := range stringsOf(envFiles) {
+				if f == "/dev/null" { // compose-go skips it
+					continue
+				}
+				p, err := w.resolve(f, wd, fmt.Sprintf("%s.env_file[%d]", at, j))
+				if err != nil {
+					return err
+				}
+				if err := w.plainFile(p, fmt.Sprintf("%s.env_file[%d]", at, j)); err != nil {
+					return err
+				}
+			}
+		} else if err := w.plainFile(filepath.Join(pd, ".env"), at+" (its project directory's .env)"); err != nil {
+			return err
+		}
+		for j, f := range files {
+			content, err := w.read(f, fmt.Sprintf("%s.path[%d]", at, j))
+			if err != nil {
+				return err
+			}
+			if content == nil {
+				continue // missing: compose-go says so
+			}
+			if err := w.yamlFile(content, w.rel(f), pd, ""); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// service walks what one service names: the file it extends, relative to
+// the working directory of the file it is in, and its env and label files.
+func (w *loadWalk) service(svc map[string]any, at, wd string) error {
+	if ext, ok := svc["extends"].(map[string]any); ok {
+		service, _ := ext["service"].(string)
+		if s, ok := ext["file"].(string); ok && service != "" {
+			f, err := w.resolve(s, wd, at+".extends.file")
+			if err != nil {
+				return err
+			}
+			content, err := w.read(f, at+".extends.file")
+			if err != nil {
+				return err
+			}
+			if content != nil {
+				if err := w.yamlFile(content, w.rel(f), filepath.Dir(f), service); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, key := range []string{"env_file", "label_file"} {
+		for j, s := range stringsOf(svc[key]) {
+			field := fmt.Sprintf("%s.%s[%d]", at, key, j)
+			f, err := w.resolve(s, wd, field)
+			if err != nil {
+				return err
+			}
+			if err := w.plainFile(f, field); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// sameFileExtends is the service svc extends in its own file, if any.
+func sameFileExtends(svc any) string {
+	m, _ := svc.(map[string]any)
+	switch e := m["extends"].(type) {
+	case string:
+		return e
+	case map[string]any:
+		if _, other := e["file"]; !other {
+			s, _ := e["service"].(string)
+			return s
+		}
+	}
+	return ""
+}
+
+// stringsOf is a path field as compose writes it: a string, or a list of
+// strings or of {path: ...} mappings; what is neither is compose-go's to
+// refuse.
+func stringsOf(v any) []string {
+	switch v := v.(type) {
+	case string:
+		return []string{v}
+	case []any:
+		var out []string
+		for _, e := range v {
+			switch e := e.(type) {
+			case string:
+				out = append(out, e)
+			case map[string]any:
+				if p, ok := e["path"].(string); ok {
+					out = append(out, p)
+				}
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// resolve is the path compose-go reads for p, written in a file whose
+// working directory is wd, refused when it holds a variable or leaves the
+// template directory.
+func (w *loadWalk) resolve(p, wd, field string) (string, error) {
+	if strings.Contains(p, "$") {
+		return "", fmt.Errorf("%s: %q holds a variable; in a template the paths of files read while loading (include, extends.file, env_file, label_file) must be written out, since a value given at launch could point them anywhere", field, p)
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(wd, p)
+	}
+	p = filepath.Clean(p)
+	var in bool
+	switch real, err := filepath.EvalSymlinks(p); {
+	case errors.Is(err, fs.ErrNotExist):
+		// compose-go says it is missing; its name must still be inside.
+		in = inside(filepath.Clean(w.dir), p) || inside(w.root, p)
+	case err != nil:
+		return "", fmt.Errorf("%s: cannot read %q: %v", field, w.rel(p), err)
+	default:
+		in = inside(w.root, real)
+	}
+	if !in {
+		return "", fmt.Errorf("%s: %q is outside the template directory; a template's files (include, extends.file, env_file, label_file) must be inside it, so that the template is whole wherever it is copied", field, w.rel(p))
+	}
+	return p, nil
+}
+
+// inside reports whether p is dir or below it.
+func inside(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// rel names p for messages: relative to the template directory.
+func (w *loadWalk) rel(p string) string {
+	if r, err := filepath.Rel(w.dir, p); err == nil && inside(w.dir, p) {
+		return filepath.ToSlash(r)
+	}
+	return p
+}
+
+// count adds a read of n bytes, refusing past maxLoadReads or maxFileBytes.
+func (w *loadWalk) count(n int64, field string) error {
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	w.reads++
+	if w.reads > maxLoadReads {
+		return fmt.Errorf("%s: loading it would read files more than %d times (each include and extends counts, and a file that includes itself, directly or not, never ends); a template may read at most %d", field, maxLoadReads, maxLoadReads)
+	}
+	w.bytes += n
+	if w.bytes > maxFileBytes {
+		return fmt.Errorf("%s: loading it would read more than %s (compose.yml and every file it includes, extends or reads env and labels from, each time it is named); a template may read at most %s, the size limit of one file", field, mib(maxFileBytes), mib(maxFileBytes))
+	}
+	return nil
+}
+
+// regular checks that p, if it exists, is a regular file and counts it;
+// exists is false for a file that is not there (compose-go says so, or
+// skips it where that is allowed).
+func (w *loadWalk) regular(p, field string) (exists bool, err error) {
+	st, err := os.Stat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("%s: cannot read %q: %v", field, w.rel(p), err)
+	}
+	if !st.Mode().IsRegular() {
+		return false, fmt.Errorf("%s: %q is not a regular file (%s); a template's files must be", field, w.rel(p), kind(st.Mode()))
+	}
+	return true, w.count(st.Size(), field)
+}
+
+// plainFile judges a file compose-go reads that is not YAML (an env or
+// label file).
+func (w *loadWalk) plainFile(p, field string) error {
+	_, err := w.regular(p, field)
+	return err
+}
+
+// read reads a YAML file compose-go would read; nil when it is not there.
+func (w *loadWalk) read(p, field string) ([]byte, error) {
+	exists, err := w.regular(p, field)
+	if err != nil || !exists {
+		return nil, err
+	}
+	data, err := readLimited(p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: cannot read %q: %v", field, w.rel(p), err)
+	}
+	return data, nil
+}
+
+// kind names a file mode that is not a regular file's.
+func kind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "not a regular file"
+}

@@ -1,0 +1,289 @@
+package template
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// bombYAML is nine levels of nine aliases ("billion laughs"): 557 bytes
+// that compose-go would expand to gigabytes.
+func bombYAML() string {
+	s := "x-l0: &l0 lol\n"
+	for i := 1; i <= 9; i++ {
+		s += "x-l" + string(rune('0'+i)) + ": &l" + string(rune('0'+i)) + " [" +
+			strings.TrimSuffix(strings.Repeat("*l"+string(rune('0'+i-1))+",", 9), ",") + "]\n"
+	}
+	return s + "services: {}\n"
+}
+
+// TestFilesReadWhileLoadingAreBounded (issue 34, the fresh attack's item
+// 1): what compose.yml names — included files, extended files, env and
+// label files — is held to the template bounds before compose-go reads
+// it, and must lie inside the template directory as a regular file.
+// Before, each of these templates made compose-go read without a bound
+// (validate grew to 23 GB on an included bomb, and /dev/zero never ends).
+func TestFilesReadWhileLoadingAreBounded(t *testing.T) {
+	t.Parallel()
+	outside := t.TempDir()
+	writeFiles(t, outside, map[string]string{"other.yml": oneService, "other.env": "A=1\n"})
+	tests := map[string]struct {
+		compose string
+		files   map[string]string
+		links   map[string]string // name in the template → what it points at
+		want    string
+	}{
+		"an included bomb": {
+			compose: "include: [bomb.yml]\n" + oneService,
+			files:   map[string]string{"bomb.yml": bombYAML()},
+			want:    "compose.yml: bomb.yml: expands to more than 8 MiB of text through YAML aliases",
+		},
+		"an included bomb, written as a mapping": {
+			compose: "include:\n  - path: [sub/ok.yml, sub/bomb.yml]\n" + oneService,
+			files:   map[string]string{"sub/ok.yml": "services: {other: {image: busybox}}\n", "sub/bomb.yml": bombYAML()},
+			want:    "sub/bomb.yml: expands to more than 8 MiB",
+		},
+		"an extended bomb": {
+			compose: "services:\n  app:\n    image: busybox\n    extends: {file: bomb.yml, service: base}\n",
+			files:   map[string]string{"bomb.yml": bombYAML()},
+			want:    "bomb.yml: expands to more than 8 MiB",
+		},
+		"a bomb included by an included file": {
+			compose: "include: [a/one.yml]\n" + oneService,
+			files:   map[string]string{"a/one.yml": "include: [two.yml]\nservices: {x: {image: busybox}}\n", "a/two.yml": bombYAML()},
+			want:    "compose.yml: a/two.yml: expands to more than 8 MiB",
+		},
+		"files that pass alone but not together": {
+			compose: "include: [a.yml, b.yml]\n" + oneService,
+			files: map[string]string{
+				"a.yml": "services: {a: {image: busybox}}\nx-a: [" + strings.Repeat("1,", 6000) + "1]\n",
+				"b.yml": "services: {b: {image: busybox}}\nx-b: [" + strings.Repeat("1,", 6000) + "1]\n",
+			},
+			want: "together with the files it includes and extends, it holds more than 10000 YAML nodes",
+		},
+		"/dev/zero included": {
+			compose: "include: [/dev/zero]\n" + oneService,
+			want:    `include[0].path[0]: "/dev/zero" is outside the template directory`,
+		},
+		"a link to /dev/zero included": {
+			compose: "include: [zero.yml]\n" + oneService,
+			links:   map[string]string{"zero.yml": "/dev/zero"},
+			want:    `include[0].path[0]: "zero.yml" is outside the template directory`,
+		},
+		"a file above the template": {
+			compose: "include: [../../" + filepath.Base(outside) + "/other.yml]\n" + oneService,
+			want:    "is outside the template directory; a template's files",
+		},
+		"an env file outside": {
+			compose: "services:\n  app:\n    image: busybox\n    env_file: [" + filepath.Join(outside, "other.env") + "]\n",
+			want:    "services.app.env_file[0]: \"" + filepath.Join(outside, "other.env") + "\" is outside the template directory",
+		},
+		"an env file that is a directory": {
+			compose: "services:\n  app:\n    image: busybox\n    env_file: [{path: conf}]\n",
+			files:   map[string]string{"conf/x": ""},
+			want:    `services.app.env_file[0]: "conf" is not a regular file (a directory)`,
+		},
+		"a label file linked outside": {
+			compose: "services:\n  app:\n    image: busybox\n    label_file: labels\n",
+			links:   map[string]string{"labels": "/dev/zero"},
+			want:    `services.app.label_file[0]: "labels" is outside`,
+		},
+		"an include's env file": {
+			compose: "include:\n  - path: ok.yml\n    env_file: /dev/zero\n" + oneService,
+			files:   map[string]string{"ok.yml": "services: {other: {image: busybox}}\n"},
+			want:    `include[0].env_file[0]: "/dev/zero" is outside`,
+		},
+		"a variable in an include": {
+			compose: "include: [\"${FILE}\"]\n" + oneService,
+			want:    `include[0].path[0]: "${FILE}" holds a variable`,
+		},
+		"a variable in an extends file": {
+			compose: "services:\n  app:\n    image: busybox\n    extends: {file: $DIR/base.yml, service: base}\n",
+			want:    `services.app.extends.file: "$DIR/base.yml" holds a variable`,
+		},
+		"a file that includes itself through another": {
+			compose: "include: [a.yml]\n" + oneService,
+			files:   map[string]string{"a.yml": "include: [b.yml]\nservices: {}\n", "b.yml": "include: [a.yml]\nservices: {}\n"},
+			want:    "loading it would read files more than 256 times",
+		},
+		"a diamond of includes, twenty deep": {
+			compose: "include: [d1.yml, d1.yml]\n" + oneService,
+			files: func() map[string]string {
+				m := map[string]string{}
+				for i := 1; i <= 20; i++ {
+					next := "d" + string(rune('a'+i)) + ".yml"
+					m["d"+string(rune('a'+i-1))+".yml"] = "include: [" + next + ", " + next + "]\nservices: {}\n"
+				}
+				m["d1.yml"] = "include: [db.yml, db.yml]\nservices: {}\n"
+				return m
+			}(),
+			want: "more than 256 times",
+		},
+		"env files of 8 MiB named twice": {
+			compose: "services:\n  app:\n    image: busybox\n    env_file: [big.env, big.env]\n",
+			files:   map[string]string{"big.env": "A=" + strings.Repeat("z", maxFileBytes-100) + "\n"},
+			want:    "services.app.env_file[1]: loading it would read more than 8 MiB",
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			files := tpl(tt.compose, "")
+			for f, c := range tt.files {
+				files[f] = c
+			}
+			dir := MustWriteTemplate(t, "tpl", files)
+			for l, target := range tt.links {
+				if err := os.Symlink(target, filepath.Join(dir, l)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			start := time.Now()
+			l := Load(dir)
+			if l.Valid() {
+				t.Fatalf("valid, want %q", tt.want)
+			}
+			p := l.Problems[0]
+			if p.Code != sim.EComposeInvalid || !strings.Contains(p.Message, tt.want) || !strings.Contains(p.Message, "refused before loading it") {
+				t.Errorf("problem %s %q, want COMPOSE_INVALID containing %q and refused before loading", p.Code, p.Message, tt.want)
+			}
+			t.Logf("refused in %v: %s", time.Since(start), p.Message)
+		})
+	}
+}
+
+// TestFilesReadWhileLoadingStillWork: what a product template reads while
+// loading, inside its directory, loads as compose-go would load it (the
+// guard only refuses), including a service extending another of its own
+// file and a link that stays inside.
+func TestFilesReadWhileLoadingStillWork(t *testing.T) {
+	t.Parallel()
+	compose := `include:
+  - path: parts/sidecar.yml
+services:
+  app:
+    image: busybox
+    extends: {file: compose.yml, service: base}
+    env_file: [app.env, {path: missing.env, required: false}]
+  base:
+    image: busybox
+    extends: {file: parts/common.yml, service: common}
+    label_file: labels
+`
+	dir := MustWriteTemplate(t, "tpl", map[string]string{
+		"manifest.json":     manifestJSON(),
+		"compose.yml":       compose,
+		"app.env":           "FROM_ENV_FILE=yes\n",
+		"labels":            "com.example.team=video\n",
+		"parts/sidecar.yml": "services:\n  sidecar:\n    image: busybox\n    env_file: side.env\n",
+		"parts/side.env":    "SIDE=1\n",
+		"parts/common.yml":  "services:\n  common:\n    image: busybox\n    environment: {COMMON: '1'}\n    env_file: common.env\n",
+		"parts/common.env":  "FROM_COMMON=1\n",
+	})
+	if err := os.Symlink("app.env", filepath.Join(dir, "linked.env")); err != nil {
+		t.Fatal(err)
+	}
+	l := Load(dir)
+	if !l.Valid() {
+		t.Fatalf("invalid: %v", l.Problems)
+	}
+	spec, err := l.Launch(input(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := service(t, spec, "app")
+	for k, v := range map[string]string{"FROM_ENV_FILE": "yes", "COMMON": "1", "FROM_COMMON": "1"} {
+		if app.Env[k] != v {
+			t.Errorf("app's %s = %q, want %q (env %v)", k, app.Env[k], v, app.Env)
+		}
+	}
+	if base := service(t, spec, "base"); base.Labels["com.example.team"] != "video" {
+		t.Errorf("base's labels %v, want com.example.team=video from labels", base.Labels)
+	}
+	if side := service(t, spec, "sidecar"); side.Env["SIDE"] != "1" {
+		t.Errorf("sidecar's env %v, want SIDE=1 from parts/side.env", side.Env)
+	}
+}
+
+// TestFilesReadWhileLoadingAreJudgedAtEachLaunch: an included file that
+// changes after validation is judged again when a launch reads it.
+func TestFilesReadWhileLoadingAreJudgedAtEachLaunch(t *testing.T) {
+	t.Parallel()
+	dir := MustWriteTemplate(t, "tpl", tpl("include: [part.yml]\n"+oneService, ""))
+	writeFiles(t, dir, map[string]string{"part.yml": "services: {other: {image: busybox}}\n"})
+	l := Load(dir)
+	if !l.Valid() {
+		t.Fatalf("invalid: %v", l.Problems)
+	}
+	writeFiles(t, dir, map[string]string{"part.yml": bombYAML()})
+	_, err := l.Launch(input(nil))
+	wantErr(t, err, sim.EComposeInvalid, "part.yml: expands to more than 8 MiB")
+}
+
+// TestInterpolationIsBounded (issue 34, the fresh attack's item 2): a
+// value copied into many places by ${P} counts at its interpolated size.
+// Before, a 1 MB default named in every entry of a 91 KB compose file was
+// loaded as the 16 GB it makes.
+func TestInterpolationIsBounded(t *testing.T) {
+	t.Parallel()
+	var env strings.Builder
+	for i := range 200 {
+		env.WriteString("      V" + string(rune('A'+i/26)) + string(rune('A'+i%26)) + ": ${P}\n")
+	}
+	compose := "services:\n  app:\n    image: busybox\n    environment:\n" + env.String()
+	params := "parameters:\n  - name: P\n    purpose: what is copied\n    default: \"" + strings.Repeat("z", 64<<10) + "\"\n"
+
+	// The default, 200 times 64 KiB, is past 8 MiB: the template is refused.
+	l := Load(MustWriteTemplate(t, "tpl", tpl(compose, params)))
+	if l.Valid() {
+		t.Fatal("valid, want the interpolated size refused")
+	}
+	if p := l.Problems[0]; p.Code != sim.EComposeInvalid || !strings.Contains(p.Message, "interpolated, its values would come to more than 8 MiB: each ${NAME} copies its variable's value (${P} the longest of them)") {
+		t.Errorf("problem %s %q", p.Code, p.Message)
+	} else if n := strings.Count(p.Message, "would come to more than"); n != 1 {
+		t.Errorf("the refusal is said %d times, want once: %q", n, p.Message)
+	}
+
+	// A short default passes; an operator's long value is refused at
+	// launch as the operator's doing.
+	l = Load(MustWriteTemplate(t, "tpl", tpl(compose, "parameters:\n  - name: P\n    purpose: what is copied\n    default: short\n")))
+	if !l.Valid() {
+		t.Fatalf("invalid: %v", l.Problems)
+	}
+	if _, err := l.Launch(input(map[string]string{"P": "short"})); err != nil {
+		t.Fatal(err)
+	}
+	_, err := l.Launch(input(map[string]string{"P": strings.Repeat("z", 64<<10)}))
+	wantErr(t, err, sim.EParamsInvalid, "interpolated, its values would come to more than 8 MiB")
+}
+
+// TestInterpolationBudgetCountsWhatIsNamed: the reservation is the text
+// and the value of each variable named, defaults' own variables too, and
+// an escaped $ names nothing.
+func TestInterpolationBudgetCountsWhatIsNamed(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"A": "aaaa", "B_1": "bb"}
+	m := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	for s, want := range map[string]int64{
+		"plain":           5,
+		"$A":              2 + 4,
+		"${A}-${A}":       9 + 8,
+		"${X:-${B_1}}":    12 + 2,
+		"$$A":             3,
+		"${UNSET}":        8,
+		"trailing $":      10,
+		"$A$B_1${B_1}$A.": 15 + 4 + 2 + 2 + 4,
+	} {
+		b := newInterpolationBudget()
+		if err := b.take(s, m); err != nil {
+			t.Fatal(err)
+		}
+		if got := maxYAMLValueBytes - b.left; got != want {
+			t.Errorf("%q reserves %d, want %d", s, got, want)
+		}
+	}
+}
