@@ -49,9 +49,11 @@ const (
 
 	// ReasonHelloTimeout begins the reason of a CloseUnauthorized sent
 	// because no hello came within HelloTimeout (normsim's listener adds
-	// the timeout: "no hello within 5s"). The reason is all that tells that
-	// close, after which a job with the right token may try again, from a
-	// refused token, after which it must not.
+	// the timeout: "no hello within 5s"), or came before the connection
+	// was closed early because too many were waiting to say hello ("no
+	// hello within 40ms: closed early, …"). The reason is all that tells
+	// that close, after which a job with the right token may try again,
+	// from a refused token, after which it must not.
 	ReasonHelloTimeout = "no hello within"
 
 	// CloseReplaced closes a socket that a newer connection for the same

@@ -89,8 +89,10 @@ type RecordStats struct {
 	// store, or recorded as the sim stopped.
 	FramesLost int64 `json:"framesLost"`
 	// ConnectionsRefused counts connections the job sockets turned away
-	// because too many were waiting to say hello; ConnectionsEvicted those
-	// closed because too many had not upgraded (the oldest first).
+	// because too many were waiting to say hello: each the one that had
+	// waited longest, closed with 4401 to make room for a newer upgrade
+	// (which is never refused). ConnectionsEvicted counts those closed
+	// because too many had not upgraded (the oldest first).
 	ConnectionsRefused int64 `json:"connectionsRefused"`
 	ConnectionsEvicted int64 `json:"connectionsEvicted"`
 }

@@ -1,9 +1,9 @@
 package jobsocket
 
 import (
+	"container/list"
 	"net"
 	"sync"
-	"sync/atomic"
 )
 
 // Limits bound the connections to job-socket ports that are not jobs yet.
@@ -14,9 +14,15 @@ type Limits struct {
 	// connection is closed (a job upgrades at once: what is oldest idles).
 	Plain, PlainPerHost int
 	// Pending bounds the connections that have upgraded but not yet said
-	// hello, PendingPerHost those from one address; past either an upgrade
-	// is answered 503, so one host's flood of silent connections leaves
-	// the other hosts' jobs working.
+	// hello, PendingPerHost those from one address. Past either, the
+	// upgrade is not refused: the connection that has waited longest
+	// (of that address, past PendingPerHost) is closed with 4401 and a
+	// reason beginning "no hello within", after which a job may connect
+	// again. A job says hello within milliseconds of its upgrade, so what
+	// has waited longest is silent, and silent connections from any
+	// number of hosts cannot lock jobs out: a job is closed only when
+	// Pending newer upgrades (PendingPerHost from its own host) come
+	// before its hello does. One host's flood closes only its own.
 	Pending, PendingPerHost int
 }
 
@@ -48,8 +54,23 @@ type Budget struct {
 	plain *plainConns
 
 	mu      sync.Mutex
-	pending int            // connections that have not said hello yet
-	byHost  map[string]int // the same, by remote host
+	waiting *list.List            // of *waiter: connections that have not said hello yet, oldest first
+	byHost  map[string]*list.List // the same, by remote host
+}
+
+// waiter is a connection waiting to say hello.
+type waiter struct {
+	c    *conn
+	host string
+	// all and own are its elements in Budget.waiting and in its host's
+	// list; nil once it has left them (said hello, ended, or evicted).
+	all, own *list.Element
+}
+
+// eviction is a waiter closed to keep a bound, and which bound.
+type eviction struct {
+	w     *waiter
+	bound string
 }
 
 // NewBudget returns a budget keeping lim; a bound left zero is
@@ -69,37 +90,75 @@ func NewBudget(lim Limits) *Budget {
 	if lim.PendingPerHost <= 0 {
 		lim.PendingPerHost = max(lim.Pending/2, 1)
 	}
-	return &Budget{lim: lim, plain: newPlainConns(lim.Plain, lim.PlainPerHost), byHost: map[string]int{}}
+	return &Budget{lim: lim, plain: newPlainConns(lim.Plain, lim.PlainPerHost), waiting: list.New(), byHost: map[string]*list.List{}}
 }
 
 // Limits are the bounds the budget keeps.
 func (b *Budget) Limits() Limits { return b.lim }
 
-// admit counts a connection as waiting to say hello, unless too many are
-// waiting already (in all, or from its host); done takes it off again and
-// may be called more than once.
-func (b *Budget) admit(remote string) (done func(), ok bool) {
+// admit counts c, just upgraded from remote, as waiting to say hello.
+// When that puts its host past PendingPerHost, or all past Pending, the
+// connection that has waited longest (of its host, for PendingPerHost)
+// is taken off and closed with 4401 (Listener.evictWaiting), counted by
+// the listener that accepted it: one node's connection may close
+// another's. c itself is never the one: it is the newest.
+//
+// done takes c off again; it reports whether c was still waiting, false
+// when it was evicted meanwhile (its close is under way, or c's own
+// caller makes it: conn.evict) or done was called before.
+func (b *Budget) admit(c *conn, remote string) (done func() bool) {
 	host, _, err := net.SplitHostPort(remote)
 	if err != nil {
 		host = remote
 	}
+	w := &waiter{c: c, host: host}
+	var evict []eviction
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.pending >= b.lim.Pending || b.byHost[host] >= b.lim.PendingPerHost {
-		return nil, false
+	own := b.byHost[host]
+	if own == nil {
+		own = list.New()
+		b.byHost[host] = own
 	}
-	b.pending++
-	b.byHost[host]++
-	var once atomic.Bool
-	return func() {
-		if !once.CompareAndSwap(false, true) {
-			return
-		}
+	w.all, w.own = b.waiting.PushBack(w), own.PushBack(w)
+	for own.Len() > b.lim.PendingPerHost {
+		old := own.Front().Value.(*waiter)
+		b.leaveLocked(old)
+		evict = append(evict, eviction{old, "per host"})
+	}
+	for b.waiting.Len() > b.lim.Pending {
+		old := b.waiting.Front().Value.(*waiter)
+		b.leaveLocked(old)
+		evict = append(evict, eviction{old, "all nodes"})
+	}
+	b.mu.Unlock()
+	for _, e := range evict {
+		e.w.c.l.evictWaiting(e.w.c, e.w.host, e.bound)
+	}
+	return func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		b.pending--
-		if b.byHost[host]--; b.byHost[host] == 0 {
-			delete(b.byHost, host)
+		if w.all == nil {
+			return false
 		}
-	}, true
+		b.leaveLocked(w)
+		return true
+	}
+}
+
+// leaveLocked takes w off the lists of connections waiting to say hello.
+func (b *Budget) leaveLocked(w *waiter) {
+	b.waiting.Remove(w.all)
+	own := b.byHost[w.host]
+	own.Remove(w.own)
+	if own.Len() == 0 {
+		delete(b.byHost, w.host)
+	}
+	w.all, w.own = nil, nil
+}
+
+// Waiting is how many connections are waiting to say hello, in all.
+func (b *Budget) Waiting() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.waiting.Len()
 }

@@ -1,13 +1,19 @@
 package jobsocket_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"runtime"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -147,41 +153,233 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 	}
 }
 
-// TestSilentFloodFromOneHostLeavesOthersWorking: connections that upgrade
-// and never say hello are bounded per host; past the bound they get 503,
-// and a job from another address still connects.
-func TestSilentFloodFromOneHostLeavesOthersWorking(t *testing.T) {
-	const perHost = 20
-	l, _ := MustListener(t, jobsocket.Config{Budget: jobsocket.NewBudget(jobsocket.Limits{PendingPerHost: perHost}), HelloTimeout: time.Minute})
-	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
-	url := fmt.Sprintf("ws://127.0.0.1:%d%s", l.Port(), protocol.Path("j", "r"))
-	from := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
-	flood := &websocket.DialOptions{HTTPClient: websocketClient(from.DialContext)}
-	refused := 0
-	for i := range perHost + 10 {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		c, resp, err := websocket.Dial(ctx, url, flood)
-		cancel()
+// silentFrom opens a WebSocket to path on l from the loopback address
+// ip and says nothing: a connection waiting to say hello. It is dropped
+// when the test ends.
+func silentFrom(t *testing.T, l *jobsocket.Listener, ip, path string) (*jobplay.Job, error) {
+	t.Helper()
+	from := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	j, err := jobplay.Connect(ctx, fmt.Sprintf("ws://127.0.0.1:%d%s", l.Port(), path), &websocket.DialOptions{HTTPClient: websocketClient(from.DialContext)})
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(j.Close)
+	return j, nil
+}
+
+// mustSilentFrom is silentFrom, failing the test when the connection is
+// refused.
+func mustSilentFrom(t *testing.T, l *jobsocket.Listener, ip, path string) *jobplay.Job {
+	t.Helper()
+	j, err := silentFrom(t, l, ip, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// awaitRefused waits for the listeners to have counted want connections
+// turned away: a client's upgrade returns on the 101, before the
+// listener has counted the connection and made room for it.
+func awaitRefused(t *testing.T, want int64, ls ...*jobsocket.Listener) {
+	t.Helper()
+	var n int64
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		n = 0
+		for _, l := range ls {
+			n += l.Refused()
+		}
+		if n == want {
+			return
+		}
+	}
+	t.Fatalf("%d connections waiting to say hello turned away and counted, want %d", n, want)
+}
+
+// evictedForHello counts the connections of js the listener closed as
+// waiting too long to say hello (4401, with a reason a job may reconnect
+// after, beginning protocol.ReasonHelloTimeout, that says why), and those
+// still open. Any other end fails the test. It ends them all.
+func evictedForHello(t *testing.T, js []*jobplay.Job) (evicted, open int) {
+	t.Helper()
+	ends := make([]error, len(js))
+	var wg sync.WaitGroup
+	for i, j := range js {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			code, reason, err := j.Closed(ctx)
+			switch {
+			case err != nil:
+				ends[i] = err
+			case code != protocol.CloseUnauthorized || !strings.HasPrefix(reason, protocol.ReasonHelloTimeout) || !strings.Contains(reason, "too many connections"):
+				ends[i] = fmt.Errorf("closed %d %q, want 4401 %q… naming too many connections waiting", code, reason, protocol.ReasonHelloTimeout)
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range ends {
 		switch {
 		case err == nil:
-			t.Cleanup(func() { c.CloseNow() })
-			if i >= perHost {
-				t.Fatalf("silent connection %d from one host was accepted past the bound of %d", i+1, perHost)
-			}
-		case resp != nil && resp.StatusCode == http.StatusServiceUnavailable:
-			refused++
+			evicted++
+		case errors.Is(err, context.DeadlineExceeded):
+			open++
 		default:
 			t.Fatalf("silent connection %d: %v", i+1, err)
 		}
 	}
-	if refused != 10 || l.Refused() != 10 {
-		t.Fatalf("refused %d (listener counted %d), want 10", refused, l.Refused())
+	return evicted, open
+}
+
+// TestSilentHostsCannotLockJobsOut (issue 34 item 4): silent connections
+// from two hosts, each within its share, filled the whole budget of
+// connections waiting to say hello, and a real job's upgrade was then
+// answered 503, in 10 of 10 tries. Now the newcomer is never refused:
+// the connection that has waited longest is closed (4401, a reason a job
+// may reconnect after) and counted, so the job that says hello at once
+// is served in every round while the flood goes on, and the flood never
+// holds more than the bound.
+func TestSilentHostsCannotLockJobsOut(t *testing.T) {
+	const total, rounds = 4, 10
+	l, _ := MustListener(t, jobsocket.Config{Budget: jobsocket.NewBudget(jobsocket.Limits{Pending: total}), HelloTimeout: time.Minute})
+	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+	url := fmt.Sprintf("ws://127.0.0.1:%d%s", l.Port(), protocol.Path("j", "r"))
+	var flood []*jobplay.Job
+	served := 0
+	for round := range rounds {
+		// Each round the attacker's two hosts fill the budget again,
+		// two silent connections each (each host's whole share).
+		for _, ip := range []string{"127.0.0.2", "127.0.0.2", "127.0.0.3", "127.0.0.3"} {
+			if j, err := silentFrom(t, l, ip, protocol.Path("j", "r")); err == nil {
+				flood = append(flood, j)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		j, err := jobplay.Connect(ctx, url, nil) // from 127.0.0.1
+		if err == nil {
+			if err = j.Hello(ctx, token); err == nil {
+				served++
+			}
+			j.Close()
+		}
+		cancel()
+		if err != nil {
+			t.Logf("round %d: the job was not served: %v", round+1, err)
+		}
+	}
+	if served != rounds {
+		t.Fatalf("a job that says hello at once was served in %d of %d rounds of a silent flood from two hosts", served, rounds)
+	}
+	// Each silent connection is waiting still, or was closed and counted
+	// (a client's upgrade returns on the 101, before the listener counts
+	// it: wait for the last). The flood holds no more than the bound.
+	var waiting int
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		waiting = l.Budget().Waiting()
+		if waiting+int(l.Refused()) == len(flood) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d silent connections: %d waiting to say hello, %d closed and counted", len(flood), waiting, l.Refused())
+		}
+	}
+	if waiting > total {
+		t.Errorf("%d connections waiting to say hello, over the bound of %d", waiting, total)
+	}
+	if evicted, open := evictedForHello(t, flood); evicted != int(l.Refused()) || open != waiting {
+		t.Fatalf("of %d silent connections %d were closed for newer ones and %d left open, want %d (counted) and %d (waiting)",
+			len(flood), evicted, open, l.Refused(), waiting)
+	}
+}
+
+// TestSilentFloodFromOneHostStaysInItsShare (issue 34 item 4): past its
+// host's share (PendingPerHost) a silent flood closes its own oldest
+// connections, never another host's, and a job from another address
+// still connects and says hello.
+func TestSilentFloodFromOneHostStaysInItsShare(t *testing.T) {
+	const perHost = 20
+	var logged bytes.Buffer
+	var logMu sync.Mutex
+	l, _ := MustListener(t, jobsocket.Config{Budget: jobsocket.NewBudget(jobsocket.Limits{Pending: 2 * perHost}), HelloTimeout: time.Minute,
+		Logger: newBufLogger(&logged, &logMu)})
+	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+	other := mustSilentFrom(t, l, "127.0.0.3", protocol.Path("j", "r")) // another host, waiting longest of all
+	var flood []*jobplay.Job
+	for range perHost + 10 {
+		flood = append(flood, mustSilentFrom(t, l, "127.0.0.2", protocol.Path("j", "r")))
+	}
+	awaitRefused(t, 10, l)
+	// The other host's connection, older than all of them, is still open:
+	// it says hello and is served.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := other.Hello(ctx, token); err != nil {
+		t.Fatalf("the other host's connection: %v", err)
 	}
 	c := dial(t, l, protocol.Path("j", "r")) // from 127.0.0.1
 	c.SendText(hello(token))
 	if f := c.Read(); f.Type != protocol.TypeHelloAck {
 		t.Fatalf("a job from another host during the flood got %+v", f)
 	}
+	if evicted, open := evictedForHello(t, flood); evicted != 10 || open != perHost {
+		t.Fatalf("of %d silent connections from one host %d were closed and %d left open, want 10 and %d", len(flood), evicted, open, perHost)
+	}
+	// Logged once for the flood (once per while), naming its host.
+	logMu.Lock()
+	log := logged.String()
+	logMu.Unlock()
+	if n := strings.Count(log, "too many connections waiting to say hello"); n != 1 || !strings.Contains(log, "host=127.0.0.2") {
+		t.Errorf("logged %d times, want once naming host 127.0.0.2:\n%s", n, log)
+	}
+}
+
+// TestEvictedConnectionsGiveTheirFDsBackAtOnce (issue 34 item 4): a
+// connection closed to make room for a newer one is closed at once, with
+// its close frame, not after a close handshake its silent peer never
+// answers (CloseTimeout, 30 s here): else a flood that makes room again
+// and again would hold its fds past the bound.
+func TestEvictedConnectionsGiveTheirFDsBackAtOnce(t *testing.T) {
+	const total = 2
+	l, _ := MustListener(t, jobsocket.Config{Budget: jobsocket.NewBudget(jobsocket.Limits{Pending: total}), HelloTimeout: time.Minute, CloseTimeout: 30 * time.Second})
+	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+	// A silent peer that never answers a close frame: a bare TCP
+	// connection that upgrades and then only reads.
+	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", l.Port()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+		protocol.Path("j", "r"))
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", resp, err)
+	}
+	// It is the oldest once the listener has counted it.
+	for deadline := time.Now().Add(5 * time.Second); l.Budget().Waiting() < 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the upgraded connection is not counted as waiting to say hello")
+		}
+	}
+	for _, ip := range []string{"127.0.0.2", "127.0.0.3"} { // each within its host's share
+		mustSilentFrom(t, l, ip, protocol.Path("j", "r"))
+	}
+	// The close frame, then the end of the connection: at once.
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	rest, err := io.ReadAll(br)
+	if err != nil {
+		t.Fatalf("the oldest silent connection was not closed in %v: %v", time.Since(start), err)
+	}
+	// An unmasked close frame (RFC 6455, 5.2): opcode 8, length, code.
+	if len(rest) < 4 || rest[0] != 0x88 || int(rest[1]) != len(rest)-2 || binary.BigEndian.Uint16(rest[2:]) != protocol.CloseUnauthorized ||
+		!strings.HasPrefix(string(rest[4:]), protocol.ReasonHelloTimeout) {
+		t.Fatalf("the oldest silent connection read %q before its end, want one 4401 close frame", rest)
+	}
+	awaitRefused(t, 1, l)
 }
 
 // TestConnectionsThatNeverUpgradeAreBounded (issue 34 item 8): connections
@@ -247,9 +445,8 @@ func stillOpen(cs []net.Conn) int {
 // nodes share one Budget, so connections that are not jobs yet are
 // bounded in total, not once per node: with N nodes, N per-node bounds
 // reached the fd limit. A flood spread over two listeners is held to the
-// one bound, for connections that never upgrade (the oldest closed, each
-// counted by its listener) and for upgraded ones that never say hello
-// (503, counted).
+// one bound, for connections that never upgrade and for upgraded ones
+// that never say hello (the oldest closed, each counted by its listener).
 func TestBoundsHoldAcrossListenersSharingABudget(t *testing.T) {
 	t.Run("not upgraded", func(t *testing.T) {
 		const total = 12
@@ -281,24 +478,23 @@ func TestBoundsHoldAcrossListenersSharingABudget(t *testing.T) {
 		budget := jobsocket.NewBudget(jobsocket.Limits{Pending: total, PendingPerHost: total})
 		la, _ := MustListener(t, jobsocket.Config{Budget: budget, HelloTimeout: time.Minute})
 		lb, _ := MustListener(t, jobsocket.Config{Budget: budget, HelloTimeout: time.Minute})
-		refused := 0
+		var flood []*jobplay.Job
 		for i := range total + 4 {
 			l := []*jobsocket.Listener{la, lb}[i%2]
 			l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			c, resp, err := websocket.Dial(ctx, fmt.Sprintf("ws://127.0.0.1:%d%s", l.Port(), protocol.Path("j", "r")), nil)
-			cancel()
-			switch {
-			case err == nil:
-				t.Cleanup(func() { c.CloseNow() })
-			case resp != nil && resp.StatusCode == http.StatusServiceUnavailable:
-				refused++
-			default:
-				t.Fatalf("silent connection %d: %v", i+1, err)
-			}
+			flood = append(flood, mustSilentFrom(t, l, "127.0.0.1", protocol.Path("j", "r")))
 		}
-		if refused != 4 || la.Refused()+lb.Refused() != 4 {
-			t.Fatalf("refused %d (listeners counted %d + %d), want 4 past the shared bound of %d", refused, la.Refused(), lb.Refused(), total)
+		// Past the shared bound the connections that waited longest, on
+		// either node, were closed, each counted by its own listener.
+		awaitRefused(t, 4, la, lb)
+		if n := budget.Waiting(); n != total {
+			t.Errorf("%d connections waiting to say hello, want the shared bound of %d", n, total)
+		}
+		if la.Refused() == 0 || lb.Refused() == 0 {
+			t.Errorf("closes counted %d and %d: each listener counts its own connections", la.Refused(), lb.Refused())
+		}
+		if evicted, open := evictedForHello(t, flood); evicted != 4 || open != total {
+			t.Fatalf("of %d silent connections to two nodes %d were closed and %d left open, want 4 and %d", len(flood), evicted, open, total)
 		}
 	})
 }

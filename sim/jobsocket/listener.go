@@ -95,9 +95,13 @@ type Listener struct {
 	ln  net.Listener
 	srv *http.Server
 
-	// refused counts connections turned away because too many were
-	// waiting to say hello (admit).
+	// refused counts this listener's connections turned away because too
+	// many were waiting to say hello: each the one that had waited
+	// longest, closed to make room for a newer one (Budget.admit).
 	refused atomic.Int64
+	// refusedLogged is when the last of them was logged (UnixNano): one
+	// line per evictLogEvery at most.
+	refusedLogged atomic.Int64
 	// discarded counts frames read and not passed on, without a close
 	// for them (Event Discarded).
 	discarded atomic.Int64
@@ -198,8 +202,9 @@ func (l *Listener) Open(addr string) error {
 }
 
 // Refused is how many connections to this listener were turned away
-// (503) because too many were waiting to say hello (Limits.Pending,
-// Limits.PendingPerHost).
+// because too many were waiting to say hello (Limits.Pending,
+// Limits.PendingPerHost): each the one that had waited longest, closed
+// with 4401 to make room for a newer upgrade, which is never refused.
 func (l *Listener) Refused() int64 { return l.refused.Load() }
 
 // Discarded is how many frames were read and not passed on without a
@@ -447,8 +452,13 @@ type conn struct {
 	serial  uint64 // Event.Conn
 	writeMu sync.Mutex
 	// helloDone takes the connection off the count of those waiting to
-	// say hello (Limits.Pending); it may be called more than once.
-	helloDone func()
+	// say hello (Limits.Pending) and reports whether it was still on it:
+	// false once it was evicted to make room (Budget.admit). It may be
+	// called more than once.
+	helloDone func() bool
+	// upgraded is when the connection was upgraded, for the reason it is
+	// evicted with.
+	upgraded time.Time
 	// once starts the end of the connection: a close handshake (close), a
 	// drop (Drop) or, when neither came first, the release in finish.
 	// closeDone is closed when that end is over.
@@ -617,6 +627,54 @@ func (c *conn) abort() {
 	c.ws.CloseNow()
 }
 
+// evictWriteTimeout bounds the write of an evicted connection's close
+// frame. The frame is the second thing ever written to the connection
+// (after the 101), so it fits the socket's buffer and the write does not
+// wait in practice; the bound is for a peer that would make it.
+const evictWriteTimeout = 100 * time.Millisecond
+
+// evict closes c, which was waiting to say hello and was taken off the
+// count to make room for a newer connection (Budget.admit): with 4401
+// and a reason that begins as the hello timeout's (protocol.
+// ReasonHelloTimeout: a job may connect again) and says why, then at
+// once, without waiting for the job's close frame, so its fd comes back
+// before the newer connection goes on. A close under way already (the
+// hello timeout's) is cut short the same way. Either of the two
+// goroutines that know of the eviction may call it first (the one that
+// evicted, and c's own on its way out of the hello read); it does its
+// work once.
+func (c *conn) evict() {
+	c.once.Do(func() {
+		waited := max(time.Since(c.upgraded).Round(time.Millisecond), time.Millisecond)
+		reason := protocol.ReasonHelloTimeout + " " + waited.String() + ": closed early, too many connections were waiting to say hello"
+		c.setClose(protocol.CloseUnauthorized, reason)
+		c.raw.SetWriteDeadline(time.Now().Add(evictWriteTimeout))
+		c.writeClose(protocol.CloseUnauthorized, reason)
+		close(c.closeDone)
+	})
+	c.abort()
+}
+
+// evictLogEvery is how often at most a listener logs that it closed a
+// connection waiting to say hello to make room: a flood closes one per
+// upgrade, the log says it is going on.
+const evictLogEvery = 10 * time.Second
+
+// evictWaiting counts and closes c, one of this listener's connections
+// waiting to say hello, from host, evicted because too many were waiting
+// (bound says which bound: "per host" or "all nodes").
+func (l *Listener) evictWaiting(c *conn, host, bound string) {
+	n := l.refused.Add(1)
+	now := time.Now()
+	if last := l.refusedLogged.Load(); (last == 0 || now.Sub(time.Unix(0, last)) >= evictLogEvery) && l.refusedLogged.CompareAndSwap(last, now.UnixNano()) {
+		lim := l.cfg.Budget.Limits()
+		l.cfg.Logger.Warn("job socket: too many connections waiting to say hello; closing the one that waited longest (4401)", "node", l.cfg.Node,
+			"host", host, "waited", now.Sub(c.upgraded).Round(time.Millisecond), "bound", bound,
+			"limit (all nodes)", lim.Pending, "per host", lim.PendingPerHost, "closed so far", n)
+	}
+	c.evict()
+}
+
 // hijackWatch hands the TCP connection that websocket.Accept hijacks to the
 // listener as well, with buffers of socketBufferSize.
 type hijackWatch struct {
@@ -651,16 +709,6 @@ func (h *hijackWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 
 // ServeHTTP upgrades a job's connection and runs it.
 func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	helloDone, ok := l.cfg.Budget.admit(r.RemoteAddr)
-	if !ok {
-		if l.refused.Add(1) == 1 {
-			lim := l.cfg.Budget.Limits()
-			l.cfg.Logger.Warn("job socket: too many connections waiting to say hello; refusing more", "node", l.cfg.Node,
-				"limit (all nodes)", lim.Pending, "per host", lim.PendingPerHost, "from", r.RemoteAddr)
-		}
-		http.Error(w, "too many connections waiting to say hello; try again shortly", http.StatusServiceUnavailable)
-		return
-	}
 	hw := &hijackWatch{ResponseWriter: w}
 	ws, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
 		// Jobs are not browsers; the per-instance token is the guard.
@@ -668,23 +716,25 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		CompressionMode:    websocket.CompressionDisabled,
 	})
 	if err != nil {
-		helloDone()
 		return // Accept already wrote the HTTP error
 	}
 	// We enforce the cap ourselves to close with 4413 rather than the
 	// library's 1009; one byte over the cap is enough to know.
 	ws.SetReadLimit(protocol.MaxFrameBytes + 1)
 	jobID, role, ok := protocol.ParsePath(r.RequestURI)
-	c := &conn{l: l, ws: ws, raw: hw.conn, key: key{jobID, role}, serial: l.serials.Add(1), closeDone: make(chan struct{}), helloDone: helloDone}
+	c := &conn{l: l, ws: ws, raw: hw.conn, key: key{jobID, role}, serial: l.serials.Add(1), closeDone: make(chan struct{}), upgraded: time.Now()}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		helloDone()
 		c.abort()
 		return
 	}
 	l.conns[c] = struct{}{}
 	l.mu.Unlock()
+	// Counted once it is a WebSocket: a newcomer is never refused, the
+	// connection that has waited longest to say hello makes room for it
+	// (Budget.admit).
+	c.helloDone = l.cfg.Budget.admit(c, r.RemoteAddr)
 	// The socket lives on a goroutine of its own and this handler returns:
 	// while it runs, net/http keeps the connection's request, its 4 KiB
 	// read and write buffers and a stack grown by the request's parsing,
@@ -696,7 +746,7 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// to exit.
 	ctx := context.WithoutCancel(r.Context())
 	go func() {
-		defer helloDone()
+		defer c.helloDone()
 		defer func() {
 			// Listed until its close is over, so Listener.Close can cut a
 			// close handshake short.
@@ -777,9 +827,15 @@ func (l *Listener) hello(ctx context.Context, c *conn) bool {
 		c.close(protocol.CloseUnauthorized, protocol.ReasonHelloTimeout+" "+l.cfg.HelloTimeout.String())
 	})
 	data, err := c.readFrame(ctx)
-	c.helloDone() // whatever came, the connection no longer waits to say hello
+	// Whatever came, the connection no longer waits to say hello; unless
+	// it was evicted meanwhile (its hello, if that came, came too late).
+	waiting := c.helloDone()
 	if !timer.Stop() || timedOut.Load() {
 		return false // closing with 4401 already
+	}
+	if !waiting {
+		c.evict()
+		return false
 	}
 	if err != nil {
 		var ce *closeErr
