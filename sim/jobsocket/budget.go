@@ -38,7 +38,8 @@ const maxBound = 4096
 // store, the runtimes and the jobs that did say hello keep the rest (640
 // of 1,024 under ulimit -n 1024). Waiting for hello gets the larger share
 // because real jobs pass through it: after a restart every job of the
-// earlier run waits there until recovery has registered it again.
+// earlier run reconnects at once, each counted there until its hello is
+// read.
 func DefaultLimits(openFiles int) Limits {
 	plain := min(max(openFiles/8, 2), maxBound)
 	pending := min(max(openFiles/4, 2), maxBound)
