@@ -102,6 +102,29 @@ var handoverCases = []handoverCase{
 		after: func(t *testing.T, s *fakeSim, _ *job) { s.src.expect(protocol.TypeAbort) },
 	},
 	{
+		// issue 34 item 6: a frame that breaks WebSocket itself is as
+		// malformed as one that breaks the job protocol.
+		name: "normsim closes the target's socket for a frame that breaks RFC 6455",
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			tgt := toInitialState(t, s, id)
+			s.b.Disconnect(tgt.id, tgt.role, 1002, "reserved bits are set (RFC 6455 section 5.2)")
+			return tgt
+		},
+		state: sim.MigrationAborted, phase: sim.PhaseTargetReady, reason: "1002", told: []string{"source"}, broken: "target",
+		after: func(t *testing.T, s *fakeSim, _ *job) { s.src.expect(protocol.TypeAbort) },
+	},
+	{
+		// issue 34 item 6: text that is not UTF-8 was 4400; it is 1007 now,
+		// and still the job's fault.
+		name: "normsim closes the source's socket for text that is not UTF-8",
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			s.src.expect(protocol.TypeGetState)
+			s.a.Disconnect(s.src.id, s.src.role, 1007, "a text message must be valid UTF-8 (RFC 6455 section 8.1)")
+			return nil
+		},
+		state: sim.MigrationAborted, phase: sim.PhaseGetState, reason: "1007", broken: "source",
+	},
+	{
 		name: "the target aborts before it is ready",
 		play: func(t *testing.T, s *fakeSim, id string) *job {
 			tgt := toInitialState(t, s, id)

@@ -1358,7 +1358,7 @@ func endf(format string, args ...any) error { return &errEnd{fmt.Sprintf(format,
 
 // errBroken is an end a job brought on itself by breaking a promise:
 // an answer that did not come in time, a frame normsim closed its socket
-// for (4400, 4413), or an exit while it was being moved.
+// for (4400, 4413, 1002, 1007), or an exit while it was being moved.
 type errBroken struct {
 	errEnd
 	side, promise string
@@ -1511,7 +1511,7 @@ func (r *run) disruption(ev runEvent) error {
 			if ev.socket.ClosedBy == sim.ClosedByWorker {
 				// normsim closed it on purpose (a protocol error, a
 				// fault): the job did not crash.
-				if c := ev.socket.Code; c == protocol.CloseProtocolError || c == protocol.CloseFrameTooLarge {
+				if malformed(ev.socket.Code) {
 					return brokenf(side, sim.PromiseWellFormed, "%s on %s", socketDropped(side, ev.socket), r.currentPhase())
 				}
 				return endf("%s on %s", socketDropped(side, ev.socket), r.currentPhase())
@@ -1530,6 +1530,24 @@ func (r *run) disruption(ev runEvent) error {
 	}
 	return nil
 }
+
+// malformed says whether a close normsim sent a job was for a frame the
+// job sent that was not well-formed: the job protocol's 4400 and 4413, and
+// RFC 6455's 1002 (a frame that breaks WebSocket itself) and 1007 (text or
+// a close reason that is not UTF-8).
+func malformed(code int) bool {
+	switch code {
+	case protocol.CloseProtocolError, protocol.CloseFrameTooLarge, closeWebSocketProtocolError, closeInvalidPayloadData:
+		return true
+	}
+	return false
+}
+
+// The RFC 6455 close codes the listener sends for a job's frame.
+const (
+	closeWebSocketProtocolError = 1002
+	closeInvalidPayloadData     = 1007
+)
 
 // exitGrace is how long a lost socket waits for the runtime to learn of
 // its job's exit, on runtimes that report exits: longer than the Docker
