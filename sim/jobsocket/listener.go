@@ -14,10 +14,10 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 	"github.com/normsim/normsim/protocol"
@@ -447,7 +447,9 @@ type conn struct {
 	// handshake it is in (CloseNow waits for it), and the handshake skips
 	// the rest of an oversized frame without any deadline: raw's deadline
 	// and Close bound it.
-	raw     net.Conn
+	raw net.Conn
+	// guard judges every frame before ws reads it (frameGuard).
+	guard   *frameGuard
 	key     key
 	serial  uint64 // Event.Conn
 	writeMu sync.Mutex
@@ -679,7 +681,8 @@ func (l *Listener) evictWaiting(c *conn, host, bound string) {
 // listener as well, with buffers of socketBufferSize.
 type hijackWatch struct {
 	http.ResponseWriter
-	conn net.Conn
+	conn  net.Conn
+	guard *frameGuard
 }
 
 // socketBufferSize is the size of a job socket's read and of its write
@@ -696,16 +699,29 @@ func (h *hijackWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return c, brw, err
 	}
-	// What a job sent right behind its upgrade request is in net/http's
-	// read buffer already, and the WebSocket takes it from there: such a
-	// socket keeps that buffer. The write buffer is empty (the 101 was
-	// flushed before the hijack).
-	br := brw.Reader
-	if br.Buffered() == 0 {
-		br = bufio.NewReaderSize(c, socketBufferSize)
+	// The library reads the connection it is handed (after what the
+	// reader it is handed buffered): that connection reads through the
+	// frameGuard. What a job sent right behind its upgrade request is in
+	// net/http's read buffer already, and the guard reads it from there:
+	// such a socket keeps that buffer. The write buffer is empty (the 101
+	// was flushed before the hijack).
+	src := io.Reader(c)
+	if brw.Reader.Buffered() > 0 {
+		src = brw.Reader
 	}
-	return c, bufio.NewReadWriter(br, bufio.NewWriterSize(c, socketBufferSize)), nil
+	gc := &frameGuardConn{Conn: c, guard: frameGuard{src: src}}
+	h.guard = &gc.guard
+	return gc, bufio.NewReadWriter(bufio.NewReaderSize(gc, socketBufferSize), bufio.NewWriterSize(c, socketBufferSize)), nil
 }
+
+// frameGuardConn is a job's connection as the WebSocket library reads it:
+// through a frameGuard.
+type frameGuardConn struct {
+	net.Conn
+	guard frameGuard
+}
+
+func (g *frameGuardConn) Read(p []byte) (int, error) { return g.guard.Read(p) }
 
 // ServeHTTP upgrades a job's connection and runs it.
 func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -722,7 +738,7 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// library's 1009; one byte over the cap is enough to know.
 	ws.SetReadLimit(protocol.MaxFrameBytes + 1)
 	jobID, role, ok := protocol.ParsePath(r.RequestURI)
-	c := &conn{l: l, ws: ws, raw: hw.conn, key: key{jobID, role}, serial: l.serials.Add(1), closeDone: make(chan struct{}), upgraded: time.Now()}
+	c := &conn{l: l, ws: ws, raw: hw.conn, guard: hw.guard, key: key{jobID, role}, serial: l.serials.Add(1), closeDone: make(chan struct{}), upgraded: time.Now()}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -763,32 +779,48 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 }
 
-// readFrame reads one message, enforcing text-only and the size cap. The
-// size is judged first: a frame over the cap closes with 4413 whatever its
-// type, so a binary one too. After an error the message may be half read:
-// the caller must not read again (see close).
+// readFrame reads one message, enforcing text-only and the size cap.
+// The frameGuard under the library refuses a frame that breaks RFC 6455
+// (1002), or whose close reason is not UTF-8 (1007), and one that takes
+// its message over the cap (4413) as soon as its header is read, whatever
+// its type: its refusal is the *closeErr the read fails with. After an
+// error the message may be half read: the caller must not read again (see
+// close).
 func (c *conn) readFrame(ctx context.Context) ([]byte, error) {
 	typ, rd, err := c.ws.Reader(ctx)
 	if err != nil {
-		// The library refuses an unmasked client frame without closing
-		// (its other protocol errors it closes with 1002 itself).
-		if strings.Contains(err.Error(), "unmasked frame") {
-			return nil, &closeErr{int(websocket.StatusProtocolError), "a job's frames must be masked (RFC 6455 section 5.1)"}
-		}
 		return nil, err
 	}
 	data, err := io.ReadAll(io.LimitReader(rd, protocol.MaxFrameBytes+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > protocol.MaxFrameBytes {
-		return nil, &closeErr{protocol.CloseFrameTooLarge, "frame over 65536 bytes"}
+	if len(data) > protocol.MaxFrameBytes { // the guard refuses it at its header: a backstop
+		return nil, &closeErr{protocol.CloseFrameTooLarge, reasonFrameTooLarge}
 	}
 	if typ != websocket.MessageText {
 		return nil, &closeErr{protocol.CloseProtocolError, "binary frames are not allowed"}
 	}
 	return data, nil
 }
+
+// refuseFrame closes c for a frame that did not parse (perr), and returns
+// the close code and reason: 4400 with the parse error, or 1007 for text
+// that is not UTF-8, which fails the WebSocket itself (RFC 6455 section
+// 8.1) before the job protocol can judge it: nothing more the job sends is
+// read, as after the guard's own 1002 and 1007.
+func (c *conn) refuseFrame(data []byte, perr error) (int, string) {
+	code, reason := protocol.CloseProtocolError, perr.Error() // parse errors are capped at 120 bytes
+	if !utf8.Valid(data) {
+		code, reason = int(websocket.StatusInvalidFramePayloadData), "a text message must be valid UTF-8 (RFC 6455 section 8.1)"
+		c.guard.failAfter()
+	}
+	c.close(websocket.StatusCode(code), reason)
+	return code, reason
+}
+
+// reasonFrameTooLarge is the reason of a close with 4413.
+const reasonFrameTooLarge = "frame over 65536 bytes"
 
 type closeErr struct {
 	code   int
@@ -848,7 +880,7 @@ func (l *Listener) hello(ctx context.Context, c *conn) bool {
 	}
 	f, perr := protocol.ParseJobFrame(data)
 	if perr != nil {
-		c.close(protocol.CloseProtocolError, perr.Error()) // parse errors are capped at 120 bytes
+		c.refuseFrame(data, perr)
 		return false
 	}
 	if f.Type != protocol.TypeHello {
@@ -1121,9 +1153,7 @@ func (l *Listener) serveFrame(c *conn, data []byte) (int, string) {
 	}
 	if perr != nil {
 		l.mu.Unlock()
-		reason := perr.Error() // capped at 120 bytes by the parser
-		c.close(protocol.CloseProtocolError, reason)
-		return protocol.CloseProtocolError, reason
+		return c.refuseFrame(data, perr)
 	}
 	allowed := in.expect[f.Type]
 	if allowed && f.Type != protocol.TypeAbort {

@@ -175,8 +175,9 @@ func TestEveryFrameOverTheCapCloses4413(t *testing.T) {
 			}
 			for _, sz := range sizes {
 				t.Run(lib.name+"/"+phase+"/"+sz.name, func(t *testing.T) {
-					// The cap is judged once 65,537 bytes are read. This test
-					// is about the cap, not the hello timeout (which
+					// The cap is judged from the header of the frame that
+					// passes it. This test is about the cap, not the hello
+					// timeout (which
 					// TestSlowClientsRealHelloTimeout holds): on a machine
 					// busy with the whole suite, a 16 MiB hello's first
 					// 64 KiB once took longer than 5 s to arrive, and the
@@ -423,15 +424,16 @@ func TestListenerCloseCutsACloseHandshakeShort(t *testing.T) {
 }
 
 // TestHelloTimeoutDuringALargeFrame: the hello timeout fires while a job is
-// in the middle of a frame over the cap. The job gets 4401 (the timeout came
-// first), and the listener discards the rest of the frame and completes the
-// close handshake: once the job answers the close, the connection ends
-// cleanly rather than with a reset.
+// in the middle of a large frame (within the cap: a header over it is
+// answered 4413 at once). The job gets 4401 (the timeout came first), and
+// the listener reads the rest of the frame and completes the close
+// handshake: once the job answers the close, the connection ends cleanly
+// rather than with a reset.
 func TestHelloTimeoutDuringALargeFrame(t *testing.T) {
 	l, _ := MustListener(t, jobsocket.Config{HelloTimeout: 100 * time.Millisecond})
 	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
 	j := dialRaw(t, l, "/instances/j/r")
-	const size = 1 << 20
+	const size = protocol.MaxFrameBytes
 	j.write(header(true, opText, size))
 	j.write(make([]byte, 1000))
 	code, reason := j.readClose()

@@ -1,0 +1,281 @@
+package jobsocket
+
+import (
+	"encoding/binary"
+	"io"
+	"strconv"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/coder/websocket"
+	"github.com/normsim/normsim/protocol"
+)
+
+// frameGuard stands between a job's connection and the WebSocket library's
+// reader, and judges every frame the job sends from its header (a close
+// frame from its whole payload, at most 125 bytes) before the library reads
+// any of it. The library would judge some of these itself, but it writes
+// its 1002 without a word to its caller (the manager heard "connection
+// lost"), echoes a close frame whose reason is not UTF-8, has no close
+// frame at all for a length with its top bit set, and judges the size cap
+// only once the bytes over it arrive (a header announcing 2^63-1 bytes, and
+// nothing after it, was never answered). Here:
+//
+//   - a frame that breaks RFC 6455 itself is refused with 1002, and one
+//     whose close reason is not UTF-8 with 1007. The connection is failed
+//     (RFC 6455 section 7.1.7): nothing it sends after is handed on, and
+//     the close handshake ends when the job closes its end, or at the
+//     close timeout;
+//   - a frame that takes its message over protocol.MaxFrameBytes is refused
+//     with 4413 as soon as its header is read. Its payload, and the rest of
+//     its message, is discarded, and the frames after are handed on again,
+//     so a job that answers the close completes the handshake.
+//
+// A refusal is told once, as the error of the read that reaches the
+// refused header: the bytes before it are all handed on first, so the
+// library has read every frame before (bufio asks for more only once its
+// buffer is empty). The listener closes with the refusal's code (see
+// readFrame); what reads after that is the library's close handshake.
+//
+// Reads come from one goroutine at a time (the library holds its read lock
+// around them), so the guard needs no lock of its own; only stop is set
+// from outside a read.
+type frameGuard struct {
+	src io.Reader
+	// hdr holds the header being read, hn bytes of it so far.
+	hdr [maxHeader]byte
+	hn  int
+	// pend is what was judged and is not handed on yet: a header, or a
+	// close frame whole.
+	pend []byte
+	// left is the current frame's payload not yet handed on, or, when
+	// skip, not yet discarded.
+	left int64
+	skip bool
+	// open says a data message is open (its last frame had no FIN), of
+	// msg bytes so far.
+	open bool
+	msg  int64
+	// refusal is the first frame refused; told once it was returned.
+	refusal *closeErr
+	told    bool
+	// failed: the connection is failed, and everything it sends is
+	// discarded. stop asks for it from outside a read (failAfter).
+	failed bool
+	stop   atomic.Bool
+}
+
+// maxHeader is the longest frame header: 2 bytes, a 64-bit length and a
+// masking key. minHeader is the shortest a client may send: 2 bytes and
+// a masking key (a client must mask).
+const (
+	maxHeader = 14
+	minHeader = 6
+)
+
+// Frame opcodes (RFC 6455, 5.2).
+const (
+	opContinuation = 0x0
+	opText         = 0x1
+	opBinary       = 0x2
+	opPing         = 0x9
+	opPong         = 0xa
+)
+
+func (g *frameGuard) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if !g.failed && g.stop.Load() {
+		g.discardAll()
+	}
+	for {
+		switch {
+		case g.refusal != nil && !g.told:
+			g.told = true
+			return 0, g.refusal
+		case g.failed:
+			if _, err := g.src.Read(p); err != nil {
+				return 0, err
+			}
+		case len(g.pend) > 0:
+			n := copy(p, g.pend)
+			g.pend = g.pend[n:]
+			return n, nil
+		case g.left > 0:
+			n, err := g.src.Read(p[:min(int64(len(p)), g.left)])
+			g.left -= int64(n)
+			if !g.skip {
+				return n, err
+			}
+			if err != nil {
+				return 0, err
+			}
+			if g.left == 0 {
+				g.skip = false
+			}
+		default:
+			if err := g.next(); err != nil {
+				return 0, err
+			}
+		}
+	}
+}
+
+// fill reads src until hdr holds n bytes.
+func (g *frameGuard) fill(n int) error {
+	for g.hn < n {
+		m, err := g.src.Read(g.hdr[g.hn:n])
+		g.hn += m
+		if err != nil && g.hn < n {
+			return err
+		}
+	}
+	return nil
+}
+
+// next reads the next frame's header and judges it: the header is then
+// pend (with the payload of a close frame), or the frame is refused.
+func (g *frameGuard) next() error {
+	// Two bytes tell an unmasked frame, refused at once; a masked one has
+	// at least minHeader, read in one call when they came together.
+	g.skip = false
+	for g.hn < 2 || g.hn < minHeader && g.hdr[1]&0x80 != 0 {
+		m, err := g.src.Read(g.hdr[g.hn:minHeader])
+		g.hn += m
+		if err != nil && (g.hn < 2 || g.hn < minHeader && g.hdr[1]&0x80 != 0) {
+			return err
+		}
+	}
+	b0, b1 := g.hdr[0], g.hdr[1]
+	fin, op := b0&0x80 != 0, b0&0x0f
+	control := op&0x8 != 0
+	switch {
+	case b0&0x70 != 0:
+		return g.fail(websocket.StatusProtocolError, "reserved bits are set (RFC 6455 section 5.2)")
+	case op > opBinary && op < opClose || op > opPong:
+		return g.fail(websocket.StatusProtocolError, "unknown opcode "+strconv.Itoa(int(op))+" (RFC 6455 section 5.2)")
+	case b1&0x80 == 0:
+		return g.fail(websocket.StatusProtocolError, "a job's frames must be masked (RFC 6455 section 5.1)")
+	case control && !fin:
+		return g.fail(websocket.StatusProtocolError, "a control frame must not be fragmented (RFC 6455 section 5.5)")
+	case control && b1&0x7f > 125:
+		return g.fail(websocket.StatusProtocolError, "a control frame's payload must be at most 125 bytes (RFC 6455 section 5.5)")
+	}
+	n := minHeader
+	switch b1 & 0x7f {
+	case 126:
+		n += 2
+	case 127:
+		n += 8
+	}
+	if err := g.fill(n); err != nil {
+		return err
+	}
+	var size uint64
+	switch n {
+	case minHeader:
+		size = uint64(b1 & 0x7f)
+	case minHeader + 2:
+		size = uint64(binary.BigEndian.Uint16(g.hdr[2:]))
+	default:
+		size = binary.BigEndian.Uint64(g.hdr[2:])
+		if size>>63 != 0 {
+			return g.fail(websocket.StatusProtocolError, "the frame's 64-bit length has its most significant bit set (RFC 6455 section 5.2)")
+		}
+	}
+	length := int64(size)
+	switch {
+	case op == opClose:
+		return g.closeFrame(length)
+	case control:
+		// A ping or a pong, which the library answers or notes.
+	case op == opContinuation && !g.open:
+		return g.fail(websocket.StatusProtocolError, "a continuation frame without a message to continue (RFC 6455 section 5.4)")
+	case op != opContinuation && g.open:
+		return g.fail(websocket.StatusProtocolError, "a new message before the last one ended (RFC 6455 section 5.4)")
+	default:
+		if op != opContinuation {
+			g.msg = 0
+		}
+		g.open = !fin
+		if length > protocol.MaxFrameBytes-g.msg {
+			// Counted as over, so the rest of its message is refused too.
+			g.msg = protocol.MaxFrameBytes + 1
+			g.refuse(protocol.CloseFrameTooLarge, reasonFrameTooLarge)
+			g.hn, g.left, g.skip = 0, length, true
+			return nil
+		}
+		g.msg += length
+	}
+	g.pend, g.hn, g.left = g.hdr[:n], 0, length
+	return nil
+}
+
+// closeFrame reads a close frame's payload of n bytes (at most 125: a
+// longer control frame is refused already) and judges it: a code it may
+// not carry is a protocol error, a reason that is not UTF-8 invalid data
+// (RFC 6455 sections 5.5.1, 7.4). A frame that passes is handed on whole.
+func (g *frameGuard) closeFrame(n int64) error {
+	hn := g.hn
+	frame := make([]byte, hn+int(n))
+	copy(frame, g.hdr[:hn])
+	if _, err := io.ReadFull(g.src, frame[hn:]); err != nil {
+		// The library sees none of it: a read that failed ends it.
+		return err
+	}
+	g.hn = 0
+	body := make([]byte, n)
+	for i := range body {
+		body[i] = frame[hn+i] ^ frame[hn-4+i%4]
+	}
+	switch {
+	case n == 1:
+		return g.fail(websocket.StatusProtocolError, "a close frame's payload of 1 byte has no room for a code (RFC 6455 section 5.5.1)")
+	case n >= 2 && !wireCloseCode(binary.BigEndian.Uint16(body)):
+		return g.fail(websocket.StatusProtocolError, "close code "+strconv.Itoa(int(binary.BigEndian.Uint16(body)))+" may not be sent (RFC 6455 section 7.4)")
+	case n > 2 && !utf8.Valid(body[2:]):
+		return g.fail(websocket.StatusInvalidFramePayloadData, "the close reason is not valid UTF-8 (RFC 6455 section 5.5.1)")
+	}
+	g.pend = frame
+	return nil
+}
+
+// wireCloseCode reports whether a close frame may carry code: the codes RFC
+// 6455 defines for the wire, those IANA registered since (1012-1014), and
+// the ranges for libraries and applications (RFC 6455 section 7.4). 1004
+// is reserved; 1005, 1006 and 1015 only report a close that had no code.
+func wireCloseCode(code uint16) bool {
+	switch {
+	case code >= 1000 && code <= 1003, code >= 1007 && code <= 1014:
+		return true
+	default:
+		return code >= 3000 && code <= 4999
+	}
+}
+
+// refuse records the first frame refused; a later one is not told.
+func (g *frameGuard) refuse(code websocket.StatusCode, reason string) {
+	if g.refusal == nil {
+		g.refusal = &closeErr{int(code), reason}
+	}
+}
+
+// fail refuses a frame that fails the connection: nothing after it is
+// handed on.
+func (g *frameGuard) fail(code websocket.StatusCode, reason string) error {
+	g.refuse(code, reason)
+	g.discardAll()
+	return nil
+}
+
+// discardAll fails the connection: nothing more is handed on, and reads
+// wait for the job to close its end (or the close timeout).
+func (g *frameGuard) discardAll() {
+	g.failed, g.hn, g.pend, g.left = true, 0, nil, 0
+}
+
+// failAfter fails the connection from the next read on. The listener
+// calls it for a message it refuses with 1007, between its reads; a close
+// handshake that another goroutine started may be reading meanwhile.
+func (g *frameGuard) failAfter() { g.stop.Store(true) }
