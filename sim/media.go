@@ -55,7 +55,10 @@ type MediaReport struct {
 	// KeyframeAtJoin: whether the target's first video frame was a
 	// random-access point; PictureMissingMs, when it was not, how long
 	// the picture is missing until the target's first keyframe (or to
-	// the end of what was received).
+	// the end of what was received), and when the target's PAT or PMT
+	// came after its first frame, how long a receiver that joins at the
+	// target shows no picture (until the first keyframe after both
+	// tables): the longer of the two.
 	KeyframeAtJoin   *bool    `json:"keyframeAtJoin,omitempty"`
 	PictureMissingMs *float64 `json:"pictureMissingMs,omitempty"`
 	// GapMs / OverlapMs and FramesMissing / FramesRepeated are the video

@@ -195,11 +195,15 @@ func mediaPanel(m *sim.Migration, tl timeline) *mediaView {
 		Capture: "/api/v1/migrations/" + url.PathEscape(m.ID) + "/seam.ts"}
 	if k := r.KeyframeAtJoin; k != nil {
 		v.Keyframe = "yes"
-		if !*k {
+		switch {
+		case !*k:
 			v.Keyframe = "no"
 			if r.PictureMissingMs != nil {
 				v.Keyframe += " · the picture is missing for " + fmtMs(r.PictureMissingMs)
 			}
+		case r.PictureMissingMs != nil:
+			// A keyframe first, but the tables came after it.
+			v.Keyframe += " · but without tables first: a receiver joining there has no picture for " + fmtMs(r.PictureMissingMs)
 		}
 	}
 	for _, st := range r.Streams {

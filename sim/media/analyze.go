@@ -568,11 +568,18 @@ func (c *comparison) checkTables() {
 	if tgt.firstPES < 0 {
 		return
 	}
-	if tgt.firstPAT < 0 || tgt.firstPAT > tgt.firstPES {
-		c.defect(sim.MediaCheckPAT, "TR 101 290 1.3a", "PID 0", targetSide, "the target sent no PAT before its first PES")
+	patLate := tgt.firstPAT < 0 || tgt.firstPAT > tgt.firstPES
+	pmtLate := tgt.firstPMT < 0 || tgt.firstPMT > tgt.firstPES
+	after := ""
+	if patLate || pmtLate {
+		after = c.pictureAfterTables()
 	}
-	if tgt.firstPMT < 0 || tgt.firstPMT > tgt.firstPES {
-		c.defect(sim.MediaCheckPMT, "TR 101 290 1.5a", "", targetSide, "the target sent no PMT before its first PES")
+	if patLate {
+		c.defect(sim.MediaCheckPAT, "TR 101 290 1.3a", "PID 0", targetSide, "the target sent no PAT before its first PES"+after)
+		after = "" // said once
+	}
+	if pmtLate {
+		c.defect(sim.MediaCheckPMT, "TR 101 290 1.5a", "", targetSide, "the target sent no PMT before its first PES"+after)
 	}
 	if len(src.pmt) > 0 && len(tgt.pmt) > 0 && !slices.Equal(sortedPMT(src.pmt), sortedPMT(tgt.pmt)) {
 		c.defect(sim.MediaCheckPIDs, "", "", targetSide, fmt.Sprintf("changed PIDs/stream types: the source's PMT listed %s, the target's %s", pmtText(src.pmt), pmtText(tgt.pmt)))
@@ -586,6 +593,49 @@ func (c *comparison) checkTables() {
 			c.defect(sim.MediaCheckPID, "TR 101 290 1.6", fmt.Sprintf("PID %d", es.pid), targetSide, fmt.Sprintf("the target's PMT names PID %d (%s), which it never sent", es.pid, es.typ))
 		}
 	}
+}
+
+// pictureAfterTables is, for a target whose tables came after its first
+// PES, what a receiver that joins at the target (tuning in then, or
+// resetting at the switch as many do) shows: it finds the program only
+// once it has the PAT and the PMT, and a picture from the first keyframe
+// after both. It counts that time in pictureMissingMs (the longer of it
+// and a join off a keyframe) and says it, for the defect's detail; "" when
+// the target sent no video.
+func (c *comparison) pictureAfterTables() string {
+	ts := &c.tgt.ts
+	var video *track
+	for _, t := range c.tgt.tracks {
+		if t.kind == "video" && len(t.units) > 0 && t.units[0].pkt >= 0 {
+			video = t
+			break
+		}
+	}
+	if video == nil {
+		return ""
+	}
+	vals, idx := unwrapped(video.units, video.wrap)
+	if len(vals) == 0 {
+		return ""
+	}
+	missing, until := int64(-1), ""
+	if ts.firstPAT >= 0 && ts.firstPMT >= 0 {
+		tables := max(ts.firstPAT, ts.firstPMT)
+		for i, ui := range idx {
+			if u := video.units[ui]; u.key && u.pkt > tables {
+				missing, until = vals[i], "its first keyframe after them"
+				break
+			}
+		}
+	}
+	if missing < 0 {
+		missing, until = slices.Max(vals)+frameTicks(video), "the end of what it sent"
+	}
+	m := ticksMs(max(missing, 0))
+	if c.pictureMissingMs == nil || *c.pictureMissingMs < m {
+		c.pictureMissingMs = &m
+	}
+	return fmt.Sprintf(": a receiver joining at the target finds no program and shows no picture for %.0f ms, until %s", m, until)
 }
 
 func sortedPMT(ps []pmtStream) []pmtStream {

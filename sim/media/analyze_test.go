@@ -188,6 +188,35 @@ func TestAnalyzeTSDefects(t *testing.T) {
 			verdict: sim.VerdictGlitch,
 			want:    []string{"PAT_error[PID 0,target]", "PMT_error[,target]"},
 			absent:  []string{"keyframe at join", "Continuity_count_error", "PTS continuity"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				// A receiver joining at the target never finds the program.
+				if r.PictureMissingMs == nil || *r.PictureMissingMs != 1000 || !strings.Contains(r.Detail, "shows no picture for 1000 ms, until the end of what it sent") {
+					t.Errorf("missing %v: %s", r.PictureMissingMs, r.Detail)
+				}
+			},
+		},
+		{
+			name: "target sends its tables a GOP late",
+			build: func(t *testing.T) sides {
+				m := muxTS(t, gopFrames(100, 25, 900000), 256)
+				late := m.withoutPIDsIn(func(f int) bool { return f < 50 }, 0, 0x1000)
+				return sides{m.datagrams(before(25), 0), late.datagrams(from(25), 0)}
+			},
+			verdict: sim.VerdictGlitch,
+			// The tables' own counters skip the packets dropped here.
+			want:   []string{"PAT_error[PID 0,target]", "PMT_error[,target]"},
+			absent: []string{"keyframe at join", "Continuity_count_error[PID 256", "PTS continuity"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				// The tables come with the IDR of frame 50: a receiver that
+				// joined at frame 25 shows its first picture a second on.
+				if r.KeyframeAtJoin == nil || !*r.KeyframeAtJoin || r.PictureMissingMs == nil || *r.PictureMissingMs != 1000 ||
+					!strings.Contains(r.Detail, "the target sent no PAT before its first PES: a receiver joining at the target finds no program and shows no picture for 1000 ms, until its first keyframe after them") {
+					t.Errorf("keyframe at join %v, missing %v: %s", r.KeyframeAtJoin, r.PictureMissingMs, r.Detail)
+				}
+				if strings.Count(r.Detail, "shows no picture") != 1 {
+					t.Errorf("said more than once: %s", r.Detail)
+				}
+			},
 		},
 		{
 			name: "target restarts its counters",

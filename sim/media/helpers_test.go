@@ -211,6 +211,22 @@ func (m muxed) withoutPIDs(pids ...uint16) muxed {
 	return out
 }
 
+// withoutPIDsIn is m without the packets of pids in the frames in picks.
+func (m muxed) withoutPIDsIn(in func(frame int) bool, pids ...uint16) muxed {
+	var out muxed
+	for i, p := range m.packets {
+		drop := false
+		for _, pid := range pids {
+			drop = drop || packetPID(p) == pid && in(m.frameOf[i])
+		}
+		if !drop {
+			out.packets = append(out.packets, p)
+			out.frameOf = append(out.frameOf, m.frameOf[i])
+		}
+	}
+	return out
+}
+
 // muxAV writes the frames on PID 256 and, after each frame i for which
 // audio says so, one AAC access unit on PID 258 at the PTS it gives.
 func muxAV(t *testing.T, fs []testFrame, audio func(i int, f testFrame) (pts int64, ok bool)) muxed {

@@ -36,10 +36,13 @@ type unit struct {
 	// cutting the stream before that datagram leaves the units before it
 	// whole.
 	ownsStart bool
-	pts       int64
-	hasPTS    bool
-	key       bool
-	params    string
+	// pkt is the index of its first TS packet on the side, -1 for a
+	// unit RTP carried as NAL units.
+	pkt    int
+	pts    int64
+	hasPTS bool
+	key    bool
+	params string
 }
 
 // track is one elementary stream of one side: a TS PID or an RTP SSRC.
@@ -236,7 +239,7 @@ func (rt *rtpTrack) flush() {
 		return
 	}
 	u := inspectNALs(codecH264, rt.pending.nals)
-	rt.media.units = append(rt.media.units, unit{at: rt.pending.at, dg: rt.pending.dg, ownsStart: true, pts: int64(rt.pending.ts), hasPTS: true, key: u.key, params: u.params})
+	rt.media.units = append(rt.media.units, unit{at: rt.pending.at, dg: rt.pending.dg, pkt: -1, ownsStart: true, pts: int64(rt.pending.ts), hasPTS: true, key: u.key, params: u.params})
 	rt.pending = nil
 }
 
@@ -394,7 +397,7 @@ func (s *side) buildTSTracks(other []pmtStream) {
 			s.tracks = append(s.tracks, tr)
 		}
 		first := st.pkts[pu.first]
-		u := unit{at: first.at, dg: first.dg, pts: pu.pts, hasPTS: pu.hasPTS,
+		u := unit{at: first.at, dg: first.dg, pkt: pu.first, pts: pu.pts, hasPTS: pu.hasPTS,
 			ownsStart: pu.first == 0 || st.pkts[pu.first-1].dg != first.dg}
 		if tr.kind == "video" {
 			cu := inspectNALs(tr.codec, splitAnnexB(pu.data))
