@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -26,16 +27,18 @@ import (
 // frame by frame, whole or as a receiver that joined at the target got
 // it; each defect shows to ffmpeg/ffprobe as what normsim named (a join
 // mid-GOP only to a receiver that joined there: the whole capture holds
-// the pictures the P-frames refer to). Two defects leave no trace a
-// decoder reports, so they are judged by their standards alone
-// (docs/media.md): a new SSRC (the capture strips RTP), and tables a
-// second late, which ffmpeg's probe buffer rides out where a receiver
-// that must find the program first (TR 101 290 1.3a) cannot.
+// the pictures the P-frames refer to). A second referee, GStreamer's
+// demuxer, is a receiver joining at the target: the picture it does not
+// show is what normsim says is missing, which is how tables a second late
+// show (ffmpeg's probe buffer rides them out). A new SSRC leaves no trace
+// in the capture (it strips RTP) and is judged by its standard alone
+// (docs/media.md).
 func TestVideoExamplesAgreeWithADecoder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real video jobs")
 	}
 	ffmpeg, ffprobe := testenv.RequireFFmpeg(t)
+	gst := testenv.RequireGStreamer(t)
 	var paths []string
 	for _, name := range videoFiles {
 		paths = append(paths, examplePath(name))
@@ -62,6 +65,21 @@ func TestVideoExamplesAgreeWithADecoder(t *testing.T) {
 			joinedErrs := decodeErrors(t, ffmpeg, joined)
 			joinedPkts := probePackets(t, ffprobe, joined)
 			t.Logf("%s: %s; ffmpeg on the whole capture: %q; on the target's alone: %q", sc.Template, m.Output.Media.Verdict, errs, joinedErrs)
+			// A receiver that joins at the target (GStreamer's demuxer and
+			// parser) shows nothing before it has the PAT, the PMT and a
+			// keyframe: the frames of the target's it never shows are the
+			// picture normsim says is missing there (none for a clean join).
+			shown := gstFrames(t, gst, joined)
+			lostMs := float64(len(joinedPkts)-shown) * 40
+			saysMs := 0.0
+			if p := m.Output.Media.PictureMissingMs; p != nil {
+				saysMs = *p
+			}
+			t.Logf("%s: joined at the target, GStreamer shows %d of its %d frames; normsim says %.0f ms of picture missing", sc.Template, shown, len(joinedPkts), saysMs)
+			if math.Abs(lostMs-saysMs) > 40 {
+				t.Errorf("%s: a receiver joining at the target (GStreamer) shows %d of the target's %d frames, %.0f ms without a picture; normsim says %.0f ms (%s)",
+					sc.Template, shown, len(joinedPkts), lostMs, saysMs, m.Output.Media.Detail)
+			}
 			first := m.Output.Media.Streams[0].FirstTargetPTS
 			if first == nil {
 				t.Fatalf("%s: no first target PTS: %s", sc.Template, m.Output.Media.Detail)
@@ -162,6 +180,22 @@ func decodeErrors(t *testing.T, ffmpeg, path string) string {
 		t.Fatalf("ffmpeg %s: %v: %s", path, err, stderr.String())
 	}
 	return strings.TrimSpace(stderr.String())
+}
+
+// gstFrames is how many video frames GStreamer's MPEG-TS demuxer and H.264
+// parser give out of the file, as a receiver that starts reading there
+// would: none before the program's tables, none before a keyframe.
+func gstFrames(t *testing.T, gst, path string) int {
+	t.Helper()
+	dir := t.TempDir()
+	out, err := exec.Command(gst, "-q", "filesrc", "location="+path, "!", "tsdemux", "!", "h264parse", "!",
+		"multifilesink", "location="+filepath.Join(dir, "%06d.h264")).CombinedOutput()
+	files, _ := os.ReadDir(dir)
+	// With no frame to give, the pipeline fails to preroll: none shown.
+	if err != nil && (len(files) > 0 || !strings.Contains(string(out), "preroll")) {
+		t.Fatalf("gst-launch-1.0 on %s: %v: %s", path, err, out)
+	}
+	return len(files)
 }
 
 type probed struct {

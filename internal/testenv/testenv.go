@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -22,7 +23,8 @@ const (
 	// RequireLanguagesEnv is for the example jobs in other languages
 	// (Python with websockets, Node with a built-in WebSocket).
 	RequireLanguagesEnv = "NORMSIM_REQUIRE_LANGUAGES"
-	// RequireMediaEnv is for ffmpeg and ffprobe, the media tests' referee.
+	// RequireMediaEnv is for ffmpeg, ffprobe and GStreamer, the media
+	// tests' referees.
 	RequireMediaEnv = "NORMSIM_REQUIRE_MEDIA"
 )
 
@@ -78,15 +80,37 @@ func RequireBrowser(tb testing.TB) string {
 
 // RequireFFmpeg returns the paths of ffmpeg and ffprobe, the media tests'
 // referee. When either is absent it skips the test, or fails it when
-// NORMSIM_REQUIRE_MEDIA=1 (scripts/install-ffmpeg installs them).
+// NORMSIM_REQUIRE_MEDIA=1 (scripts/install-media-referees installs them).
 func RequireFFmpeg(tb testing.TB) (ffmpeg, ffprobe string) {
 	tb.Helper()
 	ffmpeg, err1 := exec.LookPath("ffmpeg")
 	ffprobe, err2 := exec.LookPath("ffprobe")
 	if err1 != nil || err2 != nil {
-		missing(tb, RequireMediaEnv, "ffmpeg and ffprobe are not both on PATH; run scripts/install-ffmpeg (apt-get install -y ffmpeg)")
+		missing(tb, RequireMediaEnv, "ffmpeg and ffprobe are not both on PATH; run scripts/install-media-referees (apt-get install -y ffmpeg)")
 	}
 	return ffmpeg, ffprobe
+}
+
+// RequireGStreamer returns the path of gst-launch-1.0, once it knows
+// GStreamer's MPEG-TS demuxer and H.264 parser are there: the media tests'
+// second referee, a receiver that shows nothing until it has the PAT, the
+// PMT and a keyframe. When they are absent it skips the test, or fails it
+// under NORMSIM_REQUIRE_MEDIA=1.
+func RequireGStreamer(tb testing.TB) string {
+	tb.Helper()
+	launch, err := exec.LookPath("gst-launch-1.0")
+	if err == nil {
+		for _, element := range []string{"tsdemux", "h264parse", "multifilesink"} {
+			if out, ierr := exec.Command("gst-inspect-1.0", element).CombinedOutput(); ierr != nil {
+				err = fmt.Errorf("gst-inspect-1.0 %s: %v: %s", element, ierr, strings.TrimSpace(string(out)))
+				break
+			}
+		}
+	}
+	if err != nil {
+		missing(tb, RequireMediaEnv, "GStreamer with its MPEG-TS demuxer is not here (%v); run scripts/install-media-referees (apt-get install -y gstreamer1.0-tools gstreamer1.0-plugins-bad)", err)
+	}
+	return launch
 }
 
 // RequireJobLanguage checks that the interpreter an example job in another
