@@ -215,6 +215,9 @@ type MediaJudge interface {
 	// asJoined, from the first datagram (what a receiver that joined
 	// there got, whatever it was).
 	Capture(dgs []MediaDatagram, asJoined bool) ([]byte, error)
+	// CaptureRTP is the datagrams that are RTP packets, as they came,
+	// each framed by its 2-byte length (RFC 4571); nil when none is.
+	CaptureRTP(dgs []MediaDatagram) []byte
 }
 
 // SeamCapture is the media a receiver got around a migration's switch,
@@ -228,6 +231,11 @@ type SeamCapture struct {
 	// TargetTS is the target's datagrams alone, from its first: what a
 	// receiver that joined at the switch got.
 	TargetTS []byte `json:"-"`
+	// RTP is the RTP packets around the switch as they came (SSRC,
+	// sequence numbers and timestamps as sent, which the TS leaves out),
+	// each framed by its 2-byte length (RFC 4571); nil when the job sent
+	// no RTP.
+	RTP []byte `json:"-"`
 }
 
 // SeamCaptures keeps seam captures beside the migrations they belong to.

@@ -511,6 +511,26 @@ func (s *Server) seamCapture(w http.ResponseWriter, r *http.Request) {
 	w.Write(ts)
 }
 
+// seamRTP serves the RTP packets received around a migration's switch as
+// they came, each framed by its 2-byte length (RFC 4571), for a job that
+// sends RTP: the SSRC, sequence numbers and timestamps seam.ts leaves out.
+func (s *Server) seamRTP(w http.ResponseWriter, r *http.Request) {
+	id := pathParam(r, "id")
+	c, err := s.svc.SeamCapture(r.Context(), id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if len(c.RTP) == 0 {
+		writeError(w, sim.Errorf(sim.ENotFound, "migration %q's seam capture holds no RTP: its job sent MPEG-TS straight in UDP (get seam.ts)", id))
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", id+"-seam.rtp"))
+	w.Header().Set("Content-Length", strconv.Itoa(len(c.RTP)))
+	w.Write(c.RTP)
+}
+
 func (s *Server) getMigration(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	tail := sim.DefaultLogTail

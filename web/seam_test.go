@@ -39,3 +39,30 @@ func TestSeamTSServesTheCaptureAsAFile(t *testing.T) {
 		t.Fatalf("nope: %d %s", r.Status, r.Body)
 	}
 }
+
+// TestSeamRTPServesThePacketsAsTheyCame: a capture with RTP serves it as
+// an octet stream named for the migration; one without RTP (a job that
+// sent MPEG-TS straight in UDP) is a 404 pointing at seam.ts.
+func TestSeamRTPServesThePacketsAsTheyCame(t *testing.T) {
+	f := newFake()
+	f.addMig(&sim.Migration{ID: "m1", JobID: "job-1", State: sim.MigrationCompleted, StartedAt: time.Now()})
+	f.addMig(&sim.Migration{ID: "m2", JobID: "job-1", State: sim.MigrationCompleted, StartedAt: time.Now()})
+	ts := bytes.Repeat(append([]byte{0x47}, make([]byte, 187)...), 3)
+	rtp := []byte{0, 12, 0x80, 33, 0, 1, 0, 0, 0, 9, 0x12, 0x34, 0x56, 0x78}
+	f.captures = map[string]*sim.SeamCapture{
+		"m1": {MigrationID: "m1", TS: ts, RTP: rtp, Datagrams: 1},
+		"m2": {MigrationID: "m2", TS: ts, Datagrams: 1},
+	}
+	h := newServer(t, f, nil)
+	r := get(t, h, "/api/v1/migrations/m1/seam.rtp")
+	if r.Status != http.StatusOK || r.Body != string(rtp) || r.Header.Get("Content-Type") != "application/octet-stream" ||
+		!strings.Contains(r.Header.Get("Content-Disposition"), `filename="m1-seam.rtp"`) {
+		t.Fatalf("m1: %d %v (%d bytes)", r.Status, r.Header, len(r.Body))
+	}
+	if r := get(t, h, "/api/v1/migrations/m2/seam.rtp"); r.Status != http.StatusNotFound || !strings.Contains(r.Body, "holds no RTP") || !strings.Contains(r.Body, "seam.ts") {
+		t.Fatalf("m2: %d %s", r.Status, r.Body)
+	}
+	if r := get(t, h, "/api/v1/migrations/nope/seam.rtp"); r.Status != http.StatusNotFound || !strings.Contains(r.Body, "nope") {
+		t.Fatalf("nope: %d %s", r.Status, r.Body)
+	}
+}

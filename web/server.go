@@ -185,6 +185,7 @@ func New(cfg Config) *Server {
 		r.Get("/migrations/{id}", s.getMigration)
 		r.Post("/migrations/{id}/abort", s.abortMigration)
 		r.Get("/migrations/{id}/seam.ts", s.seamCapture)
+		r.Get("/migrations/{id}/seam.rtp", s.seamRTP)
 		r.Get("/events", s.events)
 		r.Get("/census", s.census)
 		r.Get("/stats", s.stats)

@@ -255,7 +255,8 @@ func (r *run) captureSeam(ctx context.Context, w sim.MediaWindow, rep *sim.Media
 		r.recordHere(sideOutput, "the target's seam capture could not be made: "+err.Error(), nil)
 		return
 	}
-	c := sim.SeamCapture{MigrationID: r.mig.ID, From: around[0].At, To: around[len(around)-1].At, Datagrams: len(around), TS: ts, TargetTS: targetTS}
+	c := sim.SeamCapture{MigrationID: r.mig.ID, From: around[0].At, To: around[len(around)-1].At, Datagrams: len(around), TS: ts, TargetTS: targetTS,
+		RTP: r.m.cfg.MediaJudge.CaptureRTP(around)}
 	if err := store.SaveSeamCapture(ctx, c); err != nil {
 		r.recordHere(sideOutput, "the seam capture could not be kept: "+err.Error(), nil)
 		return

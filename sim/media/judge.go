@@ -1,6 +1,10 @@
 package media
 
-import "github.com/normsim/normsim/sim"
+import (
+	"encoding/binary"
+
+	"github.com/normsim/normsim/sim"
+)
 
 // Judge is Analyze, and Remux of whole frames, as the manager's
 // sim.MediaJudge.
@@ -11,6 +15,21 @@ var _ sim.MediaJudge = Judge{}
 // Analyze is the package's Analyze.
 func (Judge) Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *sim.MediaReport {
 	return Analyze(source, target, at)
+}
+
+// CaptureRTP is the RTP packets among the datagrams, as they came, each
+// framed by its 2-byte big-endian length (RFC 4571, what GStreamer's
+// rtpstreamdepay and RTP-over-TCP tools read); nil when none is RTP.
+func (Judge) CaptureRTP(dgs []sim.MediaDatagram) []byte {
+	var out []byte
+	for _, d := range dgs {
+		if f := Classify(d.Data); f != sim.MediaRTPMP2T && f != sim.MediaRTPH264 || len(d.Data) > 0xffff {
+			continue // not RTP (a UDP payload is never over 64 KiB)
+		}
+		out = binary.BigEndian.AppendUint16(out, uint16(len(d.Data)))
+		out = append(out, d.Data...)
+	}
+	return out
 }
 
 // Capture is the datagrams' whole frames as one MPEG-TS file: from the

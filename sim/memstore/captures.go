@@ -9,12 +9,12 @@ import (
 	"github.com/normsim/normsim/sim"
 )
 
-// captureRow is a seam capture; an empty TS or TargetTS is nil, as
+// captureRow is a seam capture; an empty TS, TargetTS or RTP is nil, as
 // sim/sqlite reads an empty blob.
 type captureRow struct {
-	from, to     int64
-	datagrams    int
-	ts, targetTS []byte
+	from, to          int64
+	datagrams         int
+	ts, targetTS, rtp []byte
 }
 
 // SaveSeamCapture keeps a migration's seam capture (one per migration; a
@@ -30,7 +30,7 @@ func (s *Store) SaveSeamCapture(ctx context.Context, c sim.SeamCapture) error {
 	if c.TS == nil {
 		return fmt.Errorf("save seam capture %s: %w", c.MigrationID, errors.New("the capture has no TS (NOT NULL)"))
 	}
-	put(s, s.captures, c.MigrationID, &captureRow{from: nanos(c.From), to: nanos(c.To), datagrams: c.Datagrams, ts: clone(c.TS), targetTS: clone(c.TargetTS)})
+	put(s, s.captures, c.MigrationID, &captureRow{from: nanos(c.From), to: nanos(c.To), datagrams: c.Datagrams, ts: clone(c.TS), targetTS: clone(c.TargetTS), rtp: clone(c.RTP)})
 	return nil
 }
 
@@ -46,7 +46,7 @@ func (s *Store) SeamCapture(ctx context.Context, migrationID string) (*sim.SeamC
 		return nil, sim.Errorf(sim.ENotFound, "migration %q has no seam capture: normsim keeps one only for a job that sent media to its NORMSIM_MEDIA_URL around the switch", migrationID)
 	}
 	return &sim.SeamCapture{MigrationID: migrationID, From: fromNanos(r.from), To: fromNanos(r.to), Datagrams: r.datagrams,
-		TS: clone(r.ts), TargetTS: clone(r.targetTS)}, nil
+		TS: clone(r.ts), TargetTS: clone(r.targetTS), RTP: clone(r.rtp)}, nil
 }
 
 // clone is a copy of b, nil when b is empty.

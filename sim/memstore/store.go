@@ -432,7 +432,7 @@ func (s *Store) Size(ctx context.Context) (bytes int64, migrations int, err erro
 	}
 	for id, c := range s.captures {
 		n(id)
-		bytes += int64(len(c.ts) + len(c.targetTS))
+		bytes += int64(len(c.ts) + len(c.targetTS) + len(c.rtp))
 	}
 	for k, v := range s.settings {
 		n(k, v)

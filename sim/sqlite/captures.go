@@ -16,8 +16,8 @@ var _ sim.SeamCaptures = (*Store)(nil)
 // second replaces the first).
 func (s *Store) SaveSeamCapture(ctx context.Context, c sim.SeamCapture) error {
 	err := s.atomically(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO seam_captures (migration_id, from_at, to_at, datagrams, ts, target_ts) VALUES (?, ?, ?, ?, ?, ?)`,
-			c.MigrationID, nanos(c.From), nanos(c.To), c.Datagrams, c.TS, nonNil(c.TargetTS))
+		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO seam_captures (migration_id, from_at, to_at, datagrams, ts, target_ts, rtp) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			c.MigrationID, nanos(c.From), nanos(c.To), c.Datagrams, c.TS, nonNil(c.TargetTS), nonNil(c.RTP))
 		return err
 	})
 	if err != nil {
@@ -30,8 +30,8 @@ func (s *Store) SaveSeamCapture(ctx context.Context, c sim.SeamCapture) error {
 func (s *Store) SeamCapture(ctx context.Context, migrationID string) (*sim.SeamCapture, error) {
 	c := sim.SeamCapture{MigrationID: migrationID}
 	var from, to int64
-	err := s.pool().QueryRowContext(ctx, `SELECT from_at, to_at, datagrams, ts, target_ts FROM seam_captures WHERE migration_id = ?`, migrationID).
-		Scan(&from, &to, &c.Datagrams, &c.TS, &c.TargetTS)
+	err := s.pool().QueryRowContext(ctx, `SELECT from_at, to_at, datagrams, ts, target_ts, rtp FROM seam_captures WHERE migration_id = ?`, migrationID).
+		Scan(&from, &to, &c.Datagrams, &c.TS, &c.TargetTS, &c.RTP)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, sim.Errorf(sim.ENotFound, "migration %q has no seam capture: normsim keeps one only for a job that sent media to its NORMSIM_MEDIA_URL around the switch", migrationID)
 	}

@@ -45,11 +45,12 @@ func testSeamCapturesAreKeptAndGoWithTheirMigrations(t *testing.T, open Opener) 
 			t.Fatal(err)
 		}
 		ts := bytes.Repeat([]byte{0x47, byte(i)}, 94)
-		if err := s.SaveSeamCapture(ctx, sim.SeamCapture{MigrationID: id, From: at, To: at.Add(6 * time.Second), Datagrams: 3, TS: ts, TargetTS: ts[188:]}); err != nil {
+		rtp := []byte{0, 2, 0x80, byte(i)}
+		if err := s.SaveSeamCapture(ctx, sim.SeamCapture{MigrationID: id, From: at, To: at.Add(6 * time.Second), Datagrams: 3, TS: ts, TargetTS: ts[188:], RTP: rtp}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := s.SeamCapture(ctx, id)
-		if err != nil || got.MigrationID != id || !bytes.Equal(got.TS, ts) || !bytes.Equal(got.TargetTS, ts[188:]) || got.Datagrams != 3 || !got.From.Equal(at) || got.To.Sub(got.From) != 6*time.Second {
+		if err != nil || got.MigrationID != id || !bytes.Equal(got.TS, ts) || !bytes.Equal(got.TargetTS, ts[188:]) || !bytes.Equal(got.RTP, rtp) || got.Datagrams != 3 || !got.From.Equal(at) || got.To.Sub(got.From) != 6*time.Second {
 			t.Fatalf("capture of %s: %+v, %v", id, got, err)
 		}
 		if err := s.SaveMigration(ctx, &sim.Migration{ID: id, JobID: "j", State: sim.MigrationCompleted, StartedAt: at}); err != nil {
