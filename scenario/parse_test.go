@@ -44,6 +44,7 @@ var misbehavingFiles = []string{
 // (TestVideoExamplesAgreeWithADecoder).
 var videoFiles = []string{
 	"video-handover.yaml",
+	"video-rtp-handover.yaml",
 	"misbehaving-video-mid-gop.yaml",
 	"misbehaving-video-pts-restart.yaml",
 	"misbehaving-video-cc-restart.yaml",

@@ -94,6 +94,29 @@ func TestVideoExamplesAgreeWithADecoder(t *testing.T) {
 				t.Fatalf("%s: ffprobe saw no packet with the target's first PTS %d, or none before it, in %d packets", sc.Template, *first, len(pkts))
 			}
 			step := pkts[at].pts - pkts[at-1].pts
+			if rtp := fetchRTP(t, s.URL, m.ID); rtp != "" {
+				// A receiver that follows the source's SSRC (rtpssrcdemux,
+				// as rtpbin separates sources) shows the whole seam when
+				// the target keeps it, and none of the target's frames
+				// when normsim says the SSRC changed.
+				all, followed := gstRTPFrames(t, gst, rtp, false), gstRTPFrames(t, gst, rtp, true)
+				newSSRC := false
+				for _, d := range m.Output.Media.Defects {
+					newSSRC = newSSRC || d.Check == "SSRC change"
+				}
+				// seam.rtp is the whole window, seam.ts cut to whole frames
+				// from a keyframe: they differ by a frame or two at the ends.
+				unseen, targets := all-followed, len(pkts)-at
+				t.Logf("%s: seam.rtp: GStreamer shows %d frames taking every packet, %d following the source's SSRC; seam.ts holds %d of the source's and %d of the target's; normsim says the SSRC changed: %v", sc.Template, all, followed, at, targets, newSSRC)
+				switch {
+				case !newSSRC && (unseen != 0 || all < len(pkts)-3):
+					t.Errorf("%s: normsim says the target kept the source's SSRC, but a receiver following it (GStreamer) shows %d of %d frames (seam.ts holds %d) (%s)", sc.Template, followed, all, len(pkts), m.Output.Media.Detail)
+				case newSSRC && (followed < at-3 || followed > at+3 || unseen < targets-3):
+					t.Errorf("%s: normsim says the SSRC changed; a receiver following the source's (GStreamer) shows %d frames and misses %d, not the source's %d and the target's %d (%s)", sc.Template, followed, unseen, at, targets, m.Output.Media.Detail)
+				}
+			} else if strings.Contains(sc.Name, "RTP") {
+				t.Errorf("%s: %s sent RTP, but its capture has no seam.rtp", sc.Template, sc.Name)
+			}
 			switch sc.Template {
 			case "video", "video-no-psi", "video-rtp-new-ssrc":
 				if len(joinedPkts) == 0 || joinedPkts[0].pts != *first || !joinedPkts[0].key || joinedErrs != "" {
@@ -180,6 +203,52 @@ func decodeErrors(t *testing.T, ffmpeg, path string) string {
 		t.Fatalf("ffmpeg %s: %v: %s", path, err, stderr.String())
 	}
 	return strings.TrimSpace(stderr.String())
+}
+
+// fetchRTP is the migration's seam.rtp saved to a file, "" when the
+// capture holds no RTP (404).
+func fetchRTP(t *testing.T, base, id string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/api/v1/migrations/" + id + "/seam.rtp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if resp.StatusCode == http.StatusNotFound {
+		return ""
+	}
+	if err != nil || resp.StatusCode != http.StatusOK || len(b) < 100 {
+		t.Fatalf("seam.rtp of %s: %d, %d bytes, %v: %.200s", id, resp.StatusCode, len(b), err, b)
+	}
+	path := filepath.Join(t.TempDir(), id+".rtp")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// gstRTPFrames is how many video frames GStreamer gives out of an RFC 4571
+// RTP file (MP2T payloads): taking every packet as one stream, or, with
+// followOne, as a receiver that follows the first source it hears
+// (rtpssrcdemux gives each SSRC a stream of its own, as rtpbin does, and
+// only the first is played: a later one has no link, which ends the
+// pipeline there).
+func gstRTPFrames(t *testing.T, gst, path string, followOne bool) int {
+	t.Helper()
+	dir := t.TempDir()
+	args := []string{"-q", "filesrc", "location=" + path, "!",
+		"application/x-rtp-stream,media=video,clock-rate=90000,encoding-name=MP2T,payload=33", "!", "rtpstreamdepay", "!"}
+	if followOne {
+		args = append(args, "rtpssrcdemux", "!")
+	}
+	args = append(args, "rtpmp2tdepay", "!", "tsdemux", "!", "h264parse", "!", "multifilesink", "location="+filepath.Join(dir, "%06d.h264"))
+	out, err := exec.Command(gst, args...).CombinedOutput()
+	files, _ := os.ReadDir(dir)
+	if err != nil && !(followOne && strings.Contains(string(out), "not-linked")) {
+		t.Fatalf("gst-launch-1.0 on %s: %v: %s", path, err, out)
+	}
+	return len(files)
 }
 
 // gstFrames is how many video frames GStreamer's MPEG-TS demuxer and H.264
