@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -286,4 +287,55 @@ func TestInterpolationBudgetCountsWhatIsNamed(t *testing.T) {
 			t.Errorf("%q reserves %d, want %d", s, got, want)
 		}
 	}
+}
+
+// TestTemplateFilesThatAreNoFilesAreRefused (issue 34, a fresh attack's
+// F3): a template's own file that is a named pipe or a device is refused
+// at once. Before, opening a named pipe waited for a writer for ever, deaf
+// to Ctrl-C, and /dev/zero was read to the size limit.
+func TestTemplateFilesThatAreNoFilesAreRefused(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"manifest.json", "parameters.yaml", "compose.yml"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			files := tpl(oneService, "parameters: []\n")
+			delete(files, name)
+			dir := MustWriteTemplate(t, "tpl", files)
+			if err := syscall.Mkfifo(filepath.Join(dir, name), 0o644); err != nil {
+				t.Skipf("no named pipes here: %v", err)
+			}
+			done := make(chan *Loaded, 1)
+			go func() { done <- Load(dir) }()
+			select {
+			case l := <-done:
+				if l.Valid() || !strings.Contains(l.Problems[0].Message, name+": cannot read: is not a regular file (a named pipe)") {
+					t.Errorf("problems %v", l.Problems)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("loading a template whose file is a named pipe did not end")
+			}
+		})
+	}
+	t.Run("a link to /dev/zero", func(t *testing.T) {
+		t.Parallel()
+		files := tpl(oneService, "")
+		delete(files, "compose.yml")
+		dir := MustWriteTemplate(t, "tpl", files)
+		if err := os.Symlink("/dev/zero", filepath.Join(dir, "compose.yml")); err != nil {
+			t.Fatal(err)
+		}
+		if l := Load(dir); l.Valid() || !strings.Contains(l.Problems[0].Message, "compose.yml: cannot read: is not a regular file (a character device)") {
+			t.Errorf("problems %v", l.Problems)
+		}
+	})
+	t.Run("an archive that is a named pipe", func(t *testing.T) {
+		t.Parallel()
+		p := filepath.Join(t.TempDir(), "tpl.tar.gz")
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Skipf("no named pipes here: %v", err)
+		}
+		if l := Load(p); l.Valid() || !strings.Contains(l.Problems[0].Message, "is not a regular file (a named pipe)") {
+			t.Errorf("problems %v", l.Problems)
+		}
+	})
 }

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/normsim/normsim/sim"
 )
@@ -130,6 +131,10 @@ func LoadContext(ctx context.Context, p string) (*Loaded, error) {
 		files.broken = true
 	case st.IsDir():
 		readDir(l, abs, &files)
+	case !st.Mode().IsRegular():
+		// Opening a named pipe would wait for a writer, for ever.
+		l.add(Problem{Code: sim.EManifestMissing, Message: fmt.Sprintf("%s: cannot read the template: is not a regular file (%s)", filepath.Base(abs), kind(st.Mode()))})
+		files.broken = true
 	default:
 		if base, isTar := tarBase(filepath.Base(abs)); isTar {
 			l.Template.Name = base
@@ -192,18 +197,27 @@ func readDir(l *Loaded, dir string, files *rootFiles) {
 	}
 }
 
+// readLimited reads a template's file, at most maxFileBytes of it. It is
+// judged before it is opened: opening a named pipe waits for a writer
+// (for ever, deaf to Ctrl-C), and a device such as /dev/zero never ends.
 func readLimited(p string) ([]byte, error) {
-	f, err := os.Open(p)
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("is not a regular file (%s)", kind(st.Mode()))
+	}
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
+	if st, err = f.Stat(); err != nil {
 		return nil, err
 	}
-	if st.IsDir() {
-		return nil, errors.New("is a directory")
+	if !st.Mode().IsRegular() { // swapped since
+		return nil, fmt.Errorf("is not a regular file (%s)", kind(st.Mode()))
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
 	if err != nil {
