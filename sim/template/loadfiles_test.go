@@ -1,6 +1,7 @@
 package template
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -376,4 +377,78 @@ func TestInterpolationNestingIsBounded(t *testing.T) {
 	if got := interpolationDepth("$${A:-${B}} ${C:-${D:-${E}}}"); got != 3 {
 		t.Errorf("depth %d, want 3 ($$ escapes)", got)
 	}
+}
+
+// TestDependencyGraphsAreBounded (issue 34, a fresh attack's F1): services
+// whose dependencies make many paths, or a cycle, are refused before
+// compose-go follows every path. Before, 24 services each depending on
+// all before them (2 KB) took 16 s, and 120 over ten minutes.
+func TestDependencyGraphsAreBounded(t *testing.T) {
+	t.Parallel()
+	// dense: service i depends on every service before it, written with
+	// the key given ("depends_on", "links").
+	dense := func(n int, key string) string {
+		var b strings.Builder
+		b.WriteString("services:\n")
+		for i := range n {
+			fmt.Fprintf(&b, "  s%d:\n    image: busybox\n", i)
+			if i > 0 {
+				fmt.Fprintf(&b, "    %s: [", key)
+				for j := range i {
+					if j > 0 {
+						b.WriteString(", ")
+					}
+					fmt.Fprintf(&b, "s%d", j)
+				}
+				b.WriteString("]\n")
+			}
+		}
+		return b.String()
+	}
+	tests := map[string]struct {
+		compose string
+		files   map[string]string
+		want    string // "" when valid
+	}{
+		"a chain of 50":            {chain(50), nil, ""},
+		"12 services, all to all":  {dense(12, "depends_on"), nil, ""},
+		"26 services, all to all":  {dense(26, "depends_on"), nil, "makes more than 100000 paths from service to service"},
+		"the same through links":   {dense(26, "links"), nil, "makes more than 100000 paths"},
+		"120 services, all to all": {dense(120, "depends_on"), nil, "makes more than 100000 paths"},
+		"a cycle":                  {"services:\n  a: {image: busybox, depends_on: [b]}\n  b: {image: busybox, network_mode: 'service:c'}\n  c: {image: busybox, volumes_from: ['a:ro']}\n", nil, "forms a cycle: a -> b -> c -> a"},
+		"through an included file": {"include: [more.yml]\nservices:\n  top:\n    image: busybox\n    depends_on: [s19]\n",
+			map[string]string{"more.yml": dense(26, "depends_on")}, "makes more than 100000 paths"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			files := tpl(tt.compose, "")
+			for f, c := range tt.files {
+				files[f] = c
+			}
+			start := time.Now()
+			l := Load(MustWriteTemplate(t, "tpl", files))
+			took := time.Since(start)
+			switch {
+			case tt.want == "" && !l.Valid():
+				t.Errorf("invalid: %v", l.Problems)
+			case tt.want != "" && (l.Valid() || !strings.Contains(l.Problems[0].Message, tt.want)):
+				t.Errorf("problems %v, want %q", l.Problems, tt.want)
+			}
+			t.Logf("%v", took)
+		})
+	}
+}
+
+// chain is n services, each depending on the one before.
+func chain(n int) string {
+	var b strings.Builder
+	b.WriteString("services:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  s%d:\n    image: busybox\n", i)
+		if i > 0 {
+			fmt.Fprintf(&b, "    depends_on: [s%d]\n", i-1)
+		}
+	}
+	return b.String()
 }
