@@ -35,10 +35,28 @@ usage error (including a path that does not exist), 130 when interrupted
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Together, as a sim loads its template directories: a name
 			// two paths share is a CONFLICT here as it is there.
-			all, skipped, err := template.ValidatePaths(cmd.Context(), args)
+			// A load stops at its next step when interrupted, but a step
+			// inside compose-go cannot be stopped; the command does not
+			// wait for it (the process ends with the command).
+			type validated struct {
+				all     []template.Result
+				skipped []string
+				err     error
+			}
+			done := make(chan validated, 1)
+			go func() {
+				all, skipped, err := validatePaths(cmd.Context(), args)
+				done <- validated{all, skipped, err}
+			}()
+			var v validated
+			select {
+			case v = <-done:
+			case <-cmd.Context().Done():
+			}
 			if cmd.Context().Err() != nil {
 				return &ExitError{Code: 130, Err: errors.New("validate: interrupted before every template was checked")}
 			}
+			all, skipped, err := v.all, v.skipped, v.err
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -85,3 +103,7 @@ usage error (including a path that does not exist), 130 when interrupted
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the results as JSON")
 	return cmd
 }
+
+// validatePaths is template.ValidatePaths; a test stands in a load that
+// does not stop.
+var validatePaths = template.ValidatePaths
