@@ -1,7 +1,13 @@
 package template
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -451,4 +457,43 @@ func chain(n int) string {
 		}
 	}
 	return b.String()
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// TestArchivesAreReadWithinABound (issue 34, a fresh attack's F5): an
+// archive is read at most maxArchiveBytes decompressed, and stops when
+// the load is cancelled. Before, a 42 MB gzip of 40 GiB was read whole
+// (10 s, deaf to SIGTERM).
+func TestArchivesAreReadWithinABound(t *testing.T) {
+	t.Parallel()
+	n, err := io.Copy(io.Discard, &archiveReader{ctx: context.Background(), r: zeros{}})
+	if err == nil || !strings.Contains(err.Error(), "holds more than 256 MiB once decompressed") || n > maxArchiveBytes+1<<20 {
+		t.Errorf("read %d bytes: %v", n, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := io.Copy(io.Discard, &archiveReader{ctx: ctx, r: zeros{}}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+	// Through the loader: an archive whose entries pass the bound.
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for name, content := range tpl(oneService, "") {
+		tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(content)), Typeflag: tar.TypeReg})
+		tw.Write([]byte(content))
+	}
+	const junk = maxArchiveBytes + 1<<20
+	tw.WriteHeader(&tar.Header{Name: "junk", Mode: 0o644, Size: junk, Typeflag: tar.TypeReg})
+	io.CopyN(tw, zeros{}, junk)
+	tw.Close()
+	zw.Close()
+	p := filepath.Join(t.TempDir(), "big.tar.gz")
+	os.WriteFile(p, buf.Bytes(), 0o644)
+	if l := Load(p); l.Valid() || !strings.Contains(l.Problems[0].Message, "big.tar.gz: cannot read the archive: holds more than 256 MiB once decompressed") {
+		t.Errorf("problems %v", l.Problems)
+	}
 }

@@ -139,7 +139,9 @@ func LoadContext(ctx context.Context, p string) (*Loaded, error) {
 		if base, isTar := tarBase(filepath.Base(abs)); isTar {
 			l.Template.Name = base
 			l.Dir = filepath.Join(filepath.Dir(abs), base)
-			readTar(l, abs, &files)
+			if err := readTar(ctx, l, abs, &files); err != nil {
+				return nil, err
+			}
 		} else {
 			l.manifestOnly = true
 			l.Dir = filepath.Dir(abs)
@@ -241,9 +243,36 @@ func codeOf(name string) string {
 	}
 }
 
+// maxArchiveBytes bounds what an archive may hold once decompressed: all
+// of it is read to find the root files (a later one of a name replaces an
+// earlier), and a few kilobytes of gzip can hold gigabytes of zeros (a
+// 42 MB archive of 40 GiB took 10 s). A template's files are far smaller.
+const maxArchiveBytes = 256 << 20
+
+// archiveReader is an archive's decompressed bytes, failing past
+// maxArchiveBytes or once ctx ends.
+type archiveReader struct {
+	ctx  context.Context
+	r    io.Reader
+	read int64
+}
+
+func (a *archiveReader) Read(p []byte) (int, error) {
+	if err := a.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if a.read > maxArchiveBytes {
+		return 0, fmt.Errorf("holds more than %s once decompressed; a template archive may hold at most %s: archive only the template's files", mib(maxArchiveBytes), mib(maxArchiveBytes))
+	}
+	n, err := a.r.Read(p)
+	a.read += int64(n)
+	return n, err
+}
+
 // readTar reads the root files of a template archive, gzipped or not
-// (sniffed, whatever the extension says).
-func readTar(l *Loaded, p string, files *rootFiles) {
+// (sniffed, whatever the extension says). The error is ctx's, when it
+// ends first; what is wrong with the archive is a problem on l.
+func readTar(ctx context.Context, l *Loaded, p string, files *rootFiles) error {
 	fail := func(err error) {
 		l.add(Problem{Code: sim.EManifestMissing, Message: fmt.Sprintf("%s: cannot read the archive: %v", filepath.Base(p), err)})
 		files.broken = true
@@ -251,7 +280,7 @@ func readTar(l *Loaded, p string, files *rootFiles) {
 	f, err := os.Open(p)
 	if err != nil {
 		fail(err)
-		return
+		return nil
 	}
 	defer f.Close()
 	br := bufio.NewReader(f)
@@ -260,20 +289,23 @@ func readTar(l *Loaded, p string, files *rootFiles) {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			fail(err)
-			return
+			return nil
 		}
 		defer zr.Close()
 		r = zr
 	}
-	tr := tar.NewReader(r)
+	tr := tar.NewReader(&archiveReader{ctx: ctx, r: r})
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if err != nil {
 			fail(err)
-			return
+			return nil
 		}
 		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
 		base := path.Base(name)
@@ -292,12 +324,16 @@ func readTar(l *Loaded, p string, files *rootFiles) {
 			continue
 		}
 		data, err := io.ReadAll(io.LimitReader(tr, maxFileBytes))
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if err != nil {
 			fail(err)
-			return
+			return nil
 		}
 		files.data[name] = data
 	}
+	return nil
 }
 
 // validate judges the root files in the contract's order, collecting every
