@@ -1,6 +1,9 @@
 // Package apiclient is a Go client of normsim's HTTP API (/api/v1). The CLI,
-// `normsim ci`, normsimtest and `normsim bench` all talk to a simulator
-// through it, and so can any Go program.
+// `normsim ci`, `normsim conform`, normsimtest and `normsim bench` all talk
+// to a simulator through it, and so can any Go program. Client is a call
+// each; Driver is the one way they launch a job, wait until it is up,
+// migrate it (with the one retry policy, keyed on codes) and follow the
+// migration to its end.
 package apiclient
 
 import (
@@ -157,10 +160,12 @@ func (c *Client) AwaitInstance(ctx context.Context, id string, until sim.Until, 
 	return &in, nil
 }
 
-// EndedError: the instance waited on stopped or failed before until held.
+// EndedError: the instance waited on stopped or failed before until held,
+// or, Settling, right after it did (Driver.Settle).
 type EndedError struct {
 	Instance *sim.Instance
 	Until    sim.Until
+	Settling bool
 }
 
 func (e *EndedError) Error() string {
@@ -168,6 +173,9 @@ func (e *EndedError) Error() string {
 	why := in.Error
 	if why == "" {
 		why = "no error given"
+	}
+	if e.Settling {
+		return fmt.Sprintf("instance %s on %s ended (%s) right after it was %s: %s", in.ID, in.Node, in.State, e.Until, why)
 	}
 	return fmt.Sprintf("instance %s on %s ended (%s) before it was %s: %s", in.ID, in.Node, in.State, e.Until, why)
 }
@@ -177,13 +185,9 @@ func (e *EndedError) Error() string {
 // instance that ends first is an *EndedError; when ctx ends first it
 // returns the last state fetched (nil if none) with ctx's error.
 func (c *Client) WaitInstance(ctx context.Context, id string, until sim.Until) (*sim.Instance, error) {
-	wait := serverWait
-	if t := c.http.Timeout; t > 0 {
-		wait = min(wait, t/2)
-	}
 	var last *sim.Instance
 	for {
-		in, err := c.AwaitInstance(ctx, id, until, wait)
+		in, err := c.AwaitInstance(ctx, id, until, c.waitFor(ctx, serverWait))
 		if err != nil {
 			if ctx.Err() != nil {
 				err = ctx.Err() // the request was cut short by it
@@ -532,26 +536,46 @@ func (c *Client) WaitMigrationSummary(ctx context.Context, id string) (*sim.Migr
 	return c.waitMigration(ctx, id, nil, migrationAsk{})
 }
 
-// serverWait is how long one request of WaitMigration lets the server
-// wait; never more than half the HTTP client's own timeout.
+// serverWait is how long one request of WaitMigration or WaitInstance
+// lets the server wait (waitFor).
 const serverWait = 20 * time.Second
+
+// waitFor is how long one request may let the server wait: wait, never
+// more than half the HTTP client's own timeout, and ending before ctx's
+// deadline, so that the last answer comes before the caller gives up and
+// says where things were (a request cut short says nothing).
+func (c *Client) waitFor(ctx context.Context, wait time.Duration) time.Duration {
+	if t := c.http.Timeout; t > 0 {
+		wait = min(wait, t/2)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		left := (time.Until(dl) - deadlineSlack).Truncate(time.Millisecond)
+		wait = min(wait, max(left, minServerWait))
+	}
+	return wait
+}
+
+// deadlineSlack is how long before a caller's deadline the server is
+// asked to answer; minServerWait the least wait ever asked for (the API
+// takes a wait above 0s).
+const (
+	deadlineSlack = 100 * time.Millisecond
+	minServerWait = 10 * time.Millisecond
+)
 
 // waitMigration asks for what ask says (its logs and events; each needs
 // the events, to follow the timeline).
 func (c *Client) waitMigration(ctx context.Context, id string, each func(*sim.Migration), ask migrationAsk) (*sim.Migration, error) {
 	wait := serverWait
-	if t := c.http.Timeout; t > 0 {
-		wait = min(wait, t/2)
-	}
 	var last *sim.Migration
 	after := 0 // no event seen: the first answer comes at once
 	if each == nil {
 		after = -1 // only the end is wanted
 	} else {
-		wait = min(wait, time.Second)
+		wait = time.Second
 	}
 	for {
-		ask.wait, ask.after = wait, after
+		ask.wait, ask.after = c.waitFor(ctx, wait), after
 		m, err := c.getMigration(ctx, id, ask)
 		if err != nil {
 			if ctx.Err() != nil {
