@@ -26,12 +26,9 @@ type Config struct {
 	Out io.Writer
 	// Verbose prints every migration's timeline, not only failing ones.
 	Verbose bool
-	// Now is the clock for timings; default time.Now.
-	Now func() time.Time
-	// Poll is how long cleanup pauses before it asks again to remove an
-	// instance a migration still holds; default 25 ms. Waits for an
+	// Now is the clock for timings; default time.Now. Waits for an
 	// instance or a migration are the server's (?wait), not polled.
-	Poll time.Duration
+	Now func() time.Time
 	// CleanupTimeout bounds removing a run's instances; default 60 s.
 	CleanupTimeout time.Duration
 	// HTTPClient talks to the API; default a client with a 30 s timeout.
@@ -45,6 +42,10 @@ type Config struct {
 type Runner struct {
 	cfg Config
 	c   *apiclient.Client
+	// d drives the steps. It asks a migrate request once: a refusal is
+	// what the step's expectations judge (error: 422), so it is never
+	// asked again.
+	d apiclient.Driver
 }
 
 // NewRunner returns a runner with cfg's defaults filled in.
@@ -54,9 +55,6 @@ func NewRunner(cfg Config) *Runner {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
-	}
-	if cfg.Poll <= 0 {
-		cfg.Poll = 25 * time.Millisecond
 	}
 	if cfg.CleanupTimeout <= 0 {
 		cfg.CleanupTimeout = 60 * time.Second
@@ -69,7 +67,7 @@ func NewRunner(cfg Config) *Runner {
 	}
 	c := apiclient.New(cfg.URL, cfg.HTTPClient)
 	c.LogTail = cfg.LogTail
-	return &Runner{cfg: cfg, c: c}
+	return &Runner{cfg: cfg, c: c, d: apiclient.Driver{C: c}}
 }
 
 // Check compares the scenarios with the simulator: every template they
@@ -341,19 +339,25 @@ func (r *Runner) launch(ctx context.Context, s *Scenario, l *Launch, rs *runStat
 	maps.Copy(req.Params, s.Params)
 	maps.Copy(req.Params, l.Params)
 	sr.Job = l.As
-	in, err := r.c.Launch(ctx, req)
-	if err != nil {
+	var until sim.Until
+	switch l.Until {
+	case UntilNone:
+	case UntilRunning:
+		until = sim.UntilRunning
+	default:
+		until = sim.UntilConnected
+	}
+	d := r.d
+	d.UpWait = l.Timeout
+	in, err := d.LaunchUp(ctx, req, until)
+	if in == nil {
 		sr.fail(StatusError, "launch %s on %s refused: %v", req.Template, req.Node, err)
 		return
 	}
 	rs.jobs[l.As] = in.ID
 	sr.Instance = in.ID
-	switch l.Until {
-	case UntilNone:
-	case UntilRunning:
-		r.waitInstance(ctx, in.ID, l.Timeout, UntilRunning, sr)
-	default:
-		r.waitInstance(ctx, in.ID, l.Timeout, UntilConnected, sr)
+	if err != nil {
+		r.notUp(ctx, in.ID, err, sr)
 	}
 	if sr.Status == "" {
 		sr.Status = StatusPassed
@@ -376,39 +380,39 @@ func (r *Runner) wait(ctx context.Context, w *Wait, rs *runState, sr *StepResult
 	sr.Job = w.Job
 	id := rs.jobs[w.Job]
 	sr.Instance = id
-	until := UntilRunning
+	until := sim.UntilRunning
 	if w.Connected {
-		until = UntilConnected
+		until = sim.UntilConnected
 	}
-	r.waitInstance(ctx, id, w.Timeout, until, sr)
+	d := r.d
+	d.UpWait = w.Timeout
+	if _, err := d.WaitUp(ctx, id, until); err != nil {
+		r.notUp(ctx, id, err, sr)
+	}
 	if sr.Status == "" {
 		sr.Status = StatusPassed
 	}
 }
 
-// waitInstance waits until an instance is running (and connected when
-// until says so); the server answers the moment it is. A failed or stopped
-// instance, or the timeout, is a step error with the instance's last log
-// lines as detail.
-func (r *Runner) waitInstance(ctx context.Context, id string, timeout time.Duration, until string, sr *StepResult) {
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	last, err := r.c.WaitInstance(wctx, id, sim.Until(until))
+// notUp fails a step whose instance did not get where it waited for it
+// (running, or connected too; the server answered the moment it did): a
+// failed or stopped instance, or the timeout, is a step error with the
+// instance's last log lines as detail.
+func (r *Runner) notUp(ctx context.Context, id string, err error, sr *StepResult) {
 	var ended *apiclient.EndedError
+	var notUp *apiclient.NotUpError
 	switch {
-	case err == nil:
-		return
 	case errors.As(err, &ended):
-		sr.fail(StatusError, "instance %s is %s%s", id, last.State, colon(last.Error))
+		sr.fail(StatusError, "instance %s is %s%s", id, ended.Instance.State, colon(ended.Instance.Error))
 	case ctx.Err() != nil:
 		sr.fail(StatusError, "interrupted while waiting for instance %s", id)
 		return
-	case last != nil && errors.Is(err, context.DeadlineExceeded):
-		what := "running"
-		if until == UntilConnected {
+	case errors.As(err, &notUp) && notUp.Instance != nil:
+		last, what := notUp.Instance, "running"
+		if notUp.Until == sim.UntilConnected {
 			what = "running and connected to its job socket"
 		}
-		sr.fail(StatusError, "instance %s is not %s after %v: state %s, connected %v%s", id, what, timeout, last.State, last.Connected, colon(last.Error))
+		sr.fail(StatusError, "instance %s is not %s after %v: state %s, connected %v%s", id, what, notUp.Wait, last.State, last.Connected, colon(last.Error))
 	default:
 		sr.fail(StatusError, "instance %s: %v", id, err)
 		return
@@ -427,17 +431,6 @@ func (r *Runner) logTail(ctx context.Context, id string) string {
 	return sim.FormatLogTails([]sim.LogTail{{Side: "instance", Instance: id, Lines: p.Lines, Lost: p.Lost}})
 }
 
-func (r *Runner) sleep(ctx context.Context) bool {
-	t := time.NewTimer(r.cfg.Poll)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
 func (r *Runner) migrate(ctx context.Context, m *Migrate, e *Expect, rs *runState, sr *StepResult) {
 	sr.Job = m.Job
 	id := rs.jobs[m.Job]
@@ -445,7 +438,7 @@ func (r *Runner) migrate(ctx context.Context, m *Migrate, e *Expect, rs *runStat
 	body := m.Request()
 	sr.Request = &body
 	var o Outcome
-	mig, err := r.c.Migrate(ctx, id, body)
+	mig, err := r.d.Migrate(ctx, id, body)
 	var apiErr *APIError
 	switch {
 	case errors.As(err, &apiErr):
@@ -509,16 +502,16 @@ func (r *Runner) addLogTails(ctx context.Context, m *sim.Migration) {
 // it does); done is false (and the step an error) when it did not end in
 // time.
 func (r *Runner) waitMigration(ctx context.Context, m *sim.Migration, timeout time.Duration, sr *StepResult) (*sim.Migration, bool) {
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	got, err := r.c.WaitMigration(wctx, m.ID, nil)
-	last := cmp.Or(got, m)
+	d := r.d
+	d.EndWait = timeout
+	last, err := d.WaitEnd(ctx, m, nil)
+	var unended *apiclient.UnendedError
 	switch {
 	case err == nil:
-		return got, true
+		return last, true
 	case ctx.Err() != nil:
 		sr.fail(StatusError, "interrupted while migration %s was %s in phase %s", m.ID, last.State, last.Phase)
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.As(err, &unended):
 		sr.fail(StatusError, "migration %s is still %s in phase %s after %v (set the step's timeout to wait longer)", m.ID, last.State, last.Phase, timeout)
 	default:
 		sr.fail(StatusError, "migration %s: %v", m.ID, err)
@@ -563,17 +556,11 @@ func (r *Runner) cleanup(ctx context.Context, before map[string]bool) []string {
 		wg.Add(1)
 		go func(in sim.Instance) {
 			defer wg.Done()
-			err := r.c.Remove(ctx, in)
-			// A migration the scenario left running (a step that timed
-			// out waiting for it) holds its instances until it ends.
-			for deadline := r.cfg.Now().Add(conflictGrace); isConflict(err) && r.cfg.Now().Before(deadline) && r.sleep(ctx); {
-				err = r.c.Remove(ctx, in)
-			}
-			if err != nil {
-				var apiErr *APIError
-				if errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
-					return
-				}
+			// The migrations waited for above have let go of their
+			// instances; one that started since (a migrate sent as the
+			// run was interrupted) is waited for by Remove, which then
+			// removes the instance once more.
+			if err := r.d.Remove(ctx, in); err != nil {
 				mu.Lock()
 				problems = append(problems, fmt.Sprintf("remove instance %s: %v", in.ID, err))
 				mu.Unlock()
@@ -586,13 +573,4 @@ func (r *Runner) cleanup(ctx context.Context, before map[string]bool) []string {
 		fmt.Fprintf(r.cfg.Out, "    cleanup: %s\n", p)
 	}
 	return problems
-}
-
-// conflictGrace is how long cleanup retries removing an instance that a
-// still-running migration holds (409).
-const conflictGrace = 3 * time.Second
-
-func isConflict(err error) bool {
-	var apiErr *APIError
-	return errors.As(err, &apiErr) && apiErr.Status == http.StatusConflict
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/normsim/normsim/apiclient"
 	"github.com/normsim/normsim/internal/junit/junittest"
 	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/normsimtest"
@@ -375,5 +376,69 @@ func TestCrashAfterPointOfNoReturnCarriesTheLogs(t *testing.T) {
 	bl := back.Scenarios[0].Steps[1].Migration.Logs
 	if bl == nil || len(bl.Tails) != 2 || !strings.Contains(js.String(), last) {
 		t.Errorf("the JSON report lacks the tails or %q", last)
+	}
+}
+
+// TestMigrationLeftRunningIsWaitedForBeforeCleanup: a migrate step that
+// times out leaves its migration running, which holds its instances
+// (DELETE answers 409 CONFLICT) for longer than any fixed grace; cleanup
+// waits for its end on the server and then removes every instance once.
+func TestMigrationLeftRunningIsWaitedForBeforeCleanup(t *testing.T) {
+	s := startSim(t, sim.RuntimeProcess)
+	ss := mustParse(t, `
+template: counter
+steps:
+  - launch: {node: a}
+  - migrate:
+      to: b
+      strategy: handover
+      timeout: 300ms
+      faults: [{kind: delay-frame, frame: get-state, delay: 4s}]
+`)
+	rep, out := runAll(t, s, context.Background(), ss)
+	st := rep.Scenarios[0].Steps[1]
+	if st.Status != StatusError || !strings.Contains(st.Message, "is still running in phase") {
+		t.Fatalf("step %s %q\n%s", st.Status, st.Message, out)
+	}
+	if c := rep.Scenarios[0].Cleanup; len(c) != 0 {
+		t.Errorf("cleanup problems %q\n%s", c, out)
+	}
+}
+
+// TestRemoveDuringAMigrationWaitsForItsEnd: normsim still refuses to
+// remove an instance a running migration holds (409 CONFLICT, however
+// long the migration takes); the driver's Remove waits for the
+// migration's end on the server, then removes the instance as it is now
+// (the source it moved the job from, stopped).
+func TestRemoveDuringAMigrationWaitsForItsEnd(t *testing.T) {
+	s := startSim(t, sim.RuntimeProcess)
+	ctx := context.Background()
+	in := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
+	s.WaitConnected(t, in.ID)
+	var m sim.Migration
+	body := map[string]any{"to": "b", "strategy": "handover", "faults": []map[string]string{{"kind": "delay-frame", "frame": "get-state", "delay": "4s"}}}
+	if err := s.Do("POST", "/api/v1/instances/"+in.ID+"/migrate", body, &m); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Client.Remove(ctx, in)
+	if !apiclient.HasCode(err, sim.EConflict) {
+		t.Fatalf("DELETE during the migration: %v, want 409 CONFLICT", err)
+	}
+	start := time.Now()
+	if err := (apiclient.Driver{C: s.Client}).Remove(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("removed %v after the 409, once the migration ended", time.Since(start))
+	done := s.Migration(t, m.ID)
+	if !done.State.Ended() || done.EndedAt == nil || done.EndedAt.Before(start) {
+		t.Fatalf("migration %s %s, ended at %v: removed before it ended", m.ID, done.State, done.EndedAt)
+	}
+	if err := s.Do("GET", "/api/v1/instances/"+in.ID, nil, nil); !apiclient.HasCode(err, sim.ENotFound) {
+		t.Fatalf("the source after Remove: %v, want 404", err)
+	}
+	if done.State == sim.MigrationCompleted {
+		if err := s.Client.Stop(ctx, done.Target.Instance); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

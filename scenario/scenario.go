@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/normsim/normsim/apiclient"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -156,7 +157,7 @@ func (m *Migrate) WaitTimeout(applied sim.Timeouts) time.Duration {
 	if m.Timeout > 0 {
 		return m.Timeout
 	}
-	return m.Timeouts.Over(applied).Longest() + 30*time.Second
+	return apiclient.MigrationWait(m.Timeouts.Over(applied))
 }
 
 // Request is the body of the migrate request.
