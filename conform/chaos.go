@@ -327,13 +327,8 @@ func (cr *caseRun) chaos(ctx context.Context, tr *Trial) error {
 	if err != nil {
 		return err
 	}
-	in, err := r.c.Launch(ctx, sim.LaunchRequest{Template: r.cfg.Template, Node: nodes[0], Params: r.cfg.Params, Runtime: r.cfg.Runtime})
+	in, err := cr.launch(ctx, nodes[0], sim.Handover)
 	if err != nil {
-		return fmt.Errorf("launch %s on %s: %w", r.cfg.Template, nodes[0], err)
-	}
-	cr.jobID = in.JobID
-	cr.saw(in.ID)
-	if _, err := cr.waitUp(ctx, in.ID, sim.Handover); err != nil {
 		return err
 	}
 	ev := &evidence{sendsOutput: cr.producing(ctx, in.ID, 3*time.Second)}
@@ -353,7 +348,7 @@ func (cr *caseRun) chaos(ctx context.Context, tr *Trial) error {
 		if from.Node == nodes[0] {
 			to = nodes[1]
 		}
-		m, err := cr.migrateConnected(ctx, cur, to, mv.Faults)
+		m, err := cr.migrate(ctx, cur, to, mv.Faults)
 		if err != nil {
 			var notUp *notConnectedError
 			var noEnd *noEndError
@@ -399,7 +394,7 @@ func (cr *caseRun) chaos(ctx context.Context, tr *Trial) error {
 		if sv.Node == nodes[0] {
 			to = nodes[1]
 		}
-		m, err := cr.migrateConnected(ctx, sv.ID, to, nil)
+		m, err := cr.migrate(ctx, sv.ID, to, nil)
 		if err != nil {
 			var notUp *notConnectedError
 			if ctx.Err() == nil && errors.As(err, &notUp) {

@@ -41,6 +41,10 @@ type Runner struct {
 	cfg      Config
 	c        *apiclient.Client
 	timeouts sim.Timeouts
+	// d drives each case's job: an instance is up, and a source that lost
+	// its socket connects again, within targetStart; a migrate refused
+	// NOT_CONNECTED is asked again once it has (apiclient.DefaultRetry).
+	d apiclient.Driver
 }
 
 // New returns a runner with cfg's defaults filled in.
@@ -57,7 +61,10 @@ func New(cfg Config) *Runner {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Runner{cfg: cfg, c: apiclient.New(cfg.URL, cfg.HTTPClient), timeouts: cfg.Timeouts.Over(Timeouts).WithDefaults()}
+	r := &Runner{cfg: cfg, c: apiclient.New(cfg.URL, cfg.HTTPClient), timeouts: cfg.Timeouts.Over(Timeouts).WithDefaults()}
+	up := r.timeouts.TargetStart.D()
+	r.d = apiclient.Driver{C: r.c, UpWait: up, Retry: apiclient.Retry{Asks: apiclient.DefaultRetry.Asks, Within: up}}
+	return r
 }
 
 // Timeouts are the per-phase timeouts the runner's migrations use.
@@ -231,13 +238,8 @@ func (cr *caseRun) run(ctx context.Context) (*evidence, error) {
 	if err != nil {
 		return nil, err
 	}
-	in, err := r.c.Launch(ctx, sim.LaunchRequest{Template: r.cfg.Template, Node: nodes[0], Params: r.cfg.Params, Runtime: r.cfg.Runtime})
+	in, err := cr.launch(ctx, nodes[0], c.Strategy)
 	if err != nil {
-		return nil, fmt.Errorf("launch %s on %s: %w", r.cfg.Template, nodes[0], err)
-	}
-	cr.jobID = in.JobID
-	cr.saw(in.ID)
-	if _, err := cr.waitUp(ctx, in.ID, c.Strategy); err != nil {
 		return nil, err
 	}
 	ev := &evidence{}
@@ -277,7 +279,7 @@ func (cr *caseRun) run(ctx context.Context) (*evidence, error) {
 		if sv.Node == nodes[0] {
 			to = nodes[1]
 		}
-		m, err := cr.migrateConnected(ctx, sv.ID, to, nil)
+		m, err := cr.migrate(ctx, sv.ID, to, nil)
 		if err != nil {
 			return nil, fmt.Errorf("the follow-up handover: %w", err)
 		}
@@ -300,39 +302,44 @@ func (cr *caseRun) wantsFollowUp(ev *evidence, last *sim.Migration) bool {
 		!pastNoReturn(last) && len(ev.running) == 1 && ev.connected
 }
 
-// migrateConnected is migrate from an instance once it is connected (a
-// job whose socket comes and goes is given until it is up again). The
-// manager learns of a lost socket a moment after a migration that lost it
-// ended, so an instance listed as connected may not be by the time it is
-// asked to move: such a refusal (NOT_CONNECTED) is asked again once it is
-// back.
-func (cr *caseRun) migrateConnected(ctx context.Context, id, to string, faults []sim.Fault) (*sim.Migration, error) {
-	for try := 0; ; try++ {
-		if _, err := cr.waitUp(ctx, id, sim.Handover); err != nil {
-			return nil, err
-		}
-		m, err := cr.migrate(ctx, id, to, faults)
-		var ae *apiclient.Error
-		if err != nil && try < 3 && errors.As(err, &ae) && ae.Code == sim.ENotConnected {
-			continue
-		}
-		return m, err
+// launch places the case's job on node and waits until it is up: running
+// and, for a handover, connected to its job socket.
+func (cr *caseRun) launch(ctx context.Context, node string, strategy sim.Strategy) (*sim.Instance, error) {
+	r := cr.r
+	in, err := r.d.LaunchUp(ctx, sim.LaunchRequest{Template: r.cfg.Template, Node: node, Params: r.cfg.Params, Runtime: r.cfg.Runtime}, upUntil(strategy))
+	if in == nil {
+		return nil, fmt.Errorf("launch %s on %s: %w", r.cfg.Template, node, err)
 	}
+	cr.jobID = in.JobID
+	cr.saw(in.ID)
+	if err != nil {
+		return nil, cr.notUp(ctx, in.ID, err)
+	}
+	return in, nil
 }
 
-// migrate runs one migration to its end.
+// migrate runs one migration to its end. A source whose job is not
+// connected at that moment (a job whose socket comes and goes; normsim
+// learns of a lost socket a moment after a migration that lost it ended,
+// so an instance listed as connected may not be by the time it is asked
+// to move) is given targetStart to connect again, and asked again
+// (apiclient.Retry): one that does not is a *notConnectedError.
 func (cr *caseRun) migrate(ctx context.Context, from, to string, faults []sim.Fault) (*sim.Migration, error) {
 	r := cr.r
-	m, err := r.c.Migrate(ctx, from, sim.MigrateRequest{To: to, Strategy: string(cr.res.Strategy), Runtime: r.cfg.Runtime,
+	m, err := r.d.Migrate(ctx, from, sim.MigrateRequest{To: to, Strategy: string(cr.res.Strategy), Runtime: r.cfg.Runtime,
 		Timeouts: r.timeouts, Faults: faults})
+	var retried *apiclient.RetriedError
+	if errors.As(err, &retried) && retried.Why != nil && ctx.Err() == nil {
+		return nil, cr.notUp(ctx, from, retried.Why)
+	}
 	if err != nil {
 		return nil, err
 	}
 	cr.saw(m.Target.Instance)
-	wctx, cancel := context.WithTimeout(ctx, r.timeouts.Longest()+30*time.Second)
-	defer cancel()
+	// The driver waits as long as the migration's timeouts allow, and
+	// 30 s more.
 	id := m.ID
-	m, err = r.c.WaitMigration(wctx, id, nil)
+	m, err = r.d.WaitEnd(ctx, m, nil)
 	if err != nil {
 		return nil, &noEndError{id: id, err: err}
 	}
@@ -437,36 +444,52 @@ func (cr *caseRun) producing(ctx context.Context, id string, d time.Duration) bo
 	}
 }
 
-// waitUp waits for an instance to run and, for a job that speaks the
-// socket, to connect; the server answers the moment it does.
-func (cr *caseRun) waitUp(ctx context.Context, id string, strategy sim.Strategy) (*sim.Instance, error) {
-	r := cr.r
-	until := sim.UntilRunning
+// upUntil is what a case's instance must be before it is moved: running
+// and, for a handover, connected to its job socket (a job that speaks the
+// socket; an overlap or stopThenStart job need not).
+func upUntil(strategy sim.Strategy) sim.Until {
 	if strategy == sim.Handover {
-		until = sim.UntilConnected
+		return sim.UntilConnected
 	}
+	return sim.UntilRunning
+}
+
+// waitUp waits for an instance to be up (upUntil) within targetStart; the
+// server answers the moment it is.
+func (cr *caseRun) waitUp(ctx context.Context, id string, strategy sim.Strategy) (*sim.Instance, error) {
+	in, err := cr.r.d.WaitUp(ctx, id, upUntil(strategy))
+	if err != nil {
+		return nil, cr.notUp(ctx, id, err)
+	}
+	return in, nil
+}
+
+// notUp says why an instance is not up as the report does: one that ended
+// with its last log line, one running but not connected in time as a
+// *notConnectedError (something of the job, where other errors say normsim
+// could not carry a step out).
+func (cr *caseRun) notUp(ctx context.Context, id string, err error) error {
+	r := cr.r
 	limit := r.timeouts.TargetStart.D()
-	wctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	in, err := r.c.WaitInstance(wctx, id, until)
 	var ended *apiclient.EndedError
+	var notUp *apiclient.NotUpError
 	switch {
-	case err == nil, ctx.Err() != nil:
-		return in, err
+	case ctx.Err() != nil:
+		return ctx.Err()
 	case errors.As(err, &ended):
 		// A job that dies at start (an interpreter missing, a bad
 		// parameter) says why in its log, not in its exit code.
 		if page, lerr := r.c.LogPage(ctx, id, 1); lerr == nil && len(page.Lines) > 0 {
-			return nil, fmt.Errorf("%w; its last log line: %s", err, sim.TerminalSafe(sim.FormatLogLine(page.Lines[len(page.Lines)-1], false)))
+			return fmt.Errorf("%w; its last log line: %s", err, sim.TerminalSafe(sim.FormatLogLine(page.Lines[len(page.Lines)-1], false)))
 		}
-		return nil, err
-	case in != nil && errors.Is(err, context.DeadlineExceeded):
-		if in.State == sim.InstanceRunning {
-			return nil, &notConnectedError{fmt.Sprintf("instance %s on %s did not connect to its job socket within targetStart (%s)", id, in.Node, limit)}
+		return err
+	case errors.As(err, &notUp) && notUp.Instance != nil:
+		if in := notUp.Instance; in.State == sim.InstanceRunning {
+			return &notConnectedError{fmt.Sprintf("instance %s on %s did not connect to its job socket within targetStart (%s)", id, in.Node, limit)}
 		}
-		return nil, fmt.Errorf("instance %s on %s did not run within targetStart (%s)", id, in.Node, limit)
+		return fmt.Errorf("instance %s on %s did not run within targetStart (%s)", id, notUp.Instance.Node, limit)
 	}
-	return nil, err
+	return err
 }
 
 // notConnectedError: a running instance of a job that speaks the socket
@@ -513,11 +536,9 @@ func (cr *caseRun) cleanup(ctx context.Context) error {
 	}
 	var errs []error
 	for _, in := range ins {
-		if err := cr.r.c.Remove(ctx, in); err != nil {
-			var ae *apiclient.Error
-			if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-				continue
-			}
+		// A migration that did not end holds its instances: Remove waits
+		// for its end, then removes them.
+		if err := cr.r.d.Remove(ctx, in); err != nil {
 			errs = append(errs, fmt.Errorf("cleanup: stop %s: %w", in.ID, err))
 		}
 	}
