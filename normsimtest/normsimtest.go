@@ -19,6 +19,7 @@ package normsimtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -144,14 +145,22 @@ func (s *Sim) Do(method, path string, body, out any) error {
 	return s.Client.Do(context.Background(), method, path, body, out)
 }
 
+// driver drives the sim's jobs as every client of this module does
+// (apiclient.Driver): a migrate refused NOT_CONNECTED is asked again once
+// the source's job is connected (apiclient.DefaultRetry).
+func (s *Sim) driver() apiclient.Driver {
+	return apiclient.Driver{C: s.Client, Retry: apiclient.DefaultRetry}
+}
+
 // Launch places a template and fails the test on error.
 func (s *Sim) Launch(tb testing.TB, req sim.LaunchRequest) sim.Instance {
 	tb.Helper()
-	var in sim.Instance
-	if err := s.Do(http.MethodPost, "/api/v1/instances", req, &in); err != nil {
+	in, err := s.driver().LaunchUp(context.Background(), req, "")
+	if err != nil {
 		tb.Fatalf("normsimtest: launch %s on %s: %v", req.Template, req.Node, err)
+		return sim.Instance{}
 	}
-	return in
+	return *in
 }
 
 // Instance fetches an instance.
@@ -182,13 +191,14 @@ func (s *Sim) WaitInstance(tb testing.TB, id string, timeout time.Duration, what
 
 // WaitConnected waits until the instance runs and its job said hello; the
 // server answers the moment it has. An instance that stops or fails first,
-// or 60 s without it, fails the test with the instance's state.
+// or 60 s without it, fails the test with the instance's state, and so
+// does one on a node without a job socket (Options.NoJobSocket), at once.
 func (s *Sim) WaitConnected(tb testing.TB, id string) sim.Instance {
 	tb.Helper()
 	const timeout = 60 * time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	in, err := s.Client.WaitInstance(ctx, id, sim.UntilConnected)
+	d := s.driver()
+	d.UpWait = timeout
+	in, err := d.WaitUp(context.Background(), id, sim.UntilConnected)
 	if err != nil {
 		if in == nil {
 			tb.Fatalf("normsimtest: wait for instance %s to connect: %v", id, err)
@@ -233,10 +243,12 @@ func (s *Sim) Migration(tb testing.TB, id string) *sim.Migration {
 // panicking the test binary.
 func (s *Sim) WaitMigration(tb testing.TB, id string, timeout time.Duration) *sim.Migration {
 	tb.Helper()
-	return s.waitMigration(tb, id, timeout, fmt.Sprintf("the %v asked for", timeout))
+	return s.waitMigration(tb, &sim.Migration{ID: id}, timeout, fmt.Sprintf("the %v asked for", timeout))
 }
 
-func (s *Sim) waitMigration(tb testing.TB, id string, timeout time.Duration, why string) *sim.Migration {
+// waitMigration follows the started migration m to its end, at most
+// timeout, capped to the test's deadline.
+func (s *Sim) waitMigration(tb testing.TB, m *sim.Migration, timeout time.Duration, why string) *sim.Migration {
 	tb.Helper()
 	if d, ok := tb.(interface{ Deadline() (time.Time, bool) }); ok {
 		if deadline, set := d.Deadline(); set {
@@ -245,13 +257,15 @@ func (s *Sim) waitMigration(tb testing.TB, id string, timeout time.Duration, why
 			}
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	m, err := s.Client.WaitMigration(ctx, id, nil)
+	id := m.ID
+	d := s.driver()
+	d.EndWait = max(timeout, time.Nanosecond) // a deadline already past: no wait
+	m, err := d.WaitEnd(context.Background(), m, nil)
+	var unended *apiclient.UnendedError
 	switch {
 	case err == nil:
 		return m
-	case m != nil && ctx.Err() != nil:
+	case errors.As(err, &unended) && m.State != "":
 		tb.Fatalf("normsimtest: migration %s still %s in phase %s after waiting %v for it to end (%s)\n%s", id, m.State, m.Phase, timeout, why, Timeline(m))
 	default:
 		tb.Fatalf("normsimtest: wait for migration %s: %v", id, err)
@@ -277,34 +291,32 @@ func capToDeadline(timeout, left time.Duration) (time.Duration, bool) {
 	return timeout, false
 }
 
-// waitMargin is added to the phase timeouts for the steps no timeout
-// bounds: creating and starting the target (an image pull or a compose
-// create), the rollback's stop, and the up to 2 s the output seam is
-// measured after the end.
-const waitMargin = 30 * time.Second
-
 // MigrationWait is how long MigrateAndWait waits for a migration with
 // these timeouts (zero fields take sim.DefaultTimeouts) to end:
 // t.Longest() (every phase timeout, which a handover's phases can use up
 // one after another, plus the linger and stopGrace for stopping the
-// source) plus 30 s for the untimed steps. With the defaults that is
-// 2 min 40.25 s.
+// source) plus 30 s for the untimed steps (apiclient.MigrationWait).
+// With the defaults that is 2 min 40.25 s.
 func MigrationWait(t sim.Timeouts) time.Duration {
-	return t.Longest() + waitMargin
+	return apiclient.MigrationWait(t)
 }
 
 // MigrateAndWait migrates and waits for the end, failing the test if the
 // request is refused or the migration has not ended after
 // MigrationWait(req.Timeouts), or shortly before the test's deadline if
-// that comes first.
+// that comes first. A handover refused NOT_CONNECTED (the source's job is
+// not connected at that moment: its socket is coming back after a
+// migration or a fault) is asked again once it is connected, up to three
+// times within a minute (apiclient.DefaultRetry); Migrate asks once.
 func (s *Sim) MigrateAndWait(tb testing.TB, id string, req sim.MigrateRequest) *sim.Migration {
 	tb.Helper()
-	m, err := s.Migrate(id, req)
+	m, err := s.driver().Migrate(context.Background(), id, req)
 	if err != nil {
 		tb.Fatalf("normsimtest: migrate %s: %v", id, err)
+		return nil
 	}
 	wait := MigrationWait(req.Timeouts)
-	return s.waitMigration(tb, m.ID, wait, fmt.Sprintf("the %v its timeouts allow: the phases, stopGrace and %v for the untimed steps", wait, waitMargin))
+	return s.waitMigration(tb, m, wait, fmt.Sprintf("the %v its timeouts allow: the phases, stopGrace and %v for the untimed steps", wait, apiclient.EndMargin))
 }
 
 // Timeline renders a migration's events for a failure message
