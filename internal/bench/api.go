@@ -16,6 +16,11 @@ import (
 type API struct {
 	*apiclient.Client
 	hc *http.Client
+	// d drives the jobs as every client of this module does: a handover
+	// refused NOT_CONNECTED is asked again once the source is connected
+	// (it never is refused so after hello-ack; see LaunchConnected), and a
+	// migration's end is read without its logs.
+	d apiclient.Driver
 }
 
 // NewAPI returns a client of the sim at base (http://host:port) that keeps
@@ -32,7 +37,8 @@ func NewAPI(base string, conns int) *API {
 		IdleConnTimeout:     30 * time.Second,
 	}
 	hc := &http.Client{Transport: tr, Timeout: 60 * time.Second}
-	return &API{Client: apiclient.New(base, hc), hc: hc}
+	c := apiclient.New(base, hc)
+	return &API{Client: c, hc: hc, d: apiclient.Driver{C: c, Retry: apiclient.DefaultRetry, Fetch: apiclient.FetchTimeline}}
 }
 
 // Close drops the idle connections.

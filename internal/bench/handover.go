@@ -9,6 +9,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/normsim/normsim/apiclient"
 	"github.com/normsim/normsim/internal/jobplay"
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
@@ -57,7 +58,7 @@ type HandoverOptions struct {
 func PlayHandover(ctx context.Context, api *API, srcID string, src *jobplay.Job, opts HandoverOptions) (*Handover, error) {
 	h := &Handover{}
 	start := time.Now()
-	m, err := api.Migrate(ctx, srcID, sim.MigrateRequest{To: opts.To, Strategy: string(sim.Handover)})
+	m, err := api.d.Migrate(ctx, srcID, sim.MigrateRequest{To: opts.To, Strategy: string(sim.Handover)})
 	if err != nil {
 		return nil, fmt.Errorf("migrate %s: %w", srcID, err)
 	}
@@ -130,11 +131,11 @@ func PlayHandover(ctx context.Context, api *API, srcID string, src *jobplay.Job,
 	}
 	// The source is stopped just before the migration ends: wait for the
 	// end, so the job can migrate again at once.
-	wait := api.WaitMigrationState
+	end := api.d
 	if opts.WithoutTimeline {
-		wait = api.WaitMigrationSummary
+		end.Fetch = apiclient.FetchSummary
 	}
-	done, err := wait(ctx, m.ID)
+	done, err := end.WaitEnd(ctx, m, nil)
 	if err != nil {
 		return fail("end", err)
 	}
@@ -178,7 +179,9 @@ func targetEnv(ctx context.Context, api *API, id string) (string, map[string]str
 // the API shows the instance connected (manager's
 // TestMigrateRightAfterHelloAck and TestMigrateWhileItsStartEnds).
 func LaunchConnected(ctx context.Context, api *API, template, node string) (sim.Instance, *jobplay.Job, error) {
-	inp, err := api.Launch(ctx, sim.LaunchRequest{Template: template, Node: node, Runtime: sim.RuntimeExternal})
+	// Up, for a job the bench plays itself, is when it has read hello-ack:
+	// the driver only places it.
+	inp, err := api.d.LaunchUp(ctx, sim.LaunchRequest{Template: template, Node: node, Runtime: sim.RuntimeExternal}, "")
 	if err != nil {
 		return sim.Instance{}, nil, fmt.Errorf("launch %s on %s: %w", template, node, err)
 	}
