@@ -90,9 +90,11 @@ this host) or external (you start the job yourself, with the env printed).`,
 				req.Params[k] = v
 			}
 			c := api()
+			// Placed, then waited for: the instance and an external one's
+			// env are printed first (the job they wait for may be yours).
 			in, err := c.Launch(cmd.Context(), req)
 			if err != nil {
-				return templateHint(cmd.Context(), c, err)
+				return templateHint(cmd.Context(), c, req.Template, err)
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "%s  job %s  on node %s  (%s, %s)\n", in.ID, in.JobID, in.Node, in.Runtime, in.State)
@@ -178,7 +180,7 @@ refuses an instance that runs.`,
 					return nil
 				})
 				if err != nil {
-					return instanceHint(err)
+					return err
 				}
 			}
 			return nil
@@ -214,9 +216,9 @@ instance ID, and its job ID still finds it.`,
 				logOpts.Tail = n
 			}
 			c := api()
-			return instanceHint(onInstance(cmd.Context(), c, args[0], func(id string) error {
+			return onInstance(cmd.Context(), c, args[0], func(id string) error {
 				return c.Logs(cmd.Context(), id, logOpts, cmd.OutOrStdout())
-			}))
+			})
 		},
 	}
 	stop.Flags().BoolVar(&onlyStopped, "stopped", false, "remove only the record of an instance that is not running (a migration's stopped source); refuse one that runs")
@@ -267,13 +269,16 @@ instance ID, and its job ID still finds it.`,
 			}
 			c := api()
 			c.LogTail = logLines
+			// Asked once: a refusal is the answer, for the person who asked
+			// to see (the driver's zero Retry).
+			d := apiclient.Driver{C: c}
 			var mig *sim.Migration
 			err := onInstance(cmd.Context(), c, args[0], func(id string) (err error) {
-				mig, err = c.Migrate(cmd.Context(), id, req)
+				mig, err = d.Migrate(cmd.Context(), id, req)
 				return err
 			})
 			if err != nil {
-				return instanceHint(err)
+				return err
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "migration %s: %s of %s from %s to %s\n", mig.ID, mig.Strategy, mig.Source.Instance, mig.Source.Node, mig.Target.Node)
@@ -286,7 +291,7 @@ instance ID, and its job ID still finds it.`,
 				}
 				return nil
 			}
-			final, err := followMigration(cmd.Context(), c, mig.ID, out)
+			final, err := followMigration(cmd.Context(), c, mig, out)
 			if err != nil {
 				return err
 			}
@@ -367,7 +372,7 @@ ended aborted.`,
 			if !abortWait {
 				return nil
 			}
-			final, err := followMigration(cmd.Context(), c, mig.ID, out)
+			final, err := followMigration(cmd.Context(), c, mig, out)
 			if err != nil {
 				return err
 			}
@@ -472,11 +477,13 @@ func parseTimeouts(flag string, specs []string, t *sim.Timeouts) error {
 	return nil
 }
 
-// followMigration prints each new timeline event until the migration ends.
-func followMigration(ctx context.Context, c *apiclient.Client, id string, out io.Writer) (*sim.Migration, error) {
+// followMigration prints each new timeline event until the migration ends,
+// however long that takes (Ctrl-C leaves it going on).
+func followMigration(ctx context.Context, c *apiclient.Client, started *sim.Migration, out io.Writer) (*sim.Migration, error) {
 	printed := 0
 	ext := newExternalWatch(out)
-	mig, err := c.WaitMigration(ctx, id, func(mig *sim.Migration) {
+	d := apiclient.Driver{C: c, EndWait: -1}
+	mig, err := d.WaitEnd(ctx, started, func(mig *sim.Migration) {
 		if printed < len(mig.Events) {
 			ext.clear()
 		}
@@ -634,7 +641,7 @@ instance ID, and its job ID still finds it.`,
 				return err
 			})
 			if err != nil {
-				return instanceHint(err)
+				return err
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
@@ -677,14 +684,10 @@ func reasonColumn(s string) string {
 // with its error and last log lines when it ends first or the timeout
 // passes.
 func waitLaunched(ctx context.Context, c *apiclient.Client, id string, until sim.Until, timeout time.Duration, out io.Writer) error {
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	in, err := c.WaitInstance(wctx, id, until)
-	if err == nil {
-		// A job that dies at once was running for a moment: it must
-		// still be there a moment later.
-		in, err = stillUp(ctx, c, id, launchSettle)
-	}
+	// A job that dies at once was running for a moment: it must still be
+	// there a moment later (Settle).
+	d := apiclient.Driver{C: c, UpWait: timeout, Settle: launchSettle}
+	_, err := d.WaitUp(ctx, id, until)
 	if err == nil {
 		fmt.Fprintf(out, "%s is %s\n", id, until)
 		return nil
@@ -693,7 +696,9 @@ func waitLaunched(ctx context.Context, c *apiclient.Client, id string, until sim
 		return errors.New("interrupted while waiting; the instance goes on")
 	}
 	var why error = err
-	if in != nil && errors.Is(err, context.DeadlineExceeded) {
+	var notUp *apiclient.NotUpError
+	if errors.As(err, &notUp) && notUp.Instance != nil {
+		in := notUp.Instance
 		why = fmt.Errorf("instance %s is not %s after %s: state %s, connected %v%s", id, until, timeout, in.State, in.Connected, colonOr(in.Error))
 	}
 	if page, lerr := c.LogPage(ctx, id, 20); lerr == nil && len(page.Lines) > 0 {
@@ -709,29 +714,6 @@ func waitLaunched(ctx context.Context, c *apiclient.Client, id string, until sim
 // there for it to end: a job that dies at once does within it.
 const launchSettle = time.Second
 
-// stillUp checks the instance for d and fails if it stops or fails
-// meanwhile.
-func stillUp(ctx context.Context, c *apiclient.Client, id string, d time.Duration) (*sim.Instance, error) {
-	deadline := time.Now().Add(d)
-	for {
-		in, err := c.Instance(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if in.State.Terminal() {
-			return in, fmt.Errorf("instance %s on %s ended (%s) right after it started: %s", in.ID, in.Node, in.State, cmp.Or(in.Error, "no error given"))
-		}
-		if time.Now().After(deadline) {
-			return in, nil
-		}
-		select {
-		case <-time.After(100 * time.Millisecond):
-		case <-ctx.Done():
-			return in, ctx.Err()
-		}
-	}
-}
-
 // colonOr is ": s", or "" for an empty s.
 func colonOr(s string) string {
 	if s == "" {
@@ -741,44 +723,46 @@ func colonOr(s string) string {
 }
 
 // onInstance runs do on the instance a command's ID argument names: the
-// instance of that ID, or, when the API knows no such instance and arg is
-// a job's ID, the job's running instance (after a migration the job runs
-// as an instance of another name). An instance ID costs no request more
-// than do's own; do's error stands when arg names neither.
+// instance of that ID, or, when do is refused NOT_FOUND and arg is no
+// instance's ID but a job's, the job's running instance (after a
+// migration the job runs as an instance of another name). An instance ID
+// costs no request more than do's own; do's error stands when arg names
+// neither, with where to find the instances. What was not found is read
+// from the instances the API lists, never from the error's message: an
+// instance of that ID was there, so something else was not (a node, say).
 func onInstance(ctx context.Context, c *apiclient.Client, arg string, do func(id string) error) error {
 	err := do(arg)
 	var e *apiclient.Error
-	if !errors.As(err, &e) || e.Code != sim.ENotFound || !strings.HasPrefix(e.Message, "instance ") {
+	if !errors.As(err, &e) || e.Code != sim.ENotFound {
 		return err
 	}
 	list, lerr := c.Instances(ctx)
 	if lerr != nil {
 		return err
 	}
+	running := ""
 	for _, in := range list {
+		if in.ID == arg {
+			return err
+		}
 		if in.JobID == arg && in.State == sim.InstanceRunning {
-			return do(in.ID)
+			running = in.ID
 		}
 	}
-	return err
-}
-
-// instanceHint adds where to find instance ids to an API's "instance not
-// found".
-func instanceHint(err error) error {
-	var e *apiclient.Error
-	if errors.As(err, &e) && e.Code == sim.ENotFound && strings.HasPrefix(e.Message, "instance ") {
-		h := *e
-		h.Message += "; normsim ps lists the instances"
-		return &h
+	if running != "" {
+		return do(running)
 	}
-	return err
+	h := *e
+	h.Message += "; normsim ps lists the instances"
+	return &h
 }
 
-// templateHint adds the loaded templates to an API's "template not found".
-func templateHint(ctx context.Context, c *apiclient.Client, err error) error {
+// templateHint adds the loaded templates to a launch refused NOT_FOUND
+// because no template of that name is loaded (the list says so, not the
+// message: the node may be what was not found).
+func templateHint(ctx context.Context, c *apiclient.Client, name string, err error) error {
 	var e *apiclient.Error
-	if !errors.As(err, &e) || e.Code != sim.ENotFound || !strings.HasPrefix(e.Message, "template ") {
+	if !errors.As(err, &e) || e.Code != sim.ENotFound {
 		return err
 	}
 	list, lerr := c.Templates(ctx)
@@ -787,6 +771,9 @@ func templateHint(ctx context.Context, c *apiclient.Client, err error) error {
 	}
 	names := make([]string, 0, len(list))
 	for _, t := range list {
+		if t.Name == name {
+			return err
+		}
 		names = append(names, t.Name)
 	}
 	loaded := "none"

@@ -1,12 +1,17 @@
 package cli
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/normsim/normsim/apiclient"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -167,5 +172,43 @@ func TestShutdownLineNamesAFew(t *testing.T) {
 	}
 	if got := someOf(live[:3]); got != "counter-000 on a, counter-001 on a, counter-002 on a" {
 		t.Fatalf("a few: %q", got)
+	}
+}
+
+// TestOnInstanceReadsTheListNotTheMessage: whether an ID names a job's
+// running instance, and whether "ps lists the instances" helps, is read
+// from the instances the API lists, whatever a NOT_FOUND's message says.
+func TestOnInstanceReadsTheListNotTheMessage(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode([]sim.Instance{
+			{ID: "i1", JobID: "job-1", State: sim.InstanceStopped},
+			{ID: "i2", JobID: "job-1", State: sim.InstanceRunning},
+		})
+	}))
+	defer srv.Close()
+	c := apiclient.New(srv.URL, nil)
+	notFound := &apiclient.Error{Status: http.StatusNotFound, Code: sim.ENotFound, Message: "no such thing"}
+	var asked []string
+	do := func(id string) error {
+		asked = append(asked, id)
+		if id == "i2" {
+			return nil
+		}
+		return notFound
+	}
+	// A job's ID: its running instance.
+	if err := onInstance(context.Background(), c, "job-1", do); err != nil || strings.Join(asked, " ") != "job-1 i2" {
+		t.Errorf("job-1: %v after %q", err, asked)
+	}
+	// An instance that is there: something else was not found; no hint.
+	asked = nil
+	if err := onInstance(context.Background(), c, "i1", do); err != notFound || len(asked) != 1 {
+		t.Errorf("i1: %v after %q", err, asked)
+	}
+	// Neither: the hint.
+	asked = nil
+	err := onInstance(context.Background(), c, "nosuch", do)
+	if !apiclient.HasCode(err, sim.ENotFound) || !strings.HasSuffix(err.Error(), "no such thing; normsim ps lists the instances") || len(asked) != 1 {
+		t.Errorf("nosuch: %v after %q", err, asked)
 	}
 }
