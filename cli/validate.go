@@ -44,8 +44,9 @@ usage error (including a path that does not exist), 130 when interrupted
 				err     error
 			}
 			done := make(chan validated, 1)
+			load := validatePaths // read here, not by a goroutine that may outlive the command
 			go func() {
-				all, skipped, err := validatePaths(cmd.Context(), args)
+				all, skipped, err := load(cmd.Context(), args)
 				done <- validated{all, skipped, err}
 			}()
 			var v validated
