@@ -320,6 +320,14 @@ func (d Driver) Migrate(ctx context.Context, id string, body any) (*sim.Migratio
 // reconnected waits until the instance is connected, and until notBefore,
 // by deadline (within after the first ask).
 func (d Driver) reconnected(ctx context.Context, id string, notBefore, deadline time.Time, within time.Duration) error {
+	if time.Now().After(deadline) {
+		// Spent on earlier asks: say where the source is.
+		in, err := d.C.Instance(ctx, id)
+		if err != nil {
+			return err
+		}
+		return &NotUpError{Instance: in, ID: id, Until: sim.UntilConnected, Wait: within}
+	}
 	wctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	in, err := d.C.WaitInstance(wctx, id, sim.UntilConnected)
