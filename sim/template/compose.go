@@ -37,9 +37,10 @@ const composeFile = "compose.yml"
 // ctx only for includes; the interpolation looks at it before each string,
 // so that a load can be stopped part way.
 func loadProject(ctx context.Context, dir string, content []byte, project string, env map[string]string, strict bool) (*types.Project, error) {
-	// The files compose.yml names are read afresh by every load, and may
-	// have changed since the template was validated.
-	if readsFiles(content) {
+	// The files compose.yml names are read afresh by every launch, and may
+	// have changed since the template was validated; validation's own
+	// load follows checkComposeStructure, which judged them a moment ago.
+	if strict && readsFiles(content) {
 		if err := checkLoadFiles(ctx, dir, content); err != nil {
 			return nil, err
 		}
@@ -111,19 +112,12 @@ func (l *Loaded) launchProject(name string, env map[string]string) (*types.Proje
 // a launch's spec comes from the name.
 const cachedProjectName = "normsim-launch"
 
-// readsAtLoad are what make compose-go's result depend on more than the
-// compose text and the values: files read while loading, and the
-// project's name interpolated. A compose file mentioning any of them is
+// cacheable: compose-go's result depends on nothing but the compose text
+// and the values, neither on files read while loading (readsFiles) nor on
+// the project's name interpolated. A compose file mentioning either is
 // loaded afresh for every launch (a false alarm only costs the cache).
-var readsAtLoad = []string{"env_file", "label_file", "extends", "include", "COMPOSE_PROJECT_NAME"}
-
 func cacheable(compose []byte) bool {
-	for _, s := range readsAtLoad {
-		if bytes.Contains(compose, []byte(s)) {
-			return false
-		}
-	}
-	return true
+	return !readsFiles(compose) && !bytes.Contains(compose, []byte("COMPOSE_PROJECT_NAME"))
 }
 
 // envKey is env as one string, the same for equal maps.
