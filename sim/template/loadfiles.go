@@ -211,11 +211,11 @@ func (w *loadWalk) includes(v any, where, wd string) error {
 				if err != nil {
 					return err
 				}
-				if err := w.plainFile(p, fmt.Sprintf("%s.env_file[%d]", at, j)); err != nil {
+				if err := w.plainFile(p, fmt.Sprintf("%s.env_file[%d]", at, j), true); err != nil {
 					return err
 				}
 			}
-		} else if err := w.plainFile(filepath.Join(pd, ".env"), at+" (its project directory's .env)"); err != nil {
+		} else if err := w.plainFile(filepath.Join(pd, ".env"), at+" (its project directory's .env)", false); err != nil {
 			return err
 		}
 		for j, f := range files {
@@ -224,7 +224,7 @@ func (w *loadWalk) includes(v any, where, wd string) error {
 				return err
 			}
 			if content == nil {
-				continue // missing: compose-go says so
+				return w.missing(f, fmt.Sprintf("%s.path[%d]", at, j))
 			}
 			if err := w.yamlFile(content, w.rel(f), pd, "", ""); err != nil {
 				return err
@@ -248,21 +248,24 @@ func (w *loadWalk) service(svc map[string]any, at, wd, owner string) error {
 			if err != nil {
 				return err
 			}
-			if content != nil {
-				if err := w.yamlFile(content, w.rel(f), filepath.Dir(f), service, owner); err != nil {
-					return err
-				}
+			if content == nil {
+				return w.missing(f, at+".extends.file")
+			}
+			if err := w.yamlFile(content, w.rel(f), filepath.Dir(f), service, owner); err != nil {
+				return err
 			}
 		}
 	}
 	for _, key := range []string{"env_file", "label_file"} {
-		for j, s := range stringsOf(svc[key]) {
+		for j, r := range fileRefsOf(svc[key]) {
 			field := fmt.Sprintf("%s.%s[%d]", at, key, j)
-			f, err := w.resolve(s, wd, field)
+			f, err := w.resolve(r.path, wd, field)
 			if err != nil {
 				return err
 			}
-			if err := w.plainFile(f, field); err != nil {
+			// compose-go reads them only at launch (validation skips
+			// resolving them); a required one missing is said now.
+			if err := w.plainFile(f, field, r.required); err != nil {
 				return err
 			}
 		}
@@ -285,28 +288,57 @@ func sameFileExtends(svc any) string {
 	return ""
 }
 
-// stringsOf is a path field as compose writes it: a string, or a list of
-// strings or of {path: ...} mappings; what is neither is compose-go's to
-// refuse.
+// fileRef is one path of a path field, and whether compose-go fails when
+// the file is not there.
+type fileRef struct {
+	path     string
+	required bool
+}
+
+// stringsOf is the paths of a path field as compose writes it: a string,
+// or a list of strings or of {path: ...} mappings; what is neither is
+// compose-go's to refuse.
 func stringsOf(v any) []string {
+	var out []string
+	for _, r := range fileRefsOf(v) {
+		out = append(out, r.path)
+	}
+	return out
+}
+
+// fileRefsOf is stringsOf with each path's `required` (true unless a
+// mapping says `required: false`, as compose-go reads it).
+func fileRefsOf(v any) []fileRef {
 	switch v := v.(type) {
 	case string:
-		return []string{v}
+		return []fileRef{{path: v, required: true}}
 	case []any:
-		var out []string
+		var out []fileRef
 		for _, e := range v {
 			switch e := e.(type) {
 			case string:
-				out = append(out, e)
+				out = append(out, fileRef{path: e, required: true})
 			case map[string]any:
 				if p, ok := e["path"].(string); ok {
-					out = append(out, p)
+					out = append(out, fileRef{path: p, required: !isFalse(e["required"])})
 				}
 			}
 		}
 		return out
 	}
 	return nil
+}
+
+// isFalse reports whether a YAML value says false, as compose-go's
+// OptOut reads it.
+func isFalse(v any) bool {
+	switch v := v.(type) {
+	case bool:
+		return !v
+	case string:
+		return strings.EqualFold(v, "false")
+	}
+	return false
 }
 
 // resolve is the path compose-go reads for p, written in a file whose
@@ -384,10 +416,27 @@ func (w *loadWalk) regular(p, field string) (exists bool, err error) {
 }
 
 // plainFile judges a file compose-go reads that is not YAML (an env or
-// label file).
-func (w *loadWalk) plainFile(p, field string) error {
-	_, err := w.regular(p, field)
-	return err
+// label file); one that is required must be there.
+func (w *loadWalk) plainFile(p, field string, required bool) error {
+	exists, err := w.regular(p, field)
+	if err != nil || exists || !required {
+		return err
+	}
+	return w.missing(p, field)
+}
+
+// missing is the error for a file compose-go needs that is not there.
+func (w *loadWalk) missing(p, field string) error {
+	if _, err := os.Stat(w.dir); err != nil {
+		// An archive's files resolve beside it, where nothing is
+		// unpacked: say so rather than name a path the user never wrote.
+		return fmt.Errorf("%s: %q is not there: the files a template archive's compose.yml names are read beside the archive, as if it were unpacked to %s (nothing is extracted); unpack the archive there, or use the template directory", field, w.rel(p), w.dir)
+	}
+	fix := "add it"
+	if strings.Contains(field, "env_file") {
+		fix += ", or mark it `required: false`"
+	}
+	return fmt.Errorf("%s: %q does not exist in the template directory; %s", field, w.rel(p), fix)
 }
 
 // read reads a YAML file compose-go would read; nil when it is not there.

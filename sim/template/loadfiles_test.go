@@ -127,6 +127,7 @@ func TestFilesReadWhileLoadingAreBounded(t *testing.T) {
 					m["d"+string(rune('a'+i-1))+".yml"] = "include: [" + next + ", " + next + "]\nservices: {}\n"
 				}
 				m["d1.yml"] = "include: [db.yml, db.yml]\nservices: {}\n"
+				m["du.yml"] = "services: {}\n"
 				return m
 			}(),
 			want: "more than 256 times",
@@ -496,4 +497,55 @@ func TestArchivesAreReadWithinABound(t *testing.T) {
 	if l := Load(p); l.Valid() || !strings.Contains(l.Problems[0].Message, "big.tar.gz: cannot read the archive: holds more than 256 MiB once decompressed") {
 		t.Errorf("problems %v", l.Problems)
 	}
+}
+
+// TestMissingFilesAreSaidAtValidation (issue 34, F6): a file compose-go
+// needs at launch (an env file, a label file, an include, an extended
+// file) that is not there is reported by validation, not first by a
+// launch; an archive's message says where its files are looked for.
+func TestMissingFilesAreSaidAtValidation(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		compose string
+		want    string // "" when the template is valid
+	}{
+		"a missing env file":     {"services:\n  app:\n    image: busybox\n    env_file: app.env\n", `services.app.env_file[0]: "app.env" does not exist in the template directory; add it, or mark it ` + "`required: false`"},
+		"an optional env file":   {"services:\n  app:\n    image: busybox\n    env_file: [{path: app.env, required: false}]\n", ""},
+		"a required: 'false'":    {"services:\n  app:\n    image: busybox\n    env_file: [{path: app.env, required: 'false'}]\n", ""},
+		"a missing label file":   {"services:\n  app:\n    image: busybox\n    label_file: labels\n", `services.app.label_file[0]: "labels" does not exist in the template directory; add it;`},
+		"a missing include":      {"include: [part.yml]\n" + oneService, `include[0].path[0]: "part.yml" does not exist`},
+		"a missing extends file": {"services:\n  app:\n    image: busybox\n    extends: {file: base.yml, service: b}\n", `services.app.extends.file: "base.yml" does not exist`},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			l := Load(MustWriteTemplate(t, "tpl", tpl(tt.compose, "")))
+			if tt.want == "" {
+				if !l.Valid() {
+					t.Fatalf("invalid: %v", l.Problems)
+				}
+				return
+			}
+			if l.Valid() {
+				t.Fatalf("valid, want %q", tt.want)
+			}
+			if p := l.Problems[0]; p.Code != sim.EComposeInvalid || !strings.Contains(p.Message, tt.want) {
+				t.Errorf("problem %s %q, want COMPOSE_INVALID containing %q", p.Code, p.Message, tt.want)
+			}
+		})
+	}
+	t.Run("in an archive", func(t *testing.T) {
+		t.Parallel()
+		dir := MustWriteTemplate(t, "packed", tpl("services:\n  app:\n    image: busybox\n    env_file: app.env\n", ""))
+		writeFiles(t, dir, map[string]string{"app.env": "A=1\n"})
+		archive := writeTar(t, dir, "packed.tgz", "", true)
+		l := Load(archive)
+		if l.Valid() {
+			t.Fatal("valid: the env file is in the archive but nothing beside it, where a launch reads it")
+		}
+		want := `services.app.env_file[0]: "app.env" is not there: the files a template archive's compose.yml names are read beside the archive, as if it were unpacked to ` + strings.TrimSuffix(archive, ".tgz") + ` (nothing is extracted)`
+		if p := l.Problems[0]; !strings.Contains(p.Message, want) {
+			t.Errorf("problem %q, want it to contain %q", p.Message, want)
+		}
+	})
 }
