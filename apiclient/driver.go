@@ -61,9 +61,7 @@ func MigrationWait(t sim.Timeouts) time.Duration { return t.Longest() + EndMargi
 // is asked again: NOT_CONNECTED (422), a handover from a source whose job
 // is not connected to its socket at that moment. That is a moment, not an
 // answer: a job whose socket a fault or the migration before dropped
-// reconnects, and normsim learns of a lost socket a moment after the
-// migration that lost it ended, so a source shown connected may not be
-// when asked. After it Migrate waits until the source is connected (the
+// reconnects. After it Migrate waits until the source is connected (the
 // server answers the moment it is; see WaitUp), no sooner than 50 ms
 // after the refusal, doubling with each ask (50, 100, 200 ms, …), and
 // asks again.

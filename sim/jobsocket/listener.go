@@ -890,12 +890,7 @@ func (l *Listener) hello(ctx context.Context, c *conn) bool {
 	l.record(c.key, "in", f.Type, len(data), redactedHello)
 	l.awaitRegistered(helloBy)
 	l.awaitDropped(c.key)
-	heard, old := l.authenticate(c, f.Token)
-	if old != nil {
-		l.cfg.OnEvent(Event{Kind: Replaced, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now(),
-			Code: protocol.CloseReplaced, Reason: reasonReplaced, ClosedBy: ClosedByWorker})
-		close(old.told)
-	}
+	heard := l.authenticate(c, f.Token)
 	switch heard {
 	case helloRefused:
 		c.close(protocol.CloseUnauthorized, "wrong token or unknown instance")
@@ -911,8 +906,21 @@ func (l *Listener) hello(ctx context.Context, c *conn) bool {
 		l.disconnected(c, int(websocket.StatusAbnormalClosure), "connection dropped")
 		return false
 	}
-	l.cfg.OnEvent(Event{Kind: Connected, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now()})
 	return true
+}
+
+// announce tells the manager that c is its instance's connection now, and
+// that old (if any) was replaced, before c's hello is answered: a job that
+// acts the moment it reads hello-ack (asks to migrate) finds the manager
+// knowing it is connected, so "connected" is one fact, not the listener's
+// first and the manager's a moment later.
+func (l *Listener) announce(c, old *conn) {
+	if old != nil {
+		l.cfg.OnEvent(Event{Kind: Replaced, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now(),
+			Code: protocol.CloseReplaced, Reason: reasonReplaced, ClosedBy: ClosedByWorker})
+		close(old.told)
+	}
+	l.cfg.OnEvent(Event{Kind: Connected, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now()})
 }
 
 const reasonReplaced = "replaced by a newer connection"
@@ -1016,10 +1024,9 @@ const (
 )
 
 // authenticate checks the token in constant time and makes c the instance's
-// connection, replacing an older one with 4409 (returned: the caller
-// reports the replacement and then closes its told). hello-ack (and the
-// initial state of a migration target) is written before anything else
-// can be.
+// connection, replacing an older one with 4409; the replacement and the
+// connection are announced before hello-ack (and the initial state of a
+// migration target) is written, and that before anything else can be.
 //
 // Between the two, with no lock held, the manager hears the hello
 // (sim.SocketHello) and strikes what a fault arms on it, before the job
@@ -1029,12 +1036,12 @@ const (
 // and the caller closes c as the removal closes a connection
 // (helloRemoved): a job told 4401 for a hello its worker accepted would
 // take itself for an instance nobody manages.
-func (l *Listener) authenticate(c *conn, token string) (heard helloOutcome, old *conn) {
+func (l *Listener) authenticate(c *conn, token string) helloOutcome {
 	l.mu.Lock()
 	in, ok := l.instances[c.key]
 	if !ok || subtle.ConstantTimeCompare([]byte(in.reg.Token), []byte(token)) != 1 || token == "" {
 		l.mu.Unlock()
-		return helloRefused, nil
+		return helloRefused
 	}
 	in.hello = c
 	// The hello is answered as it was heard: a migration that ends while
@@ -1051,16 +1058,16 @@ func (l *Listener) authenticate(c *conn, token string) (heard helloOutcome, old 
 	}
 	if c.gone != nil {
 		l.mu.Unlock()
-		return helloDropped, nil
+		return helloDropped
 	}
 	if !ok {
 		c.writeMu.Lock()
 		l.mu.Unlock()
 		defer c.writeMu.Unlock()
 		c.answerHello(reg)
-		return helloRemoved, nil
+		return helloRemoved
 	}
-	old = in.cur
+	old := in.cur
 	in.cur = c
 	if old != nil {
 		old.told = make(chan struct{})
@@ -1078,8 +1085,11 @@ func (l *Listener) authenticate(c *conn, token string) (heard helloOutcome, old 
 	if old != nil {
 		old.replace()
 	}
+	// The manager's handling of these posts to the migration's owner and
+	// never writes to c, whose write lock is held.
+	l.announce(c, old)
 	c.answerHello(reg)
-	return helloAccepted, old
+	return helloAccepted
 }
 
 // answerHello writes hello-ack and, to a migration target, its initial

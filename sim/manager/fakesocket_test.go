@@ -200,8 +200,9 @@ type job struct {
 }
 
 // connect opens the instance's connection: like the listener, it tells
-// the manager of the hello, then hands the job its initial state (a
-// migration target's) before it tells the manager the job is connected.
+// the manager of the hello, then that the job is connected, before the
+// test's job can act on its answer (hello-ack, and a migration target's
+// initial state).
 func (f *fakeSocket) connect(jobID, role string) *job {
 	f.t.Helper()
 	j, ok := f.tryConnect(jobID, role)
@@ -220,19 +221,6 @@ func (f *fakeSocket) tryConnect(jobID, role string) (_ *job, ok bool) {
 		tell()
 	}
 	return j, ok
-}
-
-// connectUnheard is connect holding back the news that the job is
-// connected until the test calls tell: the moment between the listener
-// writing hello-ack and telling the manager, in which a job that
-// migrates as soon as it reads hello-ack can ask.
-func (f *fakeSocket) connectUnheard(jobID, role string) (j *job, tell func()) {
-	f.t.Helper()
-	j, ok, tell := f.open(jobID, role)
-	if !ok {
-		f.t.Fatalf("node %s: %s/%s is not registered", f.node, jobID, role)
-	}
-	return j, tell
 }
 
 // open is tryConnect up to the news that the job is connected, which

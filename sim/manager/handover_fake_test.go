@@ -619,12 +619,13 @@ func TestAnAnswerReadAsTheSocketDroppedIsNotTaken(t *testing.T) {
 	}
 }
 
-// TestAMigrationBeginsOnlyOnceItsSourceIsHeardConnected: a job that asks
-// to migrate the moment it reads hello-ack asks before the manager has
-// heard that it connected. The migration waits for that news, so it is
-// not told of a connection older than itself: its timeline goes straight
-// from the request to get-state, with no "connected" of the source.
-func TestAMigrationBeginsOnlyOnceItsSourceIsHeardConnected(t *testing.T) {
+// TestAMigrationBeginsWithItsSourceHeardConnected: a job that asks to
+// migrate the moment it is connected again (the listener tells the
+// manager before it writes hello-ack) is migrated at once, and the
+// migration is not told of a connection older than itself: its timeline
+// goes straight from the request to get-state, with no "connected" of the
+// source.
+func TestAMigrationBeginsWithItsSourceHeardConnected(t *testing.T) {
 	t.Parallel()
 	s := newFakeSim(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -640,28 +641,15 @@ func TestAMigrationBeginsOnlyOnceItsSourceIsHeardConnected(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	src, tell := s.a.connectUnheard(s.in.JobID, s.in.ID)
-	s.src = src
-	type answer struct {
-		m   *sim.Migration
-		err error
+	s.src = s.a.connect(s.in.JobID, s.in.ID)
+	begun, err := s.mgr.Migrate(ctx, s.in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Handover)})
+	if err != nil {
+		t.Fatal(err)
 	}
-	begun := make(chan answer, 1)
-	go func() {
-		m, err := s.mgr.Migrate(ctx, s.in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Handover)})
-		begun <- answer{m, err}
-	}()
-	// Without the news, the source is not asked for its state yet.
-	src.quiet(100 * time.Millisecond)
-	tell()
-	a := <-begun
-	if a.err != nil {
-		t.Fatal(a.err)
-	}
-	tgt := toTargetReady(t, s, a.m.ID)
+	tgt := toTargetReady(t, s, begun.ID)
 	stopSource(t, s, 41)
 	applied(t, tgt, 41)
-	m := s.await(t, a.m.ID)
+	m := s.await(t, begun.ID)
 	if m.State != sim.MigrationCompleted {
 		t.Fatalf("migration %s, want completed:\n%s", m.State, sim.FormatTimeline(m))
 	}

@@ -26,12 +26,6 @@ type Node struct {
 	Socket sim.JobSocket
 }
 
-// socketConnected reports whether the instance's job is connected to this
-// node's listener right now.
-func (n *Node) socketConnected(in sim.Instance) bool {
-	return n != nil && n.Socket != nil && n.Socket.Connected(in.JobID, in.Role)
-}
-
 // Config configures a Manager.
 type Config struct {
 	Nodes   []Node

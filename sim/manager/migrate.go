@@ -31,11 +31,6 @@ const (
 // source whose job is already connected (see Migrate).
 const startSettles = 10 * time.Second
 
-// connectSettles bounds how long a migrate request waits for the news of
-// a connection the listener has accepted already (see Migrate): it comes
-// within a moment, and past this the listener's word is taken.
-const connectSettles = 5 * time.Second
-
 // starting: the instance's start has not ended yet.
 func starting(s sim.InstanceState) bool {
 	return s == sim.InstanceCreated || s == sim.InstanceStarting
@@ -88,31 +83,16 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 	if err := sim.CheckStrategy(tmpl.Strategy, strategy); err != nil {
 		return nil, err
 	}
-	// The source's node: the waits below refresh the source's record, not
-	// where it runs.
+	// The source's node: the wait below refreshes the source's record,
+	// not where it runs.
 	srcNode := m.nodes[srcSnap.Node]
-	if starting(srcSnap.State) && srcNode.socketConnected(srcSnap) {
+	if starting(srcSnap.State) && srcSnap.Connected {
 		// A job that said hello is running, but the manager hears so when
 		// its start goroutine does: a job that migrates the moment it reads
 		// hello-ack can get here first. Wait for the start it is in.
 		snap, err := m.waitInstance(ctx, instanceID, startSettles, func(in sim.Instance) bool { return !starting(in.State) })
 		if snap.ID == "" {
 			return nil, sim.Errorf(sim.ENotFound, "instance %q not found: %v", instanceID, err)
-		}
-		srcSnap = snap
-	}
-	if !srcSnap.Connected && srcNode.socketConnected(srcSnap) {
-		// The listener tells the manager of a connection just after it
-		// writes hello-ack, so a job that migrates the moment it reads
-		// hello-ack gets here before the manager has heard. The migration
-		// waits for that news: begun before it, it would be told of a
-		// connection older than itself, and its timeline would show the
-		// source connecting after it was asked for its state.
-		snap, _ := m.waitInstance(ctx, instanceID, connectSettles, func(in sim.Instance) bool {
-			return in.Connected || !srcNode.socketConnected(in)
-		})
-		if snap.ID == "" {
-			return nil, sim.Errorf(sim.ENotFound, "instance %q not found: it was removed as the migration began", instanceID)
 		}
 		srcSnap = snap
 	}
@@ -126,9 +106,10 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 		if !toNode.HasJobSocket() {
 			return nil, sim.Errorf(sim.EUnprocessable, "handover needs a target node with %s; node %s runs without a job socket", protocol.Capability, to)
 		}
-		// A connection whose news did not come within connectSettles is
-		// taken on the listener's word.
-		if !srcSnap.Connected && !srcNode.socketConnected(srcSnap) {
+		// The listener tells the manager of a connection before it
+		// answers the job's hello: a job that asks to migrate the moment
+		// it reads hello-ack is connected here too.
+		if !srcSnap.Connected {
 			return nil, sim.Errorf(sim.ENotConnected, "handover needs the source connected to its job socket; %s is not connected", instanceID)
 		}
 	}
