@@ -1,7 +1,6 @@
 package template
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -117,7 +116,7 @@ const cachedProjectName = "normsim-launch"
 // the project's name interpolated. A compose file mentioning either is
 // loaded afresh for every launch (a false alarm only costs the cache).
 func cacheable(compose []byte) bool {
-	return !readsFiles(compose) && !bytes.Contains(compose, []byte("COMPOSE_PROJECT_NAME"))
+	return !readsFiles(compose) && !containsAny(compose, "COMPOSE_PROJECT_NAME")
 }
 
 // envKey is env as one string, the same for equal maps.

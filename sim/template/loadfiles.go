@@ -82,7 +82,18 @@ func namesDependencies(compose []byte) bool {
 	return containsAny(compose, "depends_on", "links", "volumes_from", "service:")
 }
 
+// containsAny reports whether b may hold one of words once parsed: it
+// holds one as written, or may spell one otherwise. In YAML (and JSON) a
+// key or value is written other than it reads only through an escape in
+// a double-quoted string ("\x69nclude", "\u0069nclude") or a tag
+// (!!binary, or a %TAG handle that spells it), so any backslash or "!"
+// counts as a word (an attack's "\x69nclude: [/dev/zero]" passed the
+// byte search and compose-go read /dev/zero). Folding a multi-line
+// scalar joins its lines with a space, so it cannot join a word.
 func containsAny(b []byte, words ...string) bool {
+	if bytes.ContainsAny(b, `\!`) {
+		return true
+	}
 	for _, s := range words {
 		if bytes.Contains(b, []byte(s)) {
 			return true

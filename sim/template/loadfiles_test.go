@@ -549,3 +549,56 @@ func TestMissingFilesAreSaidAtValidation(t *testing.T) {
 		}
 	})
 }
+
+// TestFilesNamedByRespelledKeysAreJudged (issue 34, the third attack's
+// finding 1): a key spelled with an escape ("\x69nclude", JSON's
+// "\u0069nclude") or a tag is the same key once parsed, and is judged as
+// the plain one is. Before, the walk was skipped: validate read
+// /dev/zero until it ran out of memory, a launch read an env file
+// outside the template, and 30 services depending on each other kept
+// validation busy for minutes.
+func TestFilesNamedByRespelledKeysAreJudged(t *testing.T) {
+	t.Parallel()
+	outside := filepath.Join(t.TempDir(), "outside.yml")
+	writeFiles(t, filepath.Dir(outside), map[string]string{"outside.yml": "services: {x: {image: busybox}}\n"})
+	dense := func(key string) string {
+		var b strings.Builder
+		b.WriteString("services:\n")
+		for i := range 30 {
+			fmt.Fprintf(&b, "  s%d:\n    image: busybox\n", i)
+			if i > 0 {
+				fmt.Fprintf(&b, "    %s: [", key)
+				for j := range i {
+					if j > 0 {
+						b.WriteString(", ")
+					}
+					fmt.Fprintf(&b, "s%d", j)
+				}
+				b.WriteString("]\n")
+			}
+		}
+		return b.String()
+	}
+	tests := map[string]struct{ compose, want string }{
+		"an escaped include of /dev/zero": {`"\x69nclude": [/dev/zero]` + "\n" + oneService, `include[0].path[0]: "/dev/zero" is outside the template directory`},
+		"a JSON include outside":          {`{"\u0069nclude": ["` + outside + `"], "services": {"app": {"image": "busybox"}}}`, `include[0].path[0]: "` + outside + `" is outside the template directory`},
+		"a tagged include":                {"!!str include: [/dev/zero]\n" + oneService, `"/dev/zero" is outside the template directory`},
+		"a binary include":                {"!!binary aW5jbHVkZQ==: [/dev/zero]\n" + oneService, `"/dev/zero" is outside the template directory`},
+		"an escaped env_file":             {"services:\n  app:\n    image: busybox\n    \"env_\\x66ile\": /dev/zero\n", `services.app.env_file[0]: "/dev/zero" is outside the template directory`},
+		"escaped dense depends_on":        {dense(`"depends_\x6fn"`), "paths"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			l := Load(MustWriteTemplate(t, "tpl", tpl(tt.compose, "")))
+			if l.Valid() {
+				t.Fatalf("valid, want %q", tt.want)
+			}
+			if p := l.Problems[0]; p.Code != sim.EComposeInvalid || !strings.Contains(p.Message, tt.want) {
+				t.Errorf("problem %s %q, want COMPOSE_INVALID containing %q", p.Code, p.Message, tt.want)
+			}
+			t.Logf("refused in %v", time.Since(start))
+		})
+	}
+}
