@@ -89,3 +89,30 @@ func TestLockFollowsTheFile(t *testing.T) {
 	first.Close()
 	open(t, hardlink) // free again, by any name
 }
+
+// TestAStoreIsTheFileItsPathNames (issue 34, the third attack's finding
+// 2): SQLite opens its file by URI, where %XX is decoded and "?" or "#"
+// ends the path, while the lock was taken on the file as named: a second
+// normsim given --db '%73.db' or 's.db?x=1' locked a new empty file and
+// opened s.db beside the normsim holding it, then stopped its jobs. Each
+// name must open the file it names, and the same file by another
+// spelling is refused.
+func TestAStoreIsTheFileItsPathNames(t *testing.T) {
+	dir := t.TempDir()
+	first := open(t, filepath.Join(dir, "s.db"))
+	defer first.Close()
+	for _, name := range []string{"%73.db", "s.db?x=1", "s.db#x", "%2573.db", "a b.db"} {
+		path := filepath.Join(dir, name)
+		s, err := Open(context.Background(), path)
+		if err != nil {
+			t.Fatalf("open %q beside s.db: %v", name, err)
+		}
+		s.Close()
+		if st, err := os.Stat(path); err != nil || st.Size() == 0 {
+			t.Errorf("%q: the store was not written to the file it names (%v): SQLite opened another", name, err)
+		}
+	}
+	if _, err := Open(context.Background(), filepath.Join(dir, ".", "s.db")); sim.ErrorCode(err) != sim.EConflict {
+		t.Errorf("s.db by another spelling: %v, want it refused as in use", err)
+	}
+}

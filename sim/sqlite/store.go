@@ -312,7 +312,7 @@ func (s *Store) Checked() <-chan struct{} {
 // damaged on disk opens, and then loses what is written to its broken
 // pages. The first problems it names are the error; nil when it is sound.
 func quickCheck(ctx context.Context, path string) error {
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)")
+	db, err := sql.Open("sqlite", fileURI(path)+"?mode=ro&_pragma=busy_timeout(5000)")
 	if err != nil {
 		return fmt.Errorf("the store file %s could not be checked: %w", path, err)
 	}
@@ -360,6 +360,19 @@ func OpenToRead(ctx context.Context, path string) (*Store, error) {
 	return openDB(ctx, path, nil)
 }
 
+// fileURI is the SQLite URI of the file named path, as the file system
+// names it: SQLite decodes %XX in a URI's path and ends it at "?" or "#",
+// so --db '%73.db' opened s.db, and 's.db?x=1' opened s.db too, beside
+// the normsim that held it, whose lock is on the file as named (issue 34,
+// third attack, 2). The path is made absolute so that one starting with
+// "//" is not read as a host.
+func fileURI(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	return "file://" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+}
+
 // openDB opens the database at path; an in-memory one's schema is built by
 // background, or on a goroutine of its own when that is nil.
 func openDB(ctx context.Context, path string, background func(func())) (*Store, error) {
@@ -367,7 +380,7 @@ func openDB(ctx context.Context, path string, background func(func())) (*Store, 
 	if path == Memory {
 		dsn = "file::memory:?_pragma=foreign_keys(1)&_pragma=page_size(" + strconv.Itoa(memoryPageSize) + ")"
 	} else {
-		dsn = "file:" + path + "?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)"
+		dsn = fileURI(path) + "?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)"
 	}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
