@@ -49,6 +49,14 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 		return nil, sim.Errorf(sim.ENotFound, "instance %q not found", instanceID)
 	}
 	srcSnap := src.Instance
+	// A migration of the job under way is the answer, whatever it has
+	// done to this instance so far (a stopThenStart stops it first, and
+	// "is stopping" would send the client the wrong way); checked again
+	// below, where the new one takes the job.
+	if other := m.byJob[srcSnap.JobID]; other != nil {
+		m.mu.Unlock()
+		return nil, sim.Errorf(sim.EConflict, "job %s is already migrating (%s); wait for it to end", srcSnap.JobID, other.id)
+	}
 	m.mu.Unlock()
 
 	to := req.To

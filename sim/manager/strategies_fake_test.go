@@ -532,6 +532,7 @@ func stopThenStartCases() []strategyCase {
 			play: func(t *testing.T, s *strategySim) {
 				role := s.awaitTargetStart(t) // started only once the source was stopped
 				s.mustBeRefused(t)
+				s.migrateAgainIsAConflict(t)
 				s.connect(role)
 			},
 			ends:  []strategyEnd{completedIn(startTarget)},
@@ -1012,6 +1013,17 @@ func (s *strategySim) mustBeRefused(t *testing.T) {
 	_, err := s.mgr.AbortMigration(context.Background(), s.id, "too late")
 	if sim.ErrorCode(err) != sim.EConflict || !strings.Contains(sim.ErrorMessage(err), "point of no return") {
 		t.Errorf("the user's abort past the point of no return: %v, want a conflict (409) saying so", err)
+	}
+}
+
+// migrateAgainIsAConflict is a second migrate of the job while its move
+// runs: 409, the move named, whatever it did to the source so far (a
+// stopThenStart's stopped source once got 422 "is stopped").
+func (s *strategySim) migrateAgainIsAConflict(t *testing.T) {
+	t.Helper()
+	_, err := s.mgr.Migrate(context.Background(), s.in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.StopThenStart)})
+	if sim.ErrorCode(err) != sim.EConflict || !strings.Contains(sim.ErrorMessage(err), "already migrating ("+s.id+")") {
+		t.Errorf("a second migrate while the move runs: %v, want a conflict (409) naming %s", err, s.id)
 	}
 }
 
