@@ -11,6 +11,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +43,7 @@ import (
 	mediajudge "github.com/normsim/normsim/sim/media"
 	"github.com/normsim/normsim/sim/process"
 	"github.com/normsim/normsim/sim/sink"
+	"github.com/normsim/normsim/sim/template"
 	"github.com/normsim/normsim/web"
 )
 
@@ -236,11 +238,14 @@ func DefaultDBPath() string {
 
 // Main is a running simulator.
 type Main struct {
-	Opts      Options
-	Store     Store
-	Manager   *manager.Manager
-	Listeners map[string]*jobsocket.Listener
-	Sink      *sink.Sink
+	Opts Options
+	// loadTemplate loads one template of the catalog; nil is
+	// template.LoadContext (tests hold a load with it).
+	loadTemplate func(context.Context, string) (*template.Loaded, error)
+	Store        Store
+	Manager      *manager.Manager
+	Listeners    map[string]*jobsocket.Listener
+	Sink         *sink.Sink
 	// Media receives each job's media on a port of its own.
 	Media   *sink.Media
 	Catalog sim.Catalog
@@ -811,7 +816,22 @@ func (m *Main) Run(ctx context.Context, banner io.Writer) error {
 		return err
 	}
 	if banner != nil {
-		m.PrintBanner(banner)
+		// The banner counts the templates, which may still be loading: a
+		// Ctrl-C meanwhile is not kept waiting for a slow one, and what
+		// was not printed by then is not printed after it.
+		m.printBannerHead(banner)
+		var rest bytes.Buffer
+		printed := make(chan struct{})
+		go func() {
+			defer close(printed)
+			m.printBannerTemplates(&rest)
+		}()
+		select {
+		case <-printed:
+			banner.Write(rest.Bytes())
+		case <-ctx.Done():
+			return nil
+		}
 	}
 	<-ctx.Done()
 	return nil
@@ -824,6 +844,12 @@ func (m *Main) AddressNote() string { return m.addressNote }
 // PrintBanner writes what a developer needs to know: every URL, port, and
 // where records are kept.
 func (m *Main) PrintBanner(w io.Writer) {
+	m.printBannerHead(w)
+	m.printBannerTemplates(w)
+}
+
+// printBannerHead is the banner up to the templates: it waits for nothing.
+func (m *Main) printBannerHead(w io.Writer) {
 	fmt.Fprintf(w, "\n  normsim %s\n\n", m.Opts.Version)
 	fmt.Fprintf(w, "  Dashboard   %s/\n", m.URL())
 	fmt.Fprintf(w, "  API         %s/api/v1/nodes\n", m.URL())
@@ -868,6 +894,11 @@ func (m *Main) PrintBanner(w io.Writer) {
 	if n := m.Opts.KeepMigrations; n > 0 {
 		fmt.Fprintf(w, "              keeps the %d newest finished migrations; older ones are dropped and counted\n", n)
 	}
+}
+
+// printBannerTemplates is the rest of the banner: the templates, once
+// every one is loaded, and how to stop.
+func (m *Main) printBannerTemplates(w io.Writer) {
 	valid, invalid := 0, 0
 	for _, t := range m.Catalog.List() {
 		if t.Valid {

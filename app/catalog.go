@@ -38,7 +38,11 @@ func (m *Main) loadCatalogDirs() (*lazyCatalog, error) {
 	if tmp != "" { // the embedded defaults do not change
 		watch = nil
 	}
-	return newLazyCatalog(abs, watch, m.log, template.LoadContext), nil
+	load := m.loadTemplate
+	if load == nil {
+		load = template.LoadContext
+	}
+	return newLazyCatalog(abs, watch, m.log, load), nil
 }
 
 // LoadCatalog loads, now, the catalog a simulator with opts would launch
@@ -150,18 +154,34 @@ type catalogLoad struct {
 	cat     *template.Catalog
 }
 
-// catalogEntry is one template of a catalogLoad, loaded once, by whoever
+// catalogEntry is one template of a catalogLoad, loaded once, for whoever
 // needs it first.
 type catalogEntry struct {
 	src  template.Source
 	once sync.Once
+	done chan struct{} // closed once l and err are set
 	l    *template.Loaded
 	err  error // the load's context ended first
 }
 
+// load waits for the template, loading it if no one has begun to, until
+// ctx ends. The load runs on a goroutine of its own: compose-go looks at
+// its context only now and then, and a caller (a shutdown, an API
+// request) must not wait out a slow template with it.
 func (e *catalogEntry) load(ctx context.Context, loadOne func(context.Context, string) (*template.Loaded, error)) (*template.Loaded, error) {
-	e.once.Do(func() { e.l, e.err = loadOne(ctx, e.src.Path) })
-	return e.l, e.err
+	e.once.Do(func() {
+		e.done = make(chan struct{})
+		go func() {
+			defer close(e.done)
+			e.l, e.err = loadOne(ctx, e.src.Path)
+		}()
+	})
+	select {
+	case <-e.done:
+		return e.l, e.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // list lists the templates of a new load, reading only the directories;

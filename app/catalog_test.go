@@ -1,11 +1,13 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -108,4 +110,86 @@ func TestCloseStopsAHeldLoad(t *testing.T) {
 	if err := <-got; sim.ErrorCode(err) != sim.EUnavailable {
 		t.Fatalf("get of the held template at close: %v, want %s", err, sim.EUnavailable)
 	}
+}
+
+// deafLoad is a template load that ends only when released, deaf to its
+// context, as compose-go is between the moments it looks at it; entered
+// is closed when it has begun.
+func deafLoad(t *testing.T) (load func(context.Context, string) (*template.Loaded, error), entered chan struct{}) {
+	entered, held := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(held) })
+	var once sync.Once
+	return func(ctx context.Context, p string) (*template.Loaded, error) {
+		once.Do(func() { close(entered) })
+		<-held
+		return template.LoadContext(ctx, p)
+	}, entered
+}
+
+// TestNothingWaitsOutALoadDeafToItsContext (issue 34, the third attack's
+// finding 4): a template whose load does not look at its context (a slow
+// compose-go step) keeps no one waiting once normsim stops: not close,
+// not a launch waiting for it, and not Ctrl-C while the banner waits to
+// count the templates (up ignored SIGINT for 41 s, and SIGTERM).
+func TestNothingWaitsOutALoadDeafToItsContext(t *testing.T) {
+	t.Parallel()
+	t.Run("close and a launch waiting", func(t *testing.T) {
+		t.Parallel()
+		load, entered := deafLoad(t)
+		lc := newLazyCatalog([]string{filepath.Join("..", "templates")}, nil, slog.New(slog.DiscardHandler), load)
+		got := make(chan error, 1)
+		go func() { _, err := lc.Get("counter"); got <- err }()
+		<-entered
+		within(t, "close", lc.close)
+		within(t, "a launch of the held template", func() {
+			if err := <-got; sim.ErrorCode(err) != sim.EUnavailable {
+				t.Errorf("get of the held template at close: %v, want %s", err, sim.EUnavailable)
+			}
+		})
+	})
+	t.Run("Ctrl-C while the banner waits for the templates", func(t *testing.T) {
+		t.Parallel()
+		opts := DefaultOptions()
+		opts.SocketPort, opts.SocketHost, opts.Addr, opts.DB = 0, "127.0.0.1", "127.0.0.1:0", Memory
+		opts.Templates = []string{filepath.Join("..", "templates")}
+		opts.Runtimes = []RuntimeFactory{ProcessRuntime()}
+		opts.NoMedia = true
+		m := New(opts)
+		m.loadTemplate, _ = deafLoad(t)
+		ctx, stop := context.WithCancel(context.Background())
+		var banner syncBuffer
+		ran := make(chan error, 1)
+		go func() { ran <- m.Run(ctx, &banner) }()
+		for !strings.Contains(banner.String(), "Store") {
+			time.Sleep(10 * time.Millisecond)
+		}
+		stop()
+		within(t, "Run, once interrupted,", func() {
+			if err := <-ran; err != nil {
+				t.Errorf("run: %v", err)
+			}
+		})
+		within(t, "Close", func() { m.Close() })
+		if strings.Contains(banner.String(), "Templates") {
+			t.Errorf("the banner's templates were printed after the interrupt:\n%s", banner.String())
+		}
+	})
+}
+
+// syncBuffer is a bytes.Buffer written and read by different goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
