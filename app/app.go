@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/normsim/normsim/conform"
+	"github.com/normsim/normsim/internal/connlimit"
 	"github.com/normsim/normsim/internal/procstat"
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
@@ -91,6 +92,10 @@ type Options struct {
 	// KeepMigrations caps the finished migrations the store keeps, oldest
 	// dropped first and counted (0 keeps all).
 	KeepMigrations int
+	// HTTPConns bounds the API's and dashboard's open connections, and
+	// HTTPConnsPerHost those from one address; 0 derives them from the
+	// open-file limit (connlimit.DefaultHTTPLimits).
+	HTTPConns, HTTPConnsPerHost int
 	// OpenStore opens the store at DB; nil keeps the records in memory
 	// (DB must be Memory). The normsim binary opens SQLite
 	// (app/withsqlite.Open).
@@ -116,6 +121,9 @@ func (m *Main) Stats(ctx context.Context) (sim.Stats, error) {
 	}
 	if m.recorder != nil {
 		st.Records = sim.RecordStats{FramesWaited: m.recorder.Throttled(), FramesLost: m.recorder.Dropped()}
+	}
+	if m.httpConns != nil {
+		st.HTTP = sim.HTTPStats{Connections: m.httpConns.Open(), ConnectionsEvicted: m.httpConns.Evicted(), ConnectionsRefused: m.httpConns.Refused()}
 	}
 	for _, l := range m.Listeners {
 		st.Records.ConnectionsRefused += l.Refused()
@@ -236,6 +244,13 @@ func DefaultDBPath() string {
 	return filepath.Join(dir, "normsim", "normsim.db")
 }
 
+// httpIdleTimeout is how long the API keeps a keep-alive connection that
+// sends no request: longer than Go's HTTP client keeps one (90 s) and
+// Firefox (115 s), so that they close it first and never send a request
+// on a connection being closed; browsers that keep theirs longer (Chrome,
+// 300 s) retry such a request on a new one.
+const httpIdleTimeout = 120 * time.Second
+
 // Main is a running simulator.
 type Main struct {
 	Opts Options
@@ -276,6 +291,9 @@ type Main struct {
 	// Hurry cancels it, and what they still wait for is killed at once.
 	hurry       context.Context
 	cancelHurry context.CancelFunc
+
+	// httpConns keeps httpSrv's connections within their bounds.
+	httpConns *connlimit.HTTPConns
 }
 
 // New returns a simulator with opts; Open starts it.
@@ -519,7 +537,12 @@ func (m *Main) Open(ctx context.Context) (err error) {
 				return false
 			}
 		}})
-	m.httpSrv = &http.Server{Handler: m.Web, ReadHeaderTimeout: 10 * time.Second}
+	// Idle keep-alive connections close after httpIdleTimeout, and
+	// httpConns bounds those open at once: otherwise idle clients hold
+	// every fd, and the API, the store and the job sockets get none.
+	m.httpConns = connlimit.NewHTTPConns(connlimit.HTTPLimits{Total: m.Opts.HTTPConns, PerHost: m.Opts.HTTPConnsPerHost}, m.log)
+	m.log.Debug("API: open connections are bounded", "limits", m.httpConns.Limits())
+	m.httpSrv = &http.Server{Handler: m.Web, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: httpIdleTimeout, ConnState: m.httpConns.ConnState}
 	// Requests waiting on a migration (?wait) answer at shutdown instead of
 	// holding it up.
 	m.httpSrv.RegisterOnShutdown(m.Web.EndWaits)

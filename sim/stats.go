@@ -27,6 +27,23 @@ type Stats struct {
 	Events EventStats `json:"events"`
 	// Memory says where the resident memory is.
 	Memory MemoryStats `json:"memory"`
+	// HTTP counts the API's and dashboard's connections.
+	HTTP HTTPStats `json:"http"`
+}
+
+// HTTPStats counts the connections to the API and dashboard, which are
+// bounded below the open-file limit (docs/contract-choices.md).
+type HTTPStats struct {
+	// Connections is how many are open now.
+	Connections int `json:"connections"`
+	// ConnectionsEvicted counts those closed, past a bound, to make room
+	// for a newer one: each the one that had waited longest for a request
+	// (idle between requests, or not having sent its first). A connection
+	// serving a request, such as /api/v1/events, is never closed.
+	// ConnectionsRefused counts the newcomers closed at once because every
+	// connection within the bound was serving a request.
+	ConnectionsEvicted int64 `json:"connectionsEvicted"`
+	ConnectionsRefused int64 `json:"connectionsRefused"`
 }
 
 // MemoryStats splits the sim's resident memory by what holds it, from the

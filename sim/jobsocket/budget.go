@@ -4,6 +4,8 @@ import (
 	"container/list"
 	"net"
 	"sync"
+
+	"github.com/normsim/normsim/internal/connlimit"
 )
 
 // Limits bound the connections to job-socket ports that are not jobs yet.
@@ -78,7 +80,7 @@ type eviction struct {
 // DefaultLimits's for this process's open-file limit, and a per-host bound
 // left zero is half its total (as DefaultLimits's are).
 func NewBudget(lim Limits) *Budget {
-	def := DefaultLimits(openFileLimit())
+	def := DefaultLimits(connlimit.OpenFiles())
 	if lim.Plain <= 0 {
 		lim.Plain = def.Plain
 	}
