@@ -3,6 +3,7 @@
 package process
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,6 +19,9 @@ import (
 // helperEnv switches the test binary into a helper process: the tests run
 // os.Args[0] itself as the service, so they need no external tools.
 const helperEnv = "PROCESS_TEST_HELPER"
+
+// floodPad makes each line of the flood helper 100 bytes long.
+var floodPad = strings.Repeat("x", 100-len("flood 0000000 "))
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
@@ -84,6 +88,15 @@ func helperMain(mode string, args []string) int {
 		<-c
 		time.Sleep(200 * time.Millisecond)
 		fmt.Println("grandchild stopped")
+		return 0
+	case "flood":
+		// As fast as it can: many more lines than a drain batch holds.
+		n, _ := strconv.Atoi(args[0])
+		w := bufio.NewWriterSize(os.Stdout, 64<<10)
+		for i := range n {
+			fmt.Fprintf(w, "flood %07d %s\n", i, floodPad)
+		}
+		w.Flush()
 		return 0
 	case "parent":
 		// Like `go run`: the leader dies of SIGTERM at once; the real

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -153,6 +154,7 @@ type proc struct {
 	now      func() time.Time
 	streams  []*stream // stdout and stderr; nil once read to the end
 	buf      []byte
+	batch    []string // drain's lines not yet handed on, reused
 }
 
 // stream is the read side of one of a process's output files.
@@ -590,9 +592,19 @@ func (r *Runtime) tail(inst *instance, quit <-chan struct{}, done chan<- struct{
 	written, stop := watchWrites(inst.dir)
 	defer stop()
 	for {
+		more := false
 		for _, s := range inst.services {
-			if p := s.p.Load(); p != nil {
-				p.drain(inst.logs, false)
+			if p := s.p.Load(); p != nil && p.drain(inst.logs, false) {
+				more = true
+			}
+		}
+		if more {
+			// A backlog is left: read on at once, but let a stop in.
+			select {
+			case <-quit:
+				return
+			default:
+				continue
 			}
 		}
 		select {
@@ -604,50 +616,103 @@ func (r *Runtime) tail(inst *instance, quit <-chan struct{}, done chan<- struct{
 	}
 }
 
-// drain reads what is new in p's log files into ring, and hands each line
-// to the runtime's log sink, stamped with the time it was read. With final
-// it also takes an unfinished last line and closes the files.
-func (p *proc) drain(ring *logRing, final bool) {
+// drainBatchLines and drainBatchBytes bound the lines a drain holds before
+// handing them to the ring: a job that prints faster than normsim reads must
+// not grow normsim's memory with its backlog. The store's capture queue has
+// bounds of its own (the sink counts what it cannot keep).
+const (
+	drainBatchLines = 512
+	drainBatchBytes = 256 << 10
+)
+
+// drainBudget is the most one non-final drain reads of a stream: a job that
+// never stops printing would otherwise keep the drain, and p.mu with it (a
+// stop waits for it), forever.
+const drainBudget = 4 << 20
+
+// lineKeeper takes a drain's lines (logRing).
+type lineKeeper interface {
+	append(lines ...string)
+}
+
+// drain reads what is new in p's log files into keep, and hands each line
+// to the runtime's log sink, stamped with the time it was read. Without
+// final it reads at most drainBudget of each file and says whether more is
+// left; with final it reads what the files hold now, takes an unfinished
+// last line and closes the files.
+func (p *proc) drain(keep lineKeeper, final bool) (more bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.streams == nil {
-		return
+		return false
 	}
 	if p.buf == nil {
 		p.buf = make([]byte, 32<<10)
 	}
-	var lines []string
+	lines, size := p.batch[:0], 0
 	var at time.Time
+	handOn := func() {
+		keep.append(lines...)
+		clear(lines) // let the ring alone hold the strings
+		lines, size = lines[:0], 0
+		at = time.Time{} // the next batch is stamped when it is read
+	}
 	for _, st := range p.streams {
 		emit := func(text string) {
-			lines = append(lines, p.svc.prefix+text)
+			line := p.svc.prefix + text
+			lines, size = append(lines, line), size+len(line)
 			if p.sink != nil {
 				if at.IsZero() {
 					at = p.now()
 				}
 				p.sink.CaptureLog(sim.LogLine{Instance: p.inst, Service: p.svc.name, Stream: st.name, At: at, Text: text})
 			}
+			if len(lines) >= drainBatchLines || size >= drainBatchBytes {
+				handOn()
+			}
 		}
-		for {
+		limit := int64(drainBudget)
+		if final {
+			limit = unread(st.f)
+		}
+		for read := int64(0); read < limit; {
 			n, err := st.f.Read(p.buf)
 			st.split.Write(p.buf[:n], emit)
+			read += int64(n)
 			if err != nil || n == 0 {
 				break
 			}
+			more = more || !final && read >= limit
 		}
 		if final {
 			st.split.Flush(emit)
 			st.f.Close()
 			continue
 		}
+		// drainBudget is under maxLogFileBytes: once per drain is enough.
 		if off, err := st.f.Seek(0, io.SeekCurrent); err == nil && off-st.released > maxLogFileBytes {
 			st.released = releaseRead(st.f, off)
 		}
 	}
+	handOn()
+	p.batch = lines
 	if final {
 		p.streams = nil
+		p.batch = nil
 	}
-	ring.append(lines...)
+	return more
+}
+
+// unread is how much of f lies past where it was read up to: a final
+// drain reads that far and no further, as a job left running (--keep) may
+// go on printing into a file that outlives normsim.
+func unread(f *os.File) int64 {
+	fi, err := f.Stat()
+	off, serr := f.Seek(0, io.SeekCurrent)
+	if err != nil || serr != nil {
+		return math.MaxInt64 // to the end, as before
+	}
+	return max(fi.Size()-off, 0)
 }
 
 // Stop sends SIGTERM to the process group of every service, SIGKILL to the

@@ -1,0 +1,148 @@
+//go:build unix && !aix
+
+package process
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/sim/logcap"
+	"github.com/normsim/normsim/sim/memstore"
+)
+
+// batchRecorder is a lineKeeper that remembers the largest batch it was
+// handed: what a drain held at once.
+type batchRecorder struct {
+	lines, maxLines, maxBytes, longest int
+	last                               string
+}
+
+func (b *batchRecorder) append(lines ...string) {
+	size := 0
+	for _, l := range lines {
+		size += len(l)
+		b.longest = max(b.longest, len(l))
+	}
+	b.lines += len(lines)
+	b.maxLines, b.maxBytes = max(b.maxLines, len(lines)), max(b.maxBytes, size)
+	if len(lines) > 0 {
+		b.last = lines[len(lines)-1]
+	}
+}
+
+type countingSink struct{ n int }
+
+func (c *countingSink) CaptureLog(sim.LogLine) { c.n++ }
+
+// A backlog far over the drain's bounds (a job printing faster than normsim
+// reads) is handed on in bounded batches, each non-final drain reads a
+// bounded part of it, and every line reaches both the ring and the sink.
+func TestDrainHandsOnBoundedBatches(t *testing.T) {
+	dir := t.TempDir()
+	const lines = 100_000 // 10 MB: 200 batches, over two drain budgets
+	var out strings.Builder
+	for i := range lines {
+		out.WriteString("flood " + strconv.Itoa(1_000_000+i) + " " + floodPad + "\n")
+	}
+	// One enormous unfinished line: cut, never held whole.
+	const longLine = 20 << 20
+	errText := strings.Repeat("a", longLine)
+	stdout, stderr := filepath.Join(dir, "stdout"), filepath.Join(dir, "stderr")
+	if err := os.WriteFile(stdout, []byte(out.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stderr, []byte(errText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	errText = ""
+	var streams []*stream
+	for _, f := range []struct{ name, path string }{{sim.StreamStdout, stdout}, {sim.StreamStderr, stderr}} {
+		rd, err := os.Open(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, &stream{name: f.name, f: rd})
+	}
+	sink := &countingSink{}
+	p := &proc{svc: &service{name: "job", prefix: "job | "}, inst: "i1", sink: sink,
+		now: func() time.Time { return testNow }, streams: streams}
+
+	keep := &batchRecorder{}
+	drains := 1
+	for p.drain(keep, false) {
+		if drains++; drains > 100 {
+			t.Fatal("drain still says more is left after 100 drains of a finished file")
+		}
+	}
+	if drains < 3 {
+		t.Errorf("%d non-final drains read 10 MB; each should stop at %d bytes", drains, drainBudget)
+	}
+	p.drain(keep, true)
+
+	if keep.maxLines > drainBatchLines {
+		t.Errorf("a batch of %d lines was handed on; the bound is %d", keep.maxLines, drainBatchLines)
+	}
+	// A batch is handed on once it reaches the bound: at most one line over.
+	if keep.maxBytes > drainBatchBytes+keep.longest {
+		t.Errorf("a batch of %d bytes was handed on; the bound is %d plus a line", keep.maxBytes, drainBatchBytes)
+	}
+	if want := lines + 1; keep.lines != want || sink.n != want {
+		t.Errorf("ring got %d lines, sink %d; want %d each", keep.lines, sink.n, want)
+	}
+	wantLast := "job | " + strings.Repeat("a", sim.MaxLogLineBytes) + " …[normsim: line cut, " + strconv.Itoa(longLine-sim.MaxLogLineBytes) + " more bytes]"
+	if keep.last != wantLast {
+		t.Errorf("the long line came out as %.80q… (%d bytes), want it cut at %d bytes and the rest counted", keep.last, len(keep.last), sim.MaxLogLineBytes)
+	}
+	if cap(p.buf) > 32<<10 {
+		t.Errorf("the read buffer grew to %d bytes", cap(p.buf))
+	}
+}
+
+// Every line a job floods out is kept or counted as lost by the capture,
+// however far the store's queue falls behind: kept + trimmed + overflowed
+// is what the job printed.
+func TestFloodIsKeptOrCounted(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	store := memstore.New()
+	// A small queue, so the flood overflows it on any machine.
+	capture := logcap.New(logcap.Config{Store: store, Limits: logcap.Limits{Lines: 1000, Bytes: 1 << 20}})
+	t.Cleanup(capture.Close)
+	rec := &recorder{}
+	r := New(Config{Observer: rec.observe, Logs: capture, Now: func() time.Time { return testNow }})
+	r.closeGrace = 300 * time.Millisecond
+	t.Cleanup(func() {
+		if err := r.Close(context.Background(), false); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	const lines = 100_000
+	MustLaunch(t, r, "i1", helper("job", "flood", strconv.Itoa(lines)))
+	if ev := rec.waitFor(t, sim.ServiceExited, "job"); ev.ExitCode != 0 {
+		t.Fatalf("flood exited: %+v", ev)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := capture.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	page, err := store.ReadLogs(ctx, sim.LogQuery{Instance: "i1", Tail: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := page.Kept.Lines + page.Lost.Trimmed + page.Lost.Overflowed; got != lines {
+		t.Fatalf("kept %d + trimmed %d + overflowed %d = %d, want the %d lines printed",
+			page.Kept.Lines, page.Lost.Trimmed, page.Lost.Overflowed, got, lines)
+	}
+	t.Logf("kept %d, trimmed %d, overflowed %d", page.Kept.Lines, page.Lost.Trimmed, page.Lost.Overflowed)
+	if logs := logsNow(t, r, "i1"); !strings.HasSuffix(logs, fmt.Sprintf("job | flood %07d %s\n", lines-1, floodPad)) {
+		t.Fatalf("the ring's last line is not the flood's last:\n%.300s", logs[max(0, len(logs)-300):])
+	}
+}
