@@ -34,3 +34,15 @@ func (f *logForward) CaptureLog(l sim.LogLine) {
 	}
 	c.CaptureLog(l)
 }
+
+// SkipLogs implements sim.LogSkipper.
+func (f *logForward) SkipLogs(l sim.LogLine, n int64) {
+	f.mu.RLock()
+	c := f.capture
+	f.mu.RUnlock()
+	if c == nil {
+		f.lost.Add(n)
+		return
+	}
+	c.SkipLogs(l, n)
+}

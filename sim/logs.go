@@ -44,6 +44,15 @@ type LogSink interface {
 	CaptureLog(LogLine)
 }
 
+// LogSkipper is a LogSink that also counts lines it is never handed: a
+// runtime that skips a backlog of output it cannot read in time (a job
+// printing faster than normsim reads) says how many lines it skipped, and
+// they are counted and marked as lines not kept (lost.overflowed). l names
+// the instance, service, stream and time; its text is not used.
+type LogSkipper interface {
+	SkipLogs(l LogLine, n int64)
+}
+
 // LogQuery selects an instance's lines.
 type LogQuery struct {
 	Instance string
@@ -240,6 +249,10 @@ type LineSplitter struct {
 	partial []byte
 	cut     int // bytes of the current line discarded
 }
+
+// Skip counts n bytes of the current line as cut without reading them: a
+// reader that skips part of a stream says what of the line it skipped.
+func (s *LineSplitter) Skip(n int64) { s.cut += int(n) }
 
 // Write calls emit with each line p completes, already made safe.
 func (s *LineSplitter) Write(p []byte, emit func(text string)) {

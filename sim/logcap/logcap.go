@@ -81,6 +81,7 @@ type overflowRun struct {
 	service     string
 	n           int64
 	unstored    int64 // of n, lines whose write failed
+	unread      int64 // of n, lines the runtime skipped unread (SkipLogs)
 	first, last time.Time
 }
 
@@ -111,17 +112,34 @@ func (c *Capture) CaptureLog(l sim.LogLine) {
 	c.settle(1)
 }
 
+// SkipLogs counts n lines the runtime read past without handing them on
+// (sim.LogSkipper), as lines not kept; it never blocks.
+func (c *Capture) SkipLogs(l sim.LogLine, n int64) {
+	if n <= 0 {
+		return
+	}
+	c.queued.Add(n)
+	c.mu.Lock()
+	c.refuseRun(l, n, false)
+	c.overflow[l.Instance].unread += n
+	c.mu.Unlock()
+	c.settle(n)
+}
+
 // refuse counts a line that is not kept into its instance's run, to be
 // marked and counted with the next write. c.mu is held.
-func (c *Capture) refuse(l sim.LogLine, unstored bool) {
+func (c *Capture) refuse(l sim.LogLine, unstored bool) { c.refuseRun(l, 1, unstored) }
+
+// refuseRun is refuse for n lines. c.mu is held.
+func (c *Capture) refuseRun(l sim.LogLine, n int64, unstored bool) {
 	o := c.overflow[l.Instance]
 	if o == nil {
 		o = &overflowRun{service: l.Service, first: l.At, last: l.At}
 		c.overflow[l.Instance] = o
 	}
-	o.n++
+	o.n += n
 	if unstored {
-		o.unstored++
+		o.unstored += n
 	}
 	o.first, o.last = minTime(o.first, l.At), maxTime(o.last, l.At)
 }
@@ -235,6 +253,10 @@ func (c *Capture) markOverflow(ctx context.Context) {
 	for inst, o := range runs {
 		why := "they came faster than the store could keep them"
 		switch {
+		case o.unread == o.n:
+			why = "the job printed them faster than normsim reads its output, and they were skipped unread"
+		case o.unread > 0:
+			why = fmt.Sprintf("they came faster than the store could keep them, or (%d of them) the job printed them faster than normsim reads its output", o.unread)
 		case o.unstored == o.n:
 			why = "the store failed to write them"
 		case o.unstored > 0:
@@ -252,7 +274,7 @@ func (c *Capture) markOverflow(ctx context.Context) {
 			// Still not marked: keep the run for the next write.
 			c.mu.Lock()
 			if cur := c.overflow[inst]; cur != nil {
-				o.n, o.unstored = o.n+cur.n, o.unstored+cur.unstored
+				o.n, o.unstored, o.unread = o.n+cur.n, o.unstored+cur.unstored, o.unread+cur.unread
 				o.first, o.last = minTime(o.first, cur.first), maxTime(o.last, cur.last)
 			}
 			c.overflow[inst] = o

@@ -219,3 +219,26 @@ func TestRegisterIsQueuedAndNeverRefused(t *testing.T) {
 		t.Fatalf("silent: known %v with %d lines, want known with none", p.Known, len(p.Lines))
 	}
 }
+
+// TestSkippedLinesAreCountedAndMarked: lines a runtime skipped unread
+// (sim.LogSkipper) are counted as overflowed and marked with why; kept
+// plus counted is what was printed.
+func TestSkippedLinesAreCountedAndMarked(t *testing.T) {
+	ctx := context.Background()
+	c := logcap.New(logcap.Config{Store: memStore(t)})
+	t.Cleanup(c.Close)
+	at := time.Now()
+	c.CaptureLog(sim.LogLine{Instance: "i1", Service: "app", Stream: sim.StreamStdout, At: at, Text: "before"})
+	var skipper sim.LogSkipper = c
+	skipper.SkipLogs(sim.LogLine{Instance: "i1", Service: "app", Stream: sim.StreamStdout, At: at.Add(time.Millisecond)}, 226449)
+	c.CaptureLog(sim.LogLine{Instance: "i1", Service: "app", Stream: sim.StreamStdout, At: at.Add(2 * time.Millisecond), Text: "after"})
+	p, err := c.Read(ctx, sim.LogQuery{Instance: "i1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, marks := splitMarks(p)
+	if kept != 2 || p.Lost.Overflowed != 226449 || len(marks) != 1 ||
+		!strings.Contains(marks[0], "226449 line(s)") || !strings.Contains(marks[0], "faster than normsim reads its output") {
+		t.Fatalf("kept %d, overflowed %d, marks %q; want 2 kept, 226449 counted and marked as skipped unread", kept, p.Lost.Overflowed, marks)
+	}
+}

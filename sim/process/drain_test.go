@@ -146,3 +146,69 @@ func TestFloodIsKeptOrCounted(t *testing.T) {
 		t.Fatalf("the ring's last line is not the flood's last:\n%.300s", logs[max(0, len(logs)-300):])
 	}
 }
+
+// skipCountingSink is a sim.LogSkipper that counts what it is handed and
+// what it is told was skipped.
+type skipCountingSink struct {
+	countingSink
+	skipped int64
+}
+
+func (c *skipCountingSink) SkipLogs(_ sim.LogLine, n int64) { c.skipped += n }
+
+// TestABacklogTooLargeToReadIsSkippedAndCounted (issue 34, the third
+// attack's finding 3): a job that printed far faster than normsim reads
+// (`yes` writes 2.9 GB in 5 s) left a backlog that took 11 minutes to read
+// line by line when it was stopped. Past maxLogBacklog all but the last
+// keptOfBacklog is skipped: its lines counted (read and skipped add up to
+// what was printed), noted where they were, the last line still the job's.
+func TestABacklogTooLargeToReadIsSkippedAndCounted(t *testing.T) {
+	dir := t.TempDir()
+	line := "flood " + floodPad // the same length each
+	total := (maxLogBacklog + 8<<20) / (len(line) + 1)
+	var out strings.Builder
+	out.Grow(total * (len(line) + 1))
+	out.WriteString("half a line the job was writing when the drain began")
+	for i := range total {
+		out.WriteString(line + " " + strconv.Itoa(i%10) + "\n")
+	}
+	path := filepath.Join(dir, "stdout")
+	if err := os.WriteFile(path, []byte(out.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	rd, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &skipCountingSink{}
+	p := &proc{svc: &service{name: "job", prefix: "job | "}, inst: "i1", sink: sink,
+		now: func() time.Time { return testNow }, streams: []*stream{{name: sim.StreamStdout, f: rd}}}
+	keep := &noteRecorder{}
+	p.drain(keep, true)
+
+	if got := int64(sink.n) + sink.skipped; got != int64(total) {
+		t.Errorf("read %d + skipped %d = %d lines, want the %d printed", sink.n, sink.skipped, got, total)
+	}
+	if sink.skipped == 0 {
+		t.Fatal("nothing was skipped of a backlog over maxLogBacklog")
+	}
+	if read := sink.n * (len(line) + 3); read > keptOfBacklog+2*(len(line)+3) {
+		t.Errorf("%d lines (%d bytes) were read one by one; past the skip at most %d bytes are", sink.n, read, keptOfBacklog)
+	}
+	if keep.lines[0] != "job | half a line the job was writing when the drain beganflood "+floodPad+" 0" {
+		t.Errorf("the line under way when the skip began came out as %.80q", keep.lines[0])
+	}
+	note := fmt.Sprintf("normsim | %d lines were skipped here, unread: the job printed faster than normsim reads its output", sink.skipped)
+	if keep.lines[1] != note {
+		t.Errorf("the ring's second line is %.100q, want the note %q", keep.lines[1], note)
+	}
+	if last := keep.lines[len(keep.lines)-1]; last != "job | "+line+" "+strconv.Itoa((total-1)%10) {
+		t.Errorf("the ring's last line is %.100q, want the job's last", last)
+	}
+}
+
+// noteRecorder keeps every line a drain hands on.
+type noteRecorder struct{ lines []string }
+
+func (r *noteRecorder) append(lines ...string) { r.lines = append(r.lines, lines...) }

@@ -2,6 +2,7 @@ package process
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -675,6 +676,13 @@ func (p *proc) drain(keep lineKeeper, final bool) (more bool) {
 		if final {
 			limit = unread(st.f)
 		}
+		if backlog := unread(st.f); backlog > maxLogBacklog {
+			note := func(text string) { lines, size = append(lines, text), size+len(text) }
+			p.skipBacklog(st, backlog-keptOfBacklog, emit, note)
+			if final {
+				limit = unread(st.f)
+			}
+		}
 		for read := int64(0); read < limit; {
 			n, err := st.f.Read(p.buf)
 			st.split.Write(p.buf[:n], emit)
@@ -701,6 +709,82 @@ func (p *proc) drain(keep lineKeeper, final bool) (more bool) {
 		p.batch = nil
 	}
 	return more
+}
+
+// maxLogBacklog is the most unread output of one stream a drain reads
+// line by line; past it, all but the last keptOfBacklog is skipped, its
+// lines counted, not read (skipBacklog). The drain reads a few MB/s of
+// short lines: a job printing faster (`yes` writes 2.9 GB in 5 s) would
+// otherwise be read for minutes after it ends, and a stop would wait for
+// that, while the store keeps only an instance's last 4 MiB anyway.
+const (
+	maxLogBacklog  = 16 << 20
+	keptOfBacklog  = 4 << 20
+	skipBufferSize = 1 << 20
+)
+
+// skipBacklog reads past n bytes of st, and on to the end of the line they
+// end in, counting the lines it passes: they are counted as lines not kept
+// (sim.LogSkipper) and noted among the lines (note). The line being read when it begins
+// is read to its end as usual, and so is what follows the skip, through
+// emit. p.mu is held.
+func (p *proc) skipBacklog(st *stream, n int64, emit, note func(string)) {
+	buf := make([]byte, skipBufferSize)
+	var lines, sinceLineEnd int64
+	at := p.now()
+	lineStart := false
+	for read := int64(0); ; {
+		m, err := st.f.Read(buf)
+		chunk := buf[:m]
+		read += int64(m)
+		if !lineStart {
+			i := bytes.IndexByte(chunk, '\n')
+			if i < 0 {
+				st.split.Write(chunk, emit) // kept up to the line bound, the rest counted
+				if err != nil || m == 0 {
+					return
+				}
+				continue
+			}
+			st.split.Write(chunk[:i+1], emit)
+			chunk, lineStart = chunk[i+1:], true
+		}
+		if past := read - n; past > 0 {
+			// The skip ends at the first line end past n.
+			from := max(0, len(chunk)-int(past))
+			if i := bytes.IndexByte(chunk[from:], '\n'); i >= 0 {
+				end := from + i + 1
+				lines += int64(bytes.Count(chunk[:end], []byte{'\n'}))
+				p.noteSkipped(st, note, lines, at)
+				st.split.Write(chunk[end:], emit)
+				return
+			}
+		}
+		if k := int64(bytes.Count(chunk, []byte{'\n'})); k > 0 {
+			lines += k
+			sinceLineEnd = int64(len(chunk) - bytes.LastIndexByte(chunk, '\n') - 1)
+		} else {
+			sinceLineEnd += int64(len(chunk))
+		}
+		if err != nil || m == 0 {
+			// The file ends in the middle of a line, which goes on being
+			// read: what of it lay in the skip is counted as cut.
+			st.split.Skip(sinceLineEnd)
+			p.noteSkipped(st, note, lines, at)
+			return
+		}
+	}
+}
+
+// noteSkipped counts lines a drain skipped and notes them where they were.
+func (p *proc) noteSkipped(st *stream, note func(string), lines int64, at time.Time) {
+	if lines == 0 {
+		return
+	}
+	note(fmt.Sprintf("normsim | %d lines were skipped here, unread: the job printed faster than normsim reads its output", lines))
+	if s, ok := p.sink.(sim.LogSkipper); ok {
+		s.SkipLogs(sim.LogLine{Instance: p.inst, Service: p.svc.name, Stream: st.name, At: at}, lines)
+	}
 }
 
 // unread is how much of f lies past where it was read up to: a final
