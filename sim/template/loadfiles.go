@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v4"
 )
@@ -91,7 +92,10 @@ func namesDependencies(compose []byte) bool {
 // byte search and compose-go read /dev/zero). Folding a multi-line
 // scalar joins its lines with a space, so it cannot join a word.
 func containsAny(b []byte, words ...string) bool {
-	if bytes.ContainsAny(b, `\!`) {
+	// Nor is a file whose bytes are not UTF-8 searched as text: the YAML
+	// parser reads UTF-16 (with its BOM), where "include" is not the
+	// bytes "include" (an attack's UTF-16 compose file read /dev/zero).
+	if bytes.ContainsAny(b, `\!`) || !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 {
 		return true
 	}
 	for _, s := range words {
@@ -358,6 +362,11 @@ func isFalse(v any) bool {
 func (w *loadWalk) resolve(p, wd, field string) (string, error) {
 	if strings.Contains(p, "$") {
 		return "", fmt.Errorf("%s: %q holds a variable; in a template the paths of files read while loading (include, extends.file, env_file, label_file) must be written out, since a value given at launch could point them anywhere", field, p)
+	}
+	if strings.HasPrefix(p, "~") {
+		// compose-go reads "~/x" in the home directory of whoever runs
+		// normsim; here it would look like a directory named "~".
+		return "", fmt.Errorf("%s: %q starts with ~, the home directory of whoever runs normsim, which is outside the template directory; a template's files (include, extends.file, env_file, label_file) must be inside it", field, p)
 	}
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(wd, p)

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/normsim/normsim/sim"
 )
@@ -599,6 +600,59 @@ func TestFilesNamedByRespelledKeysAreJudged(t *testing.T) {
 				t.Errorf("problem %s %q, want COMPOSE_INVALID containing %q", p.Code, p.Message, tt.want)
 			}
 			t.Logf("refused in %v", time.Since(start))
+		})
+	}
+}
+
+// utf16WithBOM is s as UTF-16 (little-endian) with its byte-order mark,
+// which the YAML parser reads as it reads UTF-8.
+func utf16WithBOM(s string) string {
+	b := []byte{0xFF, 0xFE}
+	for _, u := range utf16.Encode([]rune(s)) {
+		b = append(b, byte(u), byte(u>>8))
+	}
+	return string(b)
+}
+
+// TestFilesNamedInAnyEncodingOrFromHomeAreJudged (issue 34, the fourth
+// attack's findings 1 and 2): a compose file in UTF-16 is the same file to
+// the YAML parser, and "~/x" is read by compose-go in the home directory
+// of whoever runs normsim. Before, a UTF-16 include of /dev/zero ran
+// validate out of memory and a UTF-16 dense depends_on took a minute; an
+// env_file "~/secret.env" put a file from $HOME in the job's environment,
+// and "~/../dev/zero" crashed the sim at launch.
+func TestFilesNamedInAnyEncodingOrFromHomeAreJudged(t *testing.T) {
+	t.Parallel()
+	dense := "services:\n"
+	for i := range 30 {
+		dense += fmt.Sprintf("  s%d:\n    image: busybox\n", i)
+		if i > 0 {
+			deps := []string{}
+			for j := range i {
+				deps = append(deps, fmt.Sprintf("s%d", j))
+			}
+			dense += "    depends_on: [" + strings.Join(deps, ", ") + "]\n"
+		}
+	}
+	tests := map[string]struct{ compose, want string }{
+		"a UTF-16 include of /dev/zero": {utf16WithBOM("include: [/dev/zero]\n" + oneService), `"/dev/zero" is outside the template directory`},
+		"a UTF-16 dense depends_on":     {utf16WithBOM(dense), "paths"},
+		"an env_file in ~":              {"services:\n  app:\n    image: busybox\n    env_file: [{path: ~/secret.env, required: false}]\n", `services.app.env_file[0]: "~/secret.env" starts with ~, the home directory`},
+		"a label_file in ~":             {"services:\n  app:\n    image: busybox\n    label_file: ~/../dev/zero\n", `services.app.label_file[0]: "~/../dev/zero" starts with ~`},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			files := tpl(tt.compose, "")
+			files["~/secret.env"] = "SECRET=no\n" // a decoy inside the template
+			files["dev/zero"] = ""
+			l := Load(MustWriteTemplate(t, "tpl", files))
+			if l.Valid() {
+				t.Fatalf("valid, want %q", tt.want)
+			}
+			if p := l.Problems[0]; p.Code != sim.EComposeInvalid || !strings.Contains(p.Message, tt.want) {
+				t.Errorf("problem %s %q, want COMPOSE_INVALID containing %q", p.Code, p.Message, tt.want)
+			}
 		})
 	}
 }
