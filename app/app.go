@@ -497,7 +497,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	sinkPort := m.Sink.Port()
 	cfg := manager.Config{
 		Nodes: nodes, Store: m.Store, Catalog: m.Catalog, Runtimes: m.runtimes, Logs: m.Logs,
-		Sink: m.Sink, StudioAccess: m.Opts.StudioAccess, Timeouts: m.Opts.Timeouts, Owner: owner, Run: process.RunLabel(), Logger: m.log, Now: m.Opts.Now,
+		Sink: m.Sink, StudioAccess: m.Opts.StudioAccess, Timeouts: m.Opts.Timeouts, Owner: owner, Run: process.RunLabel(), StoreKind: storeKind(m.Opts.DB), Logger: m.log, Now: m.Opts.Now,
 		OutputEnv: func(runtime string) map[string]string {
 			host := "127.0.0.1"
 			if runtime == sim.RuntimeDocker {
@@ -964,6 +964,15 @@ func TimeoutsNote(t sim.Timeouts) string {
 		}
 	}
 	return strings.Join(set, ", ")
+}
+
+// storeKind is what the containers launched over the store db say of it
+// (sim.LabelStore).
+func storeKind(db string) string {
+	if db == Memory {
+		return sim.StoreMemory
+	}
+	return sim.StoreFile
 }
 
 // runSetting is where a store file keeps the run (sim.LabelRun) of the

@@ -20,6 +20,15 @@ const (
 	// owner label no store remembers); no other normsim can prove that,
 	// and none removes them.
 	LabelRun = "io.normsim.run"
+	// LabelStore says whether the store that launched a container is a
+	// file a later normsim recovers it from (StoreFile) or in memory
+	// (StoreMemory): only the containers of an in-memory store's run, which
+	// no recovery will ever find, are another normsim's to remove once
+	// that run is gone. A file store's (left by --keep, or by a kill) wait
+	// for the next normsim on that store, which adopts or removes them.
+	LabelStore  = "io.normsim.store"
+	StoreMemory = "memory"
+	StoreFile   = "file"
 )
 
 // The variables normsim adds to every instance's environment, beside the

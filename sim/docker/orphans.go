@@ -10,13 +10,15 @@ import (
 	"github.com/normsim/normsim/sim"
 )
 
-// RemoveOrphans removes the instances whose containers a normsim left
-// that is gone (judge proves it from their sim.LabelRun), and says what it
-// removed and whose it could not judge. Runs of a --db :memory: normsim
-// have an owner label no store remembers, so no recovery would ever find
-// them. The containers of owner (this store's, which recovery adopts or
-// removes) and of runs not proven gone (alive, another machine's or PID
-// namespace's, unlabelled) are left.
+// RemoveOrphans removes the instances whose containers a --db :memory:
+// normsim left that is gone (sim.LabelStore; judge proves it gone from
+// their sim.LabelRun), and says what it removed and whose it could not
+// judge. Runs of a --db :memory: normsim have an owner label no store
+// remembers, so no recovery would ever find them. Everything else is
+// left: the containers of a store file's runs (left by --keep for the next
+// normsim on that store to adopt, or by a kill for it to remove), of owner
+// (this store's, which recovery adopts or removes), and of runs not proven
+// gone (alive, another machine's or PID namespace's, unlabelled).
 func (r *Runtime) RemoveOrphans(ctx context.Context, owner string, judge func(run string) sim.RunVerdict) (sim.OrphanSweep, error) {
 	var sweep sim.OrphanSweep
 	if err := r.connect(ctx); err != nil {
@@ -30,7 +32,7 @@ func (r *Runtime) RemoveOrphans(ctx context.Context, owner string, judge func(ru
 	var orphans []string
 	for _, c := range list {
 		id, run := c.Labels[sim.LabelInstance], c.Labels[sim.LabelRun]
-		if id == "" || c.Labels[sim.LabelOwner] == owner || slices.Contains(orphans, id) {
+		if id == "" || c.Labels[sim.LabelOwner] == owner || c.Labels[sim.LabelStore] != sim.StoreMemory || slices.Contains(orphans, id) {
 			continue
 		}
 		switch judge(run) {

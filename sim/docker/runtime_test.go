@@ -608,11 +608,15 @@ func TestRemoveOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	launch := func(owner, run string) string {
+	launch := func(owner, run string, store ...string) string {
 		t.Helper()
 		spec := newSpec(t, cli, sim.ServiceSpec{Name: "a", Image: img})
 		spec.Services[0].Labels[sim.LabelOwner] = owner
 		spec.Services[0].Labels[sim.LabelRun] = run
+		spec.Services[0].Labels[sim.LabelStore] = sim.StoreMemory
+		if len(store) > 0 {
+			spec.Services[0].Labels[sim.LabelStore] = store[0] // "" unlabelled, as an older normsim's
+		}
 		if err := first.Prepare(ctx, spec); err != nil {
 			t.Fatal(err)
 		}
@@ -625,6 +629,10 @@ func TestRemoveOrphans(t *testing.T) {
 	live := launch("another-live-run", liveRun)
 	mine := launch("this-store", deadRun)
 	unseen := launch("a-containerised-run", unseenRun)
+	// Left by --keep of a normsim on a store file, for the next one on it
+	// (issue 34, the fourth attack's finding 3: another normsim removed it).
+	kept := launch("a-kept-store", deadRun, sim.StoreFile)
+	older := launch("an-older-normsims-store", deadRun, "")
 	first.Close(ctx, true) // the kill: everything keeps running
 
 	r, _ := newRuntime(t)
@@ -649,7 +657,7 @@ func TestRemoveOrphans(t *testing.T) {
 		t.Fatalf("unjudged runs %v, want %s and not the live one", sweep.Unjudged, unseenRun)
 	}
 	assertGone(t, cli, orphan)
-	for _, id := range []string{live, mine, unseen} {
+	for _, id := range []string{live, mine, unseen, kept, older} {
 		if cs, _ := cli.ContainerList(ctx, container.ListOptions{Filters: instanceFilter(id)}); len(cs) != 1 {
 			t.Errorf("instance %s was touched: %d containers running", id, len(cs))
 		}

@@ -59,6 +59,9 @@ type Config struct {
 	Owner string
 	// Run is this process's sim.LabelRun value, set on everything launched.
 	Run string
+	// StoreKind is sim.StoreMemory or sim.StoreFile, set on everything
+	// launched (sim.LabelStore); "" sets nothing.
+	StoreKind string
 	// Logs keeps what instances print (sim/logcap); nil keeps nothing and
 	// Logs answers EUnavailable.
 	Logs   sim.LogBook
@@ -500,6 +503,9 @@ func (m *Manager) launch(ctx context.Context, req LaunchRequest, o launchOpts) (
 		}
 		if m.cfg.Run != "" {
 			spec.Services[i].Labels[sim.LabelRun] = m.cfg.Run
+		}
+		if m.cfg.StoreKind != "" {
+			spec.Services[i].Labels[sim.LabelStore] = m.cfg.StoreKind
 		}
 	}
 	inst.Adjustments = spec.Adjustments
