@@ -56,7 +56,8 @@ const MaxChaosMoves = 3
 // Draw is the schedule of run of seed: one to MaxChaosMoves migrations,
 // the first with one or two faults, each later one with none to two.
 // Delays are drawn in 100 ms steps up to what the fault plan allows under
-// t (a held frame up to twice its phase's timeout). The same (seed, run, t) draws the same schedule everywhere: PCG and
+// t (a held frame up to twice its phase's timeout, a pause up to that or 1.5 s).
+// The same (seed, run, t) draws the same schedule everywhere: PCG and
 // the draws made from it are specified bit for bit.
 func Draw(seed uint64, run int, t sim.Timeouts) Schedule {
 	t = t.WithDefaults()
@@ -81,7 +82,11 @@ func Draw(seed uint64, run int, t sim.Timeouts) Schedule {
 			case "kill", "stop", "drop-socket":
 				f.Side, f.On = side(), pick(chaosOn)
 			case "pause":
-				f.Side, f.On, f.Delay = side(), pick(chaosOn), steps(1500*time.Millisecond)
+				// Within the bound the fault plan sets (twice the
+				// timeout of the phase of its frame).
+				f.Side, f.On = side(), pick(chaosOn)
+				limit, _ := sim.FrameTimeout(f.On, t)
+				f.Delay = steps(min(1500*time.Millisecond, 2*limit))
 			case "worker-abort":
 				f.On = pick(chaosOn)
 			case "delay-frame":

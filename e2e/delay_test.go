@@ -55,6 +55,9 @@ func TestDelayIsBoundedByItsPhaseTimeout(t *testing.T) {
 			"faults[0].delay: 3s is longer than twice the state timeout (1s) of the phase state belongs to"},
 		{sim.Fault{Kind: "delay-frame", Frame: "target-ready", Delay: sim.Duration(61 * time.Second)}, sim.Timeouts{},
 			"faults[0].delay: 1m1s is longer than twice the targetReady timeout (30s)"},
+		// A pause by the same rule, of the frame it is armed on.
+		{sim.Fault{Kind: "pause", Side: "source", On: "get-state", Delay: sim.Duration(1000 * time.Hour)}, sim.Timeouts{State: sim.Duration(2 * time.Second)},
+			"faults[0].delay: 1000h0m0s is longer than twice the state timeout (2s) of the phase get-state belongs to"},
 		// The listener's frames pass no relay: a frame fault on them would
 		// never fire, so it is refused.
 		{sim.Fault{Kind: "corrupt-frame", Frame: "initial-state"}, sim.Timeouts{},

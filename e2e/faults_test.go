@@ -229,7 +229,7 @@ func TestFaultsOnRealProcesses(t *testing.T) {
 		{"stop target after the point of no return", "handover",
 			[]sim.Fault{{Kind: "stop", Side: "target", On: "cutover-apply"}}, sim.Timeouts{Apply: sim.Duration(5 * time.Second)}, sim.MigrationFailed, ""},
 		{"pause source past its state timeout", "handover",
-			[]sim.Fault{{Kind: "pause", Side: "source", On: "get-state", Delay: sim.Duration(1500 * time.Millisecond)}},
+			[]sim.Fault{{Kind: "pause", Side: "source", On: "get-state", Delay: sim.Duration(time.Second)}},
 			sim.Timeouts{State: sim.Duration(500 * time.Millisecond)}, sim.MigrationAborted, "timed out"},
 		{"target fails to start in stopThenStart", "stopThenStart",
 			[]sim.Fault{{Kind: "target-fail-start"}}, sim.Timeouts{}, sim.MigrationFailed, "failed to start"},

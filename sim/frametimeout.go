@@ -7,8 +7,9 @@ import (
 )
 
 // FrameTimeout is the timeout of the phase a frame type belongs to, and
-// that timeout's name: the most a delay-frame fault may hold it (the
-// fault plan refuses more, and conform holds a frame that long). abort can
+// that timeout's name. A delay-frame fault may hold the frame, and a pause
+// armed on it freeze its job, at most twice that (the fault plan refuses
+// more, and conform holds a frame that long). abort can
 // come in any phase, so the shortest phase bounds it.
 func FrameTimeout(typ string, t Timeouts) (time.Duration, string) {
 	switch typ {

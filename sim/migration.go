@@ -275,7 +275,8 @@ type Fault struct {
 	// defaults to the direction that frame type travels.
 	Direction string `json:"direction,omitempty"`
 	// Delay is how long delay-frame holds the frame or pause freezes the job
-	// (default 1s).
+	// (default 1s; at most twice the timeout of the frame's phase, and a
+	// pause ends with its migration).
 	Delay Duration `json:"delay,omitempty"`
 }
 

@@ -58,6 +58,8 @@ type fakeRuntime struct {
 	// exit is pending meanwhile (ExitPending).
 	exitDelay time.Duration
 	pending   map[string]int // exits learned and not reported, by instance
+	// signals are the signals delivered, by instance, in order.
+	signals map[string][]syscall.Signal
 }
 
 // hook sets what the test changes in the runtime, under its lock: the
@@ -187,6 +189,10 @@ func (r *fakeRuntime) Signal(_ context.Context, id string, sig syscall.Signal) e
 	if p == nil || !p.running {
 		return sim.Errorf(sim.ENotFound, "instance %q has no running process", id)
 	}
+	if r.signals == nil {
+		r.signals = map[string][]syscall.Signal{}
+	}
+	r.signals[id] = append(r.signals[id], sig)
 	switch sig {
 	case syscall.SIGKILL:
 		r.endLocked(id, p, killedBySIGKILL, true)
@@ -274,6 +280,27 @@ func (r *fakeRuntime) ExitPending(id string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.pending[id] > 0
+}
+
+// signalled is how many times sig was delivered to the instance's job.
+func (r *fakeRuntime) signalled(id string, sig syscall.Signal) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, s := range r.signals[id] {
+		if s == sig {
+			n++
+		}
+	}
+	return n
+}
+
+// paused says the instance's job is frozen now (SIGSTOP, no SIGCONT yet).
+func (r *fakeRuntime) paused(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.procs[id]
+	return p != nil && p.paused
 }
 
 // awake is closed while the instance's job may act (fakeSocket.awake).

@@ -75,8 +75,8 @@ func frameDirection(typ string) string {
 }
 
 // validateFaults checks each fault names what its kind needs, that a held
-// frame is held no longer than its phase's timeout, and that the runtimes
-// can deliver the signals it sends.
+// frame or a paused job is held no longer than one timeout past its phase,
+// and that the runtimes can deliver the signals it sends.
 func validateFaults(fs []sim.Fault, timeouts sim.Timeouts, srcRuntime, tgtRuntime sim.Runtime) error {
 	for i := range fs {
 		f := &fs[i]
@@ -130,6 +130,18 @@ func validateFaults(fs []sim.Fault, timeouts sim.Timeouts, srcRuntime, tgtRuntim
 			if d := faultDelay(f); d > 2*limit {
 				return sim.Errorf(sim.EUnprocessable, "%s.delay: %s is longer than twice the %s timeout (%s) of the phase %s belongs to; a held frame may arrive at most one timeout late (raise timeouts.%s to hold it longer)",
 					at, d, name, limit, f.Frame, name)
+			}
+		}
+		if f.Kind == faultPause && f.Delay > 0 {
+			// The delay-frame rule, of the phase the frame it is armed on
+			// belongs to: a job may stay frozen one timeout past it, which
+			// is what a pause is for; more is a typo (1000h for 1s), and
+			// the migration's end resumes the job anyway. An unset delay
+			// keeps its 1s default.
+			limit, name := sim.FrameTimeout(f.On, timeouts)
+			if d := f.Delay.D(); d > 2*limit {
+				return sim.Errorf(sim.EUnprocessable, "%s.delay: %s is longer than twice the %s timeout (%s) of the phase %s belongs to; a pause may hold a job at most one timeout past its phase (give a delay of at most %s, or raise timeouts.%s to pause longer)",
+					at, d, name, limit, f.On, 2*limit, name)
 			}
 		}
 		if need.signal {
@@ -334,16 +346,31 @@ func (r *run) actOnLocked(f sim.Fault, role string, node *Node) bool {
 	case faultStop:
 		err = signaler().Signal(ctx, role, syscall.SIGTERM)
 	case faultPause:
+		if r.pausesOver {
+			r.recordLocked(r.mig.Phase, sideManager, "fault pause skipped: the migration is ending, and a pause does not outlive it", nil)
+			return false
+		}
 		sg := signaler()
 		if err = sg.Signal(ctx, role, syscall.SIGSTOP); err == nil {
 			d := faultDelay(&f)
 			r.recordLocked(r.mig.Phase, f.Side, fmt.Sprintf("paused for %s", d), nil)
+			p := &heldPause{role: role, side: f.Side, sg: sg, ended: make(chan struct{})}
+			r.pauses = append(r.pauses, p)
 			r.m.wg.Add(1)
 			go func() {
 				defer r.m.wg.Done()
+				t := time.NewTimer(d)
+				defer t.Stop()
 				select {
-				case <-time.After(d):
+				case <-t.C:
 				case <-r.m.ctx.Done():
+				case <-p.ended:
+					// The migration's end resumed the job already: a
+					// second SIGCONT could thaw a later migration's pause.
+					return
+				}
+				if !r.claimPause(p) {
+					return
 				}
 				err := sg.Signal(context.Background(), role, syscall.SIGCONT)
 				r.post(runEvent{kind: evCall, call: func() {
@@ -367,4 +394,64 @@ func (r *run) actOnLocked(f sim.Fault, role string, node *Node) bool {
 		r.struck = f.Kind + " struck the " + f.Side
 	}
 	return true
+}
+
+// heldPause is a pause fault that landed on a job: resumed once, by the
+// end of its delay or by the end of its migration, whichever comes first.
+type heldPause struct {
+	role, side string
+	sg         sim.Signaler
+	done       bool          // claimed for its resume (guarded by the run's mu)
+	ended      chan struct{} // closed as the migration's end claims it
+}
+
+// claimPause takes p's resume for the caller; false when it was taken.
+func (r *run) claimPause(p *heldPause) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p.done {
+		return false
+	}
+	p.done = true
+	return true
+}
+
+// resumePaused resumes every job a pause fault of the migration still
+// holds, as it ends: a simulated fault must not outlive its migration,
+// and a frozen job the record calls running would be a lie. A job whose
+// instance is gone or ended is left alone.
+func (r *run) resumePaused() {
+	r.mu.Lock()
+	r.pausesOver = true
+	var held []*heldPause
+	for _, p := range r.pauses {
+		if !p.done {
+			p.done = true
+			close(p.ended)
+			held = append(held, p)
+		}
+	}
+	r.mu.Unlock()
+	resumed := map[string]bool{}
+	for _, p := range held {
+		if resumed[p.role] {
+			continue // one SIGCONT thaws every pause of the job
+		}
+		resumed[p.role] = true
+		r.m.mu.Lock()
+		in := r.m.instances[p.role]
+		alive := in != nil && in.State != sim.InstanceStopped && in.State != sim.InstanceFailed
+		r.m.mu.Unlock()
+		if !alive {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := p.sg.Signal(ctx, p.role, syscall.SIGCONT)
+		cancel()
+		if err != nil {
+			r.recordHere(sideManager, "could not resume the "+p.side+" as the migration ended: "+err.Error(), nil)
+			continue
+		}
+		r.recordHere(p.side, "resumed: the migration ended while its pause fault held the "+p.side, nil)
+	}
 }

@@ -401,6 +401,12 @@ type run struct {
 	// source: its exit may not have been reported yet, and a rollback
 	// waits for it before it says what it left (guarded by mu).
 	sourceSignalled bool
+	// pauses are the pause faults that landed, for the end to resume what
+	// they still hold (resumePaused; guarded by mu).
+	pauses []*heldPause
+	// pausesOver is set as the end resumes them: a pause that would land
+	// after (one armed on the rollback's abort) is skipped.
+	pausesOver bool
 	// cut are the connections drop-socket faults cut: a frame read from
 	// one is discarded (cutOffLocked; guarded by mu).
 	cut []cutConn
@@ -2029,6 +2035,10 @@ func (r *run) finish(ctx context.Context, err error) {
 		}
 	}
 	state, reason := stepEnd(err, ponr)
+	// The steps are over, so is every pause: a rollback then tells and
+	// removes jobs that can act, and the output is judged of a job that
+	// runs.
+	r.resumePaused()
 	if broken := stepBroken(err, state, r.anyFaultFired()); broken != nil {
 		r.mu.Lock()
 		r.mig.Broken = broken
