@@ -90,6 +90,9 @@ func checkYAMLBounds(content []byte) error {
 // which says what is wrong with it; the documents before the bad one are
 // counted by then.
 func expandedCost(content []byte) (total yamlCost, aliases bool) {
+	if least := leastNodes(content); least > maxYAMLNodes {
+		return yamlCost{nodes: least}, false // refused before a parse that costs a GB
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(content))
 	memo := map[*yaml.Node]yamlCost{}
 	var cost func(n *yaml.Node) yamlCost
