@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/template"
 )
@@ -157,7 +157,7 @@ func TestNothingWaitsOutALoadDeafToItsContext(t *testing.T) {
 		m := New(opts)
 		m.loadTemplate, _ = deafLoad(t)
 		ctx, stop := context.WithCancel(context.Background())
-		var banner syncBuffer
+		var banner testenv.SyncBuffer
 		ran := make(chan error, 1)
 		go func() { ran <- m.Run(ctx, &banner) }()
 		for !strings.Contains(banner.String(), "Store") {
@@ -174,22 +174,4 @@ func TestNothingWaitsOutALoadDeafToItsContext(t *testing.T) {
 			t.Errorf("the banner's templates were printed after the interrupt:\n%s", banner.String())
 		}
 	})
-}
-
-// syncBuffer is a bytes.Buffer written and read by different goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -393,26 +393,6 @@ func TestInterpolationNestingIsBounded(t *testing.T) {
 // all before them (2 KB) took 16 s, and 120 over ten minutes.
 func TestDependencyGraphsAreBounded(t *testing.T) {
 	t.Parallel()
-	// dense: service i depends on every service before it, written with
-	// the key given ("depends_on", "links").
-	dense := func(n int, key string) string {
-		var b strings.Builder
-		b.WriteString("services:\n")
-		for i := range n {
-			fmt.Fprintf(&b, "  s%d:\n    image: busybox\n", i)
-			if i > 0 {
-				fmt.Fprintf(&b, "    %s: [", key)
-				for j := range i {
-					if j > 0 {
-						b.WriteString(", ")
-					}
-					fmt.Fprintf(&b, "s%d", j)
-				}
-				b.WriteString("]\n")
-			}
-		}
-		return b.String()
-	}
 	tests := map[string]struct {
 		compose string
 		files   map[string]string
@@ -562,31 +542,13 @@ func TestFilesNamedByRespelledKeysAreJudged(t *testing.T) {
 	t.Parallel()
 	outside := filepath.Join(t.TempDir(), "outside.yml")
 	writeFiles(t, filepath.Dir(outside), map[string]string{"outside.yml": "services: {x: {image: busybox}}\n"})
-	dense := func(key string) string {
-		var b strings.Builder
-		b.WriteString("services:\n")
-		for i := range 30 {
-			fmt.Fprintf(&b, "  s%d:\n    image: busybox\n", i)
-			if i > 0 {
-				fmt.Fprintf(&b, "    %s: [", key)
-				for j := range i {
-					if j > 0 {
-						b.WriteString(", ")
-					}
-					fmt.Fprintf(&b, "s%d", j)
-				}
-				b.WriteString("]\n")
-			}
-		}
-		return b.String()
-	}
 	tests := map[string]struct{ compose, want string }{
 		"an escaped include of /dev/zero": {`"\x69nclude": [/dev/zero]` + "\n" + oneService, `include[0].path[0]: "/dev/zero" is outside the template directory`},
 		"a JSON include outside":          {`{"\u0069nclude": ["` + outside + `"], "services": {"app": {"image": "busybox"}}}`, `include[0].path[0]: "` + outside + `" is outside the template directory`},
 		"a tagged include":                {"!!str include: [/dev/zero]\n" + oneService, `"/dev/zero" is outside the template directory`},
 		"a binary include":                {"!!binary aW5jbHVkZQ==: [/dev/zero]\n" + oneService, `"/dev/zero" is outside the template directory`},
 		"an escaped env_file":             {"services:\n  app:\n    image: busybox\n    \"env_\\x66ile\": /dev/zero\n", `services.app.env_file[0]: "/dev/zero" is outside the template directory`},
-		"escaped dense depends_on":        {dense(`"depends_\x6fn"`), "paths"},
+		"escaped dense depends_on":        {dense(30, `"depends_\x6fn"`), "paths"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -623,20 +585,9 @@ func utf16WithBOM(s string) string {
 // and "~/../dev/zero" crashed the sim at launch.
 func TestFilesNamedInAnyEncodingOrFromHomeAreJudged(t *testing.T) {
 	t.Parallel()
-	dense := "services:\n"
-	for i := range 30 {
-		dense += fmt.Sprintf("  s%d:\n    image: busybox\n", i)
-		if i > 0 {
-			deps := []string{}
-			for j := range i {
-				deps = append(deps, fmt.Sprintf("s%d", j))
-			}
-			dense += "    depends_on: [" + strings.Join(deps, ", ") + "]\n"
-		}
-	}
 	tests := map[string]struct{ compose, want string }{
 		"a UTF-16 include of /dev/zero": {utf16WithBOM("include: [/dev/zero]\n" + oneService), `"/dev/zero" is outside the template directory`},
-		"a UTF-16 dense depends_on":     {utf16WithBOM(dense), "paths"},
+		"a UTF-16 dense depends_on":     {utf16WithBOM(dense(30, "depends_on")), "paths"},
 		"an env_file in ~":              {"services:\n  app:\n    image: busybox\n    env_file: [{path: ~/secret.env, required: false}]\n", `services.app.env_file[0]: "~/secret.env" starts with ~, the home directory`},
 		"a label_file in ~":             {"services:\n  app:\n    image: busybox\n    label_file: ~/../dev/zero\n", `services.app.label_file[0]: "~/../dev/zero" starts with ~`},
 	}
@@ -655,4 +606,25 @@ func TestFilesNamedInAnyEncodingOrFromHomeAreJudged(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dense is n services, each depending on every one before it, written
+// with the key given ("depends_on", "links", or a spelling of one).
+func dense(n int, key string) string {
+	var b strings.Builder
+	b.WriteString("services:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  s%d:\n    image: busybox\n", i)
+		if i > 0 {
+			fmt.Fprintf(&b, "    %s: [", key)
+			for j := range i {
+				if j > 0 {
+					b.WriteString(", ")
+				}
+				fmt.Fprintf(&b, "s%d", j)
+			}
+			b.WriteString("]\n")
+		}
+	}
+	return b.String()
 }
