@@ -178,6 +178,11 @@ func TestDashboardAt10kInstances(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// A launch answers while its instance is starting, and only a
+		// running one migrates (docs/migrations.md).
+		if _, err := s.Client.WaitInstance(ctx, in.ID, sim.UntilRunning); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := s.Client.Migrate(ctx, in.ID, sim.MigrateRequest{Strategy: string(sim.StopThenStart)}); err != nil {
 			t.Fatal(err)
 		}

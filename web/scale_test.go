@@ -38,6 +38,10 @@ func startScaleSim(tb testing.TB) *normsimtest.Sim {
 	})
 	launched := time.Since(started)
 	each(tb, scaleMigrations, func(i int) error {
+		// Only a running instance migrates; a launch answers while it starts.
+		if _, err := mgr.AwaitInstance(ctx, ids[i], sim.UntilRunning); err != nil {
+			return err
+		}
 		_, err := mgr.Migrate(ctx, ids[i], sim.MigrateRequest{Strategy: string(sim.StopThenStart)})
 		return err
 	})
