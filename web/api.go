@@ -771,6 +771,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		case <-st.Done():
 			if st.Dropped() {
 				s.dropped(st, send)
+				// Its connection is closed, not kept for a next request:
+				// a subscriber that stopped reading sends none, and would
+				// hold the connection and its goroutine until it goes.
+				panic(http.ErrAbortHandler)
 			}
 			return
 		case <-ping.C:
