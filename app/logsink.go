@@ -23,11 +23,16 @@ func (f *logForward) set(c *logcap.Capture) {
 	f.mu.Unlock()
 }
 
+// current is the capture lines go to, nil while there is none.
+func (f *logForward) current() *logcap.Capture {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.capture
+}
+
 // CaptureLog implements sim.LogSink.
 func (f *logForward) CaptureLog(l sim.LogLine) {
-	f.mu.RLock()
-	c := f.capture
-	f.mu.RUnlock()
+	c := f.current()
 	if c == nil {
 		f.lost.Add(1)
 		return
@@ -37,9 +42,7 @@ func (f *logForward) CaptureLog(l sim.LogLine) {
 
 // SkipLogs implements sim.LogSkipper.
 func (f *logForward) SkipLogs(l sim.LogLine, n int64) {
-	f.mu.RLock()
-	c := f.capture
-	f.mu.RUnlock()
+	c := f.current()
 	if c == nil {
 		f.lost.Add(n)
 		return

@@ -32,8 +32,11 @@ const maxHTTPConns = 4096
 // files on).
 func DefaultHTTPLimits(openFiles int) HTTPLimits {
 	total := min(max(openFiles/4, 2), maxHTTPConns)
-	return HTTPLimits{Total: total, PerHost: max(total*3/4, 1)}
+	return HTTPLimits{Total: total, PerHost: hostShare(total)}
 }
+
+// hostShare is how many of total connections one host may hold.
+func hostShare(total int) int { return max(total*3/4, 1) }
 
 // logEvery is how often at most HTTPConns logs evictions, and refusals: a
 // flood makes one per connection, the log says it is going on.
@@ -82,7 +85,7 @@ func NewHTTPConns(lim HTTPLimits, log *slog.Logger) *HTTPConns {
 		lim.Total = DefaultHTTPLimits(OpenFiles()).Total
 	}
 	if lim.PerHost <= 0 {
-		lim.PerHost = max(lim.Total*3/4, 1)
+		lim.PerHost = hostShare(lim.Total)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -418,15 +418,25 @@ func buildFakeSimOf(t *testing.T, template string, out sim.OutputSink, onFakeRun
 // await is the migration once it has ended.
 func (s *fakeSim) await(t *testing.T, id string) *sim.Migration {
 	t.Helper()
+	return s.awaitUntil(t, id, "the end", func(m *sim.Migration) bool { return m.State.Ended() })
+}
+
+// awaitUntil is the migration once done holds for it, following its
+// timeline; the test fails after 10 s, or when it ends first.
+func (s *fakeSim) awaitUntil(t *testing.T, id, what string, done func(*sim.Migration) bool) *sim.Migration {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for after := 0; ; {
 		m, err := s.mgr.AwaitMigration(ctx, id, after)
 		if err != nil {
-			t.Fatalf("await %s: %v", id, err)
+			t.Fatalf("await %s on %s: %v:\n%s", what, id, err, timeline(m))
+		}
+		if done(m) {
+			return m
 		}
 		if m.State.Ended() {
-			return m
+			t.Fatalf("%s ended before %s:\n%s", id, what, timeline(m))
 		}
 		after = len(m.Events)
 	}

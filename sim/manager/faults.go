@@ -440,7 +440,7 @@ func (r *run) resumePaused() {
 		resumed[p.role] = true
 		r.m.mu.Lock()
 		in := r.m.instances[p.role]
-		alive := in != nil && in.State != sim.InstanceStopped && in.State != sim.InstanceFailed
+		alive := in != nil && !in.State.Terminal()
 		r.m.mu.Unlock()
 		if !alive {
 			continue

@@ -3,6 +3,7 @@ package manager_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"syscall"
@@ -138,21 +139,9 @@ func TestTheEndOfAMigrationResumesWhatItsPauseHolds(t *testing.T) {
 // begins with prefix; the test fails if it ends first.
 func (s *fakeSim) awaitEvent(t *testing.T, id, prefix string) *sim.Migration {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for after := 0; ; {
-		m, err := s.mgr.AwaitMigration(ctx, id, after)
-		if err != nil {
-			t.Fatalf("await %q on %s: %v:\n%s", prefix, id, err, timeline(m))
-		}
-		if slices.ContainsFunc(m.Events, func(ev sim.MigrationEvent) bool { return strings.HasPrefix(ev.Detail, prefix) }) {
-			return m
-		}
-		if m.State.Ended() {
-			t.Fatalf("%s ended before %q:\n%s", id, prefix, timeline(m))
-		}
-		after = len(m.Events)
-	}
+	return s.awaitUntil(t, id, fmt.Sprintf("%q", prefix), func(m *sim.Migration) bool {
+		return slices.ContainsFunc(m.Events, func(ev sim.MigrationEvent) bool { return strings.HasPrefix(ev.Detail, prefix) })
+	})
 }
 
 // playUntilEnd plays a well-behaved source and target (as

@@ -316,6 +316,9 @@ func frameAt(m *sim.Migration, dir, typ string) time.Time {
 }
 
 func timeline(m *sim.Migration) string {
+	if m == nil {
+		return "  (no migration)\n"
+	}
 	var b strings.Builder
 	for _, ev := range m.Events {
 		fmt.Fprintf(&b, "  %s %-8s %s\n", ev.Phase, ev.Side, ev.Detail)

@@ -39,9 +39,12 @@ const maxLoadReads = 256
 
 // loadWalk is the walk of one compose file and what it names.
 type loadWalk struct {
-	ctx     context.Context
-	dir     string // the template directory, as given (for messages)
-	root    string // the same with symlinks resolved
+	ctx  context.Context
+	dir  string // the template directory, as given (for messages)
+	root string // the same with symlinks resolved
+	// packed: there is no template directory, the template is an
+	// archive's (its files are looked for beside it).
+	packed  bool
 	reads   int
 	bytes   int64    // every file read, each time it is named
 	cost    yamlCost // every YAML file, each time it is named
@@ -64,7 +67,7 @@ func checkLoadFiles(ctx context.Context, dir string, compose []byte) error {
 	if err != nil {
 		root = filepath.Clean(dir) // an archive's: nothing beside it is read
 	}
-	w := &loadWalk{ctx: ctx, dir: dir, root: root, bytes: int64(len(compose)), deps: map[string]map[string]bool{}, bases: map[string]string{}}
+	w := &loadWalk{ctx: ctx, dir: dir, root: root, packed: err != nil, bytes: int64(len(compose)), deps: map[string]map[string]bool{}, bases: map[string]string{}}
 	if err := w.yamlFile(compose, "", dir, "", ""); err != nil {
 		return err
 	}
@@ -447,7 +450,7 @@ func (w *loadWalk) plainFile(p, field string, required bool) error {
 
 // missing is the error for a file compose-go needs that is not there.
 func (w *loadWalk) missing(p, field string) error {
-	if _, err := os.Stat(w.dir); err != nil {
+	if w.packed {
 		// An archive's files resolve beside it, where nothing is
 		// unpacked: say so rather than name a path the user never wrote.
 		return fmt.Errorf("%s: %q is not there: the files a template archive's compose.yml names are read beside the archive, as if it were unpacked to %s (nothing is extracted); unpack the archive there, or use the template directory", field, w.rel(p), w.dir)
