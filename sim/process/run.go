@@ -4,6 +4,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/normsim/normsim/sim"
 )
@@ -11,12 +12,13 @@ import (
 // RunLabel is this process's sim.LabelRun value: host, pid, when the
 // process started, the PID namespace it sees pids in and the machine's
 // boot, where the system tells them
-// ("<host>/<pid>/<start>/<pidns>/<boot>").
-func RunLabel() string {
+// ("<host>/<pid>/<start>/<pidns>/<boot>"). It does not change while the
+// process runs, so /proc is read for it once.
+var RunLabel = sync.OnceValue(func() string {
 	host, _ := os.Hostname()
 	pid := os.Getpid()
 	return host + "/" + strconv.Itoa(pid) + "/" + startMark(pid) + "/" + pidNamespace() + "/" + bootID()
-}
+})
 
 // pidNamespace names the PID namespace this process sees pids in (the
 // inode of /proc/self/ns/pid, "pid:[4026531836]"), "" where the system
