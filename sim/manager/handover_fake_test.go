@@ -662,3 +662,59 @@ func TestAMigrationBeginsWithItsSourceHeardConnected(t *testing.T) {
 		t.Errorf("the timeline's second entry is %+v, want get-state:\n%s", ev, sim.FormatTimeline(m))
 	}
 }
+
+// TestAStoredRunLetsItsTimelineGo: an ended migration stays in memory
+// while its target is connected (a frame that crossed its end is still
+// recorded), but once it is in the store it holds none of its timeline;
+// a late frame is numbered on, stored after the rest, and read from the
+// store. At 10,000 jobs those timelines were a fifth of the live heap.
+func TestAStoredRunLetsItsTimelineGo(t *testing.T) {
+	s := newFakeSim(t)
+	mig, err := s.mgr.Migrate(context.Background(), s.in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Handover)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgt := toTargetReady(t, s, mig.ID)
+	stopSource(t, s, 41)
+	applied(t, tgt, 41)
+	m := s.await(t, mig.ID)
+	if m.State != sim.MigrationCompleted {
+		t.Fatalf("ended %s (%s), want completed", m.State, m.Reason)
+	}
+	s.mgr.Flush()
+	held, ok := s.mgr.EndedTimeline(tgt.role)
+	if !ok {
+		t.Fatal("the connected target's ended migration is not kept for a frame that crossed its end")
+	}
+	if held != 0 {
+		t.Errorf("the stored migration still holds %d timeline events in memory, want 0", held)
+	}
+	stored, err := s.mgr.Migration(context.Background(), mig.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(stored.Events)
+
+	tgt.send(protocol.JobFrame{Type: protocol.TypeTargetApplied, Applied: []string{"video"}})
+	var got *sim.Migration
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		s.mgr.Flush()
+		if got, err = s.mgr.Migration(context.Background(), mig.ID); err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Events) > n || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(got.Events) != n+1 {
+		t.Fatalf("%d events after a late frame, want %d:\n%s", len(got.Events), n+1, timeline(got))
+	}
+	for i, ev := range got.Events {
+		if ev.Seq != i+1 {
+			t.Fatalf("event %d has seq %d, want %d:\n%s", i, ev.Seq, i+1, timeline(got))
+		}
+	}
+	if late := got.Events[n]; !strings.HasPrefix(late.Detail, "late target-applied") {
+		t.Errorf("the late frame is recorded as %q, want it said late", late.Detail)
+	}
+}

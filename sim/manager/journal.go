@@ -52,6 +52,10 @@ type journalOp struct {
 	migrationID string
 	timeline    []sim.MigrationEvent
 	from        int
+	// base is how many of the timeline's events came before timeline[0]:
+	// a run lets its stored events go (run.letEventsGo) and starts a new
+	// slice, and two ops on different slices cannot share one.
+	base int
 	// events are changes for the events table (write nil). A batch writes
 	// all of its events together, where the first of them was queued:
 	// the rows of one statement cost about half of a statement each.
@@ -337,11 +341,17 @@ func mergeOp(waiting *journalOp, newer journalOp) {
 	if newer.migration != nil {
 		waiting.migration = newer.migration
 	}
-	if newer.from < len(newer.timeline) {
-		if waiting.from >= len(waiting.timeline) {
-			waiting.from = newer.from
-		}
+	switch {
+	case newer.from >= len(newer.timeline):
+	case waiting.from >= len(waiting.timeline):
+		waiting.timeline, waiting.from, waiting.base = newer.timeline, newer.from, newer.base
+	case waiting.base == newer.base:
 		waiting.timeline = newer.timeline
+	default:
+		// The run started a new slice since the waiting op was queued:
+		// what both are to write, in order, in a slice of their own.
+		own := slices.Concat(waiting.timeline[waiting.from:], newer.timeline[newer.from:])
+		waiting.timeline, waiting.from, waiting.base = own, 0, -1
 	}
 	waiting.stored = chain(waiting.stored, newer.stored)
 }
@@ -369,9 +379,9 @@ func (j *journal) migrationThen(m *sim.Migration, stored func()) {
 }
 
 // migrationEvent writes the last event of timeline, a migration's events
-// so far (the run's own slice: only ever appended to).
-func (j *journal) migrationEvent(id string, timeline []sim.MigrationEvent) {
-	j.add(journalOp{key: "migration " + id, migrationID: id, timeline: timeline, from: len(timeline) - 1})
+// after the first base (the run's own slice: only ever appended to).
+func (j *journal) migrationEvent(id string, base int, timeline []sim.MigrationEvent) {
+	j.add(journalOp{key: "migration " + id, migrationID: id, timeline: timeline, from: len(timeline) - 1, base: base})
 }
 
 // Flush waits until every op queued before it has been committed.

@@ -208,7 +208,7 @@ func TestJournalQueuesAMigrationOnce(t *testing.T) {
 	var timeline []sim.MigrationEvent
 	for i := 1; i <= 5; i++ {
 		timeline = append(timeline, sim.MigrationEvent{Seq: i, At: time.Now(), Phase: sim.PhaseRequested, Side: "manager", Detail: fmt.Sprintf("event %d", i)})
-		j.migrationEvent("m1", timeline)
+		j.migrationEvent("m1", 0, timeline)
 	}
 	var storedEvents []int
 	j.migrationThen(doc(sim.MigrationCompleted), func() {
@@ -242,6 +242,43 @@ func TestJournalQueuesAMigrationOnce(t *testing.T) {
 	}
 }
 
+// TestJournalWritesEventsAcrossANewSlice: a run that lets its stored
+// events go appends to a new slice; events of the old slice still waiting
+// and of the new one are written once each, in order.
+func TestJournalWritesEventsAcrossANewSlice(t *testing.T) {
+	g := &gatedStore{Store: NewMemStore(t), entered: make(chan struct{}), gate: make(chan struct{})}
+	j := newJournal(g, slog.New(slog.DiscardHandler))
+	defer j.Close()
+	j.migration(&sim.Migration{ID: "m1", JobID: "job-1", State: sim.MigrationCompleted, Phase: sim.PhaseRequested, Strategy: sim.Handover, StartedAt: time.Now()})
+	<-g.entered // the journal's writer is stuck in the store
+
+	ev := func(seq int) sim.MigrationEvent {
+		return sim.MigrationEvent{Seq: seq, At: time.Now(), Phase: sim.PhaseRequested, Side: "manager", Detail: fmt.Sprintf("event %d", seq)}
+	}
+	old := []sim.MigrationEvent{ev(1), ev(2)}
+	j.migrationEvent("m1", 0, old[:1])
+	j.migrationEvent("m1", 0, old)
+	// The run let events 1 and 2 go (as once stored) and goes on afresh.
+	var fresh []sim.MigrationEvent
+	for seq := 3; seq <= 4; seq++ {
+		fresh = append(fresh, ev(seq))
+		j.migrationEvent("m1", 2, fresh)
+	}
+	close(g.gate)
+	j.Flush()
+	m, err := g.Store.GetMigration(context.Background(), "m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int
+	for _, e := range m.Events {
+		seqs = append(seqs, e.Seq)
+	}
+	if want := []int{1, 2, 3, 4}; !slices.Equal(seqs, want) {
+		t.Fatalf("stored events %v, want %v", seqs, want)
+	}
+}
+
 // TestJournalCountsHeldAndLostRecordsAlike: a migration's write held while
 // the store fails counts its document and each event, as what is given
 // up at Close does, so the two figures normsim reports add up.
@@ -251,7 +288,7 @@ func TestJournalCountsHeldAndLostRecordsAlike(t *testing.T) {
 	j.migration(&sim.Migration{ID: "m1"})
 	for i := 1; i <= 3; i++ {
 		timeline = append(timeline, sim.MigrationEvent{Seq: i})
-		j.migrationEvent("m1", timeline)
+		j.migrationEvent("m1", 0, timeline)
 	}
 	j.Flush()
 	if held, lost := j.Held(); held != 4 || lost != 0 {

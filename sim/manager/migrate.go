@@ -241,10 +241,12 @@ func (m *Manager) migration(ctx context.Context, id string, events bool) (*sim.M
 	m.mu.Lock()
 	r := m.migrations[id]
 	m.mu.Unlock()
-	switch {
-	case r != nil:
-		return r.view(events), nil
-	case events:
+	if r != nil {
+		if v := r.view(events); v != nil {
+			return v, nil
+		}
+	}
+	if events {
 		return m.cfg.Store.GetMigration(ctx, id)
 	}
 	return m.cfg.Store.GetMigrationSummary(ctx, id)
@@ -282,21 +284,34 @@ func (m *Manager) awaitMigration(ctx context.Context, id string, after int, even
 			return m.migration(context.WithoutCancel(ctx), id, events)
 		}
 		r.mu.Lock()
-		done := r.mig.State.Ended() || (after >= 0 && len(r.mig.Events) > after)
+		done := r.mig.State.Ended() || (after >= 0 && r.eventsGone+len(r.mig.Events) > after)
 		if !done && r.changed == nil {
 			r.changed = make(chan struct{})
 		}
 		changed := r.changed
 		r.mu.Unlock()
 		if done {
-			return r.view(events), nil
+			return m.viewOrStored(ctx, r, events)
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return r.view(events), ctx.Err()
+			v, err := m.viewOrStored(ctx, r, events)
+			if err == nil {
+				err = ctx.Err()
+			}
+			return v, err
 		}
 	}
+}
+
+// viewOrStored is the run's view, or its record in the store once the
+// run has let its events go.
+func (m *Manager) viewOrStored(ctx context.Context, r *run, events bool) (*sim.Migration, error) {
+	if v := r.view(events); v != nil {
+		return v, nil
+	}
+	return m.migration(context.WithoutCancel(ctx), r.id, events)
 }
 
 type runEventKind int
@@ -378,6 +393,9 @@ type run struct {
 	// mig is the record as it stands: its phase and its target's id are
 	// the run's own, kept nowhere else.
 	mig sim.Migration
+	// eventsGone counts the timeline's events let go once stored
+	// (letEventsGo): mig.Events holds those after them.
+	eventsGone int
 	// tgtPlacedAt is when the target was created: a media sender first
 	// heard from then on is the target.
 	tgtPlacedAt time.Time
@@ -426,6 +444,28 @@ type run struct {
 	writing bool
 }
 
+// letEventsGo lets the timeline's events go once the migration is in the
+// store: an ended run stays in memory while its instances may still send
+// a frame that crossed its end (Manager.ended), and at 10,000 jobs their
+// timelines were a fifth of the sim's live heap. Later events are
+// numbered on and written after them; readers read the store.
+func (r *run) letEventsGo() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.eventsGone += len(r.mig.Events)
+	r.mig.Events = nil
+	// What decide keeps between events is let go too (it holds mu).
+	r.effects, r.deferred = nil, nil
+}
+
+// eventsLetGo reports whether letEventsGo has run: the run's record is
+// the store's.
+func (r *run) eventsLetGo() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.eventsGone > 0
+}
+
 func (r *run) doc() *sim.Migration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -443,8 +483,12 @@ func (r *run) snapshot() *sim.Migration {
 }
 
 // view is the migration as a reader asked for it: a snapshot with its
-// timeline, or without it its document alone (doc).
+// timeline, or without it its document alone (doc); nil once its events
+// are let go (then it is in the store).
 func (r *run) view(events bool) *sim.Migration {
+	if r.eventsLetGo() {
+		return nil
+	}
 	if events {
 		return r.snapshot()
 	}
@@ -652,9 +696,9 @@ func (r *run) appendLocked(ev sim.MigrationEvent) {
 		r.held = append(r.held, ev)
 		return
 	}
-	ev.Seq = len(r.mig.Events) + 1
+	ev.Seq = r.eventsGone + len(r.mig.Events) + 1
 	r.mig.Events = append(r.mig.Events, ev)
-	r.m.journal.migrationEvent(r.id, r.mig.Events)
+	r.m.journal.migrationEvent(r.id, r.eventsGone, r.mig.Events)
 	if r.changed != nil {
 		close(r.changed)
 		r.changed = nil
@@ -2116,6 +2160,7 @@ func (r *run) finish(ctx context.Context, err error) {
 		r.m.mu.Lock()
 		delete(r.m.migrations, r.id)
 		r.m.mu.Unlock()
+		r.letEventsGo()
 	})
 	r.m.publish(sim.EventMigrationEnded, "", r.id, map[string]any{"state": state, "reason": reason})
 }

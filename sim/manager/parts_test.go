@@ -55,3 +55,18 @@ func HoldAfterRelay(t *testing.T, relay string, d time.Duration) {
 	testHookRelayed.Store(&hold)
 	t.Cleanup(func() { testHookRelayed.Store(nil) })
 }
+
+// EndedTimeline is how many timeline events the ended migration that
+// instance last took part in still holds in memory; false when none is
+// held for it (Manager.ended).
+func (m *Manager) EndedTimeline(instance string) (int, bool) {
+	m.mu.Lock()
+	r := m.ended[instance]
+	m.mu.Unlock()
+	if r == nil {
+		return 0, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.mig.Events), true
+}
