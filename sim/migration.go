@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"time"
 )
@@ -199,6 +200,21 @@ func (t *Timeouts) Field(name string) (*Duration, bool) {
 	return nil, false
 }
 
+// MaxTimeout is the longest a phase may wait: a day covers a developer
+// stopped at a breakpoint; a longer one is a typo (5000000000s), and sums
+// of such timeouts overflow.
+const MaxTimeout = 24 * time.Hour
+
+// Check refuses a timeout longer than MaxTimeout, naming it.
+func (t *Timeouts) Check() error {
+	for _, f := range t.Fields() {
+		if d := f.Value.D(); d > MaxTimeout {
+			return Errorf(EUnprocessable, "timeouts.%s: %s is longer than a phase may wait (%s); give at most %s", f.Name, d, MaxTimeout, MaxTimeout)
+		}
+	}
+	return nil
+}
+
 // Longest is the longest a migration with these timeouts (zero fields
 // take the defaults) can take in its timed steps: a handover can use up
 // every phase's timeout one after another, then lingers and stops the
@@ -250,6 +266,9 @@ func ParseTimeouts(specs []string, t *Timeouts) error {
 			d, err := time.ParseDuration(strings.TrimSpace(v))
 			if err != nil || d <= 0 {
 				return Errorf(EInvalid, "%s: %q is not a positive duration like 5s or 2m", k, v)
+			}
+			if d > MaxTimeout {
+				return Errorf(EInvalid, "%s: %s is longer than a phase may wait (%s)", k, d, MaxTimeout)
 			}
 			*f = Duration(d)
 		}
@@ -426,6 +445,10 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &ms); err == nil {
 		if ms < 0 {
 			return Errorf(EInvalid, "duration must not be negative; got %v", ms)
+		}
+		if ms > float64(math.MaxInt64/int64(time.Millisecond)) {
+			// It would wrap to a negative time.Duration, read as unset.
+			return Errorf(EInvalid, "duration %v ms is longer than any wait can be (about 292 years)", ms)
 		}
 		*d = Duration(ms * float64(time.Millisecond))
 		return nil

@@ -135,6 +135,9 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 		}
 	}
 	faults := append([]sim.Fault(nil), req.Faults...)
+	if err := req.Timeouts.Check(); err != nil {
+		return nil, err
+	}
 	timeouts := req.Timeouts.Over(m.Timeouts())
 	if err := validateFaults(faults, timeouts, m.runtimes().Runtimes[srcSnap.Runtime], rt); err != nil {
 		return nil, err
