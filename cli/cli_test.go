@@ -44,6 +44,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"up", "--db", ":memory:", "--addr", "127.0.0.1:0", "--socket-port", "0", "--runtime", "foo"},
 		{"up", "--db", ":memory:", "--addr", "127.0.0.1:0", "--socket-port", "0", "--nodes", "a,a"},
 		{"up", "--db", ":memory:", "--addr", "127.0.0.1:0", "--socket-port", "0", "--no-job-socket", "z"},
+		// issue 34, round three, F7: two nodes from 65535 take 65536.
+		{"up", "--db", ":memory:", "--addr", "127.0.0.1:0", "--socket-port", "65535"},
 	} {
 		code, _, errOut := run(t, args...)
 		if code != 2 || errOut == "" {

@@ -75,6 +75,9 @@ use, a store it cannot open) or stopped on an error, 2 for a usage error
 			for i, n := range opts.Nodes {
 				opts.Nodes[i] = strings.TrimSpace(n)
 			}
+			if last := opts.SocketPort + len(opts.Nodes) - 1; opts.SocketPort > 0 && last > 65535 {
+				return usageErr("--socket-port: %d nodes take ports %d..%d, past 65535; give at most %d, or 0 for free ports", len(opts.Nodes), opts.SocketPort, last, 65535-len(opts.Nodes)+1)
+			}
 			if memoryLimit != "" {
 				limit, err := parseMemoryLimit("--memory-limit", memoryLimit)
 				if err != nil {
