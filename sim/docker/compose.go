@@ -215,7 +215,7 @@ func (r *Runtime) prepareCompose(ctx context.Context, spec *sim.LaunchSpec) (_ *
 		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
-		if derr := r.down(cctx, p.Name, p, 0); derr != nil {
+		if derr := r.down(cctx, p.Name, p, 0, spec.InstanceID); derr != nil {
 			r.log.Error("clean up after failed prepare", "instance", spec.InstanceID, "err", derr)
 		}
 		// compose returns on the first failure while other services'
@@ -314,18 +314,22 @@ func (r *Runtime) failedService(ctx context.Context, project string) string {
 	return strings.Join(slices.Compact(failed), ", ")
 }
 
-// down removes a compose project the way `docker compose down --volumes
+// down removes a compose project the way `docker compose down
 // --remove-orphans -t grace` does: containers stopped (SIGTERM, SIGKILL
 // after grace, rounded up to whole seconds as the engine counts them) and
-// removed, then its networks and volumes. p may be nil: compose then
-// finds the project's resources by their labels.
-func (r *Runtime) down(ctx context.Context, project string, p *types.Project, grace time.Duration) error {
+// removed, then its networks; then the volumes made for instanceID, by
+// their labels. Not compose's --volumes: it removes every named volume
+// the file declares by its name, and a volume named there that existed
+// before (compose only warns and uses it) is the user's, data and all.
+// p may be nil: compose then finds the project's resources by their
+// labels.
+func (r *Runtime) down(ctx context.Context, project string, p *types.Project, grace time.Duration, instanceID string) error {
 	secs := time.Duration(math.Ceil(max(grace, 0).Seconds())) * time.Second
-	err := r.compose.Down(ctx, project, api.DownOptions{Project: p, Timeout: &secs, Volumes: true, RemoveOrphans: true})
+	err := r.compose.Down(ctx, project, api.DownOptions{Project: p, Timeout: &secs, RemoveOrphans: true})
 	if err != nil {
 		return r.composeErr("remove compose project "+project, err)
 	}
-	return nil
+	return r.removeVolumes(ctx, instanceID)
 }
 
 // composeErr gives an SDK error a code: the engine's refusal of what the

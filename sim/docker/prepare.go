@@ -73,7 +73,7 @@ func (r *Runtime) Prepare(ctx context.Context, spec *sim.LaunchSpec) error {
 	if stopped {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
-		err := r.down(cctx, project.Name, project, 0)
+		err := r.down(cctx, project.Name, project, 0, in.id)
 		r.forget(in)
 		return errors.Join(sim.Errorf(sim.EConflict, "instance %s was stopped while it was being prepared", in.id), err)
 	}

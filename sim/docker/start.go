@@ -104,7 +104,7 @@ func (r *Runtime) Stop(ctx context.Context, instanceID string, grace time.Durati
 			}
 		}
 		rep := sim.StopReport{Killed: r.killedOnStop(ctx, services, began)}
-		if err := r.down(ctx, in.composeName, in.project, grace); err != nil {
+		if err := r.down(ctx, in.composeName, in.project, grace, instanceID); err != nil {
 			return rep, fmt.Errorf("stop instance %s: %w", instanceID, err)
 		}
 		r.forget(in)
@@ -253,15 +253,30 @@ func (r *Runtime) removeAll(ctx context.Context, containers, networks []string, 
 		})
 	}
 	wg.Wait()
+	if err := r.removeVolumes(ctx, instanceID); err != nil {
+		fail(err)
+	}
+	return errors.Join(errs...)
+}
+
+// removeVolumes removes the named volumes made for the instance: those
+// carrying its labels, never one that only shares a name with what its
+// compose file declares.
+func (r *Runtime) removeVolumes(ctx context.Context, instanceID string) error {
 	vols, err := r.cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(
 		filters.Arg("label", LabelManaged+"=true"), filters.Arg("label", sim.LabelInstance+"="+instanceID))})
 	if err != nil {
-		fail(r.engineErr("list volumes", err))
+		return r.engineErr("list volumes", err)
 	}
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
 	for _, v := range vols.Volumes {
 		wg.Go(func() {
 			if err := r.cli.VolumeRemove(ctx, v.Name, false); err != nil && !cerrdefs.IsNotFound(err) {
-				fail(r.engineErr("remove volume "+v.Name, err))
+				mu.Lock()
+				errs = append(errs, r.engineErr("remove volume "+v.Name, err))
+				mu.Unlock()
 			}
 		})
 	}

@@ -1,0 +1,109 @@
+package app_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/volume"
+
+	"github.com/normsim/normsim/internal/testenv"
+	"github.com/normsim/normsim/normsimtest/normsimdocker"
+	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/sim/docker"
+	"github.com/normsim/normsim/sim/template"
+)
+
+// TestDockerStopLeavesVolumesItDidNotMake (issue 34, round three, F1): a
+// compose file may name a volume that exists already (compose warns and
+// uses it). Stopping the instance removed it with its data, as `docker
+// compose down --volumes` removes every volume the file declares by name;
+// normsim removes only the volumes made for the instance, by their labels.
+func TestDockerStopLeavesVolumesItDidNotMake(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real containers")
+	}
+	cli := testenv.RequireDocker(t)
+	normsimdocker.BuildJobImage(t, parityImage, filepath.Join("..", "sim", "docker", "testdata", "job"))
+	ctx := t.Context()
+	suffix := randHex(t)
+
+	precious := "normsim-test-precious-" + suffix
+	if _, err := cli.VolumeCreate(ctx, volume.CreateOptions{Name: precious}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.VolumeRemove(context.Background(), precious, true) })
+
+	dir := filepath.Join(t.TempDir(), "volumes")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	compose := `services:
+  app:
+    image: ` + parityImage + `
+    volumes: ["data:/data", "scratch:/scratch"]
+volumes:
+  data:
+    name: ` + precious + `
+  scratch: {}
+`
+	manifest := `{"productTemplateSchemaVersion": 1, "productName": "volumes", "productVersion": "1", "generatedAt": "2026-01-01T00:00:00Z", "target": "docker-compose"}`
+	for name, text := range map[string]string{"compose.yml": compose, "manifest.json": manifest} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := template.Load(dir)
+	if !l.Valid() {
+		t.Fatalf("template invalid: %v", l.Problems)
+	}
+	rt, err := docker.New(docker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(context.Background(), false) })
+	id := "volumes-" + suffix
+	spec, err := l.Launch(sim.LaunchInput{
+		Instance: &sim.Instance{ID: id, JobID: "job-" + suffix, Role: id, Token: "token"},
+		Node:     sim.Node{Name: "a", SocketPort: 6797},
+		Runtime:  sim.RuntimeDocker,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range spec.Services {
+		spec.Services[i].Labels[sim.LabelOwner] = parityOwner
+	}
+	if err := rt.Prepare(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Stop(context.Background(), id, 0) })
+	if err := rt.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	made := func() []string {
+		list, err := cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", sim.LabelInstance+"="+id))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, v := range list.Volumes {
+			names = append(names, v.Name)
+		}
+		return names
+	}
+	if n := made(); len(n) != 1 {
+		t.Fatalf("volumes made for the instance: %v, want its scratch volume alone", n)
+	}
+	if _, err := rt.Stop(ctx, id, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.VolumeInspect(ctx, precious); err != nil {
+		t.Errorf("the volume that existed before the launch is gone after its stop: %v", err)
+	}
+	if n := made(); len(n) != 0 {
+		t.Errorf("volumes made for the instance left after its stop: %v", n)
+	}
+}
