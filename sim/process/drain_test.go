@@ -212,3 +212,75 @@ func TestABacklogTooLargeToReadIsSkippedAndCounted(t *testing.T) {
 type noteRecorder struct{ lines []string }
 
 func (r *noteRecorder) append(lines ...string) { r.lines = append(r.lines, lines...) }
+
+// ringRecorder is a lineKeeper that keeps every line.
+type ringRecorder struct{ lines []string }
+
+func (r *ringRecorder) append(lines ...string) { r.lines = append(r.lines, lines...) }
+
+// TestAJobThatTruncatesItsOutputIsReadFromTheNewStart (issue 34, round
+// three, F3): a job that truncated its own stdout and printed on was read
+// from the old offset: the lines it printed after the truncation up to
+// that offset were lost without a word, and the next line came out cut
+// ("e 2890"). The drain sees the file was truncated, whether it has grown
+// past the old offset again or not, says so where it happened, and reads
+// on from the file's new start.
+func TestAJobThatTruncatesItsOutputIsReadFromTheNewStart(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		after int // lines printed after the truncation
+	}{
+		{"grown past where it was read", 1500},
+		{"still shorter than where it was read", 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "stdout")
+			w, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			rd, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := &proc{svc: &service{name: "job", prefix: ""}, inst: "i1",
+				now: func() time.Time { return testNow }, streams: []*stream{{name: sim.StreamStdout, f: rd}}}
+			print := func(from, to int) {
+				var b strings.Builder
+				for i := from; i <= to; i++ {
+					fmt.Fprintf(&b, "line %d\n", i)
+				}
+				if _, err := w.WriteString(b.String()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			keep := &ringRecorder{}
+			print(1, 1500)
+			p.drain(keep, false)
+			if err := w.Truncate(0); err != nil {
+				t.Fatal(err)
+			}
+			print(1501, 1500+tc.after)
+			p.drain(keep, false)
+			p.drain(keep, true)
+
+			var want []string
+			for i := 1; i <= 1500; i++ {
+				want = append(want, fmt.Sprintf("line %d", i))
+			}
+			want = append(want, "normsim | the job truncated its output file here")
+			for i := 1501; i <= 1500+tc.after; i++ {
+				want = append(want, fmt.Sprintf("line %d", i))
+			}
+			if len(keep.lines) != len(want) {
+				t.Fatalf("%d lines read, want %d; around the truncation: %q", len(keep.lines), len(want), keep.lines[1498:min(len(keep.lines), 1503)])
+			}
+			for i, l := range keep.lines {
+				if !strings.HasPrefix(l, want[i]) {
+					t.Fatalf("line %d is %q, want %q", i+1, l, want[i])
+				}
+			}
+		})
+	}
+}

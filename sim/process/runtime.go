@@ -165,6 +165,62 @@ type stream struct {
 	split sim.LineSplitter
 	// released is the offset up to which the file's disk was released.
 	released int64
+	// mark is a copy of the last bytes read (at most markBytes, none of
+	// them released): a file whose bytes there differ at the next drain,
+	// or that is now shorter than what was read, was truncated by the job
+	// (truncatedSince).
+	mark    []byte
+	markBuf [markBytes]byte
+}
+
+// markBytes is how many of the last bytes read a stream remembers to see
+// whether the file under them was truncated and written again.
+const markBytes = 64
+
+// truncatedSince reports whether the job truncated the file since it was
+// last read: it is shorter than where the reading stands, or the bytes
+// last read are no longer there. A job that writes the same bytes back at
+// the same place is not seen, but then nothing read changes either.
+func (st *stream) truncatedSince() bool {
+	off, err := st.f.Seek(0, io.SeekCurrent)
+	fi, serr := st.f.Stat()
+	if err != nil || serr != nil {
+		return false
+	}
+	if fi.Size() < off {
+		return true
+	}
+	var now [markBytes]byte
+	n, _ := st.f.ReadAt(now[:len(st.mark)], off-int64(len(st.mark)))
+	return !bytes.Equal(now[:n], st.mark)
+}
+
+// remember notes the last bytes read (those not released) for
+// truncatedSince.
+func (st *stream) remember() {
+	st.mark = st.mark[:0]
+	off, err := st.f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return
+	}
+	k := min(markBytes, off-st.released)
+	if k <= 0 {
+		return
+	}
+	n, _ := st.f.ReadAt(st.markBuf[:k], off-k)
+	st.mark = st.markBuf[:n]
+}
+
+// restart reads the file again from its start once the job truncated it:
+// the line under way ends where it was, and a marker says that what the
+// job printed between the last read and the truncation is lost; how much
+// cannot be known.
+func (st *stream) restart(emit, note func(string)) {
+	st.split.Flush(emit)
+	note("normsim | the job truncated its output file here: what it printed after normsim last read it, up to the truncation, is lost, and how much cannot be known; reading on from the file's new start")
+	st.f.Seek(0, io.SeekStart)
+	st.released = 0
+	st.mark = st.mark[:0]
 }
 
 // exitInfo is how a process ended.
@@ -672,6 +728,10 @@ func (p *proc) drain(keep lineKeeper, final bool) (more bool) {
 				handOn()
 			}
 		}
+		if st.truncatedSince() {
+			note := func(text string) { lines, size = append(lines, text), size+len(text) }
+			st.restart(emit, note)
+		}
 		limit := int64(drainBudget)
 		if final {
 			limit = unread(st.f)
@@ -701,6 +761,7 @@ func (p *proc) drain(keep lineKeeper, final bool) (more bool) {
 		if off, err := st.f.Seek(0, io.SeekCurrent); err == nil && off-st.released > maxLogFileBytes {
 			st.released = releaseRead(st.f, off)
 		}
+		st.remember()
 	}
 	handOn()
 	p.batch = lines
