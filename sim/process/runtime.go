@@ -910,11 +910,17 @@ func (r *Runtime) halt(ctx context.Context, inst *instance, grace time.Duration)
 		}
 		p.mu.Unlock()
 	}
+	deadline := time.Now().Add(grace)
+	strays := r.strays(inst, live)
 	for _, p := range live {
 		if err := terminateGroup(p.pid); err != nil {
 			r.logger.Warn("terminate process group", "instance", inst.id, "service", p.svc.name, "err", err)
 		}
 	}
+	for _, g := range strays {
+		terminateGroup(g)
+	}
+	defer r.endStrays(ctx, inst, strays, deadline)
 	if !waitGone(ctx, live, grace) {
 		for _, p := range live {
 			if groupAlive(p.pid) {
@@ -938,6 +944,65 @@ func (r *Runtime) halt(ctx context.Context, inst *instance, grace time.Duration)
 	}
 	return killed
 }
+
+// strays are the process groups, other than its services' own and
+// normsim's, of the live processes that carry the instance's environment
+// tags (sim.EnvInstance with the owner's sim.EnvOwner, which children
+// inherit): a child that left its service's group (setsid) is stopped with
+// the instance rather than outliving it and normsim. Where /proc cannot be
+// read there are none to find.
+func (r *Runtime) strays(inst *instance, live []*proc) []int {
+	owner := ""
+	for _, s := range inst.services {
+		if owner = s.env[sim.EnvOwner]; owner != "" {
+			break
+		}
+	}
+	if owner == "" {
+		return nil
+	}
+	own := map[int]bool{ownGroup(): true}
+	for _, p := range live {
+		own[p.pid] = true
+	}
+	var out []int
+	for _, g := range taggedGroups(sim.EnvInstance, []string{inst.id}, sim.EnvOwner+"="+owner) {
+		if !own[g] && !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// endStrays waits for the stray groups halt sent SIGTERM until deadline
+// (the services' grace) and SIGKILLs what is left of them.
+func (r *Runtime) endStrays(ctx context.Context, inst *instance, strays []int, deadline time.Time) {
+	if len(strays) == 0 {
+		return
+	}
+	alive := func() []int {
+		var left []int
+		for _, g := range strays {
+			if groupAlive(g) {
+				left = append(left, g)
+			}
+		}
+		return left
+	}
+	for left := alive(); len(left) > 0; left = alive() {
+		if ctx.Err() != nil || !time.Now().Before(deadline) {
+			r.logger.Info("processes that left their service's process group are still running after grace; killing them", "instance", inst.id, "groups", left)
+			for _, g := range left {
+				killGroup(g)
+			}
+			return
+		}
+		time.Sleep(strayPoll)
+	}
+}
+
+// strayPoll is how often endStrays looks whether the strays are gone.
+const strayPoll = 20 * time.Millisecond
 
 // waitGone waits until every proc's leader is reaped and its group has no
 // live member, for at most d or until ctx ends; it reports whether they all

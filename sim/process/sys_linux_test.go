@@ -172,3 +172,68 @@ func TestStopLeftovers(t *testing.T) {
 		t.Error("a pid recorded with another start time was killed")
 	}
 }
+
+// TestStopEndsChildrenThatLeftTheGroup (issue 34, round three, F2): a
+// job's child that left its process group (setsid) outlived the stop,
+// normsim's exit and a restart, still carrying the instance's tags. A stop
+// ends the processes that carry the instance's and owner's tags too,
+// SIGTERM first and SIGKILL after the grace; another owner's are left.
+func TestStopEndsChildrenThatLeftTheGroup(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		child string // the stray's command, after it wrote its pid
+		grace time.Duration
+	}{
+		{"a child that ends on SIGTERM", "exec sleep 4321", waitLimit},
+		{"a child that ignores SIGTERM", `trap "" TERM; while :; do sleep 0.05; done`, 200 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := MustRuntime(t)
+			dir := t.TempDir()
+			owner := "0123456789abcdef"
+			spawn := func(id, owner, pidFile string) {
+				script := `setsid sh -c 'echo $$ > ` + pidFile + `; ` + tc.child + `' & exec sleep 100000`
+				MustLaunch(t, r, id, sim.ServiceSpec{Name: "app",
+					Env:     map[string]string{sim.EnvInstance: id, sim.EnvOwner: owner},
+					Process: &sim.ProcessSpec{Command: []string{"sh", "-c", script}}})
+			}
+			strayOf := func(pidFile string) int {
+				deadline := time.Now().Add(waitLimit)
+				for {
+					b, err := os.ReadFile(pidFile)
+					if pid, perr := strconv.Atoi(string(bytesTrim(b))); err == nil && perr == nil && pid > 0 {
+						return pid
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("the stray never wrote its pid to %s", pidFile)
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			spawn("i1", owner, dir+"/i1.pid")
+			spawn("i2", "fedcba9876543210", dir+"/i2.pid") // another normsim's, with its own owner
+			mine, theirs := strayOf(dir+"/i1.pid"), strayOf(dir+"/i2.pid")
+			t.Cleanup(func() { syscall.Kill(theirs, syscall.SIGKILL); syscall.Kill(mine, syscall.SIGKILL) })
+			if _, err := r.Stop(context.Background(), "i1", tc.grace); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(waitLimit)
+			for alive(mine) && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if alive(mine) {
+				t.Errorf("the child that left the job's process group (pid %d) outlived the stop", mine)
+			}
+			if !alive(theirs) {
+				t.Errorf("another instance's stray (pid %d) was ended by i1's stop", theirs)
+			}
+		})
+	}
+}
+
+func bytesTrim(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
