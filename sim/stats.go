@@ -126,6 +126,9 @@ type StoreStats struct {
 	MigrationsPruned int64 `json:"migrationsPruned"`
 	// MigrationsCap is that cap; 0 keeps every migration.
 	MigrationsCap int `json:"migrationsCap"`
+	// EventsTrimmed is how many events were let go of, an instance's
+	// oldest first, to keep each within its bound (sim.EventLimits).
+	EventsTrimmed int64 `json:"eventsTrimmed"`
 	// Pending is how many of the manager's writes (an instance, an event,
 	// a migration's document with its new events) wait for the store: how
 	// far it is behind.

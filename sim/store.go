@@ -51,6 +51,9 @@ type RecordStore interface {
 	SetMigrationCap(n int)
 	MigrationCap() int
 	MigrationsPruned() int64
+	// EventsTrimmed is how many events were let go of to keep instances
+	// within their bound (EventLimits).
+	EventsTrimmed() int64
 	Size(ctx context.Context) (bytes int64, migrations int, err error)
 	FrameCounts(ctx context.Context, jobID, role string) (FrameCounts, error)
 	Setting(ctx context.Context, key string) (string, error)
@@ -275,6 +278,29 @@ func Overflow(n, size, maxN, maxSize int64) (dropN, dropSize int64, ok bool) {
 		return 0, 0, false
 	}
 	return n - int64(float64(maxN)*TrimTo), size - int64(float64(maxSize)*TrimTo), true
+}
+
+// EventLimits bound the events a store keeps of one instance: its state
+// changes, connections and runtime events. A job that reconnects in a loop
+// adds two a time, and its instance's events would grow the store without
+// end; past PerInstance the instance's oldest are let go (down to TrimTo
+// of it) and counted (EventsTrimmed). Events of no instance (a
+// migration's end) go as their migrations are pruned.
+type EventLimits struct {
+	PerInstance int64
+}
+
+// DefaultEventLimits keep an instance's last 2,000 events (a launch and a
+// handover say about a dozen).
+var DefaultEventLimits = EventLimits{PerInstance: 2000}
+
+// EventsKept is how many of n events of one instance past limit's bound a
+// trim keeps; ok is false while n is within it.
+func (l EventLimits) EventsKept(n int64) (keep int64, ok bool) {
+	if n <= l.PerInstance {
+		return n, false
+	}
+	return int64(float64(l.PerInstance) * TrimTo), true
 }
 
 // DefaultFrameLimits keep 2,000 frames or 4 MiB of frame text per

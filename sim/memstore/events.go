@@ -40,9 +40,64 @@ func (s *Store) AppendEvents(ctx context.Context, evs []sim.Event) error {
 		}
 		rows = append(rows, r)
 	}
-	assign(s, &s.events, rows)
+	assign(s, &s.events, s.boundEvents(rows, evs))
 	assign(s, &s.eventSeq, seq)
 	return nil
+}
+
+// SetEventLimits changes the bound (before the store is used).
+func (s *Store) SetEventLimits(l sim.EventLimits) {
+	if l.PerInstance <= 0 {
+		panic(fmt.Sprintf("memstore: event limits must be positive: %+v", l))
+	}
+	s.eventLimits = l
+}
+
+// EventsTrimmed is how many events the bound let go of.
+func (s *Store) EventsTrimmed() int64 { return s.eventsTrimmed.Load() }
+
+// boundEvents lets go of the oldest events of each instance of evs that
+// rows hold past the bound, as sim/sqlite does; its counts only say when
+// to look (a trim counts exactly), so an undone batch leaves them high at
+// worst. s.mu is held.
+func (s *Store) boundEvents(rows []eventRow, evs []sim.Event) []eventRow {
+	var over []string
+	for _, ev := range evs {
+		if ev.Instance == "" {
+			continue
+		}
+		s.eventCounts[ev.Instance]++
+		if _, ok := s.eventLimits.EventsKept(s.eventCounts[ev.Instance]); ok && !slices.Contains(over, ev.Instance) {
+			over = append(over, ev.Instance)
+		}
+	}
+	for _, inst := range over {
+		var n int64
+		for _, r := range rows {
+			if r.instance == inst {
+				n++
+			}
+		}
+		keep, ok := s.eventLimits.EventsKept(n)
+		s.eventCounts[inst] = keep
+		if !ok {
+			s.eventCounts[inst] = n
+			continue
+		}
+		drop := n - keep
+		// Counted even if a batch it is in is undone, as sim/sqlite counts.
+		s.eventsTrimmed.Add(drop)
+		out := make([]eventRow, 0, len(rows)-int(drop))
+		for _, r := range rows {
+			if r.instance == inst && drop > 0 {
+				drop--
+				continue
+			}
+			out = append(out, r)
+		}
+		rows = out
+	}
+	return rows
 }
 
 // ListEvents returns events oldest first.

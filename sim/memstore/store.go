@@ -48,8 +48,13 @@ type Store struct {
 
 	logLimits   sim.LogLimits
 	frameLimits sim.FrameLimits
-	migCap      atomic.Int64
-	pruned      atomic.Int64
+	eventLimits sim.EventLimits
+	// eventCounts are each instance's events since the last trim looked
+	// (boundEvents); eventsTrimmed counts what trims let go of.
+	eventCounts   map[string]int64
+	eventsTrimmed atomic.Int64
+	migCap        atomic.Int64
+	pruned        atomic.Int64
 
 	instances  map[string]*instanceRow
 	migrations map[string]*migrationRow
@@ -85,6 +90,8 @@ func New() *Store {
 		owner:       newOwner(),
 		logLimits:   sim.DefaultLogLimits,
 		frameLimits: sim.DefaultFrameLimits,
+		eventLimits: sim.DefaultEventLimits,
+		eventCounts: map[string]int64{},
 		instances:   map[string]*instanceRow{},
 		migrations:  map[string]*migrationRow{},
 		timelines:   map[string][]timelineRow{},

@@ -12,10 +12,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/normsim/normsim/sim"
@@ -63,6 +65,13 @@ type Store struct {
 	}
 	// frameLimits bound the frame records kept (SetFrameLimits).
 	frameLimits FrameLimits
+	// eventLimits bound each instance's events (SetEventLimits);
+	// eventCounts say when to count them again (boundEvents), and
+	// eventsTrimmed is what trims let go of.
+	eventLimits   sim.EventLimits
+	eventMu       sync.Mutex
+	eventCounts   map[string]int64
+	eventsTrimmed atomic.Int64
 	// migCap bounds the finished migrations kept (SetMigrationCap).
 	migCap migrationCap
 }
@@ -389,7 +398,8 @@ func openDB(ctx context.Context, path string, background func(func())) (*Store, 
 	// One writer at a time is SQLite's model anyway; one connection also keeps
 	// an in-memory database a single database.
 	db.SetMaxOpenConns(1)
-	s := &Store{db: db, path: path, schemaDone: make(chan struct{}), logLimits: DefaultLogLimits, frameLimits: DefaultFrameLimits}
+	s := &Store{db: db, path: path, schemaDone: make(chan struct{}), logLimits: DefaultLogLimits, frameLimits: DefaultFrameLimits,
+		eventLimits: sim.DefaultEventLimits, eventCounts: map[string]int64{}}
 	if path == Memory {
 		s.owner = newOwner()
 		if background == nil {
@@ -883,7 +893,62 @@ func (s *Store) AppendEvents(ctx context.Context, evs []sim.Event) error {
 	if err != nil {
 		return fmt.Errorf("append %d events from %s: %w", len(evs), evs[0].Kind, err)
 	}
+	s.boundEvents(ctx, evs)
 	return nil
+}
+
+// SetEventLimits changes the bound (before the store is used).
+func (s *Store) SetEventLimits(l sim.EventLimits) {
+	if l.PerInstance <= 0 {
+		panic(fmt.Sprintf("sqlite: event limits must be positive: %+v", l))
+	}
+	s.eventLimits = l
+}
+
+// EventsTrimmed is how many events the bound let go of.
+func (s *Store) EventsTrimmed() int64 { return s.eventsTrimmed.Load() }
+
+// boundEvents lets go of the oldest events of each instance of evs past
+// the bound. The counts kept in memory only say when to count: a store
+// file opened again starts them at 0, an undone batch leaves them high,
+// and the count in the table settles both. A trim that fails is tried
+// again at the next event; the events stay written.
+func (s *Store) boundEvents(ctx context.Context, evs []sim.Event) {
+	var over []string
+	s.eventMu.Lock()
+	for _, ev := range evs {
+		if ev.Instance == "" {
+			continue
+		}
+		s.eventCounts[ev.Instance]++
+		if _, ok := s.eventLimits.EventsKept(s.eventCounts[ev.Instance]); ok && !slices.Contains(over, ev.Instance) {
+			over = append(over, ev.Instance)
+		}
+	}
+	s.eventMu.Unlock()
+	for _, inst := range over {
+		var n, dropped int64
+		err := s.atomically(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			dropped = 0
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM events WHERE instance = ?`, inst).Scan(&n); err != nil {
+				return err
+			}
+			keep, ok := s.eventLimits.EventsKept(n)
+			if !ok {
+				return nil
+			}
+			_, err := tx.ExecContext(ctx, `DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE instance = ? ORDER BY seq LIMIT ?)`, inst, n-keep)
+			dropped, n = n-keep, keep
+			return err
+		})
+		if err != nil {
+			continue
+		}
+		s.eventsTrimmed.Add(dropped)
+		s.eventMu.Lock()
+		s.eventCounts[inst] = n
+		s.eventMu.Unlock()
+	}
 }
 
 // ListEvents returns events oldest first.

@@ -13,6 +13,58 @@ import (
 
 var eventTests = []test{
 	{"ListEventsSelects", testListEventsSelects},
+	{"EventsAreBoundedPerInstance", testEventsAreBoundedPerInstance},
+}
+
+// testEventsAreBoundedPerInstance (issue 34, round three, F4): a job that
+// reconnects in a loop added two events a time to its instance, without
+// end. Past the bound an instance's oldest events go, down to TrimTo of
+// it, and are counted; another instance's and no instance's stay, and
+// the newest is always kept.
+func testEventsAreBoundedPerInstance(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	s.SetEventLimits(sim.EventLimits{PerInstance: 10})
+	at := time.Unix(1700000000, 0).UTC()
+	ev := func(i int, inst string) sim.Event {
+		return sim.Event{At: at.Add(time.Duration(i) * time.Millisecond), Kind: sim.EventInstanceConnected, Instance: inst, Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
+	}
+	for i := range 5 {
+		if err := s.AppendEvents(ctx, []sim.Event{ev(i, "quiet"), ev(i, "")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const loud = 57
+	for i := 0; i < loud; i += 3 { // batches of three, one of them past the bound at once
+		if err := s.AppendEvents(ctx, []sim.Event{ev(i, "loud"), ev(i+1, "loud"), ev(i+2, "loud")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept, err := s.ListEvents(ctx, sim.EventFilter{Instance: "loud"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) > 10 || len(kept) < 9 {
+		t.Fatalf("the loud instance keeps %d events, want at most its bound of 10 (and at least 9, the trim's share)", len(kept))
+	}
+	if last := kept[len(kept)-1]; string(last.Data) != fmt.Sprintf(`{"n":%d}`, loud-1) {
+		t.Errorf("its newest event kept is %s, want the last appended", last.Data)
+	}
+	for i := 1; i < len(kept); i++ {
+		if kept[i].Seq != kept[i-1].Seq+1 {
+			t.Errorf("the kept events are not the newest in a row: seq %d after %d", kept[i].Seq, kept[i-1].Seq)
+		}
+	}
+	if got, want := s.EventsTrimmed(), int64(loud-len(kept)); got != want {
+		t.Errorf("EventsTrimmed %d, want %d (appended %d, kept %d)", got, want, loud, len(kept))
+	}
+	all, err := s.ListEvents(ctx, sim.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if others := len(all) - len(kept); others != 10 {
+		t.Errorf("%d events of the quiet instance and of none kept, want all 10", others)
+	}
 }
 
 // testListEventsSelects: events list oldest first, by instance, by

@@ -21,6 +21,7 @@ type Store interface {
 	Path() string
 	Batch(ctx context.Context, fn func(ctx context.Context)) error
 	SetFrameLimits(l sim.FrameLimits)
+	SetEventLimits(l sim.EventLimits)
 	SetLogLimits(l sim.LogLimits)
 }
 
