@@ -304,8 +304,11 @@ func (m *Manager) setStateLocked(in *instance, to sim.InstanceState, errText str
 	in.State = to
 	if to == sim.InstanceStopped {
 		// Its containers are gone: it holds no host port any more. (A
-		// failed instance may still run; it keeps its list.)
+		// failed instance may still run; it keeps its list.) Nothing
+		// starts a stopped instance again, so its launch spec goes too:
+		// every handed-over source stays listed, stopped.
 		in.Published = nil
+		in.spec = nil
 	}
 	if errText != "" {
 		in.Error = errText
