@@ -192,12 +192,24 @@ func (s *Store) RecordFrames(ctx context.Context, frs []sim.FrameRecord) error {
 	for _, f := range frs {
 		seq++
 		k := frameKey{f.JobID, f.Role}
-		put(s, s.frames, k, append(s.frames[k], frameRow{seq: seq, at: nanos(f.At), node: f.Node, jobID: f.JobID, role: f.Role,
+		put(s, s.frames, k, append(roomForOne(s.frames[k]), frameRow{seq: seq, at: nanos(f.At), node: f.Node, jobID: f.JobID, role: f.Role,
 			direction: f.Direction, typ: f.Type, size: f.Size, data: f.Data}))
 	}
 	assign(s, &s.frameSeq, seq)
 	s.boundFrames(frs)
 	return nil
+}
+
+// roomForOne is rows with room for one more, grown by a quarter (append
+// doubles a short slice): an instance keeps a handful of frames, and at
+// 10,000 jobs the room append left was megabytes of the live heap.
+func roomForOne(rows []frameRow) []frameRow {
+	if len(rows) < cap(rows) {
+		return rows
+	}
+	grown := make([]frameRow, len(rows), len(rows)+len(rows)/4+2)
+	copy(grown, rows)
+	return grown
 }
 
 // boundFrames counts frames just stored and trims an instance past its

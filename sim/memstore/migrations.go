@@ -182,7 +182,11 @@ func (s *Store) AppendMigrationEvents(ctx context.Context, migrationID string, e
 	if s.migrations[migrationID] == nil {
 		return fail(fmt.Errorf("FOREIGN KEY constraint failed: no migration %q", migrationID))
 	}
-	tl := slices.Clone(s.timelines[migrationID])
+	// A copy (an undone batch restores the one it had), with room for
+	// these events and no more: a timeline is mostly appended to, once.
+	old := s.timelines[migrationID]
+	tl := make([]timelineRow, len(old), len(old)+len(evs))
+	copy(tl, old)
 	for _, ev := range evs {
 		r := timelineRow{seq: ev.Seq, at: nanos(ev.At), phase: string(ev.Phase), side: ev.Side, detail: ev.Detail, kind: string(ev.Kind)}
 		if ev.Frame != nil {
