@@ -148,15 +148,17 @@ func (j *journal) write(ops []journalOp) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	j.mu.Lock()
-	ops = append(j.held, ops...)
+	if len(j.held) > 0 {
+		ops = append(j.held, ops...)
+	}
 	j.held = nil
 	j.mu.Unlock()
 	// Held writes and new ones may name the same record: only the last
 	// snapshot is written, in the place of the first, so what refers to
 	// the record (a migration's events) still comes after it (mergeOp, as
 	// the queue merges what waits).
-	first := map[string]int{}
-	var todo []journalOp
+	first := make(map[string]int, len(ops))
+	todo := make([]journalOp, 0, len(ops))
 	events := -1 // where in todo the batch's events are written
 	for _, op := range ops {
 		switch {
@@ -166,7 +168,7 @@ func (j *journal) write(ops []journalOp) {
 			// written shows nowhere but in its order among the events.
 			if events < 0 {
 				events = len(todo)
-				todo = append(todo, journalOp{})
+				todo = append(todo, journalOp{events: make([]sim.Event, 0, countEvents(ops))})
 			}
 			todo[events].events = append(todo[events].events, op.events...)
 		case op.key == "":
@@ -192,6 +194,15 @@ func (j *journal) write(ops []journalOp) {
 			close(op.flushed)
 		}
 	}
+}
+
+// countEvents is how many events ops hold: one batch writes them together.
+func countEvents(ops []journalOp) int {
+	n := 0
+	for _, op := range ops {
+		n += len(op.events)
+	}
+	return n
 }
 
 // chain runs a, then b (either may be nil).
