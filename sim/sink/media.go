@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -48,6 +49,18 @@ const (
 	DefaultMediaMaxBytes = 32 << 20
 )
 
+// datagramCost is what a kept datagram costs beyond its payload: its
+// record, its slot in the list, its sender's name. MaxBytes counts it, or
+// a flood of 1-byte datagrams (150,000 a second) was kept whole for 60 s
+// and ran normsim out of memory.
+const datagramCost = 128
+
+// maxMediaSenders bounds the sender addresses a job's receiver tells apart: a
+// stream has one sender an instance. A datagram from a new address past
+// it is let go of and counted (trimmed), as one past MaxBytes is; senders
+// not heard within Keep are forgotten first.
+const maxMediaSenders = 1024
+
 type mediaJob struct {
 	pc   net.PacketConn
 	port int
@@ -61,8 +74,15 @@ type mediaJob struct {
 	// that never reached the receiver (the kernel dropped them, or a read
 	// failed), by when that was noticed.
 	trimmed, lost countsAt
-	firstHeard    map[string]time.Time
+	senders       map[netip.AddrPort]*sender
 	notify        []chan struct{}
+}
+
+// sender is an address heard on a job's port: its name (shared by every
+// datagram it sent), when it was first and last heard.
+type sender struct {
+	name        string
+	first, last time.Time
 }
 
 // countsAt counts datagrams by the moment they were counted, oldest first,
@@ -74,7 +94,17 @@ type countAt struct {
 	n  int64
 }
 
-func (c *countsAt) add(at time.Time, n int64) { *c = append(*c, countAt{at, n}) }
+// add counts n at at. Counts within a millisecond of the last one join it,
+// at the later moment, so a flood is a few entries a millisecond at most:
+// a window that begins inside that millisecond counts them all (more let
+// go than were, never fewer).
+func (c *countsAt) add(at time.Time, n int64) {
+	if k := len(*c); k > 0 && at.Sub((*c)[k-1].at) < time.Millisecond {
+		(*c)[k-1] = countAt{at, (*c)[k-1].n + n}
+		return
+	}
+	*c = append(*c, countAt{at, n})
+}
 
 // forget lets go of the counts older than horizon.
 func (c *countsAt) forget(horizon time.Time) {
@@ -124,7 +154,7 @@ func (m *Media) Open(jobID string, port int) (int, error) {
 	// while the reader is busy.
 	uc := pc.(*net.UDPConn)
 	_ = uc.SetReadBuffer(m.readBuffer())
-	j := &mediaJob{pc: pc, port: pc.LocalAddr().(*net.UDPAddr).Port, done: make(chan struct{}), firstHeard: map[string]time.Time{}}
+	j := &mediaJob{pc: pc, port: pc.LocalAddr().(*net.UDPAddr).Port, done: make(chan struct{}), senders: map[netip.AddrPort]*sender{}}
 	m.jobs[jobID] = j
 	go m.receive(jobID, j, uc, watchKernelDrops(uc))
 	return j.port, nil
@@ -157,7 +187,7 @@ func (m *Media) receive(jobID string, j *mediaJob, uc *net.UDPConn, drops bool) 
 	}
 	var dropped uint32 // the kernel's count so far
 	for {
-		n, oobn, flags, from, err := uc.ReadMsgUDP(buf, oob)
+		n, oobn, flags, from, err := uc.ReadMsgUDPAddrPort(buf, oob)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -178,7 +208,7 @@ func (m *Media) receive(jobID string, j *mediaJob, uc *net.UDPConn, drops bool) 
 				dropped = d
 			}
 		}
-		j.add(sim.MediaDatagram{At: at, From: from.String(), Data: append([]byte(nil), buf[:n]...)}, at.Add(-m.Keep), m.MaxBytes)
+		j.add(from, at, buf[:n], at.Add(-m.Keep), m.MaxBytes)
 	}
 }
 
@@ -189,22 +219,35 @@ func (j *mediaJob) noteLost(at time.Time, n int64) {
 	j.mu.Unlock()
 }
 
-// add keeps d, lets go of what is older than horizon, and of the oldest
-// beyond maxBytes (counted).
-func (j *mediaJob) add(d sim.MediaDatagram, horizon time.Time, maxBytes int) {
+// add keeps a copy of data, from from at at, lets go of what is older
+// than horizon, and of the oldest beyond maxBytes (counted), each
+// datagram's cost counted with its payload.
+func (j *mediaJob) add(from netip.AddrPort, at time.Time, data []byte, horizon time.Time, maxBytes int) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if _, ok := j.firstHeard[d.From]; !ok {
-		j.firstHeard[d.From] = d.At
+	s := j.senders[from]
+	if s == nil {
+		if len(j.senders) >= maxMediaSenders {
+			j.forgetSenders(horizon)
+		}
+		if len(j.senders) >= maxMediaSenders {
+			j.trimmed.add(at, 1)
+			j.poke()
+			return
+		}
+		s = &sender{name: from.String(), first: at}
+		j.senders[from] = s
 	}
+	s.last = at
+	d := sim.MediaDatagram{At: at, From: s.name, Data: append([]byte(nil), data...)}
 	j.dgs = append(j.dgs, d)
-	j.bytes += len(d.Data)
+	j.bytes += len(d.Data) + datagramCost
 	for j.head < len(j.dgs)-1 && (j.dgs[j.head].At.Before(horizon) || j.bytes > maxBytes) {
 		old := j.dgs[j.head]
 		if !old.At.Before(horizon) {
 			j.trimmed.add(old.At, 1)
 		}
-		j.bytes -= len(old.Data)
+		j.bytes -= len(old.Data) + datagramCost
 		j.dgs[j.head] = sim.MediaDatagram{}
 		j.head++
 	}
@@ -216,10 +259,25 @@ func (j *mediaJob) add(d sim.MediaDatagram, horizon time.Time, maxBytes int) {
 		clear(j.dgs[n:])
 		j.dgs, j.head = j.dgs[:n], 0
 	}
+	j.poke()
+}
+
+// poke tells the job's watchers a datagram came. j.mu is held.
+func (j *mediaJob) poke() {
 	for _, c := range j.notify {
 		select {
 		case c <- struct{}{}:
 		default:
+		}
+	}
+}
+
+// forgetSenders forgets the senders last heard before horizon: none of
+// their datagrams is kept. j.mu is held.
+func (j *mediaJob) forgetSenders(horizon time.Time) {
+	for a, s := range j.senders {
+		if s.last.Before(horizon) {
+			delete(j.senders, a)
 		}
 	}
 }
@@ -242,8 +300,8 @@ func (m *Media) Media(jobID string, since time.Time) sim.MediaWindow {
 	}
 	// The bytes are never written again once kept, so they are shared.
 	w.Datagrams = append([]sim.MediaDatagram(nil), kept[i:]...)
-	for from, at := range j.firstHeard {
-		w.FirstHeard[from] = at
+	for _, s := range j.senders {
+		w.FirstHeard[s.name] = s.first
 	}
 	w.Trimmed, w.Lost = j.trimmed.since(since), j.lost.since(since)
 	return w

@@ -2,6 +2,7 @@ package sink
 
 import (
 	"net"
+	"net/netip"
 	"strconv"
 	"testing"
 	"time"
@@ -85,7 +86,7 @@ func TestMediaKeepsEachJobsDatagramsAndTheirSenders(t *testing.T) {
 // go, and a window that reaches back over them says how many.
 func TestMediaCountsWhatItLetsGoOfEarly(t *testing.T) {
 	m := NewMedia("127.0.0.1", nil)
-	m.MaxBytes = 10 * 100
+	m.MaxBytes = 10 * (100 + datagramCost)
 	defer m.CloseAll()
 	port, _ := m.Open("job", 0)
 	var ps []string
@@ -110,10 +111,10 @@ func TestMediaCountsWhatItLetsGoOfEarly(t *testing.T) {
 // history, not a loss.
 func TestMediaLetsGoOfOldDatagramsUncounted(t *testing.T) {
 	now := time.Unix(1000, 0)
-	j := &mediaJob{firstHeard: map[string]time.Time{}}
+	j := &mediaJob{senders: map[netip.AddrPort]*sender{}}
 	for i := range 5 {
 		at := now.Add(time.Duration(i) * time.Second)
-		j.add(sim.MediaDatagram{At: at, From: "a", Data: []byte("x")}, at.Add(-2*time.Second), 1<<20)
+		j.add(netip.MustParseAddrPort("127.0.0.1:5000"), at, []byte("x"), at.Add(-2*time.Second), 1<<20)
 	}
 	if kept := len(j.dgs) - j.head; kept != 3 || len(j.trimmed) != 0 {
 		t.Fatalf("kept %d, trimmed %d; want 3 and 0", kept, len(j.trimmed))
@@ -174,5 +175,89 @@ func TestMediaCountsADatagramTooLongToRead(t *testing.T) {
 	w := waitFor(t, m, "job-1", 1)
 	if len(w.Datagrams) != 1 || len(w.Datagrams[0].Data) != 1316 || w.Lost != 1 {
 		t.Fatalf("kept %d datagrams, lost %d; want the 1,316-byte one kept and the 20,000-byte one counted lost", len(w.Datagrams), w.Lost)
+	}
+}
+
+// TestMediaFloodIsBoundedByWhatItCosts (issue 34, round four, F1): two
+// senders of 1-byte datagrams (150,000 a second) ran normsim out of memory
+// in a minute: the bound counted payload bytes only, and every datagram let
+// go of was a count of its own. Each datagram now costs its bookkeeping
+// too, counts let go of within a millisecond are one, and what was let go
+// of adds up with what is kept.
+func TestMediaFloodIsBoundedByWhatItCosts(t *testing.T) {
+	now := time.Unix(1000, 0)
+	j := &mediaJob{senders: map[netip.AddrPort]*sender{}}
+	const sent, maxBytes = 1_000_000, 1 << 20
+	from := netip.MustParseAddrPort("127.0.0.1:5000")
+	for i := range sent {
+		at := now.Add(time.Duration(i) * time.Microsecond) // a second of flood
+		j.add(from, at, []byte{byte(i)}, at.Add(-time.Minute), maxBytes)
+	}
+	kept := len(j.dgs) - j.head
+	if max := maxBytes / (1 + datagramCost); kept > max {
+		t.Errorf("kept %d datagrams of 1 byte, want at most %d within %d bytes", kept, max, maxBytes)
+	}
+	if got := int64(kept) + j.trimmed.since(time.Time{}); got != sent {
+		t.Errorf("kept %d + trimmed %d = %d, want the %d sent", kept, j.trimmed.since(time.Time{}), got, sent)
+	}
+	if n := len(j.trimmed); n > 1001 {
+		t.Errorf("%d counts held for one second of flood, want at most one a millisecond", n)
+	}
+}
+
+// TestMediaSendersAreBounded (issue 34, round four, F1): a flood from a
+// new source port each datagram grew the senders a receiver tells apart
+// without end. Past maxMediaSenders heard within Keep, a new sender's
+// datagram is let go of and counted; one not heard within Keep is
+// forgotten, and a new one is heard again.
+func TestMediaSendersAreBounded(t *testing.T) {
+	now := time.Unix(1000, 0)
+	j := &mediaJob{senders: map[netip.AddrPort]*sender{}}
+	horizon := now.Add(-time.Minute)
+	for i := range maxMediaSenders + 500 {
+		j.add(netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(1000+i)), now, []byte("x"), horizon, 1<<30)
+	}
+	if len(j.senders) != maxMediaSenders || j.trimmed.since(time.Time{}) != 500 {
+		t.Fatalf("%d senders told apart, %d datagrams let go of; want %d and 500", len(j.senders), j.trimmed.since(time.Time{}), maxMediaSenders)
+	}
+	later := now.Add(2 * time.Minute)
+	fresh := netip.MustParseAddrPort("127.0.0.1:60000")
+	j.add(fresh, later, []byte("x"), later.Add(-time.Minute), 1<<30)
+	if s := j.senders[fresh]; s == nil || !s.first.Equal(later) {
+		t.Fatalf("a sender heard once the others are past Keep is not told apart: %+v (%d senders)", s, len(j.senders))
+	}
+	if len(j.senders) != 1 {
+		t.Errorf("%d senders kept, want only the one heard within Keep", len(j.senders))
+	}
+}
+
+// TestMediaBoundCountsEachDatagramsCost: the receiver's bound holds what a
+// datagram costs, not its payload alone: tiny datagrams within MaxBytes of
+// payload were all kept, a hundred times that in memory.
+func TestMediaBoundCountsEachDatagramsCost(t *testing.T) {
+	m := NewMedia("127.0.0.1", nil)
+	m.MaxBytes = 64 << 10
+	defer m.CloseAll()
+	port, err := m.Open("job", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sent = 5000 // 5,000 bytes of payload: far within 64 KiB
+	payloads := make([]string, sent)
+	for i := range payloads {
+		payloads[i] = "x"
+	}
+	send(t, port, payloads...)
+	var w sim.MediaWindow
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if w = m.Media("job", time.Time{}); int64(len(w.Datagrams))+w.Trimmed+w.Lost >= sent {
+			break
+		}
+	}
+	if max := m.MaxBytes / 100; len(w.Datagrams) > max {
+		t.Errorf("kept %d datagrams of 1 byte within a bound of %d bytes, want at most %d: each costs far more than its byte", len(w.Datagrams), m.MaxBytes, max)
+	}
+	if got := int64(len(w.Datagrams)) + w.Trimmed + w.Lost; got != sent {
+		t.Errorf("kept %d + trimmed %d + lost %d = %d, want the %d sent", len(w.Datagrams), w.Trimmed, w.Lost, got, sent)
 	}
 }
