@@ -124,13 +124,14 @@ func (c child) start(t *testing.T, args ...string) (*exec.Cmd, <-chan struct{}, 
 }
 
 // TestSignalsDoNotWaitForAHeldFrame: with a delay-frame fault holding
-// cutover-ready, SIGINT (Ctrl-C) and SIGTERM of `normsim up`, and SIGTERM
-// of `normsim ci`, end normsim without waiting for the delay, and leave no
-// process of the job behind.
+// cutover-ready, SIGINT (Ctrl-C), SIGTERM and SIGHUP (a closed terminal;
+// issue 34, round four, F4: it killed normsim at once, its jobs left
+// running) of `normsim up`, and SIGTERM of `normsim ci`, end normsim
+// without waiting for the delay, and leave no process of the job behind.
 func TestSignalsDoNotWaitForAHeldFrame(t *testing.T) {
 	c := buildChild(t)
 	root, start := c.root, c.start
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
 		t.Run("up/"+sig.String(), func(t *testing.T) {
 			addr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
 			cmd, exited, out := start(t, "up", "--db", ":memory:", "--addr", addr, "--socket-port", "0",

@@ -137,7 +137,7 @@ func (h *hurryHook) run() {
 // what it runs before it quits regardless.
 const hurryBound = 3 * time.Second
 
-// signalContext is cancelled by the first Ctrl-C (or SIGTERM), for a
+// signalContext is cancelled by the first Ctrl-C (or SIGTERM, SIGHUP), for a
 // graceful shutdown; a second one runs the hurry hook (onHurry) and quits
 // once the command returns, within hurryBound. stop ends the watch;
 // hurried reports whether the second signal came.
@@ -146,7 +146,9 @@ func signalContext(stderr io.Writer) (ctx context.Context, stop func(), hurried 
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), hurryKey{}, hook))
 	hurried = hook.fired.Load
 	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	// SIGHUP too: a closed terminal or a dropped ssh session must not
+	// leave the jobs running with nothing to stop them.
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	done := make(chan struct{})
 	go func() {
 		select {

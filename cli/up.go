@@ -39,7 +39,8 @@ $XDG_STATE_HOME/normsim/normsim.db unless --db says otherwise; --db :memory:
 keeps nothing.
 
 Ctrl-C stops everything and removes what normsim started (unless --keep);
-a second Ctrl-C quits at once. With --keep, containers keep running and the
+so do SIGTERM and SIGHUP (a closed terminal or a dropped ssh session); a
+second Ctrl-C quits at once. With --keep, containers keep running and the
 next start on the same --db adopts them; host processes are stopped by that
 next start (normsim cannot take them back), and their instances are marked
 failed with that reason.
