@@ -284,3 +284,58 @@ func TestAJobThatTruncatesItsOutputIsReadFromTheNewStart(t *testing.T) {
 		})
 	}
 }
+
+// TestAHoleInTheOutputIsNotRead (issue 34, round four, F0): a job that
+// seeked its stdout a terabyte ahead and wrote a line there had normsim
+// read the hole, zeros at 440 MB/s for 40 minutes, holding the lock a stop
+// waits for; the lines after it never came. A hole holds no line end: it
+// is skipped unread, as part of the line it lies in, which is counted, and
+// the lines after it are read as usual.
+func TestAHoleInTheOutputIsNotRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "stdout")
+	w, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.WriteString("line before\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteAt([]byte("after the hole\nline after\n"), 1<<40); err != nil {
+		t.Skipf("this file system takes no terabyte-long sparse file: %v", err)
+	}
+	rd, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &skipCountingSink{}
+	p := &proc{svc: &service{name: "job", prefix: ""}, inst: "i1", sink: sink,
+		now: func() time.Time { return testNow }, streams: []*stream{{name: sim.StreamStdout, f: rd}}}
+	keep := &ringRecorder{}
+	done := make(chan int)
+	go func() {
+		drains := 1
+		for p.drain(keep, false) && drains < 1000 {
+			drains++
+		}
+		p.drain(keep, true)
+		done <- drains
+	}()
+	select {
+	case drains := <-done:
+		if drains >= 1000 {
+			t.Fatalf("still draining after %d drains", drains)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the drain still reads a terabyte-long hole after 60s")
+	}
+	text := strings.Join(keep.lines, "\n")
+	for _, want := range []string{"line before", "line after", "lines were skipped here"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the lines read lack %q:\n%.2000s", want, text)
+		}
+	}
+	if sink.skipped < 1 {
+		t.Errorf("%d lines counted skipped, want the line the hole lies in", sink.skipped)
+	}
+}

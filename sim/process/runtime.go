@@ -738,9 +738,20 @@ func (p *proc) drain(keep lineKeeper, final bool) (more bool) {
 		}
 		if backlog := unread(st.f); backlog > maxLogBacklog {
 			note := func(text string) { lines, size = append(lines, text), size+len(text) }
-			p.skipBacklog(st, backlog-keptOfBacklog, emit, note)
-			if final {
+			for {
+				p.skipBacklog(st, backlog-keptOfBacklog, emit, note)
+				// One skip is bounded; a final drain skips on to the end.
+				if backlog = unread(st.f); backlog <= maxLogBacklog || !final {
+					break
+				}
+			}
+			switch {
+			case final:
 				limit = unread(st.f)
+			case backlog > maxLogBacklog:
+				// The skip stopped at its budget: the next drain goes on
+				// skipping, and nothing of the middle is read meanwhile.
+				limit, more = 0, true
 			}
 		}
 		for read := int64(0); read < limit; {
@@ -778,10 +789,16 @@ func (p *proc) drain(keep lineKeeper, final bool) (more bool) {
 // short lines: a job printing faster (`yes` writes 2.9 GB in 5 s) would
 // otherwise be read for minutes after it ends, and a stop would wait for
 // that, while the store keeps only an instance's last 4 MiB anyway.
+//
+// One skip reads at most skipBudget of the file (p.mu is held, and a stop
+// waits for it); the next drain goes on where it stopped. A hole in the
+// file (a job that seeked its stdout far ahead) is never read: it holds no
+// line end, so it is skipped as part of the line it lies in.
 const (
 	maxLogBacklog  = 16 << 20
 	keptOfBacklog  = 4 << 20
 	skipBufferSize = 1 << 20
+	skipBudget     = 256 << 20
 )
 
 // skipBacklog reads past n bytes of st, and on to the end of the line they
@@ -794,10 +811,36 @@ func (p *proc) skipBacklog(st *stream, n int64, emit, note func(string)) {
 	var lines, sinceLineEnd int64
 	at := p.now()
 	lineStart := false
-	for read := int64(0); ; {
+	off, err := st.f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return
+	}
+	for read, budget := int64(0), int64(skipBudget); ; {
+		if next, end := dataFrom(st.f, off); next > off || end {
+			if end {
+				next, _ = st.f.Seek(0, io.SeekEnd)
+			}
+			hole := max(next-off, 0)
+			off, read = next, read+hole
+			if !lineStart {
+				st.split.Skip(hole)
+			} else {
+				sinceLineEnd += hole
+			}
+		}
+		if budget <= 0 {
+			// Held long enough: the next drain goes on from here.
+			if lineStart {
+				st.split.Skip(sinceLineEnd)
+				p.noteSkipped(st, note, lines, at)
+			}
+			return
+		}
 		m, err := st.f.Read(buf)
 		chunk := buf[:m]
 		read += int64(m)
+		off += int64(m)
+		budget -= int64(m)
 		if !lineStart {
 			i := bytes.IndexByte(chunk, '\n')
 			if i < 0 {

@@ -3,6 +3,7 @@ package process
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"strconv"
 	"syscall"
@@ -275,6 +276,22 @@ func startMark(pid int) string {
 // what was written between the last read and the truncation). A file
 // system that cannot punch holes keeps the bytes.
 // It returns the offset released up to.
+// dataFrom is where f's next data at or after off begins, skipping a
+// hole (never written, it reads as zeros and holds no line end); end is
+// set when only a hole is left up to f's end.
+func dataFrom(f *os.File, off int64) (next int64, end bool) {
+	const seekData = 3 // SEEK_DATA
+	n, err := f.Seek(off, seekData)
+	if err == syscall.ENXIO {
+		return off, true
+	}
+	if err != nil || n < off {
+		f.Seek(off, io.SeekStart)
+		return off, false
+	}
+	return n, false
+}
+
 func releaseRead(f *os.File, off int64) int64 {
 	const punchHole = 0x02 | 0x01 // FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
 	_ = syscall.Fallocate(int(f.Fd()), punchHole, 0, off)
