@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
 
 	"github.com/normsim/normsim/internal/testenv"
@@ -105,5 +106,98 @@ volumes:
 	}
 	if n := made(); len(n) != 0 {
 		t.Errorf("volumes made for the instance left after its stop: %v", n)
+	}
+}
+
+// TestDockerSharedNamesGoWithTheirLastUser (issue 34, round four, F2, F3):
+// a compose file that names a volume and a network (name: x) shares them
+// between the source and the target of a handover. The source's stop
+// failed on the volume the target still used, failing a seamless
+// handover, and the network was left on the engine for good. A stop now
+// leaves what another instance still uses, and the last user's stop
+// removes both.
+func TestDockerSharedNamesGoWithTheirLastUser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real containers")
+	}
+	cli := testenv.RequireDocker(t)
+	normsimdocker.BuildJobImage(t, parityImage, filepath.Join("..", "sim", "docker", "testdata", "job"))
+	ctx := t.Context()
+	suffix := randHex(t)
+	vol, net := "normsim-test-sharedvol-"+suffix, "normsim-test-sharednet-"+suffix
+	t.Cleanup(func() {
+		cli.VolumeRemove(context.Background(), vol, true)
+		cli.NetworkRemove(context.Background(), net)
+	})
+	dir := filepath.Join(t.TempDir(), "shared")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	compose := `services:
+  app:
+    image: ` + parityImage + `
+    volumes: ["state:/data"]
+    networks: [shared]
+volumes:
+  state:
+    name: ` + vol + `
+networks:
+  shared:
+    name: ` + net + `
+`
+	manifest := `{"productTemplateSchemaVersion": 1, "productName": "shared", "productVersion": "1", "generatedAt": "2026-01-01T00:00:00Z", "target": "docker-compose"}`
+	for name, text := range map[string]string{"compose.yml": compose, "manifest.json": manifest} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := template.Load(dir)
+	if !l.Valid() {
+		t.Fatalf("template invalid: %v", l.Problems)
+	}
+	rt, err := docker.New(docker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(context.Background(), false) })
+	start := func(id string) {
+		spec, err := l.Launch(sim.LaunchInput{
+			Instance: &sim.Instance{ID: id, JobID: "job-" + suffix, Role: id, Token: "token"},
+			Node:     sim.Node{Name: "a", SocketPort: 6797},
+			Runtime:  sim.RuntimeDocker,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range spec.Services {
+			spec.Services[i].Labels[sim.LabelOwner] = parityOwner
+		}
+		if err := rt.Prepare(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rt.Stop(context.Background(), id, 0) })
+		if err := rt.Start(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exists := func() (volumeThere, networkThere bool) {
+		_, verr := cli.VolumeInspect(ctx, vol)
+		_, nerr := cli.NetworkInspect(ctx, net, network.InspectOptions{})
+		return verr == nil, nerr == nil
+	}
+	source, target := "shared-src-"+suffix, "shared-tgt-"+suffix
+	start(source)
+	start(target)
+	if _, err := rt.Stop(ctx, source, 0); err != nil {
+		t.Fatalf("the source's stop failed on what the target still uses: %v", err)
+	}
+	if v, n := exists(); !v || !n {
+		t.Fatalf("after the source's stop the volume is there %v, the network %v; the target still uses both", v, n)
+	}
+	if _, err := rt.Stop(ctx, target, 0); err != nil {
+		t.Fatal(err)
+	}
+	if v, n := exists(); v || n {
+		t.Errorf("after the last user's stop the volume is left %v, the network %v; want both removed", v, n)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -15,12 +16,14 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/cli/cli/command"
 	"github.com/docker/cli/cli/flags"
 	"github.com/docker/compose/v5/pkg/api"
 	"github.com/docker/compose/v5/pkg/compose"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
 	"github.com/spf13/pflag"
 
 	"github.com/normsim/normsim/sim"
@@ -139,6 +142,16 @@ func loadCompose(ctx context.Context, spec *sim.LaunchSpec) (*types.Project, err
 		return nil, sim.Errorf(sim.EComposeInvalid, "compose project of instance %s: %v", spec.InstanceID, err)
 	}
 	own := map[string]string{LabelManaged: "true", sim.LabelInstance: spec.InstanceID, sim.LabelProject: spec.Project}
+	// Networks and volumes carry the run's owner too: one a file names
+	// (name: x) is shared by the instances that name it, and the last of
+	// them to stop removes it (removeShared), if it is this run's.
+	resources := maps.Clone(own)
+	for _, s := range spec.Services {
+		if o := s.Labels[sim.LabelOwner]; o != "" {
+			resources[sim.LabelOwner] = o
+			break
+		}
+	}
 	for name, s := range p.Services {
 		labels := types.Labels{}
 		for k, v := range s.Labels {
@@ -166,13 +179,13 @@ func loadCompose(ctx context.Context, spec *sim.LaunchSpec) (*types.Project, err
 	}
 	for k, n := range p.Networks {
 		if !bool(n.External) {
-			n.Labels = addLabels(n.Labels, own)
+			n.Labels = addLabels(n.Labels, resources)
 			p.Networks[k] = n
 		}
 	}
 	for k, v := range p.Volumes {
 		if !bool(v.External) {
-			v.Labels = addLabels(v.Labels, own)
+			v.Labels = addLabels(v.Labels, resources)
 			p.Volumes[k] = v
 		}
 	}
@@ -329,7 +342,61 @@ func (r *Runtime) down(ctx context.Context, project string, p *types.Project, gr
 	if err != nil {
 		return r.composeErr("remove compose project "+project, err)
 	}
-	return r.removeVolumes(ctx, instanceID)
+	return errors.Join(r.removeVolumes(ctx, instanceID), r.removeShared(ctx, p))
+}
+
+// removeShared removes the networks and volumes p names (name: x) that
+// this run made and no container uses any more: another instance of the
+// run that names them too made them, or used them until now. One still in
+// use is left to its last user; another run's, or one normsim did not
+// make, is never touched.
+func (r *Runtime) removeShared(ctx context.Context, p *types.Project) error {
+	if p == nil {
+		return nil
+	}
+	owner := ""
+	for _, s := range p.Services {
+		if owner = s.Labels[sim.LabelOwner]; owner != "" {
+			break
+		}
+	}
+	if owner == "" {
+		return nil
+	}
+	ours := func(labels map[string]string) bool {
+		return labels[LabelManaged] == "true" && labels[sim.LabelOwner] == owner
+	}
+	var errs []error
+	for _, v := range p.Volumes {
+		if bool(v.External) || v.Name == "" {
+			continue
+		}
+		if got, err := r.cli.VolumeInspect(ctx, v.Name); err != nil || !ours(got.Labels) {
+			continue
+		}
+		if err := r.cli.VolumeRemove(ctx, v.Name, false); err != nil && !cerrdefs.IsNotFound(err) && !inUse(err) {
+			errs = append(errs, r.engineErr("remove volume "+v.Name, err))
+		}
+	}
+	for _, n := range p.Networks {
+		if bool(n.External) || n.Name == "" {
+			continue
+		}
+		if got, err := r.cli.NetworkInspect(ctx, n.Name, network.InspectOptions{}); err != nil || !ours(got.Labels) {
+			continue
+		}
+		if err := r.cli.NetworkRemove(ctx, n.Name); err != nil && !cerrdefs.IsNotFound(err) && !inUse(err) {
+			errs = append(errs, r.engineErr("remove network "+n.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// inUse reports the engine's refusal to remove a volume a container
+// mounts, or a network a container is attached to.
+func inUse(err error) bool {
+	return cerrdefs.IsConflict(err) || cerrdefs.IsPermissionDenied(err) ||
+		strings.Contains(err.Error(), "in use") || strings.Contains(err.Error(), "active endpoints")
 }
 
 // composeErr gives an SDK error a code: the engine's refusal of what the

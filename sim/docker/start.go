@@ -273,7 +273,15 @@ func (r *Runtime) removeVolumes(ctx context.Context, instanceID string) error {
 	var wg sync.WaitGroup
 	for _, v := range vols.Volumes {
 		wg.Go(func() {
-			if err := r.cli.VolumeRemove(ctx, v.Name, false); err != nil && !cerrdefs.IsNotFound(err) {
+			err := r.cli.VolumeRemove(ctx, v.Name, false)
+			if err != nil && inUse(err) {
+				// Named in a compose file (name: x), it is shared with
+				// another instance that names it: left to the last of them
+				// (removeShared).
+				r.log.Info("volume in use by another instance: left to it", "instance", instanceID, "volume", v.Name)
+				return
+			}
+			if err != nil && !cerrdefs.IsNotFound(err) {
 				mu.Lock()
 				errs = append(errs, r.engineErr("remove volume "+v.Name, err))
 				mu.Unlock()
