@@ -46,6 +46,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"up", "--db", ":memory:", "--addr", "127.0.0.1:0", "--socket-port", "0", "--no-job-socket", "z"},
 		// issue 34, round three, F7: two nodes from 65535 take 65536.
 		{"up", "--db", ":memory:", "--addr", "127.0.0.1:0", "--socket-port", "65535"},
+		// issue 34, round four: a port past 65535 failed at listen, exit 1.
+		{"up", "--db", ":memory:", "--addr", "127.0.0.1:0", "--socket-port", "0", "--output-port", "65536"},
 	} {
 		code, _, errOut := run(t, args...)
 		if code != 2 || errOut == "" {

@@ -70,6 +70,9 @@ use, a store it cannot open) or stopped on an error, 2 for a usage error
 			if opts.SocketPort < 0 || opts.SocketPort > 65535 {
 				return usageErr("--socket-port: must be 0..65535; got %d", opts.SocketPort)
 			}
+			if opts.OutputPort < 0 || opts.OutputPort > 65535 {
+				return usageErr("--output-port: must be 0..65535 (0 picks a free port); got %d", opts.OutputPort)
+			}
 			if err := parseTimeouts("--timeouts", timeouts, &opts.Timeouts); err != nil {
 				return err
 			}
