@@ -3,6 +3,8 @@ package process
 import (
 	"context"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +25,9 @@ type Recorded struct {
 const (
 	refPid     = "pid:"
 	refStarted = "started:"
+	// refLogs is the run's log directory, removed by a restart that
+	// stops what a crashed run left.
+	refLogs = "logs"
 )
 
 var (
@@ -35,6 +40,11 @@ var (
 // started.
 func (r *Runtime) RuntimeRef(instanceID string) map[string]string {
 	ref := map[string]string{}
+	r.mu.Lock()
+	if inst := r.instances[instanceID]; inst != nil && inst.dir != "" {
+		ref[refLogs] = inst.dir
+	}
+	r.mu.Unlock()
 	for svc, p := range r.running(instanceID) {
 		ref[refPid+svc] = strconv.Itoa(p.pid)
 		if p.started != "" {
@@ -82,7 +92,22 @@ func (r *Runtime) Recover(_ context.Context, owner string, stored []sim.Instance
 	if n := StopLeftovers(owner, recorded); n > 0 {
 		r.logger.Info("stopped host processes an earlier run left", "groups", n)
 	}
+	for _, in := range stored {
+		if dir := in.RuntimeRef[refLogs]; isLogDir(dir, in.ID) {
+			if err := os.RemoveAll(dir); err != nil {
+				r.logger.Warn("remove the log directory an earlier run left", "instance", in.ID, "dir", dir, "err", err)
+			}
+		}
+	}
 	return out, nil
+}
+
+// isLogDir reports whether dir is what Start makes for the instance's log
+// files (an absolute path named normsim-ID-…): a store names nothing else
+// for removal.
+func isLogDir(dir, instanceID string) bool {
+	return filepath.IsAbs(dir) && filepath.Clean(dir) == dir &&
+		strings.HasPrefix(filepath.Base(dir), "normsim-"+safeName(instanceID)+"-")
 }
 
 // StopLeftovers kills, with their process groups, the host processes an

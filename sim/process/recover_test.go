@@ -3,6 +3,7 @@ package process
 import (
 	"context"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"testing"
@@ -52,5 +53,38 @@ func TestRecoverFailsWhatHadNotEnded(t *testing.T) {
 		if rec.Adopted || rec.Reason != cannotAdopt {
 			t.Errorf("%s: %+v, want failed with %q", id, rec, cannotAdopt)
 		}
+	}
+}
+
+// TestRecoverRemovesTheLogDirectoriesACrashLeft (issue 34, round four,
+// F7): a restart stopped what a crashed run left but kept its log
+// directories, one per instance, for ever. The directory a run recorded
+// (RuntimeRef) goes with its processes; a path that is not such a
+// directory is never removed, whatever a store says.
+func TestRecoverRemovesTheLogDirectoriesACrashLeft(t *testing.T) {
+	r, _ := MustRuntime(t)
+	MustLaunch(t, r, "i1", helper("app", "graceful"))
+	waitLog(t, r, "i1", "app | ready")
+	ref := r.RuntimeRef("i1")
+	dir := ref[refLogs]
+	if !isLogDir(dir, "i1") {
+		t.Fatalf("RuntimeRef records the log directory as %q, want the run's normsim-i1-… directory", dir)
+	}
+	// Another runtime stands for the restart: the first one's process and
+	// directory are what a crash left.
+	r2, _ := MustRuntime(t)
+	other := t.TempDir() // named by a store, but not a log directory
+	stored := []sim.Instance{
+		{ID: "i1", State: sim.InstanceRunning, RuntimeRef: ref},
+		{ID: "i2", State: sim.InstanceRunning, RuntimeRef: map[string]string{refLogs: other}},
+	}
+	if _, err := r2.Recover(context.Background(), "", stored); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the crashed run's log directory %s is still there (%v)", dir, err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("a directory that is no log directory was removed: %v", err)
 	}
 }
