@@ -3,6 +3,7 @@ package jobsocket
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"strings"
 )
 
@@ -11,11 +12,75 @@ import (
 // the key still sent its secret; any spelling: "tok\u0065n" is the key
 // the parser reads as token) replaced by "<redacted>". It scans rather
 // than parses, so a frame that is not valid JSON, or is cut short, is
-// redacted too. Frames without such a key are returned as they are.
+// redacted too. A frame whose top level is not an object (a hello sent in
+// an array) has its token keys redacted at any depth, and one that is not
+// valid JSON also every value written after a token key in any other way
+// (token=…, 'token': …), a payload's included: the job meant a secret
+// there, and a broken frame has no payload of its own to keep. Frames
+// without such a key are returned as they are.
 func redactTokens(data []byte) []byte {
-	if !bytes.Contains(bytes.ToLower(data), []byte(`"token"`)) && !bytes.Contains(data, []byte(`\`)) {
+	if !bytes.Contains(bytes.ToLower(data), []byte(`token`)) && !bytes.Contains(data, []byte(`\`)) {
 		return data
 	}
+	out := redactTokenKeys(data, !topLevelObject(data))
+	if !json.Valid(data) {
+		out = redactLoose(out)
+	}
+	return out
+}
+
+// topLevelObject reports whether data's first value is an object.
+func topLevelObject(data []byte) bool {
+	t := bytes.TrimLeft(data, " \t\r\n\ufeff")
+	return len(t) > 0 && t[0] == '{'
+}
+
+// looseTokenKey finds a token key written any way a job might, a value
+// after it: quoted or not, then ':' or '='.
+var looseTokenKey = regexp.MustCompile(`(?i)["']?\btoken\b["']?\s*[:=]\s*`)
+
+// redactLoose redacts the value after every loose token key: a quoted
+// string to its closing quote, an array or object whole, or a bare word
+// up to a separator.
+func redactLoose(data []byte) []byte {
+	var out []byte
+	last := 0
+	for _, m := range looseTokenKey.FindAllIndex(data, -1) {
+		j := m[1]
+		if j < last || j >= len(data) || bytes.HasPrefix(data[j:], []byte("null")) {
+			continue
+		}
+		var end int
+		switch data[j] {
+		case '"', '[', '{':
+			end = valueEnd(data, j)
+		case '\'':
+			end = len(data)
+			if k := bytes.IndexByte(data[j+1:], '\''); k >= 0 {
+				end = j + 1 + k + 1
+			}
+		default:
+			end = j
+			for end < len(data) && !bytes.ContainsRune([]byte(",;&}]) \t\r\n"), rune(data[end])) {
+				end++
+			}
+		}
+		if bytes.Equal(data[j:end], []byte(`"<redacted>"`)) {
+			continue
+		}
+		out = append(out, data[last:j]...)
+		out = append(out, `"<redacted>"`...)
+		last = end
+	}
+	if out == nil {
+		return data
+	}
+	return append(out, data[last:]...)
+}
+
+// redactTokenKeys redacts the value of each "token" key of the top-level
+// object, or at any depth with anyDepth.
+func redactTokenKeys(data []byte, anyDepth bool) []byte {
 	var out []byte
 	depth, last := 0, 0
 	for i := 0; i < len(data); i++ {
@@ -26,7 +91,7 @@ func redactTokens(data []byte) []byte {
 			depth--
 		case '"':
 			end := stringEnd(data, i)
-			if depth == 1 && isTokenKey(data[i:min(end+1, len(data))]) {
+			if (depth == 1 || anyDepth && depth > 1) && isTokenKey(data[i:min(end+1, len(data))]) {
 				// Skip to the value: spaces, a colon, spaces.
 				j := end + 1
 				for j < len(data) && (data[j] == ' ' || data[j] == '\t' || data[j] == '\n' || data[j] == '\r' || data[j] == ':') {

@@ -16,7 +16,20 @@ func TestRedactTokens(t *testing.T) {
 		{`{"type":"state","payload":{"token":"keep"}}`, `{"type":"state","payload":{"token":"keep"}}`}, // a payload is the job's
 		{`{"type":"state","payload":"\"token\":\"x\""}`, `{"type":"state","payload":"\"token\":\"x\""}`},
 		{`{"type":"hello","token":null}`, `{"type":"hello","token":null}`},
-		{`not json "token": "x"`, `not json "token": "x"`}, // not inside an object
+		// A frame that is not valid JSON: a token written any way is the
+		// job's secret (issue 34, round four, F5).
+		{`not json "token": "x"`, `not json "token": "<redacted>"`},
+		{`token=s3cret`, `token="<redacted>"`},
+		{`token=s3cret&x=1`, `token="<redacted>"&x=1`},
+		{`{'type':'hello','token':'s3cret'}`, `{'type':'hello','token':"<redacted>"}`},
+		{`{type: hello, TOKEN: s3cret}`, `{type: hello, TOKEN: "<redacted>"}`},
+		{`{"type":"state","payload":{"token":"x"}`, `{"type":"state","payload":{"token":"<redacted>"}`}, // broken: no payload of its own
+		// A frame whose top level is no object: any depth.
+		{`[{"type":"hello","token":"s3cret"}]`, `[{"type":"hello","token":"<redacted>"}]`},
+		{`[[{"token":"s3cret"}]]`, `[[{"token":"<redacted>"}]]`},
+		// Valid JSON: text that only mentions a token is the job's.
+		{`{"type":"state","payload":"token=abc"}`, `{"type":"state","payload":"token=abc"}`},
+		{`{"type":"state","payload":{"tokens":"keep","x":"token: y"}}`, `{"type":"state","payload":{"tokens":"keep","x":"token: y"}}`},
 		// The key as the parser reads it, however it is spelled.
 		{`{"type":"hello","tok\u0065n":"s3cret"}`, `{"type":"hello","tok\u0065n":"<redacted>"}`},
 		{`{"type":"hello","\u0074\u006f\u006b\u0065\u006e":"s3cret"}`, `{"type":"hello","\u0074\u006f\u006b\u0065\u006e":"<redacted>"}`},
