@@ -130,6 +130,11 @@ func Judge(m *Migration) Judgement {
 		fs = append(fs, Finding{Grade: g, Check: check, Promise: promise, AtFault: atFault, Detail: fmt.Sprintf(format, a...)})
 	}
 	o := m.Output
+	if m.State == MigrationFailed && m.Reason == ReasonInterrupted {
+		// Killed while it ran: what the job sent then went with normsim.
+		add(GradeTolerated, CheckOutputSeen, PromiseExactPosition, "", "not judged: normsim stopped while the migration ran, and what the job sent then was not kept")
+		return summarize(fs)
+	}
 	if b := m.Broken; b != nil && m.State != MigrationCompleted {
 		add(GradeFail, CheckProtocol, b.Promise, b.Side, "%s", b.Detail)
 	}

@@ -45,6 +45,13 @@ func TestJudge(t *testing.T) {
 		{"an unreadable seam is tolerated", handover(MigrationCompleted, &OutputReport{Verdict: VerdictUnknown, Detail: "not all read"}),
 			GradeTolerated, "", "cannot be vouched for"},
 		{"a job without output passes, saying so", handover(MigrationCompleted, nil), GradePass, "", "received nothing from the job"},
+		// issue 34, round four, F6: killed while it ran, nothing of the
+		// job's output is left to judge; it was said to pass.
+		{"a migration normsim was killed during is not judged", func() *Migration {
+			m := handover(MigrationFailed, nil)
+			m.Reason = ReasonInterrupted
+			return m
+		}(), GradeTolerated, "", "not judged: normsim stopped while the migration ran"},
 		// issue 29 item 9: failed participants are reported, and tolerated.
 		{"participants the target could not apply are tolerated", func() *Migration {
 			m := handover(MigrationCompleted, &OutputReport{Verdict: VerdictSeamless})

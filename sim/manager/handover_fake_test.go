@@ -718,3 +718,31 @@ func TestAStoredRunLetsItsTimelineGo(t *testing.T) {
 		t.Errorf("the late frame is recorded as %q, want it said late", late.Detail)
 	}
 }
+
+// TestARelayedPhaseIsStored (issue 34, round four, F6): a move to the
+// phase a relayed frame opens was stored only with the next step, so a
+// normsim killed while a migration waited in cutover-apply found it in
+// target-ready on restart. The store has the phase once the frame is
+// relayed.
+func TestARelayedPhaseIsStored(t *testing.T) {
+	s := newFakeSim(t)
+	mig, err := s.mgr.Migrate(context.Background(), s.in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Handover)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgt := toTargetReady(t, s, mig.ID)
+	stopSource(t, s, 41)
+	tgt.expect(protocol.TypeCutoverApply) // relayed: the migration waits for target-applied
+	s.mgr.Flush()
+	stored, err := s.mgr.StoredMigration(context.Background(), mig.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Phase != sim.PhaseCutoverApply {
+		t.Fatalf("the store has the migration in %s while it waits in %s", stored.Phase, sim.PhaseCutoverApply)
+	}
+	tgt.send(protocol.JobFrame{Type: protocol.TypeTargetApplied, Applied: []string{"video"}})
+	if m := s.await(t, mig.ID); m.State != sim.MigrationCompleted {
+		t.Fatalf("ended %s (%s)", m.State, m.Reason)
+	}
+}

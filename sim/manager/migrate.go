@@ -1117,9 +1117,9 @@ func (r *run) decide(ev runEvent, read func() input) {
 		ev.answer <- answer
 	}
 	r.flushWrites()
-	if moved && relayed == "" {
-		// A relay's move is journaled with the next step's, off the
-		// relay's path.
+	if moved {
+		// After the relay's write: a normsim killed while the migration
+		// waits in the new phase must find it there on restart.
 		r.m.journal.migration(r.doc())
 	}
 }

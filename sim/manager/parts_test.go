@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 	"time"
@@ -69,4 +70,10 @@ func (m *Manager) EndedTimeline(instance string) (int, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.mig.Events), true
+}
+
+// StoredMigration is the migration's document as the store holds it, not
+// as the run in memory has it.
+func (m *Manager) StoredMigration(ctx context.Context, id string) (*sim.Migration, error) {
+	return m.cfg.Store.GetMigrationSummary(ctx, id)
 }
