@@ -272,5 +272,29 @@ func (s *Store) pruneMigrations() int64 {
 			break
 		}
 	}
+	s.pruneGoneInstances()
 	return over
+}
+
+// pruneGoneInstances lets go of what is kept of removed instances that
+// have nothing left to read: their frame counts once no frame of theirs is
+// kept, their log counts once no line is. A store whose migrations are
+// capped stays flat over any number of them, as sim/sqlite's does.
+func (s *Store) pruneGoneInstances() {
+	for k := range s.frameState {
+		if k != totalsKey && len(s.frames[k]) == 0 && s.instances[k.role] == nil {
+			del(s, s.frameState, k)
+			if _, ok := s.frames[k]; ok {
+				del(s, s.frames, k)
+			}
+		}
+	}
+	for inst := range s.logState {
+		if len(s.logs[inst]) == 0 && s.instances[inst] == nil {
+			del(s, s.logState, inst)
+			if _, ok := s.logs[inst]; ok {
+				del(s, s.logs, inst)
+			}
+		}
+	}
 }

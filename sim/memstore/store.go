@@ -344,6 +344,7 @@ func (s *Store) DeleteInstance(ctx context.Context, id string) error {
 	}
 	defer unlock()
 	del(s, s.instances, id)
+	delete(s.eventCounts, id) // only says when to count its events again
 	return nil
 }
 

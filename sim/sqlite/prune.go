@@ -81,6 +81,19 @@ func (s *Store) pruneMigrations(ctx context.Context, tx *sql.Tx) (int64, error) 
 			return 0, fmt.Errorf("prune %s: %w", table, err)
 		}
 	}
+	// What is kept of removed instances that have nothing left to read:
+	// their frame counts once no frame of theirs is kept, their log counts
+	// once no line is. A capped store stays flat over any number of
+	// migrations.
+	if _, err := tx.ExecContext(ctx, `DELETE FROM frame_state WHERE NOT (job_id = '' AND role = '')
+		AND role NOT IN (SELECT id FROM instances)
+		AND NOT EXISTS (SELECT 1 FROM frames f WHERE f.job_id = frame_state.job_id AND f.role = frame_state.role)`); err != nil {
+		return 0, fmt.Errorf("prune frame counts: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM log_state WHERE instance NOT IN (SELECT id FROM instances)
+		AND NOT EXISTS (SELECT 1 FROM logs l WHERE l.instance = log_state.instance)`); err != nil {
+		return 0, fmt.Errorf("prune log counts: %w", err)
+	}
 	return pruned, nil
 }
 

@@ -697,6 +697,9 @@ func (s *Store) DeleteInstance(ctx context.Context, id string) error {
 	if err := s.exec(ctx, batchTx(ctx), wDeleteInstance, id); err != nil {
 		return fmt.Errorf("delete instance %s: %w", id, err)
 	}
+	s.eventMu.Lock()
+	delete(s.eventCounts, id) // only says when to count its events again
+	s.eventMu.Unlock()
 	return nil
 }
 

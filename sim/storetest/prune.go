@@ -18,6 +18,51 @@ var captureTests = []test{
 var pruneTests = []test{
 	{"MigrationCapDropsTheOldestFinished", testMigrationCapDropsTheOldestFinished},
 	{"NoMigrationCapKeepsEveryOne", testNoMigrationCapKeepsEveryOne},
+	{"MigrationCapForgetsRemovedInstancesWithNothingLeft", testMigrationCapForgetsRemovedInstances},
+}
+
+// testMigrationCapForgetsRemovedInstances: with migrations capped, what is
+// kept of a removed instance whose frames and lines are all gone goes too
+// (its counts read as an unknown instance's), so a store that hands jobs
+// over for ever stays flat; a live instance's counts stay.
+func testMigrationCapForgetsRemovedInstances(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	s.SetMigrationCap(1)
+	t0 := time.Unix(1_800_000_000, 0)
+	for i := 1; i <= 3; i++ {
+		at := t0.Add(time.Duration(10*i) * time.Second)
+		id := fmt.Sprintf("inst-%d", i)
+		if err := s.SaveInstance(ctx, &sim.Instance{ID: id, JobID: "job", Role: id, State: sim.InstanceRunning, CreatedAt: at, UpdatedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RecordFrames(ctx, []sim.FrameRecord{{At: at, Node: "a", JobID: "job", Role: id, Direction: "in", Type: "hello", Data: "{}"}}); err != nil {
+			t.Fatal(err)
+		}
+		if i < 3 {
+			if err := s.DeleteInstance(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m := &sim.Migration{ID: fmt.Sprintf("m%d", i), JobID: "job", State: sim.MigrationCompleted, StartedAt: at.Add(-time.Second)}
+		if err := s.SaveMigration(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone, err := s.FrameCounts(ctx, "job", "inst-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gone != (sim.FrameCounts{}) {
+		t.Errorf("a removed instance with no frame left still counts %+v", gone)
+	}
+	live, err := s.FrameCounts(ctx, "job", "inst-3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if live.Kept+live.Dropped != 1 {
+		t.Errorf("the live instance counts %+v, want its one frame kept or counted dropped", live)
+	}
 }
 
 // testSeamCapturesAreKeptAndGoWithTheirMigrations: a capture reads back
