@@ -60,30 +60,9 @@ volumes:
 	if !l.Valid() {
 		t.Fatalf("template invalid: %v", l.Problems)
 	}
-	rt, err := docker.New(docker.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close(context.Background(), false) })
+	rt := newDockerRuntime(t)
 	id := "volumes-" + suffix
-	spec, err := l.Launch(sim.LaunchInput{
-		Instance: &sim.Instance{ID: id, JobID: "job-" + suffix, Role: id, Token: "token"},
-		Node:     sim.Node{Name: "a", SocketPort: 6797},
-		Runtime:  sim.RuntimeDocker,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range spec.Services {
-		spec.Services[i].Labels[sim.LabelOwner] = parityOwner
-	}
-	if err := rt.Prepare(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Stop(context.Background(), id, 0) })
-	if err := rt.Start(ctx, id); err != nil {
-		t.Fatal(err)
-	}
+	startOnDocker(t, rt, l, id, "job-"+suffix)
 	made := func() []string {
 		list, err := cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", sim.LabelInstance+"="+id))})
 		if err != nil {
@@ -155,31 +134,8 @@ networks:
 	if !l.Valid() {
 		t.Fatalf("template invalid: %v", l.Problems)
 	}
-	rt, err := docker.New(docker.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close(context.Background(), false) })
-	start := func(id string) {
-		spec, err := l.Launch(sim.LaunchInput{
-			Instance: &sim.Instance{ID: id, JobID: "job-" + suffix, Role: id, Token: "token"},
-			Node:     sim.Node{Name: "a", SocketPort: 6797},
-			Runtime:  sim.RuntimeDocker,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range spec.Services {
-			spec.Services[i].Labels[sim.LabelOwner] = parityOwner
-		}
-		if err := rt.Prepare(ctx, spec); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { rt.Stop(context.Background(), id, 0) })
-		if err := rt.Start(ctx, id); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rt := newDockerRuntime(t)
+	start := func(id string) { startOnDocker(t, rt, l, id, "job-"+suffix) }
 	exists := func() (volumeThere, networkThere bool) {
 		_, verr := cli.VolumeInspect(ctx, vol)
 		_, nerr := cli.NetworkInspect(ctx, net, network.InspectOptions{})
@@ -199,5 +155,40 @@ networks:
 	}
 	if v, n := exists(); v || n {
 		t.Errorf("after the last user's stop the volume is left %v, the network %v; want both removed", v, n)
+	}
+}
+
+// newDockerRuntime is a Docker runtime closed when the test ends.
+func newDockerRuntime(t *testing.T) *docker.Runtime {
+	t.Helper()
+	rt, err := docker.New(docker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(context.Background(), false) })
+	return rt
+}
+
+// startOnDocker launches the template l as instance id of job on node a,
+// labelled as these tests' own, and stops it when the test ends.
+func startOnDocker(t *testing.T, rt *docker.Runtime, l *template.Loaded, id, job string) {
+	t.Helper()
+	spec, err := l.Launch(sim.LaunchInput{
+		Instance: &sim.Instance{ID: id, JobID: job, Role: id, Token: "token"},
+		Node:     sim.Node{Name: "a", SocketPort: 6797},
+		Runtime:  sim.RuntimeDocker,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range spec.Services {
+		spec.Services[i].Labels[sim.LabelOwner] = parityOwner
+	}
+	if err := rt.Prepare(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Stop(context.Background(), id, 0) })
+	if err := rt.Start(t.Context(), id); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -293,6 +294,22 @@ type EventLimits struct {
 // DefaultEventLimits keep an instance's last 2,000 events (a launch and a
 // handover say about a dozen).
 var DefaultEventLimits = EventLimits{PerInstance: 2000}
+
+// CountEvents adds evs to counts, each instance's events since a trim
+// last counted them, and returns the instances now past the bound: a
+// store counts those again and trims them (counts only say when to look).
+func (l EventLimits) CountEvents(counts map[string]int64, evs []Event) (over []string) {
+	for _, ev := range evs {
+		if ev.Instance == "" {
+			continue
+		}
+		counts[ev.Instance]++
+		if _, ok := l.EventsKept(counts[ev.Instance]); ok && !slices.Contains(over, ev.Instance) {
+			over = append(over, ev.Instance)
+		}
+	}
+	return over
+}
 
 // EventsKept is how many of n events of one instance past limit's bound a
 // trim keeps; ok is false while n is within it.

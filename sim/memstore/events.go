@@ -61,17 +61,7 @@ func (s *Store) EventsTrimmed() int64 { return s.eventsTrimmed.Load() }
 // to look (a trim counts exactly), so an undone batch leaves them high at
 // worst. s.mu is held.
 func (s *Store) boundEvents(rows []eventRow, evs []sim.Event) []eventRow {
-	var over []string
-	for _, ev := range evs {
-		if ev.Instance == "" {
-			continue
-		}
-		s.eventCounts[ev.Instance]++
-		if _, ok := s.eventLimits.EventsKept(s.eventCounts[ev.Instance]); ok && !slices.Contains(over, ev.Instance) {
-			over = append(over, ev.Instance)
-		}
-	}
-	for _, inst := range over {
+	for _, inst := range s.eventLimits.CountEvents(s.eventCounts, evs) {
 		var n int64
 		for _, r := range rows {
 			if r.instance == inst {

@@ -12,7 +12,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -917,17 +916,8 @@ func (s *Store) EventsTrimmed() int64 { return s.eventsTrimmed.Load() }
 // and the count in the table settles both. A trim that fails is tried
 // again at the next event; the events stay written.
 func (s *Store) boundEvents(ctx context.Context, evs []sim.Event) {
-	var over []string
 	s.eventMu.Lock()
-	for _, ev := range evs {
-		if ev.Instance == "" {
-			continue
-		}
-		s.eventCounts[ev.Instance]++
-		if _, ok := s.eventLimits.EventsKept(s.eventCounts[ev.Instance]); ok && !slices.Contains(over, ev.Instance) {
-			over = append(over, ev.Instance)
-		}
-	}
+	over := s.eventLimits.CountEvents(s.eventCounts, evs)
 	s.eventMu.Unlock()
 	for _, inst := range over {
 		var n, dropped int64
