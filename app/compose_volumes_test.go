@@ -37,10 +37,6 @@ func TestDockerStopLeavesVolumesItDidNotMake(t *testing.T) {
 	}
 	t.Cleanup(func() { cli.VolumeRemove(context.Background(), precious, true) })
 
-	dir := filepath.Join(t.TempDir(), "volumes")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	compose := `services:
   app:
     image: ` + parityImage + `
@@ -50,16 +46,7 @@ volumes:
     name: ` + precious + `
   scratch: {}
 `
-	manifest := `{"productTemplateSchemaVersion": 1, "productName": "volumes", "productVersion": "1", "generatedAt": "2026-01-01T00:00:00Z", "target": "docker-compose"}`
-	for name, text := range map[string]string{"compose.yml": compose, "manifest.json": manifest} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	l := template.Load(dir)
-	if !l.Valid() {
-		t.Fatalf("template invalid: %v", l.Problems)
-	}
+	l := loadComposeTemplate(t, "volumes", compose)
 	rt := newDockerRuntime(t)
 	id := "volumes-" + suffix
 	startOnDocker(t, rt, l, id, "job-"+suffix)
@@ -108,10 +95,6 @@ func TestDockerSharedNamesGoWithTheirLastUser(t *testing.T) {
 		cli.VolumeRemove(context.Background(), vol, true)
 		cli.NetworkRemove(context.Background(), net)
 	})
-	dir := filepath.Join(t.TempDir(), "shared")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	compose := `services:
   app:
     image: ` + parityImage + `
@@ -124,16 +107,7 @@ networks:
   shared:
     name: ` + net + `
 `
-	manifest := `{"productTemplateSchemaVersion": 1, "productName": "shared", "productVersion": "1", "generatedAt": "2026-01-01T00:00:00Z", "target": "docker-compose"}`
-	for name, text := range map[string]string{"compose.yml": compose, "manifest.json": manifest} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	l := template.Load(dir)
-	if !l.Valid() {
-		t.Fatalf("template invalid: %v", l.Problems)
-	}
+	l := loadComposeTemplate(t, "shared", compose)
 	rt := newDockerRuntime(t)
 	start := func(id string) { startOnDocker(t, rt, l, id, "job-"+suffix) }
 	exists := func() (volumeThere, networkThere bool) {
@@ -191,4 +165,26 @@ func startOnDocker(t *testing.T, rt *docker.Runtime, l *template.Loaded, id, job
 	if err := rt.Start(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// loadComposeTemplate writes compose.yml and a minimal manifest into a
+// template directory called name, and loads it; the test fails if it is
+// not valid.
+func loadComposeTemplate(t *testing.T, name, compose string) *template.Loaded {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	manifest := `{"productTemplateSchemaVersion": 1, "productName": "` + name + `", "productVersion": "1", "generatedAt": "2026-01-01T00:00:00Z", "target": "docker-compose"}`
+	for file, text := range map[string]string{"compose.yml": compose, "manifest.json": manifest} {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := template.Load(dir)
+	if !l.Valid() {
+		t.Fatalf("template invalid: %v", l.Problems)
+	}
+	return l
 }

@@ -670,12 +670,7 @@ func TestAMigrationBeginsWithItsSourceHeardConnected(t *testing.T) {
 // store. At 10,000 jobs those timelines were a fifth of the live heap.
 func TestAStoredRunLetsItsTimelineGo(t *testing.T) {
 	s := newFakeSim(t)
-	mig, err := s.mgr.Migrate(context.Background(), s.in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Handover)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tgt := toTargetReady(t, s, mig.ID)
-	stopSource(t, s, 41)
+	mig, tgt := toSourceStopped(t, s)
 	applied(t, tgt, 41)
 	m := s.await(t, mig.ID)
 	if m.State != sim.MigrationCompleted {
@@ -726,12 +721,7 @@ func TestAStoredRunLetsItsTimelineGo(t *testing.T) {
 // relayed.
 func TestARelayedPhaseIsStored(t *testing.T) {
 	s := newFakeSim(t)
-	mig, err := s.mgr.Migrate(context.Background(), s.in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Handover)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tgt := toTargetReady(t, s, mig.ID)
-	stopSource(t, s, 41)
+	mig, tgt := toSourceStopped(t, s)
 	tgt.expect(protocol.TypeCutoverApply) // relayed: the migration waits for target-applied
 	s.mgr.Flush()
 	stored, err := s.mgr.StoredMigration(context.Background(), mig.ID)
@@ -745,4 +735,17 @@ func TestARelayedPhaseIsStored(t *testing.T) {
 	if m := s.await(t, mig.ID); m.State != sim.MigrationCompleted {
 		t.Fatalf("ended %s (%s)", m.State, m.Reason)
 	}
+}
+
+// toSourceStopped starts a handover to node b and plays it on until the
+// source has stopped its output at 41.
+func toSourceStopped(t *testing.T, s *fakeSim) (*sim.Migration, *job) {
+	t.Helper()
+	mig, err := s.mgr.Migrate(context.Background(), s.in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Handover)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgt := toTargetReady(t, s, mig.ID)
+	stopSource(t, s, 41)
+	return mig, tgt
 }

@@ -75,6 +75,7 @@ type mediaJob struct {
 	// failed), by when that was noticed.
 	trimmed, lost countsAt
 	senders       map[netip.AddrPort]*sender
+	forgotAt      time.Time // when forgetSenders last ran
 	notify        []chan struct{}
 }
 
@@ -227,7 +228,10 @@ func (j *mediaJob) add(from netip.AddrPort, at time.Time, data []byte, horizon t
 	defer j.mu.Unlock()
 	s := j.senders[from]
 	if s == nil {
-		if len(j.senders) >= maxMediaSenders {
+		if len(j.senders) >= maxMediaSenders && !at.Before(j.forgotAt.Add(time.Second)) {
+			// At most once a second: a flood from new addresses would
+			// otherwise walk every sender on every datagram.
+			j.forgotAt = at
 			j.forgetSenders(horizon)
 		}
 		if len(j.senders) >= maxMediaSenders {
