@@ -467,6 +467,12 @@ func (p *parser) duration(f field, what string) (time.Duration, bool) {
 	if d <= 0 {
 		return bad()
 	}
+	// The API's bound on a phase: longer is a typo, and would park a CI
+	// job until someone kills it.
+	if d > sim.MaxTimeout {
+		p.errf(n, "%s: %s is longer than normsim waits (%s); give at most 24h", what, d, sim.MaxTimeout)
+		return 0, false
+	}
 	return d, true
 }
 

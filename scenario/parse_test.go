@@ -445,3 +445,34 @@ steps:
 		t.Errorf("problems %v", ps)
 	}
 }
+
+// Issue 34 (left from round 4): a scenario accepted a wait of 292 years; a
+// duration is bounded like the API's timeouts, so a typo is named at parse
+// time instead of parking a CI job until someone kills it.
+func TestParseRefusesDurationsLongerThanADay(t *testing.T) {
+	_, err := Parse("x.yaml", []byte(`
+template: counter
+steps:
+  - launch: {}
+  - wait: 9223372036854ms
+  - wait: 25h
+  - wait: {running: true, timeout: 100000h}
+  - migrate: {timeout: 48h, timeouts: {stop: 1000h}}
+`))
+	ps := problems(t, err)
+	got := ps.Error()
+	for _, w := range []string{
+		`x.yaml:5:11: steps[1].wait: 2562047h47m16.854s is longer than normsim waits (24h0m0s); give at most 24h`,
+		`x.yaml:6:11: steps[2].wait: 25h0m0s is longer than normsim waits (24h0m0s); give at most 24h`,
+		`steps[3].wait.timeout: 100000h0m0s is longer`,
+		`steps[4].migrate.timeout: 48h0m0s is longer`,
+		`steps[4].migrate.timeouts.stop: 1000h0m0s is longer`,
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("missing problem %s\nin:\n%s", w, got)
+		}
+	}
+	if _, err := Parse("x.yaml", []byte("template: counter\nsteps:\n  - launch: {}\n  - wait: 24h\n")); err != nil {
+		t.Errorf("24h is the bound and is allowed: %v", err)
+	}
+}
