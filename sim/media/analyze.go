@@ -42,6 +42,8 @@ func Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *sim.MediaR
 	src, tgt := readSide(sourceSide, source), readSide(targetSide, target)
 	src.buildTSTracks(tgt.ts.pmt)
 	tgt.buildTSTracks(src.ts.pmt)
+	src.ptsDefects()
+	tgt.ptsDefects()
 
 	r := &sim.MediaReport{
 		Format:          formatOf(src, tgt),
@@ -306,10 +308,12 @@ func (c *comparison) judgeStreams() {
 			c.streams = append(c.streams, st)
 			continue
 		}
-		srcUnits := c.sentBeforeStop(p.src.units)
-		last, lastOK := extremePTS(srcUnits, p.src.wrap, true)
-		first, firstOK := extremePTS(p.tgt.units, p.tgt.wrap, false)
+		// The frames at the switch: the source's last and the target's
+		// first, each as many as reordering can shuffle. A leap further
+		// in is the side's own (ptsDefects), not the seam's.
 		st.FrameTicks = frameTicks(p.src, p.tgt)
+		last, lastOK := extremePTS(atSwitch(c.sentBeforeStop(p.src.units), p.src.wrap, st.FrameTicks, true), p.src.wrap, true)
+		first, firstOK := extremePTS(atSwitch(p.tgt.units, p.tgt.wrap, st.FrameTicks, false), p.tgt.wrap, false)
 		st.SourceParams, st.TargetParams = lastParams(p.src.units), firstParams(p.tgt.units)
 		if st.SourceParams != "" && st.TargetParams != "" && st.SourceParams != st.TargetParams {
 			// A decoder set up for the source's SPS must reinitialise.
@@ -382,6 +386,31 @@ func (c *comparison) sentBeforeStop(us []unit) []unit {
 		return us[:1]
 	}
 	return before
+}
+
+// atSwitch are the units next to the switch whose presentation order
+// reordering can shuffle: the source's last (end) or the target's first,
+// at most maxReorder+1 of them, and none past a leap of the clock.
+func atSwitch(us []unit, wrap, ft int64, end bool) []unit {
+	if end {
+		us = us[max(0, len(us)-maxReorder-1):]
+	} else {
+		us = us[:min(len(us), maxReorder+1)]
+	}
+	if ft <= 0 {
+		return us
+	}
+	vals, idx := unwrapped(us, wrap)
+	from := 0
+	for k := 1; k < len(vals); k++ {
+		if abs(vals[k]-vals[k-1]) > maxReorder*ft {
+			if !end {
+				return us[:idx[k]]
+			}
+			from = idx[k]
+		}
+	}
+	return us[from:]
 }
 
 // unwrapped are the units' PTS made monotonic across the clock's wrap,

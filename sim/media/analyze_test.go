@@ -262,6 +262,137 @@ func TestAnalyzeTSDefects(t *testing.T) {
 			want:    []string{"Continuity_count_error[PID 256,source]"},
 		},
 		{
+			// Issue 34 round 5, F1: a repeat is allowed once, and only of
+			// the same packet (ISO 13818-1 2.4.3.3); a counter that stops
+			// counting is packets lost, whatever the value.
+			name: "target's counter stops counting",
+			build: func(t *testing.T) sides {
+				m := muxTS(t, gopFrames(50, 25, 900000), 256)
+				stuck := -1
+				for i, p := range m.packets {
+					if packetPID(p) != 256 {
+						continue
+					}
+					switch f := m.frameOf[i]; {
+					case f == 29:
+						stuck = int(p[3] & 0x0f)
+					case f >= 30:
+						p[3] = p[3]&0xf0 | byte(stuck)
+					}
+				}
+				return split(m, 25)
+			},
+			verdict: sim.VerdictGlitch,
+			want:    []string{"Continuity_count_error[PID 256,target]"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if strings.Contains(r.Detail, "counters continue") {
+					t.Errorf("detail says counters continue: %s", r.Detail)
+				}
+			},
+		},
+		{
+			// F2: sixteen packets on, the counter has the value it had:
+			// without comparing the packets it looked like a duplicate.
+			name: "15 packets lost inside the target",
+			build: func(t *testing.T) sides {
+				m := muxTS(t, gopFrames(75, 25, 900000), 256)
+				return split(m.without(15, func(i int) bool {
+					return m.frameOf[i] == 50 && packetPID(m.packets[i]) == 256 && m.packets[i][1]&0x40 == 0
+				}), 25)
+			},
+			verdict: sim.VerdictGlitch,
+			want:    []string{"Continuity_count_error[PID 256,target]"},
+		},
+		{
+			name: "a packet the source sends twice, identical",
+			build: func(t *testing.T) sides {
+				m := muxTS(t, gopFrames(50, 25, 900000), 256)
+				return split(m.repeat(1, func(i int) bool {
+					return m.frameOf[i] == 10 && packetPID(m.packets[i]) == 256 && m.packets[i][1]&0x40 == 0
+				}), 25)
+			},
+			verdict: sim.VerdictSeamless,
+		},
+		{
+			name: "a packet the source sends three times",
+			build: func(t *testing.T) sides {
+				m := muxTS(t, gopFrames(50, 25, 900000), 256)
+				return split(m.repeat(2, func(i int) bool {
+					return m.frameOf[i] == 10 && packetPID(m.packets[i]) == 256 && m.packets[i][1]&0x40 == 0
+				}), 25)
+			},
+			verdict: sim.VerdictGlitch,
+			want:    []string{"Continuity_count_error[PID 256,source]"},
+		},
+		{
+			// F3: the target's first frame is right and the seam fine;
+			// after it the PTS leaps 10 s while the PCR runs on.
+			name: "PTS jumps inside the target, the PCR runs on",
+			build: func(t *testing.T) sides {
+				return split(muxTS(t, shift(gopFrames(50, 25, 900000), 27, func(f *testFrame) { f.pts += 900000; f.pcrShift -= 900000 }), 256), 25)
+			},
+			verdict: sim.VerdictGlitch,
+			want:    []string{"PTS continuity[video PID 256 H.264,target]"},
+			absent:  []string{"PCR_discontinuity_indicator_error", "Continuity_count_error"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				d := defectNamed(r, "PTS continuity")
+				if d == nil || !strings.Contains(d.Detail, "skipped ahead 10000.0 ms") || !strings.Contains(d.Detail, "within its own stream") {
+					t.Errorf("defect %+v", d)
+				}
+			},
+		},
+		{
+			name: "the target's encoder skips three frames, the PCR runs on",
+			build: func(t *testing.T) sides {
+				return split(muxTS(t, shift(gopFrames(50, 25, 900000), 30, func(f *testFrame) { f.pts += 3 * 3600; f.pcrShift -= 3 * 3600 }), 256), 25)
+			},
+			verdict: sim.VerdictGlitch,
+			want:    []string{"PTS continuity[video PID 256 H.264,target]"},
+			absent:  []string{"PCR_discontinuity_indicator_error", "Continuity_count_error"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if d := defectNamed(r, "PTS continuity"); d == nil || !strings.Contains(d.Detail, "3 frames, 120.0 ms, missing") {
+					t.Errorf("defect %+v", d)
+				}
+			},
+		},
+		{
+			name: "PTS goes back 10 s inside the target",
+			build: func(t *testing.T) sides {
+				return split(muxTS(t, shift(gopFrames(50, 25, 900000), 30, func(f *testFrame) { f.pts -= 900000; f.pcrShift += 900000 }), 256), 25)
+			},
+			verdict: sim.VerdictGlitch,
+			want:    []string{"PTS continuity[video PID 256 H.264,target]"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if d := defectNamed(r, "PTS continuity"); d == nil || !strings.Contains(d.Detail, "went back 10000.0 ms") {
+					t.Errorf("defect %+v", d)
+				}
+			},
+		},
+		{
+			name: "a PTS jump the discontinuity indicator announces",
+			build: func(t *testing.T) sides {
+				fs := shift(gopFrames(50, 25, 900000), 30, func(f *testFrame) { f.pts += 900000; f.pcrShift -= 900000 })
+				fs[30].di = true
+				return split(muxTS(t, fs, 256), 25)
+			},
+			verdict: sim.VerdictSeamless,
+		},
+		{
+			// F4: the flag says decoding can start; the slice says P.
+			name: "target joins on a P-frame flagged random access",
+			build: func(t *testing.T) sides {
+				fs := shift(gopFrames(75, 25, 900000), 0, func(f *testFrame) { f.rai = true })
+				return split(muxTS(t, fs, 256), 30)
+			},
+			verdict: sim.VerdictGlitch,
+			want:    []string{"keyframe at join[PID 256,target]"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if r.KeyframeAtJoin == nil || *r.KeyframeAtJoin || r.PictureMissingMs == nil || *r.PictureMissingMs != 800 {
+					t.Errorf("keyframe at join %v, missing %v", r.KeyframeAtJoin, r.PictureMissingMs)
+				}
+			},
+		},
+		{
 			name: "PCR jumps at the switch",
 			build: func(t *testing.T) sides {
 				return split(muxTS(t, shift(gopFrames(50, 25, 900000), 25, func(f *testFrame) { f.pcrShift = 45000 }), 256), 25)

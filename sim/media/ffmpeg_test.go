@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,12 +14,15 @@ import (
 
 // encodeClip has ffmpeg encode 4 s of testsrc2 at 25 fps into MPEG-TS,
 // a keyframe every 25 frames (no B-frames, no scene cuts), as a job would.
-func encodeClip(t *testing.T) []byte {
+func encodeClip(t *testing.T, args ...string) []byte {
 	t.Helper()
 	ffmpeg, _ := testenv.RequireFFmpeg(t) // to encode the clip
 	out := filepath.Join(t.TempDir(), "clip.ts")
-	cmd := exec.Command(ffmpeg, "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-t", "4",
-		"-c:v", "libx264", "-bf", "0", "-g", "25", "-keyint_min", "25", "-sc_threshold", "0", "-f", "mpegts", out)
+	if len(args) == 0 {
+		args = []string{"-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-t", "4", "-c:v", "libx264", "-bf", "0"}
+	}
+	args = append(append([]string{"-v", "error"}, args...), "-g", "25", "-keyint_min", "25", "-sc_threshold", "0", "-f", "mpegts", out)
+	cmd := exec.Command(ffmpeg, args...)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("ffmpeg: %v: %s", err, msg)
 	}
@@ -112,6 +116,48 @@ func TestAnalyzeFFmpegClip(t *testing.T) {
 			t.Errorf("verdict %s, defects %s", r.Verdict, checks(r))
 		}
 	})
+}
+
+// The checks within a side read a real encoder's stream as a player
+// does: B-frames arrive out of presentation order and AAC audio comes in
+// PES of several frames, and neither is a break in presentation time.
+func TestAnalyzeFFmpegClipWithBFramesAndAudio(t *testing.T) {
+	ps := clipPackets(encodeClip(t, "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=48000",
+		"-t", "4", "-c:v", "libx264", "-bf", "3", "-c:a", "aac"))
+	for _, s := range []*side{readSide(sourceSide, sendClip(ps, 0, len(ps)))} {
+		s.buildTSTracks(nil)
+		s.ptsDefects()
+		if len(s.tracks) != 2 || len(s.defects) > 0 {
+			t.Fatalf("%d streams, defects %+v", len(s.tracks), s.defects)
+		}
+		reordered := false
+		for i, u := range s.tracks[0].units[1:] {
+			reordered = reordered || u.pts < s.tracks[0].units[i].pts
+		}
+		if !reordered {
+			t.Fatal("no frame arrived out of presentation order: the clip has no B-frames")
+		}
+	}
+	// And a frame the encoder dropped is seen, B-frames or not.
+	var dropped []clipPacket
+	frames := 0
+	for _, p := range ps {
+		if p.pid == 256 && p.start {
+			frames++
+		}
+		if p.pid == 256 && frames == 40 {
+			continue
+		}
+		dropped = append(dropped, p)
+	}
+	s := readSide(targetSide, sendClip(dropped, 0, len(dropped)))
+	s.buildTSTracks(nil)
+	s.ptsDefects()
+	// The frame before the gap is whole and presented, though the
+	// demuxer sees the counter jump only at the next.
+	if len(s.defects) != 2 || s.defects[0].Check != sim.MediaCheckCC || !strings.Contains(s.defects[1].Detail, "skipped ahead 1 time (1 frame, 40.0 ms, missing)") {
+		t.Errorf("defects %+v", s.defects)
+	}
 }
 
 // Remux's output of RTP H.264 is a file ffmpeg decodes without a word.

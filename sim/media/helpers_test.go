@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,7 @@ type testFrame struct {
 	pcrShift int64  // 90 kHz ticks added to its PCR
 	di       bool   // discontinuity indicator on its first packet
 	h265     bool   // H.265 NAL units (muxTS then declares H.265 video)
+	rai      bool   // random_access_indicator even on a non-keyframe
 }
 
 // gopFrames are n frames at 25 fps from pts0, a keyframe every gop.
@@ -126,7 +128,7 @@ func muxTS(t *testing.T, fs []testFrame, videoPID uint16, extra ...astits.PMTEle
 			PID: videoPID,
 			AdaptationField: &astits.PacketAdaptationField{
 				HasPCR: true, PCR: &astits.ClockReference{Base: f.pts - 9000 + f.pcrShift},
-				RandomAccessIndicator: f.key, DiscontinuityIndicator: f.di,
+				RandomAccessIndicator: f.key || f.rai, DiscontinuityIndicator: f.di,
 			},
 			PES: pes(0xE0, f.pts, annexB(f.nals())),
 		})
@@ -193,6 +195,33 @@ func (m muxed) datagrams(keep func(frame int) bool, delay time.Duration) []sim.M
 	}
 	flush()
 	return dgs
+}
+
+// without is m less n packets from the first that pick says.
+func (m muxed) without(n int, pick func(i int) bool) muxed {
+	for i := range m.packets {
+		if pick(i) {
+			end := min(i+n, len(m.packets))
+			return muxed{slices.Concat(m.packets[:i], m.packets[end:]), slices.Concat(m.frameOf[:i], m.frameOf[end:])}
+		}
+	}
+	panic("no packet picked")
+}
+
+// repeat sends the first packet pick says n more times, right after it.
+func (m muxed) repeat(n int, pick func(i int) bool) muxed {
+	for i := range m.packets {
+		if pick(i) {
+			var out muxed
+			out.packets, out.frameOf = slices.Clone(m.packets[:i+1]), slices.Clone(m.frameOf[:i+1])
+			for range n {
+				out.packets, out.frameOf = append(out.packets, bytes.Clone(m.packets[i])), append(out.frameOf, m.frameOf[i])
+			}
+			out.packets, out.frameOf = append(out.packets, m.packets[i+1:]...), append(out.frameOf, m.frameOf[i+1:]...)
+			return out
+		}
+	}
+	panic("no packet picked")
 }
 
 // withoutPIDs is m less the packets on pids.

@@ -46,6 +46,9 @@ func splitAnnexB(b []byte) [][]byte {
 type codecUnit struct {
 	key    bool
 	params string
+	// slices: it carries a picture's coded slices, so key is read from
+	// them rather than guessed.
+	slices bool
 }
 
 // inspectNALs reads the NAL headers of one access unit of codec ("H.264"
@@ -58,14 +61,19 @@ func inspectNALs(codec string, nals [][]byte) codecUnit {
 		}
 		switch codec {
 		case codecH265:
-			// IRAP pictures (BLA, IDR, CRA) are types 16–23.
-			if t := (n[0] >> 1) & 0x3f; t >= 16 && t <= 23 {
+			// IRAP pictures (BLA, IDR, CRA) are types 16–23; 0–31 are
+			// the coded slices.
+			t := (n[0] >> 1) & 0x3f
+			if t >= 16 && t <= 23 {
 				u.key = true
 			}
+			u.slices = u.slices || t <= 31
 		default:
 			switch n[0] & 0x1f {
+			case h264NonIDR:
+				u.slices = true
 			case h264IDR:
-				u.key = true
+				u.key, u.slices = true, true
 			case h264SPS:
 				if sps, err := parseSPS(n); err == nil {
 					u.params = joinParams(sps.String(), u.params)

@@ -43,6 +43,9 @@ type unit struct {
 	hasPTS bool
 	key    bool
 	params string
+	// di: the discontinuity indicator on its first packet says its time
+	// base may jump.
+	di bool
 }
 
 // track is one elementary stream of one side: a TS PID or an RTP SSRC.
@@ -95,6 +98,16 @@ type tsState struct {
 	pmt                          []pmtStream
 	pcrPID                       int // -1 when no PMT named one
 	pes                          []pesUnit
+	// lastWithPayload is each PID's last packet with payload, for telling
+	// a duplicate (ISO 13818-1 2.4.3.3) from a counter that stopped.
+	lastWithPayload map[uint16]lastPacket
+}
+
+// lastPacket is a PID's last packet with payload and whether it was
+// already sent twice.
+type lastPacket struct {
+	data     []byte
+	repeated bool
 }
 
 // rtpTrack is one SSRC's RTP packets on a side.
@@ -177,15 +190,56 @@ func readSide(name string, dgs []sim.MediaDatagram) *side {
 }
 
 func (s *side) addTSPackets(b []byte, dg int) {
+	st := &s.ts
+	if st.lastWithPayload == nil {
+		st.lastWithPayload = map[uint16]lastPacket{}
+	}
 	for off := 0; off+tsPacketSize <= len(b); off += tsPacketSize {
 		pkt := b[off : off+tsPacketSize]
 		if pkt[0] != 0x47 {
-			s.ts.syncErrors++
+			st.syncErrors++
 			continue
 		}
-		s.ts.raw = append(s.ts.raw, pkt)
-		s.ts.rawDg = append(s.ts.rawDg, dg)
+		if pkt[3]&0x10 != 0 { // has payload
+			pid := packetPID(pkt)
+			last, seen := st.lastWithPayload[pid]
+			if seen && !last.repeated && duplicatePacket(last.data, pkt) {
+				// A receiver drops the copy; the demuxer must not see it
+				// (astits would throw away the PES it falls in).
+				st.lastWithPayload[pid] = lastPacket{data: last.data, repeated: true}
+				continue
+			}
+			st.lastWithPayload[pid] = lastPacket{data: pkt}
+		}
+		st.raw = append(st.raw, pkt)
+		st.rawDg = append(st.rawDg, dg)
 	}
+}
+
+// duplicatePacket: ISO 13818-1 2.4.3.3 lets a packet be sent twice, the
+// copy the same byte for byte but for a PCR, which may be the current
+// one. Anything else with the same counter is packets lost.
+func duplicatePacket(prev, p []byte) bool {
+	if !bytes.Equal(prev[:4], p[:4]) {
+		return false
+	}
+	off := 4
+	if p[3]&0x20 != 0 { // adaptation field
+		n := int(p[4])
+		if n != int(prev[4]) || 5+n > tsPacketSize {
+			return false
+		}
+		af, paf := p[5:5+n], prev[5:5+n]
+		if n > 0 && af[0]&0x10 != 0 && n >= 7 { // PCR flag: bytes 1–6 are the PCR
+			if af[0] != paf[0] || !bytes.Equal(af[7:], paf[7:]) {
+				return false
+			}
+		} else if !bytes.Equal(af, paf) {
+			return false
+		}
+		off = 5 + n
+	}
+	return bytes.Equal(prev[off:], p[off:])
 }
 
 func (s *side) addRTP(p *rtp.Packet, dg int, at time.Time, mp2t bool) {
@@ -253,19 +307,37 @@ func (s *side) demuxTS() {
 	if len(st.raw) == 0 {
 		return
 	}
+	// The demuxer reads a copy whose counters run on without a break:
+	// astits throws away the PES being gathered at a counter jump, even
+	// one already whole, and a receiver does not (withinSideDefects
+	// counts the jump from the packets as sent).
+	feed := bytes.Join(st.raw, nil)
+	counters := map[uint16]uint8{}
+	for off := 0; off < len(feed); off += tsPacketSize {
+		h := feed[off : off+4]
+		pid := packetPID(h)
+		cc, seen := counters[pid]
+		if h[3]&0x10 != 0 && seen {
+			cc = (cc + 1) % 16
+		} else if !seen {
+			cc = h[3] & 0x0f
+		}
+		counters[pid] = cc
+		h[3] = h[3]&0xf0 | cc
+	}
 	index := make(map[*astits.Packet]int, len(st.raw))
 	next := 0
 	skipper := func(p *astits.Packet) bool {
 		// A packet whose adaptation field fails to parse never reaches
 		// here: step over it by its PID and counter.
-		for next < len(st.raw) && (packetPID(st.raw[next]) != p.Header.PID || st.raw[next][3]&0x0f != p.Header.ContinuityCounter) {
+		for next < len(st.raw) && (packetPID(st.raw[next]) != p.Header.PID || feed[next*tsPacketSize+3]&0x0f != p.Header.ContinuityCounter) {
 			next++
 		}
 		if next >= len(st.raw) {
 			return true
 		}
 		dg := st.rawDg[next]
-		tp := tsPacket{dg: dg, at: s.dgs[dg].At, pid: p.Header.PID, cc: p.Header.ContinuityCounter, payload: p.Header.HasPayload, pcr: -1}
+		tp := tsPacket{dg: dg, at: s.dgs[dg].At, pid: p.Header.PID, cc: st.raw[next][3] & 0x0f, payload: p.Header.HasPayload, pcr: -1}
 		if af := p.AdaptationField; p.Header.HasAdaptationField && af != nil {
 			tp.di, tp.rai = af.DiscontinuityIndicator, af.RandomAccessIndicator
 			if af.HasPCR && af.PCR != nil {
@@ -288,7 +360,7 @@ func (s *side) demuxTS() {
 		}
 		return nil, false, nil
 	}
-	dmx := astits.NewDemuxer(context.Background(), bytes.NewReader(bytes.Join(st.raw, nil)),
+	dmx := astits.NewDemuxer(context.Background(), bytes.NewReader(feed),
 		astits.DemuxerOptPacketSize(tsPacketSize), astits.DemuxerOptPacketSkipper(skipper), astits.DemuxerOptPacketsParser(parser))
 	for range 2*len(st.raw) + 16 { // every call consumes a packet or ends
 		d, err := dmx.NextData()
@@ -399,10 +471,17 @@ func (s *side) buildTSTracks(other []pmtStream) {
 		first := st.pkts[pu.first]
 		u := unit{at: first.at, dg: first.dg, pkt: pu.first, pts: pu.pts, hasPTS: pu.hasPTS,
 			ownsStart: pu.first == 0 || st.pkts[pu.first-1].dg != first.dg}
+		u.di = first.di
 		if tr.kind == "video" {
 			cu := inspectNALs(tr.codec, splitAnnexB(pu.data))
-			// The random_access_indicator also marks where decoding can start.
-			u.key, u.params = cu.key || first.rai, cu.params
+			// The picture's own slices say whether a decoder can start
+			// there; the random_access_indicator speaks only for one
+			// whose slices cannot be read (a muxer may set it on every
+			// frame).
+			u.key, u.params = cu.key, cu.params
+			if !cu.slices {
+				u.key = first.rai
+			}
 		}
 		tr.units = append(tr.units, u)
 	}
@@ -424,9 +503,10 @@ func (s *side) withinSideDefects() {
 	if st.parseErrors > 0 {
 		s.defect(sim.MediaCheckUnreadable, "", "", fmt.Sprintf("%s of the %s's stream could not be parsed", sim.Plural(int64(st.parseErrors), "TS payload unit"), s.name))
 	}
-	// Continuity counters per PID: +1 on each packet with payload, a
-	// single repeat allowed, anything else an error unless the
-	// discontinuity indicator says so.
+	// Continuity counters per PID: +1 on each packet with payload,
+	// anything else an error unless the discontinuity indicator says so.
+	// The one repeat allowed, an identical copy, never got this far
+	// (addTSPackets).
 	type ccState struct {
 		last   uint8
 		seen   bool
@@ -448,7 +528,7 @@ func (s *side) withinSideDefects() {
 				cc[p.pid] = c
 				pids = append(pids, p.pid)
 			}
-			if c.seen && !p.di && p.cc != (c.last+1)%16 && p.cc != c.last {
+			if c.seen && !p.di && p.cc != (c.last+1)%16 {
 				c.errors++
 				if c.first == "" {
 					c.first = fmt.Sprintf("%d→%d", c.last, p.cc)

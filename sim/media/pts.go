@@ -1,0 +1,158 @@
+package media
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// maxReorder is how many frames a picture may be presented before one
+// decoded ahead of it: H.264's and H.265's decoded picture buffer holds
+// at most 16, so a PTS further back than that in arrival order is a jump.
+const maxReorder = 16
+
+// ptsDefects checks presentation time within each of the side's streams,
+// as a player does between frames: the first frame of the target and
+// the last of the source say nothing about a leap after them. In
+// presentation order a video stream's frames are one frame duration
+// apart, so a wider step is pictures missing and a repeated time is a
+// picture shown twice; in arrival order a step back beyond the reorder
+// window is time going back. Audio is held to the jumps alone (a PES
+// may carry several audio frames). The discontinuity indicator starts
+// a new time base.
+func (s *side) ptsDefects() {
+	for _, tr := range s.tracks {
+		ft := frameTicks(tr)
+		if ft <= 0 || tr.kind != "video" && tr.kind != "audio" {
+			continue
+		}
+		var j ptsJumps
+		for _, seg := range segments(tr.units) {
+			j.check(seg, tr.wrap, ft, tr.kind == "video")
+		}
+		if d := j.describe(ft); d != "" {
+			label := fmt.Sprintf("%s %s %s", tr.kind, tr.name, tr.codec)
+			if tr.codec == "" {
+				label = tr.kind + " " + tr.name
+			}
+			s.defect(sim.MediaCheckPTS, "", label, fmt.Sprintf("the %s's presentation time on %s broke within its own stream: %s", s.name, label, d))
+		}
+	}
+}
+
+// segments cuts a stream's units where the discontinuity indicator
+// announces a new time base.
+func segments(us []unit) [][]unit {
+	var out [][]unit
+	start := 0
+	for i, u := range us {
+		if u.di && i > start {
+			out = append(out, us[start:i])
+			start = i
+		}
+	}
+	return append(out, us[start:])
+}
+
+// ptsJumps gathers one stream's breaks in presentation time.
+type ptsJumps struct {
+	ahead, back, repeated int
+	missing               int64 // frames
+	first                 string
+}
+
+func (j *ptsJumps) note(what string) {
+	if j.first == "" {
+		j.first = what
+	}
+}
+
+func (j *ptsJumps) check(us []unit, wrap, ft int64, video bool) {
+	vals, idx := unwrapped(us, wrap)
+	// In arrival order, a step beyond the reorder window either way is a
+	// leap of the clock: it starts a new run, judged on its own.
+	start := 0
+	for i := 1; i <= len(vals); i++ {
+		if i < len(vals) {
+			step := vals[i] - vals[i-1]
+			if step >= -maxReorder*ft && step <= maxReorder*ft {
+				continue
+			}
+			if step < 0 {
+				j.back++
+				j.note(fmt.Sprintf("went back %.1f ms at PTS %d", ticksMs(-step+ft), us[idx[i]].pts))
+			} else {
+				j.ahead++
+				j.note(fmt.Sprintf("skipped ahead %.1f ms at PTS %d", ticksMs(step-ft), us[idx[i]].pts))
+			}
+		}
+		if video {
+			j.gaps(us, vals[start:i], idx[start:i], ft)
+		}
+		start = i
+	}
+}
+
+// gaps checks a run of video frames in presentation order: one frame
+// duration apart, else pictures are missing or shown twice.
+func (j *ptsJumps) gaps(us []unit, vals []int64, idx []int, ft int64) {
+	order := make([]int, len(vals))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(vals[a], vals[b]) })
+	for k := 1; k < len(order); k++ {
+		prev, cur := order[k-1], order[k]
+		switch step := vals[cur] - vals[prev]; {
+		case step == 0:
+			j.repeated++
+			j.note(fmt.Sprintf("PTS %d sent twice", us[idx[cur]].pts))
+		case step > ft+ft/2:
+			n := (step+ft/2)/ft - 1
+			j.ahead++
+			j.missing += n
+			j.note(fmt.Sprintf("skipped ahead %.1f ms after PTS %d", ticksMs(step-ft), us[idx[prev]].pts))
+		}
+	}
+}
+
+func (j *ptsJumps) describe(ft int64) string {
+	var parts []string
+	if j.ahead > 0 {
+		p := "skipped ahead " + sim.Plural(int64(j.ahead), "time")
+		if j.missing > 0 {
+			p += fmt.Sprintf(" (%s, %.1f ms, missing)", sim.Plural(j.missing, "frame"), ticksMs(j.missing*ft))
+		}
+		parts = append(parts, p)
+	}
+	if j.back > 0 {
+		parts = append(parts, "went back "+sim.Plural(int64(j.back), "time"))
+	}
+	if j.repeated > 0 {
+		parts = append(parts, "repeated "+sim.Plural(int64(j.repeated), "picture"))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s; first %s", joinAnd(parts), j.first)
+}
+
+func joinAnd(parts []string) string {
+	switch len(parts) {
+	case 1:
+		return parts[0]
+	case 2:
+		return parts[0] + " and " + parts[1]
+	}
+	return fmt.Sprintf("%s and %s", joinComma(parts[:len(parts)-1]), parts[len(parts)-1])
+}
+
+func joinComma(parts []string) string {
+	out := parts[0]
+	for _, p := range parts[1:] {
+		out += ", " + p
+	}
+	return out
+}
