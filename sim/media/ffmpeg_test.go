@@ -1,9 +1,11 @@
 package media
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -203,5 +205,158 @@ func TestRemuxDecodes(t *testing.T) {
 	out, err := exec.Command(ffmpeg, "-v", "error", "-i", file, "-f", "null", "-").CombinedOutput()
 	if err != nil || len(out) > 0 {
 		t.Errorf("ffmpeg decoding the remux: %v: %s", err, out)
+	}
+}
+
+// Issue 34 round 5: damage a real decoder sees inside the target, after a
+// clean join, is never judged seamless. Each case breaks the clip's
+// second half in place; ffmpeg (decoding) or ffprobe (presentation
+// times) must see it, and so must Analyze.
+func TestDamageInsideTheTargetIsWhatFFmpegSees(t *testing.T) {
+	ffmpeg, ffprobe := testenv.RequireFFmpeg(t)
+	clip := encodeClip(t)
+	ps := clipPackets(clip)
+	var keyframes []int
+	for i, p := range ps {
+		if p.pid == 256 && p.start && p.randomAcc {
+			keyframes = append(keyframes, i)
+		}
+	}
+	cut := keyframes[1]
+	for cut > 0 && (ps[cut-1].pid == 0 || ps[cut-1].pid == 4096 || ps[cut-1].pid == 17) {
+		cut--
+	}
+	// videoAfter are the indexes of the video packets from the tenth
+	// after the cut on.
+	videoAfter := func(ps []clipPacket) []int {
+		var out []int
+		for i := cut; i < len(ps); i++ {
+			if ps[i].pid == 256 {
+				out = append(out, i)
+			}
+		}
+		return out[10:]
+	}
+	cases := []struct {
+		name    string
+		damage  func(ps []clipPacket) []clipPacket
+		referee func(t *testing.T, file string) // fails when the referee saw nothing
+		check   string
+	}{
+		{
+			name: "the counter stops counting",
+			damage: func(ps []clipPacket) []clipPacket {
+				vs := videoAfter(ps)
+				stuck := ps[vs[0]].data[3] & 0x0f
+				for _, i := range vs {
+					ps[i].data[3] = ps[i].data[3]&0xf0 | stuck
+				}
+				return ps
+			},
+			referee: decodeErrors(ffmpeg),
+			check:   sim.MediaCheckCC,
+		},
+		{
+			name: "15 packets lost",
+			damage: func(ps []clipPacket) []clipPacket {
+				i := videoAfter(ps)[0]
+				return append(ps[:i:i], ps[i+15:]...)
+			},
+			referee: decodeErrors(ffmpeg),
+			check:   sim.MediaCheckCC,
+		},
+		{
+			name: "PTS leaps 10 s one frame in, the PCR runs on",
+			damage: func(ps []clipPacket) []clipPacket {
+				frames := 0
+				for i := cut; i < len(ps); i++ {
+					if ps[i].pid == 256 && ps[i].start {
+						if frames++; frames > 1 {
+							shiftPESTimes(t, ps[i].data, 900000)
+						}
+					}
+				}
+				return ps
+			},
+			referee: ptsLeap(ffprobe),
+			check:   sim.MediaCheckPTS,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fresh := clipPackets(bytes.Clone(clip))
+			damaged := tc.damage(fresh)
+			var ts []byte
+			for _, p := range damaged[cut:] {
+				ts = append(ts, p.data...)
+			}
+			file := filepath.Join(t.TempDir(), "target.ts")
+			if err := os.WriteFile(file, ts, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			tc.referee(t, file)
+			r := Analyze(sendClip(damaged, 0, cut), sendClip(damaged, cut, len(damaged)), sim.SeamMoments{})
+			if r.Verdict == sim.VerdictSeamless || !hasDefect(r, tc.check, "") || defectNamed(r, tc.check).AtFault != targetSide {
+				t.Errorf("verdict %s, defects %s: %s", r.Verdict, checks(r), r.Detail)
+			}
+		})
+	}
+}
+
+// decodeErrors: ffmpeg decoding the file warns (a corrupt packet is a
+// warning).
+func decodeErrors(ffmpeg string) func(t *testing.T, file string) {
+	return func(t *testing.T, file string) {
+		out, _ := exec.Command(ffmpeg, "-v", "warning", "-i", file, "-f", "null", "-").CombinedOutput()
+		if len(bytes.TrimSpace(out)) == 0 {
+			t.Fatal("ffmpeg decoded the damaged stream without a word: the damage is not one")
+		}
+	}
+}
+
+// ptsLeap: ffprobe's frame times leap more than a second somewhere.
+func ptsLeap(ffprobe string) func(t *testing.T, file string) {
+	return func(t *testing.T, file string) {
+		out, err := exec.Command(ffprobe, "-v", "error", "-select_streams", "v", "-show_entries", "frame=pts_time", "-of", "csv=p=0", file).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev := -1.0
+		for _, f := range strings.Fields(string(out)) {
+			v, err := strconv.ParseFloat(strings.TrimSuffix(f, ","), 64)
+			if err != nil {
+				continue
+			}
+			if prev >= 0 && v-prev > 1 {
+				return
+			}
+			prev = v
+		}
+		t.Fatalf("ffprobe saw no leap in %d frames", len(strings.Fields(string(out))))
+	}
+}
+
+// shiftPESTimes adds d to the PTS (and DTS) of the PES that starts in
+// packet p.
+func shiftPESTimes(t *testing.T, p []byte, d int64) {
+	off := 4
+	if p[3]&0x20 != 0 {
+		off += 1 + int(p[4])
+	}
+	h := p[off:]
+	if h[0] != 0 || h[1] != 0 || h[2] != 1 || h[7]&0x80 == 0 {
+		t.Fatalf("packet has no PES header with a PTS: % x", h[:10])
+	}
+	n := 1
+	if h[7]&0x40 != 0 {
+		n = 2
+	}
+	for k := range n {
+		b := h[9+5*k : 14+5*k]
+		v := int64(b[0]>>1&0x07)<<30 | int64(b[1])<<22 | int64(b[2]>>1)<<15 | int64(b[3])<<7 | int64(b[4]>>1)
+		v = (v + d) % (1 << 33)
+		b[0] = b[0]&0xf1 | byte(v>>29)&0x0e
+		b[1], b[2] = byte(v>>22), byte(v>>14)|1
+		b[3], b[4] = byte(v>>7), byte(v<<1)|1
 	}
 }
