@@ -450,7 +450,11 @@ func extremePTS(us []unit, wrap int64, last bool) (int64, bool) {
 
 // frameTicks is the stream's frame duration: the median step between its
 // presentation times on either side.
-func frameTicks(tracks ...*track) int64 {
+func frameTicks(tracks ...*track) int64 { return stepQuantile(0.5, tracks...) }
+
+// stepQuantile is the q-quantile of the positive steps between the
+// tracks' presentation times.
+func stepQuantile(q float64, tracks ...*track) int64 {
 	var steps []int64
 	for _, t := range tracks {
 		vals, _ := unwrapped(t.units, t.wrap)
@@ -465,7 +469,7 @@ func frameTicks(tracks ...*track) int64 {
 		return 0
 	}
 	slices.Sort(steps)
-	return steps[len(steps)/2]
+	return steps[int(q*float64(len(steps)-1)+0.5)]
 }
 
 func lastParams(us []unit) string {

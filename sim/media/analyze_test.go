@@ -618,3 +618,27 @@ func TestAnalyzeTSDefects(t *testing.T) {
 		})
 	}
 }
+
+// Steps of one and a half frames (3:2 pulldown shown at 29.97 fps) are a
+// cadence, not pictures missing; two frames are one missing.
+func TestPTSWithinASideAllowsPulldownsCadence(t *testing.T) {
+	var fs []testFrame
+	pts := int64(900000)
+	for i := range 60 {
+		fs = append(fs, testFrame{pts: pts, key: i%30 == 0})
+		pts += []int64{3003, 4504}[i%2]
+	}
+	s := readSide(sourceSide, muxTS(t, fs, 256).datagrams(func(int) bool { return true }, 0))
+	s.buildTSTracks(nil)
+	s.ptsDefects()
+	if len(s.defects) > 0 {
+		t.Errorf("defects %+v", s.defects)
+	}
+	fs = append(fs[:40:40], fs[41:]...) // the encoder drops one
+	s = readSide(sourceSide, muxTS(t, fs, 256).datagrams(func(int) bool { return true }, 0))
+	s.buildTSTracks(nil)
+	s.ptsDefects()
+	if len(s.defects) != 1 || !strings.Contains(s.defects[0].Detail, "skipped ahead 1 time") {
+		t.Errorf("defects %+v", s.defects)
+	}
+}

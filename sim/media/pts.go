@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/normsim/normsim/sim"
 )
@@ -28,11 +29,14 @@ func (s *side) ptsDefects() {
 		if ft <= 0 || tr.kind != "video" && tr.kind != "audio" {
 			continue
 		}
-		var j ptsJumps
+		// Pictures are missing where a step is wider than the stream's
+		// short one allows: with 3:2 pulldown's cadence the median is a
+		// frame and a half.
+		j := ptsJumps{frame: stepQuantile(0.1, tr)}
 		for _, seg := range segments(tr.units) {
 			j.check(seg, tr.wrap, ft, tr.kind == "video")
 		}
-		if d := j.describe(ft); d != "" {
+		if d := j.describe(); d != "" {
 			label := fmt.Sprintf("%s %s %s", tr.kind, tr.name, tr.codec)
 			if tr.codec == "" {
 				label = tr.kind + " " + tr.name
@@ -58,6 +62,7 @@ func segments(us []unit) [][]unit {
 
 // ptsJumps gathers one stream's breaks in presentation time.
 type ptsJumps struct {
+	frame                 int64 // the short step, for counting pictures missing
 	ahead, back, repeated int
 	missing               int64 // frames
 	first                 string
@@ -89,7 +94,7 @@ func (j *ptsJumps) check(us []unit, wrap, ft int64, video bool) {
 			}
 		}
 		if video {
-			j.gaps(us, vals[start:i], idx[start:i], ft)
+			j.gaps(us, vals[start:i], idx[start:i])
 		}
 		start = i
 	}
@@ -97,7 +102,8 @@ func (j *ptsJumps) check(us []unit, wrap, ft int64, video bool) {
 
 // gaps checks a run of video frames in presentation order: one frame
 // duration apart, else pictures are missing or shown twice.
-func (j *ptsJumps) gaps(us []unit, vals []int64, idx []int, ft int64) {
+func (j *ptsJumps) gaps(us []unit, vals []int64, idx []int) {
+	ft := j.frame
 	order := make([]int, len(vals))
 	for i := range order {
 		order[i] = i
@@ -109,7 +115,7 @@ func (j *ptsJumps) gaps(us []unit, vals []int64, idx []int, ft int64) {
 		case step == 0:
 			j.repeated++
 			j.note(fmt.Sprintf("PTS %d sent twice", us[idx[cur]].pts))
-		case step > ft+ft/2:
+		case step > ft*7/4: // a frame and a half is pulldown's cadence; two are a frame missing
 			n := (step+ft/2)/ft - 1
 			j.ahead++
 			j.missing += n
@@ -118,12 +124,12 @@ func (j *ptsJumps) gaps(us []unit, vals []int64, idx []int, ft int64) {
 	}
 }
 
-func (j *ptsJumps) describe(ft int64) string {
+func (j *ptsJumps) describe() string {
 	var parts []string
 	if j.ahead > 0 {
 		p := "skipped ahead " + sim.Plural(int64(j.ahead), "time")
 		if j.missing > 0 {
-			p += fmt.Sprintf(" (%s, %.1f ms, missing)", sim.Plural(j.missing, "frame"), ticksMs(j.missing*ft))
+			p += fmt.Sprintf(" (%s, %.1f ms, missing)", sim.Plural(j.missing, "frame"), ticksMs(j.missing*j.frame))
 		}
 		parts = append(parts, p)
 	}
@@ -136,23 +142,5 @@ func (j *ptsJumps) describe(ft int64) string {
 	if len(parts) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s; first %s", joinAnd(parts), j.first)
-}
-
-func joinAnd(parts []string) string {
-	switch len(parts) {
-	case 1:
-		return parts[0]
-	case 2:
-		return parts[0] + " and " + parts[1]
-	}
-	return fmt.Sprintf("%s and %s", joinComma(parts[:len(parts)-1]), parts[len(parts)-1])
-}
-
-func joinComma(parts []string) string {
-	out := parts[0]
-	for _, p := range parts[1:] {
-		out += ", " + p
-	}
-	return out
+	return fmt.Sprintf("%s; first %s", strings.Join(parts, ", "), j.first)
 }
