@@ -609,3 +609,32 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 func newBufLogger(b *bytes.Buffer, mu *sync.Mutex) *slog.Logger {
 	return slog.New(slog.NewTextHandler(lockedWriter{mu, b}, nil))
 }
+
+// Issue 34 round 5, F3: a job that pings and never reads the pongs is as
+// slow a reader as one that never reads its frames: the pong that cannot
+// be written in time closes its socket with 1008 from normsim, not a
+// "connection lost" no one did. The library writes pongs itself, with a
+// 5 s bound of its own.
+func TestJobThatDoesNotReadItsPongsIsTooSlow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the library's 5 s pong write")
+	}
+	l, ev := MustListener(t, jobsocket.Config{})
+	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+	j := dialRaw(t, l, "/instances/j/r")
+	j.helloAck()
+	ev.wait(t, jobsocket.Connected)
+	ping := append(header(true, 0x9, 125), bytes.Repeat([]byte{'p'}, 125)...)
+	pings := bytes.Repeat(ping, 512)
+	go func() {
+		for {
+			if _, err := j.conn.Write(pings); err != nil {
+				return
+			}
+		}
+	}()
+	d := ev.wait(t, jobsocket.Disconnected)
+	if d.Code != int(websocket.StatusPolicyViolation) || !strings.Contains(d.Reason, "too slow") || d.ClosedBy != jobsocket.ClosedByWorker {
+		t.Fatalf("disconnected with %d %q by %v, want 1008 from normsim naming the slow reader", d.Code, d.Reason, d.ClosedBy)
+	}
+}

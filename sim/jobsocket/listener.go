@@ -505,6 +505,10 @@ func (c *conn) send(ctx context.Context, f protocol.WorkerFrame) error {
 	return c.writeLocked(ctx, f.Type, data)
 }
 
+// reasonTooSlow is 1008's reason: a write to the job (a frame, or a pong
+// to its ping) did not finish within the write timeout.
+const reasonTooSlow = "job too slow to read frames"
+
 func (c *conn) writeLocked(ctx context.Context, typ string, data []byte) error {
 	wctx, cancel := context.WithTimeout(ctx, c.l.cfg.WriteTimeout)
 	defer cancel()
@@ -513,7 +517,7 @@ func (c *conn) writeLocked(ctx context.Context, typ string, data []byte) error {
 		// that failed because the job closed its socket (or the
 		// connection broke) leaves the reader to report how it ended.
 		if wctx.Err() != nil && ctx.Err() == nil {
-			c.close(websocket.StatusPolicyViolation, "job too slow to read frames")
+			c.close(websocket.StatusPolicyViolation, reasonTooSlow)
 		}
 		return fmt.Errorf("send %s to %s/%s: %w", typ, c.key.jobID, c.key.role, err)
 	}
@@ -1139,6 +1143,13 @@ func (c *conn) readFailed(err error) (int, string) {
 		var wce websocket.CloseError
 		errors.As(err, &wce)
 		return int(s), wce.Reason
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		// Reads have no deadline: this is the pong the library writes to
+		// a job's ping, with 5 s of its own, and the job did not read it.
+		// As slow a reader as one that does not read its frames.
+		c.close(websocket.StatusPolicyViolation, reasonTooSlow)
+		return int(websocket.StatusPolicyViolation), reasonTooSlow
 	}
 	return int(websocket.StatusAbnormalClosure), "connection lost"
 }
