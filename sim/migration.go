@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"time"
@@ -358,6 +359,60 @@ type FrameInfo struct {
 	Type      string          `json:"type"`
 	Size      int             `json:"size"`
 	Payload   json.RawMessage `json:"payload,omitempty"`
+	// PayloadNote says why Payload is a JSON string of the payload's text
+	// rather than the payload itself (NewFrameInfo).
+	PayloadNote string `json:"payloadNote,omitempty"`
+}
+
+// MaxRecordedDepth is the deepest a payload the record keeps as JSON may
+// nest: encoding/json, and so the API, the event stream and the stores,
+// refuse deeper. A frame may nest as deep as 64 KiB allows (32,768), as
+// JSON.parse reads it, and is relayed unchanged.
+const MaxRecordedDepth = 10000
+
+// NewFrameInfo is a frame for the timeline. A payload nested deeper than
+// MaxRecordedDepth is kept as its text, a JSON string, and PayloadNote
+// says so: the whole record stays readable.
+func NewFrameInfo(dir, typ string, size int, payload json.RawMessage) *FrameInfo {
+	f := &FrameInfo{Direction: dir, Type: typ, Size: size, Payload: payload}
+	// Each level takes an opening and a closing byte: a shorter payload
+	// cannot be too deep, and is not scanned.
+	if len(payload) <= 2*MaxRecordedDepth {
+		return f
+	}
+	if d := jsonDepth(payload); d > MaxRecordedDepth {
+		text, _ := json.Marshal(string(payload))
+		f.Payload = text
+		f.PayloadNote = fmt.Sprintf("the payload nests %d levels deep, deeper than the record's JSON can (%d): kept as its text", d, MaxRecordedDepth)
+	}
+	return f
+}
+
+// jsonDepth is how deep valid JSON nests its arrays and objects.
+func jsonDepth(b []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+			deepest = max(deepest, depth)
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // OutputReport is the output-continuity verdict at the seam of a migration.

@@ -764,7 +764,7 @@ func (r *run) sideOf(role string) string {
 }
 
 func frameInfo(dir string, typ string, size int, payload json.RawMessage) *sim.FrameInfo {
-	return &sim.FrameInfo{Direction: dir, Type: typ, Size: size, Payload: payload}
+	return sim.NewFrameInfo(dir, typ, size, payload)
 }
 
 // frameDetail is the timeline text of a frame a job sent.
@@ -1560,6 +1560,11 @@ func (r *run) disruption(ev runEvent) error {
 			}
 			if exit, ok := r.awaitExit(ev.instance); ok {
 				return r.exited(side, exit)
+			}
+			if ev.socket.ClosedBy == sim.ClosedByJob {
+				// A close frame is the job's own decision: it left the
+				// migration it was part of, as surely as one that exits.
+				return brokenf(side, sim.PromiseStaysUp, "%s on %s", socketDropped(side, ev.socket), r.currentPhase())
 			}
 			return endf("%s on %s", socketDropped(side, ev.socket), r.currentPhase())
 		}
