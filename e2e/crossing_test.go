@@ -138,6 +138,41 @@ func TestReasonsSayWhoClosedWhat(t *testing.T) {
 			t.Fatalf("reason %q, want %q", done.Reason, want)
 		}
 	})
+	// Issue 34 round 5, F4: a job that closes its own socket while it is
+	// moved, owing an answer, broke a promise as surely as one that exits;
+	// it was graded pass with no one at fault.
+	for _, tc := range []struct {
+		name, side, reason string
+		state              sim.MigrationState
+		act                func(h *handover)
+	}{
+		{"the source closes instead of answering get-state", "source", "the source closed its socket with 1000 (no reason given) on get-state", sim.MigrationAborted,
+			func(h *handover) {
+				h.sj.Expect(protocol.TypeGetState)
+				h.sj.Conn().Close(websocket.StatusNormalClosure, "")
+			}},
+		{"the target closes instead of answering cutover-apply", "target", "the target closed its socket with 1000 (done) on cutover-apply", sim.MigrationFailed,
+			func(h *handover) {
+				h.cutoverReady()
+				h.sj.Send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"n":1}`)})
+				h.tj.Expect(protocol.TypeCutoverApply)
+				h.tj.Conn().Close(websocket.StatusNormalClosure, "done")
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := startHandover(t, sim.MigrateRequest{})
+			tc.act(h)
+			done := h.end()
+			normsimtest.RequireState(t, done, tc.state)
+			if done.Reason != tc.reason {
+				t.Errorf("reason %q, want %q", done.Reason, tc.reason)
+			}
+			j := done.Judged()
+			if done.Broken == nil || done.Broken.Side != tc.side || j.Grade != sim.GradeFail || j.AtFault != tc.side {
+				t.Errorf("broken %+v, judgement %s at fault %q: %s", done.Broken, j.Grade, j.AtFault, j.Why)
+			}
+		})
+	}
 	t.Run("normsim closed it for a frame out of phase", func(t *testing.T) {
 		h := startHandover(t, sim.MigrateRequest{})
 		h.state()

@@ -85,7 +85,7 @@ const (
 	// What a job's socket promises (Migration.Broken).
 	PromiseAnswerInTime   = "the job answers what it is asked in time (state, target-ready, source-stopped-output, target-applied)"
 	PromiseWellFormed     = "the job sends well-formed frames of its direction, in phase and within 64 KiB"
-	PromiseStaysUp        = "the job keeps running while it is moved, until it is told to stop"
+	PromiseStaysUp        = "the job keeps running, and its socket open, while it is moved, until it is told to stop"
 	PromiseReportNotAbort = "past the point of no return the target reports what it could not apply in target-applied, and does not abort"
 )
 
