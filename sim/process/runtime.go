@@ -610,6 +610,14 @@ func (r *Runtime) watch(inst *instance, p *proc, pidfd int) {
 			if err := killGroup(p.pid); err != nil {
 				r.logger.Warn("kill the rest of an exited process's group", "instance", inst.id, "service", p.svc.name, "err", err)
 			}
+			// A container's processes all die with its main one; so do
+			// those the job started in groups of their own, once no
+			// service of it runs that could own them.
+			if !othersLive(inst, p) {
+				for _, g := range r.strays(inst, nil) {
+					killGroup(g)
+				}
+			}
 		}
 	})
 	if !ok {
@@ -628,6 +636,24 @@ func (r *Runtime) watch(inst *instance, p *proc, pidfd int) {
 	r.emit(sim.RuntimeEvent{Instance: inst.id, Service: p.svc.name, Kind: sim.ServiceExited, ExitCode: exit.code, Signal: exit.signal, Detail: exit.detail})
 	inst.reporting.Add(-1)
 	close(p.done)
+}
+
+// othersLive says whether a service of inst other than p has a process
+// whose exit is not decided.
+func othersLive(inst *instance, p *proc) bool {
+	for _, s := range inst.services {
+		q := s.p.Load()
+		if q == nil || q == p {
+			continue
+		}
+		q.mu.Lock()
+		decided := q.decided
+		q.mu.Unlock()
+		if !decided {
+			return true
+		}
+	}
+	return false
 }
 
 // ExitPending says whether an exit of one of the instance's processes was

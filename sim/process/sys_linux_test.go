@@ -237,3 +237,47 @@ func bytesTrim(b []byte) []byte {
 	}
 	return b
 }
+
+// Issue 34 round 5, F8: when a job's last service exits on its own, what
+// it started in groups of their own goes with it, as a container's
+// processes die with its main one; they ran on while the instance said
+// failed. Another instance's stray is left alone.
+func TestAnExitEndsChildrenThatLeftTheGroup(t *testing.T) {
+	r, _ := MustRuntime(t)
+	dir := t.TempDir()
+	owner := "0123456789abcdef"
+	spawn := func(id, pidFile, then string) {
+		script := `setsid sh -c 'echo $$ > ` + pidFile + `; exec sleep 4321' & while [ ! -s ` + pidFile + ` ]; do sleep 0.01; done; ` + then
+		MustLaunch(t, r, id, sim.ServiceSpec{Name: "app",
+			Env:     map[string]string{sim.EnvInstance: id, sim.EnvOwner: owner},
+			Process: &sim.ProcessSpec{Command: []string{"sh", "-c", script}}})
+	}
+	pidOf := func(pidFile string) int {
+		deadline := time.Now().Add(waitLimit)
+		for {
+			b, err := os.ReadFile(pidFile)
+			if pid, perr := strconv.Atoi(string(bytesTrim(b))); err == nil && perr == nil && pid > 0 {
+				return pid
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the stray never wrote its pid to %s", pidFile)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	spawn("i2", dir+"/i2.pid", "exec sleep 100000") // runs on
+	theirs := pidOf(dir + "/i2.pid")
+	spawn("i1", dir+"/i1.pid", "exit 3")
+	mine := pidOf(dir + "/i1.pid")
+	t.Cleanup(func() { syscall.Kill(theirs, syscall.SIGKILL); syscall.Kill(mine, syscall.SIGKILL) })
+	deadline := time.Now().Add(waitLimit)
+	for alive(mine) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if alive(mine) {
+		t.Errorf("the child that left the job's process group (pid %d) outlived the job's exit", mine)
+	}
+	if !alive(theirs) {
+		t.Errorf("another instance's stray (pid %d) was ended by i1's exit", theirs)
+	}
+}
