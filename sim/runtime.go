@@ -68,6 +68,9 @@ const (
 	ServiceUnhealthy RuntimeEventKind = "unhealthy"
 	// ServiceExited: the service ended on its own (not through Stop).
 	ServiceExited RuntimeEventKind = "exited"
+	// ServiceKilled: Stop killed the service (SIGKILL) after it outlived
+	// the stop grace; the manager's event, from the StopReport.
+	ServiceKilled RuntimeEventKind = "killed"
 )
 
 // RuntimeObserver receives a runtime's events. Implementations must not block.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -483,6 +484,39 @@ func TestFakeRuntimeStop(t *testing.T) {
 			t.Fatalf("Stop: %+v, %v; want nothing to do", rep, err)
 		}
 	})
+}
+
+// Issue 34 round 5, F6: a job that does not end on SIGTERM is killed
+// after the stop grace, and its instance's events say so: they said only
+// stopping, then stopped, and the duty to stop when told was invisible.
+func TestAStopThatKillsSaysSoInTheInstancesEvents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bus := sim.NewBus()
+	sub := bus.Subscribe(64)
+	s := buildFakeSimConfig(t, "counter", nil, true, func(c *manager.Config) {
+		c.Timeouts.StopGrace = sim.Duration(20 * time.Millisecond)
+		c.Bus = bus
+	})
+	if err := s.rt.Signal(ctx, s.in.ID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.mgr.Stop(ctx, s.in.ID); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for {
+		select {
+		case ev := <-sub.C:
+			kinds = append(kinds, string(ev.Kind)+" "+string(ev.Data))
+			if ev.Kind == sim.EventInstanceRuntime && ev.Instance == s.in.ID && strings.Contains(string(ev.Data), `"kind":"killed"`) &&
+				strings.Contains(string(ev.Data), "did not exit within the 20ms stop grace after SIGTERM; killed (SIGKILL)") {
+				return
+			}
+		default:
+			t.Fatalf("no event says the counter was killed:\n%s", strings.Join(kinds, "\n"))
+		}
+	}
 }
 
 // awaitInstance is the instance once ok says so, within 5s.

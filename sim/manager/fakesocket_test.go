@@ -380,6 +380,13 @@ func buildFakeSim(t *testing.T, out sim.OutputSink, onFakeRuntime bool) *fakeSim
 // (the strategy a migration may use is the template's).
 func buildFakeSimOf(t *testing.T, template string, out sim.OutputSink, onFakeRuntime bool) *fakeSim {
 	t.Helper()
+	return buildFakeSimConfig(t, template, out, onFakeRuntime, nil)
+}
+
+// buildFakeSimConfig is buildFakeSimOf with the manager's config changed
+// by configure (when not nil) before it starts.
+func buildFakeSimConfig(t *testing.T, template string, out sim.OutputSink, onFakeRuntime bool, configure func(*manager.Config)) *fakeSim {
+	t.Helper()
 	a, b := newFakeSocket(t, "a"), newFakeSocket(t, "b")
 	runtimes := sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: manager.External{}}, Default: sim.RuntimeExternal}
 	var catalog sim.Catalog
@@ -391,10 +398,14 @@ func buildFakeSimOf(t *testing.T, template string, out sim.OutputSink, onFakeRun
 	} else {
 		catalog = manager.RepoCatalog(t)
 	}
-	mgr := manager.New(manager.Config{Nodes: []manager.Node{
+	cfg := manager.Config{Nodes: []manager.Node{
 		{Node: sim.Node{Name: "a", SocketPort: 1}, Socket: a}, // the port only says the node has a job socket
 		{Node: sim.Node{Name: "b", SocketPort: 2}, Socket: b}},
-		Store: manager.NewMemStore(t), Catalog: catalog, Sink: out, Runtimes: runtimes})
+		Store: manager.NewMemStore(t), Catalog: catalog, Sink: out, Runtimes: runtimes}
+	if configure != nil {
+		configure(&cfg)
+	}
+	mgr := manager.New(cfg)
 	t.Cleanup(func() { mgr.Close() })
 	a.mgr, b.mgr = mgr, mgr
 	if rt != nil {

@@ -862,6 +862,12 @@ func (m *Manager) stopInstance(ctx context.Context, in *instance, grace time.Dur
 	rep, stopErr := rt.Stop(ctx, in.ID, grace)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	// A job that does not end on SIGTERM broke its duty to stop when
+	// told; its instance's events say so, as a migration's timeline does.
+	for _, svc := range rep.Killed {
+		m.publish(sim.EventInstanceRuntime, in.ID, "", map[string]any{"service": svc, "kind": sim.ServiceKilled,
+			"detail": fmt.Sprintf("did not exit within the %s stop grace after SIGTERM; killed (SIGKILL)", grace)})
+	}
 	if in.Connected {
 		in.Connected = false
 		m.changedLocked(in)
