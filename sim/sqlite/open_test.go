@@ -81,19 +81,25 @@ func TestMemoryStoreQueriesWaitForSchema(t *testing.T) {
 	}
 }
 
-// A file that is not a SQLite database is refused with its path named.
+// A file that is not a SQLite database is refused with its path named and
+// what to do (SQLite said only "file is not a database (26)"), and is left
+// as it was.
 func TestOpenRefusesAFileThatIsNotAStore(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "notes.txt")
 	if err := os.WriteFile(path, bytes.Repeat([]byte("not a database\n"), 400), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	before := filesIn(t, filepath.Dir(path))
 	s, err := Open(context.Background(), path)
 	if err == nil {
 		s.Close()
 		t.Fatal("Open accepted a text file")
 	}
-	if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "not a database") {
-		t.Fatalf("error = %v; want the path and SQLite's reason", err)
+	if want := "--db " + path + ": is not a SQLite database; give a new file or a normsim store"; err.Error() != want {
+		t.Fatalf("error = %v\nwant    %s", err, want)
+	}
+	if changed := changedFiles(before, filesIn(t, filepath.Dir(path))); len(changed) > 0 {
+		t.Fatalf("refusing %s changed %v", path, changed)
 	}
 }
 

@@ -9,9 +9,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -269,6 +271,9 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	if path == Memory {
 		return openDB(ctx, path, o.Background)
 	}
+	if err := checkStoreFile(path); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create store directory: %w", err)
 	}
@@ -365,7 +370,68 @@ func OpenToRead(ctx context.Context, path string) (*Store, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	if err := checkStoreFile(path); err != nil {
+		return nil, err
+	}
 	return openDB(ctx, path, nil)
+}
+
+// refusedFile is a --db that is no store this normsim can open: it says
+// why and what to do instead, whole, so nothing wraps it.
+type refusedFile struct{ path, why string }
+
+func (e *refusedFile) Error() string { return "--db " + e.path + ": " + e.why }
+
+// notAStore is what to do with a --db that holds something else.
+const notAStore = "give a new file or a normsim store"
+
+// sqliteHeader begins every SQLite database file.
+const sqliteHeader = "SQLite format 3\x00"
+
+// checkStoreFile refuses a --db that cannot be a store before anything
+// opens it: what is not a regular file (a FIFO blocked or failed with
+// "disk I/O error (10)", and a device would be written to), and a file
+// that is not a SQLite database (SQLite said only "file is not a database
+// (26)"). A missing or empty file becomes a new store.
+func checkStoreFile(path string) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		// Missing is fine; what else Stat meets, creating or locking the
+		// file meets too, and says.
+		return nil
+	}
+	if !info.Mode().IsRegular() {
+		return &refusedFile{path, "is " + fileKind(info.Mode()) + ", not a file; " + notAStore}
+	}
+	if info.Size() == 0 {
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open store %s: %w", path, err)
+	}
+	defer f.Close()
+	head := make([]byte, len(sqliteHeader))
+	n, _ := io.ReadFull(f, head)
+	if string(head[:n]) != sqliteHeader {
+		return &refusedFile{path, "is not a SQLite database; " + notAStore}
+	}
+	return nil
+}
+
+// fileKind names what a file that is not a regular one is.
+func fileKind(mode fs.FileMode) string {
+	switch {
+	case mode.IsDir():
+		return "a directory"
+	case mode&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case mode&fs.ModeSocket != 0:
+		return "a socket"
+	case mode&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file"
 }
 
 // fileURI is the SQLite URI of the file named path, as the file system
@@ -388,7 +454,9 @@ func openDB(ctx context.Context, path string, background func(func())) (*Store, 
 	if path == Memory {
 		dsn = "file::memory:?_pragma=foreign_keys(1)&_pragma=page_size(" + strconv.Itoa(memoryPageSize) + ")"
 	} else {
-		dsn = fileURI(path) + "?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)"
+		// No journal_mode(WAL) here: it is written into the file, and migrate
+		// sets it once it knows the file is a store (or empty).
+		dsn = fileURI(path) + "?_pragma=foreign_keys(1)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)"
 	}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -427,6 +495,10 @@ func openDB(ctx context.Context, path string, background func(func())) (*Store, 
 	}
 	if err != nil {
 		db.Close()
+		var refused *refusedFile
+		if errors.As(err, &refused) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	return s, nil
@@ -561,34 +633,25 @@ func (s *Store) Close() error {
 }
 
 // migrate applies the embedded migrations not yet applied, in name order,
-// in one transaction: a store is either on the new schema or untouched.
+// in one transaction: a store is either on the new schema or untouched. A
+// file it refuses (see appliedMigrations) is only read.
 func (s *Store) migrate(ctx context.Context) error {
 	db := s.db // not pool: migrate is what pool waits for
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
-		return fmt.Errorf("create schema_migrations: %w", err)
-	}
-	applied := map[string]bool{}
-	rows, err := db.QueryContext(ctx, `SELECT name FROM schema_migrations`)
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			rows.Close()
-			return err
-		}
-		applied[name] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
 	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
 	if err != nil {
 		return err
 	}
 	sort.Strings(names)
+	applied, err := s.appliedMigrations(ctx, names)
+	if err != nil {
+		return err
+	}
+	if s.path != Memory {
+		// Only now: a refused file is left in its own journal mode.
+		if _, err := db.ExecContext(ctx, `PRAGMA journal_mode=WAL`); err != nil {
+			return fmt.Errorf("set journal_mode WAL: %w", err)
+		}
+	}
 	var tx *sql.Tx
 	for _, name := range names {
 		if applied[name] {
@@ -603,6 +666,11 @@ func (s *Store) migrate(ctx context.Context) error {
 				return err
 			}
 			defer tx.Rollback()
+			// In the transaction: a store whose migrations fail is left
+			// without it, as it was.
+			if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+				return fmt.Errorf("create schema_migrations: %w", err)
+			}
 		}
 		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
 			return fmt.Errorf("apply %s: %w", name, err)
@@ -618,6 +686,97 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("apply migrations: %w", err)
 	}
 	return nil
+}
+
+// appliedMigrations is the set of migrations (of known, this normsim's, in
+// name order) the database has applied. It refuses a database that is not
+// a normsim store of this version: another program's, whose tables
+// normsim's would be added to (or clash with: an "instances" of its own),
+// and a newer normsim's, whose schema this one would read and write as if
+// it were its own. A normsim store is one whose schema_migrations records
+// the first migration: every store has applied it, in the transaction that
+// made its tables.
+func (s *Store) appliedMigrations(ctx context.Context, known []string) (map[string]bool, error) {
+	db := s.db
+	// SQLite's own tables (sqlite_sequence, sqlite_stat1, ...) are made by
+	// SQLite for anyone's, normsim's too: they say nothing of whose.
+	tables, err := queryNames(ctx, db, `SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("read the schema: %w", err)
+	}
+	applied := map[string]bool{}
+	// Other programs keep a schema_migrations too, of other columns.
+	ours := false
+	if slices.Contains(tables, "schema_migrations") {
+		columns, err := queryNames(ctx, db, `SELECT name FROM pragma_table_info('schema_migrations')`)
+		if err != nil {
+			return nil, fmt.Errorf("read schema_migrations: %w", err)
+		}
+		if ours = slices.Contains(columns, "name") && slices.Contains(columns, "applied_at"); ours {
+			names, err := queryNames(ctx, db, `SELECT name FROM schema_migrations ORDER BY name`)
+			if err != nil {
+				return nil, fmt.Errorf("read schema_migrations: %w", err)
+			}
+			for _, name := range names {
+				applied[name] = true
+			}
+		}
+	}
+	if !applied[known[0]] {
+		// Not a normsim store: a new one if it holds nothing, but an
+		// empty schema_migrations, which older normsims made before their
+		// first migration and left when it failed.
+		foreign := slices.DeleteFunc(tables, func(t string) bool { return t == "schema_migrations" && ours && len(applied) == 0 })
+		if len(foreign) > 0 {
+			return nil, &refusedFile{s.path, "holds tables normsim did not make (" + someNames(foreign) + "); " + notAStore}
+		}
+		return applied, nil
+	}
+	var unknown []string
+	for name := range applied {
+		if _, found := slices.BinarySearch(known, name); !found {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return nil, &refusedFile{s.path, fmt.Sprintf("was written by a newer normsim (schema %s, this one knows up to %s); use that normsim or a new file",
+			migrationName(unknown[len(unknown)-1]), migrationName(known[len(known)-1]))}
+	}
+	return applied, nil
+}
+
+// queryNames runs a query of one text column.
+func queryNames(ctx context.Context, db *sql.DB, query string) ([]string, error) {
+	rows, err := db.QueryContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		names = append(names, name)
+	}
+	return names, rows.Err()
+}
+
+// someNames lists names for a message: the first few, and how many more.
+func someNames(names []string) string {
+	const most = 5
+	if len(names) <= most {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:most], ", "), len(names)-most)
+}
+
+// migrationName is a migration as people name it: 0011_seam_capture_rtp
+// for migrations/0011_seam_capture_rtp.sql.
+func migrationName(name string) string {
+	return strings.TrimSuffix(strings.TrimPrefix(name, "migrations/"), ".sql")
 }
 
 func jsonText(v any) string {
