@@ -1,18 +1,16 @@
 package conform
 
 import (
-	"bufio"
 	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/normsim/normsim/internal/reportfile"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -232,47 +230,7 @@ func migrationTitle(m *sim.Migration) string {
 func msSince(t, start time.Time) float64 { return float64(t.Sub(start)) / float64(time.Millisecond) }
 
 // WriteFile writes a rendering of a report (WriteJSON, WriteHTML,
-// WriteJUnit) to path through a temporary file in the same directory,
-// renamed into place, so a reader (a CI upload, a browser reloading)
-// never sees half a report and a failed write leaves the old one.
+// WriteJUnit) to path; see reportfile.Write for what path may name.
 func WriteFile(path string, write func(io.Writer) error) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	f, err := os.CreateTemp(dir, ".normsim-conform-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	done := false
-	defer func() {
-		if !done {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	bw := bufio.NewWriter(f)
-	if err := write(bw); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	// CreateTemp makes the file 0600; a report is for everyone to read.
-	if err := f.Chmod(0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		done = true
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	done = true
-	return nil
+	return reportfile.Write(path, write)
 }

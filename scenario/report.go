@@ -5,10 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"time"
 
+	"github.com/normsim/normsim/internal/reportfile"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -146,39 +145,10 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// WriteFile writes the report to path with write (WriteJSON or WriteJUnit),
-// through a temporary file so a reader never sees half a report.
+// WriteFile writes the report to path with write (WriteJSON or WriteJUnit);
+// see reportfile.Write for what path may name.
 func WriteFile(path string, write func(io.Writer) error) error {
-	var buf bytes.Buffer
-	if err := write(&buf); err != nil {
-		return err
-	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, ".normsim-report-*")
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(buf.Bytes()); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return nil
+	return reportfile.Write(path, write)
 }
 
 // PrintSummary writes the final lines: counts, then every step that did
