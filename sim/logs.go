@@ -245,9 +245,14 @@ func escapeLog(b []byte) string {
 
 // LineSplitter splits a stream of output into lines, cutting a line over
 // MaxLogLineBytes and discarding the rest of it (counted) until its end.
+// A cut line still open when a Write ends is shown then, without waiting
+// for an end that may be megabytes (or a job's life) away; how much more
+// it had follows as a note when it ends.
 type LineSplitter struct {
 	partial []byte
 	cut     int // bytes of the current line discarded
+	// shown: the current line's first bytes were emitted already.
+	shown bool
 }
 
 // Skip counts n bytes of the current line as cut without reading them: a
@@ -270,6 +275,10 @@ func (s *LineSplitter) Write(p []byte, emit func(text string)) {
 			s.cut += len(chunk)
 		}
 		if i < 0 {
+			if s.cut > 0 && !s.shown {
+				emit(LogText(s.partial) + " …[normsim: line cut; what follows until its end is counted, not kept]")
+				s.shown = true
+			}
 			return
 		}
 		emit(s.take())
@@ -286,12 +295,15 @@ func (s *LineSplitter) Flush(emit func(text string)) {
 
 func (s *LineSplitter) take() string {
 	var t string
-	if s.cut > 0 {
+	switch {
+	case s.shown:
+		t = fmt.Sprintf("…[normsim: the line cut above ended %d bytes later]", s.cut)
+	case s.cut > 0:
 		t = LogCutText(s.partial, s.cut)
-	} else {
+	default:
 		t = LogText(s.partial)
 	}
-	s.partial, s.cut = s.partial[:0], 0
+	s.partial, s.cut, s.shown = s.partial[:0], 0, false
 	return t
 }
 
