@@ -154,6 +154,20 @@ func eachProc(fn func(pid string) bool) bool {
 	return true
 }
 
+// foreignPIDNamespace says whether pid runs in another PID namespace than
+// normsim's: a container's process (the Docker runtime's jobs carry the
+// owner's labels too), never the process runtime's, which starts its jobs
+// beside normsim. Found by their labels from the host's side, they were
+// counted twice.
+func foreignPIDNamespace(pid string) bool {
+	own, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return false
+	}
+	ns, err := os.Readlink("/proc/" + pid + "/ns/pid")
+	return err == nil && ns != own
+}
+
 // procStat is the fields of /proc/PID/stat after "pid (comm)".
 func procStat(pid string) ([][]byte, bool) {
 	b, err := os.ReadFile("/proc/" + pid + "/stat")
@@ -204,7 +218,7 @@ func taggedGroups(key string, values []string, also string) []int {
 	var groups []int
 	eachProc(func(pid string) bool {
 		env, err := os.ReadFile("/proc/" + pid + "/environ")
-		if err != nil || !environHas(env, want) || !environHas(env, map[string]bool{also: true}) {
+		if err != nil || !environHas(env, want) || !environHas(env, map[string]bool{also: true}) || foreignPIDNamespace(pid) {
 			return true
 		}
 		if f, ok := procStat(pid); ok && len(f) >= 3 {
@@ -225,7 +239,7 @@ func ownedProcesses(key, also string) (map[int]string, bool) {
 	prefix := []byte(key + "=")
 	ok := eachProc(func(pid string) bool {
 		env, err := os.ReadFile("/proc/" + pid + "/environ")
-		if err != nil || !environHas(env, map[string]bool{also: true}) {
+		if err != nil || !environHas(env, map[string]bool{also: true}) || foreignPIDNamespace(pid) {
 			return true
 		}
 		f, ok := procStat(pid)

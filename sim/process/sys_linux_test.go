@@ -3,6 +3,7 @@ package process
 import (
 	"context"
 	"os"
+	"os/exec"
 	"strconv"
 	"syscall"
 	"testing"
@@ -279,5 +280,42 @@ func TestAnExitEndsChildrenThatLeftTheGroup(t *testing.T) {
 	}
 	if !alive(theirs) {
 		t.Errorf("another instance's stray (pid %d) was ended by i1's exit", theirs)
+	}
+}
+
+// Issue 34 round 5c: a container's processes carry the owner's label too
+// (the Docker runtime sets it), and /proc shows them from the host: the
+// census listed every container twice, once as a process group. A process
+// in another PID namespace is not the process runtime's.
+func TestProcessesOfAnotherPIDNamespaceAreNotOurs(t *testing.T) {
+	owner := "fedcba9876543210"
+	// Only the process inside the namespace carries the tags.
+	cmd := exec.Command("unshare", "--pid", "--fork", "env", sim.EnvInstance+"=in-a-container", sim.EnvOwner+"="+owner, "sleep", "100")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Skipf("cannot make a PID namespace here: %v", err)
+	}
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	// The sleep in the new namespace is unshare's child; wait for it.
+	deadline := time.Now().Add(waitLimit)
+	for {
+		out, _ := exec.Command("pgrep", "-g", strconv.Itoa(cmd.Process.Pid), "-x", "sleep").Output()
+		if len(bytesTrim(out)) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Skip("unshare --pid --fork started no sleep here (not allowed to unshare?)")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	groups, ok := ownedProcesses(sim.EnvInstance, sim.EnvOwner+"="+owner)
+	if !ok {
+		t.Skip("no /proc")
+	}
+	if len(groups) > 0 {
+		t.Errorf("processes of another PID namespace counted as the owner's: %v", groups)
+	}
+	if gs := taggedGroups(sim.EnvInstance, []string{"in-a-container"}, sim.EnvOwner+"="+owner); len(gs) > 0 {
+		t.Errorf("processes of another PID namespace found by their tags: %v", gs)
 	}
 }
