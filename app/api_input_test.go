@@ -112,6 +112,9 @@ func TestHostileAPIInput(t *testing.T) {
 		{"list: limit not a number", "GET", "/api/v1/migrations?limit=ten", ``, 400, "limit"},
 		{"get: logs neither true nor false", "GET", "/api/v1/migrations/mig-nope?logs=maybe", ``, 400, "logs"},
 		{"stats: gc neither true nor false", "GET", "/api/v1/stats?gc=maybe", ``, 400, "gc"},
+		// Issue 34 round 5c: given empty, they were read as absent.
+		{"get: logs given empty", "GET", "/api/v1/migrations/mig-nope?logs=", ``, 400, "logs"},
+		{"get: events given empty", "GET", "/api/v1/migrations/mig-nope?events=", ``, 400, "events"},
 		{"list: bad offset", "GET", "/api/v1/migrations?offset=-5", ``, 400, "offset: must be a non-negative integer"},
 		{"list: unknown state", "GET", "/api/v1/migrations?state=done", ``, 400, `state: must be one of running, completed, refused, aborted, failed; got "done"`},
 		{"instances: bad limit", "GET", "/api/v1/instances?limit=1.5", ``, 400, "limit: must be a non-negative integer"},
@@ -182,6 +185,29 @@ func postJSON(t *testing.T, url, body string, out any) int {
 // TestAPIFieldNamesAreCaseSensitive: the job socket's keys are case
 // sensitive (contract §1) and so are the API's, although encoding/json
 // alone would match {"Template": ...} to "template".
+// Issue 34 round 5c: HEAD answered 405 where GET answers (RFC 9110
+// 9.3.2 asks for HEAD wherever GET is): the same status and headers, no
+// body.
+func TestHeadWhereGetIs(t *testing.T) {
+	m := openApp(t, testOptions(t))
+	for _, path := range []string{"/api/v1/nodes", "/api/v1/templates", "/api/v1/instances", "/readyz"} {
+		get, err := http.Get(m.URL() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		get.Body.Close()
+		head, err := http.Head(m.URL() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(head.Body)
+		head.Body.Close()
+		if head.StatusCode != get.StatusCode || head.Header.Get("Content-Type") != get.Header.Get("Content-Type") || len(body) > 0 {
+			t.Errorf("HEAD %s: %d %q with %d bytes; GET: %d %q", path, head.StatusCode, head.Header.Get("Content-Type"), len(body), get.StatusCode, get.Header.Get("Content-Type"))
+		}
+	}
+}
+
 func TestAPIFieldNamesAreCaseSensitive(t *testing.T) {
 	opts := testOptions(t)
 	opts.Runtime = sim.RuntimeExternal

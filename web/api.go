@@ -403,9 +403,10 @@ func boolParam(q url.Values, name string) (bool, error) {
 // (boolParam reads the docker-style flags that also take 1 and 0); absent,
 // it is def.
 func trueOrFalse(q url.Values, name string, def bool) (bool, error) {
-	switch v := q.Get(name); v {
-	case "":
+	if !q.Has(name) {
 		return def, nil
+	}
+	switch v := q.Get(name); v {
 	case "true":
 		return true, nil
 	case "false":

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/normsim/normsim/sim"
 )
@@ -154,6 +155,8 @@ func New(cfg Config) *Server {
 	s.waits, s.endWaits = context.WithCancel(context.Background())
 	r := chi.NewRouter()
 	r.Use(routeOnEscapedPath)
+	// HEAD wherever GET is (RFC 9110 9.3.2); net/http sends no body.
+	r.Use(middleware.GetHead)
 	r.Use(s.recoverPanics)
 	r.Use(s.checkHost)
 	r.Use(s.checkOrigin)
