@@ -510,7 +510,7 @@ func TestAStopThatKillsSaysSoInTheInstancesEvents(t *testing.T) {
 		case ev := <-sub.C:
 			kinds = append(kinds, string(ev.Kind)+" "+string(ev.Data))
 			if ev.Kind == sim.EventInstanceRuntime && ev.Instance == s.in.ID && strings.Contains(string(ev.Data), `"kind":"killed"`) &&
-				strings.Contains(string(ev.Data), "did not exit within the 20ms stop grace after SIGTERM; killed (SIGKILL)") {
+				strings.Contains(string(ev.Data), "did not exit within the 20ms stop grace after its stop signal (SIGTERM, or the service's stop_signal); killed (SIGKILL)") {
 				return
 			}
 		default:

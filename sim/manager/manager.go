@@ -866,7 +866,7 @@ func (m *Manager) stopInstance(ctx context.Context, in *instance, grace time.Dur
 	// told; its instance's events say so, as a migration's timeline does.
 	for _, svc := range rep.Killed {
 		m.publish(sim.EventInstanceRuntime, in.ID, "", map[string]any{"service": svc, "kind": sim.ServiceKilled,
-			"detail": fmt.Sprintf("did not exit within the %s stop grace after SIGTERM; killed (SIGKILL)", grace)})
+			"detail": fmt.Sprintf("did not exit within the %s stop grace after its stop signal (SIGTERM, or the service's stop_signal); killed (SIGKILL)", grace)})
 	}
 	if in.Connected {
 		in.Connected = false
