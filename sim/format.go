@@ -3,6 +3,7 @@ package sim
 import (
 	"cmp"
 	"fmt"
+	"io/fs"
 	"math"
 	"strconv"
 	"strings"
@@ -71,4 +72,22 @@ func FormatResult(r MigrationResult) string {
 // "tolerated (at fault: none): the target could not apply …".
 func FormatJudgement(j Judgement) string {
 	return fmt.Sprintf("%s (at fault: %s): %s", j.Grade, cmp.Or(j.AtFault, "none"), j.Why)
+}
+
+// FileKind names a file mode that is not a regular file's, for a message
+// that refuses such a file: "a directory", "a named pipe", ...
+func FileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "a special file"
 }

@@ -22,13 +22,5 @@ func writeFD(fd int, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
 	}
-	f := os.NewFile(uintptr(dup), fmt.Sprintf("fd %d", fd))
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write: %w", bare(err))
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write: %w", bare(err))
-	}
-	return nil
+	return writeAndClose(os.NewFile(uintptr(dup), fmt.Sprintf("fd %d", fd)), data)
 }

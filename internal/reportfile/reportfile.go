@@ -123,6 +123,11 @@ func writeThrough(target string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("open: %w", bare(err))
 	}
+	return writeAndClose(f, data)
+}
+
+// writeAndClose writes data to f and closes it, returning the first error.
+func writeAndClose(f *os.File, data []byte) error {
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return fmt.Errorf("write: %w", bare(err))

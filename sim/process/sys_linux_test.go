@@ -198,22 +198,9 @@ func TestStopEndsChildrenThatLeftTheGroup(t *testing.T) {
 					Env:     map[string]string{sim.EnvInstance: id, sim.EnvOwner: owner},
 					Process: &sim.ProcessSpec{Command: []string{"sh", "-c", script}}})
 			}
-			strayOf := func(pidFile string) int {
-				deadline := time.Now().Add(waitLimit)
-				for {
-					b, err := os.ReadFile(pidFile)
-					if pid, perr := strconv.Atoi(string(bytesTrim(b))); err == nil && perr == nil && pid > 0 {
-						return pid
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("the stray never wrote its pid to %s", pidFile)
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
-			}
 			spawn("i1", owner, dir+"/i1.pid")
 			spawn("i2", "fedcba9876543210", dir+"/i2.pid") // another normsim's, with its own owner
-			mine, theirs := strayOf(dir+"/i1.pid"), strayOf(dir+"/i2.pid")
+			mine, theirs := strayPid(t, dir+"/i1.pid"), strayPid(t, dir+"/i2.pid")
 			t.Cleanup(func() { syscall.Kill(theirs, syscall.SIGKILL); syscall.Kill(mine, syscall.SIGKILL) })
 			if _, err := r.Stop(context.Background(), "i1", tc.grace); err != nil {
 				t.Fatal(err)
@@ -229,6 +216,22 @@ func TestStopEndsChildrenThatLeftTheGroup(t *testing.T) {
 				t.Errorf("another instance's stray (pid %d) was ended by i1's stop", theirs)
 			}
 		})
+	}
+}
+
+// strayPid is the pid a stray wrote to pidFile, once it has.
+func strayPid(t *testing.T, pidFile string) int {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		b, err := os.ReadFile(pidFile)
+		if pid, perr := strconv.Atoi(string(bytesTrim(b))); err == nil && perr == nil && pid > 0 {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stray never wrote its pid to %s", pidFile)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -253,23 +256,10 @@ func TestAnExitEndsChildrenThatLeftTheGroup(t *testing.T) {
 			Env:     map[string]string{sim.EnvInstance: id, sim.EnvOwner: owner},
 			Process: &sim.ProcessSpec{Command: []string{"sh", "-c", script}}})
 	}
-	pidOf := func(pidFile string) int {
-		deadline := time.Now().Add(waitLimit)
-		for {
-			b, err := os.ReadFile(pidFile)
-			if pid, perr := strconv.Atoi(string(bytesTrim(b))); err == nil && perr == nil && pid > 0 {
-				return pid
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the stray never wrote its pid to %s", pidFile)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
 	spawn("i2", dir+"/i2.pid", "exec sleep 100000") // runs on
-	theirs := pidOf(dir + "/i2.pid")
+	theirs := strayPid(t, dir+"/i2.pid")
 	spawn("i1", dir+"/i1.pid", "exit 3")
-	mine := pidOf(dir + "/i1.pid")
+	mine := strayPid(t, dir+"/i1.pid")
 	t.Cleanup(func() { syscall.Kill(theirs, syscall.SIGKILL); syscall.Kill(mine, syscall.SIGKILL) })
 	deadline := time.Now().Add(waitLimit)
 	for alive(mine) && time.Now().Before(deadline) {

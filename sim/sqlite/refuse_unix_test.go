@@ -28,7 +28,7 @@ func TestOpenRefusesAFIFO(t *testing.T) {
 	}()
 	select {
 	case err := <-opened:
-		if want := "--db " + path + ": is a named pipe (FIFO), not a file; give a new file or a normsim store"; err == nil || err.Error() != want {
+		if want := "--db " + path + ": is a named pipe, not a file; give a new file or a normsim store"; err == nil || err.Error() != want {
 			t.Fatalf("error = %v\nwant    %s", err, want)
 		}
 	case <-time.After(10 * time.Second):

@@ -401,7 +401,7 @@ func checkStoreFile(path string) error {
 		return nil
 	}
 	if !info.Mode().IsRegular() {
-		return &refusedFile{path, "is " + fileKind(info.Mode()) + ", not a file; " + notAStore}
+		return &refusedFile{path, "is " + sim.FileKind(info.Mode()) + ", not a file; " + notAStore}
 	}
 	if info.Size() == 0 {
 		return nil
@@ -417,21 +417,6 @@ func checkStoreFile(path string) error {
 		return &refusedFile{path, "is not a SQLite database; " + notAStore}
 	}
 	return nil
-}
-
-// fileKind names what a file that is not a regular one is.
-func fileKind(mode fs.FileMode) string {
-	switch {
-	case mode.IsDir():
-		return "a directory"
-	case mode&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case mode&fs.ModeSocket != 0:
-		return "a socket"
-	case mode&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "a special file"
 }
 
 // fileURI is the SQLite URI of the file named path, as the file system

@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v4"
+
+	"github.com/normsim/normsim/sim"
 )
 
 // compose-go reads more than compose.yml while it loads a template: the
@@ -433,7 +435,7 @@ func (w *loadWalk) regular(p, field string) (exists bool, err error) {
 		return false, fmt.Errorf("%s: cannot read %q: %v", field, w.rel(p), err)
 	}
 	if !st.Mode().IsRegular() {
-		return false, fmt.Errorf("%s: %q is not a regular file (%s); a template's files must be", field, w.rel(p), kind(st.Mode()))
+		return false, fmt.Errorf("%s: %q is not a regular file (%s); a template's files must be", field, w.rel(p), sim.FileKind(st.Mode()))
 	}
 	return true, w.count(st.Size(), field)
 }
@@ -473,23 +475,6 @@ func (w *loadWalk) read(p, field string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: cannot read %q: %v", field, w.rel(p), err)
 	}
 	return data, nil
-}
-
-// kind names a file mode that is not a regular file's.
-func kind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	}
-	return "not a regular file"
 }
 
 // addDependencies records what svc, taken as owner's, makes owner depend

@@ -133,7 +133,7 @@ func LoadContext(ctx context.Context, p string) (*Loaded, error) {
 		readDir(l, abs, &files)
 	case !st.Mode().IsRegular():
 		// Opening a named pipe would wait for a writer, for ever.
-		l.add(Problem{Code: sim.EManifestMissing, Message: fmt.Sprintf("%s: cannot read the template: is not a regular file (%s)", filepath.Base(abs), kind(st.Mode()))})
+		l.add(Problem{Code: sim.EManifestMissing, Message: fmt.Sprintf("%s: cannot read the template: is not a regular file (%s)", filepath.Base(abs), sim.FileKind(st.Mode()))})
 		files.broken = true
 	default:
 		if base, isTar := tarBase(filepath.Base(abs)); isTar {
@@ -208,7 +208,7 @@ func readLimited(p string) ([]byte, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("is not a regular file (%s)", kind(st.Mode()))
+		return nil, fmt.Errorf("is not a regular file (%s)", sim.FileKind(st.Mode()))
 	}
 	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -219,7 +219,7 @@ func readLimited(p string) ([]byte, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() { // swapped since
-		return nil, fmt.Errorf("is not a regular file (%s)", kind(st.Mode()))
+		return nil, fmt.Errorf("is not a regular file (%s)", sim.FileKind(st.Mode()))
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
 	if err != nil {
