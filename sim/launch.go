@@ -98,6 +98,10 @@ type Dependency struct {
 	Condition string // service_started | service_healthy | service_completed_successfully
 }
 
+// ConditionCompleted is the depends_on condition of a one-shot service: its
+// dependent starts once it has exited with code 0.
+const ConditionCompleted = "service_completed_successfully"
+
 // ProcessSpec runs a service as a host process.
 type ProcessSpec struct {
 	Command []string

@@ -25,7 +25,7 @@ import (
 const (
 	conditionStarted   = "service_started"
 	conditionHealthy   = "service_healthy"
-	conditionCompleted = "service_completed_successfully"
+	conditionCompleted = sim.ConditionCompleted
 )
 
 // cleanupTimeout bounds the removal of what a failed Prepare created; it

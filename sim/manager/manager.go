@@ -893,9 +893,10 @@ func (m *Manager) OnRuntimeEvent(ev sim.RuntimeEvent) {
 		m.mu.Unlock()
 		return
 	}
+	completed := in.oneShotCompleted(ev)
 	switch ev.Kind {
 	case sim.ServiceExited:
-		if !in.stopped && !ev.Restarting {
+		if !in.stopped && !ev.Restarting && !completed {
 			detail := ev.Detail
 			if detail == "" {
 				detail = fmt.Sprintf("exited with code %d", ev.ExitCode)
@@ -918,9 +919,27 @@ func (m *Manager) OnRuntimeEvent(ev sim.RuntimeEvent) {
 	r := m.byInstance[ev.Instance]
 	m.mu.Unlock()
 	m.publish(sim.EventInstanceRuntime, ev.Instance, "", map[string]any{"service": ev.Service, "kind": ev.Kind, "exitCode": ev.ExitCode, "detail": ev.Detail})
-	if r != nil {
+	if r != nil && !completed {
 		r.onRuntime(ev)
 	}
+}
+
+// oneShotCompleted says whether ev is a one-shot service's exit with code
+// 0, one another service waits for (depends_on with
+// service_completed_successfully): what `docker compose up` runs on
+// after, not the job failing.
+func (in *instance) oneShotCompleted(ev sim.RuntimeEvent) bool {
+	if ev.Kind != sim.ServiceExited || ev.ExitCode != 0 || ev.Signal != 0 || in.spec == nil {
+		return false
+	}
+	for _, s := range in.spec.Services {
+		for _, d := range s.DependsOn {
+			if d.Service == ev.Service && d.Condition == sim.ConditionCompleted {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // allHealthy reports whether every service with a healthcheck has said

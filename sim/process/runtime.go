@@ -505,7 +505,7 @@ func (r *Runtime) awaitDeps(ctx context.Context, inst *instance, s *service, sta
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
-		if d.Condition != "service_completed_successfully" {
+		if d.Condition != sim.ConditionCompleted {
 			continue
 		}
 		p := inst.byName[d.Service].p.Load()
