@@ -38,6 +38,9 @@ type StopReport struct {
 	// Killed are the services still running when the grace ran out: they
 	// did not exit on SIGTERM and were killed (SIGKILL).
 	Killed []string
+	// OwnGrace is the grace of each killed service whose compose file
+	// set its own (stop_grace_period), which the stop honoured.
+	OwnGrace map[string]time.Duration
 }
 
 // RuntimeEvent is something a runtime noticed about a running service.

@@ -690,3 +690,47 @@ func TestStopSaysWhichServicesOutlivedTheGrace(t *testing.T) {
 	}
 	assertGone(t, cli, spec.InstanceID)
 }
+
+// Issue 34 round 5c: a service's stop_grace_period is the job author's
+// word on how long it needs to stop, and `docker compose stop` keeps it;
+// normsim's stop grace, passed for the whole project, overrode it (a job
+// that ignores SIGTERM waited out normsim's 10 s, not its own 1 s).
+func TestStopHonoursAServicesOwnStopGracePeriod(t *testing.T) {
+	img, cli := mustJobImage(t)
+	r, _ := newRuntime(t)
+	ctx := context.Background()
+	spec := newSpec(t, cli,
+		sim.ServiceSpec{Name: "stubborn", Image: img, Env: map[string]string{"JOB_IGNORE_TERM": "1"}},
+		sim.ServiceSpec{Name: "polite", Image: img})
+	spec.Compose = &sim.ComposeProject{WorkingDir: t.TempDir(), YAML: []byte(`services:
+  stubborn:
+    image: ` + img + `
+    environment: {JOB_IGNORE_TERM: "1"}
+    stop_grace_period: 1s
+  polite:
+    image: ` + img + `
+    depends_on: [stubborn]
+`)}
+	if err := r.Prepare(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx, spec.InstanceID); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // let the job install its signal handling
+	const normsimGrace = 30 * time.Second
+	began := time.Now()
+	rep, err := r.Stop(ctx, spec.InstanceID, normsimGrace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Functional, not a timing target: with normsim's grace the stop
+	// cannot end before it.
+	if took := time.Since(began); took >= normsimGrace {
+		t.Errorf("the stop took %s: normsim's %s grace overrode the service's 1s", took, normsimGrace)
+	}
+	if !slices.Equal(rep.Killed, []string{"stubborn"}) || rep.OwnGrace["stubborn"] != time.Second {
+		t.Errorf("stop report %+v, want stubborn killed after its own 1s", rep)
+	}
+	assertGone(t, cli, spec.InstanceID)
+}

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/compose-spec/compose-go/v2/types"
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/compose/v5/pkg/api"
 	"github.com/docker/docker/api/types/container"
@@ -95,6 +97,7 @@ func (r *Runtime) Stop(ctx context.Context, instanceID string, grace time.Durati
 	began := time.Now()
 	secs := int(math.Ceil(max(grace, 0).Seconds()))
 	if in.composeName != "" {
+		r.stopOwnGraces(ctx, in, services, grace)
 		if !r.stopForCapture(ctx, in, grace) {
 			// Stopped before down removes them, so how each ended can
 			// still be read.
@@ -104,6 +107,7 @@ func (r *Runtime) Stop(ctx context.Context, instanceID string, grace time.Durati
 			}
 		}
 		rep := sim.StopReport{Killed: r.killedOnStop(ctx, services, began)}
+		rep.OwnGrace = ownGraces(in.project, rep.Killed)
 		if err := r.down(ctx, in.composeName, in.project, grace, instanceID); err != nil {
 			return rep, fmt.Errorf("stop instance %s: %w", instanceID, err)
 		}
@@ -136,6 +140,71 @@ func (r *Runtime) Stop(ctx context.Context, instanceID string, grace time.Durati
 	r.forget(in)
 	r.awaitCaptured(in)
 	return rep, nil
+}
+
+// stopOwnGraces honours the stop_grace_period a compose file sets for a
+// service (the job author's word on how long it needs to stop, which
+// `docker compose stop` keeps): normsim's stop grace, passed for the whole
+// project, would override it (compose stop -t does). When any service
+// sets one, the services are stopped here as compose orders them,
+// dependents first, each with its own grace or normsim's (grace); the
+// project's stop after finds them stopped. The engine sends each
+// container's stop signal first (stop_signal), SIGKILL after its grace.
+func (r *Runtime) stopOwnGraces(ctx context.Context, in *instance, services []*service, grace time.Duration) {
+	r.mu.Lock()
+	p := in.project
+	r.mu.Unlock()
+	if p == nil || !slices.ContainsFunc(services, func(s *service) bool { return p.Services[s.name].StopGracePeriod != nil }) {
+		return
+	}
+	left := slices.Clone(services)
+	for len(left) > 0 {
+		// This round: the services no service still running depends on.
+		var now, later []*service
+		for _, s := range left {
+			if slices.ContainsFunc(left, func(o *service) bool { _, dep := p.Services[o.name].DependsOn[s.name]; return dep && o.name != s.name }) {
+				later = append(later, s)
+			} else {
+				now = append(now, s)
+			}
+		}
+		if len(now) == 0 { // a cycle compose would have refused: stop the rest together
+			now, later = later, nil
+		}
+		var wg sync.WaitGroup
+		for _, s := range now {
+			d := grace
+			if g := p.Services[s.name].StopGracePeriod; g != nil {
+				d = time.Duration(*g)
+			}
+			secs := int(math.Ceil(max(d, 0).Seconds()))
+			wg.Go(func() {
+				if err := r.cli.ContainerStop(ctx, s.container, container.StopOptions{Timeout: &secs}); err != nil && !cerrdefs.IsNotFound(err) {
+					r.log.Warn("stop container", "instance", in.id, "service", s.name, "err", err)
+				}
+			})
+		}
+		wg.Wait()
+		left = later
+	}
+}
+
+// ownGraces are the stop_grace_period of those of the services p sets one
+// for; nil when none.
+func ownGraces(p *types.Project, services []string) map[string]time.Duration {
+	if p == nil { // adopted: its compose file is not known
+		return nil
+	}
+	var out map[string]time.Duration
+	for _, name := range services {
+		if sc, ok := p.Services[name]; ok && sc.StopGracePeriod != nil {
+			if out == nil {
+				out = map[string]time.Duration{}
+			}
+			out[name] = time.Duration(*sc.StopGracePeriod)
+		}
+	}
+	return out
 }
 
 // killedOnStop are the services whose containers a stop begun at began

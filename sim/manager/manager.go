@@ -865,8 +865,12 @@ func (m *Manager) stopInstance(ctx context.Context, in *instance, grace time.Dur
 	// A job that does not end on SIGTERM broke its duty to stop when
 	// told; its instance's events say so, as a migration's timeline does.
 	for _, svc := range rep.Killed {
+		g, whose := grace, "the"
+		if own, ok := rep.OwnGrace[svc]; ok {
+			g, whose = own, "its own"
+		}
 		m.publish(sim.EventInstanceRuntime, in.ID, "", map[string]any{"service": svc, "kind": sim.ServiceKilled,
-			"detail": fmt.Sprintf("did not exit within the %s stop grace after its stop signal (SIGTERM, or the service's stop_signal); killed (SIGKILL)", grace)})
+			"detail": fmt.Sprintf("did not exit within %s %s stop grace after its stop signal (SIGTERM, or the service's stop_signal); killed (SIGKILL)", whose, g)})
 	}
 	if in.Connected {
 		in.Connected = false
