@@ -286,10 +286,17 @@ func (r *Runtime) projectContainers(ctx context.Context, project string) ([]cont
 // that fails it stops whatever it started, so a failed launch leaves
 // nothing running (the containers stay for their logs until Stop).
 func (r *Runtime) startCompose(ctx context.Context, in *instance) error {
+	r.mu.Lock()
+	in.startFailed = false
+	r.mu.Unlock()
 	err := r.compose.Start(ctx, in.composeName, api.StartOptions{Project: in.project})
 	if err == nil {
 		return nil
 	}
+	// Before the stop below: the engine reports its deaths after it.
+	r.mu.Lock()
+	in.startFailed = true
+	r.mu.Unlock()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	zero := time.Duration(0)

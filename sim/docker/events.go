@@ -133,7 +133,8 @@ func (r *Runtime) handle(m events.Message) {
 		r.mu.Unlock()
 		return
 	}
-	stopping := in.stopping
+	// A failed start's cleanup stopped it: the start's error says why.
+	stopping := in.stopping || in.startFailed
 	if m.Action == events.ActionDie {
 		svc.dies++
 		svc.diedAt = time.Unix(0, m.TimeNano)

@@ -87,6 +87,10 @@ type instance struct {
 	composeName string
 	services    []*service
 	stopping    bool
+	// startFailed is set while the containers a failed start stopped are
+	// down: their deaths are that cleanup's, not the job exiting (guarded
+	// by Runtime.mu; a start clears it).
+	startFailed bool
 	// reporting counts deaths seen and not yet reported (ExitPending).
 	reporting int
 	// changed is closed (and replaced) whenever one of the instance's

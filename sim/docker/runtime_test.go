@@ -734,3 +734,34 @@ func TestStopHonoursAServicesOwnStopGracePeriod(t *testing.T) {
 	}
 	assertGone(t, cli, spec.InstanceID)
 }
+
+// Issue 34 round 5c: a start that fails (a dependency never healthy)
+// stops what it started, and those deaths were reported as the services
+// exiting on their own: the instance's error said "db exited with code
+// 0" where compose said the dependency was unhealthy. They are the
+// cleanup's, not the job's.
+func TestAFailedStartReportsNoExitsOfItsOwnCleanup(t *testing.T) {
+	img, cli := mustJobImage(t)
+	r, rec := newRuntime(t)
+	ctx := context.Background()
+	spec := newSpec(t, cli,
+		sim.ServiceSpec{Name: "db", Image: img, Healthcheck: &sim.Healthcheck{
+			Test: []string{"CMD", "/nonexistent"}, Interval: 200 * time.Millisecond, Timeout: time.Second, Retries: 2}},
+		sim.ServiceSpec{Name: "app", Image: img, DependsOn: []sim.Dependency{{Service: "db", Condition: "service_healthy"}}})
+	if err := r.Prepare(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	err := r.Start(ctx, spec.InstanceID)
+	if err == nil || !strings.Contains(err.Error(), "unhealthy") {
+		t.Fatalf("start: %v, want compose's word that db is unhealthy", err)
+	}
+	// The engine's die events come after the stop returns.
+	time.Sleep(2 * time.Second)
+	if ev, found := rec.find(spec.InstanceID, "db", sim.ServiceExited); found {
+		t.Errorf("the failed start's own stop was reported as db exiting: %+v", ev)
+	}
+	if _, err := r.Stop(ctx, spec.InstanceID, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, cli, spec.InstanceID)
+}
