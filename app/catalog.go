@@ -354,7 +354,13 @@ func (l *lazyCatalog) watchLoop() {
 				return // closing
 			}
 			prev := l.cur.Swap(next)
-			l.log.Info("templates changed on disk; loaded them again", "templates", len(next.cat.List()), "changed", changedNames(prev.cat, next.cat))
+			// A job writing in its template's directory touches it often:
+			// a reload that changed no template is not news.
+			if changed := changedNames(prev.cat, next.cat); len(changed) > 0 {
+				l.log.Info("templates changed on disk; loaded them again", "templates", len(next.cat.List()), "changed", changed)
+			} else {
+				l.log.Debug("templates touched on disk; loaded them again, none changed", "templates", len(next.cat.List()))
+			}
 		}
 	}
 }

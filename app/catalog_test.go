@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -175,3 +176,46 @@ func TestNothingWaitsOutALoadDeafToItsContext(t *testing.T) {
 		}
 	})
 }
+
+// Issue 34 round 5b: a job that writes files inside its template's
+// directory (its working directory, often) made normsim log "templates
+// changed on disk; loaded them again changed=[]" every half second. A
+// reload that changed nothing is not news; one that changed a template
+// still is.
+func TestAReloadThatChangedNothingIsQuiet(t *testing.T) {
+	dir := t.TempDir()
+	tpl := filepath.Join(dir, "plain")
+	if err := os.CopyFS(tpl, os.DirFS(filepath.Join("..", "templates", "plain"))); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var logs bytes.Buffer
+	w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return logs.Write(p) })
+	lc := newLazyCatalog([]string{dir}, []string{dir}, slog.New(slog.NewTextHandler(w, nil)), template.LoadContext)
+	t.Cleanup(lc.close)
+	lc.List()
+	lc.watch()
+	logged := func(what string) bool { mu.Lock(); defer mu.Unlock(); return strings.Contains(logs.String(), what) }
+	for i := range 3 {
+		if err := os.WriteFile(filepath.Join(tpl, "output.log"), []byte(strings.Repeat("x", i+1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * reloadQuiet)
+	}
+	time.Sleep(4 * reloadQuiet)
+	if logged("loaded them again") {
+		t.Errorf("a file the template is not made of, written, was logged as a template change:\n%s", logs.String())
+	}
+	if err := os.WriteFile(filepath.Join(tpl, "manifest.json"), []byte("not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !logged("changed=[plain]"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a broken manifest was not logged as a change:\n%s", logs.String())
+		}
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
