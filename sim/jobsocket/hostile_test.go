@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"runtime"
 	"strings"
 	"sync"
@@ -622,6 +623,10 @@ func TestJobThatDoesNotReadItsPongsIsTooSlow(t *testing.T) {
 	l, ev := MustListener(t, jobsocket.Config{})
 	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
 	j := dialRaw(t, l, "/instances/j/r")
+	// A small receive buffer: the pongs back up sooner, also under -race.
+	if tc, ok := j.conn.(*net.TCPConn); ok {
+		tc.SetReadBuffer(4 << 10)
+	}
 	j.helloAck()
 	ev.wait(t, jobsocket.Connected)
 	ping := append(header(true, 0x9, 125), bytes.Repeat([]byte{'p'}, 125)...)
@@ -633,7 +638,8 @@ func TestJobThatDoesNotReadItsPongsIsTooSlow(t *testing.T) {
 			}
 		}
 	}()
-	d := ev.wait(t, jobsocket.Disconnected)
+	// The library's pong write waits 5 s once the buffers are full.
+	d := ev.waitFor(t, jobsocket.Disconnected, 60*time.Second)
 	if d.Code != int(websocket.StatusPolicyViolation) || !strings.Contains(d.Reason, "too slow") || d.ClosedBy != jobsocket.ClosedByWorker {
 		t.Fatalf("disconnected with %d %q by %v, want 1008 from normsim naming the slow reader", d.Code, d.Reason, d.ClosedBy)
 	}

@@ -36,7 +36,14 @@ func (e *events) on(ev jobsocket.Event) {
 
 func (e *events) wait(t *testing.T, kind jobsocket.EventKind) jobsocket.Event {
 	t.Helper()
-	timeout := time.After(10 * time.Second)
+	return e.waitFor(t, kind, 10*time.Second)
+}
+
+// waitFor is wait with its own bound, for an event that comes only after
+// a timeout of the listener's own.
+func (e *events) waitFor(t *testing.T, kind jobsocket.EventKind, d time.Duration) jobsocket.Event {
+	t.Helper()
+	timeout := time.After(d)
 	for {
 		select {
 		case ev := <-e.c:
