@@ -194,7 +194,6 @@ func TestAReloadThatChangedNothingIsQuiet(t *testing.T) {
 	lc := newLazyCatalog([]string{dir}, []string{dir}, slog.New(slog.NewTextHandler(w, nil)), template.LoadContext)
 	t.Cleanup(lc.close)
 	lc.List()
-	lc.watch()
 	logged := func(what string) bool { mu.Lock(); defer mu.Unlock(); return strings.Contains(logs.String(), what) }
 	for i := range 3 {
 		if err := os.WriteFile(filepath.Join(tpl, "output.log"), []byte(strings.Repeat("x", i+1)), 0o644); err != nil {
