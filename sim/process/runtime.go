@@ -989,7 +989,16 @@ func (r *Runtime) halt(ctx context.Context, inst *instance, grace time.Duration)
 	for _, g := range strays {
 		terminateGroup(g)
 	}
-	defer r.endStrays(ctx, inst, strays, deadline)
+	defer func() {
+		r.endStrays(ctx, inst, strays, deadline)
+		// One that was starting when they were looked for (mid-exec, its
+		// environment not readable yet, or forked during the grace): the
+		// services are gone now, so what still carries the instance's
+		// tags is left over.
+		for _, g := range r.strays(inst, nil) {
+			killGroup(g)
+		}
+	}()
 	if !waitGone(ctx, live, grace) {
 		for _, p := range live {
 			if groupAlive(p.pid) {
