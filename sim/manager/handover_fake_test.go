@@ -380,12 +380,7 @@ func TestHandoverWithFakeJobs(t *testing.T) {
 // well-behaved jobs, to its end.
 func handOver(t *testing.T, s *fakeSim) (*sim.Migration, *job) {
 	t.Helper()
-	mig, err := s.mgr.Migrate(context.Background(), s.in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Handover)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tgt := toTargetReady(t, s, mig.ID)
-	stopSource(t, s, 41)
+	mig, tgt := toSourceStopped(t, s)
 	applied(t, tgt, 41)
 	return s.await(t, mig.ID), tgt
 }
