@@ -205,16 +205,7 @@ func TestStopEndsChildrenThatLeftTheGroup(t *testing.T) {
 			if _, err := r.Stop(context.Background(), "i1", tc.grace); err != nil {
 				t.Fatal(err)
 			}
-			deadline := time.Now().Add(waitLimit)
-			for alive(mine) && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
-			}
-			if alive(mine) {
-				t.Errorf("the child that left the job's process group (pid %d) outlived the stop", mine)
-			}
-			if !alive(theirs) {
-				t.Errorf("another instance's stray (pid %d) was ended by i1's stop", theirs)
-			}
+			requireStrayEnded(t, mine, theirs, "stop")
 		})
 	}
 }
@@ -261,15 +252,22 @@ func TestAnExitEndsChildrenThatLeftTheGroup(t *testing.T) {
 	spawn("i1", dir+"/i1.pid", "exit 3")
 	mine := strayPid(t, dir+"/i1.pid")
 	t.Cleanup(func() { syscall.Kill(theirs, syscall.SIGKILL); syscall.Kill(mine, syscall.SIGKILL) })
+	requireStrayEnded(t, mine, theirs, "exit")
+}
+
+// requireStrayEnded checks that i1's stray (mine) goes, within waitLimit
+// of i1's stop or exit (what), and that another instance's (theirs) runs on.
+func requireStrayEnded(t *testing.T, mine, theirs int, what string) {
+	t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	for alive(mine) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if alive(mine) {
-		t.Errorf("the child that left the job's process group (pid %d) outlived the job's exit", mine)
+		t.Errorf("the child that left the job's process group (pid %d) outlived i1's %s", mine, what)
 	}
 	if !alive(theirs) {
-		t.Errorf("another instance's stray (pid %d) was ended by i1's exit", theirs)
+		t.Errorf("another instance's stray (pid %d) was ended by i1's %s", theirs, what)
 	}
 }
 
