@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/compose-spec/compose-go/v2/graph"
 	"github.com/compose-spec/compose-go/v2/types"
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/compose/v5/pkg/api"
@@ -157,35 +158,30 @@ func (r *Runtime) stopOwnGraces(ctx context.Context, in *instance, services []*s
 	if p == nil || !slices.ContainsFunc(services, func(s *service) bool { return p.Services[s.name].StopGracePeriod != nil }) {
 		return
 	}
-	left := slices.Clone(services)
-	for len(left) > 0 {
-		// This round: the services no service still running depends on.
-		var now, later []*service
-		for _, s := range left {
-			if slices.ContainsFunc(left, func(o *service) bool { _, dep := p.Services[o.name].DependsOn[s.name]; return dep && o.name != s.name }) {
-				later = append(later, s)
-			} else {
-				now = append(now, s)
-			}
+	// compose-go's own walk, as compose stop orders it: a service once
+	// every service that depends on it is stopped, the rest at once.
+	err := graph.InDependencyOrder(ctx, p, func(ctx context.Context, name string, sc types.ServiceConfig) error {
+		d := grace
+		if sc.StopGracePeriod != nil {
+			d = time.Duration(*sc.StopGracePeriod)
 		}
-		if len(now) == 0 { // a cycle compose would have refused: stop the rest together
-			now, later = later, nil
-		}
+		secs := int(math.Ceil(max(d, 0).Seconds()))
 		var wg sync.WaitGroup
-		for _, s := range now {
-			d := grace
-			if g := p.Services[s.name].StopGracePeriod; g != nil {
-				d = time.Duration(*g)
+		for _, s := range services {
+			if s.name != name {
+				continue
 			}
-			secs := int(math.Ceil(max(d, 0).Seconds()))
-			wg.Go(func() {
+			wg.Go(func() { // each replica
 				if err := r.cli.ContainerStop(ctx, s.container, container.StopOptions{Timeout: &secs}); err != nil && !cerrdefs.IsNotFound(err) {
-					r.log.Warn("stop container", "instance", in.id, "service", s.name, "err", err)
+					r.log.Warn("stop container", "instance", in.id, "service", name, "err", err)
 				}
 			})
 		}
 		wg.Wait()
-		left = later
+		return nil
+	}, graph.InReverseOrder)
+	if err != nil {
+		r.log.Warn("stop services in dependency order", "instance", in.id, "err", err) // the project's stop after ends them anyway
 	}
 }
 
