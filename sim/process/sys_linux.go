@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -160,13 +161,20 @@ func eachProc(fn func(pid string) bool) bool {
 // beside normsim. Found by their labels from the host's side, they were
 // counted twice.
 func foreignPIDNamespace(pid string) bool {
-	own, err := os.Readlink("/proc/self/ns/pid")
-	if err != nil {
+	own := ownPIDNamespace()
+	if own == "" {
 		return false
 	}
 	ns, err := os.Readlink("/proc/" + pid + "/ns/pid")
 	return err == nil && ns != own
 }
+
+// ownPIDNamespace is normsim's PID namespace ("pid:[4026531836]"), read
+// once: a process never changes its own. "" where it cannot be read.
+var ownPIDNamespace = sync.OnceValue(func() string {
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	return ns
+})
 
 // procStat is the fields of /proc/PID/stat after "pid (comm)".
 func procStat(pid string) ([][]byte, bool) {
