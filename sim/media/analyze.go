@@ -450,11 +450,11 @@ func extremePTS(us []unit, wrap int64, last bool) (int64, bool) {
 
 // frameTicks is the stream's frame duration: the median step between its
 // presentation times on either side.
-func frameTicks(tracks ...*track) int64 { return stepQuantile(0.5, tracks...) }
+func frameTicks(tracks ...*track) int64 { return quantile(sortedSteps(tracks...), 0.5) }
 
-// stepQuantile is the q-quantile of the positive steps between the
-// tracks' presentation times.
-func stepQuantile(q float64, tracks ...*track) int64 {
+// sortedSteps are the positive steps between the tracks' presentation
+// times (each track in presentation order), sorted.
+func sortedSteps(tracks ...*track) []int64 {
 	var steps []int64
 	for _, t := range tracks {
 		vals, _ := unwrapped(t.units, t.wrap)
@@ -465,11 +465,16 @@ func stepQuantile(q float64, tracks ...*track) int64 {
 			}
 		}
 	}
-	if len(steps) == 0 {
+	slices.Sort(steps)
+	return steps
+}
+
+// quantile is the q-quantile of sorted steps; 0 for none.
+func quantile(sorted []int64, q float64) int64 {
+	if len(sorted) == 0 {
 		return 0
 	}
-	slices.Sort(steps)
-	return steps[int(q*float64(len(steps)-1)+0.5)]
+	return sorted[int(q*float64(len(sorted)-1)+0.5)]
 }
 
 func lastParams(us []unit) string {

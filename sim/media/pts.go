@@ -25,14 +25,15 @@ const maxReorder = 16
 // a new time base.
 func (s *side) ptsDefects() {
 	for _, tr := range s.tracks {
-		ft := frameTicks(tr)
+		steps := sortedSteps(tr)
+		ft := quantile(steps, 0.5)
 		if ft <= 0 || tr.kind != "video" && tr.kind != "audio" {
 			continue
 		}
 		// Pictures are missing where a step is wider than the stream's
 		// short one allows: with 3:2 pulldown's cadence the median is a
 		// frame and a half.
-		j := ptsJumps{frame: stepQuantile(0.1, tr)}
+		j := ptsJumps{frame: quantile(steps, 0.1)}
 		for _, seg := range segments(tr.units) {
 			j.check(seg, tr.wrap, ft, tr.kind == "video")
 		}
