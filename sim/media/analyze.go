@@ -806,6 +806,11 @@ func (c *comparison) summary() []string {
 	if len(c.src.ts.pkts) > 0 && len(c.tgt.ts.pkts) > 0 && !c.hasCheck(sim.MediaCheckCC) {
 		parts = append(parts, "counters continue")
 	}
+	for _, sd := range []*side{c.src, c.tgt} {
+		if n := sd.ts.duplicates; n > 0 {
+			parts = append(parts, fmt.Sprintf("the %s sent %s twice, identical; the copies were dropped, as a receiver drops them (ISO 13818-1 2.4.3.3)", sd.name, sim.Plural(int64(n), "TS packet")))
+		}
+	}
 	return parts
 }
 

@@ -312,6 +312,12 @@ func TestAnalyzeTSDefects(t *testing.T) {
 				}), 25)
 			},
 			verdict: sim.VerdictSeamless,
+			check: func(t *testing.T, r *sim.MediaReport) {
+				// Dropped as a receiver drops it, and counted.
+				if !strings.Contains(r.Detail, "the source sent 1 TS packet twice, identical; the copies were dropped") {
+					t.Errorf("detail %s", r.Detail)
+				}
+			},
 		},
 		{
 			name: "a packet the source sends three times",

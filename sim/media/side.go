@@ -101,6 +101,8 @@ type tsState struct {
 	// lastWithPayload is each PID's last packet with payload, for telling
 	// a duplicate (ISO 13818-1 2.4.3.3) from a counter that stopped.
 	lastWithPayload map[uint16]lastPacket
+	// duplicates counts the copies dropped so, for the report.
+	duplicates int
 }
 
 // lastPacket is a PID's last packet with payload and whether it was
@@ -207,6 +209,7 @@ func (s *side) addTSPackets(b []byte, dg int) {
 				// A receiver drops the copy; the demuxer must not see it
 				// (astits would throw away the PES it falls in).
 				st.lastWithPayload[pid] = lastPacket{data: last.data, repeated: true}
+				st.duplicates++
 				continue
 			}
 			st.lastWithPayload[pid] = lastPacket{data: pkt}
