@@ -874,12 +874,8 @@ func (l *Listener) hello(ctx context.Context, c *conn) bool {
 		return false
 	}
 	if err != nil {
-		var ce *closeErr
-		if errors.As(err, &ce) {
-			c.close(websocket.StatusCode(ce.code), ce.reason)
-		} else {
-			c.close(websocket.StatusNormalClosure, "")
-		}
+		// As after the hello: a pong the job did not read is 1008 too.
+		c.readFailed(err)
 		return false
 	}
 	f, perr := protocol.ParseJobFrame(data)
