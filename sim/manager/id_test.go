@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -101,4 +102,76 @@ func TestARemovedInstancesNameIsTakenUntilItLeavesTheStore(t *testing.T) {
 	if third := launchPlain(t, m); third != "plain-000001" {
 		t.Fatalf("drew %s once %s left the store, want plain-000001 again", third, first)
 	}
+}
+
+// TestConcurrentDeletesRemoveOnce: DELETEs of one instance sent at once
+// have one winner, as a DELETE and a migrate do: one stops and removes it,
+// the others wait for that and find it gone (404). Each used to stop it
+// again, and the event stream said it was removed once per request.
+func TestConcurrentDeletesRemoveOnce(t *testing.T) {
+	ctx := context.Background()
+	var stops atomic.Int32
+	// A stop that takes a while, as a real one does: the DELETEs overlap.
+	rt := slowStopRuntime{stops: &stops}
+	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}}, Store: NewMemStore(t), Catalog: RepoCatalog(t),
+		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: rt}, Default: sim.RuntimeExternal}})
+	t.Cleanup(func() { m.Close() })
+	id := launchPlain(t, m)
+	sub := m.Bus().Subscribe(1024)
+	defer sub.Close()
+	const n = 20
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for range n {
+		go func() {
+			<-start
+			errs <- m.Stop(ctx, id)
+		}()
+	}
+	close(start)
+	removed, missing := 0, 0
+	for range n {
+		err := <-errs
+		switch {
+		case err == nil:
+			removed++
+		case sim.ErrorCode(err) == sim.ENotFound:
+			missing++
+		default:
+			t.Errorf("Stop: %v; want removed or not found", err)
+		}
+	}
+	if got := stops.Load(); got != 1 {
+		t.Errorf("the runtime was asked to stop the instance %d times, want once", got)
+	}
+	if removed != 1 || missing != n-1 {
+		t.Errorf("%d of %d DELETEs removed the instance and %d found it gone; want one winner", removed, n, missing)
+	}
+	m.Flush()
+	published := 0
+	for {
+		select {
+		case ev := <-sub.C:
+			if ev.Kind == sim.EventInstanceRemoved && ev.Instance == id {
+				published++
+			}
+			continue
+		default:
+		}
+		break
+	}
+	if published != 1 {
+		t.Errorf("%q published %d times, want once", sim.EventInstanceRemoved, published)
+	}
+}
+
+type slowStopRuntime struct {
+	External
+	stops *atomic.Int32
+}
+
+func (r slowStopRuntime) Stop(context.Context, string, time.Duration) (sim.StopReport, error) {
+	r.stops.Add(1)
+	time.Sleep(50 * time.Millisecond)
+	return sim.StopReport{}, nil
 }

@@ -118,6 +118,10 @@ type instance struct {
 	// movedBy is the migration that moved this instance's job elsewhere
 	// and left it stopped (its source, once the migration completed).
 	movedBy string
+	// removing is closed when a removal under way ends (removed, or
+	// failed): DELETEs sent at once have one winner, and the others
+	// wait for it instead of stopping the instance again.
+	removing chan struct{}
 }
 
 // New returns a manager; Start reconciles what the store remembers.
@@ -805,6 +809,18 @@ func (m *Manager) RemoveStopped(ctx context.Context, id string) error { return m
 func (m *Manager) remove(ctx context.Context, id string, onlyStopped bool) error {
 	m.mu.Lock()
 	in, ok := m.instances[id]
+	for ok && in.removing != nil {
+		done := in.removing
+		m.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		// Gone now (404), or still here if that removal failed.
+		m.mu.Lock()
+		in, ok = m.instances[id]
+	}
 	if ok {
 		if r := m.byInstance[id]; r != nil {
 			m.mu.Unlock()
@@ -828,17 +844,23 @@ func (m *Manager) remove(ctx context.Context, id string, onlyStopped bool) error
 		// migrate racing this stop is refused rather than run on an
 		// instance the user removed.
 		in.stopped = true
+		in.removing = make(chan struct{})
 	}
 	m.mu.Unlock()
 	if !ok {
 		return sim.Errorf(sim.ENotFound, "instance %q not found", id)
 	}
-	if _, err := m.stopInstance(ctx, in, m.Timeouts().StopGrace.D()); err != nil {
+	_, err := m.stopInstance(ctx, in, m.Timeouts().StopGrace.D())
+	m.mu.Lock()
+	if err == nil {
+		m.removeLocked(id)
+	}
+	close(in.removing)
+	in.removing = nil
+	m.mu.Unlock()
+	if err != nil {
 		return err
 	}
-	m.mu.Lock()
-	m.removeLocked(id)
-	m.mu.Unlock()
 	m.deleteStored(id)
 	m.publish(sim.EventInstanceRemoved, id, "", nil)
 	return nil
