@@ -40,6 +40,7 @@ const (
 // handover's moments (zero for strategies that promise none).
 func Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *sim.MediaReport {
 	src, tgt := readSide(sourceSide, source), readSide(targetSide, target)
+	src.cutStart, tgt.cutEnd = true, true
 	src.buildTSTracks(tgt.ts.pmt)
 	tgt.buildTSTracks(src.ts.pmt)
 	src.ptsDefects()

@@ -360,3 +360,91 @@ func shiftPESTimes(t *testing.T, p []byte, d int64) {
 		b[3], b[4] = byte(v>>7), byte(v<<1)|1
 	}
 }
+
+// A window that begins or ends between a B-frame's references and the
+// B-frame is a cut, not pictures missing: the frames the cut left out
+// were sent, before the window or after it. Issue 34 round 6, F3: a
+// clean x264 stream with B-frames was graded a glitch, "skipped ahead 1
+// frame", whenever the source's window began just after a P-frame.
+func TestAWindowCutThroughBFramesIsNoGap(t *testing.T) {
+	ps := clipPackets(encodeClip(t, "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-t", "4", "-c:v", "libx264", "-bf", "2"))
+	var frames, keyframes []int
+	for i, p := range ps {
+		if p.pid == 256 && p.start {
+			frames = append(frames, i)
+			if p.randomAcc {
+				keyframes = append(keyframes, i)
+			}
+		}
+	}
+	if len(keyframes) < 3 {
+		t.Fatalf("ffmpeg wrote %d keyframes, want 4", len(keyframes))
+	}
+	cut := keyframes[2]
+	for cut > 0 && (ps[cut-1].pid == 0 || ps[cut-1].pid == 4096 || ps[cut-1].pid == 17) {
+		cut--
+	}
+	judge := func(what string, src, tgt []sim.MediaDatagram) {
+		t.Helper()
+		if r := Analyze(src, tgt, sim.SeamMoments{}); r.Verdict != sim.VerdictSeamless {
+			t.Errorf("%s: verdict %s, defects %s: %s", what, r.Verdict, checks(r), r.Detail)
+		}
+	}
+	// Windows starting at each of the first GOP's frames, and ending at
+	// each of the last GOP's, in datagrams of one packet so every cut
+	// falls where it is meant to.
+	one := func(lo, hi int) []sim.MediaDatagram {
+		var dgs []sim.MediaDatagram
+		for i := lo; i < hi; i++ {
+			dgs = append(dgs, sim.MediaDatagram{At: t0.Add(time.Duration(i) * time.Millisecond), From: "10.0.0.1:5000", Data: ps[i].data})
+		}
+		return dgs
+	}
+	for _, f := range frames[1:25] {
+		judge("source from packet "+strconv.Itoa(f), one(f, cut), one(cut, len(ps)))
+	}
+	for _, f := range frames[len(frames)-25:] {
+		judge("target to packet "+strconv.Itoa(f), one(0, cut), one(cut, f))
+	}
+	// The seam capture's end is cut where a decoder shows every frame
+	// before it: ffprobe finds no picture missing at its end.
+	_, ffprobe := testenv.RequireFFmpeg(t)
+	file := filepath.Join(t.TempDir(), "end.ts")
+	for _, f := range frames[len(frames)-12:] {
+		var b []byte
+		for _, dg := range WholeLastFrame(one(0, f)) {
+			b = append(b, dg.Data...)
+		}
+		if err := os.WriteFile(file, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(ffprobe, "-v", "error", "-select_streams", "v", "-show_entries", "frame=pts", "-of", "csv=p=0", file).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var prev int64 = -1
+		for _, field := range strings.Fields(string(out)) {
+			v, err := strconv.ParseInt(strings.TrimSuffix(field, ","), 10, 64)
+			if err != nil {
+				continue
+			}
+			if prev >= 0 && v-prev != 3600 {
+				t.Errorf("capture to packet %d: ffprobe's frames step %d→%d", f, prev, v)
+			}
+			prev = v
+		}
+	}
+	// And a frame the encoder dropped inside the window is still seen.
+	var dropped []clipPacket
+	for i, p := range ps {
+		if p.pid == 256 && i >= frames[40] && i < frames[41] {
+			continue
+		}
+		dropped = append(dropped, p)
+	}
+	ps = dropped
+	r := Analyze(one(frames[1], frames[60]), one(frames[60], len(ps)), sim.SeamMoments{})
+	if !hasDefect(r, "PTS continuity", "") {
+		t.Errorf("a frame dropped inside the window: verdict %s, defects %s", r.Verdict, checks(r))
+	}
+}

@@ -3,6 +3,7 @@ package media
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -34,8 +35,9 @@ func (s *side) ptsDefects() {
 		// short one allows: with 3:2 pulldown's cadence the median is a
 		// frame and a half.
 		j := ptsJumps{frame: quantile(steps, 0.1)}
-		for _, seg := range segments(tr.units) {
-			j.check(seg, tr.wrap, ft, tr.kind == "video")
+		segs := segments(tr.units)
+		for k, seg := range segs {
+			j.check(seg, tr.wrap, ft, tr.kind == "video", s.cutStart && k == 0, s.cutEnd && k == len(segs)-1)
 		}
 		if d := j.describe(); d != "" {
 			label := fmt.Sprintf("%s %s %s", tr.kind, tr.name, tr.codec)
@@ -75,7 +77,9 @@ func (j *ptsJumps) note(what string) {
 	}
 }
 
-func (j *ptsJumps) check(us []unit, wrap, ft int64, video bool) {
+// check judges one time base's units; cutStart and cutEnd say the
+// receiver's window, not the sender, began or ended the units.
+func (j *ptsJumps) check(us []unit, wrap, ft int64, video, cutStart, cutEnd bool) {
 	vals, idx := unwrapped(us, wrap)
 	// In arrival order, a step beyond the reorder window either way is a
 	// leap of the clock: it starts a new run, judged on its own.
@@ -95,16 +99,30 @@ func (j *ptsJumps) check(us []unit, wrap, ft int64, video bool) {
 			}
 		}
 		if video {
-			j.gaps(us, vals[start:i], idx[start:i])
+			j.gaps(us, vals[start:i], idx[start:i], cutStart && start == 0, cutEnd && i == len(vals))
 		}
 		start = i
 	}
 }
 
 // gaps checks a run of video frames in presentation order: one frame
-// duration apart, else pictures are missing or shown twice.
-func (j *ptsJumps) gaps(us []unit, vals []int64, idx []int) {
+// duration apart, else pictures are missing or shown twice. Where a
+// window cut the run (cutStart, cutEnd), the pictures the cut left out
+// are not missing: a frame sent before the window is presented before
+// one of the window's first depth+1 frames (depth: how far the stream
+// reorders), and one sent after it after one of the last depth+1.
+func (j *ptsJumps) gaps(us []unit, vals []int64, idx []int, cutStart, cutEnd bool) {
 	ft := j.frame
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	if n := len(vals); n > 0 && (cutStart || cutEnd) {
+		depth := min(reorderDepth(vals), n-1)
+		if cutStart {
+			lo = slices.Max(vals[:depth+1])
+		}
+		if cutEnd {
+			hi = slices.Min(vals[n-1-depth:])
+		}
+	}
 	order := make([]int, len(vals))
 	for i := range order {
 		order[i] = i
@@ -116,6 +134,9 @@ func (j *ptsJumps) gaps(us []unit, vals []int64, idx []int) {
 		case step == 0:
 			j.repeated++
 			j.note(fmt.Sprintf("PTS %d sent twice", us[idx[cur]].pts))
+		case vals[cur] <= lo || vals[prev] >= hi:
+			// Sent outside the window (lo and hi are frames' own times,
+			// so a hole lies wholly on one side of each).
 		case step > ft*7/4: // a frame and a half is pulldown's cadence; two are a frame missing
 			n := (step+ft/2)/ft - 1
 			j.ahead++
@@ -123,6 +144,22 @@ func (j *ptsJumps) gaps(us []unit, vals []int64, idx []int) {
 			j.note(fmt.Sprintf("skipped ahead %.1f ms after PTS %d", ticksMs(step-ft), us[idx[prev]].pts))
 		}
 	}
+}
+
+// reorderDepth is how many frames arriving after one are presented
+// before it, at most, over the run (0 without B-frames).
+func reorderDepth(vals []int64) int {
+	depth := 0
+	for i, v := range vals {
+		n := 0
+		for _, w := range vals[i+1 : min(len(vals), i+1+maxReorder)] {
+			if w < v {
+				n++
+			}
+		}
+		depth = max(depth, n)
+	}
+	return depth
 }
 
 func (j *ptsJumps) describe() string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/asticode/go-astits"
 
@@ -139,13 +140,25 @@ func frameBounds(dgs []sim.MediaDatagram) (from, to int) {
 				break
 			}
 		}
-		for k := len(tr.units) - 1; k > 0; k-- {
-			if tr.units[k].ownsStart {
-				if to < 0 || tr.units[k].dg > to {
-					to = tr.units[k].dg
-				}
-				break
+		// The end is cut before a frame that every frame before it is
+		// presented before: cut between a B-frame's references and the
+		// B-frame, the capture would end on a picture missing.
+		vals, idx := unwrapped(tr.units, tr.wrap)
+		later := make([]int64, len(vals)+1) // the least PTS from k on
+		later[len(vals)] = math.MaxInt64
+		for k := len(vals) - 1; k >= 0; k-- {
+			later[k] = min(vals[k], later[k+1])
+		}
+		earlier := int64(math.MinInt64)
+		last := -1
+		for k := range vals {
+			if k > 0 && tr.units[idx[k]].ownsStart && earlier < later[k] {
+				last = tr.units[idx[k]].dg
 			}
+			earlier = max(earlier, vals[k])
+		}
+		if last >= 0 && (to < 0 || last > to) {
+			to = last
 		}
 	}
 	return from, to

@@ -155,6 +155,10 @@ type side struct {
 	firstRTP   *rtpRef
 	lastRTP    *rtpRef
 	defects    []sim.MediaDefect
+	// cutStart, cutEnd: the receiver's window began or ended the side,
+	// not its sender, so frames were sent beyond it (the source's first
+	// seconds are cut from a stream that ran before; the target runs on).
+	cutStart, cutEnd bool
 }
 
 // readSide reads every datagram of one side in arrival order: RTP
