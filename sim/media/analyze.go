@@ -795,8 +795,8 @@ func (c *comparison) summary() []string {
 		parts = append(parts, "keyframe at join")
 	}
 	for _, d := range c.allDefects() {
-		if d.Check == sim.MediaCheckPTS && d.Stream == primaryLabel {
-			continue // said above
+		if d.Check == sim.MediaCheckPTS && d.Stream == primaryLabel && slices.Contains(c.seamDefects, d) {
+			continue // the seam's own, said above; a break within a side is not
 		}
 		s := d.Detail
 		if d.Standard != "" {
@@ -810,6 +810,13 @@ func (c *comparison) summary() []string {
 	for _, sd := range []*side{c.src, c.tgt} {
 		if n := sd.ts.duplicates; n > 0 {
 			parts = append(parts, fmt.Sprintf("the %s sent %s twice, identical; the copies were dropped, as a receiver drops them (ISO 13818-1 2.4.3.3)", sd.name, sim.Plural(int64(n), "TS packet")))
+		}
+		copies := 0
+		for _, rt := range sd.rtp {
+			copies += rt.copies
+		}
+		if copies > 0 {
+			parts = append(parts, fmt.Sprintf("the %s sent %s twice, identical; the copies were dropped, as a receiver's jitter buffer drops them (RFC 3550)", sd.name, sim.Plural(int64(copies), "RTP packet")))
 		}
 	}
 	return parts

@@ -2,6 +2,7 @@ package media
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -647,4 +648,46 @@ func TestPTSWithinASideAllowsPulldownsCadence(t *testing.T) {
 	if len(s.defects) != 1 || !strings.Contains(s.defects[0].Detail, "skipped ahead 1 time") {
 		t.Errorf("defects %+v", s.defects)
 	}
+}
+
+// Issue 34 round 6 (F1, F6, F7) in MPEG-TS: a PES that carries no
+// picture (only a delimiter, or parameter sets sent ahead of their
+// keyframe) is no frame, and null packets, which every constant-bitrate
+// mux sends with one counter, are no copies.
+func TestAnalyzeTSReadAsAReceiverDoes(t *testing.T) {
+	aud := []byte{0x09, 0xf0}
+	t.Run("a frame whose PES holds only its delimiter", func(t *testing.T) {
+		fs := gopFrames(50, 25, 900000)
+		fs[35].only = [][]byte{aud}
+		m := muxTS(t, fs, 256)
+		r := Analyze(m.datagrams(before(25), 0), m.datagrams(from(25), 0), sim.SeamMoments{})
+		if r.Verdict == sim.VerdictSeamless || !hasDefect(r, "PTS continuity", "") || !strings.Contains(r.Detail, "(1 frame, 40.0 ms, missing)") {
+			t.Errorf("verdict %s, defects %s: %s", r.Verdict, checks(r), r.Detail)
+		}
+	})
+	t.Run("parameter sets in a PES of their own before the keyframe", func(t *testing.T) {
+		fs := gopFrames(50, 25, 900000)
+		params := testFrame{pts: fs[25].pts, key: true, only: [][]byte{aud, spsHigh320x180, ppsNAL}} // key: the tables come before it
+		fs = slices.Insert(fs, 25, params)
+		m := muxTS(t, fs, 256)
+		r := Analyze(m.datagrams(before(25), 0), m.datagrams(from(25), 0), sim.SeamMoments{})
+		if r.Verdict != sim.VerdictSeamless || r.KeyframeAtJoin == nil || !*r.KeyframeAtJoin {
+			t.Errorf("verdict %s, keyframe at join %v, defects %s: %s", r.Verdict, r.KeyframeAtJoin, checks(r), r.Detail)
+		}
+	})
+	t.Run("null packets", func(t *testing.T) {
+		m := muxTS(t, gopFrames(50, 25, 900000), 256)
+		null := make([]byte, tsPacketSize)
+		null[0], null[1], null[2], null[3] = 0x47, 0x1f, 0xff, 0x10
+		pad := func(dgs []sim.MediaDatagram) []sim.MediaDatagram {
+			for i := range dgs {
+				dgs[i].Data = append(slices.Clone(dgs[i].Data), append(slices.Clone(null), null...)...)
+			}
+			return dgs
+		}
+		r := Analyze(pad(m.datagrams(before(25), 0)), pad(m.datagrams(from(25), 0)), sim.SeamMoments{})
+		if r.Verdict != sim.VerdictSeamless || strings.Contains(r.Detail, "twice") {
+			t.Errorf("verdict %s, defects %s: %s", r.Verdict, checks(r), r.Detail)
+		}
+	})
 }

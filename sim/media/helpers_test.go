@@ -49,6 +49,9 @@ type testFrame struct {
 	di       bool   // discontinuity indicator on its first packet
 	h265     bool   // H.265 NAL units (muxTS then declares H.265 video)
 	rai      bool   // random_access_indicator even on a non-keyframe
+	// only: the PES carries these NAL units instead of a picture (an
+	// access unit delimiter, parameter sets)
+	only [][]byte
 }
 
 // gopFrames are n frames at 25 fps from pts0, a keyframe every gop.
@@ -64,6 +67,9 @@ func gopFrames(n, gop int, pts0 int64) []testFrame {
 // keyframe, a smaller non-IDR slice otherwise (payload bytes never form a
 // start code).
 func (f testFrame) nals() [][]byte {
+	if f.only != nil {
+		return f.only
+	}
 	if f.h265 {
 		// Two-byte headers, the type in bits 1–6 of the first: VPS 32,
 		// SPS 33, PPS 34, IDR_W_RADL 19 (an IRAP picture), TRAIL_R 1.

@@ -21,15 +21,18 @@ const remuxPID = 256
 func Remux(dgs []sim.MediaDatagram) ([]byte, error) {
 	var out bytes.Buffer
 	var mux *astits.Muxer
-	depack := map[uint32]*h264Depacketizer{}
-	var pending *rtpUnit
+	type stream struct {
+		recv   rtpReceive
+		depack h264Depacketizer
+		units  auGatherer
+	}
+	streams := map[uint32]*stream{}
+	var order []*stream
 
-	writeAU := func() error {
-		if pending == nil {
+	writeAU := func(au *rtpUnit) error {
+		if au == nil {
 			return nil
 		}
-		au := pending
-		pending = nil
 		if mux == nil {
 			mux = astits.NewMuxer(context.Background(), &out)
 			if err := mux.AddElementaryStream(astits.PMTElementaryStream{ElementaryPID: remuxPID, StreamType: astits.StreamTypeH264Video}); err != nil {
@@ -66,34 +69,39 @@ func Remux(dgs []sim.MediaDatagram) ([]byte, error) {
 
 	for i, dg := range dgs {
 		format, p := readDatagram(dg.Data)
-		switch format {
-		case sim.MediaMPEGTS:
+		if format == sim.MediaMPEGTS {
 			out.Write(dg.Data)
+			continue
+		}
+		if p == nil {
+			continue
+		}
+		// What a receiver drops (a copy, another payload type) is not
+		// in what it got.
+		st := streams[p.SSRC]
+		if st == nil {
+			st = &stream{}
+			streams[p.SSRC] = st
+			order = append(order, st)
+		}
+		if st.recv.take(p, dg.Data) != rtpKeep {
+			continue
+		}
+		switch format {
 		case sim.MediaRTPMP2T:
 			out.Write(p.Payload)
 		case sim.MediaRTPH264:
-			d := depack[p.SSRC]
-			if d == nil {
-				d = &h264Depacketizer{}
-				depack[p.SSRC] = d
-			}
-			nals := d.push(p.Payload)
-			if len(nals) == 0 {
-				continue
-			}
-			if pending != nil && pending.ts != p.Timestamp {
-				if err := writeAU(); err != nil {
+			if nals := st.depack.push(p.Payload); len(nals) > 0 {
+				if err := writeAU(st.units.push(p.Timestamp, i, dg.At, nals)); err != nil {
 					return nil, fmt.Errorf("muxing the H.264 of datagram %d: %w", i, err)
 				}
 			}
-			if pending == nil {
-				pending = &rtpUnit{ts: p.Timestamp, dg: i, at: dg.At}
-			}
-			pending.nals = append(pending.nals, nals...)
 		}
 	}
-	if err := writeAU(); err != nil {
-		return nil, fmt.Errorf("muxing the last H.264 frame: %w", err)
+	for _, st := range order {
+		if err := writeAU(st.units.flush()); err != nil {
+			return nil, fmt.Errorf("muxing the last H.264 frame: %w", err)
+		}
 	}
 	return out.Bytes(), nil
 }

@@ -3,12 +3,16 @@ package media
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/asticode/go-astits"
+	"github.com/pion/rtp"
 
 	"github.com/normsim/normsim/sim"
 )
@@ -391,5 +395,101 @@ func TestWholeFramesCutsToWhatAPlayerDecodes(t *testing.T) {
 	noKey := muxTS(t, gopFrames(20, 25, 90000), 256).datagrams(from(3), 0)
 	if whole := WholeFrames(noKey); len(whole) != len(noKey) {
 		t.Fatalf("a capture without a keyframe was cut to %d of %d datagrams", len(whole), len(noKey))
+	}
+}
+
+// Issue 34 round 6: RTP that a receiver reads otherwise than normsim did.
+// F1/F7: an RTP timestamp that carried only an access unit delimiter, SEI
+// or parameter sets is no picture; F2: a packet of another payload type
+// in a stream is dropped by a receiver set up for the stream's; F4: a
+// packet sent twice is dropped by the jitter buffer, no loss; F5: an
+// MP2T stream's RTP timestamps leap within a side.
+func TestAnalyzeRTPReadAsAReceiverDoes(t *testing.T) {
+	aud := []byte{0x09, 0xf0}
+	fs := gopFrames(50, 25, 900000)
+	t.Run("a frame whose slice never came after its delimiter", func(t *testing.T) {
+		s := &rtpSender{ssrc: 0xabc}
+		var src, tgt []sim.MediaDatagram
+		for i := range 50 {
+			dgs := []sim.MediaDatagram{s.packet(96, uint32(fs[i].pts), false, aud, frameAt(i))}
+			if i != 35 {
+				dgs = append(dgs, s.frame(fs[i], frameAt(i))...)
+			}
+			if i < 25 {
+				src = append(src, dgs...)
+			} else {
+				tgt = append(tgt, dgs...)
+			}
+		}
+		r := Analyze(src, tgt, sim.SeamMoments{})
+		if r.Verdict == sim.VerdictSeamless || !hasDefect(r, "PTS continuity", "") || !strings.Contains(r.Detail, "(1 frame, 40.0 ms, missing)") {
+			t.Errorf("verdict %s, defects %s: %s", r.Verdict, checks(r), r.Detail)
+		}
+	})
+	t.Run("parameter sets sent with the frame before's timestamp", func(t *testing.T) {
+		s := &rtpSender{ssrc: 0xabc}
+		src := s.frames(fs, 0, 25)
+		key := s.frame(fs[25], frameAt(25))
+		// The STAP-A with the SPS and PPS goes out stamped as frame 24.
+		var p rtp.Packet
+		if err := p.Unmarshal(key[0].Data); err != nil {
+			t.Fatal(err)
+		}
+		p.Timestamp = uint32(fs[24].pts)
+		b, _ := p.Marshal()
+		key[0].Data = b
+		tgt := append(key, s.frames(fs, 26, 50)...)
+		r := Analyze(src, tgt, sim.SeamMoments{})
+		if r.Verdict != sim.VerdictSeamless || r.KeyframeAtJoin == nil || !*r.KeyframeAtJoin || r.Streams[0].TargetParams != "High@1.2 320x180, CAVLC" {
+			t.Errorf("verdict %s, keyframe at join %v, defects %s: %s", r.Verdict, r.KeyframeAtJoin, checks(r), r.Detail)
+		}
+	})
+	m := muxTS(t, gopFrames(50, 25, 900000), 256)
+	mp2t := func(edit func(tgt []sim.MediaDatagram) []sim.MediaDatagram) *sim.MediaReport {
+		s := &rtpSender{ssrc: 0x1234abcd}
+		src := s.wrapMP2T(m.datagrams(before(25), 0))
+		tgt := edit(s.wrapMP2T(m.datagrams(from(25), 0)))
+		return Analyze(src, tgt, sim.SeamMoments{})
+	}
+	t.Run("one packet of another payload type", func(t *testing.T) {
+		r := mp2t(func(tgt []sim.MediaDatagram) []sim.MediaDatagram {
+			tgt[8].Data[1] = tgt[8].Data[1]&0x80 | 96
+			return tgt
+		})
+		if r.Verdict == sim.VerdictSeamless || !hasDefect(r, "format change", "") || !hasDefect(r, "Continuity_count_error", "") {
+			t.Errorf("verdict %s, defects %s: %s", r.Verdict, checks(r), r.Detail)
+		}
+	})
+	t.Run("a packet sent twice", func(t *testing.T) {
+		r := mp2t(func(tgt []sim.MediaDatagram) []sim.MediaDatagram {
+			return slices.Insert(tgt, 9, tgt[8])
+		})
+		if r.Verdict != sim.VerdictSeamless || !strings.Contains(r.Detail, "1 RTP packet twice") {
+			t.Errorf("verdict %s, defects %s: %s", r.Verdict, checks(r), r.Detail)
+		}
+	})
+	t.Run("a sequence number used again for other data", func(t *testing.T) {
+		r := mp2t(func(tgt []sim.MediaDatagram) []sim.MediaDatagram {
+			other := slices.Clone(tgt[9].Data)
+			copy(other[2:4], tgt[8].Data[2:4])
+			return slices.Insert(tgt, 9, sim.MediaDatagram{At: tgt[9].At, From: tgt[9].From, Data: other})
+		})
+		if r.Verdict == sim.VerdictSeamless || !hasDefect(r, "RTP sequence", "") {
+			t.Errorf("verdict %s, defects %s: %s", r.Verdict, checks(r), r.Detail)
+		}
+	})
+	for _, leap := range []int64{90000, -90000} {
+		t.Run(fmt.Sprintf("timestamps leap %+d within the target", leap), func(t *testing.T) {
+			r := mp2t(func(tgt []sim.MediaDatagram) []sim.MediaDatagram {
+				for i := 8; i < len(tgt); i++ {
+					ts := binary.BigEndian.Uint32(tgt[i].Data[4:8])
+					binary.BigEndian.PutUint32(tgt[i].Data[4:8], uint32(int64(ts)+leap))
+				}
+				return tgt
+			})
+			if r.Verdict == sim.VerdictSeamless || !hasDefect(r, "RTP timestamp", "") {
+				t.Errorf("verdict %s, defects %s: %s", r.Verdict, checks(r), r.Detail)
+			}
+		})
 	}
 }

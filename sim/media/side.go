@@ -115,13 +115,66 @@ type lastPacket struct {
 // rtpTrack is one SSRC's RTP packets on a side.
 type rtpTrack struct {
 	ssrc       uint32
+	recv       rtpReceive
+	mp2t       bool
 	packets    int
-	lastSeq    uint16
+	lastTS     uint32
+	lastAt     time.Time
 	seqBreaks  int
 	firstBreak string
-	depack     h264Depacketizer
-	pending    *rtpUnit
-	media      *track // the H.264 stream, nil for MP2T
+	// copies are packets sent twice, byte for byte, which a receiver's
+	// jitter buffer drops; reused, a sequence number sent again with
+	// other contents (dropped as well, and what it carried lost).
+	copies, reused int
+	firstReuse     string
+	// otherPT counts packets of another payload type than the stream's,
+	// which a receiver set up for the stream's drops.
+	otherPT      int
+	firstOtherPT string
+	// tsLeaps: an MP2T stream's timestamps (the sender's clock) ran back
+	// or leaped ahead of the time between the packets.
+	tsLeaps   int
+	firstLeap string
+	depack    h264Depacketizer
+	units     auGatherer
+	media     *track // the H.264 stream, nil for MP2T
+}
+
+// rtpReceive is what a receiver keeps of one SSRC's stream to drop the
+// packets it drops: the stream's payload type (its first packet's; a
+// receiver is set up for one) and the packet before.
+type rtpReceive struct {
+	started  bool
+	pt       uint8
+	lastSeq  uint16
+	lastData []byte
+}
+
+// rtpDrop is what a receiver makes of an RTP packet.
+type rtpDrop int
+
+const (
+	rtpKeep    rtpDrop = iota
+	rtpCopy            // the packet before, sent twice: the jitter buffer drops it
+	rtpReused          // its sequence number again, other contents: dropped as well
+	rtpOtherPT         // not the stream's payload type: no depayloader for it
+)
+
+func (r *rtpReceive) take(p *rtp.Packet, data []byte) rtpDrop {
+	if r.started && p.SequenceNumber == r.lastSeq {
+		if bytes.Equal(data, r.lastData) {
+			return rtpCopy
+		}
+		return rtpReused
+	}
+	if !r.started {
+		r.started, r.pt = true, p.PayloadType
+	}
+	r.lastSeq, r.lastData = p.SequenceNumber, data
+	if p.PayloadType != r.pt {
+		return rtpOtherPT
+	}
+	return rtpKeep
 }
 
 // rtpUnit gathers the NAL units of one RTP timestamp.
@@ -130,6 +183,49 @@ type rtpUnit struct {
 	dg   int
 	at   time.Time
 	nals [][]byte
+}
+
+// auGatherer gathers one RTP H.264 stream's NAL units into access units
+// by their timestamp (RFC 6184 5.1). The NAL units of a timestamp that
+// carried no picture (a delimiter, SEI, parameter sets) go with the next
+// picture's, as a receiver's parser joins them: they are no frame.
+type auGatherer struct {
+	pending *rtpUnit
+	carry   [][]byte
+}
+
+// maxCarried bounds the NAL units held for the next picture: a stream of
+// delimiters alone must not grow without end.
+const maxCarried = 64
+
+// push adds the NAL units of a packet, and returns the access unit the
+// packet's timestamp ended, if it held a picture.
+func (g *auGatherer) push(ts uint32, dg int, at time.Time, nals [][]byte) *rtpUnit {
+	var done *rtpUnit
+	if g.pending != nil && g.pending.ts != ts {
+		done = g.flush()
+	}
+	if g.pending == nil {
+		g.pending = &rtpUnit{ts: ts, dg: dg, at: at, nals: g.carry}
+		g.carry = nil
+	}
+	g.pending.nals = append(g.pending.nals, nals...)
+	return done
+}
+
+// flush ends the access unit being gathered, and returns it if it held
+// a picture.
+func (g *auGatherer) flush() *rtpUnit {
+	au := g.pending
+	g.pending = nil
+	if au == nil {
+		return nil
+	}
+	if !inspectNALs(codecH264, au.nals).slices {
+		g.carry = au.nals[max(0, len(au.nals)-maxCarried):]
+		return nil
+	}
+	return au
 }
 
 // rtpRef is one RTP packet's place in the sequence, for the checks
@@ -181,14 +277,15 @@ func readSide(name string, dgs []sim.MediaDatagram) *side {
 		case sim.MediaMPEGTS:
 			s.addTSPackets(dg.Data, i)
 		case sim.MediaRTPMP2T:
-			s.addRTP(p, i, dg.At, true)
-			s.addTSPackets(p.Payload, i)
+			if s.addRTP(p, dg.Data, i, dg.At, true) {
+				s.addTSPackets(p.Payload, i)
+			}
 		case sim.MediaRTPH264:
-			s.addRTP(p, i, dg.At, false)
+			s.addRTP(p, dg.Data, i, dg.At, false)
 		}
 	}
 	for _, rt := range s.rtp {
-		rt.flush()
+		rt.addUnit(rt.units.flush())
 	}
 	s.demuxTS()
 	s.withinSideDefects()
@@ -206,7 +303,7 @@ func (s *side) addTSPackets(b []byte, dg int) {
 			st.syncErrors++
 			continue
 		}
-		if pkt[3]&0x10 != 0 { // has payload
+		if pkt[3]&0x10 != 0 && packetPID(pkt) != nullPID { // has payload; null packets' counters mean nothing
 			pid := packetPID(pkt)
 			last, seen := st.lastWithPayload[pid]
 			if seen && !last.repeated && duplicatePacket(last.data, pkt) {
@@ -249,7 +346,11 @@ func duplicatePacket(prev, p []byte) bool {
 	return bytes.Equal(prev[off:], p[off:])
 }
 
-func (s *side) addRTP(p *rtp.Packet, dg int, at time.Time, mp2t bool) {
+// addRTP reads one RTP packet (data, as it came) as a receiver does, and
+// reports whether its payload goes on to the stream: a copy of the packet
+// before, a sequence number used again, or a packet of another payload
+// type than the stream's is dropped.
+func (s *side) addRTP(p *rtp.Packet, data []byte, dg int, at time.Time, mp2t bool) bool {
 	var rt *rtpTrack
 	for _, t := range s.rtp {
 		if t.ssrc == p.SSRC {
@@ -257,51 +358,73 @@ func (s *side) addRTP(p *rtp.Packet, dg int, at time.Time, mp2t bool) {
 		}
 	}
 	if rt == nil {
-		rt = &rtpTrack{ssrc: p.SSRC}
+		rt = &rtpTrack{ssrc: p.SSRC, mp2t: mp2t}
 		if !mp2t {
 			ssrc := p.SSRC
 			rt.media = &track{name: fmt.Sprintf("SSRC 0x%08x", ssrc), ssrc: &ssrc, kind: "video", codec: codecH264, wrap: rtpWrap}
 			s.tracks = append(s.tracks, rt.media)
 		}
 		s.rtp = append(s.rtp, rt)
-	} else if want := rt.lastSeq + 1; p.SequenceNumber != want {
+	}
+	prevSeq := rt.recv.lastSeq
+	switch rt.recv.take(p, data) {
+	case rtpCopy:
+		rt.copies++
+		return false
+	case rtpReused:
+		rt.reused++
+		if rt.firstReuse == "" {
+			rt.firstReuse = fmt.Sprintf("%d", p.SequenceNumber)
+		}
+		return false
+	}
+	first := rt.packets == 0
+	rt.packets++
+	if !first && p.SequenceNumber != prevSeq+1 {
 		rt.seqBreaks++
 		if rt.firstBreak == "" {
-			rt.firstBreak = fmt.Sprintf("%d→%d", rt.lastSeq, p.SequenceNumber)
+			rt.firstBreak = fmt.Sprintf("%d→%d", prevSeq, p.SequenceNumber)
 		}
 	}
-	rt.packets++
-	rt.lastSeq = p.SequenceNumber
+	if p.PayloadType != rt.recv.pt {
+		rt.otherPT++
+		if rt.firstOtherPT == "" {
+			rt.firstOtherPT = fmt.Sprintf("payload type %d at sequence number %d", p.PayloadType, p.SequenceNumber)
+		}
+		return false
+	}
+	if rt.mp2t && !first {
+		// The MP2T timestamp is the sender's clock (RFC 2250): it runs on
+		// with the time between the packets, as across the switch.
+		if d := wrapDelta(int64(p.Timestamp)-int64(rt.lastTS), rtpWrap); d < 0 || d > int64(ms(at.Sub(rt.lastAt))*90)+100*90 {
+			rt.tsLeaps++
+			if rt.firstLeap == "" {
+				rt.firstLeap = fmt.Sprintf("%+.1f ms in %.1f ms, at sequence number %d", ticksMs(d), ms(at.Sub(rt.lastAt)), p.SequenceNumber)
+			}
+		}
+	}
+	rt.lastTS, rt.lastAt = p.Timestamp, at
 	ref := &rtpRef{ssrc: p.SSRC, seq: p.SequenceNumber, ts: p.Timestamp, at: at, mp2t: mp2t}
 	if s.firstRTP == nil {
 		s.firstRTP = ref
 	}
 	s.lastRTP = ref
 	if mp2t {
-		return
+		return true
 	}
-	nals := rt.depack.push(p.Payload)
-	if len(nals) == 0 {
-		return
+	if nals := rt.depack.push(p.Payload); len(nals) > 0 {
+		rt.addUnit(rt.units.push(p.Timestamp, dg, at, nals))
 	}
-	if rt.pending != nil && rt.pending.ts != p.Timestamp {
-		rt.flush()
-	}
-	if rt.pending == nil {
-		rt.pending = &rtpUnit{ts: p.Timestamp, dg: dg, at: at}
-	}
-	rt.pending.nals = append(rt.pending.nals, nals...)
+	return true
 }
 
-// flush ends the access unit being gathered: RTP H.264 frames are told
-// apart by their timestamp (RFC 6184 5.1).
-func (rt *rtpTrack) flush() {
-	if rt.pending == nil || rt.media == nil {
+// addUnit adds an access unit of an H.264 stream as its frame.
+func (rt *rtpTrack) addUnit(au *rtpUnit) {
+	if au == nil || rt.media == nil {
 		return
 	}
-	u := inspectNALs(codecH264, rt.pending.nals)
-	rt.media.units = append(rt.media.units, unit{at: rt.pending.at, dg: rt.pending.dg, pkt: -1, ownsStart: true, pts: int64(rt.pending.ts), hasPTS: true, key: u.key, params: u.params})
-	rt.pending = nil
+	u := inspectNALs(codecH264, au.nals)
+	rt.media.units = append(rt.media.units, unit{at: au.at, dg: au.dg, pkt: -1, ownsStart: true, pts: int64(au.ts), hasPTS: true, key: u.key, params: u.params})
 }
 
 // demuxTS runs the side's TS packets through astits. The packet skipper
@@ -415,6 +538,10 @@ func (s *side) demuxTS() {
 
 func packetPID(p []byte) uint16 { return uint16(p[1]&0x1f)<<8 | uint16(p[2]) }
 
+// nullPID is the null packets': stuffing a constant-bitrate mux sends,
+// whose counter is undefined (ISO 13818-1 2.4.3.3).
+const nullPID = 0x1fff
+
 // streamType is what a PID carries: this side's PMT says, else the other
 // side's (a target that sent no PMT still sends the same streams).
 func streamType(pid uint16, own, other []pmtStream) (astits.StreamType, bool) {
@@ -453,6 +580,7 @@ func describeStreamType(t astits.StreamType) (kind, codec string) {
 func (s *side) buildTSTracks(other []pmtStream) {
 	st := &s.ts
 	byPID := map[uint16]*track{}
+	carried := map[uint16]string{} // parameters a PES without a picture carried
 	for _, pu := range st.pes {
 		tr := byPID[pu.pid]
 		if tr == nil {
@@ -480,12 +608,24 @@ func (s *side) buildTSTracks(other []pmtStream) {
 			ownsStart: pu.first == 0 || st.pkts[pu.first-1].dg != first.dg}
 		u.di = first.di
 		if tr.kind == "video" {
-			cu := inspectNALs(tr.codec, splitAnnexB(pu.data))
+			nals := splitAnnexB(pu.data)
+			cu := inspectNALs(tr.codec, nals)
+			if !cu.slices && len(nals) > 0 && (tr.codec == codecH264 || tr.codec == codecH265) {
+				// No picture (a delimiter, SEI, parameter sets ahead of
+				// their keyframe): no frame; its parameters go with the
+				// next picture's, as a decoder takes them.
+				carried[pu.pid] = joinParams(carried[pu.pid], cu.params)
+				continue
+			}
 			// The picture's own slices say whether a decoder can start
 			// there; the random_access_indicator speaks only for one
 			// whose slices cannot be read (a muxer may set it on every
 			// frame).
 			u.key, u.params = cu.key, cu.params
+			if u.params == "" {
+				u.params = carried[pu.pid]
+			}
+			delete(carried, pu.pid)
 			if !cu.slices {
 				u.key = first.rai
 			}
@@ -565,6 +705,15 @@ func (s *side) withinSideDefects() {
 	for _, rt := range s.rtp {
 		if rt.seqBreaks > 0 {
 			s.defect(sim.MediaCheckRTPSeq, "RFC 3550", fmt.Sprintf("SSRC 0x%08x", rt.ssrc), fmt.Sprintf("the %s's RTP sequence numbers broke %s (first %s): packets lost or reordered", s.name, sim.Plural(int64(rt.seqBreaks), "time"), rt.firstBreak))
+		}
+		if rt.reused > 0 {
+			s.defect(sim.MediaCheckRTPSeq, "RFC 3550", fmt.Sprintf("SSRC 0x%08x", rt.ssrc), fmt.Sprintf("the %s sent %s again with other contents (first %s): a receiver drops each as a duplicate, and what it carried is lost", s.name, sim.Plural(int64(rt.reused), "RTP sequence number"), rt.firstReuse))
+		}
+		if rt.otherPT > 0 {
+			s.defect(sim.MediaCheckFormat, "RFC 3550", fmt.Sprintf("SSRC 0x%08x", rt.ssrc), fmt.Sprintf("the %s's RTP stream of payload type %d carried %s of another (first %s): a receiver set up for payload type %d drops them", s.name, rt.recv.pt, sim.Plural(int64(rt.otherPT), "packet"), rt.firstOtherPT, rt.recv.pt))
+		}
+		if rt.tsLeaps > 0 {
+			s.defect(sim.MediaCheckRTPTimestamp, "RFC 3550", fmt.Sprintf("SSRC 0x%08x", rt.ssrc), fmt.Sprintf("the %s's RTP timestamps ran back or leaped %s within its own stream (first %s): a receiver's jitter buffer paces the packets by them", s.name, sim.Plural(int64(rt.tsLeaps), "time"), rt.firstLeap))
 		}
 		if rt.depack.lostFU > 0 {
 			s.defect(sim.MediaCheckRTPFragments, "RFC 6184", fmt.Sprintf("SSRC 0x%08x", rt.ssrc), fmt.Sprintf("the %s sent %s whose NAL unit's start never came", s.name, sim.Plural(int64(rt.depack.lostFU), "FU-A fragment")))
