@@ -1,6 +1,7 @@
 package conform
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -336,7 +337,11 @@ func (cr *caseRun) chaos(ctx context.Context, tr *Trial) error {
 	if err != nil {
 		return err
 	}
-	ev := &evidence{sendsOutput: cr.producing(ctx, in.ID, 3*time.Second)}
+	sendsOutput, err := cr.producing(ctx, in.ID, 3*time.Second)
+	if err != nil {
+		return err
+	}
+	ev := &evidence{sendsOutput: sendsOutput}
 	breaks := func(inv, format string, a ...any) error {
 		tr.Broken = append(tr.Broken, inv)
 		tr.Detail = fmt.Sprintf(format, a...)
@@ -375,8 +380,17 @@ func (cr *caseRun) chaos(ctx context.Context, tr *Trial) error {
 		if err := cr.observe(ctx, ev, m); err != nil {
 			return err
 		}
-		producing := func(id string) bool { return cr.producing(ctx, id, 2*time.Second) }
-		if inv, detail := checkMove(m, ev, producing); inv != "" {
+		var cut error // the run was cancelled while checking
+		producing := func(id string) bool {
+			p, err := cr.producing(ctx, id, 2*time.Second)
+			cut = cmp.Or(cut, err)
+			return p
+		}
+		inv, detail := checkMove(m, ev, producing)
+		if cut != nil {
+			return cut
+		}
+		if inv != "" {
 			return breaks(inv, "move %d (%s): %s", i+1, endOf(m), detail)
 		}
 		if detail, err := cr.unknownUnits(ctx); err != nil {
@@ -415,8 +429,14 @@ func (cr *caseRun) chaos(ctx context.Context, tr *Trial) error {
 		if o := m.Output; wrongPosition(o) {
 			return breaks(InvariantHandsAgain, "the clean handover after the faults: %s", seamText(o))
 		}
-		if ev.sendsOutput && !cr.producing(ctx, m.Target.Instance, 2*time.Second) {
-			return breaks(InvariantHandsAgain, "the job does not produce after the clean handover")
+		if ev.sendsOutput {
+			p, err := cr.producing(ctx, m.Target.Instance, 2*time.Second)
+			if err != nil {
+				return err
+			}
+			if !p {
+				return breaks(InvariantHandsAgain, "the job does not produce after the clean handover")
+			}
 		}
 	}
 	return nil

@@ -4,11 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/normsim/normsim/conform"
 	"github.com/normsim/normsim/internal/testenv"
@@ -445,4 +447,57 @@ func TestTheCounterInOtherLanguagesPassesEveryCase(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A run cancelled while a case checks that the job produces after its
+// follow-up handover proves nothing against the job: the case is an
+// error, "interrupted", never a fail. Issue 34 round 6 (F1): the counter,
+// which passes every case, was graded fail, "the job does not produce
+// after the follow-up handover", in 3 runs of 3.
+func TestACancelledCaseIsNeverHeldAgainstTheJob(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	s := startSim(t)
+	// One packet a second: the check after the follow-up waits up to a
+	// second for the first.
+	r := conform.New(conform.Config{URL: s.URL, Template: "counter", Params: map[string]string{"RATE": "1"}, Parallel: 1})
+	cases, err := r.Cases(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases = conform.Select(cases, "2.5")
+	if len(cases) != 1 {
+		t.Fatalf("case 2.5: %d cases", len(cases))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		// Cancel just after the follow-up (the second migration) ends.
+		for ctx.Err() == nil {
+			var ms []sim.Migration
+			if err := s.Do(http.MethodGet, "/api/v1/migrations", nil, &ms); err == nil {
+				ended := 0
+				for _, m := range ms {
+					if m.State == sim.MigrationCompleted || m.State == sim.MigrationAborted || m.State == sim.MigrationFailed {
+						ended++
+					}
+				}
+				if ended >= 2 {
+					// Once conform has seen it end too, and waits for
+					// output (up to a second at this rate).
+					time.Sleep(200 * time.Millisecond)
+					cancel()
+					return
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	rep := r.Run(ctx, cases, nil)
+	res := rep.Results[0]
+	if res.Grade == conform.GradeFail {
+		t.Fatalf("cancelled case graded %s: %s; want error (interrupted) or a grade that does not blame the job", res.Grade, res.Why)
+	}
+	t.Logf("%s: %s", res.Grade, res.Why)
 }

@@ -243,7 +243,9 @@ func (cr *caseRun) run(ctx context.Context) (*evidence, error) {
 		return nil, err
 	}
 	ev := &evidence{}
-	ev.sendsOutput = cr.producing(ctx, in.ID, 3*time.Second)
+	if ev.sendsOutput, err = cr.producing(ctx, in.ID, 3*time.Second); err != nil {
+		return nil, err
+	}
 
 	cur, at := in.ID, 0
 	for i, mv := range c.Moves {
@@ -264,7 +266,9 @@ func (cr *caseRun) run(ctx context.Context) (*evidence, error) {
 				return nil, fmt.Errorf("after move %d: %w", i+1, err)
 			}
 			if ev.sendsOutput {
-				cr.producing(ctx, cur, 2*time.Second)
+				if _, err := cr.producing(ctx, cur, 2*time.Second); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
@@ -285,7 +289,10 @@ func (cr *caseRun) run(ctx context.Context) (*evidence, error) {
 		}
 		ev.followUp = m
 		if m.State == sim.MigrationCompleted && ev.sendsOutput {
-			p := cr.producing(ctx, m.Target.Instance, 2*time.Second)
+			p, err := cr.producing(ctx, m.Target.Instance, 2*time.Second)
+			if err != nil {
+				return nil, err
+			}
 			ev.producingAfter = &p
 		}
 	}
@@ -397,7 +404,10 @@ func (cr *caseRun) observe(ctx context.Context, ev *evidence, last *sim.Migratio
 		}
 		ev.reconnected = closed && ev.connected
 		if ev.sendsOutput {
-			p := cr.producing(ctx, sv.ID, 2*time.Second)
+			p, err := cr.producing(ctx, sv.ID, 2*time.Second)
+			if err != nil {
+				return err
+			}
 			ev.producing = &p
 		}
 	}
@@ -419,7 +429,10 @@ func sideOf(m *sim.Migration, id string) string {
 // JSON packets it sent, or, when it is the job's one instance still
 // running, the job's media (a receiver tells media senders apart only by
 // address, so the job's media is that instance's only then).
-func (cr *caseRun) producing(ctx context.Context, id string, d time.Duration) bool {
+//
+// A run cancelled meanwhile is an error, never "not producing": a case
+// that was cut short proves nothing against the job.
+func (cr *caseRun) producing(ctx context.Context, id string, d time.Duration) (bool, error) {
 	since := time.Now()
 	deadline := since.Add(d)
 	alone := false
@@ -436,10 +449,13 @@ func (cr *caseRun) producing(ctx context.Context, id string, d time.Duration) bo
 	for {
 		sum, err := cr.r.c.Output(ctx, id, since)
 		if err == nil && (sum.Packets > 0 || alone && sum.JobMediaDatagrams > 0) {
-			return true
+			return true, nil
 		}
-		if time.Now().After(deadline) || sleep(ctx, 50*time.Millisecond) != nil {
-			return false
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return false, fmt.Errorf("while checking that %s produces: %w", id, err)
 		}
 	}
 }
