@@ -501,3 +501,33 @@ func TestACancelledCaseIsNeverHeldAgainstTheJob(t *testing.T) {
 	}
 	t.Logf("%s: %s", res.Grade, res.Why)
 }
+
+// A job that breaks the position is named where the handed-over position
+// proves which side did (issue 34 round 6, F2): a source that reports a
+// number behind what it sent, a target that skips ahead of, or restarts
+// below, the position it was handed.
+func TestPositionBugsNameTheSideThatBrokeThePosition(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	s := startSim(t)
+	for _, tt := range []struct{ template, atFault string }{
+		{"wrong-position", "source"},
+		{"skips-to-live", "target"},
+		{"restarts-at-zero", "target"},
+	} {
+		t.Run(tt.template, func(t *testing.T) {
+			t.Parallel()
+			r := conform.New(conform.Config{URL: s.URL, Template: tt.template, Params: map[string]string{"RATE": "100"}, Parallel: 1})
+			cases, err := r.Cases(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := r.Run(context.Background(), conform.Select(cases, "1.1"), nil)
+			res := rep.Results[0]
+			if res.Grade != conform.GradeFail || res.Observed.Judgement != sim.GradeFail || res.Observed.AtFault != tt.atFault {
+				t.Fatalf("%s 1.1: graded %s, judgement %s at fault %q: %s; want fail with the %s at fault", tt.template, res.Grade, res.Observed.Judgement, res.Observed.AtFault, res.Why, tt.atFault)
+			}
+		})
+	}
+}

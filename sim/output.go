@@ -1,11 +1,14 @@
 package sim
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -41,6 +44,10 @@ const (
 type SeamMoments struct {
 	SourceStopped time.Time
 	ApplySent     time.Time
+	// Position is the payload of the source's source-stopped-output,
+	// which the target was handed as cutover-apply; nil when there was
+	// none, or when a fault may have changed what the target got.
+	Position json.RawMessage
 }
 
 // InFlight is how long after source-stopped-output a source packet may
@@ -212,9 +219,11 @@ func AnalyzeSeam(source, target string, pkts []Packet, sent SentRanges, at SeamM
 			parts = append(parts, r.repeatedFromText())
 		}
 		r.Detail = joinDetail(parts, r.coalescedNote())
+		blamePosition(r, at.Position, ls, ft)
 	case r.Lost > 0:
 		r.Verdict = VerdictGap
 		r.Detail = joinDetail([]string{fmt.Sprintf("%s lost: the source stopped at %d and the target started at %d", Plural(r.Lost, "packet"), ls, ft), r.timing()}, r.coalescedNote())
+		blamePosition(r, at.Position, ls, ft)
 	case r.MaybeDuplicated > 0:
 		// Seamless but for numbers the sink's record cannot vouch for.
 		r.Verdict = VerdictUnknown
@@ -226,6 +235,48 @@ func AnalyzeSeam(source, target string, pkts []Packet, sent SentRanges, at SeamM
 		r.Detail = joinDetail([]string{fmt.Sprintf("source stopped at %d, target continued at %d", ls, ft), r.timing()}, r.coalescedNote())
 	}
 	return r
+}
+
+// blamePosition names the side that broke the position, when the
+// handed-over payload proves it. The payload is the job's own, but a job
+// whose output is numbered hands over a number: if the payload holds the
+// source's true last number and the target did not start right after it,
+// the target ignored what it was handed; if it holds instead a number the
+// target started right after, the source handed over a wrong one. A
+// payload that fits both, or neither, names no side.
+func blamePosition(r *OutputReport, position json.RawMessage, ls, ft int64) {
+	if r.AtFault != "" || position == nil || ft == ls+1 {
+		return
+	}
+	nums := payloadIntegers(position)
+	told := slices.Contains(nums, ls)
+	followed := slices.ContainsFunc(nums, func(n int64) bool { return n != math.MaxInt64 && n+1 == ft })
+	switch {
+	case told && !followed:
+		r.AtFault = "target"
+		r.Detail += fmt.Sprintf("; the target was handed the source's last number, %d, in cutover-apply, and did not start at %d", ls, ls+1)
+	case followed && !told:
+		r.AtFault = "source"
+		r.Detail += fmt.Sprintf("; the source's source-stopped-output said %d, but its packets reached %d: the target started right after the position it was handed", ft-1, ls)
+	}
+}
+
+// payloadIntegers are the whole numbers anywhere in a JSON payload.
+func payloadIntegers(payload json.RawMessage) []int64 {
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.UseNumber()
+	var nums []int64
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nums
+		}
+		if n, ok := tok.(json.Number); ok {
+			if v, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+				nums = append(nums, v)
+			}
+		}
+	}
 }
 
 // repeatedFromOthers names the instances, neither source nor target,

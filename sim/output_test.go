@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -59,6 +60,11 @@ func TestAnalyzeSeam(t *testing.T) {
 	// A handover at 25 packets/s: the source's source-stopped-output
 	// arrives at 1000 ms, cutover-apply goes out at 1001 ms.
 	handover := SeamMoments{SourceStopped: at(1000), ApplySent: at(1001)}
+	handed := func(payload string) SeamMoments {
+		m := handover
+		m.Position = json.RawMessage(payload)
+		return m
+	}
 	tests := []struct {
 		name    string
 		pkts    []Packet
@@ -97,6 +103,21 @@ func TestAnalyzeSeam(t *testing.T) {
 		{name: "handover: a target that starts behind duplicates, naming no side", moments: handover, verdict: VerdictDuplicate, dup: 5,
 			pkts:   cat(every("s", 0, 24, 40, 40), every("t", 20, 30, 1010, 40)),
 			detail: "the target started at 20, going back from the 24 the source stopped at; 5 of the 11 packets seen from the target repeat numbers the job had already sent"},
+		// Issue 34 round 6 (F2): where the handed-over payload proves it,
+		// the side that broke the position is named.
+		{name: "handover: a source that hands over a position behind what it sent", moments: handed(`{"last":20}`), verdict: VerdictDuplicate, dup: 4, fault: "source",
+			pkts:   cat(every("s", 0, 24, 40, 40), every("t", 21, 30, 1010, 40)),
+			detail: "the source's source-stopped-output said 20, but its packets reached 24: the target started right after the position it was handed"},
+		{name: "handover: a target that skips ahead of the position it was handed", moments: handed(`{"last":24}`), verdict: VerdictGap, lost: 5, fault: "target",
+			pkts:   cat(every("s", 0, 24, 40, 40), every("t", 30, 35, 1010, 40)),
+			detail: "the target was handed the source's last number, 24, in cutover-apply, and did not start at 25"},
+		{name: "handover: a target that restarts at zero", moments: handed(`{"state":{"last":24},"note":"x"}`), verdict: VerdictDuplicate, dup: 11, fault: "target",
+			pkts:   cat(every("s", 0, 24, 40, 40), every("t", 0, 10, 1010, 40)),
+			detail: "the target was handed the source's last number, 24"},
+		{name: "handover: a payload that fits both names no side", moments: handed(`{"last":20,"sent":24}`), verdict: VerdictDuplicate, dup: 4,
+			pkts: cat(every("s", 0, 24, 40, 40), every("t", 21, 30, 1010, 40))},
+		{name: "handover: a payload without the numbers names no side", moments: handed(`"opaque"`), verdict: VerdictGap, lost: 5,
+			pkts: cat(every("s", 0, 24, 40, 40), every("t", 30, 35, 1010, 40))},
 		{name: "handover: a target that starts ahead leaves a gap", moments: handover, verdict: VerdictGap, lost: 5,
 			pkts: cat(every("s", 0, 24, 40, 40), every("t", 30, 35, 1010, 40)), detail: "5 packets lost: the source stopped at 24 and the target started at 30; the target's first packet came 10.0 ms after the source's last"},
 	}

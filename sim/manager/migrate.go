@@ -2331,6 +2331,10 @@ func (r *run) measureOutput(ctx context.Context) {
 	r.mu.Lock()
 	tgtID := r.mig.Target.Instance
 	moments := sim.SeamMoments{SourceStopped: r.stoppedAt, ApplySent: r.applySentAt}
+	if len(r.mig.Faults) == 0 {
+		// A fault may change or lose what the target was handed.
+		moments.Position = r.handedOver
+	}
 	r.mu.Unlock()
 	if sink == nil || tgtID == "" {
 		return

@@ -37,6 +37,9 @@ type facts struct {
 	// applySentAt is taken as cutover-apply is decided: the target can
 	// produce nothing legitimately before it.
 	applySentAt time.Time
+	// handedOver is the position the source handed over in
+	// source-stopped-output, which the target is sent as cutover-apply.
+	handedOver json.RawMessage
 	// targetToldAt is, in a rollback, when the target was told to stop:
 	// its own abort, the worker's abort to it, or its removal, whichever
 	// came first.
@@ -308,6 +311,7 @@ func stepSocket(dst []effect, s state, in input) (state, []effect) {
 			s.ponr = true
 			s.phase = fs.next
 			s.applySentAt = in.now
+			s.handedOver = f.Payload
 			relay.side = sideTarget
 			effs = append(effs, effect{do: doMove, phase: s.phase},
 				noted(sim.TimelinePointOfNoReturn, s.phase, sideManager, "point of no return: the source stopped its output"),
