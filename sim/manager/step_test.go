@@ -97,6 +97,7 @@ func TestStepDecidesEveryFrameInEveryPhase(t *testing.T) {
 							w = []string{"record(" + string(phase) + " target)", "move(cutover-ready)", "holdLogs", "relay(source cutover-ready)", "fire(target-ready)", "handOn"}
 						case fs.next == sim.PhaseCutoverApply:
 							want.phase, want.stoppedAt, want.ponr, want.applySentAt = sim.PhaseCutoverApply, at, true, in.now
+							want.handedOver = in.socket.Frame.Payload // the position the seam's blame reads
 							w = []string{"record(cutover-ready source)", "move(cutover-apply)", "record(point-of-no-return cutover-apply manager)", "relay(target cutover-apply)", "fire(source-stopped-output)", "handOn"}
 						default:
 							// Recorded and handed on to the steps, which
