@@ -86,6 +86,9 @@ func TestHostileAPIInput(t *testing.T) {
 		{"launch: unknown node", "POST", "/api/v1/instances", `{"template":"counter","node":"zz"}`, 404, `node "zz"`},
 		{"launch: unknown runtime", "POST", "/api/v1/instances", `{"template":"counter","node":"a","runtime":"vm"}`, 422, `runtime "vm"`},
 		{"launch: bad parameter", "POST", "/api/v1/instances", `{"template":"counter","node":"a","params":{"RATE":"fast"}}`, 422, "RATE"},
+		// Issue 34 round 6 (F5): the last of two was taken silently.
+		{"launch: a key twice", "POST", "/api/v1/instances", `{"template":"counter","template":"plain","node":"a"}`, 400, `key "template" appears twice in the body`},
+		{"launch: a key twice, spelt apart", "POST", "/api/v1/instances", `{"template":"counter","node":"a","params":{"RATE":"5","R\u0041TE":"9"}}`, 400, `key "RATE" appears twice in params`},
 
 		// Migrate.
 		{"migrate: not JSON", "POST", inst + "/migrate", `{to:b}`, 400, "request body"},
@@ -95,6 +98,7 @@ func TestHostileAPIInput(t *testing.T) {
 		{"migrate: over 1 MiB", "POST", inst + "/migrate", `{"to":"` + strings.Repeat("b", 2<<20) + `"}`, 400, "larger than"},
 		{"migrate: unknown strategy", "POST", inst + "/migrate", `{"strategy":"teleport"}`, 422, "teleport"},
 		{"migrate: bad fault", "POST", inst + "/migrate", `{"strategy":"stopThenStart","faults":[{"kind":"meteor"}]}`, 422, "faults[0]"},
+		{"migrate: a fault's key twice", "POST", inst + "/migrate", `{"strategy":"stopThenStart","faults":[{"kind":"stop","side":"source"},{"kind":"kill","side":"source","kind":"stop"}]}`, 400, `key "kind" appears twice in faults[1]`},
 		{"migrate: not connected", "POST", inst + "/migrate", `{}`, 422, "not connected"},
 		{"migrate: unknown instance", "POST", "/api/v1/instances/nope/migrate", `{}`, 404, `"nope"`},
 

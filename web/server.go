@@ -409,10 +409,13 @@ func decode(r *http.Request, v any) error {
 }
 
 // decodeStrict reads one JSON value into v: keys spelled exactly as the
-// fields (case included), no unknown fields, nothing after it. what names
+// fields (case included), each once, no unknown fields, nothing after it. what names
 // the input in errors.
 func decodeStrict(data []byte, v any, what string) error {
 	if err := checkKeyCase(data, reflect.TypeOf(v), what); err != nil {
+		return err
+	}
+	if err := checkDuplicateKeys(data, what); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -72,3 +73,85 @@ func join(path, k string) string {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// checkDuplicateKeys refuses an object that names a key twice, anywhere
+// in data: encoding/json would keep the last silently, and a request is
+// read strictly. Keys are compared as the parser reads them, escapes
+// undone ("tok\u0065n" is "token"). Malformed JSON is left to the
+// decoder to report.
+func checkDuplicateKeys(data []byte, what string) error {
+	// Each level knows where it sits in its parent; a path is spelt only
+	// for an error (spelt at every level, a body nested 100,000 deep
+	// would cost gigabytes).
+	type level struct {
+		parent *level
+		at     string          // its key or index in the parent
+		keys   map[string]bool // nil for an array
+		key    string          // an object's key whose value comes next
+		isKey  bool            // an object's next token is a key
+		items  int             // an array's values so far
+	}
+	path := func(l *level) string {
+		var parts []string
+		for ; l != nil && l.parent != nil; l = l.parent {
+			parts = append(parts, l.at)
+		}
+		slices.Reverse(parts)
+		return strings.Join(parts, "")
+	}
+	var top *level
+	open := func(keys map[string]bool) {
+		l := &level{parent: top, keys: keys, isKey: keys != nil}
+		if top != nil {
+			if top.keys == nil {
+				l.at = "[" + itoa(top.items) + "]"
+			} else {
+				l.at = "." + top.key
+				if top.parent == nil {
+					l.at = top.key
+				}
+			}
+		}
+		top = l
+	}
+	valueEnded := func() {
+		switch {
+		case top == nil:
+		case top.keys == nil:
+			top.items++
+		default:
+			top.isKey = true
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		if top != nil && top.isKey {
+			if k, ok := tok.(string); ok {
+				if top.keys[k] {
+					where := path(top)
+					if where == "" {
+						where = "the body"
+					}
+					return sim.Errorf(sim.EInvalid, "%s: key %q appears twice in %s; send each key once", what, k, where)
+				}
+				top.keys[k], top.key, top.isKey = true, k, false
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			open(map[string]bool{})
+		case json.Delim('['):
+			open(nil)
+		case json.Delim('}'), json.Delim(']'):
+			top = top.parent
+			valueEnded()
+		default:
+			valueEnded()
+		}
+	}
+}
