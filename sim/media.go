@@ -139,13 +139,14 @@ const (
 	MediaCheckRTPTimestamp  = "RTP timestamp"
 	MediaCheckRTPFragments  = "RTP H.264 fragments"
 	MediaCheckSSRC          = "SSRC change"
+	MediaCheckArrival       = "arrival time"
 )
 
 // MediaChecks are the media checks, in the order a receiver meets them.
 var MediaChecks = []string{
 	MediaCheckFormat, MediaCheckSync, MediaCheckUnreadable, MediaCheckPAT, MediaCheckPMT, MediaCheckPID, MediaCheckPIDs,
 	MediaCheckStreamMissing, MediaCheckCC, MediaCheckPCR, MediaCheckKeyframe, MediaCheckCodecParams, MediaCheckPTS,
-	MediaCheckRTPSeq, MediaCheckRTPTimestamp, MediaCheckRTPFragments, MediaCheckSSRC,
+	MediaCheckRTPSeq, MediaCheckRTPTimestamp, MediaCheckRTPFragments, MediaCheckSSRC, MediaCheckArrival,
 }
 
 // MediaDefect is one thing a receiver would see go wrong at the seam.

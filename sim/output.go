@@ -44,6 +44,10 @@ const (
 type SeamMoments struct {
 	SourceStopped time.Time
 	ApplySent     time.Time
+	// JudgedAt is when the receiver's window was read for the seam:
+	// media that stopped arriving well before it stopped for good. Zero
+	// when not known.
+	JudgedAt time.Time
 	// Position is the payload of the source's source-stopped-output,
 	// which the target was handed as cutover-apply; nil when there was
 	// none, or when a fault may have changed what the target got.

@@ -115,6 +115,7 @@ func (r *run) measureMedia(ctx context.Context) {
 		return
 	}
 	r.during(func() { r.waitTargetMedia(ctx, since, placed) })
+	moments.JudgedAt = r.m.now()
 	w := recv.Media(r.src.JobID, since)
 	src, tgt := splitSenders(w, placed, r.start)
 	rep := judge.Analyze(src, tgt, moments)

@@ -98,6 +98,7 @@ func Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *sim.MediaR
 	c.checkCounters()
 	c.checkPCR()
 	c.checkRTP()
+	c.checkArrival(source[:cut], target, at)
 	if len(src.formats) > 0 && len(tgt.formats) > 0 && src.formats[0] != tgt.formats[0] {
 		c.defect(sim.MediaCheckFormat, "", "", targetSide, fmt.Sprintf("the source sent %s and the target %s: a receiver set up for one cannot read the other", src.formats[0], tgt.formats[0]))
 	}
@@ -765,6 +766,45 @@ func (c *comparison) checkRTP() {
 		if d < 0 || d > allowed {
 			c.defect(sim.MediaCheckRTPTimestamp, "RFC 3550", stream, targetSide,
 				fmt.Sprintf("RTP timestamp went %d→%d across the switch (%+.1f ms)", s.ts, t.ts, ticksMs(d)))
+		}
+	}
+}
+
+// stallLimit is how much later than presentation time allows media may
+// arrive before a live receiver's buffer runs dry and its picture
+// freezes: players hold about half a second to a second of a live stream
+// (VLC's network caching is 1 s); beyond half a second, many freeze.
+const stallLimit = 500 * time.Millisecond
+
+// checkArrival judges what a file cannot show: when the media came. The
+// target's first datagram must come about when presentation time says
+// its frame is due after the source's last, and the target must go on
+// sending until the seam is judged (at.JudgedAt).
+func (c *comparison) checkArrival(source, target []sim.MediaDatagram, at sim.SeamMoments) {
+	if len(source) == 0 || len(target) == 0 {
+		return
+	}
+	lastSrc, firstTgt := source[len(source)-1].At, target[0].At
+	var due time.Duration // what presentation time allows between them
+	if v := c.primary(); v != nil {
+		due = time.Duration(v.FrameTicks) * time.Second / 90000
+		if v.GapMs != nil && *v.GapMs > 0 {
+			due += time.Duration(*v.GapMs * float64(time.Millisecond)) // frames missing: said as a gap already
+		}
+	}
+	if late := firstTgt.Sub(lastSrc) - due; late > stallLimit {
+		// The side that went quiet for longer: the source before its
+		// source-stopped-output, or the target after its cutover-apply.
+		fault := targetSide
+		if !at.SourceStopped.IsZero() && !at.ApplySent.IsZero() && at.SourceStopped.Sub(lastSrc) > firstTgt.Sub(at.ApplySent) {
+			fault = sourceSide
+		}
+		c.defect(sim.MediaCheckArrival, "", "", fault, fmt.Sprintf("the target's first datagram came %.0f ms after the source's last, %.0f ms later than presentation time allows: a live receiver holding less than that runs dry, and its picture freezes", ms(firstTgt.Sub(lastSrc)), ms(late)))
+	}
+	if !at.JudgedAt.IsZero() {
+		last := target[len(target)-1].At
+		if quiet := at.JudgedAt.Sub(last); quiet > stallLimit {
+			c.defect(sim.MediaCheckArrival, "", "", targetSide, fmt.Sprintf("the target stopped sending %.0f ms after its first datagram, and sent nothing in the %.0f ms until the seam was judged: the picture freezes on its last frame", ms(last.Sub(firstTgt)), ms(quiet)))
 		}
 	}
 }

@@ -691,3 +691,34 @@ func TestAnalyzeTSReadAsAReceiverDoes(t *testing.T) {
 		}
 	})
 }
+
+// What a file cannot show, a live receiver sees: a target whose first
+// frame comes long after its presentation time says, or that stops
+// sending soon after it began, freezes the picture though every PTS
+// continues (issue 34 round 6c, H1 and H2: both were seamless).
+func TestAnalyzeArrivalTime(t *testing.T) {
+	m := muxTS(t, gopFrames(100, 25, 900000), 256)
+	src := m.datagrams(before(25), 0)
+	t.Run("on time", func(t *testing.T) {
+		tgt := m.datagrams(from(25), 0)
+		r := Analyze(src, tgt, sim.SeamMoments{JudgedAt: tgt[len(tgt)-1].At.Add(100 * time.Millisecond)})
+		if r.Verdict != sim.VerdictSeamless {
+			t.Errorf("verdict %s, defects %s: %s", r.Verdict, checks(r), r.Detail)
+		}
+	})
+	t.Run("the target's first frame 1.5 s late", func(t *testing.T) {
+		r := Analyze(src, m.datagrams(from(25), 1500*time.Millisecond), sim.SeamMoments{})
+		d := defectNamed(r, sim.MediaCheckArrival)
+		if r.Verdict == sim.VerdictSeamless || d == nil || d.AtFault != "target" || !strings.Contains(d.Detail, "ms later than presentation time allows") {
+			t.Errorf("verdict %s, defects %s: %s", r.Verdict, checks(r), r.Detail)
+		}
+	})
+	t.Run("the target stops after five frames", func(t *testing.T) {
+		tgt := m.datagrams(func(i int) bool { return i >= 25 && i < 30 }, 0)
+		r := Analyze(src, tgt, sim.SeamMoments{JudgedAt: frameAt(75)})
+		d := defectNamed(r, sim.MediaCheckArrival)
+		if r.Verdict == sim.VerdictSeamless || d == nil || d.AtFault != "target" || !strings.Contains(d.Detail, "the target stopped sending") {
+			t.Errorf("verdict %s, defects %s: %s", r.Verdict, checks(r), r.Detail)
+		}
+	})
+}
