@@ -149,11 +149,14 @@ func noteReceiverLosses(rep *sim.MediaReport, w sim.MediaWindow) {
 	if rep.Trimmed = w.Trimmed; w.Trimmed > 0 {
 		rep.Detail += fmt.Sprintf("; the receiver had let go of %s of this window to stay within its memory bound, so the seam is judged without them", sim.Plural(w.Trimmed, "datagram"))
 	}
-	if rep.Lost = w.Lost; w.Lost == 0 {
-		return
+	if rep.Lost = w.Lost; w.Lost > 0 {
+		rep.Detail += fmt.Sprintf("; %s of this window never reached normsim's receiver (the kernel dropped them on a full socket buffer, a read failed, or a datagram was longer than the 9,216 bytes the receiver reads)", sim.Plural(w.Lost, "datagram"))
 	}
-	rep.Detail += fmt.Sprintf("; %s of this window never reached normsim's receiver (the kernel dropped them on a full socket buffer, or a read failed)", sim.Plural(w.Lost, "datagram"))
-	if rep.Verdict == sim.VerdictSeamless || rep.Verdict == sim.VerdictNoOutput {
+	// What the receiver let go of, or never got, is normsim's loss: a
+	// seam that came through anyway is seamless, any other verdict (no
+	// output included: the target's datagrams may be what was lost)
+	// cannot be vouched for.
+	if w.Lost+w.Trimmed == 0 || rep.Verdict == sim.VerdictSeamless {
 		return
 	}
 	rep.Detail = "the seam cannot be vouched for, normsim lost datagrams: " + rep.Detail

@@ -229,6 +229,16 @@ func TestReceiverLossesAreNotBlamedOnTheJob(t *testing.T) {
 		!strings.HasPrefix(rep.Detail, "the seam cannot be vouched for") || !strings.Contains(rep.Detail, "4 datagrams of this window never reached") {
 		t.Fatalf("a glitch with datagrams lost: %+v", rep)
 	}
+	// Issue 34 round 6c (M3): datagrams the receiver let go of, under a
+	// flood from more senders than it tells apart, left the target
+	// unheard: "no output", the job blamed.
+	for _, w := range []sim.MediaWindow{{Trimmed: 11363}, {Lost: 3}} {
+		none := &sim.MediaReport{Verdict: sim.VerdictNoOutput, AtFault: "source and target", Detail: "the receiver got 0 datagrams from the target"}
+		noteReceiverLosses(none, w)
+		if none.Verdict != sim.VerdictUnknown || none.AtFault != "" {
+			t.Fatalf("no output with %+v: %+v", w, none)
+		}
+	}
 	ok := &sim.MediaReport{Verdict: sim.VerdictSeamless, Detail: "continued"}
 	noteReceiverLosses(ok, sim.MediaWindow{Lost: 1})
 	if ok.Verdict != sim.VerdictSeamless || !strings.Contains(ok.Detail, "1 datagram of this window never reached") {

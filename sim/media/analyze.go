@@ -39,19 +39,18 @@ const (
 // (source) and from the target (target), each in arrival order, given the
 // handover's moments (zero for strategies that promise none).
 func Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *sim.MediaReport {
+	r := &sim.MediaReport{SourceDatagrams: int64(len(source)), TargetDatagrams: int64(len(target))}
+	// What is neither MPEG-TS nor RTP is counted and left out of every
+	// check, the moments' too: junk from another sender on the job's
+	// port is not the job producing.
+	source, target = readable(source, &r.Unreadable), readable(target, &r.Unreadable)
 	src, tgt := readSide(sourceSide, source), readSide(targetSide, target)
 	src.cutStart, tgt.cutEnd = true, true
 	src.buildTSTracks(tgt.ts.pmt)
 	tgt.buildTSTracks(src.ts.pmt)
 	src.ptsDefects()
 	tgt.ptsDefects()
-
-	r := &sim.MediaReport{
-		Format:          formatOf(src, tgt),
-		SourceDatagrams: int64(len(source)),
-		TargetDatagrams: int64(len(target)),
-		Unreadable:      src.unreadable + tgt.unreadable,
-	}
+	r.Format = formatOf(src, tgt)
 	if len(target) > 0 {
 		sw := target[0].At
 		r.SwitchAt = &sw
@@ -136,6 +135,20 @@ func Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *sim.MediaR
 	r.Detail = finishDetail(append(faults, c.summary()...), r)
 	r.Frames = framesNearSwitch(src, tgt, r.SwitchAt)
 	return r
+}
+
+// readable are the datagrams of a known format; the others are counted
+// in unreadable.
+func readable(dgs []sim.MediaDatagram, unreadable *int64) []sim.MediaDatagram {
+	out := dgs[:0:0]
+	for _, d := range dgs {
+		if f, _ := readDatagram(d.Data); f == sim.MediaUnknown {
+			*unreadable++
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // inFlightByPTS reports whether the source's datagrams from cut on, all

@@ -722,3 +722,23 @@ func TestAnalyzeArrivalTime(t *testing.T) {
 		}
 	})
 }
+
+// Junk on the job's port from another sender is counted and left out of
+// every check, the moments' too (issue 34 round 6c, M2: 1-byte datagrams
+// from an address heard before the target were "the source sent 889
+// datagrams after source-stopped-output", the source blamed).
+func TestJunkIsNotTheJobProducing(t *testing.T) {
+	m := muxTS(t, gopFrames(50, 25, 900000), 256)
+	src, tgt := m.datagrams(before(25), 0), m.datagrams(from(25), 0)
+	stopped := tgt[0].At.Add(-time.Millisecond)
+	for i := range 50 {
+		junk := sim.MediaDatagram{At: stopped.Add(time.Duration(i) * 10 * time.Millisecond), From: "10.9.9.9:1", Data: []byte{0}}
+		src = append(src, junk)
+		tgt = append(tgt, junk)
+	}
+	slices.SortStableFunc(tgt, func(a, b sim.MediaDatagram) int { return a.At.Compare(b.At) })
+	r := Analyze(src, tgt, sim.SeamMoments{SourceStopped: stopped, ApplySent: stopped})
+	if r.Verdict != sim.VerdictSeamless || r.SourceAfterStop != 0 || r.TargetBeforeApply != 0 || r.Unreadable != 100 {
+		t.Errorf("verdict %s, after stop %d, before apply %d, unreadable %d: %s", r.Verdict, r.SourceAfterStop, r.TargetBeforeApply, r.Unreadable, r.Detail)
+	}
+}
