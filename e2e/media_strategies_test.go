@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,5 +41,32 @@ func TestVideoSeamOfStopThenStart(t *testing.T) {
 			}
 			t.Logf("%s: media %s: %s", strategy, md.Verdict, md.Detail)
 		})
+	}
+}
+
+// TestVideoOverlapStopsTheSourceOnceTheTargetsMediaCame: overlap promises
+// both produce for a moment, so the source of a job that sends only media
+// is stopped once the target's media arrived, not at once. Issue 34 round
+// 6c (M1): the wait looked at the JSON sink alone, so the source was
+// stopped before the target sent anything, and a gap of 14 frames was
+// blamed on the target.
+func TestVideoOverlapStopsTheSourceOnceTheTargetsMediaCame(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real video jobs")
+	}
+	s := startSim(t, normsimtest.Options{Runtime: sim.RuntimeProcess,
+		Templates: []string{filepath.Join("testdata", "overlap")}})
+	in := s.Launch(t, sim.LaunchRequest{Template: "video-overlap", Node: "a"})
+	s.WaitInstance(t, in.ID, 30*time.Second, "running", func(i sim.Instance) bool { return i.State == sim.InstanceRunning })
+	time.Sleep(1500 * time.Millisecond)
+	m := s.MigrateAndWait(t, in.ID, sim.MigrateRequest{Strategy: string(sim.Overlap)})
+	normsimtest.RequireState(t, m, sim.MigrationCompleted)
+	tl := normsimtest.Timeline(m)
+	if !strings.Contains(tl, "target output started") {
+		t.Fatalf("the source was stopped without waiting for the target's media:\n%s", tl)
+	}
+	md := m.Output.Media
+	if md == nil || md.SourceDatagrams == 0 || md.TargetDatagrams == 0 || md.Verdict == sim.VerdictGap {
+		t.Fatalf("media seam %+v\n%s", md, tl)
 	}
 }

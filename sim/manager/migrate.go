@@ -2019,28 +2019,53 @@ func externalEnd(runtime, side string) string {
 		"where the real worker would have sent SIGTERM; end your %s process now", side)
 }
 
-// waitTargetOutput waits, for a job that sends output to the sink, until
-// the target's first packet arrived: a media job is running when it
-// produces, and overlap promises both produce for a moment.
+// waitTargetOutput waits, for a job that sends output (JSON packets to
+// the sink, or media to the receiver), until the target's first arrived:
+// a media job is running when it produces, and overlap promises both
+// produce for a moment.
 func (r *run) waitTargetOutput(ctx context.Context, limit time.Duration) {
-	sink := r.m.cfg.Sink
-	tgtID := r.targetID()
-	if sink == nil || !sink.Seen(r.src.JobID) {
+	sink, recv := r.m.cfg.Sink, r.m.cfg.Media
+	job, tgtID := r.src.JobID, r.targetID()
+	r.mu.Lock()
+	placed := r.tgtPlacedAt
+	r.mu.Unlock()
+	since := r.start.Add(-mediaBefore)
+	packets := sink != nil && sink.Seen(job)
+	media := recv != nil && !placed.IsZero() && len(recv.Media(job, since).Datagrams) > 0
+	if !packets && !media {
 		return
 	}
-	poke, stop := sink.Watch(r.src.JobID)
-	defer stop()
+	var pokedPackets, pokedMedia <-chan struct{}
+	if packets {
+		poke, stop := sink.Watch(job)
+		defer stop()
+		pokedPackets = poke
+	}
+	if media {
+		poke, stop := recv.Watch(job)
+		defer stop()
+		pokedMedia = poke
+	}
+	started := func() bool {
+		if packets && slices.ContainsFunc(sink.Packets(job, r.start), func(p sim.Packet) bool { return p.Instance == tgtID }) {
+			return true
+		}
+		if media {
+			_, tgt := splitSenders(recv.Media(job, since), placed, r.start)
+			return len(tgt) > 0
+		}
+		return false
+	}
 	timeout := time.NewTimer(limit)
 	defer timeout.Stop()
 	for {
-		for _, p := range sink.Packets(r.src.JobID, r.start) {
-			if p.Instance == tgtID {
-				r.record(sim.PhaseStartTarget, sideOutput, "target output started", nil)
-				return
-			}
+		if started() {
+			r.record(sim.PhaseStartTarget, sideOutput, "target output started", nil)
+			return
 		}
 		select {
-		case <-poke:
+		case <-pokedPackets:
+		case <-pokedMedia:
 		case <-timeout.C:
 			r.record(sim.PhaseStartTarget, sideOutput, "no target output yet; stopping the source anyway", nil)
 			return
