@@ -38,6 +38,9 @@ func (s *side) ptsDefects() {
 		segs := segments(tr.units)
 		for k, seg := range segs {
 			j.check(seg, tr.wrap, ft, tr.kind == "video", s.cutStart && k == 0, s.cutEnd && k == len(segs)-1)
+			if tr.kind == "audio" {
+				j.audioGaps(seg, tr.wrap)
+			}
 		}
 		if d := j.describe(); d != "" {
 			label := fmt.Sprintf("%s %s %s", tr.kind, tr.name, tr.codec)
@@ -142,6 +145,26 @@ func (j *ptsJumps) gaps(us []unit, vals []int64, idx []int, cutStart, cutEnd boo
 			j.ahead++
 			j.missing += n
 			j.note(fmt.Sprintf("skipped ahead %.1f ms after PTS %d", ticksMs(step-ft), us[idx[prev]].pts))
+		}
+	}
+}
+
+// audioGaps checks audio as a player hears it: each unit's frames play
+// for a known time (dur), so the next unit is due exactly then; later is
+// sound missing. Units whose frames cannot be read are not judged.
+func (j *ptsJumps) audioGaps(us []unit, wrap int64) {
+	for i := 1; i < len(us); i++ {
+		prev, cur := us[i-1], us[i]
+		if prev.dur <= 0 || !prev.hasPTS || !cur.hasPTS {
+			continue
+		}
+		step := wrapDelta(cur.pts-prev.pts, wrap)
+		if late := step - prev.dur; late > prev.frame/2 && step <= maxReorder*prev.dur {
+			n := (late + prev.frame/2) / prev.frame
+			j.frame = prev.frame
+			j.ahead++
+			j.missing += n
+			j.note(fmt.Sprintf("skipped ahead %.1f ms after PTS %d, where its frames end", ticksMs(late), prev.pts))
 		}
 	}
 }

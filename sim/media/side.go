@@ -46,6 +46,9 @@ type unit struct {
 	// di: the discontinuity indicator on its first packet says its time
 	// base may jump.
 	di bool
+	// dur is how long an audio unit's frames play, and frame one frame's
+	// duration, in 90 kHz ticks; 0 where they cannot be read.
+	dur, frame int64
 }
 
 // track is one elementary stream of one side: a TS PID or an RTP SSRC.
@@ -629,6 +632,9 @@ func (s *side) buildTSTracks(other []pmtStream) {
 			if !cu.slices {
 				u.key = first.rai
 			}
+		}
+		if tr.kind == "audio" {
+			u.dur, u.frame = audioDuration(tr.codec, pu.data)
 		}
 		tr.units = append(tr.units, u)
 	}
