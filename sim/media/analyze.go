@@ -634,6 +634,11 @@ func (c *comparison) checkTables() {
 	if pmtLate {
 		c.defect(sim.MediaCheckPMT, "TR 101 290 1.5a", "", targetSide, "the target sent no PMT before its first PES"+after)
 	}
+	for _, pid := range src.pmtPIDs {
+		if len(tgt.pmtPIDs) > 0 && !slices.Contains(tgt.pmtPIDs, pid) {
+			c.defect(sim.MediaCheckPMT, "TR 101 290 1.5a", fmt.Sprintf("PID %d", pid), targetSide, fmt.Sprintf("the target never sent the PMT on PID %d that the source did: a receiver tuned to that program finds none", pid))
+		}
+	}
 	if len(src.pmt) > 0 && len(tgt.pmt) > 0 && !slices.Equal(sortedPMT(src.pmt), sortedPMT(tgt.pmt)) {
 		c.defect(sim.MediaCheckPIDs, "", "", targetSide, fmt.Sprintf("changed PIDs/stream types: the source's PMT listed %s, the target's %s", pmtText(src.pmt), pmtText(tgt.pmt)))
 	}

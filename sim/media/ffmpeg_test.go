@@ -2,6 +2,7 @@ package media
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -496,5 +497,50 @@ func TestAudioMissingWithinASideIsHeard(t *testing.T) {
 				t.Errorf("defects %+v", s.defects)
 			}
 		})
+	}
+}
+
+// A transport stream of two programs has a PMT for each: the target must
+// send program 2's too, or a receiver tuned to it finds nothing (issue 34
+// round 6c, H3: only the first PMT was checked, and such a target was
+// seamless).
+func TestEveryProgramsPMTIsChecked(t *testing.T) {
+	ps := clipPackets(encodeClip(t, "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-f", "lavfi", "-i", "testsrc=size=320x180:rate=25",
+		"-t", "4", "-map", "0:v", "-map", "1:v", "-c:v", "libx264", "-bf", "0", "-program", "program_num=1:st=0", "-program", "program_num=2:st=1"))
+	var keyframes []int
+	pmts := map[uint16]bool{}
+	for i, p := range ps {
+		if p.pid == 256 && p.start && p.randomAcc {
+			keyframes = append(keyframes, i)
+		}
+		if p.pid >= 4096 && p.pid < 4106 {
+			pmts[p.pid] = true
+		}
+	}
+	if len(keyframes) < 3 || len(pmts) != 2 {
+		t.Fatalf("ffmpeg wrote %d keyframes and PMTs on %v; want 4 and two", len(keyframes), pmts)
+	}
+	cut := keyframes[1]
+	for cut > 0 && (ps[cut-1].pid == 0 || pmts[ps[cut-1].pid] || ps[cut-1].pid == 17) {
+		cut--
+	}
+	if r := Analyze(sendClip(ps, 0, cut), sendClip(ps, cut, len(ps)), sim.SeamMoments{}); r.Verdict != sim.VerdictSeamless {
+		t.Fatalf("both programs continued: verdict %s, defects %s: %s", r.Verdict, checks(r), r.Detail)
+	}
+	var second uint16
+	for pid := range pmts {
+		second = max(second, pid)
+	}
+	var without []clipPacket
+	for i, p := range ps {
+		if i >= cut && p.pid == second {
+			continue
+		}
+		without = append(without, p)
+	}
+	cut2 := cut // the packets before the cut are the same
+	r := Analyze(sendClip(without, 0, cut2), sendClip(without, cut2, len(without)), sim.SeamMoments{})
+	if r.Verdict == sim.VerdictSeamless || !hasDefect(r, "PMT_error", fmt.Sprintf("PID %d", second)) {
+		t.Errorf("the target never sent program 2's PMT: verdict %s, defects %s: %s", r.Verdict, checks(r), r.Detail)
 	}
 }

@@ -98,7 +98,8 @@ type tsState struct {
 	syncErrors                   int
 	parseErrors                  int
 	firstPAT, firstPMT, firstPES int // packet indexes, -1 when none
-	pmt                          []pmtStream
+	pmt                          []pmtStream // every program's streams
+	pmtPIDs                      []uint16    // the PIDs PMTs came on, in order
 	pcrPID                       int // -1 when no PMT named one
 	pes                          []pesUnit
 	// lastWithPayload is each PID's last packet with payload, for telling
@@ -513,12 +514,18 @@ func (s *side) demuxTS() {
 				st.firstPAT = current
 			}
 		case d.PMT != nil:
+			// Every program's first PMT: a receiver tuned to program 2
+			// needs program 2's.
+			if slices.Contains(st.pmtPIDs, d.PID) {
+				break
+			}
+			st.pmtPIDs = append(st.pmtPIDs, d.PID)
 			if st.firstPMT < 0 {
 				st.firstPMT = current
 				st.pcrPID = int(d.PMT.PCRPID)
-				for _, es := range d.PMT.ElementaryStreams {
-					st.pmt = append(st.pmt, pmtStream{pid: es.ElementaryPID, typ: es.StreamType})
-				}
+			}
+			for _, es := range d.PMT.ElementaryStreams {
+				st.pmt = append(st.pmt, pmtStream{pid: es.ElementaryPID, typ: es.StreamType})
 			}
 		case d.PES != nil:
 			if st.firstPES < 0 {
