@@ -235,9 +235,19 @@ func runConform(cmd *cobra.Command, env Env, template string, fl *conformFlags) 
 	if err := writeConformReports(rep, fl); err != nil {
 		return &ExitError{Code: conformExitFailed, Err: err}
 	}
+	return conformOutcome(rep)
+}
+
+// conformOutcome is how a run ends: nil when it passed, else the exit
+// error that says what failed, in the run's own terms (cases, or chaos
+// runs).
+func conformOutcome(rep *conform.Report) error {
 	switch {
 	case rep.Interrupted:
 		return &ExitError{Code: conformExitFailed, Err: errors.New("conform: interrupted")}
+	case rep.Chaos != nil && rep.Failed():
+		return &ExitError{Code: conformExitFailed, Err: fmt.Errorf("conform --chaos: %d of %d run(s) broke an invariant, %d could not be run",
+			len(rep.Chaos.Violations), len(rep.Chaos.Trials), rep.Chaos.Errors())}
 	case rep.Failed():
 		return &ExitError{Code: conformExitFailed, Err: fmt.Errorf("conform: %d of %d case(s) failed, %d could not be run",
 			rep.Counts[conform.GradeFail], len(rep.Results), rep.Counts[conform.GradeError])}
