@@ -33,6 +33,12 @@ func TestHostCheckRefusesOtherNames(t *testing.T) {
 		{"192.168.1.5:7788", "evil.example:7788", false},
 		{"0.0.0.0:7788", "10.1.2.3:7788", true},    // every interface: addresses yes,
 		{"0.0.0.0:7788", "devbox.lan:7788", false}, // names no
+		// Issue 34 round 6 (F8): a port is digits; any port, as a port
+		// forward may change it.
+		{"127.0.0.1:7788", "127.0.0.1:7788.evil.com", false},
+		{"127.0.0.1:7788", "localhost:+7788", false},
+		{"127.0.0.1:7788", "localhost:99999", false},
+		{"127.0.0.1:7788", "localhost:17788", true},
 	} {
 		s := web.New(web.Config{Service: newFake(), Addr: tc.addr})
 		for _, path := range []string{"/", "/api/v1/nodes"} {

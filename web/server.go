@@ -235,7 +235,12 @@ func (s *Server) hostAllowed(host string) bool {
 		return false
 	}
 	h := host
-	if hh, _, err := net.SplitHostPort(host); err == nil {
+	if hh, port, err := net.SplitHostPort(host); err == nil {
+		// A port is digits: "127.0.0.1:7788.evil.com" names no port. It
+		// need not be the bound one, which a port forward may change.
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
+			return false
+		}
 		h = hh
 	}
 	h = strings.Trim(h, "[]")
