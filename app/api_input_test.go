@@ -227,3 +227,36 @@ func TestAPIFieldNamesAreCaseSensitive(t *testing.T) {
 		t.Fatalf("status %d, want 400 for a nested key spelled in another case", code)
 	}
 }
+
+// A removed instance's record is gone and its history is not: GET of it
+// says so and where the history is, as its dashboard page does (issue 34
+// round 6, F7: a bare "instance not found" beside logs, events and frames
+// that answer 200).
+func TestGetOfARemovedInstanceSaysWhereItsHistoryIs(t *testing.T) {
+	opts := testOptions(t)
+	opts.Runtime = sim.RuntimeExternal
+	m := openApp(t, opts)
+	var in sim.Instance
+	if code := postJSON(t, m.URL()+"/api/v1/instances", `{"template":"counter","node":"a","runtime":"external"}`, &in); code != http.StatusCreated {
+		t.Fatalf("launch: %d", code)
+	}
+	path := m.URL() + "/api/v1/instances/" + url.PathEscape(in.ID)
+	req, _ := http.NewRequest(http.MethodDelete, path, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	resp, err = http.Get(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "was removed") || !strings.Contains(string(body), "/events") {
+		t.Fatalf("GET of the removed instance = %d %s", resp.StatusCode, body)
+	}
+	if code := getJSON(t, m.URL()+"/api/v1/instances/nope-123", nil); code != http.StatusNotFound {
+		t.Fatalf("GET of an instance that never was = %d", code)
+	}
+}

@@ -128,6 +128,12 @@ func (s *Server) getInstance(w http.ResponseWriter, r *http.Request) {
 	} else {
 		in, err = s.svc.Instance(r.Context(), pathParam(r, "id"))
 	}
+	if id := pathParam(r, "id"); sim.ErrorCode(err) == sim.ENotFound && s.logsKept(r, id) {
+		// Its record is gone, its history is not: say where it is, as
+		// the dashboard's page of a removed instance shows it.
+		p := "/api/v1/instances/" + url.PathEscape(id)
+		err = sim.Errorf(sim.ENotFound, "instance %q was removed; normsim kept what it printed and what happened to it: GET %s/logs, %s/events and %s/frames", id, p, p, p)
+	}
 	if err != nil {
 		writeError(w, err)
 		return
