@@ -97,10 +97,10 @@ type tsState struct {
 	pkts                         []tsPacket
 	syncErrors                   int
 	parseErrors                  int
-	firstPAT, firstPMT, firstPES int // packet indexes, -1 when none
+	firstPAT, firstPMT, firstPES int         // packet indexes, -1 when none
 	pmt                          []pmtStream // every program's streams
 	pmtPIDs                      []uint16    // the PIDs PMTs came on, in order
-	pcrPID                       int // -1 when no PMT named one
+	pcrPID                       int         // -1 when no PMT named one
 	pes                          []pesUnit
 	// lastWithPayload is each PID's last packet with payload, for telling
 	// a duplicate (ISO 13818-1 2.4.3.3) from a counter that stopped.
