@@ -62,6 +62,10 @@ func helperMain(mode string, args []string) int {
 	case "sleep":
 		fmt.Println("ready")
 		time.Sleep(time.Hour)
+	case "dying-normsim", "keeping-normsim":
+		// A normsim that starts a job and then dies: killed (dying), or
+		// after letting go of the job on purpose (keeping).
+		return parentMain(mode == "keeping-normsim")
 	case "tick":
 		for i := 0; ; i++ {
 			fmt.Println("tick", i)

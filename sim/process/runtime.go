@@ -554,7 +554,11 @@ func (r *Runtime) startService(inst *instance, s *service, i int, environ []stri
 		closeStreams(streams)
 		return sim.Errorf(sim.EUnprocessable, "service %q: start %s: %v", s.name, s.path, err)
 	}
-	// Unreaped (the watcher reaps it), the pid cannot be reused yet.
+	// Unreaped (the watcher reaps it), the pid cannot be reused yet; the
+	// watcher takes it off the reaper's list before it reaps it.
+	if err := reapOnDeath(pid); err != nil {
+		r.logger.Warn("jobs will outlive normsim if it dies without stopping them", "err", err)
+	}
 	p := &proc{svc: s, inst: inst.id, sink: r.logs, now: r.now, pid: pid, started: startMark(pid), streams: streams, exited: make(chan struct{}), done: make(chan struct{})}
 	s.p.Store(p)
 	r.logger.Debug("process started", "instance", inst.id, "service", s.name, "pid", pid, "logs", inst.dir)
@@ -600,6 +604,9 @@ func (r *Runtime) watch(inst *instance, p *proc, pidfd int) {
 	defer r.wg.Done()
 	natural := false
 	exit, ok := waitExit(r.detached, p.pid, pidfd, func() {
+		// Before the pid can be reused: the reaper must never signal a
+		// group that is no longer the job's.
+		defer forgetOnDeath(p.pid)
 		p.mu.Lock()
 		p.decided = true
 		natural = !p.stopping
@@ -1241,6 +1248,7 @@ func (r *Runtime) abandon(inst *instance) {
 			select {
 			case <-p.exited:
 			default:
+				forgetOnDeath(p.pid) // kept on purpose: the reaper lets it be
 				r.logger.Info("left process running", "instance", inst.id, "service", s.name, "pid", p.pid, "logDir", inst.dir)
 			}
 		}

@@ -39,3 +39,7 @@ func startMark(int) string { return "" }
 // ownedProcesses cannot look: without /proc no other process's
 // environment can be read.
 func ownedProcesses(string, string) (map[int]string, bool) { return nil, false }
+
+// No reaper where there is no process runtime.
+func reapOnDeath(int) error { return nil }
+func forgetOnDeath(int)     {}
