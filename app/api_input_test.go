@@ -44,14 +44,8 @@ func snapshotState(t *testing.T, m *app.Main) apiState {
 // nothing or are not IDs at all. Each gets a clear 4xx with a JSON error
 // naming the problem, and nothing in the sim changes.
 func TestHostileAPIInput(t *testing.T) {
-	opts := testOptions(t)
-	opts.Runtime = sim.RuntimeExternal
-	m := openApp(t, opts)
 	// Something to change: an instance that could be stopped or migrated.
-	var in sim.Instance
-	if code := postJSON(t, m.URL()+"/api/v1/instances", `{"template":"counter","node":"a","runtime":"external"}`, &in); code != http.StatusCreated {
-		t.Fatalf("launch: %d", code)
-	}
+	m, in := openWithExternalCounter(t)
 	// A launch answers while the instance is still starting; the state to
 	// keep is the one it settles in.
 	for deadline := time.Now().Add(10 * time.Second); in.State != sim.InstanceRunning; time.Sleep(5 * time.Millisecond) {
@@ -233,13 +227,7 @@ func TestAPIFieldNamesAreCaseSensitive(t *testing.T) {
 // round 6, F7: a bare "instance not found" beside logs, events and frames
 // that answer 200).
 func TestGetOfARemovedInstanceSaysWhereItsHistoryIs(t *testing.T) {
-	opts := testOptions(t)
-	opts.Runtime = sim.RuntimeExternal
-	m := openApp(t, opts)
-	var in sim.Instance
-	if code := postJSON(t, m.URL()+"/api/v1/instances", `{"template":"counter","node":"a","runtime":"external"}`, &in); code != http.StatusCreated {
-		t.Fatalf("launch: %d", code)
-	}
+	m, in := openWithExternalCounter(t)
 	path := m.URL() + "/api/v1/instances/" + url.PathEscape(in.ID)
 	req, _ := http.NewRequest(http.MethodDelete, path, nil)
 	resp, err := http.DefaultClient.Do(req)
@@ -259,4 +247,18 @@ func TestGetOfARemovedInstanceSaysWhereItsHistoryIs(t *testing.T) {
 	if code := getJSON(t, m.URL()+"/api/v1/instances/nope-123", nil); code != http.StatusNotFound {
 		t.Fatalf("GET of an instance that never was = %d", code)
 	}
+}
+
+// openWithExternalCounter opens a sim on the external runtime with a
+// counter launched on node a.
+func openWithExternalCounter(t *testing.T) (*app.Main, sim.Instance) {
+	t.Helper()
+	opts := testOptions(t)
+	opts.Runtime = sim.RuntimeExternal
+	m := openApp(t, opts)
+	var in sim.Instance
+	if code := postJSON(t, m.URL()+"/api/v1/instances", `{"template":"counter","node":"a","runtime":"external"}`, &in); code != http.StatusCreated {
+		t.Fatalf("launch: %d", code)
+	}
+	return m, in
 }
