@@ -766,6 +766,9 @@ func (p *parser) node(f field, what string, s *Scenario) (string, bool) {
 	if !ok {
 		return "", false
 	}
+	if len(s.Nodes) == 0 {
+		return name, true // nodes itself was refused; nothing to hold it to
+	}
 	if !slices.Contains(s.Nodes, name) {
 		p.errf(resolve(f.val), "%s: node %q is not one of the scenario's nodes (%s); list it in nodes", what, name, strings.Join(s.Nodes, ", "))
 		return "", false

@@ -82,6 +82,7 @@ func TestBrokenFiles(t *testing.T) {
 		"bad-judgement.yaml": {`5:25: steps[1].expect.judgement: must be one of pass, tolerated, fail; got "tolerable"`,
 			`5:45: steps[1].expect.atFault: must be one of source, target, source and target, none; got "both"`},
 		"failed-on-aborted.yaml":  {`5:30: steps[1].expect.failed: an aborted migration ends before the point of no return, so its target never sends target-applied`},
+		"nodes-not-a-list.yaml":   {`2:8: nodes: must be a non-empty list of node names, e.g. [a, b]; got`},
 		"applied-on-refused.yaml": {`5:30: steps[1].expect.applied: a refused migration ends before the point of no return`},
 		"bad-media-defects.yaml": {`5:29: steps[1].expect.mediaDefects[0]: must be one of format change, Sync_byte_error`,
 			`5:63: steps[1].expect.mediaDefects[2]: "PAT_error" is listed twice`,
