@@ -74,8 +74,8 @@ func TestMigrateWaitExitsOnABrokenSeam(t *testing.T) {
 	in := s.Launch(t, sim.LaunchRequest{Template: "wrong-position", Node: "a", Params: map[string]string{"RATE": "100"}})
 	s.WaitConnected(t, in.ID)
 	code, out, errOut := run(t, "migrate", in.ID, "--wait", "--server", s.URL)
-	if code != 3 || !strings.Contains(errOut, "completed, but its judgement is fail (at fault: none): numbers repeated at the seam: ") ||
-		!strings.Contains(errOut, "(--ignore-seam accepts it)") || !strings.Contains(out, "\njudgement: fail (at fault: none): numbers repeated at the seam") {
+	if code != 3 || !strings.Contains(errOut, "completed, but its judgement is fail (at fault: source): numbers repeated at the seam: ") ||
+		!strings.Contains(errOut, "(--ignore-seam accepts it)") || !strings.Contains(out, "\njudgement: fail (at fault: source): numbers repeated at the seam") {
 		t.Fatalf("migrate --wait of wrong-position: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
 	// The broken seam comes with what each side printed: the evidence.
