@@ -492,3 +492,12 @@ func TestDroppedFramesAreSaid(t *testing.T) {
 		t.Fatalf("counts of an unknown instance = %d", r.Status)
 	}
 }
+
+// A product name is the template author's text: a right-to-left override
+// in it stays inside it (issue 34 round 6, F10).
+func TestProductNamesAreIsolated(t *testing.T) {
+	f := newFake()
+	f.templates[0].ProductName = "Counter \u202eevil"
+	s := newServer(t, f, nil)
+	mustContain(t, get(t, s, "/"), "<bdi>Counter \u202eevil</bdi> <bdi>0.1.0</bdi>")
+}
