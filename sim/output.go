@@ -475,14 +475,28 @@ func lateSource(src []Packet, at SeamMoments) []Packet {
 // for longer than this.
 const InFlightByNumber = 100 * time.Millisecond
 
-// inFlightByNumber is late, or none when every packet of it numbers below
-// the target's first and the last came within InFlightByNumber.
+// inFlightByNumber is late, or none when the last came within
+// InFlightByNumber and every packet of it numbers below the target's
+// first or, with no target packet to compare (a target killed before it
+// produced), at most the position the source handed over: the payload
+// holds the number of the last late packet itself, so the source says it
+// sent that one before its stop.
 func inFlightByNumber(late, tgt []Packet, at SeamMoments) []Packet {
-	if len(late) == 0 || len(tgt) == 0 || late[len(late)-1].At.Sub(at.SourceStopped) > InFlightByNumber {
+	if len(late) == 0 || late[len(late)-1].At.Sub(at.SourceStopped) > InFlightByNumber {
 		return late
 	}
+	limit := int64(math.MinInt64) // the least number a late packet may not have
+	switch {
+	case len(tgt) > 0:
+		limit = tgt[0].Seq
+	case at.Position != nil:
+		top := slices.MaxFunc(late, func(a, b Packet) int { return cmp.Compare(a.Seq, b.Seq) }).Seq
+		if slices.Contains(payloadIntegers(at.Position), top) && top < math.MaxInt64 {
+			limit = top + 1
+		}
+	}
 	for _, p := range late {
-		if p.Seq >= tgt[0].Seq {
+		if p.Seq >= limit {
 			return late
 		}
 	}

@@ -118,6 +118,13 @@ func TestAnalyzeSeam(t *testing.T) {
 			pkts: cat(every("s", 0, 24, 40, 40), every("t", 21, 30, 1010, 40))},
 		{name: "handover: a payload without the numbers names no side", moments: handed(`"opaque"`), verdict: VerdictGap, lost: 5,
 			pkts: cat(every("s", 0, 24, 40, 40), every("t", 30, 35, 1010, 40))},
+		// A target killed before it produced leaves no number to prove the
+		// source's late packet in flight; the position the source handed
+		// over does, when it names that very packet.
+		{name: "handover: the source's last packet late, its number the position handed over", moments: handed(`{"last":25}`), verdict: VerdictNoOutput,
+			pkts: cat(every("s", 0, 24, 40, 40), []Packet{pk("s", 25, 1035)})},
+		{name: "handover: a source that produced past the position it handed over", moments: handed(`{"last":24}`), verdict: VerdictNoOutput, fault: "source",
+			pkts: cat(every("s", 0, 24, 40, 40), []Packet{pk("s", 25, 1035)}), detail: "the source sent 1 packet after source-stopped-output"},
 		{name: "handover: a target that starts ahead leaves a gap", moments: handover, verdict: VerdictGap, lost: 5,
 			pkts: cat(every("s", 0, 24, 40, 40), every("t", 30, 35, 1010, 40)), detail: "5 packets lost: the source stopped at 24 and the target started at 30; the target's first packet came 10.0 ms after the source's last"},
 	}
