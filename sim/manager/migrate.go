@@ -2051,8 +2051,11 @@ func (r *run) waitTargetOutput(ctx context.Context, limit time.Duration) {
 			return true
 		}
 		if media {
-			_, tgt := splitSenders(recv.Media(job, since), placed, r.start)
-			return len(tgt) > 0
+			// Only what came since the target was placed: this runs on
+			// every datagram, and a window copied whole each time would
+			// cost the seconds before it again and again.
+			w := recv.Media(job, placed)
+			return slices.ContainsFunc(w.Datagrams, func(d sim.MediaDatagram) bool { return !w.FirstHeard[d.From].Before(placed) })
 		}
 		return false
 	}
