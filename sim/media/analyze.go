@@ -43,8 +43,11 @@ func Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *sim.MediaR
 	// What is neither MPEG-TS nor RTP is counted and left out of every
 	// check, the moments' too: junk from another sender on the job's
 	// port is not the job producing.
-	source, target = readable(source, &r.Unreadable), readable(target, &r.Unreadable)
+	var srcJunk, tgtJunk int64
+	source, target = readable(source, &srcJunk), readable(target, &tgtJunk)
 	src, tgt := readSide(sourceSide, source), readSide(targetSide, target)
+	src.unreadable, tgt.unreadable = srcJunk, tgtJunk // for the detail of a side that sent nothing readable
+	r.Unreadable = srcJunk + tgtJunk
 	src.cutStart, tgt.cutEnd = true, true
 	src.buildTSTracks(tgt.ts.pmt)
 	tgt.buildTSTracks(src.ts.pmt)

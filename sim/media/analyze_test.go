@@ -742,3 +742,14 @@ func TestJunkIsNotTheJobProducing(t *testing.T) {
 		t.Errorf("verdict %s, after stop %d, before apply %d, unreadable %d: %s", r.Verdict, r.SourceAfterStop, r.TargetBeforeApply, r.Unreadable, r.Detail)
 	}
 }
+
+// A side that sent only junk says so: the detail of a no-output seam
+// counts each side's unreadable datagrams.
+func TestNoOutputCountsEachSidesJunk(t *testing.T) {
+	m := muxTS(t, gopFrames(25, 25, 900000), 256)
+	junk := []sim.MediaDatagram{{At: frameAt(30), From: "10.0.0.2:5000", Data: []byte{0}}, {At: frameAt(31), From: "10.0.0.2:5000", Data: []byte{1}}}
+	r := Analyze(m.datagrams(before(25), 0), junk, sim.SeamMoments{})
+	if r.Verdict != sim.VerdictNoOutput || r.Unreadable != 2 || !strings.Contains(r.Detail, "0 readable datagrams (and 2 unreadable) from the target") {
+		t.Errorf("verdict %s, unreadable %d: %s", r.Verdict, r.Unreadable, r.Detail)
+	}
+}
