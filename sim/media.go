@@ -219,6 +219,9 @@ type MediaJudge interface {
 	// CaptureRTP is the datagrams that are RTP packets, as they came,
 	// each framed by its 2-byte length (RFC 4571); nil when none is.
 	CaptureRTP(dgs []MediaDatagram) []byte
+	// Readable says whether a datagram is media Analyze reads (MPEG-TS
+	// or RTP), not junk another program sent to the job's port.
+	Readable(data []byte) bool
 }
 
 // SeamCapture is the media a receiver got around a migration's switch,

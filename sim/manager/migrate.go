@@ -2024,14 +2024,14 @@ func externalEnd(runtime, side string) string {
 // a media job is running when it produces, and overlap promises both
 // produce for a moment.
 func (r *run) waitTargetOutput(ctx context.Context, limit time.Duration) {
-	sink, recv := r.m.cfg.Sink, r.m.cfg.Media
+	sink, recv, judge := r.m.cfg.Sink, r.m.cfg.Media, r.m.cfg.MediaJudge
 	job, tgtID := r.src.JobID, r.targetID()
 	r.mu.Lock()
 	placed := r.tgtPlacedAt
 	r.mu.Unlock()
 	since := r.start.Add(-mediaBefore)
 	packets := sink != nil && sink.Seen(job)
-	media := recv != nil && !placed.IsZero() && len(recv.Media(job, since).Datagrams) > 0
+	media := recv != nil && judge != nil && !placed.IsZero() && len(recv.Media(job, since).Datagrams) > 0
 	if !packets && !media {
 		return
 	}
@@ -2055,7 +2055,11 @@ func (r *run) waitTargetOutput(ctx context.Context, limit time.Duration) {
 			// every datagram, and a window copied whole each time would
 			// cost the seconds before it again and again.
 			w := recv.Media(job, placed)
-			return slices.ContainsFunc(w.Datagrams, func(d sim.MediaDatagram) bool { return !w.FirstHeard[d.From].Before(placed) })
+			// Junk from another program on the job's port is not the
+			// target producing, as it is not in the seam's verdict.
+			return slices.ContainsFunc(w.Datagrams, func(d sim.MediaDatagram) bool {
+				return !w.FirstHeard[d.From].Before(placed) && judge.Readable(d.Data)
+			})
 		}
 		return false
 	}

@@ -145,7 +145,7 @@ func Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *sim.MediaR
 func readable(dgs []sim.MediaDatagram, unreadable *int64) []sim.MediaDatagram {
 	out := dgs[:0:0]
 	for _, d := range dgs {
-		if f, _ := readDatagram(d.Data); f == sim.MediaUnknown {
+		if !(Judge{}).Readable(d.Data) {
 			*unreadable++
 			continue
 		}

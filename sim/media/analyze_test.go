@@ -753,3 +753,24 @@ func TestNoOutputCountsEachSidesJunk(t *testing.T) {
 		t.Errorf("verdict %s, unreadable %d: %s", r.Verdict, r.Unreadable, r.Detail)
 	}
 }
+
+// The manager asks the judge what is readable (the overlap wait) by the
+// rule Analyze leaves junk out by: a TS datagram with a packet out of
+// sync is still read, to count it; junk is not.
+func TestReadableIsAnalyzesRule(t *testing.T) {
+	m := muxTS(t, gopFrames(5, 25, 900000), 256)
+	dg := m.datagrams(before(5), 0)[0].Data
+	if len(dg) < 3*tsPacketSize {
+		t.Fatalf("a datagram of %d bytes", len(dg))
+	}
+	unsynced := slices.Clone(dg)
+	unsynced[tsPacketSize] = 0 // one packet of seven out of sync
+	for _, c := range []struct {
+		data []byte
+		want bool
+	}{{dg, true}, {unsynced, true}, {[]byte{0}, false}, {make([]byte, 188), false}} {
+		if got := (Judge{}).Readable(c.data); got != c.want {
+			t.Errorf("Readable(%d bytes) = %v, want %v", len(c.data), got, c.want)
+		}
+	}
+}

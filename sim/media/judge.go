@@ -17,6 +17,13 @@ func (Judge) Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *si
 	return Analyze(source, target, at)
 }
 
+// Readable says whether Analyze reads data (it also reads a TS datagram
+// with some packets out of sync, to count them), as its own readable does.
+func (Judge) Readable(data []byte) bool {
+	f, _ := readDatagram(data)
+	return f != sim.MediaUnknown
+}
+
 // CaptureRTP is the RTP packets among the datagrams, as they came, each
 // framed by its 2-byte big-endian length (RFC 4571, what GStreamer's
 // rtpstreamdepay and RTP-over-TCP tools read); nil when none is RTP.
