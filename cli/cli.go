@@ -76,15 +76,32 @@ func Main(args []string, env Env) int {
 	root.SetErr(env.Stderr)
 	err := root.ExecuteContext(ctx)
 	if hurried() {
-		return 130 // interrupted twice: not a clean end, whatever the command said
+		return exitInterrupted // interrupted twice: not a clean end, whatever the command said
 	}
 	if err == nil {
 		return 0
 	}
+	code := report(err, env.Stderr)
+	if ctx.Err() != nil {
+		// A Ctrl-C (or SIGTERM) cut the command short: its failure is
+		// the interrupt's, and says so as a shell does (128+SIGINT), so
+		// a CI wrapper tells a cancelled run from a failed one. A command
+		// that ends cleanly on it (up) still exits 0.
+		return exitInterrupted
+	}
+	return code
+}
+
+// exitInterrupted is the exit status of a command cut short by a signal.
+const exitInterrupted = 130
+
+// report prints a command's error as the user should read it and returns
+// its exit status.
+func report(err error, stderr io.Writer) int {
 	var ee *ExitError
 	if errors.As(err, &ee) {
 		if ee.Err != nil && ee.Error() != "" {
-			fmt.Fprintln(env.Stderr, "normsim:", ee.Error())
+			fmt.Fprintln(stderr, "normsim:", ee.Error())
 		}
 		return ee.Code
 	}
@@ -92,11 +109,11 @@ func Main(args []string, env Env) int {
 	var unreachable *apiclient.UnreachableError
 	switch {
 	case errors.As(err, &apiErr):
-		fmt.Fprintf(env.Stderr, "normsim: %s (%s)\n", apiErr.Message, apiErr.Code)
+		fmt.Fprintf(stderr, "normsim: %s (%s)\n", apiErr.Message, apiErr.Code)
 	case errors.As(err, &unreachable):
-		fmt.Fprintf(env.Stderr, "normsim: %v\n  is `normsim up` running? point elsewhere with --server or NORMSIM_SERVER\n", unreachable)
+		fmt.Fprintf(stderr, "normsim: %v\n  is `normsim up` running? point elsewhere with --server or NORMSIM_SERVER\n", unreachable)
 	default:
-		fmt.Fprintln(env.Stderr, "normsim:", err)
+		fmt.Fprintln(stderr, "normsim:", err)
 	}
 	if isUsage(err) {
 		return 2
@@ -171,7 +188,7 @@ func signalContext(stderr io.Writer) (ctx context.Context, stop func(), hurried 
 		case <-time.After(hurryBound):
 			fmt.Fprintln(stderr, "normsim: quitting now; something may be left running (the next normsim on this store cleans it up)")
 		}
-		os.Exit(130)
+		os.Exit(exitInterrupted)
 	}()
 	var once sync.Once
 	stop = func() {

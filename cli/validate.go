@@ -55,7 +55,7 @@ usage error (including a path that does not exist), 130 when interrupted
 			case <-cmd.Context().Done():
 			}
 			if cmd.Context().Err() != nil {
-				return &ExitError{Code: 130, Err: errors.New("validate: interrupted before every template was checked")}
+				return &ExitError{Code: exitInterrupted, Err: errors.New("validate: interrupted before every template was checked")}
 			}
 			all, skipped, err := v.all, v.skipped, v.err
 			if err != nil {

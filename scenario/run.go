@@ -230,10 +230,12 @@ func (r *Runner) runOnce(ctx context.Context, s *Scenario, run int, res *Scenari
 		sr := &StepResult{Run: run, Index: i + 1, Kind: st.Kind(), Name: st.Name, Pos: st.Pos, Expect: st.Expect, StartedAt: r.cfg.Now()}
 		res.Steps = append(res.Steps, sr)
 		switch {
+		case ctx.Err() != nil:
+			// First: an interrupt also fails the calls it cuts short,
+			// and is what the reader must be told.
+			sr.Status, sr.Message = StatusSkipped, "not run: interrupted"
 		case broken != "":
 			sr.Status, sr.Message = StatusSkipped, "not run: "+broken
-		case ctx.Err() != nil:
-			sr.Status, sr.Message = StatusSkipped, "not run: interrupted"
 		default:
 			switch {
 			case st.Launch != nil:

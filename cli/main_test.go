@@ -1,0 +1,95 @@
+package cli_test
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/cli"
+)
+
+// mainArgsEnv makes this test binary run cli.Main with the arguments it
+// holds (separated by newlines) instead of the tests, so a test can signal a real
+// normsim process without signalling itself.
+const mainArgsEnv = "NORMSIM_TEST_CLI_MAIN"
+
+func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv(mainArgsEnv); ok {
+		os.Exit(cli.Main(strings.Split(args, "\n"), cli.Env{Stdout: os.Stdout, Stderr: os.Stderr}))
+	}
+	os.Exit(m.Run())
+}
+
+// TestOneInterruptExits130 (issue 34): a run cut short by one Ctrl-C
+// exited 1, as if a scenario had failed, so a CI wrapper could not tell a
+// cancelled run from a broken job. It now exits 130, as a shell reports
+// SIGINT, and still writes its reports, which say the run was interrupted
+// (not that the simulator did not answer, as a cut-short call had made a
+// step say).
+func TestOneInterruptExits130(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a simulator")
+	}
+	dir := t.TempDir()
+	scen := filepath.Join(dir, "waits.yaml")
+	if err := os.WriteFile(scen, []byte("name: waits long\ntemplate: counter\nsteps:\n  - wait: 60s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	junit := filepath.Join(dir, "out.xml")
+	args := []string{"ci", scen, "--runtime", "process", "--templates", "../templates", "--junit", junit}
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), mainArgsEnv+"="+strings.Join(args, "\n"))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	started := make(chan struct{})
+	var out strings.Builder
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			out.WriteString(sc.Text() + "\n")
+			if strings.HasPrefix(sc.Text(), "=== waits long") {
+				close(started)
+			}
+		}
+	}()
+	select {
+	case <-started:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the scenario did not start within 60 s; stderr:\n%s", stderr.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("normsim ci did not end within 30 s of one Ctrl-C")
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v after one Ctrl-C, want 130\nstdout:\n%s\nstderr:\n%s", err, out.String(), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "normsim: ci: interrupted") {
+		t.Errorf("stderr does not say it was interrupted:\n%s", stderr.String())
+	}
+	b, err := os.ReadFile(junit)
+	if err != nil || !strings.Contains(string(b), "interrupted") || strings.Contains(string(b), "did not answer") {
+		t.Errorf("the JUnit report does not record the interrupt (%v):\n%s", err, b)
+	}
+}
