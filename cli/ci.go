@@ -155,7 +155,7 @@ wrong, and nothing ran.`,
 				if probs := scenario.CheckCatalog(scenarios, cat, def); len(probs) > 0 {
 					return broken(probs)
 				}
-				fmt.Fprintf(out, "%d scenario(s) in %d file(s): valid, with the templates they launch and their params\n", len(scenarios), len(files))
+				fmt.Fprintf(out, "%d scenario(s) in %d file(s): valid, with the templates they launch, their params and the strategies they ask for\n", len(scenarios), len(files))
 				return nil
 			}
 

@@ -209,7 +209,7 @@ func TestCIUsageAndSchema(t *testing.T) {
 		t.Errorf("--schema: exit %d, equal to docs/scenario.schema.json: %v (%v)", code, out == string(docs), err)
 	}
 	code, out, _ = ci(t, append([]string{"--check", "--templates", "../templates"}, exampleScenarios(t)...)...)
-	if code != 0 || out != "5 scenario(s) in 5 file(s): valid, with the templates they launch and their params\n" {
+	if code != 0 || out != "5 scenario(s) in 5 file(s): valid, with the templates they launch, their params and the strategies they ask for\n" {
 		t.Errorf("--check: exit %d %q", code, out)
 	}
 	code, _, errOut := ci(t, "--check", "../scenario/testdata/broken")
@@ -229,6 +229,10 @@ func TestCICheckRejectsWhatTheRunRejects(t *testing.T) {
 			`x.yaml:5:5: launch counter on a: template counter refuses these params: params.RATE: must be at most 1000; got "5000"`},
 		{"unknown param in a step", "name: x\ntemplate: counter\nsteps:\n  - launch: {node: a, params: {RATE: 10, SPEED: 2}}\n",
 			`x.yaml:4:5: launch counter on a: template counter refuses these params: params.SPEED: unknown parameter; the template declares RATE`},
+		// Issue 34: --check passed a strategy the template refuses, and
+		// the run then failed the step on the API's 422.
+		{"strategy the template refuses", "name: x\ntemplate: counter\nsteps:\n  - launch: {node: a}\n  - migrate: {to: b, strategy: overlap}\n",
+			`x.yaml:5:5: migrate to b (overlap): template counter declares handover, so the API refuses strategy overlap (422) and the step can only fail; use stopThenStart or handover, or expect {error: 422} to test the refusal`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := filepath.Join(t.TempDir(), "x.yaml")

@@ -99,12 +99,20 @@ func (r *Runner) Check(ctx context.Context, scenarios []*Scenario) (Problems, er
 func CheckCatalog(scenarios []*Scenario, cat sim.Catalog, defaultRuntime string) Problems {
 	probs, good := checkTemplates(scenarios, cat.List())
 	for _, s := range scenarios {
+		templateOf := map[string]string{} // job alias → its template
 		for _, st := range s.Steps {
+			if st.Migrate != nil {
+				if p, ok := checkStrategy(s, st, cat, templateOf[st.Migrate.Job]); !ok {
+					probs = append(probs, p)
+				}
+				continue
+			}
 			l := st.Launch
 			if l == nil {
 				continue
 			}
 			name := cmp.Or(l.Template, s.Template)
+			templateOf[l.As] = name
 			if !good[name] {
 				continue // already a problem where the template is named
 			}
@@ -127,6 +135,30 @@ func CheckCatalog(scenarios []*Scenario, cat sim.Catalog, defaultRuntime string)
 		}
 	}
 	return probs
+}
+
+// checkStrategy refuses a migrate step that asks for a strategy its job's
+// template does not allow and expects anything but the API's refusal (422),
+// which is the only way such a step can end.
+func checkStrategy(s *Scenario, st Step, cat sim.Catalog, template string) (Problem, bool) {
+	m := st.Migrate
+	if m.Strategy == "" || template == "" || st.Expect.Error == http.StatusUnprocessableEntity {
+		return Problem{}, true
+	}
+	t, err := cat.Get(template)
+	if err != nil || !t.Valid {
+		return Problem{}, true // a problem where the template is named
+	}
+	if err := sim.CheckStrategy(t.Strategy, sim.Strategy(m.Strategy)); err != nil {
+		allowed := make([]string, 0, 2)
+		for _, a := range sim.AllowedStrategies(t.Strategy) {
+			allowed = append(allowed, string(a))
+		}
+		return Problem{File: s.File, Pos: st.Pos, Message: fmt.Sprintf(
+			"%s: template %s declares %s, so the API refuses strategy %s (422) and the step can only fail; use %s, or expect {error: 422} to test the refusal",
+			st.Name, template, sim.DeclaredStrategy(t.Strategy), m.Strategy, strings.Join(allowed, " or "))}, false
+	}
+	return Problem{}, true
 }
 
 // checkTemplates finds the scenarios' templates in list; good holds the
