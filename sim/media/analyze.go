@@ -360,6 +360,11 @@ func (c *comparison) judgeStreams() {
 			st.GapMs, st.FramesMissing = &g, int64(math.Round(float64(gap)/float64(ft)))
 			st.Verdict = sim.VerdictGap
 			st.Detail = fmt.Sprintf("%s, target started at PTS %d: %s (%.1f ms) missing", stopped, first, sim.Plural(st.FramesMissing, "frame"), g)
+			if st.FramesMissing == 0 {
+				// Late by less than half a frame: no picture is missing,
+				// but each one after shows that much later.
+				st.Detail = fmt.Sprintf("%s, target started at PTS %d: %.1f ms late (less than a frame)", stopped, first, g)
+			}
 		default:
 			over := ft - step
 			o := ticksMs(over)
@@ -369,6 +374,12 @@ func (c *comparison) judgeStreams() {
 			}
 			st.Verdict = sim.VerdictOverlap
 			st.Detail = fmt.Sprintf("%s, target started at PTS %d: %s (%.1f ms) presented again", stopped, first, sim.Plural(st.FramesRepeated, "frame"), o)
+			if st.FramesRepeated == 0 {
+				// Early by less than half a frame: its picture is due
+				// while the source's last is still on screen (media.md:
+				// earlier than the next frame's time is an overlap).
+				st.Detail = fmt.Sprintf("%s, target started at PTS %d: %.1f ms early (less than a frame), while the source's last frame is still shown", stopped, first, o)
+			}
 		}
 		if st.Verdict == sim.VerdictGap || st.Verdict == sim.VerdictOverlap {
 			what := "skipped ahead"

@@ -154,6 +154,35 @@ func TestAnalyzeTSDefects(t *testing.T) {
 			},
 		},
 		{
+			// Issue 34: a target 12 ms early was "0 frames (12.0 ms)
+			// presented again"; no whole frame is, its picture is due
+			// while the source's last is still shown.
+			name: "target starts less than a frame early",
+			build: func(t *testing.T) sides {
+				return split(muxTS(t, shift(gopFrames(50, 25, 900000), 25, func(f *testFrame) { f.pts -= 1080 }), 256), 25)
+			},
+			verdict: sim.VerdictOverlap,
+			want:    []string{"PTS continuity[video PID 256 H.264,target]"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if r.FramesRepeated != 0 || r.OverlapMs == nil || *r.OverlapMs != 12 || !strings.Contains(r.Detail, "12.0 ms early (less than a frame), while the source's last frame is still shown") {
+					t.Errorf("repeated %d, overlap %v: %s", r.FramesRepeated, r.OverlapMs, r.Detail)
+				}
+			},
+		},
+		{
+			name: "target starts less than a frame late",
+			build: func(t *testing.T) sides {
+				return split(muxTS(t, shift(gopFrames(50, 25, 900000), 25, func(f *testFrame) { f.pts += 1080 }), 256), 25)
+			},
+			verdict: sim.VerdictGap,
+			want:    []string{"PTS continuity[video PID 256 H.264,target]"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if r.FramesMissing != 0 || r.GapMs == nil || *r.GapMs != 12 || !strings.Contains(r.Detail, "12.0 ms late (less than a frame)") {
+					t.Errorf("missing %d, gap %v: %s", r.FramesMissing, r.GapMs, r.Detail)
+				}
+			},
+		},
+		{
 			name:    "target joins mid-GOP",
 			build:   func(t *testing.T) sides { return split(muxTS(t, gopFrames(75, 25, 900000), 256), 30) },
 			verdict: sim.VerdictGlitch,
