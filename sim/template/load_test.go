@@ -3,6 +3,7 @@ package template
 import (
 	"archive/tar"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -329,5 +330,39 @@ func TestValidatePath(t *testing.T) {
 	results, err = ValidatePath(t.Context(), filepath.Join(root, "nomanifest"))
 	if err != nil || len(results) != 1 || results[0].Problems[0].Code != sim.EManifestMissing {
 		t.Errorf("nomanifest = %+v, %v", results, err)
+	}
+}
+
+// TestNameAReaderCannotSeeWholeIsRefused (issue 34): a template directory
+// named "pla\u200bin" beside "plain" was listed as a second, valid
+// "plain", and each list showed the two alike.
+func TestNameAReaderCannotSeeWholeIsRefused(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{
+		{"pla\u200bin", "holds the invisible character U+200B at byte 3"},
+		{"plain\u202e", "holds the invisible character U+202E at byte 5"},
+		{"pla\tin", "holds the invisible character U+0009 at byte 3"},
+		{"plain ", "begins or ends with a blank"},
+		{"pla\xffin", "is not UTF-8"},
+	} {
+		dir := filepath.Join(t.TempDir(), tc.name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(`{"productName":"P","productVersion":"1","target":"jobs"}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		l, err := LoadContext(context.Background(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Valid() || len(l.Problems) == 0 || l.Problems[0].Code != sim.ETemplateInvalid || !strings.Contains(l.Problems[0].Message, tc.want) {
+			t.Errorf("%+q: valid %v, problems %v; want %s", tc.name, l.Valid(), l.Problems, tc.want)
+		}
+	}
+	// Letters of any script are names a reader sees whole.
+	for _, name := range []string{"plain", "zähler", "カウンタ", "my counter"} {
+		if _, bad := nameProblem(name); bad {
+			t.Errorf("%q refused", name)
+		}
 	}
 }

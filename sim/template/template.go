@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/normsim/normsim/sim"
 )
@@ -155,6 +157,9 @@ func LoadContext(ctx context.Context, p string) (*Loaded, error) {
 			}
 		}
 	}
+	if p, bad := nameProblem(l.Template.Name); bad {
+		l.add(p)
+	}
 	if !files.broken {
 		if err := l.validate(ctx, files); err != nil {
 			return nil, err
@@ -162,6 +167,29 @@ func LoadContext(ctx context.Context, p string) (*Loaded, error) {
 	}
 	l.finish()
 	return l, nil
+}
+
+// nameProblem refuses a template name a reader cannot see whole: one with
+// an invisible or control character (a zero-width space, a bidi override),
+// bytes that are not UTF-8, or blanks at an end. Such a name looks like
+// another's in every list, and the wrong one is launched.
+func nameProblem(name string) (Problem, bool) {
+	bad := func(why string) (Problem, bool) {
+		return Problem{Code: sim.ETemplateInvalid, Message: fmt.Sprintf(
+			"template name %+q %s, so it can look like another template's; rename the directory (or archive)", name, why)}, true
+	}
+	if !utf8.ValidString(name) {
+		return bad("is not UTF-8")
+	}
+	if strings.TrimSpace(name) != name {
+		return bad("begins or ends with a blank")
+	}
+	for i, r := range name {
+		if !unicode.IsGraphic(r) || unicode.Is(unicode.Cf, r) {
+			return bad(fmt.Sprintf("holds the invisible character %U at byte %d", r, i))
+		}
+	}
+	return Problem{}, false
 }
 
 // nameOf is the name LoadContext gives the template at p (see there).
