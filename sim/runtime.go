@@ -2,7 +2,9 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -41,6 +43,21 @@ type StopReport struct {
 	// OwnGrace is the grace of each killed service whose compose file
 	// set its own (stop_grace_period), which the stop honoured.
 	OwnGrace map[string]time.Duration
+}
+
+// KilledWhy says which services were killed after which grace, as a
+// timeline reads it: "job still running after its own 3s stop grace";
+// grace is the stop's, which a service's own stop_grace_period overrides.
+func (r StopReport) KilledWhy(grace time.Duration) string {
+	parts := make([]string, 0, len(r.Killed))
+	for _, svc := range r.Killed {
+		if own, ok := r.OwnGrace[svc]; ok {
+			parts = append(parts, fmt.Sprintf("%s still running after its own %s stop grace", svc, own))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s still running after the %s stop grace", svc, grace))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // RuntimeEvent is something a runtime noticed about a running service.

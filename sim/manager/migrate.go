@@ -2002,7 +2002,7 @@ func (r *run) stopSource(ctx context.Context, grace time.Duration) error {
 	}
 	how := "source stopped" + externalEnd(in.Runtime, "source")
 	if len(stop.Killed) > 0 {
-		how = fmt.Sprintf("source stopped: it did not exit on SIGTERM (%s still running after the %s stop grace) and was killed (SIGKILL)", strings.Join(stop.Killed, ", "), grace)
+		how = fmt.Sprintf("source stopped: it did not exit on SIGTERM (%s) and was killed (SIGKILL)", stop.KilledWhy(grace))
 	}
 	r.note(sim.TimelineSourceStopped, sim.PhaseStopSource, sideSource, how)
 	return nil
@@ -2304,8 +2304,7 @@ func (r *run) removeTarget(tgtID string, phase sim.Phase, rb *sim.RollbackReport
 		rb.Target, rb.TargetDetail = sim.TargetClosed, "target removed"+externalEnd(in.Runtime, "target")
 	case len(stop.Killed) > 0:
 		rb.Target = sim.TargetKilled
-		rb.TargetDetail = fmt.Sprintf("target removed: it did not exit on SIGTERM (%s still running after the %s stop grace) and was killed (SIGKILL)",
-			strings.Join(stop.Killed, ", "), grace)
+		rb.TargetDetail = fmt.Sprintf("target removed: it did not exit on SIGTERM (%s) and was killed (SIGKILL)", stop.KilledWhy(grace))
 	case was == sim.InstanceFailed || was == sim.InstanceStopped:
 		rb.Target, rb.TargetDetail = sim.TargetGone, "target removed: it had already ended ("+string(was)+")"
 	default:
