@@ -49,24 +49,32 @@ func (r *Runtime) Recover(ctx context.Context, owner string, stored []sim.Instan
 }
 
 // leftovers maps each instance of owner's runs the engine still holds
-// containers of to whether all of them run.
+// containers of to whether it still runs as `docker compose up` would
+// have it: some container runs (or is being restarted by the engine), and
+// every other one did too or completed (exit 0, a one-shot's end).
 func leftovers(owner string, owned []Owned) map[string]bool {
-	out := map[string]bool{}
+	seen, running, ended := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, o := range owned {
 		if o.Labels[sim.LabelOwner] != owner {
 			continue
 		}
-		running, seen := out[o.Instance]
-		if !seen {
-			running = true
+		seen[o.Instance] = true
+		switch {
+		case o.Running || o.Restarting:
+			running[o.Instance] = true
+		case !o.Completed:
+			ended[o.Instance] = true
 		}
-		out[o.Instance] = running && o.Running
+	}
+	out := map[string]bool{}
+	for id := range seen {
+		out[id] = running[id] && !ended[id]
 	}
 	return out
 }
 
 // adoptable reports whether a stored instance that has not ended is taken
-// back: all its containers run. A launch answers while its instance is
+// back: it still runs (leftovers). A launch answers while its instance is
 // still starting, and "running" may not have reached the store before the
 // kill: containers that are up are adopted either way.
 func adoptable(in sim.Instance, left map[string]bool) bool {
