@@ -2,8 +2,10 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,5 +67,71 @@ func TestAOneShotThatCompletesIsNoFailure(t *testing.T) {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Issue 34 round 7: a service that exits 0 while another runs on (a
+// sidecar whose work is done, nothing depending on it) ends nothing under
+// `docker compose up`; the manager failed the instance, which then could
+// not migrate though its job ran on. A failing exit, or the exit of the
+// instance's last service, still fails it.
+func TestAServiceThatEndsItsWorkLeavesTheInstanceRunning(t *testing.T) {
+	manifest := `{"productTemplateSchemaVersion": 1, "productName": "Sidecar", "productVersion": "0.1.0",
+  "generatedAt": "2025-01-01T00:00:00Z", "target": "docker-compose", "migration": {"strategy": "stopThenStart"}}`
+	service := func(name, cmd string) string {
+		return fmt.Sprintf("  %s:\n    image: normsim-test/none:1\n    x-normsim:\n      command: [\"sh\", \"-c\", %q]\n", name, cmd)
+	}
+	dir := t.TempDir()
+	for name, compose := range map[string]string{
+		"side0": service("app", "sleep 100") + service("side", "sleep 0.3; exit 0"),
+		"side3": service("app", "sleep 100") + service("side", "sleep 0.3; exit 3"),
+		"solo0": service("app", "sleep 0.3; exit 0"),
+	} {
+		tpl := filepath.Join(dir, name)
+		if err := os.MkdirAll(tpl, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for file, body := range map[string]string{"manifest.json": manifest, "compose.yml": "services:\n" + compose} {
+			if err := os.WriteFile(filepath.Join(tpl, file), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	opts := testOptions(t)
+	opts.Templates = []string{dir}
+	m := openApp(t, opts)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		template string
+		want     sim.InstanceState
+		detail   string // in the exit's event
+	}{
+		{"side0", sim.InstanceRunning, "exited with code 0; the instance's other services run on, as under docker compose up"},
+		{"side3", sim.InstanceFailed, "exited with code 3"},
+		{"solo0", sim.InstanceFailed, "exited with code 0"},
+	} {
+		in, err := m.Manager.Launch(ctx, sim.LaunchRequest{Template: tc.template, Node: "a", Runtime: sim.RuntimeProcess})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var exit string
+		for deadline := time.Now().Add(20 * time.Second); exit == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			evs, err := m.Manager.InstanceEvents(ctx, in.ID, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range evs {
+				if ev.Kind == sim.EventInstanceRuntime && strings.Contains(string(ev.Data), "exited") {
+					exit = string(ev.Data)
+				}
+			}
+		}
+		got, err := m.Manager.Instance(ctx, in.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State != tc.want || !strings.Contains(exit, tc.detail) {
+			t.Errorf("%s: instance %s (%s), exit event %q; want %s and %q", tc.template, got.State, got.Error, exit, tc.want, tc.detail)
+		}
 	}
 }

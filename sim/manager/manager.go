@@ -115,6 +115,7 @@ type instance struct {
 	changed chan struct{}   // closed and replaced on every change
 	stopped bool            // Stop was called: exits are expected
 	healthy map[string]bool // services that reported healthy
+	exited  map[string]bool // services that exited on their own, for good
 	// movedBy is the migration that moved this instance's job elsewhere
 	// and left it stopped (its source, once the migration completed).
 	movedBy string
@@ -922,12 +923,23 @@ func (m *Manager) OnRuntimeEvent(ev sim.RuntimeEvent) {
 	completed := in.oneShotCompleted(ev)
 	switch ev.Kind {
 	case sim.ServiceExited:
-		if !in.stopped && !ev.Restarting && !completed {
+		if ev.Restarting {
+			break
+		}
+		runsOn := in.othersRunOn(ev)
+		if in.exited == nil {
+			in.exited = map[string]bool{}
+		}
+		in.exited[ev.Service] = true
+		if !in.stopped && !completed && !runsOn {
 			detail := ev.Detail
 			if detail == "" {
 				detail = fmt.Sprintf("exited with code %d", ev.ExitCode)
 			}
 			m.setStateLocked(in, sim.InstanceFailed, fmt.Sprintf("service %s %s", ev.Service, detail))
+		}
+		if runsOn && !completed {
+			ev.Detail += "; the instance's other services run on, as under docker compose up"
 		}
 	case sim.ServiceHealthy:
 		in.healthy[ev.Service] = true
@@ -963,6 +975,23 @@ func (in *instance) oneShotCompleted(ev sim.RuntimeEvent) bool {
 			if d.Service == ev.Service && d.Condition == sim.ConditionCompleted {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// othersRunOn says whether ev is a service's exit with code 0 while
+// another service of the instance still runs: under `docker compose up`
+// one service ending, its work done, ends nothing else. The job's own
+// exit is still told to a migration under way (OnRuntimeEvent), which
+// judges it.
+func (in *instance) othersRunOn(ev sim.RuntimeEvent) bool {
+	if ev.Kind != sim.ServiceExited || ev.ExitCode != 0 || ev.Signal != 0 || in.spec == nil {
+		return false
+	}
+	for _, s := range in.spec.Services {
+		if s.Name != ev.Service && !in.exited[s.Name] {
+			return true
 		}
 	}
 	return false
