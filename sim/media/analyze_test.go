@@ -405,13 +405,57 @@ func TestAnalyzeTSDefects(t *testing.T) {
 			},
 		},
 		{
+			// The clock and presentation time leap together: a new time
+			// base, which a decoder follows.
 			name: "a PTS jump the discontinuity indicator announces",
+			build: func(t *testing.T) sides {
+				fs := shift(gopFrames(50, 25, 900000), 30, func(f *testFrame) { f.pts += 900000 })
+				fs[30].di = true
+				return split(muxTS(t, fs, 256), 25)
+			},
+			verdict: sim.VerdictSeamless,
+		},
+		{
+			// Issue 34 round 7 (H1): the flag on a frame after ten frames
+			// the target never sent, its PCR running on: no time base
+			// began (ISO 13818-1: the PCR after the flag continues the
+			// old one), so the decoder freezes 400 ms. It was seamless.
+			name: "the discontinuity indicator on a PCR that runs on hides nothing",
+			build: func(t *testing.T) sides {
+				fs := gopFrames(60, 25, 900000)
+				fs[40].di = true
+				m := muxTS(t, fs, 256)
+				// Each frame in datagrams of its own, sent at its time:
+				// the sender pauses while the frames are not sent.
+				var tgt []sim.MediaDatagram
+				for i, p := range m.packets {
+					if f := m.frameOf[i]; f >= 25 && (f < 30 || f >= 40) {
+						if n := len(tgt); n == 0 || !tgt[n-1].At.Equal(frameAt(f)) || len(tgt[n-1].Data) == 7*tsPacketSize {
+							tgt = append(tgt, sim.MediaDatagram{At: frameAt(f), From: "10.0.0.1:5000"})
+						}
+						tgt[len(tgt)-1].Data = append(tgt[len(tgt)-1].Data, p...)
+					}
+				}
+				return sides{m.datagrams(before(25), 0), tgt}
+			},
+			verdict: sim.VerdictGlitch,
+			want:    []string{"PTS continuity[video PID 256 H.264,target]"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if d := defectNamed(r, "PTS continuity"); d == nil || !strings.Contains(d.Detail, "10 frames") {
+					t.Errorf("defect %+v", d)
+				}
+			},
+		},
+		{
+			// A PTS leap under a flagged PCR that runs on is a leap.
+			name: "a PTS jump the flag announces but the clock does not make",
 			build: func(t *testing.T) sides {
 				fs := shift(gopFrames(50, 25, 900000), 30, func(f *testFrame) { f.pts += 900000; f.pcrShift -= 900000 })
 				fs[30].di = true
 				return split(muxTS(t, fs, 256), 25)
 			},
-			verdict: sim.VerdictSeamless,
+			verdict: sim.VerdictGlitch,
+			want:    []string{"PTS continuity[video PID 256 H.264,target]"},
 		},
 		{
 			// F4: the flag says decoding can start; the slice says P.

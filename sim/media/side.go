@@ -460,6 +460,7 @@ func (s *side) demuxTS() {
 		h[3] = h[3]&0xf0 | cc
 	}
 	index := make(map[*astits.Packet]int, len(st.raw))
+	ccFed := map[uint16]uint8{} // the counter astits last saw per PID
 	next := 0
 	skipper := func(p *astits.Packet) bool {
 		// A packet whose adaptation field fails to parse never reaches
@@ -484,6 +485,20 @@ func (s *side) demuxTS() {
 		st.pkts = append(st.pkts, tp)
 		index[p] = next
 		next++
+		if p.Header.HasPayload {
+			// astits lets go of the payload unit it is gathering on a
+			// discontinuity indicator or a counter jump, even where this
+			// packet starts the next: the unit before is whole then, and
+			// a decoder decodes it (the jump is a defect of its own,
+			// withinSideDefects). Shown continuous, it is kept.
+			if last, ok := ccFed[p.Header.PID]; ok && p.Header.PayloadUnitStartIndicator {
+				p.Header.ContinuityCounter = (last + 1) % 16
+				if p.AdaptationField != nil {
+					p.AdaptationField.DiscontinuityIndicator = false
+				}
+			}
+			ccFed[p.Header.PID] = p.Header.ContinuityCounter
+		}
 		return false
 	}
 	current := -1
@@ -591,6 +606,8 @@ func (s *side) buildTSTracks(other []pmtStream) {
 	st := &s.ts
 	byPID := map[uint16]*track{}
 	carried := map[uint16]string{} // parameters a PES without a picture carried
+	rebases := st.timeBaseChanges()
+	lastFirst := map[uint16]int{} // each PID's previous unit's first packet
 	for _, pu := range st.pes {
 		tr := byPID[pu.pid]
 		if tr == nil {
@@ -616,7 +633,10 @@ func (s *side) buildTSTracks(other []pmtStream) {
 		first := st.pkts[pu.first]
 		u := unit{at: first.at, dg: first.dg, pkt: pu.first, pts: pu.pts, hasPTS: pu.hasPTS,
 			ownsStart: pu.first == 0 || st.pkts[pu.first-1].dg != first.dg}
-		u.di = first.di
+		if prev, ok := lastFirst[pu.pid]; ok {
+			u.di = rebases.between(prev, pu.first, first.di)
+		}
+		lastFirst[pu.pid] = pu.first
 		if tr.kind == "video" {
 			nals := splitAnnexB(pu.data)
 			cu := inspectNALs(tr.codec, nals)
@@ -651,6 +671,55 @@ func (s *side) buildTSTracks(other []pmtStream) {
 		}
 		return 0
 	})
+}
+
+// timeBases are the packets where a side's system time base really
+// changed: a discontinuity indicator on the PCR PID whose next PCR does
+// not continue the last one, neither closely nor by the time that passed
+// between them (a sender that paused sends a PCR on its old clock). ISO
+// 13818-1 gives the indicator that meaning only on the PCR PID; on
+// another it excuses a continuity counter jump, and a PCR that runs on
+// says no new time base began whatever a packet claims. known is false when the side named no PCR PID or sent no PCR,
+// and then a unit's own indicator is taken at its word.
+type timeBases struct {
+	known bool
+	at    []int // packet indexes, ascending
+}
+
+func (st *tsState) timeBaseChanges() timeBases {
+	tb := timeBases{known: st.pcrPID >= 0}
+	lastPCR, flagged := int64(-1), -1
+	var lastAt time.Time
+	for i, p := range st.pkts {
+		if int(p.pid) != st.pcrPID {
+			continue
+		}
+		if p.di {
+			flagged = i
+		}
+		if p.pcr < 0 {
+			continue
+		}
+		if flagged >= 0 && lastPCR >= 0 && !pcrContinues(lastPCR, p.pcr) && !pcrKeptTime(lastPCR, p.pcr, p.at.Sub(lastAt)) {
+			tb.at = append(tb.at, flagged)
+		}
+		flagged, lastPCR, lastAt = -1, p.pcr, p.at
+	}
+	if lastPCR < 0 {
+		tb.known = false
+	}
+	return tb
+}
+
+// between says whether a new time base began after packet prev, up to
+// and including packet first (a unit's first); flagged is that packet's
+// own indicator, the answer where the PCR cannot tell.
+func (tb timeBases) between(prev, first int, flagged bool) bool {
+	if !tb.known {
+		return flagged
+	}
+	i, _ := slices.BinarySearch(tb.at, prev+1)
+	return i < len(tb.at) && tb.at[i] <= first
 }
 
 // withinSideDefects are what a receiver sees go wrong inside one side's
@@ -756,6 +825,14 @@ func (s *side) defect(check, standard, stream, detail string) {
 func pcrContinues(prev, next int64) bool {
 	d := wrapDelta(next-prev, pcrWrap)
 	return d >= 0 && d <= 100*27000
+}
+
+// pcrKeptTime says whether a PCR step matches the time that passed
+// between the two packets' arrival, within 100 ms of network jitter: the
+// same clock, whatever came (or did not) in between.
+func pcrKeptTime(prev, next int64, passed time.Duration) bool {
+	d := time.Duration(wrapDelta(next-prev, pcrWrap)) * time.Second / 27_000_000
+	return (d - passed).Abs() <= 100*time.Millisecond
 }
 
 func pcrStep(prev, next int64) string {
