@@ -94,9 +94,31 @@ func readDatagram(data []byte) (string, *rtp.Packet) {
 	return sim.MediaUnknown, nil
 }
 
+// rtpCodec tells H.265 (RFC 7798) from H.264 (RFC 6184) on a dynamic
+// payload type by an SSRC's first packet, as no SDP says which. H.265's
+// two-byte payload header, read as H.264's, gives type 0 (a VPS, an
+// aggregation packet, TRAIL_N) or 2–4 (an SPS, a PPS, a fragment, TRAIL_R):
+// types no H.264 packetizer sends (0 is unspecified, 2–4 the data
+// partitions of the Extended profile). Its second byte must then be a
+// valid one: layer 0, a temporal id of at least 1.
+func rtpCodec(payload []byte) string {
+	if len(payload) < 3 {
+		return codecH264
+	}
+	t264 := payload[0] & 0x1f
+	validH265 := payload[0]&0x81 == 0 && payload[1]>>3 == 0 && payload[1]&0x07 != 0
+	if validH265 && (t264 == 0 || t264 >= 2 && t264 <= 4) {
+		return codecH265
+	}
+	return codecH264
+}
+
 // h264Depacketizer undoes RFC 6184 packetization for one SSRC: single NAL
-// unit packets, STAP-A and FU-A (non-interleaved mode).
+// unit packets, STAP-A and FU-A (non-interleaved mode); with h265 set,
+// RFC 7798's: single NAL unit packets, aggregation packets (48) and
+// fragmentation units (49), without DONL fields.
 type h264Depacketizer struct {
+	h265     bool
 	fragment []byte // the FU-A NAL being reassembled, nil when none
 	lostFU   int    // FU-A fragments dropped because their start was lost
 }
@@ -104,6 +126,9 @@ type h264Depacketizer struct {
 func (d *h264Depacketizer) push(payload []byte) [][]byte {
 	if len(payload) == 0 {
 		return nil
+	}
+	if d.h265 {
+		return d.pushH265(payload)
 	}
 	switch t := payload[0] & 0x1f; {
 	case t >= 1 && t <= 23:
@@ -142,4 +167,47 @@ func (d *h264Depacketizer) push(payload []byte) [][]byte {
 		}
 	}
 	return nil
+}
+
+// pushH265 is push for RFC 7798.
+func (d *h264Depacketizer) pushH265(payload []byte) [][]byte {
+	if len(payload) < 3 {
+		return nil
+	}
+	switch t := payload[0] >> 1 & 0x3f; t {
+	case 48: // aggregation packet: 16-bit sizes and NAL units
+		d.fragment = nil
+		var nals [][]byte
+		for b := payload[2:]; len(b) >= 2; {
+			n := int(b[0])<<8 | int(b[1])
+			if n == 0 || 2+n > len(b) {
+				break
+			}
+			nals = append(nals, b[2:2+n])
+			b = b[2+n:]
+		}
+		return nals
+	case 49: // fragmentation unit
+		start, end := payload[2]&0x80 != 0, payload[2]&0x40 != 0
+		if start {
+			// The NAL header: the payload header's with the FU's type.
+			d.fragment = append([]byte{payload[0]&0x81 | (payload[2]&0x3f)<<1, payload[1]}, payload[3:]...)
+		} else if d.fragment != nil {
+			d.fragment = append(d.fragment, payload[3:]...)
+		} else {
+			d.lostFU++
+			return nil
+		}
+		if end {
+			nal := d.fragment
+			d.fragment = nil
+			return [][]byte{nal}
+		}
+		return nil
+	case 50: // PACI: payload content information, not a NAL unit
+		return nil
+	default:
+		d.fragment = nil
+		return [][]byte{payload}
+	}
 }

@@ -295,6 +295,9 @@ type rtpSender struct {
 }
 
 func (s *rtpSender) frame(f testFrame, at time.Time) []sim.MediaDatagram {
+	if f.h265 {
+		return s.frameH265(f, at)
+	}
 	var payloads [][]byte
 	nals := f.nals()
 	if f.key {
@@ -319,6 +322,44 @@ func (s *rtpSender) frame(f testFrame, at time.Time) []sim.MediaDatagram {
 			}
 			if end == len(body) {
 				fu[1] |= 0x40
+			}
+			payloads = append(payloads, append(fu, body[off:end]...))
+		}
+	}
+	var dgs []sim.MediaDatagram
+	for i, pl := range payloads {
+		dgs = append(dgs, s.packet(96, uint32(f.pts), i == len(payloads)-1, pl, at))
+	}
+	return dgs
+}
+
+// frameH265 packetizes per RFC 7798: VPS, SPS and PPS in an aggregation
+// packet (48), big NAL units in fragmentation units (49), small ones alone.
+func (s *rtpSender) frameH265(f testFrame, at time.Time) []sim.MediaDatagram {
+	var payloads [][]byte
+	nals := f.nals()
+	if f.key {
+		ap := []byte{48 << 1, 0x01}
+		for _, n := range nals[:3] {
+			ap = append(append(ap, byte(len(n)>>8), byte(len(n))), n...)
+		}
+		payloads = append(payloads, ap)
+		nals = nals[3:]
+	}
+	for _, n := range nals {
+		if len(n) <= 1000 {
+			payloads = append(payloads, n)
+			continue
+		}
+		body := n[2:]
+		for off := 0; off < len(body); off += 1000 {
+			end := min(off+1000, len(body))
+			fu := []byte{n[0]&0x81 | 49<<1, n[1], n[0] >> 1 & 0x3f}
+			if off == 0 {
+				fu[2] |= 0x80
+			}
+			if end == len(body) {
+				fu[2] |= 0x40
 			}
 			payloads = append(payloads, append(fu, body[off:end]...))
 		}

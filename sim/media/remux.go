@@ -25,17 +25,23 @@ func Remux(dgs []sim.MediaDatagram) ([]byte, error) {
 		recv   rtpReceive
 		depack h264Depacketizer
 		units  auGatherer
+		codec  string
 	}
 	streams := map[uint32]*stream{}
 	var order []*stream
 
-	writeAU := func(au *rtpUnit) error {
+	writeAU := func(au *rtpUnit, codec string) error {
 		if au == nil {
 			return nil
 		}
 		if mux == nil {
+			// The first stream's codec is the PID's.
 			mux = astits.NewMuxer(context.Background(), &out)
-			if err := mux.AddElementaryStream(astits.PMTElementaryStream{ElementaryPID: remuxPID, StreamType: astits.StreamTypeH264Video}); err != nil {
+			st := astits.StreamTypeH264Video
+			if codec == codecH265 {
+				st = astits.StreamTypeH265Video
+			}
+			if err := mux.AddElementaryStream(astits.PMTElementaryStream{ElementaryPID: remuxPID, StreamType: st}); err != nil {
 				return err
 			}
 			mux.SetPCRPID(remuxPID)
@@ -45,7 +51,7 @@ func Remux(dgs []sim.MediaDatagram) ([]byte, error) {
 			es = append(append(es, 0, 0, 0, 1), n...)
 		}
 		pts := int64(au.ts) % ptsWrap
-		key := inspectNALs(codecH264, au.nals).key
+		key := inspectNALs(codec, au.nals).key
 		// The PCR runs a little ahead of presentation so a player buffers.
 		pcr := (pts - 9000 + ptsWrap) % ptsWrap
 		_, err := mux.WriteData(&astits.MuxerData{
@@ -80,7 +86,8 @@ func Remux(dgs []sim.MediaDatagram) ([]byte, error) {
 		// in what it got.
 		st := streams[p.SSRC]
 		if st == nil {
-			st = &stream{}
+			st = &stream{codec: rtpCodec(p.Payload)}
+			st.depack.h265, st.units.codec = st.codec == codecH265, st.codec
 			streams[p.SSRC] = st
 			order = append(order, st)
 		}
@@ -92,15 +99,15 @@ func Remux(dgs []sim.MediaDatagram) ([]byte, error) {
 			out.Write(p.Payload)
 		case sim.MediaRTPH264:
 			if nals := st.depack.push(p.Payload); len(nals) > 0 {
-				if err := writeAU(st.units.push(p.Timestamp, i, dg.At, nals)); err != nil {
-					return nil, fmt.Errorf("muxing the H.264 of datagram %d: %w", i, err)
+				if err := writeAU(st.units.push(p.Timestamp, i, dg.At, nals), st.codec); err != nil {
+					return nil, fmt.Errorf("muxing the %s of datagram %d: %w", st.codec, i, err)
 				}
 			}
 		}
 	}
 	for _, st := range order {
-		if err := writeAU(st.units.flush()); err != nil {
-			return nil, fmt.Errorf("muxing the last H.264 frame: %w", err)
+		if err := writeAU(st.units.flush(), st.codec); err != nil {
+			return nil, fmt.Errorf("muxing the last %s frame: %w", st.codec, err)
 		}
 	}
 	return out.Bytes(), nil

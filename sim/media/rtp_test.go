@@ -493,3 +493,44 @@ func TestAnalyzeRTPReadAsAReceiverDoes(t *testing.T) {
 		})
 	}
 }
+
+// TestAnalyzeRTPH265 (issue 34 round 7, H2): H.265 over RTP (RFC 7798
+// aggregation and fragmentation units) was read as H.264, so no frame was
+// found, every seam was unknown (tolerated: a 400 ms gap passed) and no
+// seam.ts was kept. The codec is now told from the payload header.
+func TestAnalyzeRTPH265(t *testing.T) {
+	fs := gopFrames(75, 25, 900000)
+	for i := range fs {
+		fs[i].h265 = true
+	}
+	for _, tc := range []struct {
+		name    string
+		skip    int // frames the target leaves out after the switch
+		verdict string
+	}{
+		{"continuing", 0, sim.VerdictSeamless},
+		{"ten frames missing", 10, sim.VerdictGap},
+	} {
+		s := &rtpSender{ssrc: 0x1234}
+		src := s.frames(fs, 0, 25)
+		tgt := s.frames(fs, 25+tc.skip, 75)
+		if tc.skip > 0 {
+			// The target's timestamps leap as its keyframe is due.
+			tgt = s.frames(fs, 50, 75)
+		}
+		r := Analyze(src, tgt, sim.SeamMoments{})
+		if r.Verdict != tc.verdict || len(r.Streams) != 1 || r.Streams[0].Codec != "H.265" {
+			t.Errorf("%s: verdict %s, streams %+v: %s", tc.name, r.Verdict, r.Streams, r.Detail)
+		}
+		capture, err := Remux(append(src, tgt...))
+		if err != nil || len(capture) == 0 || !bytes.Contains(capture, []byte{0x00, 0x00, 0x00, 0x01, 0x26, 0x01}) {
+			t.Errorf("%s: seam capture %d bytes without the H.265 keyframe (%v)", tc.name, len(capture), err)
+		}
+	}
+	// An H.264 stream is still H.264, whatever its first NAL unit.
+	for _, first := range [][]byte{{0x18, 0, 2}, {0x67, 0x64}, {0x65, 0x88}, {0x41, 0x9a}, {0x7c, 0x85}, {0x06, 0x05}} {
+		if got := rtpCodec(first); got != codecH264 {
+			t.Errorf("rtpCodec(% x) = %s", first, got)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package media
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -194,6 +195,7 @@ type rtpUnit struct {
 // carried no picture (a delimiter, SEI, parameter sets) go with the next
 // picture's, as a receiver's parser joins them: they are no frame.
 type auGatherer struct {
+	codec   string // codecH264 when ""
 	pending *rtpUnit
 	carry   [][]byte
 }
@@ -225,7 +227,7 @@ func (g *auGatherer) flush() *rtpUnit {
 	if au == nil {
 		return nil
 	}
-	if !inspectNALs(codecH264, au.nals).slices {
+	if !inspectNALs(cmp.Or(g.codec, codecH264), au.nals).slices {
 		g.carry = au.nals[max(0, len(au.nals)-maxCarried):]
 		return nil
 	}
@@ -365,7 +367,9 @@ func (s *side) addRTP(p *rtp.Packet, data []byte, dg int, at time.Time, mp2t boo
 		rt = &rtpTrack{ssrc: p.SSRC, mp2t: mp2t}
 		if !mp2t {
 			ssrc := p.SSRC
-			rt.media = &track{name: fmt.Sprintf("SSRC 0x%08x", ssrc), ssrc: &ssrc, kind: "video", codec: codecH264, wrap: rtpWrap}
+			codec := rtpCodec(p.Payload)
+			rt.depack.h265, rt.units.codec = codec == codecH265, codec
+			rt.media = &track{name: fmt.Sprintf("SSRC 0x%08x", ssrc), ssrc: &ssrc, kind: "video", codec: codec, wrap: rtpWrap}
 			s.tracks = append(s.tracks, rt.media)
 		}
 		s.rtp = append(s.rtp, rt)
@@ -427,7 +431,7 @@ func (rt *rtpTrack) addUnit(au *rtpUnit) {
 	if au == nil || rt.media == nil {
 		return
 	}
-	u := inspectNALs(codecH264, au.nals)
+	u := inspectNALs(rt.media.codec, au.nals)
 	rt.media.units = append(rt.media.units, unit{at: au.at, dg: au.dg, pkt: -1, ownsStart: true, pts: int64(au.ts), hasPTS: true, key: u.key, params: u.params})
 }
 
@@ -798,7 +802,11 @@ func (s *side) withinSideDefects() {
 			s.defect(sim.MediaCheckRTPTimestamp, "RFC 3550", fmt.Sprintf("SSRC 0x%08x", rt.ssrc), fmt.Sprintf("the %s's RTP timestamps ran back or leaped %s within its own stream (first %s): a receiver's jitter buffer paces the packets by them", s.name, sim.Plural(int64(rt.tsLeaps), "time"), rt.firstLeap))
 		}
 		if rt.depack.lostFU > 0 {
-			s.defect(sim.MediaCheckRTPFragments, "RFC 6184", fmt.Sprintf("SSRC 0x%08x", rt.ssrc), fmt.Sprintf("the %s sent %s whose NAL unit's start never came", s.name, sim.Plural(int64(rt.depack.lostFU), "FU-A fragment")))
+			rfc, fu := "RFC 6184", "FU-A fragment"
+			if rt.depack.h265 {
+				rfc, fu = "RFC 7798", "FU fragment"
+			}
+			s.defect(sim.MediaCheckRTPFragments, rfc, fmt.Sprintf("SSRC 0x%08x", rt.ssrc), fmt.Sprintf("the %s sent %s whose NAL unit's start never came", s.name, sim.Plural(int64(rt.depack.lostFU), fu)))
 		}
 	}
 	if len(s.rtp) > 1 {
