@@ -312,6 +312,7 @@ func (s *side) byName(name string) *track {
 // switch: the target's first frame should be the source's last plus one
 // frame duration.
 func (c *comparison) judgeStreams() {
+	shift, rebased := c.newTimeBase()
 	for _, p := range c.pairs {
 		st := streamOf(p)
 		label := pairLabel(p)
@@ -345,13 +346,22 @@ func (c *comparison) judgeStreams() {
 		st.LastSourcePTS, st.FirstTargetPTS = &last, &first
 		wrap := max(p.src.wrap, p.tgt.wrap)
 		step := wrapDelta(first-last, wrap)
+		tolerance := st.FrameTicks / 4
+		if rebased && p.tgt.pid != nil {
+			// A new time base: the decoder follows the target's clock, so
+			// its first frame shows when that clock, as it arrived, says.
+			// Arrival ties the clocks only as closely as a sender paces
+			// its datagrams: judged to within a frame.
+			step = wrapDelta(first+shift-last, wrap)
+			tolerance = st.FrameTicks - 1
+		}
 		ft := st.FrameTicks
 		stopped := fmt.Sprintf("source stopped at PTS %d (frame %.3f s)", last, float64(last)/90000)
 		switch {
 		case ft == 0 && step > 0:
 			st.Verdict = sim.VerdictUnknown
 			st.Detail = fmt.Sprintf("%s, target started at PTS %d, %.1f ms later; too few frames to know the frame duration", stopped, first, ticksMs(step))
-		case ft > 0 && abs(step-ft) <= ft/4:
+		case ft > 0 && abs(step-ft) <= tolerance:
 			st.Verdict = sim.VerdictSeamless
 			st.Detail = stopped + ", target continued at the next frame"
 		case step > ft:
@@ -380,6 +390,9 @@ func (c *comparison) judgeStreams() {
 				// earlier than the next frame's time is an overlap).
 				st.Detail = fmt.Sprintf("%s, target started at PTS %d: %.1f ms early (less than a frame), while the source's last frame is still shown", stopped, first, o)
 			}
+		}
+		if rebased && p.tgt.pid != nil {
+			st.Detail += " (the target began a new time base with the discontinuity indicator: its frames judged by its clock as it arrived)"
 		}
 		if st.Verdict == sim.VerdictGap || st.Verdict == sim.VerdictOverlap {
 			what := "skipped ahead"
@@ -747,6 +760,60 @@ func (c *comparison) checkCounters() {
 		c.defect(sim.MediaCheckCC, "TR 101 290 1.4", fmt.Sprintf("PID %d", p.pid), targetSide,
 			fmt.Sprintf("continuity counter on PID %d went %d→%d (expected %d) without the discontinuity indicator", p.pid, want, p.cc, (want+1)%16))
 	}
+}
+
+// newTimeBase says whether the target began a new time base at the switch
+// (the discontinuity indicator on its PCR PID, and a first PCR that
+// continues the source's clock neither closely nor by the time between
+// their arrivals), and if so what to add to the target's PTS to put it on
+// the source's clock: a decoder rebases there and presents the target's
+// frames by its new clock as it arrives, so the seam is where that puts
+// the target's first frame after the source's last, in time. Each clock
+// is tied to arrival by its latest PCR in a second next to the switch (a
+// datagram carrying several frames brings the later ones early).
+func (c *comparison) newTimeBase() (shift int64, rebased bool) {
+	var src, tgt []tsPacket
+	for _, p := range c.src.ts.pkts {
+		if p.pcr >= 0 && (c.src.ts.pcrPID < 0 || int(p.pid) == c.src.ts.pcrPID) {
+			src = append(src, p)
+		}
+	}
+	flagged := false
+	for _, p := range c.tgt.ts.pkts {
+		if c.tgt.ts.pcrPID >= 0 && int(p.pid) != c.tgt.ts.pcrPID {
+			continue
+		}
+		flagged = flagged || len(tgt) == 0 && p.di
+		if p.pcr >= 0 {
+			tgt = append(tgt, p)
+		}
+	}
+	if len(src) == 0 || len(tgt) == 0 || !flagged {
+		return 0, false
+	}
+	last, first := src[len(src)-1], tgt[0]
+	if pcrContinues(last.pcr, first.pcr) || pcrKeptTime(last.pcr, first.pcr, first.at.Sub(last.at)) {
+		return 0, false
+	}
+	// lag is how far behind its clock a PCR arrived, in 90 kHz ticks
+	// from the side's reference PCR; the largest in the second is the
+	// one a datagram's own pacing brought.
+	lag := func(ps []tsPacket, ref tsPacket) int64 {
+		best := int64(math.MinInt64)
+		for _, p := range ps {
+			if d := p.at.Sub(ref.at); d < -time.Second || d > time.Second {
+				continue
+			}
+			best = max(best, int64(p.at.Sub(ref.at))*90000/int64(time.Second)-wrapDelta(p.pcr-ref.pcr, pcrWrap)/300)
+		}
+		return best
+	}
+	// Each reference PCR's clock point came lag after it arrived: a
+	// target PTS x shows at first.at + tgtLag + (x - first's PCR), which
+	// the source's clock, from last.at + srcLag, reads as x + shift.
+	srcLag, tgtLag := lag(src, last), lag(tgt, first)
+	arrival := int64(first.at.Sub(last.at)) * 90000 / int64(time.Second)
+	return (last.pcr-first.pcr)/300 + arrival + tgtLag - srcLag, true
 }
 
 // checkPCR: the target's first PCR should continue the source's clock

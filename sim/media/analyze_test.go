@@ -487,13 +487,53 @@ func TestAnalyzeTSDefects(t *testing.T) {
 			},
 		},
 		{
-			name: "PCR jumps at the switch with the discontinuity indicator",
+			// The flag starts a new clock 500 ms ahead, and the PTS stayed
+			// on the old one: on the new clock the target's frames are
+			// due before the source's last has been shown.
+			name: "PCR jumps at the switch with the discontinuity indicator, PTS not",
 			build: func(t *testing.T) sides {
 				fs := shift(gopFrames(50, 25, 900000), 25, func(f *testFrame) { f.pcrShift = 45000 })
 				fs[25].di = true
 				return split(muxTS(t, fs, 256), 25)
 			},
+			verdict: sim.VerdictOverlap,
+			want:    []string{"PTS continuity[video PID 256 H.264,target]"},
+			absent:  []string{"PCR_discontinuity_indicator_error"},
+		},
+		{
+			// Issue 34 round 7 (M2): a target that restarts its clock and
+			// its PTS at 1 s, and says so with the flag, was "200 frames
+			// (8000 ms) presented again", the target blamed; a decoder
+			// rebases and shows the next picture on time.
+			name: "target restarts its clock with the discontinuity indicator",
+			build: func(t *testing.T) sides {
+				fs := shift(gopFrames(50, 25, 900000), 25, func(f *testFrame) { f.pts -= 900000 - 90000 - 25*3600 })
+				fs[25].di = true
+				return split(muxTS(t, fs, 256), 25)
+			},
 			verdict: sim.VerdictSeamless,
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if !strings.Contains(r.Detail, "target continued at the next frame (the target began a new time base") {
+					t.Errorf("detail %s", r.Detail)
+				}
+			},
+		},
+		{
+			// The same restart with two frames left out is a gap, on the
+			// new clock.
+			name: "target restarts its clock with the flag, two frames missing",
+			build: func(t *testing.T) sides {
+				fs := shift(gopFrames(50, 25, 900000), 25, func(f *testFrame) { f.pts -= 900000 - 90000 - 25*3600 })
+				fs[25].di = true
+				m := muxTS(t, fs, 256)
+				return sides{m.datagrams(before(25), 0), m.datagrams(from(25), 80*time.Millisecond)}
+			},
+			verdict: sim.VerdictGap,
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if r.FramesMissing != 2 {
+					t.Errorf("missing %d: %s", r.FramesMissing, r.Detail)
+				}
+			},
 		},
 		{
 			name: "entropy coding change",
