@@ -2,6 +2,7 @@ package template
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -150,5 +151,62 @@ services:
 	}
 	if len(res) != 1 || !res[0].Valid || len(res[0].Warnings) != 1 || !strings.Contains(res[0].Warnings[0], "services.app.container_name") {
 		t.Fatalf("result %+v, want valid with one container_name warning", res)
+	}
+}
+
+// TestValidateWarnsWhatInterpolatesEmpty (issue 34 round 7): a compose
+// file using ${FROM_DOTENV}, set in the template's .env, launched with it
+// empty and nothing said; docker compose up would have read .env (and
+// warns of a variable it cannot set). Validation now says both.
+func TestValidateWarnsWhatInterpolatesEmpty(t *testing.T) {
+	dir := MustWriteTemplate(t, "dotenv", tpl(`
+services:
+  app:
+    image: busybox
+    environment:
+      A: ${FROM_DOTENV}
+      B: ${WITH_DEFAULT:-b}
+      C: ${RATE}
+`, `parameters:
+  - name: RATE
+    purpose: how fast
+    default: "10"
+`))
+	if err := os.WriteFile(filepath.Join(dir, ".env"), []byte("FROM_DOTENV=x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := ValidatePath(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || !res[0].Valid || len(res[0].Warnings) != 2 ||
+		!strings.Contains(res[0].Warnings[0], "${FROM_DOTENV} is no parameter or allocated port and has no default") ||
+		!strings.Contains(res[0].Warnings[1], ".env: not read") {
+		t.Fatalf("result %+v, want valid with a warning for FROM_DOTENV and one for .env", res)
+	}
+}
+
+// TestValidateWarnsOfABuild (issue 34 round 7): a service with build: and
+// no image validated "ok" and was refused at launch; one with both
+// launched IMAGE_MISSING without a word about its build context.
+func TestValidateWarnsOfABuild(t *testing.T) {
+	dir := MustWriteTemplate(t, "builds", tpl(`
+services:
+  app:
+    build: ./ctx
+  named:
+    build: ./ctx
+    image: mine:1
+    x-normsim:
+      command: ["sleep", "1"]
+`, ""))
+	res, err := ValidatePath(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || len(res[0].Warnings) != 2 ||
+		!strings.Contains(res[0].Warnings[0], "services.app.build: normsim builds no image (docker compose up would): on Docker it is refused (no image to run); without an x-normsim command it cannot run as a process either") ||
+		!strings.Contains(res[0].Warnings[1], "services.named.build: normsim builds no image (docker compose up would): on Docker the image mine:1 must be in the engine already (in the template directory: docker build -t mine:1 ./ctx)") {
+		t.Fatalf("result %+v", res)
 	}
 }

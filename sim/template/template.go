@@ -10,15 +10,20 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"unicode"
 	"unicode/utf8"
+
+	composetpl "github.com/compose-spec/compose-go/v2/template"
+	"go.yaml.in/yaml/v4"
 
 	"github.com/normsim/normsim/sim"
 )
@@ -461,6 +466,7 @@ func (l *Loaded) checkComposeLoad(ctx context.Context) ([]string, error) {
 	if len(names) == 0 {
 		return nil, errors.New("declares no services that run without a profile")
 	}
+	var buildWarnings []string
 	for _, n := range names {
 		ss, err := serviceSpec(n, p.Services[n], l.Dir)
 		if err != nil {
@@ -469,9 +475,52 @@ func (l *Loaded) checkComposeLoad(ctx context.Context) ([]string, error) {
 		if ss.Process == nil || len(ss.Process.Command) == 0 {
 			l.Template.NoProcessCommand = append(l.Template.NoProcessCommand, n)
 		}
+		if svc := p.Services[n]; svc.Build != nil {
+			// docker compose up builds it; normsim's Docker runtime runs
+			// only images already in the engine.
+			buildWarnings = append(buildWarnings, buildWarning(n, svc.Image, svc.Build.Context, ss.Process != nil && len(ss.Process.Command) > 0))
+		}
 	}
 	_, l.Warnings = instanceProject(p, "normsim-<instance>", nil)
+	l.Warnings = append(l.Warnings, interpolationWarnings(l.Dir, l.compose, env)...)
+	l.Warnings = append(l.Warnings, buildWarnings...)
 	return names, nil
+}
+
+// buildWarning says what a service's build: means here: nothing is built.
+func buildWarning(service, image, context string, process bool) string {
+	where := "on Docker it is refused (no image to run)"
+	if image != "" {
+		where = fmt.Sprintf("on Docker the image %s must be in the engine already (in the template directory: docker build -t %s %s)", image, image, context)
+	}
+	if !process {
+		where += "; without an x-normsim command it cannot run as a process either"
+	}
+	return fmt.Sprintf("compose.yml: services.%s.build: normsim builds no image (docker compose up would): %s", service, where)
+}
+
+// interpolationWarnings say what `docker compose up` would fill in and
+// normsim does not: a variable compose.yml uses without a default that is
+// no parameter or allocated port interpolates to "" (Compose warns of it
+// too, and would take it from the shell or .env), and a .env beside the
+// file is not read.
+func interpolationWarnings(dir string, compose []byte, env map[string]string) []string {
+	var out []string
+	var dict map[string]any
+	if yaml.Unmarshal(compose, &dict) == nil {
+		vars := composetpl.ExtractVariables(dict, nil)
+		for _, name := range slices.Sorted(maps.Keys(vars)) {
+			v := vars[name]
+			if _, ok := env[name]; ok || v.DefaultValue != "" || v.PresenceValue != "" || v.Required {
+				continue
+			}
+			out = append(out, fmt.Sprintf("compose.yml: ${%s} is no parameter or allocated port and has no default, so it is empty in every launch (normsim reads neither the shell's environment nor .env); declare it in parameters.yaml or write ${%s:-value}", name, name))
+		}
+	}
+	if st, err := os.Stat(filepath.Join(dir, ".env")); err == nil && st.Mode().IsRegular() {
+		out = append(out, ".env: not read (docker compose up would interpolate from it); put its values in parameters.yaml as defaults, or in the services' environment")
+	}
+	return out
 }
 
 // sampleValue stands in for an operator's value during validation.
