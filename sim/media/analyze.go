@@ -331,6 +331,13 @@ func (c *comparison) judgeStreams() {
 		// first, each as many as reordering can shuffle. A leap further
 		// in is the side's own (ptsDefects), not the seam's.
 		st.FrameTicks = frameTicks(p.src, p.tgt)
+		if srcFT, tgtFT := frameTicks(p.src), frameTicks(p.tgt); srcFT > 0 && tgtFT > 0 && p.src.kind == "video" && abs(srcFT-tgtFT)*100 > srcFT {
+			// The source's next frame is due one of its own frames on;
+			// a display or a downstream encoder set up for the source's
+			// rate must adapt to the target's.
+			st.FrameTicks = srcFT
+			c.defect(sim.MediaCheckCodecParams, "", label, targetSide, fmt.Sprintf("frame rate on %s changed from %s to %s fps", label, fps(srcFT), fps(tgtFT)))
+		}
 		last, lastOK := extremePTS(atSwitch(c.sentBeforeStop(p.src.units), p.src.wrap, st.FrameTicks, true), p.src.wrap, true)
 		first, firstOK := extremePTS(atSwitch(p.tgt.units, p.tgt.wrap, st.FrameTicks, false), p.tgt.wrap, false)
 		st.SourceParams, st.TargetParams = lastParams(p.src.units), firstParams(p.tgt.units)
@@ -510,6 +517,9 @@ func sortedSteps(tracks ...*track) []int64 {
 	slices.Sort(steps)
 	return steps
 }
+
+// fps is a frame duration in 90 kHz ticks as frames per second.
+func fps(ticks int64) string { return fmt.Sprintf("%.4g", 90000/float64(ticks)) }
 
 // quantile is the q-quantile of sorted steps; 0 for none.
 func quantile(sorted []int64, q float64) int64 {

@@ -536,6 +536,26 @@ func TestAnalyzeTSDefects(t *testing.T) {
 			},
 		},
 		{
+			// Issue 34 round 7 (L2): 25 → 30 fps at the switch was named
+			// only through the level its SPS changed with.
+			name: "frame rate change",
+			build: func(t *testing.T) sides {
+				fs := gopFrames(50, 25, 900000)
+				for i := 25; i < 50; i++ {
+					fs[i].pts = fs[24].pts + 3600 + int64(i-25)*3000
+				}
+				return split(muxTS(t, fs, 256), 25)
+			},
+			verdict: sim.VerdictGlitch,
+			want:    []string{"codec parameters[video PID 256 H.264,target]"},
+			absent:  []string{"PTS continuity"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if d := defectNamed(r, "codec parameters"); d == nil || !strings.Contains(d.Detail, "frame rate on video PID 256 H.264 changed from 25 to 30 fps") {
+					t.Errorf("defect %+v", d)
+				}
+			},
+		},
+		{
 			name: "entropy coding change",
 			build: func(t *testing.T) sides {
 				return split(muxTS(t, shift(gopFrames(50, 25, 900000), 25, func(f *testFrame) { f.pps = ppsCABAC }), 256), 25)
