@@ -639,6 +639,20 @@ func (c *comparison) checkJoin() {
 			break
 		}
 	}
+	// An intra-refresh stream has no IDR after its first: a decoder that
+	// starts at a recovery point shows correct pictures recovery_frame_cnt
+	// frames on, if that comes before a keyframe.
+	for i, ui := range idx {
+		u := video.units[ui]
+		if !u.recovery {
+			continue
+		}
+		if at := vals[i] + int64(u.recoveryFrames)*frameTicks(video); !found || at < missing {
+			missing, found = at, true
+			until = fmt.Sprintf("the recovery point at PTS %d is complete (%s on, an intra refresh)", u.pts, sim.Plural(int64(u.recoveryFrames), "frame"))
+		}
+		break
+	}
 	if !found && len(vals) > 0 {
 		// Missing through the last frame it sent, that frame included.
 		until = "the end of what it sent: no keyframe came"

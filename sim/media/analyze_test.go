@@ -210,6 +210,27 @@ func TestAnalyzeTSDefects(t *testing.T) {
 			},
 		},
 		{
+			// Issue 34 round 7 (L1): an intra-refresh target (a recovery
+			// point SEI, recovery_frame_cnt 18, and no IDR) was "picture
+			// missing until the end of what it sent"; a decoder shows
+			// correct pictures 18 frames after the recovery point.
+			name: "target joins at an intra refresh's recovery point",
+			build: func(t *testing.T) sides {
+				fs := gopFrames(75, 100, 900000)
+				for i := 30; i < 75; i += 18 {
+					fs[i].sei, fs[i].rai = seiRecovery18, true // the muxer sends the tables with it
+				}
+				return split(muxTS(t, fs, 256), 30)
+			},
+			verdict: sim.VerdictGlitch,
+			want:    []string{"keyframe at join[PID 256,target]"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if r.PictureMissingMs == nil || *r.PictureMissingMs != 720 || !strings.Contains(r.Detail, "is complete (18 frames on, an intra refresh)") {
+					t.Errorf("missing %v: %s", r.PictureMissingMs, r.Detail)
+				}
+			},
+		},
+		{
 			name: "target sends no PAT or PMT",
 			build: func(t *testing.T) sides {
 				m := muxTS(t, gopFrames(50, 25, 900000), 256)
@@ -905,5 +926,26 @@ func TestReadableIsAnalyzesRule(t *testing.T) {
 		if got := (Judge{}).Readable(c.data); got != c.want {
 			t.Errorf("Readable(%d bytes) = %v, want %v", len(c.data), got, c.want)
 		}
+	}
+}
+
+// seiRecovery18 is an H.264 SEI NAL unit holding one recovery point
+// message: recovery_frame_cnt 18, exact_match_flag 1, broken_link_flag 0,
+// changing_slice_group_idc 0.
+var seiRecovery18 = []byte{0x06, 0x06, 0x02, 0x09, 0xc4, 0x80}
+
+func TestRecoveryPoint(t *testing.T) {
+	if n, ok := recoveryPoint(seiRecovery18); !ok || n != 18 {
+		t.Errorf("recoveryPoint = %d, %v; want 18", n, ok)
+	}
+	// Another message first (user data unregistered, 17 bytes), then the
+	// recovery point.
+	two := append([]byte{0x06, 0x05, 0x11}, make([]byte, 17)...)
+	two = append(two, 0x06, 0x02, 0x09, 0xc4, 0x80)
+	if n, ok := recoveryPoint(two); !ok || n != 18 {
+		t.Errorf("after another message: %d, %v", n, ok)
+	}
+	if _, ok := recoveryPoint([]byte{0x06, 0x05, 0x20, 1, 2}); ok {
+		t.Error("a cut message read as a recovery point")
 	}
 }

@@ -52,6 +52,7 @@ type testFrame struct {
 	// only: the PES carries these NAL units instead of a picture (an
 	// access unit delimiter, parameter sets)
 	only [][]byte
+	sei  []byte // an SEI NAL unit sent before the picture
 }
 
 // gopFrames are n frames at 25 fps from pts0, a keyframe every gop.
@@ -69,6 +70,11 @@ func gopFrames(n, gop int, pts0 int64) []testFrame {
 func (f testFrame) nals() [][]byte {
 	if f.only != nil {
 		return f.only
+	}
+	if f.sei != nil {
+		g := f
+		g.sei = nil
+		return append([][]byte{f.sei}, g.nals()...)
 	}
 	if f.h265 {
 		// Two-byte headers, the type in bits 1–6 of the first: VPS 32,

@@ -9,6 +9,7 @@ import (
 const (
 	h264NonIDR = 1
 	h264IDR    = 5
+	h264SEI    = 6
 	h264SPS    = 7
 	h264PPS    = 8
 	h264STAPA  = 24 // RFC 6184 aggregation packet
@@ -49,12 +50,16 @@ type codecUnit struct {
 	// slices: it carries a picture's coded slices, so key is read from
 	// them rather than guessed.
 	slices bool
+	// recovery is an H.264 recovery point SEI's recovery_frame_cnt: a
+	// decoder starting here shows correct pictures that many frames on
+	// (intra refresh, with no IDR); -1 when the unit has none.
+	recovery int
 }
 
 // inspectNALs reads the NAL headers of one access unit of codec ("H.264"
 // or "H.265"); for H.264 it also reads the SPS and the PPS.
 func inspectNALs(codec string, nals [][]byte) codecUnit {
-	var u codecUnit
+	u := codecUnit{recovery: -1}
 	for _, n := range nals {
 		if len(n) == 0 {
 			continue
@@ -74,6 +79,10 @@ func inspectNALs(codec string, nals [][]byte) codecUnit {
 				u.slices = true
 			case h264IDR:
 				u.key, u.slices = true, true
+			case h264SEI:
+				if n, ok := recoveryPoint(n); ok {
+					u.recovery = n
+				}
 			case h264SPS:
 				if sps, err := parseSPS(n); err == nil {
 					u.params = joinParams(sps.String(), u.params)
@@ -312,4 +321,44 @@ func parseSPS(nal []byte) (spsInfo, error) {
 		return s, r.err
 	}
 	return s, nil
+}
+
+// recoveryPoint reads an H.264 SEI NAL unit's recovery point message
+// (payload type 6, H.264 D.1.8): its recovery_frame_cnt.
+func recoveryPoint(nal []byte) (int, bool) {
+	b := unescapeRBSP(nal[1:])
+	for len(b) > 2 && b[0] != 0x80 { // 0x80: the RBSP trailing bits
+		typ, size := 0, 0
+		for len(b) > 0 && b[0] == 0xff {
+			typ += 255
+			b = b[1:]
+		}
+		if len(b) == 0 {
+			return 0, false
+		}
+		typ += int(b[0])
+		b = b[1:]
+		for len(b) > 0 && b[0] == 0xff {
+			size += 255
+			b = b[1:]
+		}
+		if len(b) == 0 {
+			return 0, false
+		}
+		size += int(b[0])
+		b = b[1:]
+		if size > len(b) {
+			return 0, false
+		}
+		if typ == 6 {
+			r := &bitReader{b: b[:size]}
+			n := r.ue()
+			if r.err != nil {
+				return 0, false
+			}
+			return n, true
+		}
+		b = b[size:]
+	}
+	return 0, false
 }

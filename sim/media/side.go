@@ -47,6 +47,10 @@ type unit struct {
 	// di: the discontinuity indicator on its first packet says its time
 	// base may jump.
 	di bool
+	// recovery: a recovery point SEI says a decoder starting here shows
+	// correct pictures recoveryFrames frames on (intra refresh).
+	recovery       bool
+	recoveryFrames int
 	// dur is how long an audio unit's frames play, and frame one frame's
 	// duration, in 90 kHz ticks; 0 where they cannot be read.
 	dur, frame int64
@@ -432,7 +436,8 @@ func (rt *rtpTrack) addUnit(au *rtpUnit) {
 		return
 	}
 	u := inspectNALs(rt.media.codec, au.nals)
-	rt.media.units = append(rt.media.units, unit{at: au.at, dg: au.dg, pkt: -1, ownsStart: true, pts: int64(au.ts), hasPTS: true, key: u.key, params: u.params})
+	rt.media.units = append(rt.media.units, unit{at: au.at, dg: au.dg, pkt: -1, ownsStart: true, pts: int64(au.ts), hasPTS: true, key: u.key, params: u.params,
+		recovery: u.recovery >= 0, recoveryFrames: u.recovery})
 }
 
 // demuxTS runs the side's TS packets through astits. The packet skipper
@@ -656,6 +661,7 @@ func (s *side) buildTSTracks(other []pmtStream) {
 			// whose slices cannot be read (a muxer may set it on every
 			// frame).
 			u.key, u.params = cu.key, cu.params
+			u.recovery, u.recoveryFrames = cu.recovery >= 0, cu.recovery
 			if u.params == "" {
 				u.params = carried[pu.pid]
 			}
