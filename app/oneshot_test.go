@@ -130,8 +130,10 @@ func TestAServiceThatEndsItsWorkLeavesTheInstanceRunning(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.State != tc.want || !strings.Contains(exit, tc.detail) {
-			t.Errorf("%s: instance %s (%s), exit event %q; want %s and %q", tc.template, got.State, got.Error, exit, tc.want, tc.detail)
+		// A failed instance is no longer healthy (round 7: one without a
+		// healthcheck stayed healthy: true after it failed).
+		if got.State != tc.want || !strings.Contains(exit, tc.detail) || got.Healthy != (tc.want == sim.InstanceRunning) {
+			t.Errorf("%s: instance %s (%s), healthy %v, exit event %q; want %s and %q", tc.template, got.State, got.Error, got.Healthy, exit, tc.want, tc.detail)
 		}
 	}
 }

@@ -113,7 +113,9 @@ type Instance struct {
 	// template's compose file to run it beside other instances.
 	Adjustments []string `json:"adjustments,omitempty"`
 	Connected   bool     `json:"connected"`
-	// Healthy is true once every service with a healthcheck reported healthy.
+	// Healthy is true once every service with a healthcheck reported
+	// healthy (at once where none has one), and false again when the
+	// instance stops or fails.
 	Healthy bool `json:"healthy"`
 	// Env is each service's launch-contract env (NORSK_*). Shown by the API
 	// only for external instances.

@@ -307,6 +307,11 @@ func (m *Manager) setStateLocked(in *instance, to sim.InstanceState, errText str
 	}
 	from := in.State
 	in.State = to
+	if to == sim.InstanceStopped || to == sim.InstanceFailed {
+		// Healthy speaks for a running instance: one that ended, or that
+		// normsim gave up on, is not.
+		in.Healthy = false
+	}
 	if to == sim.InstanceStopped {
 		// Its containers are gone: it holds no host port any more. (A
 		// failed instance may still run; it keeps its list.) Nothing
