@@ -86,7 +86,7 @@ const (
 	PromiseAnswerInTime   = "the job answers what it is asked in time (state, target-ready, source-stopped-output, target-applied)"
 	PromiseWellFormed     = "the job sends well-formed frames of its direction, in phase and within 64 KiB"
 	PromiseStaysUp        = "the job keeps running, and its socket open, while it is moved, until it is told to stop"
-	PromiseReportNotAbort = "past the point of no return the target reports what it could not apply in target-applied, and does not abort"
+	PromiseReportNotAbort = "past the point of no return no side aborts: the source committed with source-stopped-output, and the target reports what it could not apply in target-applied"
 )
 
 // What a finding looked at.

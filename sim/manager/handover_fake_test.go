@@ -200,6 +200,19 @@ var handoverCases = []handoverCase{
 		state: sim.MigrationFailed, phase: sim.PhaseCutoverApply, reason: "changed my mind", broken: "target",
 	},
 	{
+		// Issue 34 round 7: this was failed, judged pass with nobody at
+		// fault. The source's abort follows its own source-stopped-output
+		// on its socket: it crossed nothing, and broke its commitment.
+		name: "the source aborts after its own source-stopped-output: past the point of no return nothing rolls back",
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			tgt := toTargetReady(t, s, id)
+			stopSource(t, s, 7)
+			s.src.send(protocol.JobFrame{Type: protocol.TypeAbort, Reason: "encoder flush failed"})
+			return tgt
+		},
+		state: sim.MigrationFailed, phase: sim.PhaseCutoverApply, reason: "encoder flush failed", broken: "source",
+	},
+	{
 		name: "the source's connection lost past the point of no return fails the move; the target keeps its cutover-apply and is not told to abort",
 		play: func(t *testing.T, s *fakeSim, id string) *job {
 			tgt := toTargetReady(t, s, id)

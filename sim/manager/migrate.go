@@ -1420,6 +1420,16 @@ func (r *run) abortedPastApply(at time.Time) bool {
 	return r.ponr && !r.applySentAt.IsZero() && at.After(r.applySentAt.Add(sim.InFlight))
 }
 
+// sourceCommitted says whether the source has sent source-stopped-output:
+// its own frame, before anything it sends after on the same socket, so
+// an abort after it cannot have crossed anything (as a target's abort
+// may cross cutover-apply) and breaks the source's own commitment.
+func (r *run) sourceCommitted() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mig.Strategy == sim.Handover && r.ponr // the others' point is normsim's own
+}
+
 // anyFaultFired says whether a fault of the migration fired: what broke
 // the migration then may be its doing, not the job's.
 func (r *run) anyFaultFired() bool {
@@ -1541,7 +1551,7 @@ func (r *run) disruption(ev runEvent) error {
 		switch ev.socket.Kind {
 		case sim.SocketFrame:
 			if ev.socket.Frame.Type == protocol.TypeAbort {
-				if side == sideTarget && r.abortedPastApply(ev.socket.At) {
+				if side == sideTarget && r.abortedPastApply(ev.socket.At) || side == sideSource && r.sourceCommitted() {
 					return brokenf(side, sim.PromiseReportNotAbort, "the %s aborted: %s", side, ev.socket.Frame.Reason)
 				}
 				return endf("the %s aborted: %s", side, ev.socket.Frame.Reason)
