@@ -160,7 +160,9 @@ func (g *frameGuard) next() error {
 	case control && !fin:
 		return g.fail(websocket.StatusProtocolError, "a control frame must not be fragmented (RFC 6455 section 5.5)")
 	case control && b1&0x7f > 125:
-		return g.fail(websocket.StatusProtocolError, "a control frame's payload must be at most 125 bytes (RFC 6455 section 5.5)")
+		// 126 and 127 announce a 16- or 64-bit length, which a control
+		// frame may not use whatever its payload's size.
+		return g.fail(websocket.StatusProtocolError, "a control frame's payload must be at most 125 bytes, its length in the 7-bit form (RFC 6455 section 5.5)")
 	}
 	n := minHeader
 	switch b1 & 0x7f {

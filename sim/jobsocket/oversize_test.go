@@ -473,3 +473,18 @@ func TestAnUnmaskedFrameIsAProtocolError(t *testing.T) {
 		})
 	}
 }
+
+// TestAControlFrameInTheLongLengthForm (issue 34 round 7): a 5-byte ping
+// whose header used the 16-bit length form was refused as "payload must
+// be at most 125 bytes"; the close (1002) was right, the reason misled.
+func TestAControlFrameInTheLongLengthForm(t *testing.T) {
+	l, _ := MustListener(t, jobsocket.Config{})
+	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+	j := dialRaw(t, l, protocol.Path("j", "r"))
+	ping := binary.BigEndian.AppendUint16([]byte{0x80 | 0x9, 0x80 | 126}, 5)
+	j.write(append(append(ping, 0, 0, 0, 0), "hello"...))
+	code, reason := j.readClose()
+	if code != int(websocket.StatusProtocolError) || !strings.Contains(reason, "its length in the 7-bit form") {
+		t.Fatalf("closed with %d %q, want 1002 naming the length form", code, reason)
+	}
+}
