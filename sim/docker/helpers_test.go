@@ -36,6 +36,9 @@ var jobImage struct {
 }
 
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(parentEnv); mode != "" {
+		os.Exit(parentMain(mode, os.Getenv(parentImageEnv), os.Getenv(parentIDEnv)))
+	}
 	code := m.Run()
 	if jobImage.tag != "" {
 		if cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation()); err == nil {

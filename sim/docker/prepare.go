@@ -60,6 +60,16 @@ func (r *Runtime) Prepare(ctx context.Context, spec *sim.LaunchSpec) error {
 	if err := r.track(in); err != nil {
 		return err
 	}
+	if reapedOnDeath(spec) {
+		// Listed before anything is created: a normsim killed from
+		// here on leaves nothing running.
+		if err := containerReaper.Watch(in.id); err != nil {
+			r.log.Warn("no reaper: the containers of this instance outlive a normsim that is killed", "instance", in.id, "err", err)
+		}
+		r.mu.Lock()
+		in.reaped = true
+		r.mu.Unlock()
+	}
 	project, services, err := r.prepareCompose(ctx, spec)
 	if err != nil {
 		r.forget(in)

@@ -102,6 +102,8 @@ type instance struct {
 	// captured is closed once the capture of the instance's output has
 	// ended; nil until it starts.
 	captured chan struct{}
+	// reaped: the containers' reaper removes it if normsim dies first.
+	reaped bool
 }
 
 type service struct {
@@ -246,8 +248,11 @@ func (r *Runtime) Close(ctx context.Context, keep bool) error {
 	}
 	r.closed = true
 	ids := make([]string, 0, len(r.instances))
-	for id := range r.instances {
+	for id, in := range r.instances {
 		ids = append(ids, id)
+		if keep && in.reaped {
+			containerReaper.Forget(id) // kept on purpose
+		}
 	}
 	r.mu.Unlock()
 
@@ -336,5 +341,8 @@ func (r *Runtime) forget(in *instance) {
 	if r.instances[in.id] == in {
 		delete(r.instances, in.id)
 		close(in.gone)
+		if in.reaped {
+			containerReaper.Forget(in.id)
+		}
 	}
 }

@@ -1,0 +1,50 @@
+package docker
+
+import (
+	"context"
+	"time"
+
+	"github.com/normsim/normsim/internal/reaper"
+	"github.com/normsim/normsim/sim"
+)
+
+// The containers' reaper (internal/reaper) removes the instances a
+// --db :memory: normsim created when it dies without removing them
+// (SIGKILL, a test binary's timeout): no store remembers them, so no
+// later normsim can adopt them, and until one swept them as a gone
+// normsim's orphans (RemoveOrphans) they ran on, on an engine others may
+// share. A store file's instances are left for the next normsim on that
+// store, which adopts or removes them (Recover).
+const containerReaperEnv = "NORMSIM_INTERNAL_DOCKER_REAPER"
+
+// reaperBound bounds the removals the reaper makes.
+const reaperBound = time.Minute
+
+var containerReaper = reaper.New(containerReaperEnv)
+
+func init() { reaper.Serve(containerReaperEnv, removeLeft) }
+
+// removeLeft force-removes what each instance still listed left in the
+// engine (containers, networks, volumes), as a second Ctrl-C does.
+func removeLeft(ids []string) {
+	r, err := New(Config{})
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), reaperBound)
+	defer cancel()
+	for _, id := range ids {
+		r.RemoveInstance(ctx, id)
+	}
+}
+
+// reapedOnDeath says whether a spec's instance is one the reaper watches:
+// launched by a normsim whose store is in memory.
+func reapedOnDeath(spec *sim.LaunchSpec) bool {
+	for _, s := range spec.Services {
+		if s.Labels[sim.LabelStore] == sim.StoreMemory {
+			return true
+		}
+	}
+	return false
+}
