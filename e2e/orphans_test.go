@@ -1,9 +1,12 @@
 package e2e_test
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -59,6 +62,12 @@ func TestWhatAKilledMemoryRunLeftIsRemovedByTheNext(t *testing.T) {
 	if _, err := api.AwaitInstance(ctx, in.ID, sim.UntilRunning, time.Minute); err != nil {
 		t.Fatalf("counter never ran: %v\n%s", err, firstLog.String())
 	}
+	// Its containers' reaper would remove them at once
+	// (TestAKilledMemoryRunsContainersGoWithIt); killed first, as by a
+	// kill of every process or a reboot, it leaves them to the sweep.
+	for _, pid := range reapersOf(t, bin) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
 	first.Process.Kill()
 	first.Wait()
 	list, err := cli.ContainerList(ctx, container.ListOptions{Filters: byInstance})
@@ -80,4 +89,76 @@ func TestWhatAKilledMemoryRunLeftIsRemovedByTheNext(t *testing.T) {
 	if !strings.Contains(secondLog.String(), in.ID) {
 		t.Errorf("the log does not name the removed instance %s:\n%s", in.ID, secondLog.String())
 	}
+}
+
+// TestAKilledMemoryRunsContainersGoWithIt: a SIGKILLed `normsim up --db
+// :memory:` leaves nothing running: its containers' reaper removes them
+// (no later normsim is needed).
+func TestAKilledMemoryRunsContainersGoWithIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a normsim and a real container")
+	}
+	cli := testenv.RequireDocker(t)
+	normsimdocker.BuildSourceImage(t, "normsim/counter", filepath.Join("..", "examples", "jobs", "counter"))
+	bin := buildNormsim(t)
+	addr := "127.0.0.1:" + itoa(testenv.FreePort(t))
+	var log testenv.SyncBuffer
+	cmd := exec.Command(bin, "up", "--db", ":memory:", "--addr", addr, "--socket-port", "0",
+		"--runtime", sim.RuntimeDocker, "--templates", templatesDir)
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitReady(t, "http://"+addr)
+	api := apiclient.New("http://"+addr, nil)
+	ctx := context.Background()
+	in, err := api.Launch(ctx, sim.LaunchRequest{Template: "counter", Node: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byInstance := filters.NewArgs(filters.Arg("label", sim.LabelInstance+"="+in.ID))
+	t.Cleanup(func() {
+		list, _ := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: byInstance})
+		for _, c := range list {
+			cli.ContainerRemove(context.Background(), c.ID, container.RemoveOptions{Force: true})
+		}
+	})
+	if _, err := api.AwaitInstance(ctx, in.ID, sim.UntilRunning, time.Minute); err != nil {
+		t.Fatalf("counter never ran: %v\n%s", err, log.String())
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: byInstance})
+		if err == nil && len(list) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d containers of %s still exist 30 s after its normsim was killed", len(list), in.ID)
+		}
+	}
+}
+
+// reapersOf are the pids of the container reapers that bin started (a
+// reaper is bin again, with its environment variable set).
+func reapersOf(t *testing.T, bin string) []int {
+	t.Helper()
+	var pids []int
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		exe, _ := os.Readlink(filepath.Join("/proc", d.Name(), "exe"))
+		env, _ := os.ReadFile(filepath.Join("/proc", d.Name(), "environ"))
+		if exe == bin && bytes.Contains(env, []byte("NORMSIM_INTERNAL_DOCKER_REAPER=1")) {
+			pids = append(pids, pid)
+		}
+	}
+	if len(pids) == 0 {
+		t.Fatalf("no container reaper of %s runs", bin)
+	}
+	return pids
 }
