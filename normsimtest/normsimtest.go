@@ -3,9 +3,10 @@
 // store, cleaned up when the test ends. Job authors use it from their own
 // `go test` to launch their template (or play the job themselves on the
 // external runtime), migrate it, and assert on the outcome and the seam.
-// Host-process jobs end with the test binary even where its cleanups do
-// not run (`go test -timeout`, a panic in a goroutine): a reaper process
-// ends them (docs/contract-choices.md).
+// Jobs end with the test binary even where its cleanups do not run (`go
+// test -timeout`, a panic in a goroutine): a reaper process ends the host
+// processes, and with normsimdocker another removes the containers
+// (docs/contract-choices.md).
 //
 //	s := normsimtest.Start(t, normsimtest.Options{Templates: []string{"./templates"}})
 //	in := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
