@@ -136,35 +136,13 @@ func (d *h264Depacketizer) push(payload []byte) [][]byte {
 		return [][]byte{payload}
 	case t == h264STAPA:
 		d.fragment = nil
-		var nals [][]byte
-		for b := payload[1:]; len(b) >= 2; {
-			n := int(b[0])<<8 | int(b[1])
-			if n == 0 || 2+n > len(b) {
-				break
-			}
-			nals = append(nals, b[2:2+n])
-			b = b[2+n:]
-		}
-		return nals
+		return aggregated(payload[1:])
 	case t == h264FUA:
 		if len(payload) < 2 {
 			return nil
 		}
-		start, end := payload[1]&0x80 != 0, payload[1]&0x40 != 0
-		if start {
-			// The NAL header: F and NRI from the indicator, type from the FU header.
-			d.fragment = append([]byte{payload[0]&0xe0 | payload[1]&0x1f}, payload[2:]...)
-		} else if d.fragment != nil {
-			d.fragment = append(d.fragment, payload[2:]...)
-		} else {
-			d.lostFU++
-			return nil
-		}
-		if end {
-			nal := d.fragment
-			d.fragment = nil
-			return [][]byte{nal}
-		}
+		// The NAL header: F and NRI from the indicator, type from the FU header.
+		return d.fragmentUnit(payload[1], []byte{payload[0]&0xe0 | payload[1]&0x1f}, payload[2:])
 	}
 	return nil
 }
@@ -175,39 +153,53 @@ func (d *h264Depacketizer) pushH265(payload []byte) [][]byte {
 		return nil
 	}
 	switch t := payload[0] >> 1 & 0x3f; t {
-	case 48: // aggregation packet: 16-bit sizes and NAL units
+	case 48: // aggregation packet
 		d.fragment = nil
-		var nals [][]byte
-		for b := payload[2:]; len(b) >= 2; {
-			n := int(b[0])<<8 | int(b[1])
-			if n == 0 || 2+n > len(b) {
-				break
-			}
-			nals = append(nals, b[2:2+n])
-			b = b[2+n:]
-		}
-		return nals
+		return aggregated(payload[2:])
 	case 49: // fragmentation unit
-		start, end := payload[2]&0x80 != 0, payload[2]&0x40 != 0
-		if start {
-			// The NAL header: the payload header's with the FU's type.
-			d.fragment = append([]byte{payload[0]&0x81 | (payload[2]&0x3f)<<1, payload[1]}, payload[3:]...)
-		} else if d.fragment != nil {
-			d.fragment = append(d.fragment, payload[3:]...)
-		} else {
-			d.lostFU++
-			return nil
-		}
-		if end {
-			nal := d.fragment
-			d.fragment = nil
-			return [][]byte{nal}
-		}
-		return nil
+		// The NAL header: the payload header's with the FU's type.
+		return d.fragmentUnit(payload[2], []byte{payload[0]&0x81 | (payload[2]&0x3f)<<1, payload[1]}, payload[3:])
 	case 50: // PACI: payload content information, not a NAL unit
 		return nil
 	default:
 		d.fragment = nil
 		return [][]byte{payload}
 	}
+}
+
+// aggregated splits an aggregation packet's body (STAP-A, H.265's AP):
+// NAL units, each after its 16-bit size.
+func aggregated(b []byte) [][]byte {
+	var nals [][]byte
+	for len(b) >= 2 {
+		n := int(b[0])<<8 | int(b[1])
+		if n == 0 || 2+n > len(b) {
+			break
+		}
+		nals = append(nals, b[2:2+n])
+		b = b[2+n:]
+	}
+	return nals
+}
+
+// fragmentUnit adds one fragment (FU-A, H.265's FU) to the NAL unit being
+// rebuilt: fu is the FU header (start and end bits), header the NAL
+// header a start restores. It returns the NAL unit the end bit completes.
+func (d *h264Depacketizer) fragmentUnit(fu byte, header, data []byte) [][]byte {
+	start, end := fu&0x80 != 0, fu&0x40 != 0
+	switch {
+	case start:
+		d.fragment = append(header, data...)
+	case d.fragment != nil:
+		d.fragment = append(d.fragment, data...)
+	default:
+		d.lostFU++
+		return nil
+	}
+	if !end {
+		return nil
+	}
+	nal := d.fragment
+	d.fragment = nil
+	return [][]byte{nal}
 }

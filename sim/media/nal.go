@@ -328,37 +328,33 @@ func parseSPS(nal []byte) (spsInfo, error) {
 func recoveryPoint(nal []byte) (int, bool) {
 	b := unescapeRBSP(nal[1:])
 	for len(b) > 2 && b[0] != 0x80 { // 0x80: the RBSP trailing bits
-		typ, size := 0, 0
-		for len(b) > 0 && b[0] == 0xff {
-			typ += 255
-			b = b[1:]
-		}
-		if len(b) == 0 {
+		typ, b, ok := seiNumber(b)
+		if !ok {
 			return 0, false
 		}
-		typ += int(b[0])
-		b = b[1:]
-		for len(b) > 0 && b[0] == 0xff {
-			size += 255
-			b = b[1:]
-		}
-		if len(b) == 0 {
-			return 0, false
-		}
-		size += int(b[0])
-		b = b[1:]
-		if size > len(b) {
+		size, b, ok := seiNumber(b)
+		if !ok || size > len(b) {
 			return 0, false
 		}
 		if typ == 6 {
 			r := &bitReader{b: b[:size]}
 			n := r.ue()
-			if r.err != nil {
-				return 0, false
-			}
-			return n, true
+			return n, r.err == nil
 		}
 		b = b[size:]
 	}
 	return 0, false
+}
+
+// seiNumber reads an SEI message's payload type or size: 0xFF bytes of
+// 255 each, then the last byte.
+func seiNumber(b []byte) (n int, rest []byte, ok bool) {
+	for len(b) > 0 && b[0] == 0xff {
+		n += 255
+		b = b[1:]
+	}
+	if len(b) == 0 {
+		return 0, nil, false
+	}
+	return n + int(b[0]), b[1:], true
 }
