@@ -312,7 +312,7 @@ func (s *side) byName(name string) *track {
 // switch: the target's first frame should be the source's last plus one
 // frame duration.
 func (c *comparison) judgeStreams() {
-	shift, rebased := c.newTimeBase()
+	clock := c.newTimeBase()
 	for _, p := range c.pairs {
 		st := streamOf(p)
 		label := pairLabel(p)
@@ -331,11 +331,11 @@ func (c *comparison) judgeStreams() {
 		// first, each as many as reordering can shuffle. A leap further
 		// in is the side's own (ptsDefects), not the seam's.
 		st.FrameTicks = frameTicks(p.src, p.tgt)
-		if srcFT, tgtFT := frameTicks(p.src), frameTicks(p.tgt); srcFT > 0 && tgtFT > 0 && p.src.kind == "video" && abs(srcFT-tgtFT)*100 > srcFT {
+		if srcFT, tgtFT := meanFrame(p.src), meanFrame(p.tgt); srcFT > 0 && tgtFT > 0 && p.src.kind == "video" && abs(srcFT-tgtFT)*100 > srcFT {
 			// The source's next frame is due one of its own frames on;
 			// a display or a downstream encoder set up for the source's
 			// rate must adapt to the target's.
-			st.FrameTicks = srcFT
+			st.FrameTicks = frameTicks(p.src)
 			c.defect(sim.MediaCheckCodecParams, "", label, targetSide, fmt.Sprintf("frame rate on %s changed from %s to %s fps", label, fps(srcFT), fps(tgtFT)))
 		}
 		last, lastOK := extremePTS(atSwitch(c.sentBeforeStop(p.src.units), p.src.wrap, st.FrameTicks, true), p.src.wrap, true)
@@ -353,22 +353,33 @@ func (c *comparison) judgeStreams() {
 		st.LastSourcePTS, st.FirstTargetPTS = &last, &first
 		wrap := max(p.src.wrap, p.tgt.wrap)
 		step := wrapDelta(first-last, wrap)
-		tolerance := st.FrameTicks / 4
-		if rebased && p.tgt.pid != nil {
+		ft := st.FrameTicks
+		// The next frame is due one frame on, within a quarter frame; in a
+		// stream with a cadence (3:2 pulldown, a variable rate) any step
+		// its sides take is one frame.
+		steps := sortedSteps(p.src, p.tgt)
+		shortest, longest := min(ft, quantile(steps, 0.1)), max(ft, quantile(steps, 0.9))
+		margin := ft / 4
+		rebased := clock.rebased && p.tgt.pid != nil
+		if rebased {
 			// A new time base: the decoder follows the target's clock, so
 			// its first frame shows when that clock, as it arrived, says.
-			// Arrival ties the clocks only as closely as a sender paces
-			// its datagrams: judged to within a frame.
-			step = wrapDelta(first+shift-last, wrap)
-			tolerance = st.FrameTicks - 1
+			// Arrival ties the clocks only as closely as the senders pace
+			// their datagrams: to within a frame, and their spread.
+			step = wrapDelta(first+clock.shift-last, wrap)
+			margin = ft - 1 + clock.spread
 		}
-		ft := st.FrameTicks
 		stopped := fmt.Sprintf("source stopped at PTS %d (frame %.3f s)", last, float64(last)/90000)
 		switch {
 		case ft == 0 && step > 0:
 			st.Verdict = sim.VerdictUnknown
 			st.Detail = fmt.Sprintf("%s, target started at PTS %d, %.1f ms later; too few frames to know the frame duration", stopped, first, ticksMs(step))
-		case ft > 0 && abs(step-ft) <= tolerance:
+		case ft > 0 && step >= shortest-margin && step <= longest+margin && rebased && clock.spread > ft/2:
+			// Within what arrival can tell, which is more than a frame:
+			// a seamless verdict would be a guess.
+			st.Verdict = sim.VerdictUnknown
+			st.Detail = fmt.Sprintf("%s, target started at PTS %d on a new clock, %+.1f ms from the next frame's time as arrival places it; the senders' pacing leaves that uncertain by %.0f ms, more than a frame", stopped, first, ticksMs(step-ft), ticksMs(clock.spread))
+		case ft > 0 && step >= shortest-margin && step <= longest+margin:
 			st.Verdict = sim.VerdictSeamless
 			st.Detail = stopped + ", target continued at the next frame"
 		case step > ft:
@@ -398,7 +409,7 @@ func (c *comparison) judgeStreams() {
 				st.Detail = fmt.Sprintf("%s, target started at PTS %d: %.1f ms early (less than a frame), while the source's last frame is still shown", stopped, first, o)
 			}
 		}
-		if rebased && p.tgt.pid != nil {
+		if rebased {
 			st.Detail += " (the target began a new time base with the discontinuity indicator: its frames judged by its clock as it arrived)"
 		}
 		if st.Verdict == sim.VerdictGap || st.Verdict == sim.VerdictOverlap {
@@ -516,6 +527,25 @@ func sortedSteps(tracks ...*track) []int64 {
 	}
 	slices.Sort(steps)
 	return steps
+}
+
+// meanFrame is a video track's mean frame duration in 90 kHz ticks, its
+// steps under two frames long (a missing picture is not a slower rate;
+// a cadence's or a variable rate's steps average out): 0 with fewer than
+// three.
+func meanFrame(tr *track) int64 {
+	steps := sortedSteps(tr)
+	med := quantile(steps, 0.5)
+	var sum, n int64
+	for _, s := range steps {
+		if s < 2*med {
+			sum, n = sum+s, n+1
+		}
+	}
+	if n < 3 {
+		return 0
+	}
+	return sum / n
 }
 
 // fps is a frame duration in 90 kHz ticks as frames per second.
@@ -795,11 +825,11 @@ func (c *comparison) checkCounters() {
 // the target's first frame after the source's last, in time. Each clock
 // is tied to arrival by its latest PCR in a second next to the switch (a
 // datagram carrying several frames brings the later ones early).
-func (c *comparison) newTimeBase() (shift int64, rebased bool) {
+func (c *comparison) newTimeBase() (tb switchClock) {
 	var src, tgt []tsPacket
 	for _, p := range c.src.ts.pkts {
 		if p.pcr >= 0 && (c.src.ts.pcrPID < 0 || int(p.pid) == c.src.ts.pcrPID) {
-			src = append(src, p)
+			src = recentPCRs(src, p)
 		}
 	}
 	flagged := false
@@ -809,35 +839,49 @@ func (c *comparison) newTimeBase() (shift int64, rebased bool) {
 		}
 		flagged = flagged || len(tgt) == 0 && p.di
 		if p.pcr >= 0 {
+			if len(tgt) > 0 && p.at.Sub(tgt[0].at) > clockWindow {
+				break
+			}
 			tgt = append(tgt, p)
 		}
 	}
 	if len(src) == 0 || len(tgt) == 0 || !flagged {
-		return 0, false
+		return tb
 	}
 	last, first := src[len(src)-1], tgt[0]
-	if pcrContinues(last.pcr, first.pcr) || pcrKeptTime(last.pcr, first.pcr, first.at.Sub(last.at)) {
-		return 0, false
+	if pcrContinues(last.pcr, first.pcr) || clockRunsOn(src, first) {
+		return tb
 	}
-	// lag is how far behind its clock a PCR arrived, in 90 kHz ticks
-	// from the side's reference PCR; the largest in the second is the
-	// one a datagram's own pacing brought.
-	lag := func(ps []tsPacket, ref tsPacket) int64 {
-		best := int64(math.MinInt64)
-		for _, p := range ps {
-			if d := p.at.Sub(ref.at); d < -time.Second || d > time.Second {
-				continue
-			}
-			best = max(best, int64(p.at.Sub(ref.at))*90000/int64(time.Second)-wrapDelta(p.pcr-ref.pcr, pcrWrap)/300)
-		}
-		return best
-	}
-	// Each reference PCR's clock point came lag after it arrived: a
-	// target PTS x shows at first.at + tgtLag + (x - first's PCR), which
-	// the source's clock, from last.at + srcLag, reads as x + shift.
-	srcLag, tgtLag := lag(src, last), lag(tgt, first)
+	// Each reference PCR's clock instant came lag after it arrived (the
+	// latest of a second: a datagram carrying several brings the later
+	// ones early): a target PTS x shows at first.at + tgtLag + (x - first's
+	// PCR), which the source's clock, from last.at + srcLag, reads as x +
+	// shift. How much the lags spread is how closely arrival ties the
+	// two clocks.
+	srcLag, srcSpread := lagOf(src, last)
+	tgtLag, tgtSpread := lagOf(tgt, first)
 	arrival := int64(first.at.Sub(last.at)) * 90000 / int64(time.Second)
-	return (last.pcr-first.pcr)/300 + arrival + tgtLag - srcLag, true
+	return switchClock{rebased: true, shift: (last.pcr-first.pcr)/300 + arrival + tgtLag - srcLag, spread: srcSpread + tgtSpread}
+}
+
+// switchClock is how the target's clock meets the source's at the switch
+// (newTimeBase): rebased when the target began a new time base, shift
+// what puts its PTS on the source's clock, spread (ticks) how far the
+// senders' pacing leaves that uncertain.
+type switchClock struct {
+	rebased       bool
+	shift, spread int64
+}
+
+// lagOf is how late, in 90 kHz ticks, the latest of ps arrived behind
+// its clock, counted from ref; and how far the others spread below it.
+func lagOf(ps []tsPacket, ref tsPacket) (lag, spread int64) {
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, p := range ps {
+		l := int64(p.at.Sub(ref.at))*90000/int64(time.Second) - wrapDelta(p.pcr-ref.pcr, pcrWrap)/300
+		lo, hi = min(lo, l), max(hi, l)
+	}
+	return hi, hi - lo
 }
 
 // checkPCR: the target's first PCR should continue the source's clock
@@ -852,11 +896,16 @@ func (c *comparison) checkPCR() {
 	if lastPCR < 0 {
 		return
 	}
+	flagged := false // on the PCR PID, up to its first PCR (ISO 13818-1)
 	for _, p := range c.tgt.ts.pkts {
-		if p.pcr < 0 || c.tgt.ts.pcrPID >= 0 && int(p.pid) != c.tgt.ts.pcrPID {
+		if c.tgt.ts.pcrPID >= 0 && int(p.pid) != c.tgt.ts.pcrPID {
 			continue
 		}
-		if !p.di && !pcrContinues(lastPCR, p.pcr) {
+		flagged = flagged || p.di
+		if p.pcr < 0 {
+			continue
+		}
+		if !flagged && !pcrContinues(lastPCR, p.pcr) {
 			c.defect(sim.MediaCheckPCR, "TR 101 290 2.3", fmt.Sprintf("PID %d", p.pid), targetSide,
 				fmt.Sprintf("the PCR jumped %s from the source's last to the target's first without the discontinuity indicator", pcrStep(lastPCR, p.pcr)))
 		}

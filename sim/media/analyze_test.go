@@ -231,6 +231,30 @@ func TestAnalyzeTSDefects(t *testing.T) {
 			},
 		},
 		{
+			// Round 8 (L4): the SEI in a PES of its own, before the
+			// picture's, lost the recovery point (picture missing until
+			// the end of what the target sent).
+			name: "target joins at a recovery point whose SEI has a PES of its own",
+			build: func(t *testing.T) sides {
+				var fs []testFrame
+				for i, f := range gopFrames(75, 100, 900000) {
+					if i >= 30 && (i-30)%18 == 0 {
+						fs = append(fs, testFrame{pts: f.pts, only: [][]byte{seiRecovery18}, rai: true})
+					}
+					fs = append(fs, f)
+				}
+				// The SEI-only PES of frame 30 is index 30 in fs.
+				return split(muxTS(t, fs, 256), 30)
+			},
+			verdict: sim.VerdictGlitch,
+			want:    []string{"keyframe at join[PID 256,target]"},
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if r.PictureMissingMs == nil || *r.PictureMissingMs != 720 {
+					t.Errorf("missing %v: %s", r.PictureMissingMs, r.Detail)
+				}
+			},
+		},
+		{
 			name: "target sends no PAT or PMT",
 			build: func(t *testing.T) sides {
 				m := muxTS(t, gopFrames(50, 25, 900000), 256)
@@ -446,18 +470,8 @@ func TestAnalyzeTSDefects(t *testing.T) {
 				fs := gopFrames(60, 25, 900000)
 				fs[40].di = true
 				m := muxTS(t, fs, 256)
-				// Each frame in datagrams of its own, sent at its time:
-				// the sender pauses while the frames are not sent.
-				var tgt []sim.MediaDatagram
-				for i, p := range m.packets {
-					if f := m.frameOf[i]; f >= 25 && (f < 30 || f >= 40) {
-						if n := len(tgt); n == 0 || !tgt[n-1].At.Equal(frameAt(f)) || len(tgt[n-1].Data) == 7*tsPacketSize {
-							tgt = append(tgt, sim.MediaDatagram{At: frameAt(f), From: "10.0.0.1:5000"})
-						}
-						tgt[len(tgt)-1].Data = append(tgt[len(tgt)-1].Data, p...)
-					}
-				}
-				return sides{m.datagrams(before(25), 0), tgt}
+				// The sender pauses while the frames are not sent.
+				return sides{m.datagrams(before(25), 0), m.paced(func(f int) bool { return f >= 25 && (f < 30 || f >= 40) }, 0, nil)}
 			},
 			verdict: sim.VerdictGlitch,
 			want:    []string{"PTS continuity[video PID 256 H.264,target]"},
@@ -530,11 +544,89 @@ func TestAnalyzeTSDefects(t *testing.T) {
 			build: func(t *testing.T) sides {
 				fs := shift(gopFrames(50, 25, 900000), 25, func(f *testFrame) { f.pts -= 900000 - 90000 - 25*3600 })
 				fs[25].di = true
-				return split(muxTS(t, fs, 256), 25)
+				m := muxTS(t, fs, 256)
+				return sides{m.paced(before(25), 0, nil), m.paced(from(25), 0, nil)}
 			},
 			verdict: sim.VerdictSeamless,
 			check: func(t *testing.T, r *sim.MediaReport) {
 				if !strings.Contains(r.Detail, "target continued at the next frame (the target began a new time base") {
+					t.Errorf("detail %s", r.Detail)
+				}
+			},
+		},
+		{
+			// Round 8 (H1): a sender in 200 ms bursts that leaves out ten
+			// frames and flags the next, its clock running on, was
+			// seamless: the PCR step (440 ms) was held against the
+			// arrival gap between two PCRs (600 ms). The clock is now held
+			// against every PCR of the second before.
+			name: "a bursty sender's flag over a clock that runs on hides nothing",
+			build: func(t *testing.T) sides {
+				fs := gopFrames(60, 25, 900000)
+				fs[40].di = true
+				m := muxTS(t, fs, 256)
+				// Each burst of five frames leaves at its last frame's time.
+				burst := func(f int) time.Time { return frameAt(f/5*5 + 4) }
+				return sides{m.datagrams(before(25), 0), m.paced(func(f int) bool { return f >= 25 && (f < 30 || f >= 40) }, 0, burst)}
+			},
+			verdict: sim.VerdictGlitch,
+			want:    []string{"PTS continuity[video PID 256 H.264,target]"},
+		},
+		{
+			// Round 8 (M2): 3:2 pulldown's cadence (4505, 3003, …) went on
+			// exactly at the switch and was an overlap: the seam took the
+			// median step for the only one.
+			name: "3:2 pulldown goes on across the switch",
+			build: func(t *testing.T) sides {
+				fs := gopFrames(50, 25, 900000)
+				for i := 1; i < len(fs); i++ {
+					fs[i].pts = fs[i-1].pts + []int64{4505, 3003}[i%2]
+				}
+				return split(muxTS(t, fs, 256), 25)
+			},
+			verdict: sim.VerdictSeamless,
+		},
+		{
+			// Round 8 (M1): frames of 3000 or 3150 ticks at random on
+			// both sides flipped each side's median and read as a frame
+			// rate change.
+			name: "a variable frame rate is no change of rate",
+			build: func(t *testing.T) sides {
+				fs := gopFrames(50, 25, 900000)
+				for i := 1; i < len(fs); i++ {
+					fs[i].pts = fs[i-1].pts + []int64{3000, 3150, 3150, 3000, 3150, 3000, 3000}[i%7]
+				}
+				return split(muxTS(t, fs, 256), 25)
+			},
+			verdict: sim.VerdictSeamless,
+		},
+		{
+			// Round 8 (M3): the flag on a packet without a PCR speaks for
+			// the PCR PID's next PCR; that PCR on the new clock was a
+			// PCR_discontinuity_indicator_error.
+			name: "target restarts its clock, the flag a frame before its first PCR",
+			build: func(t *testing.T) sides {
+				fs := shift(gopFrames(50, 25, 900000), 25, func(f *testFrame) { f.pts -= 900000 - 90000 - 25*3600 })
+				fs[25].di, fs[25].noPCR = true, true
+				m := muxTS(t, fs, 256)
+				return sides{m.paced(before(25), 0, nil), m.paced(from(25), 0, nil)}
+			},
+			verdict: sim.VerdictSeamless,
+			absent:  []string{"PCR_discontinuity_indicator_error"},
+		},
+		{
+			// Round 8 (L2): datagrams that each carry several frames tie
+			// the clocks to arrival only to within their span; more than
+			// a frame, and a seamless verdict would be a guess.
+			name: "a restart whose senders bundle frames cannot be placed within a frame",
+			build: func(t *testing.T) sides {
+				fs := shift(gopFrames(50, 25, 900000), 25, func(f *testFrame) { f.pts -= 900000 - 90000 - 25*3600 })
+				fs[25].di = true
+				return split(muxTS(t, fs, 256), 25)
+			},
+			verdict: sim.VerdictUnknown,
+			check: func(t *testing.T, r *sim.MediaReport) {
+				if !strings.Contains(r.Detail, "the senders' pacing leaves that uncertain by") {
 					t.Errorf("detail %s", r.Detail)
 				}
 			},
@@ -547,7 +639,7 @@ func TestAnalyzeTSDefects(t *testing.T) {
 				fs := shift(gopFrames(50, 25, 900000), 25, func(f *testFrame) { f.pts -= 900000 - 90000 - 25*3600 })
 				fs[25].di = true
 				m := muxTS(t, fs, 256)
-				return sides{m.datagrams(before(25), 0), m.datagrams(from(25), 80*time.Millisecond)}
+				return sides{m.paced(before(25), 0, nil), m.paced(from(25), 80*time.Millisecond, nil)}
 			},
 			verdict: sim.VerdictGap,
 			check: func(t *testing.T, r *sim.MediaReport) {

@@ -96,18 +96,24 @@ func readDatagram(data []byte) (string, *rtp.Packet) {
 
 // rtpCodec tells H.265 (RFC 7798) from H.264 (RFC 6184) on a dynamic
 // payload type by an SSRC's first packet, as no SDP says which. H.265's
-// two-byte payload header, read as H.264's, gives type 0 (a VPS, an
-// aggregation packet, TRAIL_N) or 2–4 (an SPS, a PPS, a fragment, TRAIL_R):
-// types no H.264 packetizer sends (0 is unspecified, 2–4 the data
-// partitions of the Extended profile). Its second byte must then be a
-// valid one: layer 0, a temporal id of at least 1.
+// payload header is two bytes: F, a 6-bit type, a 6-bit layer id (0 in a
+// base layer, so its first byte is even) and a temporal id of at least 1
+// (almost always 1: a second byte of 0x01). An odd first byte, a second
+// byte no base layer has, or a type H.265 reserves, is H.264. Read as
+// H.264's, the header's type 0 or 2–4 is none an H.264 packetizer sends
+// (0 is unspecified, 2–4 the Extended profile's data partitions), so it is
+// H.265; where both readings are plausible (an H.265 IDR, CRA, AUD or SEI
+// reads as an H.264 SEI or end of sequence), the second byte 0x01
+// decides for H.265.
 func rtpCodec(payload []byte) string {
-	if len(payload) < 3 {
+	if len(payload) < 3 || payload[0]&0x81 != 0 || payload[1]>>3 != 0 || payload[1]&0x07 == 0 {
 		return codecH264
 	}
-	t264 := payload[0] & 0x1f
-	validH265 := payload[0]&0x81 == 0 && payload[1]>>3 == 0 && payload[1]&0x07 != 0
-	if validH265 && (t264 == 0 || t264 >= 2 && t264 <= 4) {
+	switch t := payload[0] >> 1 & 0x3f; {
+	case t >= 10 && t <= 15, t >= 22 && t <= 31, t >= 41 && t <= 47, t >= 51:
+		return codecH264 // reserved or unspecified in H.265
+	}
+	if t264 := payload[0] & 0x1f; t264 == 0 || t264 >= 2 && t264 <= 4 || payload[1] == 0x01 {
 		return codecH265
 	}
 	return codecH264

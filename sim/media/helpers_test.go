@@ -53,6 +53,8 @@ type testFrame struct {
 	// access unit delimiter, parameter sets)
 	only [][]byte
 	sei  []byte // an SEI NAL unit sent before the picture
+	// noPCR: its first packet carries no PCR (the next frame's does).
+	noPCR bool
 }
 
 // gopFrames are n frames at 25 fps from pts0, a keyframe every gop.
@@ -139,7 +141,7 @@ func muxTS(t *testing.T, fs []testFrame, videoPID uint16, extra ...astits.PMTEle
 		_, err := mx.WriteData(&astits.MuxerData{
 			PID: videoPID,
 			AdaptationField: &astits.PacketAdaptationField{
-				HasPCR: true, PCR: &astits.ClockReference{Base: f.pts - 9000 + f.pcrShift},
+				HasPCR: !f.noPCR, PCR: &astits.ClockReference{Base: f.pts - 9000 + f.pcrShift},
 				RandomAccessIndicator: f.key || f.rai, DiscontinuityIndicator: f.di,
 			},
 			PES: pes(0xE0, f.pts, annexB(f.nals())),
@@ -178,6 +180,29 @@ func (m *muxed) take(buf *bytes.Buffer, frame int) {
 		m.frameOf = append(m.frameOf, frame)
 	}
 	buf.Reset()
+}
+
+// paced packs the packets of the frames keep picks as a sender that
+// paces by frame does: each frame's packets in datagrams of their own (at
+// most seven packets), sent at its frame's time (shifted by delay), or at
+// the time at gives it when at is not nil.
+func (m muxed) paced(keep func(frame int) bool, delay time.Duration, at func(frame int) time.Time) []sim.MediaDatagram {
+	if at == nil {
+		at = frameAt
+	}
+	var dgs []sim.MediaDatagram
+	for i, p := range m.packets {
+		f := m.frameOf[i]
+		if !keep(f) {
+			continue
+		}
+		t := at(f).Add(delay)
+		if n := len(dgs); n == 0 || !dgs[n-1].At.Equal(t) || len(dgs[n-1].Data) == 7*tsPacketSize {
+			dgs = append(dgs, sim.MediaDatagram{At: t, From: "10.0.0.1:5000"})
+		}
+		dgs[len(dgs)-1].Data = append(dgs[len(dgs)-1].Data, p...)
+	}
+	return dgs
 }
 
 // datagrams packs the packets of the frames keep picks, seven to a

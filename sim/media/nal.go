@@ -328,12 +328,12 @@ func parseSPS(nal []byte) (spsInfo, error) {
 func recoveryPoint(nal []byte) (int, bool) {
 	b := unescapeRBSP(nal[1:])
 	for len(b) > 2 && b[0] != 0x80 { // 0x80: the RBSP trailing bits
-		typ, b, ok := seiNumber(b)
-		if !ok {
+		var typ, size int
+		var ok bool
+		if typ, b, ok = seiNumber(b); !ok {
 			return 0, false
 		}
-		size, b, ok := seiNumber(b)
-		if !ok || size > len(b) {
+		if size, b, ok = seiNumber(b); !ok || size > len(b) {
 			return 0, false
 		}
 		if typ == 6 {

@@ -527,10 +527,20 @@ func TestAnalyzeRTPH265(t *testing.T) {
 			t.Errorf("%s: seam capture %d bytes without the H.265 keyframe (%v)", tc.name, len(capture), err)
 		}
 	}
-	// An H.264 stream is still H.264, whatever its first NAL unit.
-	for _, first := range [][]byte{{0x18, 0, 2}, {0x67, 0x64}, {0x65, 0x88}, {0x41, 0x9a}, {0x7c, 0x85}, {0x06, 0x05}} {
+	// An H.264 stream is still H.264, whatever its first NAL unit: STAP-A,
+	// SPS, IDR, P slice, FU-A, SEIs (user data, buffering period).
+	for _, first := range [][]byte{{0x18, 0, 2}, {0x78, 0, 2}, {0x67, 0x64, 0}, {0x65, 0x88, 0}, {0x41, 0x9a, 0}, {0x7c, 0x85, 0}, {0x06, 0x05, 0x10}, {0x06, 0x00, 0x01}} {
 		if got := rtpCodec(first); got != codecH264 {
-			t.Errorf("rtpCodec(% x) = %s", first, got)
+			t.Errorf("rtpCodec(% x) = %s, want H.264", first, got)
+		}
+	}
+	// Round 8 (H2): an H.265 stream opening with a single IDR, CRA, AUD
+	// or prefix SEI was read as H.264, and a 10-frame gap passed as
+	// unknown. So is one opening with a VPS, an AP, an FU or a slice.
+	for _, first := range [][]byte{{0x26, 0x01, 0xaf}, {0x28, 0x01, 0xaf}, {0x2a, 0x01, 0xaf}, {0x46, 0x01, 0x50}, {0x4e, 0x01, 0x05},
+		{0x40, 0x01, 0x0c}, {0x60, 0x01, 0x00}, {0x62, 0x01, 0x93}, {0x02, 0x01, 0xd0}} {
+		if got := rtpCodec(first); got != codecH265 {
+			t.Errorf("rtpCodec(% x) = %s, want H.265", first, got)
 		}
 	}
 }

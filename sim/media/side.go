@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -615,6 +616,7 @@ func (s *side) buildTSTracks(other []pmtStream) {
 	st := &s.ts
 	byPID := map[uint16]*track{}
 	carried := map[uint16]string{} // parameters a PES without a picture carried
+	recovery := map[uint16]int{}   // and a recovery point SEI's frame count
 	rebases := st.timeBaseChanges()
 	lastFirst := map[uint16]int{} // each PID's previous unit's first packet
 	for _, pu := range st.pes {
@@ -654,8 +656,15 @@ func (s *side) buildTSTracks(other []pmtStream) {
 				// their keyframe): no frame; its parameters go with the
 				// next picture's, as a decoder takes them.
 				carried[pu.pid] = joinParams(carried[pu.pid], cu.params)
+				if cu.recovery >= 0 {
+					recovery[pu.pid] = cu.recovery
+				}
 				continue
 			}
+			if r, ok := recovery[pu.pid]; ok && cu.recovery < 0 {
+				cu.recovery = r // an SEI sent in a PES of its own
+			}
+			delete(recovery, pu.pid)
 			// The picture's own slices say whether a decoder can start
 			// there; the random_access_indicator speaks only for one
 			// whose slices cannot be read (a muxer may set it on every
@@ -685,8 +694,9 @@ func (s *side) buildTSTracks(other []pmtStream) {
 
 // timeBases are the packets where a side's system time base really
 // changed: a discontinuity indicator on the PCR PID whose next PCR does
-// not continue the last one, neither closely nor by the time that passed
-// between them (a sender that paused sends a PCR on its old clock). ISO
+// not continue the clock, neither closely nor by the time that passed
+// (clockRunsOn: a sender that paused, or sends in bursts, sends a PCR on
+// its old clock). ISO
 // 13818-1 gives the indicator that meaning only on the PCR PID; on
 // another it excuses a continuity counter jump, and a PCR that runs on
 // says no new time base began whatever a packet claims. known is false when the side named no PCR PID or sent no PCR,
@@ -698,8 +708,8 @@ type timeBases struct {
 
 func (st *tsState) timeBaseChanges() timeBases {
 	tb := timeBases{known: st.pcrPID >= 0}
-	lastPCR, flagged := int64(-1), -1
-	var lastAt time.Time
+	var recent []tsPacket // the clock's PCRs of the last second
+	flagged := -1
 	for i, p := range st.pkts {
 		if int(p.pid) != st.pcrPID {
 			continue
@@ -710,12 +720,13 @@ func (st *tsState) timeBaseChanges() timeBases {
 		if p.pcr < 0 {
 			continue
 		}
-		if flagged >= 0 && lastPCR >= 0 && !pcrContinues(lastPCR, p.pcr) && !pcrKeptTime(lastPCR, p.pcr, p.at.Sub(lastAt)) {
+		if flagged >= 0 && len(recent) > 0 && !pcrContinues(recent[len(recent)-1].pcr, p.pcr) && !clockRunsOn(recent, p) {
 			tb.at = append(tb.at, flagged)
+			recent = recent[:0] // a new clock: its own PCRs from here
 		}
-		flagged, lastPCR, lastAt = -1, p.pcr, p.at
+		flagged, recent = -1, recentPCRs(recent, p)
 	}
-	if lastPCR < 0 {
+	if len(recent) == 0 {
 		tb.known = false
 	}
 	return tb
@@ -754,7 +765,7 @@ func (s *side) withinSideDefects() {
 	}
 	cc := map[uint16]*ccState{}
 	var pids []uint16
-	lastPCR := int64(-1)
+	lastPCR, pcrFlagged := int64(-1), false
 	pcrJumps, firstPCRJump := 0, ""
 	for _, p := range st.pkts {
 		if p.pid == 0x1fff {
@@ -775,8 +786,14 @@ func (s *side) withinSideDefects() {
 			}
 			c.last, c.seen = p.cc, true
 		}
-		if p.pcr >= 0 && (st.pcrPID < 0 || int(p.pid) == st.pcrPID) {
-			if lastPCR >= 0 && !p.di && !pcrContinues(lastPCR, p.pcr) {
+		onPCRPID := st.pcrPID < 0 || int(p.pid) == st.pcrPID
+		// The flag on the PCR PID speaks for the next PCR on it, in
+		// this packet or a later one (ISO 13818-1).
+		pcrFlagged = pcrFlagged || onPCRPID && p.di
+		if p.pcr >= 0 && onPCRPID {
+			flagged := pcrFlagged
+			pcrFlagged = false
+			if lastPCR >= 0 && !flagged && !pcrContinues(lastPCR, p.pcr) {
 				pcrJumps++
 				if firstPCRJump == "" {
 					firstPCRJump = fmt.Sprintf("by %s", pcrStep(lastPCR, p.pcr))
@@ -841,12 +858,39 @@ func pcrContinues(prev, next int64) bool {
 	return d >= 0 && d <= 100*27000
 }
 
-// pcrKeptTime says whether a PCR step matches the time that passed
-// between the two packets' arrival, within 100 ms of network jitter: the
-// same clock, whatever came (or did not) in between.
-func pcrKeptTime(prev, next int64, passed time.Duration) bool {
-	d := time.Duration(wrapDelta(next-prev, pcrWrap)) * time.Second / 27_000_000
-	return (d - passed).Abs() <= 100*time.Millisecond
+// clockWindow is how far back a clock's PCRs are kept to judge whether a
+// later PCR continues it: a second, more than a bursty sender's pacing.
+const clockWindow = time.Second
+
+// clockRunsOn says whether next continues the clock the PCRs of recent
+// (those of the clockWindow before it) ran on: arriving, as any of them
+// says the clock's time should, within 100 ms of network jitter. Each
+// recent PCR arrived some time after its clock's instant (later, the
+// more of a burst it waited in); so may next, and no later than the
+// latest of them allows. A sender that paused, or sends in bursts, sends
+// a PCR on its old clock; a new time base puts it far off every one.
+func clockRunsOn(recent []tsPacket, next tsPacket) bool {
+	if len(recent) == 0 {
+		return false
+	}
+	lo, hi := time.Duration(math.MaxInt64), time.Duration(math.MinInt64)
+	for _, p := range recent {
+		// When next should arrive, by p's arrival and the clock's step.
+		due := p.at.Sub(next.at) + time.Duration(wrapDelta(next.pcr-p.pcr, pcrWrap))*time.Second/27_000_000
+		lo, hi = min(lo, due), max(hi, due)
+	}
+	// next.at is 0 here: within [lo, hi] widened by the jitter.
+	return lo <= 100*time.Millisecond && hi >= -100*time.Millisecond
+}
+
+// recentPCRs keeps the PCRs of the clockWindow up to the newest.
+func recentPCRs(recent []tsPacket, p tsPacket) []tsPacket {
+	recent = append(recent, p)
+	i := 0
+	for i < len(recent)-1 && p.at.Sub(recent[i].at) > clockWindow {
+		i++
+	}
+	return recent[i:]
 }
 
 func pcrStep(prev, next int64) string {
