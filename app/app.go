@@ -135,6 +135,7 @@ func (m *Main) Stats(ctx context.Context) (sim.Stats, error) {
 			return st, err
 		}
 		st.Store.MigrationsCap, st.Store.MigrationsPruned = m.Store.MigrationCap(), m.Store.MigrationsPruned()
+		st.Store.PrunedWritesDropped = m.Store.PrunedWritesDropped()
 		st.Store.EventsTrimmed = m.Store.EventsTrimmed()
 		if st.Store.Frames, err = m.Store.FrameCounts(ctx, "", ""); err != nil {
 			return st, err

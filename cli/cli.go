@@ -42,6 +42,9 @@ type Env struct {
 type ExitError struct {
 	Code int
 	Err  error
+	// Stands: the code is the command's answer even after a Ctrl-C (up,
+	// whose normal end is one, stopping uncleanly), not the interrupt's.
+	Stands bool
 }
 
 func (e *ExitError) Error() string {
@@ -82,7 +85,8 @@ func Main(args []string, env Env) int {
 		return 0
 	}
 	code := report(err, env.Stderr)
-	if ctx.Err() != nil {
+	var ee *ExitError
+	if ctx.Err() != nil && !(errors.As(err, &ee) && ee.Stands) {
 		// A Ctrl-C (or SIGTERM) cut the command short: its failure is
 		// the interrupt's, and says so as a shell does (128+SIGINT), so
 		// a CI wrapper tells a cancelled run from a failed one. A command

@@ -120,7 +120,11 @@ use, a store it cannot open) or stopped on an error, 2 for a usage error
 			}
 			stopping(cmd.OutOrStdout(), m, opts.Keep)
 			if err := m.Close(); err != nil {
+				// Records lost, a job left running: not a clean stop,
+				// which a script must be able to tell (exit 1).
 				log.Warn("normsim did not stop cleanly", "err", err)
+				fmt.Fprintln(cmd.OutOrStdout(), "  normsim stopped, not cleanly (above).")
+				return &ExitError{Code: 1, Stands: true}
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), "  normsim stopped.")
 			return nil

@@ -124,6 +124,10 @@ type StoreStats struct {
 	// MigrationsPruned is how many finished migrations were dropped,
 	// oldest first, to stay within the store's cap (--keep-migrations).
 	MigrationsPruned int64 `json:"migrationsPruned"`
+	// PrunedWritesDropped counts the records that came for a migration
+	// already dropped by that cap (its last timeline events, a late save),
+	// let go of.
+	PrunedWritesDropped int64 `json:"prunedWritesDropped"`
 	// MigrationsCap is that cap; 0 keeps every migration.
 	MigrationsCap int `json:"migrationsCap"`
 	// EventsTrimmed is how many events were let go of, an instance's

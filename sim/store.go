@@ -52,6 +52,10 @@ type RecordStore interface {
 	SetMigrationCap(n int)
 	MigrationCap() int
 	MigrationsPruned() int64
+	// PrunedWritesDropped is how many records (a migration's save, its
+	// timeline's events, its seam capture) came for a migration the cap
+	// had dropped, and were let go of (sim.RecentlyPruned).
+	PrunedWritesDropped() int64
 	// EventsTrimmed is how many events were let go of to keep instances
 	// within their bound (EventLimits).
 	EventsTrimmed() int64

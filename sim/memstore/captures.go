@@ -22,6 +22,9 @@ type captureRow struct {
 // refused, as sim/sqlite's NOT NULL column refuses it; an empty one is
 // kept.
 func (s *Store) SaveSeamCapture(ctx context.Context, c sim.SeamCapture) error {
+	if s.prunedIDs.Drops(c.MigrationID, 1) {
+		return nil
+	}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return fmt.Errorf("save seam capture %s: %w", c.MigrationID, err)

@@ -41,6 +41,9 @@ func (r *migrationRow) migration() (*sim.Migration, error) {
 // events). A finished one may push the oldest finished past the cap
 // (SetMigrationCap): they go in the same write.
 func (s *Store) SaveMigration(ctx context.Context, m *sim.Migration) error {
+	if s.prunedIDs.Drops(m.ID, 1) {
+		return nil
+	}
 	doc := *m
 	doc.Events = nil
 	r := &migrationRow{id: m.ID, jobID: m.JobID, state: string(m.State), started: nanos(m.StartedAt), doc: jsonText(doc)}
@@ -55,7 +58,9 @@ func (s *Store) SaveMigration(ctx context.Context, m *sim.Migration) error {
 	put(s, s.migrations, m.ID, r)
 	if m.State.Ended() && s.MigrationCap() != 0 {
 		// Counted even if a batch it is in is undone, as sim/sqlite counts.
-		s.pruned.Add(s.pruneMigrations())
+		pruned := s.pruneMigrations()
+		s.prunedIDs.Add(pruned...)
+		s.pruned.Add(int64(len(pruned)))
 	}
 	return nil
 }
@@ -168,7 +173,7 @@ func (s *Store) CountMigrations(ctx context.Context, f sim.MigrationFilter) (int
 // none; an event of a Seq the timeline holds replaces it. The migration
 // must have been saved.
 func (s *Store) AppendMigrationEvents(ctx context.Context, migrationID string, evs []sim.MigrationEvent) error {
-	if len(evs) == 0 {
+	if len(evs) == 0 || s.prunedIDs.Drops(migrationID, len(evs)) {
 		return nil
 	}
 	fail := func(err error) error {
@@ -220,16 +225,20 @@ func (s *Store) MigrationCap() int { return int(s.migCap.Load()) }
 // MigrationsPruned is how many finished migrations the cap has dropped.
 func (s *Store) MigrationsPruned() int64 { return s.pruned.Load() }
 
+// PrunedWritesDropped is how many records came for a migration the cap
+// had dropped, and went (sim.RecentlyPruned).
+func (s *Store) PrunedWritesDropped() int64 { return s.prunedIDs.Dropped() }
+
 // pruneMigrations drops the oldest finished migrations past the cap with
 // their timelines and seam captures (and the captures of migrations never
 // saved), and the events and frames older than the oldest migration kept,
 // running or finished: those before the first (by seq) recorded at or
-// after its start. The frames are counted as let go of. It returns how many
-// migrations went.
-func (s *Store) pruneMigrations() int64 {
+// after its start. The frames are counted as let go of. It returns the
+// migrations that went.
+func (s *Store) pruneMigrations() (pruned []string) {
 	keep := s.migCap.Load()
 	if keep == 0 {
-		return 0
+		return nil
 	}
 	var done []*migrationRow
 	for _, r := range s.migrations {
@@ -241,7 +250,7 @@ func (s *Store) pruneMigrations() int64 {
 	}
 	over := int64(len(done)) - keep
 	if over <= 0 {
-		return 0
+		return nil
 	}
 	slices.SortFunc(done, func(a, b *migrationRow) int {
 		return cmp.Or(cmp.Compare(a.started, b.started), cmp.Compare(a.id, b.id))
@@ -249,6 +258,7 @@ func (s *Store) pruneMigrations() int64 {
 	for _, r := range done[:over] {
 		del(s, s.migrations, r.id)
 		del(s, s.timelines, r.id)
+		pruned = append(pruned, r.id)
 	}
 	for id := range s.captures {
 		if s.migrations[id] == nil {
@@ -256,7 +266,7 @@ func (s *Store) pruneMigrations() int64 {
 		}
 	}
 	if len(s.migrations) == 0 {
-		return over
+		return pruned
 	}
 	oldest := int64(0)
 	first := true
@@ -273,7 +283,7 @@ func (s *Store) pruneMigrations() int64 {
 		}
 	}
 	s.pruneGoneInstances()
-	return over
+	return pruned
 }
 
 // pruneGoneInstances lets go of what is kept of removed instances that

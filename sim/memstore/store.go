@@ -55,6 +55,7 @@ type Store struct {
 	eventsTrimmed atomic.Int64
 	migCap        atomic.Int64
 	pruned        atomic.Int64
+	prunedIDs     sim.RecentlyPruned // the cap's last drops, whose late writes go
 
 	instances  map[string]*instanceRow
 	migrations map[string]*migrationRow

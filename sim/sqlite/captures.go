@@ -15,6 +15,9 @@ var _ sim.SeamCaptures = (*Store)(nil)
 // SaveSeamCapture keeps a migration's seam capture (one per migration; a
 // second replaces the first).
 func (s *Store) SaveSeamCapture(ctx context.Context, c sim.SeamCapture) error {
+	if s.prunedIDs.Drops(c.MigrationID, 1) {
+		return nil
+	}
 	err := s.atomically(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO seam_captures (migration_id, from_at, to_at, datagrams, ts, target_ts, rtp) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 			c.MigrationID, nanos(c.From), nanos(c.To), c.Datagrams, c.TS, nonNil(c.TargetTS), nonNil(c.RTP))

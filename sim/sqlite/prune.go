@@ -36,49 +36,63 @@ func (s *Store) MigrationCap() int { return int(s.migCap.keep.Load()) }
 // MigrationsPruned is how many finished migrations the cap has dropped.
 func (s *Store) MigrationsPruned() int64 { return s.migCap.pruned.Load() }
 
+// PrunedWritesDropped is how many records came for a migration the cap
+// had dropped, and went (sim.RecentlyPruned).
+func (s *Store) PrunedWritesDropped() int64 { return s.prunedIDs.Dropped() }
+
 // pruneMigrations drops the oldest finished migrations past the cap with
 // their timelines, and the history older than the oldest migration kept
 // (running or finished): events and frames, found from the front of their
 // tables (their seq grows with time), so what is read is what goes. It
 // runs in tx, the transaction that saved a finished migration.
-func (s *Store) pruneMigrations(ctx context.Context, tx *sql.Tx) (int64, error) {
+func (s *Store) pruneMigrations(ctx context.Context, tx *sql.Tx) (pruned []string, err error) {
 	keep := s.migCap.keep.Load()
 	if keep == 0 {
-		return 0, nil
+		return nil, nil
 	}
 	var done int64
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM migrations WHERE state != ?`, string(sim.MigrationRunning)).Scan(&done); err != nil {
-		return 0, fmt.Errorf("count finished migrations: %w", err)
+		return nil, fmt.Errorf("count finished migrations: %w", err)
 	}
 	over := done - keep
 	if over <= 0 {
-		return 0, nil
+		return nil, nil
 	}
-	res, err := tx.ExecContext(ctx, `DELETE FROM migrations WHERE id IN
-		(SELECT id FROM migrations WHERE state != ? ORDER BY started_at, id LIMIT ?)`, string(sim.MigrationRunning), over)
+	rows, err := tx.QueryContext(ctx, `DELETE FROM migrations WHERE id IN
+		(SELECT id FROM migrations WHERE state != ? ORDER BY started_at, id LIMIT ?) RETURNING id`, string(sim.MigrationRunning), over)
 	if err != nil {
-		return 0, fmt.Errorf("prune migrations: %w", err)
+		return nil, fmt.Errorf("prune migrations: %w", err)
 	}
-	pruned, _ := res.RowsAffected()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("prune migrations: %w", err)
+		}
+		pruned = append(pruned, id)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, fmt.Errorf("prune migrations: %w", err)
+	}
 	// migration_events went with their migrations (ON DELETE CASCADE);
 	// seam captures have no key to cascade by.
 	if _, err := tx.ExecContext(ctx, `DELETE FROM seam_captures WHERE migration_id NOT IN (SELECT id FROM migrations)`); err != nil {
-		return 0, fmt.Errorf("prune seam captures: %w", err)
+		return nil, fmt.Errorf("prune seam captures: %w", err)
 	}
 	var oldest sql.NullInt64
 	if err := tx.QueryRowContext(ctx, `SELECT min(started_at) FROM migrations`).Scan(&oldest); err != nil {
-		return 0, fmt.Errorf("prune history: %w", err)
+		return nil, fmt.Errorf("prune history: %w", err)
 	}
 	if !oldest.Valid {
 		return pruned, nil
 	}
 	if err := pruneFrames(ctx, tx, oldest.Int64); err != nil {
-		return 0, err
+		return nil, err
 	}
 	for _, table := range []string{"events", "frames"} {
 		q := `DELETE FROM ` + table + ` WHERE seq < (SELECT seq FROM ` + table + ` WHERE at >= ? ORDER BY seq LIMIT 1)`
 		if _, err := tx.ExecContext(ctx, q, oldest.Int64); err != nil {
-			return 0, fmt.Errorf("prune %s: %w", table, err)
+			return nil, fmt.Errorf("prune %s: %w", table, err)
 		}
 	}
 	// What is kept of removed instances that have nothing left to read:
@@ -88,11 +102,11 @@ func (s *Store) pruneMigrations(ctx context.Context, tx *sql.Tx) (int64, error) 
 	if _, err := tx.ExecContext(ctx, `DELETE FROM frame_state WHERE NOT (job_id = '' AND role = '')
 		AND role NOT IN (SELECT id FROM instances)
 		AND NOT EXISTS (SELECT 1 FROM frames f WHERE f.job_id = frame_state.job_id AND f.role = frame_state.role)`); err != nil {
-		return 0, fmt.Errorf("prune frame counts: %w", err)
+		return nil, fmt.Errorf("prune frame counts: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM log_state WHERE instance NOT IN (SELECT id FROM instances)
 		AND NOT EXISTS (SELECT 1 FROM logs l WHERE l.instance = log_state.instance)`); err != nil {
-		return 0, fmt.Errorf("prune log counts: %w", err)
+		return nil, fmt.Errorf("prune log counts: %w", err)
 	}
 	return pruned, nil
 }

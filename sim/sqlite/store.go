@@ -73,8 +73,10 @@ type Store struct {
 	eventMu       sync.Mutex
 	eventCounts   map[string]int64
 	eventsTrimmed atomic.Int64
-	// migCap bounds the finished migrations kept (SetMigrationCap).
-	migCap migrationCap
+	// migCap bounds the finished migrations kept (SetMigrationCap);
+	// prunedIDs are those it dropped last, whose late writes go.
+	migCap    migrationCap
+	prunedIDs sim.RecentlyPruned
 }
 
 // write names one of the prepared writes.
@@ -848,6 +850,9 @@ func (s *Store) DeleteInstance(ctx context.Context, id string) error {
 
 // SaveMigration inserts or replaces a migration's document (not its events).
 func (s *Store) SaveMigration(ctx context.Context, m *sim.Migration) error {
+	if s.prunedIDs.Drops(m.ID, 1) {
+		return nil
+	}
 	doc := *m
 	doc.Events = nil
 	args := []any{m.ID, m.JobID, string(m.State), nanos(m.StartedAt), jsonText(doc)}
@@ -859,7 +864,7 @@ func (s *Store) SaveMigration(ctx context.Context, m *sim.Migration) error {
 	}
 	// A migration that finished may push the oldest past the cap: saving
 	// it and dropping them are one write, undone together.
-	var pruned int64
+	var pruned []string
 	err := s.atomically(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := s.exec(ctx, tx, wSaveMigration, args...); err != nil {
 			return err
@@ -871,7 +876,8 @@ func (s *Store) SaveMigration(ctx context.Context, m *sim.Migration) error {
 	if err != nil {
 		return fmt.Errorf("save migration %s: %w", m.ID, err)
 	}
-	s.migCap.pruned.Add(pruned)
+	s.prunedIDs.Add(pruned...)
+	s.migCap.pruned.Add(int64(len(pruned)))
 	return nil
 }
 
@@ -1000,7 +1006,7 @@ func migrationWhere(f sim.MigrationFilter) (string, []any) {
 // AppendMigrationEvents adds events to a migration's timeline, all or
 // none.
 func (s *Store) AppendMigrationEvents(ctx context.Context, migrationID string, evs []sim.MigrationEvent) error {
-	if len(evs) == 0 {
+	if len(evs) == 0 || s.prunedIDs.Drops(migrationID, len(evs)) {
 		return nil
 	}
 	if err := s.prepareWrites(); err != nil {

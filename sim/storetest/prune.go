@@ -17,6 +17,7 @@ var captureTests = []test{
 
 var pruneTests = []test{
 	{"MigrationCapDropsTheOldestFinished", testMigrationCapDropsTheOldestFinished},
+	{"LateWritesOfAPrunedMigrationGo", testLateWritesOfAPrunedMigrationGo},
 	{"NoMigrationCapKeepsEveryOne", testNoMigrationCapKeepsEveryOne},
 	{"MigrationCapForgetsRemovedInstancesWithNothingLeft", testMigrationCapForgetsRemovedInstances},
 }
@@ -269,5 +270,54 @@ func testNoMigrationCapKeepsEveryOne(t *testing.T, open Opener) {
 	}
 	if evs, _ := s.ListEvents(ctx, sim.EventFilter{}); len(evs) != 5 {
 		t.Fatalf("%d events kept, want 5", len(evs))
+	}
+}
+
+// testLateWritesOfAPrunedMigrationGo (issue 34 round 8): with more
+// migrations ending at once than the cap keeps, one was dropped while its
+// last timeline events were still to be written; their append failed the
+// store's keys, the journal held and retried it for ever, and the sim took
+// no launch until restarted (its saves also brought the record back, to be
+// dropped and counted again). A write for a migration the cap dropped is
+// let go of and counted, and the store goes on.
+func testLateWritesOfAPrunedMigrationGo(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	s.SetMigrationCap(1)
+	t0 := time.Unix(1_800_000_000, 0)
+	for i := 1; i <= 2; i++ {
+		m := &sim.Migration{ID: fmt.Sprintf("m%d", i), JobID: "j", State: sim.MigrationCompleted, StartedAt: t0.Add(time.Duration(i) * time.Second)}
+		if err := s.SaveMigration(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.MigrationsPruned() != 1 {
+		t.Fatalf("pruned %d, want 1 (m1)", s.MigrationsPruned())
+	}
+	late := []sim.MigrationEvent{{Seq: 7, At: t0, Phase: sim.PhaseCutoverApply, Side: "target", Detail: "late"}, {Seq: 8, At: t0, Phase: sim.PhaseCutoverApply, Side: "target", Detail: "later"}}
+	if err := s.AppendMigrationEvents(ctx, "m1", late); err != nil {
+		t.Fatalf("events of the pruned m1: %v, want them let go of", err)
+	}
+	if err := s.SaveMigration(ctx, &sim.Migration{ID: "m1", JobID: "j", State: sim.MigrationCompleted, StartedAt: t0.Add(time.Second)}); err != nil {
+		t.Fatalf("a late save of m1: %v", err)
+	}
+	if err := s.SaveSeamCapture(ctx, sim.SeamCapture{MigrationID: "m1", From: t0, To: t0, TS: []byte{0x47}}); err != nil {
+		t.Fatalf("a late seam capture of m1: %v", err)
+	}
+	if _, err := s.GetMigration(ctx, "m1"); sim.ErrorCode(err) != sim.ENotFound {
+		t.Errorf("m1 came back: %v", err)
+	}
+	if got := s.PrunedWritesDropped(); got != 4 {
+		t.Errorf("%d late records counted, want 4 (2 events, a save, a capture)", got)
+	}
+	if got := s.MigrationsPruned(); got != 1 {
+		t.Errorf("pruned %d, want still 1", got)
+	}
+	// The store goes on: m3 is kept, m2 dropped.
+	if err := s.SaveMigration(ctx, &sim.Migration{ID: "m3", JobID: "j", State: sim.MigrationCompleted, StartedAt: t0.Add(3 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetMigration(ctx, "m3"); err != nil {
+		t.Errorf("m3: %v", err)
 	}
 }
