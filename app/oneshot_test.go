@@ -137,3 +137,53 @@ func TestAServiceThatEndsItsWorkLeavesTheInstanceRunning(t *testing.T) {
 		}
 	}
 }
+
+// Issue 34 round 8: a sidecar that exits 0 on a migration's target (its
+// work done, the job running on) rolled every move of its template back
+// and blamed the target; the launch had kept the same instance running.
+func TestASidecarThatEndsItsWorkDoesNotBreakAMigration(t *testing.T) {
+	manifest := `{"productTemplateSchemaVersion": 1, "productName": "Sidecar", "productVersion": "0.1.0",
+  "generatedAt": "2025-01-01T00:00:00Z", "target": "docker-compose", "migration": {"strategy": "stopThenStart"}}`
+	compose := `services:
+  app:
+    image: normsim-test/none:1
+    x-normsim:
+      command: ["sleep", "100"]
+  side:
+    image: normsim-test/none:1
+    x-normsim:
+      command: ["true"]
+`
+	dir := t.TempDir()
+	tpl := filepath.Join(dir, "sidemig")
+	if err := os.MkdirAll(tpl, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for file, body := range map[string]string{"manifest.json": manifest, "compose.yml": compose} {
+		if err := os.WriteFile(filepath.Join(tpl, file), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := testOptions(t)
+	opts.Templates = []string{dir}
+	m := openApp(t, opts)
+	ctx := context.Background()
+	in, err := m.Manager.Launch(ctx, sim.LaunchRequest{Template: "sidemig", Node: "a", Runtime: sim.RuntimeProcess})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // the source's sidecar has ended
+	for range 3 { // the target's sidecar ends while the move goes on, or just after
+		mig, err := m.Manager.Migrate(ctx, in.ID, sim.MigrateRequest{Strategy: string(sim.StopThenStart)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		mig, err = m.Manager.AwaitMigration(wctx, mig.ID, -1)
+		cancel()
+		if err != nil || mig.State != sim.MigrationCompleted {
+			t.Fatalf("migration %v: %s (%s), err %v", mig.ID, mig.State, mig.Reason, err)
+		}
+		in.ID = mig.Target.Instance
+	}
+}

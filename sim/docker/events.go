@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/filters"
 
@@ -169,6 +170,7 @@ func (r *Runtime) handle(m events.Message) {
 		r.awaitDrained(in, svc, time.Unix(0, m.TimeNano))
 		ev.Kind = sim.ServiceExited
 		ev.ExitCode = code
+		ev.OthersRun = r.othersRunning(in.id, m.Actor.ID)
 		ev.Detail = fmt.Sprintf("container %s exited with code %d", name, code)
 		if again {
 			ev.Restarting = true
@@ -185,6 +187,25 @@ func (r *Runtime) handle(m events.Message) {
 	}
 	r.log.Debug("runtime event", "instance", ev.Instance, "service", ev.Service, "kind", ev.Kind, "exit_code", ev.ExitCode)
 	r.observer(ev)
+}
+
+// othersRunning says whether a container of the instance other than
+// exited runs (a replica of the same service counts).
+func (r *Runtime) othersRunning(instanceID, exited string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	f := instanceFilter(instanceID)
+	f.Add("status", "running")
+	list, err := r.cli.ContainerList(ctx, container.ListOptions{Filters: f})
+	if err != nil {
+		return false // as if none: the exit is then the instance's end
+	}
+	for _, c := range list {
+		if c.ID != exited {
+			return true
+		}
+	}
+	return false
 }
 
 // ExitPending says whether a container of the instance died on its own and

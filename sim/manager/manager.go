@@ -926,12 +926,13 @@ func (m *Manager) OnRuntimeEvent(ev sim.RuntimeEvent) {
 		return
 	}
 	completed := in.oneShotCompleted(ev)
+	runsOn := false
 	switch ev.Kind {
 	case sim.ServiceExited:
 		if ev.Restarting {
 			break
 		}
-		runsOn := in.othersRunOn(ev)
+		runsOn = in.othersRunOn(ev)
 		if in.exited == nil {
 			in.exited = map[string]bool{}
 		}
@@ -962,7 +963,10 @@ func (m *Manager) OnRuntimeEvent(ev sim.RuntimeEvent) {
 	r := m.byInstance[ev.Instance]
 	m.mu.Unlock()
 	m.publish(sim.EventInstanceRuntime, ev.Instance, "", map[string]any{"service": ev.Service, "kind": ev.Kind, "exitCode": ev.ExitCode, "detail": ev.Detail})
-	if r != nil && !completed {
+	if r != nil && !completed && !runsOn {
+		// A service whose work is done ends nothing, in a migration too:
+		// a job that exits while a sidecar runs drops its socket, which
+		// the migration hears.
 		r.onRuntime(ev)
 	}
 }
@@ -986,13 +990,15 @@ func (in *instance) oneShotCompleted(ev sim.RuntimeEvent) bool {
 }
 
 // othersRunOn says whether ev is a service's exit with code 0 while
-// another service of the instance still runs: under `docker compose up`
-// one service ending, its work done, ends nothing else. The job's own
-// exit is still told to a migration under way (OnRuntimeEvent), which
-// judges it.
+// another service of the instance (or a replica) still runs: under
+// `docker compose up` one service ending, its work done, ends nothing
+// else, in a migration neither.
 func (in *instance) othersRunOn(ev sim.RuntimeEvent) bool {
 	if ev.Kind != sim.ServiceExited || ev.ExitCode != 0 || ev.Signal != 0 || in.spec == nil {
 		return false
+	}
+	if ev.OthersRun {
+		return true // the runtime saw one (a replica of the same service too)
 	}
 	for _, s := range in.spec.Services {
 		if s.Name != ev.Service && !in.exited[s.Name] {
