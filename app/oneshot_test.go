@@ -173,7 +173,7 @@ func TestASidecarThatEndsItsWorkDoesNotBreakAMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(500 * time.Millisecond) // the source's sidecar has ended
-	for range 3 { // the target's sidecar ends while the move goes on, or just after
+	for range 3 {                      // the target's sidecar ends while the move goes on, or just after
 		mig, err := m.Manager.Migrate(ctx, in.ID, sim.MigrateRequest{Strategy: string(sim.StopThenStart)})
 		if err != nil {
 			t.Fatal(err)
