@@ -173,7 +173,8 @@ func TestASidecarThatEndsItsWorkDoesNotBreakAMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(500 * time.Millisecond) // the source's sidecar has ended
-	for range 3 {                      // the target's sidecar ends while the move goes on, or just after
+	// Each time, the target's sidecar ends while the move goes on.
+	for range 3 {
 		mig, err := m.Manager.Migrate(ctx, in.ID, sim.MigrateRequest{Strategy: string(sim.StopThenStart)})
 		if err != nil {
 			t.Fatal(err)
