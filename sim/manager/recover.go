@@ -52,6 +52,9 @@ func (m *Manager) Recover(ctx context.Context) error {
 				in.Error = r.Reason
 			}
 		}
+		if in.State.Terminal() {
+			in.Healthy = false // as setStateLocked has it for a live one
+		}
 		in.UpdatedAt = m.now()
 		if err := m.cfg.Store.SaveInstance(ctx, in); err != nil {
 			return fmt.Errorf("recover instance %s: %w", in.ID, err)

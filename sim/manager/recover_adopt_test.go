@@ -54,8 +54,10 @@ func TestRecoverIsRuntimeAgnostic(t *testing.T) {
 		"absent-1": {"absent", sim.InstanceRunning},
 	}
 	for id, s := range stored {
+		// Each was healthy when normsim died (round 8: a recovery that
+		// failed one kept healthy: true).
 		in := &sim.Instance{ID: id, JobID: "job-" + id, Role: id, Node: "a", Template: "plain", Runtime: s.runtime,
-			State: s.state, CreatedAt: now, UpdatedAt: now}
+			State: s.state, Healthy: s.state == sim.InstanceRunning, CreatedAt: now, UpdatedAt: now}
 		if err := store.SaveInstance(ctx, in); err != nil {
 			t.Fatal(err)
 		}
@@ -87,8 +89,9 @@ func TestRecoverIsRuntimeAgnostic(t *testing.T) {
 		"absent-1": {sim.InstanceFailed, "runtime absent is not available"},
 	} {
 		got, err := m.Instance(ctx, id)
-		if err != nil || got.State != want.state || !strings.Contains(got.Error, want.reason) || (want.reason == "") != (got.Error == "") {
-			t.Errorf("%s after recovery: %s %q (%v), want %s %q", id, got.State, got.Error, err, want.state, want.reason)
+		if err != nil || got.State != want.state || !strings.Contains(got.Error, want.reason) || (want.reason == "") != (got.Error == "") ||
+			got.State.Terminal() && got.Healthy {
+			t.Errorf("%s after recovery: %s %q healthy %v (%v), want %s %q", id, got.State, got.Error, got.Healthy, err, want.state, want.reason)
 		}
 		saved, err := store.GetInstance(ctx, id)
 		if err != nil || saved.State != want.state {
