@@ -36,7 +36,17 @@ func removeLeft(ids []string) {
 	for _, id := range ids {
 		r.RemoveInstance(ctx, id)
 	}
+	// The engine goes on with what the dead normsim asked of it (a
+	// network, containers being created) after the first pass: a second
+	// pass, once those have landed, takes them too.
+	time.Sleep(reaperSecondPass)
+	for _, id := range ids {
+		r.RemoveInstance(ctx, id)
+	}
 }
+
+// reaperSecondPass is how long after its first pass the reaper looks again.
+const reaperSecondPass = 3 * time.Second
 
 // reapedOnDeath says whether a spec's instance is one the reaper watches:
 // launched by a normsim whose store is in memory.
