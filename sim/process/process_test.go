@@ -670,3 +670,39 @@ func TestCloseKeepLeavesProcessesRunning(t *testing.T) {
 		t.Fatalf("pid %d died although Close kept it", pid)
 	}
 }
+
+// TestAServiceThatExitsAtOnceLeavesTheOthersStarting (issue 34 round 8):
+// a sidecar that exits 0 at once, before a service that waits for it to
+// start has a process, made its exit look like the instance's last one;
+// the stray sweep then killed that service as it started.
+func TestAServiceThatExitsAtOnceLeavesTheOthersStarting(t *testing.T) {
+	r, rec := MustRuntime(t)
+	MustLaunch(t, r, "i1",
+		helper("side", "exit", "0"),
+		dependsOn(helper("app", "sleep"), sim.Dependency{Service: "side"}))
+	time.Sleep(500 * time.Millisecond)
+	for _, ev := range rec.of(sim.ServiceExited) {
+		if ev.Service == "app" {
+			t.Fatalf("app exited (%s) when side ended its work", ev.Detail)
+		}
+	}
+	if pid, ok := r.Pids("i1")["app"]; !ok || !alive(pid) {
+		t.Fatalf("app is not running: pids %v", r.Pids("i1"))
+	}
+}
+
+// The rule under that test, without its race: while Start starts the
+// services, one without a process yet is live.
+func TestAServiceNotStartedYetIsLiveWhileStarting(t *testing.T) {
+	exited := &proc{decided: true}
+	side, app := &service{name: "side"}, &service{name: "app"}
+	side.p.Store(exited)
+	inst := &instance{services: []*service{side, app}}
+	if othersLive(inst, exited) {
+		t.Fatal("othersLive with nothing else started and the start over")
+	}
+	inst.starting.Store(true)
+	if !othersLive(inst, exited) {
+		t.Fatal("a service about to be started is not live while the instance starts")
+	}
+}

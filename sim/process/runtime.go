@@ -95,6 +95,9 @@ type instance struct {
 	logs     *logRing
 
 	op sync.Mutex // serialises Start, Stop and Close on the instance
+	// starting is set while Start starts the services: one not started
+	// yet will run, and counts as live (othersLive).
+	starting atomic.Bool
 	// Guarded by op.
 	state    instanceState
 	dir      string        // log files of the current run
@@ -465,6 +468,8 @@ func (r *Runtime) Start(ctx context.Context, instanceID string) error {
 	}
 	var n atomic.Int32
 	var wg sync.WaitGroup
+	inst.starting.Store(true)
+	defer inst.starting.Store(false)
 	for i, s := range inst.services {
 		wg.Go(func() {
 			if err := r.awaitDeps(ctx, inst, s, started); err != nil {
@@ -650,6 +655,12 @@ func (r *Runtime) watch(inst *instance, p *proc, pidfd int) {
 func othersLive(inst *instance, p *proc) bool {
 	for _, s := range inst.services {
 		q := s.p.Load()
+		if q == nil && inst.starting.Load() {
+			// Not started yet, and about to be: a service that exits at
+			// once (its work done) must not have the stray sweep take
+			// one being started for a stray.
+			return true
+		}
 		if q == nil || q == p {
 			continue
 		}
