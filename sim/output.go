@@ -148,6 +148,14 @@ func AnalyzeSeam(source, target string, pkts []Packet, sent SentRanges, at SeamM
 			if earlier.any && ft <= earlier.top || r.Duplicated > 0 {
 				r.Verdict = VerdictDuplicate
 				parts = append(parts, fmt.Sprintf("the target started at %d, and the job had already sent numbers up to %d", ft, earlier.top))
+			} else if len(src) == 0 && !earlier.any && len(faults) == 0 && at.Position != nil &&
+				slices.Contains(payloadIntegers(at.Position), ft-1) && ft != math.MinInt64 {
+				// Moved before its first packet: the source handed over
+				// that it had sent nothing, and the target began right
+				// after that position. Nothing is lost or repeated.
+				r.Verdict = VerdictSeamless
+				r.Detail = joinDetail([]string{fmt.Sprintf("the source had sent nothing when it stopped its output (its position was %d), and the target started at %d, right after it", ft-1, ft)}, r.coalescedNote())
+				return r
 			}
 		}
 		if r.Duplicated > 0 {

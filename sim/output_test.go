@@ -456,3 +456,27 @@ func TestAnEarlyTargetsPositionIsWhereItContinued(t *testing.T) {
 		t.Fatalf("%s before apply %d at fault %q lost %d first %v: %s", got.Verdict, got.TargetBeforeApply, got.AtFault, got.Lost, got.FirstTarget, got.Detail)
 	}
 }
+
+// TestAHandoverBeforeTheFirstPacketIsSeamless: a source moved before it
+// sent anything hands over that it sent nothing ({"last":-1}); a target
+// that starts at 0 continues it exactly. The seam was "no-output" and the
+// judgement fail, at nobody's fault (a counter migrated 18 ms after it
+// connected, in the test suite under load).
+func TestAHandoverBeforeTheFirstPacketIsSeamless(t *testing.T) {
+	moments := SeamMoments{SourceStopped: at(1000), ApplySent: at(1001), Position: json.RawMessage(`{"last":-1}`)}
+	pkts := every("t", 0, 11, 1002, 20)
+	if r := AnalyzeSeam("s", "t", pkts, sentOf(pkts), moments); r.Verdict != VerdictSeamless || !strings.Contains(r.Detail, "the source had sent nothing") {
+		t.Errorf("verdict %s: %s", r.Verdict, r.Detail)
+	}
+	// Not when the position does not say so, nor without one.
+	for _, pos := range []string{`{"last":7}`, ``} {
+		m := moments
+		m.Position = nil
+		if pos != "" {
+			m.Position = json.RawMessage(pos)
+		}
+		if r := AnalyzeSeam("s", "t", pkts, sentOf(pkts), m); r.Verdict != VerdictNoOutput {
+			t.Errorf("position %q: verdict %s: %s", pos, r.Verdict, r.Detail)
+		}
+	}
+}
