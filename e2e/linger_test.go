@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/normsim/normsim/normsimtest"
 	"github.com/normsim/normsim/normsimtest/normsimdocker"
@@ -33,6 +34,9 @@ func onExitingRuntimes(t *testing.T, job string, body func(t *testing.T, s *norm
 			s := startSim(t, normsimtest.Options{Runtime: rt, Templates: []string{filepath.Join(examples, "templates")}})
 			in := s.Launch(t, sim.LaunchRequest{Template: job, Node: "a", Params: map[string]string{"RATE": "25"}})
 			s.WaitConnected(t, in.ID)
+			// Its output has begun: the bodies judge what the source sent
+			// (a source moved before its first packet hands over nothing).
+			time.Sleep(200 * time.Millisecond)
 			body(t, s, in)
 		})
 	}
