@@ -18,12 +18,6 @@ import (
 // manager took the exit for the job's failure.
 func TestAOneShotThatCompletesIsNoFailure(t *testing.T) {
 	dir := t.TempDir()
-	tpl := filepath.Join(dir, "oneshot")
-	if err := os.MkdirAll(tpl, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	manifest := `{"productTemplateSchemaVersion": 1, "productName": "One-shot", "productVersion": "0.1.0",
-  "generatedAt": "2025-01-01T00:00:00Z", "target": "docker-compose", "migration": {"strategy": "stopThenStart"}}`
 	compose := `services:
   init:
     image: normsim-test/none:1
@@ -36,11 +30,7 @@ func TestAOneShotThatCompletesIsNoFailure(t *testing.T) {
     x-normsim:
       command: ["sleep", "100"]
 `
-	for name, body := range map[string]string{"manifest.json": manifest, "compose.yml": compose} {
-		if err := os.WriteFile(filepath.Join(tpl, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeStopThenStartTemplate(t, dir, "oneshot", compose)
 	opts := testOptions(t)
 	opts.Templates = []string{dir}
 	m := openApp(t, opts)
@@ -76,8 +66,6 @@ func TestAOneShotThatCompletesIsNoFailure(t *testing.T) {
 // not migrate though its job ran on. A failing exit, or the exit of the
 // instance's last service, still fails it.
 func TestAServiceThatEndsItsWorkLeavesTheInstanceRunning(t *testing.T) {
-	manifest := `{"productTemplateSchemaVersion": 1, "productName": "Sidecar", "productVersion": "0.1.0",
-  "generatedAt": "2025-01-01T00:00:00Z", "target": "docker-compose", "migration": {"strategy": "stopThenStart"}}`
 	service := func(name, cmd string) string {
 		return fmt.Sprintf("  %s:\n    image: normsim-test/none:1\n    x-normsim:\n      command: [\"sh\", \"-c\", %q]\n", name, cmd)
 	}
@@ -87,15 +75,7 @@ func TestAServiceThatEndsItsWorkLeavesTheInstanceRunning(t *testing.T) {
 		"side3": service("app", "sleep 100") + service("side", "sleep 0.3; exit 3"),
 		"solo0": service("app", "sleep 0.3; exit 0"),
 	} {
-		tpl := filepath.Join(dir, name)
-		if err := os.MkdirAll(tpl, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for file, body := range map[string]string{"manifest.json": manifest, "compose.yml": "services:\n" + compose} {
-			if err := os.WriteFile(filepath.Join(tpl, file), []byte(body), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		writeStopThenStartTemplate(t, dir, name, "services:\n"+compose)
 	}
 	opts := testOptions(t)
 	opts.Templates = []string{dir}
@@ -142,8 +122,6 @@ func TestAServiceThatEndsItsWorkLeavesTheInstanceRunning(t *testing.T) {
 // work done, the job running on) rolled every move of its template back
 // and blamed the target; the launch had kept the same instance running.
 func TestASidecarThatEndsItsWorkDoesNotBreakAMigration(t *testing.T) {
-	manifest := `{"productTemplateSchemaVersion": 1, "productName": "Sidecar", "productVersion": "0.1.0",
-  "generatedAt": "2025-01-01T00:00:00Z", "target": "docker-compose", "migration": {"strategy": "stopThenStart"}}`
 	compose := `services:
   app:
     image: normsim-test/none:1
@@ -155,15 +133,7 @@ func TestASidecarThatEndsItsWorkDoesNotBreakAMigration(t *testing.T) {
       command: ["true"]
 `
 	dir := t.TempDir()
-	tpl := filepath.Join(dir, "sidemig")
-	if err := os.MkdirAll(tpl, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for file, body := range map[string]string{"manifest.json": manifest, "compose.yml": compose} {
-		if err := os.WriteFile(filepath.Join(tpl, file), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeStopThenStartTemplate(t, dir, "sidemig", compose)
 	opts := testOptions(t)
 	opts.Templates = []string{dir}
 	m := openApp(t, opts)
@@ -186,5 +156,22 @@ func TestASidecarThatEndsItsWorkDoesNotBreakAMigration(t *testing.T) {
 			t.Fatalf("migration %v: %s (%s), err %v", mig.ID, mig.State, mig.Reason, err)
 		}
 		in.ID = mig.Target.Instance
+	}
+}
+
+// writeStopThenStartTemplate writes a template named name into dir: a
+// manifest that declares stopThenStart, and compose.
+func writeStopThenStartTemplate(t *testing.T, dir, name, compose string) {
+	t.Helper()
+	manifest := `{"productTemplateSchemaVersion": 1, "productName": "` + name + `", "productVersion": "0.1.0",
+  "generatedAt": "2025-01-01T00:00:00Z", "target": "docker-compose", "migration": {"strategy": "stopThenStart"}}`
+	tpl := filepath.Join(dir, name)
+	if err := os.MkdirAll(tpl, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for file, body := range map[string]string{"manifest.json": manifest, "compose.yml": compose} {
+		if err := os.WriteFile(filepath.Join(tpl, file), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

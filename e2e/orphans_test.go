@@ -33,21 +33,9 @@ func TestWhatAKilledMemoryRunLeftIsRemovedByTheNext(t *testing.T) {
 	cli := testenv.RequireDocker(t)
 	normsimdocker.BuildSourceImage(t, "normsim/counter", filepath.Join("..", "examples", "jobs", "counter"))
 	bin := buildNormsim(t)
-	up := func(log *testenv.SyncBuffer) (*exec.Cmd, *apiclient.Client) {
-		addr := "127.0.0.1:" + itoa(testenv.FreePort(t))
-		cmd := exec.Command(bin, "up", "--db", ":memory:", "--addr", addr, "--socket-port", "0",
-			"--runtime", sim.RuntimeDocker, "--templates", templatesDir)
-		cmd.Stdout, cmd.Stderr = log, log
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Signal(syscall.SIGINT); cmd.Wait() })
-		waitReady(t, "http://"+addr)
-		return cmd, apiclient.New("http://"+addr, nil)
-	}
 	ctx := context.Background()
 	var firstLog testenv.SyncBuffer
-	first, api := up(&firstLog)
+	first, api := upMemoryDocker(t, bin, &firstLog)
 	in, err := api.Launch(ctx, sim.LaunchRequest{Template: "counter", Node: "a"})
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +64,7 @@ func TestWhatAKilledMemoryRunLeftIsRemovedByTheNext(t *testing.T) {
 	}
 
 	var secondLog testenv.SyncBuffer
-	up(&secondLog)
+	upMemoryDocker(t, bin, &secondLog)
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
 		list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: byInstance})
 		if err == nil && len(list) == 0 && strings.Contains(secondLog.String(), "removed instances a normsim that is gone left running") {
@@ -101,17 +89,8 @@ func TestAKilledMemoryRunsContainersGoWithIt(t *testing.T) {
 	cli := testenv.RequireDocker(t)
 	normsimdocker.BuildSourceImage(t, "normsim/counter", filepath.Join("..", "examples", "jobs", "counter"))
 	bin := buildNormsim(t)
-	addr := "127.0.0.1:" + itoa(testenv.FreePort(t))
 	var log testenv.SyncBuffer
-	cmd := exec.Command(bin, "up", "--db", ":memory:", "--addr", addr, "--socket-port", "0",
-		"--runtime", sim.RuntimeDocker, "--templates", templatesDir)
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	waitReady(t, "http://"+addr)
-	api := apiclient.New("http://"+addr, nil)
+	cmd, api := upMemoryDocker(t, bin, &log)
 	ctx := context.Background()
 	in, err := api.Launch(ctx, sim.LaunchRequest{Template: "counter", Node: "a"})
 	if err != nil {
@@ -161,4 +140,21 @@ func reapersOf(t *testing.T, bin string) []int {
 		t.Fatalf("no container reaper of %s runs", bin)
 	}
 	return pids
+}
+
+// upMemoryDocker starts `normsim up --db :memory:` on the Docker runtime,
+// its output in log, and stops it (Ctrl-C) when the test ends unless the
+// test killed it first.
+func upMemoryDocker(t *testing.T, bin string, log *testenv.SyncBuffer) (*exec.Cmd, *apiclient.Client) {
+	t.Helper()
+	addr := "127.0.0.1:" + itoa(testenv.FreePort(t))
+	cmd := exec.Command(bin, "up", "--db", ":memory:", "--addr", addr, "--socket-port", "0",
+		"--runtime", sim.RuntimeDocker, "--templates", templatesDir)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGINT); cmd.Wait() })
+	waitReady(t, "http://"+addr)
+	return cmd, apiclient.New("http://"+addr, nil)
 }
