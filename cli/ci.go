@@ -165,8 +165,13 @@ wrong, and nothing ran.`,
 			if err := m.Open(cmd.Context()); err != nil {
 				return &ExitError{Code: ciExitFailed, Err: fmt.Errorf("ci: start the simulator: %w", err)}
 			}
+			note := m.RuntimeNote()
+			if runtime == "auto" && opts.Runtime == sim.RuntimeProcess {
+				// ciOptions chose it, not the user.
+				note = sim.RuntimeProcess + " (no scenario runs on Docker)"
+			}
 			fmt.Fprintf(out, "normsim ci %s: %d scenario(s) from %d file(s); nodes %s; default runtime %s; API %s\n\n",
-				Version, len(scenarios), len(files), strings.Join(opts.Nodes, ", "), m.RuntimeNote(), m.URL())
+				Version, len(scenarios), len(files), strings.Join(opts.Nodes, ", "), note, m.URL())
 
 			// On Ctrl-C or SIGTERM the sim ends its migrations at once, so
 			// the runner's cleanup need not wait out their phases (or a

@@ -38,11 +38,11 @@ func TestOneInterruptExits130(t *testing.T) {
 	}
 	dir := t.TempDir()
 	scen := filepath.Join(dir, "waits.yaml")
-	if err := os.WriteFile(scen, []byte("name: waits long\ntemplate: counter\nsteps:\n  - wait: 60s\n"), 0o644); err != nil {
+	if err := os.WriteFile(scen, []byte("name: waits long\ntemplate: counter\nruntime: process\nsteps:\n  - wait: 60s\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	junit := filepath.Join(dir, "out.xml")
-	args := []string{"ci", scen, "--runtime", "process", "--templates", "../templates", "--junit", junit}
+	args := []string{"ci", scen, "--templates", "../templates", "--junit", junit}
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), mainArgsEnv+"="+strings.Join(args, "\n"))
 	stdout, err := cmd.StdoutPipe()
@@ -61,6 +61,10 @@ func TestOneInterruptExits130(t *testing.T) {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			out.WriteString(sc.Text() + "\n")
+			if strings.HasPrefix(sc.Text(), "normsim ci ") && !strings.Contains(sc.Text(), "default runtime process (no scenario runs on Docker)") {
+				// Round 8: it said "(--runtime)", a flag not given.
+				t.Errorf("the banner does not say why the runtime is process: %s", sc.Text())
+			}
 			if strings.HasPrefix(sc.Text(), "=== waits long") {
 				close(started)
 			}
