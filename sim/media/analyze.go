@@ -145,7 +145,7 @@ func Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *sim.MediaR
 func readable(dgs []sim.MediaDatagram, unreadable *int64) []sim.MediaDatagram {
 	out := dgs[:0:0]
 	for _, d := range dgs {
-		if !(Judge{}).Readable(d.Data) {
+		if !isReadable(d.Data) {
 			*unreadable++
 			continue
 		}
@@ -330,7 +330,8 @@ func (c *comparison) judgeStreams() {
 		// The frames at the switch: the source's last and the target's
 		// first, each as many as reordering can shuffle. A leap further
 		// in is the side's own (ptsDefects), not the seam's.
-		st.FrameTicks = frameTicks(p.src, p.tgt)
+		steps := sortedSteps(p.src, p.tgt)
+		st.FrameTicks = quantile(steps, 0.5)
 		if srcFT, tgtFT := meanFrame(p.src), meanFrame(p.tgt); srcFT > 0 && tgtFT > 0 && p.src.kind == "video" && abs(srcFT-tgtFT)*100 > srcFT {
 			// The source's next frame is due one of its own frames on;
 			// a display or a downstream encoder set up for the source's
@@ -357,7 +358,6 @@ func (c *comparison) judgeStreams() {
 		// The next frame is due one frame on, within a quarter frame; in a
 		// stream with a cadence (3:2 pulldown, a variable rate) any step
 		// its sides take is one frame.
-		steps := sortedSteps(p.src, p.tgt)
 		shortest, longest := min(ft, quantile(steps, 0.1)), max(ft, quantile(steps, 0.9))
 		margin := ft / 4
 		rebased := clock.rebased && p.tgt.pid != nil
@@ -826,29 +826,13 @@ func (c *comparison) checkCounters() {
 // is tied to arrival by its latest PCR in a second next to the switch (a
 // datagram carrying several frames brings the later ones early).
 func (c *comparison) newTimeBase() (tb switchClock) {
-	var src, tgt []tsPacket
-	for _, p := range c.src.ts.pkts {
-		if p.pcr >= 0 && (c.src.ts.pcrPID < 0 || int(p.pid) == c.src.ts.pcrPID) {
-			src = recentPCRs(src, p)
-		}
-	}
-	flagged := false
-	for _, p := range c.tgt.ts.pkts {
-		if c.tgt.ts.pcrPID >= 0 && int(p.pid) != c.tgt.ts.pcrPID {
-			continue
-		}
-		flagged = flagged || len(tgt) == 0 && p.di
-		if p.pcr >= 0 {
-			if len(tgt) > 0 && p.at.Sub(tgt[0].at) > clockWindow {
-				break
-			}
-			tgt = append(tgt, p)
-		}
-	}
-	if len(src) == 0 || len(tgt) == 0 || !flagged {
+	src, tgt := c.src.ts.clock, c.tgt.ts.clock
+	if len(src) == 0 || len(tgt) == 0 || !tgt[0].flagged() {
 		return tb
 	}
 	last, first := src[len(src)-1], tgt[0]
+	src = src[sinceWindow(src, last.at.Add(-clockWindow)):]
+	tgt = tgt[:sinceWindow(tgt, first.at.Add(clockWindow+1))]
 	if pcrContinues(last.pcr, first.pcr) || clockRunsOn(src, first) {
 		return tb
 	}
@@ -864,6 +848,12 @@ func (c *comparison) newTimeBase() (tb switchClock) {
 	return switchClock{rebased: true, shift: (last.pcr-first.pcr)/300 + arrival + tgtLag - srcLag, spread: srcSpread + tgtSpread}
 }
 
+// sinceWindow is the index of the first sample that arrived at or after t.
+func sinceWindow(cs []clockSample, t time.Time) int {
+	i, _ := slices.BinarySearchFunc(cs, t, func(c clockSample, t time.Time) int { return c.at.Compare(t) })
+	return i
+}
+
 // switchClock is how the target's clock meets the source's at the switch
 // (newTimeBase): rebased when the target began a new time base, shift
 // what puts its PTS on the source's clock, spread (ticks) how far the
@@ -875,7 +865,7 @@ type switchClock struct {
 
 // lagOf is how late, in 90 kHz ticks, the latest of ps arrived behind
 // its clock, counted from ref; and how far the others spread below it.
-func lagOf(ps []tsPacket, ref tsPacket) (lag, spread int64) {
+func lagOf(ps []clockSample, ref clockSample) (lag, spread int64) {
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, p := range ps {
 		l := int64(p.at.Sub(ref.at))*90000/int64(time.Second) - wrapDelta(p.pcr-ref.pcr, pcrWrap)/300
@@ -887,29 +877,14 @@ func lagOf(ps []tsPacket, ref tsPacket) (lag, spread int64) {
 // checkPCR: the target's first PCR should continue the source's clock
 // (0–100 ms on), unless the target flags the discontinuity.
 func (c *comparison) checkPCR() {
-	lastPCR := int64(-1)
-	for _, p := range c.src.ts.pkts {
-		if p.pcr >= 0 && (c.src.ts.pcrPID < 0 || int(p.pid) == c.src.ts.pcrPID) {
-			lastPCR = p.pcr
-		}
-	}
-	if lastPCR < 0 {
+	src, tgt := c.src.ts.clock, c.tgt.ts.clock
+	if len(src) == 0 || len(tgt) == 0 {
 		return
 	}
-	flagged := false // on the PCR PID, up to its first PCR (ISO 13818-1)
-	for _, p := range c.tgt.ts.pkts {
-		if c.tgt.ts.pcrPID >= 0 && int(p.pid) != c.tgt.ts.pcrPID {
-			continue
-		}
-		flagged = flagged || p.di
-		if p.pcr < 0 {
-			continue
-		}
-		if !flagged && !pcrContinues(lastPCR, p.pcr) {
-			c.defect(sim.MediaCheckPCR, "TR 101 290 2.3", fmt.Sprintf("PID %d", p.pid), targetSide,
-				fmt.Sprintf("the PCR jumped %s from the source's last to the target's first without the discontinuity indicator", pcrStep(lastPCR, p.pcr)))
-		}
-		return
+	last, first := src[len(src)-1], tgt[0]
+	if !first.flagged() && !pcrContinues(last.pcr, first.pcr) {
+		c.defect(sim.MediaCheckPCR, "TR 101 290 2.3", fmt.Sprintf("PID %d", first.pid), targetSide,
+			fmt.Sprintf("the PCR jumped %s from the source's last to the target's first without the discontinuity indicator", pcrStep(last.pcr, first.pcr)))
 	}
 }
 

@@ -119,17 +119,31 @@ func rtpCodec(payload []byte) string {
 	return codecH264
 }
 
-// h264Depacketizer undoes RFC 6184 packetization for one SSRC: single NAL
+// rtpVideo turns one SSRC's payloads of a dynamic payload type into
+// access units: the codec its first packet says (rtpCodec), the
+// depacketizer for it, and the gatherer of each timestamp's NAL units.
+type rtpVideo struct {
+	codec  string
+	depack depacketizer
+	units  auGatherer
+}
+
+func newRTPVideo(first []byte) rtpVideo {
+	codec := rtpCodec(first)
+	return rtpVideo{codec: codec, depack: depacketizer{h265: codec == codecH265}, units: auGatherer{codec: codec}}
+}
+
+// depacketizer undoes RFC 6184 packetization for one SSRC: single NAL
 // unit packets, STAP-A and FU-A (non-interleaved mode); with h265 set,
 // RFC 7798's: single NAL unit packets, aggregation packets (48) and
 // fragmentation units (49), without DONL fields.
-type h264Depacketizer struct {
+type depacketizer struct {
 	h265     bool
 	fragment []byte // the FU-A NAL being reassembled, nil when none
 	lostFU   int    // FU-A fragments dropped because their start was lost
 }
 
-func (d *h264Depacketizer) push(payload []byte) [][]byte {
+func (d *depacketizer) push(payload []byte) [][]byte {
 	if len(payload) == 0 {
 		return nil
 	}
@@ -154,7 +168,7 @@ func (d *h264Depacketizer) push(payload []byte) [][]byte {
 }
 
 // pushH265 is push for RFC 7798.
-func (d *h264Depacketizer) pushH265(payload []byte) [][]byte {
+func (d *depacketizer) pushH265(payload []byte) [][]byte {
 	if len(payload) < 3 {
 		return nil
 	}
@@ -191,7 +205,7 @@ func aggregated(b []byte) [][]byte {
 // fragmentUnit adds one fragment (FU-A, H.265's FU) to the NAL unit being
 // rebuilt: fu is the FU header (start and end bits), header the NAL
 // header a start restores. It returns the NAL unit the end bit completes.
-func (d *h264Depacketizer) fragmentUnit(fu byte, header, data []byte) [][]byte {
+func (d *depacketizer) fragmentUnit(fu byte, header, data []byte) [][]byte {
 	start, end := fu&0x80 != 0, fu&0x40 != 0
 	switch {
 	case start:

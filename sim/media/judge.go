@@ -18,8 +18,11 @@ func (Judge) Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *si
 }
 
 // Readable says whether Analyze reads data (it also reads a TS datagram
-// with some packets out of sync, to count them), as its own readable does.
-func (Judge) Readable(data []byte) bool {
+// with some packets out of sync, to count them).
+func (Judge) Readable(data []byte) bool { return isReadable(data) }
+
+// isReadable is Readable: what Analyze keeps of a window.
+func isReadable(data []byte) bool {
 	f, _ := readDatagram(data)
 	return f != sim.MediaUnknown
 }

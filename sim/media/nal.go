@@ -56,8 +56,9 @@ type codecUnit struct {
 	recovery int
 }
 
-// inspectNALs reads the NAL headers of one access unit of codec ("H.264"
-// or "H.265"); for H.264 it also reads the SPS and the PPS.
+// inspectNALs reads the NAL headers of one access unit of codec ("H.265",
+// else H.264); for H.264 it also reads the SPS, the PPS and a recovery
+// point SEI.
 func inspectNALs(codec string, nals [][]byte) codecUnit {
 	u := codecUnit{recovery: -1}
 	for _, n := range nals {

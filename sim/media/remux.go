@@ -22,10 +22,8 @@ func Remux(dgs []sim.MediaDatagram) ([]byte, error) {
 	var out bytes.Buffer
 	var mux *astits.Muxer
 	type stream struct {
-		recv   rtpReceive
-		depack h264Depacketizer
-		units  auGatherer
-		codec  string
+		recv rtpReceive
+		rtpVideo
 	}
 	streams := map[uint32]*stream{}
 	var order []*stream
@@ -86,8 +84,7 @@ func Remux(dgs []sim.MediaDatagram) ([]byte, error) {
 		// in what it got.
 		st := streams[p.SSRC]
 		if st == nil {
-			st = &stream{codec: rtpCodec(p.Payload)}
-			st.depack.h265, st.units.codec = st.codec == codecH265, st.codec
+			st = &stream{rtpVideo: newRTPVideo(p.Payload)}
 			streams[p.SSRC] = st
 			order = append(order, st)
 		}

@@ -2,7 +2,6 @@ package media
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -113,6 +112,40 @@ type tsState struct {
 	lastWithPayload map[uint16]lastPacket
 	// duplicates counts the copies dropped so, for the report.
 	duplicates int
+	// clock is the side's PCRs (clockSamples), read once the PMT named
+	// the PCR PID.
+	clock []clockSample
+}
+
+// clockSample is one PCR of a side's clock: flagAt is the packet that set
+// the discontinuity indicator on the PCR PID since the PCR before (ISO
+// 13818-1: the flag speaks for that PID's next PCR), -1 when none did.
+type clockSample struct {
+	tsPacket
+	flagAt int
+}
+
+func (c clockSample) flagged() bool { return c.flagAt >= 0 }
+
+// clockSamples are the side's PCRs on its PCR PID, or on any PID when no
+// PMT named one, in order.
+func (st *tsState) clockSamples() []clockSample {
+	var out []clockSample
+	flagAt := -1
+	for i, p := range st.pkts {
+		if p.pid == 0x1fff || st.pcrPID >= 0 && int(p.pid) != st.pcrPID {
+			continue
+		}
+		if p.di && flagAt < 0 {
+			flagAt = i
+		}
+		if p.pcr < 0 {
+			continue
+		}
+		out = append(out, clockSample{p, flagAt})
+		flagAt = -1
+	}
+	return out
 }
 
 // lastPacket is a PID's last packet with payload and whether it was
@@ -145,9 +178,8 @@ type rtpTrack struct {
 	// or leaped ahead of the time between the packets.
 	tsLeaps   int
 	firstLeap string
-	depack    h264Depacketizer
-	units     auGatherer
-	media     *track // the H.264 stream, nil for MP2T
+	rtpVideo         // of a video stream; unused for MP2T
+	media     *track // the video stream, nil for MP2T
 }
 
 // rtpReceive is what a receiver keeps of one SSRC's stream to drop the
@@ -200,7 +232,7 @@ type rtpUnit struct {
 // carried no picture (a delimiter, SEI, parameter sets) go with the next
 // picture's, as a receiver's parser joins them: they are no frame.
 type auGatherer struct {
-	codec   string // codecH264 when ""
+	codec   string
 	pending *rtpUnit
 	carry   [][]byte
 }
@@ -232,7 +264,7 @@ func (g *auGatherer) flush() *rtpUnit {
 	if au == nil {
 		return nil
 	}
-	if !inspectNALs(cmp.Or(g.codec, codecH264), au.nals).slices {
+	if !inspectNALs(g.codec, au.nals).slices {
 		g.carry = au.nals[max(0, len(au.nals)-maxCarried):]
 		return nil
 	}
@@ -372,9 +404,8 @@ func (s *side) addRTP(p *rtp.Packet, data []byte, dg int, at time.Time, mp2t boo
 		rt = &rtpTrack{ssrc: p.SSRC, mp2t: mp2t}
 		if !mp2t {
 			ssrc := p.SSRC
-			codec := rtpCodec(p.Payload)
-			rt.depack.h265, rt.units.codec = codec == codecH265, codec
-			rt.media = &track{name: fmt.Sprintf("SSRC 0x%08x", ssrc), ssrc: &ssrc, kind: "video", codec: codec, wrap: rtpWrap}
+			rt.rtpVideo = newRTPVideo(p.Payload)
+			rt.media = &track{name: fmt.Sprintf("SSRC 0x%08x", ssrc), ssrc: &ssrc, kind: "video", codec: rt.codec, wrap: rtpWrap}
 			s.tracks = append(s.tracks, rt.media)
 		}
 		s.rtp = append(s.rtp, rt)
@@ -569,6 +600,7 @@ func (s *side) demuxTS() {
 	for len(st.pkts) < len(st.raw) {
 		st.pkts = append(st.pkts, tsPacket{dg: st.rawDg[len(st.pkts)], pid: 0x1fff, pcr: -1})
 	}
+	st.clock = st.clockSamples()
 }
 
 func packetPID(p []byte) uint16 { return uint16(p[1]&0x1f)<<8 | uint16(p[2]) }
@@ -696,38 +728,25 @@ func (s *side) buildTSTracks(other []pmtStream) {
 // changed: a discontinuity indicator on the PCR PID whose next PCR does
 // not continue the clock, neither closely nor by the time that passed
 // (clockRunsOn: a sender that paused, or sends in bursts, sends a PCR on
-// its old clock). ISO
-// 13818-1 gives the indicator that meaning only on the PCR PID; on
-// another it excuses a continuity counter jump, and a PCR that runs on
-// says no new time base began whatever a packet claims. known is false when the side named no PCR PID or sent no PCR,
-// and then a unit's own indicator is taken at its word.
+// its old clock). ISO 13818-1 gives the indicator that meaning only on
+// the PCR PID; on another it excuses a continuity counter jump, and a PCR
+// that runs on says no new time base began whatever a packet claims.
+// known is false when the side named no PCR PID or sent no PCR, and then
+// a unit's own indicator is taken at its word.
 type timeBases struct {
 	known bool
 	at    []int // packet indexes, ascending
 }
 
 func (st *tsState) timeBaseChanges() timeBases {
-	tb := timeBases{known: st.pcrPID >= 0}
-	var recent []tsPacket // the clock's PCRs of the last second
-	flagged := -1
-	for i, p := range st.pkts {
-		if int(p.pid) != st.pcrPID {
-			continue
-		}
-		if p.di {
-			flagged = i
-		}
-		if p.pcr < 0 {
-			continue
-		}
-		if flagged >= 0 && len(recent) > 0 && !pcrContinues(recent[len(recent)-1].pcr, p.pcr) && !clockRunsOn(recent, p) {
-			tb.at = append(tb.at, flagged)
+	tb := timeBases{known: st.pcrPID >= 0 && len(st.clock) > 0}
+	var recent []clockSample // the clock's PCRs of the last second
+	for _, c := range st.clock {
+		if c.flagged() && len(recent) > 0 && !pcrContinues(recent[len(recent)-1].pcr, c.pcr) && !clockRunsOn(recent, c) {
+			tb.at = append(tb.at, c.flagAt)
 			recent = recent[:0] // a new clock: its own PCRs from here
 		}
-		flagged, recent = -1, recentPCRs(recent, p)
-	}
-	if len(recent) == 0 {
-		tb.known = false
+		recent = recentPCRs(recent, c)
 	}
 	return tb
 }
@@ -765,7 +784,6 @@ func (s *side) withinSideDefects() {
 	}
 	cc := map[uint16]*ccState{}
 	var pids []uint16
-	lastPCR, pcrFlagged := int64(-1), false
 	pcrJumps, firstPCRJump := 0, ""
 	for _, p := range st.pkts {
 		if p.pid == 0x1fff {
@@ -786,20 +804,14 @@ func (s *side) withinSideDefects() {
 			}
 			c.last, c.seen = p.cc, true
 		}
-		onPCRPID := st.pcrPID < 0 || int(p.pid) == st.pcrPID
-		// The flag on the PCR PID speaks for the next PCR on it, in
-		// this packet or a later one (ISO 13818-1).
-		pcrFlagged = pcrFlagged || onPCRPID && p.di
-		if p.pcr >= 0 && onPCRPID {
-			flagged := pcrFlagged
-			pcrFlagged = false
-			if lastPCR >= 0 && !flagged && !pcrContinues(lastPCR, p.pcr) {
-				pcrJumps++
-				if firstPCRJump == "" {
-					firstPCRJump = fmt.Sprintf("by %s", pcrStep(lastPCR, p.pcr))
-				}
+	}
+	for k := 1; k < len(st.clock); k++ {
+		prev, c := st.clock[k-1], st.clock[k]
+		if !c.flagged() && !pcrContinues(prev.pcr, c.pcr) {
+			pcrJumps++
+			if firstPCRJump == "" {
+				firstPCRJump = fmt.Sprintf("by %s", pcrStep(prev.pcr, c.pcr))
 			}
-			lastPCR = p.pcr
 		}
 	}
 	for _, pid := range pids {
@@ -869,7 +881,7 @@ const clockWindow = time.Second
 // more of a burst it waited in); so may next, and no later than the
 // latest of them allows. A sender that paused, or sends in bursts, sends
 // a PCR on its old clock; a new time base puts it far off every one.
-func clockRunsOn(recent []tsPacket, next tsPacket) bool {
+func clockRunsOn(recent []clockSample, next clockSample) bool {
 	if len(recent) == 0 {
 		return false
 	}
@@ -884,7 +896,7 @@ func clockRunsOn(recent []tsPacket, next tsPacket) bool {
 }
 
 // recentPCRs keeps the PCRs of the clockWindow up to the newest.
-func recentPCRs(recent []tsPacket, p tsPacket) []tsPacket {
+func recentPCRs(recent []clockSample, p clockSample) []clockSample {
 	recent = append(recent, p)
 	i := 0
 	for i < len(recent)-1 && p.at.Sub(recent[i].at) > clockWindow {
