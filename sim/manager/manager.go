@@ -115,7 +115,6 @@ type instance struct {
 	changed chan struct{}   // closed and replaced on every change
 	stopped bool            // Stop was called: exits are expected
 	healthy map[string]bool // services that reported healthy
-	exited  map[string]bool // services that exited on their own, for good
 	// movedBy is the migration that moved this instance's job elsewhere
 	// and left it stopped (its source, once the migration completed).
 	movedBy string
@@ -932,11 +931,7 @@ func (m *Manager) OnRuntimeEvent(ev sim.RuntimeEvent) {
 		if ev.Restarting {
 			break
 		}
-		runsOn = in.othersRunOn(ev)
-		if in.exited == nil {
-			in.exited = map[string]bool{}
-		}
-		in.exited[ev.Service] = true
+		runsOn = othersRunOn(ev)
 		if !in.stopped && !completed && !runsOn {
 			detail := ev.Detail
 			if detail == "" {
@@ -993,19 +988,8 @@ func (in *instance) oneShotCompleted(ev sim.RuntimeEvent) bool {
 // another service of the instance (or a replica) still runs: under
 // `docker compose up` one service ending, its work done, ends nothing
 // else, in a migration neither.
-func (in *instance) othersRunOn(ev sim.RuntimeEvent) bool {
-	if ev.Kind != sim.ServiceExited || ev.ExitCode != 0 || ev.Signal != 0 || in.spec == nil {
-		return false
-	}
-	if ev.OthersRun {
-		return true // the runtime saw one (a replica of the same service too)
-	}
-	for _, s := range in.spec.Services {
-		if s.Name != ev.Service && !in.exited[s.Name] {
-			return true
-		}
-	}
-	return false
+func othersRunOn(ev sim.RuntimeEvent) bool {
+	return ev.Kind == sim.ServiceExited && ev.ExitCode == 0 && ev.Signal == 0 && ev.OthersRun
 }
 
 // allHealthy reports whether every service with a healthcheck has said

@@ -384,7 +384,8 @@ func TestServiceExited(t *testing.T) {
 			r, rec := MustRuntime(t)
 			MustLaunch(t, r, "i1", tt.service, helper("other", "sleep"))
 			ev := rec.waitFor(t, sim.ServiceExited, "job")
-			want := sim.RuntimeEvent{Instance: "i1", Service: "job", Kind: sim.ServiceExited, ExitCode: tt.wantCode, Signal: tt.wantSignal, Detail: tt.wantDetail, At: testNow}
+			// other runs on: the event says so.
+			want := sim.RuntimeEvent{Instance: "i1", Service: "job", Kind: sim.ServiceExited, ExitCode: tt.wantCode, Signal: tt.wantSignal, Detail: tt.wantDetail, At: testNow, OthersRun: true}
 			if ev != want {
 				t.Fatalf("event = %+v, want %+v", ev, want)
 			}

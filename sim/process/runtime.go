@@ -607,7 +607,7 @@ func buildEnv(environ []string, spec map[string]string) []string {
 // processes end with its main process) and its last output is read.
 func (r *Runtime) watch(inst *instance, p *proc, pidfd int) {
 	defer r.wg.Done()
-	natural := false
+	natural, othersRun := false, false
 	exit, ok := waitExit(r.detached, p.pid, pidfd, func() {
 		// Before the pid can be reused: the reaper must never signal a
 		// group that is no longer the job's.
@@ -625,7 +625,7 @@ func (r *Runtime) watch(inst *instance, p *proc, pidfd int) {
 			// A container's processes all die with its main one; so do
 			// those the job started in groups of their own, once no
 			// service of it runs that could own them.
-			if !othersLive(inst, p) {
+			if othersRun = othersLive(inst, p); !othersRun {
 				for _, g := range r.strays(inst, nil) {
 					killGroup(g)
 				}
@@ -645,7 +645,7 @@ func (r *Runtime) watch(inst *instance, p *proc, pidfd int) {
 	r.logger.Debug("process exited", "instance", inst.id, "service", p.svc.name, "pid", p.pid, "detail", exit.detail)
 	waitGone(context.Background(), []*proc{p}, reapBound)
 	p.drain(inst.logs, true)
-	r.emit(sim.RuntimeEvent{Instance: inst.id, Service: p.svc.name, Kind: sim.ServiceExited, ExitCode: exit.code, Signal: exit.signal, Detail: exit.detail})
+	r.emit(sim.RuntimeEvent{Instance: inst.id, Service: p.svc.name, Kind: sim.ServiceExited, ExitCode: exit.code, Signal: exit.signal, Detail: exit.detail, OthersRun: othersRun})
 	inst.reporting.Add(-1)
 	close(p.done)
 }
