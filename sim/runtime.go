@@ -76,9 +76,10 @@ type RuntimeEvent struct {
 	// the service again (its restart policy, as docker compose would):
 	// the instance goes on running.
 	Restarting bool
-	// OthersRun is set on a ServiceExited when another container or
-	// process of the instance (another service's, or another replica of
-	// this one) still runs, or is being started.
+	// OthersRun is set on a ServiceExited with code 0 (the only exit that
+	// can leave its instance running) when another container or process
+	// of the instance (another service's, or another replica of this one)
+	// still runs, or is being started.
 	OthersRun bool
 }
 

@@ -170,7 +170,10 @@ func (r *Runtime) handle(m events.Message) {
 		r.awaitDrained(in, svc, time.Unix(0, m.TimeNano))
 		ev.Kind = sim.ServiceExited
 		ev.ExitCode = code
-		ev.OthersRun = r.othersRunning(in.id, m.Actor.ID)
+		if code == 0 {
+			// Only an exit 0 can leave the instance running on.
+			ev.OthersRun = r.othersRunning(in.id, m.Actor.ID)
+		}
 		ev.Detail = fmt.Sprintf("container %s exited with code %d", name, code)
 		if again {
 			ev.Restarting = true

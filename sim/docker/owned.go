@@ -21,11 +21,13 @@ type Owned struct {
 	ContainerID string
 	Running     bool
 	// Restarting is a container the engine is about to start again (its
-	// restart policy), Completed one that exited with code 0: neither
-	// ends its project under `docker compose up`.
-	Restarting bool
-	Completed  bool
-	Labels     map[string]string
+	// restart policy), Exited one that ended; Completed (filled by
+	// Recover, which asks the engine) one that exited with code 0. Neither
+	// a restarting nor a completed one ends its project under `docker
+	// compose up`.
+	Restarting, Exited bool
+	Completed          bool
+	Labels             map[string]string
 }
 
 // Owned lists every container that carries normsim's labels, running or
@@ -41,21 +43,15 @@ func (r *Runtime) Owned(ctx context.Context) ([]Owned, error) {
 	}
 	owned := make([]Owned, 0, len(list))
 	for _, c := range list {
-		o := Owned{
+		owned = append(owned, Owned{
 			Instance:    c.Labels[sim.LabelInstance],
 			Service:     c.Labels[sim.LabelService],
 			ContainerID: c.ID,
 			Running:     c.State == container.StateRunning,
 			Restarting:  c.State == container.StateRestarting,
+			Exited:      c.State == container.StateExited,
 			Labels:      c.Labels,
-		}
-		if c.State == container.StateExited {
-			// The list gives the exit code only inside its status text.
-			if ci, err := r.cli.ContainerInspect(ctx, c.ID); err == nil && ci.State != nil {
-				o.Completed = ci.State.ExitCode == 0 && !ci.State.OOMKilled
-			}
-		}
-		owned = append(owned, o)
+		})
 	}
 	slices.SortFunc(owned, func(a, b Owned) int {
 		return cmp.Or(cmp.Compare(a.Instance, b.Instance), cmp.Compare(a.Service, b.Service), cmp.Compare(a.ContainerID, b.ContainerID))

@@ -27,6 +27,9 @@ func init() { reaper.Serve(containerReaperEnv, removeLeft) }
 // removeLeft force-removes what each instance still listed left in the
 // engine (containers, networks, volumes), as a second Ctrl-C does.
 func removeLeft(ids []string) {
+	if len(ids) == 0 {
+		return // an orderly exit: nothing to ask the engine, nothing to wait for
+	}
 	r, err := New(Config{})
 	if err != nil {
 		return

@@ -24,6 +24,7 @@ func (r *Runtime) Recover(ctx context.Context, owner string, stored []sim.Instan
 	if err != nil {
 		return nil, err
 	}
+	r.readCompleted(ctx, owner, owned)
 	left := leftovers(owner, owned)
 	out := map[string]sim.Recovery{}
 	for _, in := range stored {
@@ -46,6 +47,21 @@ func (r *Runtime) Recover(ctx context.Context, owner string, stored []sim.Instan
 		}
 	}
 	return out, nil
+}
+
+// readCompleted marks owner's exited containers that exited with code 0
+// (the list gives the code only inside its status text): only recovery
+// needs it, so only recovery asks the engine, once a container.
+func (r *Runtime) readCompleted(ctx context.Context, owner string, owned []Owned) {
+	for i := range owned {
+		o := &owned[i]
+		if !o.Exited || o.Labels[sim.LabelOwner] != owner {
+			continue
+		}
+		if ci, err := r.cli.ContainerInspect(ctx, o.ContainerID); err == nil && ci.State != nil {
+			o.Completed = ci.State.ExitCode == 0 && !ci.State.OOMKilled
+		}
+	}
 }
 
 // leftovers maps each instance of owner's runs the engine still holds
