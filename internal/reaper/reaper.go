@@ -17,8 +17,11 @@ package reaper
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -122,27 +125,29 @@ func Serve(env string, end func(ids []string)) {
 	os.Exit(0)
 }
 
-// read follows "+ID" and "-ID" lines until in ends.
+// read follows "+ID" and "-ID" lines until in ends: what is listed then,
+// in the order it was listed. A map, so that a run of 10,000 jobs does not
+// scan the list for each one it takes off.
 func read(in *os.File) []string {
-	var ids []string
+	listed := map[string]int{} // ID → when it was listed
+	n := 0
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
 		line := sc.Text()
 		if len(line) < 2 {
 			continue
 		}
-		id := line[1:]
-		switch line[0] {
+		switch id := line[1:]; line[0] {
 		case '+':
-			ids = append(ids, id)
-		case '-':
-			for i, x := range ids {
-				if x == id {
-					ids = append(ids[:i], ids[i+1:]...)
-					break
-				}
+			if _, ok := listed[id]; !ok {
+				listed[id] = n
+				n++
 			}
+		case '-':
+			delete(listed, id)
 		}
 	}
+	ids := slices.Collect(maps.Keys(listed))
+	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(listed[a], listed[b]) })
 	return ids
 }
