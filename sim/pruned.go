@@ -14,6 +14,7 @@ import (
 // recentlyPrunedKept are kept: with more migrations than that finishing
 // at once, the cap is far below what runs.
 type RecentlyPruned struct {
+	some    atomic.Bool // anything was ever added: without a cap, writes never lock
 	mu      sync.Mutex
 	ids     map[string]bool
 	order   []string
@@ -24,6 +25,10 @@ const recentlyPrunedKept = 1 << 16
 
 // Add remembers ids as pruned.
 func (p *RecentlyPruned) Add(ids ...string) {
+	if len(ids) == 0 {
+		return
+	}
+	p.some.Store(true)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.ids == nil {
@@ -47,6 +52,9 @@ func (p *RecentlyPruned) Add(ids ...string) {
 // Drops says whether a write for migration id is let go of (the cap
 // dropped it), counting its n records if so.
 func (p *RecentlyPruned) Drops(id string, n int) bool {
+	if !p.some.Load() {
+		return false // every write of every store passes here
+	}
 	p.mu.Lock()
 	pruned := p.ids[id]
 	p.mu.Unlock()
