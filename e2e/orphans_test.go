@@ -14,6 +14,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
 
 	"github.com/normsim/normsim/apiclient"
 	"github.com/normsim/normsim/internal/testenv"
@@ -36,20 +37,7 @@ func TestWhatAKilledMemoryRunLeftIsRemovedByTheNext(t *testing.T) {
 	ctx := context.Background()
 	var firstLog testenv.SyncBuffer
 	first, api := upMemoryDocker(t, bin, &firstLog)
-	in, err := api.Launch(ctx, sim.LaunchRequest{Template: "counter", Node: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	byInstance := filters.NewArgs(filters.Arg("label", sim.LabelInstance+"="+in.ID))
-	t.Cleanup(func() { // whatever the outcome, nothing of this test is left
-		list, _ := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: byInstance})
-		for _, c := range list {
-			cli.ContainerRemove(context.Background(), c.ID, container.RemoveOptions{Force: true})
-		}
-	})
-	if _, err := api.AwaitInstance(ctx, in.ID, sim.UntilRunning, time.Minute); err != nil {
-		t.Fatalf("counter never ran: %v\n%s", err, firstLog.String())
-	}
+	in, byInstance := launchCounter(t, cli, api, &firstLog)
 	// Its containers' reaper would remove them at once
 	// (TestAKilledMemoryRunsContainersGoWithIt); killed first, as by a
 	// kill of every process or a reboot, it leaves them to the sweep.
@@ -92,20 +80,7 @@ func TestAKilledMemoryRunsContainersGoWithIt(t *testing.T) {
 	var log testenv.SyncBuffer
 	cmd, api := upMemoryDocker(t, bin, &log)
 	ctx := context.Background()
-	in, err := api.Launch(ctx, sim.LaunchRequest{Template: "counter", Node: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	byInstance := filters.NewArgs(filters.Arg("label", sim.LabelInstance+"="+in.ID))
-	t.Cleanup(func() {
-		list, _ := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: byInstance})
-		for _, c := range list {
-			cli.ContainerRemove(context.Background(), c.ID, container.RemoveOptions{Force: true})
-		}
-	})
-	if _, err := api.AwaitInstance(ctx, in.ID, sim.UntilRunning, time.Minute); err != nil {
-		t.Fatalf("counter never ran: %v\n%s", err, log.String())
-	}
+	in, byInstance := launchCounter(t, cli, api, &log)
 	cmd.Process.Kill()
 	cmd.Wait()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
@@ -157,4 +132,26 @@ func upMemoryDocker(t *testing.T, bin string, log *testenv.SyncBuffer) (*exec.Cm
 	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGINT); cmd.Wait() })
 	waitReady(t, "http://"+addr)
 	return cmd, apiclient.New("http://"+addr, nil)
+}
+
+// launchCounter launches the counter on node a and waits until it runs;
+// whatever the test's outcome, nothing of the instance is left after it.
+func launchCounter(t *testing.T, cli *client.Client, api *apiclient.Client, log *testenv.SyncBuffer) (sim.Instance, filters.Args) {
+	t.Helper()
+	ctx := context.Background()
+	in, err := api.Launch(ctx, sim.LaunchRequest{Template: "counter", Node: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byInstance := filters.NewArgs(filters.Arg("label", sim.LabelInstance+"="+in.ID))
+	t.Cleanup(func() {
+		list, _ := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: byInstance})
+		for _, c := range list {
+			cli.ContainerRemove(context.Background(), c.ID, container.RemoveOptions{Force: true})
+		}
+	})
+	if _, err := api.AwaitInstance(ctx, in.ID, sim.UntilRunning, time.Minute); err != nil {
+		t.Fatalf("counter never ran: %v\n%s", err, log.String())
+	}
+	return *in, byInstance
 }
