@@ -51,13 +51,19 @@ type StopReport struct {
 func (r StopReport) KilledWhy(grace time.Duration) string {
 	parts := make([]string, 0, len(r.Killed))
 	for _, svc := range r.Killed {
-		if own, ok := r.OwnGrace[svc]; ok {
-			parts = append(parts, fmt.Sprintf("%s still running after its own %s stop grace", svc, own))
-		} else {
-			parts = append(parts, fmt.Sprintf("%s still running after the %s stop grace", svc, grace))
-		}
+		parts = append(parts, fmt.Sprintf("%s still running after %s", svc, r.GraceOf(svc, grace)))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// GraceOf is the grace that ran out for a killed service, as said:
+// "its own 3s stop grace" where its compose file set one, else "the 10s
+// stop grace" (grace, the stop's).
+func (r StopReport) GraceOf(svc string, grace time.Duration) string {
+	if own, ok := r.OwnGrace[svc]; ok {
+		return fmt.Sprintf("its own %s stop grace", own)
+	}
+	return fmt.Sprintf("the %s stop grace", grace)
 }
 
 // RuntimeEvent is something a runtime noticed about a running service.

@@ -306,9 +306,9 @@ func (m *Manager) setStateLocked(in *instance, to sim.InstanceState, errText str
 	}
 	from := in.State
 	in.State = to
-	if to == sim.InstanceStopped || to == sim.InstanceFailed {
+	if to.Terminal() {
 		// Healthy speaks for a running instance: one that ended, or that
-		// normsim gave up on, is not.
+		// normsim gave up on, is not (Recover says the same).
 		in.Healthy = false
 	}
 	if to == sim.InstanceStopped {
@@ -892,12 +892,8 @@ func (m *Manager) stopInstance(ctx context.Context, in *instance, grace time.Dur
 	// A job that does not end on SIGTERM broke its duty to stop when
 	// told; its instance's events say so, as a migration's timeline does.
 	for _, svc := range rep.Killed {
-		g, whose := grace, "the"
-		if own, ok := rep.OwnGrace[svc]; ok {
-			g, whose = own, "its own"
-		}
 		m.publish(sim.EventInstanceRuntime, in.ID, "", map[string]any{"service": svc, "kind": sim.ServiceKilled,
-			"detail": fmt.Sprintf("did not exit within %s %s stop grace after its stop signal (SIGTERM, or the service's stop_signal); killed (SIGKILL)", whose, g)})
+			"detail": fmt.Sprintf("did not exit within %s after its stop signal (SIGTERM, or the service's stop_signal); killed (SIGKILL)", rep.GraceOf(svc, grace))})
 	}
 	if in.Connected {
 		in.Connected = false
