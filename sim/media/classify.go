@@ -141,6 +141,7 @@ type depacketizer struct {
 	h265     bool
 	fragment []byte // the FU-A NAL being reassembled, nil when none
 	lostFU   int    // FU-A fragments dropped because their start was lost
+	lostPACI int    // H.265 PACI packets that carried nothing readable
 }
 
 func (d *depacketizer) push(payload []byte) [][]byte {
@@ -179,8 +180,23 @@ func (d *depacketizer) pushH265(payload []byte) [][]byte {
 	case 49: // fragmentation unit
 		// The NAL header: the payload header's with the FU's type.
 		return d.fragmentUnit(payload[2], []byte{payload[0]&0x81 | (payload[2]&0x3f)<<1, payload[1]}, payload[3:])
-	case 50: // PACI: payload content information, not a NAL unit
-		return nil
+	case 50: // PACI: the payload it carries (a NAL unit, an AP or an FU), after its header extension
+		if len(payload) < 4 {
+			d.lostPACI++
+			return nil
+		}
+		phs := int(payload[2]&0x01)<<4 | int(payload[3]>>4)
+		if len(payload) < 4+phs+1 {
+			d.lostPACI++
+			return nil
+		}
+		cType := payload[2] >> 1 & 0x3f
+		inner := append([]byte{payload[0]&0x81 | cType<<1, payload[1]}, payload[4+phs:]...)
+		if cType == 50 {
+			d.lostPACI++ // a PACI may not carry a PACI (RFC 7798 4.4.4)
+			return nil
+		}
+		return d.pushH265(inner)
 	default:
 		d.fragment = nil
 		return [][]byte{payload}

@@ -544,3 +544,20 @@ func TestAnalyzeRTPH265(t *testing.T) {
 		}
 	}
 }
+
+// A PACI packet (RFC 7798 4.4.4) carries a NAL unit after its header
+// extension: it was dropped unread and uncounted; it is unwrapped now,
+// and one that carries nothing readable is counted.
+func TestH265PACIIsUnwrapped(t *testing.T) {
+	d := depacketizer{h265: true}
+	// PACI header (type 50), A=0, cType 19 (IDR_W_RADL), PHSsize 2, then
+	// two bytes of extension, then the IDR's body.
+	paci := []byte{50 << 1, 0x01, 19 << 1, 2 << 4, 0xaa, 0xbb, 0xcd, 0xcd}
+	nals := d.push(paci)
+	if len(nals) != 1 || nals[0][0]>>1&0x3f != 19 || nals[0][1] != 0x01 || !bytes.Equal(nals[0][2:], []byte{0xcd, 0xcd}) {
+		t.Errorf("PACI gave % x", nals)
+	}
+	if d.push([]byte{50 << 1, 0x01, 19 << 1, 9 << 4}) != nil || d.lostPACI != 1 {
+		t.Errorf("a PACI shorter than its extension: lost %d", d.lostPACI)
+	}
+}

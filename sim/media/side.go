@@ -843,6 +843,9 @@ func (s *side) withinSideDefects() {
 			}
 			s.defect(sim.MediaCheckRTPFragments, rfc, fmt.Sprintf("SSRC 0x%08x", rt.ssrc), fmt.Sprintf("the %s sent %s whose NAL unit's start never came", s.name, sim.Plural(int64(rt.depack.lostFU), fu)))
 		}
+		if rt.depack.lostPACI > 0 {
+			s.defect(sim.MediaCheckRTPFragments, "RFC 7798", fmt.Sprintf("SSRC 0x%08x", rt.ssrc), fmt.Sprintf("the %s sent %s that carried no readable payload", s.name, sim.Plural(int64(rt.depack.lostPACI), "PACI packet")))
+		}
 	}
 	if len(s.rtp) > 1 {
 		s.defect(sim.MediaCheckSSRC, "RFC 3550", "", fmt.Sprintf("the %s's own stream changed SSRC %s: a receiver resets at each new source", s.name, ssrcList(s.rtp)))
