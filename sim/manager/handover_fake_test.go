@@ -684,8 +684,16 @@ func TestAStoredRunLetsItsTimelineGo(t *testing.T) {
 	if m.State != sim.MigrationCompleted {
 		t.Fatalf("ended %s (%s), want completed", m.State, m.Reason)
 	}
-	s.mgr.Flush()
-	held, ok := s.mgr.EndedTimeline(tgt.role)
+	// The await answers at the ended event; the run queues its document
+	// for the store just after, so a first Flush may come before it.
+	held, ok := 0, false
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		s.mgr.Flush()
+		if held, ok = s.mgr.EndedTimeline(tgt.role); !ok || held == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if !ok {
 		t.Fatal("the connected target's ended migration is not kept for a frame that crossed its end")
 	}
