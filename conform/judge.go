@@ -196,7 +196,13 @@ func rollbackLeft(m *sim.Migration, f sim.Fault, ev *evidence) verdict {
 	}
 	doubt := inDoubt(m)
 	if doubt {
-		v = pass("rolled back (%s); the source had been told cutover-ready and then lost its socket, so it could not know the handover rolled back and kept its output stopped, as it must (docs/conform.md); the follow-up handover completed and the job produces again", endOf(m))
+		kept := "kept its output stopped, as it must (docs/conform.md)"
+		if ev.producing != nil && *ev.producing {
+			// Harmless here, as the target is gone, but a guess: had the
+			// handover gone on, it would have produced beside the target.
+			kept = "resumed on a guess, which the contract does not back (docs/conform.md)"
+		}
+		v = pass("rolled back (%s); the source had been told cutover-ready and then lost its socket, so it could not know the handover rolled back; it %s; the follow-up handover completed and the job produces again", endOf(m), kept)
 	} else if ev.producing != nil && !*ev.producing {
 		return fail("the source stopped producing after the rollback")
 	}
@@ -246,23 +252,25 @@ func droppedSocket(m *sim.Migration, side string) bool {
 // inDoubt says whether a rolled-back handover left its source unable to
 // know it rolled back: the source was told cutover-ready (so it may have
 // stopped its output and sent source-stopped-output, the point of no
-// return on its side) and then either its source-stopped-output reached
-// the worker but was never acted on, or its socket closed before the
-// worker could tell it of the rollback. Nothing in the contract tells such
-// a source on reconnecting, and a source that resumed on a guess would
-// produce beside a target that may have taken over: its output rightly
-// stays stopped.
+// return on its side) and its socket then closed before the worker could
+// tell it `abort`. Nothing in the contract tells such a source on
+// reconnecting, and a source that resumed on a guess would produce beside
+// a target that may have taken over: its output rightly stays stopped. A
+// source that got its abort knows, whatever it had sent (a
+// source-stopped-output that came after the deadline, 6.10): it must
+// resume, as the contract's "the source keeps running" says.
 func inDoubt(m *sim.Migration) bool {
 	asked := false
 	for _, e := range m.Events {
 		if e.Side != sideSource {
 			continue
 		}
+		out := e.Frame != nil && e.Frame.Direction == "out"
 		switch {
-		case e.Frame != nil && e.Frame.Type == protocol.TypeCutoverReady && e.Frame.Direction == "out":
+		case out && e.Frame.Type == protocol.TypeCutoverReady:
 			asked = true
-		case e.Frame != nil && e.Frame.Type == protocol.TypeSourceStoppedOutput && e.Frame.Direction == "in":
-			return true
+		case out && e.Frame.Type == protocol.TypeAbort:
+			return false
 		case asked && e.Kind == sim.TimelineSocketClosed:
 			return true
 		}

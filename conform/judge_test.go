@@ -50,6 +50,12 @@ func TestJudge(t *testing.T) {
 	stopThenStartFails := Matrix(sim.StopThenStart, Timeouts)[2]
 	overlapFails := Matrix(sim.Overlap, Timeouts)[2]
 	rolledBack := mig(sim.MigrationAborted, "the source's socket dropped", "", faultEvent("fault: drop-socket the source"))
+	held := sim.Fault{Kind: "delay-frame", Frame: protocol.TypeSourceStoppedOutput}
+	lateStop := mig(sim.MigrationAborted, "timed out after 2s waiting for source-stopped-output", "",
+		sim.MigrationEvent{Side: sideSource, Frame: &sim.FrameInfo{Direction: "out", Type: protocol.TypeCutoverReady}},
+		sim.MigrationEvent{Side: sideSource, Frame: &sim.FrameInfo{Direction: "in", Type: protocol.TypeSourceStoppedOutput}},
+		faultEvent("fault: source-stopped-output from the source held for 3s"),
+		sim.MigrationEvent{Side: sideSource, Frame: &sim.FrameInfo{Direction: "out", Type: protocol.TypeAbort}})
 	for _, tt := range []struct {
 		name  string
 		c     Case
@@ -114,6 +120,20 @@ func TestJudge(t *testing.T) {
 				sim.MigrationEvent{Side: sideSource, Kind: sim.TimelineSocketClosed})},
 				sendsOutput: true, running: running("src"), connected: true, producing: no(), followUp: done, producingAfter: yes()},
 			GradePass, "could not know"},
+		// A late source-stopped-output (6.10): the worker rolled back and
+		// told the source abort on its live socket, so it is not in doubt.
+		{"a source told abort after its late source-stopped-output must resume", faultCase("source-stopped-output", held),
+			&evidence{moves: []*sim.Migration{lateStop}, sendsOutput: true, running: running("src"), connected: true, producing: no(), followUp: done, producingAfter: yes()},
+			GradeFail, "stopped producing after the rollback"},
+		{"a source that resumes on abort after its late source-stopped-output passes", faultCase("source-stopped-output", held),
+			&evidence{moves: []*sim.Migration{lateStop}, sendsOutput: true, running: running("src"), connected: true, producing: yes(), followUp: done, producingAfter: yes()},
+			GradePass, "the source still producing"},
+		{"a source in doubt that resumed is not said to have stayed stopped", faultCase("target-ready", drop),
+			&evidence{moves: []*sim.Migration{mig(sim.MigrationAborted, "dropped", "", faultEvent("fault: drop-socket the source"),
+				sim.MigrationEvent{Side: sideSource, Frame: &sim.FrameInfo{Direction: "out", Type: protocol.TypeCutoverReady}},
+				sim.MigrationEvent{Side: sideSource, Kind: sim.TimelineSocketClosed})},
+				sendsOutput: true, running: running("src"), connected: true, producing: yes(), followUp: done, producingAfter: yes()},
+			GradePass, "resumed on a guess"},
 		{"a failed follow-up fails the rollback", faultCase("target-ready", drop),
 			&evidence{moves: []*sim.Migration{rolledBack}, sendsOutput: true, running: running("src"), connected: true, producing: yes(), followUp: mig(sim.MigrationAborted, "timed out", "")},
 			GradeFail, "follow-up handover after the rollback aborted"},
