@@ -27,6 +27,9 @@ type Error struct {
 	Status  int    `json:"status"`
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Ended is, for GONE (a finished migration whose record the sim's
+	// --keep-migrations dropped), the state the migration ended in.
+	Ended sim.MigrationState `json:"ended,omitempty"`
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
@@ -108,10 +111,13 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 		defer resp.Body.Close()
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		var eb struct {
-			Error struct{ Code, Message string } `json:"error"`
+			Error struct {
+				Code, Message string
+				Ended         sim.MigrationState
+			} `json:"error"`
 		}
 		if json.Unmarshal(data, &eb) == nil && eb.Error.Code != "" {
-			return nil, &Error{Status: resp.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message}
+			return nil, &Error{Status: resp.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message, Ended: eb.Error.Ended}
 		}
 		return nil, &Error{Status: resp.StatusCode, Code: http.StatusText(resp.StatusCode), Message: strings.TrimSpace(string(data))}
 	}

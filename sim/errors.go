@@ -18,6 +18,9 @@ const (
 	ENotConnected = "NOT_CONNECTED"
 	EUnavailable  = "UNAVAILABLE" // a dependency (Docker engine, listener) is not there
 	EInternal     = "INTERNAL"
+	// EGone: a finished migration whose record the store's cap
+	// (--keep-migrations) dropped; Error.Ended says how it ended (410).
+	EGone = "GONE"
 
 	// Template validation codes, from the product-template contract.
 	EManifestMissing   = "MANIFEST_MISSING"
@@ -34,6 +37,8 @@ const (
 type Error struct {
 	Code    string
 	Message string
+	// Ended is, for EGone, the state the migration ended in.
+	Ended MigrationState
 }
 
 func (e *Error) Error() string { return e.Message }

@@ -333,6 +333,8 @@ func statusOf(code string) int {
 		return http.StatusInternalServerError
 	case sim.EImageMissing:
 		return http.StatusUnprocessableEntity
+	case sim.EGone:
+		return http.StatusGone
 	default:
 		return http.StatusUnprocessableEntity
 	}
@@ -342,6 +344,8 @@ type errorBody struct {
 	Error struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
+		// Ended is, for GONE, the state the migration ended in.
+		Ended sim.MigrationState `json:"ended,omitempty"`
 	} `json:"error"`
 }
 
@@ -352,9 +356,13 @@ func writeErrorStatus(w http.ResponseWriter, status int, code, msg string) {
 }
 
 func writeError(w http.ResponseWriter, err error) {
-	code := sim.ErrorCode(err)
-	msg := sim.ErrorMessage(err)
-	writeErrorStatus(w, statusOf(code), code, msg)
+	var b errorBody
+	b.Error.Code, b.Error.Message = sim.ErrorCode(err), sim.ErrorMessage(err)
+	var e *sim.Error
+	if errors.As(err, &e) {
+		b.Error.Ended = e.Ended
+	}
+	writeJSON(w, statusOf(b.Error.Code), b)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -30,7 +31,9 @@ type Handover struct {
 	// source was stopped after target-applied.
 	Wall time.Duration
 	// Migration is the ended migration as the API shows it (its
-	// Durations.TotalMs is the sim's own requested -> ended).
+	// Durations.TotalMs is the sim's own requested -> ended); only its
+	// ID, state and, as Reason, why there is no more when the sim's
+	// --keep-migrations dropped its record before it was read.
 	Migration *sim.Migration
 }
 
@@ -136,6 +139,12 @@ func PlayHandover(ctx context.Context, api *API, srcID string, src *jobplay.Job,
 		end.Fetch = apiclient.FetchSummary
 	}
 	done, err := end.WaitEnd(ctx, m, nil)
+	var gone *apiclient.Error
+	if errors.As(err, &gone) && gone.Code == sim.EGone {
+		// More migrations ended after it than the sim keeps (up
+		// --keep-migrations): only how it ended is left to read.
+		done, err = &sim.Migration{ID: m.ID, JobID: m.JobID, Strategy: m.Strategy, State: gone.Ended, Reason: gone.Message}, nil
+	}
 	if err != nil {
 		return fail("end", err)
 	}

@@ -104,7 +104,7 @@ func (s *Store) GetMigrationSummary(ctx context.Context, id string) (*sim.Migrat
 func (s *Store) summary(id string) (*sim.Migration, error) {
 	r := s.migrations[id]
 	if r == nil {
-		return nil, sim.Errorf(sim.ENotFound, "migration %q not found", id)
+		return nil, s.prunedIDs.NotFound(id, s.MigrationCap())
 	}
 	m, err := r.migration()
 	if err != nil {
@@ -235,7 +235,7 @@ func (s *Store) PrunedWritesDropped() int64 { return s.prunedIDs.Dropped() }
 // running or finished: those before the first (by seq) recorded at or
 // after its start. The frames are counted as let go of. It returns the
 // migrations that went.
-func (s *Store) pruneMigrations() (pruned []string) {
+func (s *Store) pruneMigrations() (pruned []sim.PrunedMigration) {
 	keep := s.migCap.Load()
 	if keep == 0 {
 		return nil
@@ -258,7 +258,7 @@ func (s *Store) pruneMigrations() (pruned []string) {
 	for _, r := range done[:over] {
 		del(s, s.migrations, r.id)
 		del(s, s.timelines, r.id)
-		pruned = append(pruned, r.id)
+		pruned = append(pruned, sim.PrunedMigration{ID: r.id, State: sim.MigrationState(r.state)})
 	}
 	for id := range s.captures {
 		if s.migrations[id] == nil {

@@ -45,7 +45,7 @@ func (s *Store) PrunedWritesDropped() int64 { return s.prunedIDs.Dropped() }
 // (running or finished): events and frames, found from the front of their
 // tables (their seq grows with time), so what is read is what goes. It
 // runs in tx, the transaction that saved a finished migration.
-func (s *Store) pruneMigrations(ctx context.Context, tx *sql.Tx) (pruned []string, err error) {
+func (s *Store) pruneMigrations(ctx context.Context, tx *sql.Tx) (pruned []sim.PrunedMigration, err error) {
 	keep := s.migCap.keep.Load()
 	if keep == 0 {
 		return nil, nil
@@ -59,17 +59,17 @@ func (s *Store) pruneMigrations(ctx context.Context, tx *sql.Tx) (pruned []strin
 		return nil, nil
 	}
 	rows, err := tx.QueryContext(ctx, `DELETE FROM migrations WHERE id IN
-		(SELECT id FROM migrations WHERE state != ? ORDER BY started_at, id LIMIT ?) RETURNING id`, string(sim.MigrationRunning), over)
+		(SELECT id FROM migrations WHERE state != ? ORDER BY started_at, id LIMIT ?) RETURNING id, state`, string(sim.MigrationRunning), over)
 	if err != nil {
 		return nil, fmt.Errorf("prune migrations: %w", err)
 	}
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var m sim.PrunedMigration
+		if err := rows.Scan(&m.ID, &m.State); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("prune migrations: %w", err)
 		}
-		pruned = append(pruned, id)
+		pruned = append(pruned, m)
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return nil, fmt.Errorf("prune migrations: %w", err)

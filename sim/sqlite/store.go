@@ -864,7 +864,7 @@ func (s *Store) SaveMigration(ctx context.Context, m *sim.Migration) error {
 	}
 	// A migration that finished may push the oldest past the cap: saving
 	// it and dropping them are one write, undone together.
-	var pruned []string
+	var pruned []sim.PrunedMigration
 	err := s.atomically(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := s.exec(ctx, tx, wSaveMigration, args...); err != nil {
 			return err
@@ -899,7 +899,7 @@ func (s *Store) GetMigrationSummary(ctx context.Context, id string) (*sim.Migrat
 	var doc string
 	err := s.pool().QueryRowContext(ctx, `SELECT doc FROM migrations WHERE id = ?`, id).Scan(&doc)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, sim.Errorf(sim.ENotFound, "migration %q not found", id)
+		return nil, s.prunedIDs.NotFound(id, s.MigrationCap())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get migration %s: %w", id, err)

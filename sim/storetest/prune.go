@@ -3,7 +3,9 @@ package storetest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -170,6 +172,9 @@ func testMigrationCapDropsTheOldestFinished(t *testing.T, open Opener) {
 			t.Fatal(err)
 		}
 		m.State = sim.MigrationCompleted
+		if i == 1 {
+			m.State = sim.MigrationFailed
+		}
 		if err := s.SaveMigration(ctx, m); err != nil {
 			t.Fatal(err)
 		}
@@ -192,8 +197,17 @@ func testMigrationCapDropsTheOldestFinished(t *testing.T, open Opener) {
 	if got := s.MigrationsPruned(); got != 3 {
 		t.Errorf("pruned %d, want 3", got)
 	}
-	if _, err := s.GetMigration(ctx, "m1"); sim.ErrorCode(err) != sim.ENotFound {
-		t.Errorf("m1: %v, want it gone", err)
+	// A read of a pruned migration says how it ended and why its record
+	// is gone: a client waiting for its end learns it (GONE, 410).
+	for _, get := range []func(context.Context, string) (*sim.Migration, error){s.GetMigration, s.GetMigrationSummary} {
+		_, err := get(ctx, "m1")
+		var e *sim.Error
+		if !errors.As(err, &e) || e.Code != sim.EGone || e.Ended != sim.MigrationFailed || !strings.Contains(e.Message, "--keep-migrations 3") {
+			t.Errorf("m1: %#v, want GONE, ended failed, naming --keep-migrations 3", err)
+		}
+		if _, err := get(ctx, "never"); sim.ErrorCode(err) != sim.ENotFound {
+			t.Errorf("a migration never saved: %v, want NOT_FOUND", err)
+		}
 	}
 	evs, err := s.ListEvents(ctx, sim.EventFilter{})
 	if err != nil {
@@ -241,7 +255,7 @@ func testMigrationCapDropsTheOldestFinished(t *testing.T, open Opener) {
 	if _, err := s.GetMigrationSummary(ctx, "m0"); err != nil {
 		t.Errorf("the oldest, running: %v", err)
 	}
-	if _, err := s.GetMigrationSummary(ctx, "m4"); sim.ErrorCode(err) != sim.ENotFound {
+	if _, err := s.GetMigrationSummary(ctx, "m4"); sim.ErrorCode(err) != sim.EGone {
 		t.Errorf("m4, the oldest finished: %v, want it gone", err)
 	}
 }
@@ -304,7 +318,7 @@ func testLateWritesOfAPrunedMigrationGo(t *testing.T, open Opener) {
 	if err := s.SaveSeamCapture(ctx, sim.SeamCapture{MigrationID: "m1", From: t0, To: t0, TS: []byte{0x47}}); err != nil {
 		t.Fatalf("a late seam capture of m1: %v", err)
 	}
-	if _, err := s.GetMigration(ctx, "m1"); sim.ErrorCode(err) != sim.ENotFound {
+	if _, err := s.GetMigration(ctx, "m1"); sim.ErrorCode(err) != sim.EGone {
 		t.Errorf("m1 came back: %v", err)
 	}
 	if got := s.PrunedWritesDropped(); got != 4 {

@@ -1,0 +1,71 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/internal/bench"
+	"github.com/normsim/normsim/sim"
+)
+
+// TestAPrunedMigrationSaysHowItEnded: under --keep-migrations a client that
+// reads its migration after newer ones pushed it out of the store (bench
+// and ci runs with more handovers at once than the cap) gets how it ended
+// and why the record is gone, not a 404 as for a migration never known.
+func TestAPrunedMigrationSaysHowItEnded(t *testing.T) {
+	opts := testOptions(t)
+	opts.Runtime = sim.RuntimeExternal
+	opts.KeepMigrations = 1
+	m := openApp(t, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	api := bench.NewAPI(m.URL(), 4)
+	defer api.Close()
+
+	in, job, err := bench.LaunchConnected(ctx, api, "counter", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer job.Close()
+	first, err := bench.PlayHandover(ctx, api, in.ID, job, bench.HandoverOptions{To: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := bench.PlayHandover(ctx, api, first.TargetID, first.TargetJob, bench.HandoverOptions{To: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.TargetJob.Close()
+
+	get := func(id string) (int, map[string]string) {
+		t.Helper()
+		// The journal writes behind: the first is pruned once the second
+		// is stored.
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			resp, err := http.Get(m.URL() + "/api/v1/migrations/" + id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var eb struct{ Error map[string]string }
+			json.Unmarshal(body, &eb)
+			if resp.StatusCode != http.StatusOK || time.Now().After(deadline) {
+				return resp.StatusCode, eb.Error
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	status, e := get(first.MigrationID)
+	if status != http.StatusGone || e["code"] != sim.EGone || e["ended"] != string(sim.MigrationCompleted) || !strings.Contains(e["message"], "--keep-migrations 1") {
+		t.Errorf("the pruned migration: %d %v; want 410 GONE, ended completed, naming --keep-migrations 1", status, e)
+	}
+	if status, e := get("mig-0000000000"); status != http.StatusNotFound || e["code"] != sim.ENotFound {
+		t.Errorf("a migration never known: %d %v; want 404 NOT_FOUND", status, e)
+	}
+}
