@@ -18,13 +18,11 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
 	"strings"
@@ -35,6 +33,7 @@ import (
 
 	"github.com/normsim/normsim/conform"
 	"github.com/normsim/normsim/internal/connlimit"
+	"github.com/normsim/normsim/internal/memlimit"
 	"github.com/normsim/normsim/internal/procstat"
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
@@ -205,7 +204,9 @@ func memoryStats(rss int64) (heapLive uint64, ms sim.MemoryStats) {
 	if rss > 0 && uint64(rss) > goResident {
 		ms.OutsideGoBytes = uint64(rss) - goResident
 	}
-	if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 { // -1 reads it
+	// The user's limit: the runtime's is a backstop while the binary
+	// starts (internal/initgc), which no one set.
+	if limit := memlimit.Get(); !memlimit.None(limit) {
 		ms.LimitBytes = limit
 	}
 	return heapLive, ms

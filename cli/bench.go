@@ -83,6 +83,9 @@ machine they were measured on.`,
   normsim bench --server http://127.0.0.1:7788 --jobs 100`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if env.CollectorOn != nil {
+				env.CollectorOn()
+			}
 			if cfg.Jobs < 1 {
 				return usageErr("--jobs: must be at least 1; got %d", cfg.Jobs)
 			}

@@ -31,11 +31,11 @@ var Version = "dev"
 type Env struct {
 	Stdout, Stderr io.Writer
 	Templates      fs.FS
-	// SetMemoryLimit sets the Go memory limit (up --memory-limit) and
-	// returns the one it replaced; nil: runtime/debug's. The binary's
-	// start keeps the collector off for a moment (internal/initgc), and
-	// the limit must survive it coming back.
-	SetMemoryLimit func(int64) int64
+	// CollectorOn brings the garbage collector back at once, which the
+	// binary keeps off while it starts (internal/initgc); nil: it is on.
+	// A command that measures the sim in this process (bench) calls it
+	// first, so that a short run is not measured without a collector.
+	CollectorOn func()
 }
 
 // ExitError carries a specific exit code (1 failure, 2 usage).

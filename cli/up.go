@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/normsim/normsim/app/withdocker"
 	"github.com/normsim/normsim/app/withsqlite"
 	"github.com/normsim/normsim/internal/bench"
+	"github.com/normsim/normsim/internal/memlimit"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -87,11 +87,10 @@ use, a store it cannot open) or stopped on an error, 2 for a usage error
 				if err != nil {
 					return err
 				}
-				set := env.SetMemoryLimit
-				if set == nil {
-					set = debug.SetMemoryLimit
-				}
-				defer set(set(limit))
+				// memlimit: the binary's start holds the runtime's limit
+				// down for a moment (internal/initgc); this one comes
+				// back after it and is the one reported.
+				defer memlimit.Set(memlimit.Set(limit))
 			}
 			if cpuProfile != "" {
 				stop, err := bench.ProfileCPU(cpuProfile)

@@ -474,9 +474,9 @@ func WriteReport(w io.Writer, r *Report) {
 		fmt.Fprintf(w, "  goroutines   %d before, %d after\n", r.GoroutinesBefore, r.GoroutinesAfter)
 	}
 	if p := r.Peak; p != nil {
-		fmt.Fprintf(w, "  sim          %s live heap, %d goroutines at the handovers' end", MiB(int64(p.HeapLiveBytes)), p.Goroutines)
+		fmt.Fprintf(w, "  sim          %s, %d goroutines at the handovers' end", liveHeap(p.HeapLiveBytes), p.Goroutines)
 		if a := r.After; a != nil {
-			fmt.Fprintf(w, "; %s, %d goroutines after", MiB(int64(a.HeapLiveBytes)), a.Goroutines)
+			fmt.Fprintf(w, "; %s, %d goroutines after", liveHeap(a.HeapLiveBytes), a.Goroutines)
 		}
 		fmt.Fprintln(w)
 		if m := p.Memory; m.HeapObjectsBytes > 0 {
@@ -931,4 +931,15 @@ func settledGoroutines(want int) int {
 		n = m
 	}
 	return n
+}
+
+// liveHeap says the live heap the runtime measured at its last
+// collection: none has run in a sim that started a moment ago (the
+// binary starts with its collector off, internal/initgc), and 0 is then
+// not a measure.
+func liveHeap(b uint64) string {
+	if b == 0 {
+		return "live heap not yet measured (no collection had run)"
+	}
+	return MiB(int64(b)) + " live heap"
 }
