@@ -173,6 +173,15 @@ type OrphanRemover interface {
 	RemoveOrphans(ctx context.Context, owner string, judge func(run string) RunVerdict) (OrphanSweep, error)
 }
 
+// IDChecker is a runtime whose instances are seen by other normsims too
+// (a shared Docker engine): it says whether an instance ID is in use
+// there, so that a normsim never draws an ID another's instance has, and
+// the two never share a compose project (normsim-<instance id>) or a
+// container name.
+type IDChecker interface {
+	InstanceIDTaken(ctx context.Context, instanceID string) (bool, error)
+}
+
 // RunVerdict is what one normsim can prove of another's run (LabelRun).
 type RunVerdict int
 

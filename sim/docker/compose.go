@@ -146,11 +146,8 @@ func loadCompose(ctx context.Context, spec *sim.LaunchSpec) (*types.Project, err
 	// (name: x) is shared by the instances that name it, and the last of
 	// them to stop removes it (removeShared), if it is this run's.
 	resources := maps.Clone(own)
-	for _, s := range spec.Services {
-		if o := s.Labels[sim.LabelOwner]; o != "" {
-			resources[sim.LabelOwner] = o
-			break
-		}
+	if o := ownerOf(spec); o != "" {
+		resources[sim.LabelOwner] = o
 	}
 	for name, s := range p.Services {
 		labels := types.Labels{}
@@ -233,7 +230,7 @@ func (r *Runtime) prepareCompose(ctx context.Context, spec *sim.LaunchSpec) (_ *
 		}
 		// compose returns on the first failure while other services'
 		// creates may still be under way; they carry the instance's labels.
-		if serr := r.sweep(cctx, spec.InstanceID); serr != nil {
+		if serr := r.sweep(cctx, ownerOf(spec), spec.InstanceID); serr != nil {
 			r.log.Error("clean up after failed prepare", "instance", spec.InstanceID, "err", serr)
 		}
 	}()
@@ -349,7 +346,7 @@ func (r *Runtime) down(ctx context.Context, project string, p *types.Project, gr
 	if err != nil {
 		return r.composeErr("remove compose project "+project, err)
 	}
-	return errors.Join(r.removeVolumes(ctx, instanceID), r.removeShared(ctx, p))
+	return errors.Join(r.removeVolumes(ctx, r.trackedOwner(instanceID), instanceID), r.removeShared(ctx, p))
 }
 
 // removeShared removes the networks and volumes p names (name: x) that

@@ -197,7 +197,7 @@ func (r *Runtime) handle(m events.Message) {
 func (r *Runtime) othersRunning(instanceID, exited string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	f := instanceFilter(instanceID)
+	f := r.filterOf(instanceID)
 	f.Add("status", "running")
 	list, err := r.cli.ContainerList(ctx, container.ListOptions{Filters: f})
 	if err != nil {

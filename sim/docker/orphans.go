@@ -29,27 +29,31 @@ func (r *Runtime) RemoveOrphans(ctx context.Context, owner string, judge func(ru
 	if err != nil {
 		return sweep, r.engineErr("list containers", err)
 	}
-	var orphans []string
+	// An orphan is an instance of one owner: two normsims may have drawn
+	// the same instance ID.
+	type orphan struct{ owner, id string }
+	var orphans []orphan
 	for _, c := range list {
-		id, run := c.Labels[sim.LabelInstance], c.Labels[sim.LabelRun]
-		if id == "" || c.Labels[sim.LabelOwner] == owner || c.Labels[sim.LabelStore] != sim.StoreMemory || slices.Contains(orphans, id) {
+		o := orphan{c.Labels[sim.LabelOwner], c.Labels[sim.LabelInstance]}
+		run := c.Labels[sim.LabelRun]
+		if o.id == "" || o.owner == owner || c.Labels[sim.LabelStore] != sim.StoreMemory || slices.Contains(orphans, o) {
 			continue
 		}
 		switch judge(run) {
 		case sim.RunGone:
-			orphans = append(orphans, id)
+			orphans = append(orphans, o)
 		case sim.RunUnjudged:
 			if !slices.Contains(sweep.Unjudged, run) {
 				sweep.Unjudged = append(sweep.Unjudged, run)
 			}
 		}
 	}
-	for _, id := range orphans {
-		if err := r.sweep(ctx, id); err != nil {
-			r.log.Warn("could not remove what a killed normsim left", "instance", id, "err", err)
+	for _, o := range orphans {
+		if err := r.sweep(ctx, o.owner, o.id); err != nil {
+			r.log.Warn("could not remove what a killed normsim left", "instance", o.id, "err", err)
 			continue
 		}
-		sweep.Removed = append(sweep.Removed, id)
+		sweep.Removed = append(sweep.Removed, o.id)
 	}
 	return sweep, nil
 }

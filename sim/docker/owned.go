@@ -59,9 +59,65 @@ func (r *Runtime) Owned(ctx context.Context) ([]Owned, error) {
 	return owned, nil
 }
 
-// instanceFilter selects what normsim created for one instance.
-func instanceFilter(instanceID string) filters.Args {
-	return filters.NewArgs(filters.Arg("label", LabelManaged+"=true"), filters.Arg("label", sim.LabelInstance+"="+instanceID))
+// instanceFilter selects what normsim created for one instance of owner
+// (sim.LabelOwner; "" for a spec launched without one). Each normsim
+// draws its instance IDs on its own, six hex digits: two normsims on one
+// engine can draw the same one, so every look-up and removal names the
+// owner too, and never takes another normsim's instance for its own.
+func instanceFilter(owner, instanceID string) filters.Args {
+	f := filters.NewArgs(filters.Arg("label", LabelManaged+"=true"), filters.Arg("label", sim.LabelInstance+"="+instanceID))
+	if owner != "" {
+		f.Add("label", sim.LabelOwner+"="+owner)
+	}
+	return f
+}
+
+// ownerOf is the owner label a spec's services carry ("" for none).
+func ownerOf(spec *sim.LaunchSpec) string {
+	for _, s := range spec.Services {
+		if o := s.Labels[sim.LabelOwner]; o != "" {
+			return o
+		}
+	}
+	return ""
+}
+
+// InstanceIDTaken says whether anything in the engine carries the
+// instance ID (sim.IDChecker): another normsim's instance, or one an
+// earlier run left that recovery has not taken. The compose project
+// (normsim-<instance id>) and the default container names follow from the
+// ID, and compose would recreate another's containers as its own.
+func (r *Runtime) InstanceIDTaken(ctx context.Context, instanceID string) (bool, error) {
+	if err := r.connect(ctx); err != nil {
+		return false, err
+	}
+	f := instanceFilter("", instanceID)
+	list, err := r.cli.ContainerList(ctx, container.ListOptions{All: true, Limit: 1, Filters: f})
+	if err != nil {
+		return false, r.engineErr("list containers of instance "+instanceID, err)
+	}
+	if len(list) > 0 {
+		return true, nil
+	}
+	nets, err := r.cli.NetworkList(ctx, network.ListOptions{Filters: f})
+	if err != nil {
+		return false, r.engineErr("list networks of instance "+instanceID, err)
+	}
+	return len(nets) > 0, nil
+}
+
+// trackedOwner is the owner of a tracked instance ("" for one not
+// tracked).
+func (r *Runtime) trackedOwner(instanceID string) string {
+	if in := r.lookup(instanceID); in != nil {
+		return in.owner
+	}
+	return ""
+}
+
+// filterOf is instanceFilter for a tracked instance, by its owner.
+func (r *Runtime) filterOf(instanceID string) filters.Args {
+	return instanceFilter(r.trackedOwner(instanceID), instanceID)
 }
 
 // Adopt tracks an instance an earlier run left in the engine, so that
@@ -69,20 +125,25 @@ func instanceFilter(instanceID string) filters.Args {
 // had prepared it. Adopting an instance already tracked is a no-op; one
 // with no container is ENotFound.
 func (r *Runtime) Adopt(ctx context.Context, instanceID string) error {
+	return r.adopt(ctx, "", instanceID)
+}
+
+// adopt is Adopt of owner's instance ("" for any owner's).
+func (r *Runtime) adopt(ctx context.Context, owner, instanceID string) error {
 	if r.lookup(instanceID) != nil {
 		return nil
 	}
 	if err := r.connect(ctx); err != nil {
 		return err
 	}
-	list, err := r.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: instanceFilter(instanceID)})
+	list, err := r.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: instanceFilter(owner, instanceID)})
 	if err != nil {
 		return r.engineErr("list containers of instance "+instanceID, err)
 	}
 	if len(list) == 0 {
 		return sim.Errorf(sim.ENotFound, "instance %s has no containers in the docker engine", instanceID)
 	}
-	in := &instance{id: instanceID}
+	in := &instance{id: instanceID, owner: owner}
 	for _, c := range list {
 		if name := c.Labels[api.ProjectLabel]; name != "" {
 			in.composeName = name // created through the Compose SDK
@@ -93,7 +154,7 @@ func (r *Runtime) Adopt(ctx context.Context, instanceID string) error {
 		})
 	}
 	slices.SortFunc(in.services, func(a, b *service) int { return cmp.Compare(a.name, b.name) })
-	nets, err := r.cli.NetworkList(ctx, network.ListOptions{Filters: instanceFilter(instanceID)})
+	nets, err := r.cli.NetworkList(ctx, network.ListOptions{Filters: instanceFilter(owner, instanceID)})
 	if err != nil {
 		return r.engineErr("list networks of instance "+instanceID, err)
 	}
@@ -121,9 +182,16 @@ func (r *Runtime) Adopt(ctx context.Context, instanceID string) error {
 }
 
 // RemoveInstance force-removes whatever normsim created for the instance
-// (containers, network, named volumes), tracked or not: the cleanup of an
-// earlier run's leftovers. Nothing to remove is not an error.
+// (containers, network, named volumes), tracked (then only its owner's)
+// or not (any owner's): the cleanup of an earlier run's leftovers.
+// Nothing to remove is not an error.
 func (r *Runtime) RemoveInstance(ctx context.Context, instanceID string) error {
+	return r.removeInstance(ctx, "", instanceID)
+}
+
+// removeInstance is RemoveInstance of owner's instance; "" takes a
+// tracked instance's owner, or any owner's for one not tracked.
+func (r *Runtime) removeInstance(ctx context.Context, owner, instanceID string) error {
 	if err := r.connect(ctx); err != nil {
 		return err
 	}
@@ -131,10 +199,13 @@ func (r *Runtime) RemoveInstance(ctx context.Context, instanceID string) error {
 	in := r.instances[instanceID]
 	if in != nil {
 		in.stopping = true
+		if owner == "" {
+			owner = in.owner
+		}
 	}
 	r.mu.Unlock()
 
-	if err := r.sweep(ctx, instanceID); err != nil {
+	if err := r.sweep(ctx, owner, instanceID); err != nil {
 		return fmt.Errorf("remove instance %s: %w", instanceID, err)
 	}
 	if in != nil {
@@ -144,9 +215,9 @@ func (r *Runtime) RemoveInstance(ctx context.Context, instanceID string) error {
 }
 
 // sweep force-removes every container, network and volume that carries
-// the instance's labels.
-func (r *Runtime) sweep(ctx context.Context, instanceID string) error {
-	f := instanceFilter(instanceID)
+// the labels of owner's instance.
+func (r *Runtime) sweep(ctx context.Context, owner, instanceID string) error {
+	f := instanceFilter(owner, instanceID)
 	list, err := r.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
 	if err != nil {
 		return r.engineErr("list containers of instance "+instanceID, err)
@@ -163,7 +234,7 @@ func (r *Runtime) sweep(ctx context.Context, instanceID string) error {
 	for i, n := range nets {
 		netIDs[i] = n.ID
 	}
-	return r.removeAll(ctx, ids, netIDs, instanceID)
+	return r.removeAll(ctx, ids, netIDs, owner, instanceID)
 }
 
 // Running lists owner's containers that run now (sim.Census).

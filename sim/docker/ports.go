@@ -21,7 +21,7 @@ func (r *Runtime) PublishedPorts(ctx context.Context, instanceID string) ([]sim.
 	if err := r.connect(ctx); err != nil {
 		return nil, err
 	}
-	list, err := r.cli.ContainerList(ctx, container.ListOptions{Filters: instanceFilter(instanceID)})
+	list, err := r.cli.ContainerList(ctx, container.ListOptions{Filters: r.filterOf(instanceID)})
 	if err != nil {
 		return nil, r.engineErr("list containers of instance "+instanceID, err)
 	}

@@ -56,14 +56,14 @@ func (r *Runtime) Prepare(ctx context.Context, spec *sim.LaunchSpec) error {
 	if err := r.connect(ctx); err != nil {
 		return err
 	}
-	in := &instance{id: spec.InstanceID, composeName: spec.Project}
+	in := &instance{id: spec.InstanceID, owner: ownerOf(spec), composeName: spec.Project}
 	if err := r.track(in); err != nil {
 		return err
 	}
 	if reapedOnDeath(spec) {
 		// Listed before anything is created: a normsim killed from
 		// here on leaves nothing running.
-		if err := containerReaper.Watch(in.id); err != nil {
+		if err := containerReaper.Watch(reaperKey(in)); err != nil {
 			r.log.Warn("no reaper: the containers of this instance outlive a normsim that is killed", "instance", in.id, "err", err)
 		}
 		r.mu.Lock()

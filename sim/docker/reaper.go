@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/normsim/normsim/internal/reaper"
@@ -24,10 +25,14 @@ var containerReaper = reaper.New(containerReaperEnv)
 
 func init() { reaper.Serve(containerReaperEnv, removeLeft) }
 
+// reaperKey is how the reaper lists an instance: its ID and its owner,
+// as two normsims may have drawn the same ID.
+func reaperKey(in *instance) string { return in.id + "\t" + in.owner }
+
 // removeLeft force-removes what each instance still listed left in the
 // engine (containers, networks, volumes), as a second Ctrl-C does.
-func removeLeft(ids []string) {
-	if len(ids) == 0 {
+func removeLeft(keys []string) {
+	if len(keys) == 0 {
 		return // an orderly exit: nothing to ask the engine, nothing to wait for
 	}
 	r, err := New(Config{})
@@ -36,16 +41,21 @@ func removeLeft(ids []string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), reaperBound)
 	defer cancel()
-	for _, id := range ids {
-		r.RemoveInstance(ctx, id)
+	if r.connect(ctx) != nil {
+		return
 	}
+	remove := func() {
+		for _, key := range keys {
+			id, owner, _ := strings.Cut(key, "\t")
+			r.sweep(ctx, owner, id)
+		}
+	}
+	remove()
 	// The engine goes on with what the dead normsim asked of it (a
 	// network, containers being created) after the first pass: a second
 	// pass, once those have landed, takes them too.
 	time.Sleep(reaperSecondPass)
-	for _, id := range ids {
-		r.RemoveInstance(ctx, id)
-	}
+	remove()
 }
 
 // reaperSecondPass is how long after its first pass the reaper looks again.

@@ -35,14 +35,14 @@ func (r *Runtime) Recover(ctx context.Context, owner string, stored []sim.Instan
 			out[in.ID] = sim.Recovery{Reason: "normsim restarted and the instance was no longer running"}
 			continue
 		}
-		if err := r.Adopt(ctx, in.ID); err != nil {
+		if err := r.adopt(ctx, owner, in.ID); err != nil {
 			out[in.ID] = sim.Recovery{Reason: "could not adopt after a restart: " + err.Error()}
 			continue
 		}
 		out[in.ID] = sim.Recovery{Adopted: true}
 	}
 	for _, id := range unadopted(out, left) {
-		if err := r.RemoveInstance(ctx, id); err != nil {
+		if err := r.removeInstance(ctx, owner, id); err != nil {
 			r.log.Warn("could not remove what an earlier run left", "instance", id, "err", err)
 		}
 	}

@@ -80,6 +80,7 @@ var _ sim.Runtime = (*Runtime)(nil)
 // instance is what the runtime tracks of one instance it prepared or adopted.
 type instance struct {
 	id      string
+	owner   string // sim.LabelOwner of its containers; "" for none
 	network string // name; "" when adopted without one, or a compose project
 	// project is the compose project the SDK created the instance from;
 	// composeName its name, also known for an adopted one (nil project).
@@ -251,7 +252,7 @@ func (r *Runtime) Close(ctx context.Context, keep bool) error {
 	for id, in := range r.instances {
 		ids = append(ids, id)
 		if keep && in.reaped {
-			containerReaper.Forget(id) // kept on purpose
+			containerReaper.Forget(reaperKey(in)) // kept on purpose
 		}
 	}
 	r.mu.Unlock()
@@ -280,7 +281,7 @@ func (r *Runtime) Close(ctx context.Context, keep bool) error {
 			kctx, cancel := context.WithTimeout(context.Background(), hurryBound)
 			var sweeps sync.WaitGroup
 			for _, id := range ids {
-				sweeps.Go(func() { errc <- r.sweep(kctx, id) })
+				sweeps.Go(func() { errc <- r.sweep(kctx, r.trackedOwner(id), id) })
 			}
 			sweeps.Wait()
 			cancel()
@@ -342,7 +343,7 @@ func (r *Runtime) forget(in *instance) {
 		delete(r.instances, in.id)
 		close(in.gone)
 		if in.reaped {
-			containerReaper.Forget(in.id)
+			containerReaper.Forget(reaperKey(in))
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 
 	"github.com/normsim/normsim/internal/testenv"
@@ -764,4 +765,92 @@ func TestAFailedStartReportsNoExitsOfItsOwnCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertGone(t, cli, spec.InstanceID)
+}
+
+// TestTwoOwnersOfOneInstanceID: two normsims on one engine draw their
+// instance IDs each on its own, and may draw the same. The engine then
+// says the ID is taken (the manager draws again), and a removal, a
+// recovery or an orphan sweep of one normsim's instance never takes the
+// other's: every look-up names the owner (issue 34, class 4).
+func TestTwoOwnersOfOneInstanceID(t *testing.T) {
+	img, cli := mustJobImage(t)
+	ctx := context.Background()
+	launch := func(r *docker.Runtime, owner, run, id string) *sim.LaunchSpec {
+		t.Helper()
+		spec := newSpec(t, cli, sim.ServiceSpec{Name: "a", Image: img})
+		if id != "" {
+			// The same instance ID in a project of its own: the runtime
+			// alone would let it be, which is what this test needs.
+			spec.InstanceID = id
+			spec.Services[0].Labels[sim.LabelInstance] = id
+		}
+		spec.Services[0].Labels[sim.LabelOwner] = owner
+		spec.Services[0].Labels[sim.LabelRun] = run
+		spec.Services[0].Labels[sim.LabelStore] = sim.StoreMemory
+		if err := r.Prepare(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Start(ctx, spec.InstanceID); err != nil {
+			t.Fatal(err)
+		}
+		return spec
+	}
+	running := func(owner, id string) int {
+		cs, err := cli.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(
+			filters.Arg("label", "io.normsim.instance="+id), filters.Arg("label", "io.normsim.owner="+owner))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(cs)
+	}
+	alive, _ := newRuntime(t)
+	a := launch(alive, "owner-alive", "normsim-test-live-host/4343/1", "")
+	id := a.InstanceID
+
+	other, _ := newRuntime(t)
+	if taken, err := other.InstanceIDTaken(ctx, id); err != nil || !taken {
+		t.Fatalf("InstanceIDTaken(%s) = %v, %v from another normsim; want taken", id, taken, err)
+	}
+	if taken, err := other.InstanceIDTaken(ctx, id+"x"); err != nil || taken {
+		t.Fatalf("InstanceIDTaken of a free ID = %v, %v; want free", taken, err)
+	}
+
+	// Removal of the other's own instance of the same ID.
+	launch(other, "owner-other", "normsim-test-live-host/4343/2", id)
+	if err := other.RemoveInstance(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if running("owner-other", id) != 0 || running("owner-alive", id) != 1 {
+		t.Fatalf("after the other normsim removed its %s: its containers %d, the live one's %d; want 0 and 1", id, running("owner-other", id), running("owner-alive", id))
+	}
+
+	// An orphan sweep of a dead normsim's instance of the same ID.
+	dead, _ := newRuntime(t)
+	launch(dead, "owner-dead", "normsim-test-dead-host/4242/1", id)
+	dead.Close(ctx, true) // the kill: it keeps running
+	sweeper, _ := newRuntime(t)
+	sweep, err := sweeper.RemoveOrphans(ctx, "owner-sweeper", func(run string) sim.RunVerdict {
+		if run == "normsim-test-dead-host/4242/1" {
+			return sim.RunGone
+		}
+		return sim.RunAlive
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sweep.Removed) != 1 || running("owner-dead", id) != 0 || running("owner-alive", id) != 1 {
+		t.Fatalf("the sweep removed %v; the dead one's containers %d, the live one's %d; want it, 0 and 1", sweep.Removed, running("owner-dead", id), running("owner-alive", id))
+	}
+
+	// A recovery of a store whose instance of the same ID is gone.
+	recovering, _ := newRuntime(t)
+	launch(recovering, "owner-recovered", "normsim-test-live-host/4343/3", id)
+	recovering.Close(ctx, true)
+	again, _ := newRuntime(t)
+	if _, err := again.Recover(ctx, "owner-recovered", nil); err != nil { // the store holds nothing: remove what it left
+		t.Fatal(err)
+	}
+	if running("owner-recovered", id) != 0 || running("owner-alive", id) != 1 {
+		t.Fatalf("after recovery: the recovered store's containers %d, the live one's %d; want 0 and 1", running("owner-recovered", id), running("owner-alive", id))
+	}
 }

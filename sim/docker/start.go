@@ -15,7 +15,6 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/compose/v5/pkg/api"
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 
@@ -135,7 +134,7 @@ func (r *Runtime) Stop(ctx context.Context, instanceID string, grace time.Durati
 	if in.network != "" {
 		nets = append(nets, in.network)
 	}
-	if err := r.removeAll(ctx, ids, nets, instanceID); err != nil {
+	if err := r.removeAll(ctx, ids, nets, in.owner, instanceID); err != nil {
 		return rep, fmt.Errorf("stop instance %s: %w", instanceID, err)
 	}
 	r.forget(in)
@@ -292,7 +291,7 @@ func (r *Runtime) awaitCaptured(in *instance) {
 // removeAll force-removes containers (with their anonymous volumes), then
 // networks, then the named volumes made for the instance. Things already
 // gone are no error.
-func (r *Runtime) removeAll(ctx context.Context, containers, networks []string, instanceID string) error {
+func (r *Runtime) removeAll(ctx context.Context, containers, networks []string, owner, instanceID string) error {
 	var mu sync.Mutex
 	var errs []error
 	fail := func(err error) {
@@ -318,18 +317,17 @@ func (r *Runtime) removeAll(ctx context.Context, containers, networks []string, 
 		})
 	}
 	wg.Wait()
-	if err := r.removeVolumes(ctx, instanceID); err != nil {
+	if err := r.removeVolumes(ctx, owner, instanceID); err != nil {
 		fail(err)
 	}
 	return errors.Join(errs...)
 }
 
-// removeVolumes removes the named volumes made for the instance: those
-// carrying its labels, never one that only shares a name with what its
-// compose file declares.
-func (r *Runtime) removeVolumes(ctx context.Context, instanceID string) error {
-	vols, err := r.cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(
-		filters.Arg("label", LabelManaged+"=true"), filters.Arg("label", sim.LabelInstance+"="+instanceID))})
+// removeVolumes removes the named volumes made for owner's instance:
+// those carrying its labels, never one that only shares a name with what
+// its compose file declares.
+func (r *Runtime) removeVolumes(ctx context.Context, owner, instanceID string) error {
+	vols, err := r.cli.VolumeList(ctx, volume.ListOptions{Filters: instanceFilter(owner, instanceID)})
 	if err != nil {
 		return r.engineErr("list volumes", err)
 	}

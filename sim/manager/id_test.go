@@ -175,3 +175,34 @@ func (r slowStopRuntime) Stop(context.Context, string, time.Duration) (sim.StopR
 	time.Sleep(50 * time.Millisecond)
 	return sim.StopReport{}, nil
 }
+
+// takenRuntime is an external runtime that says some instance IDs are in
+// use where other normsims see them (sim.IDChecker).
+type takenRuntime struct {
+	External
+	taken map[string]bool
+}
+
+func (r takenRuntime) InstanceIDTaken(_ context.Context, id string) (bool, error) {
+	return r.taken[id], nil
+}
+
+// TestAnIDAnotherNormsimHasIsDrawnAgain: on a runtime other normsims see
+// (a shared Docker engine), an ID another normsim's instance has is drawn
+// again: the two would share the compose project normsim-<id>, and compose
+// would recreate the other's containers as this one's.
+func TestAnIDAnotherNormsimHasIsDrawnAgain(t *testing.T) {
+	rt := takenRuntime{taken: map[string]bool{"plain-000001": true, "plain-000002": true}}
+	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}}, Store: NewMemStore(t), Catalog: RepoCatalog(t),
+		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: rt}, Default: sim.RuntimeExternal}})
+	t.Cleanup(func() { m.Close() })
+	forceDraws(t, "000001", "000002", "000003")
+	if id := launchPlain(t, m); id != "plain-000003" {
+		t.Fatalf("drew %s, want plain-000003: the two before it are another normsim's", id)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.drawn["plain-000001"] || m.drawn["plain-000002"] {
+		t.Errorf("the IDs found taken are still held as drawn: %v", m.drawn)
+	}
+}

@@ -246,7 +246,14 @@ func (m *Manager) Flush() { m.journal.Flush() }
 // leaves the store only through the journal. So the store is not read
 // here: at 10,000 handovers, 1,600 placements at once waited for its
 // connection to look a name up.
-func (m *Manager) drawInstanceID(template string) string {
+//
+// On a runtime other normsims see too (sim.IDChecker: a shared Docker
+// engine) the name is also drawn again while the runtime has it: IDs are
+// drawn by each normsim on its own, and two that drew the same one would
+// share a compose project. A runtime that cannot say leaves the launch to
+// fail on its own error.
+func (m *Manager) drawInstanceID(ctx context.Context, template string, rt sim.Runtime) string {
+	checker, _ := rt.(sim.IDChecker)
 	for {
 		id := template + "-" + randomHex(3)
 		m.mu.Lock()
@@ -256,9 +263,19 @@ func (m *Manager) drawInstanceID(template string) string {
 			m.drawn[id] = true
 		}
 		m.mu.Unlock()
-		if !taken {
-			return id
+		if taken {
+			continue
 		}
+		if checker != nil {
+			if elsewhere, err := checker.InstanceIDTaken(ctx, id); err == nil && elsewhere {
+				m.log.Info("instance ID in use on the runtime, drawn again", "instance", id, "runtime", rt.Name())
+				m.mu.Lock()
+				delete(m.drawn, id)
+				m.mu.Unlock()
+				continue
+			}
+		}
+		return id
 	}
 }
 
@@ -468,7 +485,7 @@ func (m *Manager) launch(ctx context.Context, req LaunchRequest, o launchOpts) (
 		return sim.Instance{}, err
 	}
 	now := m.now()
-	id := m.drawInstanceID(tmpl.Name)
+	id := m.drawInstanceID(ctx, tmpl.Name, rt)
 	defer func() {
 		m.mu.Lock()
 		delete(m.drawn, id)
