@@ -31,12 +31,11 @@ func leastNodes(content []byte) int64 {
 	open, openIndent, openTop := false, 0, false
 	for len(content) > 0 {
 		line := content
-		if i := bytes.IndexByte(content, '\n'); i >= 0 {
-			line, content = content[:i], content[i+1:]
+		if end, next := lineBreak(content); end >= 0 {
+			line, content = content[:end], content[next:]
 		} else {
 			content = nil
 		}
-		line = bytes.TrimSuffix(line, []byte{'\r'})
 		rest := bytes.TrimLeft(line, " ")
 		indent := len(line) - len(rest)
 		if inBlock {
@@ -144,6 +143,31 @@ func blockHeader(rest []byte) bool {
 
 // asUTF8 is content as UTF-8: the YAML parser reads UTF-16 too, when it
 // begins with its byte-order mark.
+// lineBreak finds the first line break in content, of every kind the
+// YAML parser ends a line at: "\n", "\r\n", a lone "\r", and NEL, LS and
+// PS (U+0085, U+2028, U+2029). It says where the line ends and the next
+// begins (-1, -1: none). A file written with the others looks like one
+// line to a count that only splits at "\n", and an 8 MiB bomb in that form
+// was parsed whole (1.5 GB) before it was refused.
+func lineBreak(content []byte) (end, next int) {
+	for i := 0; i < len(content); i++ {
+		switch c := content[i]; {
+		case c == '\n':
+			return i, i + 1
+		case c == '\r':
+			if i+1 < len(content) && content[i+1] == '\n' {
+				return i, i + 2
+			}
+			return i, i + 1
+		case c == 0xC2 && i+1 < len(content) && content[i+1] == 0x85:
+			return i, i + 2
+		case c == 0xE2 && i+2 < len(content) && content[i+1] == 0x80 && (content[i+2] == 0xA8 || content[i+2] == 0xA9):
+			return i, i + 3
+		}
+	}
+	return -1, -1
+}
+
 func asUTF8(content []byte) []byte {
 	if len(content) < 2 {
 		return content

@@ -30,6 +30,8 @@ var leastNodesCases = []string{
 	"a:\n  - |2\n     - text, with, commas\n  - b\n",
 	"{\"services\": {\"app\": {\"image\": \"x\", \"command\": [\"a,b\", \"c\"]}}}\n",
 	"a: [\n  # comment, with, commas\n  1, 2 ]\n",
+	"a: \"x\ry, [a, b]\"\rb:\r- 1\r- 2\r",
+	"a: b\u2028c: [1, 2]\u0085d:\u2029- e\r\n",
 }
 
 // TestLeastNodesIsALowerBound: the count read from the text is never more
@@ -116,6 +118,11 @@ func TestNodeBombsAreRefusedBeforeParsing(t *testing.T) {
 		"a flow list in JSON": append(fill(`{"x-a": [`, `"a",`), []byte(`"a"]}`)...),
 	}
 	bombs["a flow list in UTF-16"] = []byte(utf16WithBOM(string(bombs["a flow list"][:maxFileBytes/2-16])) + "\x00]\x00")
+	// Lines the parser breaks at that are not "\n" (issue 34, attack
+	// round 9a, H1: 1.5 GB each, and three crashed normsim up).
+	for name, br := range map[string]string{"CR": "\r", "CRLF": "\r\n", "NEL": "\u0085", "LS": "\u2028", "PS": "\u2029"} {
+		bombs["a block list broken by "+name] = fill("x-a:"+br, "- a"+br)
+	}
 	for name, bomb := range bombs {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
