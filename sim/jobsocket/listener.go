@@ -939,6 +939,10 @@ func (l *Listener) disconnected(c *conn, code int, reason string) {
 	if current {
 		in.cur = nil
 	}
+	token := ""
+	if ok {
+		token = in.reg.Token
+	}
 	gone := c.gone
 	if ok && in.dropped == c {
 		in.dropped = nil
@@ -948,6 +952,7 @@ func (l *Listener) disconnected(c *conn, code int, reason string) {
 	if code == int(websocket.StatusAbnormalClosure) {
 		by = ConnectionLost
 	}
+	reason = redactReason(reason, token)
 	if cc, cr := c.closed(); cc != 0 {
 		code, reason, by = cc, cr, ClosedByWorker
 	}

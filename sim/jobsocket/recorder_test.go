@@ -197,3 +197,20 @@ func TestRecorderTriesABatchAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestACloseReasonIsKeptWithoutTheToken (attack round 9a, M2): a job that
+// closes its socket with its token in the reason (token=…, a JSON object,
+// or the bare value) has sent its secret; the event keeps the reason
+// without it.
+func TestACloseReasonIsKeptWithoutTheToken(t *testing.T) {
+	for _, reason := range []string{"token=" + token, `{"token":"` + token + `"}`, "bye " + token + " now", "Token: " + token} {
+		l, ev := MustListener(t, jobsocket.Config{})
+		l.Register(jobsocket.Registration{JobID: "j", Role: "s", Token: token})
+		c := connected(t, l, ev)
+		c.Conn().Close(4000, reason)
+		got := ev.wait(t, jobsocket.Disconnected)
+		if strings.Contains(got.Reason, token) || !strings.Contains(got.Reason, "<redacted>") || got.Code != 4000 {
+			t.Errorf("closed with %q: the event says %d %q; want 4000 with the token redacted", reason, got.Code, got.Reason)
+		}
+	}
+}

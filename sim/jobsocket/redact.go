@@ -29,6 +29,21 @@ func redactTokens(data []byte) []byte {
 	return out
 }
 
+// redactReason returns a close reason the job wrote as the events keep
+// it: its instance's token, wherever it stands in the text, and the value
+// after any token key (token=…, {"token": …}) replaced by "<redacted>".
+// A job that echoes its token while it closes has sent its secret as
+// surely as in a frame.
+func redactReason(reason, token string) string {
+	if token != "" && strings.Contains(reason, token) {
+		reason = strings.ReplaceAll(reason, token, "<redacted>")
+	}
+	if !strings.Contains(strings.ToLower(reason), "token") {
+		return reason
+	}
+	return string(redactLoose([]byte(reason)))
+}
+
 // topLevelObject reports whether data's first value is an object.
 func topLevelObject(data []byte) bool {
 	t := bytes.TrimLeft(data, " \t\r\n\ufeff")
