@@ -1,7 +1,10 @@
 package sqlite
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,6 +39,8 @@ func holderPath(store string) string {
 // acquireLock takes the store's lock, or says who holds it. It creates the
 // store file if there is none (an empty file is an empty SQLite database).
 func acquireLock(store string) (*storeLock, error) {
+	_, statErr := os.Stat(store)
+	created := errors.Is(statErr, fs.ErrNotExist)
 	f, err := os.OpenFile(store, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("lock store %s: %w", store, err)
@@ -44,11 +49,23 @@ func acquireLock(store string) (*storeLock, error) {
 	if err := tryLock(f); err != nil {
 		said, _ := os.ReadFile(holder)
 		f.Close()
-		who := strings.TrimSpace(string(said))
-		if who == "" {
-			who = "another process"
-		}
+		who := cmp.Or(strings.TrimSpace(string(said)), "another process")
 		return nil, sim.Errorf(sim.EConflict, "store %s is in use by another normsim (%s); stop that one, or give this one another --db", store, who)
+	}
+	if walInUse(store + "-shm") {
+		// The lock is free, yet another process has the database this
+		// name's write-ahead log belongs to: the file was renamed or
+		// removed while a normsim ran on it, and that normsim writes on
+		// through the log under this name. Opening it here would take
+		// the log as this file's and lose the other's records.
+		unlock(f)
+		f.Close()
+		if created {
+			os.Remove(store)
+		}
+		said, _ := os.ReadFile(holder)
+		who := cmp.Or(strings.TrimSpace(string(said)), "another process")
+		return nil, sim.Errorf(sim.EConflict, "store %s: its write-ahead log (%s-wal) is in use (%s), but the file is not: the store was renamed or removed while a normsim ran on it. Stop that normsim first, or give this one another --db", store, store, who)
 	}
 	l := &storeLock{f: f, holder: holder}
 	l.say(fmt.Sprintf("pid %d", os.Getpid()))

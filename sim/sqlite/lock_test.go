@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,5 +116,57 @@ func TestAStoreIsTheFileItsPathNames(t *testing.T) {
 	}
 	if _, err := Open(context.Background(), filepath.Join(dir, ".", "s.db")); sim.ErrorCode(err) != sim.EConflict {
 		t.Errorf("s.db by another spelling: %v, want it refused as in use", err)
+	}
+}
+
+// TestAStoreRenamedInUseIsNotOpenedUnderItsOldName (attack round 9a, M1):
+// a store renamed while a normsim runs on it leaves its write-ahead log
+// under the old name, in use. A second normsim on the old name used to
+// take the log as its new file's, truncate it and remove the lock file:
+// the first one's records were lost. It is refused, and touches nothing.
+func TestAStoreRenamedInUseIsNotOpenedUnderItsOldName(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.db")
+	first := open(t, path)
+	ctx := context.Background()
+	if err := first.SaveInstance(ctx, &sim.Instance{ID: "i1", JobID: "j1", Role: "i1", State: sim.InstanceRunning}); err != nil {
+		t.Fatal(err)
+	}
+	wal, err := os.Stat(path + "-wal")
+	if err != nil {
+		t.Fatalf("no write-ahead log to test with: %v", err)
+	}
+	moved := filepath.Join(dir, "moved.db")
+	if err := os.Rename(path, moved); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(ctx, path)
+	if sim.ErrorCode(err) != sim.EConflict || !strings.Contains(err.Error(), "renamed or removed while a normsim ran on it") {
+		t.Fatalf("open under the old name: %v; want it refused", err)
+	}
+	if now, err := os.Stat(path + "-wal"); err != nil || now.Size() < wal.Size() {
+		t.Fatalf("the first one's log after the refusal: %v, %v; want it as it was (%d bytes)", now, err, wal.Size())
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused open left a file under the old name: %v", err)
+	}
+	if err := first.SaveInstance(ctx, &sim.Instance{ID: "i2", JobID: "j2", Role: "i2", State: sim.InstanceRunning}); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// SQLite writes nothing back into a file renamed under it: the
+	// records wait in the log under the old name, whole, until the file
+	// is named so again.
+	if err := os.Rename(moved, path); err != nil {
+		t.Fatal(err)
+	}
+	again := open(t, path)
+	defer again.Close()
+	for _, id := range []string{"i1", "i2"} {
+		if _, err := again.GetInstance(ctx, id); err != nil {
+			t.Errorf("%s once the store has its name back: %v", id, err)
+		}
 	}
 }
