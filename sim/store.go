@@ -290,14 +290,28 @@ func Overflow(n, size, maxN, maxSize int64) (dropN, dropSize int64, ok bool) {
 // adds two a time, and its instance's events would grow the store without
 // end; past PerInstance the instance's oldest are let go (down to TrimTo
 // of it) and counted (EventsTrimmed). Events of no instance (a
-// migration's end) go as their migrations are pruned.
+// migration's end) go as their migrations are pruned. Past Total events
+// in all (many instances each just under its bound, launched and removed
+// in a loop, as conform's cases are), the oldest of all go, down to
+// TrimTo of it, counted the same.
 type EventLimits struct {
 	PerInstance int64
+	Total       int64
 }
 
 // DefaultEventLimits keep an instance's last 2,000 events (a launch and a
-// handover say about a dozen).
-var DefaultEventLimits = EventLimits{PerInstance: 2000}
+// handover say about a dozen) and 500,000 in all (about 120 MiB; a
+// 10,000-job bench says about 150,000).
+var DefaultEventLimits = EventLimits{PerInstance: 2000, Total: 500000}
+
+// TotalKept is how many of n events in all a trim keeps; ok is false
+// while n is within the bound (or there is none).
+func (l EventLimits) TotalKept(n int64) (keep int64, ok bool) {
+	if l.Total <= 0 || n <= l.Total {
+		return n, false
+	}
+	return int64(float64(l.Total) * TrimTo), true
+}
 
 // CountEvents adds evs to counts, each instance's events since a trim
 // last counted them, and returns the instances now past the bound: a

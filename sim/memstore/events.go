@@ -47,7 +47,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs []sim.Event) error {
 
 // SetEventLimits changes the bound (before the store is used).
 func (s *Store) SetEventLimits(l sim.EventLimits) {
-	if l.PerInstance <= 0 {
+	if l.PerInstance <= 0 || l.Total < 0 {
 		panic(fmt.Sprintf("memstore: event limits must be positive: %+v", l))
 	}
 	s.eventLimits = l
@@ -86,6 +86,11 @@ func (s *Store) boundEvents(rows []eventRow, evs []sim.Event) []eventRow {
 			out = append(out, r)
 		}
 		rows = out
+	}
+	if keep, ok := s.eventLimits.TotalKept(int64(len(rows))); ok {
+		drop := int64(len(rows)) - keep
+		s.eventsTrimmed.Add(drop)
+		rows = slices.Clone(rows[drop:])
 	}
 	return rows
 }

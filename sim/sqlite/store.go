@@ -73,6 +73,10 @@ type Store struct {
 	eventMu       sync.Mutex
 	eventCounts   map[string]int64
 	eventsTrimmed atomic.Int64
+	// eventTotal is about how many events the table holds (guarded by
+	// eventMu): exact once read (eventTotalRead), high after trims.
+	eventTotal     int64
+	eventTotalRead bool
 	// migCap bounds the finished migrations kept (SetMigrationCap);
 	// prunedIDs are those it dropped last, whose late writes go.
 	migCap    migrationCap
@@ -1051,7 +1055,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs []sim.Event) error {
 
 // SetEventLimits changes the bound (before the store is used).
 func (s *Store) SetEventLimits(l sim.EventLimits) {
-	if l.PerInstance <= 0 {
+	if l.PerInstance <= 0 || l.Total < 0 {
 		panic(fmt.Sprintf("sqlite: event limits must be positive: %+v", l))
 	}
 	s.eventLimits = l
@@ -1090,8 +1094,49 @@ func (s *Store) boundEvents(ctx context.Context, evs []sim.Event) {
 		s.eventsTrimmed.Add(dropped)
 		s.eventMu.Lock()
 		s.eventCounts[inst] = n
+		s.eventTotal -= dropped
 		s.eventMu.Unlock()
 	}
+	s.boundAllEvents(ctx, int64(len(evs)))
+}
+
+// boundAllEvents lets go of the oldest events of all past the total
+// bound. The count in memory, read from the table at the first append,
+// only says when to count again: trims of one instance and undone
+// batches leave it high, and the table settles it.
+func (s *Store) boundAllEvents(ctx context.Context, added int64) {
+	if s.eventLimits.Total <= 0 {
+		return
+	}
+	s.eventMu.Lock()
+	s.eventTotal += added
+	_, over := s.eventLimits.TotalKept(s.eventTotal)
+	first := !s.eventTotalRead
+	s.eventMu.Unlock()
+	if !over && !first {
+		return
+	}
+	var n, dropped int64
+	err := s.atomically(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		dropped = 0
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM events`).Scan(&n); err != nil {
+			return err
+		}
+		keep, ok := s.eventLimits.TotalKept(n)
+		if !ok {
+			return nil
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM events WHERE seq IN (SELECT seq FROM events ORDER BY seq LIMIT ?)`, n-keep)
+		dropped, n = n-keep, keep
+		return err
+	})
+	if err != nil {
+		return // tried again at the next append; the events stay written
+	}
+	s.eventsTrimmed.Add(dropped)
+	s.eventMu.Lock()
+	s.eventTotal, s.eventTotalRead = n, true
+	s.eventMu.Unlock()
 }
 
 // ListEvents returns events oldest first.

@@ -14,6 +14,7 @@ import (
 var eventTests = []test{
 	{"ListEventsSelects", testListEventsSelects},
 	{"EventsAreBoundedPerInstance", testEventsAreBoundedPerInstance},
+	{"EventsAreBoundedInAll", testEventsAreBoundedInAll},
 }
 
 // testEventsAreBoundedPerInstance (issue 34, round three, F4): a job that
@@ -64,6 +65,42 @@ func testEventsAreBoundedPerInstance(t *testing.T, open Opener) {
 	}
 	if others := len(all) - len(kept); others != 10 {
 		t.Errorf("%d events of the quiet instance and of none kept, want all 10", others)
+	}
+}
+
+// testEventsAreBoundedInAll (attack round 9c, M1): many instances each
+// under its own bound, launched and removed in a loop, grew the events
+// without end (99 MB, then 179 MB, nothing counted). Past the total the
+// oldest of all go, down to TrimTo of it, counted; the newest stay.
+func testEventsAreBoundedInAll(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	s.SetEventLimits(sim.EventLimits{PerInstance: 10, Total: 40})
+	at := time.Unix(1700000000, 0).UTC()
+	const n = 100
+	for i := range n {
+		inst := fmt.Sprint("i", i/5) // 5 events each, under their bound
+		if err := s.AppendEvents(ctx, []sim.Event{{At: at.Add(time.Duration(i) * time.Millisecond), Kind: sim.EventInstanceConnected, Instance: inst, Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := s.ListEvents(ctx, sim.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) > 40 || len(all) < 36 {
+		t.Fatalf("%d events kept in all, want at most the bound of 40 (and at least 36, the trim's share)", len(all))
+	}
+	if last := all[len(all)-1]; string(last.Data) != fmt.Sprintf(`{"n":%d}`, n-1) {
+		t.Errorf("the newest event kept is %s, want the last appended", last.Data)
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i].Seq != all[i-1].Seq+1 {
+			t.Errorf("the kept events are not the newest in a row: seq %d after %d", all[i].Seq, all[i-1].Seq)
+		}
+	}
+	if got, want := s.EventsTrimmed(), int64(n-len(all)); got != want {
+		t.Errorf("EventsTrimmed %d, want %d (appended %d, kept %d)", got, want, n, len(all))
 	}
 }
 
