@@ -218,3 +218,29 @@ func TestOpenTakesAStoreWithATableAdded(t *testing.T) {
 		t.Fatalf("tables %s", tables)
 	}
 }
+
+// TestADamagedStoreSaysSo (attack round 9a, L3): a store cut short read
+// as "database disk image is malformed (11)" and no more. It says the file
+// is damaged and what to do.
+func TestADamagedStoreSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	whole := filepath.Join(dir, "whole.db")
+	s := open(t, whole)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, cut := range map[string][]byte{"the header only": b[:100], "half": b[:len(b)/2]} {
+		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".db")
+		if err := os.WriteFile(path, cut, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Open(context.Background(), path)
+		if err == nil || !strings.Contains(err.Error(), "the file is damaged") || !strings.Contains(err.Error(), "start on a new --db") {
+			t.Errorf("%s: %v; want it said damaged, with what to do", name, err)
+		}
+	}
+}

@@ -22,7 +22,8 @@ import (
 	"time"
 
 	"github.com/normsim/normsim/sim"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // also registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 //go:embed migrations/*.sql
@@ -490,9 +491,23 @@ func openDB(ctx context.Context, path string, background func(func())) (*Store, 
 		if errors.As(err, &refused) {
 			return nil, err
 		}
+		if damaged(err) {
+			return nil, fmt.Errorf("open store %s: %w: the file is damaged (cut short, or overwritten); move it aside and start on a new --db, or restore a copy of it", path, err)
+		}
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// damaged says whether err is SQLite's word for a damaged file:
+// SQLITE_CORRUPT or SQLITE_NOTADB, whatever its extended code.
+func damaged(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Code() & 0xff
+	return code == sqlite3.SQLITE_CORRUPT || code == sqlite3.SQLITE_NOTADB
 }
 
 // memoryPageSize is an in-memory store's page size. Its pages live in
