@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -9,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/normsim/normsim/internal/bench"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -19,28 +17,9 @@ import (
 // and why the record is gone, not a 404 as for a migration never known.
 func TestAPrunedMigrationSaysHowItEnded(t *testing.T) {
 	opts := testOptions(t)
-	opts.Runtime = sim.RuntimeExternal
 	opts.KeepMigrations = 1
-	m := openApp(t, opts)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	api := bench.NewAPI(m.URL(), 4)
-	defer api.Close()
-
-	in, job, err := bench.LaunchConnected(ctx, api, "counter", "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer job.Close()
-	first, err := bench.PlayHandover(ctx, api, in.ID, job, bench.HandoverOptions{To: "b"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	second, err := bench.PlayHandover(ctx, api, first.TargetID, first.TargetJob, bench.HandoverOptions{To: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer second.TargetJob.Close()
+	m, hs, _ := handedOver(t, opts, 2)
+	first := hs[0]
 
 	get := func(id string) (int, map[string]string) {
 		t.Helper()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/normsim/normsim/app"
 	"github.com/normsim/normsim/internal/bench"
 	"github.com/normsim/normsim/sim"
 )
@@ -16,28 +17,14 @@ import (
 // TestStatsSayWhatTheSimHolds checks GET /api/v1/stats against what was
 // done to the sim: one job launched, connected and handed over.
 func TestStatsSayWhatTheSimHolds(t *testing.T) {
-	opts := testOptions(t)
-	opts.Runtime = sim.RuntimeExternal
-	m := openApp(t, opts)
+	_, _, api := handedOver(t, testOptions(t), 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	api := bench.NewAPI(m.URL(), 4)
-	defer api.Close()
-
-	in, job, err := bench.LaunchConnected(ctx, api, "counter", "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer job.Close()
-	h, err := bench.PlayHandover(ctx, api, in.ID, job, bench.HandoverOptions{To: "b"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.TargetJob.Close()
 
 	// The journal writes behind: wait until nothing is pending, when the
 	// migration must be in the store.
 	var st *sim.Stats
+	var err error
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		if st, err = api.Stats(ctx, false); err != nil {
 			t.Fatal(err)
@@ -125,4 +112,34 @@ func TestProfilesOnlyWhenAskedFor(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d", path, code, b, want)
 		}
 	}
+}
+
+// handedOver opens a sim on the external runtime with opts, launches a
+// counter on node a, connects its job and hands it over n times, back and
+// forth: what the sim then holds is what n handovers leave.
+func handedOver(t *testing.T, opts app.Options, n int) (*app.Main, []*bench.Handover, *bench.API) {
+	t.Helper()
+	opts.Runtime = sim.RuntimeExternal
+	m := openApp(t, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	api := bench.NewAPI(m.URL(), 4)
+	t.Cleanup(api.Close)
+	in, job, err := bench.LaunchConnected(ctx, api, "counter", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, nodes := in.ID, []string{"b", "a"}
+	var hs []*bench.Handover
+	for i := range n {
+		h, err := bench.PlayHandover(ctx, api, id, job, bench.HandoverOptions{To: nodes[i%2]})
+		job.Close() // the worker closed the source's socket
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, h)
+		id, job = h.TargetID, h.TargetJob
+	}
+	t.Cleanup(func() { job.Close() })
+	return m, hs, api
 }
