@@ -858,16 +858,23 @@ func (l *Listener) hello(ctx context.Context, c *conn) bool {
 	// frame, so the timeout closes with 4401 from the side instead.
 	var timedOut atomic.Bool
 	helloBy := time.Now().Add(l.cfg.HelloTimeout)
+	timeout := func() {
+		c.close(protocol.CloseUnauthorized, protocol.ReasonHelloTimeout+" "+l.cfg.HelloTimeout.String())
+	}
 	timer := time.AfterFunc(l.cfg.HelloTimeout, func() {
 		timedOut.Store(true)
-		c.close(protocol.CloseUnauthorized, protocol.ReasonHelloTimeout+" "+l.cfg.HelloTimeout.String())
+		timeout()
 	})
 	data, err := c.readFrame(ctx)
 	// Whatever came, the connection no longer waits to say hello; unless
 	// it was evicted meanwhile (its hello, if that came, came too late).
 	waiting := c.helloDone()
 	if !timer.Stop() || timedOut.Load() {
-		return false // closing with 4401 already
+		// The timer fired, but its close may not have begun: begin it
+		// here (once, whoever is first), or the caller's teardown would
+		// beat it and the job get no close frame at all.
+		timeout()
+		return false
 	}
 	if !waiting {
 		c.evict()

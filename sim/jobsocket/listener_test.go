@@ -529,3 +529,44 @@ func TestAJobThatClosesWhileBeingWrittenToIsNotCalledSlow(t *testing.T) {
 		}
 	}
 }
+
+// TestAHelloAtTheDeadlineGetsAnAnswer (attack round 9b, F3): a hello that
+// arrives just as the hello timeout fires is answered, hello-ack or 4401
+// with its reason; 4 of 600 such hellos got the connection torn down
+// without a close frame, as if the network had dropped it.
+func TestAHelloAtTheDeadlineGetsAnAnswer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a race run many times: not with -short")
+	}
+	const timeout = 20 * time.Millisecond
+	l, _ := MustListener(t, jobsocket.Config{HelloTimeout: timeout})
+	l.Register(jobsocket.Registration{JobID: "j", Role: "s", Token: token})
+	url := fmt.Sprintf("ws://127.0.0.1:%d%s", l.Port(), protocol.Path("j", "s"))
+	var bare, tries int
+	for i := range 400 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		c, _, err := websocket.Dial(ctx, url, nil)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		time.Sleep(timeout - 2*time.Millisecond + time.Duration(i%5)*time.Millisecond)
+		tries++
+		werr := c.Write(ctx, websocket.MessageText, []byte(hello(token)))
+		_, _, rerr := c.Read(ctx)
+		cancel()
+		c.CloseNow()
+		if werr != nil || rerr == nil {
+			continue // answered hello-ack (then replaced by the next), or gone before the hello went
+		}
+		if code := websocket.CloseStatus(rerr); code != protocol.CloseUnauthorized {
+			bare++
+			if bare <= 3 {
+				t.Errorf("hello %d at the deadline: %v; want hello-ack or 4401", i, rerr)
+			}
+		}
+	}
+	if bare > 0 {
+		t.Errorf("%d of %d hellos at the deadline got no answer", bare, tries)
+	}
+}
