@@ -338,8 +338,8 @@ type runEvent struct {
 	// delay-frame fault held the frame itself.
 	piped bool
 	held  time.Duration
-	// arrived is when a socket event was handed on to the owner: a frame
-	// is decided as of then.
+	// arrived is when a socket event or a user's abort was handed on to
+	// the owner: each is decided as of then.
 	arrived time.Time
 	runtime sim.RuntimeEvent
 	reason  string
@@ -1040,7 +1040,7 @@ func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool, held 
 // which waits for it: 202, or 409 and why. Once the owner has let go, the
 // migration has ended and step refuses it as such.
 func (r *run) decideUserAbort(ev runEvent) {
-	r.decide(ev, func() input { return input{kind: inUserAbort, reason: ev.reason} })
+	r.decide(ev, func() input { return input{kind: inUserAbort, reason: ev.reason, arrived: ev.arrived} })
 }
 
 // stateLocked is the migration's state as step decides with it.
@@ -1979,7 +1979,7 @@ func (m *Manager) AbortMigration(ctx context.Context, id, why string) (*sim.Migr
 	// source-stopped-output handed on first is the point of no return,
 	// and the abort is refused; one after it is late.
 	answer := make(chan string, 1)
-	r.post(runEvent{kind: evAbort, reason: reason, answer: answer})
+	r.post(runEvent{kind: evAbort, reason: reason, answer: answer, arrived: time.Now()})
 	select {
 	case refusal := <-answer:
 		if refusal != "" {

@@ -194,7 +194,11 @@ func stepTo(dst []effect, s state, in input) (state, []effect) {
 		}
 		return s, append(dst, handOn)
 	case inUserAbort:
-		refusal := stepUserAbort(s.id, abortAsk{ended: s.ended, strategy: s.strategy, ponr: s.ponr, aborting: s.userAbort, ending: s.ending})
+		// Decided as of when it arrived, as a job's frame is: one that
+		// came at or after the deadline of the wait in progress finds the
+		// wait timed out, whether or not its timer has fired yet.
+		timedOut := stepDeadline(s.waiting.deadline, in.arrived, func() bool { return true })
+		refusal := stepUserAbort(s.id, abortAsk{ended: s.ended, strategy: s.strategy, ponr: s.ponr, aborting: s.userAbort, ending: s.ending, timedOut: timedOut})
 		if refusal != "" {
 			return s, append(dst, effect{do: doAnswer, detail: refusal})
 		}

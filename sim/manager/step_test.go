@@ -242,6 +242,28 @@ func TestStepOnExitAndTheUsersAbort(t *testing.T) {
 	}
 }
 
+// TestAUsersAbortAtTheDeadlineFindsItTimedOut (attack round 9b, F2): an
+// abort the API handed on at or after the deadline of the wait in
+// progress is refused, as a job's frame then is late, whether or not the
+// timer has fired: 9 of 120 such aborts ended the migration "aborted by
+// the user" instead of timed out. One before it is taken.
+func TestAUsersAbortAtTheDeadlineFindsItTimedOut(t *testing.T) {
+	t.Parallel()
+	deadline := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	s := state{id: "m1", strategy: sim.Handover, phase: sim.PhaseCutoverReady}
+	s.waiting = wait{role: "src", frames: []string{protocol.TypeSourceStoppedOutput}, deadline: deadline}
+	for _, at := range []time.Time{deadline, deadline.Add(time.Millisecond)} {
+		next, effs := step(s, input{kind: inUserAbort, reason: "aborted by the user", arrived: at})
+		if !reflect.DeepEqual(next, s) || len(effs) != 1 || effs[0].do != doAnswer || !strings.Contains(effs[0].detail, "timed out before the abort arrived") {
+			t.Errorf("an abort at deadline%+v: state %+v, effects %+v; want it refused, the state as it was", at.Sub(deadline), next, effs)
+		}
+	}
+	next, _ := step(s, input{kind: inUserAbort, reason: "aborted by the user", arrived: deadline.Add(-time.Millisecond)})
+	if next.userAbort == "" {
+		t.Errorf("an abort before the deadline was not taken: %+v", next)
+	}
+}
+
 // TestStepWalksAHandoverFromTheJobsFrames: a handover's cutover, driven
 // by its jobs' events through step alone, relays each frame once, to the
 // side it asks, after the phase that lets that side answer is entered,

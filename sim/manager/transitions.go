@@ -98,6 +98,7 @@ type abortAsk struct {
 	ponr     bool   // past the point of no return
 	aborting string // why the user asked already, if they did
 	ending   bool   // bound to end by something else
+	timedOut bool   // asked at or after the deadline of the wait in progress
 }
 
 // stepUserAbort decides a user's abort: "" takes it (the migration rolls
@@ -112,6 +113,8 @@ func stepUserAbort(id string, a abortAsk) string {
 		return fmt.Sprintf("migration %s is already being aborted (%s)", id, a.aborting)
 	case a.ending:
 		return fmt.Sprintf("migration %s is already ending; it cannot be aborted now", id)
+	case a.timedOut:
+		return fmt.Sprintf("migration %s timed out before the abort arrived: the timeout ends it", id)
 	}
 	return ""
 }
