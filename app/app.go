@@ -533,8 +533,13 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	// The runs drive the sim through its API as `normsim conform` does
 	// from outside, so the service is made once the API's URL is known.
 	m.Conformance = conform.NewService(conform.ServiceConfig{URL: m.URL(), Sim: m.Manager, Version: m.Opts.Version, Logger: m.log.With("component", "conformance"), Now: m.Opts.Now})
+	// Idle keep-alive connections close after httpIdleTimeout, and
+	// httpConns bounds those open at once: otherwise idle clients hold
+	// every fd, and the API, the store and the job sockets get none.
+	m.httpConns = connlimit.NewHTTPConns(connlimit.HTTPLimits{Total: m.Opts.HTTPConns, PerHost: m.Opts.HTTPConnsPerHost}, m.log)
+	m.log.Debug("API: open connections are bounded", "limits", m.httpConns.Limits())
 	m.Web = web.New(web.Config{Service: m.Manager, Addr: ln.Addr().String(), Logger: m.log, Version: m.Opts.Version, Conformance: m.Conformance,
-		Stats: m, Profiling: m.Opts.Profiling,
+		Stats: m, Profiling: m.Opts.Profiling, Streaming: m.httpConns.Streaming,
 		Ready: func() bool {
 			select {
 			case <-m.ready:
@@ -543,12 +548,8 @@ func (m *Main) Open(ctx context.Context) (err error) {
 				return false
 			}
 		}})
-	// Idle keep-alive connections close after httpIdleTimeout, and
-	// httpConns bounds those open at once: otherwise idle clients hold
-	// every fd, and the API, the store and the job sockets get none.
-	m.httpConns = connlimit.NewHTTPConns(connlimit.HTTPLimits{Total: m.Opts.HTTPConns, PerHost: m.Opts.HTTPConnsPerHost}, m.log)
-	m.log.Debug("API: open connections are bounded", "limits", m.httpConns.Limits())
-	m.httpSrv = &http.Server{Handler: m.Web, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: httpIdleTimeout, ConnState: m.httpConns.ConnState}
+	m.httpSrv = &http.Server{Handler: m.Web, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: httpIdleTimeout,
+		ConnState: m.httpConns.ConnState, ConnContext: m.httpConns.ConnContext}
 	// Requests waiting on a migration (?wait) answer at shutdown instead of
 	// holding it up.
 	m.httpSrv.RegisterOnShutdown(m.Web.EndWaits)

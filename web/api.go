@@ -709,6 +709,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		writeErrorStatus(w, http.StatusInternalServerError, sim.EInternal, "streaming unsupported")
 		return
 	}
+	if s.cfg.Streaming != nil {
+		s.cfg.Streaming(r.Context())
+	}
 	// A client that reconnects resumes after the last event it read: an
 	// EventSource sends its id as Last-Event-ID by itself; ?after= does
 	// the same for other clients.

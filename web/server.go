@@ -116,6 +116,14 @@ type Config struct {
 	// Profiling serves runtime profiles under /debug/pprof/ (normsim up
 	// --pprof).
 	Profiling bool
+	// Streaming, when set, is told of each /api/v1/events stream as it
+	// begins (connlimit.HTTPConns.Streaming): a stream may then be closed
+	// to make room for a newer connection, as its client resumes it.
+	Streaming func(context.Context)
+	// BodyTimeout bounds how long a request's body may take to arrive
+	// whole (default 30s): one that dribbles in would hold its
+	// connection busy, never to be closed for a newer one.
+	BodyTimeout time.Duration
 }
 
 // Server is the HTTP handler.
@@ -150,6 +158,9 @@ func New(cfg Config) *Server {
 	if cfg.EventWriteTimeout <= 0 {
 		cfg.EventWriteTimeout = 5 * time.Second
 	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = 30 * time.Second
+	}
 	s := &Server{cfg: cfg, svc: cfg.Service, log: cfg.Logger, csrf: newCSRF(cfg.CSRFKey), assets: sync.OnceValue(loadAssets),
 		eventWriteTimeout: cfg.EventWriteTimeout}
 	s.waits, s.endWaits = context.WithCancel(context.Background())
@@ -163,6 +174,9 @@ func New(cfg Config) *Server {
 	r.Use(func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+			if r.ContentLength != 0 {
+				r.Body = bodyWithin(w, r.Body, cfg.BodyTimeout)
+			}
 			next.ServeHTTP(w, r)
 		})
 	})
@@ -347,6 +361,45 @@ type errorBody struct {
 		// Ended is, for GONE, the state the migration ended in.
 		Ended sim.MigrationState `json:"ended,omitempty"`
 	} `json:"error"`
+}
+
+// timedBody is a request body that must arrive whole by a deadline, set
+// on the connection's reads when the body is wrapped and lifted once it
+// is read to its end: the server's own read that then watches for the
+// client going away must not find the deadline past.
+type timedBody struct {
+	io.ReadCloser
+	rc      *http.ResponseController
+	timeout time.Duration
+	done    bool
+}
+
+// bodyWithin is body, to be read whole within timeout.
+func bodyWithin(w http.ResponseWriter, body io.ReadCloser, timeout time.Duration) io.ReadCloser {
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(timeout)) != nil {
+		return body // a writer that cannot (a test's recorder)
+	}
+	return &timedBody{ReadCloser: body, rc: rc, timeout: timeout}
+}
+
+func (b *timedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	switch {
+	case b.done || err == nil:
+	case errors.Is(err, io.EOF):
+		b.done = true
+		b.rc.SetReadDeadline(time.Time{})
+	default:
+		// The deadline stays: the server's read of what the handler left
+		// of the body fails at once, and the connection closes after the
+		// answer instead of waiting for the rest.
+		b.done = true
+		if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+			err = sim.Errorf(sim.EInvalid, "the request body did not arrive whole within %s; send it at once", b.timeout)
+		}
+	}
+	return n, err
 }
 
 func writeErrorStatus(w http.ResponseWriter, status int, code, msg string) {

@@ -6,6 +6,7 @@ package connlimit
 
 import (
 	"container/list"
+	"context"
 	"log/slog"
 	"net"
 	"net/http"
@@ -43,13 +44,17 @@ func hostShare(total int) int { return max(total*3/4, 1) }
 const logEvery = 10 * time.Second
 
 // HTTPConns keeps an http.Server's open connections within HTTPLimits
-// (install ConnState as the server's). Past a bound, the connection that
-// has waited longest (idle between requests, or not having sent its first
-// one yet) is closed: of the newcomer's host past PerHost, else of the
-// host holding the most connections, so a host's flood closes its own
-// connections before anyone else's. A connection serving a request (a
-// streamed response such as /api/v1/events included) is never closed;
-// when every one that counts is busy, the newcomer is closed at once.
+// (install ConnState as the server's, and ConnContext so that a handler
+// can say it streams). Past a bound, the connection that has waited
+// longest (idle between requests, or not having sent its first one yet)
+// is closed: of the newcomer's host past PerHost, else of the host
+// holding the most connections, so a host's flood closes its own
+// connections before anyone else's. With none waiting, the oldest stream
+// (a response its handler marked with Streaming, such as /api/v1/events,
+// which an EventSource resumes by itself) is closed the same way: a
+// flood of streams nobody reads would otherwise hold every connection
+// for ever. A connection serving any other request is never closed; when
+// every one that counts is busy so, the newcomer is closed at once.
 type HTTPConns struct {
 	lim HTTPLimits
 	log *slog.Logger
@@ -67,6 +72,7 @@ type HTTPConns struct {
 type hostConns struct {
 	open    int
 	waiting *list.List // of *httpConn: idle or new, longest waiting first
+	streams *list.List // of *httpConn: serving a stream, oldest first
 }
 
 type httpConn struct {
@@ -76,6 +82,31 @@ type httpConn struct {
 	// nil while it serves a request; since is when it began to wait.
 	waiting *list.Element
 	since   time.Time
+	// stream is its element in its host's streams while it serves one.
+	stream *list.Element
+}
+
+type connKey struct{}
+
+// ConnContext is the server's ConnContext hook: it lets a handler find
+// its connection (Streaming).
+func (h *HTTPConns) ConnContext(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+// Streaming marks the connection serving ctx's request as a stream that
+// may be closed to make room for a newcomer, oldest first, once no
+// connection waits. Its handler ends when its writes fail.
+func (h *HTTPConns) Streaming(ctx context.Context) {
+	c, _ := ctx.Value(connKey{}).(net.Conn)
+	if c == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if hc := h.conns[c]; hc != nil && hc.waiting == nil && hc.stream == nil {
+		hc.stream, hc.since = h.hosts[hc.host].streams.PushBack(hc), h.now()
+	}
 }
 
 // NewHTTPConns keeps lim; a bound left zero is DefaultHTTPLimits's for
@@ -138,8 +169,14 @@ func (h *HTTPConns) admit(c net.Conn) {
 	bound := ""
 	if own := h.hosts[host]; own != nil && own.open >= h.lim.PerHost {
 		bound, victim = "per host", longestWaiting(own)
+		if victim == nil {
+			victim = oldestStream(own)
+		}
 	} else if h.open >= h.lim.Total {
 		bound, victim = "in total", h.longestWaitingOfBusiestHostLocked()
+		if victim == nil {
+			victim = h.oldestStreamOfBusiestHostLocked()
+		}
 	}
 	if bound != "" && victim == nil {
 		h.mu.Unlock()
@@ -151,12 +188,13 @@ func (h *HTTPConns) admit(c net.Conn) {
 		}
 		return
 	}
+	stream := victim != nil && victim.stream != nil
 	if victim != nil {
 		h.forgetLocked(victim)
 	}
 	own := h.hosts[host]
 	if own == nil {
-		own = &hostConns{waiting: list.New()}
+		own = &hostConns{waiting: list.New(), streams: list.New()}
 		h.hosts[host] = own
 	}
 	hc := &httpConn{c: c, host: host, since: now}
@@ -171,7 +209,11 @@ func (h *HTTPConns) admit(c net.Conn) {
 	victim.c.Close()
 	n := h.evicted.Add(1)
 	if logNow(&h.evictedLogged, now) {
-		h.log.Warn("API: too many connections; closed the one that waited longest for a request", "host", victim.host, "waited", now.Sub(victim.since).Round(time.Millisecond),
+		what, held := "the one that waited longest for a request", "waited"
+		if stream {
+			what, held = "the oldest stream, none waiting (an EventSource resumes by itself)", "streamed for"
+		}
+		h.log.Warn("API: too many connections; closed "+what, "host", victim.host, held, now.Sub(victim.since).Round(time.Millisecond),
 			"newcomer from", host, "bound", bound, "limit", h.lim.Total, "per host", h.lim.PerHost, "closed so far", n)
 	}
 }
@@ -187,6 +229,10 @@ func (h *HTTPConns) setWaiting(c net.Conn, waiting bool) {
 		return
 	}
 	own := h.hosts[hc.host]
+	if hc.stream != nil {
+		own.streams.Remove(hc.stream) // its stream ended
+		hc.stream = nil
+	}
 	if waiting {
 		hc.waiting, hc.since = own.waiting.PushBack(hc), h.now()
 	} else {
@@ -201,6 +247,31 @@ func longestWaiting(own *hostConns) *httpConn {
 		return e.Value.(*httpConn)
 	}
 	return nil
+}
+
+// oldestStream is the first of own's streams, nil if none.
+func oldestStream(own *hostConns) *httpConn {
+	if e := own.streams.Front(); e != nil {
+		return e.Value.(*httpConn)
+	}
+	return nil
+}
+
+// oldestStreamOfBusiestHostLocked is longestWaitingOfBusiestHostLocked
+// for streams.
+func (h *HTTPConns) oldestStreamOfBusiestHostLocked() *httpConn {
+	var best *httpConn
+	bestOpen := 0
+	for _, own := range h.hosts {
+		hc := oldestStream(own)
+		if hc == nil {
+			continue
+		}
+		if best == nil || own.open > bestOpen || (own.open == bestOpen && hc.since.Before(best.since)) {
+			best, bestOpen = hc, own.open
+		}
+	}
+	return best
 }
 
 // longestWaitingOfBusiestHostLocked is the connection that has waited
@@ -226,6 +297,10 @@ func (h *HTTPConns) forgetLocked(hc *httpConn) {
 	if hc.waiting != nil {
 		own.waiting.Remove(hc.waiting)
 		hc.waiting = nil
+	}
+	if hc.stream != nil {
+		own.streams.Remove(hc.stream)
+		hc.stream = nil
 	}
 	delete(h.conns, hc.c)
 	h.open--

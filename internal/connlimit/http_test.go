@@ -33,6 +33,12 @@ func startServer(t *testing.T, lim HTTPLimits) *testServer {
 	s := &testServer{conns: NewHTTPConns(lim, nil), addr: ln.Addr().String(), tick: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	mux.HandleFunc("/sse", func(w http.ResponseWriter, r *http.Request) {
+		s.conns.Streaming(r.Context())
+		io.WriteString(w, "connected\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
 	mux.HandleFunc("/stream", func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		said := s.ticks
@@ -53,7 +59,7 @@ func startServer(t *testing.T, lim HTTPLimits) *testServer {
 			}
 		}
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: time.Minute, ConnState: s.conns.ConnState}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: time.Minute, ConnState: s.conns.ConnState, ConnContext: s.conns.ConnContext}
 	go srv.Serve(ln)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -105,7 +111,7 @@ func (c *client) get(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if path == "/stream" {
+	if path == "/stream" || path == "/sse" {
 		c.stream = bufio.NewReader(resp.Body)
 		return c.stream.ReadString('\n')
 	}
@@ -226,6 +232,33 @@ func TestStreamOutlivesIdleFloods(t *testing.T) {
 		if line, err := c.stream.ReadString('\n'); err != nil || line != "tick 4\n" {
 			t.Errorf("stream %d: %q, %v", i, line, err)
 		}
+	}
+}
+
+// TestStreamsNobodyReadsMakeRoom (attack round 9b, F1): 300 event
+// streams nobody read held every API connection, and every newcomer was
+// refused for as long as they stayed. A stream its handler marked
+// (Streaming) is closed to make room once no connection waits, oldest
+// first; an EventSource resumes by itself. Other busy requests are still
+// never closed (TestStreamOutlivesIdleFloods).
+func TestStreamsNobodyReadsMakeRoom(t *testing.T) {
+	s := startServer(t, HTTPLimits{Total: 4, PerHost: 4})
+	var streams []*client
+	for range 4 {
+		c := s.dial(t, "127.0.0.1")
+		if line, err := c.get("/sse"); err != nil || line != "connected\n" {
+			t.Fatalf("sse: %q, %v", line, err)
+		}
+		streams = append(streams, c)
+	}
+	if got, err := s.dial(t, "127.0.0.1").get("/ok"); err != nil || got != "ok" {
+		t.Fatalf("a newcomer with every connection streaming: %q, %v; want it served", got, err)
+	}
+	if !streams[0].closed() {
+		t.Error("the oldest stream was not the one closed")
+	}
+	if s.conns.Refused() != 0 || s.conns.Evicted() != 1 {
+		t.Errorf("refused %d, evicted %d; want 0 and 1", s.conns.Refused(), s.conns.Evicted())
 	}
 }
 
