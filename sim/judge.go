@@ -86,6 +86,7 @@ const (
 	PromiseAnswerInTime   = "the job answers what it is asked in time (state, target-ready, source-stopped-output, target-applied)"
 	PromiseWellFormed     = "the job sends well-formed frames of its direction, in phase and within 64 KiB"
 	PromiseStaysUp        = "the job keeps running, and its socket open, while it is moved, until it is told to stop"
+	PromiseReads          = "the job reads what its worker writes to it (frames, and the pongs to its own pings) within 5 s"
 	PromiseReportNotAbort = "past the point of no return no side aborts: the source committed with source-stopped-output, and the target reports what it could not apply in target-applied"
 )
 

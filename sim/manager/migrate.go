@@ -1566,6 +1566,11 @@ func (r *run) disruption(ev runEvent) error {
 				if malformed(ev.socket.Code) {
 					return brokenf(side, sim.PromiseWellFormed, "%s on %s", socketDropped(side, ev.socket), r.currentPhase())
 				}
+				if ev.socket.Code == closePolicyViolation {
+					// 1008: a write to it did not finish within 5 s; it
+					// did not read (docs/contract.md, close codes).
+					return brokenf(side, sim.PromiseReads, "%s on %s", socketDropped(side, ev.socket), r.currentPhase())
+				}
 				return endf("%s on %s", socketDropped(side, ev.socket), r.currentPhase())
 			}
 			if exit, ok := r.awaitExit(ev.instance); ok {
@@ -1587,6 +1592,10 @@ func (r *run) disruption(ev runEvent) error {
 	}
 	return nil
 }
+
+// closePolicyViolation is RFC 6455's 1008, which normsim closes a job's
+// socket with when a write to it did not finish in time (jobsocket).
+const closePolicyViolation = 1008
 
 // malformed says whether a close normsim sent a job was for a frame the
 // job sent that was not well-formed: the job protocol's 4400 and 4413, and
