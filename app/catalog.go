@@ -354,9 +354,18 @@ func (l *lazyCatalog) watchLoop() {
 				return // closing
 			}
 			prev := l.cur.Swap(next)
+			// The load it replaces may still be under way (the first, in
+			// the background): its catalog is read only once it is built.
+			var was *template.Catalog
+			select {
+			case <-prev.all:
+				was = prev.cat
+			default:
+				was = template.NewCatalog()
+			}
 			// A job writing in its template's directory touches it often:
 			// a reload that changed no template is not news.
-			if changed := changedNames(prev.cat, next.cat); len(changed) > 0 {
+			if changed := changedNames(was, next.cat); len(changed) > 0 {
 				l.log.Info("templates changed on disk; loaded them again", "templates", len(next.cat.List()), "changed", changed)
 			} else {
 				l.log.Debug("templates touched on disk; loaded them again, none changed", "templates", len(next.cat.List()))
