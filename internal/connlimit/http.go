@@ -180,8 +180,8 @@ func (h *HTTPConns) admit(c net.Conn) {
 	}
 	if bound != "" && victim == nil {
 		h.mu.Unlock()
+		n := h.refused.Add(1) // counted before the newcomer can see it closed
 		c.Close()
-		n := h.refused.Add(1)
 		if logNow(&h.refusedLogged, now) {
 			h.log.Warn("API: too many connections, every one serving a request; closed a new one at once", "host", host, "bound", bound,
 				"limit", h.lim.Total, "per host", h.lim.PerHost, "refused so far", n)
@@ -206,8 +206,8 @@ func (h *HTTPConns) admit(c net.Conn) {
 	if victim == nil {
 		return
 	}
+	n := h.evicted.Add(1) // counted before its client can see it closed
 	victim.c.Close()
-	n := h.evicted.Add(1)
 	if logNow(&h.evictedLogged, now) {
 		what, held := "the one that waited longest for a request", "waited"
 		if stream {
