@@ -257,31 +257,27 @@ func oldestStream(own *hostConns) *httpConn {
 	return nil
 }
 
-// oldestStreamOfBusiestHostLocked is longestWaitingOfBusiestHostLocked
-// for streams.
+// oldestStreamOfBusiestHostLocked is the oldest stream of the host
+// holding the most connections among those with one streaming.
 func (h *HTTPConns) oldestStreamOfBusiestHostLocked() *httpConn {
-	var best *httpConn
-	bestOpen := 0
-	for _, own := range h.hosts {
-		hc := oldestStream(own)
-		if hc == nil {
-			continue
-		}
-		if best == nil || own.open > bestOpen || (own.open == bestOpen && hc.since.Before(best.since)) {
-			best, bestOpen = hc, own.open
-		}
-	}
-	return best
+	return h.firstOfBusiestHostLocked(oldestStream)
 }
 
 // longestWaitingOfBusiestHostLocked is the connection that has waited
 // longest of the host holding the most connections among those with one
 // waiting (ties to the one that waited longer), nil if none waits.
 func (h *HTTPConns) longestWaitingOfBusiestHostLocked() *httpConn {
+	return h.firstOfBusiestHostLocked(longestWaiting)
+}
+
+// firstOfBusiestHostLocked is first of the host holding the most
+// connections among those first finds one of (ties to the one that has
+// been in its list longer), nil if none.
+func (h *HTTPConns) firstOfBusiestHostLocked(first func(*hostConns) *httpConn) *httpConn {
 	var best *httpConn
 	bestOpen := 0
 	for _, own := range h.hosts {
-		hc := longestWaiting(own)
+		hc := first(own)
 		if hc == nil {
 			continue
 		}
