@@ -18,6 +18,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -206,7 +207,7 @@ func memoryStats(rss int64) (heapLive uint64, ms sim.MemoryStats) {
 	}
 	// The user's limit: the runtime's is a backstop while the binary
 	// starts (internal/initgc), which no one set.
-	if limit := memlimit.Get(); !memlimit.None(limit) {
+	if limit := memlimit.Get(); limit != math.MaxInt64 { // none set
 		ms.LimitBytes = limit
 	}
 	return heapLive, ms

@@ -8,7 +8,6 @@
 package memlimit
 
 import (
-	"math"
 	"runtime/debug"
 	"sync"
 )
@@ -61,6 +60,3 @@ func apply() {
 	}
 	debug.SetMemoryLimit(n)
 }
-
-// None says whether n is no limit at all.
-func None(n int64) bool { return n == math.MaxInt64 }
