@@ -122,8 +122,9 @@ func (r *Runtime) filterOf(instanceID string) filters.Args {
 
 // Adopt tracks an instance an earlier run left in the engine, so that
 // Start, Stop, Logs and the runtime's events cover it as if this runtime
-// had prepared it. Adopting an instance already tracked is a no-op; one
-// with no container is ENotFound.
+// had prepared it, whoever's it is (Recover adopts only its own store's).
+// Adopting an instance already tracked is a no-op; one with no container
+// is ENotFound.
 func (r *Runtime) Adopt(ctx context.Context, instanceID string) error {
 	return r.adopt(ctx, "", instanceID)
 }
