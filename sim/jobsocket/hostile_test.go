@@ -644,3 +644,41 @@ func TestJobThatDoesNotReadItsPongsIsTooSlow(t *testing.T) {
 		t.Fatalf("disconnected with %d %q by %v, want 1008 from normsim naming the slow reader", d.Code, d.Reason, d.ClosedBy)
 	}
 }
+
+// TestAJobThatClosesWhileAWriteIsStuckClosedItself (issue 34 item 10, left
+// from round 9b): a job that stopped reading and then sent its own close
+// (1000) while normsim's write to it was stuck in full buffers closed its
+// socket itself. normsim's 1008 was never on the wire (the stuck write
+// kills the connection), so the end reported is the job's close frame.
+func TestAJobThatClosesWhileAWriteIsStuckClosedItself(t *testing.T) {
+	l, ev := MustListener(t, jobsocket.Config{WriteTimeout: 2 * time.Second})
+	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+	j := dialRaw(t, l, "/instances/j/r")
+	if tc, ok := j.conn.(*net.TCPConn); ok {
+		tc.SetReadBuffer(4 << 10)
+	}
+	j.helloAck()
+	ev.wait(t, jobsocket.Connected)
+	sent := make(chan error, 1)
+	go func() {
+		payload := []byte(`"` + strings.Repeat("p", 60000) + `"`)
+		for {
+			if err := l.Send(context.Background(), "j", "r", protocol.WorkerFrame{Type: protocol.TypeInitialState, MigrationID: "m", Payload: payload}); err != nil {
+				sent <- err
+				return
+			}
+		}
+	}()
+	// A few frames fill the buffers; the next write waits for the job.
+	time.Sleep(500 * time.Millisecond)
+	if len(sent) > 0 {
+		t.Fatalf("a write failed before the job closed: %v", <-sent)
+	}
+	reason := "bye"
+	j.write(append(append(header(true, opClose, uint64(2+len(reason))), 0x03, 0xe8), reason...))
+	d := ev.waitFor(t, jobsocket.Disconnected, 30*time.Second)
+	if d.Code != 1000 || d.Reason != reason || d.ClosedBy != jobsocket.ClosedByJob {
+		t.Fatalf("disconnected with %d %q by %v, want the job's own 1000 %q", d.Code, d.Reason, d.ClosedBy, reason)
+	}
+	<-sent
+}

@@ -471,6 +471,12 @@ type conn struct {
 	closeMu     sync.Mutex
 	closeCode   int
 	closeReason string
+	// writeStuck: our close is the 1008 of a write that ran out of time,
+	// which kills the connection, so that close never reached the job.
+	// jobClosed: the read loop got the job's own close frame. With both,
+	// the job closed first (its frame was read before the write's end
+	// cut the connection), and its close is the one reported.
+	writeStuck, jobClosed atomic.Bool
 	// told, set (under the listener's lock) when a newer connection
 	// replaces this one, is closed once that replacement is reported: a
 	// frame this one reads after it is reported after it.
@@ -517,6 +523,7 @@ func (c *conn) writeLocked(ctx context.Context, typ string, data []byte) error {
 		// that failed because the job closed its socket (or the
 		// connection broke) leaves the reader to report how it ended.
 		if wctx.Err() != nil && ctx.Err() == nil {
+			c.writeStuck.Store(true)
 			c.close(websocket.StatusPolicyViolation, reasonTooSlow)
 		}
 		return fmt.Errorf("send %s to %s/%s: %w", typ, c.key.jobID, c.key.role, err)
@@ -960,7 +967,7 @@ func (l *Listener) disconnected(c *conn, code int, reason string) {
 		by = ConnectionLost
 	}
 	reason = redactReason(reason, token)
-	if cc, cr := c.closed(); cc != 0 {
+	if cc, cr := c.closed(); cc != 0 && !(c.writeStuck.Load() && c.jobClosed.Load()) {
 		code, reason, by = cc, cr, ClosedByWorker
 	}
 	if current || gone != nil {
@@ -1148,6 +1155,7 @@ func (c *conn) readFailed(err error) (int, string) {
 		return ce.code, ce.reason
 	}
 	if s := websocket.CloseStatus(err); s != -1 {
+		c.jobClosed.Store(true)
 		var wce websocket.CloseError
 		errors.As(err, &wce)
 		return int(s), wce.Reason
