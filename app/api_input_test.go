@@ -88,7 +88,10 @@ func TestHostileAPIInput(t *testing.T) {
 		{"migrate: not JSON", "POST", inst + "/migrate", `{to:b}`, 400, "request body"},
 		{"migrate: unknown field", "POST", inst + "/migrate", `{"to":"b","strategy":"handover","force":true}`, 400, `unknown field "force"`},
 		{"migrate: unknown timeout", "POST", inst + "/migrate", `{"timeouts":{"forever":1}}`, 400, "forever"},
-		{"migrate: bad timeout", "POST", inst + "/migrate", `{"timeouts":{"state":"soon"}}`, 400, "soon"},
+		// Attack round 9 (left open): the refusal named the value, not the field.
+		{"migrate: bad timeout", "POST", inst + "/migrate", `{"timeouts":{"state":"10s","stop":"soon"}}`, 400, `timeouts.stop: duration must be milliseconds or a string like "5s"; got "soon"`},
+		{"migrate: negative timeout", "POST", inst + "/migrate", `{"timeouts":{"apply":-5}}`, 400, "timeouts.apply: duration must not be negative"},
+		{"migrate: bad fault delay", "POST", inst + "/migrate", `{"strategy":"stopThenStart","faults":[{"kind":"stop","side":"source"},{"kind":"pause","side":"source","delay":"a while"}]}`, 400, `faults[1].delay: duration must be`},
 		{"migrate: over 1 MiB", "POST", inst + "/migrate", `{"to":"` + strings.Repeat("b", 2<<20) + `"}`, 400, "larger than"},
 		{"migrate: unknown strategy", "POST", inst + "/migrate", `{"strategy":"teleport"}`, 422, "teleport"},
 		{"migrate: bad fault", "POST", inst + "/migrate", `{"strategy":"stopThenStart","faults":[{"kind":"meteor"}]}`, 422, "faults[0]"},

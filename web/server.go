@@ -492,6 +492,12 @@ func decodeStrict(data []byte, v any, what string) error {
 		}
 		var se *sim.Error
 		if errors.As(err, &se) {
+			// A type's own refusal (a duration's) does not say where it
+			// stood: name the field.
+			var named *sim.Error
+			if errors.As(fieldError(data, reflect.TypeOf(v), ""), &named) {
+				return named
+			}
 			return se
 		}
 		return sim.Errorf(sim.EInvalid, "%s: %v", what, err)

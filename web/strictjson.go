@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"slices"
 	"strconv"
@@ -154,4 +155,72 @@ func checkDuplicateKeys(data []byte, what string) error {
 			valueEnded()
 		}
 	}
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// fieldError finds the first value in data, in document order, that a
+// type with its own UnmarshalJSON (a duration, say) refuses, and returns
+// its refusal named by its path ("timeouts.stop: …", "faults[1].delay:
+// …"): encoding/json hands such an error back without saying where it
+// was. It returns nil when no such value refuses. The walk follows t, so
+// it goes no deeper than t's fields do.
+func fieldError(data []byte, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		err := json.Unmarshal(data, reflect.New(t).Interface())
+		var se *sim.Error
+		if err != nil && errors.As(err, &se) && path != "" {
+			return sim.Errorf(se.Code, "%s: %s", path, se.Message)
+		}
+		return err
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		fields := map[string]reflect.Type{}
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" || !f.IsExported() {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			fields[name] = f.Type
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			return nil
+		}
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				return nil
+			}
+			var raw json.RawMessage
+			if dec.Decode(&raw) != nil {
+				return nil
+			}
+			k, _ := tok.(string)
+			if ft, ok := fields[k]; ok {
+				if err := fieldError(raw, ft, join(path, k)); err != nil {
+					return err
+				}
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		var items []json.RawMessage
+		if json.Unmarshal(data, &items) != nil {
+			return nil
+		}
+		for i, it := range items {
+			if err := fieldError(it, t.Elem(), path+"["+itoa(i)+"]"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
