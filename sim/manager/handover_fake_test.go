@@ -310,6 +310,23 @@ var handoverCases = []handoverCase{
 		after: func(t *testing.T, s *fakeSim, tgt *job) { s.src.quiet(50 * time.Millisecond) },
 	},
 	{
+		// Attack round 10b, M1: the source closed right after its
+		// source-stopped-output, and its close reached the manager after
+		// the target's target-applied: the migration completed 8 runs of
+		// 10 and failed the other 2. The close was the job's, before
+		// normsim began to stop it: failed every time, the source at fault.
+		name: "the source that closes its socket before it is stopped fails the move, heard after target-applied too",
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			tgt := toTargetReady(t, s, id)
+			stopSource(t, s, 41)
+			closedAt := time.Now()
+			applied(t, tgt, 41)
+			s.mgr.OnSocketEvent(sim.SocketEvent{Kind: sim.SocketDisconnected, Node: "a", JobID: s.in.JobID, Role: s.in.ID, At: closedAt, Code: 1000, Reason: "stopped, bye", ClosedBy: sim.ClosedByJob})
+			return tgt
+		},
+		state: sim.MigrationFailed, phase: sim.PhaseStopSource, reason: "the source closed its socket with 1000", broken: "source",
+	},
+	{
 		name: "a target-ready said twice moves the cutover once",
 		play: func(t *testing.T, s *fakeSim, id string) *job {
 			tgt := toTargetReady(t, s, id)
@@ -764,4 +781,24 @@ func toSourceStopped(t *testing.T, s *fakeSim) (*sim.Migration, *job) {
 	tgt := toTargetReady(t, s, mig.ID)
 	stopSource(t, s, 41)
 	return mig, tgt
+}
+
+// TestATargetClosedForAMalformedFrameWhileTheSourceLingersFails (attack
+// round 10b, M2): a target that answered target-applied twice was closed
+// with 4400 while the source lingered (its output watched), yet the
+// migration completed and was judged pass. The migration is in progress
+// until the source is stopped: the target broke a promise within it.
+func TestATargetClosedForAMalformedFrameWhileTheSourceLingersFails(t *testing.T) {
+	s, _, id := handoverAfter(t, 41)
+	tgt := toTargetReady(t, s, id)
+	stopSource(t, s, 41)
+	applied(t, tgt, 41)
+	s.b.Disconnect(tgt.id, tgt.role, protocol.CloseProtocolError, "frame target-applied is out of phase")
+	m := s.await(t, id)
+	if m.State != sim.MigrationFailed || m.Broken == nil || m.Broken.Side != "target" || m.Broken.Promise != sim.PromiseWellFormed {
+		t.Fatalf("ended %s (%s), broken %+v; want failed, the target breaking %q", m.State, m.Reason, m.Broken, sim.PromiseWellFormed)
+	}
+	if j := m.Judged(); j.Grade != sim.GradeFail || j.AtFault != "target" {
+		t.Fatalf("judged %s at fault %q: %s", j.Grade, j.AtFault, j.Why)
+	}
 }

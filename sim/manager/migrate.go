@@ -1542,6 +1542,27 @@ func (r *run) disrupted() error {
 	}
 }
 
+// disruptedBefore is disrupted once normsim began stopping the source at
+// began: the source's own end from then on (its socket closed, by it or
+// by normsim, its exit) is the stop's doing, while a source close the
+// listener heard before began, and anything of the target's, still
+// breaks the migration.
+func (r *run) disruptedBefore(began time.Time) error {
+	for {
+		ev, ok := r.take()
+		if !ok {
+			return nil
+		}
+		if r.sideOf(ev.instance) == sideSource && (ev.kind != evSocket || !ev.socket.At.Before(began)) {
+			continue
+		}
+		if err := r.disruption(ev); err != nil {
+			r.bindToEnd()
+			return err
+		}
+	}
+}
+
 // disruption says whether an event breaks the migration: an abort, a lost
 // socket, a service that exited, a frame no phase expects.
 func (r *run) disruption(ev runEvent) error {
@@ -1886,21 +1907,23 @@ func (r *run) waitTargetRunning(ctx context.Context, timeout time.Duration, need
 // linger keeps the source running until Timeouts.Linger has passed since
 // the point of no return, for a job whose output the sink watches: a
 // source that goes on producing after source-stopped-output is then caught
-// even on runtimes that stop it right after target-applied.
-func (r *run) linger(ctx context.Context, d time.Duration) {
+// even on runtimes that stop it right after target-applied. The migration
+// is still in progress: a side that closes its socket, sends what normsim
+// closes it for, or exits meanwhile ends it as at any other step.
+func (r *run) linger(ctx context.Context, d time.Duration) error {
 	sink := r.m.cfg.Sink
 	if sink == nil || !sink.Seen(r.src.JobID) {
-		return
+		return nil
 	}
 	r.mu.Lock()
 	until := r.stoppedAt.Add(d)
 	r.mu.Unlock()
 	wait := until.Sub(r.m.now())
 	if wait <= 0 {
-		return
+		return nil
 	}
 	r.record(sim.PhaseStopSource, sideManager, fmt.Sprintf("source kept running %s past the point of no return (linger) so late output shows", d), nil)
-	r.sleep(ctx, wait)
+	return r.waitOr(ctx, func(ctx context.Context) { pause(ctx, wait) })
 }
 
 // crossNoReturn marks the point of no return of an overlap or a
@@ -2012,12 +2035,22 @@ func (r *run) stopSource(ctx context.Context, grace time.Duration) error {
 	if in == nil {
 		return nil
 	}
+	// Until normsim stops it, the source keeps its socket open and runs,
+	// and the target is still being moved: what either did meanwhile,
+	// heard now, ends the migration as at any other step.
+	if err := r.disrupted(); err != nil {
+		return err
+	}
+	began := r.m.now()
 	r.record(sim.PhaseStopSource, sideSource, "stopping the source", nil)
 	var stop sim.StopReport
 	var err error
 	r.during(func() { stop, err = r.m.stopInstance(ctx, in, grace) })
 	if err != nil {
 		return endf("could not stop the source: %v", err)
+	}
+	if err := r.disruptedBefore(began); err != nil {
+		return err
 	}
 	how := "source stopped" + externalEnd(in.Runtime, "source")
 	if len(stop.Killed) > 0 {

@@ -152,8 +152,7 @@ func (r *run) do(ctx context.Context, s stage) error {
 		r.ownDecision(input{kind: inTookOver, at: r.m.now()})
 		return nil
 	case linger:
-		r.linger(ctx, limit)
-		return nil
+		return r.linger(ctx, limit)
 	case stopSource:
 		return r.stopSource(ctx, limit)
 	}
