@@ -477,6 +477,10 @@ type conn struct {
 	// the job closed first (its frame was read before the write's end
 	// cut the connection), and its close is the one reported.
 	writeStuck, jobClosed atomic.Bool
+	// jobClosedAt is when the job's close frame was read: its close is
+	// reported as of then, not of the teardown after it (a migration
+	// asks whether the job closed before it was told to stop).
+	jobClosedAt atomic.Pointer[time.Time]
 	// told, set (under the listener's lock) when a newer connection
 	// replaces this one, is closed once that replacement is reported: a
 	// frame this one reads after it is reported after it.
@@ -970,8 +974,14 @@ func (l *Listener) disconnected(c *conn, code int, reason string) {
 	if cc, cr := c.closed(); cc != 0 && !(c.writeStuck.Load() && c.jobClosed.Load()) {
 		code, reason, by = cc, cr, ClosedByWorker
 	}
+	at := l.cfg.Now()
+	if by == ClosedByJob {
+		if read := c.jobClosedAt.Load(); read != nil {
+			at = *read
+		}
+	}
 	if current || gone != nil {
-		l.cfg.OnEvent(Event{Kind: Disconnected, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now(), Code: code, Reason: reason, ClosedBy: by})
+		l.cfg.OnEvent(Event{Kind: Disconnected, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: at, Code: code, Reason: reason, ClosedBy: by})
 	}
 	if gone != nil {
 		close(gone)
@@ -1156,6 +1166,8 @@ func (c *conn) readFailed(err error) (int, string) {
 	}
 	if s := websocket.CloseStatus(err); s != -1 {
 		c.jobClosed.Store(true)
+		at := c.l.cfg.Now()
+		c.jobClosedAt.Store(&at)
 		var wce websocket.CloseError
 		errors.As(err, &wce)
 		return int(s), wce.Reason
