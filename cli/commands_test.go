@@ -184,7 +184,7 @@ func TestEventsTellAnInstancesHistory(t *testing.T) {
 		"instance.state      placed on node a: starting",
 		"instance.state      starting → running",
 		"instance.connected  its job connected to the job socket",
-		"instance.connected  its job's socket closed (4000: bye from the job)",
+		"instance.connected  its job closed its socket (4000: bye from the job)",
 		"instance.removed    removed",
 	} {
 		if !strings.Contains(out, want) {

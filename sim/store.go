@@ -153,7 +153,7 @@ func DescribeEvent(ev Event) string {
 		From, To, Error, Node string
 		Connected, Replaced   bool
 		Code                  int
-		Reason                string
+		Reason, ClosedBy      string
 		Service, Kind, Detail string
 		ExitCode              *int
 	}
@@ -175,7 +175,16 @@ func DescribeEvent(ev Event) string {
 		case d.Connected:
 			return "its job connected to the job socket"
 		case d.Code != 0:
-			return fmt.Sprintf("its job's socket closed (%d: %s)", d.Code, cmp.Or(d.Reason, "no reason given"))
+			how := fmt.Sprintf("(%d: %s)", d.Code, cmp.Or(d.Reason, "no reason given"))
+			switch d.ClosedBy {
+			case ClosedByJob.String():
+				return "its job closed its socket " + how
+			case ClosedByWorker.String():
+				return "normsim closed its job's socket " + how
+			case ConnectionLost.String():
+				return "its job's connection was lost, without a close frame " + how
+			}
+			return "its job's socket closed " + how // recorded before closedBy was
 		}
 		return "its job's socket closed"
 	case EventInstanceRuntime:

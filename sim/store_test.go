@@ -1,6 +1,9 @@
 package sim
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 // TestOverflowTrimsBackUnderTheBound: within both bounds nothing goes;
 // past either, what goes leaves TrimTo of each bound (1,800 of 2,000
@@ -22,5 +25,22 @@ func TestOverflowTrimsBackUnderTheBound(t *testing.T) {
 	}
 	if _, _, ok := DefaultFrameLimits.TotalOverflow(100001, 0); !ok {
 		t.Error("100,001 frames in all are within the total bound of 100,000")
+	}
+}
+
+// TestAClosedSocketSaysWhoClosedIt (attack round 10b, L2): an instance's
+// history said "its job's socket closed (4400: frame is not valid JSON)"
+// alike for normsim's 4400 and a job's own, while the migration's timeline
+// told them apart.
+func TestAClosedSocketSaysWhoClosedIt(t *testing.T) {
+	for _, c := range []struct{ data, want string }{
+		{`{"connected":false,"code":4400,"reason":"frame is not valid JSON","closedBy":"worker"}`, "normsim closed its job's socket (4400: frame is not valid JSON)"},
+		{`{"connected":false,"code":4400,"reason":"frame is not valid JSON","closedBy":"job"}`, "its job closed its socket (4400: frame is not valid JSON)"},
+		{`{"connected":false,"code":1006,"reason":"connection lost","closedBy":"lost"}`, "its job's connection was lost, without a close frame (1006: connection lost)"},
+		{`{"connected":false,"code":1000,"reason":"bye"}`, "its job's socket closed (1000: bye)"},
+	} {
+		if got := DescribeEvent(Event{Kind: EventInstanceConnected, Data: json.RawMessage(c.data)}); got != c.want {
+			t.Errorf("%s: %q, want %q", c.data, got, c.want)
+		}
 	}
 }

@@ -1052,7 +1052,11 @@ func (m *Manager) OnSocketEvent(ev sim.SocketEvent) {
 		if in.Connected != c {
 			in.Connected = c
 			m.changedLocked(in)
-			m.publish(sim.EventInstanceConnected, in.ID, "", map[string]any{"connected": c, "code": ev.Code, "reason": ev.Reason})
+			data := map[string]any{"connected": c, "code": ev.Code, "reason": ev.Reason}
+			if !c && ev.ClosedBy != 0 {
+				data["closedBy"] = ev.ClosedBy.String()
+			}
+			m.publish(sim.EventInstanceConnected, in.ID, "", data)
 		}
 	case sim.SocketReplaced:
 		m.publish(sim.EventInstanceConnected, in.ID, "", map[string]any{"connected": true, "replaced": true, "code": ev.Code, "reason": ev.Reason})
