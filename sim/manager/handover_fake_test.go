@@ -802,3 +802,25 @@ func TestATargetClosedForAMalformedFrameWhileTheSourceLingersFails(t *testing.T)
 		t.Fatalf("judged %s at fault %q: %s", j.Grade, j.AtFault, j.Why)
 	}
 }
+
+// TestATargetLostWhileTheSourceLingersFailsAndLeavesTheSource (attack
+// round 10c, 1): a target that died right after its target-applied, while
+// the source lingered, was judged completed and pass, and the healthy
+// source was then stopped: the job ran nowhere. The migration fails, and
+// past the point of no return nothing is touched: the source runs on.
+func TestATargetLostWhileTheSourceLingersFailsAndLeavesTheSource(t *testing.T) {
+	s, _, id := handoverAfter(t, 41)
+	tgt := toTargetReady(t, s, id)
+	stopSource(t, s, 41)
+	applied(t, tgt, 41)
+	tgt.close(1006)
+	m := s.await(t, id)
+	if m.State != sim.MigrationFailed || !strings.Contains(m.Reason, "1006") {
+		t.Fatalf("ended %s (%s), want failed for the lost target", m.State, m.Reason)
+	}
+	for _, ev := range m.Events {
+		if ev.Kind == sim.TimelineSourceStopped {
+			t.Fatalf("the source was stopped after its target was lost: %s", ev.Detail)
+		}
+	}
+}

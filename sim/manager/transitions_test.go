@@ -189,13 +189,13 @@ func TestEveryStepEndsAsDocumented(t *testing.T) {
 	const ab, fl = sim.MigrationAborted, sim.MigrationFailed
 	want := map[sim.Strategy][]sim.MigrationState{
 		// ask state, place, start, connect, target-ready, source-stopped-output, target-applied, linger, stop the source
-		sim.Handover: {ab, ab, ab, ab, ab, ab, fl, "", fl},
+		sim.Handover: {ab, ab, ab, ab, ab, ab, fl, fl, fl},
 		// place and start, running, (timeline), output, no return, (took over), stop the source
 		sim.Overlap: {ab, ab, "", ab, ab, "", fl},
 		// prepare, go on, stop the source, no return, start, running, go on, (took over), (timeline)
 		sim.StopThenStart: {ab, ab, ab, ab, fl, fl, fl, "", ""},
 	}
-	cannotFail := map[act]bool{targetRunning: true, targetUp: true, linger: true}
+	cannotFail := map[act]bool{targetRunning: true, targetUp: true}
 	for st, states := range want {
 		steps := strategies[st]
 		if len(steps) != len(states) {
