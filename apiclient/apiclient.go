@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -393,24 +394,10 @@ type LogOptions struct {
 // ends or ctx does. The logs outlive the instance; an instance normsim
 // never knew is an error.
 func (c *Client) Logs(ctx context.Context, id string, o LogOptions, w io.Writer) error {
-	q := url.Values{}
 	if o.Follow {
-		q.Set("follow", "1")
+		return c.followLogs(ctx, id, o, w)
 	}
-	if o.Timestamps {
-		q.Set("timestamps", "1")
-	}
-	if o.Since != "" {
-		q.Set("since", o.Since)
-	}
-	if o.Tail >= 0 {
-		q.Set("tail", strconv.Itoa(o.Tail))
-	}
-	path := "/api/v1/instances/" + url.PathEscape(id) + "/logs"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
-	resp, err := c.send(ctx, http.MethodGet, path, nil)
+	resp, err := c.send(ctx, http.MethodGet, logsPath(id, o, -1), nil)
 	if err != nil {
 		return err
 	}
@@ -420,6 +407,110 @@ func (c *Client) Logs(ctx context.Context, id string, o LogOptions, w io.Writer)
 		return nil
 	}
 	return err
+}
+
+// logsPath is the logs request for o; a follow's as JSON pages, after the
+// line seq after when it is not negative (a resumed follow).
+func logsPath(id string, o LogOptions, after int64) string {
+	q := url.Values{}
+	if o.Follow {
+		q.Set("follow", "1")
+		q.Set("format", "json")
+	} else if o.Timestamps {
+		q.Set("timestamps", "1")
+	}
+	switch {
+	case after >= 0:
+		q.Set("after", strconv.FormatInt(after, 10))
+	default:
+		if o.Since != "" {
+			q.Set("since", o.Since)
+		}
+		if o.Tail >= 0 {
+			q.Set("tail", strconv.Itoa(o.Tail))
+		}
+	}
+	path := "/api/v1/instances/" + url.PathEscape(id) + "/logs"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	return path
+}
+
+// followResumes is how many times in a row a follow reconnects before it
+// gives up: normsim closes a follow to make room under a flood of
+// connections, or when its reader fell 5 s behind.
+const followResumes = 10
+
+// followLogs prints an instance's lines as they come, from the follow's
+// JSON pages, and when normsim closes the stream before the instance
+// ended, resumes after the last line it printed: nothing is printed
+// twice, and lines dropped meanwhile are said to be.
+func (c *Client) followLogs(ctx context.Context, id string, o LogOptions, w io.Writer) error {
+	last := int64(-1) // the seq of the last line printed
+	first, resumed := true, false
+	cuts := 0
+	for {
+		resp, err := c.send(ctx, http.MethodGet, logsPath(id, o, last), nil)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var un *UnreachableError
+			if !resumed || !errors.As(err, &un) || cuts >= followResumes {
+				return err
+			}
+		} else {
+			cut := printPages(resp.Body, id, o, w, &last, &first, resumed)
+			resp.Body.Close()
+			if ctx.Err() != nil || cut == nil {
+				return nil
+			}
+			if cuts >= followResumes {
+				return fmt.Errorf("the log stream of %s was cut %d times in a row: %w", id, cuts, cut)
+			}
+		}
+		cuts++
+		resumed = true
+		t := time.NewTimer(time.Duration(cuts) * 100 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// printPages prints the JSON pages of one follow stream, and returns why
+// it was cut, or nil once it ended with the instance.
+func printPages(body io.Reader, id string, o LogOptions, w io.Writer, last *int64, first *bool, resumed bool) error {
+	dec := json.NewDecoder(body)
+	for {
+		var p sim.LogPage
+		if err := dec.Decode(&p); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		var b strings.Builder
+		switch {
+		case *first && p.Lost.Trimmed > 0 && (len(p.Lines) == 0 || p.Lines[0].Seq == p.Kept.FirstSeq):
+			b.WriteString(sim.TrimmedNote(id, p.Lost) + "\n")
+		case resumed && *last >= 0 && p.Kept.FirstSeq > *last && p.Lost.Trimmed > 0:
+			b.WriteString("normsim | lines of " + id + " may have been dropped while this follow reconnected: the oldest kept is newer than the last printed (docs/logs.md)\n")
+		}
+		*first, resumed = false, false
+		for _, l := range p.Lines {
+			b.WriteString(sim.FormatLogLine(l, o.Timestamps))
+			b.WriteByte('\n')
+			*last = l.Seq
+		}
+		if _, err := io.WriteString(w, b.String()); err != nil {
+			return nil // the reader is gone: nothing to resume for
+		}
+	}
 }
 
 // LogPage reads an instance's lines as JSON: the last tail (all when

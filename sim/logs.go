@@ -307,6 +307,12 @@ func (s *LineSplitter) take() string {
 	return t
 }
 
+// TrimmedNote is the line a log print begins with when the oldest of the
+// instance's lines were dropped to keep it within its bound.
+func TrimmedNote(instance string, lost LogLostCounts) string {
+	return fmt.Sprintf("normsim | %d earlier line(s) (%d bytes) of %s were dropped: normsim keeps the last lines of each instance (docs/logs.md)", lost.Trimmed, lost.TrimmedBytes, instance)
+}
+
 // FormatLogLine is a line as `docker compose logs` prints it,
 // "service | text", with its arrival time after the bar when timestamps.
 func FormatLogLine(l LogLine, timestamps bool) string {

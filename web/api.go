@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -276,6 +275,13 @@ func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
 // prints it ("service | text"), or as JSON with format=json. since takes
 // an RFC 3339 time or a duration back from now (10m), tail a count or
 // "all", timestamps and follow 1 or true. The logs outlive the instance.
+//
+// A follow is a stream: under a flood of connections it may be closed to
+// make room (as the events stream is), and a write that its reader does
+// not take within the event write timeout closes it, so a follower that
+// stopped reading holds no connection. With format=json it is one page
+// per line (NDJSON), each line with its seq: a client that lost the
+// stream resumes with after=SEQ, as `normsim logs -f` does.
 func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 	id := pathParam(r, "id")
 	opts, err := parseLogOptions(r.URL.Query(), time.Now())
@@ -283,40 +289,60 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if opts.json && opts.follow {
-		writeError(w, sim.Errorf(sim.EInvalid, "follow: cannot follow with format=json; read the lines after a seq with after=SEQ instead"))
-		return
+	rc := http.NewResponseController(w)
+	if opts.follow && s.cfg.Streaming != nil {
+		s.cfg.Streaming(r.Context())
 	}
-	f, _ := w.(http.Flusher)
+	// write sends one page's bytes; a follow's with a deadline.
+	write := func(b []byte) error {
+		if opts.follow {
+			if err := rc.SetWriteDeadline(time.Now().Add(s.eventWriteTimeout)); err != nil {
+				return err
+			}
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return err
+		}
+		return nil
+	}
 	started := false
 	first := true
 	err = s.svc.Logs(r.Context(), id, opts.query, opts.follow, func(p *sim.LogPage) error {
-		if opts.json {
+		if opts.json && !opts.follow {
 			writeJSON(w, http.StatusOK, p)
 			started = true
 			return nil
 		}
 		if !started {
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			if opts.json {
+				w.Header().Set("Content-Type", "application/x-ndjson")
+			} else {
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			}
 			w.Header().Set("X-Content-Type-Options", "nosniff")
 			started = true
 		}
+		if opts.json {
+			b, err := json.Marshal(p)
+			if err != nil {
+				return err
+			}
+			return write(append(b, '\n'))
+		}
 		var b strings.Builder
 		if first && p.Lost.Trimmed > 0 && (len(p.Lines) == 0 || p.Lines[0].Seq == p.Kept.FirstSeq) {
-			fmt.Fprintf(&b, "normsim | %d earlier line(s) (%d bytes) of %s were dropped: normsim keeps the last lines of each instance (docs/logs.md)\n", p.Lost.Trimmed, p.Lost.TrimmedBytes, id)
+			b.WriteString(sim.TrimmedNote(id, p.Lost))
+			b.WriteByte('\n')
 		}
 		first = false
 		for _, l := range p.Lines {
 			b.WriteString(sim.FormatLogLine(l, opts.timestamps))
 			b.WriteByte('\n')
 		}
-		if _, err := io.WriteString(w, b.String()); err != nil {
-			return err
-		}
-		if f != nil {
-			f.Flush()
-		}
-		return nil
+		return write([]byte(b.String()))
 	})
 	if err == nil || r.Context().Err() != nil {
 		if !started {
@@ -327,6 +353,10 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 	if !started {
 		writeError(w, err)
 		return
+	}
+	if opts.json {
+		// The stream is cut: the client resumes, or reports it.
+		panic(http.ErrAbortHandler)
 	}
 	fmt.Fprintf(w, "\nnormsim: could not read logs: %s\n", sim.ErrorMessage(err))
 }
