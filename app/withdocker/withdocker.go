@@ -15,6 +15,7 @@ import (
 	"github.com/normsim/normsim/app"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/docker"
+	"github.com/normsim/normsim/sim/process"
 )
 
 // Runtime is the factory of the Docker runtime: available when an engine
@@ -22,7 +23,11 @@ import (
 func Runtime() app.RuntimeFactory {
 	return app.RuntimeFactory{Name: sim.RuntimeDocker, New: func(ctx context.Context, obs sim.RuntimeObserver, logs sim.LogSink, log *slog.Logger) (sim.Runtime, error) {
 		docker.RouteComposeLogs(log)
-		rt, err := docker.New(docker.Config{Observer: obs, Logs: logs, Logger: log})
+		self := process.RunLabel()
+		rt, err := docker.New(docker.Config{Observer: obs, Logs: logs, Logger: log,
+			// An earlier Main in this process has let go of the store (its
+			// lock says so): only another process's run is alive elsewhere.
+			LiveElsewhere: func(run string) bool { return run != self && process.JudgeRun(run) == sim.RunAlive }})
 		if err != nil {
 			return nil, err
 		}

@@ -24,11 +24,16 @@ func (r *Runtime) Recover(ctx context.Context, owner string, stored []sim.Instan
 	if err != nil {
 		return nil, err
 	}
+	owned, live := r.withoutLiveRuns(owner, owned)
 	r.readCompleted(ctx, owner, owned)
 	left := leftovers(owner, owned)
 	out := map[string]sim.Recovery{}
 	for _, in := range stored {
 		if in.State.Terminal() {
+			continue
+		}
+		if run, ok := live[in.ID]; ok {
+			out[in.ID] = sim.Recovery{Reason: "its containers belong to another normsim that is running now (run " + run + "), started on a copy of this store: left to it"}
 			continue
 		}
 		if !adoptable(in, left) {
@@ -42,11 +47,52 @@ func (r *Runtime) Recover(ctx context.Context, owner string, stored []sim.Instan
 		out[in.ID] = sim.Recovery{Adopted: true}
 	}
 	for _, id := range unadopted(out, left) {
+		if _, theirs := live[id]; theirs {
+			continue
+		}
 		if err := r.removeInstance(ctx, owner, id); err != nil {
 			r.log.Warn("could not remove what an earlier run left", "instance", id, "err", err)
 		}
 	}
 	return out, nil
+}
+
+// withoutLiveRuns leaves out of owned the instances of owner that another
+// normsim running now started, and returns them by ID with that run. A
+// store file copied while its normsim was stopped, and both started
+// again, have one owner label: without this, each one's recovery removed
+// the instances the other had launched since, as a dead run's leftovers.
+// An instance goes whole when any of its containers is of a live run.
+func (r *Runtime) withoutLiveRuns(owner string, owned []Owned) ([]Owned, map[string]string) {
+	live := map[string]string{}
+	if r.liveElsewhere == nil {
+		return owned, live
+	}
+	for _, o := range owned {
+		run := o.Labels[sim.LabelRun]
+		if o.Labels[sim.LabelOwner] == owner && run != "" && r.liveElsewhere(run) {
+			live[o.Instance] = run
+		}
+	}
+	if len(live) == 0 {
+		return owned, live
+	}
+	kept := owned[:0:0]
+	for _, o := range owned {
+		if _, ok := live[o.Instance]; !ok || o.Labels[sim.LabelOwner] != owner {
+			kept = append(kept, o)
+		}
+	}
+	runs := map[string][]string{}
+	for id, run := range live {
+		runs[run] = append(runs[run], id)
+	}
+	for run, ids := range runs {
+		slices.Sort(ids)
+		r.log.Warn("left instances that carry this store's owner label but belong to another normsim that is running now: this store is a copy of that one's, and its jobs are its own",
+			"run", run, "instances", ids)
+	}
+	return kept, live
 }
 
 // readCompleted marks owner's exited containers that exited with code 0

@@ -45,6 +45,11 @@ type Config struct {
 	// Logs receives every line each container prints, from its start;
 	// nil captures nothing (Logs still reads the engine's).
 	Logs sim.LogSink
+	// LiveElsewhere reports whether a run (sim.LabelRun) is another
+	// normsim process that runs now: recovery leaves its containers
+	// alone, though they carry this store's owner label (a copy of a
+	// store started beside the original has it too). nil proves none.
+	LiveElsewhere func(run string) bool
 }
 
 // Runtime is sim.Runtime on the Docker engine the docker command line
@@ -60,6 +65,8 @@ type Runtime struct {
 	log       *slog.Logger
 	now       func() time.Time
 	logs      sim.LogSink
+	// liveElsewhere is Config.LiveElsewhere.
+	liveElsewhere func(run string) bool
 	// capCtx ends the log captures when the runtime closes.
 	capCtx    context.Context
 	capCancel context.CancelFunc
@@ -161,14 +168,15 @@ func New(cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("compose service: %w", err)
 	}
 	r := &Runtime{
-		cli:       cli,
-		dockerCli: dcli,
-		compose:   composer,
-		observer:  cfg.Observer,
-		log:       cfg.Logger,
-		now:       cfg.Now,
-		logs:      cfg.Logs,
-		instances: map[string]*instance{},
+		cli:           cli,
+		dockerCli:     dcli,
+		compose:       composer,
+		observer:      cfg.Observer,
+		log:           cfg.Logger,
+		now:           cfg.Now,
+		logs:          cfg.Logs,
+		liveElsewhere: cfg.LiveElsewhere,
+		instances:     map[string]*instance{},
 	}
 	r.capCtx, r.capCancel = context.WithCancel(context.Background())
 	if r.observer == nil {

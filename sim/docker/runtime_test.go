@@ -854,3 +854,66 @@ func TestTwoOwnersOfOneInstanceID(t *testing.T) {
 		t.Fatalf("after recovery: the recovered store's containers %d, the live one's %d; want 0 and 1", running("owner-recovered", id), running("owner-alive", id))
 	}
 }
+
+// TestRecoveryLeavesALiveCopysInstances (attack round 10a, H1): a store
+// copied while its normsim was stopped, and both started again, share one
+// owner label. The second's recovery removed the instances the first had
+// launched since as a dead run's leftovers (exit 137 on the first's
+// jobs). Recovery leaves instances of a run that is alive elsewhere, and
+// fails a stored instance of such a run with a reason that says so; a
+// dead run's leftovers of the same owner are still removed.
+func TestRecoveryLeavesALiveCopysInstances(t *testing.T) {
+	img, cli := mustJobImage(t)
+	ctx := context.Background()
+	const owner, liveRun, deadRun = "owner-copied", "normsim-test-copy/4545/1", "normsim-test-copy/4646/1"
+	launch := func(r *docker.Runtime, run string) *sim.LaunchSpec {
+		t.Helper()
+		spec := newSpec(t, cli, sim.ServiceSpec{Name: "a", Image: img})
+		spec.Services[0].Labels[sim.LabelOwner] = owner
+		spec.Services[0].Labels[sim.LabelRun] = run
+		if err := r.Prepare(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Start(ctx, spec.InstanceID); err != nil {
+			t.Fatal(err)
+		}
+		return spec
+	}
+	running := func(id string) int {
+		cs, err := cli.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "io.normsim.instance="+id))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(cs)
+	}
+	original, _ := newRuntime(t)
+	theirs := launch(original, liveRun) // launched by the original since the copy
+	known := launch(original, liveRun)  // in both stores: the copy remembers it
+	dead, _ := newRuntime(t)
+	left := launch(dead, deadRun) // a killed run's leftover of the same owner
+	dead.Close(ctx, true)
+
+	rec := newRecorder()
+	copyRT, err := docker.New(docker.Config{Observer: rec.observe, Logger: testLogger(t),
+		LiveElsewhere: func(run string) bool { return run == liveRun }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { copyRT.Close(context.Background(), false) })
+	got, err := copyRT.Recover(ctx, owner, []sim.Instance{{ID: known.InstanceID, State: sim.InstanceRunning, Runtime: sim.RuntimeDocker}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := running(theirs.InstanceID); n != 1 {
+		t.Errorf("the live original's own instance has %d running containers after the copy's recovery, want 1", n)
+	}
+	if n := running(known.InstanceID); n != 1 {
+		t.Errorf("the instance both stores know has %d running containers after the copy's recovery, want 1 (the original runs it)", n)
+	}
+	if r := got[known.InstanceID]; r.Adopted || !strings.Contains(r.Reason, "another normsim that is running now") {
+		t.Errorf("the copy's recovery made %+v of an instance the original runs, want it failed, saying whose it is", r)
+	}
+	if n := running(left.InstanceID); n != 0 {
+		t.Errorf("a dead run's leftover has %d running containers after recovery, want 0", n)
+	}
+}
