@@ -124,7 +124,9 @@ func StopLeftovers(owner string, recorded map[string][]Recorded) int {
 	groups := map[int]bool{}
 	for _, procs := range recorded {
 		for _, p := range procs {
-			if p.Pid > 1 && (p.Started == "" || startMark(p.Pid) == p.Started) {
+			// Without a start time the pid proves nothing where the
+			// system records one: it may be anyone's now.
+			if now := startMark(p.Pid); p.Pid > 1 && (p.Started == now || p.Started == "" && now == "") {
 				groups[p.Pid] = true
 			}
 		}

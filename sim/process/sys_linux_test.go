@@ -140,11 +140,15 @@ func TestStopLeftovers(t *testing.T) {
 	// A recorded pid whose process started at another time than recorded
 	// was given to someone else: spared too.
 	reused, _ := start()
+	// A recorded pid without its start time, where the system records
+	// one (a damaged or foreign record, attack round 10a, M2), proves
+	// nothing: spared.
+	unproven, _ := start()
 	if startMark(recorded) == "" {
 		t.Fatalf("no start mark for pid %d", recorded)
 	}
 	n := StopLeftovers(owner, map[string][]Recorded{"lost-" + suffix: nil, "kept-" + suffix: {
-		{Pid: recorded, Started: startMark(recorded)}, {Pid: own}, {Pid: reused, Started: startMark(reused) + "0"},
+		{Pid: recorded, Started: startMark(recorded)}, {Pid: own, Started: startMark(own)}, {Pid: reused, Started: startMark(reused) + "0"}, {Pid: unproven},
 	}})
 	if n != 2 {
 		t.Errorf("StopLeftovers signalled %d groups, want 2", n)
@@ -171,6 +175,9 @@ func TestStopLeftovers(t *testing.T) {
 	}
 	if !alive(reused) {
 		t.Error("a pid recorded with another start time was killed")
+	}
+	if !alive(unproven) {
+		t.Error("a pid recorded without a start time, on a system that records them, was killed")
 	}
 }
 
