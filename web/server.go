@@ -169,6 +169,7 @@ func New(cfg Config) *Server {
 	// HEAD wherever GET is (RFC 9110 9.3.2); net/http sends no body.
 	r.Use(middleware.GetHead)
 	r.Use(s.recoverPanics)
+	r.Use(s.logInternalErrors)
 	r.Use(s.checkHost)
 	r.Use(s.checkOrigin)
 	r.Use(func(next http.Handler) http.Handler {
@@ -323,6 +324,51 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 	})
 }
 
+// internalNoted is the response writer of logInternalErrors: writeError
+// notes an internal error on it for the log. Unwrap and Flush keep what
+// http.ResponseController and streaming handlers need of the writer.
+type internalNoted struct {
+	http.ResponseWriter
+	err error
+}
+
+func (n *internalNoted) Unwrap() http.ResponseWriter { return n.ResponseWriter }
+
+func (n *internalNoted) Flush() {
+	if f, ok := n.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// logInternalErrors logs each request answered with an internal error,
+// with the error: the answer may say only "internal error", and a user
+// who got a 500 from the API found nothing in the log to go on.
+func (s *Server) logInternalErrors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := &internalNoted{ResponseWriter: w}
+		next.ServeHTTP(n, r)
+		if n.err != nil {
+			s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", n.err)
+		}
+	})
+}
+
+// noteInternal notes err on the internalNoted under w, through any
+// writer that wraps it.
+func noteInternal(w http.ResponseWriter, err error) {
+	for {
+		if n, ok := w.(*internalNoted); ok {
+			n.err = err
+			return
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return
+		}
+		w = u.Unwrap()
+	}
+}
+
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if !s.cfg.Ready() {
 		writeErrorStatus(w, http.StatusServiceUnavailable, sim.EUnavailable, "not ready")
@@ -411,6 +457,9 @@ func writeErrorStatus(w http.ResponseWriter, status int, code, msg string) {
 func writeError(w http.ResponseWriter, err error) {
 	var b errorBody
 	b.Error.Code, b.Error.Message = sim.ErrorCode(err), sim.ErrorMessage(err)
+	if b.Error.Code == sim.EInternal {
+		noteInternal(w, err)
+	}
 	var e *sim.Error
 	if errors.As(err, &e) {
 		b.Error.Ended = e.Ended

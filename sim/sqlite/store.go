@@ -925,10 +925,17 @@ func (s *Store) GetMigrationSummary(ctx context.Context, id string) (*sim.Migrat
 	}
 	var m sim.Migration
 	if err := json.Unmarshal([]byte(doc), &m); err != nil {
-		return nil, fmt.Errorf("decode migration %s: %w", id, err)
+		return nil, damagedMigration(s.path, id, err)
 	}
 	m.Events = nil
 	return &m, nil
+}
+
+// damagedMigration is the error of a migration record the store holds
+// but cannot read: the file was edited or damaged. It names the record,
+// the file and what to do, for the API's answer and the log alike.
+func damagedMigration(path, id string, err error) error {
+	return sim.Errorf(sim.EInternal, "the record of migration %s in store %s is damaged (%v): restore a copy of the store, or delete the record (DELETE FROM migrations WHERE id = '%s') while no normsim runs on it", id, path, err, id)
 }
 
 func (s *Store) migrationEvents(ctx context.Context, id string) ([]sim.MigrationEvent, error) {
@@ -960,7 +967,7 @@ func (s *Store) migrationEvents(ctx context.Context, id string) ([]sim.Migration
 // ListMigrations returns migrations newest first, without their events.
 func (s *Store) ListMigrations(ctx context.Context, f sim.MigrationFilter) ([]*sim.Migration, error) {
 	where, args := migrationWhere(f)
-	q := `SELECT doc FROM migrations` + where + ` ORDER BY started_at DESC, id`
+	q := `SELECT id, doc FROM migrations` + where + ` ORDER BY started_at DESC, id`
 	switch {
 	case f.Limit > 0:
 		q += fmt.Sprintf(" LIMIT %d OFFSET %d", f.Limit, max(f.Offset, 0))
@@ -974,13 +981,13 @@ func (s *Store) ListMigrations(ctx context.Context, f sim.MigrationFilter) ([]*s
 	defer rows.Close()
 	out := []*sim.Migration{}
 	for rows.Next() {
-		var doc string
-		if err := rows.Scan(&doc); err != nil {
+		var id, doc string
+		if err := rows.Scan(&id, &doc); err != nil {
 			return nil, err
 		}
 		var m sim.Migration
 		if err := json.Unmarshal([]byte(doc), &m); err != nil {
-			return nil, fmt.Errorf("decode migration: %w", err)
+			return nil, damagedMigration(s.path, id, err)
 		}
 		out = append(out, &m)
 	}

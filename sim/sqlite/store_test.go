@@ -2,9 +2,13 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/sqlite"
 	"github.com/normsim/normsim/sim/storetest"
 )
@@ -39,5 +43,41 @@ func TestFileStoreUsesWAL(t *testing.T) {
 	}
 	if mode != "wal" {
 		t.Fatalf("journal mode = %q, want wal", mode)
+	}
+}
+
+// TestADamagedMigrationRecordIsNamed (attack round 10a, M3): a migration
+// whose stored document no longer decodes made the API answer a bare
+// "internal error". The error names the record, the file and what to do.
+func TestADamagedMigrationRecordIsNamed(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "n.db")
+	s := MustOpen(t, path)
+	for _, id := range []string{"mig-good", "mig-bad"} {
+		if err := s.SaveMigration(ctx, &sim.Migration{ID: id, State: sim.MigrationCompleted, Strategy: sim.Handover, StartedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE migrations SET doc = 'not json' WHERE id = 'mig-bad'`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s = MustOpen(t, path)
+	if _, err := s.GetMigration(ctx, "mig-good"); err != nil {
+		t.Fatalf("the readable record: %v", err)
+	}
+	for name, read := range map[string]func() error{
+		"get":  func() error { _, err := s.GetMigration(ctx, "mig-bad"); return err },
+		"list": func() error { _, err := s.ListMigrations(ctx, sim.MigrationFilter{}); return err },
+	} {
+		err := read()
+		if msg := sim.ErrorMessage(err); !strings.Contains(msg, "migration mig-bad") || !strings.Contains(msg, path) || !strings.Contains(msg, "is damaged") || !strings.Contains(msg, "restore a copy") {
+			t.Errorf("%s: %v (the API says %q), want the record, the file and the fix named", name, err, msg)
+		}
 	}
 }
