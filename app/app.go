@@ -582,6 +582,13 @@ func (m *Main) Open(ctx context.Context) (err error) {
 
 // removeOrphans has each runtime that can remove what normsims that are
 // gone left behind, and says what it removed.
+// CleanupCommand is the shell command that removes what a normsim's run
+// left on the engine: its containers, then their networks and volumes.
+func CleanupCommand(run string) string {
+	f := "--filter label=" + sim.LabelRun + "=" + run
+	return "docker ps -aq " + f + " | xargs -r docker rm -f; docker network ls -q " + f + " | xargs -r docker network rm; docker volume ls -q " + f + " | xargs -r docker volume rm"
+}
+
 func (m *Main) removeOrphans(owner string) {
 	for _, rt := range m.runtimes.Wait().Runtimes {
 		o, ok := rt.(sim.OrphanRemover)
@@ -598,7 +605,7 @@ func (m *Main) removeOrphans(owner string) {
 			m.log.Info("removed instances a normsim that is gone left running", "runtime", rt.Name(), "instances", sweep.Removed)
 		}
 		for _, run := range sweep.Unjudged {
-			m.log.Info("left the instances of a normsim this one cannot see (another machine, container or PID namespace): once it is gone, remove them with: docker ps -aq --filter label="+sim.LabelRun+"="+run+" | xargs -r docker rm -f",
+			m.log.Info("left the instances of a normsim this one cannot see (another machine, container or PID namespace): once it is gone, remove them with: "+CleanupCommand(run),
 				"runtime", rt.Name(), "run", run)
 		}
 	}

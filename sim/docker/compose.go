@@ -149,6 +149,12 @@ func loadCompose(ctx context.Context, spec *sim.LaunchSpec) (*types.Project, err
 	if o := ownerOf(spec); o != "" {
 		resources[sim.LabelOwner] = o
 	}
+	// And its run, so what a normsim nobody can judge left is found by
+	// it whole: containers, networks and volumes (the cleanup the log
+	// prints for an unjudged run).
+	if run := labelOf(spec, sim.LabelRun); run != "" {
+		resources[sim.LabelRun] = run
+	}
 	for name, s := range p.Services {
 		labels := types.Labels{}
 		for k, v := range s.Labels {
@@ -414,7 +420,18 @@ func (r *Runtime) composeErr(op string, err error) error {
 	if unavailable(err) {
 		return sim.Errorf(sim.EUnavailable, "%s: docker engine does not answer: %v", op, err)
 	}
+	if noAddressPool(err) {
+		return sim.Errorf(sim.EUnavailable, "%s: the Docker engine has no address pool left for another network. Each Docker instance gets a compose network of its own, and the engine's default pools hold about 31 bridge networks, shared by every normsim and tool on it: remove networks nobody uses (docker network ls, docker network prune), or give the engine more with default-address-pools in /etc/docker/daemon.json. The engine said: %v", op, err)
+	}
 	return sim.Errorf(sim.EUnprocessable, "%s: %s", op, err.Error())
+}
+
+// noAddressPool reports the engine's refusal to make a network because
+// its address pools are used up: not the template's doing, and not
+// something the template can change.
+func noAddressPool(err error) bool {
+	return strings.Contains(err.Error(), "non-overlapping IPv4 address pool") ||
+		strings.Contains(err.Error(), "all predefined address pools have been fully subnetted")
 }
 
 // unavailable reports an SDK error that says the engine does not answer;

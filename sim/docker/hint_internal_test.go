@@ -1,8 +1,11 @@
 package docker
 
 import (
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/normsim/normsim/sim"
 )
 
 // TestBuildHintOffersTheFastBuildFirst: a missing example image is built
@@ -19,5 +22,22 @@ func TestBuildHintOffersTheFastBuildFirst(t *testing.T) {
 	}
 	if got := buildHint([]string{"normsim/myjob:src-0123456789ab", "acme/encoder:1.2"}); strings.Contains(got, "build-examples") {
 		t.Errorf("an image that is no example's: %q", got)
+	}
+}
+
+// TestAnEngineOutOfNetworksSaysSo (attack round 10c, 3): the engine's
+// default address pools hold about 31 bridge networks, one per Docker
+// instance; the next launch failed 422 with the engine's words alone, as
+// if the template were wrong. It is the engine's state: 503, the cause and
+// the fix named.
+func TestAnEngineOutOfNetworksSaysSo(t *testing.T) {
+	for _, said := range []string{
+		"Error response from daemon: could not find an available, non-overlapping IPv4 address pool among the defaults to assign to the network",
+		"Error response from daemon: all predefined address pools have been fully subnetted",
+	} {
+		err := (&Runtime{}).composeErr("start instance i1", errors.New(said))
+		if sim.ErrorCode(err) != sim.EUnavailable || !strings.Contains(err.Error(), "no address pool left") || !strings.Contains(err.Error(), "default-address-pools") || !strings.Contains(err.Error(), said) {
+			t.Errorf("%q: %v (%s)", said, err, sim.ErrorCode(err))
+		}
 	}
 }

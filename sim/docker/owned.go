@@ -73,10 +73,14 @@ func instanceFilter(owner, instanceID string) filters.Args {
 }
 
 // ownerOf is the owner label a spec's services carry ("" for none).
-func ownerOf(spec *sim.LaunchSpec) string {
+func ownerOf(spec *sim.LaunchSpec) string { return labelOf(spec, sim.LabelOwner) }
+
+// labelOf is the value of a label the manager puts on every service of
+// spec, "" when none has it.
+func labelOf(spec *sim.LaunchSpec, label string) string {
 	for _, s := range spec.Services {
-		if o := s.Labels[sim.LabelOwner]; o != "" {
-			return o
+		if v := s.Labels[label]; v != "" {
+			return v
 		}
 	}
 	return ""

@@ -917,3 +917,29 @@ func TestRecoveryLeavesALiveCopysInstances(t *testing.T) {
 		t.Errorf("a dead run's leftover has %d running containers after recovery, want 0", n)
 	}
 }
+
+// TestAnInstancesNetworksCarryItsRun (attack round 10c, 4): the cleanup
+// the log prints for a run no normsim can judge selects by the run label,
+// which only containers carried: an instance's compose network was left
+// behind, holding one of the engine's few address pools.
+func TestAnInstancesNetworksCarryItsRun(t *testing.T) {
+	img, cli := mustJobImage(t)
+	ctx := context.Background()
+	r, _ := newRuntime(t)
+	run := "normsim-test-netrun/" + randomID()
+	spec := newSpec(t, cli, sim.ServiceSpec{Name: "a", Image: img})
+	spec.Services[0].Labels[sim.LabelRun] = run
+	if err := r.Prepare(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx, spec.InstanceID); err != nil {
+		t.Fatal(err)
+	}
+	nets, err := cli.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("label", sim.LabelRun+"="+run))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nets) == 0 {
+		t.Fatalf("no network of instance %s carries its run label %s", spec.InstanceID, run)
+	}
+}
