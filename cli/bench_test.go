@@ -25,6 +25,7 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		{"up", "--keep-migrations", "-1"},
 		{"up", "--memory-limit", "lots"},
 		{"up", "--memory-limit", "0"},
+		{"up", "--db", ""}, // attack round 10a: "lock store : open : no such file or directory", exit 1
 		{"bench", "--sim", "child", "--memory-limit", "-5m"},
 		{"bench", "--memory-limit", "600MiB"}, // in-process: it would limit the load generator too
 		{"bench", "--server", "http://127.0.0.1:1", "--memory-limit", "600MiB"},

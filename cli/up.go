@@ -67,6 +67,9 @@ use, a store it cannot open) or stopped on an error, 2 for a usage error
 			if opts.KeepMigrations < 0 {
 				return usageErr("--keep-migrations: must be 0 (keep all) or more; got %d", opts.KeepMigrations)
 			}
+			if strings.TrimSpace(opts.DB) == "" {
+				return usageErr("--db: give a store file path, or :memory: for a throwaway run; got an empty path")
+			}
 			if opts.SocketPort < 0 || opts.SocketPort > 65535 {
 				return usageErr("--socket-port: must be 0..65535; got %d", opts.SocketPort)
 			}

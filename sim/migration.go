@@ -3,7 +3,9 @@ package sim
 import (
 	"encoding/json"
 	"fmt"
+	"errors"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -510,14 +512,47 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
+		if _, err := strconv.ParseFloat(string(b), 64); errors.Is(err, strconv.ErrRange) {
+			return Errorf(EInvalid, "duration %s ms is longer than any wait can be (about 292 years)", b)
+		}
 		return Errorf(EInvalid, "duration must be milliseconds or a string like \"5s\"; got %s", b)
 	}
 	v, err := time.ParseDuration(s)
+	if err != nil && overflows(s) {
+		return Errorf(EInvalid, "duration %q is longer than any wait can be (about 292 years)", s)
+	}
 	if err != nil || v < 0 {
 		return Errorf(EInvalid, "duration must be milliseconds or a string like \"5s\"; got %q", s)
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// overflows says whether s is written as a duration (numbers each with a
+// unit) that time.ParseDuration refused only for its size: "9999999h".
+func overflows(s string) bool {
+	s = strings.TrimPrefix(s, "+")
+	if s == "" {
+		return false
+	}
+	for s != "" {
+		i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+		if i <= 0 {
+			return false // no number, or a number without its unit
+		}
+		s = s[i:]
+		j := strings.IndexFunc(s, func(r rune) bool { return r >= '0' && r <= '9' || r == '.' })
+		if j < 0 {
+			j = len(s)
+		}
+		switch s[:j] {
+		case "ns", "us", "µs", "μs", "ms", "s", "m", "h":
+		default:
+			return false
+		}
+		s = s[j:]
+	}
+	return true
 }
 
 // D returns the time.Duration.

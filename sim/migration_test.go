@@ -22,6 +22,12 @@ func TestDurationsThatCannotBeWaitedAreRefused(t *testing.T) {
 		{`{"state": 9223372036854775807}`, "longer than any wait"},
 		{`{"state": "5000000000s"}`, "timeouts.state: 1388888h53m20s is longer than a phase may wait (24h0m0s)"},
 		{`{"apply": 86400001}`, "timeouts.apply"},
+		// Attack round 10a: well-formed, too long for a time.Duration.
+		{`{"state": "9999999h"}`, "longer than any wait"},
+		{`{"state": "2562048h"}`, "longer than any wait"},
+		{`{"state": 1e400}`, "longer than any wait"},
+		{`{"state": "soon"}`, `a string like "5s"`},
+		{`{"state": "5 s"}`, `a string like "5s"`},
 		{`{"state": 86400000, "apply": "24h"}`, ""},
 		{`{"state": 1500}`, ""},
 	} {

@@ -1,6 +1,7 @@
 package template
 
 import (
+	"bytes"
 	"regexp"
 	"slices"
 
@@ -158,6 +159,12 @@ var (
 // and returns the manifest, or nil and every MANIFEST_INVALID problem.
 func ValidateManifest(data []byte) (*Manifest, []Problem) {
 	c := &checker{code: sim.EManifestInvalid, file: "manifest.json"}
+	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
+		// JSON has no byte order mark (RFC 8259 8.1), and the decoder's
+		// "invalid character 'ï'" names nothing a user can see.
+		c.failf("", "not valid JSON: the file begins with a UTF-8 byte order mark (BOM), which JSON does not allow; save it as UTF-8 without BOM")
+		return nil, c.problems
+	}
 	raw, err := decodeJSON(data)
 	if err != nil {
 		c.failf("", "not valid JSON: %v", err)

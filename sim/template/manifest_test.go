@@ -368,6 +368,8 @@ func TestManifestJSONErrorsSayWhere(t *testing.T) {
 		{"{\n  \"productName\": \"x\",\n  \"target\" \"docker-compose\"\n}", "line 3, column 12: invalid character '\"' after object key"},
 		{"{\n  \"productName\": \"x\",", "line 2, column 22: the file ends before the JSON does"},
 		{"{}\n{}", "line 2, column 1: unexpected data after the top-level value"},
+		// Attack round 10a: "invalid character 'ï' looking for beginning of value".
+		{"\xef\xbb\xbf{}", "begins with a UTF-8 byte order mark (BOM)"},
 	} {
 		_, probs := ValidateManifest([]byte(tc.data))
 		if len(probs) != 1 || !strings.Contains(probs[0].Message, tc.want) {
