@@ -2,8 +2,8 @@ package sim
 
 import (
 	"encoding/json"
-	"fmt"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
