@@ -526,7 +526,13 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	// run can have left anything for it to recover.
 	if m.Opts.DB != Memory {
 		if err := m.Manager.Recover(ctx); err != nil {
-			return err
+			if ctx.Err() != nil || sim.ErrorCode(err) == sim.EUnavailable {
+				return err
+			}
+			// A record recovery cannot read (a value of the wrong type,
+			// a document that does not decode): the file was edited or
+			// damaged, and SQLite's own check passes it.
+			return fmt.Errorf("store %s: recovery could not read what it holds: %w: the file is damaged or was edited; move it aside and start on a new --db, or restore a copy of it", m.Opts.DB, err)
 		}
 	}
 	closeOnce(registered)
