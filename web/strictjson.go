@@ -26,18 +26,7 @@ func checkKeyCase(data []byte, t reflect.Type, path string) error {
 		if json.Unmarshal(data, &obj) != nil {
 			return nil // not an object: the decoder reports it
 		}
-		fields := map[string]reflect.Type{}
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "-" || !f.IsExported() {
-				continue
-			}
-			if name == "" {
-				name = f.Name
-			}
-			fields[name] = f.Type
-		}
+		fields := jsonFields(t)
 		for k, raw := range obj {
 			ft, ok := fields[k]
 			if !ok {
@@ -64,6 +53,24 @@ func checkKeyCase(data []byte, t reflect.Type, path string) error {
 		}
 	}
 	return nil
+}
+
+// jsonFields maps each exported field of struct type t that JSON reads to
+// its type, by the name JSON reads it under.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	fields := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		fields[name] = f.Type
+	}
+	return fields
 }
 
 func join(path, k string) string {
@@ -179,18 +186,7 @@ func fieldError(data []byte, t reflect.Type, path string) error {
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		fields := map[string]reflect.Type{}
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "-" || !f.IsExported() {
-				continue
-			}
-			if name == "" {
-				name = f.Name
-			}
-			fields[name] = f.Type
-		}
+		fields := jsonFields(t)
 		dec := json.NewDecoder(bytes.NewReader(data))
 		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 			return nil
