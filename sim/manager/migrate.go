@@ -1535,6 +1535,9 @@ func (r *run) disrupted() error {
 		if !ok {
 			return nil
 		}
+		if r.sourceDoneWith(ev, time.Time{}) {
+			continue
+		}
 		if err := r.disruption(ev); err != nil {
 			r.bindToEnd()
 			return err
@@ -1553,7 +1556,7 @@ func (r *run) disruptedBefore(began time.Time) error {
 		if !ok {
 			return nil
 		}
-		if r.sideOf(ev.instance) == sideSource && (ev.kind != evSocket || !ev.socket.At.Before(began)) {
+		if r.sourceDoneWith(ev, began) {
 			continue
 		}
 		if err := r.disruption(ev); err != nil {
@@ -1561,6 +1564,41 @@ func (r *run) disruptedBefore(began time.Time) error {
 			return err
 		}
 	}
+}
+
+// sourceDoneWith says whether ev is the source's and came once the
+// migration no longer needed it: at or after the target took over (a
+// handover's target-applied, overlap's take-over) or after stopping
+// began (when not zero). Its source is stopped next whatever it does, so
+// a source that ends then harms nothing; one that ended before, heard
+// only now (the listener's news of two sockets arrives in any order),
+// broke the migration as it would have at its step.
+func (r *run) sourceDoneWith(ev runEvent, stopping time.Time) bool {
+	if r.sideOf(ev.instance) != sideSource {
+		return false
+	}
+	r.mu.Lock()
+	done := r.readyAt
+	if r.mig.Strategy == sim.Handover {
+		done = r.appliedAt
+	}
+	r.mu.Unlock()
+	if done.IsZero() || !stopping.IsZero() && stopping.Before(done) {
+		done = stopping
+	}
+	if done.IsZero() {
+		return false
+	}
+	var at time.Time
+	switch ev.kind {
+	case evSocket:
+		at = ev.socket.At
+	case evRuntime:
+		at = ev.runtime.At
+	default:
+		return true // no time of its own: heard once the source was done with
+	}
+	return !at.Before(done)
 }
 
 // disruption says whether an event breaks the migration: an abort, a lost
