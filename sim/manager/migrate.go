@@ -603,11 +603,6 @@ func (r *run) during(call func()) {
 	}
 }
 
-// sleep waits d, or until ctx ends, handling what arrives meanwhile.
-func (r *run) sleep(ctx context.Context, d time.Duration) {
-	r.during(func() { pause(ctx, d) })
-}
-
 // pause waits d, or until ctx ends.
 func pause(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
