@@ -42,15 +42,7 @@ func checkKeyCase(data []byte, t reflect.Type, path string) error {
 			}
 		}
 	case reflect.Slice, reflect.Array:
-		var items []json.RawMessage
-		if json.Unmarshal(data, &items) != nil {
-			return nil
-		}
-		for i, it := range items {
-			if err := checkKeyCase(it, t.Elem(), path+"["+itoa(i)+"]"); err != nil {
-				return err
-			}
-		}
+		return eachItem(data, t, path, checkKeyCase)
 	}
 	return nil
 }
@@ -71,6 +63,22 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 		fields[name] = f.Type
 	}
 	return fields
+}
+
+// eachItem runs check on each item of the JSON array data, of slice or
+// array type t, with its path; data that is no array is the decoder's
+// to report.
+func eachItem(data []byte, t reflect.Type, path string, check func([]byte, reflect.Type, string) error) error {
+	var items []json.RawMessage
+	if json.Unmarshal(data, &items) != nil {
+		return nil
+	}
+	for i, it := range items {
+		if err := check(it, t.Elem(), path+"["+itoa(i)+"]"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func join(path, k string) string {
@@ -208,15 +216,7 @@ func fieldError(data []byte, t reflect.Type, path string) error {
 			}
 		}
 	case reflect.Slice, reflect.Array:
-		var items []json.RawMessage
-		if json.Unmarshal(data, &items) != nil {
-			return nil
-		}
-		for i, it := range items {
-			if err := fieldError(it, t.Elem(), path+"["+itoa(i)+"]"); err != nil {
-				return err
-			}
-		}
+		return eachItem(data, t, path, fieldError)
 	}
 	return nil
 }
