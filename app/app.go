@@ -525,14 +525,10 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	// An in-memory store starts empty under a new owner label: no earlier
 	// run can have left anything for it to recover.
 	if m.Opts.DB != Memory {
+		// A record it cannot read says so itself (the store names the
+		// file, the record and the fix).
 		if err := m.Manager.Recover(ctx); err != nil {
-			if ctx.Err() != nil || sim.ErrorCode(err) == sim.EUnavailable {
-				return err
-			}
-			// A record recovery cannot read (a value of the wrong type,
-			// a document that does not decode): the file was edited or
-			// damaged, and SQLite's own check passes it.
-			return fmt.Errorf("store %s: recovery could not read what it holds: %w: the file is damaged or was edited; move it aside and start on a new --db, or restore a copy of it", m.Opts.DB, err)
+			return err
 		}
 	}
 	closeOnce(registered)
@@ -586,8 +582,6 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	return nil
 }
 
-// removeOrphans has each runtime that can remove what normsims that are
-// gone left behind, and says what it removed.
 // CleanupCommand is the shell command that removes what a normsim's run
 // left on the engine: its containers, then their networks and volumes.
 func CleanupCommand(run string) string {
@@ -595,6 +589,8 @@ func CleanupCommand(run string) string {
 	return "docker ps -aq " + f + " | xargs -r docker rm -f; docker network ls -q " + f + " | xargs -r docker network rm; docker volume ls -q " + f + " | xargs -r docker volume rm"
 }
 
+// removeOrphans has each runtime that can remove what normsims that are
+// gone left behind, and says what it removed.
 func (m *Main) removeOrphans(owner string) {
 	for _, rt := range m.runtimes.Wait().Runtimes {
 		o, ok := rt.(sim.OrphanRemover)

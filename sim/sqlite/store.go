@@ -828,12 +828,21 @@ func scanInstance(row interface{ Scan(...any) error }) (*sim.Instance, error) {
 
 // GetInstance returns one instance or an ENotFound error.
 func (s *Store) GetInstance(ctx context.Context, id string) (*sim.Instance, error) {
-	in, err := scanInstance(s.pool().QueryRowContext(ctx, `SELECT `+instanceColumns+` FROM instances WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, sim.Errorf(sim.ENotFound, "instance %q not found", id)
-	}
+	rows, err := s.pool().QueryContext(ctx, `SELECT `+instanceColumns+` FROM instances WHERE id = ?`, id)
 	if err != nil {
 		return nil, fmt.Errorf("get instance %s: %w", id, err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("get instance %s: %w", id, err)
+		}
+		return nil, sim.Errorf(sim.ENotFound, "instance %q not found", id)
+	}
+	// The query ran: what Scan refuses is the record's values.
+	in, err := scanInstance(rows)
+	if err != nil {
+		return nil, damagedRecord(s.path, "instance "+id, err, "DELETE FROM instances WHERE id = '"+id+"'")
 	}
 	return in, nil
 }
@@ -849,7 +858,7 @@ func (s *Store) ListInstances(ctx context.Context) ([]*sim.Instance, error) {
 	for rows.Next() {
 		in, err := scanInstance(rows)
 		if err != nil {
-			return nil, fmt.Errorf("list instances: %w", err)
+			return nil, damagedRecord(s.path, "one of its instances", err, "")
 		}
 		out = append(out, in)
 	}
@@ -923,19 +932,38 @@ func (s *Store) GetMigrationSummary(ctx context.Context, id string) (*sim.Migrat
 	if err != nil {
 		return nil, fmt.Errorf("get migration %s: %w", id, err)
 	}
-	var m sim.Migration
-	if err := json.Unmarshal([]byte(doc), &m); err != nil {
-		return nil, damagedMigration(s.path, id, err)
+	m, err := s.decodeMigration(id, doc)
+	if err != nil {
+		return nil, err
 	}
 	m.Events = nil
-	return &m, nil
+	return m, nil
 }
 
-// damagedMigration is the error of a migration record the store holds
-// but cannot read: the file was edited or damaged. It names the record,
-// the file and what to do, for the API's answer and the log alike.
-func damagedMigration(path, id string, err error) error {
-	return sim.Errorf(sim.EInternal, "the record of migration %s in store %s is damaged (%v): restore a copy of the store, or delete the record (DELETE FROM migrations WHERE id = '%s') while no normsim runs on it", id, path, err, id)
+// damagedRecord is the error of a record the store holds but cannot
+// read: the file was edited or damaged (SQLite's own check passes a value
+// of the wrong type, or a document that does not decode). It names the
+// file, the record and what to do, for the API's answer, the log and a
+// start that stops on it alike; remove, when known, is the SQL that
+// deletes the record.
+func damagedRecord(path, record string, err error, remove string) error {
+	if remove != "" {
+		remove = ", or delete the record (" + remove + ") while no normsim runs on it"
+	}
+	return sim.Errorf(sim.EInternal, "store %s is damaged or was edited: its record of %s cannot be read (%v); move it aside and start on a new --db, or restore a copy of it%s", path, record, err, remove)
+}
+
+// decodeMigration reads the stored document of migration id.
+func (s *Store) decodeMigration(id, doc string) (*sim.Migration, error) {
+	var m sim.Migration
+	err := json.Unmarshal([]byte(doc), &m)
+	if err == nil && m.ID != id {
+		err = fmt.Errorf("its document names migration %q", m.ID)
+	}
+	if err != nil {
+		return nil, damagedRecord(s.path, "migration "+id, err, "DELETE FROM migrations WHERE id = '"+id+"'")
+	}
+	return &m, nil
 }
 
 func (s *Store) migrationEvents(ctx context.Context, id string) ([]sim.MigrationEvent, error) {
@@ -983,13 +1011,13 @@ func (s *Store) ListMigrations(ctx context.Context, f sim.MigrationFilter) ([]*s
 	for rows.Next() {
 		var id, doc string
 		if err := rows.Scan(&id, &doc); err != nil {
+			return nil, damagedRecord(s.path, "one of its migrations", err, "")
+		}
+		m, err := s.decodeMigration(id, doc)
+		if err != nil {
 			return nil, err
 		}
-		var m sim.Migration
-		if err := json.Unmarshal([]byte(doc), &m); err != nil {
-			return nil, damagedMigration(s.path, id, err)
-		}
-		out = append(out, &m)
+		out = append(out, m)
 	}
 	return out, rows.Err()
 }
