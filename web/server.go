@@ -116,9 +116,10 @@ type Config struct {
 	// Profiling serves runtime profiles under /debug/pprof/ (normsim up
 	// --pprof).
 	Profiling bool
-	// Streaming, when set, is told of each /api/v1/events stream as it
-	// begins (connlimit.HTTPConns.Streaming): a stream may then be closed
-	// to make room for a newer connection, as its client resumes it.
+	// Streaming, when set, is told of each stream as it begins
+	// (/api/v1/events, a logs follow; connlimit.HTTPConns.Streaming): a
+	// stream may then be closed to make room for a newer connection, as
+	// its client resumes it.
 	Streaming func(context.Context)
 	// BodyTimeout bounds how long a request's body may take to arrive
 	// whole (default 30s): one that dribbles in would hold its

@@ -1523,28 +1523,13 @@ func (r *run) waitOr(ctx context.Context, wait func(context.Context)) error {
 
 // disrupted reads the events waiting, and returns the first that breaks
 // the migration (disruption), which binds it to end; the others are
-// dropped, as await drops what it does not wait for.
-func (r *run) disrupted() error {
-	for {
-		ev, ok := r.take()
-		if !ok {
-			return nil
-		}
-		if r.sourceDoneWith(ev, time.Time{}) {
-			continue
-		}
-		if err := r.disruption(ev); err != nil {
-			r.bindToEnd()
-			return err
-		}
-	}
-}
+// dropped, as await drops what it does not wait for. What the source did
+// once the migration was done with it is not news (sourceDoneWith).
+func (r *run) disrupted() error { return r.disruptedBefore(time.Time{}) }
 
 // disruptedBefore is disrupted once normsim began stopping the source at
-// began: the source's own end from then on (its socket closed, by it or
-// by normsim, its exit) is the stop's doing, while a source close the
-// listener heard before began, and anything of the target's, still
-// breaks the migration.
+// began (zero: not yet): the source's own end from then on (its socket
+// closed, by it or by normsim, its exit) is the stop's doing.
 func (r *run) disruptedBefore(began time.Time) error {
 	for {
 		ev, ok := r.take()
@@ -1941,8 +1926,10 @@ func (r *run) waitTargetRunning(ctx context.Context, timeout time.Duration, need
 // the point of no return, for a job whose output the sink watches: a
 // source that goes on producing after source-stopped-output is then caught
 // even on runtimes that stop it right after target-applied. The migration
-// is still in progress: a side that closes its socket, sends what normsim
-// closes it for, or exits meanwhile ends it as at any other step.
+// is still in progress: a target that closes its socket, sends what
+// normsim closes it for, or exits meanwhile ends it as at any other step,
+// and so does a source whose end came before target-applied, heard late
+// (sourceDoneWith).
 func (r *run) linger(ctx context.Context, d time.Duration) error {
 	sink := r.m.cfg.Sink
 	if sink == nil || !sink.Seen(r.src.JobID) {
@@ -2068,9 +2055,9 @@ func (r *run) stopSource(ctx context.Context, grace time.Duration) error {
 	if in == nil {
 		return nil
 	}
-	// Until normsim stops it, the source keeps its socket open and runs,
-	// and the target is still being moved: what either did meanwhile,
-	// heard now, ends the migration as at any other step.
+	// The target is still being moved, and a source that ended before
+	// the target took over broke its promise, however late that is
+	// heard: either ends the migration as at any other step.
 	if err := r.disrupted(); err != nil {
 		return err
 	}

@@ -141,8 +141,6 @@ func blockHeader(rest []byte) bool {
 	return len(rest) == 0 || rest[0] == '#'
 }
 
-// asUTF8 is content as UTF-8: the YAML parser reads UTF-16 too, when it
-// begins with its byte-order mark.
 // lineBreak finds the first line break in content, of every kind the
 // YAML parser ends a line at: "\n", "\r\n", a lone "\r", and NEL, LS and
 // PS (U+0085, U+2028, U+2029). It says where the line ends and the next
@@ -168,6 +166,8 @@ func lineBreak(content []byte) (end, next int) {
 	return -1, -1
 }
 
+// asUTF8 is content as UTF-8: the YAML parser reads UTF-16 too, when it
+// begins with its byte-order mark.
 func asUTF8(content []byte) []byte {
 	if len(content) < 2 {
 		return content
