@@ -442,36 +442,46 @@ func logsPath(id string, o LogOptions, after int64) string {
 // connections, or when its reader fell 5 s behind.
 const followResumes = 10
 
+// follower is one `logs -f`: where it is in the instance's lines.
+type follower struct {
+	id      string
+	o       LogOptions
+	w       io.Writer
+	last    int64 // the seq of the last line printed; -1 before any
+	printed bool  // a page was printed: the trim note is said only first
+}
+
 // followLogs prints an instance's lines as they come, from the follow's
 // JSON pages, and when normsim closes the stream before the instance
 // ended, resumes after the last line it printed: nothing is printed
 // twice, and lines dropped meanwhile are said to be.
 func (c *Client) followLogs(ctx context.Context, id string, o LogOptions, w io.Writer) error {
-	last := int64(-1) // the seq of the last line printed
-	first, resumed := true, false
-	cuts := 0
+	f := &follower{id: id, o: o, w: w, last: -1}
+	cuts := 0 // in a row: a stream that brought pages starts the count again
 	for {
-		resp, err := c.send(ctx, http.MethodGet, logsPath(id, o, last), nil)
+		resp, err := c.send(ctx, http.MethodGet, logsPath(id, o, f.last), nil)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			var un *UnreachableError
-			if !resumed || !errors.As(err, &un) || cuts >= followResumes {
+			if cuts == 0 || !errors.As(err, &un) || cuts >= followResumes {
 				return err
 			}
 		} else {
-			cut := printPages(resp.Body, id, o, w, &last, &first, resumed)
+			pages, cut := f.print(resp.Body, cuts > 0)
 			resp.Body.Close()
 			if ctx.Err() != nil || cut == nil {
 				return nil
+			}
+			if pages > 0 {
+				cuts = 0
 			}
 			if cuts >= followResumes {
 				return fmt.Errorf("the log stream of %s was cut %d times in a row: %w", id, cuts, cut)
 			}
 		}
 		cuts++
-		resumed = true
 		t := time.NewTimer(time.Duration(cuts) * 100 * time.Millisecond)
 		select {
 		case <-ctx.Done():
@@ -482,33 +492,34 @@ func (c *Client) followLogs(ctx context.Context, id string, o LogOptions, w io.W
 	}
 }
 
-// printPages prints the JSON pages of one follow stream, and returns why
-// it was cut, or nil once it ended with the instance.
-func printPages(body io.Reader, id string, o LogOptions, w io.Writer, last *int64, first *bool, resumed bool) error {
+// print prints the JSON pages of one follow stream (resumed: after a
+// cut), and returns how many it read and why the stream was cut, nil
+// once it ended with the instance.
+func (f *follower) print(body io.Reader, resumed bool) (pages int, cut error) {
 	dec := json.NewDecoder(body)
-	for {
+	for ; ; pages++ {
 		var p sim.LogPage
 		if err := dec.Decode(&p); err != nil {
 			if errors.Is(err, io.EOF) {
-				return nil
+				return pages, nil
 			}
-			return err
+			return pages, err
 		}
 		var b strings.Builder
 		switch {
-		case *first && p.Lost.Trimmed > 0 && (len(p.Lines) == 0 || p.Lines[0].Seq == p.Kept.FirstSeq):
-			b.WriteString(sim.TrimmedNote(id, p.Lost) + "\n")
-		case resumed && *last >= 0 && p.Kept.FirstSeq > *last && p.Lost.Trimmed > 0:
-			b.WriteString("normsim | lines of " + id + " may have been dropped while this follow reconnected: the oldest kept is newer than the last printed (docs/logs.md)\n")
+		case !f.printed && p.Lost.Trimmed > 0 && (len(p.Lines) == 0 || p.Lines[0].Seq == p.Kept.FirstSeq):
+			b.WriteString(sim.TrimmedNote(f.id, p.Lost) + "\n")
+		case resumed && pages == 0 && f.last >= 0 && p.Kept.FirstSeq > f.last && p.Lost.Trimmed > 0:
+			b.WriteString("normsim | lines of " + f.id + " may have been dropped while this follow reconnected: the oldest kept is newer than the last printed (docs/logs.md)\n")
 		}
-		*first, resumed = false, false
+		f.printed = true
 		for _, l := range p.Lines {
-			b.WriteString(sim.FormatLogLine(l, o.Timestamps))
+			b.WriteString(sim.FormatLogLine(l, f.o.Timestamps))
 			b.WriteByte('\n')
-			*last = l.Seq
+			f.last = l.Seq
 		}
-		if _, err := io.WriteString(w, b.String()); err != nil {
-			return nil // the reader is gone: nothing to resume for
+		if _, err := io.WriteString(f.w, b.String()); err != nil {
+			return pages, nil // the reader is gone: nothing to resume for
 		}
 	}
 }

@@ -78,3 +78,32 @@ func TestAFollowCutOverAndOverGivesUp(t *testing.T) {
 		t.Fatalf("%v, want the follow to give up saying why", err)
 	}
 }
+
+// TestAFollowThatMovesOnIsNeverGivenUp: the give-up counts cuts in a row;
+// a stream that brought lines before it was cut starts the count again,
+// so a follow cut now and then over a long run goes on.
+func TestAFollowThatMovesOnIsNeverGivenUp(t *testing.T) {
+	const cuts = 15 // more than the give-up's ten
+	var mu sync.Mutex
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		seq := int64(n)
+		mu.Unlock()
+		b, _ := json.Marshal(sim.LogPage{Lines: []sim.LogLine{{Seq: seq, Service: "app", Text: "x"}}})
+		w.Write(append(b, '\n'))
+		w.(http.Flusher).Flush()
+		if seq <= cuts {
+			panic(http.ErrAbortHandler)
+		}
+	}))
+	defer srv.Close()
+	var out bytes.Buffer
+	if err := apiclient.New(srv.URL, nil).Logs(context.Background(), "i1", apiclient.LogOptions{Follow: true, Tail: -1}, &out); err != nil {
+		t.Fatalf("%v after %d lines", err, strings.Count(out.String(), "\n"))
+	}
+	if got := strings.Count(out.String(), "app | x\n"); got != cuts+1 {
+		t.Fatalf("printed %d lines, want %d", got, cuts+1)
+	}
+}
