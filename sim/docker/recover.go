@@ -68,9 +68,18 @@ func (r *Runtime) withoutLiveRuns(owner string, owned []Owned) ([]Owned, map[str
 	if r.liveElsewhere == nil {
 		return owned, live
 	}
+	judged := map[string]bool{} // run → alive elsewhere: each is judged once (it reads /proc)
 	for _, o := range owned {
 		run := o.Labels[sim.LabelRun]
-		if o.Labels[sim.LabelOwner] == owner && run != "" && r.liveElsewhere(run) {
+		if o.Labels[sim.LabelOwner] != owner || run == "" {
+			continue
+		}
+		alive, ok := judged[run]
+		if !ok {
+			alive = r.liveElsewhere(run)
+			judged[run] = alive
+		}
+		if alive {
 			live[o.Instance] = run
 		}
 	}
