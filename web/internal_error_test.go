@@ -1,15 +1,14 @@
 package web_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -26,28 +25,14 @@ func (brokenMigrations) MigrationPage(context.Context, sim.MigrationFilter) (sim
 // dashboard's failures were logged. Every internal error the API answers
 // is logged with what went wrong and the request.
 func TestAnInternalErrorIsLogged(t *testing.T) {
-	var mu sync.Mutex
-	var logged bytes.Buffer
-	log := slog.New(slog.NewTextHandler(lockedBuf{&mu, &logged}, nil))
+	var logged testenv.SyncBuffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
 	h := newServer(t, brokenMigrations{newFake()}, log)
 	r := get(t, h, "/api/v1/migrations")
 	if r.Status != http.StatusInternalServerError {
 		t.Fatalf("status %d, want 500", r.Status)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	if s := logged.String(); !strings.Contains(s, "request failed") || !strings.Contains(s, "path=/api/v1/migrations") || !strings.Contains(s, "invalid character 'o'") {
 		t.Fatalf("the log says:\n%s\nwant the failed request and its error", s)
 	}
-}
-
-type lockedBuf struct {
-	mu *sync.Mutex
-	b  *bytes.Buffer
-}
-
-func (l lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
 }

@@ -611,6 +611,21 @@ func newBufLogger(b *bytes.Buffer, mu *sync.Mutex) *slog.Logger {
 	return slog.New(slog.NewTextHandler(lockedWriter{mu, b}, nil))
 }
 
+// connectedSlowReader registers j/r and connects a raw job to it, with a
+// small receive buffer so that what it does not read backs up soon, also
+// under -race.
+func connectedSlowReader(t *testing.T, l *jobsocket.Listener, ev *events) *rawJob {
+	t.Helper()
+	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+	j := dialRaw(t, l, "/instances/j/r")
+	if tc, ok := j.conn.(*net.TCPConn); ok {
+		tc.SetReadBuffer(4 << 10)
+	}
+	j.helloAck()
+	ev.wait(t, jobsocket.Connected)
+	return j
+}
+
 // Issue 34 round 5, F3: a job that pings and never reads the pongs is as
 // slow a reader as one that never reads its frames: the pong that cannot
 // be written in time closes its socket with 1008 from normsim, not a
@@ -621,14 +636,7 @@ func TestJobThatDoesNotReadItsPongsIsTooSlow(t *testing.T) {
 		t.Skip("waits out the library's 5 s pong write")
 	}
 	l, ev := MustListener(t, jobsocket.Config{})
-	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
-	j := dialRaw(t, l, "/instances/j/r")
-	// A small receive buffer: the pongs back up sooner, also under -race.
-	if tc, ok := j.conn.(*net.TCPConn); ok {
-		tc.SetReadBuffer(4 << 10)
-	}
-	j.helloAck()
-	ev.wait(t, jobsocket.Connected)
+	j := connectedSlowReader(t, l, ev)
 	ping := append(header(true, 0x9, 125), bytes.Repeat([]byte{'p'}, 125)...)
 	pings := bytes.Repeat(ping, 512)
 	go func() {
@@ -652,13 +660,7 @@ func TestJobThatDoesNotReadItsPongsIsTooSlow(t *testing.T) {
 // kills the connection), so the end reported is the job's close frame.
 func TestAJobThatClosesWhileAWriteIsStuckClosedItself(t *testing.T) {
 	l, ev := MustListener(t, jobsocket.Config{WriteTimeout: 2 * time.Second})
-	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
-	j := dialRaw(t, l, "/instances/j/r")
-	if tc, ok := j.conn.(*net.TCPConn); ok {
-		tc.SetReadBuffer(4 << 10)
-	}
-	j.helloAck()
-	ev.wait(t, jobsocket.Connected)
+	j := connectedSlowReader(t, l, ev)
 	sent := make(chan error, 1)
 	go func() {
 		payload := []byte(`"` + strings.Repeat("p", 60000) + `"`)
