@@ -69,6 +69,28 @@ type RecordStore interface {
 	Damaged() error
 }
 
+// NoReturnMarks is a store's note of which running migrations have passed
+// their point of no return, for the next start to tell the ones it can
+// roll back from the ones it must not. The store's records are written
+// behind the migrations (a journal), so a normsim killed a moment after a
+// handover's cutover-apply may have stored nothing of it; a mark is
+// written before what crosses the point is, and costs a write to a file,
+// not a transaction: it outlives a killed normsim, not a crashed machine
+// (whose jobs die with it). A store without marks rolls nothing back at
+// start.
+type NoReturnMarks interface {
+	// MarkBegun notes a migration as begun, not past its point; MarkPassed
+	// notes it past. MarkEnded lets its mark go once its end is recorded.
+	MarkBegun(migrationID string) error
+	MarkPassed(migrationID string) error
+	MarkEnded(migrationID string)
+	// Marks is what a normsim that was killed left: each migration it
+	// had marked begun, and whether it had passed its point of no return.
+	Marks() (map[string]bool, error)
+	// ClearMarks forgets them, once recovery has ended each migration.
+	ClearMarks() error
+}
+
 // MigrationFilter narrows ListMigrations, which lists newest first.
 type MigrationFilter struct {
 	JobID string

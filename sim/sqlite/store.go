@@ -39,6 +39,10 @@ type Store struct {
 	owner string
 	// lock is held on a store file while it is open; nil in memory.
 	lock *storeLock
+	// noReturn are a store file's marks (sim.NoReturnMarks), made when
+	// first asked for (marks).
+	marksOnce sync.Once
+	noReturn  *noReturnMarks
 
 	// schemaDone is closed once the schema is built; schemaErr says why it
 	// could not be (an in-memory store's is built in the background).
@@ -633,7 +637,7 @@ func (s *Store) Close() error {
 	}
 	s.timelineInserts.close()
 	s.eventInserts.close()
-	err := errors.Join(s.schemaErr, s.db.Close())
+	err := errors.Join(s.schemaErr, s.db.Close(), s.noReturn.close())
 	s.lock.release()
 	return err
 }

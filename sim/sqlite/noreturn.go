@@ -1,0 +1,202 @@
+package sqlite
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// noReturnMarks is a store file's sim.NoReturnMarks: <store>.noreturn,
+// beside the file the store's name resolves to, one line per migration
+// begun since the file was last emptied: "- ID" when begun, its first
+// byte overwritten with "P" in place when the migration passes its point
+// of no return. An overwrite needs no new space, so a full disk cannot
+// lose the mark that matters. Nothing is synced: the marks must outlive a
+// killed process, and the kernel keeps what was written for that.
+type noReturnMarks struct {
+	mu   sync.Mutex
+	path string
+	f    *os.File
+	size int64
+	// running are the migrations marked and not yet ended, by the offset
+	// of their line; when none is, the file is emptied at the next mark.
+	running map[string]int64
+}
+
+const (
+	markBegun  = '-'
+	markPassed = 'P'
+)
+
+// marksPath is where a store file's marks are kept.
+func marksPath(store string) string {
+	if real, err := filepath.EvalSymlinks(store); err == nil {
+		store = real
+	}
+	return store + ".noreturn"
+}
+
+// marks is the store's marks: none for an in-memory store, which nothing
+// recovers.
+func (s *Store) marks() *noReturnMarks {
+	s.marksOnce.Do(func() {
+		if s.path != Memory {
+			s.noReturn = &noReturnMarks{path: marksPath(s.path), running: map[string]int64{}}
+		}
+	})
+	return s.noReturn
+}
+
+// MarkBegun notes migration id as begun, short of its point of no return.
+func (s *Store) MarkBegun(id string) error {
+	mk := s.marks()
+	if mk == nil {
+		return nil
+	}
+	mk.mu.Lock()
+	defer mk.mu.Unlock()
+	if err := mk.openLocked(); err != nil {
+		return err
+	}
+	if len(mk.running) == 0 && mk.size > 0 {
+		// Nothing marked runs: what the file holds is of migrations whose
+		// ends are recorded, or on their way to the store.
+		if err := mk.f.Truncate(0); err != nil {
+			return fmt.Errorf("empty %s: %w", mk.path, err)
+		}
+		mk.size = 0
+	}
+	line := []byte{markBegun, ' '}
+	line = append(append(line, id...), '\n')
+	if _, err := mk.f.WriteAt(line, mk.size); err != nil {
+		return fmt.Errorf("mark migration %s begun in %s: %w", id, mk.path, err)
+	}
+	mk.running[id] = mk.size
+	mk.size += int64(len(line))
+	return nil
+}
+
+// MarkPassed notes migration id past its point of no return.
+func (s *Store) MarkPassed(id string) error {
+	mk := s.marks()
+	if mk == nil {
+		return nil
+	}
+	mk.mu.Lock()
+	defer mk.mu.Unlock()
+	at, ok := mk.running[id]
+	if !ok {
+		// Its begin could not be marked, so recovery will not roll it back.
+		return nil
+	}
+	if _, err := mk.f.WriteAt([]byte{markPassed}, at); err != nil {
+		return fmt.Errorf("mark migration %s past its point of no return in %s: %w", id, mk.path, err)
+	}
+	return nil
+}
+
+// MarkEnded lets migration id's mark go.
+func (s *Store) MarkEnded(id string) {
+	if mk := s.marks(); mk != nil {
+		mk.mu.Lock()
+		delete(mk.running, id)
+		mk.mu.Unlock()
+	}
+}
+
+// Marks reads what the file holds: each migration marked begun, and
+// whether it passed its point of no return. A line cut short by a crash
+// is not a mark.
+func (s *Store) Marks() (map[string]bool, error) {
+	mk := s.marks()
+	if mk == nil {
+		return nil, nil
+	}
+	mk.mu.Lock()
+	defer mk.mu.Unlock()
+	data, err := os.ReadFile(mk.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]bool{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", mk.path, err)
+	}
+	out := map[string]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) < 3 || line[1] != ' ' || (line[0] != markBegun && line[0] != markPassed) {
+			continue
+		}
+		out[string(line[2:])] = line[0] == markPassed
+	}
+	if n := len(data); n > 0 && data[n-1] != '\n' {
+		// The last line's mark is whole only if its newline is there.
+		last := bytes.LastIndexByte(data[:n-1], '\n')
+		delete(out, string(data[last+3:]))
+	}
+	return out, nil
+}
+
+// ClearMarks empties the file once recovery has ended what it marked.
+func (s *Store) ClearMarks() error {
+	mk := s.marks()
+	if mk == nil {
+		return nil
+	}
+	mk.mu.Lock()
+	defer mk.mu.Unlock()
+	if err := mk.openLocked(); err != nil {
+		return err
+	}
+	if err := mk.f.Truncate(0); err != nil {
+		return fmt.Errorf("empty %s: %w", mk.path, err)
+	}
+	mk.size = 0
+	clear(mk.running)
+	return nil
+}
+
+// openLocked opens the file the first time it is written.
+func (mk *noReturnMarks) openLocked() error {
+	if mk.f != nil {
+		return nil
+	}
+	f, err := os.OpenFile(mk.path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", mk.path, err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("open %s: %w", mk.path, err)
+	}
+	mk.f, mk.size = f, info.Size()
+	return nil
+}
+
+// close closes the file, if it was opened, and removes it if no
+// migration it marked is still running: nothing is left to recover.
+func (mk *noReturnMarks) close() error {
+	if mk == nil {
+		return nil
+	}
+	mk.mu.Lock()
+	defer mk.mu.Unlock()
+	if mk.f == nil {
+		return nil
+	}
+	err := mk.f.Close()
+	mk.f = nil
+	if len(mk.running) == 0 {
+		if rmErr := os.Remove(mk.path); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
+			err = errors.Join(err, rmErr)
+		}
+	}
+	return err
+}

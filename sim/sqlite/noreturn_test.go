@@ -1,0 +1,121 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// TestNoReturnMarksOutliveAKill: what a normsim that is SIGKILLed had
+// marked is read by the next one on the store: each migration begun, and
+// whether it passed its point of no return.
+func TestNoReturnMarksOutliveAKill(t *testing.T) {
+	if path := os.Getenv("NORMSIM_MARKS_HOLDER"); path != "" {
+		s, err := Open(context.Background(), path)
+		if err != nil {
+			os.Exit(3)
+		}
+		for _, id := range []string{"mig-a", "mig-b", "mig-c"} {
+			if err := s.MarkBegun(id); err != nil {
+				os.Exit(4)
+			}
+		}
+		if err := s.MarkPassed("mig-b"); err != nil {
+			os.Exit(5)
+		}
+		os.Stdout.WriteString("marked\n")
+		select {}
+	}
+	path := filepath.Join(t.TempDir(), "normsim.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestNoReturnMarksOutliveAKill$")
+	cmd.Env = append(os.Environ(), "NORMSIM_MARKS_HOLDER="+path)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 7)
+	if _, err := out.Read(buf); err != nil || string(buf) != "marked\n" {
+		cmd.Process.Kill()
+		t.Fatalf("holder did not mark: %q %v", buf, err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+
+	s := open(t, path)
+	got, err := s.Marks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"mig-a": false, "mig-b": true, "mig-c": false}
+	if !maps.Equal(got, want) {
+		t.Fatalf("marks after the kill: %v, want %v", got, want)
+	}
+	if err := s.ClearMarks(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Marks(); len(got) != 0 {
+		t.Fatalf("marks after ClearMarks: %v", got)
+	}
+}
+
+// TestNoReturnMarksFile: a line cut short is no mark; the file is emptied
+// when nothing marked runs, and removed at a close with nothing running.
+func TestNoReturnMarksFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "normsim.db")
+	s := open(t, path)
+	marks := marksPath(path)
+	if err := os.WriteFile(marks, []byte("P mig-old\n- mig-cut"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Marks()
+	if err != nil || !maps.Equal(got, map[string]bool{"mig-old": true}) {
+		t.Fatalf("marks with a cut line: %v %v", got, err)
+	}
+	// Nothing marked by this store runs: the first mark empties the file.
+	if err := s.MarkBegun("mig-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkBegun("mig-2"); err != nil {
+		t.Fatal(err)
+	}
+	s.MarkEnded("mig-1")
+	if err := s.MarkPassed("mig-2"); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(marks); string(data) != "- mig-1\nP mig-2\n" {
+		t.Fatalf("file: %q", data)
+	}
+	// mig-2 still runs: the close keeps its mark.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(marks); err != nil {
+		t.Fatalf("marks of a running migration gone at close: %v", err)
+	}
+	s = open(t, path)
+	s.MarkBegun("mig-3")
+	s.MarkEnded("mig-3")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(marks); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("marks left after a close with nothing running: %v", err)
+	}
+}
+
+// TestNoReturnMarksInMemory: an in-memory store, which nothing recovers,
+// marks nothing and has no file.
+func TestNoReturnMarksInMemory(t *testing.T) {
+	s := open(t, Memory)
+	if err := s.MarkBegun("mig-1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Marks(); err != nil || got != nil {
+		t.Fatalf("in memory: %v %v", got, err)
+	}
+}
