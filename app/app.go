@@ -118,6 +118,7 @@ func (m *Main) Stats(ctx context.Context) (sim.Stats, error) {
 		st.Instances, st.Connected = m.Manager.CountInstances()
 		st.Events = m.Manager.Bus().Stats()
 		st.Store.Pending = m.Manager.StorePending()
+		st.Store.MarksLost = m.Manager.MarksLost()
 	}
 	if m.recorder != nil {
 		st.Records = sim.RecordStats{FramesWaited: m.recorder.Throttled(), FramesLost: m.recorder.Dropped()}

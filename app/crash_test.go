@@ -101,8 +101,9 @@ func processesOf(jobs map[string]bool) []string {
 // process (the counter, process runtime) with stopThenStart, 20 times over
 // the same store. After each kill the store opens; every migration, timeline
 // event, event and frame recorded up to the kill is still there, unchanged;
-// the restart leaves no migration running (those cut short are failed
-// "interrupted"); and no process of the killed normsim is left running (the
+// the restart leaves no migration running (those cut short are rolled
+// back, "interrupted", if short of their point of no return, never past it,
+// and failed otherwise); and no process of the killed normsim is left running (the
 // restart stops them through the pids it recorded).
 func TestCrashLoop(t *testing.T) {
 	if testing.Short() {
@@ -292,9 +293,21 @@ func checkRecovered(t *testing.T, ctx context.Context, api *bench.API, db string
 			}
 		}
 		switch {
+		case was.State == sim.MigrationRunning && now.State == sim.MigrationAborted:
+			// Rolled back at the restart: only ever short of its point of
+			// no return, which the store may not show yet, never past it.
+			if now.Reason != sim.ReasonInterrupted || now.Rollback == nil || !now.Rollback.AtRestart || len(now.Events) < len(was.Events)+2 {
+				t.Fatalf("migration %s cut short by the kill is aborted (%s) with rollback %+v and %d events, want it rolled back at the restart",
+					id, now.Reason, now.Rollback, len(now.Events))
+			}
+			for _, ev := range was.Events {
+				if ev.Kind == sim.TimelinePointOfNoReturn || ev.Kind == sim.TimelineSourceStopped {
+					t.Fatalf("migration %s was rolled back at the restart past its point of no return (%s: %s)", id, ev.Kind, ev.Detail)
+				}
+			}
 		case was.State == sim.MigrationRunning:
 			if now.State != sim.MigrationFailed || now.Reason != sim.ReasonInterrupted || len(now.Events) != len(was.Events)+1 {
-				t.Fatalf("migration %s cut short by the kill is %s (%s) with %d events, want failed (interrupted) with %d",
+				t.Fatalf("migration %s cut short by the kill is %s (%s) with %d events, want failed (interrupted) with %d, or rolled back",
 					id, now.State, now.Reason, len(now.Events), len(was.Events)+1)
 			}
 		case now.State != was.State || now.Reason != was.Reason || len(now.Events) != len(was.Events):

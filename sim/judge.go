@@ -131,9 +131,13 @@ func Judge(m *Migration) Judgement {
 		fs = append(fs, Finding{Grade: g, Check: check, Promise: promise, AtFault: atFault, Detail: fmt.Sprintf(format, a...)})
 	}
 	o := m.Output
-	if m.State == MigrationFailed && m.Reason == ReasonInterrupted {
+	if m.Reason == ReasonInterrupted && (m.State == MigrationFailed || m.Rollback != nil && m.Rollback.AtRestart) {
 		// Killed while it ran: what the job sent then went with normsim.
-		add(GradeTolerated, CheckOutputSeen, PromiseExactPosition, "", "not judged: normsim stopped while the migration ran, and what the job sent then was not kept")
+		detail := "not judged: normsim stopped while the migration ran, and what the job sent then was not kept"
+		if m.State == MigrationAborted {
+			detail += "; at its next start, " + rolledBack(m)
+		}
+		add(GradeTolerated, CheckOutputSeen, PromiseExactPosition, "", "%s", detail)
 		return summarize(fs)
 	}
 	if b := m.Broken; b != nil && m.State != MigrationCompleted {

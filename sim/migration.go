@@ -94,6 +94,10 @@ type RollbackReport struct {
 	TargetDetail string `json:"targetDetail,omitempty"`
 	// Told are the sides sent abort by the worker.
 	Told []string `json:"told"`
+	// AtRestart: the rollback was made by normsim's next start, normsim
+	// having been killed while the migration ran, before its point of no
+	// return. No side was told abort: each job lost its socket then.
+	AtRestart bool `json:"atRestart,omitempty"`
 }
 
 // BrokenPromise is a protocol promise a side broke, which ended its

@@ -137,6 +137,10 @@ type StoreStats struct {
 	// a migration's document with its new events) wait for the store: how
 	// far it is behind.
 	Pending int `json:"pending"`
+	// MarksLost counts the point-of-no-return marks (sim.NoReturnMarks)
+	// that could not be written: a migration among them is not rolled
+	// back by the next start, or may be rolled back wrongly.
+	MarksLost int64 `json:"marksLost"`
 	// Frames are the frame records kept, and those let go of, oldest
 	// first, to stay within the store's bounds (docs/contract-choices.md).
 	Frames FrameCounts `json:"frames"`

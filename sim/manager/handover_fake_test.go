@@ -10,6 +10,7 @@ import (
 
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/sim/manager"
 )
 
 // The handover through the whole engine, with the jobs played by the test
@@ -822,5 +823,38 @@ func TestATargetLostWhileTheSourceLingersFailsAndLeavesTheSource(t *testing.T) {
 		if ev.Kind == sim.TimelineSourceStopped {
 			t.Fatalf("the source was stopped after its target was lost: %s", ev.Detail)
 		}
+	}
+}
+
+// TestAHandoverIsMarkedPastItsPointBeforeCrossingIt: the store's mark of
+// a handover says "begun" from its start, "passed" by the time the target
+// reads cutover-apply (a normsim killed from then on must not roll it
+// back at its next start), and is let go once its end is stored.
+func TestAHandoverIsMarkedPastItsPointBeforeCrossingIt(t *testing.T) {
+	store := manager.NewMarkedStore(t)
+	s := buildFakeSimConfig(t, "counter", nil, false, func(c *manager.Config) { c.Store = store })
+	mig, err := s.mgr.Migrate(context.Background(), s.in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Handover)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if passed, marked := store.Marked(mig.ID); !marked || passed {
+		t.Fatalf("a handover begun is marked %v (passed %v), want begun", marked, passed)
+	}
+	tgt := toTargetReady(t, s, mig.ID)
+	if passed, _ := store.Marked(mig.ID); passed {
+		t.Fatal("marked past its point before the source stopped its output")
+	}
+	stopSource(t, s, 41)
+	tgt.expect(protocol.TypeCutoverApply)
+	if passed, marked := store.Marked(mig.ID); !passed || !marked {
+		t.Fatalf("the target read cutover-apply while the mark says passed %v (marked %v)", passed, marked)
+	}
+	tgt.send(protocol.JobFrame{Type: protocol.TypeTargetApplied, Applied: []string{"video"}})
+	if m := s.await(t, mig.ID); m.State != sim.MigrationCompleted {
+		t.Fatalf("ended %s (%s)", m.State, m.Reason)
+	}
+	s.mgr.Flush()
+	if _, marked := store.Marked(mig.ID); marked {
+		t.Fatal("the mark of a migration whose end is stored is kept")
 	}
 }

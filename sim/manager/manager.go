@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/normsim/normsim/protocol"
@@ -82,6 +83,10 @@ type Manager struct {
 	rtsOnce sync.Once
 
 	journal *journal
+	// marks are the store's point-of-no-return marks (nil without them);
+	// marksLost counts the marks that could not be written.
+	marks     sim.NoReturnMarks
+	marksLost atomic.Int64
 
 	mu        sync.Mutex
 	instances map[string]*instance
@@ -145,6 +150,7 @@ func New(cfg Config) *Manager {
 		m.order = append(m.order, n.Name)
 	}
 	m.journal = newJournal(cfg.Store, m.log)
+	m.marks, _ = cfg.Store.(sim.NoReturnMarks)
 	return m
 }
 

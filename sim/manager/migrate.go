@@ -174,6 +174,7 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 	m.migrations[r.id] = r
 	m.mu.Unlock()
 
+	m.markBegun(r.id)
 	m.journal.migration(r.doc())
 	r.note(sim.TimelineRequested, sim.PhaseRequested, sideManager, fmt.Sprintf("%s of %s from node %s to node %s", strategy, srcSnap.ID, srcSnap.Node, to))
 	snap := r.snapshot()
@@ -1097,6 +1098,8 @@ func (r *run) decide(ev runEvent, read func() input) {
 			r.toSteps(ev)
 		case doAnswer:
 			answer, answered = e.detail, true
+		case doMarkPassed:
+			r.m.markPassed(r.id)
 		}
 	}
 	r.flushLocked()
@@ -1958,6 +1961,7 @@ func (r *run) crossNoReturn() error {
 	if r.decideLocked(input{kind: inNoReturn}); !r.ponr {
 		return endf("%s", r.userAbort)
 	}
+	r.m.markPassed(r.id)
 	return nil
 }
 
@@ -2061,6 +2065,10 @@ func (r *run) stopSource(ctx context.Context, grace time.Duration) error {
 	if err := r.disrupted(); err != nil {
 		return err
 	}
+	// The source's stop cannot be undone: a normsim killed from here on
+	// must not roll the migration back at its next start. (A
+	// stopThenStart stops its source before its point of no return.)
+	r.m.markPassed(r.id)
 	began := r.m.now()
 	r.record(sim.PhaseStopSource, sideSource, "stopping the source", nil)
 	var stop sim.StopReport
@@ -2272,6 +2280,7 @@ func (r *run) finish(ctx context.Context, err error) {
 		r.m.mu.Lock()
 		delete(r.m.migrations, r.id)
 		r.m.mu.Unlock()
+		r.m.markEnded(r.id) // its end is stored: nothing is left to recover
 		r.letEventsGo()
 	})
 	r.m.publish(sim.EventMigrationEnded, "", r.id, map[string]any{"state": state, "reason": reason})
@@ -2346,46 +2355,53 @@ func (r *run) markTargetTold() {
 func (r *run) removeTarget(tgtID string, phase sim.Phase, rb *sim.RollbackReport) {
 	r.m.mu.Lock()
 	in := r.m.instances[tgtID]
-	var was sim.InstanceState
-	var connected bool
-	if in != nil {
-		was, connected = in.State, in.Connected
-	}
 	r.m.mu.Unlock()
 	if in == nil {
 		return
 	}
 	r.markTargetTold()
-	grace := r.timeouts.StopGrace.D()
+	rb.Target, rb.TargetDetail = r.m.removeRolledBackTarget(in, r.id, r.timeouts.StopGrace.D(), r.during)
+	r.note(sim.TimelineTargetRemoved, phase, sideTarget, rb.TargetDetail)
+}
+
+// removeRolledBackTarget stops and removes in, the target of migration
+// migID rolled back, and says how it ended (RollbackReport's Target and
+// TargetDetail). during runs the stop: a migration's owner handles what
+// arrives meanwhile.
+func (m *Manager) removeRolledBackTarget(in *instance, migID string, grace time.Duration, during func(func())) (string, string) {
+	m.mu.Lock()
+	was, connected := in.State, in.Connected
+	m.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), grace+10*time.Second)
 	var stop sim.StopReport
 	var err error
-	r.during(func() { stop, err = r.m.stopInstance(ctx, in, grace) })
+	during(func() { stop, err = m.stopInstance(ctx, in, grace) })
 	cancel()
-	r.m.mu.Lock()
-	r.m.removeLocked(tgtID)
-	r.m.mu.Unlock()
-	r.m.deleteStored(tgtID)
-	r.m.publish(sim.EventInstanceRemoved, tgtID, r.id, nil)
+	m.mu.Lock()
+	m.removeLocked(in.ID)
+	m.mu.Unlock()
+	m.deleteStored(in.ID)
+	m.publish(sim.EventInstanceRemoved, in.ID, migID, nil)
+	var target, detail string
 	switch {
 	case in.Runtime == sim.RuntimeExternal && !connected:
 		// Nothing to close: saying normsim closed a socket would be false.
-		rb.Target, rb.TargetDetail = sim.TargetClosed, "target removed: it runs on the external runtime and had no connection to close "+
+		target, detail = sim.TargetClosed, "target removed: it runs on the external runtime and had no connection to close "+
 			"(its job never connected, or its socket had closed already); normsim starts no process there, so end your target process now if you started one"
 	case in.Runtime == sim.RuntimeExternal:
-		rb.Target, rb.TargetDetail = sim.TargetClosed, "target removed"+externalEnd(in.Runtime, "target")
+		target, detail = sim.TargetClosed, "target removed"+externalEnd(in.Runtime, "target")
 	case len(stop.Killed) > 0:
-		rb.Target = sim.TargetKilled
-		rb.TargetDetail = fmt.Sprintf("target removed: it did not exit on SIGTERM (%s) and was killed (SIGKILL)", stop.KilledWhy(grace))
+		target = sim.TargetKilled
+		detail = fmt.Sprintf("target removed: it did not exit on SIGTERM (%s) and was killed (SIGKILL)", stop.KilledWhy(grace))
 	case was == sim.InstanceFailed || was == sim.InstanceStopped:
-		rb.Target, rb.TargetDetail = sim.TargetGone, "target removed: it had already ended ("+string(was)+")"
+		target, detail = sim.TargetGone, "target removed: it had already ended ("+string(was)+")"
 	default:
-		rb.Target, rb.TargetDetail = sim.TargetExited, "target removed: it exited on SIGTERM"
+		target, detail = sim.TargetExited, "target removed: it exited on SIGTERM"
 	}
 	if err != nil {
-		rb.TargetDetail += fmt.Sprintf(" (the stop reported: %v)", err)
+		detail += fmt.Sprintf(" (the stop reported: %v)", err)
 	}
-	r.note(sim.TimelineTargetRemoved, phase, sideTarget, rb.TargetDetail)
+	return target, detail
 }
 
 // awaitSignalledSource waits, up to exitGrace, for the exit of a source a
@@ -2412,10 +2428,14 @@ func (r *run) awaitSignalledSource() {
 
 // sourceLeft says what the rollback leaves of the source: running, or gone
 // and how (it exited, a fault killed it, normsim stopped it).
-func (r *run) sourceLeft() (string, string) {
-	r.m.mu.Lock()
-	defer r.m.mu.Unlock()
-	in := r.m.instances[r.src.ID]
+func (r *run) sourceLeft() (string, string) { return r.m.sourceLeft(r.src.ID) }
+
+// sourceLeft says what a rollback leaves of source id (RollbackReport's
+// Source and SourceDetail).
+func (m *Manager) sourceLeft(id string) (string, string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	in := m.instances[id]
 	switch {
 	case in == nil:
 		return sim.SourceGone, "the source is gone: it was removed"

@@ -2,7 +2,9 @@ package manager
 
 import (
 	"context"
+	"maps"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +23,71 @@ func NewMemStore(tb testing.TB) *memstore.Store {
 	store := memstore.New()
 	tb.Cleanup(func() { store.Close() })
 	return store
+}
+
+// NewMarkedStore is NewMemStore with marks.
+func NewMarkedStore(tb testing.TB) *MarkedStore {
+	return &MarkedStore{Store: NewMemStore(tb), marks: map[string]bool{}}
+}
+
+// MarkedStore is a store in memory with point-of-no-return marks
+// (sim.NoReturnMarks), read as a killed normsim would have left them.
+type MarkedStore struct {
+	*memstore.Store
+	mu      sync.Mutex
+	marks   map[string]bool
+	cleared bool
+}
+
+func (s *MarkedStore) MarkBegun(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.marks[id] = false
+	return nil
+}
+
+func (s *MarkedStore) MarkPassed(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.marks[id]; ok {
+		s.marks[id] = true
+	}
+	return nil
+}
+
+func (s *MarkedStore) MarkEnded(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.marks, id)
+}
+
+func (s *MarkedStore) Marks() (map[string]bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.marks), nil
+}
+
+// Marked is migration id's mark: whether it passed, and whether it is
+// marked at all.
+func (s *MarkedStore) Marked(id string) (passed, marked bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	passed, marked = s.marks[id]
+	return passed, marked
+}
+
+// Cleared says whether ClearMarks ran.
+func (s *MarkedStore) Cleared() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cleared
+}
+
+func (s *MarkedStore) ClearMarks() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.marks, s.cleared = map[string]bool{}, true
+	return nil
 }
 
 // newExternalManager is a manager of nodes a and b over store, with the

@@ -10,16 +10,19 @@ import (
 )
 
 // Recover reconciles what the store remembers with what still runs: a
-// migration that was running when normsim died is failed with reason
-// "interrupted" (its events kept); each instance that had not ended is
-// what its runtime's recovery (sim.Recoverer) makes of it: adopted, back
-// under management, or failed with the runtime's reason. What a runtime
-// still holds that nobody knows about is the runtime's to remove.
+// migration that was running when normsim died ends with reason
+// "interrupted" (its events kept), rolled back if it is known not to have
+// passed its point of no return (sim.NoReturnMarks), failed otherwise;
+// each instance that had not ended is what its runtime's recovery
+// (sim.Recoverer) makes of it: adopted, back under management, or failed
+// with the runtime's reason. What a runtime still holds that nobody knows
+// about is the runtime's to remove.
 func (m *Manager) Recover(ctx context.Context) error {
 	if m.cfg.Store == nil {
 		return nil
 	}
-	if err := m.failInterrupted(ctx); err != nil {
+	rollBack, err := m.endInterrupted(ctx)
+	if err != nil {
 		return err
 	}
 	stored, err := m.cfg.Store.ListInstances(ctx)
@@ -65,33 +68,108 @@ func (m *Manager) Recover(ctx context.Context) error {
 		}
 		m.readopt(ctx, in)
 	}
+	for _, mig := range rollBack {
+		if err := m.rollBackInterrupted(ctx, mig); err != nil {
+			return err
+		}
+	}
+	if m.marks != nil {
+		// Every migration they marked has ended, in the store.
+		if err := m.marks.ClearMarks(); err != nil {
+			m.log.Warn("could not clear the point-of-no-return marks of the last run", "err", err)
+		}
+	}
 	return nil
 }
 
-// failInterrupted fails every migration that was running when normsim
-// died, with reason "interrupted", its events kept.
-func (m *Manager) failInterrupted(ctx context.Context) error {
+// endInterrupted ends every migration that was running when normsim
+// died: it fails, with reason "interrupted" and its events kept, each
+// not known to be short of its point of no return, and returns those
+// that are, to be rolled back once their instances are recovered.
+func (m *Manager) endInterrupted(ctx context.Context) ([]*sim.Migration, error) {
 	running, err := m.cfg.Store.ListMigrations(ctx, sim.MigrationFilter{State: sim.MigrationRunning})
 	if err != nil {
-		return fmt.Errorf("recover migrations: %w", err)
+		return nil, fmt.Errorf("recover migrations: %w", err)
 	}
+	var marks map[string]bool
+	if m.marks != nil && len(running) > 0 {
+		if marks, err = m.marks.Marks(); err != nil {
+			// Unmarked, each fails: nothing is rolled back on a guess.
+			m.log.Warn("could not read the point-of-no-return marks of the last run; its interrupted migrations are failed, none rolled back", "err", err)
+		}
+	}
+	var rollBack []*sim.Migration
 	for _, mig := range running {
 		full, err := m.cfg.Store.GetMigration(ctx, mig.ID)
 		if err != nil {
-			return fmt.Errorf("recover migration %s: %w", mig.ID, err)
+			return nil, fmt.Errorf("recover migration %s: %w", mig.ID, err)
+		}
+		if passed, marked := marks[mig.ID]; marked && !passed {
+			rollBack = append(rollBack, full)
+			continue
 		}
 		now := m.now()
 		full.State, full.Reason, full.EndedAt = sim.MigrationFailed, sim.ReasonInterrupted, &now
 		ev := sim.MigrationEvent{Seq: len(full.Events) + 1, At: now, Phase: full.Phase, Side: sideManager,
 			Detail: "migration failed: interrupted (normsim stopped while it ran)"}
 		if err := m.cfg.Store.AppendMigrationEvents(ctx, full.ID, []sim.MigrationEvent{ev}); err != nil {
-			return fmt.Errorf("recover migration %s: %w", mig.ID, err)
+			return nil, fmt.Errorf("recover migration %s: %w", mig.ID, err)
 		}
 		full.Events = nil
 		if err := m.cfg.Store.SaveMigration(ctx, full); err != nil {
-			return fmt.Errorf("recover migration %s: %w", mig.ID, err)
+			return nil, fmt.Errorf("recover migration %s: %w", mig.ID, err)
 		}
 	}
+	return rollBack, nil
+}
+
+// rollBackInterrupted rolls back, at this start, a migration a killed
+// normsim left short of its point of no return, as the contract has a
+// lost connection do: the target removed, the source left as it is. No
+// job is told abort: each lost its socket when normsim died, which
+// before the point of no return is itself a rollback, and a job that
+// reconnects gets a plain hello-ack.
+func (m *Manager) rollBackInterrupted(ctx context.Context, mig *sim.Migration) error {
+	var evs []sim.MigrationEvent
+	add := func(side string, kind sim.TimelineKind, detail string) {
+		evs = append(evs, sim.MigrationEvent{Seq: len(mig.Events) + len(evs) + 1, At: m.now(), Phase: mig.Phase, Side: side, Kind: kind, Detail: detail})
+	}
+	add(sideManager, "", "rolling back at this start: normsim was killed while the migration ran, before its point of no return; no job is told abort, each lost its socket then")
+	rb := &sim.RollbackReport{Told: []string{}, AtRestart: true}
+	if id := mig.Target.Instance; id != "" {
+		m.mu.Lock()
+		in := m.instances[id]
+		m.mu.Unlock()
+		if in != nil {
+			grace := mig.Timeouts.Over(m.Timeouts()).StopGrace.D()
+			rb.Target, rb.TargetDetail = m.removeRolledBackTarget(in, mig.ID, grace, func(stop func()) { stop() })
+		} else {
+			// Its record never reached the store: its runtime's recovery
+			// removed what ran of it with the run's other leftovers.
+			rb.Target, rb.TargetDetail = sim.TargetGone, "target removed: its record was not stored before normsim was killed, and what ran of it was removed with the run's leftovers"
+		}
+		add(sideTarget, sim.TimelineTargetRemoved, rb.TargetDetail)
+	}
+	rb.Source, rb.SourceDetail = m.sourceLeft(mig.Source.Instance)
+	if rb.Source == sim.SourceRunning {
+		add(sideSource, "", "source left running")
+	} else {
+		add(sideSource, "", rb.SourceDetail)
+	}
+	now := m.now()
+	mig.State, mig.Reason, mig.EndedAt, mig.Rollback = sim.MigrationAborted, sim.ReasonInterrupted, &now, rb
+	j := sim.Judge(mig)
+	mig.Judgement = &j
+	add(sideManager, sim.TimelineEnded, "migration aborted: interrupted")
+	if err := m.cfg.Store.AppendMigrationEvents(ctx, mig.ID, evs); err != nil {
+		return fmt.Errorf("recover migration %s: %w", mig.ID, err)
+	}
+	mig.Events = nil
+	if err := m.cfg.Store.SaveMigration(ctx, mig); err != nil {
+		return fmt.Errorf("recover migration %s: %w", mig.ID, err)
+	}
+	m.log.Info("rolled back a migration normsim was killed during, before its point of no return", "migration", mig.ID,
+		"target", rb.TargetDetail, "source", rb.SourceDetail)
 	return nil
 }
 

@@ -140,13 +140,14 @@ type input struct {
 type effectKind int
 
 const (
-	doRecord   effectKind = iota + 1 // a timeline entry (phase, side, kind, detail, frame)
-	doMove                           // enter phase: each side may send what it asks (asks)
-	doHoldLogs                       // hold log writes until the cutover ends
-	doRelay                          // write frame to side, with payload
-	doFire                           // fire the faults armed on frame
-	doHandOn                         // hand the event on to the migration's steps
-	doAnswer                         // answer the user's abort: detail is the refusal, "" taken
+	doRecord     effectKind = iota + 1 // a timeline entry (phase, side, kind, detail, frame)
+	doMove                             // enter phase: each side may send what it asks (asks)
+	doHoldLogs                         // hold log writes until the cutover ends
+	doRelay                            // write frame to side, with payload
+	doFire                             // fire the faults armed on frame
+	doHandOn                           // hand the event on to the migration's steps
+	doAnswer                           // answer the user's abort: detail is the refusal, "" taken
+	doMarkPassed                       // make the point of no return durable, before what crosses it is written
 )
 
 // effect is one thing step asks the owner to do, as data: the owner
@@ -319,7 +320,7 @@ func stepSocket(dst []effect, s state, in input) (state, []effect) {
 			relay.side = sideTarget
 			effs = append(effs, effect{do: doMove, phase: s.phase},
 				noted(sim.TimelinePointOfNoReturn, s.phase, sideManager, "point of no return: the source stopped its output"),
-				relay)
+				effect{do: doMarkPassed}, relay)
 		}
 		effs = append(effs, effect{do: doFire, frame: f.Type})
 	case sim.SocketConnected:

@@ -42,6 +42,8 @@ func does(effs []effect) []string {
 			out = append(out, "handOn")
 		case doAnswer:
 			out = append(out, "answer("+e.detail+")")
+		case doMarkPassed:
+			out = append(out, "markPassed")
 		default:
 			out = append(out, fmt.Sprintf("unknown(%d)", e.do))
 		}
@@ -98,7 +100,7 @@ func TestStepDecidesEveryFrameInEveryPhase(t *testing.T) {
 						case fs.next == sim.PhaseCutoverApply:
 							want.phase, want.stoppedAt, want.ponr, want.applySentAt = sim.PhaseCutoverApply, at, true, in.now
 							want.handedOver = in.socket.Frame.Payload // the position the seam's blame reads
-							w = []string{"record(cutover-ready source)", "move(cutover-apply)", "record(point-of-no-return cutover-apply manager)", "relay(target cutover-apply)", "fire(source-stopped-output)", "handOn"}
+							w = []string{"record(cutover-ready source)", "move(cutover-apply)", "record(point-of-no-return cutover-apply manager)", "markPassed", "relay(target cutover-apply)", "fire(source-stopped-output)", "handOn"}
 						default:
 							// Recorded and handed on to the steps, which
 							// wait for it or not.

@@ -1,0 +1,127 @@
+package manager
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// stopRecorder is a recovering runtime that adopts every instance and
+// records what it is told to stop.
+type stopRecorder struct {
+	recoverer
+	mu      sync.Mutex
+	stopped []string
+}
+
+func (r *stopRecorder) Recover(_ context.Context, _ string, stored []sim.Instance) (map[string]sim.Recovery, error) {
+	out := map[string]sim.Recovery{}
+	for _, in := range stored {
+		out[in.ID] = sim.Recovery{Adopted: true}
+	}
+	return out, nil
+}
+
+func (r *stopRecorder) Stop(_ context.Context, id string, _ time.Duration) (sim.StopReport, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopped = append(r.stopped, id)
+	return sim.StopReport{}, nil
+}
+
+// TestRecoverRollsBackWhatHadNotPassedItsPoint: a migration normsim was
+// killed during is rolled back at the next start when its mark says it
+// had not passed its point of no return (aborted, "interrupted", the
+// target stopped and removed, the source left running, the rollback
+// recorded as made at the restart, judged "not judged"); one marked past
+// it, and one not marked at all, are failed with both instances left. The
+// marks are cleared once each has ended.
+func TestRecoverRollsBackWhatHadNotPassedItsPoint(t *testing.T) {
+	ctx := context.Background()
+	store := NewMarkedStore(t)
+	now := time.Now()
+	for _, id := range []string{"src-short", "tgt-short", "src-past", "tgt-past", "src-unmarked", "tgt-unmarked"} {
+		job := "job-" + id[strings.IndexByte(id, '-')+1:]
+		in := &sim.Instance{ID: id, JobID: job, Role: id, Node: "a", Template: "plain", Runtime: "fake",
+			State: sim.InstanceRunning, CreatedAt: now, UpdatedAt: now}
+		if id[:3] == "tgt" {
+			in.Node = "b"
+		}
+		if err := store.SaveInstance(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"short", "past", "unmarked"} {
+		mig := &sim.Migration{ID: "mig-" + name, JobID: "job-" + name, Strategy: sim.Handover, State: sim.MigrationRunning,
+			Phase:  sim.PhaseCutoverReady,
+			Source: sim.MigrationEndpoint{Instance: "src-" + name, Node: "a", Runtime: "fake"},
+			Target: sim.MigrationEndpoint{Instance: "tgt-" + name, Node: "b", Runtime: "fake"}, StartedAt: now}
+		if err := store.SaveMigration(ctx, mig); err != nil {
+			t.Fatal(err)
+		}
+		ev := sim.MigrationEvent{Seq: 1, At: now, Phase: sim.PhaseRequested, Side: sideManager, Kind: sim.TimelineRequested, Detail: "handover"}
+		if err := store.AppendMigrationEvents(ctx, mig.ID, []sim.MigrationEvent{ev}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store.MarkBegun("mig-short")
+	store.MarkBegun("mig-past")
+	store.MarkPassed("mig-past")
+
+	rt := &stopRecorder{recoverer: recoverer{name: "fake"}}
+	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}, {Node: sim.Node{Name: "b"}}}, Store: store, Catalog: RepoCatalog(t),
+		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{"fake": rt}, Default: "fake"}})
+	defer m.Close()
+	if err := m.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	short, err := store.GetMigration(ctx, "mig-short")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb := short.Rollback
+	if short.State != sim.MigrationAborted || short.Reason != sim.ReasonInterrupted || rb == nil || !rb.AtRestart ||
+		rb.Source != sim.SourceRunning || rb.Target != sim.TargetExited || len(rb.Told) != 0 || short.EndedAt == nil {
+		t.Fatalf("short of its point: %s (%s), rollback %+v", short.State, short.Reason, rb)
+	}
+	if j := short.Judged(); j.Grade != sim.GradeTolerated || !strings.Contains(j.Why, "not judged") {
+		t.Fatalf("short of its point judged %+v", j)
+	}
+	var kinds []sim.TimelineKind
+	for _, ev := range short.Events {
+		kinds = append(kinds, ev.Kind)
+	}
+	if want := []sim.TimelineKind{sim.TimelineRequested, "", sim.TimelineTargetRemoved, "", sim.TimelineEnded}; !slices.Equal(kinds, want) {
+		t.Fatalf("timeline kinds %q, want %q", kinds, want)
+	}
+	if !slices.Equal(rt.stopped, []string{"tgt-short"}) {
+		t.Fatalf("stopped %v, want the short migration's target alone", rt.stopped)
+	}
+	if _, err := m.Instance(ctx, "tgt-short"); sim.ErrorCode(err) != sim.ENotFound {
+		t.Fatalf("rolled-back target still listed: %v", err)
+	}
+	if in, err := m.Instance(ctx, "src-short"); err != nil || in.State != sim.InstanceRunning {
+		t.Fatalf("rolled-back source: %+v %v", in, err)
+	}
+
+	for _, name := range []string{"past", "unmarked"} {
+		got, err := store.GetMigration(ctx, "mig-"+name)
+		if err != nil || got.State != sim.MigrationFailed || got.Reason != sim.ReasonInterrupted || got.Rollback != nil {
+			t.Fatalf("%s: %+v %v, want failed (interrupted) with no rollback", name, got, err)
+		}
+		for _, id := range []string{"src-" + name, "tgt-" + name} {
+			if in, err := m.Instance(ctx, id); err != nil || in.State != sim.InstanceRunning {
+				t.Fatalf("%s after recovery: %+v %v, want left running", id, in, err)
+			}
+		}
+	}
+	if !store.Cleared() {
+		t.Fatal("the marks were not cleared once every interrupted migration had ended")
+	}
+}
