@@ -104,7 +104,7 @@ func (m *Manager) endInterrupted(ctx context.Context) ([]*sim.Migration, error) 
 		if err != nil {
 			return nil, fmt.Errorf("recover migration %s: %w", mig.ID, err)
 		}
-		if passed, marked := marks[mig.ID]; marked && !passed {
+		if passed, marked := marks[mig.ID]; marked && !passed && !recordedPast(full) {
 			rollBack = append(rollBack, full)
 			continue
 		}
@@ -121,6 +121,18 @@ func (m *Manager) endInterrupted(ctx context.Context) ([]*sim.Migration, error) 
 		}
 	}
 	return rollBack, nil
+}
+
+// recordedPast says whether a migration's stored timeline shows it past
+// its point of no return, or its source being stopped: either is past
+// rolling back, whatever a mark says.
+func recordedPast(mig *sim.Migration) bool {
+	for _, ev := range mig.Events {
+		if ev.Kind == sim.TimelinePointOfNoReturn || ev.Kind == sim.TimelineSourceStopped || ev.Phase == sim.PhaseStopSource {
+			return true
+		}
+	}
+	return false
 }
 
 // rollBackInterrupted rolls back, at this start, a migration a killed

@@ -39,13 +39,14 @@ func (r *stopRecorder) Stop(_ context.Context, id string, _ time.Duration) (sim.
 // had not passed its point of no return (aborted, "interrupted", the
 // target stopped and removed, the source left running, the rollback
 // recorded as made at the restart, judged "not judged"); one marked past
-// it, and one not marked at all, are failed with both instances left. The
+// it, one not marked at all, and one whose stored timeline shows it past
+// whatever its mark says, are failed with both instances left. The
 // marks are cleared once each has ended.
 func TestRecoverRollsBackWhatHadNotPassedItsPoint(t *testing.T) {
 	ctx := context.Background()
 	store := NewMarkedStore(t)
 	now := time.Now()
-	for _, id := range []string{"src-short", "tgt-short", "src-past", "tgt-past", "src-unmarked", "tgt-unmarked"} {
+	for _, id := range []string{"src-short", "tgt-short", "src-past", "tgt-past", "src-unmarked", "tgt-unmarked", "src-recorded", "tgt-recorded"} {
 		job := "job-" + id[strings.IndexByte(id, '-')+1:]
 		in := &sim.Instance{ID: id, JobID: job, Role: id, Node: "a", Template: "plain", Runtime: "fake",
 			State: sim.InstanceRunning, CreatedAt: now, UpdatedAt: now}
@@ -56,7 +57,7 @@ func TestRecoverRollsBackWhatHadNotPassedItsPoint(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, name := range []string{"short", "past", "unmarked"} {
+	for _, name := range []string{"short", "past", "unmarked", "recorded"} {
 		mig := &sim.Migration{ID: "mig-" + name, JobID: "job-" + name, Strategy: sim.Handover, State: sim.MigrationRunning,
 			Phase:  sim.PhaseCutoverReady,
 			Source: sim.MigrationEndpoint{Instance: "src-" + name, Node: "a", Runtime: "fake"},
@@ -65,11 +66,17 @@ func TestRecoverRollsBackWhatHadNotPassedItsPoint(t *testing.T) {
 			t.Fatal(err)
 		}
 		ev := sim.MigrationEvent{Seq: 1, At: now, Phase: sim.PhaseRequested, Side: sideManager, Kind: sim.TimelineRequested, Detail: "handover"}
-		if err := store.AppendMigrationEvents(ctx, mig.ID, []sim.MigrationEvent{ev}); err != nil {
+		evs := []sim.MigrationEvent{ev}
+		if name == "recorded" {
+			evs = append(evs, sim.MigrationEvent{Seq: 2, At: now, Phase: sim.PhaseCutoverApply, Side: sideManager,
+				Kind: sim.TimelinePointOfNoReturn, Detail: "point of no return: the source stopped its output"})
+		}
+		if err := store.AppendMigrationEvents(ctx, mig.ID, evs); err != nil {
 			t.Fatal(err)
 		}
 	}
 	store.MarkBegun("mig-short")
+	store.MarkBegun("mig-recorded") // its passed mark lost, its timeline says otherwise
 	store.MarkBegun("mig-past")
 	store.MarkPassed("mig-past")
 
@@ -110,7 +117,7 @@ func TestRecoverRollsBackWhatHadNotPassedItsPoint(t *testing.T) {
 		t.Fatalf("rolled-back source: %+v %v", in, err)
 	}
 
-	for _, name := range []string{"past", "unmarked"} {
+	for _, name := range []string{"past", "unmarked", "recorded"} {
 		got, err := store.GetMigration(ctx, "mig-"+name)
 		if err != nil || got.State != sim.MigrationFailed || got.Reason != sim.ReasonInterrupted || got.Rollback != nil {
 			t.Fatalf("%s: %+v %v, want failed (interrupted) with no rollback", name, got, err)
