@@ -255,38 +255,57 @@ func (c *Client) InstancePage(ctx context.Context, f sim.InstanceFilter) (sim.Pa
 		q.Set("node", f.Node)
 	}
 	var p sim.Page[sim.Instance]
-	var err error
-	p.Total, err = c.list(ctx, "/api/v1/instances", q, &p.Items)
-	return p, err
+	h, err := c.list(ctx, "/api/v1/instances", q, &p.Items)
+	if err != nil {
+		return p, err
+	}
+	if p.Total, err = totalOf("/api/v1/instances", h); err != nil {
+		return p, err
+	}
+	return p, nil
 }
 
 // MigrationPage lists a page of the migrations, newest first, and how many
 // match f in all.
 func (c *Client) MigrationPage(ctx context.Context, f sim.MigrationFilter) (sim.Page[sim.Migration], error) {
 	var p sim.Page[sim.Migration]
-	var err error
-	p.Total, err = c.list(ctx, "/api/v1/migrations", migrationQuery(f), &p.Items)
-	return p, err
+	h, err := c.list(ctx, "/api/v1/migrations", migrationQuery(f), &p.Items)
+	if err != nil {
+		return p, err
+	}
+	if p.Total, err = totalOf("/api/v1/migrations", h); err != nil {
+		return p, err
+	}
+	// Records the store could not read are left out of the page: said,
+	// never dropped unseen.
+	p.Unreadable, _ = strconv.Atoi(h.Get("X-Unreadable-Count"))
+	p.Damage = h.Get("X-Unreadable")
+	return p, nil
 }
 
-// list GETs a list into out and returns its X-Total-Count.
-func (c *Client) list(ctx context.Context, path string, q url.Values, out any) (int, error) {
+// totalOf is the X-Total-Count of a list's answer.
+func totalOf(path string, h http.Header) (int, error) {
+	total, err := strconv.Atoi(h.Get("X-Total-Count"))
+	if err != nil {
+		return 0, fmt.Errorf("GET %s: X-Total-Count %q is not a count; is normsim older than paging?", path, h.Get("X-Total-Count"))
+	}
+	return total, nil
+}
+
+// list GETs a list into out and returns the answer's header.
+func (c *Client) list(ctx context.Context, path string, q url.Values, out any) (http.Header, error) {
 	if len(q) > 0 {
 		path += "?" + q.Encode()
 	}
 	resp, err := c.send(ctx, http.MethodGet, path, nil)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return 0, fmt.Errorf("GET %s: decode the answer: %w", path, err)
+		return nil, fmt.Errorf("GET %s: decode the answer: %w", path, err)
 	}
-	total, err := strconv.Atoi(resp.Header.Get("X-Total-Count"))
-	if err != nil {
-		return 0, fmt.Errorf("GET %s: X-Total-Count %q is not a count; is normsim older than paging?", path, resp.Header.Get("X-Total-Count"))
-	}
-	return total, nil
+	return resp.Header, nil
 }
 
 func pageQuery(limit, offset int) url.Values {

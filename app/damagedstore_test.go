@@ -3,11 +3,15 @@ package app_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"io"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/normsim/normsim/apiclient"
 	"github.com/normsim/normsim/app"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/sqlite"
@@ -47,5 +51,73 @@ func TestADamagedRecordNamesTheStoreAndTheFix(t *testing.T) {
 	m.Close()
 	if err == nil || !strings.Contains(err.Error(), "store "+path) || !strings.Contains(err.Error(), "damaged or was edited") || !strings.Contains(err.Error(), "move it aside") {
 		t.Fatalf("open on a store with a damaged record: %v; want the file, what is wrong and the fix named", err)
+	}
+}
+
+// TestADamagedMigrationCostsItselfNotTheList (issue 34, left open by round
+// 10a): one migration record that no longer decodes made the list, its
+// pages and the dashboard answer 500. The list now serves the rest, says
+// how many were left out and why (X-Unreadable-Count, X-Unreadable; the
+// dashboard's alert), and the damaged one alone answers with its error.
+func TestADamagedMigrationCostsItselfNotTheList(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for i, id := range []string{"mig-good", "mig-bad"} {
+		end := now.Add(time.Duration(i) * time.Second)
+		if err := s.SaveMigration(ctx, &sim.Migration{ID: id, JobID: "job-1", State: sim.MigrationCompleted, Strategy: sim.Handover,
+			StartedAt: end, EndedAt: &end}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE migrations SET doc = '{"id": 7}' WHERE id = 'mig-bad'`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	opts := testOptions(t)
+	opts.DB = path
+	m, _, stop := runUp(t, opts)
+	defer stop()
+	resp, err := http.Get(m.URL() + "/api/v1/migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list []sim.Migration
+	json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || len(list) != 1 || list[0].ID != "mig-good" || resp.Header.Get("X-Total-Count") != "2" ||
+		resp.Header.Get("X-Unreadable-Count") != "1" || !strings.Contains(resp.Header.Get("X-Unreadable"), "migration mig-bad") {
+		t.Fatalf("list with a damaged record: %d, %d listed, header %v", resp.StatusCode, len(list), resp.Header)
+	}
+	page, err := apiclient.New(m.URL(), nil).MigrationPage(ctx, sim.MigrationFilter{})
+	if err != nil || len(page.Items) != 1 || page.Unreadable != 1 || !strings.Contains(page.Damage, path) {
+		t.Fatalf("the client's page: %+v, %v", page, err)
+	}
+	resp, err = http.Get(m.URL() + "/migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `id="unreadable-records"`) || !strings.Contains(string(body), "mig-good") {
+		t.Fatalf("the dashboard's history with a damaged record: %d\n%s", resp.StatusCode, body)
+	}
+	resp, err = http.Get(m.URL() + "/api/v1/migrations/mig-bad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusInternalServerError {
+		t.Fatalf("the damaged record itself: %d, want 500 with its error", resp.StatusCode)
 	}
 }

@@ -1,11 +1,35 @@
 package sim
 
+import "fmt"
+
 // Page is part of a list, and how long the whole list is, so that a client
 // knows whether there is more: the API sends Total as X-Total-Count.
 type Page[T any] struct {
 	Items []T
 	Total int
+	// Unreadable counts the records of the page that the store holds but
+	// could not read (a damaged or edited store file), left out of Items
+	// and still counted in Total; Damage says what the first one was and
+	// what to do. The API sends them as X-Unreadable-Count and
+	// X-Unreadable.
+	Unreadable int
+	Damage     string
 }
+
+// UnreadableRecords is the error of a store's list some of whose records
+// could not be read: the list it returns with it holds the rest. It counts
+// the ones left out and says what the first was (the store's error, which
+// names the file, the record and the fix).
+type UnreadableRecords struct {
+	Count int
+	First error
+}
+
+func (e *UnreadableRecords) Error() string {
+	return fmt.Sprintf("%d record(s) could not be read and were left out; the first: %v", e.Count, e.First)
+}
+
+func (e *UnreadableRecords) Unwrap() error { return e.First }
 
 // InstanceFilter narrows an instance list, oldest first: to one node when
 // Node is set, then to Limit instances (0: every one) after the first

@@ -100,6 +100,18 @@ func setTotal(w http.ResponseWriter, r *http.Request, total, limit, offset, n in
 	}
 }
 
+// setUnreadable says that records of the page could not be read and were
+// left out (X-Unreadable-Count), and what the first was (X-Unreadable, on
+// one line): the page is served all the same, as a damaged record costs
+// itself, not the list.
+func setUnreadable(w http.ResponseWriter, n int, damage string) {
+	if n == 0 {
+		return
+	}
+	w.Header().Set("X-Unreadable-Count", strconv.Itoa(n))
+	w.Header().Set("X-Unreadable", strings.Join(strings.Fields(damage), " "))
+}
+
 func (s *Server) launch(w http.ResponseWriter, r *http.Request) {
 	var req sim.LaunchRequest
 	if err := decode(r, &req); err != nil {
@@ -510,6 +522,7 @@ func (s *Server) listMigrations(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	setTotal(w, r, p.Total, f.Limit, f.Offset, len(p.Items))
+	setUnreadable(w, p.Unreadable, p.Damage)
 	for i, m := range p.Items {
 		p.Items[i] = withJudgement(m)
 	}

@@ -380,6 +380,10 @@ type migrationsPage struct {
 	States []sim.MigrationState
 	Jobs   []string
 	Error  string
+	// Unreadable counts the page's records the store could not read,
+	// left out; Damage says what the first was and what to do.
+	Unreadable int
+	Damage     string
 }
 
 var migrationStates = []sim.MigrationState{sim.MigrationRunning, sim.MigrationCompleted, sim.MigrationRefused, sim.MigrationAborted, sim.MigrationFailed}
@@ -411,7 +415,7 @@ func (s *Server) migrationsPage(w http.ResponseWriter, r *http.Request) {
 			s.renderServiceError(w, r, err, "")
 			return
 		}
-		p.List, p.Total = list.Items, list.Total
+		p.List, p.Total, p.Unreadable, p.Damage = list.Items, list.Total, list.Unreadable, list.Damage
 		page, pages, _ := pageOf(asked, list.Total, migrationsPageSize)
 		p.Pager = newPager("history-pages", "Pages of the migration history", page, pages, list.Total, migrationsPageSize, len(list.Items),
 			func(n int) string { return withPage("/migrations", q, "page", n) })

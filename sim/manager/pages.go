@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"time"
 
@@ -117,7 +118,10 @@ func (m *Manager) MigrationPage(ctx context.Context, f sim.MigrationFilter) (sim
 	from := max(0, lo-len(lives))
 	sf.Offset, sf.Limit = from, hi-from
 	rows, err := m.cfg.Store.ListMigrations(ctx, sf)
-	if err != nil {
+	if unreadable, ok := errors.AsType[*sim.UnreadableRecords](err); ok {
+		out.Unreadable, out.Damage = unreadable.Count, unreadable.First.Error()
+		m.log.Warn("migration records the store could not read were left out of a list", "count", unreadable.Count, "first", unreadable.First)
+	} else if err != nil {
 		return sim.Page[*sim.Migration]{}, err
 	}
 	// Merge from the store's row at index from, whose rank in the whole

@@ -997,6 +997,8 @@ func (s *Store) migrationEvents(ctx context.Context, id string) ([]sim.Migration
 }
 
 // ListMigrations returns migrations newest first, without their events.
+// Records it cannot read are left out and counted in its error, a
+// *sim.UnreadableRecords, returned with the rest.
 func (s *Store) ListMigrations(ctx context.Context, f sim.MigrationFilter) ([]*sim.Migration, error) {
 	where, args := migrationWhere(f)
 	q := `SELECT id, doc FROM migrations` + where + ` ORDER BY started_at DESC, id`
@@ -1012,18 +1014,35 @@ func (s *Store) ListMigrations(ctx context.Context, f sim.MigrationFilter) ([]*s
 	}
 	defer rows.Close()
 	out := []*sim.Migration{}
+	var unreadable *sim.UnreadableRecords
+	skip := func(err error) {
+		if unreadable == nil {
+			unreadable = &sim.UnreadableRecords{First: err}
+		}
+		unreadable.Count++
+	}
 	for rows.Next() {
 		var id, doc string
 		if err := rows.Scan(&id, &doc); err != nil {
-			return nil, damagedRecord(s.path, "one of its migrations", err, "")
+			skip(damagedRecord(s.path, "one of its migrations", err, ""))
+			continue
 		}
 		m, err := s.decodeMigration(id, doc)
 		if err != nil {
-			return nil, err
+			// One damaged record costs the list that record, not the
+			// list: the rest are served, and the count says what is not.
+			skip(err)
+			continue
 		}
 		out = append(out, m)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list migrations: %w", err)
+	}
+	if unreadable != nil {
+		return out, unreadable
+	}
+	return out, nil
 }
 
 // CountMigrations counts the migrations ListMigrations lists for f, its

@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -79,5 +80,12 @@ func TestADamagedMigrationRecordIsNamed(t *testing.T) {
 		if msg := sim.ErrorMessage(err); !strings.Contains(msg, "migration mig-bad") || !strings.Contains(msg, path) || !strings.Contains(msg, "is damaged") || !strings.Contains(msg, "restore a copy") {
 			t.Errorf("%s: %v (the API says %q), want the record, the file and the fix named", name, err, msg)
 		}
+	}
+	// A list costs the damaged record, not the list: the rest come with
+	// the count of what was left out.
+	list, err := s.ListMigrations(ctx, sim.MigrationFilter{})
+	unreadable, ok := errors.AsType[*sim.UnreadableRecords](err)
+	if !ok || unreadable.Count != 1 || len(list) != 1 || list[0].ID != "mig-good" {
+		t.Fatalf("list with a damaged record: %d listed, %v; want mig-good with one record counted unreadable", len(list), err)
 	}
 }
