@@ -749,7 +749,8 @@ const eventChunk = 64 << 10
 // EventSource reconnects; the dashboard then refreshes what it shows).
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if _, ok := w.(http.Flusher); !ok {
-		writeErrorStatus(w, http.StatusInternalServerError, sim.EInternal, "streaming unsupported")
+		// writeError, for the log as every internal error the API answers.
+		writeError(w, sim.Errorf(sim.EInternal, "streaming unsupported: the response writer cannot flush"))
 		return
 	}
 	if s.cfg.Streaming != nil {
