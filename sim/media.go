@@ -83,6 +83,13 @@ type MediaReport struct {
 	// Unreadable counts the datagrams in the window that were neither
 	// MPEG-TS nor RTP; they are not part of the verdict.
 	Unreadable int64 `json:"unreadable,omitempty"`
+	// NotRead counts RTP packets normsim does not read though a receiver
+	// set up for them would: H.264's interleaved mode (packetization-mode
+	// 2). With any, the pictures are not judged (verdict unknown).
+	NotRead int64 `json:"notRead,omitempty"`
+	// Ignored counts RTP packets of NAL unit types RFC 6184 leaves
+	// undefined (0, 30, 31), which a receiver ignores, as normsim does.
+	Ignored int64 `json:"ignored,omitempty"`
 	// Trimmed counts the datagrams of the window the receiver had let go
 	// of to stay within its memory bound: judged without them.
 	Trimmed int64 `json:"trimmed,omitempty"`

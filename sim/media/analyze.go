@@ -48,6 +48,7 @@ func Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *sim.MediaR
 	src, tgt := readSide(sourceSide, source), readSide(targetSide, target)
 	src.unreadable, tgt.unreadable = srcJunk, tgtJunk // for the detail of a side that sent nothing readable
 	r.Unreadable = srcJunk + tgtJunk
+	r.NotRead, r.Ignored = src.interleaved()+tgt.interleaved(), src.ignoredNALs()+tgt.ignoredNALs()
 	src.cutStart, tgt.cutEnd = true, true
 	src.buildTSTracks(tgt.ts.pmt)
 	tgt.buildTSTracks(src.ts.pmt)
@@ -119,12 +120,18 @@ func Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *sim.MediaR
 		faults = append(faults, fmt.Sprintf("source and target both sent for %.1f ms", ms(source[len(source)-1].At.Sub(target[0].At))))
 	}
 	r.AtFault = momentFault
-	if r.AtFault == "" {
+	if r.AtFault == "" && r.NotRead == 0 {
 		r.AtFault = defectFault(r.Defects)
 	}
 
 	switch {
-	case len(faults) > 0 || c.anyVerdict(sim.VerdictOverlap):
+	case len(faults) > 0:
+		r.Verdict = sim.VerdictOverlap
+	case r.NotRead > 0:
+		// What normsim did not read may hold the very frames a check
+		// finds missing: no verdict on the pictures, and no blame.
+		r.Verdict = sim.VerdictUnknown
+	case c.anyVerdict(sim.VerdictOverlap):
 		r.Verdict = sim.VerdictOverlap
 	case c.anyVerdict(sim.VerdictGap):
 		r.Verdict = sim.VerdictGap
@@ -1021,6 +1028,13 @@ func (c *comparison) hasCheck(check string) bool {
 func finishDetail(parts []string, r *sim.MediaReport) string {
 	if r.Unreadable > 0 {
 		parts = append(parts, fmt.Sprintf("%s neither MPEG-TS nor RTP, not judged", sim.Plural(r.Unreadable, "datagram")))
+	}
+	if r.NotRead > 0 {
+		parts = append(parts, fmt.Sprintf("%s of H.264's interleaved mode (STAP-B, MTAP or FU-B: packetization-mode 2) not read: normsim reads modes 0 and 1 only, so the pictures are not judged",
+			sim.Plural(r.NotRead, "RTP packet")))
+	}
+	if r.Ignored > 0 {
+		parts = append(parts, fmt.Sprintf("%s of a NAL unit type RFC 6184 leaves undefined (0, 30, 31) ignored, as a receiver does", sim.Plural(r.Ignored, "RTP packet")))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -142,6 +142,11 @@ type depacketizer struct {
 	fragment []byte // the FU-A NAL being reassembled, nil when none
 	lostFU   int    // FU-A fragments dropped because their start was lost
 	lostPACI int    // H.265 PACI packets that carried nothing readable
+	// interleaved counts H.264 packets of interleaved mode (STAP-B, MTAP16,
+	// MTAP24, FU-B: packetization-mode 2), which normsim does not read;
+	// ignored, those of the types RFC 6184 leaves undefined (0, 30, 31),
+	// which a receiver ignores too.
+	interleaved, ignored int
 }
 
 func (d *depacketizer) push(payload []byte) [][]byte {
@@ -160,11 +165,17 @@ func (d *depacketizer) push(payload []byte) [][]byte {
 		return aggregated(payload[1:])
 	case t == h264FUA:
 		if len(payload) < 2 {
+			d.lostFU++ // no FU header: nothing of it can be placed
 			return nil
 		}
 		// The NAL header: F and NRI from the indicator, type from the FU header.
 		return d.fragmentUnit(payload[1], []byte{payload[0]&0xe0 | payload[1]&0x1f}, payload[2:])
+	case t == h264STAPB || t == h264MTAP16 || t == h264MTAP24 || t == h264FUB:
+		d.fragment = nil
+		d.interleaved++
+		return nil
 	}
+	d.ignored++ // 0, 30, 31: RFC 6184 5.2, receivers ignore them
 	return nil
 }
 

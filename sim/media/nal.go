@@ -14,6 +14,11 @@ const (
 	h264PPS    = 8
 	h264STAPA  = 24 // RFC 6184 aggregation packet
 	h264FUA    = 28 // RFC 6184 fragmentation unit
+	// Interleaved mode's (packetization-mode 2), which normsim does not read.
+	h264STAPB  = 25
+	h264MTAP16 = 26
+	h264MTAP24 = 27
+	h264FUB    = 29
 )
 
 // splitAnnexB cuts an Annex B byte stream (00 00 01 / 00 00 00 01 start

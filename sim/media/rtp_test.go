@@ -561,3 +561,43 @@ func TestH265PACIIsUnwrapped(t *testing.T) {
 		t.Errorf("a PACI shorter than its extension: lost %d", d.lostPACI)
 	}
 }
+
+// TestAnalyzeRTPH264PacketsNotReadAreSaid (issue 34, left open): packets
+// of H.264's interleaved mode (STAP-B, MTAP, FU-B) and of undefined NAL
+// types were dropped uncounted. A receiver set up for interleaved mode
+// reads the first kind, which normsim does not: the frames they carry
+// would read as missing and the target be blamed for a gap. They are
+// counted (notRead) and the pictures are not judged. The undefined types
+// a receiver ignores too: counted (ignored), the verdict unchanged.
+func TestAnalyzeRTPH264PacketsNotReadAreSaid(t *testing.T) {
+	fs := gopFrames(50, 25, 900000)
+	t.Run("interleaved mode", func(t *testing.T) {
+		s := &rtpSender{ssrc: 0xabc}
+		src, tgt := s.frames(fs, 0, 25), s.frames(fs, 25, 50)
+		n := 0
+		for i := range tgt {
+			// The target's fragmented slices sent as FU-B.
+			if pl := tgt[i].Data[12:]; pl[0]&0x1f == h264FUA {
+				pl[0] = pl[0]&0xe0 | h264FUB
+				n++
+			}
+		}
+		if n == 0 {
+			t.Fatal("the test stream has no FU-A to send as FU-B")
+		}
+		r := Analyze(src, tgt, sim.SeamMoments{})
+		if r.Verdict != sim.VerdictUnknown || r.AtFault != "" || r.NotRead != int64(n) || !strings.Contains(r.Detail, "interleaved mode") {
+			t.Fatalf("verdict %s, at fault %q, not read %d of %d: %s", r.Verdict, r.AtFault, r.NotRead, n, r.Detail)
+		}
+	})
+	t.Run("undefined NAL types", func(t *testing.T) {
+		s := &rtpSender{ssrc: 0xabc}
+		src := s.frames(fs, 0, 10)
+		src = append(src, s.packet(96, uint32(fs[10].pts), false, []byte{30, 1, 2}, frameAt(10)))
+		src = append(src, s.frames(fs, 10, 25)...)
+		r := Analyze(src, s.frames(fs, 25, 50), sim.SeamMoments{})
+		if r.Verdict != sim.VerdictSeamless || r.Ignored != 1 || r.NotRead != 0 || !strings.Contains(r.Detail, "undefined") {
+			t.Fatalf("verdict %s, ignored %d, not read %d: %s", r.Verdict, r.Ignored, r.NotRead, r.Detail)
+		}
+	})
+}

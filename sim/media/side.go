@@ -863,6 +863,22 @@ func ssrcList(rts []*rtpTrack) string {
 	return b.String()
 }
 
+// interleaved counts the side's H.264 packets of interleaved mode, which
+// normsim does not read; ignoredNALs those of undefined NAL types.
+func (s *side) interleaved() (n int64) {
+	for _, rt := range s.rtp {
+		n += int64(rt.depack.interleaved)
+	}
+	return n
+}
+
+func (s *side) ignoredNALs() (n int64) {
+	for _, rt := range s.rtp {
+		n += int64(rt.depack.ignored)
+	}
+	return n
+}
+
 func (s *side) defect(check, standard, stream, detail string) {
 	s.defects = append(s.defects, sim.MediaDefect{Check: check, Standard: standard, Stream: stream, AtFault: s.name, Detail: detail})
 }
