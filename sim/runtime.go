@@ -102,6 +102,12 @@ const (
 	// ServiceKilled: Stop killed the service (SIGKILL) after it outlived
 	// the stop grace; the manager's event, from the StopReport.
 	ServiceKilled RuntimeEventKind = "killed"
+	// ServicePaused and ServiceResumed: the service's processes were
+	// frozen and thawed (docker pause and unpause), by a pause fault or
+	// from outside normsim; Detail says which. Nothing else changes: the
+	// instance still runs, and its job answers nothing meanwhile.
+	ServicePaused  RuntimeEventKind = "paused"
+	ServiceResumed RuntimeEventKind = "resumed"
 )
 
 // RuntimeObserver receives a runtime's events. Implementations must not block.

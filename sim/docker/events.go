@@ -75,6 +75,8 @@ func (w *watcher) stream(ctx context.Context) error {
 		filters.Arg("event", string(events.ActionStart)),
 		filters.Arg("event", string(events.ActionDie)),
 		filters.Arg("event", "health_status"),
+		filters.Arg("event", actionPause),
+		filters.Arg("event", actionUnpause),
 	)
 	since := fmt.Sprintf("%d.%09d", w.since/1e9, w.since%1e9)
 	msgs, errs := w.r.cli.Events(ctx, events.ListOptions{Since: since, Filters: f})
@@ -136,6 +138,10 @@ func (r *Runtime) handle(m events.Message) {
 	}
 	// A failed start's cleanup stopped it: the start's error says why.
 	stopping := in.stopping || in.startFailed
+	own := false
+	if a := string(m.Action); a == actionPause || a == actionUnpause {
+		own = r.ownFreezeLocked(m.Actor.ID, a)
+	}
 	if m.Action == events.ActionDie {
 		svc.dies++
 		svc.diedAt = time.Unix(0, m.TimeNano)
@@ -185,6 +191,21 @@ func (r *Runtime) handle(m events.Message) {
 	case strings.HasSuffix(string(m.Action), ": unhealthy"):
 		ev.Kind = sim.ServiceUnhealthy
 		ev.Detail = fmt.Sprintf("container %s is unhealthy", name)
+	case string(m.Action) == actionPause:
+		ev.Kind = sim.ServicePaused
+		ev.Detail = fmt.Sprintf("container %s was paused by a pause fault", name)
+		if !own {
+			// Nothing tells the job: it answers nothing until it is
+			// unpaused, and a migration then times out on it, as the real
+			// worker's would.
+			ev.Detail = fmt.Sprintf("container %s was paused outside normsim (docker pause, or another tool): its processes are frozen and its job answers nothing until it is unpaused", name)
+		}
+	case string(m.Action) == actionUnpause:
+		ev.Kind = sim.ServiceResumed
+		ev.Detail = fmt.Sprintf("container %s was unpaused by the end of a pause fault", name)
+		if !own {
+			ev.Detail = fmt.Sprintf("container %s was unpaused outside normsim", name)
+		}
 	default:
 		return
 	}

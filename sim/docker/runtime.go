@@ -76,10 +76,14 @@ type Runtime struct {
 
 	mu        sync.Mutex
 	instances map[string]*instance
-	closed    bool
-	watching  bool
-	cancel    context.CancelFunc // stops the event watcher
-	wg        sync.WaitGroup     // the event watcher and the log captures
+	// ownFreezes counts the pauses and unpauses Signal asked for, by
+	// container and action, whose events have not come yet: those the
+	// engine reports otherwise were done by someone else.
+	ownFreezes map[string]int
+	closed     bool
+	watching   bool
+	cancel     context.CancelFunc // stops the event watcher
+	wg         sync.WaitGroup     // the event watcher and the log captures
 }
 
 var _ sim.Runtime = (*Runtime)(nil)
@@ -177,6 +181,7 @@ func New(cfg Config) (*Runtime, error) {
 		logs:          cfg.Logs,
 		liveElsewhere: cfg.LiveElsewhere,
 		instances:     map[string]*instance{},
+		ownFreezes:    map[string]int{},
 	}
 	r.capCtx, r.capCancel = context.WithCancel(context.Background())
 	if r.observer == nil {

@@ -943,3 +943,64 @@ func TestAnInstancesNetworksCarryItsRun(t *testing.T) {
 		t.Fatalf("no network of instance %s carries its run label %s", spec.InstanceID, run)
 	}
 }
+
+// TestAPauseIsReportedAndSaysWhose (issue 34, left open): a container
+// paused from outside normsim (docker pause) went unnoticed, its job
+// frozen while normsim showed it running. The engine's pause and unpause
+// are reported (paused, resumed), saying whether a pause fault of
+// normsim's (Signal) or someone else did it.
+func TestAPauseIsReportedAndSaysWhose(t *testing.T) {
+	img, cli := mustJobImage(t)
+	r, rec := newRuntime(t)
+	ctx := context.Background()
+	spec := newSpec(t, cli, sim.ServiceSpec{Name: "job", Image: img})
+	if err := r.Prepare(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx, spec.InstanceID); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t, spec.InstanceID, "job", sim.ServiceStarted)
+	if err := r.Signal(ctx, spec.InstanceID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if ev := rec.wait(t, spec.InstanceID, "job", sim.ServicePaused); !strings.Contains(ev.Detail, "by a pause fault") {
+		t.Fatalf("normsim's own pause: %q", ev.Detail)
+	}
+	if err := r.Signal(ctx, spec.InstanceID, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if ev := rec.wait(t, spec.InstanceID, "job", sim.ServiceResumed); !strings.Contains(ev.Detail, "end of a pause fault") {
+		t.Fatalf("normsim's own unpause: %q", ev.Detail)
+	}
+
+	// Someone else's, straight to the engine.
+	list, err := cli.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "io.normsim.instance="+spec.InstanceID))})
+	if err != nil || len(list) != 1 {
+		t.Fatalf("the instance's container: %v %v", list, err)
+	}
+	before, _ := rec.snapshot()
+	if err := cli.ContainerPause(ctx, list[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	var outside sim.RuntimeEvent
+	deadline := time.Now().Add(10 * time.Second)
+	for outside.Kind == "" && time.Now().Before(deadline) {
+		evs, _ := rec.snapshot()
+		for _, ev := range evs[len(before):] {
+			if ev.Kind == sim.ServicePaused {
+				outside = ev
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(outside.Detail, "paused outside normsim") {
+		t.Fatalf("a pause from outside: %+v", outside)
+	}
+	if err := cli.ContainerUnpause(ctx, list[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Stop(ctx, spec.InstanceID, time.Second); err != nil {
+		t.Fatal(err)
+	}
+}

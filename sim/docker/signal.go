@@ -22,9 +22,9 @@ func (r *Runtime) Signal(ctx context.Context, instanceID string, sig syscall.Sig
 	for _, s := range services {
 		switch sig {
 		case syscall.SIGSTOP:
-			err = r.cli.ContainerPause(ctx, s.container)
+			err = r.freeze(s.container, actionPause, func() error { return r.cli.ContainerPause(ctx, s.container) })
 		case syscall.SIGCONT:
-			err = r.cli.ContainerUnpause(ctx, s.container)
+			err = r.freeze(s.container, actionUnpause, func() error { return r.cli.ContainerUnpause(ctx, s.container) })
 		default:
 			err = r.cli.ContainerKill(ctx, s.container, fmt.Sprint(int(sig)))
 		}
@@ -33,4 +33,44 @@ func (r *Runtime) Signal(ctx context.Context, instanceID string, sig syscall.Sig
 		}
 	}
 	return nil
+}
+
+// The engine's actions of a pause and an unpause, as its events name them.
+const (
+	actionPause   = "pause"
+	actionUnpause = "unpause"
+)
+
+// freeze runs a pause or an unpause of container, counted as normsim's
+// own until the engine's event of it comes (ownFreeze).
+func (r *Runtime) freeze(container, action string, do func() error) error {
+	key := container + " " + action
+	r.mu.Lock()
+	r.ownFreezes[key]++
+	r.mu.Unlock()
+	err := do()
+	if err != nil {
+		r.mu.Lock()
+		if r.ownFreezes[key]--; r.ownFreezes[key] <= 0 {
+			delete(r.ownFreezes, key)
+		}
+		r.mu.Unlock()
+	}
+	return err
+}
+
+// ownFreezeLocked says whether the engine's pause or unpause of container was
+// Signal's, and takes it off the count; r.mu must be held.
+func (r *Runtime) ownFreezeLocked(container, action string) bool {
+	key := container + " " + action
+	n := r.ownFreezes[key]
+	if n == 0 {
+		return false
+	}
+	if n == 1 {
+		delete(r.ownFreezes, key)
+	} else {
+		r.ownFreezes[key] = n - 1
+	}
+	return true
 }
