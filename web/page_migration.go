@@ -62,7 +62,11 @@ func rolledBack(m *sim.Migration) string {
 	case m.Target.Instance != "":
 		target = "the target was removed"
 	}
-	return "Rolled back before the point of no return: " + target + "; " + sourceAfterRollback(m) + "."
+	how := "Rolled back before the point of no return: "
+	if m.Rollback != nil && m.Rollback.AtRestart {
+		how = "normsim was killed while the migration ran, before its point of no return; its next start rolled it back, telling no job (each had lost its socket): "
+	}
+	return how + target + "; " + sourceAfterRollback(m) + "."
 }
 
 // sourceAfterRollback is what a rollback left of the source. A record

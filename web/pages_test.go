@@ -265,14 +265,17 @@ func TestMigrationPageHighlightsAnEndThatWentWrong(t *testing.T) {
 	for _, tc := range []struct {
 		state        sim.MigrationState
 		reason, says string
+		rollback     *sim.RollbackReport
 	}{
-		{sim.MigrationAborted, "timed out after 30s waiting for target-ready", "Rolled back before the point of no return"},
-		{sim.MigrationFailed, "the target's service counter exited with code 3", "past the point of no return nothing rolls back"},
-		{sim.MigrationRefused, "busy recording", "The source declined"},
+		{sim.MigrationAborted, "timed out after 30s waiting for target-ready", "Rolled back before the point of no return", nil},
+		{sim.MigrationAborted, sim.ReasonInterrupted, "its next start rolled it back, telling no job",
+			&sim.RollbackReport{Source: sim.SourceRunning, Target: sim.TargetExited, TargetDetail: "target removed: it exited on SIGTERM", Told: []string{}, AtRestart: true}},
+		{sim.MigrationFailed, "the target's service counter exited with code 3", "past the point of no return nothing rolls back", nil},
+		{sim.MigrationRefused, "busy recording", "The source declined", nil},
 	} {
-		t.Run(string(tc.state), func(t *testing.T) {
+		t.Run(string(tc.state)+" "+tc.reason, func(t *testing.T) {
 			m := completedMigration()
-			m.ID, m.State, m.Reason, m.Output, m.Phase = "mig-x", tc.state, tc.reason, nil, "target-ready"
+			m.ID, m.State, m.Reason, m.Output, m.Phase, m.Rollback = "mig-x", tc.state, tc.reason, nil, "target-ready", tc.rollback
 			f := newFake()
 			f.addMig(m)
 			r := get(t, newServer(t, f, nil), "/migrations/mig-x")
