@@ -24,30 +24,16 @@ import (
 // nor that it is damaged, nor what to do.
 func TestADamagedRecordNamesTheStoreAndTheFix(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "s.db")
-	s, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now()
-	if err := s.SaveInstance(ctx, &sim.Instance{ID: "counter-1a2b3c", JobID: "job-1", Node: "a", Template: "counter", Runtime: sim.RuntimeProcess,
-		State: sim.InstanceRunning, CreatedAt: now, UpdatedAt: now}); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`UPDATE instances SET connected = 'yes'`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	path := damagedStore(t, func(s *sqlite.Store) error {
+		return s.SaveInstance(ctx, &sim.Instance{ID: "counter-1a2b3c", JobID: "job-1", Node: "a", Template: "counter", Runtime: sim.RuntimeProcess,
+			State: sim.InstanceRunning, CreatedAt: now, UpdatedAt: now})
+	}, `UPDATE instances SET connected = 'yes'`)
 
 	opts := testOptions(t)
 	opts.DB = path
 	m := app.New(opts)
-	err = m.Open(ctx)
+	err := m.Open(ctx)
 	m.Close()
 	if err == nil || !strings.Contains(err.Error(), "store "+path) || !strings.Contains(err.Error(), "damaged or was edited") || !strings.Contains(err.Error(), "move it aside") {
 		t.Fatalf("open on a store with a damaged record: %v; want the file, what is wrong and the fix named", err)
@@ -61,28 +47,17 @@ func TestADamagedRecordNamesTheStoreAndTheFix(t *testing.T) {
 // dashboard's alert), and the damaged one alone answers with its error.
 func TestADamagedMigrationCostsItselfNotTheList(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "s.db")
-	s, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now()
-	for i, id := range []string{"mig-good", "mig-bad"} {
-		end := now.Add(time.Duration(i) * time.Second)
-		if err := s.SaveMigration(ctx, &sim.Migration{ID: id, JobID: "job-1", State: sim.MigrationCompleted, Strategy: sim.Handover,
-			StartedAt: end, EndedAt: &end}); err != nil {
-			t.Fatal(err)
+	path := damagedStore(t, func(s *sqlite.Store) error {
+		for i, id := range []string{"mig-good", "mig-bad"} {
+			end := now.Add(time.Duration(i) * time.Second)
+			if err := s.SaveMigration(ctx, &sim.Migration{ID: id, JobID: "job-1", State: sim.MigrationCompleted, Strategy: sim.Handover,
+				StartedAt: end, EndedAt: &end}); err != nil {
+				return err
+			}
 		}
-	}
-	s.Close()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`UPDATE migrations SET doc = '{"id": 7}' WHERE id = 'mig-bad'`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+		return nil
+	}, `UPDATE migrations SET doc = '{"id": 7}' WHERE id = 'mig-bad'`)
 
 	opts := testOptions(t)
 	opts.DB = path
@@ -120,4 +95,29 @@ func TestADamagedMigrationCostsItselfNotTheList(t *testing.T) {
 	if resp.StatusCode != http.StatusInternalServerError {
 		t.Fatalf("the damaged record itself: %d, want 500 with its error", resp.StatusCode)
 	}
+}
+
+// damagedStore is a store file holding what fill saved, then changed by
+// damage, SQL run on the file as an edit or a damaged write would.
+func damagedStore(t *testing.T, fill func(*sqlite.Store) error, damage string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "s.db")
+	s, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = fill(s)
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(damage); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/normsim/normsim/internal/testjob"
+	"github.com/normsim/normsim/normsimtest"
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
 )
@@ -21,27 +22,12 @@ func TestKilledMidHandoverRecovers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs normsim")
 	}
-	up, addr := restartableUp(t, "external")
-	first := up()
-	api := normsimtestClient(addr)
-	src := api.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
-	sj := testjob.Dial(t, src.Env["counter"])
-	api.WaitConnected(t, src.ID)
-	m, err := api.Migrate(src.ID, sim.MigrateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sj.Expect(protocol.TypeGetState)
-	sj.Send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{"n":1}`)})
-	tgtID, env := targetEnv(t, api, m.ID)
-	tj := testjob.Dial(t, env)
-	tj.Expect(protocol.TypeInitialState)
+	h := toInitialStateThenKill(t)
+	api, src, m, tgtID := h.api, h.src, h.m, h.tgtID
 	before := api.Migration(t, m.ID)
 	time.Sleep(300 * time.Millisecond) // the journal writes within milliseconds
 
-	first.Process.Kill()
-	first.Wait()
-	up()
+	h.restart()
 
 	after := api.Migration(t, m.ID)
 	rb := after.Rollback
@@ -72,28 +58,13 @@ func TestKilledPastThePointOfNoReturnIsNotRolledBack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs normsim")
 	}
-	up, addr := restartableUp(t, "external")
-	first := up()
-	api := normsimtestClient(addr)
-	src := api.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
-	sj := testjob.Dial(t, src.Env["counter"])
-	api.WaitConnected(t, src.ID)
-	m, err := api.Migrate(src.ID, sim.MigrateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sj.Expect(protocol.TypeGetState)
-	sj.Send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{"n":1}`)})
-	tgtID, env := targetEnv(t, api, m.ID)
-	tj := testjob.Dial(t, env)
-	tj.Expect(protocol.TypeInitialState)
+	h := toInitialStateThenKill(t)
+	api, src, sj, tj, m, tgtID := h.api, h.src, h.sj, h.tj, h.m, h.tgtID
 	tj.Send(protocol.JobFrame{Type: protocol.TypeTargetReady, Payload: json.RawMessage(`{}`)})
 	sj.Expect(protocol.TypeCutoverReady)
 	sj.Send(protocol.JobFrame{Type: protocol.TypeSourceStoppedOutput, Payload: json.RawMessage(`{"last":7}`)})
 	tj.Expect(protocol.TypeCutoverApply)
-	first.Process.Kill() // at once: the journal may not have written the point
-	first.Wait()
-	up()
+	h.restart() // at once: the journal may not have written the point
 
 	after := api.Migration(t, m.ID)
 	if after.State != sim.MigrationFailed || after.Reason != sim.ReasonInterrupted || after.Rollback != nil {
@@ -118,4 +89,40 @@ func keptEvents(t *testing.T, before, after *sim.Migration) {
 			t.Fatalf("event %d changed: %+v vs %+v", i, after.Events[i], ev)
 		}
 	}
+}
+
+// killable is a handover of an external job by a real normsim, played to
+// where the target has its initial state; restart SIGKILLs that normsim
+// and starts it again over the same store.
+type killable struct {
+	api     *normsimtest.Sim
+	src     sim.Instance
+	sj, tj  *testjob.Job
+	m       *sim.Migration
+	tgtID   string
+	restart func()
+}
+
+func toInitialStateThenKill(t *testing.T) killable {
+	t.Helper()
+	up, addr := restartableUp(t, "external")
+	first := up()
+	api := normsimtestClient(addr)
+	src := api.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a"})
+	sj := testjob.Dial(t, src.Env["counter"])
+	api.WaitConnected(t, src.ID)
+	m, err := api.Migrate(src.ID, sim.MigrateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sj.Expect(protocol.TypeGetState)
+	sj.Send(protocol.JobFrame{Type: protocol.TypeState, Payload: json.RawMessage(`{"n":1}`)})
+	tgtID, env := targetEnv(t, api, m.ID)
+	tj := testjob.Dial(t, env)
+	tj.Expect(protocol.TypeInitialState)
+	return killable{api: api, src: src, sj: sj, tj: tj, m: m, tgtID: tgtID, restart: func() {
+		first.Process.Kill()
+		first.Wait()
+		up()
+	}}
 }

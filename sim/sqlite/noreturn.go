@@ -66,10 +66,9 @@ func (s *Store) MarkBegun(id string) error {
 	if len(mk.running) == 0 && mk.size > 0 {
 		// Nothing marked runs: what the file holds is of migrations whose
 		// ends are recorded, or on their way to the store.
-		if err := mk.f.Truncate(0); err != nil {
-			return fmt.Errorf("empty %s: %w", mk.path, err)
+		if err := mk.emptyLocked(); err != nil {
+			return err
 		}
-		mk.size = 0
 	}
 	line := []byte{markBegun, ' '}
 	line = append(append(line, id...), '\n')
@@ -154,11 +153,16 @@ func (s *Store) ClearMarks() error {
 	if err := mk.openLocked(); err != nil {
 		return err
 	}
+	clear(mk.running)
+	return mk.emptyLocked()
+}
+
+// emptyLocked empties the open file.
+func (mk *noReturnMarks) emptyLocked() error {
 	if err := mk.f.Truncate(0); err != nil {
 		return fmt.Errorf("empty %s: %w", mk.path, err)
 	}
 	mk.size = 0
-	clear(mk.running)
 	return nil
 }
 
