@@ -121,3 +121,37 @@ func damagedStore(t *testing.T, fill func(*sqlite.Store) error, damage string) s
 	}
 	return path
 }
+
+// TestAStartStoppedByADamagedRecordWritesNothing (issue 34, left open by
+// round 10a): a start that stops on a damaged record had already failed
+// the interrupted migrations it read before it, so the store was no
+// longer as the user found it. Recovery now reads everything first.
+func TestAStartStoppedByADamagedRecordWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	path := damagedStore(t, func(s *sqlite.Store) error {
+		if err := s.SaveMigration(ctx, &sim.Migration{ID: "mig-1", JobID: "job-1", State: sim.MigrationRunning, Strategy: sim.Handover, StartedAt: now}); err != nil {
+			return err
+		}
+		return s.SaveInstance(ctx, &sim.Instance{ID: "counter-1a2b3c", JobID: "job-1", Node: "a", Template: "counter", Runtime: sim.RuntimeProcess,
+			State: sim.InstanceRunning, CreatedAt: now, UpdatedAt: now})
+	}, `UPDATE instances SET connected = 'yes'`)
+
+	opts := testOptions(t)
+	opts.DB = path
+	m := app.New(opts)
+	err := m.Open(ctx)
+	m.Close()
+	if err == nil || !strings.Contains(err.Error(), "damaged or was edited") {
+		t.Fatalf("open on a store with a damaged record: %v", err)
+	}
+	s, err := sqlite.OpenToRead(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	mig, err := s.GetMigration(ctx, "mig-1")
+	if err != nil || mig.State != sim.MigrationRunning || len(mig.Events) != 0 {
+		t.Fatalf("the interrupted migration after the refused start: %+v, %v; want it untouched", mig, err)
+	}
+}

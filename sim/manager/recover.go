@@ -21,13 +21,19 @@ func (m *Manager) Recover(ctx context.Context) error {
 	if m.cfg.Store == nil {
 		return nil
 	}
-	rollBack, err := m.endInterrupted(ctx)
+	// Everything is read before anything is written: a record that
+	// cannot be read stops the start with the store as it found it.
+	interrupted, err := m.readInterrupted(ctx)
 	if err != nil {
 		return err
 	}
 	stored, err := m.cfg.Store.ListInstances(ctx)
 	if err != nil {
 		return fmt.Errorf("recover instances: %w", err)
+	}
+	rollBack, err := m.endInterrupted(ctx, interrupted)
+	if err != nil {
+		return err
 	}
 	recovered := m.recoverRuntimes(ctx, stored)
 	for _, in := range stored {
@@ -82,29 +88,40 @@ func (m *Manager) Recover(ctx context.Context) error {
 	return nil
 }
 
-// endInterrupted ends every migration that was running when normsim
-// died: it fails, with reason "interrupted" and its events kept, each
-// not known to be short of its point of no return, and returns those
-// that are, to be rolled back once their instances are recovered.
-func (m *Manager) endInterrupted(ctx context.Context) ([]*sim.Migration, error) {
+// readInterrupted reads every migration that was running when normsim
+// died, whole.
+func (m *Manager) readInterrupted(ctx context.Context) ([]*sim.Migration, error) {
 	running, err := m.cfg.Store.ListMigrations(ctx, sim.MigrationFilter{State: sim.MigrationRunning})
 	if err != nil {
 		return nil, fmt.Errorf("recover migrations: %w", err)
 	}
+	out := make([]*sim.Migration, 0, len(running))
+	for _, mig := range running {
+		full, err := m.cfg.Store.GetMigration(ctx, mig.ID)
+		if err != nil {
+			return nil, fmt.Errorf("recover migration %s: %w", mig.ID, err)
+		}
+		out = append(out, full)
+	}
+	return out, nil
+}
+
+// endInterrupted ends the migrations that were running when normsim
+// died: it fails, with reason "interrupted" and its events kept, each
+// not known to be short of its point of no return, and returns those
+// that are, to be rolled back once their instances are recovered.
+func (m *Manager) endInterrupted(ctx context.Context, running []*sim.Migration) ([]*sim.Migration, error) {
 	var marks map[string]bool
 	if m.marks != nil && len(running) > 0 {
+		var err error
 		if marks, err = m.marks.Marks(); err != nil {
 			// Unmarked, each fails: nothing is rolled back on a guess.
 			m.log.Warn("could not read the point-of-no-return marks of the last run; its interrupted migrations are failed, none rolled back", "err", err)
 		}
 	}
 	var rollBack []*sim.Migration
-	for _, mig := range running {
-		full, err := m.cfg.Store.GetMigration(ctx, mig.ID)
-		if err != nil {
-			return nil, fmt.Errorf("recover migration %s: %w", mig.ID, err)
-		}
-		if passed, marked := marks[mig.ID]; marked && !passed && !recordedPast(full) {
+	for _, full := range running {
+		if passed, marked := marks[full.ID]; marked && !passed && !recordedPast(full) {
 			rollBack = append(rollBack, full)
 			continue
 		}
@@ -113,11 +130,11 @@ func (m *Manager) endInterrupted(ctx context.Context) ([]*sim.Migration, error) 
 		ev := sim.MigrationEvent{Seq: len(full.Events) + 1, At: now, Phase: full.Phase, Side: sideManager,
 			Detail: "migration failed: interrupted (normsim stopped while it ran)"}
 		if err := m.cfg.Store.AppendMigrationEvents(ctx, full.ID, []sim.MigrationEvent{ev}); err != nil {
-			return nil, fmt.Errorf("recover migration %s: %w", mig.ID, err)
+			return nil, fmt.Errorf("recover migration %s: %w", full.ID, err)
 		}
 		full.Events = nil
 		if err := m.cfg.Store.SaveMigration(ctx, full); err != nil {
-			return nil, fmt.Errorf("recover migration %s: %w", mig.ID, err)
+			return nil, fmt.Errorf("recover migration %s: %w", full.ID, err)
 		}
 	}
 	return rollBack, nil
