@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -118,4 +119,35 @@ func TestNoReturnMarksInMemory(t *testing.T) {
 	if got, err := s.Marks(); err != nil || got != nil {
 		t.Fatalf("in memory: %v %v", got, err)
 	}
+}
+
+// BenchmarkNoReturnMarks is what a migration's marks cost: the passed
+// mark alone (on the cutover's path), and the three of a migration
+// (begun, passed, ended) while another runs, as under load.
+func BenchmarkNoReturnMarks(b *testing.B) {
+	s, err := Open(context.Background(), filepath.Join(b.TempDir(), "normsim.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.MarkBegun("mig-long"); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("passed", func(b *testing.B) {
+		for b.Loop() {
+			s.MarkPassed("mig-long")
+		}
+	})
+	ids := make([]string, 1024)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("mig-%010x", i)
+	}
+	b.Run("migration", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			id := ids[i%len(ids)]
+			s.MarkBegun(id)
+			s.MarkPassed(id)
+			s.MarkEnded(id)
+		}
+	})
 }
