@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -41,20 +40,31 @@ func marksPath(store string) string {
 	return store + ".noreturn"
 }
 
-// marks is the store's marks: none for an in-memory store, which nothing
-// recovers.
-func (s *Store) marks() *noReturnMarks {
-	s.marksOnce.Do(func() {
-		if s.path != Memory {
-			s.noReturn = &noReturnMarks{path: marksPath(s.path), running: map[string]int64{}}
-		}
-	})
-	return s.noReturn
+// newMarks is the marks of the store file at path; the file is made at
+// the first mark.
+func newMarks(path string) *noReturnMarks {
+	return &noReturnMarks{path: marksPath(path), running: map[string]int64{}}
 }
 
+// The store's sim.NoReturnMarks. An in-memory store, which nothing
+// recovers, has none: each is then a no-op.
+
 // MarkBegun notes migration id as begun, short of its point of no return.
-func (s *Store) MarkBegun(id string) error {
-	mk := s.marks()
+func (s *Store) MarkBegun(id string) error { return s.noReturn.begun(id) }
+
+// MarkPassed notes migration id past its point of no return.
+func (s *Store) MarkPassed(id string) error { return s.noReturn.passed(id) }
+
+// MarkEnded lets migration id's mark go.
+func (s *Store) MarkEnded(id string) { s.noReturn.ended(id) }
+
+// Marks reads what a killed normsim left (sim.NoReturnMarks).
+func (s *Store) Marks() (map[string]bool, error) { return s.noReturn.read() }
+
+// ClearMarks forgets them, once recovery has ended what they marked.
+func (s *Store) ClearMarks() error { return s.noReturn.clear() }
+
+func (mk *noReturnMarks) begun(id string) error {
 	if mk == nil {
 		return nil
 	}
@@ -80,9 +90,7 @@ func (s *Store) MarkBegun(id string) error {
 	return nil
 }
 
-// MarkPassed notes migration id past its point of no return.
-func (s *Store) MarkPassed(id string) error {
-	mk := s.marks()
+func (mk *noReturnMarks) passed(id string) error {
 	if mk == nil {
 		return nil
 	}
@@ -99,61 +107,55 @@ func (s *Store) MarkPassed(id string) error {
 	return nil
 }
 
-// MarkEnded lets migration id's mark go.
-func (s *Store) MarkEnded(id string) {
-	if mk := s.marks(); mk != nil {
-		mk.mu.Lock()
-		delete(mk.running, id)
-		mk.mu.Unlock()
+func (mk *noReturnMarks) ended(id string) {
+	if mk == nil {
+		return
 	}
+	mk.mu.Lock()
+	defer mk.mu.Unlock()
+	delete(mk.running, id)
 }
 
-// Marks reads what the file holds: each migration marked begun, and
+// read reads what the file holds: each migration marked begun, and
 // whether it passed its point of no return. A line cut short by a crash
 // is not a mark.
-func (s *Store) Marks() (map[string]bool, error) {
-	mk := s.marks()
+func (mk *noReturnMarks) read() (map[string]bool, error) {
 	if mk == nil {
 		return nil, nil
 	}
 	mk.mu.Lock()
 	defer mk.mu.Unlock()
 	data, err := os.ReadFile(mk.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]bool{}, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read %s: %w", mk.path, err)
 	}
+	lines := bytes.Split(data, []byte{'\n'})
 	out := map[string]bool{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		line := sc.Bytes()
+	// The last is whole only when a newline ended it, and is then empty.
+	for _, line := range lines[:len(lines)-1] {
 		if len(line) < 3 || line[1] != ' ' || (line[0] != markBegun && line[0] != markPassed) {
 			continue
 		}
 		out[string(line[2:])] = line[0] == markPassed
 	}
-	if n := len(data); n > 0 && data[n-1] != '\n' {
-		// The last line's mark is whole only if its newline is there.
-		last := bytes.LastIndexByte(data[:n-1], '\n')
-		delete(out, string(data[last+3:]))
-	}
 	return out, nil
 }
 
-// ClearMarks empties the file once recovery has ended what it marked.
-func (s *Store) ClearMarks() error {
-	mk := s.marks()
+// clear empties the file, or removes it when this store has not opened
+// it yet (recovery, before any migration): a start makes no file.
+func (mk *noReturnMarks) clear() error {
 	if mk == nil {
 		return nil
 	}
 	mk.mu.Lock()
 	defer mk.mu.Unlock()
-	if err := mk.openLocked(); err != nil {
-		return err
-	}
 	clear(mk.running)
+	if mk.f == nil {
+		if err := os.Remove(mk.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove %s: %w", mk.path, err)
+		}
+		return nil
+	}
 	return mk.emptyLocked()
 }
 

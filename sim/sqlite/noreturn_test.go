@@ -62,6 +62,9 @@ func TestNoReturnMarksOutliveAKill(t *testing.T) {
 	if got, _ := s.Marks(); len(got) != 0 {
 		t.Fatalf("marks after ClearMarks: %v", got)
 	}
+	if _, err := os.Stat(marksPath(path)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a start that cleared the marks left their file: %v", err)
+	}
 }
 
 // TestNoReturnMarksFile: a line cut short is no mark; the file is emptied

@@ -39,10 +39,9 @@ type Store struct {
 	owner string
 	// lock is held on a store file while it is open; nil in memory.
 	lock *storeLock
-	// noReturn are a store file's marks (sim.NoReturnMarks), made when
-	// first asked for (marks).
-	marksOnce sync.Once
-	noReturn  *noReturnMarks
+	// noReturn are a store file's marks (sim.NoReturnMarks); nil in
+	// memory, and when only read (OpenToRead).
+	noReturn *noReturnMarks
 
 	// schemaDone is closed once the schema is built; schemaErr says why it
 	// could not be (an in-memory store's is built in the background).
@@ -298,6 +297,7 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 		return nil, err
 	}
 	s.lock = lock
+	s.noReturn = newMarks(path)
 	s.startCheck()
 	return s, nil
 }
