@@ -526,7 +526,7 @@ func (f *follower) print(body io.Reader, resumed bool) (pages int, cut error) {
 		}
 		var b strings.Builder
 		switch {
-		case !f.printed && p.Lost.Trimmed > 0 && (len(p.Lines) == 0 || p.Lines[0].Seq == p.Kept.FirstSeq):
+		case !f.printed && p.OpensTrimmed():
 			b.WriteString(sim.TrimmedNote(f.id, p.Lost) + "\n")
 		case resumed && pages == 0 && f.last >= 0 && p.Kept.FirstSeq > f.last && p.Lost.Trimmed > 0:
 			b.WriteString("normsim | lines of " + f.id + " may have been dropped while this follow reconnected: the oldest kept is newer than the last printed (docs/logs.md)\n")

@@ -307,6 +307,13 @@ func (s *LineSplitter) take() string {
 	return t
 }
 
+// OpensTrimmed says whether p begins at the oldest line kept of an
+// instance whose older lines were dropped: the first page a reader is
+// shown then begins with TrimmedNote.
+func (p *LogPage) OpensTrimmed() bool {
+	return p.Lost.Trimmed > 0 && (len(p.Lines) == 0 || p.Lines[0].Seq == p.Kept.FirstSeq)
+}
+
 // TrimmedNote is the line a log print begins with when the oldest of the
 // instance's lines were dropped to keep it within its bound.
 func TrimmedNote(instance string, lost LogLostCounts) string {

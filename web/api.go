@@ -345,7 +345,7 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 			return write(append(b, '\n'))
 		}
 		var b strings.Builder
-		if first && p.Lost.Trimmed > 0 && (len(p.Lines) == 0 || p.Lines[0].Seq == p.Kept.FirstSeq) {
+		if first && p.OpensTrimmed() {
 			b.WriteString(sim.TrimmedNote(id, p.Lost))
 			b.WriteByte('\n')
 		}
@@ -748,11 +748,6 @@ const eventChunk = 64 << 10
 // "dropped" event, the drop is counted and logged, and the stream ends (an
 // EventSource reconnects; the dashboard then refreshes what it shows).
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	if _, ok := w.(http.Flusher); !ok {
-		// writeError, for the log as every internal error the API answers.
-		writeError(w, sim.Errorf(sim.EInternal, "streaming unsupported: the response writer cannot flush"))
-		return
-	}
 	if s.cfg.Streaming != nil {
 		s.cfg.Streaming(r.Context())
 	}
