@@ -326,20 +326,15 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 }
 
 // internalNoted is the response writer of logInternalErrors: writeError
-// notes an internal error on it for the log. Unwrap and Flush keep what
-// http.ResponseController and streaming handlers need of the writer.
+// notes an internal error on it for the log. Streaming handlers reach
+// the writer under it through http.ResponseController (Unwrap), which
+// says when it cannot flush.
 type internalNoted struct {
 	http.ResponseWriter
 	err error
 }
 
 func (n *internalNoted) Unwrap() http.ResponseWriter { return n.ResponseWriter }
-
-func (n *internalNoted) Flush() {
-	if f, ok := n.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
 
 // logInternalErrors logs each request answered with an internal error,
 // with the error: the answer may say only "internal error", and a user
