@@ -473,13 +473,13 @@ type conn struct {
 	closeReason string
 	// writeStuck: our close is the 1008 of a write that ran out of time,
 	// which kills the connection, so that close never reached the job.
-	// jobClosed: the read loop got the job's own close frame. With both,
-	// the job closed first (its frame was read before the write's end
-	// cut the connection), and its close is the one reported.
-	writeStuck, jobClosed atomic.Bool
-	// jobClosedAt is when the job's close frame was read: its close is
-	// reported as of then, not of the teardown after it (a migration
-	// asks whether the job closed before it was told to stop).
+	writeStuck atomic.Bool
+	// jobClosedAt is when the read loop got the job's own close frame,
+	// nil before. Its close is reported as of then, not of the teardown
+	// after it (a migration asks whether the job closed before it was
+	// told to stop); with writeStuck, the job closed first (its frame was
+	// read before the write's end cut the connection), and its close is
+	// the one reported.
 	jobClosedAt atomic.Pointer[time.Time]
 	// told, set (under the listener's lock) when a newer connection
 	// replaces this one, is closed once that replacement is reported: a
@@ -971,7 +971,7 @@ func (l *Listener) disconnected(c *conn, code int, reason string) {
 		by = ConnectionLost
 	}
 	reason = redactReason(reason, token)
-	if cc, cr := c.closed(); cc != 0 && !(c.writeStuck.Load() && c.jobClosed.Load()) {
+	if cc, cr := c.closed(); cc != 0 && !(c.writeStuck.Load() && c.jobClosedAt.Load() != nil) {
 		code, reason, by = cc, cr, ClosedByWorker
 	}
 	at := l.cfg.Now()
@@ -1165,7 +1165,6 @@ func (c *conn) readFailed(err error) (int, string) {
 		return ce.code, ce.reason
 	}
 	if s := websocket.CloseStatus(err); s != -1 {
-		c.jobClosed.Store(true)
 		at := c.l.cfg.Now()
 		c.jobClosedAt.Store(&at)
 		var wce websocket.CloseError
