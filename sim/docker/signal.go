@@ -51,9 +51,7 @@ func (r *Runtime) freeze(container, action string, do func() error) error {
 	err := do()
 	if err != nil {
 		r.mu.Lock()
-		if r.ownFreezes[key]--; r.ownFreezes[key] <= 0 {
-			delete(r.ownFreezes, key)
-		}
+		r.ownFreezeLocked(container, action) // no event will come for it
 		r.mu.Unlock()
 	}
 	return err
