@@ -1635,10 +1635,6 @@ func (r *run) disruption(ev runEvent) error {
 	return nil
 }
 
-// closePolicyViolation is RFC 6455's 1008, which normsim closes a job's
-// socket with when a write to it did not finish in time (jobsocket).
-const closePolicyViolation = 1008
-
 // malformed says whether a close normsim sent a job was for a frame the
 // job sent that was not well-formed: the job protocol's 4400 and 4413, and
 // RFC 6455's 1002 (a frame that breaks WebSocket itself) and 1007 (text or
@@ -1651,10 +1647,12 @@ func malformed(code int) bool {
 	return false
 }
 
-// The RFC 6455 close codes the listener sends for a job's frame.
+// The RFC 6455 close codes the listener sends: the first two for a job's
+// frame, the last when a write to the job did not finish in time.
 const (
 	closeWebSocketProtocolError = 1002
 	closeInvalidPayloadData     = 1007
+	closePolicyViolation        = 1008
 )
 
 // exitGrace is how long a lost socket waits for the runtime to learn of
@@ -2332,7 +2330,7 @@ func (r *run) rollback(reason string, phase sim.Phase) {
 	if tgtID != "" {
 		r.removeTarget(tgtID, phase, rb)
 	}
-	rb.Source, rb.SourceDetail = r.sourceLeft()
+	rb.Source, rb.SourceDetail = r.m.sourceLeft(r.src.ID)
 	r.mu.Lock()
 	r.mig.Rollback = rb
 	r.mu.Unlock()
@@ -2426,12 +2424,9 @@ func (r *run) awaitSignalledSource() {
 	}
 }
 
-// sourceLeft says what the rollback leaves of the source: running, or gone
-// and how (it exited, a fault killed it, normsim stopped it).
-func (r *run) sourceLeft() (string, string) { return r.m.sourceLeft(r.src.ID) }
-
 // sourceLeft says what a rollback leaves of source id (RollbackReport's
-// Source and SourceDetail).
+// Source and SourceDetail): running, or gone and how (it exited, a fault
+// killed it, normsim stopped it).
 func (m *Manager) sourceLeft(id string) (string, string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
