@@ -26,15 +26,10 @@ func TestADamagedRecordNamesTheStoreAndTheFix(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	path := damagedStore(t, func(s *sqlite.Store) error {
-		return s.SaveInstance(ctx, &sim.Instance{ID: "counter-1a2b3c", JobID: "job-1", Node: "a", Template: "counter", Runtime: sim.RuntimeProcess,
-			State: sim.InstanceRunning, CreatedAt: now, UpdatedAt: now})
-	}, `UPDATE instances SET connected = 'yes'`)
+		return s.SaveInstance(ctx, runningInstance(now))
+	}, damageInstances)
 
-	opts := testOptions(t)
-	opts.DB = path
-	m := app.New(opts)
-	err := m.Open(ctx)
-	m.Close()
+	err := openOn(t, path)
 	if err == nil || !strings.Contains(err.Error(), "store "+path) || !strings.Contains(err.Error(), "damaged or was edited") || !strings.Contains(err.Error(), "move it aside") {
 		t.Fatalf("open on a store with a damaged record: %v; want the file, what is wrong and the fix named", err)
 	}
@@ -133,16 +128,10 @@ func TestAStartStoppedByADamagedRecordWritesNothing(t *testing.T) {
 		if err := s.SaveMigration(ctx, &sim.Migration{ID: "mig-1", JobID: "job-1", State: sim.MigrationRunning, Strategy: sim.Handover, StartedAt: now}); err != nil {
 			return err
 		}
-		return s.SaveInstance(ctx, &sim.Instance{ID: "counter-1a2b3c", JobID: "job-1", Node: "a", Template: "counter", Runtime: sim.RuntimeProcess,
-			State: sim.InstanceRunning, CreatedAt: now, UpdatedAt: now})
-	}, `UPDATE instances SET connected = 'yes'`)
+		return s.SaveInstance(ctx, runningInstance(now))
+	}, damageInstances)
 
-	opts := testOptions(t)
-	opts.DB = path
-	m := app.New(opts)
-	err := m.Open(ctx)
-	m.Close()
-	if err == nil || !strings.Contains(err.Error(), "damaged or was edited") {
+	if err := openOn(t, path); err == nil || !strings.Contains(err.Error(), "damaged or was edited") {
 		t.Fatalf("open on a store with a damaged record: %v", err)
 	}
 	s, err := sqlite.OpenToRead(ctx, path)
@@ -154,4 +143,25 @@ func TestAStartStoppedByADamagedRecordWritesNothing(t *testing.T) {
 	if err != nil || mig.State != sim.MigrationRunning || len(mig.Events) != 0 {
 		t.Fatalf("the interrupted migration after the refused start: %+v, %v; want it untouched", mig, err)
 	}
+}
+
+// damageInstances gives every stored instance a value of the wrong type.
+const damageInstances = `UPDATE instances SET connected = 'yes'`
+
+// runningInstance is an instance of the counter left running.
+func runningInstance(now time.Time) *sim.Instance {
+	return &sim.Instance{ID: "counter-1a2b3c", JobID: "job-1", Node: "a", Template: "counter", Runtime: sim.RuntimeProcess,
+		State: sim.InstanceRunning, CreatedAt: now, UpdatedAt: now}
+}
+
+// openOn opens a sim on the store file at path, closes it, and says how
+// the open went.
+func openOn(t *testing.T, path string) error {
+	t.Helper()
+	opts := testOptions(t)
+	opts.DB = path
+	m := app.New(opts)
+	err := m.Open(context.Background())
+	m.Close()
+	return err
 }
