@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,13 +65,9 @@ func TestWaitMigrationGivesUpWithTheLastState(t *testing.T) {
 // server to answer at its next step (?wait&after, the last seq seen); a
 // wait for the end alone asks for the end (?wait without after).
 func TestWaitMigrationAsksTheServerToWait(t *testing.T) {
-	var mu sync.Mutex
-	var queries []string
+	var asked queryLog
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		queries = append(queries, r.URL.RawQuery)
-		n := len(queries)
-		mu.Unlock()
+		n := asked.add(r)
 		m := sim.Migration{ID: "m1", State: sim.MigrationRunning}
 		for i := range n {
 			m.Events = append(m.Events, sim.MigrationEvent{Seq: i + 1})
@@ -91,8 +88,7 @@ func TestWaitMigrationAsksTheServerToWait(t *testing.T) {
 	if _, err := c.WaitMigrationSummary(context.Background(), "m1"); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	queries := asked.all()
 	want := []string{"after=0&wait=1s", "after=1&wait=1s", "after=2&wait=1s", "logs=false&wait=20s", "logs=false&wait=20s", "logs=false&wait=20s",
 		"events=false&logs=false&wait=20s", "events=false&logs=false&wait=20s", "events=false&logs=false&wait=20s"}
 	if strings.Join(queries, " ") != strings.Join(want, " ") {
@@ -154,6 +150,27 @@ func TestPagesSendTheirQueryAndReadTheTotal(t *testing.T) {
 	if _, err := c.InstancePage(ctx, sim.InstanceFilter{}); err == nil || !strings.Contains(err.Error(), "X-Total-Count") {
 		t.Errorf("an answer without X-Total-Count: %v", err)
 	}
+}
+
+// queryLog records the query of each request a test server answers.
+type queryLog struct {
+	mu sync.Mutex
+	q  []string
+}
+
+// add records r's query and says how many have come, r's included.
+func (l *queryLog) add(r *http.Request) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.q = append(l.q, r.URL.RawQuery)
+	return len(l.q)
+}
+
+// all is what was recorded, in order.
+func (l *queryLog) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.q)
 }
 
 // instanceServer answers GET /api/v1/instances/i1 with the states in turn

@@ -28,13 +28,9 @@ func TestAFollowResumesWhereItWasCut(t *testing.T) {
 		w.Write(append(b, '\n'))
 		w.(http.Flusher).Flush()
 	}
-	var mu sync.Mutex
-	var queries []string
+	var asked queryLog
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		queries = append(queries, r.URL.RawQuery)
-		n := len(queries)
-		mu.Unlock()
+		n := asked.add(r)
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		switch n {
 		case 1:
@@ -56,9 +52,7 @@ func TestAFollowResumesWhereItWasCut(t *testing.T) {
 	if want := "app | line a\napp | line b\napp | line c\napp | line d\n"; out.String() != want {
 		t.Fatalf("printed\n%s\nwant\n%s", out.String(), want)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(queries) != 3 || !strings.Contains(queries[0], "tail=5") || !strings.Contains(queries[1], "after=11") || strings.Contains(queries[1], "tail") || !strings.Contains(queries[2], "after=12") {
+	if queries := asked.all(); len(queries) != 3 || !strings.Contains(queries[0], "tail=5") || !strings.Contains(queries[1], "after=11") || strings.Contains(queries[1], "tail") || !strings.Contains(queries[2], "after=12") {
 		t.Fatalf("queries %q: want the tail first, then after the last line printed", queries)
 	}
 }
