@@ -3,6 +3,7 @@ package manager_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -856,5 +857,27 @@ func TestAHandoverIsMarkedPastItsPointBeforeCrossingIt(t *testing.T) {
 	s.mgr.Flush()
 	if _, marked := store.Marked(mig.ID); marked {
 		t.Fatal("the mark of a migration whose end is stored is kept")
+	}
+}
+
+// TestAMarkThatCannotBeWrittenIsCounted: a migration whose begin could not
+// be marked runs on (the mark only decides a later start's recovery),
+// and the lost mark is counted, for /api/v1/stats.
+func TestAMarkThatCannotBeWrittenIsCounted(t *testing.T) {
+	store := manager.NewMarkedStore(t)
+	store.Refuse = errors.New("no space left on device")
+	s := buildFakeSimConfig(t, "counter", nil, false, func(c *manager.Config) { c.Store = store })
+	mig, err := s.mgr.Migrate(context.Background(), s.in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Handover)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, marked := store.Marked(mig.ID); marked || s.mgr.MarksLost() != 1 {
+		t.Fatalf("marked %v, marks lost %d; want none marked and one counted", marked, s.mgr.MarksLost())
+	}
+	tgt := toTargetReady(t, s, mig.ID)
+	stopSource(t, s, 41)
+	applied(t, tgt, 41)
+	if m := s.await(t, mig.ID); m.State != sim.MigrationCompleted {
+		t.Fatalf("ended %s (%s)", m.State, m.Reason)
 	}
 }

@@ -37,11 +37,16 @@ type MarkedStore struct {
 	mu      sync.Mutex
 	marks   map[string]bool
 	cleared bool
+	// Refuse, when set, is every mark's error, as of a disk gone bad.
+	Refuse error
 }
 
 func (s *MarkedStore) MarkBegun(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.Refuse != nil {
+		return s.Refuse
+	}
 	s.marks[id] = false
 	return nil
 }
