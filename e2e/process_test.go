@@ -38,8 +38,18 @@ func TestCounterMigratesWithEachStrategy(t *testing.T) {
 		}},
 		{"relay-overlap", sim.Overlap, func(t *testing.T, m *sim.Migration) {
 			o := m.Output
-			if o == nil || o.Verdict != sim.VerdictOverlap || o.OverlapMs == nil || *o.OverlapMs <= 0 || o.Duplicated <= 0 {
-				t.Fatalf("overlap output %+v, want overlap with duplicated packets\n%s", o, normsimtest.Timeline(m))
+			if o == nil || o.Verdict != sim.VerdictOverlap || o.OverlapMs == nil || *o.OverlapMs <= 0 {
+				t.Fatalf("overlap output %+v, want overlap\n%s", o, normsimtest.Timeline(m))
+			}
+			// The counter numbers by the wall clock when it starts and by
+			// its ticker after, which drops ticks when the machine is
+			// busy: a starved source falls behind the target's live
+			// edge, and then the two send no number in common. normsim
+			// must count duplicates exactly when they share numbers.
+			shared := o.LastSource != nil && o.FirstTarget != nil && *o.FirstTarget <= *o.LastSource
+			if shared != (o.Duplicated > 0) {
+				t.Fatalf("overlap output %+v: the source's last number and the target's first say duplicates %v, but %d counted\n%s",
+					o, shared, o.Duplicated, normsimtest.Timeline(m))
 			}
 		}},
 	} {
