@@ -165,7 +165,13 @@ func fired(m *sim.Migration) bool { return len(faultsFired(m)) > 0 }
 // after its abort, the source running (unless the fault took it),
 // connected, producing, and able to hand over cleanly.
 func judgeRollback(m *sim.Migration, f sim.Fault, ev *evidence) verdict {
-	return rollbackLeft(m, f, ev).worse(judged(m, "the rolled-back handover: "))
+	left, own := rollbackLeft(m, f, ev), judged(m, "the rolled-back handover: ")
+	if left.grade == GradeFail && own.grade == GradeFail {
+		// The case is about the handover it rolled back: what that broke
+		// leads, whatever else failed after it.
+		return fail("%s; after it, %s", own.why, left.why)
+	}
+	return left.worse(own)
 }
 
 func rollbackLeft(m *sim.Migration, f sim.Fault, ev *evidence) verdict {

@@ -176,6 +176,19 @@ func TestJudge(t *testing.T) {
 				Events:   []sim.MigrationEvent{faultEvent("fault: worker-abort the migration")}}},
 				sendsOutput: true, running: running("src"), connected: true, producing: yes(), followUp: done, producingAfter: yes()},
 			GradeFail, "after it was told abort"},
+		// Both the case's own handover and its follow-up broke a promise
+		// (the follow-up's target of this job starts before cutover-apply
+		// too, when the frames are slow enough): the case's own finding
+		// leads, and the follow-up's is said after it.
+		{"a rolled-back target producing after its abort fails by it though the follow-up fails too", faultCase("target-ready", sim.Fault{Kind: "worker-abort", On: protocol.TypeTargetReady}),
+			&evidence{moves: []*sim.Migration{{Strategy: sim.Handover, State: sim.MigrationAborted, Reason: "the worker aborted", Source: sim.MigrationEndpoint{Instance: "src"}, Target: sim.MigrationEndpoint{Instance: "tgt"},
+				Output:   &sim.OutputReport{Verdict: sim.VerdictOverlap, TargetAfterAbort: 90, AtFault: "target", Detail: "the target sent 90 packets after it was told abort"},
+				Rollback: &sim.RollbackReport{Source: sim.SourceRunning, Target: sim.TargetKilled, TargetDetail: "target removed: it did not exit on SIGTERM"},
+				Events:   []sim.MigrationEvent{faultEvent("fault: worker-abort the migration")}}},
+				sendsOutput: true, running: running("src"), connected: true, producing: yes(), producingAfter: yes(),
+				followUp: &sim.Migration{Strategy: sim.Handover, State: sim.MigrationCompleted,
+					Output: &sim.OutputReport{Verdict: sim.VerdictOverlap, TargetBeforeApply: 1, AtFault: "target", Detail: "the target sent 1 packet before cutover-apply"}}},
+			GradeFail, "the rolled-back handover: the target sent 90 packets after it was told abort; target removed: it did not exit on SIGTERM (at fault: the target); after it, the follow-up handover: the target sent 1 packet before cutover-apply"},
 		{"a stopThenStart target that cannot start leaves nothing, by the strategy", stopThenStartFails,
 			&evidence{moves: []*sim.Migration{mig(sim.MigrationFailed, "the target failed to start: injected fault", "")}},
 			GradePass, "stopped first, as stopThenStart does"},
