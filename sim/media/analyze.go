@@ -54,6 +54,8 @@ func Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *sim.MediaR
 	tgt.buildTSTracks(src.ts.pmt)
 	src.ptsDefects()
 	tgt.ptsDefects()
+	src.behindDefects()
+	tgt.behindDefects()
 	r.Format = formatOf(src, tgt)
 	if len(target) > 0 {
 		sw := target[0].At

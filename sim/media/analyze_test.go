@@ -969,6 +969,67 @@ func TestAnalyzeArrivalTime(t *testing.T) {
 	})
 }
 
+// A side that falls behind real time runs a live receiver dry though its
+// first frame came on time and every PTS continues: a target sending at
+// half speed, one that stalls and then bursts, a source that stalls
+// before its stop (issue 34 round 11, C1: all three were seamless).
+// Frames that come early, in a burst, keep a receiver fed.
+func TestAnalyzeFallingBehindRealTime(t *testing.T) {
+	m := muxTS(t, gopFrames(100, 25, 900000), 256)
+	at := func(slow func(i int) time.Duration) func(int) time.Time {
+		return func(i int) time.Time { return frameAt(i).Add(slow(i)) }
+	}
+	for _, tt := range []struct {
+		name    string
+		src     func(i int) time.Duration // each frame's delay past its presentation time
+		tgt     func(i int) time.Duration
+		atFault string // "" for seamless
+		detail  string
+	}{
+		{"paced", func(int) time.Duration { return 0 }, func(int) time.Duration { return 0 }, "", ""},
+		{"a target at half speed", func(int) time.Duration { return 0 },
+			func(i int) time.Duration { return time.Duration(i-25) * 40 * time.Millisecond }, "target", "ms later than its presentation time"},
+		{"a target that stalls 900 ms and bursts", func(int) time.Duration { return 0 },
+			func(i int) time.Duration {
+				if i >= 35 && i < 57 {
+					return time.Duration(57-i) * 40 * time.Millisecond
+				}
+				return 0
+			}, "target", "ms later than its presentation time"},
+		{"a source that stalls 700 ms before its stop", func(i int) time.Duration {
+			if i >= 5 && i < 23 {
+				return time.Duration(23-i) * 40 * time.Millisecond
+			}
+			return 0
+		}, func(int) time.Duration { return 0 }, "source", "ms later than its presentation time"},
+		{"a target that stalls 300 ms, within what a receiver holds", func(int) time.Duration { return 0 },
+			func(i int) time.Duration {
+				if i >= 35 && i < 43 {
+					return time.Duration(43-i) * 40 * time.Millisecond
+				}
+				return 0
+			}, "", ""},
+		{"a target that sends a second ahead in a burst", func(int) time.Duration { return 0 },
+			func(i int) time.Duration { return -time.Duration(min(i-25, 25)) * 40 * time.Millisecond }, "", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src := m.paced(before(25), 0, at(tt.src))
+			tgt := m.paced(from(25), 0, at(tt.tgt))
+			r := Analyze(src, tgt, sim.SeamMoments{JudgedAt: tgt[len(tgt)-1].At.Add(100 * time.Millisecond)})
+			d := defectNamed(r, sim.MediaCheckArrival)
+			if tt.atFault == "" {
+				if r.Verdict != sim.VerdictSeamless {
+					t.Errorf("verdict %s, defects %s: %s", r.Verdict, checks(r), r.Detail)
+				}
+				return
+			}
+			if r.Verdict == sim.VerdictSeamless || d == nil || d.AtFault != tt.atFault || !strings.Contains(d.Detail, tt.detail) {
+				t.Errorf("verdict %s, defects %s: %s", r.Verdict, checks(r), r.Detail)
+			}
+		})
+	}
+}
+
 // Junk on the job's port from another sender is counted and left out of
 // every check, the moments' too (issue 34 round 6c, M2: 1-byte datagrams
 // from an address heard before the target were "the source sent 889
