@@ -46,8 +46,9 @@ func bootID() string {
 // JudgeRun says what this process can prove of the normsim a
 // sim.LabelRun value names. It is gone when it ran on this machine, in
 // this boot, in the PID namespace this process sees pids in, and its pid
-// has no process now or one that started at another time (the pid was
-// given to someone else). A run of another machine or boot, of another
+// has no process now, one that started at another time (the pid was
+// given to someone else), or one that ended and waits for its parent to
+// reap it (a zombie: a harness that kills before it waits). A run of another machine or boot, of another
 // PID namespace (a normsim in a container beside one on the host: under
 // host networking they share the host name, and the other's pids are not
 // visible here), or with a label that does not say all of that, is
@@ -79,8 +80,8 @@ func JudgeRun(run string) sim.RunVerdict {
 		}
 		return sim.RunUnjudged
 	}
-	if now != started {
-		return sim.RunGone
+	if now != started || isZombie(pid) {
+		return sim.RunGone // someone else's pid, or one that ended and waits to be reaped
 	}
 	return sim.RunAlive
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/normsim/normsim/sim"
 )
@@ -26,6 +27,21 @@ func TestJudgeRun(t *testing.T) {
 		return host + "/" + strconv.Itoa(pid) + "/" + start + "/" + ns + "/" + boot
 	}
 	dead := cmd.Process.Pid
+	// A killed normsim its parent has not reaped yet is a zombie: its pid
+	// and start time still show, but it holds nothing and will never run
+	// again (issue 34 round 11, B2: a restart was refused as "still
+	// running" until the parent waited).
+	zombie := exec.Command("true")
+	if err := zombie.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer zombie.Wait()
+	for i := 0; i < 500; i++ {
+		if isZombie(zombie.Process.Pid) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	for _, tt := range []struct {
 		name string
 		run  string
@@ -33,6 +49,7 @@ func TestJudgeRun(t *testing.T) {
 	}{
 		{"this process", own, sim.RunAlive},
 		{"a pid with no process", label(host, dead, "1", ns, boot), sim.RunGone},
+		{"a zombie", label(host, zombie.Process.Pid, startMark(zombie.Process.Pid), ns, boot), sim.RunGone},
 		{"the parent", label(host, os.Getppid(), startMark(os.Getppid()), ns, boot), sim.RunAlive},
 		{"a pid given to someone else", label(host, os.Getppid(), "1", ns, boot), sim.RunGone},
 		{"another host's run", label("elsewhere", dead, "1", ns, boot), sim.RunUnjudged},

@@ -351,3 +351,11 @@ func watchWrites(dir string) (wake <-chan struct{}, stop func()) {
 	}()
 	return ch, func() { f.Close(); <-done }
 }
+
+// isZombie reports whether pid has ended and only waits to be reaped: it
+// holds nothing and never runs again, though its pid and start time
+// still show.
+func isZombie(pid int) bool {
+	st, ok := procState("/proc/" + strconv.Itoa(pid) + "/stat")
+	return ok && (st == 'Z' || st == 'X')
+}
