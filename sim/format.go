@@ -88,6 +88,8 @@ func FileKind(m fs.FileMode) string {
 		return "a named pipe"
 	case m&fs.ModeSocket != 0:
 		return "a socket"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
 	}
 	return "a special file"
 }

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/normsim/normsim/sim"
 )
 
 // noReturnMarks is a store file's sim.NoReturnMarks: <store>.noreturn,
@@ -31,6 +34,42 @@ const (
 	markBegun  = '-'
 	markPassed = 'P'
 )
+
+// maxMarksBytes bounds what is read as marks: a line per migration begun
+// since the file was last emptied, which it is whenever none runs, so
+// 10,000 handovers at once take about 400 KB.
+const maxMarksBytes = 64 << 20
+
+// checkOwnFile refuses what sits at path, beside the store, and cannot be
+// normsim's own file there (what): anything but a regular file (a named
+// pipe blocked the start for good, a link to /dev/zero read without end),
+// and a SQLite database, another store, which writing would destroy. A
+// missing file is normsim's to make.
+func checkOwnFile(path, what string) error {
+	info, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if !info.Mode().IsRegular() {
+		return fmt.Errorf("%s is %s, not normsim's %s: remove it (normsim makes the file when it needs one)", path, sim.FileKind(info.Mode()), what)
+	}
+	if info.Size() < int64(len(sqliteHeader)) {
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	defer f.Close()
+	head := make([]byte, len(sqliteHeader))
+	if _, err := io.ReadFull(f, head); err == nil && string(head) == sqliteHeader {
+		return fmt.Errorf("%s is a SQLite database, not normsim's %s: another normsim's store? Move it, or give this store another --db", path, what)
+	}
+	return nil
+}
 
 // marksPath is where a store file's marks are kept.
 func marksPath(store string) string {
@@ -125,9 +164,9 @@ func (mk *noReturnMarks) read() (map[string]bool, error) {
 	}
 	mk.mu.Lock()
 	defer mk.mu.Unlock()
-	data, err := os.ReadFile(mk.path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("read %s: %w", mk.path, err)
+	data, err := readMarks(mk.path)
+	if err != nil {
+		return nil, err
 	}
 	lines := bytes.Split(data, []byte{'\n'})
 	out := map[string]bool{}
@@ -141,6 +180,32 @@ func (mk *noReturnMarks) read() (map[string]bool, error) {
 	return out, nil
 }
 
+// readMarks reads the marks file whole, nothing when there is none.
+func readMarks(path string) ([]byte, error) {
+	if err := checkOwnFile(path, marksWhat); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxMarksBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > maxMarksBytes {
+		return nil, fmt.Errorf("%s is larger than %d MiB, more than normsim's marks can be: remove it", path, maxMarksBytes>>20)
+	}
+	return data, nil
+}
+
+// marksWhat names the marks file in messages.
+const marksWhat = "point-of-no-return marks file"
+
 // clear empties the file, or removes it when this store has not opened
 // it yet (recovery, before any migration): a start makes no file.
 func (mk *noReturnMarks) clear() error {
@@ -151,6 +216,9 @@ func (mk *noReturnMarks) clear() error {
 	defer mk.mu.Unlock()
 	clear(mk.running)
 	if mk.f == nil {
+		if err := checkOwnFile(mk.path, marksWhat); err != nil {
+			return err
+		}
 		if err := os.Remove(mk.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove %s: %w", mk.path, err)
 		}
@@ -172,6 +240,9 @@ func (mk *noReturnMarks) emptyLocked() error {
 func (mk *noReturnMarks) openLocked() error {
 	if mk.f != nil {
 		return nil
+	}
+	if err := checkOwnFile(mk.path, marksWhat); err != nil {
+		return err
 	}
 	f, err := os.OpenFile(mk.path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {

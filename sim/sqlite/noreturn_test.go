@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -153,4 +154,54 @@ func BenchmarkNoReturnMarks(b *testing.B) {
 			s.MarkEnded(id)
 		}
 	})
+}
+
+// A store never writes over another store: one named as another's lock
+// or marks file is refused, and so is a store whose lock or marks path
+// holds a SQLite database (issue 34 round 11, B1: the marks cut another
+// normsim's store to a line, the lock overwrote it at start).
+func TestStoresDoNotShareFiles(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"s.db.noreturn", "s.db.lock"} {
+		if _, err := Open(context.Background(), filepath.Join(dir, name)); err == nil || !strings.Contains(err.Error(), "name the store otherwise") {
+			t.Errorf("a store named %s: %v; want it refused", name, err)
+		}
+	}
+	// Made by hand, as an older normsim, or by renaming, could.
+	other := open(t, filepath.Join(dir, "other.db"))
+	other.Close()
+	for _, sidecar := range []string{".noreturn", ".lock"} {
+		path := filepath.Join(dir, "s"+sidecar+".db")
+		data, err := os.ReadFile(filepath.Join(dir, "other.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path+sidecar, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err = Open(context.Background(), path)
+		if err == nil || !strings.Contains(err.Error(), "is a SQLite database") {
+			t.Errorf("a store whose %s is a database: %v; want it refused", sidecar, err)
+		}
+		if after, _ := os.ReadFile(path + sidecar); string(after) != string(data) {
+			t.Errorf("the database at %s%s was written over", path, sidecar)
+		}
+	}
+}
+
+// A marks file larger than marks can be is not read into memory.
+func TestMarksFileTooLargeIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "normsim.db")
+	s := open(t, path)
+	f, err := os.Create(marksPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(maxMarksBytes + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := s.Marks(); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("Marks of a huge file: %v; want it refused", err)
+	}
 }

@@ -284,6 +284,9 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	if err := checkStoreFile(path); err != nil {
 		return nil, err
 	}
+	if err := checkBeside(path); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create store directory: %w", err)
 	}
@@ -426,6 +429,26 @@ func checkStoreFile(path string) error {
 	n, _ := io.ReadFull(f, head)
 	if string(head[:n]) != sqliteHeader {
 		return &refusedFile{path, "is not a SQLite database; " + notAStore}
+	}
+	return nil
+}
+
+// checkBeside keeps stores from sharing files: normsim keeps a lock file
+// and a marks file beside each store (<store>.lock, <store>.noreturn), so
+// a store named as one of them, or one where either path holds something
+// else, would be written over by the other (attack round 11, B1: the
+// marks cut another normsim's store down to a line).
+func checkBeside(path string) error {
+	for _, suffix := range []string{".lock", ".noreturn"} {
+		if strings.HasSuffix(path, suffix) {
+			return &refusedFile{path, "normsim keeps <store>" + suffix + " beside each store, so another store's could be written over this one; name the store otherwise"}
+		}
+	}
+	if err := checkOwnFile(holderPath(path), "lock file"); err != nil {
+		return &refusedFile{path, err.Error()}
+	}
+	if err := checkOwnFile(marksPath(path), marksWhat); err != nil {
+		return &refusedFile{path, err.Error()}
 	}
 	return nil
 }
