@@ -21,6 +21,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -724,6 +725,12 @@ func (c *comparison) checkTables() {
 	if pmtLate {
 		c.defect(sim.MediaCheckPMT, "TR 101 290 1.5a", "", targetSide, "the target sent no PMT before its first PES"+after)
 	}
+	for _, n := range src.programs {
+		// A receiver is tuned to a program by its number.
+		if len(tgt.programs) > 0 && !slices.Contains(tgt.programs, n) {
+			c.defect(sim.MediaCheckPAT, "ISO 13818-1 2.4.4.3", "PID 0", targetSide, fmt.Sprintf("the target's PAT has no program %d, which the source's listed (the target's lists %s): a receiver tuned to program %d loses it", n, programList(tgt.programs), n))
+		}
+	}
 	for _, pid := range src.pmtPIDs {
 		if len(tgt.pmtPIDs) > 0 && !slices.Contains(tgt.pmtPIDs, pid) {
 			c.defect(sim.MediaCheckPMT, "TR 101 290 1.5a", fmt.Sprintf("PID %d", pid), targetSide, fmt.Sprintf("the target never sent the PMT on PID %d that the source did: a receiver tuned to that program finds none", pid))
@@ -741,6 +748,14 @@ func (c *comparison) checkTables() {
 			c.defect(sim.MediaCheckPID, "TR 101 290 1.6", fmt.Sprintf("PID %d", es.pid), targetSide, fmt.Sprintf("the target's PMT names PID %d (%s), which it never sent", es.pid, es.typ))
 		}
 	}
+}
+
+func programList(ns []uint16) string {
+	parts := make([]string, len(ns))
+	for i, n := range ns {
+		parts[i] = strconv.Itoa(int(n))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // pictureAfterTables is, for a target whose tables came after its first

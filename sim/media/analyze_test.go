@@ -969,6 +969,22 @@ func TestAnalyzeArrivalTime(t *testing.T) {
 	})
 }
 
+// A receiver is tuned to a program by its number: a target whose PAT
+// lists the same PMT PID under another number loses it, though every PID
+// and stream is the same (issue 34 round 11, C6: seamless).
+func TestAnalyzeProgramNumber(t *testing.T) {
+	m := muxTS(t, gopFrames(50, 25, 900000), 256)
+	src := m.datagrams(before(25), 0)
+	if r := Analyze(src, m.renumbered(1, from(25)).datagrams(from(25), 0), sim.SeamMoments{}); r.Verdict != sim.VerdictSeamless {
+		t.Fatalf("the same number written again: verdict %s, defects %s: %s", r.Verdict, checks(r), r.Detail)
+	}
+	r := Analyze(src, m.renumbered(2, from(25)).datagrams(from(25), 0), sim.SeamMoments{})
+	d := defectNamed(r, sim.MediaCheckPAT)
+	if r.Verdict == sim.VerdictSeamless || d == nil || d.AtFault != "target" || !strings.Contains(d.Detail, "no program 1") {
+		t.Errorf("verdict %s, defects %s: %s", r.Verdict, checks(r), r.Detail)
+	}
+}
+
 // A side that falls behind real time runs a live receiver dry though its
 // first frame came on time and every PTS continues: a target sending at
 // half speed, one that stalls and then bursts, a source that stalls

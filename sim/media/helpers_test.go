@@ -3,6 +3,7 @@ package media
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"slices"
 	"strings"
@@ -455,4 +456,52 @@ func checks(r *sim.MediaReport) string {
 		cs = append(cs, d.Check+"["+d.Stream+","+d.AtFault+"]")
 	}
 	return strings.Join(cs, " ")
+}
+
+// renumbered is m with the program its PAT lists, and its PMT's
+// program_number, changed to number, in the packets of the frames pick
+// says; each section's CRC is made again.
+func (m muxed) renumbered(number uint16, pick func(frame int) bool) muxed {
+	out := muxed{frameOf: m.frameOf}
+	for i, p := range m.packets {
+		p = slices.Clone(p)
+		pid := uint16(p[1]&0x1f)<<8 | uint16(p[2])
+		if pick(m.frameOf[i]) && p[1]&0x40 != 0 && (pid == 0 || pid == 0x1000) {
+			at := 4
+			if p[3]&0x20 != 0 {
+				at += 1 + int(p[4])
+			}
+			at += 1 + int(p[at]) // pointer field
+			sec := p[at:]
+			length := int(binary.BigEndian.Uint16(sec[1:3]) & 0xfff)
+			if pid == 0 {
+				for k := 8; k+4 <= 3+length-4; k += 4 {
+					if binary.BigEndian.Uint16(sec[k:]) != 0 {
+						binary.BigEndian.PutUint16(sec[k:], number)
+					}
+				}
+			} else {
+				binary.BigEndian.PutUint16(sec[3:], number)
+			}
+			binary.BigEndian.PutUint32(sec[3+length-4:], crc32MPEG2(sec[:3+length-4]))
+		}
+		out.packets = append(out.packets, p)
+	}
+	return out
+}
+
+// crc32MPEG2 is the CRC of ISO 13818-1's sections.
+func crc32MPEG2(b []byte) uint32 {
+	crc := uint32(0xffffffff)
+	for _, c := range b {
+		crc ^= uint32(c) << 24
+		for range 8 {
+			if crc&0x80000000 != 0 {
+				crc = crc<<1 ^ 0x04c11db7
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
 }

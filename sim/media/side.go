@@ -105,6 +105,7 @@ type tsState struct {
 	firstPAT, firstPMT, firstPES int         // packet indexes, -1 when none
 	pmt                          []pmtStream // every program's streams
 	pmtPIDs                      []uint16    // the PIDs PMTs came on, in order
+	programs                     []uint16    // the program numbers PATs listed, in order (0, the NIT's, left out)
 	pcrPID                       int         // -1 when no PMT named one
 	pes                          []pesUnit
 	// lastWithPayload is each PID's last packet with payload, for telling
@@ -568,6 +569,11 @@ func (s *side) demuxTS() {
 		case d.PAT != nil:
 			if st.firstPAT < 0 {
 				st.firstPAT = current
+			}
+			for _, p := range d.PAT.Programs {
+				if p.ProgramNumber != 0 && !slices.Contains(st.programs, p.ProgramNumber) {
+					st.programs = append(st.programs, p.ProgramNumber)
+				}
 			}
 		case d.PMT != nil:
 			// Every program's first PMT: a receiver tuned to program 2
