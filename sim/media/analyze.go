@@ -658,7 +658,8 @@ func (c *comparison) checkJoin() {
 	if video == nil {
 		return
 	}
-	key := video.units[0].key
+	ready, setsMissing := startable(video)
+	key := ready[0]
 	c.keyframeAtJoin = &key
 	if key {
 		return
@@ -672,9 +673,12 @@ func (c *comparison) checkJoin() {
 	case codecH265:
 		until = "its first IRAP picture"
 	}
+	if setsMissing {
+		until += " after " + setNames(video.codec)
+	}
 	found := false
 	for i, ui := range idx {
-		if video.units[ui].key {
+		if ready[ui] {
 			missing, found = vals[i], true
 			break
 		}
@@ -684,7 +688,7 @@ func (c *comparison) checkJoin() {
 	// frames on, if that comes before a keyframe.
 	for i, ui := range idx {
 		u := video.units[ui]
-		if !u.recovery {
+		if !u.recovery || !c.hasSets(video, ui) {
 			continue
 		}
 		if at := vals[i] + int64(u.recoveryFrames)*frameTicks(video); !found || at < missing {
@@ -696,12 +700,63 @@ func (c *comparison) checkJoin() {
 	if !found && len(vals) > 0 {
 		// Missing through the last frame it sent, that frame included.
 		until = "the end of what it sent: no keyframe came"
+		if setsMissing && !c.hasSets(video, len(video.units)-1) {
+			until = "the end of what it sent: no " + setNames(video.codec) + " came"
+		}
 		missing = slices.Max(vals) + frameTicks(video)
 	}
 	missing = max(missing, 0)
 	m := ticksMs(missing)
 	c.pictureMissingMs = &m
-	c.defect(sim.MediaCheckKeyframe, "", video.name, targetSide, fmt.Sprintf("target joined mid-GOP: picture missing %.0f ms until %s", m, until))
+	how := "target joined mid-GOP"
+	if video.units[0].key {
+		how = "target joined on a keyframe without " + setNames(video.codec) + ", which MPEG-TS carries in the stream"
+	}
+	c.defect(sim.MediaCheckKeyframe, "", video.name, targetSide, fmt.Sprintf("%s: picture missing %.0f ms until %s", how, m, until))
+}
+
+// startable says for each of a target's video units whether a decoder
+// that joins at the target can start there: a keyframe, and in MPEG-TS,
+// which carries the parameter sets in the stream (RTP may carry them out
+// of band, in SDP), one that has them by then. setsMissing says that a
+// keyframe came before its parameter sets did.
+func startable(video *track) (ready []bool, setsMissing bool) {
+	need := neededSets(video.codec)
+	if video.units[0].pkt < 0 {
+		need = 0
+	}
+	var have uint8
+	ready = make([]bool, len(video.units))
+	for i, u := range video.units {
+		have |= u.sets
+		ready[i] = u.key && have&need == need
+		if u.key && !ready[i] {
+			setsMissing = true
+		}
+	}
+	return ready, setsMissing
+}
+
+// hasSets says whether a decoder joining at the target has its parameter
+// sets by unit i.
+func (c *comparison) hasSets(video *track, i int) bool {
+	need := neededSets(video.codec)
+	if video.units[0].pkt < 0 {
+		return true
+	}
+	var have uint8
+	for _, u := range video.units[:i+1] {
+		have |= u.sets
+	}
+	return have&need == need
+}
+
+// setNames names the parameter sets a decoder of codec needs.
+func setNames(codec string) string {
+	if codec == codecH265 {
+		return "VPS, SPS and PPS"
+	}
+	return "SPS and PPS"
 }
 
 // checkTables: a receiver finds the program through the PAT and PMT, so

@@ -218,7 +218,10 @@ func TestAnalyzeTSDefects(t *testing.T) {
 			build: func(t *testing.T) sides {
 				fs := gopFrames(75, 100, 900000)
 				for i := 30; i < 75; i += 18 {
-					fs[i].sei, fs[i].rai = seiRecovery18, true // the muxer sends the tables with it
+					// With its parameter sets, as x264 repeats them at each
+					// recovery point; the muxer sends the tables with it.
+					fs[i].only = [][]byte{spsHigh320x180, ppsNAL, seiRecovery18, fs[i].nals()[0]}
+					fs[i].rai = true
 				}
 				return split(muxTS(t, fs, 256), 30)
 			},
@@ -239,7 +242,7 @@ func TestAnalyzeTSDefects(t *testing.T) {
 				var fs []testFrame
 				for i, f := range gopFrames(75, 100, 900000) {
 					if i >= 30 && (i-30)%18 == 0 {
-						fs = append(fs, testFrame{pts: f.pts, only: [][]byte{seiRecovery18}, rai: true})
+						fs = append(fs, testFrame{pts: f.pts, only: [][]byte{spsHigh320x180, ppsNAL, seiRecovery18}, rai: true})
 					}
 					fs = append(fs, f)
 				}
@@ -967,6 +970,51 @@ func TestAnalyzeArrivalTime(t *testing.T) {
 			t.Errorf("verdict %s, defects %s: %s", r.Verdict, checks(r), r.Detail)
 		}
 	})
+}
+
+// In MPEG-TS the parameter sets travel in the stream: a receiver that
+// joins at the target (tuning in then, or resetting at the switch) decodes
+// nothing until it has SPS and PPS and then a keyframe (issue 34 round 11,
+// C2: a target that never sent them was seamless, and ffmpeg decoded none
+// of its pictures: "non-existing PPS 0 referenced").
+func TestAnalyzeTargetWithoutParameterSets(t *testing.T) {
+	idr := append([]byte{0x65, 0x88}, bytes.Repeat([]byte{0xcd}, 2500)...)
+	fs := gopFrames(100, 25, 900000)
+	stripped := func(upTo int) []testFrame {
+		out := slices.Clone(fs)
+		for i := 25; i < upTo; i++ {
+			if out[i].key {
+				out[i].only = [][]byte{idr}
+			}
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name    string
+		frames  []testFrame
+		missing float64 // ms; 0 for a seamless join
+		until   string
+	}{
+		{"with them", fs, 0, ""},
+		{"never", stripped(100), 3000, "no SPS and PPS came"},
+		{"from its second IDR on", stripped(50), 1000, "its first IDR after SPS and PPS"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := muxTS(t, tt.frames, 256)
+			r := Analyze(m.datagrams(before(25), 0), m.datagrams(from(25), 0), sim.SeamMoments{})
+			if tt.missing == 0 {
+				if r.Verdict != sim.VerdictSeamless {
+					t.Fatalf("verdict %s, defects %s: %s", r.Verdict, checks(r), r.Detail)
+				}
+				return
+			}
+			d := defectNamed(r, sim.MediaCheckKeyframe)
+			if r.Verdict != sim.VerdictGlitch || d == nil || d.AtFault != "target" || !strings.Contains(d.Detail, tt.until) ||
+				r.PictureMissingMs == nil || *r.PictureMissingMs != tt.missing {
+				t.Fatalf("verdict %s, picture missing %v, defects %s: %s", r.Verdict, r.PictureMissingMs, checks(r), r.Detail)
+			}
+		})
+	}
 }
 
 // A receiver is tuned to a program by its number: a target whose PAT

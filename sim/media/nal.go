@@ -55,10 +55,32 @@ type codecUnit struct {
 	// slices: it carries a picture's coded slices, so key is read from
 	// them rather than guessed.
 	slices bool
+	// sets are the parameter sets it carries (setSPS, setPPS, setVPS),
+	// whether normsim could read them or not.
+	sets uint8
 	// recovery is an H.264 recovery point SEI's recovery_frame_cnt: a
 	// decoder starting here shows correct pictures that many frames on
 	// (intra refresh, with no IDR); -1 when the unit has none.
 	recovery int
+}
+
+// The parameter sets a decoder needs before its first picture.
+const (
+	setSPS uint8 = 1 << iota
+	setPPS
+	setVPS
+)
+
+// neededSets are the parameter sets a decoder of codec must have before
+// it can start; 0 for a codec normsim does not read.
+func neededSets(codec string) uint8 {
+	switch codec {
+	case codecH264:
+		return setSPS | setPPS
+	case codecH265:
+		return setVPS | setSPS | setPPS
+	}
+	return 0
 }
 
 // inspectNALs reads the NAL headers of one access unit of codec ("H.265",
@@ -78,6 +100,14 @@ func inspectNALs(codec string, nals [][]byte) codecUnit {
 			if t >= 16 && t <= 23 {
 				u.key = true
 			}
+			switch t {
+			case 32:
+				u.sets |= setVPS
+			case 33:
+				u.sets |= setSPS
+			case 34:
+				u.sets |= setPPS
+			}
 			u.slices = u.slices || t <= 31
 		default:
 			switch n[0] & 0x1f {
@@ -90,10 +120,12 @@ func inspectNALs(codec string, nals [][]byte) codecUnit {
 					u.recovery = n
 				}
 			case h264SPS:
+				u.sets |= setSPS
 				if sps, err := parseSPS(n); err == nil {
 					u.params = joinParams(sps.String(), u.params)
 				}
 			case h264PPS:
+				u.sets |= setPPS
 				if entropy, err := parsePPS(n); err == nil {
 					u.params = joinParams(u.params, entropy)
 				}

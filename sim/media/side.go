@@ -44,6 +44,9 @@ type unit struct {
 	hasPTS bool
 	key    bool
 	params string
+	// sets are the parameter sets sent with it or since the picture
+	// before (setSPS…).
+	sets uint8
 	// di: the discontinuity indicator on its first packet says its time
 	// base may jump.
 	di bool
@@ -654,7 +657,8 @@ func (s *side) buildTSTracks(other []pmtStream) {
 	st := &s.ts
 	byPID := map[uint16]*track{}
 	carried := map[uint16]string{} // parameters a PES without a picture carried
-	recovery := map[uint16]int{}   // and a recovery point SEI's frame count
+	carriedSets := map[uint16]uint8{}
+	recovery := map[uint16]int{} // and a recovery point SEI's frame count
 	rebases := st.timeBaseChanges()
 	lastFirst := map[uint16]int{} // each PID's previous unit's first packet
 	for _, pu := range st.pes {
@@ -694,6 +698,7 @@ func (s *side) buildTSTracks(other []pmtStream) {
 				// their keyframe): no frame; its parameters go with the
 				// next picture's, as a decoder takes them.
 				carried[pu.pid] = joinParams(carried[pu.pid], cu.params)
+				carriedSets[pu.pid] |= cu.sets
 				if cu.recovery >= 0 {
 					recovery[pu.pid] = cu.recovery
 				}
@@ -707,7 +712,8 @@ func (s *side) buildTSTracks(other []pmtStream) {
 			// there; the random_access_indicator speaks only for one
 			// whose slices cannot be read (a muxer may set it on every
 			// frame).
-			u.key, u.params = cu.key, cu.params
+			u.key, u.params, u.sets = cu.key, cu.params, cu.sets|carriedSets[pu.pid]
+			delete(carriedSets, pu.pid)
 			u.recovery, u.recoveryFrames = cu.recovery >= 0, cu.recovery
 			if u.params == "" {
 				u.params = carried[pu.pid]
