@@ -64,6 +64,11 @@ type Migration struct {
 	StartedAt time.Time        `json:"startedAt"`
 	EndedAt   *time.Time       `json:"endedAt,omitempty"`
 	Events    []MigrationEvent `json:"events"`
+	// NotesCut counts the notes of frames discarded and sockets replaced
+	// that the timeline did not keep: a job can make those without end
+	// (reconnecting, flooding a replaced socket), so only the first
+	// MaxTimelineNotes are kept.
+	NotesCut int64 `json:"notesCut,omitempty"`
 	// Logs is what both sides printed during the migration; filled in
 	// when the migration is read, never stored with its document.
 	Logs *MigrationLogs `json:"logs,omitempty"`
@@ -375,6 +380,14 @@ type FrameInfo struct {
 // refuse deeper. A frame may nest as deep as 64 KiB allows (32,768), as
 // JSON.parse reads it, and is relayed unchanged.
 const MaxRecordedDepth = 10000
+
+// MaxTimelineNotes is how many notes of frames discarded and sockets
+// replaced a migration's timeline keeps; MaxNotePayload how much of a
+// discarded frame's payload each keeps.
+const (
+	MaxTimelineNotes = 100
+	MaxNotePayload   = 4 << 10
+)
 
 // NewFrameInfo is a frame for the timeline. A payload nested deeper than
 // MaxRecordedDepth is kept as its text, a JSON string, and PayloadNote

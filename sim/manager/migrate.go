@@ -400,6 +400,9 @@ type run struct {
 	// eventsGone counts the timeline's events let go once stored
 	// (letEventsGo): mig.Events holds those after them.
 	eventsGone int
+	// notes counts the notes of frames discarded and sockets replaced
+	// (noteDiscardedLocked), kept or not.
+	notes int
 	// tgtPlacedAt is when the target was created: a media sender first
 	// heard from then on is the target.
 	tgtPlacedAt time.Time
@@ -793,7 +796,7 @@ func (r *run) socketNote(ev sim.SocketEvent) {
 	defer r.mu.Unlock()
 	side := r.sideOf(ev.Role)
 	if ev.Kind == sim.SocketReplaced {
-		r.recordLocked(r.mig.Phase, side, "socket replaced by a newer connection: normsim closed the old one with "+closeText(ev.Code, ev.Reason), nil)
+		r.noteDiscardedLocked(side, "socket replaced by a newer connection: normsim closed the old one with "+closeText(ev.Code, ev.Reason), nil)
 		return
 	}
 	what, frame := "a frame", (*sim.FrameInfo)(nil)
@@ -804,7 +807,29 @@ func (r *run) socketNote(ev sim.SocketEvent) {
 	if ev.Replaced {
 		what += ", " + replacedSocket
 	}
-	r.recordLocked(r.mig.Phase, side, what+": "+ev.Reason+"; discarded", frame)
+	r.noteDiscardedLocked(side, what+": "+ev.Reason+"; discarded", frame)
+}
+
+// noteDiscardedLocked records a note a job can cause without end: a
+// frame discarded, a socket replaced by a reconnect. The timeline keeps
+// the first sim.MaxTimelineNotes, each with at most sim.MaxNotePayload of
+// its frame's payload, and counts the rest (Migration.NotesCut): a job
+// that reconnected and flooded its replaced sockets put every 60 KiB
+// frame on it, until reading the record ran normsim out of memory.
+func (r *run) noteDiscardedLocked(side, detail string, frame *sim.FrameInfo) {
+	r.notes++
+	if r.notes > sim.MaxTimelineNotes {
+		r.mig.NotesCut++
+		if r.notes == sim.MaxTimelineNotes+1 {
+			r.recordLocked(r.mig.Phase, sideManager, fmt.Sprintf("the timeline keeps the first %d notes of frames discarded and sockets replaced; from here on they are counted in notesCut, not kept", sim.MaxTimelineNotes), nil)
+		}
+		return
+	}
+	if frame != nil && len(frame.Payload) > sim.MaxNotePayload {
+		frame.PayloadNote = fmt.Sprintf("the payload's %d bytes are not kept: the frame was discarded", len(frame.Payload))
+		frame.Payload = nil
+	}
+	r.recordLocked(r.mig.Phase, side, detail, frame)
 }
 
 // onSocket runs on a node listener's goroutine: it hands the event to
@@ -890,7 +915,7 @@ func (r *run) cutOffLocked(ev sim.SocketEvent, side string) bool {
 		return false
 	}
 	f := ev.Frame
-	r.recordLocked(r.mig.Phase, side, fmt.Sprintf("%s from the %s: read as normsim dropped the connection (drop-socket); discarded", eventDetail(ev), side),
+	r.noteDiscardedLocked(side, fmt.Sprintf("%s from the %s: read as normsim dropped the connection (drop-socket); discarded", eventDetail(ev), side),
 		frameInfo(dirIn, f.Type, ev.Size, payloadOf(f)))
 	return true
 }

@@ -1,0 +1,77 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/normsim/normsim/internal/testjob"
+	"github.com/normsim/normsim/normsimtest"
+	"github.com/normsim/normsim/protocol"
+	"github.com/normsim/normsim/sim"
+)
+
+// TestATimelineFloodIsBounded (issue 34 round 11, A1): a source that
+// reconnects during a handover and floods each replaced socket with
+// 60 KiB frames put every one on the migration's timeline with its
+// payload (1,200 frames: 72 MiB; 4,800 ran normsim out of memory when the
+// record was read). The timeline keeps a bounded number of such notes,
+// without their large payloads, and counts the rest.
+func TestATimelineFloodIsBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("floods a job socket")
+	}
+	s := startSim(t, normsimtest.Options{})
+	ctx := context.Background()
+	in := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a", Runtime: sim.RuntimeExternal})
+	env := in.Env["counter"]
+	job := testjob.Dial(t, env)
+	mig, err := s.Client.Migrate(ctx, in.ID, map[string]any{"strategy": "handover"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.Expect(protocol.TypeGetState)
+	job.SendText(`{"type":"state","payload":1}`)
+	big := []byte(`{"type":"state","payload":"` + strings.Repeat("S", 60<<10) + `"}`)
+	sent := 0
+	for range 3 {
+		next := testjob.Dial(t, env) // takes over: the old socket is closed with 4409
+		for range 150 {
+			wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			err := job.Conn().Write(wctx, websocket.MessageText, big)
+			cancel()
+			if err != nil {
+				break
+			}
+			sent++
+		}
+		job = next
+	}
+	if sent < 200 {
+		t.Fatalf("only %d frames went out on replaced sockets", sent)
+	}
+	if _, err := s.Client.AbortMigration(ctx, mig.ID, "the test is done"); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	end, err := s.Client.WaitMigration(wctx, mig.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := json.Marshal(end)
+	discarded := 0
+	for _, e := range end.Events {
+		if strings.Contains(e.Detail, "discarded") {
+			discarded++
+		}
+	}
+	t.Logf("%d frames sent on replaced sockets: %d events, %d of them discarded frames, %d notes cut, %d bytes", sent, len(end.Events), discarded, end.NotesCut, len(doc))
+	if discarded > 100 || end.NotesCut == 0 || int(end.NotesCut)+discarded < sent/2 || len(doc) > 2<<20 {
+		t.Fatalf("the timeline holds %d discarded frames in %d bytes, %d cut, after %d were sent", discarded, len(doc), end.NotesCut, sent)
+	}
+}
