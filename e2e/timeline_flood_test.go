@@ -74,4 +74,28 @@ func TestATimelineFloodIsBounded(t *testing.T) {
 	if discarded > 100 || end.NotesCut == 0 || int(end.NotesCut)+discarded < sent/2 || len(doc) > 2<<20 {
 		t.Fatalf("the timeline holds %d discarded frames in %d bytes, %d cut, after %d were sent", discarded, len(doc), end.NotesCut, sent)
 	}
+
+	// A job that reconnects in a loop adds a note each time (3,000
+	// reconnects during place-target made 6,010 events): the first
+	// connection of each side is kept, and the timeline's bound holds.
+	in = s.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a", Runtime: sim.RuntimeExternal})
+	env = in.Env["counter"]
+	job = testjob.Dial(t, env)
+	if mig, err = s.Client.Migrate(ctx, in.ID, map[string]any{"strategy": "handover"}); err != nil {
+		t.Fatal(err)
+	}
+	job.Expect(protocol.TypeGetState)
+	job.SendText(`{"type":"state","payload":1}`)
+	for range 300 {
+		job = testjob.Dial(t, env)
+	}
+	if _, err := s.Client.AbortMigration(ctx, mig.ID, "the test is done"); err != nil {
+		t.Fatal(err)
+	}
+	if end, err = s.Client.WaitMigration(wctx, mig.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(end.Events) > 150 || end.NotesCut < 400 {
+		t.Fatalf("after 300 reconnects the timeline holds %d events, %d cut", len(end.Events), end.NotesCut)
+	}
 }

@@ -64,10 +64,10 @@ type Migration struct {
 	StartedAt time.Time        `json:"startedAt"`
 	EndedAt   *time.Time       `json:"endedAt,omitempty"`
 	Events    []MigrationEvent `json:"events"`
-	// NotesCut counts the notes of frames discarded and sockets replaced
-	// that the timeline did not keep: a job can make those without end
-	// (reconnecting, flooding a replaced socket), so only the first
-	// MaxTimelineNotes are kept.
+	// NotesCut counts the notes of frames discarded, sockets replaced and
+	// reconnects that the timeline did not keep: a job can make those
+	// without end (reconnecting, flooding a replaced socket), so only the
+	// first MaxTimelineNotes are kept.
 	NotesCut int64 `json:"notesCut,omitempty"`
 	// Logs is what both sides printed during the migration; filled in
 	// when the migration is read, never stored with its document.
@@ -381,8 +381,8 @@ type FrameInfo struct {
 // JSON.parse reads it, and is relayed unchanged.
 const MaxRecordedDepth = 10000
 
-// MaxTimelineNotes is how many notes of frames discarded and sockets
-// replaced a migration's timeline keeps; MaxNotePayload how much of a
+// MaxTimelineNotes is how many notes of frames discarded, sockets
+// replaced and reconnects a migration's timeline keeps; MaxNotePayload how much of a
 // discarded frame's payload each keeps.
 const (
 	MaxTimelineNotes = 100

@@ -400,9 +400,11 @@ type run struct {
 	// eventsGone counts the timeline's events let go once stored
 	// (letEventsGo): mig.Events holds those after them.
 	eventsGone int
-	// notes counts the notes of frames discarded and sockets replaced
-	// (noteDiscardedLocked), kept or not.
-	notes int
+	// notes counts the notes of frames discarded, sockets replaced and
+	// reconnects (boundedLocked), kept or not; connects each side's
+	// connections.
+	notes    int
+	connects map[string]int
 	// tgtPlacedAt is when the target was created: a media sender first
 	// heard from then on is the target.
 	tgtPlacedAt time.Time
@@ -817,19 +819,26 @@ func (r *run) socketNote(ev sim.SocketEvent) {
 // that reconnected and flooded its replaced sockets put every 60 KiB
 // frame on it, until reading the record ran normsim out of memory.
 func (r *run) noteDiscardedLocked(side, detail string, frame *sim.FrameInfo) {
-	r.notes++
-	if r.notes > sim.MaxTimelineNotes {
-		r.mig.NotesCut++
-		if r.notes == sim.MaxTimelineNotes+1 {
-			r.recordLocked(r.mig.Phase, sideManager, fmt.Sprintf("the timeline keeps the first %d notes of frames discarded and sockets replaced; from here on they are counted in notesCut, not kept", sim.MaxTimelineNotes), nil)
-		}
-		return
-	}
 	if frame != nil && len(frame.Payload) > sim.MaxNotePayload {
 		frame.PayloadNote = fmt.Sprintf("the payload's %d bytes are not kept: the frame was discarded", len(frame.Payload))
 		frame.Payload = nil
 	}
-	r.recordLocked(r.mig.Phase, side, detail, frame)
+	r.boundedLocked(sim.MigrationEvent{At: r.m.now(), Phase: r.mig.Phase, Side: side, Detail: detail, Frame: frame})
+}
+
+// boundedLocked records ev, one of the notes a job can cause without end
+// (noteDiscardedLocked, a side's connection after its first), while the
+// timeline keeps them.
+func (r *run) boundedLocked(ev sim.MigrationEvent) {
+	r.notes++
+	if r.notes > sim.MaxTimelineNotes {
+		r.mig.NotesCut++
+		if r.notes == sim.MaxTimelineNotes+1 {
+			r.recordLocked(r.mig.Phase, sideManager, fmt.Sprintf("the timeline keeps the first %d notes of frames discarded, sockets replaced and reconnects; from here on they are counted in notesCut, not kept", sim.MaxTimelineNotes), nil)
+		}
+		return
+	}
+	r.putLocked(ev)
 }
 
 // onSocket runs on a node listener's goroutine: it hands the event to
@@ -1102,7 +1111,17 @@ func (r *run) decide(ev runEvent, read func() input) {
 	for _, e := range effs {
 		switch e.do {
 		case doRecord:
-			r.putLocked(sim.MigrationEvent{At: r.m.now(), Phase: e.phase, Side: e.side, Kind: e.kind, Detail: e.detail, Frame: e.info})
+			ev := sim.MigrationEvent{At: r.m.now(), Phase: e.phase, Side: e.side, Kind: e.kind, Detail: e.detail, Frame: e.info}
+			if e.kind == sim.TimelineConnected {
+				if r.connects == nil {
+					r.connects = map[string]int{}
+				}
+				if r.connects[e.side]++; r.connects[e.side] > 1 {
+					r.boundedLocked(ev) // a reconnect: a job may loop on them
+					break
+				}
+			}
+			r.putLocked(ev)
 		case doMove:
 			r.moveLocked(e.phase)
 			moved = true
