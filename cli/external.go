@@ -92,12 +92,18 @@ func (w *externalWatch) clear() {
 }
 
 // showEnv prints the target's env the first time the migration shows it,
-// and says how long normsim waits for the job. It reports whether it has.
+// unless it has ended by then, and says how long normsim waits for the
+// job. It reports whether the env's moment has come.
 func (w *externalWatch) showEnv(mig *sim.Migration) bool {
 	if w.envShown || mig.Target.Runtime != sim.RuntimeExternal || len(mig.Target.Env) == 0 {
 		return w.envShown
 	}
 	w.envShown = true
+	if mig.State.Ended() {
+		// First seen ended (an abort --wait): the target is removed, and
+		// a job started with its env would get 4401.
+		return true
+	}
 	w.clear()
 	fmt.Fprintf(w.out, "\nThe target %s on node %s runs on the external runtime: start its job yourself with this env.\n",
 		mig.Target.Instance, mig.Target.Node)

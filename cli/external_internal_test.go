@@ -55,3 +55,21 @@ func TestExternalWatchFollowsTimelineKinds(t *testing.T) {
 		t.Fatalf("no goodbye after the source-stopped event:\n%s", bye.String())
 	}
 }
+
+// A watch that first sees the migration ended (an abort --wait, a
+// migrate that lost the race) does not ask for the target to be started:
+// it was removed, and its env gets 4401 (attack round 11, A3).
+func TestExternalWatchOfAnEndedMigrationAsksNothing(t *testing.T) {
+	start := time.Unix(1000, 0)
+	mig := &sim.Migration{ID: "mig-1", Strategy: sim.Handover, State: sim.MigrationAborted, StartedAt: start,
+		Target:   sim.MigrationEndpoint{Instance: "b-1", Node: "b", Runtime: sim.RuntimeExternal, Env: map[string]map[string]string{"job": {"K": "v"}}},
+		Timeouts: sim.Timeouts{TargetStart: sim.Duration(time.Minute)},
+		Events:   []sim.MigrationEvent{{Seq: 1, At: start, Side: "target", Kind: sim.TimelineTargetCreated, Detail: "placed b-1"}}}
+	var out strings.Builder
+	w := newExternalWatch(&out)
+	w.tick(mig, start.Add(time.Second))
+	w.tick(mig, start.Add(2*time.Second))
+	if strings.Contains(out.String(), "start its job yourself") || strings.Contains(out.String(), "waits up to") {
+		t.Fatalf("an ended migration's target was asked for:\n%s", out.String())
+	}
+}
