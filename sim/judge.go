@@ -82,6 +82,7 @@ const (
 	PromiseRollback      = "rollback: the target, told abort, produces nothing more and exits on SIGTERM"
 	PromiseApplied       = "handover: target-applied reports what the target applied and what it could not"
 	PromiseReadable      = "every output packet of the job can be read"
+	PromiseStops         = "a job told to stop (SIGTERM) exits within the stop grace"
 	// What a job's socket promises (Migration.Broken).
 	PromiseAnswerInTime   = "the job answers what it is asked in time (state, target-ready, source-stopped-output, target-applied)"
 	PromiseWellFormed     = "the job sends well-formed frames of its direction, in phase and within 64 KiB"
@@ -109,6 +110,8 @@ const (
 	// CheckMedia: the media seam as a receiver sees it (keyframe at the
 	// join, tables, counters, clocks, codec parameters).
 	CheckMedia = "media"
+	// CheckStop: whether a side normsim stopped exited on SIGTERM.
+	CheckStop = "stop"
 	// CheckProtocol: what ended the migration, when a side broke a
 	// promise of the job socket or exited on its own (Migration.Broken).
 	CheckProtocol = "protocol"
@@ -164,6 +167,9 @@ func Judge(m *Migration) Judgement {
 	}
 	if o != nil && o.Unreadable != nil && o.Unreadable.FromJob > 0 && o.Verdict != VerdictUnknown {
 		add(GradeTolerated, CheckReadable, PromiseReadable, "", "%s", o.Unreadable.String())
+	}
+	if m.SourceKilled != "" {
+		add(GradeTolerated, CheckStop, PromiseStops, "source", "the source did not exit on SIGTERM (%s) and was killed (SIGKILL)", m.SourceKilled)
 	}
 	return summarize(fs)
 }

@@ -19,6 +19,15 @@ func TestJudge(t *testing.T) {
 	}{
 		{"a seamless handover passes", handover(MigrationCompleted, &OutputReport{Verdict: VerdictSeamless, Detail: "source stopped at 41, target continued at 42"}),
 			GradePass, "", "seamless"},
+		// Attack round 11, C8: a source that ignored SIGTERM once the
+		// handover completed was killed after the stop grace, and the
+		// handover passed; a rolled-back target doing the same is
+		// tolerated (conform.md: any job exits on SIGTERM).
+		{"a source killed after ignoring SIGTERM is tolerated", func() *Migration {
+			m := handover(MigrationCompleted, &OutputReport{Verdict: VerdictSeamless, Detail: "source stopped at 41, target continued at 42"})
+			m.SourceKilled = "counter still running after the 10s stop grace"
+			return m
+		}(), GradeTolerated, "source", "did not exit on SIGTERM (counter still running after the 10s stop grace)"},
 		// issue 29 item 3: numbers lost at a handover seam fail, as migrate --wait always said.
 		{"numbers lost fail", handover(MigrationCompleted, &OutputReport{Verdict: VerdictGap, LastSource: i(41), FirstTarget: i(44), Lost: 2, Detail: "2 packets lost"}),
 			GradeFail, "", "numbers lost"},

@@ -64,6 +64,10 @@ type Migration struct {
 	StartedAt time.Time        `json:"startedAt"`
 	EndedAt   *time.Time       `json:"endedAt,omitempty"`
 	Events    []MigrationEvent `json:"events"`
+	// SourceKilled says why the source, stopped once the migration no
+	// longer needed it, was killed (SIGKILL): it did not exit on SIGTERM
+	// within the stop grace. Empty when it did.
+	SourceKilled string `json:"sourceKilled,omitempty"`
 	// NotesCut counts the notes of frames discarded, sockets replaced and
 	// reconnects that the timeline did not keep: a job can make those
 	// without end (reconnecting, flooding a replaced socket), so only the

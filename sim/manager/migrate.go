@@ -2125,6 +2125,9 @@ func (r *run) stopSource(ctx context.Context, grace time.Duration) error {
 	how := "source stopped" + externalEnd(in.Runtime, "source")
 	if len(stop.Killed) > 0 {
 		how = fmt.Sprintf("source stopped: it did not exit on SIGTERM (%s) and was killed (SIGKILL)", stop.KilledWhy(grace))
+		r.mu.Lock()
+		r.mig.SourceKilled = stop.KilledWhy(grace)
+		r.mu.Unlock()
 	}
 	r.note(sim.TimelineSourceStopped, sim.PhaseStopSource, sideSource, how)
 	return nil

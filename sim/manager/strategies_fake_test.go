@@ -329,7 +329,15 @@ func overlapCases() []strategyCase {
 			joins:    true,
 			ends:     []strategyEnd{completedIn(stopSource)},
 			notes:    []timelineNote{{phase: stopSource, side: "source", kind: sim.TimelineSourceStopped, detail: "did not exit on SIGTERM"}},
-			rule:     ruleStopGrace,
+			// The record says it, and the judgement holds it against the
+			// source (attack round 11, C8: it passed).
+			after: func(t *testing.T, s *strategySim, m *sim.Migration) {
+				j := m.Judged()
+				if m.SourceKilled == "" || j.Grade != sim.GradeTolerated || j.Findings[0].Check != sim.CheckStop || j.Findings[0].AtFault != "source" {
+					t.Errorf("sourceKilled %q, judged %+v; want the kill recorded and tolerated against the source", m.SourceKilled, j)
+				}
+			},
+			rule: ruleStopGrace,
 		},
 		{
 			name:   "kill the source on the target's hello: rolled back with the source gone, or completed if past the point of no return",
