@@ -167,6 +167,12 @@ func (m *Media) Open(jobID string, port int) (int, error) {
 // the heap, not on the receiving goroutine's stack.
 var datagramBuffer = 9216
 
+// maxDatagram is the longest UDP payload: a job whose datagram was longer
+// than datagramBuffer gets a receiver that reads anything a real one
+// reads, so only its first such datagram is lost. Every job's receiver
+// reading 64 KiB would cost about 450 MiB at 10,000 jobs.
+const maxDatagram = 65535
+
 // readBuffer is the socket receive buffer asked for: ReadBuffer, or 4 MiB.
 func (m *Media) readBuffer() int {
 	if m.ReadBuffer > 0 {
@@ -198,8 +204,11 @@ func (m *Media) receive(jobID string, j *mediaJob, uc *net.UDPConn, drops bool) 
 			continue
 		}
 		if truncated(flags) {
-			m.log.Warn("media receiver: a datagram longer than the receiver reads; counted as lost", "job", jobID, "limit", len(buf))
+			m.log.Warn("media receiver: a datagram longer than the receiver reads; counted as lost, and this job's receiver reads up to 65,535 bytes from now on", "job", jobID, "limit", len(buf))
 			j.noteLost(m.now(), 1)
+			if len(buf) < maxDatagram {
+				buf = make([]byte, maxDatagram)
+			}
 			continue
 		}
 		at := m.now()

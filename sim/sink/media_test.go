@@ -176,6 +176,14 @@ func TestMediaCountsADatagramTooLongToRead(t *testing.T) {
 	if len(w.Datagrams) != 1 || len(w.Datagrams[0].Data) != 1316 || w.Lost != 1 {
 		t.Fatalf("kept %d datagrams, lost %d; want the 1,316-byte one kept and the 20,000-byte one counted lost", len(w.Datagrams), w.Lost)
 	}
+	// From then on it reads whole what a real receiver reads, up to the
+	// most loopback carries (attack round 11, C4: each one voided a
+	// seam's verdict).
+	send(t, port, string(make([]byte, 65507)))
+	w = waitFor(t, m, "job-1", 2)
+	if len(w.Datagrams) != 2 || len(w.Datagrams[1].Data) != 65507 || w.Lost != 1 {
+		t.Fatalf("kept %d datagrams, lost %d; want the 65,507-byte one kept whole", len(w.Datagrams), w.Lost)
+	}
 }
 
 // TestMediaFloodIsBoundedByWhatItCosts (issue 34, round four, F1): two
