@@ -843,13 +843,22 @@ func scanInstance(row interface{ Scan(...any) error }) (*sim.Instance, error) {
 		&params, &in.Token, &in.MigrationID, &ports, &in.Connected, &created, &updated, &env, &ref, &in.Healthy, &adjustments); err != nil {
 		return nil, err
 	}
-	_ = json.Unmarshal([]byte(env), &in.Env)
-	_ = json.Unmarshal([]byte(ref), &in.RuntimeRef)
-	_ = json.Unmarshal([]byte(adjustments), &in.Adjustments)
 	in.State = sim.InstanceState(state)
-	_ = json.Unmarshal([]byte(params), &in.Params)
-	_ = json.Unmarshal([]byte(ports), &in.Ports)
 	in.CreatedAt, in.UpdatedAt = fromNanos(created), fromNanos(updated)
+	// A column that does not decode is a damaged record, not an empty
+	// value: read as none, params fell back to the template's defaults.
+	for _, c := range []struct {
+		name, text string
+		into       any
+	}{{"env", env, &in.Env}, {"runtime_ref", ref, &in.RuntimeRef}, {"adjustments", adjustments, &in.Adjustments},
+		{"params", params, &in.Params}, {"ports", ports, &in.Ports}} {
+		if c.text == "" {
+			continue
+		}
+		if err := json.Unmarshal([]byte(c.text), c.into); err != nil {
+			return &in, fmt.Errorf("its %s column does not decode: %w", c.name, err)
+		}
+	}
 	return &in, nil
 }
 
@@ -885,6 +894,9 @@ func (s *Store) ListInstances(ctx context.Context) ([]*sim.Instance, error) {
 	for rows.Next() {
 		in, err := scanInstance(rows)
 		if err != nil {
+			if in != nil {
+				return nil, damagedRecord(s.path, "instance "+in.ID, err, "DELETE FROM instances WHERE id = '"+in.ID+"'")
+			}
 			return nil, damagedRecord(s.path, "one of its instances", err, "")
 		}
 		out = append(out, in)

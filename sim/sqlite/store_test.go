@@ -89,3 +89,42 @@ func TestADamagedMigrationRecordIsNamed(t *testing.T) {
 		t.Fatalf("list with a damaged record: %d listed, %v; want mig-good with one record counted unreadable", len(list), err)
 	}
 }
+
+// TestADamagedInstanceColumnIsNamed (attack round 11, B4): an instance
+// whose params (or env, ports, runtime ref, adjustments) no longer
+// decoded was read as if it had none, silently: a migration then placed
+// its target with the template's defaults. It is a damaged record, named
+// with the fix, in a get and in a list.
+func TestADamagedInstanceColumnIsNamed(t *testing.T) {
+	ctx := context.Background()
+	for _, column := range []string{"params", "env", "ports", "runtime_ref", "adjustments"} {
+		t.Run(column, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "n.db")
+			s := MustOpen(t, path)
+			in := &sim.Instance{ID: "counter-bad", JobID: "job-1", Node: "a", Template: "counter", State: sim.InstanceRunning,
+				Params: map[string]string{"RATE": "7"}, CreatedAt: time.Now(), UpdatedAt: time.Now()}
+			if err := s.SaveInstance(ctx, in); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			db, err := sql.Open("sqlite", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Exec(`UPDATE instances SET ` + column + ` = '{"RATE":' WHERE id = 'counter-bad'`); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			s = MustOpen(t, path)
+			for name, read := range map[string]func() error{
+				"get":  func() error { _, err := s.GetInstance(ctx, "counter-bad"); return err },
+				"list": func() error { _, err := s.ListInstances(ctx); return err },
+			} {
+				msg := sim.ErrorMessage(read())
+				if !strings.Contains(msg, "instance counter-bad") || !strings.Contains(msg, column) || !strings.Contains(msg, "is damaged") {
+					t.Errorf("%s: %q, want the instance, its column and the fix named", name, msg)
+				}
+			}
+		})
+	}
+}
