@@ -51,7 +51,9 @@ func TestADamagedMigrationCostsItselfNotTheList(t *testing.T) {
 				return err
 			}
 		}
-		return nil
+		stopped := runningInstance(now)
+		stopped.State = sim.InstanceStopped
+		return s.SaveInstance(ctx, stopped)
 	}, `UPDATE migrations SET doc = '{"id": 7}' WHERE id = 'mig-bad'`)
 
 	opts := testOptions(t)
@@ -81,6 +83,17 @@ func TestADamagedMigrationCostsItselfNotTheList(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `id="unreadable-records"`) || !strings.Contains(string(body), "mig-good") {
 		t.Fatalf("the dashboard's history with a damaged record: %d\n%s", resp.StatusCode, body)
+	}
+	// The instance's page lists its job's migrations: it said "None yet."
+	// with a damaged one among them (attack round 11, B7).
+	resp, err = http.Get(m.URL() + "/instances/counter-1a2b3c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `id="unreadable-job-migrations"`) || !strings.Contains(string(body), "mig-good") {
+		t.Fatalf("the instance's page with a damaged migration of its job: %d\n%s", resp.StatusCode, body)
 	}
 	resp, err = http.Get(m.URL() + "/api/v1/migrations/mig-bad")
 	if err != nil {

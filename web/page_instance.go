@@ -43,6 +43,12 @@ type instancePage struct {
 	JSONEnv    string
 	Params     []envVar
 	Migrations []*sim.Migration
+	// MigrationsErr says why the job's migrations could not be listed;
+	// MigrationsUnreadable counts those the store holds but could not
+	// read, left out of Migrations, and MigrationsDamage says why.
+	MigrationsErr        string
+	MigrationsUnreadable int
+	MigrationsDamage     string
 	// Frames are the last job-socket frames of the instance, oldest
 	// first; FramesErr why they could not be read.
 	Frames    []frameRow
@@ -253,8 +259,10 @@ func (s *Server) renderInstance(w http.ResponseWriter, r *http.Request, status i
 	}
 	p.History, p.HistoryErr = s.historyOf(ctx, raw.ID)
 	migs, err := s.svc.MigrationPage(ctx, sim.MigrationFilter{JobID: raw.JobID, Limit: 20})
-	if err == nil {
-		p.Migrations = migs.Items
+	if err != nil {
+		p.MigrationsErr = sim.ErrorMessage(err)
+	} else {
+		p.Migrations, p.MigrationsUnreadable, p.MigrationsDamage = migs.Items, migs.Unreadable, migs.Damage
 		for _, m := range migs.Items {
 			if m.State == sim.MigrationRunning && (m.Source.Instance == raw.ID || m.Target.Instance == raw.ID) {
 				p.Active = m
