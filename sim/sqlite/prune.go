@@ -41,9 +41,10 @@ func (s *Store) MigrationsPruned() int64 { return s.migCap.pruned.Load() }
 func (s *Store) PrunedWritesDropped() int64 { return s.prunedIDs.Dropped() }
 
 // pruneMigrations drops the oldest finished migrations past the cap with
-// their timelines, and the history older than the oldest migration kept
-// (running or finished): events and frames, found from the front of their
-// tables (their seq grows with time), so what is read is what goes. It
+// their timelines, and the history of removed instances older than the
+// oldest migration kept (running or finished): events (counted as
+// trimmed) and frames (counted per instance), found from the front of
+// their tables (their seq grows with time). It
 // runs in tx, the transaction that saved a finished migration.
 func (s *Store) pruneMigrations(ctx context.Context, tx *sql.Tx) (pruned []sim.PrunedMigration, err error) {
 	keep := s.migCap.keep.Load()
@@ -89,10 +90,18 @@ func (s *Store) pruneMigrations(ctx context.Context, tx *sql.Tx) (pruned []sim.P
 	if err := pruneFrames(ctx, tx, oldest.Int64); err != nil {
 		return nil, err
 	}
-	for _, table := range []string{"events", "frames"} {
-		q := `DELETE FROM ` + table + ` WHERE seq < (SELECT seq FROM ` + table + ` WHERE at >= ? ORDER BY seq LIMIT 1)`
-		if _, err := tx.ExecContext(ctx, q, oldest.Int64); err != nil {
-			return nil, fmt.Errorf("prune %s: %w", table, err)
+	// A live instance's history stays: it is bounded per instance, and
+	// other jobs' migrations pruned that of one that never migrated
+	// (attack round 11, B3: a connected job's events and frames gone).
+	for _, table := range []struct{ name, instance string }{{"events", "instance"}, {"frames", "role"}} {
+		q := `DELETE FROM ` + table.name + ` WHERE seq < (SELECT seq FROM ` + table.name + ` WHERE at >= ? ORDER BY seq LIMIT 1)
+			AND ` + table.instance + ` NOT IN (SELECT id FROM instances)`
+		res, err := tx.ExecContext(ctx, q, oldest.Int64)
+		if err != nil {
+			return nil, fmt.Errorf("prune %s: %w", table.name, err)
+		}
+		if n, err := res.RowsAffected(); err == nil && table.name == "events" {
+			s.eventsTrimmed.Add(n)
 		}
 	}
 	// What is kept of removed instances that have nothing left to read:
@@ -115,7 +124,8 @@ func (s *Store) pruneMigrations(ctx context.Context, tx *sql.Tx) (pruned []sim.P
 // migration kept as let go of, before the prune deletes them.
 func pruneFrames(ctx context.Context, tx *sql.Tx, oldest int64) error {
 	rows, err := tx.QueryContext(ctx, `SELECT job_id, role, count(*), coalesce(sum(length(CAST(data AS BLOB))), 0) FROM frames
-		WHERE seq < (SELECT seq FROM frames WHERE at >= ? ORDER BY seq LIMIT 1) GROUP BY job_id, role`, oldest)
+		WHERE seq < (SELECT seq FROM frames WHERE at >= ? ORDER BY seq LIMIT 1) AND role NOT IN (SELECT id FROM instances)
+		GROUP BY job_id, role`, oldest)
 	if err != nil {
 		return fmt.Errorf("prune frames: %w", err)
 	}

@@ -22,6 +22,61 @@ var pruneTests = []test{
 	{"LateWritesOfAPrunedMigrationGo", testLateWritesOfAPrunedMigrationGo},
 	{"NoMigrationCapKeepsEveryOne", testNoMigrationCapKeepsEveryOne},
 	{"MigrationCapForgetsRemovedInstancesWithNothingLeft", testMigrationCapForgetsRemovedInstances},
+	{"MigrationCapKeepsTheHistoryOfLiveInstances", testMigrationCapKeepsLiveHistory},
+}
+
+// testMigrationCapKeepsLiveHistory (attack round 11, B3): other jobs'
+// migrations pruned the history of a live instance that never migrated,
+// uncounted: `normsim events` said "nothing recorded yet" and `frames`
+// "its job has not connected" of a connected job. A live instance's
+// events and frames are bounded per instance; only removed instances'
+// history goes with the migrations.
+func testMigrationCapKeepsLiveHistory(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	s.SetMigrationCap(1)
+	t0 := time.Unix(1_800_000_000, 0)
+	for _, id := range []string{"live", "gone"} {
+		if err := s.SaveInstance(ctx, &sim.Instance{ID: id, JobID: "job-" + id, Role: id, State: sim.InstanceRunning, CreatedAt: t0, UpdatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AppendEvents(ctx, []sim.Event{{At: t0, Kind: sim.EventInstanceState, Instance: id}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RecordFrames(ctx, []sim.FrameRecord{{At: t0, Node: "a", JobID: "job-" + id, Role: id, Direction: "in", Type: "hello", Data: "{}"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteInstance(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		at := t0.Add(time.Duration(i) * time.Minute)
+		// Later history, so the prune has a front to cut at.
+		if err := s.AppendEvents(ctx, []sim.Event{{At: at, Kind: sim.EventInstanceState, Instance: "other"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RecordFrames(ctx, []sim.FrameRecord{{At: at, Node: "a", JobID: "job-other", Role: "other", Direction: "in", Type: "hello", Data: "{}"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SaveMigration(ctx, &sim.Migration{ID: fmt.Sprintf("m%d", i), JobID: "other", State: sim.MigrationCompleted, StartedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs, err := s.ListEvents(ctx, sim.EventFilter{Instance: "live"})
+	if err != nil || len(evs) != 1 {
+		t.Errorf("the live instance's events after the prune: %d, %v; want its one event", len(evs), err)
+	}
+	frs, err := s.ListFrames(ctx, sim.FrameFilter{JobID: "job-live", Role: "live"})
+	if err != nil || len(frs) != 1 {
+		t.Errorf("the live instance's frames after the prune: %d, %v; want its one frame", len(frs), err)
+	}
+	if frs, _ := s.ListFrames(ctx, sim.FrameFilter{JobID: "job-gone", Role: "gone"}); len(frs) != 0 {
+		t.Errorf("the removed instance's frames outlived the prune: %d", len(frs))
+	}
+	if evs, _ := s.ListEvents(ctx, sim.EventFilter{Instance: "gone"}); len(evs) != 0 {
+		t.Errorf("the removed instance's events outlived the prune: %d", len(evs))
+	}
 }
 
 // testMigrationCapForgetsRemovedInstances: with migrations capped, what is
