@@ -1017,13 +1017,15 @@ func (s *Store) migrationEvents(ctx context.Context, id string) ([]sim.Migration
 		var at int64
 		var frame sql.NullString
 		if err := rows.Scan(&ev.Seq, &at, &ev.Phase, &ev.Side, &ev.Detail, &frame, &ev.Kind); err != nil {
-			return nil, err
+			return nil, damagedRecord(s.path, "one of migration "+id+"'s timeline events", err,
+				"DELETE FROM migration_events WHERE migration_id = '"+id+"'")
 		}
 		ev.At = fromNanos(at)
 		if frame.Valid && frame.String != "" {
 			ev.Frame = new(sim.FrameInfo)
 			if err := json.Unmarshal([]byte(frame.String), ev.Frame); err != nil {
-				return nil, fmt.Errorf("decode frame of migration %s event %d: %w", id, ev.Seq, err)
+				// The event costs only its frame: the timeline reads on.
+				ev.Frame = &sim.FrameInfo{PayloadNote: fmt.Sprintf("the stored record of this frame could not be read (%v): the store %s is damaged or was edited", err, s.path)}
 			}
 		}
 		out = append(out, ev)

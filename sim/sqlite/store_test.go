@@ -128,3 +128,38 @@ func TestADamagedInstanceColumnIsNamed(t *testing.T) {
 		})
 	}
 }
+
+// TestADamagedTimelineFrameCostsOnlyItself (attack round 11, B5): a
+// timeline event whose stored frame no longer decoded made the whole
+// migration answer a bare "internal error". The event is kept, its frame
+// says it could not be read, and the rest of the record reads.
+func TestADamagedTimelineFrameCostsOnlyItself(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "n.db")
+	s := MustOpen(t, path)
+	if err := s.SaveMigration(ctx, &sim.Migration{ID: "mig-1", State: sim.MigrationCompleted, Strategy: sim.Handover, StartedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	evs := []sim.MigrationEvent{
+		{Seq: 1, At: time.Now(), Side: "source", Detail: "get-state", Frame: sim.NewFrameInfo("out", "get-state", 30, nil)},
+		{Seq: 2, At: time.Now(), Side: "source", Detail: "state", Frame: sim.NewFrameInfo("in", "state", 40, []byte(`{"n":1}`))},
+	}
+	if err := s.AppendMigrationEvents(ctx, "mig-1", evs); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE migration_events SET frame = '{"direction":' WHERE seq = 1`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s = MustOpen(t, path)
+	m, err := s.GetMigration(ctx, "mig-1")
+	if err != nil || len(m.Events) != 2 || m.Events[0].Frame == nil || !strings.Contains(m.Events[0].Frame.PayloadNote, "could not be read") ||
+		m.Events[1].Frame == nil || string(m.Events[1].Frame.Payload) != `{"n":1}` {
+		t.Fatalf("migration with a damaged frame: %+v, %v; want both events, the first's frame said unreadable", m, err)
+	}
+}
