@@ -59,13 +59,11 @@ func checkOwnFile(path, what string) error {
 	if info.Size() < int64(len(sqliteHeader)) {
 		return nil
 	}
-	f, err := os.Open(path)
+	is, err := isSQLite(path)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	defer f.Close()
-	head := make([]byte, len(sqliteHeader))
-	if _, err := io.ReadFull(f, head); err == nil && string(head) == sqliteHeader {
+	if is {
 		return fmt.Errorf("%s is a SQLite database, not normsim's %s: another normsim's store? Move it, or give this store another --db", path, what)
 	}
 	return nil

@@ -420,17 +420,26 @@ func checkStoreFile(path string) error {
 	if info.Size() == 0 {
 		return nil
 	}
-	f, err := os.Open(path)
+	is, err := isSQLite(path)
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", path, err)
+	}
+	if !is {
+		return &refusedFile{path, "is not a SQLite database; " + notAStore}
+	}
+	return nil
+}
+
+// isSQLite says whether the file at path begins as a SQLite database.
+func isSQLite(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
 	}
 	defer f.Close()
 	head := make([]byte, len(sqliteHeader))
 	n, _ := io.ReadFull(f, head)
-	if string(head[:n]) != sqliteHeader {
-		return &refusedFile{path, "is not a SQLite database; " + notAStore}
-	}
-	return nil
+	return string(head[:n]) == sqliteHeader, nil
 }
 
 // checkBeside keeps stores from sharing files: normsim keeps a lock file
