@@ -351,8 +351,8 @@ func (s *Store) moveToTrimmed(c frameCount) {
 	put(s, s.frameState, c.k, st)
 }
 
-// pruneFrames lets go of the frames older than the oldest migration kept
-// (started at oldest): those before the first, by seq, recorded at or
+// pruneFrames lets go of removed instances' frames older than the oldest
+// migration kept (started at oldest): those before the first, by seq, recorded at or
 // after it; none when there is no such frame. They are counted as
 // trimmed.
 func (s *Store) pruneFrames(oldest int64) {
@@ -372,6 +372,9 @@ func (s *Store) pruneFrames(oldest int64) {
 	}
 	gone := trimmedFrames{}
 	for k, rows := range s.frames {
+		if s.instances[k.role] != nil {
+			continue // a live instance's: bounded per instance
+		}
 		i := 0
 		for ; i < len(rows) && rows[i].seq < first; i++ {
 			gone.add(k, int64(len(rows[i].data)))

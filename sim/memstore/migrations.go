@@ -276,9 +276,21 @@ func (s *Store) pruneMigrations() (pruned []sim.PrunedMigration) {
 		}
 	}
 	s.pruneFrames(oldest)
+	// A live instance's history stays: it is bounded per instance, and
+	// other jobs' migrations pruned that of one that never migrated
+	// (attack round 11, B3). Removed instances' events go, counted.
 	for i, ev := range s.events {
 		if ev.at >= oldest {
-			assign(s, &s.events, s.events[i:])
+			if i > 0 {
+				kept := make([]eventRow, 0, len(s.events)-i)
+				for _, e := range s.events[:i] {
+					if s.instances[e.instance] != nil {
+						kept = append(kept, e)
+					}
+				}
+				s.eventsTrimmed.Add(int64(i - len(kept)))
+				assign(s, &s.events, append(kept, s.events[i:]...))
+			}
 			break
 		}
 	}
