@@ -24,26 +24,16 @@ func (s *side) behindDefects() {
 		var worst behind
 		for _, seg := range segments(tr.units) {
 			vals, idx := unwrapped(seg, tr.wrap)
-			start := 0
-			for i := 1; i <= len(vals); i++ {
-				if i < len(vals) {
-					if step := vals[i] - vals[i-1]; step >= -maxReorder*ft && step <= maxReorder*ft {
-						continue
-					}
-				}
-				if b := runBehind(seg, vals[start:i], idx[start:i]); b.late > worst.late {
+			for _, r := range leapRuns(vals, ft) {
+				if b := runBehind(seg, vals[r[0]:r[1]], idx[r[0]:r[1]]); b.late > worst.late {
 					worst = b
 				}
-				start = i
 			}
 		}
 		if worst.late <= stallLimit {
 			continue
 		}
-		label := fmt.Sprintf("%s %s %s", tr.kind, tr.name, tr.codec)
-		if tr.codec == "" {
-			label = tr.kind + " " + tr.name
-		}
+		label := tr.label()
 		s.defect(sim.MediaCheckArrival, "", label, fmt.Sprintf(
 			"the %s fell behind real time on %s: a frame came %.0f ms later than its presentation time says, counted from the %s's first frame (%.2f s of media took %.2f s to arrive): a live receiver holding less than that runs dry, and its picture freezes",
 			s.name, label, ms(worst.late), s.name, ticksMs(worst.media)/1000, worst.took.Seconds()))

@@ -43,10 +43,7 @@ func (s *side) ptsDefects() {
 			}
 		}
 		if d := j.describe(); d != "" {
-			label := fmt.Sprintf("%s %s %s", tr.kind, tr.name, tr.codec)
-			if tr.codec == "" {
-				label = tr.kind + " " + tr.name
-			}
+			label := tr.label()
 			s.defect(sim.MediaCheckPTS, "", label, fmt.Sprintf("the %s's presentation time on %s broke within its own stream: %s", s.name, label, d))
 		}
 	}
@@ -84,28 +81,49 @@ func (j *ptsJumps) note(what string) {
 // receiver's window, not the sender, began or ended the units.
 func (j *ptsJumps) check(us []unit, wrap, ft int64, video, cutStart, cutEnd bool) {
 	vals, idx := unwrapped(us, wrap)
-	// In arrival order, a step beyond the reorder window either way is a
-	// leap of the clock: it starts a new run, judged on its own.
-	start := 0
-	for i := 1; i <= len(vals); i++ {
-		if i < len(vals) {
-			step := vals[i] - vals[i-1]
-			if step >= -maxReorder*ft && step <= maxReorder*ft {
-				continue
-			}
+	for _, r := range leapRuns(vals, ft) {
+		lo, hi := r[0], r[1]
+		if lo > 0 {
+			step := vals[lo] - vals[lo-1]
 			if step < 0 {
 				j.back++
-				j.note(fmt.Sprintf("went back %.1f ms at PTS %d", ticksMs(-step+ft), us[idx[i]].pts))
+				j.note(fmt.Sprintf("went back %.1f ms at PTS %d", ticksMs(-step+ft), us[idx[lo]].pts))
 			} else {
 				j.ahead++
-				j.note(fmt.Sprintf("skipped ahead %.1f ms at PTS %d", ticksMs(step-ft), us[idx[i]].pts))
+				j.note(fmt.Sprintf("skipped ahead %.1f ms at PTS %d", ticksMs(step-ft), us[idx[lo]].pts))
 			}
 		}
 		if video {
-			j.gaps(us, vals[start:i], idx[start:i], cutStart && start == 0, cutEnd && i == len(vals))
+			j.gaps(us, vals[lo:hi], idx[lo:hi], cutStart && lo == 0, cutEnd && hi == len(vals))
 		}
+	}
+}
+
+// leapRuns cuts a stream's PTS, in arrival order, where a step goes
+// beyond the reorder window either way: a leap of the clock, after which
+// a new run is judged on its own. Each run is [lo, hi) of vals; ft is the
+// stream's frame duration.
+func leapRuns(vals []int64, ft int64) [][2]int {
+	var runs [][2]int
+	start := 0
+	for i := 1; i <= len(vals); i++ {
+		if i < len(vals) {
+			if step := vals[i] - vals[i-1]; step >= -maxReorder*ft && step <= maxReorder*ft {
+				continue
+			}
+		}
+		runs = append(runs, [2]int{start, i})
 		start = i
 	}
+	return runs
+}
+
+// label names a track in a defect: "video PID 256 H.264".
+func (tr *track) label() string {
+	if tr.codec == "" {
+		return tr.kind + " " + tr.name
+	}
+	return tr.kind + " " + tr.name + " " + tr.codec
 }
 
 // gaps checks a run of video frames in presentation order: one frame
