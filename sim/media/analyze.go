@@ -658,7 +658,7 @@ func (c *comparison) checkJoin() {
 	if video == nil {
 		return
 	}
-	ready, setsMissing := startable(video)
+	ready, hasSets, setsMissing := startable(video)
 	key := ready[0]
 	c.keyframeAtJoin = &key
 	if key {
@@ -688,7 +688,7 @@ func (c *comparison) checkJoin() {
 	// frames on, if that comes before a keyframe.
 	for i, ui := range idx {
 		u := video.units[ui]
-		if !u.recovery || !c.hasSets(video, ui) {
+		if !u.recovery || !hasSets[ui] {
 			continue
 		}
 		if at := vals[i] + int64(u.recoveryFrames)*frameTicks(video); !found || at < missing {
@@ -700,7 +700,7 @@ func (c *comparison) checkJoin() {
 	if !found && len(vals) > 0 {
 		// Missing through the last frame it sent, that frame included.
 		until = "the end of what it sent: no keyframe came"
-		if setsMissing && !c.hasSets(video, len(video.units)-1) {
+		if setsMissing && !hasSets[len(video.units)-1] {
 			until = "the end of what it sent: no " + setNames(video.codec) + " came"
 		}
 		missing = slices.Max(vals) + frameTicks(video)
@@ -716,39 +716,27 @@ func (c *comparison) checkJoin() {
 }
 
 // startable says for each of a target's video units whether a decoder
-// that joins at the target can start there: a keyframe, and in MPEG-TS,
-// which carries the parameter sets in the stream (RTP may carry them out
-// of band, in SDP), one that has them by then. setsMissing says that a
-// keyframe came before its parameter sets did.
-func startable(video *track) (ready []bool, setsMissing bool) {
+// that joins at the target has its parameter sets by then (hasSets) and
+// can start there (ready: a keyframe too). MPEG-TS carries the parameter
+// sets in the stream; RTP may carry them out of band, in SDP, so there
+// they are not asked for. setsMissing says that a keyframe came before
+// its parameter sets did.
+func startable(video *track) (ready, hasSets []bool, setsMissing bool) {
 	need := neededSets(video.codec)
 	if video.units[0].pkt < 0 {
 		need = 0
 	}
 	var have uint8
-	ready = make([]bool, len(video.units))
+	ready, hasSets = make([]bool, len(video.units)), make([]bool, len(video.units))
 	for i, u := range video.units {
 		have |= u.sets
-		ready[i] = u.key && have&need == need
+		hasSets[i] = have&need == need
+		ready[i] = u.key && hasSets[i]
 		if u.key && !ready[i] {
 			setsMissing = true
 		}
 	}
-	return ready, setsMissing
-}
-
-// hasSets says whether a decoder joining at the target has its parameter
-// sets by unit i.
-func (c *comparison) hasSets(video *track, i int) bool {
-	need := neededSets(video.codec)
-	if video.units[0].pkt < 0 {
-		return true
-	}
-	var have uint8
-	for _, u := range video.units[:i+1] {
-		have |= u.sets
-	}
-	return have&need == need
+	return ready, hasSets, setsMissing
 }
 
 // setNames names the parameter sets a decoder of codec needs.
