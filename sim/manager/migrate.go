@@ -401,10 +401,10 @@ type run struct {
 	// (letEventsGo): mig.Events holds those after them.
 	eventsGone int
 	// notes counts the notes of frames discarded, sockets replaced and
-	// reconnects (boundedLocked), kept or not; connects each side's
-	// connections.
-	notes    int
-	connects map[string]int
+	// reconnects (boundedLocked), kept or not; connected are the sides
+	// that connected before, whose next connection is a reconnect.
+	notes     int
+	connected map[string]bool
 	// tgtPlacedAt is when the target was created: a media sender first
 	// heard from then on is the target.
 	tgtPlacedAt time.Time
@@ -1113,13 +1113,14 @@ func (r *run) decide(ev runEvent, read func() input) {
 		case doRecord:
 			ev := sim.MigrationEvent{At: r.m.now(), Phase: e.phase, Side: e.side, Kind: e.kind, Detail: e.detail, Frame: e.info}
 			if e.kind == sim.TimelineConnected {
-				if r.connects == nil {
-					r.connects = map[string]int{}
-				}
-				if r.connects[e.side]++; r.connects[e.side] > 1 {
+				if r.connected[e.side] {
 					r.boundedLocked(ev) // a reconnect: a job may loop on them
 					break
 				}
+				if r.connected == nil {
+					r.connected = map[string]bool{}
+				}
+				r.connected[e.side] = true
 			}
 			r.putLocked(ev)
 		case doMove:
@@ -2124,9 +2125,10 @@ func (r *run) stopSource(ctx context.Context, grace time.Duration) error {
 	}
 	how := "source stopped" + externalEnd(in.Runtime, "source")
 	if len(stop.Killed) > 0 {
-		how = fmt.Sprintf("source stopped: it did not exit on SIGTERM (%s) and was killed (SIGKILL)", stop.KilledWhy(grace))
+		why := stop.KilledWhy(grace)
+		how = fmt.Sprintf("source stopped: it did not exit on SIGTERM (%s) and was killed (SIGKILL)", why)
 		r.mu.Lock()
-		r.mig.SourceKilled = stop.KilledWhy(grace)
+		r.mig.SourceKilled = why
 		r.mu.Unlock()
 	}
 	r.note(sim.TimelineSourceStopped, sim.PhaseStopSource, sideSource, how)
