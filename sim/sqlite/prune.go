@@ -44,8 +44,8 @@ func (s *Store) PrunedWritesDropped() int64 { return s.prunedIDs.Dropped() }
 // their timelines, and the history of removed instances older than the
 // oldest migration kept (running or finished): events (counted as
 // trimmed) and frames (counted per instance), found from the front of
-// their tables (their seq grows with time). It
-// runs in tx, the transaction that saved a finished migration.
+// their tables (their seq grows with time). It runs in tx, the
+// transaction that saved a finished migration.
 func (s *Store) pruneMigrations(ctx context.Context, tx *sql.Tx) (pruned []sim.PrunedMigration, err error) {
 	keep := s.migCap.keep.Load()
 	if keep == 0 {
@@ -93,15 +93,20 @@ func (s *Store) pruneMigrations(ctx context.Context, tx *sql.Tx) (pruned []sim.P
 	// A live instance's history stays: it is bounded per instance, and
 	// other jobs' migrations pruned that of one that never migrated
 	// (attack round 11, B3: a connected job's events and frames gone).
-	for _, table := range []struct{ name, instance string }{{"events", "instance"}, {"frames", "role"}} {
+	// Frames were counted per instance above (pruneFrames); events are
+	// counted here, as a trim of them.
+	for _, table := range []struct {
+		name, instance string
+		count          *atomic.Int64
+	}{{"events", "instance", &s.eventsTrimmed}, {"frames", "role", nil}} {
 		q := `DELETE FROM ` + table.name + ` WHERE seq < (SELECT seq FROM ` + table.name + ` WHERE at >= ? ORDER BY seq LIMIT 1)
 			AND ` + table.instance + ` NOT IN (SELECT id FROM instances)`
 		res, err := tx.ExecContext(ctx, q, oldest.Int64)
 		if err != nil {
 			return nil, fmt.Errorf("prune %s: %w", table.name, err)
 		}
-		if n, err := res.RowsAffected(); err == nil && table.name == "events" {
-			s.eventsTrimmed.Add(n)
+		if n, err := res.RowsAffected(); err == nil && table.count != nil {
+			table.count.Add(n)
 		}
 	}
 	// What is kept of removed instances that have nothing left to read:
