@@ -386,8 +386,8 @@ type FrameInfo struct {
 const MaxRecordedDepth = 10000
 
 // MaxTimelineNotes is how many notes of frames discarded, sockets
-// replaced and reconnects a migration's timeline keeps; MaxNotePayload how much of a
-// discarded frame's payload each keeps.
+// replaced and reconnects a migration's timeline keeps; MaxNotePayload
+// how much of a discarded frame's payload each keeps.
 const (
 	MaxTimelineNotes = 100
 	MaxNotePayload   = 4 << 10

@@ -352,9 +352,9 @@ func (s *Store) moveToTrimmed(c frameCount) {
 }
 
 // pruneFrames lets go of removed instances' frames older than the oldest
-// migration kept (started at oldest): those before the first, by seq, recorded at or
-// after it; none when there is no such frame. They are counted as
-// trimmed.
+// migration kept (started at oldest): those before the first, by seq,
+// recorded at or after it; none when there is no such frame. They are
+// counted as trimmed.
 func (s *Store) pruneFrames(oldest int64) {
 	first := int64(-1)
 	for _, rows := range s.frames {

@@ -48,11 +48,12 @@ func bootID() string {
 // this boot, in the PID namespace this process sees pids in, and its pid
 // has no process now, one that started at another time (the pid was
 // given to someone else), or one that ended and waits for its parent to
-// reap it (a zombie: a harness that kills before it waits). A run of another machine or boot, of another
-// PID namespace (a normsim in a container beside one on the host: under
-// host networking they share the host name, and the other's pids are not
-// visible here), or with a label that does not say all of that, is
-// unjudged: nothing of it may be removed. This process's own run is
+// reap it (a zombie: a harness that kills before it waits). A run of
+// another machine or boot, of another PID namespace (a normsim in a
+// container beside one on the host: under host networking they share the
+// host name, and the other's pids are not visible here), or with a label
+// that does not say all of that, is unjudged: nothing of it may be
+// removed. This process's own run is
 // alive.
 func JudgeRun(run string) sim.RunVerdict {
 	parts := strings.Split(run, "/")
