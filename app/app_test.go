@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -57,6 +58,18 @@ func getJSON(t *testing.T, url string, v any) int {
 		json.NewDecoder(resp.Body).Decode(v)
 	}
 	return resp.StatusCode
+}
+
+// getText is a GET of url's status and body.
+func getText(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // runUp runs a simulator as normsim up does, once it is ready; stop ends

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -75,25 +74,13 @@ func TestADamagedMigrationCostsItselfNotTheList(t *testing.T) {
 	if err != nil || len(page.Items) != 1 || page.Unreadable != 1 || !strings.Contains(page.Damage, path) {
 		t.Fatalf("the client's page: %+v, %v", page, err)
 	}
-	resp, err = http.Get(m.URL() + "/migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `id="unreadable-records"`) || !strings.Contains(string(body), "mig-good") {
-		t.Fatalf("the dashboard's history with a damaged record: %d\n%s", resp.StatusCode, body)
+	if code, body := getText(t, m.URL()+"/migrations"); code != http.StatusOK || !strings.Contains(body, `id="unreadable-records"`) || !strings.Contains(body, "mig-good") {
+		t.Fatalf("the dashboard's history with a damaged record: %d\n%s", code, body)
 	}
 	// The instance's page lists its job's migrations: it said "None yet."
 	// with a damaged one among them (attack round 11, B7).
-	resp, err = http.Get(m.URL() + "/instances/counter-1a2b3c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ = io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `id="unreadable-job-migrations"`) || !strings.Contains(string(body), "mig-good") {
-		t.Fatalf("the instance's page with a damaged migration of its job: %d\n%s", resp.StatusCode, body)
+	if code, body := getText(t, m.URL()+"/instances/counter-1a2b3c"); code != http.StatusOK || !strings.Contains(body, `id="unreadable-job-migrations"`) || !strings.Contains(body, "mig-good") {
+		t.Fatalf("the instance's page with a damaged migration of its job: %d\n%s", code, body)
 	}
 	resp, err = http.Get(m.URL() + "/api/v1/migrations/mig-bad")
 	if err != nil {
