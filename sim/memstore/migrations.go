@@ -276,26 +276,47 @@ func (s *Store) pruneMigrations() (pruned []sim.PrunedMigration) {
 		}
 	}
 	s.pruneFrames(oldest)
-	// A live instance's history stays: it is bounded per instance, and
-	// other jobs' migrations pruned that of one that never migrated
-	// (attack round 11, B3). Removed instances' events go, counted.
-	for i, ev := range s.events {
-		if ev.at >= oldest {
-			if i > 0 {
-				kept := make([]eventRow, 0, len(s.events)-i)
-				for _, e := range s.events[:i] {
-					if s.instances[e.instance] != nil {
-						kept = append(kept, e)
-					}
-				}
-				s.eventsTrimmed.Add(int64(i - len(kept)))
-				assign(s, &s.events, append(kept, s.events[i:]...))
-			}
-			break
-		}
-	}
+	s.pruneEvents(oldest)
 	s.pruneGoneInstances()
 	return pruned
+}
+
+// pruneEvents lets go of removed instances' events older than the oldest
+// migration kept (started at oldest), counted as trimmed. A live
+// instance's stay: they are bounded per instance, and other jobs'
+// migrations pruned those of one that never migrated (attack round 11,
+// B3). Where none of those older events is a live instance's, the slice
+// is cut at the front, as cheaply as before; where some are, it is
+// rebuilt only once what goes is an eighth of all, as a rebuild copies
+// every event kept and a prune follows every finished migration.
+func (s *Store) pruneEvents(oldest int64) {
+	i := slices.IndexFunc(s.events, func(ev eventRow) bool { return ev.at >= oldest })
+	if i <= 0 {
+		return
+	}
+	drop := 0
+	for _, e := range s.events[:i] {
+		if s.instances[e.instance] == nil {
+			drop++
+		}
+	}
+	switch {
+	case drop == 0:
+		return
+	case drop == i:
+		assign(s, &s.events, s.events[i:])
+	case drop*8 >= len(s.events):
+		kept := make([]eventRow, 0, len(s.events)-drop)
+		for _, e := range s.events[:i] {
+			if s.instances[e.instance] != nil {
+				kept = append(kept, e)
+			}
+		}
+		assign(s, &s.events, append(kept, s.events[i:]...))
+	default:
+		return
+	}
+	s.eventsTrimmed.Add(int64(drop))
 }
 
 // pruneGoneInstances lets go of what is kept of removed instances that
