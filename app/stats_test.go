@@ -1,11 +1,10 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,28 +77,18 @@ func TestStatsSayWhatTheSimHolds(t *testing.T) {
 }
 
 func TestProfilesOnlyWhenAskedFor(t *testing.T) {
-	get := func(url string) (int, []byte) {
-		t.Helper()
-		resp, err := http.Get(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, b
-	}
 	plain := openApp(t, testOptions(t))
-	if code, _ := get(plain.URL() + "/debug/pprof/heap"); code != http.StatusNotFound {
+	if code, _ := getText(t, plain.URL()+"/debug/pprof/heap"); code != http.StatusNotFound {
 		t.Errorf("without --pprof: heap profile answered %d, want 404", code)
 	}
 
 	opts := testOptions(t)
 	opts.Profiling = true
 	m := openApp(t, opts)
-	gzipMagic := []byte{0x1f, 0x8b}
+	gzipMagic := "\x1f\x8b"
 	for _, path := range []string{"/debug/pprof/heap?gc=1", "/debug/pprof/goroutine", "/debug/pprof/profile?seconds=1"} {
-		code, b := get(m.URL() + path)
-		if code != http.StatusOK || !bytes.HasPrefix(b, gzipMagic) {
+		code, b := getText(t, m.URL()+path)
+		if code != http.StatusOK || !strings.HasPrefix(b, gzipMagic) {
 			t.Errorf("%s: %d, %d bytes starting %x; want 200 and a gzipped profile", path, code, len(b), b[:min(len(b), 2)])
 		}
 	}
@@ -108,7 +97,7 @@ func TestProfilesOnlyWhenAskedFor(t *testing.T) {
 		"/debug/pprof/profile?seconds=x": http.StatusBadRequest,
 		"/debug/pprof/nosuchprofile":     http.StatusNotFound,
 	} {
-		if code, b := get(m.URL() + path); code != want {
+		if code, b := getText(t, m.URL()+path); code != want {
 			t.Errorf("%s: %d %s, want %d", path, code, b, want)
 		}
 	}
