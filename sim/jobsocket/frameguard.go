@@ -59,6 +59,10 @@ type frameGuard struct {
 	// refusal is the first frame refused; told once it was returned.
 	refusal *closeErr
 	told    bool
+	// closeBody is the payload, unmasked, of the close frame in pend (a
+	// close frame's header is minHeader bytes: its payload is at most 125
+	// bytes, its length in the 7-bit form).
+	closeBody []byte
 	// failed: the connection is failed, and everything it sends is
 	// discarded. stop asks for it from outside a read (failAfter).
 	failed bool
@@ -139,7 +143,7 @@ func (g *frameGuard) fill(n int) error {
 func (g *frameGuard) next() error {
 	// Two bytes tell an unmasked frame, refused at once; a masked one has
 	// at least minHeader, read in one call when they came together.
-	g.skip = false
+	g.skip, g.closeBody = false, nil
 	for g.hn < 2 || g.hn < minHeader && g.hdr[1]&0x80 != 0 {
 		m, err := g.src.Read(g.hdr[g.hn:minHeader])
 		g.hn += m
@@ -239,8 +243,40 @@ func (g *frameGuard) closeFrame(n int64) error {
 	case n > 2 && !utf8.Valid(body[2:]):
 		return g.fail(websocket.StatusInvalidFramePayloadData, "the close reason is not valid UTF-8 (RFC 6455 section 5.5.1)")
 	}
-	g.pend = frame
+	g.pend, g.closeBody = frame, body
 	return nil
+}
+
+// unreadClose reads on from where the library stopped reading, without
+// handing anything on, until a close frame: its code (1005 for none) and
+// reason. It stops, with ok false, at a frame the guard refuses or at the
+// end of what src gives (its read deadline).
+func (g *frameGuard) unreadClose() (code int, reason string, ok bool) {
+	for !g.failed && g.refusal == nil {
+		switch {
+		case g.closeBody != nil && len(g.pend) < minHeader+len(g.closeBody):
+			// Partly handed on already: the library has the rest.
+			return 0, "", false
+		case g.closeBody != nil:
+			if len(g.closeBody) < 2 {
+				return int(websocket.StatusNoStatusRcvd), "", true
+			}
+			return int(binary.BigEndian.Uint16(g.closeBody)), string(g.closeBody[2:]), true
+		case len(g.pend) > 0:
+			g.pend = nil
+		case g.left > 0:
+			n, err := io.CopyN(io.Discard, g.src, g.left)
+			g.left -= n
+			if err != nil {
+				return 0, "", false
+			}
+		default:
+			if err := g.next(); err != nil {
+				return 0, "", false
+			}
+		}
+	}
+	return 0, "", false
 }
 
 // wireCloseCode reports whether a close frame may carry code: the codes RFC

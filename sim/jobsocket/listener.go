@@ -448,8 +448,9 @@ type conn struct {
 	// the rest of an oversized frame without any deadline: raw's deadline
 	// and Close bound it.
 	raw net.Conn
-	// guard judges every frame before ws reads it (frameGuard).
-	guard   *frameGuard
+	// guarded is raw as ws reads and writes it: every frame is judged
+	// before ws reads it (frameGuard).
+	guarded *frameGuardConn
 	key     key
 	serial  uint64 // Event.Conn
 	writeMu sync.Mutex
@@ -630,9 +631,10 @@ func (c *conn) finish() {
 		close(c.closeDone)
 	})
 	<-c.closeDone
-	if c.readsOwnClose {
+	if c.readsOwnClose || c.guarded.cut.Load() {
 		// Its handshake ended in the read loop (or the deadline ended
-		// it): nothing else releases the connection.
+		// it), or a cut write left it open (frameGuardConn.Close):
+		// nothing else releases the connection.
 		c.abort()
 	}
 }
@@ -696,8 +698,8 @@ func (l *Listener) evictWaiting(c *conn, host, bound string) {
 // listener as well, with buffers of socketBufferSize.
 type hijackWatch struct {
 	http.ResponseWriter
-	conn  net.Conn
-	guard *frameGuard
+	conn    net.Conn
+	guarded *frameGuardConn
 }
 
 // socketBufferSize is the size of a job socket's read and of its write
@@ -725,18 +727,61 @@ func (h *hijackWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		src = brw.Reader
 	}
 	gc := &frameGuardConn{Conn: c, guard: frameGuard{src: src}}
-	h.guard = &gc.guard
-	return gc, bufio.NewReadWriter(bufio.NewReaderSize(gc, socketBufferSize), bufio.NewWriterSize(c, socketBufferSize)), nil
+	h.guarded = gc
+	return gc, bufio.NewReadWriter(bufio.NewReaderSize(gc, socketBufferSize), bufio.NewWriterSize(gc, socketBufferSize)), nil
 }
 
-// frameGuardConn is a job's connection as the WebSocket library reads it:
-// through a frameGuard.
+// frameGuardConn is a job's connection as the WebSocket library reads and
+// writes it: reads through a frameGuard, and a close that cuts a write
+// short leaves what the job sent unread to the read loop (cutWrite).
 type frameGuardConn struct {
 	net.Conn
 	guard frameGuard
+	// writes counts the writes under way.
+	writes atomic.Int32
+	// cut: Close came while a write was under way (the library's write
+	// timeout), and only stopped the connection.
+	cut atomic.Bool
 }
 
 func (g *frameGuardConn) Read(p []byte) (int, error) { return g.guard.Read(p) }
+
+func (g *frameGuardConn) Write(p []byte) (int, error) {
+	g.writes.Add(1)
+	defer g.writes.Add(-1)
+	return g.Conn.Write(p)
+}
+
+// Close closes the connection, unless a write is under way: a write that
+// ran out of time is cut by the library's Close, and the read loop may be
+// the goroutine stuck in it (the pong to a ping waits behind a stuck
+// frame). The job's close frame may then wait unread in the socket's
+// buffer, sent before normsim gave up. Close then only stops the
+// connection's reads and writes, and the read loop looks for that frame
+// (unreadClose) before the connection is released (conn.finish closes it).
+func (g *frameGuardConn) Close() error {
+	if g.writes.Load() > 0 {
+		g.cut.Store(true)
+		return g.Conn.SetDeadline(time.Now())
+	}
+	return g.Conn.Close()
+}
+
+// unreadLook bounds how long the read loop reads what a job sent when a
+// stuck write was cut: what the job sent in time is in the socket's
+// buffer already.
+const unreadLook = time.Millisecond
+
+// unreadClose reports the job's close frame among what it sent and no one
+// read, when a write that ran out of time cut the connection (cut): the
+// job closed first. Only the read loop calls it, once its read failed.
+func (g *frameGuardConn) unreadClose() (code int, reason string, ok bool) {
+	if !g.cut.Load() {
+		return 0, "", false
+	}
+	g.Conn.SetReadDeadline(time.Now().Add(unreadLook))
+	return g.guard.unreadClose()
+}
 
 // ServeHTTP upgrades a job's connection and runs it.
 func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -753,7 +798,7 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// library's 1009; one byte over the cap is enough to know.
 	ws.SetReadLimit(protocol.MaxFrameBytes + 1)
 	jobID, role, ok := protocol.ParsePath(r.RequestURI)
-	c := &conn{l: l, ws: ws, raw: hw.conn, guard: hw.guard, key: key{jobID, role}, serial: l.serials.Add(1), closeDone: make(chan struct{}), upgraded: time.Now()}
+	c := &conn{l: l, ws: ws, raw: hw.conn, guarded: hw.guarded, key: key{jobID, role}, serial: l.serials.Add(1), closeDone: make(chan struct{}), upgraded: time.Now()}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -828,7 +873,7 @@ func (c *conn) refuseFrame(data []byte, perr error) (int, string) {
 	code, reason := protocol.CloseProtocolError, perr.Error() // parse errors are capped at 120 bytes
 	if !utf8.Valid(data) {
 		code, reason = int(websocket.StatusInvalidFramePayloadData), "a text message must be valid UTF-8 (RFC 6455 section 8.1)"
-		c.guard.failAfter()
+		c.guarded.guard.failAfter()
 	}
 	c.close(websocket.StatusCode(code), reason)
 	return code, reason
@@ -1170,6 +1215,13 @@ func (c *conn) readFailed(err error) (int, string) {
 		var wce websocket.CloseError
 		errors.As(err, &wce)
 		return int(s), wce.Reason
+	}
+	if code, reason, ok := c.guarded.unreadClose(); ok {
+		// Sent before a stuck write ran out of time, and never read:
+		// the job closed first.
+		at := c.l.cfg.Now()
+		c.jobClosedAt.Store(&at)
+		return code, reason
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		// Reads have no deadline: this is the pong the library writes to
