@@ -52,8 +52,8 @@ type Migration struct {
 	// Broken names the promise whose breach ended the migration, and the
 	// side that broke it: an answer that did not come in time, a frame
 	// normsim closed the job's socket for, or an exit on its own while it
-	// was moved. Set only when no fault fired in the migration (one may
-	// have caused it).
+	// was moved. Set only when no fault of the migration struck that side
+	// (one may have caused it).
 	Broken *BrokenPromise `json:"broken,omitempty"`
 	// Judgement is normsim's verdict on the job's promises, made when the
 	// migration ended (Judge); read it through Judged.

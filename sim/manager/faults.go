@@ -198,7 +198,7 @@ func (r *run) passLocked(p passage, w frameWay) error {
 	if plan.frame < 0 {
 		err = w.pass(false)
 	} else {
-		r.fired[plan.frame] = true
+		r.fireFaultLocked(plan.frame, p.side)
 		f := &r.faults[plan.frame]
 		w.arrived()
 		r.noteLocked(sim.TimelineFault, r.mig.Phase, sideManager, frameFaultNote(f, p))
@@ -220,6 +220,23 @@ func (r *run) passLocked(p passage, w frameWay) error {
 	return err
 }
 
+// fireFaultLocked marks fault i fired, and side struck by it: the job it
+// strikes, the side a frame fault's frame came from or went to, the target
+// whose start it fails. A worker-abort strikes both: the worker's abort
+// reaches either job. A side's breach is then excused (stepBroken), the
+// other side's is not.
+func (r *run) fireFaultLocked(i int, side string) {
+	r.fired[i] = true
+	if r.faultOn == nil {
+		r.faultOn = map[string]bool{}
+	}
+	if r.faults[i].Kind == faultWorkerAbort || side == "" {
+		r.faultOn[sideSource], r.faultOn[sideTarget] = true, true
+		return
+	}
+	r.faultOn[side] = true
+}
+
 // hitLocked fires, synchronously, the faults that strike the job on a
 // passage's side, and reports whether the frame is lost with the job
 // (killed, stopped, or its socket dropped): it is then neither delivered
@@ -227,7 +244,7 @@ func (r *run) passLocked(p passage, w frameWay) error {
 func (r *run) hitLocked(p passage, hits []int) (lost bool) {
 	for _, i := range hits {
 		f := r.faults[i]
-		r.fired[i] = true
+		r.fireFaultLocked(i, f.Side)
 		r.noteLocked(sim.TimelineFault, r.mig.Phase, sideManager, fmt.Sprintf("fault: %s the %s (armed on %s)", f.Kind, f.Side, p.typ))
 		if r.actLocked(f) && losesFrame(f.Kind) {
 			lost = true
@@ -269,7 +286,7 @@ func (r *run) fireAtHelloLocked(side string) {
 func (r *run) fireEachLocked(idx []int, typ string, now bool) {
 	for _, i := range idx {
 		f := r.faults[i]
-		r.fired[i] = true
+		r.fireFaultLocked(i, f.Side)
 		who := "the " + f.Side
 		if f.Side == "" {
 			who = "the migration"

@@ -190,6 +190,42 @@ var handoverCases = []handoverCase{
 		},
 	},
 	{
+		// Attack round 11, C7: a fault that struck only the source
+		// (cutover-ready held on its way to it) excused the target's own
+		// missed target-applied: no side was blamed. A fault excuses the
+		// side it struck, not the other.
+		name:     "the target never reports what it applied after a fault struck only the source: the target is blamed",
+		timeouts: sim.Timeouts{Apply: short},
+		faults:   []sim.Fault{{Kind: "delay-frame", Side: "source", Frame: protocol.TypeCutoverReady, Delay: sim.Duration(20 * time.Millisecond)}},
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			tgt := toTargetReady(t, s, id)
+			stopSource(t, s, 7)
+			tgt.expect(protocol.TypeCutoverApply)
+			return tgt
+		},
+		state: sim.MigrationFailed, phase: sim.PhaseCutoverApply, reason: "timed out", broken: "target",
+		after: func(t *testing.T, s *fakeSim, tgt *job) {
+			s.src.quiet(50 * time.Millisecond)
+			tgt.quiet(50 * time.Millisecond)
+		},
+	},
+	{
+		name:     "the target never reports what it applied after a fault held cutover-apply on its way to it: no side is blamed",
+		timeouts: sim.Timeouts{Apply: short},
+		faults:   []sim.Fault{{Kind: "delay-frame", Side: "target", Frame: protocol.TypeCutoverApply, Delay: sim.Duration(20 * time.Millisecond)}},
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			tgt := toTargetReady(t, s, id)
+			stopSource(t, s, 7)
+			tgt.expect(protocol.TypeCutoverApply)
+			return tgt
+		},
+		state: sim.MigrationFailed, phase: sim.PhaseCutoverApply, reason: "timed out",
+		after: func(t *testing.T, s *fakeSim, tgt *job) {
+			s.src.quiet(50 * time.Millisecond)
+			tgt.quiet(50 * time.Millisecond)
+		},
+	},
+	{
 		name: "the target aborts well after its cutover-apply: past the point of no return it owed target-applied",
 		play: func(t *testing.T, s *fakeSim, id string) *job {
 			tgt := toTargetReady(t, s, id)

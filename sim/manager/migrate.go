@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -371,6 +372,9 @@ type run struct {
 	timeouts    sim.Timeouts
 	faults      []sim.Fault
 	fired       []bool // guarded by mu
+	// faultOn are the sides a fired fault struck (fireFaultLocked);
+	// guarded by mu.
+	faultOn map[string]bool
 	// armedAtHello says a fault is armed on a frame a connection begins
 	// with (hello, hello-ack, initial-state): only then does a job's hello
 	// wait for the owner (onSocket). Set before the owner starts; faults
@@ -1473,12 +1477,12 @@ func (r *run) sourceCommitted() bool {
 	return r.mig.Strategy == sim.Handover && r.ponr // the others' point is normsim's own
 }
 
-// anyFaultFired says whether a fault of the migration fired: what broke
-// the migration then may be its doing, not the job's.
-func (r *run) anyFaultFired() bool {
+// faultStruck are the sides a fired fault of the migration struck: what
+// one of them broke may be the fault's doing, not the job's.
+func (r *run) faultStruck() map[string]bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.Contains(r.fired, true)
+	return maps.Clone(r.faultOn)
 }
 
 // await reads events until one is what w waits for, a disruption ends
@@ -1896,7 +1900,7 @@ func (r *run) startTarget(ctx context.Context) error {
 	r.mu.Lock()
 	fail := planTargetStart(r.faults, r.fired)
 	if fail >= 0 {
-		r.fired[fail] = true
+		r.fireFaultLocked(fail, sideTarget)
 	}
 	r.mu.Unlock()
 	if fail >= 0 {
@@ -2250,7 +2254,7 @@ func (r *run) finish(ctx context.Context, err error) {
 	// removes jobs that can act, and the output is judged of a job that
 	// runs.
 	r.resumePaused()
-	if broken := stepBroken(err, state, r.anyFaultFired()); broken != nil {
+	if broken := stepBroken(err, state, r.faultStruck()); broken != nil {
 		r.mu.Lock()
 		r.mig.Broken = broken
 		r.mu.Unlock()

@@ -163,11 +163,12 @@ func stepEnd(err error, ponr bool) (state sim.MigrationState, reason string) {
 // migration (errBroken: a missed answer, a frame its socket was closed
 // for, an exit of its own, an abort past cutover-apply), and returns it
 // for the record; nil when none did, when the migration completed, or
-// when a fault of the migration fired, since the fault may be what broke
-// it.
-func stepBroken(err error, state sim.MigrationState, faultFired bool) *sim.BrokenPromise {
+// when a fault of the migration struck that side (struck), since the
+// fault may be what broke it. A fault that struck only the other side
+// excuses nothing.
+func stepBroken(err error, state sim.MigrationState, struck map[string]bool) *sim.BrokenPromise {
 	var b *errBroken
-	if state == sim.MigrationCompleted || faultFired || !errors.As(err, &b) {
+	if state == sim.MigrationCompleted || !errors.As(err, &b) || struck[b.side] {
 		return nil
 	}
 	return &sim.BrokenPromise{Side: b.side, Promise: b.promise, Detail: b.reason}

@@ -242,24 +242,25 @@ func TestEveryStepEndsAsDocumented(t *testing.T) {
 
 // TestStepBrokenBlamesOnlyAPromiseTheRecordProves: a side is named only
 // for an end it brought on itself, in a migration that did not complete
-// and where no fault fired.
+// and where no fault struck that side.
 func TestStepBrokenBlamesOnlyAPromiseTheRecordProves(t *testing.T) {
 	late := brokenf(sideSource, sim.PromiseAnswerInTime, "timed out after 10s waiting for the source's state")
 	for _, tc := range []struct {
-		name  string
-		err   error
-		state sim.MigrationState
-		fired bool
-		want  string // the side blamed; "" for none
+		name   string
+		err    error
+		state  sim.MigrationState
+		struck map[string]bool
+		want   string // the side blamed; "" for none
 	}{
-		{"a missed answer", late, sim.MigrationAborted, false, sideSource},
-		{"past the point of no return too", late, sim.MigrationFailed, false, sideSource},
-		{"not when a fault fired", late, sim.MigrationAborted, true, ""},
-		{"not a completed migration", late, sim.MigrationCompleted, false, ""},
-		{"not an end no side brought on", endf("the target aborted: no decoder"), sim.MigrationAborted, false, ""},
-		{"not a refusal", &refused{"busy"}, sim.MigrationRefused, false, ""},
+		{"a missed answer", late, sim.MigrationAborted, nil, sideSource},
+		{"past the point of no return too", late, sim.MigrationFailed, nil, sideSource},
+		{"not when a fault struck that side", late, sim.MigrationAborted, map[string]bool{sideSource: true}, ""},
+		{"when a fault struck only the other side", late, sim.MigrationAborted, map[string]bool{sideTarget: true}, sideSource},
+		{"not a completed migration", late, sim.MigrationCompleted, nil, ""},
+		{"not an end no side brought on", endf("the target aborted: no decoder"), sim.MigrationAborted, nil, ""},
+		{"not a refusal", &refused{"busy"}, sim.MigrationRefused, nil, ""},
 	} {
-		b := stepBroken(tc.err, tc.state, tc.fired)
+		b := stepBroken(tc.err, tc.state, tc.struck)
 		switch {
 		case tc.want == "" && b != nil:
 			t.Errorf("%s: blames %+v, want no side", tc.name, b)
