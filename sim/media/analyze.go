@@ -122,17 +122,25 @@ func Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *sim.MediaR
 	if bothProduced {
 		faults = append(faults, fmt.Sprintf("source and target both sent for %.1f ms", ms(source[len(source)-1].At.Sub(target[0].At))))
 	}
+	// What normsim did not read may hold the very frames a check finds
+	// missing: only the defects no such packet could explain are held
+	// against a side then.
+	held := r.Defects
+	if r.NotRead > 0 {
+		held = append(unreadCannotExplain(r.Defects), c.paramsChanged...)
+	}
 	r.AtFault = momentFault
-	if r.AtFault == "" && r.NotRead == 0 {
-		r.AtFault = defectFault(r.Defects)
+	if r.AtFault == "" {
+		r.AtFault = defectFault(held)
 	}
 
 	switch {
 	case len(faults) > 0:
 		r.Verdict = sim.VerdictOverlap
+	case r.NotRead > 0 && len(held) > 0:
+		r.Verdict = sim.VerdictGlitch
 	case r.NotRead > 0:
-		// What normsim did not read may hold the very frames a check
-		// finds missing: no verdict on the pictures, and no blame.
+		// No verdict on the pictures, and no blame.
 		r.Verdict = sim.VerdictUnknown
 	case c.anyVerdict(sim.VerdictOverlap):
 		r.Verdict = sim.VerdictOverlap
@@ -148,6 +156,24 @@ func Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *sim.MediaR
 	r.Detail = finishDetail(append(faults, c.summary()...), r)
 	r.Frames = framesNearSwitch(src, tgt, r.SwitchAt)
 	return r
+}
+
+// unreadCannotExplain are the defects that no packet normsim did not read
+// (interleaved-mode H.264) could explain away: those of the packets'
+// numbering, SSRC, timestamps and arrival, of the format and of the TS
+// layer. Missing frames, a join without a keyframe, a missing stream, a
+// frame rate or fragments whose start never came may all be in packets
+// it did not read (an FU-B starts an interleaved fragment).
+func unreadCannotExplain(ds []sim.MediaDefect) []sim.MediaDefect {
+	var out []sim.MediaDefect
+	for _, d := range ds {
+		switch d.Check {
+		case sim.MediaCheckPTS, sim.MediaCheckKeyframe, sim.MediaCheckStreamMissing, sim.MediaCheckCodecParams, sim.MediaCheckRTPFragments:
+		default:
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // readable are the datagrams of a known format; the others are counted
@@ -268,6 +294,9 @@ type comparison struct {
 	seamDefects      []sim.MediaDefect
 	keyframeAtJoin   *bool
 	pictureMissingMs *float64
+	// paramsChanged are the defects of a codec parameter set the target
+	// sent that differs from the source's (not of a frame rate).
+	paramsChanged []sim.MediaDefect
 }
 
 // streamPair is one elementary stream as both sides sent it; either may
@@ -355,6 +384,7 @@ func (c *comparison) judgeStreams() {
 		if st.SourceParams != "" && st.TargetParams != "" && st.SourceParams != st.TargetParams {
 			// A decoder set up for the source's SPS must reinitialise.
 			c.defect(sim.MediaCheckCodecParams, "", label, targetSide, fmt.Sprintf("codec parameters on %s changed from %s to %s", label, st.SourceParams, st.TargetParams))
+			c.paramsChanged = append(c.paramsChanged, c.seamDefects[len(c.seamDefects)-1])
 		}
 		if !lastOK || !firstOK {
 			st.Verdict, st.Detail = sim.VerdictUnknown, "no presentation time on one side"

@@ -590,6 +590,24 @@ func TestAnalyzeRTPH264PacketsNotReadAreSaid(t *testing.T) {
 			t.Fatalf("verdict %s, at fault %q, not read %d of %d: %s", r.Verdict, r.AtFault, r.NotRead, n, r.Detail)
 		}
 	})
+	// Attack round 11, C3: a target that sent random bytes as RTP
+	// H.264 has packets that read as interleaved mode, and the seam was
+	// "unknown" (tolerated) whatever else broke. Packets normsim did not
+	// read can hide missing pictures, not a new SSRC, broken sequence
+	// numbers or a changed SPS: those are still the target's glitch.
+	t.Run("not read does not hide what it cannot explain", func(t *testing.T) {
+		s, other := &rtpSender{ssrc: 0xabc}, &rtpSender{ssrc: 0xdef, seq: 9000}
+		src, tgt := s.frames(fs, 0, 25), other.frames(fs, 25, 50)
+		for i := range tgt {
+			if pl := tgt[i].Data[12:]; pl[0]&0x1f == h264FUA {
+				pl[0] = pl[0]&0xe0 | h264FUB
+			}
+		}
+		r := Analyze(src, tgt, sim.SeamMoments{})
+		if r.Verdict != sim.VerdictGlitch || r.AtFault != "target" || r.NotRead == 0 || !hasDefect(r, sim.MediaCheckSSRC, "SSRC 0x00000abc") {
+			t.Fatalf("verdict %s, at fault %q, not read %d, defects %s: %s", r.Verdict, r.AtFault, r.NotRead, checks(r), r.Detail)
+		}
+	})
 	t.Run("undefined NAL types", func(t *testing.T) {
 		s := &rtpSender{ssrc: 0xabc}
 		src := s.frames(fs, 0, 10)
