@@ -221,8 +221,10 @@ type MediaJudge interface {
 	// Capture is the datagrams as one MPEG-TS file, cut to whole frames:
 	// from the first keyframe (what a player tuning in decodes), or,
 	// asJoined, from the first datagram (what a receiver that joined
-	// there got, whatever it was).
-	Capture(dgs []MediaDatagram, asJoined bool) ([]byte, error)
+	// there got, whatever it was). leftOut counts the datagrams cut to
+	// that whole which the file still does not hold: of no known format,
+	// or RTP packets that gave no NAL unit a player reads.
+	Capture(dgs []MediaDatagram, asJoined bool) (ts []byte, leftOut int, err error)
 	// CaptureRTP is the datagrams that are RTP packets, as they came,
 	// each framed by its 2-byte length (RFC 4571); nil when none is.
 	CaptureRTP(dgs []MediaDatagram) []byte

@@ -551,9 +551,14 @@ func (s *Server) seamCapture(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	ts, name := c.TS, id+"-seam.ts"
+	ts, name, what := c.TS, id+"-seam.ts", "around the switch"
 	if side == "target" {
-		ts, name = c.TargetTS, id+"-seam-target.ts"
+		ts, name, what = c.TargetTS, id+"-seam-target.ts", "from the target"
+	}
+	if len(ts) == 0 {
+		// An empty file would play as nothing, and say nothing of why.
+		writeError(w, sim.Errorf(sim.ENotFound, "migration %q's seam capture holds nothing a player can open %s: what the receiver got there was of no known format, or RTP packets that gave no whole NAL unit (the migration's timeline says how many, at \"seam capture kept\"; get seam.rtp for the RTP as it came)", id, what))
+		return
 	}
 	w.Header().Set("Content-Type", "video/mp2t")
 	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))

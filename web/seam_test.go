@@ -32,6 +32,13 @@ func TestSeamTSServesTheCaptureAsAFile(t *testing.T) {
 	if r := get(t, h, "/api/v1/migrations/m1/seam.ts?side=source"); r.Status != http.StatusBadRequest || !strings.Contains(r.Body, "side: must be both") {
 		t.Fatalf("side=source: %d %s", r.Status, r.Body)
 	}
+	// Attack round 11, C3: a target whose datagrams made no frame gave
+	// an empty file, 200, and no word of why.
+	f.captures["m3"] = &sim.SeamCapture{MigrationID: "m3", TS: ts, Datagrams: 4}
+	f.addMig(&sim.Migration{ID: "m3", JobID: "job-1", State: sim.MigrationCompleted, StartedAt: time.Now()})
+	if r := get(t, h, "/api/v1/migrations/m3/seam.ts?side=target"); r.Status != http.StatusNotFound || !strings.Contains(r.Body, "nothing a player can open from the target") {
+		t.Fatalf("m3, the target's, empty: %d %s", r.Status, r.Body)
+	}
 	if r := get(t, h, "/api/v1/migrations/m2/seam.ts"); r.Status != http.StatusNotFound || !strings.Contains(r.Body, "no seam capture") {
 		t.Fatalf("m2: %d %s", r.Status, r.Body)
 	}

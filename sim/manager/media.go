@@ -243,7 +243,7 @@ func (r *run) captureSeam(ctx context.Context, w sim.MediaWindow, rep *sim.Media
 	if len(around) == 0 {
 		return
 	}
-	ts, err := r.m.cfg.MediaJudge.Capture(around, false)
+	ts, leftOut, err := r.m.cfg.MediaJudge.Capture(around, false)
 	if err != nil {
 		r.recordHere(sideOutput, "the seam capture could not be made: "+err.Error(), nil)
 		return
@@ -254,7 +254,7 @@ func (r *run) captureSeam(ctx context.Context, w sim.MediaWindow, rep *sim.Media
 			joined = append(joined, d)
 		}
 	}
-	targetTS, err := r.m.cfg.MediaJudge.Capture(joined, true)
+	targetTS, targetLeftOut, err := r.m.cfg.MediaJudge.Capture(joined, true)
 	if err != nil {
 		r.recordHere(sideOutput, "the target's seam capture could not be made: "+err.Error(), nil)
 		return
@@ -265,7 +265,19 @@ func (r *run) captureSeam(ctx context.Context, w sim.MediaWindow, rep *sim.Media
 		r.recordHere(sideOutput, "the seam capture could not be kept: "+err.Error(), nil)
 		return
 	}
-	r.recordHere(sideOutput, fmt.Sprintf("seam capture kept: %s, %.1f s around the switch (seam.ts)", sim.Plural(int64(len(around)), "datagram"), c.To.Sub(c.From).Seconds()), nil)
+	r.recordHere(sideOutput, captureNote(len(around), c.To.Sub(c.From), leftOut, targetLeftOut), nil)
+}
+
+// captureNote is the timeline's word on a seam capture of n datagrams
+// over span, leftOut of which seam.ts does not hold (targetLeftOut of the
+// target's alone): a player shows nothing of them, and a capture that
+// holds only the source's pictures must not pass for the whole seam.
+func captureNote(n int, span time.Duration, leftOut, targetLeftOut int) string {
+	note := fmt.Sprintf("seam capture kept: %s, %.1f s around the switch (seam.ts)", sim.Plural(int64(n), "datagram"), span.Seconds())
+	if leftOut > 0 || targetLeftOut > 0 {
+		note += fmt.Sprintf("; left out as no player can read them (no known format, or RTP packets that gave no whole NAL unit): %d of seam.ts, %d of the target's alone (seam.ts?side=target)", leftOut, targetLeftOut)
+	}
+	return note
 }
 
 // SeamCapture is the stream the media receiver got around a migration's

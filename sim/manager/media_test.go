@@ -245,3 +245,16 @@ func TestReceiverLossesAreNotBlamedOnTheJob(t *testing.T) {
 		t.Fatalf("a seamless seam with a datagram lost: %+v", ok)
 	}
 }
+
+// TestCaptureNoteSaysWhatSeamTSLeavesOut (attack round 11, C3): a target
+// whose RTP made no whole NAL unit left seam.ts with the source's
+// pictures alone, and the timeline said only that the capture was kept.
+func TestCaptureNoteSaysWhatSeamTSLeavesOut(t *testing.T) {
+	if n := captureNote(40, 2*time.Second, 0, 0); strings.Contains(n, "left out") {
+		t.Errorf("a whole capture: %q", n)
+	}
+	n := captureNote(40, 2*time.Second, 25, 25)
+	if !strings.HasPrefix(n, "seam capture kept: 40 datagrams, 2.0 s") || !strings.Contains(n, "25 of seam.ts, 25 of the target's alone") {
+		t.Errorf("a capture without the target's packets: %q", n)
+	}
+}

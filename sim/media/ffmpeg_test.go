@@ -193,7 +193,7 @@ func TestRemuxDecodes(t *testing.T) {
 			}
 		}
 	}
-	ts, err := Remux(dgs)
+	ts, _, err := Remux(dgs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func (Judge) CaptureRTP(dgs []sim.MediaDatagram) []byte {
 
 // Capture is the datagrams' whole frames as one MPEG-TS file: from the
 // first keyframe, or, asJoined, from the first datagram.
-func (Judge) Capture(dgs []sim.MediaDatagram, asJoined bool) ([]byte, error) {
+func (Judge) Capture(dgs []sim.MediaDatagram, asJoined bool) ([]byte, int, error) {
 	if asJoined {
 		return Remux(WholeLastFrame(dgs))
 	}

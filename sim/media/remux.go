@@ -17,8 +17,12 @@ const remuxPID = 256
 // Remux writes what the receiver got as one MPEG-TS file a player can
 // open: TS datagrams as they came, RTP/MP2T without the RTP headers, and
 // RTP/H.264 depacketized to Annex B and muxed on PID 256 with the RTP
-// timestamps as PTS. Datagrams of no known format are left out.
-func Remux(dgs []sim.MediaDatagram) ([]byte, error) {
+// timestamps as PTS. Datagrams of no known format are left out, and so
+// are RTP packets that give no NAL unit a player reads (a fragment whose
+// start was lost, interleaved mode, an undefined type): leftOut counts
+// both. What a receiver drops (a copy, another payload type) is not in
+// what it got, and not counted.
+func Remux(dgs []sim.MediaDatagram) (ts []byte, leftOut int, err error) {
 	var out bytes.Buffer
 	var mux *astits.Muxer
 	type stream struct {
@@ -78,6 +82,7 @@ func Remux(dgs []sim.MediaDatagram) ([]byte, error) {
 			continue
 		}
 		if p == nil {
+			leftOut++
 			continue
 		}
 		// What a receiver drops (a copy, another payload type) is not
@@ -97,17 +102,19 @@ func Remux(dgs []sim.MediaDatagram) ([]byte, error) {
 		case sim.MediaRTPH264:
 			if nals := st.depack.push(p.Payload); len(nals) > 0 {
 				if err := writeAU(st.units.push(p.Timestamp, i, dg.At, nals), st.codec); err != nil {
-					return nil, fmt.Errorf("muxing the %s of datagram %d: %w", st.codec, i, err)
+					return nil, 0, fmt.Errorf("muxing the %s of datagram %d: %w", st.codec, i, err)
 				}
 			}
 		}
 	}
 	for _, st := range order {
 		if err := writeAU(st.units.flush(), st.codec); err != nil {
-			return nil, fmt.Errorf("muxing the last %s frame: %w", st.codec, err)
+			return nil, 0, fmt.Errorf("muxing the last %s frame: %w", st.codec, err)
 		}
+		d := st.depack
+		leftOut += d.lostFU + d.lostPACI + d.interleaved + d.ignored
 	}
-	return out.Bytes(), nil
+	return out.Bytes(), leftOut, nil
 }
 
 // WholeFrames cuts a capture to what a player decodes without a word:

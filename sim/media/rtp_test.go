@@ -322,24 +322,38 @@ func TestRemux(t *testing.T) {
 	junk := sim.MediaDatagram{At: t0, Data: []byte("not media")}
 
 	t.Run("TS as it came", func(t *testing.T) {
-		out, err := Remux(append([]sim.MediaDatagram{junk}, dgs...))
-		if err != nil || !bytes.Equal(out, whole) {
-			t.Errorf("remux of TS differs (%d bytes, want %d): %v", len(out), len(whole), err)
+		out, left, err := Remux(append([]sim.MediaDatagram{junk}, dgs...))
+		if err != nil || !bytes.Equal(out, whole) || left != 1 {
+			t.Errorf("remux of TS differs (%d bytes, want %d; %d left out, want the junk): %v", len(out), len(whole), left, err)
+		}
+	})
+	// Attack round 11, C3: RTP H.264 that gives no whole NAL unit (here
+	// FU-A fragments whose start never came) made nothing of seam.ts,
+	// and nothing said so.
+	t.Run("RTP that makes no frame is counted", func(t *testing.T) {
+		s := &rtpSender{ssrc: 7}
+		var dgs []sim.MediaDatagram
+		for i := range 5 {
+			dgs = append(dgs, s.packet(96, uint32(i*3600), true, []byte{0x1c, 0x05, 1, 2, 3}, frameAt(i)))
+		}
+		out, left, err := Remux(dgs)
+		if err != nil || len(out) != 0 || left != 5 {
+			t.Errorf("remux of 5 fragments without a start: %d bytes, %d left out, want none and 5: %v", len(out), left, err)
 		}
 	})
 	t.Run("RTP headers stripped", func(t *testing.T) {
 		s := &rtpSender{ssrc: 7}
-		out, err := Remux(s.wrapMP2T(dgs))
-		if err != nil || !bytes.Equal(out, whole) {
+		out, left, err := Remux(s.wrapMP2T(dgs))
+		if err != nil || !bytes.Equal(out, whole) || left != 0 {
 			t.Errorf("remux of RTP/MP2T differs: %v", err)
 		}
 	})
 	t.Run("RTP H.264 muxed", func(t *testing.T) {
 		fs := gopFrames(10, 5, 900000)
 		s := &rtpSender{ssrc: 7}
-		out, err := Remux(append(s.frames(fs, 0, 10), junk))
-		if err != nil {
-			t.Fatal(err)
+		out, left, err := Remux(append(s.frames(fs, 0, 10), junk))
+		if err != nil || left != 1 {
+			t.Fatalf("%d left out, want the junk: %v", left, err)
 		}
 		pts, idr := demuxAll(t, out)
 		if len(pts[remuxPID]) != 10 || pts[remuxPID][9] != 900000+9*3600 || idr != 2 {
@@ -522,7 +536,7 @@ func TestAnalyzeRTPH265(t *testing.T) {
 		if r.Verdict != tc.verdict || len(r.Streams) != 1 || r.Streams[0].Codec != "H.265" {
 			t.Errorf("%s: verdict %s, streams %+v: %s", tc.name, r.Verdict, r.Streams, r.Detail)
 		}
-		capture, err := Remux(append(src, tgt...))
+		capture, _, err := Remux(append(src, tgt...))
 		if err != nil || len(capture) == 0 || !bytes.Contains(capture, []byte{0x00, 0x00, 0x00, 0x01, 0x26, 0x01}) {
 			t.Errorf("%s: seam capture %d bytes without the H.265 keyframe (%v)", tc.name, len(capture), err)
 		}
