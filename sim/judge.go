@@ -194,8 +194,15 @@ func judgeHandoverSeam(m *Migration, add adder) {
 	// missing, its overlap pictures shown again.
 	fromMedia := o.Media != nil && o.Media.Verdict == o.Verdict && o.Lost == 0 && o.Duplicated == 0
 	switch {
+	case fromMedia && o.Verdict == VerdictGap && o.Media.FramesMissing == 0:
+		// Less than a frame: no picture is missing, each shows late.
+		add(GradeFail, CheckMedia, PromiseExactPosition, o.AtFault, "the pictures go on late at the seam: %s", o.Detail)
+		return
 	case fromMedia && o.Verdict == VerdictGap:
 		add(GradeFail, CheckMedia, PromiseExactPosition, o.AtFault, "frames missing at the seam: %s", o.Detail)
+		return
+	case fromMedia && o.Verdict == VerdictOverlap && o.SourceAfterStop == 0 && o.TargetBeforeApply == 0 && o.Media.FramesRepeated == 0:
+		add(GradeFail, CheckMedia, PromiseExactPosition, o.AtFault, "the pictures go on early at the seam: %s", o.Detail)
 		return
 	case fromMedia && o.Verdict == VerdictOverlap && o.SourceAfterStop == 0 && o.TargetBeforeApply == 0:
 		add(GradeFail, CheckMedia, PromiseExactPosition, o.AtFault, "frames presented again at the seam: %s", o.Detail)

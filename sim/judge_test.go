@@ -46,11 +46,19 @@ func TestJudge(t *testing.T) {
 			GradeFail, "target", "before cutover-apply"},
 		// A video job's seam is said in frames (issue 30).
 		{"frames missing at a media seam fail, said as frames", handover(MigrationCompleted, &OutputReport{Verdict: VerdictGap, AtFault: "target", Detail: "media: 3 frames (120.0 ms) missing",
-			Media: &MediaReport{Verdict: VerdictGap}}),
+			Media: &MediaReport{Verdict: VerdictGap, FramesMissing: 3}}),
 			GradeFail, "target", "frames missing at the seam: media: 3 frames"},
 		{"frames shown again at a media seam fail, said as frames", handover(MigrationCompleted, &OutputReport{Verdict: VerdictOverlap, AtFault: "target", Detail: "media: target started at PTS 0",
-			Media: &MediaReport{Verdict: VerdictOverlap}}),
+			Media: &MediaReport{Verdict: VerdictOverlap, FramesRepeated: 1}}),
 			GradeFail, "target", "frames presented again at the seam"},
+		// Attack round 11, C5: less than a frame off is no frame missing
+		// or shown again.
+		{"a media seam less than a frame late fails, not said as frames missing", handover(MigrationCompleted, &OutputReport{Verdict: VerdictGap, AtFault: "target", Detail: "media: 20.0 ms late (less than a frame)",
+			Media: &MediaReport{Verdict: VerdictGap}}),
+			GradeFail, "target", "the pictures go on late at the seam: media: 20.0 ms late"},
+		{"a media seam less than a frame early fails, not said as frames shown again", handover(MigrationCompleted, &OutputReport{Verdict: VerdictOverlap, AtFault: "target", Detail: "media: 20.0 ms early (less than a frame)",
+			Media: &MediaReport{Verdict: VerdictOverlap}}),
+			GradeFail, "target", "the pictures go on early at the seam"},
 		{"an unreadable seam is tolerated", handover(MigrationCompleted, &OutputReport{Verdict: VerdictUnknown, Detail: "not all read"}),
 			GradeTolerated, "", "cannot be vouched for"},
 		{"a job without output passes, saying so", handover(MigrationCompleted, nil), GradePass, "", "received nothing from the job"},

@@ -425,11 +425,15 @@ func (c *comparison) judgeStreams() {
 		case step > ft:
 			gap := step - ft
 			g := ticksMs(gap)
-			st.GapMs, st.FramesMissing = &g, int64(math.Round(float64(gap)/float64(ft)))
+			n, _ := framesIn(gap, ft)
+			st.GapMs, st.FramesMissing = &g, n
 			st.Verdict = sim.VerdictGap
 			st.Detail = fmt.Sprintf("%s, target started at PTS %d: %s (%.1f ms) missing", stopped, first, sim.Plural(st.FramesMissing, "frame"), g)
+			if off := offGridBy(gap, ft); off != 0 && n > 0 {
+				st.Detail += fmt.Sprintf(", and the frames after %.1f ms off the source's frame grid", ticksMs(off))
+			}
 			if st.FramesMissing == 0 {
-				// Late by less than half a frame: no picture is missing,
+				// Late by half a frame or less: no picture is missing,
 				// but each one after shows that much later.
 				st.Detail = fmt.Sprintf("%s, target started at PTS %d: %.1f ms late (less than a frame)", stopped, first, g)
 			}
@@ -437,9 +441,7 @@ func (c *comparison) judgeStreams() {
 			over := ft - step
 			o := ticksMs(over)
 			st.OverlapMs = &o
-			if ft > 0 {
-				st.FramesRepeated = int64(math.Round(float64(over) / float64(ft)))
-			}
+			st.FramesRepeated, _ = framesIn(over, ft)
 			st.Verdict = sim.VerdictOverlap
 			st.Detail = fmt.Sprintf("%s, target started at PTS %d: %s (%.1f ms) presented again", stopped, first, sim.Plural(st.FramesRepeated, "frame"), o)
 			if st.FramesRepeated == 0 {
@@ -575,10 +577,12 @@ func sortedSteps(tracks ...*track) []int64 {
 // three.
 func meanFrame(tr *track) int64 {
 	steps := sortedSteps(tr)
-	med := quantile(steps, 0.5)
+	// The cadence's steps: a step off it (a picture missing, a stream's
+	// own step off its grid) is not its rate.
+	lo, hi := quantile(steps, 0.1), quantile(steps, 0.9)
 	var sum, n int64
 	for _, s := range steps {
-		if s < 2*med {
+		if s >= lo && s <= hi {
 			sum, n = sum+s, n+1
 		}
 	}

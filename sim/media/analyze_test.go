@@ -434,7 +434,7 @@ func TestAnalyzeTSDefects(t *testing.T) {
 			want:    []string{"PTS continuity[video PID 256 H.264,target]"},
 			absent:  []string{"PCR_discontinuity_indicator_error", "Continuity_count_error"},
 			check: func(t *testing.T, r *sim.MediaReport) {
-				if d := defectNamed(r, "PTS continuity"); d == nil || !strings.Contains(d.Detail, "3 frames, 120.0 ms, missing") {
+				if d := defectNamed(r, "PTS continuity"); d == nil || !strings.Contains(d.Detail, "3 frames missing, 120.0 ms in all") {
 					t.Errorf("defect %+v", d)
 				}
 			},
@@ -899,6 +899,53 @@ func TestPTSWithinASideAllowsPulldownsCadence(t *testing.T) {
 	}
 }
 
+// TestPTSStepsOffTheFrameGridAreSaidAsTheyAre (attack round 11, C5): at
+// 25 fps a step of half a frame within a side passed; the target starting
+// 20 ms late at the switch read "1 frame (20.0 ms) missing", 60 ms late
+// "2 frames"; and the source's own step of 70 ms read as the target
+// changing the frame rate. A fixed rate is held to its grid: frames
+// missing are whole frames (half a frame rounds down), and a step off the
+// grid by more than a quarter frame is said, of the side that took it.
+func TestPTSStepsOffTheFrameGridAreSaidAsTheyAre(t *testing.T) {
+	at := func(t *testing.T, fromFrame int, ms int64) *sim.MediaReport {
+		fs := gopFrames(100, 25, 900000)
+		for i := fromFrame; i < len(fs); i++ {
+			fs[i].pts += ms * 90
+		}
+		m := muxTS(t, fs, 256)
+		return Analyze(m.datagrams(before(50), 0), m.datagrams(from(50), 0), sim.SeamMoments{})
+	}
+	for _, tc := range []struct {
+		name      string
+		from      int
+		ms        int64
+		verdict   string
+		missing   int64 // of the switch
+		says      string
+		notSaying string
+		fault     string // of the PTS continuity defect
+	}{
+		{"the target starts half a frame late", 50, 20, sim.VerdictGap, 0, "20.0 ms late (less than a frame)", "1 frame", "target"},
+		{"the target starts a frame and a half late", 50, 60, sim.VerdictGap, 1, "1 frame (60.0 ms) missing, and the frames after 20.0 ms off the source's frame grid", "2 frames", "target"},
+		{"the target starts half a frame early", 50, -20, sim.VerdictOverlap, 0, "20.0 ms early (less than a frame)", "1 frame", "target"},
+		{"the source steps half a frame late within its stream", 20, 20, sim.VerdictGlitch, 0, "off its frame grid by +20.0 ms", "", "source"},
+		{"the source steps 30 ms late within its stream", 20, 30, sim.VerdictGlitch, 0, "skipped ahead 1 time (1 frame missing, 30.0 ms in all)", "frame rate", "source"},
+		{"the source steps a quarter frame late within its stream", 20, 10, sim.VerdictSeamless, 0, "target continued at the next frame", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := at(t, tc.from, tc.ms)
+			switch {
+			case r.Verdict != tc.verdict || r.FramesMissing != tc.missing:
+				t.Errorf("verdict %s, %d frames missing; want %s, %d: %s", r.Verdict, r.FramesMissing, tc.verdict, tc.missing, r.Detail)
+			case !strings.Contains(r.Detail, tc.says) || tc.notSaying != "" && strings.Contains(r.Detail, tc.notSaying):
+				t.Errorf("detail %q, want %q and not %q", r.Detail, tc.says, tc.notSaying)
+			case tc.fault != "" && (defectNamed(r, sim.MediaCheckPTS) == nil || defectNamed(r, sim.MediaCheckPTS).AtFault != tc.fault || r.AtFault != tc.fault):
+				t.Errorf("at fault %q, defects %s, want the %s's PTS continuity", r.AtFault, checks(r), tc.fault)
+			}
+		})
+	}
+}
+
 // Issue 34 round 6 (F1, F6, F7) in MPEG-TS: a PES that carries no
 // picture (only a delimiter, or parameter sets sent ahead of their
 // keyframe) is no frame, and null packets, which every constant-bitrate
@@ -910,7 +957,7 @@ func TestAnalyzeTSReadAsAReceiverDoes(t *testing.T) {
 		fs[35].only = [][]byte{aud}
 		m := muxTS(t, fs, 256)
 		r := Analyze(m.datagrams(before(25), 0), m.datagrams(from(25), 0), sim.SeamMoments{})
-		if r.Verdict == sim.VerdictSeamless || !hasDefect(r, "PTS continuity", "") || !strings.Contains(r.Detail, "(1 frame, 40.0 ms, missing)") {
+		if r.Verdict == sim.VerdictSeamless || !hasDefect(r, "PTS continuity", "") || !strings.Contains(r.Detail, "(1 frame missing, 40.0 ms in all)") {
 			t.Errorf("verdict %s, defects %s: %s", r.Verdict, checks(r), r.Detail)
 		}
 	})

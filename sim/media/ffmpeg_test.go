@@ -159,7 +159,7 @@ func TestAnalyzeFFmpegClipWithBFramesAndAudio(t *testing.T) {
 	s.ptsDefects()
 	// The frame before the gap is whole and presented, though the
 	// demuxer sees the counter jump only at the next.
-	if len(s.defects) != 2 || s.defects[0].Check != sim.MediaCheckCC || !strings.Contains(s.defects[1].Detail, "skipped ahead 1 time (1 frame, 40.0 ms, missing)") {
+	if len(s.defects) != 2 || s.defects[0].Check != sim.MediaCheckCC || !strings.Contains(s.defects[1].Detail, "skipped ahead 1 time (1 frame missing, 40.0 ms in all)") {
 		t.Errorf("defects %+v", s.defects)
 	}
 }

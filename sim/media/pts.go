@@ -33,8 +33,10 @@ func (s *side) ptsDefects() {
 		}
 		// Pictures are missing where a step is wider than the stream's
 		// short one allows: with 3:2 pulldown's cadence the median is a
-		// frame and a half.
-		j := ptsJumps{frame: quantile(steps, 0.1)}
+		// frame and a half. A stream of one step (a fixed rate) is held
+		// to it: a step off its grid is a picture shown too long or too
+		// briefly.
+		j := ptsJumps{frame: quantile(steps, 0.1), regular: regularSteps(steps)}
 		segs := segments(tr.units)
 		for k, seg := range segs {
 			j.check(seg, tr.wrap, ft, tr.kind == "video", s.cutStart && k == 0, s.cutEnd && k == len(segs)-1)
@@ -65,10 +67,49 @@ func segments(us []unit) [][]unit {
 
 // ptsJumps gathers one stream's breaks in presentation time.
 type ptsJumps struct {
-	frame                 int64 // the short step, for counting pictures missing
-	ahead, back, repeated int
-	missing               int64 // frames
-	first                 string
+	frame int64 // the short step, for counting pictures missing
+	// regular: the stream has one step, its frame (regularSteps).
+	regular                        bool
+	ahead, back, repeated, offGrid int
+	missing                        int64 // frames
+	missingTicks                   int64 // the time they took
+	first                          string
+}
+
+// regularSteps says whether a stream's steps (sorted) are all one frame
+// duration, to within a 50th: 29.97 fps at 90 kHz is 3003 ticks, 59.94
+// alternates 1501 and 1502. Pulldown's cadence (3003 and 4505) and a
+// variable rate are not.
+func regularSteps(sorted []int64) bool {
+	lo, hi := quantile(sorted, 0.1), quantile(sorted, 0.9)
+	return lo > 0 && hi-lo <= max(1, lo/50)
+}
+
+// framesIn is how many whole frames of ft ticks make up ticks (ticks ≥
+// 0), rounding half a frame down, and what is left over, from -ft/2 to
+// ft/2: 60 ms of 40 ms frames is one frame and 20 ms over; 20 ms is none
+// and 20 ms over.
+func framesIn(ticks, ft int64) (n, off int64) {
+	if ft <= 0 {
+		return 0, ticks
+	}
+	n = (ticks + (ft-1)/2) / ft
+	return n, ticks - n*ft
+}
+
+// offGridBy is how far a step of one frame and extra ticks is from a
+// whole number of frames of ft, when that is more than a quarter frame:
+// the picture shown before it stays that much too long (positive) or
+// too briefly; 0 when it is on the grid.
+func offGridBy(extra, ft int64) int64 {
+	off := extra
+	if extra >= 0 {
+		_, off = framesIn(extra, ft)
+	}
+	if abs(off) > ft/4 {
+		return off
+	}
+	return 0
 }
 
 func (j *ptsJumps) note(what string) {
@@ -158,12 +199,33 @@ func (j *ptsJumps) gaps(us []unit, vals []int64, idx []int, cutStart, cutEnd boo
 		case vals[cur] <= lo || vals[prev] >= hi:
 			// Sent outside the window (lo and hi are frames' own times,
 			// so a hole lies wholly on one side of each).
+		case j.regular:
+			j.fixedRateStep(step, us[idx[prev]].pts)
 		case step > ft*7/4: // a frame and a half is pulldown's cadence; two are a frame missing
-			n := (step+ft/2)/ft - 1
+			n, _ := framesIn(step-ft, ft)
 			j.ahead++
 			j.missing += n
+			j.missingTicks += step - ft
 			j.note(fmt.Sprintf("skipped ahead %.1f ms after PTS %d", ticksMs(step-ft), us[idx[prev]].pts))
 		}
+	}
+}
+
+// fixedRateStep judges a step of a regular stream (one frame duration)
+// after the frame at PTS after: whole frames missing, and a step off its
+// grid by more than a quarter frame, a picture shown too long or too
+// briefly, whether frames are missing or not.
+func (j *ptsJumps) fixedRateStep(step, after int64) {
+	ft := j.frame
+	if n, _ := framesIn(max(step-ft, 0), ft); n > 0 {
+		j.ahead++
+		j.missing += n
+		j.missingTicks += step - ft
+		j.note(fmt.Sprintf("skipped ahead %.1f ms after PTS %d", ticksMs(step-ft), after))
+	}
+	if off := offGridBy(step-ft, ft); off != 0 {
+		j.offGrid++
+		j.note(fmt.Sprintf("stepped %.1f ms after PTS %d, where its frames are %.1f ms apart: off its frame grid by %+.1f ms", ticksMs(step), after, ticksMs(ft), ticksMs(off)))
 	}
 }
 
@@ -182,6 +244,7 @@ func (j *ptsJumps) audioGaps(us []unit, wrap int64) {
 			j.frame = prev.frame
 			j.ahead++
 			j.missing += n
+			j.missingTicks += late
 			j.note(fmt.Sprintf("skipped ahead %.1f ms after PTS %d, where its frames end", ticksMs(late), prev.pts))
 		}
 	}
@@ -208,9 +271,12 @@ func (j *ptsJumps) describe() string {
 	if j.ahead > 0 {
 		p := "skipped ahead " + sim.Plural(int64(j.ahead), "time")
 		if j.missing > 0 {
-			p += fmt.Sprintf(" (%s, %.1f ms, missing)", sim.Plural(j.missing, "frame"), ticksMs(j.missing*j.frame))
+			p += fmt.Sprintf(" (%s missing, %.1f ms in all)", sim.Plural(j.missing, "frame"), ticksMs(j.missingTicks))
 		}
 		parts = append(parts, p)
+	}
+	if j.offGrid > 0 {
+		parts = append(parts, "stepped off its frame grid "+sim.Plural(int64(j.offGrid), "time"))
 	}
 	if j.back > 0 {
 		parts = append(parts, "went back "+sim.Plural(int64(j.back), "time"))
