@@ -324,6 +324,9 @@ func serviceSpec(name string, s types.ServiceConfig, dir string) (sim.ServiceSpe
 			spec.Env[k] = *v
 		}
 	}
+	if err := checkExecStrings(name, spec.Env, spec.Command, spec.Entrypoint); err != nil {
+		return spec, err
+	}
 	for k, v := range s.Labels {
 		spec.Labels[k] = v
 	}
@@ -382,6 +385,41 @@ func serviceSpec(name string, s types.ServiceConfig, dir string) (sim.ServiceSpe
 	}
 	spec.Process = ps
 	return spec, nil
+}
+
+// Linux's bounds on what execve takes: each string of the environment
+// and the command line at most MAX_ARG_STRLEN (32 pages), all of them
+// together at most ARG_MAX, a quarter of the stack limit (2 MiB with the
+// usual 8 MiB). A process past them is never started (E2BIG), in a
+// container or not.
+const (
+	maxExecString = 32 * 4096
+	maxExecTotal  = 2 << 20
+)
+
+// checkExecStrings refuses a service whose environment or command no
+// process could be started with, before a launch gets that far: the
+// engine takes the container and the start fails with "argument list too
+// long".
+func checkExecStrings(service string, env map[string]string, command, entrypoint []string) error {
+	total := 0
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		n := len(k) + 1 + len(env[k]) + 1
+		if n > maxExecString {
+			return fmt.Errorf("services.%s.environment.%s: %d bytes, where Linux starts no process with one environment string over %d (128 KiB, MAX_ARG_STRLEN): pass it in a file instead (a volume)", service, k, n, maxExecString)
+		}
+		total += n
+	}
+	for _, arg := range slices.Concat(entrypoint, command) {
+		if len(arg)+1 > maxExecString {
+			return fmt.Errorf("services.%s.command: an argument of %d bytes, where Linux starts no process with one over %d (128 KiB, MAX_ARG_STRLEN): pass it in a file instead", service, len(arg)+1, maxExecString)
+		}
+		total += len(arg) + 1
+	}
+	if total > maxExecTotal {
+		return fmt.Errorf("services.%s: its environment and command hold %d bytes, where Linux starts no process with more than %d of them (2 MiB, ARG_MAX with the usual 8 MiB stack): pass the large values in files instead", service, total, maxExecTotal)
+	}
+	return nil
 }
 
 func dur(d *types.Duration) time.Duration {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -365,4 +366,94 @@ func TestNameAReaderCannotSeeWholeIsRefused(t *testing.T) {
 			t.Errorf("%q refused", name)
 		}
 	}
+}
+
+// TestRootFilesLinkedOutsideAreRefused (attack round 11, C9): compose.yml
+// may include no file outside the template directory, but compose.yml
+// itself (or manifest.json, parameters.yaml) linked to one outside was
+// read, and the template was not whole wherever it was copied. A link
+// inside the directory is fine.
+func TestRootFilesLinkedOutsideAreRefused(t *testing.T) {
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "compose.yml"), []byte(oneService), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files := tpl(oneService, "")
+	delete(files, "compose.yml")
+	dir := MustWriteTemplate(t, "linked", files)
+	if err := os.Symlink(filepath.Join(outside, "compose.yml"), filepath.Join(dir, "compose.yml")); err != nil {
+		t.Fatal(err)
+	}
+	l := Load(dir)
+	if l.Valid() || !strings.Contains(fmt.Sprint(l.Problems), "compose.yml: cannot read: is a link to "+filepath.Join(outside, "compose.yml")+", outside the template directory") {
+		t.Fatalf("compose.yml linked outside: valid %v, problems %v", l.Valid(), l.Problems)
+	}
+	in := MustWriteTemplate(t, "linked-in", map[string]string{"manifest.json": manifestJSON(), "real/compose.yml": oneService})
+	if err := os.Symlink("real/compose.yml", filepath.Join(in, "compose.yml")); err != nil {
+		t.Fatal(err)
+	}
+	if l := Load(in); !l.Valid() {
+		t.Fatalf("compose.yml linked inside: %v", l.Problems)
+	}
+}
+
+// TestEmptyDefaultsAreTakenAtTheirWord (attack round 11, C9): a parameter
+// whose default is empty, used as ${TAG:?} (set and not empty), made the
+// template invalid, "required variable TAG is missing a value", though a
+// launch that gives TAG runs; and ${OPT:-}, an empty default written out,
+// was warned of as having no default.
+func TestEmptyDefaultsAreTakenAtTheirWord(t *testing.T) {
+	compose := "services:\n  app:\n    image: \"busybox:${TAG:?}\"\n    environment: {X: \"${OPT:-}\", Y: \"${OPT2-}\", Z: \"${NONE}\"}\n"
+	l := Load(MustWriteTemplate(t, "empty", tpl(compose, "parameters:\n  - name: TAG\n    purpose: the tag\n    type: string\n    default: \"\"\n")))
+	if !l.Valid() {
+		t.Fatalf("invalid: %v", l.Problems)
+	}
+	warned := strings.Join(l.Warnings, "\n")
+	for _, want := range []string{"TAG's default is empty, and compose.yml requires a value", "${NONE} is no parameter"} {
+		if !strings.Contains(warned, want) {
+			t.Errorf("warnings %q, want one with %q", warned, want)
+		}
+	}
+	for _, not := range []string{"${OPT}", "${OPT2}"} {
+		if strings.Contains(warned, not) {
+			t.Errorf("warnings %q: %s has an empty default written out", warned, not)
+		}
+	}
+	spec, err := l.Launch(input(map[string]string{"TAG": "v1"}))
+	if err != nil || service(t, spec, "app").Image != "busybox:v1" {
+		t.Fatalf("a launch that gives TAG: %v", err)
+	}
+}
+
+// TestEnvironmentNoProcessCouldStartWithIsRefused (attack round 11, C9):
+// a 7 MB environment value passed validate, and every launch failed at
+// the engine's start ("argument list too long"). Linux's execve bounds
+// are judged at validate, and at a launch whose values pass them.
+func TestEnvironmentNoProcessCouldStartWithIsRefused(t *testing.T) {
+	big := strings.Repeat("x", 200<<10)
+	for name, tc := range map[string]struct{ compose, want string }{
+		"one value":    {"services:\n  app:\n    image: busybox\n    environment: {BIG: " + big + "}\n", "services.app.environment.BIG: 204805 bytes, where Linux starts no process with one environment string over 131072"},
+		"an argument":  {"services:\n  app:\n    image: busybox\n    command: [echo, " + big + "]\n", "services.app.command: an argument of 204801 bytes"},
+		"all together": {"services:\n  app:\n    image: busybox\n    environment: {" + manyVars(30, 100<<10) + "}\n", "its environment and command hold"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := Load(MustWriteTemplate(t, "big", tpl(tc.compose, "")))
+			if l.Valid() || !strings.Contains(fmt.Sprint(l.Problems), tc.want) {
+				t.Fatalf("valid %v, problems %v; want %q", l.Valid(), l.Problems, tc.want)
+			}
+		})
+	}
+}
+
+// manyVars is n environment entries V0..Vn-1 of size bytes each, as flow
+// YAML.
+func manyVars(n, size int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "V%d: %s", i, strings.Repeat("z", size))
+	}
+	return b.String()
 }

@@ -219,8 +219,13 @@ func (l *Loaded) add(p ...Problem) { l.Problems = append(l.Problems, p...) }
 
 // readDir reads the root files of a template directory.
 func readDir(l *Loaded, dir string, files *rootFiles) {
+	root, rootErr := filepath.EvalSymlinks(dir)
 	for _, name := range []string{manifestFile, parametersFile, composeFile} {
-		data, err := readLimited(filepath.Join(dir, name))
+		p := filepath.Join(dir, name)
+		data, err := readLimited(p)
+		if err == nil && rootErr == nil {
+			err = linkedInside(root, p)
+		}
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:
@@ -230,6 +235,20 @@ func readDir(l *Loaded, dir string, files *rootFiles) {
 			files.data[name] = data
 		}
 	}
+}
+
+// linkedInside refuses a root file that is a link to a file outside the
+// template directory (root, links resolved), as compose.yml may name no
+// such file: the template would not be whole wherever it is copied.
+func linkedInside(root, p string) error {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return err
+	}
+	if !inside(root, real) {
+		return fmt.Errorf("is a link to %s, outside the template directory; a template's files must be inside it, so that the template is whole wherever it is copied: copy the file in", real)
+	}
+	return nil
 }
 
 // readLimited reads a template's file, at most maxFileBytes of it. It is
@@ -454,6 +473,14 @@ func (l *Loaded) checkComposeLoad(ctx context.Context) ([]string, error) {
 	env := map[string]string{}
 	for _, p := range l.params {
 		env[p.Name] = sampleValue(p)
+		if env[p.Name] == "" && requiresValue(l.compose, p.Name) {
+			// Judged as a launch that gives the value, which is what
+			// this template needs of every launch.
+			given := p
+			given.Default = nil
+			env[p.Name] = sampleValue(given)
+			l.Warnings = append(l.Warnings, fmt.Sprintf("parameters.yaml: %s's default is empty, and compose.yml requires a value (${%s:?}), so a launch that does not give %s fails in compose.yml's interpolation; give it a default that is not empty, or drop the default and write required: true, so that such a launch is refused naming %s", p.Name, p.Name, p.Name, p.Name))
+		}
 	}
 	for _, d := range l.Manifest.AllocatedPorts {
 		env[d.Param] = strconv.Itoa(d.Preferred)
@@ -481,7 +508,8 @@ func (l *Loaded) checkComposeLoad(ctx context.Context) ([]string, error) {
 			buildWarnings = append(buildWarnings, buildWarning(n, svc.Image, svc.Build.Context, ss.Process != nil && len(ss.Process.Command) > 0))
 		}
 	}
-	_, l.Warnings = instanceProject(p, "normsim-<instance>", nil)
+	_, warnings := instanceProject(p, "normsim-<instance>", nil)
+	l.Warnings = append(l.Warnings, warnings...)
 	l.Warnings = append(l.Warnings, interpolationWarnings(l.Dir, l.compose, env)...)
 	l.Warnings = append(l.Warnings, buildWarnings...)
 	return names, nil
@@ -511,7 +539,7 @@ func interpolationWarnings(dir string, compose []byte, env map[string]string) []
 		vars := composetpl.ExtractVariables(dict, nil)
 		for _, name := range slices.Sorted(maps.Keys(vars)) {
 			v := vars[name]
-			if _, ok := env[name]; ok || v.DefaultValue != "" || v.PresenceValue != "" || v.Required {
+			if _, ok := env[name]; ok || v.DefaultValue != "" || v.PresenceValue != "" || v.Required || hasDefault(compose, name) {
 				continue
 			}
 			out = append(out, fmt.Sprintf("compose.yml: ${%s} is no parameter or allocated port and has no default, so it is empty in every launch (normsim reads neither the shell's environment nor .env); declare it in parameters.yaml or write ${%s:-value}", name, name))
@@ -521,6 +549,18 @@ func interpolationWarnings(dir string, compose []byte, env map[string]string) []
 		out = append(out, ".env: not read (docker compose up would interpolate from it); put its values in parameters.yaml as defaults, or in the services' environment")
 	}
 	return out
+}
+
+// hasDefault says whether compose.yml gives name a default, an empty one
+// too (${NAME:-} or ${NAME-}): written out, an empty value is meant.
+func hasDefault(compose []byte, name string) bool {
+	return bytes.Contains(compose, []byte("${"+name+":-")) || bytes.Contains(compose, []byte("${"+name+"-"))
+}
+
+// requiresValue says whether compose.yml requires name to be set and not
+// empty (${NAME:?…}): interpolating it empty fails the load.
+func requiresValue(compose []byte, name string) bool {
+	return bytes.Contains(compose, []byte("${"+name+":?"))
 }
 
 // sampleValue stands in for an operator's value during validation.
