@@ -221,9 +221,22 @@ func (c *Client) WaitInstance(ctx context.Context, id string, until sim.Until) (
 // Frames are the last tail frames between an instance's job and its node,
 // oldest first.
 func (c *Client) Frames(ctx context.Context, id string, tail int) ([]sim.FrameRecord, error) {
-	var out []sim.FrameRecord
-	path := "/api/v1/instances/" + url.PathEscape(id) + "/frames?tail=" + strconv.Itoa(tail)
-	return out, c.Do(ctx, http.MethodGet, path, nil, &out)
+	return tailOf[sim.FrameRecord](ctx, c, "/api/v1/instances/"+url.PathEscape(id)+"/frames", tail)
+}
+
+// tailOf reads the last tail records of an instance's list at path. Records
+// the store could not read are left out and said: the error is then a
+// *sim.UnreadableRecords, returned with the rest, as the store's own.
+func tailOf[T any](ctx context.Context, c *Client, path string, tail int) ([]T, error) {
+	var out []T
+	h, err := c.list(ctx, path, url.Values{"tail": {strconv.Itoa(tail)}}, &out)
+	if err != nil {
+		return nil, err
+	}
+	if n, _ := strconv.Atoi(h.Get("X-Unreadable-Count")); n > 0 {
+		return out, &sim.UnreadableRecords{Count: n, First: errors.New(h.Get("X-Unreadable"))}
+	}
+	return out, nil
 }
 
 // FrameCounts says how many of an instance's frame records normsim keeps,
@@ -236,9 +249,7 @@ func (c *Client) FrameCounts(ctx context.Context, id string) (sim.FrameCounts, e
 // InstanceEvents are the last tail changes of an instance (its states, its
 // job's connections, what its runtime noticed), oldest first.
 func (c *Client) InstanceEvents(ctx context.Context, id string, tail int) ([]sim.DescribedEvent, error) {
-	var out []sim.DescribedEvent
-	path := "/api/v1/instances/" + url.PathEscape(id) + "/events?tail=" + strconv.Itoa(tail)
-	return out, c.Do(ctx, http.MethodGet, path, nil, &out)
+	return tailOf[sim.DescribedEvent](ctx, c, "/api/v1/instances/"+url.PathEscape(id)+"/events", tail)
 }
 
 // Instances lists every instance.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -164,4 +166,69 @@ func openOn(t *testing.T, path string) error {
 	err := m.Open(context.Background())
 	m.Close()
 	return err
+}
+
+// TestDamagedEventsFramesAndLogLinesCostThemselves (attack round 11, B5):
+// a damaged row in an instance's events or frames made its list answer
+// 500 "internal error", and one in its log stopped the log there. Each
+// list now serves the rest and says what it left out (X-Unreadable-Count
+// and X-Unreadable; the CLI's warning; the instance page's note), and a
+// damaged log line is a normsim line where it was, counted.
+func TestDamagedEventsFramesAndLogLinesCostThemselves(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	in := runningInstance(now)
+	in.State = sim.InstanceStopped
+	path := damagedStore(t, func(s *sqlite.Store) error {
+		if err := s.SaveInstance(ctx, in); err != nil {
+			return err
+		}
+		var evs []sim.Event
+		var frs []sim.FrameRecord
+		var lines []sim.LogLine
+		for i := range 3 {
+			at := now.Add(time.Duration(i) * time.Millisecond)
+			evs = append(evs, sim.Event{At: at, Kind: sim.EventInstanceState, Instance: in.ID, Data: json.RawMessage(`{"from":"running","to":"stopped"}`)})
+			frs = append(frs, sim.FrameRecord{At: at, Node: "a", JobID: in.JobID, Role: in.ID, Direction: "in", Type: "hello", Size: 2, Data: "{}"})
+			lines = append(lines, sim.LogLine{Instance: in.ID, Service: "app", Stream: "stdout", At: at, Text: fmt.Sprintf("line %d", i)})
+		}
+		if err := s.AppendEvents(ctx, evs); err != nil {
+			return err
+		}
+		if err := s.RecordFrames(ctx, frs); err != nil {
+			return err
+		}
+		if err := s.RegisterLogs(ctx, in.ID); err != nil {
+			return err
+		}
+		return s.AppendLogs(ctx, lines)
+	}, `UPDATE events SET at = 'x' WHERE seq = 2; UPDATE frames SET at = 'x' WHERE seq = 2; UPDATE logs SET at = 'x' WHERE seq = 2`)
+
+	opts := testOptions(t)
+	opts.DB = path
+	m, _, stop := runUp(t, opts)
+	defer stop()
+	for _, what := range []string{"events", "frames"} {
+		resp, err := http.Get(m.URL() + "/api/v1/instances/" + in.ID + "/" + what)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list []json.RawMessage
+		json.NewDecoder(resp.Body).Decode(&list)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || len(list) != 2 || resp.Header.Get("X-Unreadable-Count") != "1" || !strings.Contains(resp.Header.Get("X-Unreadable"), path) {
+			t.Errorf("%s with a damaged record: %d, %d listed, header %v", what, resp.StatusCode, len(list), resp.Header)
+		}
+	}
+	frs, err := apiclient.New(m.URL(), nil).Frames(ctx, in.ID, 50)
+	if u, ok := errors.AsType[*sim.UnreadableRecords](err); !ok || u.Count != 1 || len(frs) != 2 {
+		t.Errorf("the client's frames: %d, %v; want 2 and one record unreadable", len(frs), err)
+	}
+	code, body := getText(t, m.URL()+"/api/v1/instances/"+in.ID+"/logs")
+	if code != http.StatusOK || !strings.Contains(body, "line 0") || !strings.Contains(body, "line 2") || !strings.Contains(body, "a line of this log could not be read") || !strings.Contains(body, "log line 2") {
+		t.Errorf("the log with a damaged line: %d\n%s", code, body)
+	}
+	if code, body := getText(t, m.URL()+"/instances/"+in.ID); code != http.StatusOK || !strings.Contains(body, `id="history-err"`) || !strings.Contains(body, `id="frames-err"`) || !strings.Contains(body, "hello") {
+		t.Errorf("the instance's page with damaged records: %d\n%s", code, body)
+	}
 }

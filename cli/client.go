@@ -633,8 +633,12 @@ instance ID, and its job ID still finds it.`,
 			c := api()
 			var recs []T
 			dropped := ""
+			var unreadable *sim.UnreadableRecords
 			err := onInstance(cmd.Context(), c, args[0], func(id string) (err error) {
 				recs, err = spec.Read(cmd.Context(), c, id, tail)
+				if u, ok := errors.AsType[*sim.UnreadableRecords](err); ok {
+					unreadable, err = u, nil
+				}
 				if err == nil && spec.Dropped != nil {
 					dropped = spec.Dropped(cmd.Context(), c, id)
 				}
@@ -642,6 +646,11 @@ instance ID, and its job ID still finds it.`,
 			})
 			if err != nil {
 				return err
+			}
+			if unreadable != nil {
+				// Served without them: said on stderr, so --json stays
+				// the records alone.
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s of %s could not be read from normsim's store and are left out: %v\n", sim.Plural(int64(unreadable.Count), "record"), args[0], unreadable.First)
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {

@@ -99,6 +99,9 @@ type LogLostCounts struct {
 	// Overflowed lines came faster than the store could take them; each
 	// run of them is marked by a StreamNormsim line where it happened.
 	Overflowed int64 `json:"overflowed"`
+	// Unreadable lines are in a damaged or edited store: each is a
+	// StreamNormsim line where it was, saying so.
+	Unreadable int64 `json:"unreadable,omitempty"`
 }
 
 // LogBook keeps captured output and reads it back (sim/logcap).

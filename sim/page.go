@@ -31,6 +31,25 @@ func (e *UnreadableRecords) Error() string {
 
 func (e *UnreadableRecords) Unwrap() error { return e.First }
 
+// Add counts one more record left out, err saying what it was; on nil it
+// starts the count. Use: u = u.Add(err).
+func (e *UnreadableRecords) Add(err error) *UnreadableRecords {
+	if e == nil {
+		e = &UnreadableRecords{First: err}
+	}
+	e.Count++
+	return e
+}
+
+// Err is e as an error: nil when no record was left out (a nil
+// *UnreadableRecords in an error would not be nil).
+func (e *UnreadableRecords) Err() error {
+	if e == nil {
+		return nil
+	}
+	return e
+}
+
 // InstanceFilter narrows an instance list, oldest first: to one node when
 // Node is set, then to Limit instances (0: every one) after the first
 // Offset.

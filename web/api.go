@@ -204,7 +204,10 @@ func serveTail[T any](w http.ResponseWriter, r *http.Request, what string, read 
 		return
 	}
 	recs, err := read(r.Context(), pathParam(r, "id"), tail)
-	if err != nil {
+	if unreadable, ok := errors.AsType[*sim.UnreadableRecords](err); ok {
+		// A damaged record costs itself, as in a migration list.
+		setUnreadable(w, unreadable.Count, unreadable.First.Error())
+	} else if err != nil {
 		writeError(w, err)
 		return
 	}

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -98,23 +99,38 @@ const pageFrames = 50
 // historyOf reads an instance's last changes for its page.
 func (s *Server) historyOf(ctx context.Context, id string) ([]sim.DescribedEvent, string) {
 	evs, err := s.svc.InstanceEvents(ctx, id, pageFrames)
-	if err != nil {
+	if err != nil && !partial(err) {
 		return nil, sim.ErrorMessage(err)
 	}
-	return sim.DescribeAll(evs), ""
+	return sim.DescribeAll(evs), unreadableNote(err)
+}
+
+// partial says whether err is a list's records the store could not read,
+// served without them.
+func partial(err error) bool {
+	_, ok := errors.AsType[*sim.UnreadableRecords](err)
+	return ok
+}
+
+// unreadableNote says what a list left out, "" for nothing.
+func unreadableNote(err error) string {
+	if u, ok := errors.AsType[*sim.UnreadableRecords](err); ok {
+		return fmt.Sprintf("%s could not be read and are left out: %s", sim.Plural(int64(u.Count), "record"), sim.ErrorMessage(u.First))
+	}
+	return ""
 }
 
 // framesOf reads an instance's last frames for its page.
 func (s *Server) framesOf(ctx context.Context, id string) ([]frameRow, string) {
 	frs, err := s.svc.Frames(ctx, id, pageFrames)
-	if err != nil {
+	if err != nil && !partial(err) {
 		return nil, sim.ErrorMessage(err)
 	}
 	rows := make([]frameRow, len(frs))
 	for i, f := range frs {
 		rows[i] = frameRow{At: f.At, Direction: f.Direction, Type: f.Type, Size: f.Size, Text: sim.FrameSnippet([]byte(f.Data))}
 	}
-	return rows, ""
+	return rows, unreadableNote(err)
 }
 
 type targetOption struct {

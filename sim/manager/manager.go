@@ -1259,10 +1259,16 @@ func instanceRecords[T any](ctx context.Context, m *Manager, id, what string, li
 		return nil, sim.Errorf(sim.EUnavailable, "this normsim keeps no %s (no store configured)", what)
 	}
 	recs, err := list(m.cfg.Store)
-	if err != nil {
+	unreadable, partial := errors.AsType[*sim.UnreadableRecords](err)
+	if err != nil && !partial {
 		return nil, err
 	}
-	if len(recs) == 0 {
+	if partial {
+		// Damaged records cost themselves: the rest are served, with the
+		// error that counts what was left out.
+		m.log.Warn(what+" records the store could not read were left out of a list", "instance", id, "count", unreadable.Count, "first", unreadable.First)
+	}
+	if len(recs) == 0 && !partial {
 		if _, err := m.Instance(ctx, id); err != nil {
 			return nil, err
 		}
@@ -1270,7 +1276,7 @@ func instanceRecords[T any](ctx context.Context, m *Manager, id, what string, li
 	if recs == nil {
 		recs = []T{}
 	}
-	return recs, nil
+	return recs, unreadable.Err()
 }
 
 // Output is what an instance sent to the output sink since a moment; an

@@ -1061,23 +1061,17 @@ func (s *Store) ListMigrations(ctx context.Context, f sim.MigrationFilter) ([]*s
 	defer rows.Close()
 	out := []*sim.Migration{}
 	var unreadable *sim.UnreadableRecords
-	skip := func(err error) {
-		if unreadable == nil {
-			unreadable = &sim.UnreadableRecords{First: err}
-		}
-		unreadable.Count++
-	}
 	for rows.Next() {
 		var id, doc string
 		if err := rows.Scan(&id, &doc); err != nil {
-			skip(damagedRecord(s.path, "one of its migrations", err, ""))
+			unreadable = unreadable.Add(damagedRecord(s.path, "one of its migrations", err, ""))
 			continue
 		}
 		m, err := s.decodeMigration(id, doc)
 		if err != nil {
 			// One damaged record costs the list that record, not the
 			// list: the rest are served, and the count says what is not.
-			skip(err)
+			unreadable = unreadable.Add(err)
 			continue
 		}
 		out = append(out, m)
@@ -1085,10 +1079,7 @@ func (s *Store) ListMigrations(ctx context.Context, f sim.MigrationFilter) ([]*s
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list migrations: %w", err)
 	}
-	if unreadable != nil {
-		return out, unreadable
-	}
-	return out, nil
+	return out, unreadable.Err()
 }
 
 // CountMigrations counts the migrations ListMigrations lists for f, its
@@ -1284,12 +1275,20 @@ func (s *Store) ListEvents(ctx context.Context, f sim.EventFilter) ([]sim.Event,
 	}
 	defer rows.Close()
 	var out []sim.Event
+	var unreadable *sim.UnreadableRecords
 	for rows.Next() {
 		var ev sim.Event
 		var at int64
 		var data sql.NullString
-		if err := rows.Scan(&ev.Seq, &at, &ev.Kind, &ev.Instance, &ev.Migration, &data); err != nil {
-			return nil, err
+		err := rows.Scan(&ev.Seq, &at, &ev.Kind, &ev.Instance, &ev.Migration, &data)
+		if err == nil && data.Valid && !json.Valid([]byte(data.String)) {
+			err = errors.New("its data is not JSON")
+		}
+		if err != nil {
+			// As a migration list: the damaged record is left out and
+			// counted, the rest served (seq comes first, so it is read).
+			unreadable = unreadable.Add(damagedRecord(s.path, fmt.Sprintf("event %d", ev.Seq), err, fmt.Sprintf("DELETE FROM events WHERE seq = %d", ev.Seq)))
+			continue
 		}
 		ev.At = fromNanos(at)
 		if data.Valid {
@@ -1297,7 +1296,10 @@ func (s *Store) ListEvents(ctx context.Context, f sim.EventFilter) ([]sim.Event,
 		}
 		out = append(out, ev)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	return out, unreadable.Err()
 }
 
 // RecordFrames stores frames in one transaction (the listener batches them
@@ -1343,7 +1345,7 @@ const frameRows = 32
 
 // ListFrames returns recorded frames oldest first.
 func (s *Store) ListFrames(ctx context.Context, f sim.FrameFilter) ([]sim.FrameRecord, error) {
-	const cols = "at, node, job_id, role, direction, type, size, data"
+	const cols = "seq, at, node, job_id, role, direction, type, size, data"
 	where := "1=1"
 	var args []any
 	if f.JobID != "" {
@@ -1357,7 +1359,7 @@ func (s *Store) ListFrames(ctx context.Context, f sim.FrameFilter) ([]sim.FrameR
 	q := "SELECT " + cols + " FROM frames WHERE " + where + " ORDER BY seq"
 	switch {
 	case f.Tail && f.Limit > 0:
-		q = fmt.Sprintf("SELECT %s FROM (SELECT seq, %s FROM frames WHERE %s ORDER BY seq DESC LIMIT %d) ORDER BY seq", cols, cols, where, f.Limit)
+		q = fmt.Sprintf("SELECT %s FROM (SELECT %s FROM frames WHERE %s ORDER BY seq DESC LIMIT %d) ORDER BY seq", cols, cols, where, f.Limit)
 	case f.Limit > 0:
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
@@ -1367,16 +1369,21 @@ func (s *Store) ListFrames(ctx context.Context, f sim.FrameFilter) ([]sim.FrameR
 	}
 	defer rows.Close()
 	var out []sim.FrameRecord
+	var unreadable *sim.UnreadableRecords
 	for rows.Next() {
 		var r sim.FrameRecord
-		var at int64
-		if err := rows.Scan(&at, &r.Node, &r.JobID, &r.Role, &r.Direction, &r.Type, &r.Size, &r.Data); err != nil {
-			return nil, err
+		var seq, at int64
+		if err := rows.Scan(&seq, &at, &r.Node, &r.JobID, &r.Role, &r.Direction, &r.Type, &r.Size, &r.Data); err != nil {
+			unreadable = unreadable.Add(damagedRecord(s.path, fmt.Sprintf("frame %d", seq), err, fmt.Sprintf("DELETE FROM frames WHERE seq = %d", seq)))
+			continue
 		}
 		r.At = fromNanos(at)
 		out = append(out, r)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list frames: %w", err)
+	}
+	return out, unreadable.Err()
 }
 
 // JournalMode reports the database's journal mode ("wal" for file stores).
