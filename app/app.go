@@ -510,7 +510,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			}
 			return map[string]string{sink.EnvAddr: net.JoinHostPort(host, strconv.Itoa(sinkPort))}
 		},
-		Media: media, MediaJudge: mediajudge.Judge{}, Captures: m.Store,
+		Media: media, MediaJudge: mediajudge.Judge{}, Captures: m.Store, FramesLost: m.recorder.LostOf,
 		MediaHost: func(runtime string) string {
 			if runtime == sim.RuntimeDocker {
 				return protocol.ContainerHost

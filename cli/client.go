@@ -421,10 +421,17 @@ keeps its frames until its records are pruned (normsim up
 		},
 		Dropped: func(ctx context.Context, c *apiclient.Client, id string) string {
 			n, err := c.FrameCounts(ctx, id)
-			if err != nil || n.Dropped == 0 {
+			if err != nil {
 				return ""
 			}
-			return sim.FramesDroppedNote(n)
+			var notes []string
+			if n.Lost > 0 {
+				notes = append(notes, sim.FramesLostNote(n))
+			}
+			if n.Dropped > 0 {
+				notes = append(notes, sim.FramesDroppedNote(n))
+			}
+			return strings.Join(notes, "\n")
 		},
 		Line: func(f sim.FrameRecord) string {
 			return fmt.Sprintf("%s  %-3s  %-16s %7s  %s", f.At.UTC().Format("15:04:05.000"), f.Direction, f.Type, fmt.Sprintf("%d B", f.Size), sim.FrameSnippet([]byte(f.Data)))

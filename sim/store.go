@@ -246,6 +246,9 @@ type FrameCounts struct {
 	Kept         int64 `json:"kept"`
 	Dropped      int64 `json:"dropped"`
 	DroppedBytes int64 `json:"droppedBytes"`
+	// Lost are the records the store refused (a full disk, say): never
+	// kept, so the list holds nothing of them.
+	Lost int64 `json:"lost,omitempty"`
 }
 
 // FrameTally is a number of frame records and the bytes of their text: of
@@ -380,6 +383,13 @@ func FramesDroppedNote(c FrameCounts) string {
 	l := DefaultFrameLimits
 	return fmt.Sprintf("normsim | %d earlier frame record(s) (%d bytes) of this instance were dropped: normsim keeps the last %d frames or %d MiB of an instance, and %d or %d MiB in all (docs/contract-choices.md)",
 		c.Dropped, c.DroppedBytes, l.PerInstance, l.PerInstanceBytes>>20, l.Total, l.TotalBytes>>20)
+}
+
+// FramesLostNote says that frame records of an instance could not be
+// stored: without it an instance whose every record was refused looks as
+// if its job never said hello.
+func FramesLostNote(c FrameCounts) string {
+	return fmt.Sprintf("normsim | %d frame record(s) of this instance could not be stored (the store refused them; is its disk full?) and are lost: its job spoke more than is listed", c.Lost)
 }
 
 // FrameFilter narrows ListFrames.

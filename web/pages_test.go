@@ -494,6 +494,13 @@ func TestDroppedFramesAreSaid(t *testing.T) {
 	if r := get(t, s, "/api/v1/instances/nope/frames/counts"); r.Status != http.StatusNotFound {
 		t.Fatalf("counts of an unknown instance = %d", r.Status)
 	}
+	// Attack round 11, B6: every record refused by a full store left the
+	// page saying the job had not said hello.
+	f.frameCounts = sim.FrameCounts{Lost: 12}
+	mustContain(t, get(t, s, "/api/v1/instances/i1/frames/counts"), `"lost": 12`)
+	page := get(t, s, "/instances/i1")
+	mustContain(t, page, `id="frames-dropped"`, "12 frame record(s) of this instance could not be stored")
+	mustNotContain(t, page, "its job has not said hello")
 }
 
 // A product name is the template author's text: a right-to-left override

@@ -64,6 +64,9 @@ type Recorder struct {
 
 	mu      sync.Mutex
 	pending map[connKey]int // records queued, by connection
+	// lost counts the records lost, by instance (LostOf): an instance
+	// without any would look as if its job never spoke.
+	lost map[instanceKey]int64
 
 	dropped   atomic.Int64
 	throttled atomic.Int64
@@ -74,6 +77,9 @@ type Recorder struct {
 // connKey names a connection's records.
 type connKey struct{ node, jobID, role string }
 
+// instanceKey names an instance's records, on whichever node.
+type instanceKey struct{ jobID, role string }
+
 func keyOf(f *sim.FrameRecord) connKey { return connKey{f.Node, f.JobID, f.Role} }
 
 // NewRecorder starts a recorder bounded by limits.
@@ -81,7 +87,7 @@ func NewRecorder(store sim.Store, limits RecorderLimits, log *slog.Logger) *Reco
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Recorder{log: log, wait: limits.Wait, pending: map[connKey]int{}}
+	r := &Recorder{log: log, wait: limits.Wait, pending: map[connKey]int{}, lost: map[instanceKey]int64{}}
 	if r.wait <= 0 {
 		r.wait = DefaultRecordWait
 	}
@@ -104,6 +110,11 @@ func NewRecorder(store sim.Store, limits RecorderLimits, log *slog.Logger) *Reco
 					if r.dropped.Add(int64(len(batch))) == int64(len(batch)) {
 						log.Error("record frames: the store refused them; frame records are lost, and counted", "err", err, "count", len(batch), "tries", try)
 					}
+					r.mu.Lock()
+					for i := range batch {
+						r.lost[instanceKey{batch[i].JobID, batch[i].Role}]++
+					}
+					r.mu.Unlock()
 					break
 				}
 				if r.retried.Add(1) == 1 {
@@ -136,6 +147,7 @@ func (r *Recorder) Record(f sim.FrameRecord) {
 	if r.pending[k]--; r.pending[k] <= 0 {
 		delete(r.pending, k)
 	}
+	r.lost[instanceKey{f.JobID, f.Role}]++
 	r.mu.Unlock()
 	r.dropped.Add(1)
 }
@@ -180,6 +192,14 @@ func (r *Recorder) Throttle(node, jobID, role string) {
 // Dropped is how many records were lost: recorded after Close, or refused
 // by the store.
 func (r *Recorder) Dropped() int64 { return r.dropped.Load() }
+
+// LostOf is how many of the records of the instance role of job jobID
+// were lost (Dropped counts them all).
+func (r *Recorder) LostOf(jobID, role string) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lost[instanceKey{jobID, role}]
+}
 
 // Throttled is how many times a connection waited in Throttle for the store.
 func (r *Recorder) Throttled() int64 { return r.throttled.Load() }

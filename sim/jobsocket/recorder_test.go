@@ -181,19 +181,26 @@ func (s *flakyStore) RecordFrames(ctx context.Context, frs []sim.FrameRecord) er
 
 // TestRecorderTriesABatchAgain: a store that misses a write's deadline
 // twice (busy with the journal) loses nothing; one that never takes the
-// batch loses it after the recorder's tries, counted.
+// batch loses it after the recorder's tries, counted, in all and by
+// instance (attack round 11, B6: an instance whose every record was
+// refused looked as if its job never connected).
 func TestRecorderTriesABatchAgain(t *testing.T) {
 	for _, c := range []struct {
 		fails, kept, lost int
-	}{{fails: 2, kept: 3}, {fails: 100, lost: 3}} {
+		lostOfJ           int64
+	}{{fails: 2, kept: 4}, {fails: 100, lost: 4, lostOfJ: 3}} {
 		st := &flakyStore{fails: c.fails}
 		rec := jobsocket.NewRecorder(st, jobsocket.DefaultRecorderLimits, nil)
 		for i := range 3 {
 			rec.Record(sim.FrameRecord{JobID: "j", Type: "state", Data: strconv.Itoa(i)})
 		}
+		rec.Record(sim.FrameRecord{JobID: "j", Role: "other", Type: "hello", Data: "{}"})
 		rec.Close()
 		if len(st.got) != c.kept || rec.Dropped() != int64(c.lost) {
 			t.Errorf("store failing %d times: kept %d, lost %d; want %d and %d", c.fails, len(st.got), rec.Dropped(), c.kept, c.lost)
+		}
+		if got := rec.LostOf("j", ""); got != c.lostOfJ {
+			t.Errorf("store failing %d times: %d of the instance's records lost, want %d", c.fails, got, c.lostOfJ)
 		}
 	}
 }

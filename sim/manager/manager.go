@@ -65,9 +65,12 @@ type Config struct {
 	StoreKind string
 	// Logs keeps what instances print (sim/logcap); nil keeps nothing and
 	// Logs answers EUnavailable.
-	Logs   sim.LogBook
-	Logger *slog.Logger
-	Now    func() time.Time
+	Logs sim.LogBook
+	// FramesLost, when set, is how many of an instance's frame records
+	// were lost before the store (it refused them): FrameCounts' Lost.
+	FramesLost func(jobID, instance string) int64
+	Logger     *slog.Logger
+	Now        func() time.Time
 }
 
 // Manager is the simulated manager.
@@ -1242,13 +1245,18 @@ func (m *Manager) FrameCounts(ctx context.Context, id string) (sim.FrameCounts, 
 	if err != nil {
 		return sim.FrameCounts{}, err
 	}
-	fc, ok := m.cfg.Store.(interface {
+	var c sim.FrameCounts
+	if fc, ok := m.cfg.Store.(interface {
 		FrameCounts(ctx context.Context, jobID, role string) (sim.FrameCounts, error)
-	})
-	if !ok {
-		return sim.FrameCounts{}, nil
+	}); ok {
+		if c, err = fc.FrameCounts(ctx, in.JobID, id); err != nil {
+			return c, err
+		}
 	}
-	return fc.FrameCounts(ctx, in.JobID, id)
+	if m.cfg.FramesLost != nil {
+		c.Lost = m.cfg.FramesLost(in.JobID, id)
+	}
+	return c, nil
 }
 
 // instanceRecords reads an instance's stored records of one kind: none is
