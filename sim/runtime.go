@@ -108,6 +108,12 @@ const (
 	// instance still runs, and its job answers nothing meanwhile.
 	ServicePaused  RuntimeEventKind = "paused"
 	ServiceResumed RuntimeEventKind = "resumed"
+	// ServiceNetworkLost and ServiceNetworkBack: a running service was
+	// taken off one of its networks (docker network disconnect) and put
+	// back. Nothing else changes: its job may lose its socket, or its
+	// output may stop reaching normsim, which the migration then hears.
+	ServiceNetworkLost RuntimeEventKind = "network-disconnected"
+	ServiceNetworkBack RuntimeEventKind = "network-connected"
 )
 
 // RuntimeObserver receives a runtime's events. Implementations must not block.

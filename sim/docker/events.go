@@ -33,17 +33,46 @@ func (r *Runtime) startWatchingLocked() {
 	// first container start is never missed.
 	// The engine's clock, not the injected one: the engine compares it with
 	// its own timestamps.
-	w := &watcher{r: r, since: time.Now().UnixNano()}
-	r.wg.Go(func() { w.run(ctx) })
+	since := time.Now().UnixNano()
+	containers := &watcher{r: r, since: since, filters: containerEvents, handle: r.handle}
+	// Network events carry no container labels: they are matched to the
+	// containers tracked by ID, on a stream of their own.
+	networks := &watcher{r: r, since: since, filters: networkEvents, handle: r.handleNetwork}
+	r.wg.Go(func() { containers.run(ctx) })
+	r.wg.Go(func() { networks.run(ctx) })
+}
+
+// containerEvents are the events of managed containers the runtime acts on.
+func containerEvents() filters.Args {
+	return filters.NewArgs(
+		filters.Arg("type", string(events.ContainerEventType)),
+		filters.Arg("label", LabelManaged+"=true"),
+		filters.Arg("event", string(events.ActionStart)),
+		filters.Arg("event", string(events.ActionDie)),
+		filters.Arg("event", "health_status"),
+		filters.Arg("event", actionPause),
+		filters.Arg("event", actionUnpause),
+	)
+}
+
+// networkEvents are a container being taken off a network and put on one.
+func networkEvents() filters.Args {
+	return filters.NewArgs(
+		filters.Arg("type", string(events.NetworkEventType)),
+		filters.Arg("event", string(events.ActionDisconnect)),
+		filters.Arg("event", string(events.ActionConnect)),
+	)
 }
 
 // watcher follows the engine's event stream for managed containers,
 // reconnecting when it drops. since (engine time, ns) and seen make the
 // replay after a reconnect deliver each event exactly once.
 type watcher struct {
-	r     *Runtime
-	since int64
-	seen  map[string]bool // keys of the events stamped exactly since
+	r       *Runtime
+	filters func() filters.Args
+	handle  func(events.Message)
+	since   int64
+	seen    map[string]bool // keys of the events stamped exactly since
 }
 
 func (w *watcher) run(ctx context.Context) {
@@ -69,21 +98,12 @@ func (w *watcher) run(ctx context.Context) {
 
 // stream reads one connection of the event stream until it fails.
 func (w *watcher) stream(ctx context.Context) error {
-	f := filters.NewArgs(
-		filters.Arg("type", string(events.ContainerEventType)),
-		filters.Arg("label", LabelManaged+"=true"),
-		filters.Arg("event", string(events.ActionStart)),
-		filters.Arg("event", string(events.ActionDie)),
-		filters.Arg("event", "health_status"),
-		filters.Arg("event", actionPause),
-		filters.Arg("event", actionUnpause),
-	)
 	since := fmt.Sprintf("%d.%09d", w.since/1e9, w.since%1e9)
-	msgs, errs := w.r.cli.Events(ctx, events.ListOptions{Since: since, Filters: f})
+	msgs, errs := w.r.cli.Events(ctx, events.ListOptions{Since: since, Filters: w.filters()})
 	for {
 		select {
 		case m := <-msgs:
-			key := m.Actor.ID + " " + string(m.Action)
+			key := m.Actor.ID + " " + m.Actor.Attributes["container"] + " " + string(m.Action)
 			switch {
 			case m.TimeNano < w.since:
 				continue
@@ -96,7 +116,7 @@ func (w *watcher) stream(ctx context.Context) error {
 				w.seen = map[string]bool{}
 			}
 			w.seen[key] = true
-			w.r.handle(m)
+			w.handle(m)
 		case err := <-errs:
 			return err
 		}
@@ -211,6 +231,75 @@ func (r *Runtime) handle(m events.Message) {
 	}
 	r.log.Debug("runtime event", "instance", ev.Instance, "service", ev.Service, "kind", ev.Kind, "exit_code", ev.ExitCode)
 	r.observer(ev)
+}
+
+// handleNetwork reports a tracked container that was taken off one of its
+// networks while it ran (docker network disconnect, outside normsim), and
+// put back: its job may then lose its socket, or its output stop reaching
+// normsim, and the instance's history says why. The engine also takes a
+// container off its networks as it stops: a container not running then is
+// an exit, reported as such.
+func (r *Runtime) handleNetwork(m events.Message) {
+	containerID, network := m.Actor.Attributes["container"], m.Actor.Attributes["name"]
+	r.mu.Lock()
+	var in *instance
+	var svc *service
+	for _, i := range r.instances {
+		if s := i.service(containerID); s != nil {
+			in, svc = i, s
+			break
+		}
+	}
+	if svc == nil || in.stopping || in.startFailed {
+		r.mu.Unlock()
+		return
+	}
+	back := m.Action == events.ActionConnect
+	if back != svc.offNetworks[network] {
+		// A start's connect; or a disconnect said already (the engine
+		// disconnects again as it puts a container back).
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	if !back && !r.containerRunning(containerID) {
+		return
+	}
+	r.mu.Lock()
+	if back {
+		delete(svc.offNetworks, network)
+	} else {
+		if svc.offNetworks == nil {
+			svc.offNetworks = map[string]bool{}
+		}
+		svc.offNetworks[network] = true
+	}
+	r.mu.Unlock()
+	ev := sim.RuntimeEvent{Instance: in.id, Service: svc.name, At: r.now(), Kind: sim.ServiceNetworkLost,
+		Detail: fmt.Sprintf("container %s was taken off network %s outside normsim (docker network disconnect): its job may lose its socket, and its output stop reaching normsim, through it", containerName(m, svc), network)}
+	if back {
+		ev.Kind = sim.ServiceNetworkBack
+		ev.Detail = fmt.Sprintf("container %s was put back on network %s", containerName(m, svc), network)
+	}
+	r.log.Debug("runtime event", "instance", ev.Instance, "service", ev.Service, "kind", ev.Kind)
+	r.observer(ev)
+}
+
+// containerName names a network event's container: the event carries only
+// its ID.
+func containerName(m events.Message, svc *service) string {
+	if n := m.Actor.Attributes["containerName"]; n != "" {
+		return n
+	}
+	return svc.name + " (" + shortID(m.Actor.Attributes["container"]) + ")"
+}
+
+// containerRunning says whether the engine has the container running.
+func (r *Runtime) containerRunning(containerID string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ci, err := r.cli.ContainerInspect(ctx, containerID)
+	return err == nil && ci.State != nil && ci.State.Running
 }
 
 // othersRunning says whether a container of the instance other than

@@ -200,6 +200,12 @@ func (f *fakeEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/networks":
 		fmt.Fprint(w, "[]")
 	case "/events":
+		if strings.Contains(r.URL.Query().Get("filters"), `"network"`) {
+			// The stream of network events: none here.
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			return
+		}
 		f.mu.Lock()
 		f.conns++
 		n := f.conns

@@ -137,6 +137,10 @@ type service struct {
 	// diedAt is the engine's time of the last death seen: every line of
 	// that run is stamped before it, every line of a restart after it.
 	diedAt time.Time
+	// offNetworks are the networks it was taken off while it ran
+	// (handleNetwork), so that being put back is said and a start's
+	// connects are not. Guarded by Runtime.mu.
+	offNetworks map[string]bool
 }
 
 func (in *instance) service(containerID string) *service {

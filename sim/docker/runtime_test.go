@@ -1004,3 +1004,56 @@ func TestAPauseIsReportedAndSaysWhose(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestANetworkDisconnectIsReported (issue 34, left open by round 11): a
+// running container taken off its network from outside normsim (docker
+// network disconnect) went unsaid; its job lost its socket, or its output
+// stopped, and nothing said why. It is reported, and so is being put
+// back; a stop's own disconnects are not.
+func TestANetworkDisconnectIsReported(t *testing.T) {
+	img, cli := mustJobImage(t)
+	r, rec := newRuntime(t)
+	ctx := context.Background()
+	spec := newSpec(t, cli, sim.ServiceSpec{Name: "job", Image: img})
+	if err := r.Prepare(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx, spec.InstanceID); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t, spec.InstanceID, "job", sim.ServiceStarted)
+	list, err := cli.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "io.normsim.instance="+spec.InstanceID))})
+	if err != nil || len(list) != 1 || list[0].NetworkSettings == nil || len(list[0].NetworkSettings.Networks) == 0 {
+		t.Fatalf("the instance's container and its networks: %+v %v", list, err)
+	}
+	var network string
+	for name := range list[0].NetworkSettings.Networks {
+		network = name
+	}
+	if err := cli.NetworkDisconnect(ctx, network, list[0].ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if ev := rec.wait(t, spec.InstanceID, "job", sim.ServiceNetworkLost); !strings.Contains(ev.Detail, "taken off network "+network+" outside normsim") {
+		t.Fatalf("a disconnect from outside: %q", ev.Detail)
+	}
+	if err := cli.NetworkConnect(ctx, network, list[0].ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ev := rec.wait(t, spec.InstanceID, "job", sim.ServiceNetworkBack); !strings.Contains(ev.Detail, "put back on network "+network) {
+		t.Fatalf("put back: %q", ev.Detail)
+	}
+	if _, err := r.Stop(ctx, spec.InstanceID, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // the stop's own disconnect events
+	evs, _ := rec.snapshot()
+	lost := 0
+	for _, ev := range evs {
+		if ev.Kind == sim.ServiceNetworkLost {
+			lost++
+		}
+	}
+	if lost != 1 {
+		t.Fatalf("%d network-disconnected events, want the one from outside: %+v", lost, evs)
+	}
+}
