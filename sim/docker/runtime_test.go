@@ -19,6 +19,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
 
 	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/sim"
@@ -944,12 +945,11 @@ func TestAnInstancesNetworksCarryItsRun(t *testing.T) {
 	}
 }
 
-// TestAPauseIsReportedAndSaysWhose (issue 34, left open): a container
-// paused from outside normsim (docker pause) went unnoticed, its job
-// frozen while normsim showed it running. The engine's pause and unpause
-// are reported (paused, resumed), saying whether a pause fault of
-// normsim's (Signal) or someone else did it.
-func TestAPauseIsReportedAndSaysWhose(t *testing.T) {
+// startedJob starts the job image as one instance of one service, and
+// returns its runtime, the events it reported, the engine's client, the
+// instance and its container.
+func startedJob(t *testing.T) (*docker.Runtime, *recorder, *client.Client, *sim.LaunchSpec, container.Summary) {
+	t.Helper()
 	img, cli := mustJobImage(t)
 	r, rec := newRuntime(t)
 	ctx := context.Background()
@@ -961,6 +961,21 @@ func TestAPauseIsReportedAndSaysWhose(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.wait(t, spec.InstanceID, "job", sim.ServiceStarted)
+	list, err := cli.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "io.normsim.instance="+spec.InstanceID))})
+	if err != nil || len(list) != 1 {
+		t.Fatalf("the instance's container: %v %v", list, err)
+	}
+	return r, rec, cli, spec, list[0]
+}
+
+// TestAPauseIsReportedAndSaysWhose (issue 34, left open): a container
+// paused from outside normsim (docker pause) went unnoticed, its job
+// frozen while normsim showed it running. The engine's pause and unpause
+// are reported (paused, resumed), saying whether a pause fault of
+// normsim's (Signal) or someone else did it.
+func TestAPauseIsReportedAndSaysWhose(t *testing.T) {
+	r, rec, cli, spec, ctr := startedJob(t)
+	ctx := context.Background()
 	if err := r.Signal(ctx, spec.InstanceID, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -975,12 +990,8 @@ func TestAPauseIsReportedAndSaysWhose(t *testing.T) {
 	}
 
 	// Someone else's, straight to the engine.
-	list, err := cli.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "io.normsim.instance="+spec.InstanceID))})
-	if err != nil || len(list) != 1 {
-		t.Fatalf("the instance's container: %v %v", list, err)
-	}
 	before, _ := rec.snapshot()
-	if err := cli.ContainerPause(ctx, list[0].ID); err != nil {
+	if err := cli.ContainerPause(ctx, ctr.ID); err != nil {
 		t.Fatal(err)
 	}
 	var outside sim.RuntimeEvent
@@ -997,7 +1008,7 @@ func TestAPauseIsReportedAndSaysWhose(t *testing.T) {
 	if !strings.Contains(outside.Detail, "paused outside normsim") {
 		t.Fatalf("a pause from outside: %+v", outside)
 	}
-	if err := cli.ContainerUnpause(ctx, list[0].ID); err != nil {
+	if err := cli.ContainerUnpause(ctx, ctr.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Stop(ctx, spec.InstanceID, time.Second); err != nil {
@@ -1011,32 +1022,22 @@ func TestAPauseIsReportedAndSaysWhose(t *testing.T) {
 // stopped, and nothing said why. It is reported, and so is being put
 // back; a stop's own disconnects are not.
 func TestANetworkDisconnectIsReported(t *testing.T) {
-	img, cli := mustJobImage(t)
-	r, rec := newRuntime(t)
+	r, rec, cli, spec, ctr := startedJob(t)
 	ctx := context.Background()
-	spec := newSpec(t, cli, sim.ServiceSpec{Name: "job", Image: img})
-	if err := r.Prepare(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(ctx, spec.InstanceID); err != nil {
-		t.Fatal(err)
-	}
-	rec.wait(t, spec.InstanceID, "job", sim.ServiceStarted)
-	list, err := cli.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "io.normsim.instance="+spec.InstanceID))})
-	if err != nil || len(list) != 1 || list[0].NetworkSettings == nil || len(list[0].NetworkSettings.Networks) == 0 {
-		t.Fatalf("the instance's container and its networks: %+v %v", list, err)
+	if ctr.NetworkSettings == nil || len(ctr.NetworkSettings.Networks) == 0 {
+		t.Fatalf("the instance's container has no network: %+v", ctr)
 	}
 	var network string
-	for name := range list[0].NetworkSettings.Networks {
+	for name := range ctr.NetworkSettings.Networks {
 		network = name
 	}
-	if err := cli.NetworkDisconnect(ctx, network, list[0].ID, false); err != nil {
+	if err := cli.NetworkDisconnect(ctx, network, ctr.ID, false); err != nil {
 		t.Fatal(err)
 	}
 	if ev := rec.wait(t, spec.InstanceID, "job", sim.ServiceNetworkLost); !strings.Contains(ev.Detail, "taken off network "+network+" outside normsim") {
 		t.Fatalf("a disconnect from outside: %q", ev.Detail)
 	}
-	if err := cli.NetworkConnect(ctx, network, list[0].ID, nil); err != nil {
+	if err := cli.NetworkConnect(ctx, network, ctr.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	if ev := rec.wait(t, spec.InstanceID, "job", sim.ServiceNetworkBack); !strings.Contains(ev.Detail, "put back on network "+network) {

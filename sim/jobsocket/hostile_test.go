@@ -658,62 +658,40 @@ func TestJobThatDoesNotReadItsPongsIsTooSlow(t *testing.T) {
 // (1000) while normsim's write to it was stuck in full buffers closed its
 // socket itself. normsim's 1008 was never on the wire (the stuck write
 // kills the connection), so the end reported is the job's close frame.
-func TestAJobThatClosesWhileAWriteIsStuckClosedItself(t *testing.T) {
-	l, ev := MustListener(t, jobsocket.Config{WriteTimeout: 2 * time.Second})
-	j := connectedSlowReader(t, l, ev)
-	sent := make(chan error, 1)
-	go func() {
-		payload := []byte(`"` + strings.Repeat("p", 60000) + `"`)
-		for {
-			if err := l.Send(context.Background(), "j", "r", protocol.WorkerFrame{Type: protocol.TypeInitialState, MigrationID: "m", Payload: payload}); err != nil {
-				sent <- err
-				return
-			}
-		}
-	}()
-	// A few frames fill the buffers; the next write waits for the job.
-	time.Sleep(500 * time.Millisecond)
-	if len(sent) > 0 {
-		t.Fatalf("a write failed before the job closed: %v", <-sent)
-	}
-	reason := "bye"
-	j.write(append(append(header(true, opClose, uint64(2+len(reason))), 0x03, 0xe8), reason...))
-	d := ev.waitFor(t, jobsocket.Disconnected, 30*time.Second)
-	if d.Code != 1000 || d.Reason != reason || d.ClosedBy != jobsocket.ClosedByJob {
-		t.Fatalf("disconnected with %d %q by %v, want the job's own 1000 %q", d.Code, d.Reason, d.ClosedBy, reason)
-	}
-	<-sent
-}
-
-// TestAJobThatPingsAndClosesWhileAWriteIsStuckClosedItself (issue 34 item
-// 10, A2 of round 11): as above, but the job pinged before its close. The
+// A2 of round 11: the same when the job pinged before its close. The
 // library answers a ping on the read loop, so the pong waits behind the
 // stuck write and the job's close frame is never read before the write's
-// timeout cuts the connection. It had still reached normsim: the end
-// reported is the job's close, not normsim's 1008.
-func TestAJobThatPingsAndClosesWhileAWriteIsStuckClosedItself(t *testing.T) {
-	l, ev := MustListener(t, jobsocket.Config{WriteTimeout: 2 * time.Second})
-	j := connectedSlowReader(t, l, ev)
-	sent := make(chan error, 1)
-	go func() {
-		payload := []byte(`"` + strings.Repeat("p", 60000) + `"`)
-		for {
-			if err := l.Send(context.Background(), "j", "r", protocol.WorkerFrame{Type: protocol.TypeInitialState, MigrationID: "m", Payload: payload}); err != nil {
-				sent <- err
-				return
+// timeout cuts the connection; it had still reached normsim.
+func TestAJobThatClosesWhileAWriteIsStuckClosedItself(t *testing.T) {
+	for name, before := range map[string][]byte{"closes": nil, "pings, then closes": append(header(true, 0x9, 4), "ping"...)} {
+		t.Run(name, func(t *testing.T) {
+			l, ev := MustListener(t, jobsocket.Config{WriteTimeout: 2 * time.Second})
+			j := connectedSlowReader(t, l, ev)
+			sent := make(chan error, 1)
+			go func() {
+				payload := []byte(`"` + strings.Repeat("p", 60000) + `"`)
+				for {
+					if err := l.Send(context.Background(), "j", "r", protocol.WorkerFrame{Type: protocol.TypeInitialState, MigrationID: "m", Payload: payload}); err != nil {
+						sent <- err
+						return
+					}
+				}
+			}()
+			// A few frames fill the buffers; the next write waits for the job.
+			time.Sleep(500 * time.Millisecond)
+			if len(sent) > 0 {
+				t.Fatalf("a write failed before the job closed: %v", <-sent)
 			}
-		}
-	}()
-	time.Sleep(500 * time.Millisecond)
-	if len(sent) > 0 {
-		t.Fatalf("a write failed before the job closed: %v", <-sent)
+			reason := "bye"
+			if before != nil {
+				j.write(before)
+			}
+			j.write(append(append(header(true, opClose, uint64(2+len(reason))), 0x03, 0xe8), reason...))
+			d := ev.waitFor(t, jobsocket.Disconnected, 30*time.Second)
+			if d.Code != 1000 || d.Reason != reason || d.ClosedBy != jobsocket.ClosedByJob {
+				t.Fatalf("disconnected with %d %q by %v, want the job's own 1000 %q", d.Code, d.Reason, d.ClosedBy, reason)
+			}
+			<-sent
+		})
 	}
-	reason := "bye"
-	j.write(append(header(true, 0x9, 4), "ping"...))
-	j.write(append(append(header(true, opClose, uint64(2+len(reason))), 0x03, 0xe8), reason...))
-	d := ev.waitFor(t, jobsocket.Disconnected, 30*time.Second)
-	if d.Code != 1000 || d.Reason != reason || d.ClosedBy != jobsocket.ClosedByJob {
-		t.Fatalf("disconnected with %d %q by %v, want the job's own 1000 %q", d.Code, d.Reason, d.ClosedBy, reason)
-	}
-	<-sent
 }

@@ -174,57 +174,15 @@ var handoverCases = []handoverCase{
 		state: sim.MigrationAborted, phase: sim.PhaseCutoverReady, reason: "timed out", told: []string{"source", "target"}, broken: "source",
 		after: bothToldAbort,
 	},
-	{
-		name:     "the target never reports what it applied: past the point of no return, nothing rolls back",
-		timeouts: sim.Timeouts{Apply: short},
-		play: func(t *testing.T, s *fakeSim, id string) *job {
-			tgt := toTargetReady(t, s, id)
-			stopSource(t, s, 7)
-			tgt.expect(protocol.TypeCutoverApply)
-			return tgt
-		},
-		state: sim.MigrationFailed, phase: sim.PhaseCutoverApply, reason: "timed out", broken: "target",
-		after: func(t *testing.T, s *fakeSim, tgt *job) {
-			s.src.quiet(50 * time.Millisecond)
-			tgt.quiet(50 * time.Millisecond)
-		},
-	},
-	{
-		// Attack round 11, C7: a fault that struck only the source
-		// (cutover-ready held on its way to it) excused the target's own
-		// missed target-applied: no side was blamed. A fault excuses the
-		// side it struck, not the other.
-		name:     "the target never reports what it applied after a fault struck only the source: the target is blamed",
-		timeouts: sim.Timeouts{Apply: short},
-		faults:   []sim.Fault{{Kind: "delay-frame", Side: "source", Frame: protocol.TypeCutoverReady, Delay: sim.Duration(20 * time.Millisecond)}},
-		play: func(t *testing.T, s *fakeSim, id string) *job {
-			tgt := toTargetReady(t, s, id)
-			stopSource(t, s, 7)
-			tgt.expect(protocol.TypeCutoverApply)
-			return tgt
-		},
-		state: sim.MigrationFailed, phase: sim.PhaseCutoverApply, reason: "timed out", broken: "target",
-		after: func(t *testing.T, s *fakeSim, tgt *job) {
-			s.src.quiet(50 * time.Millisecond)
-			tgt.quiet(50 * time.Millisecond)
-		},
-	},
-	{
-		name:     "the target never reports what it applied after a fault held cutover-apply on its way to it: no side is blamed",
-		timeouts: sim.Timeouts{Apply: short},
-		faults:   []sim.Fault{{Kind: "delay-frame", Side: "target", Frame: protocol.TypeCutoverApply, Delay: sim.Duration(20 * time.Millisecond)}},
-		play: func(t *testing.T, s *fakeSim, id string) *job {
-			tgt := toTargetReady(t, s, id)
-			stopSource(t, s, 7)
-			tgt.expect(protocol.TypeCutoverApply)
-			return tgt
-		},
-		state: sim.MigrationFailed, phase: sim.PhaseCutoverApply, reason: "timed out",
-		after: func(t *testing.T, s *fakeSim, tgt *job) {
-			s.src.quiet(50 * time.Millisecond)
-			tgt.quiet(50 * time.Millisecond)
-		},
-	},
+	neverApplies("the target never reports what it applied: past the point of no return, nothing rolls back", nil, "target"),
+	// Attack round 11, C7: a fault that struck only the source
+	// (cutover-ready held on its way to it) excused the target's own
+	// missed target-applied: no side was blamed. A fault excuses the side
+	// it struck, not the other.
+	neverApplies("the target never reports what it applied after a fault struck only the source: the target is blamed",
+		&sim.Fault{Kind: "delay-frame", Side: "source", Frame: protocol.TypeCutoverReady, Delay: sim.Duration(20 * time.Millisecond)}, "target"),
+	neverApplies("the target never reports what it applied after a fault held cutover-apply on its way to it: no side is blamed",
+		&sim.Fault{Kind: "delay-frame", Side: "target", Frame: protocol.TypeCutoverApply, Delay: sim.Duration(20 * time.Millisecond)}, ""),
 	{
 		name: "the target aborts well after its cutover-apply: past the point of no return it owed target-applied",
 		play: func(t *testing.T, s *fakeSim, id string) *job {
@@ -394,6 +352,30 @@ var handoverCases = []handoverCase{
 			}
 		},
 	},
+}
+
+// neverApplies is the case of a target that never sends target-applied,
+// with fault (nil: none) armed, and broken the side blamed ("" for none).
+func neverApplies(name string, fault *sim.Fault, broken string) handoverCase {
+	c := handoverCase{
+		name:     name,
+		timeouts: sim.Timeouts{Apply: short},
+		play: func(t *testing.T, s *fakeSim, id string) *job {
+			tgt := toTargetReady(t, s, id)
+			stopSource(t, s, 7)
+			tgt.expect(protocol.TypeCutoverApply)
+			return tgt
+		},
+		state: sim.MigrationFailed, phase: sim.PhaseCutoverApply, reason: "timed out", broken: broken,
+		after: func(t *testing.T, s *fakeSim, tgt *job) {
+			s.src.quiet(50 * time.Millisecond)
+			tgt.quiet(50 * time.Millisecond)
+		},
+	}
+	if fault != nil {
+		c.faults = []sim.Fault{*fault}
+	}
+	return c
 }
 
 func TestHandoverWithFakeJobs(t *testing.T) {
