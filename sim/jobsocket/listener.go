@@ -733,7 +733,7 @@ func (h *hijackWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 
 // frameGuardConn is a job's connection as the WebSocket library reads and
 // writes it: reads through a frameGuard, and a close that cuts a write
-// short leaves what the job sent unread to the read loop (cutWrite).
+// short leaves what the job sent unread to the read loop (Close).
 type frameGuardConn struct {
 	net.Conn
 	guard frameGuard
