@@ -48,6 +48,12 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"up", "--db", ":memory:", "--addr", "127.0.0.1:0", "--socket-port", "65535"},
 		// issue 34, round four: a port past 65535 failed at listen, exit 1.
 		{"up", "--db", ":memory:", "--addr", "127.0.0.1:0", "--socket-port", "0", "--output-port", "65536"},
+		// Attack round 11: an empty --nodes ran the default nodes, a wait
+		// of no time was tried against the server, and a --since the
+		// server refuses exited 1.
+		{"up", "--db", ":memory:", "--addr", "127.0.0.1:0", "--socket-port", "0", "--nodes", ""},
+		{"launch", "counter", "--node", "a", "--until", "running", "--timeout", "-5s", "--server", "127.0.0.1:1"},
+		{"logs", "x", "--since", "garbage", "--server", "127.0.0.1:1"},
 	} {
 		code, _, errOut := run(t, args...)
 		if code != 2 || errOut == "" {

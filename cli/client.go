@@ -80,6 +80,9 @@ this host) or external (you start the job yourself, with the env printed).`,
 					return usageErr("--until: must be running or connected; got %q", until)
 				}
 				wantUntil = u
+				if untilTimeout <= 0 {
+					return usageErr("--timeout: want how long to wait, more than 0 (e.g. 30s); got %s", untilTimeout)
+				}
 			}
 			req := sim.LaunchRequest{Template: args[0], Node: node, Runtime: runtime, Params: map[string]string{}}
 			for _, p := range params {
@@ -214,6 +217,11 @@ instance ID, and its job ID still finds it.`,
 					return usageErr("--tail: want a number of lines or \"all\"; got %q", tail)
 				}
 				logOpts.Tail = n
+			}
+			if logOpts.Since != "" {
+				if _, err := sim.ParseSince(logOpts.Since, time.Now()); err != nil {
+					return usageErr("--%s", sim.ErrorMessage(err))
+				}
 			}
 			c := api()
 			return onInstance(cmd.Context(), c, args[0], func(id string) error {

@@ -79,6 +79,10 @@ use, a store it cannot open) or stopped on an error, 2 for a usage error
 			if err := parseTimeouts("--timeouts", timeouts, &opts.Timeouts); err != nil {
 				return err
 			}
+			if cmd.Flags().Changed("nodes") && len(opts.Nodes) == 0 {
+				// Read as none, it would have quietly been the default.
+				return usageErr("--nodes: name at least one node (e.g. --nodes a,b); got none")
+			}
 			for i, n := range opts.Nodes {
 				opts.Nodes[i] = strings.TrimSpace(n)
 			}

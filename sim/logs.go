@@ -79,6 +79,18 @@ type LogPage struct {
 	Lost    LogLostCounts `json:"lost"`
 }
 
+// ParseSince reads a log query's since: an RFC 3339 time, or a duration
+// back from now.
+func ParseSince(v string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, Errorf(EInvalid, "since: want an RFC 3339 time (2026-01-02T15:04:05Z) or a duration back from now (10m); got %q", v)
+}
+
 // LogRetention says what the store holds of an instance. Lines and Bytes
 // count the job's own lines: normsim's notes among them (StreamNormsim,
 // where lines were dropped) are shown but not counted, so Lines, Trimmed

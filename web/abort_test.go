@@ -94,3 +94,21 @@ func TestSeamColouredByTheStrategysPromise(t *testing.T) {
 		}
 	}
 }
+
+// TestAJSONValueOfTheWrongTypeIsSaidInJSON (attack round 11): a body whose
+// field held the wrong type of value was refused in Go's words ("Go struct
+// field LaunchRequest.node of type string"). The client wrote JSON: the
+// answer names the field and the kinds of JSON.
+func TestAJSONValueOfTheWrongTypeIsSaidInJSON(t *testing.T) {
+	h := newServer(t, newFake(), nil)
+	for body, want := range map[string]string{
+		`{"template":"counter","node":5}`:                       "request body: node: want a string; got a number",
+		`{"template":"counter","node":"a","params":[1]}`:        "request body: params: want an object; got an array",
+		`{"template":"counter","node":"a","params":{"RATE":5}}`: "request body: params: each value: want a string; got a number",
+	} {
+		r := postJSON(t, h, "/api/v1/instances", body)
+		if r.Status != http.StatusBadRequest || !strings.Contains(r.Body, want) || strings.Contains(r.Body, "Go struct") {
+			t.Errorf("%s: %d %s; want 400 with %q", body, r.Status, r.Body, want)
+		}
+	}
+}

@@ -427,15 +427,7 @@ func parseLogOptions(q url.Values, now time.Time) (logOptions, error) {
 
 // ParseSince reads a logs since: an RFC 3339 time, or a duration back
 // from now (as `docker compose logs --since 10m`).
-func ParseSince(v string, now time.Time) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return t, nil
-	}
-	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
-		return now.Add(-d), nil
-	}
-	return time.Time{}, sim.Errorf(sim.EInvalid, "since: want an RFC 3339 time (2026-01-02T15:04:05Z) or a duration back from now (10m); got %q", v)
-}
+func ParseSince(v string, now time.Time) (time.Time, error) { return sim.ParseSince(v, now) }
 
 func boolParam(q url.Values, name string) (bool, error) {
 	switch v := q.Get(name); v {

@@ -545,6 +545,15 @@ func decodeStrict(data []byte, v any, what string) error {
 			}
 			return se
 		}
+		if ute, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && ute.Field != "" {
+			// Go's words name the Go struct ("Go struct field
+			// LaunchRequest.node"): a client knows the JSON.
+			field := ute.Field
+			if isMapOf(reflect.TypeOf(v), field, ute.Type) {
+				field += ": each value" // Go names the map, not its key
+			}
+			return sim.Errorf(sim.EInvalid, "%s: %s: want %s; got %s %s", what, field, jsonKind(ute.Type), article(ute.Value), ute.Value)
+		}
 		return sim.Errorf(sim.EInvalid, "%s: %v", what, err)
 	}
 	if dec.More() {
@@ -558,6 +567,57 @@ func decodeStrict(data []byte, v any, what string) error {
 		return sim.Errorf(sim.EInvalid, "%s: one JSON %s expected, found more after it", what, noun)
 	}
 	return nil
+}
+
+// isMapOf says whether the field at path (JSON names, dotted) of root is
+// a map whose values are of type elem.
+func isMapOf(root reflect.Type, path string, elem reflect.Type) bool {
+	t := root
+	for name := range strings.SplitSeq(path, ".") {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return false
+		}
+		ft, ok := jsonFields(t)[name]
+		if !ok {
+			return false
+		}
+		t = ft
+	}
+	return t.Kind() == reflect.Map && t.Elem() == elem
+}
+
+// jsonKind says what JSON a Go type takes.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "another value"
+}
+
+// article is the indefinite article of a JSON value's kind as
+// encoding/json names it (number, string, bool, array, object).
+func article(kind string) string {
+	if strings.HasPrefix(kind, "a") || strings.HasPrefix(kind, "o") {
+		return "an"
+	}
+	return "a"
 }
 
 // routeOnEscapedPath makes chi match every request on its escaped path.
