@@ -236,7 +236,7 @@ func (r *Runtime) prepareCompose(ctx context.Context, spec *sim.LaunchSpec) (_ *
 		}
 		// compose returns on the first failure while other services'
 		// creates may still be under way; they carry the instance's labels.
-		if serr := r.sweep(cctx, ownerOf(spec), spec.InstanceID); serr != nil {
+		if serr := r.sweepSettled(cctx, ownerOf(spec), spec.InstanceID); serr != nil {
 			r.log.Error("clean up after failed prepare", "instance", spec.InstanceID, "err", serr)
 		}
 	}()

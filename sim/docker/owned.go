@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/docker/compose/v5/pkg/api"
 	"github.com/docker/docker/api/types/container"
@@ -240,6 +241,45 @@ func (r *Runtime) sweep(ctx context.Context, owner, instanceID string) error {
 		netIDs[i] = n.ID
 	}
 	return r.removeAll(ctx, ids, netIDs, owner, instanceID)
+}
+
+// sweepSettle is how long sweepSettled sees none of an instance's
+// containers before it takes the sweep as done, and sweepEvery how often it
+// looks meanwhile.
+const (
+	sweepSettle = time.Second
+	sweepEvery  = 200 * time.Millisecond
+)
+
+// sweepSettled sweeps an instance whose create failed until none of its
+// containers has appeared for sweepSettle (or ctx ends). compose cancels
+// its other creates at the first failure, but only its requests: the
+// engine goes on and makes the container, under load after the first
+// sweep looked, and it was left behind.
+func (r *Runtime) sweepSettled(ctx context.Context, owner, instanceID string) error {
+	quietSince := time.Now()
+	for {
+		f := instanceFilter(owner, instanceID)
+		list, err := r.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+		if err != nil {
+			return r.engineErr("list containers of instance "+instanceID, err)
+		}
+		if len(list) > 0 {
+			if err := r.sweep(ctx, owner, instanceID); err != nil {
+				return err
+			}
+			quietSince = time.Now()
+		}
+		if time.Since(quietSince) >= sweepSettle {
+			// Networks the compose run made go with the last sweep.
+			return r.sweep(ctx, owner, instanceID)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(sweepEvery):
+		}
+	}
 }
 
 // Running lists owner's containers that run now (sim.Census).
