@@ -1100,12 +1100,12 @@ func (p *parser) expect(f field, what string) *Expect {
 			case e.State == sim.MigrationAborted && k == "seam":
 				p.errf(h.key, "%s.seam: an aborted migration has a seam only when its target produced beside the source (overlap); expect seam: overlap, or completed or failed, or remove seam", what)
 			default:
-				p.errf(h.key, "%s.%s: %s migration leaves the source running and measures no gap or overlap; expect completed or failed, or remove %s", what, k, article(string(e.State)), k)
+				p.errf(h.key, "%s.%s: %s migration leaves the source running and measures no gap or overlap; expect completed or failed, or remove %s", what, k, sim.WithArticle(string(e.State)), k)
 			}
 		}
 		for _, k := range []string{"applied", "failed"} {
 			if h, ok := m[k]; ok {
-				p.errf(h.key, "%s.%s: %s migration ends before the point of no return, so its target never sends target-applied; expect completed or failed, or remove %s", what, k, article(string(e.State)), k)
+				p.errf(h.key, "%s.%s: %s migration ends before the point of no return, so its target never sends target-applied; expect completed or failed, or remove %s", what, k, sim.WithArticle(string(e.State)), k)
 			}
 		}
 	}
@@ -1185,13 +1185,4 @@ func validAlias(name string) bool {
 		}
 	}
 	return true
-}
-
-// article puts "a" or "an" before word, as it is said ("an aborted", "a
-// refused").
-func article(word string) string {
-	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
-		return "an " + word
-	}
-	return "a " + word
 }

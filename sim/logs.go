@@ -80,7 +80,7 @@ type LogPage struct {
 }
 
 // ParseSince reads a log query's since: an RFC 3339 time, or a duration
-// back from now.
+// back from now (as `docker compose logs --since 10m`).
 func ParseSince(v string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 		return t, nil

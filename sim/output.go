@@ -553,6 +553,15 @@ func (u *UnreadablePackets) String() string {
 	return s
 }
 
+// WithArticle puts "a" or "an" before word, as it is said ("an object",
+// "a number", "an aborted").
+func WithArticle(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an " + word
+	}
+	return "a " + word
+}
+
 // Plural is n and the noun, in the singular for one: "1 packet", "3 packets".
 func Plural(n int64, noun string) string {
 	if n == 1 {

@@ -400,7 +400,7 @@ func parseLogOptions(q url.Values, now time.Time) (logOptions, error) {
 		return o, sim.Errorf(sim.EInvalid, "format: must be text or json; got %q", f)
 	}
 	if v := q.Get("since"); v != "" {
-		o.query.Since, err = ParseSince(v, now)
+		o.query.Since, err = sim.ParseSince(v, now)
 		if err != nil {
 			return o, err
 		}
@@ -424,10 +424,6 @@ func parseLogOptions(q url.Values, now time.Time) (logOptions, error) {
 	}
 	return o, nil
 }
-
-// ParseSince reads a logs since: an RFC 3339 time, or a duration back
-// from now (as `docker compose logs --since 10m`).
-func ParseSince(v string, now time.Time) (time.Time, error) { return sim.ParseSince(v, now) }
 
 func boolParam(q url.Values, name string) (bool, error) {
 	switch v := q.Get(name); v {

@@ -552,7 +552,7 @@ func decodeStrict(data []byte, v any, what string) error {
 			if isMapOf(reflect.TypeOf(v), field, ute.Type) {
 				field += ": each value" // Go names the map, not its key
 			}
-			return sim.Errorf(sim.EInvalid, "%s: %s: want %s; got %s %s", what, field, jsonKind(ute.Type), article(ute.Value), ute.Value)
+			return sim.Errorf(sim.EInvalid, "%s: %s: want %s; got %s", what, field, jsonKind(ute.Type), sim.WithArticle(ute.Value))
 		}
 		return sim.Errorf(sim.EInvalid, "%s: %v", what, err)
 	}
@@ -609,15 +609,6 @@ func jsonKind(t reflect.Type) string {
 		return jsonKind(t.Elem())
 	}
 	return "another value"
-}
-
-// article is the indefinite article of a JSON value's kind as
-// encoding/json names it (number, string, bool, array, object).
-func article(kind string) string {
-	if strings.HasPrefix(kind, "a") || strings.HasPrefix(kind, "o") {
-		return "an"
-	}
-	return "a"
 }
 
 // routeOnEscapedPath makes chi match every request on its escaped path.
