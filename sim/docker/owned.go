@@ -223,14 +223,20 @@ func (r *Runtime) removeInstance(ctx context.Context, owner, instanceID string) 
 // sweep force-removes every container, network and volume that carries
 // the labels of owner's instance.
 func (r *Runtime) sweep(ctx context.Context, owner, instanceID string) error {
+	_, err := r.sweepCount(ctx, owner, instanceID)
+	return err
+}
+
+// sweepCount is sweep, and how many containers it found to remove.
+func (r *Runtime) sweepCount(ctx context.Context, owner, instanceID string) (int, error) {
 	f := instanceFilter(owner, instanceID)
 	list, err := r.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
 	if err != nil {
-		return r.engineErr("list containers of instance "+instanceID, err)
+		return 0, r.engineErr("list containers of instance "+instanceID, err)
 	}
 	nets, err := r.cli.NetworkList(ctx, network.ListOptions{Filters: f})
 	if err != nil {
-		return r.engineErr("list networks of instance "+instanceID, err)
+		return 0, r.engineErr("list networks of instance "+instanceID, err)
 	}
 	ids := make([]string, len(list))
 	for i, c := range list {
@@ -240,7 +246,7 @@ func (r *Runtime) sweep(ctx context.Context, owner, instanceID string) error {
 	for i, n := range nets {
 		netIDs[i] = n.ID
 	}
-	return r.removeAll(ctx, ids, netIDs, owner, instanceID)
+	return len(ids), r.removeAll(ctx, ids, netIDs, owner, instanceID)
 }
 
 // sweepSettle is how long sweepSettled sees none of an instance's
@@ -259,20 +265,15 @@ const (
 func (r *Runtime) sweepSettled(ctx context.Context, owner, instanceID string) error {
 	quietSince := time.Now()
 	for {
-		f := instanceFilter(owner, instanceID)
-		list, err := r.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+		n, err := r.sweepCount(ctx, owner, instanceID)
 		if err != nil {
-			return r.engineErr("list containers of instance "+instanceID, err)
+			return err
 		}
-		if len(list) > 0 {
-			if err := r.sweep(ctx, owner, instanceID); err != nil {
-				return err
-			}
+		if n > 0 {
 			quietSince = time.Now()
 		}
 		if time.Since(quietSince) >= sweepSettle {
-			// Networks the compose run made go with the last sweep.
-			return r.sweep(ctx, owner, instanceID)
+			return nil
 		}
 		select {
 		case <-ctx.Done():
