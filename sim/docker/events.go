@@ -275,23 +275,16 @@ func (r *Runtime) handleNetwork(m events.Message) {
 		svc.offNetworks[network] = true
 	}
 	r.mu.Unlock()
+	// A network event names its container by ID alone.
+	name := svc.name + " (" + shortID(containerID) + ")"
 	ev := sim.RuntimeEvent{Instance: in.id, Service: svc.name, At: r.now(), Kind: sim.ServiceNetworkLost,
-		Detail: fmt.Sprintf("container %s was taken off network %s outside normsim (docker network disconnect): its job may lose its socket, and its output stop reaching normsim, through it", containerName(m, svc), network)}
+		Detail: fmt.Sprintf("container %s was taken off network %s outside normsim (docker network disconnect): its job may lose its socket, and its output stop reaching normsim, through it", name, network)}
 	if back {
 		ev.Kind = sim.ServiceNetworkBack
-		ev.Detail = fmt.Sprintf("container %s was put back on network %s", containerName(m, svc), network)
+		ev.Detail = fmt.Sprintf("container %s was put back on network %s", name, network)
 	}
 	r.log.Debug("runtime event", "instance", ev.Instance, "service", ev.Service, "kind", ev.Kind)
 	r.observer(ev)
-}
-
-// containerName names a network event's container: the event carries only
-// its ID.
-func containerName(m events.Message, svc *service) string {
-	if n := m.Actor.Attributes["containerName"]; n != "" {
-		return n
-	}
-	return svc.name + " (" + shortID(m.Actor.Attributes["container"]) + ")"
 }
 
 // containerRunning says whether the engine has the container running.
