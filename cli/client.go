@@ -432,14 +432,7 @@ keeps its frames until its records are pruned (normsim up
 			if err != nil {
 				return ""
 			}
-			var notes []string
-			if n.Lost > 0 {
-				notes = append(notes, sim.FramesLostNote(n))
-			}
-			if n.Dropped > 0 {
-				notes = append(notes, sim.FramesDroppedNote(n))
-			}
-			return strings.Join(notes, "\n")
+			return strings.Join(sim.FrameCountNotes(n), "\n")
 		},
 		Line: func(f sim.FrameRecord) string {
 			return fmt.Sprintf("%s  %-3s  %-16s %7s  %s", f.At.UTC().Format("15:04:05.000"), f.Direction, f.Type, fmt.Sprintf("%d B", f.Size), sim.FrameSnippet([]byte(f.Data)))

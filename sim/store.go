@@ -392,6 +392,20 @@ func FramesLostNote(c FrameCounts) string {
 	return fmt.Sprintf("normsim | %d frame record(s) of this instance could not be stored (the store refused them; is its disk full?) and are lost: its job spoke more than is listed", c.Lost)
 }
 
+// FrameCountNotes are what a reader of an instance's frames is told of
+// the records it will not see: those lost (FramesLostNote), then those
+// dropped (FramesDroppedNote); none when it sees them all.
+func FrameCountNotes(c FrameCounts) []string {
+	var notes []string
+	if c.Lost > 0 {
+		notes = append(notes, FramesLostNote(c))
+	}
+	if c.Dropped > 0 {
+		notes = append(notes, FramesDroppedNote(c))
+	}
+	return notes
+}
+
 // FrameFilter narrows ListFrames.
 type FrameFilter struct {
 	JobID string

@@ -271,14 +271,7 @@ func (s *Server) renderInstance(w http.ResponseWriter, r *http.Request, status i
 	}
 	p.Frames, p.FramesErr = s.framesOf(ctx, raw.ID)
 	if c, err := s.svc.FrameCounts(ctx, raw.ID); err == nil {
-		var notes []string
-		if c.Lost > 0 {
-			notes = append(notes, sim.FramesLostNote(c))
-		}
-		if c.Dropped > 0 {
-			notes = append(notes, sim.FramesDroppedNote(c))
-		}
-		p.FramesDropped = strings.Join(notes, "; ")
+		p.FramesDropped = strings.Join(sim.FrameCountNotes(c), "; ")
 	}
 	p.History, p.HistoryErr = s.historyOf(ctx, raw.ID)
 	migs, err := s.svc.MigrationPage(ctx, sim.MigrationFilter{JobID: raw.JobID, Limit: 20})
