@@ -776,10 +776,20 @@ func TestARelayedPhaseIsStored(t *testing.T) {
 	s := newFakeSim(t)
 	mig, tgt := toSourceStopped(t, s)
 	tgt.expect(protocol.TypeCutoverApply) // relayed: the migration waits for target-applied
-	s.mgr.Flush()
-	stored, err := s.mgr.StoredMigration(context.Background(), mig.ID)
-	if err != nil {
-		t.Fatal(err)
+	// The phase is journalled just after the relay's write, off its path
+	// (decide), so the target can read the frame a moment before the
+	// journal has the write to flush. Nothing else happens until the
+	// target answers: a phase stored only with the next step never comes.
+	var stored *sim.Migration
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		s.mgr.Flush()
+		var err error
+		if stored, err = s.mgr.StoredMigration(context.Background(), mig.ID); err != nil {
+			t.Fatal(err)
+		}
+		if stored.Phase == sim.PhaseCutoverApply || time.Now().After(deadline) {
+			break
+		}
 	}
 	if stored.Phase != sim.PhaseCutoverApply {
 		t.Fatalf("the store has the migration in %s while it waits in %s", stored.Phase, sim.PhaseCutoverApply)
