@@ -1,6 +1,7 @@
 package template
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -238,6 +239,13 @@ func (l *Loaded) Launch(in sim.LaunchInput) (*sim.LaunchSpec, error) {
 	// does; the adjustments hold for every runtime that shares an engine.
 	ip, adjustments := instanceProject(p, project, spec.Services)
 	spec.Adjustments = adjustments
+	// compose-go read the env files a moment ago, and failed on what
+	// fails here.
+	unset, _ := unsetInEnvFiles(context.Background(), l.Dir, l.compose, env)
+	for _, u := range unset {
+		spec.Adjustments = append(spec.Adjustments, fmt.Sprintf(
+			"%s is not set, so it is empty in the service's environment: docker compose up would take it from the shell, and normsim interpolates a launch with its parameters and allocated ports only", u))
+	}
 	if in.Runtime == sim.RuntimeProcess {
 		// docker compose restarts such a service; a host process is not.
 		for _, name := range slices.Sorted(maps.Keys(p.Services)) {

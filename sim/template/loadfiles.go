@@ -57,6 +57,9 @@ type loadWalk struct {
 	// bases are the services each extends within its own file: it
 	// depends on what they depend on.
 	bases map[string]string
+	// envFiles are the services' env files that are there, in the order
+	// they are named.
+	envFiles []envFileRef
 }
 
 // checkLoadFiles judges compose, the compose file of the template in dir,
@@ -65,15 +68,21 @@ type loadWalk struct {
 // expanded (see yamlbounds.go), and every file read at most maxFileBytes
 // in all. It fails with ctx's error when ctx ends between files.
 func checkLoadFiles(ctx context.Context, dir string, compose []byte) error {
+	_, err := walkLoadFiles(ctx, dir, compose)
+	return err
+}
+
+// walkLoadFiles is checkLoadFiles, with the walk that found the files.
+func walkLoadFiles(ctx context.Context, dir string, compose []byte) (*loadWalk, error) {
 	root, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		root = filepath.Clean(dir) // an archive's: nothing beside it is read
 	}
 	w := &loadWalk{ctx: ctx, dir: dir, root: root, packed: err != nil, bytes: int64(len(compose)), deps: map[string]map[string]bool{}, bases: map[string]string{}}
 	if err := w.yamlFile(compose, "", dir, "", ""); err != nil {
-		return err
+		return nil, err
 	}
-	return w.checkDependencies()
+	return w, w.checkDependencies()
 }
 
 // readsFiles reports whether compose may name a file compose-go reads
@@ -288,6 +297,9 @@ func (w *loadWalk) service(svc map[string]any, at, wd, owner string) error {
 			if err := w.plainFile(f, field, r.required); err != nil {
 				return err
 			}
+			if key == "env_file" {
+				w.envFiles = append(w.envFiles, envFileRef{field: field, path: f, format: r.format, environment: environmentKeys(svc["environment"])})
+			}
 		}
 	}
 	return nil
@@ -313,6 +325,7 @@ func sameFileExtends(svc any) string {
 type fileRef struct {
 	path     string
 	required bool
+	format   string // an env file's (envfiles.go)
 }
 
 // stringsOf is the paths of a path field as compose writes it: a string,
@@ -340,7 +353,8 @@ func fileRefsOf(v any) []fileRef {
 				out = append(out, fileRef{path: e, required: true})
 			case map[string]any:
 				if p, ok := e["path"].(string); ok {
-					out = append(out, fileRef{path: p, required: !isFalse(e["required"])})
+					format, _ := e["format"].(string)
+					out = append(out, fileRef{path: p, required: !isFalse(e["required"]), format: format})
 				}
 			}
 		}

@@ -186,6 +186,93 @@ services:
 	}
 }
 
+// TestEnvFileVariablesNothingSets (issue 34, round 11): an env file
+// holding A=${HOME}/x validated without a word, and each launch set A to
+// "/x" with only compose-go's "The HOME variable is not set" in normsim's
+// own log, naming no instance. Validation warns of such a variable, and
+// the launch says it on the instance (its adjustments). A variable the
+// launch sets, the file sets above, the service's environment sets, or
+// the file gives a default or requires, is not one; nor is a raw file.
+func TestEnvFileVariablesNothingSets(t *testing.T) {
+	files := tpl(`
+services:
+  app:
+    image: busybox
+    environment:
+      FROM_SERVICE: s
+    env_file:
+      - app.env
+      - {path: raw.env, format: raw}
+`, `parameters:
+  - name: RATE
+    purpose: how fast
+    default: "10"
+`)
+	files["app.env"] = "A=${HOME}/x\nB=${RATE}\nC=${FROM_SERVICE}\nD=${WITH_DEFAULT:-d}\nE=${EMPTY_DEFAULT-}\nG=$A\nH=$UNSET_TOO\n"
+	files["raw.env"] = "R=${NOT_INTERPOLATED}\n"
+	dir := MustWriteTemplate(t, "envfilevars", files)
+	res, err := ValidatePath(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	for _, w := range res[0].Warnings {
+		if strings.Contains(w, "env_file") {
+			warned = append(warned, w)
+		}
+	}
+	if len(warned) != 2 ||
+		!strings.Contains(warned[0], "compose.yml: services.app.env_file[0] (app.env): ${HOME} is no parameter or allocated port, nor set in the service's environment, and has no default, so it is empty in every launch") ||
+		!strings.Contains(warned[1], "(app.env): ${UNSET_TOO}") {
+		t.Fatalf("env file warnings %q, want HOME's and UNSET_TOO's", warned)
+	}
+
+	l := Load(dir)
+	spec, err := l.Launch(input(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := spec.Services[0].Env["A"]; got != "/x" {
+		t.Errorf("A = %q, want /x (HOME is empty, as compose-go reads it)", got)
+	}
+	if got := spec.Services[0].Env["R"]; got != "${NOT_INTERPOLATED}" {
+		t.Errorf("R = %q from a raw env file, want it as written (docker compose's format: raw)", got)
+	}
+	var said []string
+	for _, a := range spec.Adjustments {
+		if strings.Contains(a, "env_file") {
+			said = append(said, a)
+		}
+	}
+	if len(said) != 2 || !strings.HasPrefix(said[0], "services.app.env_file[0] (app.env): ${HOME} is not set, so it is empty in the service's environment") {
+		t.Fatalf("launch adjustments %q, want HOME and UNSET_TOO said unset", said)
+	}
+
+	// A format docker compose does not know either fails every launch.
+	writeFiles(t, dir, map[string]string{"compose.yml": strings.Replace(files["compose.yml"], "format: raw", "format: yaml", 1)})
+	if res, err = ValidatePath(t.Context(), dir); err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Valid || !strings.Contains(res[0].Problems[0].String(), `services.app.env_file[1]: raw.env: unsupported env_file format "yaml"`) {
+		t.Fatalf("with format: yaml: %+v, want invalid naming the format", res[0])
+	}
+	writeFiles(t, dir, map[string]string{"compose.yml": files["compose.yml"]})
+
+	// A variable the file requires that nothing sets fails every launch:
+	// validation says so, as compose-go does at launch.
+	writeFiles(t, dir, map[string]string{"app.env": "F=${NEEDED:?say it}\n"})
+	res, err = ValidatePath(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Valid || len(res[0].Problems) != 1 || !strings.Contains(res[0].Problems[0].String(), "services.app.env_file[0]: app.env: ") || !strings.Contains(res[0].Problems[0].String(), "NEEDED") {
+		t.Fatalf("with ${NEEDED:?} in the env file: %+v, want invalid naming the file and NEEDED", res[0])
+	}
+	if _, err := Load(dir).Launch(input(nil)); err == nil || !strings.Contains(err.Error(), "NEEDED") {
+		t.Fatalf("launch: %v, want it refused naming NEEDED", err)
+	}
+}
+
 // TestValidateWarnsOfABuild (issue 34 round 7): a service with build: and
 // no image validated "ok" and was refused at launch; one with both
 // launched IMAGE_MISSING without a word about its build context.

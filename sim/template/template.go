@@ -511,6 +511,13 @@ func (l *Loaded) checkComposeLoad(ctx context.Context) ([]string, error) {
 	_, warnings := instanceProject(p, "normsim-<instance>", nil)
 	l.Warnings = append(l.Warnings, warnings...)
 	l.Warnings = append(l.Warnings, interpolationWarnings(l.Dir, l.compose, env)...)
+	unset, err := unsetInEnvFiles(ctx, l.Dir, l.compose, env)
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range unset {
+		l.Warnings = append(l.Warnings, fmt.Sprintf("compose.yml: %s is no parameter or allocated port, nor set in the service's environment, and has no default, so it is empty in every launch (normsim reads neither the shell's environment nor .env); declare it in parameters.yaml or write ${%s:-value}", u, u.name))
+	}
 	l.Warnings = append(l.Warnings, buildWarnings...)
 	return names, nil
 }
