@@ -1,6 +1,7 @@
 package template
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -8,30 +9,63 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/compose-spec/compose-go/v2/dotenv"
-	"github.com/docker/cli/pkg/kvfile"
 )
 
 // rawEnvFormat is the env_file format `docker compose` adds to
 // compose-go's: each line as `docker run --env-file` reads it, with no
 // quotes or interpolation. compose-go alone refuses it ("unsupported
 // env_file format"), so a template docker compose up runs failed at
-// launch; it is registered here as the CLI does, with the CLI's parser.
+// launch; it is registered here as the CLI registers it. The CLI's parser
+// (docker/cli's kvfile) is not imported: it would bring the docker/cli
+// module into every job author's build through normsimtest.
 const rawEnvFormat = "raw"
 
-func init() {
-	dotenv.RegisterFormat(rawEnvFormat, func(r io.Reader, filename string, vars map[string]string, lookup func(string) (string, bool)) error {
-		lines, err := kvfile.ParseFromReader(r, lookup)
-		if err != nil {
-			return fmt.Errorf("failed to parse env_file %s: %w", filename, err)
+func init() { dotenv.RegisterFormat(rawEnvFormat, parseRawEnvFile) }
+
+// parseRawEnvFile reads r as `docker run --env-file` does: blank lines
+// and lines starting with # (after leading blanks) are skipped; NAME=value
+// is taken as written, trailing blanks and quotes kept; a NAME alone takes
+// lookup's value and is left out when lookup has none. A name holding a
+// blank, an empty name, or bytes that are not UTF-8 fail the file.
+func parseRawEnvFile(r io.Reader, filename string, vars map[string]string, lookup func(string) (string, bool)) error {
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("failed to parse env_file %s: %s", filename, fmt.Sprintf(format, args...))
+	}
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		b := sc.Bytes()
+		if !utf8.Valid(b) {
+			return fail("invalid utf8 bytes at line %d", n)
 		}
-		for _, line := range lines {
-			k, v, _ := strings.Cut(line, "=")
-			vars[k] = v
+		if n == 1 {
+			b = bytes.TrimPrefix(b, []byte("\uFEFF"))
 		}
-		return nil
-	})
+		line := strings.TrimLeftFunc(string(b), unicode.IsSpace)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		name, value, hasValue := strings.Cut(line, "=")
+		switch {
+		case name == "":
+			return fail("no variable name on line '%s'", line)
+		case strings.ContainsAny(name, " \t"):
+			return fail("variable '%s' contains whitespaces", name)
+		case hasValue:
+			vars[name] = value
+		default:
+			if v, ok := lookup(name); ok {
+				vars[name] = v
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fail("%v", err)
+	}
+	return nil
 }
 
 // An env file's values are interpolated when compose-go reads it at
