@@ -378,7 +378,8 @@ func (c *comparison) judgeStreams() {
 			st.FrameTicks = frameTicks(p.src)
 			c.defect(sim.MediaCheckCodecParams, "", label, targetSide, fmt.Sprintf("frame rate on %s changed from %s to %s fps", label, fps(srcFT), fps(tgtFT)))
 		}
-		last, lastOK := extremePTS(atSwitch(c.sentBeforeStop(p.src.units), p.src.wrap, st.FrameTicks, true), p.src.wrap, true)
+		lastUnits := atSwitch(c.sentBeforeStop(p.src.units), p.src.wrap, st.FrameTicks, true)
+		last, lastOK := extremePTS(lastUnits, p.src.wrap, true)
 		first, firstOK := extremePTS(atSwitch(p.tgt.units, p.tgt.wrap, st.FrameTicks, false), p.tgt.wrap, false)
 		st.SourceParams, st.TargetParams = lastParams(p.src.units), firstParams(p.tgt.units)
 		if st.SourceParams != "" && st.TargetParams != "" && st.SourceParams != st.TargetParams {
@@ -401,6 +402,17 @@ func (c *comparison) judgeStreams() {
 		shortest, longest := min(ft, quantile(steps, 0.1)), max(ft, quantile(steps, 0.9))
 		margin := ft / 4
 		rebased := clock.rebased && p.tgt.pid != nil
+		if end := unitAt(lastUnits, last); p.src.kind == "audio" && end.dur > 0 && !rebased {
+			// Sound is heard frame by frame (audioGaps): the source's last
+			// packet plays for its frames' samples, and the target's first
+			// is due exactly then, to within half an audio frame. Judged
+			// by the packet's step instead, a quarter of a 15-frame PES
+			// (80 ms) of sound missing or heard twice passed as seamless.
+			ft = end.frame
+			step += ft - end.dur // ft when the target is due
+			shortest, longest, margin = ft, ft, ft/2
+			st.FrameTicks = ft
+		}
 		if rebased {
 			// A new time base: the decoder follows the target's clock, so
 			// its first frame shows when that clock, as it arrived, says.
@@ -465,6 +477,16 @@ func (c *comparison) judgeStreams() {
 		}
 		c.streams = append(c.streams, st)
 	}
+}
+
+// unitAt is the unit of us presented at pts (the last such).
+func unitAt(us []unit, pts int64) unit {
+	for i := len(us) - 1; i >= 0; i-- {
+		if us[i].hasPTS && us[i].pts == pts {
+			return us[i]
+		}
+	}
+	return unit{}
 }
 
 // faultOr is the side the moments blame, else def.

@@ -544,3 +544,69 @@ func TestEveryProgramsPMTIsChecked(t *testing.T) {
 		t.Errorf("the target never sent program 2's PMT: verdict %s, defects %s: %s", r.Verdict, checks(r), r.Detail)
 	}
 }
+
+// Sound at the switch is heard frame by frame too: the target's first
+// audio PES is due when the source's last one has played its samples.
+// Issue 34 round 12: judged by the PES's own step (15 AAC frames, 320
+// ms), a target whose audio came one to three AAC frames late or early
+// (21 to 64 ms of sound missing or heard twice) was seamless; ffmpeg
+// decoding the stream reports the DTS going back.
+func TestAudioAtTheSwitchIsHeardFrameByFrame(t *testing.T) {
+	ps := clipPackets(encodeClip(t, "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=48000",
+		"-t", "4", "-c:v", "libx264", "-bf", "2", "-c:a", "aac"))
+	var keyframes []int
+	audio := uint16(0)
+	for i, p := range ps {
+		if p.pid == 256 && p.start && p.randomAcc {
+			keyframes = append(keyframes, i)
+		}
+		if p.start && p.pid != 256 && p.pid != 0 && p.pid < 4096 {
+			audio = p.pid
+		}
+	}
+	if len(keyframes) < 3 || audio == 0 {
+		t.Fatalf("ffmpeg wrote %d keyframes, audio PID %d", len(keyframes), audio)
+	}
+	cut := keyframes[2]
+	// The target sends its audio from the first whole PES after the cut,
+	// as a job starting there would.
+	for cut < len(ps) && !(ps[cut].pid == audio && ps[cut].start) {
+		cut++
+	}
+	for _, c := range []struct {
+		name  string
+		shift int64 // ticks; an AAC frame at 48 kHz is 1,920
+		want  string
+		words string
+	}{
+		{"on time", 0, sim.VerdictSeamless, "continued at the next frame"},
+		{"a quarter frame late", 480, sim.VerdictSeamless, "continued at the next frame"},
+		{"one frame late", 1920, sim.VerdictGap, "1 frame (21.3 ms) missing"},
+		{"three frames late", 5760, sim.VerdictGap, "3 frames (64.0 ms) missing"},
+		{"two frames early", -3840, sim.VerdictOverlap, "2 frames (42.7 ms) presented again"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var tgt []clipPacket
+			for _, p := range ps[cut:] {
+				if p.pid == audio && p.start && c.shift != 0 {
+					p.data = slices.Clone(p.data)
+					shiftPESTimes(t, p.data, c.shift)
+				}
+				tgt = append(tgt, p)
+			}
+			r := Analyze(sendClip(ps, 0, cut), sendClip(tgt, 0, len(tgt)), sim.SeamMoments{})
+			var st *sim.MediaStream
+			for i := range r.Streams {
+				if r.Streams[i].Kind == "audio" {
+					st = &r.Streams[i]
+				}
+			}
+			if st == nil || st.Verdict != c.want || !strings.Contains(st.Detail, c.words) {
+				t.Fatalf("audio stream %+v, want %s with %q (defects %s)", st, c.want, c.words, checks(r))
+			}
+			if c.want != sim.VerdictSeamless && (r.Verdict == sim.VerdictSeamless || r.AtFault != "target") {
+				t.Errorf("the seam is %s, at fault %q; want it not seamless, the target's", r.Verdict, r.AtFault)
+			}
+		})
+	}
+}
