@@ -46,7 +46,8 @@ func Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *sim.MediaR
 	// port is not the job producing.
 	var srcJunk, tgtJunk int64
 	source, target = readable(source, &srcJunk), readable(target, &tgtJunk)
-	src, tgt := readSide(sourceSide, source), readSide(targetSide, target)
+	src := readSide(sourceSide, source)
+	tgt := readSideAfter(targetSide, target, src)
 	src.unreadable, tgt.unreadable = srcJunk, tgtJunk // for the detail of a side that sent nothing readable
 	r.Unreadable = srcJunk + tgtJunk
 	r.NotRead, r.Ignored = src.interleaved()+tgt.interleaved(), src.ignoredNALs()+tgt.ignoredNALs()

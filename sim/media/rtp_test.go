@@ -633,3 +633,40 @@ func TestAnalyzeRTPH264PacketsNotReadAreSaid(t *testing.T) {
 		}
 	})
 }
+
+// A receiver hears the source and the target as one flow, and its jitter
+// buffer drops a packet it already has. Issue 34 round 12: a target whose
+// first packet was the source's last, byte for byte (same SSRC and
+// sequence number), was judged an overlap at the target's fault, though
+// GStreamer's jitter buffer drops the copy and the picture goes on.
+// A packet with the same number and other contents is still no copy.
+func TestARTPPacketSentAgainAcrossTheSwitchIsACopy(t *testing.T) {
+	fs := gopFrames(50, 25, 900000)
+	m := muxTS(t, fs, 256)
+	for name, send := range map[string]func() (src, tgt []sim.MediaDatagram){
+		"MPEG-TS over RTP": func() (src, tgt []sim.MediaDatagram) {
+			s := &rtpSender{ssrc: 0x1234abcd}
+			return s.wrapMP2T(m.datagrams(before(25), 0)), s.wrapMP2T(m.datagrams(from(25), 0))
+		},
+		"H.264 over RTP": func() (src, tgt []sim.MediaDatagram) {
+			s := &rtpSender{ssrc: 0xabc}
+			return s.frames(fs, 0, 25), s.frames(fs, 25, 50)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			src, tgt := send()
+			last := src[len(src)-1]
+			again := sim.MediaDatagram{At: tgt[0].At, From: tgt[0].From, Data: slices.Clone(last.Data)}
+			r := Analyze(src, append([]sim.MediaDatagram{again}, tgt...), sim.SeamMoments{})
+			if r.Verdict != sim.VerdictSeamless || !strings.Contains(r.Detail, "the target sent 1 RTP packet twice, identical; the copies were dropped") {
+				t.Errorf("the source's last packet sent again: verdict %s, defects %s: %s", r.Verdict, checks(r), r.Detail)
+			}
+			other := slices.Clone(last.Data)
+			other[len(other)-1] ^= 0xff
+			r = Analyze(src, append([]sim.MediaDatagram{{At: tgt[0].At, From: tgt[0].From, Data: other}}, tgt...), sim.SeamMoments{})
+			if r.Verdict == sim.VerdictSeamless {
+				t.Errorf("the source's last sequence number sent again with other data: seamless: %s", r.Detail)
+			}
+		})
+	}
+}

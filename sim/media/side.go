@@ -302,13 +302,28 @@ type side struct {
 	// not its sender, so frames were sent beyond it (the source's first
 	// seconds are cut from a stream that ran before; the target runs on).
 	cutStart, cutEnd bool
+	// rtpBefore is, by SSRC, the receiver's state at the end of the side
+	// heard before this one (readSideAfter).
+	rtpBefore map[uint32]rtpReceive
 }
 
 // readSide reads every datagram of one side in arrival order: RTP
 // headers and H.264 depacketization here, the TS packets gathered for
 // demuxTS.
-func readSide(name string, dgs []sim.MediaDatagram) *side {
+func readSide(name string, dgs []sim.MediaDatagram) *side { return readSideAfter(name, dgs, nil) }
+
+// readSideAfter is readSide for a side whose datagrams the receiver got
+// after before's, as one flow: an RTP packet this side sends first on an
+// SSRC that is before's last on it, byte for byte, is a copy the jitter
+// buffer drops (a target re-sending the source's last packet).
+func readSideAfter(name string, dgs []sim.MediaDatagram, before *side) *side {
 	s := &side{name: name, dgs: dgs}
+	if before != nil {
+		s.rtpBefore = map[uint32]rtpReceive{}
+		for _, rt := range before.rtp {
+			s.rtpBefore[rt.ssrc] = rt.recv
+		}
+	}
 	s.ts.firstPAT, s.ts.firstPMT, s.ts.firstPES, s.ts.pcrPID = -1, -1, -1, -1
 	for i, dg := range dgs {
 		format, p := readDatagram(dg.Data)
@@ -413,6 +428,10 @@ func (s *side) addRTP(p *rtp.Packet, data []byte, dg int, at time.Time, mp2t boo
 			s.tracks = append(s.tracks, rt.media)
 		}
 		s.rtp = append(s.rtp, rt)
+	}
+	if prev, ok := s.rtpBefore[p.SSRC]; ok && !rt.recv.started && prev.started && p.SequenceNumber == prev.lastSeq && bytes.Equal(data, prev.lastData) {
+		rt.copies++
+		return false
 	}
 	prevSeq := rt.recv.lastSeq
 	switch rt.recv.take(p, data) {
