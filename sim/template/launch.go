@@ -337,6 +337,9 @@ func (l *Loaded) resolveParams(given map[string]string) (values, portValues map[
 			problems = append(problems, fmt.Sprintf("params.%s: %s", p.Name, msg))
 			continue
 		}
+		if p.Type == TypeInt || p.Type == TypeNumber {
+			v = strings.TrimSpace(v) // " 5 " is judged as 5, and so reaches the job
+		}
 		values[p.Name] = v
 	}
 	for _, d := range l.Manifest.AllocatedPorts {

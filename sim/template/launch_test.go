@@ -369,15 +369,6 @@ services:
 	}
 }
 
-func TestLaunchParamBadDefault(t *testing.T) {
-	l := MustLoad(t, tpl(oneService, "parameters:\n  - name: N\n    purpose: p\n    type: int\n    default: \"many\"\n"))
-	_, err := l.Launch(input(nil))
-	wantErr(t, err, sim.EParamsInvalid, `params.N: must be an int; got "many" (the template's default)`)
-	if _, err := l.Launch(input(map[string]string{"N": "3"})); err != nil {
-		t.Errorf("a good value must override a bad default: %v", err)
-	}
-}
-
 func TestLaunchInterpolation(t *testing.T) {
 	const compose = `
 services:

@@ -2,6 +2,8 @@ package template
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 
 	"github.com/normsim/normsim/sim"
@@ -122,6 +124,8 @@ func ValidateParameters(data []byte) ([]sim.Parameter, []Problem) {
 		}
 		if p.Min != nil && p.Max != nil && *p.Min > *p.Max {
 			c.failf(join(path, "min"), "must be at most max (%s); got %s", fmtNum(*p.Max), fmtNum(*p.Min))
+		} else if p.Min != nil && p.Max != nil && p.Type == TypeInt && math.Ceil(*p.Min) > math.Floor(*p.Max) {
+			c.failf(join(path, "min"), "no whole number lies between min (%s) and max (%s), so no value of this int parameter is valid; widen them, or make it type number", fmtNum(*p.Min), fmtNum(*p.Max))
 		}
 		if vv, ok := o["values"]; ok {
 			if vals, ok := c.strList(join(path, "values"), vv, false); ok {
@@ -132,6 +136,15 @@ func ValidateParameters(data []byte) ([]sim.Parameter, []Problem) {
 					c.failf(join(path, "values"), "must have at least one entry for type enum")
 				default:
 					p.Values = vals
+					for j, v := range vals {
+						switch {
+						case strings.TrimSpace(v) == "":
+							// A blank value at launch takes the default.
+							c.failf(fmt.Sprintf("%s[%d]", join(path, "values"), j), "is blank, and a launch that gives a blank value gets the default, so it can never be chosen; remove it (a string parameter takes any value)")
+						case slices.Index(vals, v) < j:
+							c.failf(fmt.Sprintf("%s[%d]", join(path, "values"), j), "%q is listed already, at values[%d]; list each value once", v, slices.Index(vals, v))
+						}
+					}
 				}
 			}
 		} else if p.Type == TypeEnum {
@@ -143,4 +156,31 @@ func ValidateParameters(data []byte) ([]sim.Parameter, []Problem) {
 		return nil, c.problems
 	}
 	return out, nil
+}
+
+// checkDefaults holds each parameter's default to the parameter's own
+// rules, as a launch that does not give the value applies it: a default
+// of "5000" under max 10 validated ok and every such launch was refused.
+// An allocated port's parameter is judged as a port at launch (its
+// default is "auto" or a number there), and an empty default is the
+// parameter left unset, so neither is judged here.
+func checkDefaults(params []sim.Parameter, m *Manifest) []Problem {
+	port := map[string]bool{}
+	if m != nil {
+		for _, d := range m.AllocatedPorts {
+			port[d.Param] = true
+		}
+	}
+	var out []Problem
+	for i, p := range params {
+		if p.Default == nil || strings.TrimSpace(*p.Default) == "" || port[p.Name] {
+			continue
+		}
+		if msg := checkValue(p, *p.Default); msg != "" {
+			path := fmt.Sprintf("parameters[%d].default", i)
+			out = append(out, Problem{Code: sim.EParametersInvalid, File: parametersFile, Path: path,
+				Message: fmt.Sprintf("%s: %s, so every launch that does not give %s is refused; fix the default, or drop it", path, msg, p.Name)})
+		}
+	}
+	return out
 }

@@ -297,3 +297,56 @@ services:
 		t.Fatalf("result %+v", res)
 	}
 }
+
+// TestParameterRulesHoldForTheirDefaults (issue 34, round 12): validate
+// said ok for defaults that break their parameter's own rules, and every
+// launch that did not give the value was refused; an enum listing a
+// blank or a value twice, and an int whose min and max hold no whole
+// number, were as unusable. A number given with blanks reached the job
+// with them.
+func TestParameterRulesHoldForTheirDefaults(t *testing.T) {
+	compose := "services:\n  app:\n    image: busybox\n    environment:\n      V: ${V}\n"
+	for name, c := range map[string]struct{ param, want string }{
+		"over max":        {"type: int\n    max: 10\n    default: \"5000\"", "parameters[0].default: must be at most 10; got \"5000\", so every launch that does not give V is refused"},
+		"not in the enum": {"type: enum\n    values: [a, b]\n    default: c", "parameters[0].default: must be one of a, b; got \"c\""},
+		"not whole":       {"type: int\n    default: \"1.5\"", "must be an int (a whole number); got \"1.5\""},
+		"not a boolean":   {"type: boolean\n    default: \"yes\"", "must be true or false; got \"yes\""},
+		"infinite":        {"type: number\n    default: \"1e400\"", "must be a finite number; got \"1e400\""},
+		"hex":             {"type: int\n    default: \"0x5\"", "must be an int; got \"0x5\""},
+		"a blank enum":    {"type: enum\n    values: [\"\", a]", "parameters[0].values[0]: is blank"},
+		"an enum twice":   {"type: enum\n    values: [a, b, a]", "parameters[0].values[2]: \"a\" is listed already, at values[0]"},
+		"no whole number": {"type: int\n    min: 0.5\n    max: 0.7", "no whole number lies between min (0.5) and max (0.7)"},
+		"fine":            {"type: int\n    min: 1\n    max: 10\n    default: \" 5 \"", ""},
+		"fine, empty":     {"type: int\n    default: \"\"", ""},
+		"fine, a port":    {"type: int\n    default: auto", ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			kv := []string{}
+			if name == "fine, a port" {
+				kv = []string{"allocatedPorts", `[{"param":"V","protocol":"tcp","preferred":7000}]`}
+			}
+			dir := MustWriteTemplate(t, "defaults", tpl(compose, "parameters:\n  - name: V\n    purpose: p\n    "+c.param+"\n", kv...))
+			res, err := ValidatePath(t.Context(), dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.want == "" {
+				if !res[0].Valid {
+					t.Fatalf("problems %v, want valid", res[0].Problems)
+				}
+				return
+			}
+			if res[0].Valid || len(res[0].Problems) != 1 || !strings.Contains(res[0].Problems[0].String(), c.want) {
+				t.Fatalf("problems %v, want one saying %q", res[0].Problems, c.want)
+			}
+		})
+	}
+	l := MustLoad(t, tpl(compose, "parameters:\n  - name: V\n    purpose: p\n    type: int\n"))
+	spec, err := l.Launch(input(map[string]string{"V": " 7 "}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := spec.Services[0].Env["V"]; got != "7" {
+		t.Errorf("V given as \" 7 \" reached the job as %q, want 7", got)
+	}
+}

@@ -418,6 +418,10 @@ func (l *Loaded) validate(ctx context.Context, files rootFiles) error {
 		} else {
 			paramsOK = false
 		}
+		if probs := checkDefaults(ps, l.Manifest); len(probs) > 0 {
+			l.add(probs...)
+			paramsOK = false
+		}
 	}
 
 	data, ok := files.data[composeFile]
