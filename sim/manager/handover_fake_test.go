@@ -623,7 +623,9 @@ func TestAHandoverArmsWhatEachSideMayAnswer(t *testing.T) {
 		want []string
 	}{
 		{"source", s.a.armed(s.src), []string{"state,state-refused,abort", "abort", "source-stopped-output,abort", "expire"}},
-		{"target", s.b.armed(tgt), []string{"target-ready,abort", "target-applied,abort", "expire", "expire"}},
+		// After target-applied, abort alone, until the end (linger and
+		// the source's stop are still the migration).
+		{"target", s.b.armed(tgt), []string{"target-ready,abort", "target-applied,abort", "expire", "abort", "expire"}},
 	} {
 		if !slices.Equal(tt.got, tt.want) {
 			t.Errorf("the %s was armed with %q, want %q", tt.side, tt.got, tt.want)
@@ -907,5 +909,34 @@ func TestAMarkThatCannotBeWrittenIsCounted(t *testing.T) {
 	applied(t, tgt, 41)
 	if m := s.await(t, mig.ID); m.State != sim.MigrationCompleted {
 		t.Fatalf("ended %s (%s)", m.State, m.Reason)
+	}
+}
+
+// TestATargetThatAbortsWhileTheSourceLingersFails (issue 34, round 12,
+// A1): a target's abort sent after its target-applied, while the source
+// lingered, was recorded as "late: it crossed the end of the migration"
+// and ignored, though the migration went on for 350 ms more and ended
+// completed, pass. The migration is in progress until its end, linger
+// included: past the point of no return a job's abort fails it.
+func TestATargetThatAbortsWhileTheSourceLingersFails(t *testing.T) {
+	s, _, id := handoverAfter(t, 41)
+	tgt := toTargetReady(t, s, id)
+	stopSource(t, s, 41)
+	applied(t, tgt, 41)
+	tgt.send(protocol.JobFrame{Type: protocol.TypeAbort, Reason: "the picture broke"})
+	m := s.await(t, id)
+	if m.State != sim.MigrationFailed || !strings.Contains(m.Reason, "the picture broke") {
+		t.Fatalf("ended %s (%s), want failed for the target's abort", m.State, m.Reason)
+	}
+	if j := m.Judged(); j.Grade != sim.GradeFail || j.AtFault != "target" {
+		t.Fatalf("judged %s at fault %q: %s", j.Grade, j.AtFault, j.Why)
+	}
+	for _, ev := range m.Events {
+		if strings.Contains(ev.Detail, "late abort") {
+			t.Errorf("the abort is on the timeline as late: %s", ev.Detail)
+		}
+		if ev.Kind == sim.TimelineSourceStopped {
+			t.Errorf("the source was stopped after its target aborted: %s", ev.Detail)
+		}
 	}
 }

@@ -1458,13 +1458,14 @@ func brokenf(side, promise, format string, args ...any) error {
 }
 
 // abortedPastApply says whether the target's abort came after its
-// cutover-apply by more than a frame in flight: it did not cross
-// cutover-apply on the wire, and past the point of no return a target
-// reports what it could not apply in target-applied instead.
+// cutover-apply by more than a frame in flight, or after its own
+// target-applied: it did not cross cutover-apply on the wire, and past
+// the point of no return a target reports what it could not apply in
+// target-applied instead.
 func (r *run) abortedPastApply(at time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.ponr && !r.applySentAt.IsZero() && at.After(r.applySentAt.Add(sim.InFlight))
+	return r.ponr && !r.applySentAt.IsZero() && (at.After(r.applySentAt.Add(sim.InFlight)) || !r.appliedAt.IsZero())
 }
 
 // sourceCommitted says whether the source has sent source-stopped-output:

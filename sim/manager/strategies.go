@@ -224,6 +224,13 @@ func (r *run) awaitApplied(ctx context.Context, limit time.Duration) error {
 	}
 	r.mig.Result.SkewMs = f.SkewMs
 	r.mu.Unlock()
+	// The target has answered its ask; a second target-applied is late.
+	// But the migration is in progress until its end, the source's linger
+	// and stop included, and the target may still abort it: past the
+	// point of no return that fails it (a close frame of its own does too).
 	r.expire(r.tgtNode, tgtID)
+	if r.tgtNode.Socket != nil {
+		r.tgtNode.Socket.Expect(r.src.JobID, tgtID, protocol.TypeAbort)
+	}
 	return nil
 }
