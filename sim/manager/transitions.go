@@ -34,8 +34,8 @@ var cutovers = []struct {
 // once. A side
 // a phase asks nothing of keeps what it was last allowed (abort, at
 // least) until its part ends (Expire at the end; after target-applied the
-// target keeps abort alone, awaitApplied).
-// end). Any other frame closes the job's socket with 4400.
+// target keeps abort alone, awaitApplied). Any other frame closes the
+// job's socket with 4400.
 var asks = []struct {
 	phase sim.Phase
 	side  string
