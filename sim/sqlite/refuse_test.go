@@ -244,3 +244,47 @@ func TestADamagedStoreSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// A store file edited since normsim made it passed quick_check and
+// schema_migrations, took a launch, and then lost every write ("no such
+// table: frames", "ON CONFLICT clause does not match any PRIMARY KEY"),
+// the instance's own record too (issue 34, round 12). It is refused at
+// open, saying what differs and what to do.
+func TestOpenRefusesAnEditedSchema(t *testing.T) {
+	for name, c := range map[string]struct {
+		edit []string
+		want string
+	}{
+		"a table dropped": {[]string{`DROP TABLE frames`}, "its schema is not the one normsim made (missing index frames_instance, table frames)"},
+		"a key lost": {[]string{
+			`CREATE TABLE instances_copy AS SELECT * FROM instances`, `DROP TABLE instances`, `ALTER TABLE instances_copy RENAME TO instances`,
+		}, "defined otherwise than normsim made it: table instances"},
+		"the owner row deleted": {[]string{`DELETE FROM meta`}, "its owner row (table meta) is gone"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "normsim.db")
+			if err := open(t, path).Close(); err != nil {
+				t.Fatal(err)
+			}
+			otherProgramsDB(t, path, append([]string{`PRAGMA foreign_keys=OFF`}, c.edit...)...)
+			s, err := Open(context.Background(), path)
+			if err == nil {
+				s.Close()
+				t.Fatal("an edited store opened")
+			}
+			if !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "move it aside and start on a new --db") {
+				t.Fatalf("error %q, want it to say %q and the fix", err, c.want)
+			}
+		})
+	}
+	// Unedited, it opens.
+	path := filepath.Join(t.TempDir(), "normsim.db")
+	if err := open(t, path).Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+}

@@ -519,7 +519,13 @@ func openDB(ctx context.Context, path string, background func(func())) (*Store, 
 	}
 	defer close(s.schemaDone)
 	if err = s.migrate(ctx); err == nil {
+		err = checkSchema(ctx, db, path)
+	}
+	if err == nil {
 		err = db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'owner'`).Scan(&s.owner)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = &refusedFile{path, "its owner row (table meta) is gone: the file was edited or damaged; " + editedFix}
+		}
 	}
 	if err != nil {
 		db.Close()
