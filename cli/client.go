@@ -84,14 +84,11 @@ this host) or external (you start the job yourself, with the env printed).`,
 					return usageErr("--timeout: want how long to wait, more than 0 (e.g. 30s); got %s", untilTimeout)
 				}
 			}
-			req := sim.LaunchRequest{Template: args[0], Node: node, Runtime: runtime, Params: map[string]string{}}
-			for _, p := range params {
-				k, v, ok := strings.Cut(p, "=")
-				if !ok || k == "" {
-					return usageErr("--param: want KEY=VALUE; got %q", p)
-				}
-				req.Params[k] = v
+			given, err := paramValues(params)
+			if err != nil {
+				return err
 			}
+			req := sim.LaunchRequest{Template: args[0], Node: node, Runtime: runtime, Params: given}
 			c := api()
 			// Placed, then waited for: the instance and an external one's
 			// env are printed first (the job they wait for may be yours).
@@ -833,4 +830,22 @@ func paramsColumn(ps []sim.Parameter) string {
 		out = append(out, s)
 	}
 	return strings.Join(out, ", ")
+}
+
+// paramValues reads --param KEY=VALUE flags. A key given twice is a usage
+// error, as the API refuses a key twice in params: which value was meant
+// is not for normsim to guess.
+func paramValues(flags []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, p := range flags {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return nil, usageErr("--param: want KEY=VALUE; got %q", p)
+		}
+		if prev, twice := out[k]; twice {
+			return nil, usageErr("--param: %s is given twice (%q and %q); give each parameter once", k, prev, v)
+		}
+		out[k] = v
+	}
+	return out, nil
 }

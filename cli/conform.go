@@ -113,13 +113,9 @@ func runConform(cmd *cobra.Command, env Env, template string, fl *conformFlags) 
 	default:
 		return usageErr("--runtime: must be auto, process or docker; got %q", fl.runtime)
 	}
-	params := map[string]string{}
-	for _, p := range fl.params {
-		k, v, ok := strings.Cut(p, "=")
-		if !ok || k == "" {
-			return usageErr("--param: want KEY=VALUE; got %q", p)
-		}
-		params[k] = v
+	params, err := paramValues(fl.params)
+	if err != nil {
+		return err
 	}
 	var timeouts sim.Timeouts
 	if err := parseTimeouts("--timeouts", fl.timeouts, &timeouts); err != nil {

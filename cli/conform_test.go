@@ -31,6 +31,7 @@ func TestConformRefusesWhatCannotRunWithExit2(t *testing.T) {
 		{[]string{"counter", "--case", "9.*"}, `"9.*" matches none of the 66 cases`},
 		{[]string{"counter", "--param", "RATE=fast"}, "RATE"},
 		{[]string{"counter", "--param", "=1"}, "want KEY=VALUE"},
+		{[]string{"counter", "--param", "RATE=5", "--param", "RATE=6"}, `--param: RATE is given twice ("5" and "6"); give each parameter once`},
 		{[]string{"counter", "--runtime", "external"}, "external waits for jobs you start yourself"},
 		{[]string{"counter", "--parallel", "0"}, "--parallel: want at least 1"},
 		{[]string{"counter", "--seed", "3"}, "go with --chaos"},

@@ -105,9 +105,12 @@ func TestAJSONValueOfTheWrongTypeIsSaidInJSON(t *testing.T) {
 		`{"template":"counter","node":5}`:                       "request body: node: want a string; got a number",
 		`{"template":"counter","node":"a","params":[1]}`:        "request body: params: want an object; got an array",
 		`{"template":"counter","node":"a","params":{"RATE":5}}`: "request body: params: each value: want a string; got a number",
+		// Round 12: the whole body of the wrong type, or not JSON at all.
+		`[]`: "request body: want an object; got an array",
+		`template=counter&node=a`: "request body is not JSON (invalid character 'e' in literal true (expecting 'r')); send a JSON object with Content-Type: application/json",
 	} {
 		r := postJSON(t, h, "/api/v1/instances", body)
-		if r.Status != http.StatusBadRequest || !strings.Contains(r.Body, want) || strings.Contains(r.Body, "Go struct") {
+		if r.Status != http.StatusBadRequest || !strings.Contains(r.Body, want) || strings.Contains(r.Body, "Go struct") || strings.Contains(r.Body, "Go value") {
 			t.Errorf("%s: %d %s; want 400 with %q", body, r.Status, r.Body, want)
 		}
 	}

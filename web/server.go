@@ -554,6 +554,13 @@ func decodeStrict(data []byte, v any, what string) error {
 			}
 			return sim.Errorf(sim.EInvalid, "%s: %s: want %s; got %s", what, field, jsonKind(ute.Type), sim.WithArticle(ute.Value))
 		}
+		if ute, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+			// The whole body is of the wrong type (an array for an object).
+			return sim.Errorf(sim.EInvalid, "%s: want %s; got %s", what, jsonKind(ute.Type), sim.WithArticle(ute.Value))
+		}
+		if _, ok := errors.AsType[*json.SyntaxError](err); ok {
+			return sim.Errorf(sim.EInvalid, "%s is not JSON (%v); send a JSON object with Content-Type: application/json", what, err)
+		}
 		return sim.Errorf(sim.EInvalid, "%s: %v", what, err)
 	}
 	if dec.More() {
