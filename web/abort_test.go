@@ -106,7 +106,7 @@ func TestAJSONValueOfTheWrongTypeIsSaidInJSON(t *testing.T) {
 		`{"template":"counter","node":"a","params":[1]}`:        "request body: params: want an object; got an array",
 		`{"template":"counter","node":"a","params":{"RATE":5}}`: "request body: params: each value: want a string; got a number",
 		// Round 12: the whole body of the wrong type, or not JSON at all.
-		`[]`: "request body: want an object; got an array",
+		`[]`:                      "request body: want an object; got an array",
 		`template=counter&node=a`: "request body is not JSON (invalid character 'e' in literal true (expecting 'r')); send a JSON object with Content-Type: application/json",
 	} {
 		r := postJSON(t, h, "/api/v1/instances", body)
