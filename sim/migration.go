@@ -514,7 +514,12 @@ type Duration time.Duration
 
 // MarshalJSON writes the duration in milliseconds.
 func (d Duration) MarshalJSON() ([]byte, error) {
-	return json.Marshal(time.Duration(d).Milliseconds())
+	// Whole milliseconds as integers; a fraction only where there is one,
+	// so that a 400 µs timeout is not recorded as 0.
+	if d%Duration(time.Millisecond) == 0 {
+		return json.Marshal(time.Duration(d).Milliseconds())
+	}
+	return json.Marshal(float64(d) / float64(time.Millisecond))
 }
 
 // UnmarshalJSON reads milliseconds or a duration string.

@@ -56,3 +56,30 @@ func TestDurationsThatCannotBeWaitedAreRefused(t *testing.T) {
 		t.Errorf("--timeouts stop=24h: %v (%s), want it taken", err, to.Stop.D())
 	}
 }
+
+// A timeout shorter than a millisecond applied, and its record said 0 or
+// left it out, which reads as the default (issue 34, round 12). It is
+// written with its fraction, and read back the same.
+func TestADurationUnderAMillisecondIsRecordedAsItIs(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{400 * time.Microsecond, `{"apply":0.4}`},
+		{time.Microsecond, `{"apply":0.001}`},
+		{1500 * time.Microsecond, `{"apply":1.5}`},
+		{250 * time.Millisecond, `{"apply":250}`},
+	} {
+		b, err := json.Marshal(Timeouts{Apply: Duration(c.d)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != c.want {
+			t.Errorf("%s marshals as %s, want %s", c.d, b, c.want)
+		}
+		var back Timeouts
+		if err := json.Unmarshal(b, &back); err != nil || back.Apply.D() != c.d {
+			t.Errorf("%s read back as %s (%v)", c.d, back.Apply.D(), err)
+		}
+	}
+}
