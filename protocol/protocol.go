@@ -39,6 +39,11 @@ const (
 	// sends in its hello. It is absent when the node runs without a listener.
 	EnvToken = "NORSK_WORKER_TOKEN"
 
+	// CloseStopped (1000, a normal closure) is how the worker closes the
+	// socket of an instance it stops or removes, with ReasonStopped.
+	CloseStopped  = 1000
+	ReasonStopped = "instance stopped"
+
 	// CloseProtocolError closes a socket over a frame that breaks the
 	// protocol: unparseable, wrong direction, or wrong phase.
 	CloseProtocolError = 4400

@@ -284,7 +284,7 @@ func (l *Listener) Unregister(jobID, role string) {
 	delete(l.instances, key{jobID, role})
 	l.mu.Unlock()
 	if ok && in.cur != nil {
-		in.cur.close(websocket.StatusNormalClosure, "instance stopped")
+		in.cur.close(protocol.CloseStopped, protocol.ReasonStopped)
 	}
 }
 
@@ -961,7 +961,7 @@ func (l *Listener) hello(ctx context.Context, c *conn) bool {
 	case helloRemoved:
 		// Answered as heard, then closed as its instance's connection
 		// would have been by the removal (Unregister).
-		c.close(websocket.StatusNormalClosure, "instance stopped")
+		c.close(protocol.CloseStopped, protocol.ReasonStopped)
 		return false
 	case helloDropped:
 		// A fault armed on the hello dropped the connection before its

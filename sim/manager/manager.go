@@ -922,9 +922,13 @@ func (m *Manager) stopInstance(ctx context.Context, in *instance, grace time.Dur
 			"detail": fmt.Sprintf("did not exit within %s after its stop signal (SIGTERM, or the service's stop_signal); killed (SIGKILL)", rep.GraceOf(svc, grace))})
 	}
 	if in.Connected {
+		// Unregister closed it (the listener's own news of that close
+		// finds the instance already disconnected, and is not published
+		// twice): the event says so, as every closing one does.
 		in.Connected = false
 		m.changedLocked(in)
-		m.publish(sim.EventInstanceConnected, in.ID, "", map[string]any{"connected": false})
+		m.publish(sim.EventInstanceConnected, in.ID, "", map[string]any{"connected": false,
+			"code": protocol.CloseStopped, "reason": protocol.ReasonStopped, "closedBy": sim.ClosedByWorker.String()})
 	}
 	if stopErr != nil {
 		m.setStateLocked(in, sim.InstanceFailed, "stop: "+stopErr.Error())

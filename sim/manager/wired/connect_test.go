@@ -2,6 +2,7 @@ package wired_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -140,4 +141,58 @@ func runtimeManager(t *testing.T, nodes []manager.Node, rt sim.Runtime) *manager
 		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: rt}, Default: sim.RuntimeExternal}})
 	t.Cleanup(func() { mgr.Close() })
 	return mgr
+}
+
+// TestAStoppedInstancesCloseIsSaid (issue 34, round 12): an instance
+// normsim removed closed its job's socket with 1000 "instance stopped",
+// but its history said only {"connected": false}, shown as "its job's
+// socket closed", no code, reason or who closed it: the listener's news
+// of the close came after the manager had marked it disconnected, and
+// was not published twice.
+func TestAStoppedInstancesCloseIsSaid(t *testing.T) {
+	ctx := context.Background()
+	var mgr *manager.Manager
+	nodes := socketNodes(t, func(ev jobsocket.Event) { mgr.OnSocketEvent(ev) })
+	bus := sim.NewBus()
+	mgr = manager.New(manager.Config{Nodes: nodes, Store: newMemStore(t), Catalog: repoCatalog(t), Bus: bus,
+		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{sim.RuntimeExternal: manager.External{}}, Default: sim.RuntimeExternal}})
+	t.Cleanup(func() { mgr.Close() })
+	in, err := mgr.Launch(ctx, sim.LaunchRequest{Template: "counter", Node: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, err = mgr.Instance(ctx, in.ID); err != nil {
+		t.Fatal(err)
+	}
+	testjob.Dial(t, in.Env["counter"])
+	sub := bus.Subscribe(64)
+	if err := mgr.Stop(ctx, in.ID); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case ev := <-sub.C:
+			if ev.Kind != sim.EventInstanceConnected || ev.Instance != in.ID {
+				continue
+			}
+			var d struct {
+				Connected bool   `json:"connected"`
+				Code      int    `json:"code"`
+				Reason    string `json:"reason"`
+				ClosedBy  string `json:"closedBy"`
+			}
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			if d.Connected {
+				continue
+			}
+			if d.Code != 1000 || d.Reason != "instance stopped" || d.ClosedBy != sim.ClosedByWorker.String() {
+				t.Fatalf("the close on stop is published as %s, want code 1000, reason instance stopped, closed by the worker", ev.Data)
+			}
+			return
+		case <-time.After(5 * time.Second):
+			t.Fatal("no disconnection published for the stopped instance")
+		}
+	}
 }
