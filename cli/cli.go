@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -119,8 +120,8 @@ func report(err error, stderr io.Writer) int {
 	default:
 		fmt.Fprintln(stderr, "normsim:", err)
 	}
-	if isUsage(err) {
-		return 2
+	if isUsage(err) || strings.HasPrefix(err.Error(), "unknown command ") {
+		return 2 // cobra's own refusal of a command it does not know is usage too
 	}
 	return 1
 }

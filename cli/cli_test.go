@@ -54,6 +54,12 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"up", "--db", ":memory:", "--addr", "127.0.0.1:0", "--socket-port", "0", "--nodes", ""},
 		{"launch", "counter", "--node", "a", "--until", "running", "--timeout", "-5s", "--server", "127.0.0.1:1"},
 		{"logs", "x", "--since", "garbage", "--server", "127.0.0.1:1"},
+		// Round 12: a command cobra does not know, a --server naming no
+		// host, and a parameter given twice exited 1 (or ran).
+		{"bogus"},
+		{"ps", "--server", ""},
+		{"ps", "--server", "http://[::1"},
+		{"launch", "counter", "--node", "a", "--param", "V=5", "--param", "V=6", "--server", "127.0.0.1:1"},
 	} {
 		code, _, errOut := run(t, args...)
 		if code != 2 || errOut == "" {

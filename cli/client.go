@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -37,11 +38,29 @@ func serverURL(s string) string {
 	return s
 }
 
+// checkServer refuses a --server that names no host to reach (empty, or
+// not a URL) as a usage error, before anything is sent: "cannot reach
+// normsim at http:" blamed a sim that was never asked.
+func checkServer(s string) error {
+	u, err := url.Parse(serverURL(s))
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return usageErr("--server: want the URL or HOST:PORT of a running normsim (e.g. http://127.0.0.1:8080 or 127.0.0.1:8080); got %q", s)
+	}
+	return nil
+}
+
 func clientCommands(env Env) []*cobra.Command {
 	var server string
 	api := func() *apiclient.Client { return apiclient.New(serverURL(server), nil) }
 	add := func(c *cobra.Command) *cobra.Command {
 		c.Flags().StringVar(&server, "server", defaultServer(), "URL (or HOST:PORT) of the running normsim (env NORMSIM_SERVER)")
+		run := c.RunE
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if err := checkServer(server); err != nil {
+				return err
+			}
+			return run(cmd, args)
+		}
 		return c
 	}
 
