@@ -79,15 +79,19 @@ func parseRawEnvFile(r io.Reader, filename string, vars map[string]string, looku
 
 // envFileRef is one env file a service names, found by the load walk.
 type envFileRef struct {
-	field       string // services.app.env_file[0]
-	path        string
-	format      string          // "" (.env) or "raw"
+	field  string // services.app.env_file[0]
+	path   string
+	format string // "" (.env) or "raw"
+	// labels: a label_file, whose variables compose-go reads only from
+	// the labels above them in the file, never the project's environment.
+	labels      bool
 	environment map[string]bool // the keys of the service's environment
 }
 
 // unsetVariable is a variable an env file uses that nothing sets.
 type unsetVariable struct {
 	field, file, name string
+	labels            bool // in a label_file
 }
 
 func (u unsetVariable) String() string {
@@ -119,7 +123,7 @@ func unsetInEnvFiles(ctx context.Context, dir string, compose []byte, env map[st
 		used := map[string]bool{}
 		vars := map[string]string{}
 		err = dotenv.ParseWithFormat(bytes.NewReader(text), f.path, vars, func(name string) (string, bool) {
-			if v, ok := env[name]; ok {
+			if v, ok := env[name]; ok && !f.labels {
 				return v, true
 			}
 			if f.format == rawEnvFormat {
@@ -140,7 +144,7 @@ func unsetInEnvFiles(ctx context.Context, dir string, compose []byte, env map[st
 			if _, setHere := vars[name]; setHere || f.environment[name] || hasDefault(text, name) {
 				continue
 			}
-			out = append(out, unsetVariable{field: f.field, file: w.rel(f.path), name: name})
+			out = append(out, unsetVariable{field: f.field, file: w.rel(f.path), name: name, labels: f.labels})
 		}
 	}
 	return out, nil

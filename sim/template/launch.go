@@ -243,6 +243,9 @@ func (l *Loaded) Launch(in sim.LaunchInput) (*sim.LaunchSpec, error) {
 	// fails here.
 	unset, _ := unsetInEnvFiles(context.Background(), l.Dir, l.compose, env)
 	for _, u := range unset {
+		if u.labels {
+			continue // empty under docker compose too: validate said so
+		}
 		spec.Adjustments = append(spec.Adjustments, fmt.Sprintf(
 			"%s is not set, so it is empty in the service's environment: docker compose up would take it from the shell, and normsim interpolates a launch with its parameters and allocated ports only", u))
 	}

@@ -299,6 +299,8 @@ func (w *loadWalk) service(svc map[string]any, at, wd, owner string) error {
 			}
 			if key == "env_file" {
 				w.envFiles = append(w.envFiles, envFileRef{field: field, path: f, format: r.format, environment: environmentKeys(svc["environment"])})
+			} else {
+				w.envFiles = append(w.envFiles, envFileRef{field: field, path: f, labels: true})
 			}
 		}
 	}

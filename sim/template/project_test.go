@@ -248,6 +248,22 @@ services:
 		t.Fatalf("launch adjustments %q, want HOME and UNSET_TOO said unset", said)
 	}
 
+	// A label file's variables come only from the labels above them,
+	// under docker compose too: a parameter there is empty, and said so.
+	writeFiles(t, dir, map[string]string{
+		"compose.yml": strings.Replace(files["compose.yml"], "    env_file:", "    label_file: app.lbl\n    env_file:", 1),
+		"app.lbl":     "com.example.rate=${RATE}\nFIRST=1\nAGAIN=${FIRST}\n",
+	})
+	if res, err = ValidatePath(t.Context(), dir); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(res[0].Warnings); !res[0].Valid || !slices.ContainsFunc(res[0].Warnings, func(w string) bool {
+		return strings.Contains(w, "services.app.label_file[0] (app.lbl): ${RATE} is empty in every launch: compose reads a label file's variables only from the labels above it")
+	}) || slices.ContainsFunc(res[0].Warnings, func(w string) bool { return strings.Contains(w, "FIRST") }) {
+		t.Fatalf("%d warnings %q (problems %v), want RATE's in the label file said empty, and no other label's", n, res[0].Warnings, res[0].Problems)
+	}
+	writeFiles(t, dir, map[string]string{"compose.yml": files["compose.yml"]})
+
 	// A format docker compose does not know either fails every launch.
 	writeFiles(t, dir, map[string]string{"compose.yml": strings.Replace(files["compose.yml"], "format: raw", "format: yaml", 1)})
 	if res, err = ValidatePath(t.Context(), dir); err != nil {

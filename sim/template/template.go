@@ -520,6 +520,10 @@ func (l *Loaded) checkComposeLoad(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	for _, u := range unset {
+		if u.labels {
+			l.Warnings = append(l.Warnings, fmt.Sprintf("compose.yml: %s is empty in every launch: compose reads a label file's variables only from the labels above it in the file, never from parameters or the environment (docker compose does the same); write the value, or set the label in the service's labels: as ${%s}", u, u.name))
+			continue
+		}
 		l.Warnings = append(l.Warnings, fmt.Sprintf("compose.yml: %s is no parameter or allocated port, nor set in the service's environment, and has no default, so it is empty in every launch (normsim reads neither the shell's environment nor .env); declare it in parameters.yaml or write ${%s:-value}", u, u.name))
 	}
 	l.Warnings = append(l.Warnings, buildWarnings...)
