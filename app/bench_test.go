@@ -176,16 +176,16 @@ func msDuration(ms *float64) time.Duration {
 // and by `docker-compose up -d`. b starts after a; c on its own.
 const threeServices = `services:
   a:
-    image: normsim/counter:src-b6872498c7e6
+    image: normsim/counter:src-ae238006741d
     environment:
       COUNTER_RATE: "10"
   b:
-    image: normsim/counter:src-b6872498c7e6
+    image: normsim/counter:src-ae238006741d
     depends_on: [a]
     environment:
       COUNTER_RATE: "10"
   c:
-    image: normsim/counter:src-b6872498c7e6
+    image: normsim/counter:src-ae238006741d
     environment:
       COUNTER_RATE: "10"
 `
