@@ -192,17 +192,20 @@ func interpolationFailed(err error) bool {
 
 // checkComposeStructure is the first validation pass: YAML, the compose
 // schema and compose-go's canonical form, with interpolation skipped so
-// that placeholders such as ${PORT} are judged as text.
-func checkComposeStructure(ctx context.Context, dir string, content []byte) error {
+// that placeholders such as ${PORT} are judged as text. It returns the
+// env and label files the services name, as the walk of the files found
+// them.
+func checkComposeStructure(ctx context.Context, dir string, content []byte) ([]envFileRef, error) {
 	// compose-go expands aliases, and builds a path for every node, without
 	// a bound: what the file costs once expanded is judged first, on the
 	// parsed tree; only that refusal is normsim's, the rest of the
 	// judgement stays compose-go's.
-	if err := checkLoadFiles(ctx, dir, content); err != nil {
+	w, err := walkLoadFiles(ctx, dir, content)
+	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return ctxErr
+			return nil, ctxErr
 		}
-		return fmt.Errorf("%w; refused before loading it", err)
+		return nil, fmt.Errorf("%w; refused before loading it", err)
 	}
 	details := types.ConfigDetails{
 		WorkingDir:  dir,
@@ -216,12 +219,12 @@ func checkComposeStructure(ctx context.Context, dir string, content []byte) erro
 		o.ResolvePaths = false
 	})
 	if err != nil {
-		return composeError(dir, err)
+		return nil, composeError(dir, err)
 	}
 	if s, ok := dict["services"].(map[string]any); !ok || len(s) == 0 {
-		return errors.New("declares no services")
+		return nil, errors.New("declares no services")
 	}
-	return nil
+	return w.envFiles, nil
 }
 
 // processSpec reads a service's x-normsim extension. dir is the template

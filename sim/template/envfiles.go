@@ -3,7 +3,6 @@ package template
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"maps"
@@ -77,10 +76,12 @@ func parseRawEnvFile(r io.Reader, filename string, vars map[string]string, looku
 // process-wide logger, where no instance is named). These are found here,
 // to be said at validation and on the instance.
 
-// envFileRef is one env file a service names, found by the load walk.
+// envFileRef is one env or label file a service names, found by the load
+// walk.
 type envFileRef struct {
 	field  string // services.app.env_file[0]
 	path   string
+	file   string // path, relative to the template directory
 	format string // "" (.env) or "raw"
 	// labels: a label_file, whose variables compose-go reads only from
 	// the labels above them in the file, never the project's environment.
@@ -88,34 +89,36 @@ type envFileRef struct {
 	environment map[string]bool // the keys of the service's environment
 }
 
-// unsetVariable is a variable an env file uses that nothing sets.
-type unsetVariable struct {
+// envFileVariable is a variable a service's env or label file uses that
+// the file neither sets above it nor gives a default, and the service's
+// environment does not set: compose-go reads it from the launch's values,
+// and as "" when they do not hold it (a label file's, always).
+type envFileVariable struct {
 	field, file, name string
 	labels            bool // in a label_file
 }
 
-func (u unsetVariable) String() string {
+func (u envFileVariable) String() string {
 	return fmt.Sprintf("%s (%s): ${%s}", u.field, u.file, u.name)
 }
 
-// unsetInEnvFiles is each variable the services' env files use that env
-// (what the launch interpolates with) does not set, the file gives no
-// default and sets nowhere itself, and the service's environment does
-// not hold: compose-go reads it as "". It reads nothing when the compose
-// file names no file (readsFiles), and nothing the load walk refuses (the
-// load itself says why). It fails as compose-go would read a file with
-// env: on a variable the file requires (${NAME:?}) and nothing sets, or
-// a line it cannot parse.
-func unsetInEnvFiles(ctx context.Context, dir string, compose []byte, env map[string]string) ([]unsetVariable, error) {
-	if !readsFiles(compose) {
-		return nil, nil
-	}
-	w, err := walkLoadFiles(ctx, dir, compose)
-	if err != nil {
-		return nil, nil
-	}
-	var out []unsetVariable
-	for _, f := range w.envFiles {
+// emptyIn says whether the variable is empty in a launch interpolated
+// with env.
+func (u envFileVariable) emptyIn(env map[string]string) bool {
+	_, set := env[u.name]
+	return u.labels || !set
+}
+
+// envFileVariables reads the files refs name, once, when the template is
+// loaded (it loads again when a file changes), and returns each variable
+// they use from outside (envFileVariable); a launch then needs no read to
+// say which are empty in it. env stands in for a launch's values. It
+// fails as compose-go would read the files at launch: on a variable a
+// file requires (${NAME:?}) that env does not set, or a line it cannot
+// parse.
+func envFileVariables(refs []envFileRef, env map[string]string) ([]envFileVariable, error) {
+	var out []envFileVariable
+	for _, f := range refs {
 		text, err := readLimited(f.path)
 		if err != nil {
 			continue // not there and not required
@@ -123,11 +126,13 @@ func unsetInEnvFiles(ctx context.Context, dir string, compose []byte, env map[st
 		used := map[string]bool{}
 		vars := map[string]string{}
 		err = dotenv.ParseWithFormat(bytes.NewReader(text), f.path, vars, func(name string) (string, bool) {
-			if v, ok := env[name]; ok && !f.labels {
-				return v, true
-			}
 			if f.format == rawEnvFormat {
-				return "", false // a bare NAME line, left out: no interpolation
+				v, ok := env[name] // a bare NAME line: no interpolation
+				return v, ok
+			}
+			if v, ok := env[name]; ok && !f.labels {
+				used[name] = true
+				return v, true
 			}
 			if required(text, name) {
 				return "", false // the parse fails, saying so
@@ -138,13 +143,13 @@ func unsetInEnvFiles(ctx context.Context, dir string, compose []byte, env map[st
 			return "", true
 		}, f.format)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", f.field, w.rel(f.path), err)
+			return nil, fmt.Errorf("%s: %s: %w", f.field, f.file, err)
 		}
 		for _, name := range slices.Sorted(maps.Keys(used)) {
 			if _, setHere := vars[name]; setHere || f.environment[name] || hasDefault(text, name) {
 				continue
 			}
-			out = append(out, unsetVariable{field: f.field, file: w.rel(f.path), name: name, labels: f.labels})
+			out = append(out, envFileVariable{field: f.field, file: f.file, name: name, labels: f.labels})
 		}
 	}
 	return out, nil

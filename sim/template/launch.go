@@ -1,7 +1,6 @@
 package template
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -239,12 +238,9 @@ func (l *Loaded) Launch(in sim.LaunchInput) (*sim.LaunchSpec, error) {
 	// does; the adjustments hold for every runtime that shares an engine.
 	ip, adjustments := instanceProject(p, project, spec.Services)
 	spec.Adjustments = adjustments
-	// compose-go read the env files a moment ago, and failed on what
-	// fails here.
-	unset, _ := unsetInEnvFiles(context.Background(), l.Dir, l.compose, env)
-	for _, u := range unset {
-		if u.labels {
-			continue // empty under docker compose too: validate said so
+	for _, u := range l.envFileVars {
+		if u.labels || !u.emptyIn(env) {
+			continue // a label file's: empty under docker compose too, and validate said so
 		}
 		spec.Adjustments = append(spec.Adjustments, fmt.Sprintf(
 			"%s is not set, so it is empty in the service's environment: docker compose up would take it from the shell, and normsim interpolates a launch with its parameters and allocated ports only", u))

@@ -57,8 +57,8 @@ type loadWalk struct {
 	// bases are the services each extends within its own file: it
 	// depends on what they depend on.
 	bases map[string]string
-	// envFiles are the services' env files that are there, in the order
-	// they are named.
+	// envFiles are the services' env and label files, in the order they
+	// are named.
 	envFiles []envFileRef
 }
 
@@ -297,11 +297,11 @@ func (w *loadWalk) service(svc map[string]any, at, wd, owner string) error {
 			if err := w.plainFile(f, field, r.required); err != nil {
 				return err
 			}
+			ref := envFileRef{field: field, path: f, file: w.rel(f), labels: true}
 			if key == "env_file" {
-				w.envFiles = append(w.envFiles, envFileRef{field: field, path: f, format: r.format, environment: environmentKeys(svc["environment"])})
-			} else {
-				w.envFiles = append(w.envFiles, envFileRef{field: field, path: f, labels: true})
+				ref.labels, ref.format, ref.environment = false, r.format, environmentKeys(svc["environment"])
 			}
+			w.envFiles = append(w.envFiles, ref)
 		}
 	}
 	return nil

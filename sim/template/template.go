@@ -62,8 +62,11 @@ type Loaded struct {
 	// extension (as if unpacked next to itself; nothing is extracted).
 	Dir string
 
-	params       []sim.Parameter
-	compose      []byte
+	params  []sim.Parameter
+	compose []byte
+	// envFileVars are the variables the services' env and label files
+	// take from outside, read as the template loaded.
+	envFileVars  []envFileVariable
 	manifestOnly bool
 	projects     projectCache
 }
@@ -437,7 +440,8 @@ func (l *Loaded) validate(ctx context.Context, files rootFiles) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := checkComposeStructure(ctx, l.Dir, data); err != nil {
+	envFiles, err := checkComposeStructure(ctx, l.Dir, data)
+	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr // compose-go stopped for ctx, or finished after it ended
 		}
@@ -453,7 +457,7 @@ func (l *Loaded) validate(ctx context.Context, files rootFiles) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	services, err := l.checkComposeLoad(ctx)
+	services, err := l.checkComposeLoad(ctx, envFiles)
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
 	}
@@ -473,7 +477,7 @@ func composeProblem(err error) Problem {
 // compose-go's project, interpolated with stand-in values (each param's
 // default or a value of its type, each allocated port's preferred number),
 // then every service through the launch contract's conversion.
-func (l *Loaded) checkComposeLoad(ctx context.Context) ([]string, error) {
+func (l *Loaded) checkComposeLoad(ctx context.Context, envFiles []envFileRef) ([]string, error) {
 	env := map[string]string{}
 	for _, p := range l.params {
 		env[p.Name] = sampleValue(p)
@@ -515,11 +519,13 @@ func (l *Loaded) checkComposeLoad(ctx context.Context) ([]string, error) {
 	_, warnings := instanceProject(p, "normsim-<instance>", nil)
 	l.Warnings = append(l.Warnings, warnings...)
 	l.Warnings = append(l.Warnings, interpolationWarnings(l.Dir, l.compose, env)...)
-	unset, err := unsetInEnvFiles(ctx, l.Dir, l.compose, env)
-	if err != nil {
+	if l.envFileVars, err = envFileVariables(envFiles, env); err != nil {
 		return nil, err
 	}
-	for _, u := range unset {
+	for _, u := range l.envFileVars {
+		if !u.emptyIn(env) {
+			continue
+		}
 		if u.labels {
 			l.Warnings = append(l.Warnings, fmt.Sprintf("compose.yml: %s is empty in every launch: compose reads a label file's variables only from the labels above it in the file, never from parameters or the environment (docker compose does the same); write the value, or set the label in the service's labels: as ${%s}", u, u.name))
 			continue
