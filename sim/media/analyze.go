@@ -379,9 +379,9 @@ func (c *comparison) judgeStreams() {
 			st.FrameTicks = frameTicks(p.src)
 			c.defect(sim.MediaCheckCodecParams, "", label, targetSide, fmt.Sprintf("frame rate on %s changed from %s to %s fps", label, fps(srcFT), fps(tgtFT)))
 		}
-		lastUnits := atSwitch(c.sentBeforeStop(p.src.units), p.src.wrap, st.FrameTicks, true)
-		last, lastOK := extremePTS(lastUnits, p.src.wrap, true)
-		first, firstOK := extremePTS(atSwitch(p.tgt.units, p.tgt.wrap, st.FrameTicks, false), p.tgt.wrap, false)
+		end, lastOK := extremeUnit(atSwitch(c.sentBeforeStop(p.src.units), p.src.wrap, st.FrameTicks, true), p.src.wrap, true)
+		start, firstOK := extremeUnit(atSwitch(p.tgt.units, p.tgt.wrap, st.FrameTicks, false), p.tgt.wrap, false)
+		last, first := end.pts, start.pts
 		st.SourceParams, st.TargetParams = lastParams(p.src.units), firstParams(p.tgt.units)
 		if st.SourceParams != "" && st.TargetParams != "" && st.SourceParams != st.TargetParams {
 			// A decoder set up for the source's SPS must reinitialise.
@@ -403,7 +403,7 @@ func (c *comparison) judgeStreams() {
 		shortest, longest := min(ft, quantile(steps, 0.1)), max(ft, quantile(steps, 0.9))
 		margin := ft / 4
 		rebased := clock.rebased && p.tgt.pid != nil
-		if end := unitAt(lastUnits, last); p.src.kind == "audio" && end.dur > 0 && !rebased {
+		if p.src.kind == "audio" && end.dur > 0 && !rebased {
 			// Sound is heard frame by frame (audioGaps): the source's last
 			// packet plays for its frames' samples, and the target's first
 			// is due exactly then, to within half an audio frame. Judged
@@ -480,16 +480,6 @@ func (c *comparison) judgeStreams() {
 	}
 }
 
-// unitAt is the unit of us presented at pts (the last such).
-func unitAt(us []unit, pts int64) unit {
-	for i := len(us) - 1; i >= 0; i-- {
-		if us[i].hasPTS && us[i].pts == pts {
-			return us[i]
-		}
-	}
-	return unit{}
-}
-
 // faultOr is the side the moments blame, else def.
 func (c *comparison) faultOr(def string) string {
 	if c.momentFault != "" {
@@ -556,13 +546,13 @@ func unwrapped(us []unit, wrap int64) (vals []int64, idx []int) {
 	return vals, idx
 }
 
-// extremePTS is the latest (last=true) or earliest PTS among the units
+// extremeUnit is the unit presented last (last=true) or first among us
 // (presentation order, not arrival: B-frames arrive before earlier
 // pictures are shown).
-func extremePTS(us []unit, wrap int64, last bool) (int64, bool) {
+func extremeUnit(us []unit, wrap int64, last bool) (unit, bool) {
 	vals, idx := unwrapped(us, wrap)
 	if len(vals) == 0 {
-		return 0, false
+		return unit{}, false
 	}
 	best := 0
 	for i, v := range vals {
@@ -570,7 +560,7 @@ func extremePTS(us []unit, wrap int64, last bool) (int64, bool) {
 			best = i
 		}
 	}
-	return us[idx[best]].pts, true
+	return us[idx[best]], true
 }
 
 // frameTicks is the stream's frame duration: the median step between its
@@ -1163,11 +1153,11 @@ func streamsOneSided(src, tgt *side) []sim.MediaStream {
 		for _, t := range s.tracks {
 			st := sim.MediaStream{PID: t.pid, SSRC: t.ssrc, Kind: t.kind, Codec: t.codec, FrameTicks: frameTicks(t), Verdict: sim.VerdictNoOutput}
 			if s == src {
-				if p, ok := extremePTS(t.units, t.wrap, true); ok {
-					st.LastSourcePTS = &p
+				if u, ok := extremeUnit(t.units, t.wrap, true); ok {
+					st.LastSourcePTS = &u.pts
 				}
-			} else if p, ok := extremePTS(t.units, t.wrap, false); ok {
-				st.FirstTargetPTS = &p
+			} else if u, ok := extremeUnit(t.units, t.wrap, false); ok {
+				st.FirstTargetPTS = &u.pts
 			}
 			st.Detail = "only the " + s.name + " sent this stream"
 			out = append(out, st)
