@@ -1,9 +1,9 @@
 package sqlite
 
 import (
-	_ "embed"
 	"context"
 	"database/sql"
+	_ "embed"
 	"fmt"
 	"maps"
 	"slices"
