@@ -545,18 +545,18 @@ func decodeStrict(data []byte, v any, what string) error {
 			}
 			return se
 		}
-		if ute, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && ute.Field != "" {
-			// Go's words name the Go struct ("Go struct field
-			// LaunchRequest.node"): a client knows the JSON.
-			field := ute.Field
-			if isMapOf(reflect.TypeOf(v), field, ute.Type) {
-				field += ": each value" // Go names the map, not its key
-			}
-			return sim.Errorf(sim.EInvalid, "%s: %s: want %s; got %s", what, field, jsonKind(ute.Type), sim.WithArticle(ute.Value))
-		}
 		if ute, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-			// The whole body is of the wrong type (an array for an object).
-			return sim.Errorf(sim.EInvalid, "%s: want %s; got %s", what, jsonKind(ute.Type), sim.WithArticle(ute.Value))
+			// Go's words name the Go struct ("Go struct field
+			// LaunchRequest.node"): a client knows the JSON. No field:
+			// the whole body is of the wrong type (an array for an object).
+			at := what
+			if field := ute.Field; field != "" {
+				if isMapOf(reflect.TypeOf(v), field, ute.Type) {
+					field += ": each value" // Go names the map, not its key
+				}
+				at += ": " + field
+			}
+			return sim.Errorf(sim.EInvalid, "%s: want %s; got %s", at, jsonKind(ute.Type), sim.WithArticle(ute.Value))
 		}
 		if _, ok := errors.AsType[*json.SyntaxError](err); ok {
 			return sim.Errorf(sim.EInvalid, "%s is not JSON (%v); send a JSON object with Content-Type: application/json", what, err)
