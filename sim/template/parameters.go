@@ -162,8 +162,9 @@ func ValidateParameters(data []byte) ([]sim.Parameter, []Problem) {
 // rules, as a launch that does not give the value applies it: a default
 // of "5000" under max 10 validated ok and every such launch was refused.
 // An allocated port's parameter is judged as a port at launch (its
-// default is "auto" or a number there), and an empty default is the
-// parameter left unset, so neither is judged here.
+// default is "auto" or a number there), so it is not judged here. An
+// empty default is applied as it stands (an int's "" is refused), so it
+// is judged like any other.
 func checkDefaults(params []sim.Parameter, m *Manifest) []Problem {
 	port := map[string]bool{}
 	if m != nil {
@@ -173,7 +174,7 @@ func checkDefaults(params []sim.Parameter, m *Manifest) []Problem {
 	}
 	var out []Problem
 	for i, p := range params {
-		if p.Default == nil || strings.TrimSpace(*p.Default) == "" || port[p.Name] {
+		if p.Default == nil || port[p.Name] {
 			continue
 		}
 		if msg := checkValue(p, *p.Default); msg != "" {

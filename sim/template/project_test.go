@@ -323,18 +323,19 @@ services:
 func TestParameterRulesHoldForTheirDefaults(t *testing.T) {
 	compose := "services:\n  app:\n    image: busybox\n    environment:\n      V: ${V}\n"
 	for name, c := range map[string]struct{ param, want string }{
-		"over max":        {"type: int\n    max: 10\n    default: \"5000\"", "parameters[0].default: must be at most 10; got \"5000\", so every launch that does not give V is refused"},
-		"not in the enum": {"type: enum\n    values: [a, b]\n    default: c", "parameters[0].default: must be one of a, b; got \"c\""},
-		"not whole":       {"type: int\n    default: \"1.5\"", "must be an int (a whole number); got \"1.5\""},
-		"not a boolean":   {"type: boolean\n    default: \"yes\"", "must be true or false; got \"yes\""},
-		"infinite":        {"type: number\n    default: \"1e400\"", "must be a finite number; got \"1e400\""},
-		"hex":             {"type: int\n    default: \"0x5\"", "must be an int; got \"0x5\""},
-		"a blank enum":    {"type: enum\n    values: [\"\", a]", "parameters[0].values[0]: is blank"},
-		"an enum twice":   {"type: enum\n    values: [a, b, a]", "parameters[0].values[2]: \"a\" is listed already, at values[0]"},
-		"no whole number": {"type: int\n    min: 0.5\n    max: 0.7", "no whole number lies between min (0.5) and max (0.7)"},
-		"fine":            {"type: int\n    min: 1\n    max: 10\n    default: \" 5 \"", ""},
-		"fine, empty":     {"type: int\n    default: \"\"", ""},
-		"fine, a port":    {"type: int\n    default: auto", ""},
+		"over max":              {"type: int\n    max: 10\n    default: \"5000\"", "parameters[0].default: must be at most 10; got \"5000\", so every launch that does not give V is refused"},
+		"not in the enum":       {"type: enum\n    values: [a, b]\n    default: c", "parameters[0].default: must be one of a, b; got \"c\""},
+		"not whole":             {"type: int\n    default: \"1.5\"", "must be an int (a whole number); got \"1.5\""},
+		"not a boolean":         {"type: boolean\n    default: \"yes\"", "must be true or false; got \"yes\""},
+		"infinite":              {"type: number\n    default: \"1e400\"", "must be a finite number; got \"1e400\""},
+		"hex":                   {"type: int\n    default: \"0x5\"", "must be an int; got \"0x5\""},
+		"a blank enum":          {"type: enum\n    values: [\"\", a]", "parameters[0].values[0]: is blank"},
+		"an enum twice":         {"type: enum\n    values: [a, b, a]", "parameters[0].values[2]: \"a\" is listed already, at values[0]"},
+		"no whole number":       {"type: int\n    min: 0.5\n    max: 0.7", "no whole number lies between min (0.5) and max (0.7)"},
+		"fine":                  {"type: int\n    min: 1\n    max: 10\n    default: \" 5 \"", ""},
+		"empty":                 {"type: int\n    default: \"\"", "parameters[0].default: must be an int; got \"\", so every launch that does not give V is refused"},
+		"fine, an empty string": {"type: string\n    default: \"\"", ""},
+		"fine, a port":          {"type: int\n    default: auto", ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			kv := []string{}
