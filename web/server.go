@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"reflect"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -187,34 +188,35 @@ func New(cfg Config) *Server {
 		s.routeProfiles(r)
 	}
 	r.Route("/api/v1", func(r chi.Router) {
-		r.Get("/nodes", s.listNodes)
-		r.Get("/templates", s.listTemplates)
-		r.Get("/templates/{name}", s.getTemplate)
-		r.Get("/instances", s.listInstances)
-		r.Post("/instances", s.launch)
-		r.Get("/instances/{id}", s.getInstance)
-		r.Get("/instances/{id}/frames", s.frames)
-		r.Get("/instances/{id}/events", s.instanceEvents)
-		r.Delete("/instances/{id}", s.stop)
-		r.Get("/instances/{id}/logs", s.logs)
-		r.Get("/instances/{id}/output", s.output)
-		r.Get("/instances/{id}/frames/counts", s.frameCounts)
-		r.Post("/instances/{id}/migrate", s.migrate)
-		r.Get("/migrations", s.listMigrations)
-		r.Get("/migrations/{id}", s.getMigration)
-		r.Post("/migrations/{id}/abort", s.abortMigration)
-		r.Get("/migrations/{id}/seam.ts", s.seamCapture)
-		r.Get("/migrations/{id}/seam.rtp", s.seamRTP)
-		r.Get("/events", s.events)
-		r.Get("/census", s.census)
-		r.Get("/stats", s.stats)
-		r.Post("/conformance", s.startConformance)
-		r.Get("/conformance", s.listConformance)
-		r.Get("/conformance/{id}", s.getConformance)
-		r.Post("/conformance/{id}/cancel", s.cancelConformance)
-		r.Get("/conformance/{id}/report.json", s.conformanceReport(sim.ReportJSON))
-		r.Get("/conformance/{id}/report.html", s.conformanceReport(sim.ReportHTML))
-		r.Get("/conformance/{id}/report.junit.xml", s.conformanceReport(sim.ReportJUnit))
+		// Each endpoint names the query parameters it reads (takes).
+		r.With(takes()).Get("/nodes", s.listNodes)
+		r.With(takes()).Get("/templates", s.listTemplates)
+		r.With(takes()).Get("/templates/{name}", s.getTemplate)
+		r.With(takes("node", "limit", "offset")).Get("/instances", s.listInstances)
+		r.With(takes()).Post("/instances", s.launch)
+		r.With(takes("wait", "until")).Get("/instances/{id}", s.getInstance)
+		r.With(takes("tail")).Get("/instances/{id}/frames", s.frames)
+		r.With(takes("tail")).Get("/instances/{id}/events", s.instanceEvents)
+		r.With(takes("stopped")).Delete("/instances/{id}", s.stop)
+		r.With(takes("follow", "timestamps", "format", "since", "tail", "after")).Get("/instances/{id}/logs", s.logs)
+		r.With(takes("since")).Get("/instances/{id}/output", s.output)
+		r.With(takes()).Get("/instances/{id}/frames/counts", s.frameCounts)
+		r.With(takes()).Post("/instances/{id}/migrate", s.migrate)
+		r.With(takes("job", "state", "limit", "offset")).Get("/migrations", s.listMigrations)
+		r.With(takes("logTail", "logs", "events", "wait", "after")).Get("/migrations/{id}", s.getMigration)
+		r.With(takes()).Post("/migrations/{id}/abort", s.abortMigration)
+		r.With(takes("side")).Get("/migrations/{id}/seam.ts", s.seamCapture)
+		r.With(takes()).Get("/migrations/{id}/seam.rtp", s.seamRTP)
+		r.With(takes("after")).Get("/events", s.events)
+		r.With(takes()).Get("/census", s.census)
+		r.With(takes("gc")).Get("/stats", s.stats)
+		r.With(takes()).Post("/conformance", s.startConformance)
+		r.With(takes()).Get("/conformance", s.listConformance)
+		r.With(takes()).Get("/conformance/{id}", s.getConformance)
+		r.With(takes()).Post("/conformance/{id}/cancel", s.cancelConformance)
+		r.With(takes()).Get("/conformance/{id}/report.json", s.conformanceReport(sim.ReportJSON))
+		r.With(takes()).Get("/conformance/{id}/report.html", s.conformanceReport(sim.ReportHTML))
+		r.With(takes()).Get("/conformance/{id}/report.junit.xml", s.conformanceReport(sim.ReportJUnit))
 		r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, sim.Errorf(sim.ENotFound, "no API endpoint %s %s", r.Method, r.URL.Path))
 		})
@@ -442,6 +444,46 @@ func (b *timedBody) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// takes refuses a request whose query names a parameter the endpoint does
+// not read, or names one twice: either was a mistake the answer would
+// otherwise hide (?limt=5 listed everything; ?limit=5&limit=6 took the
+// first), so the 400 says which parameter and what the endpoint takes.
+func takes(params ...string) func(http.Handler) http.Handler {
+	known := make(map[string]bool, len(params))
+	for _, p := range params {
+		known[p] = true
+	}
+	takesWhat := "takes no query parameters"
+	if len(params) > 0 {
+		takesWhat = "takes " + strings.Join(params, ", ")
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			q, err := url.ParseQuery(r.URL.RawQuery)
+			if err != nil {
+				writeError(w, sim.Errorf(sim.EInvalid, "the query %q is not a URL query: %v; write name=value pairs joined by &, with %%XX escapes", r.URL.RawQuery, err))
+				return
+			}
+			names := make([]string, 0, len(q))
+			for name := range q {
+				names = append(names, name)
+			}
+			slices.Sort(names) // the same answer every time for the same query
+			for _, name := range names {
+				switch {
+				case !known[name]:
+					writeError(w, sim.Errorf(sim.EInvalid, "%s %s has no query parameter %q; it %s", r.Method, r.URL.Path, name, takesWhat))
+					return
+				case len(q[name]) > 1:
+					writeError(w, sim.Errorf(sim.EInvalid, "%s: given %d times; give it once", name, len(q[name])))
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 func writeErrorStatus(w http.ResponseWriter, status int, code, msg string) {
