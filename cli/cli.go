@@ -233,7 +233,41 @@ http://127.0.0.1:7788).`,
 	root.AddCommand(clientCommands(env)...)
 	root.AddCommand(newCICmd(env), newConformCmd(env))
 	root.AddCommand(newBenchCmd(env))
+	strictBuiltins(root)
 	return root
+}
+
+// strictBuiltins makes cobra's own commands refuse what they do not know
+// as usage errors: `normsim completion SHELL` a shell it has no script
+// for, `normsim help TOPIC` a command there is not. Both printed help and
+// exited 0, so a script piping `completion bsh` into a completion file
+// went on with nothing in it.
+func strictBuiltins(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	root.InitDefaultHelpCmd()
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "completion":
+			var shells []string
+			for _, sub := range c.Commands() {
+				shells = append(shells, sub.Name())
+			}
+			c.Args = func(cmd *cobra.Command, args []string) error {
+				if len(args) > 0 {
+					return usageErr("%s: no shell %q; want one of %s\nRun '%s --help' for usage.", cmd.CommandPath(), args[0], strings.Join(shells, ", "), cmd.CommandPath())
+				}
+				return nil
+			}
+			c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		case "help":
+			c.Args = func(cmd *cobra.Command, args []string) error {
+				if _, _, err := cmd.Root().Find(args); err != nil {
+					return usageErr("no command %q to help with\nRun '%s' for the list.", strings.Join(args, " "), cmd.CommandPath())
+				}
+				return nil
+			}
+		}
+	}
 }
 
 // flagHint adds the fix to a flag value Go could not parse: its message

@@ -60,6 +60,10 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"ps", "--server", ""},
 		{"ps", "--server", "http://[::1"},
 		{"launch", "counter", "--node", "a", "--param", "V=5", "--param", "V=6", "--server", "127.0.0.1:1"},
+		// Round 12: a shell cobra's completion does not know, and a help
+		// topic that is no command, printed help and exited 0.
+		{"completion", "bogus"},
+		{"help", "bogus"},
 	} {
 		code, _, errOut := run(t, args...)
 		if code != 2 || errOut == "" {
