@@ -2,6 +2,7 @@ package jobsocket
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/binary"
@@ -453,6 +454,10 @@ type conn struct {
 	guarded *frameGuardConn
 	key     key
 	serial  uint64 // Event.Conn
+	// token is the instance's, once the hello proved it: what the job
+	// sends after is kept with it redacted wherever it stands. Read and
+	// written by the read loop alone.
+	token   string
 	writeMu sync.Mutex
 	// helloDone takes the connection off the count of those waiting to
 	// say hello (Limits.Pending) and reports whether it was still on it:
@@ -533,7 +538,7 @@ func (c *conn) writeLocked(ctx context.Context, typ string, data []byte) error {
 		}
 		return fmt.Errorf("send %s to %s/%s: %w", typ, c.key.jobID, c.key.role, err)
 	}
-	c.l.record(c.key, "out", typ, len(data), data)
+	c.l.record(c, "out", typ, len(data), data)
 	return nil
 }
 
@@ -950,7 +955,7 @@ func (l *Listener) hello(ctx context.Context, c *conn) bool {
 		c.close(protocol.CloseProtocolError, "first frame must be hello; got "+f.Type)
 		return false
 	}
-	l.record(c.key, "in", f.Type, len(data), redactedHello)
+	l.record(c, "in", f.Type, len(data), redactedHello)
 	l.awaitRegistered(helloBy)
 	l.awaitDropped(c.key)
 	heard := l.authenticate(c, f.Token)
@@ -1118,6 +1123,7 @@ func (l *Listener) authenticate(c *conn, token string) helloOutcome {
 		return helloRefused
 	}
 	in.hello = c
+	c.token = token
 	// The hello is answered as it was heard: a migration that ends while
 	// the manager hears it (a worker abort armed on hello) was still the
 	// one this job was started for, and its abort follows the answer.
@@ -1239,8 +1245,9 @@ func (c *conn) readFailed(err error) (int, string) {
 func (l *Listener) serveFrame(c *conn, data []byte) (int, string) {
 	f, perr := protocol.ParseJobFrame(data)
 	if perr != nil {
-		l.record(c.key, "in", "invalid", len(data), data)
+		l.record(c, "in", "invalid", len(data), data)
 	}
+	redactFrameReasons(&f, c.token)
 	l.mu.Lock()
 	in, ok := l.instances[c.key]
 	if !ok || in.cur != c {
@@ -1280,7 +1287,7 @@ func (l *Listener) serveFrame(c *conn, data []byte) (int, string) {
 		}
 	}
 	l.mu.Unlock()
-	l.record(c.key, "in", f.Type, len(data), data)
+	l.record(c, "in", f.Type, len(data), data)
 	if spent {
 		l.discard(Event{Kind: Discarded, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now(), Frame: f, Size: len(data),
 			Reason: "it was answered already, on the connection this one replaced"})
@@ -1342,7 +1349,7 @@ func (l *Listener) staleFrame(c *conn, told chan struct{}, f protocol.JobFrame, 
 	}
 	l.mu.Unlock()
 	if perr == nil {
-		l.record(c.key, "in", f.Type, len(data), data)
+		l.record(c, "in", f.Type, len(data), data)
 	}
 	ev := Event{Kind: Frame, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, Conn: c.serial, At: l.cfg.Now(), Frame: f, Size: len(data), Replaced: told != nil}
 	if use {
@@ -1372,7 +1379,7 @@ func (l *Listener) staleFrame(c *conn, told chan struct{}, f protocol.JobFrame, 
 // nothing more of it.
 func (l *Listener) droppedFrame(c *conn, f protocol.JobFrame, perr error, data []byte) (int, string) {
 	if perr == nil {
-		l.record(c.key, "in", f.Type, len(data), data)
+		l.record(c, "in", f.Type, len(data), data)
 	}
 	l.discard(Event{Kind: Discarded, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: l.cfg.Now(), Frame: f, Size: len(data),
 		Reason: "it was read after normsim dropped the connection (drop-socket)"})
@@ -1387,15 +1394,20 @@ func (l *Listener) discard(ev Event) {
 	l.cfg.OnEvent(ev)
 }
 
-func (l *Listener) record(k key, dir, typ string, size int, data []byte) {
+func (l *Listener) record(c *conn, dir, typ string, size int, data []byte) {
 	if l.cfg.Recorder == nil {
 		return
 	}
 	if dir == "in" {
 		// A hello can come again (out of phase) or arrive broken; its
-		// token is never kept, whatever the phase.
+		// token is never kept, whatever the phase, nor is the
+		// instance's token anywhere else a job echoes it (an abort's
+		// reason, a payload).
 		data = redactTokens(data)
+		if c.token != "" && bytes.Contains(data, []byte(c.token)) {
+			data = bytes.ReplaceAll(data, []byte(c.token), []byte("<redacted>"))
+		}
 	}
-	l.cfg.Recorder.Record(sim.FrameRecord{At: l.cfg.Now(), Node: l.cfg.Node, JobID: k.jobID, Role: k.role,
+	l.cfg.Recorder.Record(sim.FrameRecord{At: l.cfg.Now(), Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role,
 		Direction: dir, Type: typ, Size: size, Data: string(data)})
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/jobsocket"
 )
@@ -218,6 +219,38 @@ func TestACloseReasonIsKeptWithoutTheToken(t *testing.T) {
 		got := ev.wait(t, jobsocket.Disconnected)
 		if strings.Contains(got.Reason, token) || !strings.Contains(got.Reason, "<redacted>") || got.Code != 4000 {
 			t.Errorf("closed with %q: the event says %d %q; want 4000 with the token redacted", reason, got.Code, got.Reason)
+		}
+	}
+}
+
+// TestATokenAJobEchoesInAFrameIsNotKept (round 12): an abort whose reason
+// quoted the job's token ("bad token <tok>") was recorded as sent, and
+// /frames served the secret; a close reason with it was already redacted.
+// The frame record and the reason passed on to the migration keep it
+// redacted, in a reason and in a payload alike.
+func TestATokenAJobEchoesInAFrameIsNotKept(t *testing.T) {
+	st := &gatedStore{entered: make(chan struct{}), release: make(chan struct{})}
+	close(st.release)
+	rec := jobsocket.NewRecorder(st, jobsocket.RecorderLimits{}, nil)
+	l, ev := MustListener(t, jobsocket.Config{Recorder: rec})
+	l.Register(jobsocket.Registration{JobID: "j", Role: "s", Token: token})
+	c := connected(t, l, ev)
+	l.Expect("j", "s", protocol.TypeState, protocol.TypeAbort)
+	c.SendText(`{"type":"abort","reason":"my token ` + token + ` looks wrong"}`)
+	if f := ev.wait(t, jobsocket.Frame); strings.Contains(f.Frame.Reason, token) || !strings.Contains(f.Frame.Reason, "<redacted>") {
+		t.Errorf("the abort's reason was passed on as %q; want the token redacted", f.Frame.Reason)
+	}
+	c.SendText(`{"type":"state","payload":{"note":"` + token + `"}}`)
+	ev.wait(t, jobsocket.Frame)
+	rec.Close()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.got) < 3 {
+		t.Fatalf("recorded %d frames, want the hello, the abort and the state", len(st.got))
+	}
+	for _, f := range st.got {
+		if strings.Contains(f.Data, token) {
+			t.Errorf("a %s frame was recorded with the job's token: %s", f.Type, f.Data)
 		}
 	}
 }

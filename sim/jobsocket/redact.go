@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+
+	"github.com/normsim/normsim/protocol"
 )
 
 // redactTokens returns a frame as the frame records keep it: the value
@@ -42,6 +44,17 @@ func redactReason(reason, token string) string {
 		return reason
 	}
 	return string(redactLoose([]byte(reason)))
+}
+
+// redactFrameReasons redacts the reasons a job wrote in a frame (an
+// abort's, a state refusal's, a target's failed items) as a close reason
+// is: they go on to the migration's record, its timeline and the other
+// side's abort, which must not carry the job's secret either.
+func redactFrameReasons(f *protocol.JobFrame, token string) {
+	f.Reason = redactReason(f.Reason, token)
+	for i := range f.Failed {
+		f.Failed[i].Reason = redactReason(f.Failed[i].Reason, token)
+	}
 }
 
 // topLevelObject reports whether data's first value is an object.
