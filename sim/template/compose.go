@@ -333,6 +333,9 @@ func serviceSpec(name string, s types.ServiceConfig, dir string) (sim.ServiceSpe
 	for k, v := range s.Labels {
 		spec.Labels[k] = v
 	}
+	if err := checkSharedNetwork(name, s); err != nil {
+		return spec, err
+	}
 	for i, p := range s.Ports {
 		b := sim.PortBinding{
 			HostIP:        p.HostIP,
@@ -388,6 +391,33 @@ func serviceSpec(name string, s types.ServiceConfig, dir string) (sim.ServiceSpe
 	}
 	spec.Process = ps
 	return spec, nil
+}
+
+// checkSharedNetwork refuses what the engine refuses on a container that
+// joins another's network namespace (network_mode service:x or
+// container:x), before a launch gets that far: compose-go takes these keys,
+// and every launch then failed in Docker's words, which name no key.
+func checkSharedNetwork(name string, s types.ServiceConfig) error {
+	if !sharesNetwork(s) {
+		return nil
+	}
+	refused := func(key, what string) error {
+		return fmt.Errorf("services.%s.%s: Docker refuses it with network_mode %q (%q); set it on the service whose network this one shares, or remove network_mode",
+			name, key, s.NetworkMode, "conflicting options: "+what)
+	}
+	switch {
+	case len(s.ExtraHosts) > 0:
+		return refused("extra_hosts", "custom host-to-IP mapping and the network mode")
+	case len(s.Ports) > 0:
+		return refused("ports", "port publishing and the container type network mode")
+	case len(s.Expose) > 0:
+		return refused("expose", "port exposing and the container type network mode")
+	case s.Hostname != "":
+		return refused("hostname", "hostname and the network mode")
+	case len(s.DNS) > 0:
+		return refused("dns", "dns and the network mode")
+	}
+	return nil
 }
 
 // Linux's bounds on what execve takes: each string of the environment

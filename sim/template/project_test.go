@@ -2,6 +2,7 @@ package template
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -365,5 +366,55 @@ func TestParameterRulesHoldForTheirDefaults(t *testing.T) {
 	}
 	if got := spec.Services[0].Env["V"]; got != "7" {
 		t.Errorf("V given as \" 7 \" reached the job as %q, want 7", got)
+	}
+}
+
+// TestSharedNetworkRefusesWhatDockerRefuses (round 12): a service with
+// network_mode service:engine and its own extra_hosts validated ok, and
+// every launch then failed with the engine's "conflicting options: custom
+// host-to-IP mapping and the network mode", naming no key. Validation now
+// refuses each key Docker 20.10 refuses on such a container, naming it.
+func TestSharedNetworkRefusesWhatDockerRefuses(t *testing.T) {
+	for key, yaml := range map[string]string{
+		"extra_hosts": "extra_hosts: ['db:10.0.0.1']",
+		"ports":       "ports: ['8080:80']",
+		"expose":      "expose: ['80']",
+		"hostname":    "hostname: side",
+		"dns":         "dns: 1.1.1.1",
+	} {
+		dir := MustWriteTemplate(t, "shared", tpl(`
+services:
+  engine:
+    image: busybox
+  side:
+    image: busybox
+    network_mode: service:engine
+    `+yaml+`
+`, ""))
+		res, err := ValidatePath(t.Context(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res) != 1 || res[0].Valid || !strings.Contains(fmt.Sprint(res[0].Problems), "services.side."+key+": Docker refuses it with network_mode") {
+			t.Errorf("%s beside network_mode service:engine: %+v; want a problem naming services.side.%s", key, res, key)
+		}
+	}
+	// The same keys on the service that owns the network are fine.
+	dir := MustWriteTemplate(t, "owner", tpl(`
+services:
+  engine:
+    image: busybox
+    extra_hosts: ['db:10.0.0.1']
+    hostname: engine
+  side:
+    image: busybox
+    network_mode: service:engine
+`, ""))
+	res, err := ValidatePath(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || !res[0].Valid {
+		t.Errorf("extra hosts on the network's owner: %+v; want valid", res)
 	}
 }
