@@ -377,12 +377,25 @@ func isFalse(v any) bool {
 	return false
 }
 
+// remote reports whether p names a file docker compose would fetch: a
+// URL (oci://, https://…) or a git remote (git@host:repo).
+func remote(p string) bool {
+	scheme, _, ok := strings.Cut(p, "://")
+	return ok && scheme != "" && !strings.ContainsAny(scheme, "/\\.") || strings.HasPrefix(p, "git@")
+}
+
 // resolve is the path compose-go reads for p, written in a file whose
 // working directory is wd, refused when it holds a variable or leaves the
 // template directory.
 func (w *loadWalk) resolve(p, wd, field string) (string, error) {
 	if strings.Contains(p, "$") {
 		return "", fmt.Errorf("%s: %q holds a variable; in a template the paths of files read while loading (include, extends.file, env_file, label_file) must be written out, since a value given at launch could point them anywhere", field, p)
+	}
+	if remote(p) {
+		// docker compose fetches these with its OCI and git loaders;
+		// compose-go alone reads them as paths, and Clean would mangle
+		// the name ("oci:/registry…") in the error.
+		return "", fmt.Errorf("%s: %q is a remote file, which docker compose fetches (OCI artifact or git); normsim reads a template's files from its directory only and fetches nothing, so that the template is whole wherever it is copied; copy the file into the template and name it by its path", field, p)
 	}
 	if strings.HasPrefix(p, "~") {
 		// compose-go reads "~/x" in the home directory of whoever runs

@@ -490,9 +490,14 @@ func TestMissingFilesAreSaidAtValidation(t *testing.T) {
 		compose string
 		want    string // "" when the template is valid
 	}{
-		"a missing env file":     {"services:\n  app:\n    image: busybox\n    env_file: app.env\n", `services.app.env_file[0]: "app.env" does not exist in the template directory; add it, or mark it ` + "`required: false`"},
-		"an optional env file":   {"services:\n  app:\n    image: busybox\n    env_file: [{path: app.env, required: false}]\n", ""},
-		"a required: 'false'":    {"services:\n  app:\n    image: busybox\n    env_file: [{path: app.env, required: 'false'}]\n", ""},
+		"a missing env file":   {"services:\n  app:\n    image: busybox\n    env_file: app.env\n", `services.app.env_file[0]: "app.env" does not exist in the template directory; add it, or mark it ` + "`required: false`"},
+		"an optional env file": {"services:\n  app:\n    image: busybox\n    env_file: [{path: app.env, required: false}]\n", ""},
+		"a required: 'false'":  {"services:\n  app:\n    image: busybox\n    env_file: [{path: app.env, required: 'false'}]\n", ""},
+		// Round 12: a remote include was named mangled ("oci:/registry…")
+		// and called missing, with "add it" as the fix.
+		"an OCI include":         {"include: ['oci://registry.example/x:1']\nservices:\n  app:\n    image: busybox\n", `include[0].path[0]: "oci://registry.example/x:1" is a remote file, which docker compose fetches`},
+		"a git include":          {"include: ['git@github.com:x/y.git']\nservices:\n  app:\n    image: busybox\n", `include[0].path[0]: "git@github.com:x/y.git" is a remote file`},
+		"a remote extends":       {"services:\n  app:\n    image: busybox\n    extends: {file: 'https://example.com/base.yml', service: b}\n", `"https://example.com/base.yml" is a remote file`},
 		"a missing label file":   {"services:\n  app:\n    image: busybox\n    label_file: labels\n", `services.app.label_file[0]: "labels" does not exist in the template directory; add it;`},
 		"a missing include":      {"include: [part.yml]\n" + oneService, `include[0].path[0]: "part.yml" does not exist`},
 		"a missing extends file": {"services:\n  app:\n    image: busybox\n    extends: {file: base.yml, service: b}\n", `services.app.extends.file: "base.yml" does not exist`},
