@@ -706,9 +706,10 @@ func (c *comparison) checkJoin() {
 		return
 	}
 	ready, hasSets, setsMissing := startable(video)
-	key := ready[0]
+	lost := ready[0] && c.leadingPicturesLost(video)
+	key := ready[0] && !lost
 	c.keyframeAtJoin = &key
-	if key {
+	if key || lost {
 		return
 	}
 	vals, idx := unwrapped(video.units, video.wrap)
@@ -760,6 +761,43 @@ func (c *comparison) checkJoin() {
 		how = "target joined on a keyframe without " + setNames(video.codec) + ", which MPEG-TS carries in the stream"
 	}
 	c.defect(sim.MediaCheckKeyframe, "", video.name, targetSide, fmt.Sprintf("%s: picture missing %.0f ms until %s", how, m, until))
+}
+
+// leadingPicturesLost: an H.265 target that starts on a CRA (or BLA)
+// followed by RASL pictures starts where a decoder can, but those
+// pictures refer to ones before the CRA that a fresh encoder never sent:
+// a decoder joining there drops them (H.265 8.1.3, NoRaslOutputFlag), and
+// one going on from the source decodes them against the source's pictures.
+// Their time, from the earliest to the CRA, is picture missing.
+func (c *comparison) leadingPicturesLost(video *track) bool {
+	irap := video.units[0]
+	if video.codec != codecH265 || !irap.openIRAP {
+		return false
+	}
+	var rasl []unit
+	for _, u := range video.units[1:] {
+		if u.key {
+			break
+		}
+		if u.rasl {
+			rasl = append(rasl, u)
+		}
+	}
+	if len(rasl) == 0 {
+		return false
+	}
+	earliest, _ := extremeUnit(rasl, video.wrap, false)
+	latest, _ := extremeUnit(rasl, video.wrap, true)
+	missing := wrapDelta(irap.pts-earliest.pts, video.wrap)
+	if missing <= 0 || !earliest.hasPTS || !irap.hasPTS {
+		missing = int64(len(rasl)) * frameTicks(video)
+	}
+	m := ticksMs(missing)
+	c.pictureMissingMs = &m
+	c.defect(sim.MediaCheckKeyframe, "", video.name, targetSide, fmt.Sprintf(
+		"target joined on an open-GOP random-access picture (H.265 CRA or BLA) followed by %s (PTS %d to %d), which refer to pictures before it that the target never sent: a decoder joining there drops them, picture missing %.0f ms, and one going on from the source decodes them against the source's pictures",
+		sim.Plural(int64(len(rasl)), "RASL picture"), earliest.pts, latest.pts, m))
+	return true
 }
 
 // startable says for each of a target's video units whether a decoder

@@ -610,3 +610,85 @@ func TestAudioAtTheSwitchIsHeardFrameByFrame(t *testing.T) {
 		})
 	}
 }
+
+// Round 13, F2: an H.265 target that starts on a CRA followed by RASL
+// pictures (x265's default open GOP) was a clean keyframe at join and
+// seamless, yet a decoder joining there drops the RASL pictures, which
+// refer to pictures before the CRA. ffprobe on the target alone is the
+// referee: the frames it does not output are the picture missing.
+func TestHEVCJoinOnACRALosesItsRASLPictures(t *testing.T) {
+	_, ffprobe := testenv.RequireFFmpeg(t)
+	for _, c := range []struct {
+		name     string
+		openGOP  string
+		seamless bool
+	}{
+		{"open GOP: CRA and RASL pictures", "1", false},
+		{"closed GOP: IDR", "0", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ps := clipPackets(encodeClip(t, "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-t", "4", "-c:v", "libx265",
+				"-x265-params", "keyint=25:min-keyint=25:scenecut=0:bframes=3:log-level=error:open-gop="+c.openGOP))
+			cut := clipKeyframeCut(t, ps, 2)
+			var tgt []byte
+			for _, p := range ps[cut:] {
+				tgt = append(tgt, p.data...)
+			}
+			file := filepath.Join(t.TempDir(), "target.ts")
+			if err := os.WriteFile(file, tgt, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			count := func(what string) int {
+				out, err := exec.Command(ffprobe, "-v", "error", "-select_streams", "v", "-show_entries", what+"=pts", "-of", "csv=p=0", file).Output()
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := 0
+				for _, f := range strings.Fields(string(out)) {
+					if _, err := strconv.ParseInt(strings.TrimSuffix(f, ","), 10, 64); err == nil {
+						n++
+					}
+				}
+				return n
+			}
+			dropped := count("packet") - count("frame")
+			if dropped < 0 || (dropped == 0) != c.seamless {
+				t.Fatalf("ffprobe decoding the target alone dropped %d pictures", dropped)
+			}
+			r := Analyze(sendClip(ps, 0, cut), sendClip(ps, cut, len(ps)), sim.SeamMoments{})
+			t.Log(r.Detail)
+			if c.seamless {
+				if r.Verdict != sim.VerdictSeamless || !*r.KeyframeAtJoin {
+					t.Errorf("verdict %s, keyframe at join %v, defects %s", r.Verdict, *r.KeyframeAtJoin, checks(r))
+				}
+				return
+			}
+			if r.Verdict == sim.VerdictSeamless || r.AtFault != targetSide || *r.KeyframeAtJoin || !hasDefect(r, sim.MediaCheckKeyframe, "PID 256") {
+				t.Errorf("verdict %s at fault %q, keyframe at join %v, defects %s", r.Verdict, r.AtFault, *r.KeyframeAtJoin, checks(r))
+			}
+			if want := float64(dropped) * 40; r.PictureMissingMs == nil || *r.PictureMissingMs != want {
+				t.Errorf("picture missing %v ms, want %v (the %d pictures ffprobe dropped)", r.PictureMissingMs, want, dropped)
+			}
+		})
+	}
+}
+
+// clipKeyframeCut is where a target starting at the clip's gop-th
+// keyframe (counted from 0) begins: with the tables ffmpeg sends before it.
+func clipKeyframeCut(t *testing.T, ps []clipPacket, gop int) int {
+	t.Helper()
+	var keyframes []int
+	for i, p := range ps {
+		if p.pid == 256 && p.start && p.randomAcc {
+			keyframes = append(keyframes, i)
+		}
+	}
+	if len(keyframes) <= gop {
+		t.Fatalf("ffmpeg wrote %d keyframes, want more than %d", len(keyframes), gop)
+	}
+	cut := keyframes[gop]
+	for cut > 0 && (ps[cut-1].pid == 0 || ps[cut-1].pid == 4096 || ps[cut-1].pid == 17) {
+		cut--
+	}
+	return cut
+}

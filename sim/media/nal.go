@@ -21,6 +21,15 @@ const (
 	h264FUB    = 29
 )
 
+// H.265 NAL unit types of pictures a join may lose (ITU-T H.265 table
+// 7-1): RASL pictures lead a CRA or a BLA_W_LP.
+const (
+	h265RASLN          = 8
+	h265RASLR          = 9
+	h265BLAWithLeading = 16
+	h265CRA            = 21
+)
+
 // splitAnnexB cuts an Annex B byte stream (00 00 01 / 00 00 00 01 start
 // codes) into its NAL units, without the start codes.
 func splitAnnexB(b []byte) [][]byte {
@@ -62,6 +71,10 @@ type codecUnit struct {
 	// decoder starting here shows correct pictures that many frames on
 	// (intra refresh, with no IDR); -1 when the unit has none.
 	recovery int
+	// openIRAP: an H.265 CRA or BLA_W_LP picture, which RASL pictures may
+	// follow; rasl: such a picture, which refers to pictures before its
+	// IRAP, so a decoder that starts at that IRAP drops it.
+	openIRAP, rasl bool
 }
 
 // The parameter sets a decoder needs before its first picture.
@@ -101,6 +114,10 @@ func inspectNALs(codec string, nals [][]byte) codecUnit {
 				u.key = true
 			}
 			switch t {
+			case h265BLAWithLeading, h265CRA:
+				u.openIRAP = true
+			case h265RASLN, h265RASLR:
+				u.rasl = true
 			case 32:
 				u.sets |= setVPS
 			case 33:

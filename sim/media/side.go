@@ -54,6 +54,9 @@ type unit struct {
 	// correct pictures recoveryFrames frames on (intra refresh).
 	recovery       bool
 	recoveryFrames int
+	// openIRAP, rasl: an H.265 CRA or BLA that RASL pictures may follow,
+	// and such a picture (codecUnit).
+	openIRAP, rasl bool
 	// dur is how long an audio unit's frames play, and frame one frame's
 	// duration, in 90 kHz ticks; 0 where they cannot be read.
 	dur, frame int64
@@ -492,7 +495,7 @@ func (rt *rtpTrack) addUnit(au *rtpUnit) {
 	}
 	u := inspectNALs(rt.media.codec, au.nals)
 	rt.media.units = append(rt.media.units, unit{at: au.at, dg: au.dg, pkt: -1, ownsStart: true, pts: int64(au.ts), hasPTS: true, key: u.key, params: u.params,
-		recovery: u.recovery >= 0, recoveryFrames: u.recovery})
+		recovery: u.recovery >= 0, recoveryFrames: u.recovery, openIRAP: u.openIRAP, rasl: u.rasl})
 }
 
 // demuxTS runs the side's TS packets through astits. The packet skipper
@@ -734,6 +737,7 @@ func (s *side) buildTSTracks(other []pmtStream) {
 			u.key, u.params, u.sets = cu.key, cu.params, cu.sets|carriedSets[pu.pid]
 			delete(carriedSets, pu.pid)
 			u.recovery, u.recoveryFrames = cu.recovery >= 0, cu.recovery
+			u.openIRAP, u.rasl = cu.openIRAP, cu.rasl
 			if u.params == "" {
 				u.params = carried[pu.pid]
 			}
