@@ -42,7 +42,9 @@ func (m *Main) loadCatalogDirs() (*lazyCatalog, error) {
 	if load == nil {
 		load = template.LoadContext
 	}
-	return newLazyCatalog(abs, watch, m.log, load), nil
+	c := newLazyCatalog(abs, watch, m.log, load)
+	c.embedded = tmp != ""
+	return c, nil
 }
 
 // LoadCatalog loads, now, the catalog a simulator with opts would launch
@@ -119,11 +121,14 @@ func resolveTemplateDirs(opts Options) (abs []string, note, tmp string, err erro
 // is listed, and refused at launch, with its error. What runs keeps what
 // it was launched with. close stops a load in progress.
 type lazyCatalog struct {
-	ctx     context.Context // ends at close
-	cancel  context.CancelFunc
-	loadOne func(context.Context, string) (*template.Loaded, error)
-	dirs    []string
-	log     *slog.Logger
+	// embedded: the templates are normsim's own defaults, unpacked to a
+	// temporary directory (no ./templates and no --templates).
+	embedded bool
+	ctx      context.Context // ends at close
+	cancel   context.CancelFunc
+	loadOne  func(context.Context, string) (*template.Loaded, error)
+	dirs     []string
+	log      *slog.Logger
 
 	once       sync.Once
 	closeOnce  sync.Once
@@ -425,6 +430,14 @@ func (l *lazyCatalog) Launch(name string, in sim.LaunchInput) (*sim.LaunchSpec, 
 	tl, err := l.lookup(name)
 	if err != nil {
 		return nil, err
+	}
+	if l.embedded && in.Runtime == sim.RuntimeProcess {
+		// Their x-normsim commands build the example jobs from normsim's
+		// source checkout, relative to the template; unpacked to a
+		// temporary directory they name a path that is not there ("/tmp/
+		// scripts/run-go-job does not exist") or fail later in go run.
+		return nil, sim.Errorf(sim.EUnprocessable, "template %q is one of normsim's embedded defaults, whose jobs run on the process runtime from normsim's source checkout, which is not here; "+
+			"run normsim from the root of its checkout (it then loads ./templates and can build the example jobs), use --runtime external and start the job yourself, or give --templates DIR with templates of your own", name)
 	}
 	return tl.Launch(in)
 }

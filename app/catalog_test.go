@@ -218,3 +218,45 @@ func TestAReloadThatChangedNothingIsQuiet(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestEmbeddedTemplatesSayWhyTheyCannotRunAsProcesses (round 12): run
+// outside normsim's checkout, `up --runtime process` unpacked the
+// embedded templates to a temporary directory, and a launch of counter
+// failed with "/tmp/scripts/run-go-job does not exist" (plain's go run
+// failed later): their jobs are built from the checkout. The launch now
+// says so, with what to do instead; other runtimes launch as before.
+func TestEmbeddedTemplatesSayWhyTheyCannotRunAsProcesses(t *testing.T) {
+	templates, err := filepath.Abs(filepath.Join("..", "templates"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir()) // no ./templates: the embedded defaults are used
+	opts := DefaultOptions()
+	opts.DefaultTemplates = os.DirFS(templates)
+	m := New(opts)
+	lc, err := m.loadCatalogDirs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		lc.close()
+		for _, d := range m.tempDirs {
+			os.RemoveAll(d)
+		}
+	}()
+	in := sim.LaunchInput{
+		Instance: &sim.Instance{ID: "inst-1", JobID: "job-1", Role: "role-1", Token: "secret-token"},
+		Node:     sim.Node{Name: "a", SocketPort: 6797, SocketURL: "ws://127.0.0.1:6797"},
+		Runtime:  sim.RuntimeProcess,
+	}
+	for _, name := range []string{"counter", "plain"} {
+		_, err := lc.Launch(name, in)
+		if sim.ErrorCode(err) != sim.EUnprocessable || !strings.Contains(sim.ErrorMessage(err), "embedded defaults") || !strings.Contains(sim.ErrorMessage(err), "--runtime external") {
+			t.Errorf("launch of embedded %s on the process runtime: %v; want %s saying why, and what to do", name, err, sim.EUnprocessable)
+		}
+	}
+	in.Runtime = sim.RuntimeExternal
+	if _, err := lc.Launch("counter", in); err != nil {
+		t.Errorf("launch of embedded counter on the external runtime: %v", err)
+	}
+}

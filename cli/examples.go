@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/docker/docker/client"
@@ -26,6 +27,11 @@ base image and no registry are involved, so it works offline.`,
 		Example: `  normsim build-examples
   normsim build-examples counter`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+				// The examples are built from their sources, which a
+				// binary run outside normsim's checkout does not have.
+				return usageErr("no directory %s here: build-examples compiles the example jobs from normsim's source checkout; run it from the checkout's root, or pass --dir", dir)
+			}
 			names := args
 			if len(names) == 0 {
 				var err error
