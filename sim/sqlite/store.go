@@ -536,9 +536,28 @@ func openDB(ctx context.Context, path string, background func(func())) (*Store, 
 		if damaged(err) {
 			return nil, fmt.Errorf("open store %s: %w: the file is damaged (cut short, or overwritten); move it aside and start on a new --db, or restore a copy of it", path, err)
 		}
+		if noRoom(err) {
+			return nil, fmt.Errorf("open store %s: %w: SQLite could not make room for the store in %s (the disk is full, or its file system will not grow the file and the -wal and -shm files beside it); free space there, or give --db another path, or :memory:", path, err, filepath.Dir(path))
+		}
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// noRoom says whether err is SQLite failing to grow a file: SQLITE_FULL,
+// or the I/O errors a full disk gives when the shared-memory file or a
+// write cannot be extended (SQLITE_IOERR_SHMSIZE reads only "disk I/O
+// error").
+func noRoom(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() {
+	case sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR_SHMSIZE, sqlite3.SQLITE_IOERR_WRITE, sqlite3.SQLITE_IOERR_TRUNCATE:
+		return true
+	}
+	return se.Code()&0xff == sqlite3.SQLITE_FULL
 }
 
 // damaged says whether err is SQLite's word for a damaged file:
