@@ -692,3 +692,87 @@ func clipKeyframeCut(t *testing.T, ps []clipPacket, gop int) int {
 	}
 	return cut
 }
+
+// Round 13, F4: a video PES without a PTS is legal (ISO 13818-1 asks one
+// at least every 0.7 s) and is still a frame; ffmpeg shows every one.
+// Left out, the source's last three frames without a PTS were a 120 ms
+// gap blamed on the target, and the target's a glitch. A PTS absent for
+// longer than 700 ms is TR 101 290 2.5's PTS_error.
+func TestVideoFramesWithoutAPTSAreStillFrames(t *testing.T) {
+	ffmpeg, ffprobe := testenv.RequireFFmpeg(t)
+	for _, c := range []struct {
+		name     string
+		bframes  string
+		strip    func(srcFrames, tgtFrames []int) []int // the packets whose PES loses its PTS
+		want     string
+		ptsError string // the side a PTS_error is held against, "" for none
+	}{
+		{"the source's last 3 frames", "0", func(s, _ []int) []int { return s[len(s)-3:] }, sim.VerdictSeamless, ""},
+		{"the target's 3 frames after its IDR", "0", func(_, t []int) []int { return t[1:4] }, sim.VerdictSeamless, ""},
+		{"17 of the target's frames in a row (720 ms without a PTS)", "0", func(_, t []int) []int { return t[1:18] }, sim.VerdictGlitch, targetSide},
+		{"3 frames inside the source, with B-frames", "2", func(s, _ []int) []int { return s[20:23] }, sim.VerdictSeamless, ""},
+		{"the target's first frames after its IDR, with B-frames", "2", func(_, t []int) []int { return t[1:4] }, sim.VerdictUnknown, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ps := clipPackets(encodeClip(t, "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-t", "4", "-c:v", "libx264", "-bf", c.bframes))
+			cut := clipKeyframeCut(t, ps, 2)
+			var srcFrames, tgtFrames []int
+			for i, p := range ps {
+				if p.pid == 256 && p.start {
+					if i < cut {
+						srcFrames = append(srcFrames, i)
+					} else {
+						tgtFrames = append(tgtFrames, i)
+					}
+				}
+			}
+			for _, i := range c.strip(srcFrames, tgtFrames) {
+				stripPTS(t, ps[i].data)
+			}
+			var all []byte
+			for _, p := range ps {
+				all = append(all, p.data...)
+			}
+			file := filepath.Join(t.TempDir(), "seam.ts")
+			if err := os.WriteFile(file, all, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if out, _ := exec.Command(ffmpeg, "-v", "warning", "-i", file, "-f", "null", "-").CombinedOutput(); len(bytes.TrimSpace(out)) > 0 {
+				t.Fatalf("ffmpeg decoding the seam warns: %s", out)
+			}
+			out, err := exec.Command(ffprobe, "-v", "error", "-select_streams", "v", "-show_entries", "frame=pts", "-of", "csv=p=0", file).Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(strings.Fields(string(out))); n != len(srcFrames)+len(tgtFrames) {
+				t.Fatalf("ffmpeg showed %d frames of %d", n, len(srcFrames)+len(tgtFrames))
+			}
+			r := Analyze(sendClip(ps, 0, cut), sendClip(ps, cut, len(ps)), sim.SeamMoments{})
+			t.Log(r.Detail)
+			if r.Verdict != c.want || r.FramesMissing != 0 || hasDefect(r, sim.MediaCheckPTS, "") {
+				t.Errorf("verdict %s, %d frames missing, defects %s; want %s", r.Verdict, r.FramesMissing, checks(r), c.want)
+			}
+			if d := defectNamed(r, "PTS_error"); (d == nil) != (c.ptsError == "") || d != nil && (d.AtFault != c.ptsError || d.Standard != "TR 101 290 2.5") {
+				t.Errorf("PTS_error %+v, want one on the %q", d, c.ptsError)
+			}
+		})
+	}
+}
+
+// stripPTS clears the PTS and DTS flags of the PES that starts in packet
+// p, their bytes kept as header stuffing.
+func stripPTS(t *testing.T, p []byte) {
+	t.Helper()
+	off := 4
+	if p[3]&0x20 != 0 {
+		off += 1 + int(p[4])
+	}
+	h := p[off:]
+	if h[0] != 0 || h[1] != 0 || h[2] != 1 || h[7]&0x80 == 0 {
+		t.Fatalf("packet has no PES header with a PTS: % x", h[:10])
+	}
+	h[7] &= 0x3f
+	for i := 9; i < 9+int(h[8]); i++ {
+		h[i] = 0xff
+	}
+}

@@ -39,6 +39,7 @@ func (s *side) ptsDefects() {
 		j := ptsJumps{frame: quantile(steps, 0.1), regular: regularSteps(steps)}
 		segs := segments(tr.units)
 		for k, seg := range segs {
+			j.unplaced = unplaced(seg)
 			j.check(seg, tr.wrap, ft, tr.kind == "video", s.cutStart && k == 0, s.cutEnd && k == len(segs)-1)
 			if tr.kind == "audio" {
 				j.audioGaps(seg, tr.wrap)
@@ -48,7 +49,76 @@ func (s *side) ptsDefects() {
 			label := tr.label()
 			s.defect(sim.MediaCheckPTS, "", label, fmt.Sprintf("the %s's presentation time on %s broke within its own stream: %s", s.name, label, d))
 		}
+		if tr.longestNoPTS > noPTSLimit {
+			label := tr.label()
+			s.defect(checkPTSError, "TR 101 290 2.5", label, fmt.Sprintf("the %s sent %d of its PES on %s without a PTS, for up to %.0f ms in a row: ISO 13818-1 allows 700 ms between two", s.name, tr.noPTS, label, ticksMs(tr.longestNoPTS)))
+		}
 	}
+}
+
+// A PES need not carry a PTS: ISO 13818-1 2.7.4 asks one at least every
+// 0.7 s, and TR 101 290 2.5 PTS_error is a stream without one for longer.
+const (
+	noPTSLimit    = 700 * 90 // ticks
+	checkPTSError = "PTS_error"
+)
+
+// implyPTS gives each audio or video unit sent without a PTS the one its
+// place implies, as a decoder presents it: one frame (an audio unit's own
+// length, when its frames were read) after the unit before, or before the
+// unit after, within its time base. A frame without a PTS is still a
+// frame; counted as missing, it made a gap of frames that were all sent.
+// In a stream that reorders (B-frames) its place in presentation order
+// cannot be read from arrival, so it keeps none (unplaced); the checks
+// then say so. It also measures the longest time without a PTS.
+func (tr *track) implyPTS() {
+	if tr.kind != "video" && tr.kind != "audio" {
+		return
+	}
+	ft := frameTicks(tr)
+	vals, _ := unwrapped(tr.units, tr.wrap)
+	reorders := reorderDepth(vals) > 0
+	step := func(u unit) int64 {
+		if u.dur > 0 {
+			return u.dur
+		}
+		return ft
+	}
+	for _, seg := range segments(tr.units) {
+		run := 0 // units without a PTS since the last that had one
+		for i := range seg {
+			if seg[i].hasPTS {
+				tr.longestNoPTS = max(tr.longestNoPTS, int64(run+1)*ft)
+				run = 0
+				continue
+			}
+			tr.noPTS++
+			run++
+			if i > 0 && seg[i-1].hasPTS && ft > 0 && !reorders {
+				prev := seg[i-1]
+				seg[i].pts, seg[i].hasPTS = (prev.pts+step(prev))%tr.wrap, true
+			}
+		}
+		tr.longestNoPTS = max(tr.longestNoPTS, int64(run)*ft)
+		// The units before the segment's first PTS, back from it.
+		for i := len(seg) - 2; i >= 0; i-- {
+			if !seg[i].hasPTS && seg[i+1].hasPTS && ft > 0 && !reorders {
+				seg[i].pts, seg[i].hasPTS = ((seg[i+1].pts-step(seg[i]))%tr.wrap+tr.wrap)%tr.wrap, true
+			}
+		}
+	}
+}
+
+// unplaced counts the units sent without a PTS that none could be
+// implied for (implyPTS).
+func unplaced(us []unit) int {
+	n := 0
+	for _, u := range us {
+		if !u.hasPTS {
+			n++
+		}
+	}
+	return n
 }
 
 // segments cuts a stream's units where the discontinuity indicator
@@ -69,7 +139,10 @@ func segments(us []unit) [][]unit {
 type ptsJumps struct {
 	frame int64 // the short step, for counting pictures missing
 	// regular: the stream has one step, its frame (regularSteps).
-	regular                        bool
+	regular bool
+	// unplaced counts the frames sent without a PTS in a stream that
+	// reorders (implyPTS): a hole in presentation order may be theirs.
+	unplaced                       int
 	ahead, back, repeated, offGrid int
 	missing                        int64 // frames
 	missingTicks                   int64 // the time they took
@@ -202,10 +275,13 @@ func (j *ptsJumps) gaps(us []unit, vals []int64, idx []int, cutStart, cutEnd boo
 		case j.regular:
 			j.fixedRateStep(step, us[idx[prev]].pts)
 		case step > ft*7/4: // a frame and a half is pulldown's cadence; two are a frame missing
-			n, _ := framesIn(step-ft, ft)
+			n, ticks := j.fill(step - ft)
+			if n == 0 {
+				continue
+			}
 			j.ahead++
 			j.missing += n
-			j.missingTicks += step - ft
+			j.missingTicks += ticks
 			j.note(fmt.Sprintf("skipped ahead %.1f ms after PTS %d", ticksMs(step-ft), us[idx[prev]].pts))
 		}
 	}
@@ -217,16 +293,26 @@ func (j *ptsJumps) gaps(us []unit, vals []int64, idx []int, cutStart, cutEnd boo
 // briefly, whether frames are missing or not.
 func (j *ptsJumps) fixedRateStep(step, after int64) {
 	ft := j.frame
-	if n, _ := framesIn(max(step-ft, 0), ft); n > 0 {
+	if n, ticks := j.fill(max(step-ft, 0)); n > 0 {
 		j.ahead++
 		j.missing += n
-		j.missingTicks += step - ft
+		j.missingTicks += ticks
 		j.note(fmt.Sprintf("skipped ahead %.1f ms after PTS %d", ticksMs(step-ft), after))
 	}
 	if off := offGridBy(step-ft, ft); off != 0 {
 		j.offGrid++
 		j.note(fmt.Sprintf("stepped %.1f ms after PTS %d, where its frames are %.1f ms apart: off its frame grid by %+.1f ms", ticksMs(step), after, ticksMs(ft), ticksMs(off)))
 	}
+}
+
+// fill is how many frames of a hole of gap ticks are missing, and for
+// how long, once the frames sent without a PTS that a reordering stream
+// could not place (unplaced) have taken their share of it.
+func (j *ptsJumps) fill(gap int64) (n, ticks int64) {
+	n, _ = framesIn(gap, j.frame)
+	placed := min(n, int64(j.unplaced))
+	j.unplaced -= int(placed)
+	return n - placed, gap - placed*j.frame
 }
 
 // audioGaps checks audio as a player hears it: each unit's frames play

@@ -39,8 +39,9 @@ type unit struct {
 	ownsStart bool
 	// pkt is the index of its first TS packet on the side, -1 for a
 	// unit RTP carried as NAL units.
-	pkt    int
-	pts    int64
+	pkt int
+	pts int64
+	// hasPTS: it was sent with one, or one its place implies (implyPTS).
 	hasPTS bool
 	key    bool
 	params string
@@ -71,6 +72,10 @@ type track struct {
 	codec string
 	wrap  int64
 	units []unit
+	// noPTS counts the units sent without a PTS; longestNoPTS is the
+	// longest time, in 90 kHz ticks, the stream went without one.
+	noPTS        int
+	longestNoPTS int64
 }
 
 // tsPacket is what the receiver needs of one TS packet of a side.
@@ -750,6 +755,9 @@ func (s *side) buildTSTracks(other []pmtStream) {
 			u.dur, u.frame = audioDuration(tr.codec, pu.data)
 		}
 		tr.units = append(tr.units, u)
+	}
+	for _, tr := range s.tracks {
+		tr.implyPTS()
 	}
 	slices.SortStableFunc(s.tracks, func(a, b *track) int {
 		if a.pid != nil && b.pid != nil {
