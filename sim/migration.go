@@ -28,6 +28,9 @@ const (
 	MigrationFailed MigrationState = "failed"
 )
 
+// MigrationStates are the states a migration can be in, running first.
+var MigrationStates = []MigrationState{MigrationRunning, MigrationCompleted, MigrationRefused, MigrationAborted, MigrationFailed}
+
 // Ended reports whether the migration reached an end state.
 func (s MigrationState) Ended() bool { return s != MigrationRunning && s != "" }
 

@@ -498,7 +498,7 @@ func (s *Server) abortMigration(w http.ResponseWriter, r *http.Request) {
 func (s *Server) listMigrations(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := sim.MigrationFilter{JobID: q.Get("job"), State: sim.MigrationState(q.Get("state"))}
-	if f.State != "" && !slices.Contains(migrationStates, f.State) {
+	if f.State != "" && !slices.Contains(sim.MigrationStates, f.State) {
 		writeError(w, sim.Errorf(sim.EInvalid, "state: must be one of %s; got %q", stateList(), f.State))
 		return
 	}

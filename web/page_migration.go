@@ -390,17 +390,15 @@ type migrationsPage struct {
 	Damage     string
 }
 
-var migrationStates = []sim.MigrationState{sim.MigrationRunning, sim.MigrationCompleted, sim.MigrationRefused, sim.MigrationAborted, sim.MigrationFailed}
-
 // migrationsPage is the history, newest first, a page at a time (page=N),
 // of one job or in one state when the filter says so.
 func (s *Server) migrationsPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	p := migrationsPage{pageBase: s.base(r, "Migrations", "migrations", "migrations", r.URL.RequestURI()), Job: strings.TrimSpace(q.Get("job")), State: q.Get("state"), States: migrationStates}
+	p := migrationsPage{pageBase: s.base(r, "Migrations", "migrations", "migrations", r.URL.RequestURI()), Job: strings.TrimSpace(q.Get("job")), State: q.Get("state"), States: sim.MigrationStates}
 	status := http.StatusOK
 	asked, err := pageParam(q, "page")
 	switch {
-	case p.State != "" && !slices.Contains(migrationStates, sim.MigrationState(p.State)):
+	case p.State != "" && !slices.Contains(sim.MigrationStates, sim.MigrationState(p.State)):
 		p.Error = fmt.Sprintf("state: must be one of %s; got %q", stateList(), p.State)
 		status = http.StatusBadRequest
 	case err != nil:

@@ -109,8 +109,8 @@ func withPage(path string, q url.Values, name string, page int) string {
 
 // stateList is the migration states a filter takes, for its errors.
 func stateList() string {
-	names := make([]string, len(migrationStates))
-	for i, s := range migrationStates {
+	names := make([]string, len(sim.MigrationStates))
+	for i, s := range sim.MigrationStates {
 		names[i] = string(s)
 	}
 	return strings.Join(names, ", ")

@@ -997,15 +997,15 @@ func (s *Store) GetMigration(ctx context.Context, id string) (*sim.Migration, er
 // GetMigrationSummary returns a migration without its timeline (Events
 // nil), or an ENotFound error.
 func (s *Store) GetMigrationSummary(ctx context.Context, id string) (*sim.Migration, error) {
-	var doc string
-	err := s.pool().QueryRowContext(ctx, `SELECT doc FROM migrations WHERE id = ?`, id).Scan(&doc)
+	var state, doc string
+	err := s.pool().QueryRowContext(ctx, `SELECT state, doc FROM migrations WHERE id = ?`, id).Scan(&state, &doc)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, s.prunedIDs.NotFound(id, s.MigrationCap())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get migration %s: %w", id, err)
 	}
-	m, err := s.decodeMigration(id, doc)
+	m, err := s.decodeMigration(id, state, doc)
 	if err != nil {
 		return nil, err
 	}
@@ -1026,12 +1026,22 @@ func damagedRecord(path, record string, err error, remove string) error {
 	return sim.Errorf(sim.EInternal, "store %s is damaged or was edited: its record of %s cannot be read (%v); move it aside and start on a new --db, or restore a copy of it%s", path, record, err, remove)
 }
 
-// decodeMigration reads the stored document of migration id.
-func (s *Store) decodeMigration(id, doc string) (*sim.Migration, error) {
+// decodeMigration reads the stored document of migration id, whose row
+// says it is in state. The row's state is what lists and recovery select
+// by, the document's what is served: one edited without the other would
+// have recovery end a migration the record calls over, or a list by state
+// serve another, so a record whose two disagree is damaged.
+func (s *Store) decodeMigration(id, state, doc string) (*sim.Migration, error) {
 	var m sim.Migration
 	err := json.Unmarshal([]byte(doc), &m)
-	if err == nil && m.ID != id {
+	switch {
+	case err != nil:
+	case m.ID != id:
 		err = fmt.Errorf("its document names migration %q", m.ID)
+	case !slices.Contains(sim.MigrationStates, m.State):
+		err = fmt.Errorf("its document's state %q is none of %v", m.State, sim.MigrationStates)
+	case string(m.State) != state:
+		err = fmt.Errorf("its row says state %q and its document %q", state, m.State)
 	}
 	if err != nil {
 		return nil, damagedRecord(s.path, "migration "+id, err, "DELETE FROM migrations WHERE id = '"+id+"'")
@@ -1072,7 +1082,7 @@ func (s *Store) migrationEvents(ctx context.Context, id string) ([]sim.Migration
 // *sim.UnreadableRecords, returned with the rest.
 func (s *Store) ListMigrations(ctx context.Context, f sim.MigrationFilter) ([]*sim.Migration, error) {
 	where, args := migrationWhere(f)
-	q := `SELECT id, doc FROM migrations` + where + ` ORDER BY started_at DESC, id`
+	q := `SELECT id, state, doc FROM migrations` + where + ` ORDER BY started_at DESC, id`
 	switch {
 	case f.Limit > 0:
 		q += fmt.Sprintf(" LIMIT %d OFFSET %d", f.Limit, max(f.Offset, 0))
@@ -1087,12 +1097,12 @@ func (s *Store) ListMigrations(ctx context.Context, f sim.MigrationFilter) ([]*s
 	out := []*sim.Migration{}
 	var unreadable *sim.UnreadableRecords
 	for rows.Next() {
-		var id, doc string
-		if err := rows.Scan(&id, &doc); err != nil {
+		var id, state, doc string
+		if err := rows.Scan(&id, &state, &doc); err != nil {
 			unreadable = unreadable.Add(damagedRecord(s.path, "one of its migrations", err, ""))
 			continue
 		}
-		m, err := s.decodeMigration(id, doc)
+		m, err := s.decodeMigration(id, state, doc)
 		if err != nil {
 			// One damaged record costs the list that record, not the
 			// list: the rest are served, and the count says what is not.

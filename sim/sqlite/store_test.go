@@ -50,7 +50,24 @@ func TestFileStoreUsesWAL(t *testing.T) {
 // TestADamagedMigrationRecordIsNamed (attack round 10a, M3): a migration
 // whose stored document no longer decodes made the API answer a bare
 // "internal error". The error names the record, the file and what to do.
+//
+// Round 12: a record whose row and document disagree on its state (one
+// edited without the other) was read by the document's, while recovery
+// and lists by state select by the row's: a start rewrote a completed
+// migration as failed (interrupted) without a word. It is damaged too, as
+// is a document whose state is no state.
 func TestADamagedMigrationRecordIsNamed(t *testing.T) {
+	for name, edit := range map[string]string{
+		"a document that is not JSON": `UPDATE migrations SET doc = 'not json' WHERE id = 'mig-bad'`,
+		"the row's state edited":      `UPDATE migrations SET state = 'running' WHERE id = 'mig-bad'`,
+		"the document's state edited": `UPDATE migrations SET doc = json_set(doc, '$.state', 'running') WHERE id = 'mig-bad'`,
+		"a state that is none":        `UPDATE migrations SET doc = json_set(doc, '$.state', 'paused'), state = 'paused' WHERE id = 'mig-bad'`,
+	} {
+		t.Run(name, func(t *testing.T) { testADamagedMigrationRecordIsNamed(t, edit) })
+	}
+}
+
+func testADamagedMigrationRecordIsNamed(t *testing.T, edit string) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "n.db")
 	s := MustOpen(t, path)
@@ -64,7 +81,7 @@ func TestADamagedMigrationRecordIsNamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`UPDATE migrations SET doc = 'not json' WHERE id = 'mig-bad'`); err != nil {
+	if _, err := db.Exec(edit); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
