@@ -298,6 +298,8 @@ type comparison struct {
 	// paramsChanged are the defects of a codec parameter set the target
 	// sent that differs from the source's (not of a frame rate).
 	paramsChanged []sim.MediaDefect
+	// notes are what was not checked, and why, for the detail.
+	notes []string
 }
 
 // streamPair is one elementary stream as both sides sent it; either may
@@ -359,6 +361,10 @@ func (c *comparison) judgeStreams() {
 		switch {
 		case p.src == nil:
 			st.Verdict, st.Detail = sim.VerdictUnknown, "only the target sent this stream"
+			c.streams = append(c.streams, st)
+			continue
+		case p.tgt == nil && p.src.sparse:
+			st.Verdict, st.Detail = sim.VerdictUnknown, "a sparse stream: the target sent none of it in the window judged, which it need not"
 			c.streams = append(c.streams, st)
 			continue
 		case p.tgt == nil:
@@ -872,15 +878,26 @@ func (c *comparison) checkTables() {
 			c.defect(sim.MediaCheckPMT, "TR 101 290 1.5a", fmt.Sprintf("PID %d", pid), targetSide, fmt.Sprintf("the target never sent the PMT on PID %d that the source did: a receiver tuned to that program finds none", pid))
 		}
 	}
-	if len(src.pmt) > 0 && len(tgt.pmt) > 0 && !slices.Equal(sortedPMT(src.pmt), sortedPMT(tgt.pmt)) {
+	if len(src.pmt) > 0 && len(tgt.pmt) > 0 && !slices.EqualFunc(sortedPMT(src.pmt), sortedPMT(tgt.pmt), func(a, b pmtStream) bool { return a.pid == b.pid && a.typ == b.typ }) {
 		c.defect(sim.MediaCheckPIDs, "", "", targetSide, fmt.Sprintf("changed PIDs/stream types: the source's PMT listed %s, the target's %s", pmtText(src.pmt), pmtText(tgt.pmt)))
 	}
-	sent := map[uint16]bool{}
-	for _, p := range tgt.pkts {
-		sent[p.pid] = true
+	sent := func(ts *tsState) map[uint16]bool {
+		pids := map[uint16]bool{}
+		for _, p := range ts.pkts {
+			pids[p.pid] = true
+		}
+		return pids
 	}
+	tgtSent, srcSent := sent(tgt), sent(src)
 	for _, es := range tgt.pmt {
-		if !sent[es.pid] {
+		_, srcNamed := streamType(es.pid, src.pmt, nil)
+		switch {
+		case tgtSent[es.pid]:
+		case es.sparse():
+			c.notes = append(c.notes, fmt.Sprintf("the target sent nothing on PID %d (%s), a sparse stream that sends only when it has something to say: not held to arrive within the window judged", es.pid, es.typ))
+		case srcNamed && !srcSent[es.pid]:
+			c.notes = append(c.notes, fmt.Sprintf("neither side sent PID %d (%s), which both PMTs name: nothing of it to continue", es.pid, es.typ))
+		default:
 			c.defect(sim.MediaCheckPID, "TR 101 290 1.6", fmt.Sprintf("PID %d", es.pid), targetSide, fmt.Sprintf("the target's PMT names PID %d (%s), which it never sent", es.pid, es.typ))
 		}
 	}
@@ -1154,6 +1171,7 @@ func (c *comparison) summary() []string {
 	if len(c.src.ts.pkts) > 0 && len(c.tgt.ts.pkts) > 0 && !c.hasCheck(sim.MediaCheckCC) {
 		parts = append(parts, "counters continue")
 	}
+	parts = append(parts, c.notes...)
 	for _, sd := range []*side{c.src, c.tgt} {
 		if n := sd.ts.duplicates; n > 0 {
 			parts = append(parts, fmt.Sprintf("the %s sent %s twice, identical; the copies were dropped, as a receiver drops them (ISO 13818-1 2.4.3.3)", sd.name, sim.Plural(int64(n), "TS packet")))

@@ -2,6 +2,7 @@ package media
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -775,4 +776,90 @@ func stripPTS(t *testing.T, p []byte) {
 	for i := 9; i < 9+int(h[8]); i++ {
 		h[i] = 0xff
 	}
+}
+
+// Round 13, F3: a PID both PMTs name and neither side sends is no fault
+// of the target's (it was a PID_error held against the target), and a
+// sparse stream such as SCTE 35, which sends only when a cue comes, is
+// not held to arrive within the seconds judged. A PID only the target's
+// PMT names, of audio it never sends, still is one.
+func TestAPIDNeitherSideSentIsNoFaultOfTheTargets(t *testing.T) {
+	ffmpeg, _ := testenv.RequireFFmpeg(t)
+	cuei := []byte{0x05, 4, 'C', 'U', 'E', 'I'} // registration descriptor
+	clip := encodeClip(t)
+	for _, c := range []struct {
+		name    string
+		typ     byte
+		desc    []byte
+		srcToo  bool // the source's PMT names it as well
+		fault   bool
+		inWords string
+	}{
+		{"SCTE 35 in both PMTs", 0x86, cuei, true, false, "the target sent nothing on PID 500 (SCTE 35), a sparse stream"},
+		{"AAC in both PMTs", 0x0f, nil, true, false, "neither side sent PID 500"},
+		{"AAC in the target's PMT only", 0x0f, nil, false, true, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ps := clipPackets(bytes.Clone(clip))
+			cut := clipKeyframeCut(t, ps, 1)
+			frames := 0
+			for i, p := range ps {
+				if p.pid == 4096 && p.start && (c.srcToo || i >= cut) {
+					addPMTStream(t, p.data, c.typ, 500, c.desc)
+				}
+				if p.pid == 256 && p.start && i >= cut {
+					frames++
+				}
+			}
+			var tgt []byte
+			for _, p := range ps[cut:] {
+				tgt = append(tgt, p.data...)
+			}
+			file := filepath.Join(t.TempDir(), "target.ts")
+			if err := os.WriteFile(file, tgt, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// The referee: a receiver joining at the target decodes every frame.
+			out, err := exec.Command(ffmpeg, "-v", "error", "-i", file, "-map", "0:v", "-f", "framecrc", "-").CombinedOutput()
+			if err != nil {
+				t.Fatalf("ffmpeg: %v: %s", err, out)
+			}
+			if n := strings.Count(string(out), "\n0, "); n != frames {
+				t.Fatalf("ffmpeg decoded %d of the target's %d frames", n, frames)
+			}
+			r := Analyze(sendClip(ps, 0, cut), sendClip(ps, cut, len(ps)), sim.SeamMoments{})
+			t.Log(r.Detail)
+			if c.fault {
+				if d := defectNamed(r, sim.MediaCheckPID); d == nil || d.AtFault != targetSide || d.Stream != "PID 500" {
+					t.Errorf("PID_error %+v, want one on the target's PID 500 (defects %s)", d, checks(r))
+				}
+				return
+			}
+			if r.Verdict != sim.VerdictSeamless || hasDefect(r, sim.MediaCheckPID, "") || !strings.Contains(r.Detail, c.inWords) {
+				t.Errorf("verdict %s, defects %s; want seamless, saying %q", r.Verdict, checks(r), c.inWords)
+			}
+		})
+	}
+}
+
+// addPMTStream adds an elementary stream of type typ on pid, with the
+// descriptors desc, to the PMT section that starts in packet p.
+func addPMTStream(t *testing.T, p []byte, typ byte, pid uint16, desc []byte) {
+	t.Helper()
+	at := 4
+	if p[3]&0x20 != 0 {
+		at += 1 + int(p[4])
+	}
+	at += 1 + int(p[at]) // pointer field
+	sec := p[at:]
+	length := int(binary.BigEndian.Uint16(sec[1:3]) & 0xfff)
+	entry := append([]byte{typ, 0xe0 | byte(pid>>8), byte(pid), 0xf0 | byte(len(desc)>>8), byte(len(desc))}, desc...)
+	end := 3 + length - 4 // where the CRC was
+	if end+len(entry)+4 > len(sec) {
+		t.Fatal("the PMT does not fit its packet with another stream")
+	}
+	body := append(slices.Clone(sec[:end]), entry...)
+	binary.BigEndian.PutUint16(body[1:3], 0xb000|uint16(len(body)-3+4))
+	copy(sec, body)
+	binary.BigEndian.PutUint32(sec[len(body):], crc32MPEG2(body))
 }

@@ -76,6 +76,9 @@ type track struct {
 	// longest time, in 90 kHz ticks, the stream went without one.
 	noPTS        int
 	longestNoPTS int64
+	// sparse: a PMT names it as a stream that sends only now and then
+	// (pmtStream.sparse).
+	sparse bool
 }
 
 // tsPacket is what the receiver needs of one TS packet of a side.
@@ -100,10 +103,54 @@ type pesUnit struct {
 	data     []byte
 }
 
-// pmtStream is one elementary stream a PMT names.
+// pmtStream is one elementary stream a PMT names: its PID and stream
+// type, and what its descriptors say of a type that names no codec of
+// its own (0x06, private PES).
 type pmtStream struct {
 	pid uint16
 	typ astits.StreamType
+	// format is its registration descriptor's format_identifier ("Opus",
+	// "CUEI"), 0 without one.
+	format uint32
+	// ac3, eac3: a DVB AC-3 or E-AC-3 descriptor; subtitles: a DVB
+	// subtitling, teletext or VBI one.
+	ac3, eac3, subtitles bool
+}
+
+func newPMTStream(es *astits.PMTElementaryStream) pmtStream {
+	ps := pmtStream{pid: es.ElementaryPID, typ: es.StreamType}
+	for _, d := range es.ElementaryStreamDescriptors {
+		switch {
+		case d.Registration != nil:
+			ps.format = d.Registration.FormatIdentifier
+		case d.AC3 != nil:
+			ps.ac3 = true
+		case d.EnhancedAC3 != nil:
+			ps.eac3 = true
+		case d.Subtitling != nil || d.Teletext != nil || d.VBITeletext != nil || d.VBIData != nil:
+			ps.subtitles = true
+		}
+	}
+	return ps
+}
+
+// Registration descriptors' format identifiers (SMPTE RA): SCTE 35 cues
+// and ID3 timed metadata.
+const (
+	formatCUEI = 0x43554549 // "CUEI"
+	formatID3  = 0x49443320 // "ID3 "
+)
+
+// sparse says the stream sends only when it has something to say: SCTE
+// 35 cues, private sections, DSM-CC, timed metadata, subtitles and
+// teletext. TR 101 290's PID_error leaves its period to the user for
+// these; a window of seconds without a packet is no fault.
+func (es pmtStream) sparse() bool {
+	switch es.typ {
+	case astits.StreamTypePrivateSection, astits.StreamTypeSCTE35, astits.StreamTypeMetadata, 0x0b, 0x0c, 0x0d:
+		return true
+	}
+	return es.subtitles || es.format == formatCUEI || es.format == formatID3
 }
 
 // tsState is a side's transport stream.
@@ -617,7 +664,7 @@ func (s *side) demuxTS() {
 				st.pcrPID = int(d.PMT.PCRPID)
 			}
 			for _, es := range d.PMT.ElementaryStreams {
-				st.pmt = append(st.pmt, pmtStream{pid: es.ElementaryPID, typ: es.StreamType})
+				st.pmt = append(st.pmt, newPMTStream(es))
 			}
 		case d.PES != nil:
 			if st.firstPES < 0 {
@@ -647,15 +694,15 @@ const nullPID = 0x1fff
 
 // streamType is what a PID carries: this side's PMT says, else the other
 // side's (a target that sent no PMT still sends the same streams).
-func streamType(pid uint16, own, other []pmtStream) (astits.StreamType, bool) {
+func streamType(pid uint16, own, other []pmtStream) (pmtStream, bool) {
 	for _, tables := range [][]pmtStream{own, other} {
 		for _, es := range tables {
 			if es.pid == pid {
-				return es.typ, true
+				return es, true
 			}
 		}
 	}
-	return 0, false
+	return pmtStream{}, false
 }
 
 func describeStreamType(t astits.StreamType) (kind, codec string) {
@@ -693,8 +740,9 @@ func (s *side) buildTSTracks(other []pmtStream) {
 		if tr == nil {
 			pid := pu.pid
 			tr = &track{name: fmt.Sprintf("PID %d", pid), pid: &pid, wrap: ptsWrap}
-			if t, ok := streamType(pid, st.pmt, other); ok {
-				tr.kind, tr.codec = describeStreamType(t)
+			if es, ok := streamType(pid, st.pmt, other); ok {
+				tr.kind, tr.codec = describeStreamType(es.typ)
+				tr.sparse = es.sparse()
 			} else {
 				// No PMT on either side: the PES stream_id still says
 				// video (0xE0–0xEF) or audio (0xC0–0xDF).
