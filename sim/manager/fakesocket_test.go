@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -450,5 +451,43 @@ func (s *fakeSim) awaitUntil(t *testing.T, id, what string, done func(*sim.Migra
 			t.Fatalf("%s ended before %s:\n%s", id, what, timeline(m))
 		}
 		after = len(m.Events)
+	}
+}
+
+// invalidatedCatalog serves a template as the catalog does until broken
+// is set, and then as invalid, as a template whose files were broken
+// after its instance launched is.
+type invalidatedCatalog struct {
+	sim.Catalog
+	broken atomic.Bool
+}
+
+func (c *invalidatedCatalog) Get(name string) (*sim.Template, error) {
+	tm, err := c.Catalog.Get(name)
+	if err != nil || !c.broken.Load() {
+		return tm, err
+	}
+	cp := *tm
+	cp.Valid, cp.Strategy, cp.Error = false, "", &sim.TemplateError{Code: sim.EManifestInvalid, Message: "manifest.json: not valid JSON"}
+	return &cp, nil
+}
+
+// TestAMigrationOfAnInstanceWhoseTemplateBrokeSaysSo (round 13, B2): a
+// template broken after its instance launched was answered as `strategy
+// "" is not allowed: the template declares "stopThenStart"`, of a
+// template that declares handover, a strategy the user never asked for.
+// The answer names the template's problem and the fix.
+func TestAMigrationOfAnInstanceWhoseTemplateBrokeSaysSo(t *testing.T) {
+	var cat *invalidatedCatalog
+	s := buildFakeSimConfig(t, "counter", nil, false, func(c *manager.Config) {
+		cat = &invalidatedCatalog{Catalog: c.Catalog}
+		c.Catalog = cat
+	})
+	cat.broken.Store(true)
+	for _, strategy := range []string{"", string(sim.StopThenStart)} {
+		_, err := s.mgr.Migrate(context.Background(), s.in.ID, manager.MigrateRequest{To: "b", Strategy: strategy})
+		if sim.ErrorCode(err) != sim.ETemplateInvalid || !strings.Contains(sim.ErrorMessage(err), "not valid JSON") || !strings.Contains(sim.ErrorMessage(err), "fix the template") {
+			t.Errorf("migrate with strategy %q of an instance whose template broke: %v; want %s naming the problem and the fix", strategy, err, sim.ETemplateInvalid)
+		}
 	}
 }

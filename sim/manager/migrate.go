@@ -83,6 +83,11 @@ func (m *Manager) Migrate(ctx context.Context, instanceID string, req MigrateReq
 	if err != nil {
 		return nil, err
 	}
+	if !tmpl.Valid {
+		// Its strategy is unknown, and a target could not be placed: say
+		// why now, not as a strategy the user never asked for.
+		return nil, sim.Errorf(sim.ETemplateInvalid, "template %q of instance %s is invalid now, so it cannot migrate: %s; fix the template (it reloads when its files change) and migrate again", tmpl.Name, instanceID, tmpl.Error.Message)
+	}
 	strategy := tmpl.Strategy
 	if req.Strategy != "" {
 		if strategy, err = sim.ParseStrategy(req.Strategy); err != nil {
