@@ -82,3 +82,35 @@ func TestFramesOfAReplacedConnection(t *testing.T) {
 		t.Fatal("the newer connection is gone")
 	}
 }
+
+// TestAnAskIsTheInstancesNotTheConnections (round 13, A5): the docs said
+// an ask the old connection had not answered must be answered on the old
+// connection, while the listener took the answer on the new one. The
+// phase is the instance's: the answer is taken on either connection,
+// once, as a worker that keeps its phase per instance takes it, and the
+// docs now say so.
+func TestAnAskIsTheInstancesNotTheConnections(t *testing.T) {
+	t.Parallel()
+	l, ev := MustListener(t, jobsocket.Config{})
+	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+	old := dial(t, l, "/instances/j/r")
+	old.Hello(token)
+	ev.wait(t, jobsocket.Connected)
+	l.Expect("j", "r", protocol.TypeState, protocol.TypeStateRefused, protocol.TypeAbort)
+
+	newer := dial(t, l, "/instances/j/r")
+	newer.Hello(token)
+	ev.wait(t, jobsocket.Connected)
+	newer.SendText(`{"type":"state","payload":{"n":2}}`)
+	if got := ev.wait(t, jobsocket.Frame); got.Replaced || got.Frame.Type != protocol.TypeState || string(got.Frame.Payload) != `{"n":2}` {
+		t.Fatalf("got %+v, want the state answered on the newer connection, passed on", got)
+	}
+	// Once: the old connection's copy of the answer is not used again.
+	old.SendText(`{"type":"state","payload":{"n":1}}`)
+	if got := ev.next(t); got.Kind != jobsocket.Discarded || !got.Replaced {
+		t.Fatalf("got %+v, want the old connection's late copy discarded", got)
+	}
+	if !l.Connected("j", "r") {
+		t.Fatal("the newer connection is gone")
+	}
+}
