@@ -149,7 +149,7 @@ func Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *sim.MediaR
 		r.Verdict = sim.VerdictGap
 	case len(r.Defects) > 0:
 		r.Verdict = sim.VerdictGlitch
-	case c.primary() == nil || c.primary().Verdict != sim.VerdictSeamless:
+	case c.primary() == nil || c.primary().Verdict != sim.VerdictSeamless || len(c.unjudged) > 0:
 		r.Verdict = sim.VerdictUnknown
 	default:
 		r.Verdict = sim.VerdictSeamless
@@ -300,6 +300,16 @@ type comparison struct {
 	paramsChanged []sim.MediaDefect
 	// notes are what was not checked, and why, for the detail.
 	notes []string
+	// unjudged are the streams whose seam could not be checked, which
+	// keep the verdict from seamless.
+	unjudged []string
+}
+
+func codecOrUnknown(codec string) string {
+	if codec == "" {
+		return "a codec the PMT does not name"
+	}
+	return codec
 }
 
 // streamPair is one elementary stream as both sides sent it; either may
@@ -480,6 +490,13 @@ func (c *comparison) judgeStreams() {
 		}
 		if rebased {
 			st.Detail += " (the target began a new time base with the discontinuity indicator: its frames judged by its clock as it arrived)"
+		}
+		if p.src.kind == "audio" && end.dur <= 0 && !rebased && st.Verdict == sim.VerdictSeamless {
+			// Within a quarter of a PES's step, which for AC-3 is 56 ms
+			// of sound missing or heard twice: not checked, and said so.
+			st.Verdict = sim.VerdictUnknown
+			st.Detail = fmt.Sprintf("%s, target started at PTS %d, within a quarter of its PES's step (%.1f ms) of the next; its audio frames were not read (%s), so sound missing or heard twice within that was not checked frame by frame", stopped, first, ticksMs(ft), codecOrUnknown(p.src.codec))
+			c.unjudged = append(c.unjudged, label)
 		}
 		if st.Verdict == sim.VerdictGap || st.Verdict == sim.VerdictOverlap {
 			what := "skipped ahead"
@@ -963,7 +980,7 @@ func sortedPMT(ps []pmtStream) []pmtStream {
 func pmtText(ps []pmtStream) string {
 	var parts []string
 	for _, es := range sortedPMT(ps) {
-		_, codec := describeStreamType(es.typ)
+		_, codec := describeStream(es)
 		parts = append(parts, fmt.Sprintf("PID %d %s", es.pid, codec))
 	}
 	return strings.Join(parts, ", ")

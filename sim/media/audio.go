@@ -10,10 +10,14 @@ package media
 func audioDuration(codec string, data []byte) (total, frame int64) {
 	var read func([]byte) (size int, samples, rate int)
 	switch codec {
-	case "AAC":
+	case codecAAC:
 		read = adtsFrame
-	case "MPEG audio":
+	case codecMPEGAudio:
 		read = mpegAudioFrame
+	case codecAC3, codecEAC3:
+		read = ac3Frame
+	case codecOpus:
+		read = opusFrame
 	default:
 		return 0, 0
 	}
@@ -24,7 +28,7 @@ func audioDuration(codec string, data []byte) (total, frame int64) {
 		if size <= 0 || off+size > len(data) || rate != 0 && r != rate {
 			return 0, 0
 		}
-		if frame == 0 {
+		if frame == 0 && n > 0 { // an E-AC-3 dependent substream plays no time of its own
 			frame = int64(n) * 90000 / int64(r)
 		}
 		samples += int64(n)
@@ -99,4 +103,118 @@ func mpegAudioFrame(b []byte) (size, samples, rate int) {
 	default:
 		return 144*kbps*1000/rate + padding, 1152, rate
 	}
+}
+
+// ac3Frame reads an AC-3 or E-AC-3 sync frame's header (ATSC A/52
+// 5.3 and E.1.2): its size, samples and sample rate. An AC-3 frame is 6
+// blocks of 256 samples; an E-AC-3 one says its size and blocks itself,
+// and a dependent substream (strmtyp 1) extends the independent one
+// before it, adding no samples.
+func ac3Frame(b []byte) (size, samples, rate int) {
+	if len(b) < 6 || b[0] != 0x0b || b[1] != 0x77 {
+		return 0, 0, 0
+	}
+	bsid := int(b[5] >> 3)
+	fscod := int(b[4] >> 6)
+	rates := [...]int{48000, 44100, 32000}
+	if bsid <= 10 {
+		frmsizecod := int(b[4] & 0x3f)
+		if fscod == 3 || frmsizecod > 37 {
+			return 0, 0, 0
+		}
+		kbps := [...]int{32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 576, 640}[frmsizecod/2]
+		// 16-bit words of 1,536 samples at the bit rate; 44.1 kHz pads
+		// the odd codes by a word.
+		words := kbps * 1000 * 1536 / rates[fscod] / 16
+		if fscod == 1 {
+			words += frmsizecod % 2
+		}
+		return words * 2, 1536, rates[fscod]
+	}
+	if bsid < 11 || bsid > 16 {
+		return 0, 0, 0
+	}
+	strmtyp := int(b[2] >> 6)
+	size = (int(b[2]&0x07)<<8 | int(b[3]) + 1) * 2
+	blocks := 6
+	if fscod == 3 {
+		fscod2 := int(b[4]>>4) & 0x03
+		if fscod2 == 3 {
+			return 0, 0, 0
+		}
+		rate = rates[fscod2] / 2
+	} else {
+		rate = rates[fscod]
+		blocks = [...]int{1, 2, 3, 6}[int(b[4]>>4)&0x03]
+	}
+	if strmtyp == 1 {
+		return size, 0, rate
+	}
+	return size, 256 * blocks, rate
+}
+
+// opusFrame reads one Opus access unit as MPEG-TS carries it (the Opus
+// project's "Encapsulation of Opus in MPEG-2 Transport Stream" 6.1): a
+// control header (the 0x7FE prefix, trim and extension flags, the
+// packet's size in bytes of 255 and a last one below), then the Opus
+// packet, whose TOC byte and frame count (RFC 6716 3.1) give its samples
+// at 48 kHz, less what the trims cut.
+func opusFrame(b []byte) (size, samples, rate int) {
+	if len(b) < 3 || b[0] != 0x7f || b[1]&0xe0 != 0xe0 {
+		return 0, 0, 0
+	}
+	startTrim, endTrim, extension := b[1]&0x10 != 0, b[1]&0x08 != 0, b[1]&0x04 != 0
+	off, n := 2, 0
+	for off < len(b) && b[off] == 0xff {
+		n += 255
+		off++
+	}
+	if off >= len(b) {
+		return 0, 0, 0
+	}
+	n += int(b[off])
+	off++
+	trim := 0
+	for _, on := range []bool{startTrim, endTrim} {
+		if on {
+			if off+2 > len(b) {
+				return 0, 0, 0
+			}
+			trim += int(b[off]&0x1f)<<8 | int(b[off+1])
+			off += 2
+		}
+	}
+	if extension {
+		if off >= len(b) {
+			return 0, 0, 0
+		}
+		off += 1 + int(b[off])
+	}
+	if n == 0 || off+n > len(b) {
+		return 0, 0, 0
+	}
+	toc := b[off]
+	// Frame sizes in 48 kHz samples: SILK 10/20/40/60 ms, hybrid 10/20,
+	// CELT 2.5/5/10/20.
+	config := int(toc >> 3)
+	var per int
+	switch {
+	case config < 12:
+		per = [...]int{480, 960, 1920, 2880}[config%4]
+	case config < 16:
+		per = [...]int{480, 960}[config%2]
+	default:
+		per = [...]int{120, 240, 480, 960}[config%4]
+	}
+	frames := 1
+	switch toc & 0x03 {
+	case 1, 2:
+		frames = 2
+	case 3:
+		if n < 2 {
+			return 0, 0, 0
+		}
+		frames = int(b[off+1] & 0x3f)
+	}
+	return off + n, max(per*frames-trim, 0), 48000
 }

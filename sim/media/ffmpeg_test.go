@@ -863,3 +863,90 @@ func addPMTStream(t *testing.T, p []byte, typ byte, pid uint16, desc []byte) {
 	copy(sec, body)
 	binary.BigEndian.PutUint32(sec[len(body):], crc32MPEG2(body))
 }
+
+// Round 13, F1: AC-3, E-AC-3 and Opus audio are heard frame by frame too
+// (their sync frames, and Opus's control header in TS, say each frame's
+// length). They were judged by the PES's step, so a target's sound one
+// codec frame late or early (32 ms of AC-3, 20 ms of Opus) was seamless,
+// and Opus was not even known as audio. Audio whose frames normsim
+// cannot read (AAC in LATM here) is not called seamless: its seam is
+// unknown, and said to be unchecked. ffprobe is the referee of each
+// codec's frame length.
+func TestAC3AndOpusAudioIsHeardFrameByFrame(t *testing.T) {
+	_, ffprobe := testenv.RequireFFmpeg(t)
+	for _, c := range []struct {
+		codec, name string
+		args        []string
+		frame       int64 // ticks
+	}{
+		{codecAC3, "ac3", []string{"-c:a", "ac3"}, 2880},
+		{codecEAC3, "eac3", []string{"-c:a", "eac3"}, 2880},
+		{codecOpus, "opus", []string{"-c:a", "libopus"}, 1800},
+		{"", "aac in LATM", []string{"-c:a", "aac", "-mpegts_flags", "latm"}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clip := encodeClip(t, append([]string{"-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=48000",
+				"-t", "4", "-c:v", "libx264", "-bf", "0"}, c.args...)...)
+			file := filepath.Join(t.TempDir(), "clip.ts")
+			if err := os.WriteFile(file, clip, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command(ffprobe, "-v", "error", "-select_streams", "a", "-show_entries", "packet=duration", "-of", "csv=p=0", file).Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps := clipPackets(clip)
+			clean := readSide(sourceSide, sendClip(ps, 0, len(ps)))
+			clean.buildTSTracks(nil)
+			audio := clean.tracks[1]
+			if c.frame == 0 {
+				if audio.kind != "audio" || audio.units[3].dur != 0 {
+					t.Fatalf("audio track %s %s, unit %+v: want audio whose frames are not read", audio.kind, audio.codec, audio.units[3])
+				}
+			} else if d := strings.Fields(string(out)); audio.codec != c.codec || audio.kind != "audio" || audio.units[3].frame != c.frame || len(d) == 0 || strings.TrimSuffix(d[len(d)/2], ",") != strconv.FormatInt(c.frame, 10) {
+				t.Fatalf("audio track %s %s, unit %+v; ffprobe's frames last %v ticks", audio.kind, audio.codec, audio.units[3], d[len(d)/2])
+			}
+			// The target starts at a GOP, and its audio at its first
+			// whole PES: the source sends the rest of the PES it began.
+			pid := *audio.pid
+			cut := clipKeyframeCut(t, ps, 2)
+			var src, rest []clipPacket
+			src = append(src, ps[:cut]...)
+			audioBegun := false
+			for _, p := range ps[cut:] {
+				audioBegun = audioBegun || p.pid == pid && p.start
+				if p.pid == pid && !audioBegun {
+					src = append(src, p)
+					continue
+				}
+				rest = append(rest, p)
+			}
+			shifts := []struct {
+				frames int64
+				want   string
+			}{{0, sim.VerdictSeamless}, {1, sim.VerdictGap}, {-1, sim.VerdictOverlap}}
+			if c.frame == 0 {
+				shifts = shifts[:1]
+				shifts[0].want = sim.VerdictUnknown
+			}
+			for _, s := range shifts {
+				all := slices.Clone(src)
+				for _, p := range rest {
+					if p.pid == pid && p.start && s.frames != 0 {
+						p.data = slices.Clone(p.data)
+						shiftPESTimes(t, p.data, s.frames*c.frame)
+					}
+					all = append(all, p)
+				}
+				r := Analyze(sendClip(all, 0, len(src)), sendClip(all, len(src), len(all)), sim.SeamMoments{})
+				st := r.Streams[1]
+				if st.Kind != "audio" || st.Verdict != s.want || r.Verdict != s.want || s.want != sim.VerdictSeamless && s.want != sim.VerdictUnknown && r.AtFault != targetSide {
+					t.Errorf("target's audio %d frames off: seam %s, audio stream %+v, want %s (defects %s)", s.frames, r.Verdict, st, s.want, checks(r))
+				}
+				if s.want == sim.VerdictUnknown && !strings.Contains(st.Detail, "not checked frame by frame") {
+					t.Errorf("detail %q does not say the audio was not checked", st.Detail)
+				}
+			}
+		})
+	}
+}

@@ -155,10 +155,16 @@ func muxTS(t *testing.T, fs []testFrame, videoPID uint16, extra ...astits.PMTEle
 	return m
 }
 
-// writeAudio adds one AAC access unit on pid to m, as frame i's.
+// writeAudio adds one AAC access unit on pid to m, as frame i's: two
+// ADTS frames at 48 kHz, 42.7 ms, which normsim reads as a decoder does
+// (audio whose frames cannot be read is not judged seamless). The
+// frames are a little longer than the video's 40 ms the PES follow, and
+// within half an AAC frame of it.
 func writeAudio(t *testing.T, mx *astits.Muxer, buf *bytes.Buffer, m *muxed, pid uint16, pts int64, frame int) {
 	t.Helper()
-	if _, err := mx.WriteData(&astits.MuxerData{PID: pid, PES: pes(0xC0, pts, bytes.Repeat([]byte{0x21}, 300))}); err != nil {
+	const size = 150
+	adts := append([]byte{0xff, 0xf1, 0x4c, 0x80 | size>>11, byte(size >> 3 & 0xff), byte(size&7)<<5 | 0x1f, 0xfc}, bytes.Repeat([]byte{0x21}, size-7)...)
+	if _, err := mx.WriteData(&astits.MuxerData{PID: pid, PES: pes(0xC0, pts, append(slices.Clone(adts), adts...))}); err != nil {
 		t.Fatal(err)
 	}
 	m.take(buf, frame)

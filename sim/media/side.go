@@ -17,8 +17,13 @@ import (
 
 // Codec names, as the PMT's stream type or the RTP payload says.
 const (
-	codecH264 = "H.264"
-	codecH265 = "H.265"
+	codecH264      = "H.264"
+	codecH265      = "H.265"
+	codecAAC       = "AAC"
+	codecMPEGAudio = "MPEG audio"
+	codecAC3       = "AC-3"
+	codecEAC3      = "E-AC-3"
+	codecOpus      = "Opus"
 )
 
 // Clock wraps: a PES PTS has 33 bits, an RTP timestamp 32; a PCR is a
@@ -705,17 +710,32 @@ func streamType(pid uint16, own, other []pmtStream) (pmtStream, bool) {
 	return pmtStream{}, false
 }
 
-func describeStreamType(t astits.StreamType) (kind, codec string) {
-	switch t {
-	case astits.StreamTypeH264Video:
+// Registration descriptors' format identifiers of audio carried as
+// private PES (stream type 0x06).
+const (
+	formatOpus = 0x4f707573 // "Opus"
+	formatAC3  = 0x41432d33 // "AC-3"
+	formatEAC3 = 0x45414333 // "EAC3"
+)
+
+func describeStream(es pmtStream) (kind, codec string) {
+	switch t := es.typ; {
+	case t == astits.StreamTypeH264Video:
 		return "video", codecH264
-	case astits.StreamTypeH265Video:
+	case t == astits.StreamTypeH265Video:
 		return "video", codecH265
-	case astits.StreamTypeAACAudio:
-		return "audio", "AAC"
-	case astits.StreamTypeMPEG1Audio, astits.StreamTypeMPEG2Audio:
-		return "audio", "MPEG audio"
+	case t == astits.StreamTypeAACAudio:
+		return "audio", codecAAC
+	case t == astits.StreamTypeMPEG1Audio, t == astits.StreamTypeMPEG2Audio:
+		return "audio", codecMPEGAudio
+	case t == astits.StreamTypeAC3Audio, t == astits.StreamTypePrivateData && (es.ac3 || es.format == formatAC3):
+		return "audio", codecAC3
+	case t == astits.StreamTypeEAC3Audio, t == astits.StreamTypePrivateData && (es.eac3 || es.format == formatEAC3):
+		return "audio", codecEAC3
+	case t == astits.StreamTypePrivateData && es.format == formatOpus:
+		return "audio", codecOpus
 	}
+	t := es.typ
 	switch {
 	case t.IsVideo():
 		return "video", t.String()
@@ -741,7 +761,7 @@ func (s *side) buildTSTracks(other []pmtStream) {
 			pid := pu.pid
 			tr = &track{name: fmt.Sprintf("PID %d", pid), pid: &pid, wrap: ptsWrap}
 			if es, ok := streamType(pid, st.pmt, other); ok {
-				tr.kind, tr.codec = describeStreamType(es.typ)
+				tr.kind, tr.codec = describeStream(es)
 				tr.sparse = es.sparse()
 			} else {
 				// No PMT on either side: the PES stream_id still says
