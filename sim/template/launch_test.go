@@ -592,11 +592,8 @@ services:
 		_, err := l.Launch(in)
 		wantErr(t, err, sim.EUnavailable, "params.HTTP_PORT: no free tcp port from 8080 upward")
 	})
-	t.Run("NORSK_ param refused even if declared", func(t *testing.T) {
-		l := MustLoad(t, tpl(oneService, "", "allocatedPorts", `[{"param": "NORSK_PORT", "protocol": "tcp", "preferred": 8080}]`))
-		_, err := l.Launch(input(map[string]string{"NORSK_PORT": "auto"}))
-		wantErr(t, err, sim.EParamsInvalid, "params.NORSK_PORT: names in the NORSK_ namespace are reserved")
-	})
+	// A NORSK_ param is refused at validate now
+	// (TestValidateAllocatedPortNoServiceOrReservedParam).
 }
 
 func TestLaunchNoAllocatedPortsDeclared(t *testing.T) {
@@ -659,13 +656,32 @@ func TestLaunchAllocatedPortWithParameterDefault(t *testing.T) {
 	}
 }
 
-func TestLaunchAllocatedPortUnknownService(t *testing.T) {
-	l := MustLoad(t, tpl(oneService, "", "allocatedPorts", `[{"param": "P", "protocol": "tcp", "preferred": 8080, "service": "nope"}]`))
-	if _, err := l.Launch(input(nil)); err != nil {
-		t.Fatalf("closed port on an unknown service must launch: %v", err)
+// round 13, B4: an allocatedPorts service naming no compose service, and
+// a param in the NORSK_ namespace, validated ok, and every launch opening
+// the port was refused (COMPOSE_INVALID, PARAMS_INVALID).
+func TestValidateAllocatedPortNoServiceOrReservedParam(t *testing.T) {
+	profiled := oneService + "  extra:\n    image: busybox\n    profiles: [debug]\n"
+	for name, c := range map[string]struct{ compose, decl, path, want string }{
+		"unknown service": {oneService, `[{"param": "P", "protocol": "tcp", "preferred": 8080, "service": "nope"}]`,
+			"allocatedPorts[0].service", `"nope" names no service of compose.yml that runs without a profile (have app), so every launch that opens P fails`},
+		"service behind a profile": {profiled, `[{"param": "P", "protocol": "tcp", "preferred": 8080, "service": "extra"}]`,
+			"allocatedPorts[0].service", `"extra" names no service of compose.yml that runs without a profile`},
+		"reserved param": {oneService, `[{"param": "NORSK_P", "protocol": "tcp", "preferred": 8080, "service": "app"}]`,
+			"allocatedPorts[0].param", `must not be in the NORSK_ namespace`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := Load(MustWriteTemplate(t, "tpl", tpl(c.compose, "", "allocatedPorts", c.decl)))
+			if l.Valid() || len(l.Problems) != 1 {
+				t.Fatalf("problems %v, want one", l.Problems)
+			}
+			p := l.Problems[0]
+			if p.Code != sim.EManifestInvalid || p.File != "manifest.json" || p.Path != c.path || !strings.Contains(p.Message, c.want) {
+				t.Errorf("problem %+v, want MANIFEST_INVALID at %s saying %q", p, c.path, c.want)
+			}
+		})
 	}
-	_, err := l.Launch(input(map[string]string{"P": "auto"}))
-	wantErr(t, err, sim.EComposeInvalid, `allocatedPorts: service "nope" of param P names no compose service`)
+	// A port on a service that runs is fine.
+	MustLoad(t, tpl(oneService, "", "allocatedPorts", `[{"param": "P", "protocol": "tcp", "preferred": 8080, "service": "app"}]`))
 }
 
 func TestDefaultPortProbe(t *testing.T) {

@@ -569,6 +569,11 @@ func checkAllocatedPorts(c *checker, v any) []sim.AllocatedPortDecl {
 				if j, dup := seen[p]; dup {
 					c.failf(join(path, "param"), "must be unique; %q is already declared by allocatedPorts[%d]", p, j)
 				}
+				if reserved(p) {
+					// A launch refuses every NORSK_ value from an
+					// operator, so the port could never be opened.
+					c.failf(join(path, "param"), "must not be in the %s namespace (reserved for the infrastructure, and refused from an operator, so no launch could open the port); got %q: rename it", ReservedPrefix, p)
+				}
 				seen[p] = i
 				d.Param = p
 			}

@@ -173,8 +173,26 @@ func LoadContext(ctx context.Context, p string) (*Loaded, error) {
 			return nil, err
 		}
 	}
+	// A check across files (the manifest's against compose.yml's) runs
+	// after them; the problems keep the contract's order of files.
+	slices.SortStableFunc(l.Problems, func(a, b Problem) int { return fileRank(a.File) - fileRank(b.File) })
 	l.finish()
 	return l, nil
+}
+
+// fileRank orders problems by file as the contract lists them: the
+// template's own (its name), the manifest's, parameters.yaml's, then
+// compose.yml's.
+func fileRank(file string) int {
+	switch file {
+	case "":
+		return 0
+	case manifestFile:
+		return 1
+	case parametersFile:
+		return 2
+	}
+	return 3
 }
 
 // nameProblem refuses a template name a reader cannot see whole: one with
@@ -501,6 +519,7 @@ func (l *Loaded) checkComposeLoad(ctx context.Context, envFiles []envFileRef) ([
 	if len(names) == 0 {
 		return nil, errors.New("declares no services that run without a profile")
 	}
+	l.add(allocatedPortServiceProblems(l.Manifest, names)...)
 	var buildWarnings []string
 	for _, n := range names {
 		ss, err := serviceSpec(n, p.Services[n], l.Dir)
@@ -534,6 +553,23 @@ func (l *Loaded) checkComposeLoad(ctx context.Context, envFiles []envFileRef) ([
 	}
 	l.Warnings = append(l.Warnings, buildWarnings...)
 	return names, nil
+}
+
+// allocatedPortServiceProblems refuses an allocatedPorts service that
+// names none of the services a launch runs (names): every launch opening
+// the port would fail to publish it.
+func allocatedPortServiceProblems(m *Manifest, names []string) []Problem {
+	var out []Problem
+	for i, d := range m.AllocatedPorts {
+		if d.Service == "" || slices.Contains(names, d.Service) {
+			continue
+		}
+		path := fmt.Sprintf("allocatedPorts[%d].service", i)
+		out = append(out, Problem{Code: sim.EManifestInvalid, File: manifestFile, Path: path, Message: fmt.Sprintf(
+			"%s: %q names no service of compose.yml that runs without a profile (have %s), so every launch that opens %s fails; name one of them, or leave service out to open the port without publishing it",
+			path, d.Service, strings.Join(names, ", "), d.Param)})
+	}
+	return out
 }
 
 // buildWarning says what a service's build: means here: nothing is built.
