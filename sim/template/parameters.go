@@ -174,7 +174,11 @@ func checkDefaults(params []sim.Parameter, m *Manifest) []Problem {
 	}
 	var out []Problem
 	for i, p := range params {
-		if p.Default == nil || port[p.Name] {
+		if port[p.Name] {
+			out = append(out, portParameterProblems(i, p, m)...)
+			continue
+		}
+		if p.Default == nil {
 			continue
 		}
 		if msg := checkValue(p, *p.Default); msg != "" {
@@ -184,4 +188,45 @@ func checkDefaults(params []sim.Parameter, m *Manifest) []Problem {
 		}
 	}
 	return out
+}
+
+// portParameterProblems judges a parameter that is also an allocated
+// port's param. A launch judges its value as a port's whatever
+// parameters.yaml says (blank closed, auto, a port number), so the entry
+// may give the port only a purpose and a default that opens it (auto, a
+// port number): anything else it says would be ignored or contradicted,
+// and an entry without such a default only lists the port as an ordinary
+// parameter of its type (round 13, B9).
+func portParameterProblems(i int, p sim.Parameter, m *Manifest) []Problem {
+	j := slices.IndexFunc(m.AllocatedPorts, func(d sim.AllocatedPortDecl) bool { return d.Param == p.Name })
+	both := fmt.Sprintf("%s is also manifest.json's allocatedPorts[%d].param, a port whose value at launch is blank (closed), %q or a port number whatever parameters.yaml says", p.Name, j, PortAuto)
+	fix := fmt.Sprintf("remove it from parameters.yaml, or keep only its purpose and a default of %q or a port number (the default that opens the port)", PortAuto)
+	problem := func(key, why string) []Problem {
+		path := fmt.Sprintf("parameters[%d]", i)
+		if key != "" {
+			path = join(path, key)
+		}
+		return []Problem{{Code: sim.EParametersInvalid, File: parametersFile, Path: path,
+			Message: fmt.Sprintf("%s: %s; %s, so declaring it in both is ambiguous: %s", path, why, both, fix)}}
+	}
+	switch {
+	case p.Type != TypeString && p.Type != TypeInt:
+		return problem("type", fmt.Sprintf("is %s", p.Type))
+	case p.Required:
+		return problem("required", "is true, which a port does not honour (a launch that gives no value gets the default, or the port closed)")
+	case p.Min != nil:
+		return problem("min", "is not applied to a port")
+	case p.Max != nil:
+		return problem("max", "is not applied to a port")
+	case p.Default == nil || strings.TrimSpace(*p.Default) == "":
+		// A port is closed when not given anyway: the entry would only
+		// list the port as an ordinary parameter.
+		return problem("", "gives no default that opens the port, so it only lists the port as a "+p.Type+" parameter, which takes no "+p.Type+" value")
+	}
+	if v := strings.TrimSpace(*p.Default); v != PortAuto {
+		if _, err := portNumber(p.Name, v); err != nil {
+			return problem("default", fmt.Sprintf("%q is not %q or a port number 1..65535, so every launch that does not give %s is refused", *p.Default, PortAuto, p.Name))
+		}
+	}
+	return nil
 }

@@ -126,3 +126,40 @@ func equalParam(a, b sim.Parameter) bool {
 		a.Secret == b.Secret && a.Required == b.Required && eqF(a.Min, b.Min) && eqF(a.Max, b.Max) &&
 		strings.Join(a.Values, "\x00") == strings.Join(b.Values, "\x00")
 }
+
+// round 13, B9: a name declared both in parameters.yaml and as an
+// allocatedPorts param validated ok: listed as an ordinary parameter
+// ("X string") whose every non-port value a launch refused. Such an entry
+// may only give the port its purpose and a default that opens it.
+func TestParameterThatIsAlsoAnAllocatedPort(t *testing.T) {
+	compose := "services:\n  app:\n    image: busybox\n    environment:\n      X: ${X:-none}\n"
+	decl := []string{"allocatedPorts", `[{"param":"X","protocol":"tcp","preferred":2000}]`}
+	for name, c := range map[string]struct{ param, path, want string }{
+		"no default":    {"", "parameters[0]", "gives no default that opens the port, so it only lists the port as a string parameter"},
+		"blank default": {"\n    default: \"\"", "parameters[0]", "gives no default that opens the port"},
+		"enum":          {"\n    type: enum\n    values: [a]\n    default: a", "parameters[0].type", "is enum"},
+		"required":      {"\n    required: true", "parameters[0].required", "a port does not honour"},
+		"max":           {"\n    type: int\n    max: 9000\n    default: auto", "parameters[0].max", "is not applied to a port"},
+		"default":       {"\n    default: web", "parameters[0].default", `"web" is not "auto" or a port number 1..65535, so every launch that does not give X is refused`},
+		"fine, auto":    {"\n    default: auto", "", ""},
+		"fine, a port":  {"\n    type: int\n    default: \"2001\"", "", ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := Load(MustWriteTemplate(t, "dup", tpl(compose, "parameters:\n  - name: X\n    purpose: p"+c.param+"\n", decl...)))
+			if c.want == "" {
+				if !l.Valid() {
+					t.Fatalf("problems %v, want valid", l.Problems)
+				}
+				return
+			}
+			if l.Valid() || len(l.Problems) != 1 {
+				t.Fatalf("problems %v, want one", l.Problems)
+			}
+			p := l.Problems[0]
+			if p.Code != sim.EParametersInvalid || p.File != "parameters.yaml" || p.Path != c.path ||
+				!strings.Contains(p.Message, c.want) || !strings.Contains(p.Message, "manifest.json's allocatedPorts[0].param") {
+				t.Errorf("problem %+v, want PARAMETERS_INVALID at %s saying %q and naming allocatedPorts[0]", p, c.path, c.want)
+			}
+		})
+	}
+}
