@@ -468,7 +468,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	for i, name := range m.Opts.Nodes {
 		n := manager.Node{Node: sim.Node{Name: name, Address: addrs[i], SharedAddress: shared[i]}}
 		if !noSocket[name] {
-			l := jobsocket.New(jobsocket.Config{Node: name, Logger: m.log.With("node", name), Now: m.Opts.Now,
+			l := jobsocket.New(jobsocket.Config{Node: name, Logger: m.log, Now: m.Opts.Now,
 				OnEvent: onEvent, Recorder: m.recorder, Registered: registered, Budget: budget})
 			addr := net.JoinHostPort(m.Opts.SocketHost, strconv.Itoa(port))
 			if err := l.Open(addr); err != nil {

@@ -333,6 +333,14 @@ func TestSilentFloodFromOneHostStaysInItsShare(t *testing.T) {
 	if n := strings.Count(log, "too many connections waiting to say hello"); n != 1 || !strings.Contains(log, "host=127.0.0.2") {
 		t.Errorf("logged %d times, want once naming host 127.0.0.2:\n%s", n, log)
 	}
+	// Round 13, A6: the line said node=a twice (the sim's logger named
+	// the node too), which a JSON log consumer that refuses duplicate
+	// keys cannot read. The listener names it, once, on every line.
+	for line := range strings.Lines(log) {
+		if n := strings.Count(line, " node="); n != 1 {
+			t.Errorf("a log line names its node %d times, want once: %s", n, line)
+		}
+	}
 }
 
 // TestEvictedConnectionsGiveTheirFDsBackAtOnce (issue 34 item 4): a

@@ -155,6 +155,8 @@ func New(cfg Config) *Listener {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	// Every line says its node once, the HTTP server's own included.
+	cfg.Logger = cfg.Logger.With("node", cfg.Node)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -196,7 +198,7 @@ func (l *Listener) Open(addr string) error {
 	go func() {
 		defer l.wg.Done()
 		if err := l.srv.Serve(pathGuard{ln}); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			l.cfg.Logger.Error("job socket stopped", "node", l.cfg.Node, "err", err)
+			l.cfg.Logger.Error("job socket stopped", "err", err)
 		}
 	}()
 	return nil
@@ -692,7 +694,7 @@ func (l *Listener) evictWaiting(c *conn, host, bound string) {
 	now := time.Now()
 	if last := l.refusedLogged.Load(); (last == 0 || now.Sub(time.Unix(0, last)) >= evictLogEvery) && l.refusedLogged.CompareAndSwap(last, now.UnixNano()) {
 		lim := l.cfg.Budget.Limits()
-		l.cfg.Logger.Warn("job socket: too many connections waiting to say hello; closing the one that waited longest (4401)", "node", l.cfg.Node,
+		l.cfg.Logger.Warn("job socket: too many connections waiting to say hello; closing the one that waited longest (4401)",
 			"host", host, "waited", now.Sub(c.upgraded).Round(time.Millisecond), "bound", bound,
 			"limit (all nodes)", lim.Pending, "per host", lim.PendingPerHost, "closed so far", n)
 	}
@@ -1389,7 +1391,7 @@ func (l *Listener) droppedFrame(c *conn, f protocol.JobFrame, perr error, data [
 // discard reports a frame that was read and not passed on.
 func (l *Listener) discard(ev Event) {
 	l.discarded.Add(1)
-	l.cfg.Logger.Warn("job socket: frame discarded", "node", ev.Node, "job", ev.JobID, "role", ev.Role, "type", ev.Frame.Type,
+	l.cfg.Logger.Warn("job socket: frame discarded", "job", ev.JobID, "role", ev.Role, "type", ev.Frame.Type,
 		"replaced socket", ev.Replaced, "why", ev.Reason)
 	l.cfg.OnEvent(ev)
 }
