@@ -336,6 +336,9 @@ func serviceSpec(name string, s types.ServiceConfig, dir string) (sim.ServiceSpe
 	if err := checkSharedNetwork(name, s); err != nil {
 		return spec, err
 	}
+	if s.StopSignal != "" && !engineSignal(s.StopSignal) {
+		return spec, fmt.Errorf("services.%s.stop_signal: %q is no signal the engine knows (it refuses the container: \"Invalid signal\"); write a Linux signal name such as SIGTERM, SIGINT or SIGRTMIN+3 (SIG optional, any case) or its number 1..%d", name, s.StopSignal, linuxSigRTMax)
+	}
 	for i, p := range s.Ports {
 		b := sim.PortBinding{
 			HostIP:        p.HostIP,
@@ -418,6 +421,38 @@ func checkSharedNetwork(name string, s types.ServiceConfig) error {
 		return refused("dns", "dns and the network mode")
 	}
 	return nil
+}
+
+// linuxSignals are the signal names the engine takes for a stop_signal,
+// without SIG: moby's signal.ParseSignal on Linux (Docker 20.10's
+// pkg/signal has the same map), where the engine runs.
+var linuxSignals = map[string]bool{}
+
+// linuxSigRTMax is Linux's highest signal (SIGRTMAX as moby numbers it).
+const linuxSigRTMax = 64
+
+func init() {
+	for _, n := range strings.Fields("ABRT ALRM BUS CHLD CLD CONT FPE HUP ILL INT IO IOT KILL PIPE POLL PROF PWR QUIT SEGV STKFLT STOP SYS TERM TRAP TSTP TTIN TTOU URG USR1 USR2 VTALRM WINCH XCPU XFSZ RTMIN RTMAX") {
+		linuxSignals[n] = true
+	}
+	// RTMIN+1 … RTMIN+15 and RTMAX-14 … RTMAX-1 (35…64 between them).
+	for i := 1; i <= 15; i++ {
+		linuxSignals["RTMIN+"+strconv.Itoa(i)] = true
+	}
+	for i := 1; i <= 14; i++ {
+		linuxSignals["RTMAX-"+strconv.Itoa(i)] = true
+	}
+}
+
+// engineSignal reports whether the engine takes s as a container's stop
+// signal: ParseSignal's rules (a number, or a name with or without SIG in
+// any case), numbers held to Linux's 1..64, since the engine would take
+// a larger one at create and fail to send it at stop.
+func engineSignal(s string) bool {
+	if n, err := strconv.Atoi(s); err == nil {
+		return n >= 1 && n <= linuxSigRTMax
+	}
+	return linuxSignals[strings.TrimPrefix(strings.ToUpper(s), "SIG")]
 }
 
 // Linux's bounds on what execve takes: each string of the environment

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -416,5 +417,30 @@ services:
 	}
 	if len(res) != 1 || !res[0].Valid {
 		t.Errorf("extra hosts on the network's owner: %+v; want valid", res)
+	}
+}
+
+// round 13, B10: `stop_signal: SIGBOGUS` validated ok, and every launch
+// failed at create with the engine's 422 "Invalid signal: SIGBOGUS".
+// What the engine takes is what moby's ParseSignal takes on Linux.
+func TestStopSignalJudgedAtValidate(t *testing.T) {
+	for sig, ok := range map[string]bool{
+		"SIGTERM": true, "sigint": true, "TERM": true, "9": true, "SIGRTMIN+3": true, "RTMAX-2": true, "SIGRTMAX": true, "64": true,
+		"SIGBOGUS": false, "0": false, "65": false, "-1": false, "SIGRTMIN+16": false, "SIGSIGTERM": false, " SIGTERM": false, "RTMAX-15": false,
+	} {
+		t.Run(sig, func(t *testing.T) {
+			compose := "services:\n  app:\n    image: busybox\n    stop_signal: \"" + sig + "\"\n"
+			l := Load(MustWriteTemplate(t, "sig", tpl(compose, "")))
+			if ok {
+				if !l.Valid() {
+					t.Fatalf("problems %v, want valid", l.Problems)
+				}
+				return
+			}
+			want := "services.app.stop_signal: " + strconv.Quote(sig) + " is no signal the engine knows"
+			if l.Valid() || len(l.Problems) != 1 || l.Problems[0].Code != sim.EComposeInvalid || !strings.Contains(l.Problems[0].Message, want) {
+				t.Fatalf("problems %v, want COMPOSE_INVALID saying %q", l.Problems, want)
+			}
+		})
 	}
 }
