@@ -56,6 +56,8 @@ func Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *sim.MediaR
 	tgt.buildTSTracks(src.ts.pmt)
 	src.ptsDefects()
 	tgt.ptsDefects()
+	src.transportErrors()
+	tgt.transportErrors()
 	src.behindDefects()
 	tgt.behindDefects()
 	r.Format = formatOf(src, tgt)

@@ -950,3 +950,38 @@ func TestAC3AndOpusAudioIsHeardFrameByFrame(t *testing.T) {
 		})
 	}
 }
+
+// Round 13, F6: a packet marked errored (transport_error_indicator) in
+// the target's first IDR made the whole frame vanish unsaid, and the
+// seam read as a join mid-GOP with a frame missing. A receiver gets the
+// frame and decodes it marked corrupt (ffmpeg: "Packet corrupt"): it is
+// TR 101 290 2.1 Transport_error, and the target did join on its IDR.
+func TestPacketsMarkedErroredAreTransportErrors(t *testing.T) {
+	ffmpeg, _ := testenv.RequireFFmpeg(t)
+	ps := clipPackets(encodeClip(t))
+	cut := clipKeyframeCut(t, ps, 1)
+	idr := slices.IndexFunc(ps[cut:], func(p clipPacket) bool { return p.pid == 256 && p.start }) + cut
+	errored := idr + 5
+	if ps[errored].pid != 256 || ps[errored].start {
+		t.Fatalf("packet %d is not inside the IDR", errored)
+	}
+	ps[errored].data[1] |= 0x80
+	var tgt []byte
+	for _, p := range ps[cut:] {
+		tgt = append(tgt, p.data...)
+	}
+	file := filepath.Join(t.TempDir(), "target.ts")
+	if err := os.WriteFile(file, tgt, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	decodeErrors(ffmpeg)(t, file)
+	r := Analyze(sendClip(ps, 0, cut), sendClip(ps, cut, len(ps)), sim.SeamMoments{})
+	t.Log(r.Detail)
+	d := defectNamed(r, "Transport_error")
+	if d == nil || d.AtFault != targetSide || d.Standard != "TR 101 290 2.1" || !strings.Contains(d.Detail, "received but marked errored") {
+		t.Errorf("Transport_error %+v (defects %s)", d, checks(r))
+	}
+	if r.Verdict != sim.VerdictGlitch || r.KeyframeAtJoin == nil || !*r.KeyframeAtJoin || hasDefect(r, sim.MediaCheckKeyframe, "") || hasDefect(r, sim.MediaCheckPTS, "") {
+		t.Errorf("verdict %s, keyframe at join %v, defects %s", r.Verdict, r.KeyframeAtJoin, checks(r))
+	}
+}

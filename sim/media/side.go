@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/asticode/go-astits"
@@ -95,6 +96,8 @@ type tsPacket struct {
 	payload bool
 	di, rai bool
 	pcr     int64 // 27 MHz, -1 when the packet carries none
+	// tei: the transport_error_indicator is set, the packet marked errored.
+	tei bool
 }
 
 // pesUnit is one PES the demuxer assembled, kept until the side's stream
@@ -582,6 +585,10 @@ func (s *side) demuxTS() {
 		}
 		counters[pid] = cc
 		h[3] = h[3]&0xf0 | cc
+		// astits throws a packet marked errored away, and the PES with
+		// it; a receiver gets the frame and decodes it marked corrupt
+		// (transportErrors says so).
+		h[1] &^= 0x80
 	}
 	index := make(map[*astits.Packet]int, len(st.raw))
 	ccFed := map[uint16]uint8{} // the counter astits last saw per PID
@@ -596,7 +603,7 @@ func (s *side) demuxTS() {
 			return true
 		}
 		dg := st.rawDg[next]
-		tp := tsPacket{dg: dg, at: s.dgs[dg].At, pid: p.Header.PID, cc: st.raw[next][3] & 0x0f, payload: p.Header.HasPayload, pcr: -1}
+		tp := tsPacket{dg: dg, at: s.dgs[dg].At, pid: p.Header.PID, cc: st.raw[next][3] & 0x0f, payload: p.Header.HasPayload, pcr: -1, tei: st.raw[next][1]&0x80 != 0}
 		if af := p.AdaptationField; p.Header.HasAdaptationField && af != nil {
 			tp.di, tp.rai = af.DiscontinuityIndicator, af.RandomAccessIndicator
 			if af.HasPCR && af.PCR != nil {
@@ -834,6 +841,45 @@ func (s *side) buildTSTracks(other []pmtStream) {
 		return 0
 	})
 }
+
+// transportErrors says which packets the side sent marked errored (the
+// transport_error_indicator, TR 101 290 2.1), and the frames they fall
+// in: received, but marked errored, so a decoder decodes them as corrupt
+// (ffmpeg: "Packet corrupt").
+func (s *side) transportErrors() {
+	n, firstPID := 0, uint16(0)
+	var frames []string
+	for i, p := range s.ts.pkts {
+		if !p.tei {
+			continue
+		}
+		if n++; n == 1 {
+			firstPID = p.pid
+		}
+		for _, tr := range s.tracks {
+			if tr.pid == nil || *tr.pid != p.pid {
+				continue
+			}
+			k, _ := slices.BinarySearchFunc(tr.units, i+1, func(u unit, i int) int { return u.pkt - i })
+			if k > 0 && len(frames) < 3 {
+				if u := tr.units[k-1]; u.hasPTS {
+					frames = append(frames, fmt.Sprintf("the %s frame at PTS %d", tr.kind, u.pts))
+				}
+			}
+		}
+	}
+	if n == 0 {
+		return
+	}
+	where := fmt.Sprintf("first on PID %d", firstPID)
+	if len(frames) > 0 {
+		where += ", in " + strings.Join(slices.Compact(frames), ", ")
+	}
+	s.defect(checkTransportError, "TR 101 290 2.1", fmt.Sprintf("PID %d", firstPID), fmt.Sprintf("the %s sent %s marked errored (transport_error_indicator; %s): what they carry was received but marked errored, and a decoder decodes it as corrupt", s.name, sim.Plural(int64(n), "TS packet"), where))
+}
+
+// checkTransportError is TR 101 290 2.1's name for packets marked errored.
+const checkTransportError = "Transport_error"
 
 // timeBases are the packets where a side's system time base really
 // changed: a discontinuity indicator on the PCR PID whose next PCR does
