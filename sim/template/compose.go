@@ -227,6 +227,20 @@ func checkComposeStructure(ctx context.Context, dir string, content []byte) ([]e
 	return w.envFiles, nil
 }
 
+// runsNoContainer says why a project whose services all run (no profile)
+// would still start nothing: every one is scaled to 0 (deploy.replicas
+// or scale). An instance of it would show running with nothing running.
+func runsNoContainer(p *types.Project) error {
+	names := p.ServiceNames()
+	for _, n := range names {
+		svc := p.Services[n]
+		if svc.GetScale() != 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("services: every service that runs without a profile (%s) has deploy.replicas (or scale) 0, so a launch would start no container and the instance would show running with nothing running; give at least one service replicas 1 or more", strings.Join(names, ", "))
+}
+
 // processSpec reads a service's x-normsim extension. dir is the template
 // directory that the extension's dir is relative to.
 func processSpec(service string, ext types.Extensions, dir string) (*sim.ProcessSpec, error) {

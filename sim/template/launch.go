@@ -141,6 +141,11 @@ func (l *Loaded) Launch(in sim.LaunchInput) (*sim.LaunchSpec, error) {
 		}
 		return nil, sim.Errorf(code, "compose.yml: %s", err.Error())
 	}
+	if err := runsNoContainer(p); err != nil {
+		// validate judged the template with stand-in values; these
+		// values (deploy.replicas: ${N}) scale every service to 0.
+		return nil, sim.Errorf(sim.EParamsInvalid, "compose.yml: %v", err)
+	}
 
 	contract := map[string]string{}
 	if in.Node.HasJobSocket() {

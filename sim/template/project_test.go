@@ -444,3 +444,38 @@ func TestStopSignalJudgedAtValidate(t *testing.T) {
 		})
 	}
 }
+
+// round 13, B6: `deploy.replicas: 0` on every service validated ok, and an
+// instance showed running with no container running, forever; a template
+// whose services all sit behind profiles was already refused.
+func TestEveryServiceScaledToZero(t *testing.T) {
+	for name, c := range map[string]struct {
+		compose string
+		valid   bool
+	}{
+		"replicas 0":                 {"services:\n  a:\n    image: busybox\n    deploy:\n      replicas: 0\n  b:\n    image: busybox\n    deploy:\n      replicas: 0\n", false},
+		"scale 0":                    {"services:\n  a:\n    image: busybox\n    scale: 0\n", false},
+		"one still runs":             {"services:\n  a:\n    image: busybox\n    deploy:\n      replicas: 0\n  b:\n    image: busybox\n", true},
+		"only a profiled one is not": {"services:\n  a:\n    image: busybox\n    deploy:\n      replicas: 0\n  b:\n    image: busybox\n    profiles: [x]\n", false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := Load(MustWriteTemplate(t, "rep0", tpl(c.compose, "")))
+			if c.valid {
+				if !l.Valid() {
+					t.Fatalf("problems %v, want valid", l.Problems)
+				}
+				return
+			}
+			if l.Valid() || len(l.Problems) != 1 || l.Problems[0].Code != sim.EComposeInvalid || !strings.Contains(l.Problems[0].Message, "has deploy.replicas (or scale) 0, so a launch would start no container") {
+				t.Fatalf("problems %v, want the one saying every service is scaled to 0", l.Problems)
+			}
+		})
+	}
+	// Scaled to 0 by a launch's values: that launch is refused.
+	l := MustLoad(t, tpl("services:\n  a:\n    image: busybox\n    deploy:\n      replicas: ${N}\n", "parameters:\n  - name: N\n    purpose: p\n    type: int\n    default: \"1\"\n"))
+	if _, err := l.Launch(input(nil)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := l.Launch(input(map[string]string{"N": "0"}))
+	wantErr(t, err, sim.EParamsInvalid, "compose.yml: services: every service that runs without a profile (a) has deploy.replicas (or scale) 0")
+}

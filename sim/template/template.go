@@ -519,6 +519,9 @@ func (l *Loaded) checkComposeLoad(ctx context.Context, envFiles []envFileRef) ([
 	if len(names) == 0 {
 		return nil, errors.New("declares no services that run without a profile")
 	}
+	if err := runsNoContainer(p); err != nil {
+		return nil, err
+	}
 	l.add(allocatedPortServiceProblems(l.Manifest, names)...)
 	var buildWarnings []string
 	for _, n := range names {
