@@ -400,6 +400,22 @@ func (s *Stream) Limit() int { return s.limit }
 // event and what it points to) the stream may hold waiting.
 func (s *Stream) LimitBytes() int64 { return s.limitBytes }
 
+// Cut drops the stream for a cause outside the bus (its reader stopped
+// reading, and a write to it timed out), counted in DroppedSubscribers as
+// a drop for falling behind is. It reports false when the stream had
+// ended already (the bus dropped it first, and counted it).
+func (s *Stream) Cut(cause string) bool {
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	if _, ok := s.bus.streams[s]; !ok {
+		return false
+	}
+	delete(s.bus.streams, s)
+	s.bus.dropped++
+	s.drop(cause)
+	return true
+}
+
 // Close unsubscribes.
 func (s *Stream) Close() {
 	s.bus.mu.Lock()

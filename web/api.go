@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -773,15 +774,31 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	// send writes one chunk with a deadline: a subscriber that stops
 	// reading is dropped (its connection closed) instead of holding this
 	// goroutine, its connection and its buffered events for ever.
+	var sendErr error
+	droppedSaid := false
 	send := func(b []byte) bool {
-		if err := rc.SetWriteDeadline(time.Now().Add(s.eventWriteTimeout)); err != nil {
+		if sendErr = rc.SetWriteDeadline(time.Now().Add(s.eventWriteTimeout)); sendErr != nil {
 			return false
 		}
-		if _, err := w.Write(b); err != nil {
-			return false
+		if _, sendErr = w.Write(b); sendErr == nil {
+			sendErr = rc.Flush()
 		}
-		return rc.Flush() == nil
+		return sendErr == nil
 	}
+	// A subscriber that stopped reading is usually cut by the write's
+	// deadline, before the bus drops it: that is the same drop, and is
+	// counted and logged as one (its stream ends without the dropped
+	// event, which it would not read).
+	defer func() {
+		if droppedSaid || !errors.Is(sendErr, os.ErrDeadlineExceeded) {
+			return // logged already; or sent, or the subscriber went away
+		}
+		cause := fmt.Sprintf("it read nothing for %s", s.eventWriteTimeout)
+		if !st.Cut(cause) {
+			cause = st.DropCause()
+		}
+		s.logDropped(st, cause)
+	}()
 	if !send([]byte("retry: 1000\n: connected\n\n")) {
 		return
 	}
@@ -815,6 +832,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			}
 		case <-st.Done():
 			if st.Dropped() {
+				droppedSaid = true
 				s.dropped(st, send)
 				// Its connection is closed, not kept for a next request:
 				// a subscriber that stopped reading sends none, and would
@@ -846,13 +864,20 @@ type StreamDropped struct {
 	DroppedSubscribers int64 `json:"droppedSubscribers"`
 }
 
+// logDropped logs that a subscriber was dropped, and why, and returns how
+// many have been since normsim started.
+func (s *Server) logDropped(st *sim.Stream, cause string) int64 {
+	n := s.svc.Bus().Stats().DroppedSubscribers
+	s.log.Warn("an /api/v1/events subscriber fell behind and was dropped; it misses the events until it reconnects",
+		"why", cause, "limit", st.Limit(), "limitBytes", st.LimitBytes(), "droppedSubscribers", n)
+	return n
+}
+
 // dropped tells a subscriber it was dropped, and logs it: what it shows
 // may miss events from here until it reconnects and reads the state again.
 func (s *Server) dropped(st *sim.Stream, send func([]byte) bool) {
-	n := s.svc.Bus().Stats().DroppedSubscribers
 	cause := st.DropCause()
-	s.log.Warn("an /api/v1/events subscriber fell behind and was dropped; it misses the events until it reconnects",
-		"why", cause, "limit", st.Limit(), "limitBytes", st.LimitBytes(), "droppedSubscribers", n)
+	n := s.logDropped(st, cause)
 	data, _ := json.Marshal(StreamDropped{
 		Reason: fmt.Sprintf("this subscriber was dropped, as %s: the events from here until it reconnects are not sent to it; "+
 			"reconnect and read again the state it shows", cause),

@@ -298,3 +298,53 @@ func TestEventStreamResumes(t *testing.T) {
 		t.Fatalf("?after=x answered %d", resp.StatusCode)
 	}
 }
+
+// TestAStalledSubscriberCutByItsWriteIsCountedAndLogged (round 13, A4): a
+// subscriber that stopped reading was cut when a write to it timed out,
+// before the bus dropped it: its stream just ended, nothing was logged,
+// and the drop was counted nowhere. It is the same drop, counted in
+// droppedSubscribers and logged with why.
+func TestAStalledSubscriberCutByItsWriteIsCountedAndLogged(t *testing.T) {
+	f := newFake()
+	var logs testenv.SyncBuffer
+	srv := httptest.NewUnstartedServer(web.New(web.Config{Service: f, Addr: host, EventWriteTimeout: 200 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))}))
+	srv.Listener = smallBuffers{srv.Listener}
+	srv.Start()
+	defer srv.Close()
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.(*net.TCPConn).SetReadBuffer(4096)
+	fmt.Fprintf(c, "GET /api/v1/events HTTP/1.1\r\nHost: %s\r\n\r\n", host)
+	br := bufio.NewReader(c)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(line, ": connected") {
+			break // subscribed; it reads nothing more
+		}
+	}
+	payload := `"` + strings.Repeat("x", 16<<10) + `"`
+	deadline := time.Now().Add(30 * time.Second)
+	for f.bus.Stats().DroppedSubscribers == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stalled subscriber was never counted dropped; stats %+v", f.bus.Stats())
+		}
+		f.bus.Publish(sim.Event{Kind: "instance.changed", Data: []byte(payload)})
+		time.Sleep(5 * time.Millisecond)
+	}
+	for !strings.Contains(logs.String(), "subscriber fell behind and was dropped") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the drop was not logged:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := logs.String(); !strings.Contains(got, "read nothing for 200ms") || strings.Count(got, "was dropped") != 1 {
+		t.Errorf("logged %q; want one line saying it read nothing for 200ms", got)
+	}
+}
