@@ -985,3 +985,47 @@ func TestPacketsMarkedErroredAreTransportErrors(t *testing.T) {
 		t.Errorf("verdict %s, keyframe at join %v, defects %s", r.Verdict, r.KeyframeAtJoin, checks(r))
 	}
 }
+
+// Round 13, F5: a target whose SPS changes the sample aspect ratio or
+// the colour range shows every picture stretched, or with its black and
+// white levels shifted (ffprobe's frames say so), yet the seam was
+// seamless with both sides' parameters shown the same. The VUI's SAR and
+// video_full_range_flag are codec parameters now.
+func TestAChangeOfAspectOrColourRangeIsACodecParameterChange(t *testing.T) {
+	_, ffprobe := testenv.RequireFFmpeg(t)
+	video := []string{"-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-t", "4"}
+	x264 := []string{"-c:v", "libx264", "-bf", "0"}
+	src := clipPackets(encodeClip(t, slices.Concat(video, x264)...))
+	for _, c := range []struct {
+		name, params, frame string
+		args                []string
+	}{
+		{"sample aspect ratio 4:3", "High@1.2 320x180 SAR 4:3, CABAC", "4:3", slices.Concat(video, []string{"-vf", "setsar=4/3"}, x264)},
+		{"full range", "High@1.2 320x180 full range, CABAC", "pc", slices.Concat(video, x264, []string{"-x264-params", "fullrange=on"})},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clip := encodeClip(t, c.args...)
+			file := filepath.Join(t.TempDir(), "target.ts")
+			if err := os.WriteFile(file, clip, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command(ffprobe, "-v", "error", "-select_streams", "v", "-read_intervals", "%+#1", "-show_entries", "frame=sample_aspect_ratio,color_range", "-of", "csv=p=0", file).Output()
+			if err != nil || !strings.Contains(string(out), c.frame) {
+				t.Fatalf("ffprobe's frame shows %q (%v), want %s", out, err, c.frame)
+			}
+			tgt := clipPackets(clip)
+			cut := clipKeyframeCut(t, src, 1)
+			all := slices.Concat(src[:cut], tgt[cut:])
+			for i := cut; i < len(all); i++ { // the target's counters run on from the source's
+				all[i].data = slices.Clone(all[i].data)
+				all[i].data[3] = all[i].data[3]&0xf0 | src[i].data[3]&0x0f
+			}
+			r := Analyze(sendClip(all, 0, cut), sendClip(all, cut, len(all)), sim.SeamMoments{})
+			t.Log(r.Detail)
+			st := r.Streams[0]
+			if r.Verdict != sim.VerdictGlitch || !hasDefect(r, sim.MediaCheckCodecParams, "video PID 256 H.264") || st.SourceParams != "High@1.2 320x180, CABAC" || st.TargetParams != c.params {
+				t.Errorf("verdict %s, defects %s, params %q → %q", r.Verdict, checks(r), st.SourceParams, st.TargetParams)
+			}
+		})
+	}
+}

@@ -188,10 +188,49 @@ type spsInfo struct {
 	profile, level int
 	constraintSet1 bool
 	width, height  int
+	// sarW:sarH is the VUI's sample aspect ratio, 0:0 when unsaid;
+	// fullRange its video_full_range_flag. Both change how every
+	// picture is shown: stretched, or black and white levels shifted.
+	sarW, sarH int
+	fullRange  bool
 }
 
 func (s spsInfo) String() string {
-	return fmt.Sprintf("%s@%d.%d %dx%d", profileName(s.profile, s.constraintSet1), s.level/10, s.level%10, s.width, s.height)
+	str := fmt.Sprintf("%s@%d.%d %dx%d", profileName(s.profile, s.constraintSet1), s.level/10, s.level%10, s.width, s.height)
+	if s.sarW > 0 && s.sarH > 0 && s.sarW != s.sarH {
+		str += fmt.Sprintf(" SAR %d:%d", s.sarW, s.sarH)
+	}
+	if s.fullRange {
+		str += " full range"
+	}
+	return str
+}
+
+// sarTable is H.264 table E-1: the sample aspect ratios aspect_ratio_idc
+// 1–16 name.
+var sarTable = [...][2]int{{1, 1}, {12, 11}, {10, 11}, {16, 11}, {40, 33}, {24, 11}, {20, 11}, {32, 11}, {80, 33}, {18, 11}, {15, 11}, {64, 33}, {160, 99}, {4, 3}, {3, 2}, {2, 1}}
+
+// readVUI reads the VUI's sample aspect ratio and colour range (H.264
+// E.1.1), the fields before them skipped.
+func (s *spsInfo) readVUI(r *bitReader) {
+	if r.bit() == 0 { // vui_parameters_present_flag
+		return
+	}
+	if r.bit() == 1 { // aspect_ratio_info_present_flag
+		switch idc := r.bits(8); {
+		case idc == 255: // Extended_SAR
+			s.sarW, s.sarH = r.bits(16), r.bits(16)
+		case idc >= 1 && idc <= len(sarTable):
+			s.sarW, s.sarH = sarTable[idc-1][0], sarTable[idc-1][1]
+		}
+	}
+	if r.bit() == 1 { // overscan_info_present_flag
+		r.bit()
+	}
+	if r.bit() == 1 { // video_signal_type_present_flag
+		r.bits(3) // video_format
+		s.fullRange = r.bit() == 1
+	}
 }
 
 func profileName(idc int, constrained bool) string {
@@ -374,6 +413,10 @@ func parseSPS(nal []byte) (spsInfo, error) {
 	}
 	if r.err != nil {
 		return s, r.err
+	}
+	if s.readVUI(r); r.err != nil {
+		// An SPS cut short in its VUI still says what came before.
+		s.sarW, s.sarH, s.fullRange = 0, 0, false
 	}
 	return s, nil
 }
