@@ -159,6 +159,10 @@ func (h *hurryHook) run() {
 // what it runs before it quits regardless.
 const hurryBound = 3 * time.Second
 
+// signalEcho is how soon after the first a signal is taken for the same
+// one delivered again; a person's second Ctrl-C takes longer.
+const signalEcho = 50 * time.Millisecond
+
 // signalContext is cancelled by the first Ctrl-C (or SIGTERM, SIGHUP), for a
 // graceful shutdown; a second one runs the hurry hook (onHurry) and quits
 // once the command returns, within hurryBound. stop ends the watch;
@@ -180,11 +184,20 @@ func signalContext(stderr io.Writer) (ctx context.Context, stop func(), hurried 
 			return
 		}
 		// The context is cancelled now: only the next signal, or the
-		// command's end, ends this wait.
-		select {
-		case <-ch:
-		case <-done:
-			return
+		// command's end, ends this wait. A signal right behind the first
+		// is the same one delivered twice (timeout(1) signals its child
+		// and then its process group), not a second Ctrl-C.
+		first := time.Now()
+	wait:
+		for {
+			select {
+			case <-ch:
+				if time.Since(first) >= signalEcho {
+					break wait
+				}
+			case <-done:
+				return
+			}
 		}
 		fmt.Fprintln(stderr, "\nnormsim: second interrupt: killing what is still running and quitting")
 		hook.run()

@@ -97,3 +97,61 @@ func TestOneInterruptExits130(t *testing.T) {
 		t.Errorf("the JUnit report does not record the interrupt (%v):\n%s", err, b)
 	}
 }
+
+// TestASignalDeliveredTwiceIsOneInterrupt (round 13, B13): `timeout 3
+// normsim up` quit at once, "something may be left running", in 2 of 10
+// runs: timeout(1) sends its SIGTERM to the child and then to its process
+// group, and the second was taken for a second Ctrl-C. Two signals back to
+// back are one: up stops cleanly and exits 0.
+func TestASignalDeliveredTwiceIsOneInterrupt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a simulator")
+	}
+	args := []string{"up", "--db", ":memory:", "--addr", "127.0.0.1:0", "--socket-port", "0", "--output-port", "0", "--runtime", "external", "--templates", "../templates"}
+	for range 5 {
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), mainArgsEnv+"="+strings.Join(args, "\n"))
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ready := make(chan struct{})
+		go func() {
+			sc := bufio.NewScanner(stdout)
+			once := false
+			for sc.Scan() {
+				if !once && strings.Contains(sc.Text(), "API ") {
+					once = true
+					close(ready)
+				}
+			}
+		}()
+		select {
+		case <-ready:
+		case <-time.After(60 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("up did not start within 60 s; stderr:\n%s", stderr.String())
+		}
+		// Apart enough for the kernel to deliver both (it merges a
+		// signal sent while the same one is pending).
+		cmd.Process.Signal(syscall.SIGTERM)
+		time.Sleep(5 * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err = <-done:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Fatal("up did not end within 30 s of its SIGTERM")
+		}
+		if err != nil || strings.Contains(stderr.String(), "second interrupt") {
+			t.Fatalf("up signalled twice back to back: %v; want a clean stop, exit 0\nstderr:\n%s", err, stderr.String())
+		}
+	}
+}
