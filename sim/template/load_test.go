@@ -457,3 +457,40 @@ func manyVars(n, size int) string {
 	}
 	return b.String()
 }
+
+// round 13, B1: a .tar template with a relative bind mount validated ok;
+// Docker created the source beside the archive, a directory named like
+// the template, which the watcher then loaded as a conflicting template,
+// and every later launch was refused.
+func TestArchiveRelativeBindSourceRefused(t *testing.T) {
+	for name, c := range map[string]struct {
+		volumes string
+		want    string
+	}{
+		"short syntax":  {`["./data:/data"]`, `services.app.volumes[0]: bind mount source "./data" is relative`},
+		"long syntax":   {`[{type: bind, source: data, target: /data}]`, `bind mount source "data" is relative`},
+		"a second one":  {`["vol:/v", "../x:/x"]`, `services.app.volumes[1]: bind mount source "../x" is relative`},
+		"named volume":  {`["vol:/v"]`, ""},
+		"absolute bind": {`["/tmp:/t"]`, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			compose := "services:\n  app:\n    image: busybox\n    volumes: " + c.volumes + "\nvolumes:\n  vol: {}\n"
+			dir := MustWriteTemplate(t, "src", tpl(compose, ""))
+			// The directory template runs as docker compose up runs it.
+			if l := Load(dir); !l.Valid() {
+				t.Fatalf("directory: problems %v, want valid", l.Problems)
+			}
+			l := Load(writeTar(t, dir, "tbind.tar", "", false))
+			if c.want == "" {
+				if !l.Valid() {
+					t.Fatalf("problems %v, want valid", l.Problems)
+				}
+				return
+			}
+			if l.Valid() || len(l.Problems) != 1 || l.Problems[0].Code != sim.EComposeInvalid ||
+				!strings.Contains(l.Problems[0].Message, c.want) || !strings.Contains(l.Problems[0].Message, "use a template directory instead of the archive, or a named volume") {
+				t.Fatalf("problems %v, want COMPOSE_INVALID saying %q and the fix", l.Problems, c.want)
+			}
+		})
+	}
+}

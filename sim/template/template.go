@@ -23,6 +23,7 @@ import (
 	"unicode/utf8"
 
 	composetpl "github.com/compose-spec/compose-go/v2/template"
+	"github.com/compose-spec/compose-go/v2/types"
 	"go.yaml.in/yaml/v4"
 
 	"github.com/normsim/normsim/sim"
@@ -68,7 +69,10 @@ type Loaded struct {
 	// take from outside, read as the template loaded.
 	envFileVars  []envFileVariable
 	manifestOnly bool
-	projects     projectCache
+	// packed: the template is an archive, whose relative paths resolve
+	// beside it (Dir), where nothing is extracted.
+	packed   bool
+	projects projectCache
 }
 
 // Valid reports whether the template passed validation.
@@ -149,6 +153,7 @@ func LoadContext(ctx context.Context, p string) (*Loaded, error) {
 		if base, isTar := tarBase(filepath.Base(abs)); isTar {
 			l.Template.Name = base
 			l.Dir = filepath.Join(filepath.Dir(abs), base)
+			l.packed = true
 			if err := readTar(ctx, l, abs, &files); err != nil {
 				return nil, err
 			}
@@ -529,6 +534,11 @@ func (l *Loaded) checkComposeLoad(ctx context.Context, envFiles []envFileRef) ([
 		if err != nil {
 			return nil, err
 		}
+		if l.packed {
+			if err := packedBindSources(n, p.Services[n], l.Dir); err != nil {
+				return nil, err
+			}
+		}
 		if ss.Process == nil || len(ss.Process.Command) == 0 {
 			l.Template.NoProcessCommand = append(l.Template.NoProcessCommand, n)
 		}
@@ -556,6 +566,22 @@ func (l *Loaded) checkComposeLoad(ctx context.Context, envFiles []envFileRef) ([
 	}
 	l.Warnings = append(l.Warnings, buildWarnings...)
 	return names, nil
+}
+
+// packedBindSources refuses a relative bind mount source in an archive
+// template (validation loads without resolving paths, so a relative one
+// is as written). Compose resolves it beside the archive, as if unpacked
+// to dir, and Docker creates a source that is missing: a directory named
+// like the template, which normsim then loads as a second template of
+// that name, and every later launch of the archive is refused.
+func packedBindSources(service string, s types.ServiceConfig, dir string) error {
+	for i, v := range s.Volumes {
+		if v.Type != types.VolumeTypeBind || v.Source == "" || filepath.IsAbs(v.Source) || strings.HasPrefix(v.Source, "~") {
+			continue
+		}
+		return fmt.Errorf("services.%s.volumes[%d]: bind mount source %q is relative, and in a template archive relative paths resolve beside it, as if it were unpacked to %s (nothing is extracted): Docker would create the missing source there, a directory named like the template, which normsim would then load as a second template of that name; use a template directory instead of the archive, or a named volume", service, i, v.Source, dir)
+	}
+	return nil
 }
 
 // allocatedPortServiceProblems refuses an allocatedPorts service that
