@@ -491,3 +491,35 @@ func TestAMigrationOfAnInstanceWhoseTemplateBrokeSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// TestARemovedInstanceKeepsItsFrameCounts (round 13, A3): once an
+// instance was removed (a rolled-back target, a stopped source), its
+// frames were still served but their counts answered 404, so `normsim
+// frames` printed a list missing its oldest records with no word of them.
+// The counts are served as the frames are.
+func TestARemovedInstanceKeepsItsFrameCounts(t *testing.T) {
+	var store sim.Store
+	s := buildFakeSimConfig(t, "counter", nil, false, func(c *manager.Config) { store = c.Store })
+	ctx := context.Background()
+	recs := []sim.FrameRecord{
+		{At: time.Now(), Node: "a", JobID: s.in.JobID, Role: s.in.ID, Direction: "in", Type: "state", Data: `{"type":"state","payload":1}`},
+		{At: time.Now(), Node: "a", JobID: s.in.JobID, Role: s.in.ID, Direction: "out", Type: "get-state", Data: `{"type":"get-state"}`},
+	}
+	if err := store.RecordFrames(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.mgr.FrameCounts(ctx, s.in.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.mgr.Stop(ctx, s.in.ID); err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.mgr.FrameCounts(ctx, s.in.ID)
+	if err != nil || after != before || after.Kept < 2 {
+		t.Fatalf("frame counts of the removed instance: %+v, %v; want %+v as before its removal", after, err, before)
+	}
+	if _, err := s.mgr.FrameCounts(ctx, "never-was"); sim.ErrorCode(err) != sim.ENotFound {
+		t.Errorf("frame counts of an instance that never was: %v; want %s", err, sim.ENotFound)
+	}
+}

@@ -1247,7 +1247,17 @@ func (m *Manager) Frames(ctx context.Context, id string, tail int) ([]sim.FrameR
 func (m *Manager) FrameCounts(ctx context.Context, id string) (sim.FrameCounts, error) {
 	in, err := m.Instance(ctx, id)
 	if err != nil {
-		return sim.FrameCounts{}, err
+		// A removed instance keeps its frames, and so its counts: its
+		// job is named by its records (a rolled-back target's are read
+		// after the fact, and would otherwise lose what was dropped).
+		if sim.ErrorCode(err) != sim.ENotFound || m.cfg.Store == nil {
+			return sim.FrameCounts{}, err
+		}
+		last, lerr := m.cfg.Store.ListFrames(ctx, sim.FrameFilter{Role: id, Limit: 1, Tail: true})
+		if lerr != nil || len(last) == 0 {
+			return sim.FrameCounts{}, err
+		}
+		in.JobID = last[0].JobID
 	}
 	var c sim.FrameCounts
 	if fc, ok := m.cfg.Store.(interface {
