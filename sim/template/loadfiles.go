@@ -88,7 +88,9 @@ func walkLoadFiles(ctx context.Context, dir string, compose []byte) (*loadWalk, 
 // readsFiles reports whether compose may name a file compose-go reads
 // while loading (a false alarm costs a parse).
 func readsFiles(compose []byte) bool {
-	return containsAny(compose, "include", "extends", "env_file", "label_file")
+	// A secret's or config's file is not read while loading, but mounted
+	// at start: it is judged with the files read, at every launch too.
+	return containsAny(compose, "include", "extends", "env_file", "label_file", "secrets", "configs")
 }
 
 // namesDependencies reports whether compose may make a service depend on
@@ -169,6 +171,11 @@ func (w *loadWalk) yamlFile(content []byte, name, wd, extends, as string) error 
 		if extends == "" {
 			if err := w.includes(doc["include"], where, wd); err != nil {
 				return err
+			}
+			for _, key := range []string{"secrets", "configs"} {
+				if err := w.fileObjects(doc[key], where+key, wd); err != nil {
+					return err
+				}
 			}
 			names = slices.Sorted(maps.Keys(services))
 		}
@@ -258,6 +265,45 @@ func (w *loadWalk) includes(v any, where, wd string) error {
 			if err := w.yamlFile(content, w.rel(f), pd, "", ""); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// fileObjects judges the top-level secrets or configs of a compose file
+// (at is "secrets" or "configs"), which compose mounts into the services'
+// containers at start. A file: source is judged as an env_file is: written
+// out, inside the template, and there (an archive's beside it, where
+// nothing is extracted), since a missing one fails every start ("bind
+// source path does not exist"). An environment: source is refused:
+// compose takes it from the environment it runs with, and normsim runs
+// compose with none, neither the shell's nor the parameters, so every
+// start would fail ("environment variable ... is not set").
+func (w *loadWalk) fileObjects(v any, at, wd string) error {
+	objects, _ := v.(map[string]any)
+	for _, name := range slices.Sorted(maps.Keys(objects)) {
+		o, _ := objects[name].(map[string]any)
+		field := at + "." + name
+		if env, ok := o["environment"].(string); ok {
+			fix := "put the value in a file inside the template and name it with file:"
+			if strings.HasSuffix(at, "configs") {
+				fix = fmt.Sprintf("write content: ${%s} (a parameter's value is interpolated there), or put the value in a file inside the template and name it with file:", env)
+			}
+			return fmt.Errorf("%s.environment: %q: normsim runs compose with no environment (neither the shell's, as docker compose up would, nor the parameters), so every launch would fail to start with \"environment variable %q ... is not set\"; %s", field, env, env, fix)
+		}
+		s, ok := o["file"].(string)
+		if !ok {
+			continue // external, content, or compose-go's to refuse
+		}
+		p, err := w.resolve(s, wd, field+".file")
+		if err != nil {
+			return err
+		}
+		switch _, err := os.Stat(p); {
+		case errors.Is(err, fs.ErrNotExist):
+			return w.missing(p, field+".file")
+		case err != nil:
+			return fmt.Errorf("%s.file: cannot read %q: %v", field, w.rel(p), err)
 		}
 	}
 	return nil
@@ -389,7 +435,7 @@ func remote(p string) bool {
 // template directory.
 func (w *loadWalk) resolve(p, wd, field string) (string, error) {
 	if strings.Contains(p, "$") {
-		return "", fmt.Errorf("%s: %q holds a variable; in a template the paths of files read while loading (include, extends.file, env_file, label_file) must be written out, since a value given at launch could point them anywhere", field, p)
+		return "", fmt.Errorf("%s: %q holds a variable; in a template the paths of files read while loading (include, extends.file, env_file, label_file, a secret's or config's file) must be written out, since a value given at launch could point them anywhere", field, p)
 	}
 	if remote(p) {
 		// docker compose fetches these with its OCI and git loaders;
@@ -400,7 +446,7 @@ func (w *loadWalk) resolve(p, wd, field string) (string, error) {
 	if strings.HasPrefix(p, "~") {
 		// compose-go reads "~/x" in the home directory of whoever runs
 		// normsim; here it would look like a directory named "~".
-		return "", fmt.Errorf("%s: %q starts with ~, the home directory of whoever runs normsim, which is outside the template directory; a template's files (include, extends.file, env_file, label_file) must be inside it", field, p)
+		return "", fmt.Errorf("%s: %q starts with ~, the home directory of whoever runs normsim, which is outside the template directory; a template's files (include, extends.file, env_file, label_file, a secret's or config's file) must be inside it", field, p)
 	}
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(wd, p)
@@ -417,7 +463,7 @@ func (w *loadWalk) resolve(p, wd, field string) (string, error) {
 		in = inside(w.root, real)
 	}
 	if !in {
-		return "", fmt.Errorf("%s: %q is outside the template directory; a template's files (include, extends.file, env_file, label_file) must be inside it, so that the template is whole wherever it is copied", field, w.rel(p))
+		return "", fmt.Errorf("%s: %q is outside the template directory; a template's files (include, extends.file, env_file, label_file, a secret's or config's file) must be inside it, so that the template is whole wherever it is copied", field, w.rel(p))
 	}
 	return p, nil
 }

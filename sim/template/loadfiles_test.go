@@ -633,3 +633,67 @@ func dense(n int, key string) string {
 	}
 	return b.String()
 }
+
+// round 13, B3: secrets and configs sources validated ok and failed every
+// launch: a file: that is missing, or inside a .tar (looked for beside it),
+// or outside the template (/etc/hostname was mounted), and an environment:
+// source, which compose takes from an environment normsim never gives it.
+func TestSecretAndConfigSources(t *testing.T) {
+	svc := "services:\n  app:\n    image: busybox\n    secrets: [s1]\n    configs: [c1]\n"
+	tests := map[string]struct {
+		top   string
+		files map[string]string
+		want  string
+	}{
+		"fine":                    {"secrets:\n  s1:\n    file: ./s.txt\nconfigs:\n  c1:\n    file: conf/c.txt\n", map[string]string{"s.txt": "x", "conf/c.txt": "y"}, ""},
+		"fine, content, external": {"secrets:\n  s1:\n    external: true\nconfigs:\n  c1:\n    content: hello\n", nil, ""},
+		"a missing secret file":   {"secrets:\n  s1:\n    file: ./nope.txt\nconfigs:\n  c1:\n    content: x\n", nil, `secrets.s1.file: "nope.txt" does not exist in the template directory`},
+		"a missing config file":   {"secrets:\n  s1:\n    external: true\nconfigs:\n  c1:\n    file: ./nope.txt\n", nil, `configs.c1.file: "nope.txt" does not exist in the template directory`},
+		"outside":                 {"secrets:\n  s1:\n    file: /etc/hostname\nconfigs:\n  c1:\n    content: x\n", nil, `secrets.s1.file: "/etc/hostname" is outside the template directory`},
+		"a variable":              {"secrets:\n  s1:\n    file: ./${F}\nconfigs:\n  c1:\n    content: x\n", nil, `secrets.s1.file: "./${F}" holds a variable`},
+		"environment":             {"secrets:\n  s1:\n    environment: HOME\nconfigs:\n  c1:\n    content: x\n", nil, `secrets.s1.environment: "HOME": normsim runs compose with no environment`},
+		"a config's environment":  {"secrets:\n  s1:\n    external: true\nconfigs:\n  c1:\n    environment: TOKEN\n", nil, `write content: ${TOKEN}`},
+	}
+	for name, c := range tests {
+		t.Run(name, func(t *testing.T) {
+			files := tpl(svc+c.top, "")
+			for f, content := range c.files {
+				files[f] = content
+			}
+			l := Load(MustWriteTemplate(t, "sec", files))
+			if c.want == "" {
+				if !l.Valid() {
+					t.Fatalf("problems %v, want valid", l.Problems)
+				}
+				if _, err := l.Launch(input(nil)); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if l.Valid() || len(l.Problems) != 1 || l.Problems[0].Code != sim.EComposeInvalid || !strings.Contains(l.Problems[0].Message, c.want) {
+				t.Fatalf("problems %v, want COMPOSE_INVALID saying %q", l.Problems, c.want)
+			}
+		})
+	}
+	t.Run("in an archive", func(t *testing.T) {
+		dir := MustWriteTemplate(t, "src", tpl(svc+"secrets:\n  s1:\n    file: ./s.txt\nconfigs:\n  c1:\n    content: x\n", ""))
+		writeFiles(t, dir, map[string]string{"s.txt": "x"})
+		l := Load(writeTar(t, dir, "sec.tar", "", false))
+		if l.Valid() || !strings.Contains(l.Problems[0].Message, `secrets.s1.file: "s.txt" is not there: the files a template archive's compose.yml names are read beside the archive`) {
+			t.Fatalf("problems %v, want the secret's file not beside the archive", l.Problems)
+		}
+	})
+	t.Run("removed after validate", func(t *testing.T) {
+		dir := MustWriteTemplate(t, "sec", tpl(svc+"secrets:\n  s1:\n    file: ./s.txt\nconfigs:\n  c1:\n    content: x\n", ""))
+		writeFiles(t, dir, map[string]string{"s.txt": "x"})
+		l := Load(dir)
+		if !l.Valid() {
+			t.Fatalf("problems %v, want valid", l.Problems)
+		}
+		if err := os.Remove(filepath.Join(dir, "s.txt")); err != nil {
+			t.Fatal(err)
+		}
+		_, err := l.Launch(input(nil))
+		wantErr(t, err, sim.EComposeInvalid, `secrets.s1.file: "s.txt" does not exist in the template directory`)
+	})
+}
