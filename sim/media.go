@@ -147,12 +147,16 @@ const (
 	MediaCheckRTPFragments  = "RTP H.264 fragments"
 	MediaCheckSSRC          = "SSRC change"
 	MediaCheckArrival       = "arrival time"
+	// MediaCheckPTSError: a side sent no PTS for longer than 0.7 s.
+	MediaCheckPTSError = "PTS_error"
+	// MediaCheckTransport: packets marked errored (transport_error_indicator).
+	MediaCheckTransport = "Transport_error"
 )
 
 // MediaChecks are the media checks, in the order a receiver meets them.
 var MediaChecks = []string{
-	MediaCheckFormat, MediaCheckSync, MediaCheckUnreadable, MediaCheckPAT, MediaCheckPMT, MediaCheckPID, MediaCheckPIDs,
-	MediaCheckStreamMissing, MediaCheckCC, MediaCheckPCR, MediaCheckKeyframe, MediaCheckCodecParams, MediaCheckPTS,
+	MediaCheckFormat, MediaCheckSync, MediaCheckTransport, MediaCheckUnreadable, MediaCheckPAT, MediaCheckPMT, MediaCheckPID, MediaCheckPIDs,
+	MediaCheckStreamMissing, MediaCheckCC, MediaCheckPCR, MediaCheckKeyframe, MediaCheckCodecParams, MediaCheckPTS, MediaCheckPTSError,
 	MediaCheckRTPSeq, MediaCheckRTPTimestamp, MediaCheckRTPFragments, MediaCheckSSRC, MediaCheckArrival,
 }
 

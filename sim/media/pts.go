@@ -51,17 +51,14 @@ func (s *side) ptsDefects() {
 		}
 		if tr.longestNoPTS > noPTSLimit {
 			label := tr.label()
-			s.defect(checkPTSError, "TR 101 290 2.5", label, fmt.Sprintf("the %s sent %d of its PES on %s without a PTS, for up to %.0f ms in a row: ISO 13818-1 allows 700 ms between two", s.name, tr.noPTS, label, ticksMs(tr.longestNoPTS)))
+			s.defect(sim.MediaCheckPTSError, "TR 101 290 2.5", label, fmt.Sprintf("the %s sent %d of its PES on %s without a PTS, for up to %.0f ms in a row: ISO 13818-1 allows 700 ms between two", s.name, tr.noPTS, label, ticksMs(tr.longestNoPTS)))
 		}
 	}
 }
 
 // A PES need not carry a PTS: ISO 13818-1 2.7.4 asks one at least every
 // 0.7 s, and TR 101 290 2.5 PTS_error is a stream without one for longer.
-const (
-	noPTSLimit    = 700 * 90 // ticks
-	checkPTSError = "PTS_error"
-)
+const noPTSLimit = 700 * 90 // ticks
 
 // implyPTS gives each audio or video unit sent without a PTS the one its
 // place implies, as a decoder presents it: one frame (an audio unit's own

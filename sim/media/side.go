@@ -875,11 +875,8 @@ func (s *side) transportErrors() {
 	if len(frames) > 0 {
 		where += ", in " + strings.Join(slices.Compact(frames), ", ")
 	}
-	s.defect(checkTransportError, "TR 101 290 2.1", fmt.Sprintf("PID %d", firstPID), fmt.Sprintf("the %s sent %s marked errored (transport_error_indicator; %s): what they carry was received but marked errored, and a decoder decodes it as corrupt", s.name, sim.Plural(int64(n), "TS packet"), where))
+	s.defect(sim.MediaCheckTransport, "TR 101 290 2.1", fmt.Sprintf("PID %d", firstPID), fmt.Sprintf("the %s sent %s marked errored (transport_error_indicator; %s): what they carry was received but marked errored, and a decoder decodes it as corrupt", s.name, sim.Plural(int64(n), "TS packet"), where))
 }
-
-// checkTransportError is TR 101 290 2.1's name for packets marked errored.
-const checkTransportError = "Transport_error"
 
 // timeBases are the packets where a side's system time base really
 // changed: a discontinuity indicator on the PCR PID whose next PCR does
