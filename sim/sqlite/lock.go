@@ -43,7 +43,13 @@ func acquireLock(store string) (*storeLock, error) {
 	created := errors.Is(statErr, fs.ErrNotExist)
 	f, err := os.OpenFile(store, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("lock store %s: %w", store, err)
+		// normsim must write the store and the files beside it (its lock,
+		// its write-ahead log): say where, and what to do.
+		fix := "make it writable by this user, or give --db a path normsim can write (or :memory:)"
+		if _, lerr := os.Lstat(store); lerr == nil && statErr != nil {
+			fix = "it is a symlink to a path that cannot be opened; point it at a file normsim can write, or give --db another path (or :memory:)"
+		}
+		return nil, fmt.Errorf("lock store %s: %w: normsim cannot create or write it there; %s", store, err, fix)
 	}
 	holder := holderPath(store)
 	if err := tryLock(f); err != nil {

@@ -170,3 +170,21 @@ func TestAStoreRenamedInUseIsNotOpenedUnderItsOldName(t *testing.T) {
 		}
 	}
 }
+
+// TestAStoreNormsimCannotWriteSaysWhatToDo (round 13, B11): a --db that
+// is a symlink to a missing directory, or in a directory normsim cannot
+// write, was refused as "lock store x.db: open x.db: no such file or
+// directory", naming no fix. The refusal says what to do. (A directory
+// made read-only cannot refuse root, who runs the tests here: the
+// symlink stands for both.)
+func TestAStoreNormsimCannotWriteSaysWhatToDo(t *testing.T) {
+	dir := t.TempDir()
+	dangling := filepath.Join(dir, "dangling.db")
+	if err := os.Symlink(filepath.Join(dir, "gone", "x.db"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(t.Context(), dangling)
+	if err == nil || !strings.Contains(err.Error(), "it is a symlink to a path that cannot be opened") {
+		t.Errorf("a symlink to a missing directory: %v; want the fix", err)
+	}
+}
