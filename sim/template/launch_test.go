@@ -1142,3 +1142,35 @@ parameters:
 	_, err = l.Launch(input(nil))
 	wantErr(t, err, sim.EParamsInvalid, `params.OUTPUT_URL: "normsim:media" stands for the job's media URL`)
 }
+
+// round 13, B8: an allocated port declared without a service is opened
+// and its number told to the job, but not published, and nothing said
+// so. Validate now warns, unless compose.yml publishes it itself.
+func TestAllocatedPortWithoutServiceIsWarned(t *testing.T) {
+	decl := `[{"param": "P", "protocol": "udp", "preferred": 21000}]`
+	for name, c := range map[string]struct {
+		compose string
+		warned  bool
+	}{
+		"not published":         {oneService, true},
+		"only interpolated":     {"services:\n  app:\n    image: busybox\n    environment:\n      PORT: ${P:-0}\n", true},
+		"published by compose":  {"services:\n  app:\n    image: busybox\n    ports: [\"${P:-1}:${P:-1}/udp\"]\n", false},
+		"in the host's network": {"services:\n  app:\n    image: busybox\n    network_mode: host\n    environment:\n      PORT: ${P:-0}\n", false},
+		"with a service (fine)": {oneService, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := decl
+			if name == "with a service (fine)" {
+				d = `[{"param": "P", "protocol": "udp", "preferred": 21000, "service": "app"}]`
+			}
+			l := MustLoad(t, tpl(c.compose, "", "allocatedPorts", d))
+			warned := slices.ContainsFunc(l.Warnings, func(w string) bool {
+				return strings.Contains(w, "allocatedPorts[0] (P) names no service, so a port a launch opens is not published") &&
+					strings.Contains(w, `ports: ["${P}:${P}/udp"]`)
+			})
+			if warned != c.warned {
+				t.Errorf("warnings %q, want the unpublished port warned of: %v", l.Warnings, c.warned)
+			}
+		})
+	}
+}

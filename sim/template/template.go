@@ -528,6 +528,7 @@ func (l *Loaded) checkComposeLoad(ctx context.Context, envFiles []envFileRef) ([
 		return nil, err
 	}
 	l.add(allocatedPortServiceProblems(l.Manifest, names)...)
+	l.Warnings = append(l.Warnings, unpublishedPortWarnings(l.Manifest, p, l.compose)...)
 	var buildWarnings []string
 	for _, n := range names {
 		ss, err := serviceSpec(n, p.Services[n], l.Dir)
@@ -566,6 +567,34 @@ func (l *Loaded) checkComposeLoad(ctx context.Context, envFiles []envFileRef) ([
 	}
 	l.Warnings = append(l.Warnings, buildWarnings...)
 	return names, nil
+}
+
+// unpublishedPortWarnings say of each allocated port declared without a
+// service that an opened one is not published (the job is told its number
+// all the same), unless compose.yml publishes it itself (a service's
+// ports: ["${P}:..."], judged with P at its preferred port as validation
+// interpolates it) or a service runs in the host's network.
+func unpublishedPortWarnings(m *Manifest, p *types.Project, compose []byte) []string {
+	var out []string
+	for i, d := range m.AllocatedPorts {
+		if d.Service != "" {
+			continue
+		}
+		if bytes.Contains(compose, []byte(d.Param)) && slices.ContainsFunc(p.ServiceNames(), func(n string) bool {
+			svc := p.Services[n]
+			return svc.NetworkMode == "host" || slices.ContainsFunc(svc.Ports, func(pc types.ServicePortConfig) bool {
+				return pc.Published == strconv.Itoa(d.Preferred)
+			})
+		}) {
+			continue
+		}
+		proto := ""
+		if d.Protocol == "udp" {
+			proto = "/udp"
+		}
+		out = append(out, fmt.Sprintf("manifest.json: allocatedPorts[%d] (%s) names no service, so a port a launch opens is not published: the job is told its number (in NORSK_ALLOCATED_PORTS and ${%s}) but nothing outside its container reaches it; give the service to publish it on, or publish it in compose.yml (ports: [\"${%s}:${%s}%s\"])", i, d.Param, d.Param, d.Param, d.Param, proto))
+	}
+	return out
 }
 
 // packedBindSources refuses a relative bind mount source in an archive
