@@ -165,6 +165,19 @@ func (m *Manager) rollBackInterrupted(ctx context.Context, mig *sim.Migration) e
 	}
 	add(sideManager, "", "rolling back at this start: normsim was killed while the migration ran, before its point of no return; no job is told abort, each lost its socket then")
 	rb := &sim.RollbackReport{Told: []string{}, AtRestart: true}
+	if mig.Target.Instance == "" {
+		// Killed while placing it: the target's record may have been
+		// stored before the migration's said who its target was. The
+		// record names its migration; the rollback removes it and says
+		// so, and the migration names it, as it would have.
+		m.mu.Lock()
+		for id, in := range m.instances {
+			if in.MigrationID == mig.ID && id != mig.Source.Instance {
+				mig.Target.Instance, mig.Target.Node = id, in.Node
+			}
+		}
+		m.mu.Unlock()
+	}
 	if id := mig.Target.Instance; id != "" {
 		m.mu.Lock()
 		in := m.instances[id]

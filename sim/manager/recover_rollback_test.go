@@ -132,3 +132,50 @@ func TestRecoverRollsBackWhatHadNotPassedItsPoint(t *testing.T) {
 		t.Fatal("the marks were not cleared once every interrupted migration had ended")
 	}
 }
+
+// TestARollbackAtRestartFindsATargetTheRecordDidNotName (round 13, B7):
+// killed while placing the target, normsim had stored the target's record
+// (naming its migration) but not yet the migration's naming it. After the
+// restart the rolled-back record said target "", while the target was
+// listed failed under that migration. The rollback finds it by its
+// migration, removes it as any rolled-back target, and the record names
+// it.
+func TestARollbackAtRestartFindsATargetTheRecordDidNotName(t *testing.T) {
+	ctx := context.Background()
+	store := NewMarkedStore(t)
+	now := time.Now()
+	for _, in := range []*sim.Instance{
+		{ID: "src", JobID: "job", Role: "src", Node: "a", Template: "plain", Runtime: "fake", State: sim.InstanceRunning, CreatedAt: now, UpdatedAt: now},
+		{ID: "tgt", JobID: "job", Role: "tgt", Node: "b", Template: "plain", Runtime: "fake", State: sim.InstanceStarting, MigrationID: "mig-placing", CreatedAt: now, UpdatedAt: now},
+	} {
+		if err := store.SaveInstance(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mig := &sim.Migration{ID: "mig-placing", JobID: "job", Strategy: sim.Handover, State: sim.MigrationRunning, Phase: sim.PhasePlaceTarget,
+		Source: sim.MigrationEndpoint{Instance: "src", Node: "a", Runtime: "fake"}, Target: sim.MigrationEndpoint{Node: "b", Runtime: "fake"}, StartedAt: now}
+	if err := store.SaveMigration(ctx, mig); err != nil {
+		t.Fatal(err)
+	}
+	store.MarkBegun("mig-placing")
+	rt := &stopRecorder{recoverer: recoverer{name: "fake"}}
+	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}, {Node: sim.Node{Name: "b"}}}, Store: store, Catalog: RepoCatalog(t),
+		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{"fake": rt}, Default: "fake"}})
+	defer m.Close()
+	if err := m.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.GetMigration(ctx, "mig-placing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != sim.MigrationAborted || got.Target.Instance != "tgt" || got.Rollback == nil || got.Rollback.Target == "" {
+		t.Fatalf("rolled back at restart: %s, target %q, rollback %+v; want aborted naming target tgt and its removal", got.State, got.Target.Instance, got.Rollback)
+	}
+	if !slices.Equal(rt.stopped, []string{"tgt"}) {
+		t.Fatalf("stopped %v, want the target the record did not name", rt.stopped)
+	}
+	if _, err := m.Instance(ctx, "tgt"); sim.ErrorCode(err) != sim.ENotFound {
+		t.Fatalf("the rolled-back target is still listed: %v", err)
+	}
+}
