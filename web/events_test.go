@@ -40,27 +40,9 @@ func TestStalledEventSubscribersAreDropped(t *testing.T) {
 	base := runtime.NumGoroutine()
 
 	var conns []net.Conn
-	for i := range subscribers {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatalf("subscriber %d: %v", i, err)
-		}
-		defer c.Close()
-		// A small receive buffer, so a few events fill it.
-		c.(*net.TCPConn).SetReadBuffer(4096)
-		fmt.Fprintf(c, "GET /api/v1/events HTTP/1.1\r\nHost: %s\r\n\r\n", host)
-		// Read up to the first comment, so the subscription is in place,
-		// then read nothing more.
-		br := bufio.NewReader(c)
-		for {
-			line, err := br.ReadString('\n')
-			if err != nil {
-				t.Fatalf("subscriber %d: %v", i, err)
-			}
-			if strings.HasPrefix(line, ": connected") {
-				break
-			}
-		}
+	for range subscribers {
+		c := stalledReader(t, addr, "/api/v1/events")
+		readToConnected(t, c) // then reads nothing more
 		conns = append(conns, c)
 	}
 	if n := runtime.NumGoroutine(); n < base+subscribers {
@@ -82,6 +64,36 @@ func TestStalledEventSubscribersAreDropped(t *testing.T) {
 	}
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("a new subscriber after the stall: %v %v", resp, err)
+	}
+}
+
+// stalledReader connects to addr with a 4 KiB receive buffer and sends a
+// GET of target; the caller reads as much as it likes, and then nothing.
+func stalledReader(t *testing.T, addr, target string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.(*net.TCPConn).SetReadBuffer(4096) // a few events fill it
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, host)
+	return c
+}
+
+// readToConnected reads an events stream up to its first comment, when
+// the subscription is in place.
+func readToConnected(t *testing.T, c net.Conn) {
+	t.Helper()
+	br := bufio.NewReader(c)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(line, ": connected") {
+			return
+		}
 	}
 }
 
@@ -312,23 +324,7 @@ func TestAStalledSubscriberCutByItsWriteIsCountedAndLogged(t *testing.T) {
 	srv.Listener = smallBuffers{srv.Listener}
 	srv.Start()
 	defer srv.Close()
-	c, err := net.Dial("tcp", srv.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.(*net.TCPConn).SetReadBuffer(4096)
-	fmt.Fprintf(c, "GET /api/v1/events HTTP/1.1\r\nHost: %s\r\n\r\n", host)
-	br := bufio.NewReader(c)
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.HasPrefix(line, ": connected") {
-			break // subscribed; it reads nothing more
-		}
-	}
+	readToConnected(t, stalledReader(t, srv.Listener.Addr().String(), "/api/v1/events")) // then reads nothing more
 	payload := `"` + strings.Repeat("x", 16<<10) + `"`
 	deadline := time.Now().Add(30 * time.Second)
 	for f.bus.Stats().DroppedSubscribers == 0 {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -57,13 +56,7 @@ func TestAStalledLogFollowerIsLetGo(t *testing.T) {
 	srv.Listener = smallBuffers{srv.Listener}
 	srv.Start()
 	defer srv.Close()
-	c, err := net.Dial("tcp", srv.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.(*net.TCPConn).SetReadBuffer(4096)
-	fmt.Fprintf(c, "GET /api/v1/instances/i1/logs?follow=1 HTTP/1.1\r\nHost: %s\r\n\r\n", host)
+	stalledReader(t, srv.Listener.Addr().String(), "/api/v1/instances/i1/logs?follow=1")
 	select {
 	case err := <-f.returned:
 		if err == nil {

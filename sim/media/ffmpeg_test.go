@@ -47,6 +47,21 @@ type clipPacket struct {
 	randomAcc bool
 }
 
+// writeClip writes packets to a file named name in a temporary
+// directory, for a referee (ffprobe, ffmpeg) to read, and returns its path.
+func writeClip(t *testing.T, name string, ps []clipPacket) string {
+	t.Helper()
+	var ts []byte
+	for _, p := range ps {
+		ts = append(ts, p.data...)
+	}
+	file := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(file, ts, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
 func clipPackets(ts []byte) []clipPacket {
 	var ps []clipPacket
 	for off := 0; off+tsPacketSize <= len(ts); off += tsPacketSize {
@@ -289,14 +304,7 @@ func TestDamageInsideTheTargetIsWhatFFmpegSees(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fresh := clipPackets(bytes.Clone(clip))
 			damaged := tc.damage(fresh)
-			var ts []byte
-			for _, p := range damaged[cut:] {
-				ts = append(ts, p.data...)
-			}
-			file := filepath.Join(t.TempDir(), "target.ts")
-			if err := os.WriteFile(file, ts, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			file := writeClip(t, "target.ts", damaged[cut:])
 			tc.referee(t, file)
 			r := Analyze(sendClip(damaged, 0, cut), sendClip(damaged, cut, len(damaged)), sim.SeamMoments{})
 			if r.Verdict == sim.VerdictSeamless || !hasDefect(r, tc.check, "") || defectNamed(r, tc.check).AtFault != targetSide {
@@ -631,14 +639,7 @@ func TestHEVCJoinOnACRALosesItsRASLPictures(t *testing.T) {
 			ps := clipPackets(encodeClip(t, "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-t", "4", "-c:v", "libx265",
 				"-x265-params", "keyint=25:min-keyint=25:scenecut=0:bframes=3:log-level=error:open-gop="+c.openGOP))
 			cut := clipKeyframeCut(t, ps, 2)
-			var tgt []byte
-			for _, p := range ps[cut:] {
-				tgt = append(tgt, p.data...)
-			}
-			file := filepath.Join(t.TempDir(), "target.ts")
-			if err := os.WriteFile(file, tgt, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			file := writeClip(t, "target.ts", ps[cut:])
 			count := func(what string) int {
 				out, err := exec.Command(ffprobe, "-v", "error", "-select_streams", "v", "-show_entries", what+"=pts", "-of", "csv=p=0", file).Output()
 				if err != nil {
@@ -730,14 +731,7 @@ func TestVideoFramesWithoutAPTSAreStillFrames(t *testing.T) {
 			for _, i := range c.strip(srcFrames, tgtFrames) {
 				stripPTS(t, ps[i].data)
 			}
-			var all []byte
-			for _, p := range ps {
-				all = append(all, p.data...)
-			}
-			file := filepath.Join(t.TempDir(), "seam.ts")
-			if err := os.WriteFile(file, all, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			file := writeClip(t, "seam.ts", ps)
 			if out, _ := exec.Command(ffmpeg, "-v", "warning", "-i", file, "-f", "null", "-").CombinedOutput(); len(bytes.TrimSpace(out)) > 0 {
 				t.Fatalf("ffmpeg decoding the seam warns: %s", out)
 			}
@@ -811,14 +805,7 @@ func TestAPIDNeitherSideSentIsNoFaultOfTheTargets(t *testing.T) {
 					frames++
 				}
 			}
-			var tgt []byte
-			for _, p := range ps[cut:] {
-				tgt = append(tgt, p.data...)
-			}
-			file := filepath.Join(t.TempDir(), "target.ts")
-			if err := os.WriteFile(file, tgt, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			file := writeClip(t, "target.ts", ps[cut:])
 			// The referee: a receiver joining at the target decodes every frame.
 			out, err := exec.Command(ffmpeg, "-v", "error", "-i", file, "-map", "0:v", "-f", "framecrc", "-").CombinedOutput()
 			if err != nil {
@@ -966,14 +953,7 @@ func TestPacketsMarkedErroredAreTransportErrors(t *testing.T) {
 		t.Fatalf("packet %d is not inside the IDR", errored)
 	}
 	ps[errored].data[1] |= 0x80
-	var tgt []byte
-	for _, p := range ps[cut:] {
-		tgt = append(tgt, p.data...)
-	}
-	file := filepath.Join(t.TempDir(), "target.ts")
-	if err := os.WriteFile(file, tgt, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := writeClip(t, "target.ts", ps[cut:])
 	decodeErrors(ffmpeg)(t, file)
 	r := Analyze(sendClip(ps, 0, cut), sendClip(ps, cut, len(ps)), sim.SeamMoments{})
 	t.Log(r.Detail)
