@@ -438,24 +438,25 @@ func checkSharedNetwork(name string, s types.ServiceConfig) error {
 }
 
 // linuxSignals are the signal names the engine takes for a stop_signal,
-// without SIG: moby's signal.ParseSignal on Linux (Docker 20.10's
-// pkg/signal has the same map), where the engine runs.
-var linuxSignals = map[string]bool{}
+// without SIG, each between blanks: moby's signal.ParseSignal on Linux
+// (Docker 20.10's pkg/signal has the same map), where the engine runs.
+// RTMIN+1 … RTMIN+15 and RTMAX-14 … RTMAX-1 are its names too (rtOffset).
+const linuxSignals = " ABRT ALRM BUS CHLD CLD CONT FPE HUP ILL INT IO IOT KILL PIPE POLL PROF PWR QUIT SEGV STKFLT STOP SYS TERM TRAP TSTP TTIN TTOU URG USR1 USR2 VTALRM WINCH XCPU XFSZ RTMIN RTMAX "
 
 // linuxSigRTMax is Linux's highest signal (SIGRTMAX as moby numbers it).
 const linuxSigRTMax = 64
 
-func init() {
-	for _, n := range strings.Fields("ABRT ALRM BUS CHLD CLD CONT FPE HUP ILL INT IO IOT KILL PIPE POLL PROF PWR QUIT SEGV STKFLT STOP SYS TERM TRAP TSTP TTIN TTOU URG USR1 USR2 VTALRM WINCH XCPU XFSZ RTMIN RTMAX") {
-		linuxSignals[n] = true
+// rtOffset reports whether name is RTMIN+n (n 1..15) or RTMAX-n (n 1..14),
+// the real-time signals moby names between SIGRTMIN (34) and SIGRTMAX.
+func rtOffset(name string) bool {
+	v, most := "", 0
+	if after, ok := strings.CutPrefix(name, "RTMIN+"); ok {
+		v, most = after, 15
+	} else if after, ok := strings.CutPrefix(name, "RTMAX-"); ok {
+		v, most = after, 14
 	}
-	// RTMIN+1 … RTMIN+15 and RTMAX-14 … RTMAX-1 (35…64 between them).
-	for i := 1; i <= 15; i++ {
-		linuxSignals["RTMIN+"+strconv.Itoa(i)] = true
-	}
-	for i := 1; i <= 14; i++ {
-		linuxSignals["RTMAX-"+strconv.Itoa(i)] = true
-	}
+	n, err := strconv.Atoi(v)
+	return err == nil && strconv.Itoa(n) == v && n >= 1 && n <= most
 }
 
 // engineSignal reports whether the engine takes s as a container's stop
@@ -466,7 +467,8 @@ func engineSignal(s string) bool {
 	if n, err := strconv.Atoi(s); err == nil {
 		return n >= 1 && n <= linuxSigRTMax
 	}
-	return linuxSignals[strings.TrimPrefix(strings.ToUpper(s), "SIG")]
+	name := strings.TrimPrefix(strings.ToUpper(s), "SIG")
+	return !strings.ContainsRune(name, ' ') && strings.Contains(linuxSignals, " "+name+" ") || rtOffset(name)
 }
 
 // Linux's bounds on what execve takes: each string of the environment
