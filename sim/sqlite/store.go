@@ -554,10 +554,10 @@ func noRoom(err error) bool {
 		return false
 	}
 	switch se.Code() {
-	case sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR_SHMSIZE, sqlite3.SQLITE_IOERR_WRITE, sqlite3.SQLITE_IOERR_TRUNCATE:
+	case sqlite3.SQLITE_IOERR_SHMSIZE, sqlite3.SQLITE_IOERR_WRITE, sqlite3.SQLITE_IOERR_TRUNCATE:
 		return true
 	}
-	return se.Code()&0xff == sqlite3.SQLITE_FULL
+	return se.Code()&0xff == sqlite3.SQLITE_FULL // whatever its extended code
 }
 
 // damaged says whether err is SQLite's word for a damaged file:
