@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bufio"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +27,24 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// startMain starts this test binary as normsim with args (TestMain), and
+// returns its stdout to read and what it writes to stderr.
+func startMain(t *testing.T, args []string) (*exec.Cmd, io.ReadCloser, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), mainArgsEnv+"="+strings.Join(args, "\n"))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stdout, stderr
+}
+
 // TestOneInterruptExits130 (issue 34): a run cut short by one Ctrl-C
 // exited 1, as if a scenario had failed, so a CI wrapper could not tell a
 // cancelled run from a broken job. It now exits 130, as a shell reports
@@ -43,17 +62,7 @@ func TestOneInterruptExits130(t *testing.T) {
 	}
 	junit := filepath.Join(dir, "out.xml")
 	args := []string{"ci", scen, "--templates", "../templates", "--junit", junit}
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), mainArgsEnv+"="+strings.Join(args, "\n"))
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdout, stderr := startMain(t, args)
 	defer cmd.Process.Kill()
 	started := make(chan struct{})
 	var out strings.Builder
@@ -80,6 +89,7 @@ func TestOneInterruptExits130(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	var err error
 	select {
 	case err = <-done:
 	case <-time.After(30 * time.Second):
@@ -109,17 +119,7 @@ func TestASignalDeliveredTwiceIsOneInterrupt(t *testing.T) {
 	}
 	args := []string{"up", "--db", ":memory:", "--addr", "127.0.0.1:0", "--socket-port", "0", "--output-port", "0", "--runtime", "external", "--templates", "../templates"}
 	for range 5 {
-		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), mainArgsEnv+"="+strings.Join(args, "\n"))
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		cmd, stdout, stderr := startMain(t, args)
 		ready := make(chan struct{})
 		go func() {
 			sc := bufio.NewScanner(stdout)
@@ -144,6 +144,7 @@ func TestASignalDeliveredTwiceIsOneInterrupt(t *testing.T) {
 		cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
+		var err error
 		select {
 		case err = <-done:
 		case <-time.After(30 * time.Second):

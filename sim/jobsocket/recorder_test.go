@@ -149,14 +149,21 @@ func TestRepeatedHelloIsRecordedRedacted(t *testing.T) {
 	c.Closed(5 * time.Second)
 	ev.wait(t, jobsocket.Disconnected)
 	rec.Close()
+	requireRecordedWithoutToken(t, st, 4, "the two hellos, the repeat and the broken frame")
+}
+
+// requireRecordedWithoutToken fails unless st holds at least n frames
+// (want says which) and none of them holds the token.
+func requireRecordedWithoutToken(t *testing.T, st *gatedStore, n int, want string) {
+	t.Helper()
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if len(st.got) < 4 {
-		t.Fatalf("recorded %d frames, want the two hellos, the repeat and the broken frame", len(st.got))
+	if len(st.got) < n {
+		t.Fatalf("recorded %d frames, want %s", len(st.got), want)
 	}
 	for _, f := range st.got {
 		if strings.Contains(f.Data, token) {
-			t.Errorf("a %s frame was recorded with its token: %s", f.Type, f.Data)
+			t.Errorf("a %s frame was recorded with the job's token: %s", f.Type, f.Data)
 		}
 	}
 }
@@ -243,14 +250,5 @@ func TestATokenAJobEchoesInAFrameIsNotKept(t *testing.T) {
 	c.SendText(`{"type":"state","payload":{"note":"` + token + `"}}`)
 	ev.wait(t, jobsocket.Frame)
 	rec.Close()
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if len(st.got) < 3 {
-		t.Fatalf("recorded %d frames, want the hello, the abort and the state", len(st.got))
-	}
-	for _, f := range st.got {
-		if strings.Contains(f.Data, token) {
-			t.Errorf("a %s frame was recorded with the job's token: %s", f.Type, f.Data)
-		}
-	}
+	requireRecordedWithoutToken(t, st, 3, "the hello, the abort and the state")
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/normsim/normsim/internal/testjob"
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim/jobsocket"
 )
@@ -20,6 +21,19 @@ func (e *events) next(t *testing.T) jobsocket.Event {
 	return jobsocket.Event{}
 }
 
+// askedForState connects a job as j/r and asks it for its state, as a
+// migration's get-state does.
+func askedForState(t *testing.T) (*jobsocket.Listener, *events, *testjob.Job) {
+	t.Helper()
+	l, ev := MustListener(t, jobsocket.Config{})
+	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+	old := dial(t, l, "/instances/j/r")
+	old.Hello(token)
+	ev.wait(t, jobsocket.Connected)
+	l.Expect("j", "r", protocol.TypeState, protocol.TypeStateRefused, protocol.TypeAbort)
+	return l, ev, old
+}
+
 // TestFramesOfAReplacedConnection (issue 29 item 7): a newer hello
 // replaces a connection with 4409, and the replacement is reported. What
 // the job sent on the old socket before it read that close is read, not
@@ -28,12 +42,7 @@ func (e *events) next(t *testing.T) jobsocket.Event {
 // why. The newer connection repeating that answer is not closed for it.
 func TestFramesOfAReplacedConnection(t *testing.T) {
 	t.Parallel()
-	l, ev := MustListener(t, jobsocket.Config{})
-	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
-	old := dial(t, l, "/instances/j/r")
-	old.Hello(token)
-	ev.wait(t, jobsocket.Connected)
-	l.Expect("j", "r", protocol.TypeState, protocol.TypeStateRefused, protocol.TypeAbort)
+	l, ev, old := askedForState(t)
 
 	newer := dial(t, l, "/instances/j/r")
 	newer.Hello(token)
@@ -91,12 +100,7 @@ func TestFramesOfAReplacedConnection(t *testing.T) {
 // docs now say so.
 func TestAnAskIsTheInstancesNotTheConnections(t *testing.T) {
 	t.Parallel()
-	l, ev := MustListener(t, jobsocket.Config{})
-	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
-	old := dial(t, l, "/instances/j/r")
-	old.Hello(token)
-	ev.wait(t, jobsocket.Connected)
-	l.Expect("j", "r", protocol.TypeState, protocol.TypeStateRefused, protocol.TypeAbort)
+	l, ev, old := askedForState(t)
 
 	newer := dial(t, l, "/instances/j/r")
 	newer.Hello(token)

@@ -34,6 +34,21 @@ func (r *stopRecorder) Stop(_ context.Context, id string, _ time.Duration) (sim.
 	return sim.StopReport{}, nil
 }
 
+// recovered starts a manager of nodes a and b on store, whose runtime
+// ("fake") adopts every instance and records what it stops, and
+// recovers what store holds.
+func recovered(t *testing.T, store sim.Store) (*Manager, *stopRecorder) {
+	t.Helper()
+	rt := &stopRecorder{recoverer: recoverer{name: "fake"}}
+	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}, {Node: sim.Node{Name: "b"}}}, Store: store, Catalog: RepoCatalog(t),
+		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{"fake": rt}, Default: "fake"}})
+	t.Cleanup(func() { m.Close() })
+	if err := m.Recover(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return m, rt
+}
+
 // TestRecoverRollsBackWhatHadNotPassedItsPoint: a migration normsim was
 // killed during is rolled back at the next start when its mark says it
 // had not passed its point of no return (aborted, "interrupted", the
@@ -80,13 +95,7 @@ func TestRecoverRollsBackWhatHadNotPassedItsPoint(t *testing.T) {
 	store.MarkBegun("mig-past")
 	store.MarkPassed("mig-past")
 
-	rt := &stopRecorder{recoverer: recoverer{name: "fake"}}
-	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}, {Node: sim.Node{Name: "b"}}}, Store: store, Catalog: RepoCatalog(t),
-		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{"fake": rt}, Default: "fake"}})
-	defer m.Close()
-	if err := m.Recover(ctx); err != nil {
-		t.Fatal(err)
-	}
+	m, rt := recovered(t, store)
 
 	short, err := store.GetMigration(ctx, "mig-short")
 	if err != nil {
@@ -158,13 +167,7 @@ func TestARollbackAtRestartFindsATargetTheRecordDidNotName(t *testing.T) {
 		t.Fatal(err)
 	}
 	store.MarkBegun("mig-placing")
-	rt := &stopRecorder{recoverer: recoverer{name: "fake"}}
-	m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a"}}, {Node: sim.Node{Name: "b"}}}, Store: store, Catalog: RepoCatalog(t),
-		Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{"fake": rt}, Default: "fake"}})
-	defer m.Close()
-	if err := m.Recover(ctx); err != nil {
-		t.Fatal(err)
-	}
+	m, rt := recovered(t, store)
 	got, err := store.GetMigration(ctx, "mig-placing")
 	if err != nil {
 		t.Fatal(err)
