@@ -347,17 +347,37 @@ func ptsLeap(ffprobe string) func(t *testing.T, file string) {
 	}
 }
 
-// shiftPESTimes adds d to the PTS (and DTS) of the PES that starts in
-// packet p.
-func shiftPESTimes(t *testing.T, p []byte, d int64) {
-	off := 4
+// payload is where the payload of TS packet p begins, past its
+// adaptation field.
+func payload(p []byte) []byte {
 	if p[3]&0x20 != 0 {
-		off += 1 + int(p[4])
+		return p[4+1+int(p[4]):]
 	}
-	h := p[off:]
+	return p[4:]
+}
+
+// section is the PSI section that starts in packet p, past its pointer
+// field.
+func section(p []byte) []byte {
+	pl := payload(p)
+	return pl[1+int(pl[0]):]
+}
+
+// pesWithPTS is the PES header that starts in packet p, which must carry
+// a PTS.
+func pesWithPTS(t *testing.T, p []byte) []byte {
+	t.Helper()
+	h := payload(p)
 	if h[0] != 0 || h[1] != 0 || h[2] != 1 || h[7]&0x80 == 0 {
 		t.Fatalf("packet has no PES header with a PTS: % x", h[:10])
 	}
+	return h
+}
+
+// shiftPESTimes adds d to the PTS (and DTS) of the PES that starts in
+// packet p.
+func shiftPESTimes(t *testing.T, p []byte, d int64) {
+	h := pesWithPTS(t, p)
 	n := 1
 	if h[7]&0x40 != 0 {
 		n = 2
@@ -758,14 +778,7 @@ func TestVideoFramesWithoutAPTSAreStillFrames(t *testing.T) {
 // p, their bytes kept as header stuffing.
 func stripPTS(t *testing.T, p []byte) {
 	t.Helper()
-	off := 4
-	if p[3]&0x20 != 0 {
-		off += 1 + int(p[4])
-	}
-	h := p[off:]
-	if h[0] != 0 || h[1] != 0 || h[2] != 1 || h[7]&0x80 == 0 {
-		t.Fatalf("packet has no PES header with a PTS: % x", h[:10])
-	}
+	h := pesWithPTS(t, p)
 	h[7] &= 0x3f
 	for i := 9; i < 9+int(h[8]); i++ {
 		h[i] = 0xff
@@ -833,12 +846,7 @@ func TestAPIDNeitherSideSentIsNoFaultOfTheTargets(t *testing.T) {
 // descriptors desc, to the PMT section that starts in packet p.
 func addPMTStream(t *testing.T, p []byte, typ byte, pid uint16, desc []byte) {
 	t.Helper()
-	at := 4
-	if p[3]&0x20 != 0 {
-		at += 1 + int(p[4])
-	}
-	at += 1 + int(p[at]) // pointer field
-	sec := p[at:]
+	sec := section(p)
 	length := int(binary.BigEndian.Uint16(sec[1:3]) & 0xfff)
 	entry := append([]byte{typ, 0xe0 | byte(pid>>8), byte(pid), 0xf0 | byte(len(desc)>>8), byte(len(desc))}, desc...)
 	end := 3 + length - 4 // where the CRC was

@@ -473,12 +473,7 @@ func (m muxed) renumbered(number uint16, pick func(frame int) bool) muxed {
 		p = slices.Clone(p)
 		pid := uint16(p[1]&0x1f)<<8 | uint16(p[2])
 		if pick(m.frameOf[i]) && p[1]&0x40 != 0 && (pid == 0 || pid == 0x1000) {
-			at := 4
-			if p[3]&0x20 != 0 {
-				at += 1 + int(p[4])
-			}
-			at += 1 + int(p[at]) // pointer field
-			sec := p[at:]
+			sec := section(p)
 			length := int(binary.BigEndian.Uint16(sec[1:3]) & 0xfff)
 			if pid == 0 {
 				for k := 8; k+4 <= 3+length-4; k += 4 {
