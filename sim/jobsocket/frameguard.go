@@ -3,8 +3,10 @@ package jobsocket
 import (
 	"encoding/binary"
 	"io"
+	"net"
 	"strconv"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/coder/websocket"
@@ -41,7 +43,13 @@ import (
 // around them), so the guard needs no lock of its own; only stop is set
 // from outside a read.
 type frameGuard struct {
-	src io.Reader
+	src counted
+	// conn is the connection under src, asked how many bytes wait in the
+	// kernel (unreadBytes); nil in tests of the guard alone.
+	conn net.Conn
+	// ahead is the newest proof of what had arrived: every byte of the
+	// stream before ahead.horizon was in by ahead.at (markAhead).
+	ahead arrival
 	// hdr holds the header being read, hn bytes of it so far.
 	hdr [maxHeader]byte
 	hn  int
@@ -67,6 +75,56 @@ type frameGuard struct {
 	// discarded. stop asks for it from outside a read (failAfter).
 	failed bool
 	stop   atomic.Bool
+	// now is the listener's clock; jobClose, set once a job's close frame
+	// passed (closeFrame), is read from outside a read: the library takes a
+	// millisecond or so to answer a close before its reader says the job
+	// closed, and a worker that stops the job meanwhile must still know the
+	// job's close came first (Listener.Unregister).
+	now      func() time.Time
+	jobClose atomic.Pointer[jobClose]
+	// parked: the guard waits in src for the first bytes of a frame, so
+	// the library has read every frame before (conn.caughtUp).
+	parked atomic.Bool
+}
+
+// counted is a reader that counts the bytes read from it.
+type counted struct {
+	r io.Reader
+	n int64
+}
+
+func (c *counted) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// arrival says every byte of a stream before horizon had arrived by at.
+type arrival struct {
+	at      time.Time
+	horizon int64
+}
+
+// markAhead, at the end of a frame the library is handed, notes the
+// bytes that already wait in the kernel behind it. The library hands the
+// frame on before it reads them: a close among them, read only once the
+// frame is dealt with, is dated by this (closeFrame). A mark that still
+// covers bytes not read yet is kept, so a burst of frames costs one look.
+func (g *frameGuard) markAhead() {
+	if g.conn == nil || g.now == nil || g.ahead.horizon > g.src.n {
+		return
+	}
+	g.ahead = arrival{}
+	if u := unreadBytes(g.conn); u > 0 {
+		g.ahead = arrival{g.now(), g.src.n + int64(u)}
+	}
+}
+
+// jobClose is a close frame the job sent, as the guard read it.
+type jobClose struct {
+	at     time.Time
+	code   int
+	reason string
 }
 
 // maxHeader is the longest frame header: 2 bytes, a 64-bit length and a
@@ -99,7 +157,10 @@ func (g *frameGuard) Read(p []byte) (int, error) {
 			g.told = true
 			return 0, g.refusal
 		case g.failed:
-			if _, err := g.src.Read(p); err != nil {
+			g.parked.Store(true)
+			_, err := g.src.Read(p)
+			g.parked.Store(false)
+			if err != nil {
 				return 0, err
 			}
 		case len(g.pend) > 0:
@@ -110,6 +171,9 @@ func (g *frameGuard) Read(p []byte) (int, error) {
 			n, err := g.src.Read(p[:min(int64(len(p)), g.left)])
 			g.left -= int64(n)
 			if !g.skip {
+				if g.left == 0 {
+					g.markAhead()
+				}
 				return n, err
 			}
 			if err != nil {
@@ -145,7 +209,9 @@ func (g *frameGuard) next() error {
 	// at least minHeader, read in one call when they came together.
 	g.skip, g.closeBody = false, nil
 	for g.hn < 2 || g.hn < minHeader && g.hdr[1]&0x80 != 0 {
+		g.parked.Store(g.hn == 0)
 		m, err := g.src.Read(g.hdr[g.hn:minHeader])
+		g.parked.Store(false)
 		g.hn += m
 		if err != nil && (g.hn < 2 || g.hn < minHeader && g.hdr[1]&0x80 != 0) {
 			return err
@@ -226,7 +292,7 @@ func (g *frameGuard) closeFrame(n int64) error {
 	hn := g.hn
 	frame := make([]byte, hn+int(n))
 	copy(frame, g.hdr[:hn])
-	if _, err := io.ReadFull(g.src, frame[hn:]); err != nil {
+	if _, err := io.ReadFull(&g.src, frame[hn:]); err != nil {
 		// The library sees none of it: a read that failed ends it.
 		return err
 	}
@@ -244,6 +310,17 @@ func (g *frameGuard) closeFrame(n int64) error {
 		return g.fail(websocket.StatusInvalidFramePayloadData, "the close reason is not valid UTF-8 (RFC 6455 section 5.5.1)")
 	}
 	g.pend, g.closeBody = frame, body
+	if g.jobClose.Load() == nil && g.now != nil {
+		at := g.now()
+		if g.src.n <= g.ahead.horizon {
+			at = g.ahead.at // it waited behind a frame the library was handed
+		}
+		seen := &jobClose{at: at, code: int(websocket.StatusNoStatusRcvd)}
+		if n >= 2 {
+			seen.code, seen.reason = int(binary.BigEndian.Uint16(body)), string(body[2:])
+		}
+		g.jobClose.Store(seen)
+	}
 	return nil
 }
 
@@ -265,7 +342,7 @@ func (g *frameGuard) unreadClose() (code int, reason string, ok bool) {
 		case len(g.pend) > 0:
 			g.pend = nil
 		case g.left > 0:
-			n, err := io.CopyN(io.Discard, g.src, g.left)
+			n, err := io.CopyN(io.Discard, &g.src, g.left)
 			g.left -= n
 			if err != nil {
 				return 0, "", false

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"runtime"
@@ -692,6 +693,58 @@ func TestAJobThatClosesWhileAWriteIsStuckClosedItself(t *testing.T) {
 				t.Fatalf("disconnected with %d %q by %v, want the job's own 1000 %q", d.Code, d.Reason, d.ClosedBy, reason)
 			}
 			<-sent
+		})
+	}
+}
+
+// Issue 34 round 13, A-F1: a source that sends its close right behind its
+// last frame, and is stopped (Unregister) or closed (Disconnect) by the
+// manager between the guard's read of that close and the read loop's
+// news of it, closed first. The library answers a close before its reader
+// returns (a millisecond or so; here, held by a write stuck in full
+// buffers), and the instance's end used to be told as normsim's "instance
+// stopped", or not at all. It is the job's close, as of when it was read.
+func TestAJobThatClosesBeforeItIsStoppedClosedFirst(t *testing.T) {
+	for name, end := range map[string]func(l *jobsocket.Listener){
+		"unregister": func(l *jobsocket.Listener) { l.Unregister("j", "r") },
+		"disconnect": func(l *jobsocket.Listener) { l.Disconnect("j", "r", 4500, "fault") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			l, ev := MustListener(t, jobsocket.Config{WriteTimeout: 2 * time.Second})
+			j := connectedSlowReader(t, l, ev)
+			sent := make(chan error, 1)
+			go func() {
+				payload := []byte(`"` + strings.Repeat("p", 60000) + `"`)
+				for {
+					if err := l.Send(context.Background(), "j", "r", protocol.WorkerFrame{Type: protocol.TypeInitialState, MigrationID: "m", Payload: payload}); err != nil {
+						sent <- err
+						return
+					}
+				}
+			}()
+			time.Sleep(300 * time.Millisecond) // the buffers fill; the library's answer to a close waits
+			reason := "done"
+			wrote := time.Now()
+			j.write(append(append(header(true, opClose, uint64(2+len(reason))), 0x0f, 0xa0), reason...)) // 4000
+			for !l.JobCloseRead("j", "r") {
+				if time.Since(wrote) > 10*time.Second {
+					t.Fatal("the guard never read the job's close frame")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			end(l)
+			d := ev.waitFor(t, jobsocket.Disconnected, 30*time.Second)
+			if d.Code != 4000 || d.Reason != reason || d.ClosedBy != jobsocket.ClosedByJob {
+				t.Fatalf("disconnected with %d %q by %v, want the job's own 4000 %q", d.Code, d.Reason, d.ClosedBy, reason)
+			}
+			if d.At.Before(wrote) || d.At.After(wrote.Add(10*time.Second)) {
+				t.Fatalf("the close is dated %v, want when it was read (written at %v)", d.At, wrote)
+			}
+			go io.Copy(io.Discard, j.br) // let the stuck write go
+			<-sent
+			if n := ev.count(jobsocket.Disconnected); n != 1 {
+				t.Fatalf("%d disconnects reported, want 1", n)
+			}
 		})
 	}
 }

@@ -148,6 +148,11 @@ type instance struct {
 	// repeats what normsim read already. spent is cleared like late.
 	answered map[string]bool
 	spent    map[string]bool
+	// telling, while the end of the instance's connection is being
+	// reported, is closed once the report has been handed on: Unregister
+	// waits for it, so the manager, which stops the instance next, hears
+	// how it ended before it goes on.
+	telling chan struct{}
 }
 
 // New returns a listener; Open starts it.
@@ -283,12 +288,36 @@ func (l *Listener) Settle(jobID, role string) {
 // Unregister forgets an instance and closes its connection normally.
 func (l *Listener) Unregister(jobID, role string) {
 	l.mu.Lock()
+	var c *conn
+	var telling chan struct{}
 	in, ok := l.instances[key{jobID, role}]
+	if ok {
+		c, telling = in.cur, in.telling
+	}
 	delete(l.instances, key{jobID, role})
 	l.mu.Unlock()
-	if ok && in.cur != nil {
-		in.cur.close(protocol.CloseStopped, protocol.ReasonStopped)
+	if c == nil {
+		if telling != nil {
+			// Its end, being reported, is heard before the stop. (Bounded:
+			// a handler that unregisters from inside its own report
+			// would wait for itself.)
+			t := time.NewTimer(l.cfg.CloseTimeout)
+			select {
+			case <-telling:
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		return
 	}
+	if jc := c.closedFirst(); jc != nil {
+		// The job closed first, and its read loop, with the instance
+		// gone now, will not report it: a source that closed right
+		// behind its last frame, stopped before its reader said so.
+		l.cfg.OnEvent(Event{Kind: Disconnected, Node: l.cfg.Node, JobID: jobID, Role: role, At: jc.at,
+			Code: jc.code, Reason: redactReason(jc.reason, in.reg.Token), ClosedBy: ClosedByJob})
+	}
+	c.close(protocol.CloseStopped, protocol.ReasonStopped)
 }
 
 // Connected reports whether an instance has an authenticated connection.
@@ -385,6 +414,9 @@ func (l *Listener) Send(ctx context.Context, jobID, role string, f protocol.Work
 func (l *Listener) Disconnect(jobID, role string, code int, reason string) {
 	c := l.current(jobID, role)
 	if c != nil {
+		// A close the job sent first is then reported as its own
+		// (conn.closed).
+		c.closedFirst()
 		c.close(websocket.StatusCode(code), reason)
 	}
 }
@@ -479,6 +511,7 @@ type conn struct {
 	closeMu     sync.Mutex
 	closeCode   int
 	closeReason string
+	closeAt     time.Time
 	// writeStuck: our close is the 1008 of a write that ran out of time,
 	// which kills the connection, so that close never reached the job.
 	writeStuck atomic.Bool
@@ -502,15 +535,64 @@ type conn struct {
 }
 
 func (c *conn) setClose(code int, reason string) {
+	at := c.l.cfg.Now()
 	c.closeMu.Lock()
-	c.closeCode, c.closeReason = code, reason
+	c.closeCode, c.closeReason, c.closeAt = code, reason, at
 	c.closeMu.Unlock()
 }
 
+// closed is how we ended c (code 0: we did not), unless the job's close
+// frame was read before we began to: that close came first, and is
+// reported.
 func (c *conn) closed() (int, string) {
 	c.closeMu.Lock()
 	defer c.closeMu.Unlock()
+	if jc := c.jobClose(); jc != nil && jc.at.Before(c.closeAt) {
+		return 0, ""
+	}
 	return c.closeCode, c.closeReason
+}
+
+// catchUpWait bounds how long closedFirst waits for a busy read loop.
+const catchUpWait = 50 * time.Millisecond
+
+// closedFirst is the close frame the job sent before we close c, nil when
+// it sent none. Its close may have arrived and not been read: the read
+// loop may be handing on the frame before it (source-stopped-output, say,
+// whose relay brought the answer that made the manager stop this job). It
+// waits, for catchUpWait at most, until the loop has read everything the
+// kernel holds for c.
+func (c *conn) closedFirst() *jobClose {
+	deadline := time.Now().Add(catchUpWait)
+	for {
+		if jc := c.jobClose(); jc != nil || c.caughtUp() || time.Now().After(deadline) {
+			return jc
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+// caughtUp says whether the read loop has read all the job sent so far:
+// its guard waits for the first bytes of a frame, and the kernel holds
+// none. (A connection whose guard reads net/http's buffer, for bytes the
+// job sent right behind its upgrade, has them read before it parks.)
+func (c *conn) caughtUp() bool {
+	if c.guarded == nil {
+		return true
+	}
+	g := &c.guarded.guard
+	// Parked before and after the look: the kernel's count is not of
+	// bytes the guard was taking meanwhile. A system that cannot say
+	// (-1) has the guard's word alone.
+	return g.parked.Load() && unreadBytes(c.raw) <= 0 && g.parked.Load()
+}
+
+// jobClose is the close frame the job sent, once the guard has read it.
+func (c *conn) jobClose() *jobClose {
+	if c.guarded == nil {
+		return nil
+	}
+	return c.guarded.guard.jobClose.Load()
 }
 
 func (c *conn) send(ctx context.Context, f protocol.WorkerFrame) error {
@@ -707,6 +789,7 @@ type hijackWatch struct {
 	http.ResponseWriter
 	conn    net.Conn
 	guarded *frameGuardConn
+	now     func() time.Time
 }
 
 // socketBufferSize is the size of a job socket's read and of its write
@@ -733,7 +816,7 @@ func (h *hijackWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if brw.Reader.Buffered() > 0 {
 		src = brw.Reader
 	}
-	gc := &frameGuardConn{Conn: c, guard: frameGuard{src: src}}
+	gc := &frameGuardConn{Conn: c, guard: frameGuard{src: counted{r: src}, conn: c, now: h.now}}
 	h.guarded = gc
 	return gc, bufio.NewReadWriter(bufio.NewReaderSize(gc, socketBufferSize), bufio.NewWriterSize(gc, socketBufferSize)), nil
 }
@@ -792,7 +875,7 @@ func (g *frameGuardConn) unreadClose() (code int, reason string, ok bool) {
 
 // ServeHTTP upgrades a job's connection and runs it.
 func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	hw := &hijackWatch{ResponseWriter: w}
+	hw := &hijackWatch{ResponseWriter: w, now: l.cfg.Now}
 	ws, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
 		// Jobs are not browsers; the per-instance token is the guard.
 		InsecureSkipVerify: true,
@@ -1006,8 +1089,12 @@ func (l *Listener) disconnected(c *conn, code int, reason string) {
 	l.mu.Lock()
 	in, ok := l.instances[c.key]
 	current := ok && in.cur == c
+	var told chan struct{}
 	if current {
 		in.cur = nil
+		told = make(chan struct{})
+		in.telling = told
+		defer close(told)
 	}
 	token := ""
 	if ok {
@@ -1023,11 +1110,18 @@ func (l *Listener) disconnected(c *conn, code int, reason string) {
 		by = ConnectionLost
 	}
 	reason = redactReason(reason, token)
-	if cc, cr := c.closed(); cc != 0 && !(c.writeStuck.Load() && c.jobClosedAt.Load() != nil) {
-		code, reason, by = cc, cr, ClosedByWorker
-	}
 	at := l.cfg.Now()
-	if by == ClosedByJob {
+	cc, cr := c.closed()
+	jc := c.jobClose()
+	switch {
+	case cc != 0 && !(c.writeStuck.Load() && c.jobClosedAt.Load() != nil):
+		code, reason, by = cc, cr, ClosedByWorker
+	case jc != nil:
+		// The job's close frame, as the guard read it: how the read loop
+		// ended after it (the library's answer, or a close of ours that
+		// cut the answer short) is not what the job did.
+		code, reason, by, at = jc.code, redactReason(jc.reason, token), ClosedByJob, jc.at
+	case by == ClosedByJob:
 		if read := c.jobClosedAt.Load(); read != nil {
 			at = *read
 		}

@@ -2,8 +2,10 @@ package jobsocket
 
 import (
 	"bytes"
+	"errors"
 	"net"
 	"net/url"
+	"syscall"
 )
 
 // A job's upgrade request whose path holds a percent sign that starts no
@@ -59,6 +61,16 @@ func (c *guardedConn) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.Conn.Read(p)
+}
+
+// SyscallConn is the TCP connection's, so unreadBytes can ask the kernel
+// what waits on it.
+func (c *guardedConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, errors.ErrUnsupported
+	}
+	return sc.SyscallConn()
 }
 
 // readRequestLine reads until the end of the first line (or the bound,
