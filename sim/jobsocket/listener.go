@@ -148,11 +148,28 @@ type instance struct {
 	// repeats what normsim read already. spent is cleared like late.
 	answered map[string]bool
 	spent    map[string]bool
-	// telling, while the end of the instance's connection is being
-	// reported, is closed once the report has been handed on: Unregister
-	// waits for it, so the manager, which stops the instance next, hears
-	// how it ended before it goes on.
-	telling chan struct{}
+	// reporting counts the reports of the instance's current connection
+	// on their way to OnEvent (a frame, its end). Unregister waits until
+	// they are handed on (drained, made when it finds some under way), so
+	// the manager, which stops or removes the instance next, hears what
+	// the job sent before it goes on: a frame read in the moment before
+	// the stop is never lost between the two.
+	reporting int
+	drained   chan struct{}
+}
+
+// report counts a report of in's that is on its way; the func it returns
+// says it was handed on. Called under l.mu.
+func (l *Listener) report(in *instance) (done func()) {
+	in.reporting++
+	return func() {
+		l.mu.Lock()
+		if in.reporting--; in.reporting == 0 && in.drained != nil {
+			close(in.drained)
+			in.drained = nil
+		}
+		l.mu.Unlock()
+	}
 }
 
 // New returns a listener; Open starts it.
@@ -286,34 +303,45 @@ func (l *Listener) Settle(jobID, role string) {
 }
 
 // Unregister forgets an instance and closes its connection normally.
+// What the job sent before, waiting to be read, is read first, as the
+// instance's (conn.catchUp); a report of it on its way is handed on
+// before Unregister returns. The manager, which stops or removes the
+// instance next, hears all of it first: a frame or a close the job sent
+// right before its stop is never lost between the two.
 func (l *Listener) Unregister(jobID, role string) {
+	k := key{jobID, role}
+	if c := l.current(jobID, role); c != nil {
+		c.catchUp()
+	}
 	l.mu.Lock()
 	var c *conn
-	var telling chan struct{}
-	in, ok := l.instances[key{jobID, role}]
+	var drained chan struct{}
+	in, ok := l.instances[k]
 	if ok {
-		c, telling = in.cur, in.telling
-	}
-	delete(l.instances, key{jobID, role})
-	l.mu.Unlock()
-	if c == nil {
-		if telling != nil {
-			// Its end, being reported, is heard before the stop. (Bounded:
-			// a handler that unregisters from inside its own report
-			// would wait for itself.)
-			t := time.NewTimer(l.cfg.CloseTimeout)
-			select {
-			case <-telling:
-			case <-t.C:
-			}
-			t.Stop()
+		c = in.cur
+		if in.reporting > 0 {
+			in.drained = make(chan struct{})
+			drained = in.drained
 		}
+	}
+	delete(l.instances, k)
+	l.mu.Unlock()
+	if drained != nil {
+		// Bounded: a handler that unregisters from inside its own
+		// report would wait for itself.
+		t := time.NewTimer(l.cfg.CloseTimeout)
+		select {
+		case <-drained:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	if c == nil {
 		return
 	}
-	if jc := c.closedFirst(); jc != nil {
-		// The job closed first, and its read loop, with the instance
-		// gone now, will not report it: a source that closed right
-		// behind its last frame, stopped before its reader said so.
+	if jc := c.jobClose(); jc != nil {
+		// The job closed first, and the library is still answering it:
+		// its read loop, with the instance gone now, will not report it.
 		l.cfg.OnEvent(Event{Kind: Disconnected, Node: l.cfg.Node, JobID: jobID, Role: role, At: jc.at,
 			Code: jc.code, Reason: redactReason(jc.reason, in.reg.Token), ClosedBy: ClosedByJob})
 	}
@@ -414,9 +442,9 @@ func (l *Listener) Send(ctx context.Context, jobID, role string, f protocol.Work
 func (l *Listener) Disconnect(jobID, role string, code int, reason string) {
 	c := l.current(jobID, role)
 	if c != nil {
-		// A close the job sent first is then reported as its own
-		// (conn.closed).
-		c.closedFirst()
+		// What the job sent first is read first: a close of its own is
+		// then reported as its (conn.closed).
+		c.catchUp()
 		c.close(websocket.StatusCode(code), reason)
 	}
 }
@@ -553,21 +581,18 @@ func (c *conn) closed() (int, string) {
 	return c.closeCode, c.closeReason
 }
 
-// catchUpWait bounds how long closedFirst waits for a busy read loop.
+// catchUpWait bounds how long catchUp waits for a busy read loop.
 const catchUpWait = 50 * time.Millisecond
 
-// closedFirst is the close frame the job sent before we close c, nil when
-// it sent none. Its close may have arrived and not been read: the read
-// loop may be handing on the frame before it (source-stopped-output, say,
-// whose relay brought the answer that made the manager stop this job). It
-// waits, for catchUpWait at most, until the loop has read everything the
-// kernel holds for c.
-func (c *conn) closedFirst() *jobClose {
+// catchUp waits, before we close c, until its read loop has read what the
+// job sent: everything the kernel holds for c, or up to the job's own
+// close. The loop may be handing on a frame (source-stopped-output, say,
+// whose relay brought the answer that made the manager stop this job)
+// with more behind it. It waits catchUpWait at most: a job that never
+// stops sending is closed all the same.
+func (c *conn) catchUp() {
 	deadline := time.Now().Add(catchUpWait)
-	for {
-		if jc := c.jobClose(); jc != nil || c.caughtUp() || time.Now().After(deadline) {
-			return jc
-		}
+	for c.jobClose() == nil && !c.caughtUp() && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Microsecond)
 	}
 }
@@ -1089,12 +1114,9 @@ func (l *Listener) disconnected(c *conn, code int, reason string) {
 	l.mu.Lock()
 	in, ok := l.instances[c.key]
 	current := ok && in.cur == c
-	var told chan struct{}
 	if current {
 		in.cur = nil
-		told = make(chan struct{})
-		in.telling = told
-		defer close(told)
+		defer l.report(in)()
 	}
 	token := ""
 	if ok {
@@ -1354,6 +1376,7 @@ func (l *Listener) serveFrame(c *conn, data []byte) (int, string) {
 		}
 		return l.staleFrame(c, told, f, perr, data)
 	}
+	defer l.report(in)()
 	if perr != nil {
 		l.mu.Unlock()
 		return c.refuseFrame(data, perr)
@@ -1465,6 +1488,10 @@ func (l *Listener) staleFrame(c *conn, told chan struct{}, f protocol.JobFrame, 
 	}
 	l.discard(ev)
 	if told == nil {
+		// Unregister is closing it, with the normal close a stop has:
+		// should this loop end first, its teardown must not take the
+		// place of that close.
+		c.close(protocol.CloseStopped, protocol.ReasonStopped)
 		return protocol.CloseProtocolError, ev.Reason
 	}
 	return 0, ""

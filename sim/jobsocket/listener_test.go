@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -568,5 +569,43 @@ func TestAHelloAtTheDeadlineGetsAnAnswer(t *testing.T) {
 	}
 	if bare > 0 {
 		t.Errorf("%d of %d hellos at the deadline got no answer", bare, tries)
+	}
+}
+
+// Issue 34 round 13, A-F2: a frame the listener read, and whose report
+// was on its way when the instance was unregistered (a rollback removing
+// its target), was in the frame records and lost to the manager, which
+// found the instance gone. Unregister returns once such a report has been
+// handed on, and the frames waiting unread are read first, as the
+// instance's; the job still gets the normal close.
+func TestUnregisterHandsOnWhatTheJobSentFirst(t *testing.T) {
+	var reported atomic.Bool
+	inReport := make(chan struct{})
+	ev := &events{c: make(chan jobsocket.Event, 100)}
+	l := jobsocket.New(jobsocket.Config{Node: "a", OnEvent: func(e jobsocket.Event) {
+		if e.Kind == jobsocket.Frame && e.Frame.Type == protocol.TypeTargetReady {
+			close(inReport)
+			time.Sleep(300 * time.Millisecond) // a manager busy elsewhere
+			reported.Store(true)
+		}
+		ev.on(e)
+	}})
+	if err := l.Open("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+	c := dial(t, l, "/instances/j/r")
+	c.Hello(token)
+	ev.wait(t, jobsocket.Connected)
+	l.Expect("j", "r", protocol.TypeTargetReady)
+	c.Send(protocol.JobFrame{Type: protocol.TypeTargetReady})
+	<-inReport
+	l.Unregister("j", "r")
+	if !reported.Load() {
+		t.Fatal("Unregister returned while the report of a frame the job sent before it was on its way")
+	}
+	if code, reason := c.Closed(5 * time.Second); code != websocket.StatusNormalClosure || reason != protocol.ReasonStopped {
+		t.Fatalf("closed with %d %q, want 1000 %q", code, reason, protocol.ReasonStopped)
 	}
 }
