@@ -130,6 +130,10 @@ type instance struct {
 	// failed): DELETEs sent at once have one winner, and the others
 	// wait for it instead of stopping the instance again.
 	removing chan struct{}
+	// unreachable: adopted with an env that names another run's job
+	// socket port, said in Error (dialsElsewhere) until its job connects
+	// all the same.
+	unreachable bool
 }
 
 // New returns a manager; Start reconciles what the store remembers.
@@ -1062,6 +1066,9 @@ func (m *Manager) OnSocketEvent(ev sim.SocketEvent) {
 	switch ev.Kind {
 	case sim.SocketConnected, sim.SocketDisconnected:
 		c := ev.Kind == sim.SocketConnected
+		if c && in.unreachable {
+			in.unreachable, in.Error = false, ""
+		}
 		if in.Connected != c {
 			in.Connected = c
 			m.changedLocked(in)

@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -259,12 +264,49 @@ func (m *Manager) readopt(ctx context.Context, in *sim.Instance) {
 			}
 		}
 	}
+	n := m.nodes[in.Node]
+	if n != nil && n.Socket != nil {
+		why := dialsElsewhere(in, n.SocketPort, slices.Index(m.order, in.Node))
+		if why != "" || strings.HasPrefix(live.Error, dialsElsewherePrefix) {
+			// Said afresh each start: an earlier run's word on it is stale.
+			live.Error, live.unreachable = why, why != ""
+		}
+		if why != "" {
+			m.log.Warn("adopted an instance whose job cannot reach this run's job socket", "instance", in.ID, "why", why)
+		}
+	}
 	m.mu.Lock()
 	m.addLocked(live)
 	m.mu.Unlock()
-	if n := m.nodes[in.Node]; n != nil && n.Socket != nil {
+	if n != nil && n.Socket != nil {
 		n.Socket.Register(sim.SocketRegistration{JobID: in.JobID, Role: in.ID, Token: in.Token})
 	}
+}
+
+// dialsElsewherePrefix begins every reason dialsElsewhere gives.
+const dialsElsewherePrefix = "its job dials the job socket"
+
+// dialsElsewhere says why an adopted instance's job cannot reconnect,
+// "" when it can: it was launched by a run whose node listened on another
+// job-socket port (--socket-port), and its env, fixed at launch, names
+// that port. It stays listed running, not connected, with this reason.
+// nth is the node's place among the run's nodes: each takes the port
+// after the one before's.
+func dialsElsewhere(in *sim.Instance, port, nth int) string {
+	for _, svc := range slices.Sorted(maps.Keys(in.Env)) {
+		u, err := url.Parse(in.Env[svc][protocol.EnvURL])
+		if err != nil || u.Port() == "" || u.Port() == strconv.Itoa(port) {
+			continue
+		}
+		fix := "normsim with --socket-port as the run that launched it had it"
+		if p, err := strconv.Atoi(u.Port()); err == nil && p-nth > 0 {
+			fix = fmt.Sprintf("normsim with --socket-port %d, as the run that launched it", p-nth)
+		}
+		return fmt.Sprintf(dialsElsewherePrefix+" at port %s (its %s, set when it was launched), and node %s listens on %d in this run: "+
+			"it cannot reconnect; start %s, or delete the instance and launch it again",
+			u.Port(), protocol.EnvURL, in.Node, port, fix)
+	}
+	return ""
 }
 
 // relaunchSpec is the launch spec an adopted instance was started with,

@@ -3,11 +3,13 @@ package manager
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim"
 )
 
@@ -99,3 +101,62 @@ func TestRecoverIsRuntimeAgnostic(t *testing.T) {
 		}
 	}
 }
+
+// Issue 34 round 13, B5: a normsim killed and started again with another
+// --socket-port adopted its containers, whose env names the old port:
+// they dialled it for ever, listed running and not connected, and
+// nothing said why. An adopted instance whose job dials another port is
+// listed with why and the fix, and the word goes once its job connects
+// all the same (or a later start listens where it dials).
+func TestAnAdoptedJobThatDialsAnotherPortIsToldOf(t *testing.T) {
+	ctx := context.Background()
+	store := NewMemStore(t)
+	now := time.Now()
+	env := func(port int) map[string]map[string]string {
+		return map[string]map[string]string{"app": {protocol.EnvURL: fmt.Sprintf("ws://host.docker.internal:%d/instances/job-x/x-1", port)}}
+	}
+	for id, port := range map[string]int{"x-1": 7790, "y-1": 7801, "z-1": 7801} {
+		in := &sim.Instance{ID: id, JobID: "job-" + id, Role: id, Node: "b", Template: "plain", Runtime: "fake",
+			State: sim.InstanceRunning, Env: env(port), CreatedAt: now, UpdatedAt: now}
+		if id == "z-1" {
+			// Stored by a run that listened elsewhere: this one listens
+			// where it dials.
+			in.Error = "its job dials the job socket at port 7790 (…)"
+		}
+		if err := store.SaveInstance(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := func() *Manager {
+		sock := &registrar{}
+		fake := &recoverer{name: "fake", answer: map[string]sim.Recovery{"x-1": {Adopted: true}, "y-1": {Adopted: true}, "z-1": {Adopted: true}}}
+		m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a", SocketPort: 7800}}, {Node: sim.Node{Name: "b", SocketPort: 7801}, Socket: sock}},
+			Store: store, Catalog: RepoCatalog(t), Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{"fake": fake}, Default: "fake"}})
+		if err := m.Recover(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	m := start()
+	got, _ := m.Instance(ctx, "x-1")
+	if want := "its job dials the job socket at port 7790"; got.State != sim.InstanceRunning || !strings.Contains(got.Error, want) ||
+		!strings.Contains(got.Error, "node b listens on 7801") || !strings.Contains(got.Error, "--socket-port 7789") {
+		t.Fatalf("x-1 adopted as %s %q; want running, saying %q, node b's port and --socket-port 7789", got.State, got.Error, want)
+	}
+	for _, id := range []string{"y-1", "z-1"} {
+		if got, _ := m.Instance(ctx, id); got.Error != "" {
+			t.Fatalf("%s dials node b's port, and is listed with %q", id, got.Error)
+		}
+	}
+	m.OnSocketEvent(sim.SocketEvent{Kind: sim.SocketConnected, Node: "b", JobID: "job-x-1", Role: "x-1", At: time.Now()})
+	if got, _ := m.Instance(ctx, "x-1"); !got.Connected || got.Error != "" {
+		t.Fatalf("x-1 connected all the same: connected %v, error %q", got.Connected, got.Error)
+	}
+	m.Close()
+}
+
+// registrar is a node's job socket that takes registrations; nothing else
+// may be called.
+type registrar struct{ sim.JobSocket }
+
+func (registrar) Register(sim.SocketRegistration) {}
