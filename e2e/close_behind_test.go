@@ -142,3 +142,4 @@ func TestASourceThatClosesBehindItsStopFailsEveryRun(t *testing.T) {
 		tj.Conn().CloseNow()
 	}
 }
+

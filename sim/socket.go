@@ -37,6 +37,12 @@ type JobSocket interface {
 	Settle(jobID, role string)
 	// Disconnect closes the job's connection with code and reason.
 	Disconnect(jobID, role string, code int, reason string)
+	// CatchUp returns once what the job sent before the call has been
+	// read and reported: a frame, or the end of its connection (a close
+	// frame, or a connection that went away), that reached the node
+	// before it is told before it returns. It waits a moment at most for
+	// a job that never stops sending.
+	CatchUp(jobID, role string)
 	// Connected reports whether the job is connected now.
 	Connected(jobID, role string) bool
 	// Drop ends the job's connection without a close frame, as a network

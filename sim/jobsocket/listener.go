@@ -158,6 +158,49 @@ type instance struct {
 	drained   chan struct{}
 }
 
+// CatchUp returns once the instance's connection has been read up to
+// what the job sent before the call (conn.catchUp), and the reports of
+// it on their way are handed on: a frame, a close or a connection gone
+// that reached the node before is told first.
+func (l *Listener) CatchUp(jobID, role string) {
+	if c := l.current(jobID, role); c != nil {
+		c.catchUp()
+	}
+	l.mu.Lock()
+	var drained chan struct{}
+	if in, ok := l.instances[key{jobID, role}]; ok {
+		drained = in.draining()
+	}
+	l.mu.Unlock()
+	l.awaitDrained(drained)
+}
+
+// draining is closed once the reports of in's on their way are handed
+// on; nil when none is. Called under l.mu.
+func (in *instance) draining() chan struct{} {
+	if in.reporting == 0 {
+		return nil
+	}
+	if in.drained == nil {
+		in.drained = make(chan struct{})
+	}
+	return in.drained
+}
+
+// awaitDrained waits for draining's channel, if any. Bounded: a handler
+// that waits from inside its own report would wait for itself.
+func (l *Listener) awaitDrained(drained chan struct{}) {
+	if drained == nil {
+		return
+	}
+	t := time.NewTimer(l.cfg.CloseTimeout)
+	defer t.Stop()
+	select {
+	case <-drained:
+	case <-t.C:
+	}
+}
+
 // report counts a report of in's that is on its way; the func it returns
 // says it was handed on. Called under l.mu.
 func (l *Listener) report(in *instance) (done func()) {
@@ -318,24 +361,11 @@ func (l *Listener) Unregister(jobID, role string) {
 	var drained chan struct{}
 	in, ok := l.instances[k]
 	if ok {
-		c = in.cur
-		if in.reporting > 0 {
-			in.drained = make(chan struct{})
-			drained = in.drained
-		}
+		c, drained = in.cur, in.draining()
 	}
 	delete(l.instances, k)
 	l.mu.Unlock()
-	if drained != nil {
-		// Bounded: a handler that unregisters from inside its own
-		// report would wait for itself.
-		t := time.NewTimer(l.cfg.CloseTimeout)
-		select {
-		case <-drained:
-		case <-t.C:
-		}
-		t.Stop()
-	}
+	l.awaitDrained(drained)
 	if c == nil {
 		return
 	}
@@ -550,6 +580,9 @@ type conn struct {
 	// read before the write's end cut the connection), and its close is
 	// the one reported.
 	jobClosedAt atomic.Pointer[time.Time]
+	// readOver: the read loop has ended, and its end is reported or
+	// counted as on its way (instance.reporting).
+	readOver atomic.Bool
 	// told, set (under the listener's lock) when a newer connection
 	// replaces this one, is closed once that replacement is reported: a
 	// frame this one reads after it is reported after it.
@@ -592,24 +625,24 @@ const catchUpWait = 50 * time.Millisecond
 // stops sending is closed all the same.
 func (c *conn) catchUp() {
 	deadline := time.Now().Add(catchUpWait)
-	for c.jobClose() == nil && !c.caughtUp() && time.Now().Before(deadline) {
+	for c.jobClose() == nil && !c.readOver.Load() && !c.caughtUp() && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Microsecond)
 	}
 }
 
 // caughtUp says whether the read loop has read all the job sent so far:
 // its guard waits for the first bytes of a frame, and the kernel holds
-// none. (A connection whose guard reads net/http's buffer, for bytes the
+// none, nor the end of the job's side. (A connection whose guard reads net/http's buffer, for bytes the
 // job sent right behind its upgrade, has them read before it parks.)
 func (c *conn) caughtUp() bool {
 	if c.guarded == nil {
 		return true
 	}
 	g := &c.guarded.guard
-	// Parked before and after the look: the kernel's count is not of
+	// Parked before and after the look: what the kernel said is not of
 	// bytes the guard was taking meanwhile. A system that cannot say
 	// (-1) has the guard's word alone.
-	return g.parked.Load() && unreadBytes(c.raw) <= 0 && g.parked.Load()
+	return g.parked.Load() && pendingRead(c.raw) <= 0 && g.parked.Load()
 }
 
 // jobClose is the close frame the job sent, once the guard has read it.
@@ -1118,6 +1151,7 @@ func (l *Listener) disconnected(c *conn, code int, reason string) {
 		in.cur = nil
 		defer l.report(in)()
 	}
+	c.readOver.Store(true) // under l.mu, its report counted: catchUp waits no more
 	token := ""
 	if ok {
 		token = in.reg.Token

@@ -609,3 +609,41 @@ func TestUnregisterHandsOnWhatTheJobSentFirst(t *testing.T) {
 		t.Fatalf("closed with %d %q, want 1000 %q", code, reason, protocol.ReasonStopped)
 	}
 }
+
+// A job whose connection went away while its reader was busy handing on
+// the frame before: CatchUp returns once that end is reported. A
+// migration's last look before it completes reads its target so (a
+// target that went away right behind its target-applied fails the move,
+// however late the news of it would have come).
+func TestCatchUpHearsAConnectionThatWentAway(t *testing.T) {
+	inReport := make(chan struct{})
+	ev := &events{c: make(chan jobsocket.Event, 100)}
+	l := jobsocket.New(jobsocket.Config{Node: "a", OnEvent: func(e jobsocket.Event) {
+		if e.Kind == jobsocket.Frame && e.Frame.Type == protocol.TypeTargetApplied {
+			close(inReport)
+			time.Sleep(20 * time.Millisecond) // the reader is busy
+		}
+		ev.on(e)
+	}})
+	if err := l.Open("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+	j := dialRaw(t, l, "/instances/j/r")
+	j.helloAck()
+	ev.wait(t, jobsocket.Connected)
+	l.Expect("j", "r", protocol.TypeTargetApplied)
+	applied := `{"type":"target-applied"}`
+	j.write(append(header(true, opText, uint64(len(applied))), applied...))
+	<-inReport
+	j.conn.Close() // no close frame: the connection goes away
+	time.Sleep(5 * time.Millisecond)
+	l.CatchUp("j", "r")
+	if n := ev.count(jobsocket.Disconnected); n != 1 {
+		t.Fatalf("CatchUp returned with %d disconnects reported, want the one that reached the node before it", n)
+	}
+	if l.Connected("j", "r") {
+		t.Fatal("still connected after CatchUp")
+	}
+}

@@ -26,3 +26,25 @@ func unreadBytes(c net.Conn) int {
 	})
 	return n
 }
+
+// pendingRead says whether c has something for a read to take at once:
+// bytes, or its end (the job closed or reset its side). 1 when it has,
+// 0 when not, -1 when it cannot say.
+func pendingRead(c net.Conn) int {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return -1
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return -1
+	}
+	n := -1
+	raw.Control(func(fd uintptr) {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN | unix.POLLRDHUP}}
+		if k, err := unix.Poll(fds, 0); err == nil {
+			n = min(k, 1)
+		}
+	})
+	return n
+}

@@ -70,6 +70,10 @@ func (f *fakeSocket) Register(reg sim.SocketRegistration) {
 	f.registered <- reg
 }
 
+// CatchUp has nothing to wait for: what a job sends here is reported as
+// it is sent.
+func (f *fakeSocket) CatchUp(string, string) {}
+
 // Unregister forgets the instance and closes its connection; like the
 // listener, it reports no disconnect for an instance it no longer knows.
 func (f *fakeSocket) Unregister(jobID, role string) {

@@ -1854,8 +1854,24 @@ func (r *run) run(ctx context.Context) {
 	if steps, ok := strategies[r.mig.Strategy]; ok {
 		err = r.runSteps(ctx, steps)
 	}
+	if err == nil {
+		err = r.lastLook()
+	}
 	r.finish(ctx, err)
 	r.letGo()
+}
+
+// lastLook is the look before a migration completes. It is in progress
+// up to its end, and a target whose socket closed or went away just
+// before fails it (docs/contract.md, lost connections): what the target
+// sent up to now, the end of its socket included, is read and heard first
+// (sim.JobSocket.CatchUp), so the verdict does not turn on whether that
+// news outran the end.
+func (r *run) lastLook() error {
+	if id := r.targetID(); id != "" && r.tgtNode.Socket != nil {
+		r.tgtNode.Socket.CatchUp(r.src.JobID, id)
+	}
+	return r.disrupted()
 }
 
 // placeTarget launches the target instance on the target node.
