@@ -142,4 +142,3 @@ func TestASourceThatClosesBehindItsStopFailsEveryRun(t *testing.T) {
 		tj.Conn().CloseNow()
 	}
 }
-
