@@ -265,15 +265,13 @@ func (m *Manager) readopt(ctx context.Context, in *sim.Instance) {
 		}
 	}
 	n := m.nodes[in.Node]
-	if n != nil && n.Socket != nil {
-		why := dialsElsewhere(in, n.SocketPort, slices.Index(m.order, in.Node))
-		if why != "" || strings.HasPrefix(live.Error, dialsElsewherePrefix) {
-			// Said afresh each start: an earlier run's word on it is stale.
-			live.Error, live.unreachable = why, why != ""
-		}
-		if why != "" {
-			m.log.Warn("adopted an instance whose job cannot reach this run's job socket", "instance", in.ID, "why", why)
-		}
+	why := m.unreachable(in)
+	if why != "" || strings.HasPrefix(live.Error, dialsElsewherePrefix) {
+		// Said afresh each start: an earlier run's word on it is stale.
+		live.Error, live.unreachable = why, why != ""
+	}
+	if why != "" {
+		m.log.Warn("adopted an instance whose job cannot reach this run's job socket", "instance", in.ID, "why", why)
 	}
 	m.mu.Lock()
 	m.addLocked(live)
@@ -283,31 +281,44 @@ func (m *Manager) readopt(ctx context.Context, in *sim.Instance) {
 	}
 }
 
-// dialsElsewherePrefix begins every reason dialsElsewhere gives.
-const dialsElsewherePrefix = "its job dials the job socket"
-
-// dialsElsewhere says why an adopted instance's job cannot reconnect,
-// "" when it can: it was launched by a run whose node listened on another
-// job-socket port (--socket-port), and its env, fixed at launch, names
-// that port. It stays listed running, not connected, with this reason.
-// nth is the node's place among the run's nodes: each takes the port
-// after the one before's.
-func dialsElsewhere(in *sim.Instance, port, nth int) string {
+// unreachable says why an adopted instance's job cannot reconnect, ""
+// when it can. Its env, fixed at launch, names the job socket it dials:
+// its node may not be one of this run's (--nodes), may run without a job
+// socket (--no-job-socket), or may listen on another port
+// (--socket-port). It stays listed running, not connected, with this
+// reason.
+func (m *Manager) unreachable(in *sim.Instance) string {
+	dials := ""
 	for _, svc := range slices.Sorted(maps.Keys(in.Env)) {
-		u, err := url.Parse(in.Env[svc][protocol.EnvURL])
-		if err != nil || u.Port() == "" || u.Port() == strconv.Itoa(port) {
-			continue
+		if u, err := url.Parse(in.Env[svc][protocol.EnvURL]); err == nil && u.Port() != "" {
+			dials = u.Port()
+			break
 		}
-		fix := "normsim with --socket-port as the run that launched it had it"
-		if p, err := strconv.Atoi(u.Port()); err == nil && p-nth > 0 {
-			fix = fmt.Sprintf("normsim with --socket-port %d, as the run that launched it", p-nth)
-		}
-		return fmt.Sprintf(dialsElsewherePrefix+" at port %s (its %s, set when it was launched), and node %s listens on %d in this run: "+
-			"it cannot reconnect; start %s, or delete the instance and launch it again",
-			u.Port(), protocol.EnvURL, in.Node, port, fix)
 	}
-	return ""
+	if dials == "" {
+		return "" // it speaks no job socket, or its env is not known
+	}
+	n := m.nodes[in.Node]
+	var now, fix string
+	switch {
+	case n == nil:
+		now = fmt.Sprintf("node %s is not one of this run's nodes (%s)", in.Node, strings.Join(m.order, ", "))
+		fix = fmt.Sprintf("start normsim with node %s in --nodes, listening on %s", in.Node, dials)
+	case n.Socket == nil:
+		now = fmt.Sprintf("node %s runs without a job socket in this run (--no-job-socket)", in.Node)
+		fix = fmt.Sprintf("start normsim without --no-job-socket %s, node %s listening on %s", in.Node, in.Node, dials)
+	case strconv.Itoa(n.SocketPort) != dials:
+		now = fmt.Sprintf("node %s listens on %d in this run", in.Node, n.SocketPort)
+		fix = fmt.Sprintf("start normsim so that node %s listens on %s again (--socket-port is the first node's port in --nodes, each next node's the port after)", in.Node, dials)
+	default:
+		return ""
+	}
+	return fmt.Sprintf(dialsElsewherePrefix+" at port %s (its %s, set when it was launched), and %s: it cannot reconnect; %s, or delete the instance and launch it again",
+		dials, protocol.EnvURL, now, fix)
 }
+
+// dialsElsewherePrefix begins every reason unreachable gives.
+const dialsElsewherePrefix = "its job dials the job socket"
 
 // relaunchSpec is the launch spec an adopted instance was started with,
 // made again from its template.

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -115,8 +116,9 @@ func TestAnAdoptedJobThatDialsAnotherPortIsToldOf(t *testing.T) {
 	env := func(port int) map[string]map[string]string {
 		return map[string]map[string]string{"app": {protocol.EnvURL: fmt.Sprintf("ws://host.docker.internal:%d/instances/job-x/x-1", port)}}
 	}
-	for id, port := range map[string]int{"x-1": 7790, "y-1": 7801, "z-1": 7801} {
-		in := &sim.Instance{ID: id, JobID: "job-" + id, Role: id, Node: "b", Template: "plain", Runtime: "fake",
+	node := map[string]string{"w-1": "c", "v-1": "a"}
+	for id, port := range map[string]int{"x-1": 7790, "y-1": 7801, "z-1": 7801, "w-1": 7790, "v-1": 7790} {
+		in := &sim.Instance{ID: id, JobID: "job-" + id, Role: id, Node: cmp.Or(node[id], "b"), Template: "plain", Runtime: "fake",
 			State: sim.InstanceRunning, Env: env(port), CreatedAt: now, UpdatedAt: now}
 		if id == "z-1" {
 			// Stored by a run that listened elsewhere: this one listens
@@ -129,7 +131,7 @@ func TestAnAdoptedJobThatDialsAnotherPortIsToldOf(t *testing.T) {
 	}
 	start := func() *Manager {
 		sock := &registrar{}
-		fake := &recoverer{name: "fake", answer: map[string]sim.Recovery{"x-1": {Adopted: true}, "y-1": {Adopted: true}, "z-1": {Adopted: true}}}
+		fake := &recoverer{name: "fake", answer: map[string]sim.Recovery{"x-1": {Adopted: true}, "y-1": {Adopted: true}, "z-1": {Adopted: true}, "w-1": {Adopted: true}, "v-1": {Adopted: true}}}
 		m := New(Config{Nodes: []Node{{Node: sim.Node{Name: "a", SocketPort: 7800}}, {Node: sim.Node{Name: "b", SocketPort: 7801}, Socket: sock}},
 			Store: store, Catalog: RepoCatalog(t), Runtimes: sim.RuntimeSet{Runtimes: map[string]sim.Runtime{"fake": fake}, Default: "fake"}})
 		if err := m.Recover(ctx); err != nil {
@@ -140,8 +142,16 @@ func TestAnAdoptedJobThatDialsAnotherPortIsToldOf(t *testing.T) {
 	m := start()
 	got, _ := m.Instance(ctx, "x-1")
 	if want := "its job dials the job socket at port 7790"; got.State != sim.InstanceRunning || !strings.Contains(got.Error, want) ||
-		!strings.Contains(got.Error, "node b listens on 7801") || !strings.Contains(got.Error, "--socket-port 7789") {
-		t.Fatalf("x-1 adopted as %s %q; want running, saying %q, node b's port and --socket-port 7789", got.State, got.Error, want)
+		!strings.Contains(got.Error, "node b listens on 7801") || !strings.Contains(got.Error, "node b listens on 7790 again") {
+		t.Fatalf("x-1 adopted as %s %q; want running, saying %q, node b's port and the fix", got.State, got.Error, want)
+	}
+	// B2 and B3 of round 14: a node this run does not have, or runs
+	// without a job socket, is said as plainly; the fix names the node and
+	// the port, whatever order this run gives the nodes.
+	for id, want := range map[string]string{"w-1": "node c is not one of this run's nodes (a, b)", "v-1": "node a runs without a job socket"} {
+		if got, _ := m.Instance(ctx, id); got.State != sim.InstanceRunning || !strings.Contains(got.Error, want) || !strings.Contains(got.Error, "listening on 7790") {
+			t.Errorf("%s adopted as %s %q; want running, saying %q and the port its job dials", id, got.State, got.Error, want)
+		}
 	}
 	for _, id := range []string{"y-1", "z-1"} {
 		if got, _ := m.Instance(ctx, id); got.Error != "" {
