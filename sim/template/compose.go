@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -75,9 +76,53 @@ func loadProject(ctx context.Context, dir string, content []byte, project string
 		}
 	})
 	if err != nil {
+		if why := profiledDependency(ctx, dir, content, err); why != nil {
+			return nil, why
+		}
 		return nil, composeError(dir, err)
 	}
 	return p, nil
+}
+
+// undefinedDependency is compose-go's refusal of a depends_on entry whose
+// service does not run.
+var undefinedDependency = regexp.MustCompile(`^service "([^"]+)" depends on undefined service "([^"]+)"`)
+
+// profiledDependency says what compose-go's "depends on undefined service"
+// means when the service is in the file behind a profile (normsim enables
+// none), and how to fix it; nil for any other error (issue 34 round 14, B1).
+func profiledDependency(ctx context.Context, dir string, content []byte, err error) error {
+	m := undefinedDependency.FindStringSubmatch(err.Error())
+	if m == nil {
+		return nil
+	}
+	details := types.ConfigDetails{
+		WorkingDir:  dir,
+		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(dir, composeFile), Content: content}},
+		Environment: types.Mapping{},
+	}
+	dict, lerr := loader.LoadModelWithContext(ctx, details, func(o *loader.Options) {
+		o.SetProjectName("normsim-validate", true)
+		o.SkipInterpolation = true
+		o.SkipResolveEnvironment = true
+		o.ResolvePaths = false
+	})
+	if lerr != nil {
+		return nil
+	}
+	services, _ := dict["services"].(map[string]any)
+	dep, _ := services[m[2]].(map[string]any)
+	profiles, _ := dep["profiles"].([]any)
+	if len(profiles) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(profiles))
+	for _, p := range profiles {
+		names = append(names, fmt.Sprint(p))
+	}
+	return &composeErr{err: err, msg: fmt.Sprintf(
+		"services.%s.depends_on.%s: %s runs only with profile %s, and normsim enables no profile (a launch runs what a plain docker compose up runs), so %s could never start; write required: false under depends_on.%s to start %s without it, or drop %s's profiles",
+		m[1], m[2], m[2], strings.Join(names, ", "), m[1], m[2], m[1], m[2])}
 }
 
 // launchProject loads the compose project for a launch with env's values
@@ -93,7 +138,12 @@ func (l *Loaded) launchProject(name string, env map[string]string) (*types.Proje
 	// to about a second at most.
 	ctx := context.Background()
 	if !l.projects.enabled {
-		return loadProject(ctx, l.Dir, l.compose, name, env, true)
+		p, err := loadProject(ctx, l.Dir, l.compose, name, env, true)
+		if err != nil {
+			return nil, err
+		}
+		p, _ = withoutOptionalDependencies(p)
+		return p, nil
 	}
 	key := envKey(env)
 	if p := l.projects.get(key); p != nil {
@@ -103,8 +153,36 @@ func (l *Loaded) launchProject(name string, env map[string]string) (*types.Proje
 	if err != nil {
 		return nil, err
 	}
+	p, _ = withoutOptionalDependencies(p)
 	l.projects.put(key, p)
 	return p, nil
+}
+
+// withoutOptionalDependencies drops each depends_on entry with required:
+// false whose service does not run (it is behind a profile, and normsim
+// enables none), as docker compose up skips it: the dependent starts
+// without it, on every runtime (issue 34 round 14, B1). The notes say
+// which, for validate; p itself is not changed.
+func withoutOptionalDependencies(p *types.Project) (*types.Project, []string) {
+	var notes []string
+	for _, name := range p.ServiceNames() {
+		deps := p.Services[name].DependsOn
+		for _, d := range slices.Sorted(maps.Keys(deps)) {
+			if _, runs := p.Services[d]; runs || deps[d].Required {
+				continue
+			}
+			why := "does not run"
+			if ds, ok := p.DisabledServices[d]; ok && len(ds.Profiles) > 0 {
+				why = fmt.Sprintf("runs only with profile %s, and normsim enables no profile", strings.Join(ds.Profiles, ", "))
+			}
+			notes = append(notes, fmt.Sprintf("services.%s.depends_on.%s: %s %s, so %s starts without it (required: false; docker compose up does the same); drop the profile from %s to run it",
+				name, d, d, why, name, d))
+		}
+	}
+	if len(notes) == 0 {
+		return p, nil
+	}
+	return p.WithoutUnresolvedOptionalDependencies(), notes
 }
 
 // cachedProjectName names the projects kept in a projectCache; nothing of

@@ -520,6 +520,8 @@ func (l *Loaded) checkComposeLoad(ctx context.Context, envFiles []envFileRef) ([
 	if err != nil {
 		return nil, err
 	}
+	p, skipped := withoutOptionalDependencies(p)
+	l.Warnings = append(l.Warnings, skipped...)
 	names := p.ServiceNames()
 	if len(names) == 0 {
 		return nil, errors.New("declares no services that run without a profile")

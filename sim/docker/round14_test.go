@@ -1,0 +1,84 @@
+package docker_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/docker/docker/client"
+
+	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/sim/template"
+)
+
+// launchTemplate loads a template made of compose (the test image as
+// ${IMAGE}) and the manifest, and applies the launch contract for the
+// Docker runtime, as the manager does; the instance is removed when the
+// test ends.
+func launchTemplate(t *testing.T, cli *client.Client, img, compose string) *sim.LaunchSpec {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tpl")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	manifest := `{"productTemplateSchemaVersion":1,"productName":"tpl","productVersion":"0.1.0","generatedAt":"2025-01-01T00:00:00Z","target":"docker-compose","migration":{"strategy":"handover"}}`
+	compose = strings.ReplaceAll(compose, "${IMAGE}", img)
+	for name, content := range map[string]string{"manifest.json": manifest, "compose.yml": compose} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := template.Load(dir)
+	if !l.Valid() {
+		t.Fatalf("template invalid: %+v", l.Problems)
+	}
+	id := "t" + randomID()
+	spec, err := l.Launch(sim.LaunchInput{
+		Instance: &sim.Instance{ID: id, JobID: "job-" + id, Role: "role-a"},
+		Node:     sim.Node{Name: "node-1"},
+		Runtime:  sim.RuntimeDocker,
+		PortFree: func(int, string) bool { return true },
+	})
+	if err != nil {
+		t.Fatalf("launch: %v", err)
+	}
+	t.Cleanup(func() { removeInstance(t, cli, id) })
+	return spec
+}
+
+// Issue 34 round 14, B1: app depends on db with required: false, and db
+// runs only with a profile. normsim validate said ok and every launch was
+// refused ("depends on db, which is no service of the file"); docker
+// compose up starts app without db, and so does normsim now.
+func TestOptionalDependencyOnAProfiledServiceRuns(t *testing.T) {
+	img, cli := mustJobImage(t)
+	r, _ := newRuntime(t)
+	ctx := context.Background()
+	spec := launchTemplate(t, cli, img, `
+services:
+  app:
+    image: ${IMAGE}
+    depends_on:
+      db:
+        condition: service_started
+        required: false
+  db:
+    image: ${IMAGE}
+    profiles: [extra]
+`)
+	if err := r.Prepare(ctx, spec); err != nil {
+		t.Fatalf("prepare: %v", err)
+	}
+	if err := r.Start(ctx, spec.InstanceID); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	if s := state(t, cli, spec.Project+"-app-1"); !s.Running {
+		t.Errorf("app is %s, want running", s.Status)
+	}
+	if _, err := r.Stop(ctx, spec.InstanceID, 0); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, cli, spec.InstanceID)
+}

@@ -1,0 +1,126 @@
+package template
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/compose-spec/compose-go/v2/loader"
+	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/normsim/normsim/sim"
+)
+
+// reloadCompose loads a launch spec's compose project as the Docker
+// runtime does (sim/docker loadCompose): no interpolation, and compose-go's
+// consistency checks.
+func reloadCompose(t *testing.T, spec *sim.LaunchSpec) *types.Project {
+	t.Helper()
+	c := spec.Compose
+	details := types.ConfigDetails{
+		WorkingDir:  c.WorkingDir,
+		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(c.WorkingDir, "compose.yml"), Content: c.YAML}},
+		Environment: types.Mapping{},
+	}
+	p, err := loader.LoadWithContext(context.Background(), details, func(o *loader.Options) {
+		o.SetProjectName(spec.Project, true)
+		o.SkipInterpolation = true
+		o.SkipResolveEnvironment = true
+	})
+	if err != nil {
+		t.Fatalf("the runtime could not load the launch's compose project: %v\n%s", err, c.YAML)
+	}
+	return p
+}
+
+// Issue 34 round 14, B1: a depends_on entry with required: false on a
+// service behind a profile validated, and every launch was refused (the
+// Docker runtime: "depends on db, which is no service of the file"; the
+// process runtime: "not in the launch spec"). docker compose up skips it;
+// so does a launch now, on both runtimes, and validate says so.
+func TestOptionalDependencyOnAProfiledServiceIsSkipped(t *testing.T) {
+	files := tpl(`
+services:
+  app:
+    image: busybox
+    x-normsim: {command: [sleep, "30"]}
+    depends_on:
+      db:
+        condition: service_started
+        required: false
+      cache:
+        condition: service_started
+  cache:
+    image: busybox
+  db:
+    image: busybox
+    profiles: [extra]
+`, "")
+	res, err := ValidatePath(context.Background(), MustWriteTemplate(t, "optional", files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || !res[0].Valid {
+		t.Fatalf("validate: %+v", res)
+	}
+	warned := strings.Join(res[0].Warnings, "\n")
+	if !strings.Contains(warned, "services.app.depends_on.db: db runs only with profile extra") || !strings.Contains(warned, "app starts without it") {
+		t.Errorf("warnings %q, want the skipped dependency named", res[0].Warnings)
+	}
+
+	l := MustLoad(t, files)
+	for _, rt := range []string{sim.RuntimeDocker, sim.RuntimeProcess} {
+		in := input(nil)
+		in.Runtime = rt
+		spec, err := l.Launch(in)
+		if err != nil {
+			t.Fatalf("%s: launch: %v", rt, err)
+		}
+		deps := service(t, spec, "app").DependsOn
+		if len(deps) != 1 || deps[0].Service != "cache" {
+			t.Errorf("%s: app depends on %+v, want cache only", rt, deps)
+		}
+		if rt == sim.RuntimeDocker {
+			p := reloadCompose(t, spec)
+			if _, ok := p.Services["app"].DependsOn["db"]; ok {
+				t.Errorf("the compose project still makes app depend on db: %+v", p.Services["app"].DependsOn)
+			}
+		}
+	}
+	// A second launch (the cached project) is the same.
+	spec, err := l.Launch(input(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if deps := service(t, spec, "app").DependsOn; len(deps) != 1 {
+		t.Errorf("second launch: app depends on %+v", deps)
+	}
+}
+
+// Issue 34 round 14, B1: the required form is refused at validate, and
+// the message names the key and both fixes, not compose-go's bare
+// "depends on undefined service".
+func TestRequiredDependencyOnAProfiledServiceNamesTheFix(t *testing.T) {
+	res, err := ValidatePath(context.Background(), MustWriteTemplate(t, "required", tpl(`
+services:
+  app:
+    image: busybox
+    depends_on: [db]
+  db:
+    image: busybox
+    profiles: [extra, more]
+`, "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || res[0].Valid || len(res[0].Problems) != 1 {
+		t.Fatalf("validate: %+v", res)
+	}
+	msg := res[0].Problems[0].Message
+	for _, want := range []string{"services.app.depends_on.db", "profile extra, more", "required: false", "drop db's profiles"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("problem %q does not say %q", msg, want)
+		}
+	}
+}
