@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -80,6 +81,9 @@ func pageParams(q url.Values) (limit, offset int, err error) {
 			continue
 		}
 		n, err := strconv.Atoi(v)
+		if errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(v, "-") {
+			return 0, 0, sim.Errorf(sim.EInvalid, "%s: %s is too large; give at most %d", p.name, v, math.MaxInt)
+		}
 		if err != nil || n < 0 {
 			return 0, 0, sim.Errorf(sim.EInvalid, "%s: must be a non-negative integer; got %q", p.name, v)
 		}

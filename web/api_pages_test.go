@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,11 +84,26 @@ func TestAPIListsPage(t *testing.T) {
 		{"/api/v1/instances?limit=-1", `limit: must be a non-negative integer; got "-1"`},
 		{"/api/v1/instances?offset=x", `offset: must be a non-negative integer; got "x"`},
 		{"/api/v1/migrations?offset=1e3", `offset: must be a non-negative integer; got "1e3"`},
+		// B7 of round 14: a number too large for a page is one.
+		{"/api/v1/instances?limit=99999999999999999999", `limit: 99999999999999999999 is too large; give at most 9223372036854775807`},
 		{"/api/v1/migrations?state=ok", `state: must be one of running, completed, refused, aborted, failed; got "ok"`},
 	} {
 		r := get(t, s, tc.path)
 		if code, msg := apiError(t, r); r.Status != http.StatusBadRequest || code != sim.EInvalid || msg != tc.says {
 			t.Errorf("GET %s = %d %s %q, want 400 %s %q", tc.path, r.Status, code, msg, sim.EInvalid, tc.says)
 		}
+	}
+}
+
+// B7 of round 14: a body over the API's 1 MiB is 413 Request Entity Too
+// Large, with the API's JSON error naming the bound.
+func TestABodyOverTheBoundIs413(t *testing.T) {
+	s := newServer(t, newFake(), nil)
+	body := `{"template":"` + strings.Repeat("x", 2<<20) + `"}`
+	req := httptest.NewRequest(http.MethodPost, "/api/v1/instances", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	r := do(t, s, req)
+	if code, msg := apiError(t, r); r.Status != http.StatusRequestEntityTooLarge || code != sim.EInvalid || !strings.Contains(msg, "larger than 1048576 bytes") {
+		t.Fatalf("POST of 2 MiB = %d %s %q, want 413 %s naming the bound", r.Status, code, msg, sim.EInvalid)
 	}
 }

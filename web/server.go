@@ -502,7 +502,11 @@ func writeError(w http.ResponseWriter, err error) {
 	if errors.As(err, &e) {
 		b.Error.Ended = e.Ended
 	}
-	writeJSON(w, statusOf(b.Error.Code), b)
+	status := statusOf(b.Error.Code)
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		status = http.StatusRequestEntityTooLarge
+	}
+	writeJSON(w, status, b)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -554,7 +558,8 @@ func decode(r *http.Request, v any) error {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return sim.Errorf(sim.EInvalid, "request body is larger than %d bytes", mbe.Limit)
+			// 413, still INVALID_INPUT: writeError finds the MaxBytesError.
+			return errors.Join(sim.Errorf(sim.EInvalid, "request body is larger than %d bytes; send less", mbe.Limit), mbe)
 		}
 		return sim.Errorf(sim.EInvalid, "request body: %v", err)
 	}
