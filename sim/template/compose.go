@@ -447,6 +447,11 @@ func serviceSpec(name string, s types.ServiceConfig, dir string) (sim.ServiceSpe
 			}
 			b.HostPort = n
 		}
+		if s.NetworkMode == "host" {
+			// Docker discards a published port on the host's network:
+			// nothing is published (issue 34 round 14, B4); adjust says so.
+			continue
+		}
 		spec.Ports = append(spec.Ports, b)
 	}
 	for _, v := range s.Volumes {

@@ -217,6 +217,9 @@ func (l *Loaded) Launch(in sim.LaunchInput) (*sim.LaunchSpec, error) {
 		if !open || d.Service == "" {
 			continue
 		}
+		if svc, ok := p.Services[d.Service]; ok && svc.NetworkMode == "host" {
+			continue // on the host's network the job binds it itself; nothing is published
+		}
 		i := slices.IndexFunc(spec.Services, func(s sim.ServiceSpec) bool { return s.Name == d.Service })
 		if i < 0 {
 			return nil, sim.Errorf(sim.EComposeInvalid, "allocatedPorts: service %q of param %s names no compose service (have %s)",

@@ -72,6 +72,9 @@ func adjust(p *types.Project, project string) []string {
 				p.Services[name] = s
 			}
 		}
+		if s.NetworkMode == "host" && len(s.Ports) > 0 {
+			out = append(out, fmt.Sprintf("services.%s.ports: not published: with network_mode host Docker discards published ports (the container is on the host's network, so the job's ports are open on every host address as the job binds them, not as ports: maps them); remove ports, or remove network_mode: host to publish them", name))
+		}
 		if sharesNetwork(s) {
 			out = append(out, fmt.Sprintf("services.%s: no extra_hosts %s (Docker refuses extra hosts with network_mode %s); %s resolves through the container it shares the network with",
 				name, HostGatewayMap, s.NetworkMode, ContainerHost))

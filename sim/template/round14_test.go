@@ -124,3 +124,59 @@ services:
 		}
 	}
 }
+
+// Issue 34 round 14, B4: a service with network_mode host and ports: was
+// listed as publishing them (normsim ps, the API's published), where
+// Docker discards published ports on the host's network and publishes
+// nothing. Nothing is listed now, and validate says why and what to do.
+func TestHostNetworkPublishesNothing(t *testing.T) {
+	files := tpl(`
+services:
+  app:
+    image: busybox
+    network_mode: host
+    ports: ["127.0.0.1:19555:80"]
+  web:
+    image: busybox
+    ports: ["8080:80"]
+`, "", "allocatedPorts", `[{"param":"PORT","protocol":"tcp","preferred":7000,"service":"app"}]`)
+	res, err := ValidatePath(context.Background(), MustWriteTemplate(t, "hostports", files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || !res[0].Valid {
+		t.Fatalf("validate: %+v", res)
+	}
+	warned := strings.Join(res[0].Warnings, "\n")
+	for _, want := range []string{
+		"services.app.ports: not published: with network_mode host Docker discards published ports",
+		"allocatedPorts[0] (PORT) names service app, which has network_mode host",
+	} {
+		if !strings.Contains(warned, want) {
+			t.Errorf("warnings %q lack %q", res[0].Warnings, want)
+		}
+	}
+	if strings.Contains(warned, "services.web.ports") {
+		t.Errorf("warnings %q name web, which publishes", res[0].Warnings)
+	}
+
+	l := MustLoad(t, files)
+	spec, err := l.Launch(input(map[string]string{"PORT": "auto"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range spec.PublishedPorts() {
+		if p.Service == "app" {
+			t.Errorf("app lists %+v as published; Docker publishes nothing for it", p)
+		}
+	}
+	if got := spec.PublishedPorts(); len(got) != 1 || got[0].Service != "web" || got[0].HostPort != 8080 {
+		t.Errorf("published %+v, want web's 8080 only", got)
+	}
+	if !strings.Contains(strings.Join(spec.Adjustments, "\n"), "services.app.ports: not published") {
+		t.Errorf("adjustments %q do not say app's ports are not published", spec.Adjustments)
+	}
+	if spec.AllocatedPorts["PORT"].Port != 7000 {
+		t.Errorf("allocated %+v: the job is still told its port", spec.AllocatedPorts)
+	}
+}

@@ -530,6 +530,11 @@ func (l *Loaded) checkComposeLoad(ctx context.Context, envFiles []envFileRef) ([
 		return nil, err
 	}
 	l.add(allocatedPortServiceProblems(l.Manifest, names)...)
+	for i, d := range l.Manifest.AllocatedPorts {
+		if svc, ok := p.Services[d.Service]; ok && d.Service != "" && svc.NetworkMode == "host" {
+			l.Warnings = append(l.Warnings, fmt.Sprintf("manifest.json: allocatedPorts[%d] (%s) names service %s, which has network_mode host, where Docker publishes nothing: the job is told the port (in NORSK_ALLOCATED_PORTS and ${%s}) and must listen on it itself, on the host's addresses; remove network_mode: host to have it published", i, d.Param, d.Service, d.Param))
+		}
+	}
 	l.Warnings = append(l.Warnings, unpublishedPortWarnings(l.Manifest, p, l.compose)...)
 	var buildWarnings []string
 	for _, n := range names {
