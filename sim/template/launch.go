@@ -147,6 +147,11 @@ func (l *Loaded) Launch(in sim.LaunchInput) (*sim.LaunchSpec, error) {
 		return nil, sim.Errorf(sim.EParamsInvalid, "compose.yml: %v", err)
 	}
 
+	if why := isolated(p); why != "" && in.Runtime == sim.RuntimeDocker && in.Node.HasJobSocket() {
+		// validate warned (the process runtime ignores network_mode).
+		return nil, sim.Errorf(sim.EComposeInvalid, "compose.yml: %s; or launch it on the process runtime", why)
+	}
+
 	contract := map[string]string{}
 	if in.Node.HasJobSocket() {
 		host := processHost

@@ -72,6 +72,9 @@ func adjust(p *types.Project, project string) []string {
 				p.Services[name] = s
 			}
 		}
+		if s.NetworkMode == "none" {
+			out = append(out, fmt.Sprintf("services.%s.network_mode: \"none\" gives the container no network, so the job in it cannot reach normsim's job socket (%s, on %s) and a job run so on Docker exits as soon as it dials; remove network_mode: none unless this service never talks to normsim", name, EnvWorkerURL, ContainerHost))
+		}
 		if s.NetworkMode == "host" && len(s.Ports) > 0 {
 			out = append(out, fmt.Sprintf("services.%s.ports: not published: with network_mode host Docker discards published ports (the container is on the host's network, so the job's ports are open on every host address as the job binds them, not as ports: maps them); remove ports, or remove network_mode: host to publish them", name))
 		}
@@ -149,4 +152,17 @@ func instanceProject(p *types.Project, project string, specs []sim.ServiceSpec) 
 		c.Services[name] = s
 	}
 	return &c, adjust(&c, project)
+}
+
+// isolated says why no service of p could reach the job socket: every one
+// runs with network_mode none (issue 34 round 14, B6); "" when one can.
+func isolated(p *types.Project) string {
+	names := p.ServiceNames()
+	for _, n := range names {
+		if p.Services[n].NetworkMode != "none" {
+			return ""
+		}
+	}
+	return fmt.Sprintf("services: every service (%s) has network_mode none, so no job can reach normsim's job socket (%s, on %s) and every launch on Docker ends with the job exiting (\"exited with code 1\"); remove network_mode: none from the job's service (the default network reaches the socket)",
+		strings.Join(names, ", "), EnvWorkerURL, ContainerHost)
 }

@@ -180,3 +180,70 @@ services:
 		t.Errorf("allocated %+v: the job is still told its port", spec.AllocatedPorts)
 	}
 }
+
+// Issue 34 round 14, B6: network_mode none validated, and every launch on
+// Docker then ended "exited with code 1" with no reason: the job can never
+// reach the job socket. A template that can run only on Docker is
+// refused at validate; one with an x-normsim command is warned of, and a
+// Docker launch on a node with a job socket is refused naming the key.
+func TestNetworkModeNoneIsNamed(t *testing.T) {
+	res, err := ValidatePath(context.Background(), MustWriteTemplate(t, "dockeronly", tpl(`
+services:
+  app:
+    image: busybox
+    network_mode: none
+`, "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || res[0].Valid || len(res[0].Problems) != 1 ||
+		!strings.Contains(res[0].Problems[0].Message, "every service (app) has network_mode none, so no job can reach normsim's job socket") ||
+		!strings.Contains(res[0].Problems[0].Message, "remove network_mode: none") {
+		t.Fatalf("validate: %+v, want the problem named", res)
+	}
+
+	// A sidecar without a network beside a job with one: a warning only.
+	res, err = ValidatePath(context.Background(), MustWriteTemplate(t, "sidecar", tpl(`
+services:
+  app:
+    image: busybox
+  side:
+    image: busybox
+    network_mode: none
+`, "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || !res[0].Valid || !strings.Contains(strings.Join(res[0].Warnings, "\n"), `services.side.network_mode: "none" gives the container no network`) {
+		t.Fatalf("validate: %+v, want a warning naming side's network_mode", res)
+	}
+
+	// It can run as a host process, where network_mode means nothing.
+	files := tpl(`
+services:
+  app:
+    image: busybox
+    network_mode: none
+    x-normsim: {command: [sleep, "30"]}
+`, "")
+	res, err = ValidatePath(context.Background(), MustWriteTemplate(t, "both", files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || !res[0].Valid || !strings.Contains(strings.Join(res[0].Warnings, "\n"), `services.app.network_mode: "none"`) {
+		t.Fatalf("validate: %+v, want valid with a warning", res)
+	}
+	l := MustLoad(t, files)
+	_, err = l.Launch(input(nil))
+	wantErr(t, err, sim.EComposeInvalid, "every service (app) has network_mode none")
+	in := input(nil)
+	in.Runtime = sim.RuntimeProcess
+	if _, err := l.Launch(in); err != nil {
+		t.Errorf("process runtime: %v", err)
+	}
+	in = input(nil)
+	in.Node.SocketPort, in.Node.SocketURL = 0, ""
+	if _, err := l.Launch(in); err != nil {
+		t.Errorf("docker, a node without a job socket: %v", err)
+	}
+}

@@ -556,6 +556,11 @@ func (l *Loaded) checkComposeLoad(ctx context.Context, envFiles []envFileRef) ([
 			buildWarnings = append(buildWarnings, buildWarning(n, svc.Image, svc.Build.Context, ss.Process != nil && len(ss.Process.Command) > 0))
 		}
 	}
+	if why := isolated(p); why != "" && len(l.Template.NoProcessCommand) == len(names) {
+		// No x-normsim command either: it can run only on Docker, where
+		// it can never work.
+		return nil, errors.New(why)
+	}
 	_, warnings := instanceProject(p, "normsim-<instance>", nil)
 	l.Warnings = append(l.Warnings, warnings...)
 	l.Warnings = append(l.Warnings, interpolationWarnings(l.Dir, l.compose, env)...)
