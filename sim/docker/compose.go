@@ -215,8 +215,15 @@ func (r *Runtime) prepareCompose(ctx context.Context, spec *sim.LaunchSpec) (_ *
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := r.checkImages(ctx, spec); err != nil {
+	if err := r.checkImages(ctx, spec, p); err != nil {
 		return nil, nil, err
+	}
+	// Images are never pulled: checkImages found each one in the engine,
+	// and a pull_policy that would pull anyway (always, daily, build …)
+	// would try the registry (issue 34 round 14, B5); validate warns of it.
+	for name, s := range p.Services {
+		s.PullPolicy = types.PullPolicyNever
+		p.Services[name] = s
 	}
 	// compose converges onto whatever the project already has; an
 	// instance's project is new, so anything there is someone else's.

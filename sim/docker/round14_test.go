@@ -82,3 +82,80 @@ services:
 	}
 	assertGone(t, cli, spec.InstanceID)
 }
+
+// Issue 34 round 14, B5: pull_policy: always made a launch try the
+// registry, and fail with a DNS error naming neither the key nor the fix,
+// against "images are never pulled". The engine's image runs.
+func TestPullPolicyAlwaysRunsTheEnginesImage(t *testing.T) {
+	img, cli := mustJobImage(t)
+	r, _ := newRuntime(t)
+	ctx := context.Background()
+	spec := launchTemplate(t, cli, img, `
+services:
+  app:
+    image: ${IMAGE}
+    pull_policy: always
+`)
+	if err := r.Prepare(ctx, spec); err != nil {
+		t.Fatalf("prepare: %v", err)
+	}
+	if err := r.Start(ctx, spec.InstanceID); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	if s := state(t, cli, spec.Project+"-app-1"); !s.Running {
+		t.Errorf("app is %s, want running", s.Status)
+	}
+	if _, err := r.Stop(ctx, spec.InstanceID, 0); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, cli, spec.InstanceID)
+}
+
+// Issue 34 round 14, B5: a platform: the engine's image is not for made
+// compose pull one for it (a DNS error). It is IMAGE_MISSING naming the
+// key, the image's platform and the fix, with nothing created; the
+// image's own platform runs.
+func TestPlatformTheImageIsNotForIsNamed(t *testing.T) {
+	img, cli := mustJobImage(t)
+	r, _ := newRuntime(t)
+	ctx := context.Background()
+	v, err := cli.ServerVersion(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := "linux/arm64"
+	if v.Arch == "arm64" {
+		other = "linux/amd64"
+	}
+	spec := launchTemplate(t, cli, img, `
+services:
+  app:
+    image: ${IMAGE}
+    platform: `+other+`
+`)
+	err = r.Prepare(ctx, spec)
+	wantCode(t, err, sim.EImageMissing)
+	for _, want := range []string{"services.app.platform: \"" + other + "\"", "is for linux/" + v.Arch, "never pulls", "remove platform"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	assertGone(t, cli, spec.InstanceID)
+
+	spec = launchTemplate(t, cli, img, `
+services:
+  app:
+    image: ${IMAGE}
+    platform: linux/`+v.Arch+`
+`)
+	if err := r.Prepare(ctx, spec); err != nil {
+		t.Fatalf("prepare with the image's own platform: %v", err)
+	}
+	if err := r.Start(ctx, spec.InstanceID); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	if _, err := r.Stop(ctx, spec.InstanceID, 0); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, cli, spec.InstanceID)
+}

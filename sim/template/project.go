@@ -72,6 +72,11 @@ func adjust(p *types.Project, project string) []string {
 				p.Services[name] = s
 			}
 		}
+		switch s.PullPolicy {
+		case "", types.PullPolicyMissing, types.PullPolicyIfNotPresent, types.PullPolicyNever:
+		default:
+			out = append(out, fmt.Sprintf("services.%s.pull_policy: %q is not applied: normsim never pulls or builds, and a launch on Docker runs the image already in the engine (IMAGE_MISSING when it is not there); docker pull (or build) %s before launching for a newer one; remove pull_policy, which only docker compose applies", name, s.PullPolicy, s.Image))
+		}
 		if s.NetworkMode == "none" {
 			out = append(out, fmt.Sprintf("services.%s.network_mode: \"none\" gives the container no network, so the job in it cannot reach normsim's job socket (%s, on %s) and a job run so on Docker exits as soon as it dials; remove network_mode: none unless this service never talks to normsim", name, EnvWorkerURL, ContainerHost))
 		}

@@ -247,3 +247,49 @@ services:
 		t.Errorf("docker, a node without a job socket: %v", err)
 	}
 }
+
+// Issue 34 round 14, B5: pull_policy: always validated, and a launch then
+// tried the registry (a DNS error naming neither the key nor the fix).
+// normsim never pulls: validate and the instance's adjustments say the
+// policy is not applied and what to do (the Docker runtime runs the
+// engine's image; sim/docker tests that).
+func TestPullPolicyThatWouldPullIsNamed(t *testing.T) {
+	files := tpl(`
+services:
+  app:
+    image: busybox
+    pull_policy: always
+  daily:
+    image: busybox
+    pull_policy: daily
+  kept:
+    image: busybox
+    pull_policy: missing
+  never:
+    image: busybox
+    pull_policy: never
+`, "")
+	res, err := ValidatePath(context.Background(), MustWriteTemplate(t, "pull", files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || !res[0].Valid {
+		t.Fatalf("validate: %+v", res)
+	}
+	warned := strings.Join(res[0].Warnings, "\n")
+	for _, want := range []string{`services.app.pull_policy: "always" is not applied: normsim never pulls`, `services.daily.pull_policy: "daily"`, "docker pull (or build) busybox before launching"} {
+		if !strings.Contains(warned, want) {
+			t.Errorf("warnings %q lack %q", res[0].Warnings, want)
+		}
+	}
+	if strings.Contains(warned, "services.kept") || strings.Contains(warned, "services.never") {
+		t.Errorf("warnings %q name a policy that never pulls an image the engine has", res[0].Warnings)
+	}
+	spec, err := MustLoad(t, files).Launch(input(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(spec.Adjustments, "\n"), `services.app.pull_policy: "always" is not applied`) {
+		t.Errorf("adjustments %q", spec.Adjustments)
+	}
+}
