@@ -73,7 +73,7 @@ func TestHostileAPIInput(t *testing.T) {
 		{"launch: wrong type", "POST", "/api/v1/instances", `{"template":1,"node":"a"}`, 400, "template"},
 		{"launch: unknown field", "POST", "/api/v1/instances", `{"template":"counter","node":"a","nodes":"b"}`, 400, `unknown field "nodes"`},
 		{"launch: trailing data", "POST", "/api/v1/instances", `{"template":"counter","node":"a"} {}`, 400, "one JSON object"},
-		{"launch: over 1 MiB", "POST", "/api/v1/instances", huge, 400, "larger than 1048576 bytes"},
+		{"launch: over 1 MiB", "POST", "/api/v1/instances", huge, 413, "larger than 1048576 bytes"},
 		{"launch: nested past sense", "POST", "/api/v1/instances", nested, 400, "request body"},
 		{"launch: params not strings", "POST", "/api/v1/instances", `{"template":"counter","node":"a","params":{"RATE":5}}`, 400, "params"},
 		{"launch: unknown template", "POST", "/api/v1/instances", `{"template":"nope","node":"a"}`, 404, "nope"},
@@ -92,7 +92,7 @@ func TestHostileAPIInput(t *testing.T) {
 		{"migrate: bad timeout", "POST", inst + "/migrate", `{"timeouts":{"state":"10s","stop":"soon"}}`, 400, `timeouts.stop: duration must be milliseconds or a string like "5s"; got "soon"`},
 		{"migrate: negative timeout", "POST", inst + "/migrate", `{"timeouts":{"apply":-5}}`, 400, "timeouts.apply: duration must not be negative"},
 		{"migrate: bad fault delay", "POST", inst + "/migrate", `{"strategy":"stopThenStart","faults":[{"kind":"stop","side":"source"},{"kind":"pause","side":"source","delay":"a while"}]}`, 400, `faults[1].delay: duration must be`},
-		{"migrate: over 1 MiB", "POST", inst + "/migrate", `{"to":"` + strings.Repeat("b", 2<<20) + `"}`, 400, "larger than"},
+		{"migrate: over 1 MiB", "POST", inst + "/migrate", `{"to":"` + strings.Repeat("b", 2<<20) + `"}`, 413, "larger than"},
 		{"migrate: unknown strategy", "POST", inst + "/migrate", `{"strategy":"teleport"}`, 422, "teleport"},
 		{"migrate: bad fault", "POST", inst + "/migrate", `{"strategy":"stopThenStart","faults":[{"kind":"meteor"}]}`, 422, "faults[0]"},
 		{"migrate: a fault's key twice", "POST", inst + "/migrate", `{"strategy":"stopThenStart","faults":[{"kind":"stop","side":"source"},{"kind":"kill","side":"source","kind":"stop"}]}`, 400, `key "kind" appears twice in faults[1]`},
@@ -119,7 +119,7 @@ func TestHostileAPIInput(t *testing.T) {
 		{"list: bad offset", "GET", "/api/v1/migrations?offset=-5", ``, 400, "offset: must be a non-negative integer"},
 		{"list: unknown state", "GET", "/api/v1/migrations?state=done", ``, 400, `state: must be one of running, completed, refused, aborted, failed; got "done"`},
 		{"instances: bad limit", "GET", "/api/v1/instances?limit=1.5", ``, 400, "limit: must be a non-negative integer"},
-		{"instances: offset too large", "GET", "/api/v1/instances?offset=99999999999999999999", ``, 400, "offset: must be a non-negative integer"},
+		{"instances: offset too large", "GET", "/api/v1/instances?offset=99999999999999999999", ``, 400, "offset: 99999999999999999999 is too large"},
 
 		// Methods and routes.
 		{"unknown endpoint", "GET", "/api/v1/nope", ``, 404, "no API endpoint"},
