@@ -165,6 +165,14 @@ type instance struct {
 func (l *Listener) CatchUp(jobID, role string) {
 	if c := l.current(jobID, role); c != nil {
 		c.catchUp()
+		if c.jobClose() != nil {
+			// Its close was read, and the library is answering it: its
+			// report comes once the read loop ends (readOver).
+			deadline := time.Now().Add(l.cfg.CloseTimeout)
+			for !c.readOver.Load() && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Microsecond)
+			}
+		}
 	}
 	l.mu.Lock()
 	var drained chan struct{}

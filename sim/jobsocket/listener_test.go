@@ -647,3 +647,25 @@ func TestCatchUpHearsAConnectionThatWentAway(t *testing.T) {
 		t.Fatal("still connected after CatchUp")
 	}
 }
+
+// Attack round 14, A1: a target that sends its close in the same write as
+// its target-applied. CatchUp found the close read and returned while the
+// library was still answering it, before its end was reported, and the
+// migration completed in 5 runs of 30. It returns once that end is told.
+func TestCatchUpWaitsForAReadCloseToBeTold(t *testing.T) {
+	for range 10 {
+		l, ev := MustListener(t, jobsocket.Config{})
+		l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+		j := dialRaw(t, l, "/instances/j/r")
+		j.helloAck()
+		ev.wait(t, jobsocket.Connected)
+		l.Expect("j", "r", protocol.TypeTargetApplied)
+		applied := `{"type":"target-applied"}`
+		j.write(append(append(header(true, opText, uint64(len(applied))), applied...), append(header(true, opClose, 2), 0x03, 0xe8)...))
+		ev.wait(t, jobsocket.Frame)
+		l.CatchUp("j", "r")
+		if n := ev.count(jobsocket.Disconnected); n != 1 {
+			t.Fatalf("CatchUp returned with %d disconnects reported, want the job's close, read before it", n)
+		}
+	}
+}
