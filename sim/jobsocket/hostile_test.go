@@ -627,6 +627,24 @@ func connectedSlowReader(t *testing.T, l *jobsocket.Listener, ev *events) *rawJo
 	return j
 }
 
+// writeUntilStuck writes large frames to j/r until a write fails, which
+// it returns: with a job that does not read, the buffers fill and a write
+// waits for it (WriteTimeout), and so does the library's answer to
+// anything the job sends meanwhile.
+func writeUntilStuck(l *jobsocket.Listener) <-chan error {
+	sent := make(chan error, 1)
+	go func() {
+		payload := []byte(`"` + strings.Repeat("p", 60000) + `"`)
+		for {
+			if err := l.Send(context.Background(), "j", "r", protocol.WorkerFrame{Type: protocol.TypeInitialState, MigrationID: "m", Payload: payload}); err != nil {
+				sent <- err
+				return
+			}
+		}
+	}()
+	return sent
+}
+
 // Issue 34 round 5, F3: a job that pings and never reads the pongs is as
 // slow a reader as one that never reads its frames: the pong that cannot
 // be written in time closes its socket with 1008 from normsim, not a
@@ -668,16 +686,7 @@ func TestAJobThatClosesWhileAWriteIsStuckClosedItself(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			l, ev := MustListener(t, jobsocket.Config{WriteTimeout: 2 * time.Second})
 			j := connectedSlowReader(t, l, ev)
-			sent := make(chan error, 1)
-			go func() {
-				payload := []byte(`"` + strings.Repeat("p", 60000) + `"`)
-				for {
-					if err := l.Send(context.Background(), "j", "r", protocol.WorkerFrame{Type: protocol.TypeInitialState, MigrationID: "m", Payload: payload}); err != nil {
-						sent <- err
-						return
-					}
-				}
-			}()
+			sent := writeUntilStuck(l)
 			// A few frames fill the buffers; the next write waits for the job.
 			time.Sleep(500 * time.Millisecond)
 			if len(sent) > 0 {
@@ -712,16 +721,7 @@ func TestAJobThatClosesBeforeItIsStoppedClosedFirst(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			l, ev := MustListener(t, jobsocket.Config{WriteTimeout: 2 * time.Second})
 			j := connectedSlowReader(t, l, ev)
-			sent := make(chan error, 1)
-			go func() {
-				payload := []byte(`"` + strings.Repeat("p", 60000) + `"`)
-				for {
-					if err := l.Send(context.Background(), "j", "r", protocol.WorkerFrame{Type: protocol.TypeInitialState, MigrationID: "m", Payload: payload}); err != nil {
-						sent <- err
-						return
-					}
-				}
-			}()
+			sent := writeUntilStuck(l)
 			time.Sleep(300 * time.Millisecond) // the buffers fill; the library's answer to a close waits
 			reason := "done"
 			wrote := time.Now()

@@ -168,10 +168,7 @@ func (l *Listener) CatchUp(jobID, role string) {
 		if c.jobClose() != nil {
 			// Its close was read, and the library is answering it: its
 			// report comes once the read loop ends (readOver).
-			deadline := time.Now().Add(l.cfg.CloseTimeout)
-			for !c.readOver.Load() && time.Now().Before(deadline) {
-				time.Sleep(50 * time.Microsecond)
-			}
+			pollUntil(time.Now().Add(l.cfg.CloseTimeout), c.readOver.Load)
 		}
 	}
 	l.mu.Lock()
@@ -580,14 +577,10 @@ type conn struct {
 	closeAt     time.Time
 	// writeStuck: our close is the 1008 of a write that ran out of time,
 	// which kills the connection, so that close never reached the job.
+	// With it, a close frame of the job's read after (jobClose; sent
+	// before the write's end cut the connection) is the close reported:
+	// the job closed first.
 	writeStuck atomic.Bool
-	// jobClosedAt is when the read loop got the job's own close frame,
-	// nil before. Its close is reported as of then, not of the teardown
-	// after it (a migration asks whether the job closed before it was
-	// told to stop); with writeStuck, the job closed first (its frame was
-	// read before the write's end cut the connection), and its close is
-	// the one reported.
-	jobClosedAt atomic.Pointer[time.Time]
 	// readOver: the read loop has ended, and its end is reported or
 	// counted as on its way (instance.reporting).
 	readOver atomic.Bool
@@ -632,16 +625,25 @@ const catchUpWait = 50 * time.Millisecond
 // with more behind it. It waits catchUpWait at most: a job that never
 // stops sending is closed all the same.
 func (c *conn) catchUp() {
-	deadline := time.Now().Add(catchUpWait)
-	for c.jobClose() == nil && !c.readOver.Load() && !c.caughtUp() && time.Now().Before(deadline) {
+	pollUntil(time.Now().Add(catchUpWait), func() bool {
+		return c.jobClose() != nil || c.readOver.Load() || c.caughtUp()
+	})
+}
+
+// pollUntil waits until done holds or deadline passes. What it waits on
+// is the read loop's own progress, which signals nothing: the wait is
+// short, and the look cheap.
+func pollUntil(deadline time.Time, done func() bool) {
+	for !done() && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Microsecond)
 	}
 }
 
 // caughtUp says whether the read loop has read all the job sent so far:
 // its guard waits for the first bytes of a frame, and the kernel holds
-// none, nor the end of the job's side. (A connection whose guard reads net/http's buffer, for bytes the
-// job sent right behind its upgrade, has them read before it parks.)
+// none, nor the end of the job's side. (A connection whose guard reads
+// net/http's buffer, for bytes the job sent right behind its upgrade,
+// has them read before it parks.)
 func (c *conn) caughtUp() bool {
 	if c.guarded == nil {
 		return true
@@ -1178,17 +1180,15 @@ func (l *Listener) disconnected(c *conn, code int, reason string) {
 	cc, cr := c.closed()
 	jc := c.jobClose()
 	switch {
-	case cc != 0 && !(c.writeStuck.Load() && c.jobClosedAt.Load() != nil):
+	case cc != 0 && !(c.writeStuck.Load() && jc != nil):
 		code, reason, by = cc, cr, ClosedByWorker
 	case jc != nil:
-		// The job's close frame, as the guard read it: how the read loop
-		// ended after it (the library's answer, or a close of ours that
-		// cut the answer short) is not what the job did.
+		// The job's close frame, as the guard read it, and as of then
+		// (a migration asks whether the job closed before it was told
+		// to stop): how the read loop ended after it (the library's
+		// answer, or a close of ours that cut the answer short) is not
+		// what the job did.
 		code, reason, by, at = jc.code, redactReason(jc.reason, token), ClosedByJob, jc.at
-	case by == ClosedByJob:
-		if read := c.jobClosedAt.Load(); read != nil {
-			at = *read
-		}
 	}
 	if current || gone != nil {
 		l.cfg.OnEvent(Event{Kind: Disconnected, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, At: at, Code: code, Reason: reason, ClosedBy: by})
@@ -1376,17 +1376,14 @@ func (c *conn) readFailed(err error) (int, string) {
 		return ce.code, ce.reason
 	}
 	if s := websocket.CloseStatus(err); s != -1 {
-		at := c.l.cfg.Now()
-		c.jobClosedAt.Store(&at)
+		// The guard read it first (jobClose): disconnected dates it.
 		var wce websocket.CloseError
 		errors.As(err, &wce)
 		return int(s), wce.Reason
 	}
 	if code, reason, ok := c.guarded.unreadClose(); ok {
 		// Sent before a stuck write ran out of time, and never read:
-		// the job closed first.
-		at := c.l.cfg.Now()
-		c.jobClosedAt.Store(&at)
+		// the job closed first (the guard holds it, jobClose).
 		return code, reason
 	}
 	if errors.Is(err, context.DeadlineExceeded) {

@@ -61,7 +61,13 @@ func MustListener(t *testing.T, cfg jobsocket.Config) (*jobsocket.Listener, *eve
 	t.Helper()
 	ev := &events{c: make(chan jobsocket.Event, 100)}
 	cfg.Node = "a"
-	cfg.OnEvent = ev.on
+	before := cfg.OnEvent // a test's hook, run before the event is collected
+	cfg.OnEvent = func(e jobsocket.Event) {
+		if before != nil {
+			before(e)
+		}
+		ev.on(e)
+	}
 	l := jobsocket.New(cfg)
 	if err := l.Open("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
@@ -581,19 +587,11 @@ func TestAHelloAtTheDeadlineGetsAnAnswer(t *testing.T) {
 func TestUnregisterHandsOnWhatTheJobSentFirst(t *testing.T) {
 	var reported atomic.Bool
 	inReport := make(chan struct{})
-	ev := &events{c: make(chan jobsocket.Event, 100)}
-	l := jobsocket.New(jobsocket.Config{Node: "a", OnEvent: func(e jobsocket.Event) {
-		if e.Kind == jobsocket.Frame && e.Frame.Type == protocol.TypeTargetReady {
-			close(inReport)
-			time.Sleep(300 * time.Millisecond) // a manager busy elsewhere
-			reported.Store(true)
-		}
-		ev.on(e)
-	}})
-	if err := l.Open("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l, ev := hookedListener(t, protocol.TypeTargetReady, func() {
+		close(inReport)
+		time.Sleep(300 * time.Millisecond) // a manager busy elsewhere
+		reported.Store(true)
+	})
 	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
 	c := dial(t, l, "/instances/j/r")
 	c.Hello(token)
@@ -617,18 +615,10 @@ func TestUnregisterHandsOnWhatTheJobSentFirst(t *testing.T) {
 // however late the news of it would have come).
 func TestCatchUpHearsAConnectionThatWentAway(t *testing.T) {
 	inReport := make(chan struct{})
-	ev := &events{c: make(chan jobsocket.Event, 100)}
-	l := jobsocket.New(jobsocket.Config{Node: "a", OnEvent: func(e jobsocket.Event) {
-		if e.Kind == jobsocket.Frame && e.Frame.Type == protocol.TypeTargetApplied {
-			close(inReport)
-			time.Sleep(20 * time.Millisecond) // the reader is busy
-		}
-		ev.on(e)
-	}})
-	if err := l.Open("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l, ev := hookedListener(t, protocol.TypeTargetApplied, func() {
+		close(inReport)
+		time.Sleep(20 * time.Millisecond) // the reader is busy
+	})
 	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
 	j := dialRaw(t, l, "/instances/j/r")
 	j.helloAck()
@@ -668,4 +658,16 @@ func TestCatchUpWaitsForAReadCloseToBeTold(t *testing.T) {
 			t.Fatalf("CatchUp returned with %d disconnects reported, want the job's close, read before it", n)
 		}
 	}
+}
+
+// hookedListener is MustListener whose OnEvent runs hook, on the read
+// loop, as a frame of type typ is reported, before the report is
+// collected: a test holds the reader there.
+func hookedListener(t *testing.T, typ string, hook func()) (*jobsocket.Listener, *events) {
+	t.Helper()
+	return MustListener(t, jobsocket.Config{OnEvent: func(e jobsocket.Event) {
+		if e.Kind == jobsocket.Frame && e.Frame.Type == typ {
+			hook()
+		}
+	}})
 }
