@@ -2,37 +2,11 @@ package template
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/compose-spec/compose-go/v2/loader"
-	"github.com/compose-spec/compose-go/v2/types"
-
 	"github.com/normsim/normsim/sim"
 )
-
-// reloadCompose loads a launch spec's compose project as the Docker
-// runtime does (sim/docker loadCompose): no interpolation, and compose-go's
-// consistency checks.
-func reloadCompose(t *testing.T, spec *sim.LaunchSpec) *types.Project {
-	t.Helper()
-	c := spec.Compose
-	details := types.ConfigDetails{
-		WorkingDir:  c.WorkingDir,
-		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(c.WorkingDir, "compose.yml"), Content: c.YAML}},
-		Environment: types.Mapping{},
-	}
-	p, err := loader.LoadWithContext(context.Background(), details, func(o *loader.Options) {
-		o.SetProjectName(spec.Project, true)
-		o.SkipInterpolation = true
-		o.SkipResolveEnvironment = true
-	})
-	if err != nil {
-		t.Fatalf("the runtime could not load the launch's compose project: %v\n%s", err, c.YAML)
-	}
-	return p
-}
 
 // Issue 34 round 14, B1: a depends_on entry with required: false on a
 // service behind a profile validated, and every launch was refused (the
@@ -82,7 +56,7 @@ services:
 			t.Errorf("%s: app depends on %+v, want cache only", rt, deps)
 		}
 		if rt == sim.RuntimeDocker {
-			p := reloadCompose(t, spec)
+			p := reload(t, spec)
 			if _, ok := p.Services["app"].DependsOn["db"]; ok {
 				t.Errorf("the compose project still makes app depend on db: %+v", p.Services["app"].DependsOn)
 			}
