@@ -131,7 +131,7 @@ func ac3Frame(b []byte) (size, samples, rate int) {
 		}
 		return words * 2, 1536, rates[fscod]
 	}
-	if bsid < 11 || bsid > 16 {
+	if bsid > 16 {
 		return 0, 0, 0
 	}
 	strmtyp := int(b[2] >> 6)
