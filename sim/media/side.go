@@ -143,10 +143,14 @@ func newPMTStream(es *astits.PMTElementaryStream) pmtStream {
 }
 
 // Registration descriptors' format identifiers (SMPTE RA): SCTE 35 cues
-// and ID3 timed metadata.
+// and ID3 timed metadata, and audio carried as private PES (stream type
+// 0x06).
 const (
 	formatCUEI = 0x43554549 // "CUEI"
 	formatID3  = 0x49443320 // "ID3 "
+	formatOpus = 0x4f707573 // "Opus"
+	formatAC3  = 0x41432d33 // "AC-3"
+	formatEAC3 = 0x45414333 // "EAC3"
 )
 
 // sparse says the stream sends only when it has something to say: SCTE
@@ -717,16 +721,9 @@ func streamType(pid uint16, own, other []pmtStream) (pmtStream, bool) {
 	return pmtStream{}, false
 }
 
-// Registration descriptors' format identifiers of audio carried as
-// private PES (stream type 0x06).
-const (
-	formatOpus = 0x4f707573 // "Opus"
-	formatAC3  = 0x41432d33 // "AC-3"
-	formatEAC3 = 0x45414333 // "EAC3"
-)
-
 func describeStream(es pmtStream) (kind, codec string) {
-	switch t := es.typ; {
+	t := es.typ
+	switch {
 	case t == astits.StreamTypeH264Video:
 		return "video", codecH264
 	case t == astits.StreamTypeH265Video:
@@ -742,7 +739,6 @@ func describeStream(es pmtStream) (kind, codec string) {
 	case t == astits.StreamTypePrivateData && es.format == formatOpus:
 		return "audio", codecOpus
 	}
-	t := es.typ
 	switch {
 	case t.IsVideo():
 		return "video", t.String()
