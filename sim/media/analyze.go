@@ -151,7 +151,7 @@ func Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *sim.MediaR
 		r.Verdict = sim.VerdictGap
 	case len(r.Defects) > 0:
 		r.Verdict = sim.VerdictGlitch
-	case c.primary() == nil || c.primary().Verdict != sim.VerdictSeamless || len(c.unjudged) > 0:
+	case c.primary() == nil || c.primary().Verdict != sim.VerdictSeamless || c.unjudged:
 		r.Verdict = sim.VerdictUnknown
 	default:
 		r.Verdict = sim.VerdictSeamless
@@ -302,9 +302,9 @@ type comparison struct {
 	paramsChanged []sim.MediaDefect
 	// notes are what was not checked, and why, for the detail.
 	notes []string
-	// unjudged are the streams whose seam could not be checked, which
-	// keep the verdict from seamless.
-	unjudged []string
+	// unjudged: a stream's seam could not be checked (audio whose frames
+	// were not read), which keeps the verdict from seamless.
+	unjudged bool
 }
 
 func codecOrUnknown(codec string) string {
@@ -498,7 +498,7 @@ func (c *comparison) judgeStreams() {
 			// of sound missing or heard twice: not checked, and said so.
 			st.Verdict = sim.VerdictUnknown
 			st.Detail = fmt.Sprintf("%s, target started at PTS %d, within a quarter of its PES's step (%.1f ms) of the next; its audio frames were not read (%s), so sound missing or heard twice within that was not checked frame by frame", stopped, first, ticksMs(ft), codecOrUnknown(p.src.codec))
-			c.unjudged = append(c.unjudged, label)
+			c.unjudged = true
 		}
 		if st.Verdict == sim.VerdictGap || st.Verdict == sim.VerdictOverlap {
 			what := "skipped ahead"
