@@ -74,7 +74,7 @@ func (tr *track) implyPTS() {
 	}
 	ft := frameTicks(tr)
 	vals, _ := unwrapped(tr.units, tr.wrap)
-	reorders := reorderDepth(vals) > 0
+	place := ft > 0 && reorderDepth(vals) == 0
 	step := func(u unit) int64 {
 		if u.dur > 0 {
 			return u.dur
@@ -91,15 +91,18 @@ func (tr *track) implyPTS() {
 			}
 			tr.noPTS++
 			run++
-			if i > 0 && seg[i-1].hasPTS && ft > 0 && !reorders {
+			if place && i > 0 && seg[i-1].hasPTS {
 				prev := seg[i-1]
 				seg[i].pts, seg[i].hasPTS = (prev.pts+step(prev))%tr.wrap, true
 			}
 		}
 		tr.longestNoPTS = max(tr.longestNoPTS, int64(run)*ft)
+		if !place {
+			continue
+		}
 		// The units before the segment's first PTS, back from it.
 		for i := len(seg) - 2; i >= 0; i-- {
-			if !seg[i].hasPTS && seg[i+1].hasPTS && ft > 0 && !reorders {
+			if !seg[i].hasPTS && seg[i+1].hasPTS {
 				seg[i].pts, seg[i].hasPTS = ((seg[i+1].pts-step(seg[i]))%tr.wrap+tr.wrap)%tr.wrap, true
 			}
 		}
