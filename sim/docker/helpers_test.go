@@ -251,6 +251,27 @@ func assertGone(t testing.TB, cli *client.Client, id string) {
 	}
 }
 
+// prepareStart prepares the instance spec describes and starts it.
+func prepareStart(t *testing.T, r *docker.Runtime, spec *sim.LaunchSpec) {
+	t.Helper()
+	if err := r.Prepare(context.Background(), spec); err != nil {
+		t.Fatalf("prepare: %v", err)
+	}
+	if err := r.Start(context.Background(), spec.InstanceID); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+}
+
+// stopGone stops the instance, with grace, and fails unless nothing of it
+// is left in the engine.
+func stopGone(t *testing.T, r *docker.Runtime, cli *client.Client, id string, grace time.Duration) {
+	t.Helper()
+	if _, err := r.Stop(context.Background(), id, grace); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, cli, id)
+}
+
 // wantCode fails unless err carries the code.
 func wantCode(t *testing.T, err error, code string) {
 	t.Helper()

@@ -10,6 +10,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/normsim/normsim/sim"
+	"github.com/normsim/normsim/sim/docker"
 	"github.com/normsim/normsim/sim/template"
 )
 
@@ -48,6 +49,17 @@ func launchTemplate(t *testing.T, cli *client.Client, img, compose string) *sim.
 	return spec
 }
 
+// runsApp prepares and starts spec's instance, wants its service app
+// running, and stops it, leaving nothing behind.
+func runsApp(t *testing.T, r *docker.Runtime, cli *client.Client, spec *sim.LaunchSpec) {
+	t.Helper()
+	prepareStart(t, r, spec)
+	if s := state(t, cli, spec.Project+"-app-1"); !s.Running {
+		t.Errorf("app is %s, want running", s.Status)
+	}
+	stopGone(t, r, cli, spec.InstanceID, 0)
+}
+
 // Issue 34 round 14, B1: app depends on db with required: false, and db
 // runs only with a profile. normsim validate said ok and every launch was
 // refused ("depends on db, which is no service of the file"); docker
@@ -55,7 +67,6 @@ func launchTemplate(t *testing.T, cli *client.Client, img, compose string) *sim.
 func TestOptionalDependencyOnAProfiledServiceRuns(t *testing.T) {
 	img, cli := mustJobImage(t)
 	r, _ := newRuntime(t)
-	ctx := context.Background()
 	spec := launchTemplate(t, cli, img, `
 services:
   app:
@@ -68,19 +79,7 @@ services:
     image: ${IMAGE}
     profiles: [extra]
 `)
-	if err := r.Prepare(ctx, spec); err != nil {
-		t.Fatalf("prepare: %v", err)
-	}
-	if err := r.Start(ctx, spec.InstanceID); err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	if s := state(t, cli, spec.Project+"-app-1"); !s.Running {
-		t.Errorf("app is %s, want running", s.Status)
-	}
-	if _, err := r.Stop(ctx, spec.InstanceID, 0); err != nil {
-		t.Fatal(err)
-	}
-	assertGone(t, cli, spec.InstanceID)
+	runsApp(t, r, cli, spec)
 }
 
 // Issue 34 round 14, B5: pull_policy: always made a launch try the
@@ -89,26 +88,13 @@ services:
 func TestPullPolicyAlwaysRunsTheEnginesImage(t *testing.T) {
 	img, cli := mustJobImage(t)
 	r, _ := newRuntime(t)
-	ctx := context.Background()
 	spec := launchTemplate(t, cli, img, `
 services:
   app:
     image: ${IMAGE}
     pull_policy: always
 `)
-	if err := r.Prepare(ctx, spec); err != nil {
-		t.Fatalf("prepare: %v", err)
-	}
-	if err := r.Start(ctx, spec.InstanceID); err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	if s := state(t, cli, spec.Project+"-app-1"); !s.Running {
-		t.Errorf("app is %s, want running", s.Status)
-	}
-	if _, err := r.Stop(ctx, spec.InstanceID, 0); err != nil {
-		t.Fatal(err)
-	}
-	assertGone(t, cli, spec.InstanceID)
+	runsApp(t, r, cli, spec)
 }
 
 // Issue 34 round 14, B5: a platform: the engine's image is not for made
@@ -148,14 +134,7 @@ services:
     image: ${IMAGE}
     platform: linux/`+v.Arch+`
 `)
-	if err := r.Prepare(ctx, spec); err != nil {
-		t.Fatalf("prepare with the image's own platform: %v", err)
-	}
-	if err := r.Start(ctx, spec.InstanceID); err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	if _, err := r.Stop(ctx, spec.InstanceID, 0); err != nil {
-		t.Fatal(err)
-	}
-	assertGone(t, cli, spec.InstanceID)
+	// The image's own platform runs.
+	prepareStart(t, r, spec)
+	stopGone(t, r, cli, spec.InstanceID, 0)
 }

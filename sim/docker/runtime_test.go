@@ -213,25 +213,16 @@ func TestPrepareStartLogsStop(t *testing.T) {
 func TestServiceExitsOnItsOwn(t *testing.T) {
 	img, cli := mustJobImage(t)
 	r, rec := newRuntime(t)
-	ctx := context.Background()
 	spec := newSpec(t, cli, sim.ServiceSpec{Name: "job", Image: img, Env: map[string]string{"JOB_EXIT": "3"}})
 
-	if err := r.Prepare(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(ctx, spec.InstanceID); err != nil {
-		t.Fatal(err)
-	}
+	prepareStart(t, r, spec)
 	ev := rec.wait(t, spec.InstanceID, "job", sim.ServiceExited)
 	if ev.ExitCode != 3 {
 		t.Errorf("exit code %d, want 3: %+v", ev.ExitCode, ev)
 	}
 	// The logs of an exited service stay readable until Stop.
 	waitLogs(t, r, spec.InstanceID, "job | exiting with code 3\n")
-	if _, err := r.Stop(ctx, spec.InstanceID, time.Second); err != nil {
-		t.Fatal(err)
-	}
-	assertGone(t, cli, spec.InstanceID)
+	stopGone(t, r, cli, spec.InstanceID, time.Second)
 }
 
 func TestDependencyFails(t *testing.T) {
@@ -254,10 +245,7 @@ func TestDependencyFails(t *testing.T) {
 	if st := state(t, cli, spec.Project+"-app-1"); st.Status != container.StateCreated {
 		t.Errorf("app is %s although its dependency failed", st.Status)
 	}
-	if _, err := r.Stop(ctx, spec.InstanceID, time.Second); err != nil {
-		t.Fatal(err)
-	}
-	assertGone(t, cli, spec.InstanceID)
+	stopGone(t, r, cli, spec.InstanceID, time.Second)
 }
 
 func TestMissingImage(t *testing.T) {
@@ -302,10 +290,7 @@ func TestPrepareConflict(t *testing.T) {
 			t.Errorf("%s is %s", s, st.Status)
 		}
 	}
-	if _, err := r.Stop(ctx, spec.InstanceID, 0); err != nil {
-		t.Fatal(err)
-	}
-	assertGone(t, cli, spec.InstanceID)
+	stopGone(t, r, cli, spec.InstanceID, 0)
 }
 
 func TestUnknownInstance(t *testing.T) {
@@ -762,10 +747,7 @@ func TestAFailedStartReportsNoExitsOfItsOwnCleanup(t *testing.T) {
 	if ev, found := rec.find(spec.InstanceID, "db", sim.ServiceExited); found {
 		t.Errorf("the failed start's own stop was reported as db exiting: %+v", ev)
 	}
-	if _, err := r.Stop(ctx, spec.InstanceID, time.Second); err != nil {
-		t.Fatal(err)
-	}
-	assertGone(t, cli, spec.InstanceID)
+	stopGone(t, r, cli, spec.InstanceID, time.Second)
 }
 
 // TestTwoOwnersOfOneInstanceID: two normsims on one engine draw their
