@@ -880,17 +880,13 @@ func TestAC3AndOpusAudioIsHeardFrameByFrame(t *testing.T) {
 		{"", "aac in LATM", []string{"-c:a", "aac", "-mpegts_flags", "latm"}, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			clip := encodeClip(t, append([]string{"-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=48000",
-				"-t", "4", "-c:v", "libx264", "-bf", "0"}, c.args...)...)
-			file := filepath.Join(t.TempDir(), "clip.ts")
-			if err := os.WriteFile(file, clip, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			ps := clipPackets(encodeClip(t, append([]string{"-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=48000",
+				"-t", "4", "-c:v", "libx264", "-bf", "0"}, c.args...)...))
+			file := writeClip(t, "clip.ts", ps)
 			out, err := exec.Command(ffprobe, "-v", "error", "-select_streams", "a", "-show_entries", "packet=duration", "-of", "csv=p=0", file).Output()
 			if err != nil {
 				t.Fatal(err)
 			}
-			ps := clipPackets(clip)
 			clean := readSide(sourceSide, sendClip(ps, 0, len(ps)))
 			clean.buildTSTracks(nil)
 			audio := clean.tracks[1]
@@ -992,16 +988,12 @@ func TestAChangeOfAspectOrColourRangeIsACodecParameterChange(t *testing.T) {
 		{"full range", "High@1.2 320x180 full range, CABAC", "pc", slices.Concat(video, x264, []string{"-x264-params", "fullrange=on"})},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			clip := encodeClip(t, c.args...)
-			file := filepath.Join(t.TempDir(), "target.ts")
-			if err := os.WriteFile(file, clip, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			tgt := clipPackets(encodeClip(t, c.args...))
+			file := writeClip(t, "target.ts", tgt)
 			out, err := exec.Command(ffprobe, "-v", "error", "-select_streams", "v", "-read_intervals", "%+#1", "-show_entries", "frame=sample_aspect_ratio,color_range", "-of", "csv=p=0", file).Output()
 			if err != nil || !strings.Contains(string(out), c.frame) {
 				t.Fatalf("ffprobe's frame shows %q (%v), want %s", out, err, c.frame)
 			}
-			tgt := clipPackets(clip)
 			cut := clipKeyframeCut(t, src, 1)
 			all := slices.Concat(src[:cut], tgt[cut:])
 			for i := cut; i < len(all); i++ { // the target's counters run on from the source's
