@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -235,9 +234,10 @@ func TestEveryFrameOverTheCapCloses4413(t *testing.T) {
 	}
 }
 
-// rawJob speaks the job socket over a bare TCP connection, to send what no
-// WebSocket library will: a frame that announces more than it ever sends.
+// rawJob is testjob.Raw as this package's tests drive it: conn and br
+// are the Raw's.
 type rawJob struct {
+	*testjob.Raw
 	t    *testing.T
 	conn net.Conn
 	br   *bufio.Reader
@@ -245,84 +245,25 @@ type rawJob struct {
 
 func dialRaw(t *testing.T, l *jobsocket.Listener, path string) *rawJob {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", l.Addr().String(), peerTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	conn.SetDeadline(time.Now().Add(2 * peerTimeout)) // a safety bound for the whole test
-	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
-		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n", path, l.Addr())
-	br := bufio.NewReader(conn)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		t.Fatalf("upgrade answered %s", resp.Status)
-	}
-	return &rawJob{t: t, conn: conn, br: br}
+	return newRawJob(t, testjob.DialRaw(t, l.Addr().String(), path, 2*peerTimeout))
 }
 
-// header is the header of a client frame of n payload bytes. It is masked,
-// as a client's must be, with the key 0, so the payload goes as it is.
-func header(fin bool, opcode byte, n uint64) []byte {
-	b0 := opcode
-	if fin {
-		b0 |= 0x80
-	}
-	var h []byte
-	switch {
-	case n < 126:
-		h = []byte{b0, 0x80 | byte(n)}
-	case n <= 0xffff:
-		h = binary.BigEndian.AppendUint16([]byte{b0, 0x80 | 126}, uint16(n))
-	default:
-		h = binary.BigEndian.AppendUint64([]byte{b0, 0x80 | 127}, n)
-	}
-	return append(h, 0, 0, 0, 0)
+func newRawJob(t *testing.T, r *testjob.Raw) *rawJob {
+	return &rawJob{Raw: r, t: t, conn: r.Conn, br: r.BR}
 }
+
+// header is testjob.Header.
+func header(fin bool, opcode byte, n uint64) []byte { return testjob.Header(fin, opcode, n) }
 
 const (
-	opText  = 0x1
-	opClose = 0x8
+	opText  = testjob.OpText
+	opClose = testjob.OpClose
 )
 
-func (j *rawJob) write(b []byte) {
-	j.t.Helper()
-	if _, err := j.conn.Write(b); err != nil {
-		j.t.Fatalf("raw write: %v", err)
-	}
-}
+func (j *rawJob) write(b []byte) { j.t.Helper(); j.Write(b) }
 
 // readFrame reads one frame from the listener (unmasked, unfragmented).
-func (j *rawJob) readFrame() (opcode byte, payload []byte) {
-	j.t.Helper()
-	readFull := func(b []byte) {
-		if _, err := io.ReadFull(j.br, b); err != nil {
-			j.t.Fatalf("raw read: %v", err)
-		}
-	}
-	var h [2]byte
-	readFull(h[:])
-	n := uint64(h[1] & 0x7f)
-	switch n {
-	case 126:
-		var b [2]byte
-		readFull(b[:])
-		n = uint64(binary.BigEndian.Uint16(b[:]))
-	case 127:
-		var b [8]byte
-		readFull(b[:])
-		n = binary.BigEndian.Uint64(b[:])
-	}
-	if n > 1<<20 {
-		j.t.Fatalf("the listener sent a frame of %d bytes", n)
-	}
-	payload = make([]byte, n)
-	readFull(payload)
-	return h[0] & 0x0f, payload
-}
+func (j *rawJob) readFrame() (opcode byte, payload []byte) { j.t.Helper(); return j.ReadFrame() }
 
 // readClose reads frames until the listener's close frame.
 func (j *rawJob) readClose() (code int, reason string) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/normsim/normsim/internal/testjob"
 	"github.com/normsim/normsim/protocol"
 	"github.com/normsim/normsim/sim/jobsocket"
 )
@@ -31,7 +32,7 @@ func TestHelloSentWithTheUpgradeRequestIsRead(t *testing.T) {
 	hello := `{"type":"hello","token":"` + token + `","pad":"` + strings.Repeat("x", 3000) + `"}`
 	req := fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
 		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n", protocol.Path("job 1", "r/1"), l.Addr())
-	j := &rawJob{t: t, conn: conn, br: bufio.NewReader(conn)}
+	j := newRawJob(t, testjob.NewRaw(t, conn, bufio.NewReader(conn)))
 	j.write(append(append([]byte(req), header(true, opText, uint64(len(hello)))...), hello...))
 	resp, err := http.ReadResponse(j.br, nil)
 	if err != nil {
