@@ -130,9 +130,9 @@ type instance struct {
 	// failed): DELETEs sent at once have one winner, and the others
 	// wait for it instead of stopping the instance again.
 	removing chan struct{}
-	// unreachable: adopted with an env that names another run's job
-	// socket port, said in Error (dialsElsewhere) until its job connects
-	// all the same.
+	// unreachable: adopted with an env that names a job socket this run
+	// does not have, said in Error (Manager.unreachable) until its job
+	// connects all the same.
 	unreachable bool
 }
 

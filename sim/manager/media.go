@@ -76,10 +76,15 @@ func (m *Manager) reopenMedia(in *sim.Instance) {
 
 // mediaURLOf is the media URL the instance was launched with, from its
 // recorded env.
-func mediaURLOf(in *sim.Instance) string {
+func mediaURLOf(in *sim.Instance) string { return envOf(in, sim.EnvMediaURL) }
+
+// envOf is the value of the launch-contract variable name an instance's
+// services were given: the same for each service that has it, "" when
+// none has.
+func envOf(in *sim.Instance, name string) string {
 	for _, env := range in.Env {
-		if u := env[sim.EnvMediaURL]; u != "" {
-			return u
+		if v := env[name]; v != "" {
+			return v
 		}
 	}
 	return ""

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -288,16 +286,11 @@ func (m *Manager) readopt(ctx context.Context, in *sim.Instance) {
 // (--socket-port). It stays listed running, not connected, with this
 // reason.
 func (m *Manager) unreachable(in *sim.Instance) string {
-	dials := ""
-	for _, svc := range slices.Sorted(maps.Keys(in.Env)) {
-		if u, err := url.Parse(in.Env[svc][protocol.EnvURL]); err == nil && u.Port() != "" {
-			dials = u.Port()
-			break
-		}
-	}
-	if dials == "" {
+	u, err := url.Parse(envOf(in, protocol.EnvURL))
+	if err != nil || u.Port() == "" {
 		return "" // it speaks no job socket, or its env is not known
 	}
+	dials := u.Port()
 	n := m.nodes[in.Node]
 	var now, fix string
 	switch {
