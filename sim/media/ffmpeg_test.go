@@ -75,6 +75,26 @@ func clipPackets(ts []byte) []clipPacket {
 	return ps
 }
 
+// clipKeyframeCut is where a target starting at the clip's gop-th
+// keyframe (counted from 0) begins: with the tables ffmpeg sends before it.
+func clipKeyframeCut(t *testing.T, ps []clipPacket, gop int) int {
+	t.Helper()
+	var keyframes []int
+	for i, p := range ps {
+		if p.pid == 256 && p.start && p.randomAcc {
+			keyframes = append(keyframes, i)
+		}
+	}
+	if len(keyframes) <= gop {
+		t.Fatalf("ffmpeg wrote %d keyframes, want more than %d", len(keyframes), gop)
+	}
+	cut := keyframes[gop]
+	for cut > 0 && (ps[cut-1].pid == 0 || ps[cut-1].pid == 4096 || ps[cut-1].pid == 17) {
+		cut--
+	}
+	return cut
+}
+
 // sendClip makes datagrams of packets [lo, hi), seven to one, the
 // packets spread evenly over the clip's 4 s.
 func sendClip(ps []clipPacket, lo, hi int) []sim.MediaDatagram {
@@ -104,10 +124,7 @@ func TestAnalyzeFFmpegClip(t *testing.T) {
 
 	t.Run("split at a GOP boundary", func(t *testing.T) {
 		// The target begins with the tables ffmpeg sends before each keyframe.
-		cut := keyframes[1]
-		for cut > 0 && (ps[cut-1].pid == 0 || ps[cut-1].pid == 4096 || ps[cut-1].pid == 17) {
-			cut--
-		}
+		cut := clipKeyframeCut(t, ps, 1)
 		r := Analyze(sendClip(ps, 0, cut), sendClip(ps, cut, len(ps)), sim.SeamMoments{})
 		t.Log(r.Detail)
 		if r.Verdict != sim.VerdictSeamless || len(r.Defects) > 0 {
@@ -234,16 +251,7 @@ func TestDamageInsideTheTargetIsWhatFFmpegSees(t *testing.T) {
 	ffmpeg, ffprobe := testenv.RequireFFmpeg(t)
 	clip := encodeClip(t)
 	ps := clipPackets(clip)
-	var keyframes []int
-	for i, p := range ps {
-		if p.pid == 256 && p.start && p.randomAcc {
-			keyframes = append(keyframes, i)
-		}
-	}
-	cut := keyframes[1]
-	for cut > 0 && (ps[cut-1].pid == 0 || ps[cut-1].pid == 4096 || ps[cut-1].pid == 17) {
-		cut--
-	}
+	cut := clipKeyframeCut(t, ps, 1)
 	// videoAfter are the indexes of the video packets from the tenth
 	// after the cut on.
 	videoAfter := func(ps []clipPacket) []int {
@@ -399,22 +407,13 @@ func shiftPESTimes(t *testing.T, p []byte, d int64) {
 // frame", whenever the source's window began just after a P-frame.
 func TestAWindowCutThroughBFramesIsNoGap(t *testing.T) {
 	ps := clipPackets(encodeClip(t, "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-t", "4", "-c:v", "libx264", "-bf", "2"))
-	var frames, keyframes []int
+	var frames []int
 	for i, p := range ps {
 		if p.pid == 256 && p.start {
 			frames = append(frames, i)
-			if p.randomAcc {
-				keyframes = append(keyframes, i)
-			}
 		}
 	}
-	if len(keyframes) < 3 {
-		t.Fatalf("ffmpeg wrote %d keyframes, want 4", len(keyframes))
-	}
-	cut := keyframes[2]
-	for cut > 0 && (ps[cut-1].pid == 0 || ps[cut-1].pid == 4096 || ps[cut-1].pid == 17) {
-		cut--
-	}
+	cut := clipKeyframeCut(t, ps, 2)
 	judge := func(what string, src, tgt []sim.MediaDatagram) {
 		t.Helper()
 		if r := Analyze(src, tgt, sim.SeamMoments{}); r.Verdict != sim.VerdictSeamless {
@@ -693,26 +692,6 @@ func TestHEVCJoinOnACRALosesItsRASLPictures(t *testing.T) {
 			}
 		})
 	}
-}
-
-// clipKeyframeCut is where a target starting at the clip's gop-th
-// keyframe (counted from 0) begins: with the tables ffmpeg sends before it.
-func clipKeyframeCut(t *testing.T, ps []clipPacket, gop int) int {
-	t.Helper()
-	var keyframes []int
-	for i, p := range ps {
-		if p.pid == 256 && p.start && p.randomAcc {
-			keyframes = append(keyframes, i)
-		}
-	}
-	if len(keyframes) <= gop {
-		t.Fatalf("ffmpeg wrote %d keyframes, want more than %d", len(keyframes), gop)
-	}
-	cut := keyframes[gop]
-	for cut > 0 && (ps[cut-1].pid == 0 || ps[cut-1].pid == 4096 || ps[cut-1].pid == 17) {
-		cut--
-	}
-	return cut
 }
 
 // Round 13, F4: a video PES without a PTS is legal (ISO 13818-1 asks one
