@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -466,12 +467,8 @@ func takes(params ...string) func(http.Handler) http.Handler {
 				writeError(w, sim.Errorf(sim.EInvalid, "the query %q is not a URL query: %v; write name=value pairs joined by &, with %%XX escapes", r.URL.RawQuery, err))
 				return
 			}
-			names := make([]string, 0, len(q))
-			for name := range q {
-				names = append(names, name)
-			}
-			slices.Sort(names) // the same answer every time for the same query
-			for _, name := range names {
+			// Sorted: the same answer every time for the same query.
+			for _, name := range slices.Sorted(maps.Keys(q)) {
 				switch {
 				case !known[name]:
 					writeError(w, sim.Errorf(sim.EInvalid, "%s %s has no query parameter %q; it %s", r.Method, r.URL.Path, name, takesWhat))
