@@ -739,10 +739,11 @@ func (c *comparison) checkJoin() {
 		return
 	}
 	ready, hasSets, setsMissing := startable(video)
-	lost := ready[0] && c.leadingPicturesLost(video)
-	key := ready[0] && !lost
+	key := ready[0] && !c.leadingPicturesLost(video)
 	c.keyframeAtJoin = &key
-	if key || lost {
+	if ready[0] {
+		// Joined where a decoder can start: whole, or with its leading
+		// pictures lost (leadingPicturesLost said so).
 		return
 	}
 	vals, idx := unwrapped(video.units, video.wrap)
