@@ -16,6 +16,7 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/types"
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/containerd/platforms"
 	"github.com/docker/docker/api/types/image"
 	"golang.org/x/sync/errgroup"
 
@@ -94,7 +95,10 @@ func (r *Runtime) Prepare(ctx context.Context, spec *sim.LaunchSpec) error {
 // checkImages inspects every distinct image at once. A service whose
 // platform: the image in the engine is not for is refused as missing too:
 // compose would pull the image for that platform, and normsim never pulls
-// (issue 34 round 14, B5). p is the compose project the spec runs.
+// (issue 34 round 14, B5). Whether it is for it is judged as compose
+// judges it (containerd's platform matcher: the architecture's aliases,
+// arm's default variant, an unknown platform matching nothing). p is the
+// compose project the spec runs.
 func (r *Runtime) checkImages(ctx context.Context, spec *sim.LaunchSpec, p *types.Project) error {
 	var images []string
 	for _, s := range spec.Services {
@@ -135,46 +139,20 @@ func (r *Runtime) checkImages(ctx context.Context, spec *sim.LaunchSpec, p *type
 	default:
 		return sim.Errorf(sim.EImageMissing, "images %s are not in the Docker engine: %s", quoteAll(missing), buildHint(missing))
 	}
-	if p == nil {
-		return nil
-	}
 	for _, name := range p.ServiceNames() {
 		s := p.Services[name]
 		info, ok := found[s.Image]
-		if s.Platform == "" || !ok || platformMatches(s.Platform, info.Os, info.Architecture, info.Variant) {
+		if s.Platform == "" || !ok {
 			continue
 		}
-		have := info.Os + "/" + info.Architecture
-		if info.Variant != "" {
-			have += "/" + info.Variant
+		have := platforms.Platform{OS: info.Os, Architecture: info.Architecture, Variant: info.Variant}
+		if want, err := platforms.Parse(s.Platform); err == nil && platforms.NewMatcher(want).Match(have) {
+			continue
 		}
 		return sim.Errorf(sim.EImageMissing, "services.%s.platform: %q, but image %q in the Docker engine is for %s, and normsim never pulls one for another platform; remove platform to run the image the engine has, or build or load the image for %s (docker build --platform %s)",
-			name, s.Platform, s.Image, have, s.Platform, s.Platform)
+			name, s.Platform, s.Image, platforms.Format(have), s.Platform, s.Platform)
 	}
 	return nil
-}
-
-// platformMatches reports whether an image for os/arch/variant is one for
-// want ("os[/arch[/variant]]"): the engine's names, with the usual
-// aliases of the architecture; a variant only counts where both give one.
-func platformMatches(want, os, arch, variant string) bool {
-	parts := strings.Split(strings.ToLower(want), "/")
-	norm := func(a string) string {
-		switch a {
-		case "x86_64", "x86-64":
-			return "amd64"
-		case "aarch64":
-			return "arm64"
-		}
-		return a
-	}
-	if parts[0] != strings.ToLower(os) {
-		return false
-	}
-	if len(parts) > 1 && norm(parts[1]) != norm(strings.ToLower(arch)) {
-		return false
-	}
-	return len(parts) < 3 || variant == "" || parts[2] == strings.ToLower(variant)
 }
 
 // buildHint says how to get missing images: the example jobs' images
