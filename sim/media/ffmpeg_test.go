@@ -988,3 +988,30 @@ func TestAChangeOfAspectOrColourRangeIsACodecParameterChange(t *testing.T) {
 		})
 	}
 }
+
+// Review of round 13's F6: three errored packets in one frame, the usual
+// case since a frame spans many packets, took all three places of the
+// list of frames hit, and a later frame hit too went unnamed. Each frame
+// hit is named once.
+func TestEachFrameMarkedErroredIsNamedOnce(t *testing.T) {
+	testenv.RequireFFmpeg(t)
+	ps := clipPackets(encodeClip(t))
+	cut := clipKeyframeCut(t, ps, 1)
+	starts := []int{}
+	for i := cut; i < len(ps) && len(starts) < 2; i++ {
+		if ps[i].pid == 256 && ps[i].start {
+			starts = append(starts, i)
+		}
+	}
+	if len(starts) < 2 {
+		t.Fatal("the clip has no second video frame after its cut")
+	}
+	for _, i := range []int{starts[0] + 1, starts[0] + 2, starts[0] + 3, starts[1]} {
+		ps[i].data[1] |= 0x80
+	}
+	r := Analyze(sendClip(ps, 0, cut), sendClip(ps, cut, len(ps)), sim.SeamMoments{})
+	d := defectNamed(r, "Transport_error")
+	if d == nil || strings.Count(d.Detail, "frame at PTS") != 2 {
+		t.Fatalf("Transport_error %+v; want the two frames hit named, each once", d)
+	}
+}

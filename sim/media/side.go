@@ -858,8 +858,11 @@ func (s *side) transportErrors() {
 			}
 			k, _ := slices.BinarySearchFunc(tr.units, i+1, func(u unit, i int) int { return u.pkt - i })
 			if k > 0 && len(frames) < 3 {
+				// A frame spans many packets: each frame hit is named once.
 				if u := tr.units[k-1]; u.hasPTS {
-					frames = append(frames, fmt.Sprintf("the %s frame at PTS %d", tr.kind, u.pts))
+					if f := fmt.Sprintf("the %s frame at PTS %d", tr.kind, u.pts); !slices.Contains(frames, f) {
+						frames = append(frames, f)
+					}
 				}
 			}
 		}
@@ -869,7 +872,7 @@ func (s *side) transportErrors() {
 	}
 	where := fmt.Sprintf("first on PID %d", firstPID)
 	if len(frames) > 0 {
-		where += ", in " + strings.Join(slices.Compact(frames), ", ")
+		where += ", in " + strings.Join(frames, ", ")
 	}
 	s.defect(sim.MediaCheckTransport, "TR 101 290 2.1", fmt.Sprintf("PID %d", firstPID), fmt.Sprintf("the %s sent %s marked errored (transport_error_indicator; %s): what they carry was received but marked errored, and a decoder decodes it as corrupt", s.name, sim.Plural(int64(n), "TS packet"), where))
 }
