@@ -124,8 +124,9 @@ func resourceName(p *types.Project, id string) string {
 // It then adds what the runtime owns: compose's own labels, as
 // `docker compose` adds them when it loads a file, this package's managed
 // label and the spec's service labels (the manager's owner label among
-// them) on every service, and the instance's labels on every network and
-// volume the project creates, so a later cleanup finds them.
+// them) and pull_policy never on every service, and the instance's labels
+// on every network and volume the project creates, so a later cleanup
+// finds them.
 func loadCompose(ctx context.Context, spec *sim.LaunchSpec) (*types.Project, error) {
 	c := spec.Compose
 	details := types.ConfigDetails{
@@ -170,6 +171,10 @@ func loadCompose(ctx context.Context, spec *sim.LaunchSpec) (*types.Project, err
 		}
 		labels[sim.LabelService] = name
 		s.Labels = labels
+		// Images are never pulled: Prepare runs the engine's (checkImages),
+		// and a pull_policy that would pull anyway (always, daily, build …)
+		// would try the registry (issue 34 round 14, B5); validate warns of it.
+		s.PullPolicy = types.PullPolicyNever
 		s.CustomLabels = types.Labels{
 			api.ProjectLabel:     p.Name,
 			api.ServiceLabel:     name,
@@ -217,13 +222,6 @@ func (r *Runtime) prepareCompose(ctx context.Context, spec *sim.LaunchSpec) (_ *
 	}
 	if err := r.checkImages(ctx, spec, p); err != nil {
 		return nil, nil, err
-	}
-	// Images are never pulled: checkImages found each one in the engine,
-	// and a pull_policy that would pull anyway (always, daily, build …)
-	// would try the registry (issue 34 round 14, B5); validate warns of it.
-	for name, s := range p.Services {
-		s.PullPolicy = types.PullPolicyNever
-		p.Services[name] = s
 	}
 	// compose converges onto whatever the project already has; an
 	// instance's project is new, so anything there is someone else's.
