@@ -96,17 +96,7 @@ func profiledDependency(ctx context.Context, dir string, content []byte, err err
 	if m == nil {
 		return nil
 	}
-	details := types.ConfigDetails{
-		WorkingDir:  dir,
-		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(dir, composeFile), Content: content}},
-		Environment: types.Mapping{},
-	}
-	dict, lerr := loader.LoadModelWithContext(ctx, details, func(o *loader.Options) {
-		o.SetProjectName("normsim-validate", true)
-		o.SkipInterpolation = true
-		o.SkipResolveEnvironment = true
-		o.ResolvePaths = false
-	})
+	dict, lerr := loadModel(ctx, dir, content)
 	if lerr != nil {
 		return nil
 	}
@@ -285,17 +275,7 @@ func checkComposeStructure(ctx context.Context, dir string, content []byte) ([]e
 		}
 		return nil, fmt.Errorf("%w; refused before loading it", err)
 	}
-	details := types.ConfigDetails{
-		WorkingDir:  dir,
-		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(dir, composeFile), Content: content}},
-		Environment: types.Mapping{},
-	}
-	dict, err := loader.LoadModelWithContext(ctx, details, func(o *loader.Options) {
-		o.SetProjectName("normsim-validate", true)
-		o.SkipInterpolation = true
-		o.SkipResolveEnvironment = true
-		o.ResolvePaths = false
-	})
+	dict, err := loadModel(ctx, dir, content)
 	if err != nil {
 		return nil, composeError(dir, err)
 	}
@@ -303,6 +283,23 @@ func checkComposeStructure(ctx context.Context, dir string, content []byte) ([]e
 		return nil, errors.New("declares no services")
 	}
 	return w.envFiles, nil
+}
+
+// loadModel is compose-go's canonical form of the compose file, as
+// written: no interpolation (placeholders such as ${PORT} are judged as
+// text), no environment, no paths resolved.
+func loadModel(ctx context.Context, dir string, content []byte) (map[string]any, error) {
+	details := types.ConfigDetails{
+		WorkingDir:  dir,
+		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(dir, composeFile), Content: content}},
+		Environment: types.Mapping{},
+	}
+	return loader.LoadModelWithContext(ctx, details, func(o *loader.Options) {
+		o.SetProjectName("normsim-validate", true)
+		o.SkipInterpolation = true
+		o.SkipResolveEnvironment = true
+		o.ResolvePaths = false
+	})
 }
 
 // runsNoContainer says why a project whose services all run (no profile)
