@@ -127,24 +127,22 @@ func (l *Loaded) launchProject(name string, env map[string]string) (*types.Proje
 	// sim.Catalog's Launch takes no context; the YAML bounds keep a load
 	// to about a second at most.
 	ctx := context.Background()
-	if !l.projects.enabled {
-		p, err := loadProject(ctx, l.Dir, l.compose, name, env, true)
-		if err != nil {
-			return nil, err
+	var key string
+	if l.projects.enabled {
+		key = envKey(env)
+		if p := l.projects.get(key); p != nil {
+			return p, nil
 		}
-		p, _ = withoutOptionalDependencies(p)
-		return p, nil
+		name = cachedProjectName
 	}
-	key := envKey(env)
-	if p := l.projects.get(key); p != nil {
-		return p, nil
-	}
-	p, err := loadProject(ctx, l.Dir, l.compose, cachedProjectName, env, true)
+	p, err := loadProject(ctx, l.Dir, l.compose, name, env, true)
 	if err != nil {
 		return nil, err
 	}
 	p, _ = withoutOptionalDependencies(p)
-	l.projects.put(key, p)
+	if l.projects.enabled {
+		l.projects.put(key, p)
+	}
 	return p, nil
 }
 
