@@ -151,7 +151,7 @@ func Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *sim.MediaR
 		r.Verdict = sim.VerdictGap
 	case len(r.Defects) > 0:
 		r.Verdict = sim.VerdictGlitch
-	case c.primary() == nil || c.primary().Verdict != sim.VerdictSeamless || c.unjudged:
+	case c.primary() == nil || c.anyJudgedUnknown() || c.unjudged:
 		r.Verdict = sim.VerdictUnknown
 	default:
 		r.Verdict = sim.VerdictSeamless
@@ -711,6 +711,18 @@ func (c *comparison) primary() *sim.MediaStream {
 	return nil
 }
 
+// anyJudgedUnknown: a stream both sides sent has no verdict, its seam
+// unread (a second video's as much as the first's): seamless would be a
+// guess. A stream only one side sent is judged by the checks of streams.
+func (c *comparison) anyJudgedUnknown() bool {
+	for i, p := range c.pairs {
+		if p.src != nil && p.tgt != nil && c.streams[i].Verdict == sim.VerdictUnknown {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *comparison) anyVerdict(v string) bool {
 	for _, s := range c.streams {
 		if s.Verdict == v {
@@ -724,23 +736,52 @@ func (c *comparison) defect(check, standard, stream, fault, detail string) {
 	c.seamDefects = append(c.seamDefects, sim.MediaDefect{Check: check, Standard: standard, Stream: stream, AtFault: fault, Detail: detail})
 }
 
-// checkJoin: a fresh encoder cannot continue the source's GOP, so the
-// target's first video frame must be one a decoder can start from;
-// otherwise the picture is missing until its first keyframe.
+// checkJoin: a fresh encoder cannot continue the source's GOP, so each of
+// the target's video streams must start on a frame a decoder can start
+// from; otherwise its picture is missing until its first keyframe. A
+// receiver tuned to any of the programs sees its own stream's join.
 func (c *comparison) checkJoin() {
-	var video *track
+	var videos []*track
 	for _, t := range c.tgt.tracks {
 		if t.kind == "video" && len(t.units) > 0 {
-			video = t
-			break
+			videos = append(videos, t)
 		}
 	}
-	if video == nil {
+	for _, v := range videos {
+		c.checkJoinOf(v, len(videos) > 1)
+	}
+}
+
+// missPicture counts ms of picture missing at the join: the longest of
+// every stream's and the tables'.
+func (c *comparison) missPicture(ms float64) {
+	if c.pictureMissingMs == nil || *c.pictureMissingMs < ms {
+		c.pictureMissingMs = &ms
+	}
+}
+
+// joined records one video stream's join: keyframeAtJoin holds only when
+// every stream's does.
+func (c *comparison) joined(key bool) {
+	if c.keyframeAtJoin == nil || !key {
+		c.keyframeAtJoin = &key
+	}
+}
+
+// checkJoinOf checks one video stream's join; named: the detail names
+// the stream, as the target sent more than one.
+func (c *comparison) checkJoinOf(video *track, named bool) {
+	if neededSets(video.codec) == 0 && !slices.ContainsFunc(video.units, func(u unit) bool { return u.key }) {
+		// Neither its pictures (a codec normsim does not read) nor the
+		// muxer (no random_access_indicator) say where a decoder can
+		// start: no verdict on the join, rather than a wrong one.
+		c.unjudged = true
+		c.notes = append(c.notes, fmt.Sprintf("the join on %s was not checked: normsim does not read %s pictures, and no packet of the target's carried the random_access_indicator", video.name, codecOrUnknown(video.codec)))
 		return
 	}
 	ready, hasSets, setsMissing := startable(video)
 	key := ready[0] && !c.leadingPicturesLost(video)
-	c.keyframeAtJoin = &key
+	c.joined(key)
 	if ready[0] {
 		// Joined where a decoder can start: whole, or with its leading
 		// pictures lost (leadingPicturesLost said so).
@@ -754,6 +795,8 @@ func (c *comparison) checkJoin() {
 		until = "its first IDR"
 	case codecH265:
 		until = "its first IRAP picture"
+	case codecMPEG1Video, codecMPEG2Video:
+		until = "its first I-picture"
 	}
 	if setsMissing {
 		until += " after " + setNames(video.codec)
@@ -789,10 +832,13 @@ func (c *comparison) checkJoin() {
 	}
 	missing = max(missing, 0)
 	m := ticksMs(missing)
-	c.pictureMissingMs = &m
+	c.missPicture(m)
 	how := "target joined mid-GOP"
 	if video.units[0].key {
 		how = "target joined on a keyframe without " + setNames(video.codec) + ", which MPEG-TS carries in the stream"
+	}
+	if named {
+		how += " on " + video.name
 	}
 	c.defect(sim.MediaCheckKeyframe, "", video.name, targetSide, fmt.Sprintf("%s: picture missing %.0f ms until %s", how, m, until))
 }
@@ -802,15 +848,19 @@ func (c *comparison) checkJoin() {
 // pictures refer to ones before the CRA that a fresh encoder never sent:
 // a decoder joining there drops them (H.265 8.1.3, NoRaslOutputFlag), and
 // one going on from the source decodes them against the source's pictures.
-// Their time, from the earliest to the CRA, is picture missing.
+// An MPEG-1/2 I-picture outside a closed GOP is the same: the B-pictures
+// that follow it before the next I- or P-picture refer to the GOP before
+// (ISO 13818-2 6.3.8, closed_gop). Their time, from the earliest to the
+// keyframe, is picture missing.
 func (c *comparison) leadingPicturesLost(video *track) bool {
 	irap := video.units[0]
-	if video.codec != codecH265 || !irap.openIRAP {
+	mpeg := video.codec == codecMPEG1Video || video.codec == codecMPEG2Video
+	if (video.codec != codecH265 && !mpeg) || !irap.openIRAP {
 		return false
 	}
 	var rasl []unit
 	for _, u := range video.units[1:] {
-		if u.key {
+		if u.key || (mpeg && !u.rasl) {
 			break
 		}
 		if u.rasl {
@@ -827,10 +877,14 @@ func (c *comparison) leadingPicturesLost(video *track) bool {
 		missing = int64(len(rasl)) * frameTicks(video)
 	}
 	m := ticksMs(missing)
-	c.pictureMissingMs = &m
+	c.missPicture(m)
+	what := fmt.Sprintf("an open-GOP random-access picture (H.265 CRA or BLA) followed by %s", sim.Plural(int64(len(rasl)), "RASL picture"))
+	if mpeg {
+		what = fmt.Sprintf("an I-picture outside a closed GOP followed by %s", sim.Plural(int64(len(rasl)), "B-picture"))
+	}
 	c.defect(sim.MediaCheckKeyframe, "", video.name, targetSide, fmt.Sprintf(
-		"target joined on an open-GOP random-access picture (H.265 CRA or BLA) followed by %s (PTS %d to %d), which refer to pictures before it that the target never sent: a decoder joining there drops them, picture missing %.0f ms, and one going on from the source decodes them against the source's pictures",
-		sim.Plural(int64(len(rasl)), "RASL picture"), earliest.pts, latest.pts, m))
+		"target joined on %s (PTS %d to %d), which refer to pictures before it that the target never sent: a decoder joining there drops them, picture missing %.0f ms, and one going on from the source decodes them against the source's pictures",
+		what, earliest.pts, latest.pts, m))
 	return true
 }
 
@@ -860,8 +914,11 @@ func startable(video *track) (ready, hasSets []bool, setsMissing bool) {
 
 // setNames names the parameter sets a decoder of codec needs.
 func setNames(codec string) string {
-	if codec == codecH265 {
+	switch codec {
+	case codecH265:
 		return "VPS, SPS and PPS"
+	case codecMPEG1Video, codecMPEG2Video:
+		return "a sequence header"
 	}
 	return "SPS and PPS"
 }
@@ -968,9 +1025,7 @@ func (c *comparison) pictureAfterTables() string {
 		missing, until = slices.Max(vals)+frameTicks(video), "the end of what it sent"
 	}
 	m := ticksMs(max(missing, 0))
-	if c.pictureMissingMs == nil || *c.pictureMissingMs < m {
-		c.pictureMissingMs = &m
-	}
+	c.missPicture(m)
 	return fmt.Sprintf(": a receiver joining at the target finds no program and shows no picture for %.0f ms, until %s", m, until)
 }
 

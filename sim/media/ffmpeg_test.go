@@ -26,7 +26,10 @@ func encodeClip(t *testing.T, args ...string) []byte {
 	if len(args) == 0 {
 		args = []string{"-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-t", "4", "-c:v", "libx264", "-bf", "0"}
 	}
-	args = append(append([]string{"-v", "error"}, args...), "-g", "25", "-keyint_min", "25", "-sc_threshold", "0", "-f", "mpegts", out)
+	if !slices.Contains(args, "-sc_threshold") {
+		args = append(args, "-sc_threshold", "0")
+	}
+	args = append(append([]string{"-v", "error"}, args...), "-g", "25", "-keyint_min", "25", "-f", "mpegts", out)
 	cmd := exec.Command(ffmpeg, args...)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("ffmpeg: %v: %s", err, msg)
@@ -106,6 +109,42 @@ func sendClip(ps []clipPacket, lo, hi int) []sim.MediaDatagram {
 			b = append(b, p.data...)
 		}
 		dgs = append(dgs, sim.MediaDatagram{At: t0.Add(time.Duration(i) * perPacket), From: "10.0.0.1:5000", Data: b})
+	}
+	return dgs
+}
+
+// sendClipByPCR makes datagrams of packets [lo, hi), seven to one, each
+// sent when the clip's PCRs say its first packet is due (interpolated
+// between them), as a sender that paces by its clock sends a variable
+// rate stream that sendClip's even spread would make late.
+func sendClipByPCR(t *testing.T, ps []clipPacket, lo, hi int) []sim.MediaDatagram {
+	t.Helper()
+	var at, pcr []int // packet index and its PCR in 27 MHz ticks
+	for i, p := range ps {
+		b := p.data
+		if b[3]&0x20 != 0 && b[4] >= 7 && b[5]&0x10 != 0 {
+			base := int(b[6])<<25 | int(b[7])<<17 | int(b[8])<<9 | int(b[9])<<1 | int(b[10])>>7
+			at, pcr = append(at, i), append(pcr, base*300+(int(b[10]&1)<<8|int(b[11])))
+		}
+	}
+	if len(at) < 2 {
+		t.Fatal("the clip carries fewer than two PCRs")
+	}
+	due := func(i int) time.Duration {
+		k := 1
+		for k < len(at)-1 && at[k] < i {
+			k++
+		}
+		ticks := pcr[k-1] + (pcr[k]-pcr[k-1])*(i-at[k-1])/(at[k]-at[k-1])
+		return time.Duration(ticks-pcr[0]) * time.Second / 27_000_000
+	}
+	var dgs []sim.MediaDatagram
+	for i := lo; i < hi; i += 7 {
+		var b []byte
+		for _, p := range ps[i:min(i+7, hi)] {
+			b = append(b, p.data...)
+		}
+		dgs = append(dgs, sim.MediaDatagram{At: t0.Add(due(i)), From: "10.0.0.1:5000", Data: b})
 	}
 	return dgs
 }
@@ -694,6 +733,75 @@ func TestHEVCJoinOnACRALosesItsRASLPictures(t *testing.T) {
 	}
 }
 
+// Round 14, C1: MPEG-2 video was read as H.264 NAL units, so a slice
+// start code passed for an IDR and a join on a P-picture was seamless.
+// Its pictures are read as ISO 13818-2 says: an I-picture is a keyframe,
+// and outside a closed GOP the B-pictures after it are lost to a decoder
+// that joins there, as ffmpeg drops them.
+func TestMPEG2VideoJoinsAreReadAsMPEG2(t *testing.T) {
+	_, ffprobe := testenv.RequireFFmpeg(t)
+	for _, c := range []struct {
+		name      string
+		args      []string
+		afterKey  int // the target starts this many pictures after a keyframe
+		wantKey   bool
+		wantClean bool
+	}{
+		{"closed GOP, on an I-picture", []string{"-flags", "+cgop", "-sc_threshold", "1000000000"}, 0, true, true},
+		{"open GOP, on an I-picture", nil, 0, false, false},
+		{"on a P-picture", nil, 3, false, false},
+		{"on a P-picture, no B-pictures", []string{"-bf", "0"}, 3, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := slices.Concat([]string{"-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-t", "4", "-c:v", "mpeg2video", "-bf", "2"}, c.args)
+			ps := clipPackets(encodeClip(t, args...))
+			cut := clipKeyframeCut(t, ps, 2)
+			for c.afterKey > 0 && !(ps[cut].pid == 256 && ps[cut].start) {
+				cut++ // past the tables, to the I-picture
+			}
+			for n := 0; n < c.afterKey; {
+				cut++
+				if ps[cut].pid == 256 && ps[cut].start {
+					n++
+				}
+			}
+			file := writeClip(t, "target.ts", ps[cut:])
+			count := func(what string) int {
+				out, err := exec.Command(ffprobe, "-v", "error", "-select_streams", "v", "-show_entries", what+"=pts", "-of", "csv=p=0", file).Output()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return len(strings.Fields(string(out)))
+			}
+			dropped := count("packet") - count("frame")
+			if dropped < 0 || (dropped == 0) != c.wantClean {
+				t.Fatalf("ffprobe decoding the target alone dropped %d pictures", dropped)
+			}
+			r := Analyze(sendClipByPCR(t, ps, 0, cut), sendClipByPCR(t, ps, cut, len(ps)), sim.SeamMoments{})
+			t.Log(r.Detail)
+			st := r.Streams[0]
+			if !strings.HasPrefix(st.SourceParams, "MPEG-2 Main@") || !strings.Contains(st.SourceParams, "320x180") || st.TargetParams != st.SourceParams && c.afterKey == 0 {
+				t.Errorf("params %q → %q", st.SourceParams, st.TargetParams)
+			}
+			if r.KeyframeAtJoin == nil || *r.KeyframeAtJoin != c.wantKey {
+				t.Fatalf("keyframe at join %v, want %v; defects %s", r.KeyframeAtJoin, c.wantKey, checks(r))
+			}
+			if c.wantClean {
+				if r.Verdict != sim.VerdictSeamless {
+					t.Errorf("verdict %s, defects %s", r.Verdict, checks(r))
+				}
+				return
+			}
+			if r.Verdict == sim.VerdictSeamless || r.AtFault != targetSide || !hasDefect(r, sim.MediaCheckKeyframe, "PID 256") || hasDefect(r, sim.MediaCheckCodecParams, "") {
+				t.Errorf("verdict %s at fault %q, defects %s", r.Verdict, r.AtFault, checks(r))
+			}
+			if want := float64(dropped) * 40; c.afterKey == 0 && (r.PictureMissingMs == nil || *r.PictureMissingMs != want) {
+				t.Errorf("picture missing %v ms, want %v (the %d pictures ffprobe dropped)", r.PictureMissingMs, want, dropped)
+			}
+		})
+	}
+}
+
 // Round 13, F4: a video PES without a PTS is legal (ISO 13818-1 asks one
 // at least every 0.7 s) and is still a frame; ffmpeg shows every one.
 // Left out, the source's last three frames without a PTS were a 120 ms
@@ -1013,5 +1121,102 @@ func TestEachFrameMarkedErroredIsNamedOnce(t *testing.T) {
 	d := defectNamed(r, "Transport_error")
 	if d == nil || strings.Count(d.Detail, "frame at PTS") != 2 {
 		t.Fatalf("Transport_error %+v; want the two frames hit named, each once", d)
+	}
+}
+
+// Round 14, C2: with two video streams, only the first's join was
+// checked; a receiver tuned to the second saw its picture missing while
+// the report said keyframe at join.
+func TestEveryVideoStreamsJoinIsChecked(t *testing.T) {
+	ps := clipPackets(encodeClip(t, "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-f", "lavfi", "-i", "testsrc=size=320x180:rate=25", "-t", "4",
+		"-map", "0:v", "-map", "1:v", "-c:v", "libx264", "-bf", "0", "-x264-params:v:1", "keyint=50:min-keyint=50:scenecut=0"))
+	cut := clipKeyframeCut(t, ps, 1) // PID 256's second keyframe, 25 frames before PID 257's
+	r := Analyze(sendClipByPCR(t, ps, 0, cut), sendClipByPCR(t, ps, cut, len(ps)), sim.SeamMoments{})
+	t.Log(r.Detail)
+	if r.Verdict != sim.VerdictGlitch || r.AtFault != targetSide || r.KeyframeAtJoin == nil || *r.KeyframeAtJoin {
+		t.Fatalf("verdict %s at fault %q, keyframe at join %v, defects %s", r.Verdict, r.AtFault, r.KeyframeAtJoin, checks(r))
+	}
+	if hasDefect(r, sim.MediaCheckKeyframe, "PID 256") || !hasDefect(r, sim.MediaCheckKeyframe, "PID 257") {
+		t.Errorf("defects %s, want a keyframe at join defect of PID 257 alone", checks(r))
+	}
+	if r.PictureMissingMs == nil || *r.PictureMissingMs < 900 {
+		t.Errorf("picture missing %v ms, want about 1000 (PID 257's next keyframe is 25 frames on)", r.PictureMissingMs)
+	}
+}
+
+// Round 14, C3: H.264's High 4:4:4 Predictive profile (as High 10 and
+// High 4:2:2) allows several bit depths and chroma formats; a target
+// that changed them under the same profile and level was seamless,
+// though a decoder must reinitialise (ffprobe shows another pix_fmt).
+func TestAChangeOfBitDepthUnderTheSameProfileIsACodecParameterChange(t *testing.T) {
+	_, ffprobe := testenv.RequireFFmpeg(t)
+	video := []string{"-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-t", "4", "-c:v", "libx264", "-bf", "0", "-profile:v", "high444"}
+	src := clipPackets(encodeClip(t, slices.Concat(video, []string{"-pix_fmt", "yuv444p"})...))
+	tgt := clipPackets(encodeClip(t, slices.Concat(video, []string{"-pix_fmt", "yuv444p10le"})...))
+	for _, c := range []struct {
+		ps      []clipPacket
+		pixFmt  string
+		profile string
+	}{{src, "yuv444p", "High 4:4:4 Predictive"}, {tgt, "yuv444p10le", "High 4:4:4 Predictive"}} {
+		out, err := exec.Command(ffprobe, "-v", "error", "-select_streams", "v", "-show_entries", "stream=profile,pix_fmt", "-of", "csv=p=0", writeClip(t, "clip.ts", c.ps)).Output()
+		if err != nil || strings.Split(string(out), "\n")[0] != c.profile+","+c.pixFmt {
+			t.Fatalf("ffprobe says %q (%v), want %s,%s", out, err, c.profile, c.pixFmt)
+		}
+	}
+	cut := clipKeyframeCut(t, src, 1)
+	// The target starts where the source stops, its counters running on.
+	all := slices.Concat(src[:cut], tgt[clipKeyframeCut(t, tgt, 1):])
+	next := map[uint16]byte{}
+	for i, p := range all {
+		if p.data[3]&0x10 == 0 {
+			continue // no payload: its counter does not count
+		}
+		if i >= cut {
+			all[i].data = slices.Clone(p.data)
+			all[i].data[3] = p.data[3]&0xf0 | next[p.pid]
+		}
+		next[p.pid] = (all[i].data[3] + 1) & 0x0f
+	}
+	r := Analyze(sendClip(all, 0, cut), sendClip(all, cut, len(all)), sim.SeamMoments{})
+	t.Log(r.Detail)
+	st := r.Streams[0]
+	if r.Verdict != sim.VerdictGlitch || !hasDefect(r, sim.MediaCheckCodecParams, "video PID 256 H.264") ||
+		st.SourceParams != "High 4:4:4@1.2 320x180 4:4:4, CABAC" || st.TargetParams != "High 4:4:4@1.2 320x180 4:4:4 10-bit, CABAC" {
+		t.Errorf("verdict %s, defects %s, params %q → %q", r.Verdict, checks(r), st.SourceParams, st.TargetParams)
+	}
+}
+
+// Round 14, C1's kin: video of a codec normsim does not read (MPEG-4
+// Part 2 here) was parsed as H.264. Its join is now taken from the
+// random_access_indicator, and where the muxer set none, not judged.
+func TestTheJoinOfAVideoCodecNormsimDoesNotReadIsNotGuessed(t *testing.T) {
+	ps := clipPackets(encodeClip(t, "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-t", "4", "-c:v", "mpeg4", "-bf", "0"))
+	cut := clipKeyframeCut(t, ps, 2)
+	noRAI := slices.Clone(ps)
+	for i, p := range noRAI {
+		if p.data[3]&0x20 != 0 && p.data[4] > 0 {
+			noRAI[i].data = slices.Clone(p.data)
+			noRAI[i].data[5] &^= 0x40
+		}
+	}
+	for _, c := range []struct {
+		name    string
+		ps      []clipPacket
+		verdict string
+		key     bool
+	}{
+		{"the muxer flags keyframes", ps, sim.VerdictSeamless, true},
+		{"no random_access_indicator", noRAI, sim.VerdictUnknown, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := Analyze(sendClipByPCR(t, c.ps, 0, cut), sendClipByPCR(t, c.ps, cut, len(c.ps)), sim.SeamMoments{})
+			t.Log(r.Detail)
+			if r.Verdict != c.verdict || len(r.Defects) > 0 || (r.KeyframeAtJoin != nil) != c.key || c.key && !*r.KeyframeAtJoin {
+				t.Errorf("verdict %s, keyframe at join %v, defects %s", r.Verdict, r.KeyframeAtJoin, checks(r))
+			}
+			if st := r.Streams[0]; st.SourceParams != "" || st.TargetParams != "" {
+				t.Errorf("params %q → %q, read from a codec normsim does not read", st.SourceParams, st.TargetParams)
+			}
+		})
 	}
 }

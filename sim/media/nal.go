@@ -77,7 +77,8 @@ type codecUnit struct {
 	openIRAP, rasl bool
 }
 
-// The parameter sets a decoder needs before its first picture.
+// The parameter sets a decoder needs before its first picture (setSPS
+// stands for MPEG-1/2 video's sequence header).
 const (
 	setSPS uint8 = 1 << iota
 	setPPS
@@ -92,15 +93,26 @@ func neededSets(codec string) uint8 {
 		return setSPS | setPPS
 	case codecH265:
 		return setVPS | setSPS | setPPS
+	case codecMPEG1Video, codecMPEG2Video:
+		return setSPS // the sequence header
 	}
 	return 0
 }
 
-// inspectNALs reads the NAL headers of one access unit of codec ("H.265",
-// else H.264); for H.264 it also reads the SPS, the PPS and a recovery
-// point SEI.
+// inspectNALs reads one access unit of codec, cut at its start codes: for
+// H.264 and H.265 the NAL headers, and for H.264 also the SPS, the PPS and
+// a recovery point SEI; for MPEG-1/2 video its headers
+// (inspectMPEGVideo). Of another codec it reads nothing: its slices are
+// not H.264's, whatever their start codes look like.
 func inspectNALs(codec string, nals [][]byte) codecUnit {
 	u := codecUnit{recovery: -1}
+	switch codec {
+	case codecH264, codecH265:
+	case codecMPEG1Video, codecMPEG2Video:
+		return inspectMPEGVideo(nals)
+	default:
+		return u
+	}
 	for _, n := range nals {
 		if len(n) == 0 {
 			continue
@@ -193,6 +205,10 @@ type spsInfo struct {
 	// picture is shown: stretched, or black and white levels shifted.
 	sarW, sarH int
 	fullRange  bool
+	// chroma is chroma_format_idc (1 is 4:2:0) and bitDepth the luma's:
+	// the High profiles above High allow more than one of each, and a
+	// decoder set up for one must reinitialise for another.
+	chroma, bitDepth, chromaDepth int
 }
 
 func (s spsInfo) String() string {
@@ -202,6 +218,20 @@ func (s spsInfo) String() string {
 	}
 	if s.fullRange {
 		str += " full range"
+	}
+	switch s.chroma {
+	case 0:
+		str += " 4:0:0"
+	case 2:
+		str += " 4:2:2"
+	case 3:
+		str += " 4:4:4"
+	}
+	switch {
+	case s.chromaDepth != s.bitDepth:
+		str += fmt.Sprintf(" %d-bit luma %d-bit chroma", s.bitDepth, s.chromaDepth)
+	case s.bitDepth != 8:
+		str += fmt.Sprintf(" %d-bit", s.bitDepth)
 	}
 	return str
 }
@@ -336,6 +366,7 @@ func parseSPS(nal []byte) (spsInfo, error) {
 	r := &bitReader{b: rbsp[3:]}
 	r.ue() // seq_parameter_set_id
 	chroma := 1
+	s.bitDepth, s.chromaDepth = 8, 8
 	separateColourPlane := false
 	switch s.profile {
 	case 100, 110, 122, 244, 44, 83, 86, 118, 128, 138, 139, 134, 135:
@@ -343,10 +374,10 @@ func parseSPS(nal []byte) (spsInfo, error) {
 		if chroma == 3 {
 			separateColourPlane = r.bit() == 1
 		}
-		r.ue()            // bit_depth_luma_minus8
-		r.ue()            // bit_depth_chroma_minus8
-		r.bit()           // qpprime_y_zero_transform_bypass_flag
-		if r.bit() == 1 { // seq_scaling_matrix_present_flag
+		s.bitDepth = 8 + r.ue()    // bit_depth_luma_minus8
+		s.chromaDepth = 8 + r.ue() // bit_depth_chroma_minus8
+		r.bit()                    // qpprime_y_zero_transform_bypass_flag
+		if r.bit() == 1 {          // seq_scaling_matrix_present_flag
 			lists := 8
 			if chroma == 3 {
 				lists = 12
@@ -414,6 +445,7 @@ func parseSPS(nal []byte) (spsInfo, error) {
 	if r.err != nil {
 		return s, r.err
 	}
+	s.chroma = chroma
 	if s.readVUI(r); r.err != nil {
 		// An SPS cut short in its VUI still says what came before.
 		s.sarW, s.sarH, s.fullRange = 0, 0, false

@@ -18,13 +18,15 @@ import (
 
 // Codec names, as the PMT's stream type or the RTP payload says.
 const (
-	codecH264      = "H.264"
-	codecH265      = "H.265"
-	codecAAC       = "AAC"
-	codecMPEGAudio = "MPEG audio"
-	codecAC3       = "AC-3"
-	codecEAC3      = "E-AC-3"
-	codecOpus      = "Opus"
+	codecH264       = "H.264"
+	codecH265       = "H.265"
+	codecMPEG1Video = "MPEG-1 video"
+	codecMPEG2Video = "MPEG-2 video"
+	codecAAC        = "AAC"
+	codecMPEGAudio  = "MPEG audio"
+	codecAC3        = "AC-3"
+	codecEAC3       = "E-AC-3"
+	codecOpus       = "Opus"
 )
 
 // Clock wraps: a PES PTS has 33 bits, an RTP timestamp 32; a PCR is a
@@ -728,6 +730,10 @@ func describeStream(es pmtStream) (kind, codec string) {
 		return "video", codecH264
 	case t == astits.StreamTypeH265Video:
 		return "video", codecH265
+	case t == astits.StreamTypeMPEG1Video:
+		return "video", codecMPEG1Video
+	case t == astits.StreamTypeMPEG2Video:
+		return "video", codecMPEG2Video
 	case t == astits.StreamTypeAACAudio:
 		return "audio", codecAAC
 	case t == astits.StreamTypeMPEG1Audio, t == astits.StreamTypeMPEG2Audio:
@@ -770,6 +776,8 @@ func (s *side) buildTSTracks(other []pmtStream) {
 				// No PMT on either side: the PES stream_id still says
 				// video (0xE0–0xEF) or audio (0xC0–0xDF).
 				switch {
+				case pu.streamID>>4 == 0xE && looksMPEGVideo(pu.data):
+					tr.kind, tr.codec = "video", codecMPEG2Video
 				case pu.streamID>>4 == 0xE:
 					tr.kind, tr.codec = "video", codecH264
 				case pu.streamID>>5 == 0x6:
@@ -791,7 +799,7 @@ func (s *side) buildTSTracks(other []pmtStream) {
 		if tr.kind == "video" {
 			nals := splitAnnexB(pu.data)
 			cu := inspectNALs(tr.codec, nals)
-			if !cu.slices && len(nals) > 0 && (tr.codec == codecH264 || tr.codec == codecH265) {
+			if !cu.slices && len(nals) > 0 && neededSets(tr.codec) != 0 {
 				// No picture (a delimiter, SEI, parameter sets ahead of
 				// their keyframe): no frame; its parameters go with the
 				// next picture's, as a decoder takes them.
