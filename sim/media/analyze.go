@@ -1047,11 +1047,15 @@ func pmtText(ps []pmtStream) string {
 // checkCounters: on each PID the target's first counter should follow the
 // source's last, unless the target flags the discontinuity.
 func (c *comparison) checkCounters() {
-	last := map[uint16]uint8{}
+	last := map[uint16]tsPacket{}
 	for _, p := range c.src.ts.pkts {
 		if p.payload && p.pid != 0x1fff {
-			last[p.pid] = p.cc
+			last[p.pid] = p
 		}
+	}
+	pes := map[uint16]bool{}
+	for _, pu := range c.src.ts.pes {
+		pes[pu.pid] = true
 	}
 	seen := map[uint16]bool{}
 	for _, p := range c.tgt.ts.pkts {
@@ -1059,12 +1063,23 @@ func (c *comparison) checkCounters() {
 			continue
 		}
 		seen[p.pid] = true
-		want, ok := last[p.pid]
-		if !ok || p.di || p.cc == (want+1)%16 {
+		prev, ok := last[p.pid]
+		want := (prev.cc + 1) % 16
+		if !ok || p.di || p.cc == want {
 			continue
 		}
-		c.defect(sim.MediaCheckCC, "TR 101 290 1.4", fmt.Sprintf("PID %d", p.pid), targetSide,
-			fmt.Sprintf("continuity counter on PID %d went %d→%d (expected %d) without the discontinuity indicator", p.pid, want, p.cc, (want+1)%16))
+		detail := fmt.Sprintf("continuity counter on PID %d went %d→%d (expected %d) without the discontinuity indicator", p.pid, prev.cc, p.cc, want)
+		fault := targetSide
+		if pes[p.pid] && p.start && !prev.shortened {
+			// The target starts a PES where the source's last one ended
+			// in a packet full to its end, not padded out as a muxer ends
+			// a PES: the packets the counter skipped are that frame's
+			// tail, which the source never sent.
+			fault = sourceSide
+			detail += fmt.Sprintf(": the source's last PES on PID %d was cut short (its last packet is full, not padded out as a PES's last is), so the %s the counter skipped are the rest of it, which the source never sent; a decoder shows that frame damaged",
+				p.pid, sim.Plural(int64((p.cc-want)&0x0f), "packet"))
+		}
+		c.defect(sim.MediaCheckCC, "TR 101 290 1.4", fmt.Sprintf("PID %d", p.pid), fault, detail)
 	}
 }
 

@@ -1220,3 +1220,45 @@ func TestTheJoinOfAVideoCodecNormsimDoesNotReadIsNotGuessed(t *testing.T) {
 		})
 	}
 }
+
+// Round 14, C4: a source whose last frame was cut short (its last three
+// packets never sent) got the counter's jump at the switch blamed on the
+// target. A muxer pads the last packet of each PES out with its
+// adaptation field; a last packet full to its end, with the target
+// starting a new PES, is a frame the source cut short. A target whose
+// counter skips after a whole frame is still at fault.
+func TestASourceFrameCutShortIsTheSources(t *testing.T) {
+	ps := clipPackets(encodeClip(t))
+	cut := clipKeyframeCut(t, ps, 1)
+	null := clipPacket{data: append([]byte{0x47, 0x1f, 0xff, 0x10}, make([]byte, 184)...), pid: 0x1fff}
+	cutShort := slices.Clone(ps)
+	for i, n := cut-1, 0; n < 3; i-- {
+		if ps[i].pid == 256 { // the last frame's last three packets, as nulls to keep the pacing
+			cutShort[i], n = null, n+1
+		}
+	}
+	skipped := slices.Clone(ps)
+	for i := cut; i < len(ps); i++ {
+		if p := ps[i]; p.pid == 256 && p.data[3]&0x10 != 0 {
+			skipped[i].data = slices.Clone(p.data)
+			skipped[i].data[3] = p.data[3]&0xf0 | (p.data[3]+3)&0x0f
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		ps    []clipPacket
+		fault string
+	}{
+		{"the source's last frame cut short", cutShort, sourceSide},
+		{"the target's counter skips after a whole frame", skipped, targetSide},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := Analyze(sendClip(c.ps, 0, cut), sendClip(c.ps, cut, len(c.ps)), sim.SeamMoments{})
+			t.Log(r.Detail)
+			d := defectNamed(r, sim.MediaCheckCC)
+			if r.Verdict != sim.VerdictGlitch || r.AtFault != c.fault || d == nil || d.AtFault != c.fault || len(r.Defects) != 1 {
+				t.Errorf("verdict %s at fault %q, defects %+v", r.Verdict, r.AtFault, r.Defects)
+			}
+		})
+	}
+}
