@@ -1,5 +1,7 @@
 package media
 
+import "fmt"
+
 // Audio access units: a PES of audio carries whole frames, each of a
 // known number of samples, so the PES lasts exactly their sum and the
 // next PES's PTS follows from it. A player hears a gap where it does not.
@@ -217,4 +219,62 @@ func opusFrame(b []byte) (size, samples, rate int) {
 		frames = int(b[off+1] & 0x3f)
 	}
 	return off + n, max(per*frames-trim, 0), 48000
+}
+
+// audioParams is what a receiver set up for one audio stream must
+// reinitialise for when it changes, read from the PES's first frame: the
+// codec's profile, sample rate and channels. "" when they cannot be read
+// (another codec, an E-AC-3 dependent substream first, garbage). Opus is
+// left out: its TOC's stereo flag may change from packet to packet, the
+// decoder's channels being set by the stream's descriptor.
+func audioParams(codec string, b []byte) string {
+	switch codec {
+	case codecAAC:
+		if size, _, rate := adtsFrame(b); size > 0 {
+			profile := [...]string{"Main", "LC", "SSR", "LTP"}[b[2]>>6]
+			channels := int(b[2]&0x01)<<2 | int(b[3]>>6)
+			layout := [...]string{"channels set in the bitstream", "mono", "stereo", "3.0", "4.0", "5.0", "5.1", "7.1"}[channels]
+			return fmt.Sprintf("AAC %s %d Hz %s", profile, rate, layout)
+		}
+	case codecMPEGAudio:
+		if size, _, rate := mpegAudioFrame(b); size > 0 {
+			version := map[byte]string{3: "MPEG-1", 2: "MPEG-2", 0: "MPEG-2.5"}[(b[1]>>3)&0x03]
+			layer := [...]string{"", "Layer III", "Layer II", "Layer I"}[(b[1]>>1)&0x03]
+			// Joint stereo is a coding choice, not other channels.
+			mode := [...]string{"stereo", "stereo", "dual channel", "mono"}[b[3]>>6]
+			return fmt.Sprintf("%s %s %d Hz %s", version, layer, rate, mode)
+		}
+	case codecAC3, codecEAC3:
+		size, samples, rate := ac3Frame(b)
+		if size <= 0 || samples == 0 || len(b) < 8 {
+			return ""
+		}
+		var acmod int
+		var lfe bool
+		if bsid := int(b[5] >> 3); bsid <= 10 {
+			acmod = int(b[6] >> 5)
+			// lfeon follows the mix levels acmod asks for (A/52 5.3.2).
+			bits := 3
+			if acmod&1 != 0 && acmod != 1 {
+				bits += 2 // cmixlev
+			}
+			if acmod&4 != 0 {
+				bits += 2 // surmixlev
+			}
+			if acmod == 2 {
+				bits += 2 // dsurmod
+			}
+			bsi := int(b[6])<<8 | int(b[7])
+			lfe = bsi>>(15-bits)&1 == 1
+		} else {
+			acmod, lfe = int(b[4]>>1)&0x07, b[4]&0x01 == 1
+		}
+		// A/52 table 5.8's channel layouts: front/rear.
+		layout := [...]string{"1+1 (dual mono)", "1/0 (mono)", "2/0 (stereo)", "3/0", "2/1", "3/1", "2/2", "3/2"}[acmod]
+		if lfe {
+			layout += " + LFE"
+		}
+		return fmt.Sprintf("%s %d Hz %s", codec, rate, layout)
+	}
+	return ""
 }

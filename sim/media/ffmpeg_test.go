@@ -1144,6 +1144,27 @@ func TestEveryVideoStreamsJoinIsChecked(t *testing.T) {
 	}
 }
 
+// splice is a source clip up to its gop-th keyframe (with its tables)
+// and a target clip from its own, the target's counters running on from
+// the source's: two encoders' streams joined at the same moment.
+func splice(t *testing.T, src, tgt []clipPacket, gop int) (all []clipPacket, cut int) {
+	t.Helper()
+	cut = clipKeyframeCut(t, src, gop)
+	all = slices.Concat(src[:cut], tgt[clipKeyframeCut(t, tgt, gop):])
+	next := map[uint16]byte{}
+	for i, p := range all {
+		if p.data[3]&0x10 == 0 {
+			continue // no payload: its counter does not count
+		}
+		if i >= cut {
+			all[i].data = slices.Clone(p.data)
+			all[i].data[3] = p.data[3]&0xf0 | next[p.pid]
+		}
+		next[p.pid] = (all[i].data[3] + 1) & 0x0f
+	}
+	return all, cut
+}
+
 // Round 14, C3: H.264's High 4:4:4 Predictive profile (as High 10 and
 // High 4:2:2) allows several bit depths and chroma formats; a target
 // that changed them under the same profile and level was seamless,
@@ -1163,20 +1184,7 @@ func TestAChangeOfBitDepthUnderTheSameProfileIsACodecParameterChange(t *testing.
 			t.Fatalf("ffprobe says %q (%v), want %s,%s", out, err, c.profile, c.pixFmt)
 		}
 	}
-	cut := clipKeyframeCut(t, src, 1)
-	// The target starts where the source stops, its counters running on.
-	all := slices.Concat(src[:cut], tgt[clipKeyframeCut(t, tgt, 1):])
-	next := map[uint16]byte{}
-	for i, p := range all {
-		if p.data[3]&0x10 == 0 {
-			continue // no payload: its counter does not count
-		}
-		if i >= cut {
-			all[i].data = slices.Clone(p.data)
-			all[i].data[3] = p.data[3]&0xf0 | next[p.pid]
-		}
-		next[p.pid] = (all[i].data[3] + 1) & 0x0f
-	}
+	all, cut := splice(t, src, tgt, 1)
 	r := Analyze(sendClip(all, 0, cut), sendClip(all, cut, len(all)), sim.SeamMoments{})
 	t.Log(r.Detail)
 	st := r.Streams[0]
@@ -1258,6 +1266,40 @@ func TestASourceFrameCutShortIsTheSources(t *testing.T) {
 			d := defectNamed(r, sim.MediaCheckCC)
 			if r.Verdict != sim.VerdictGlitch || r.AtFault != c.fault || d == nil || d.AtFault != c.fault || len(r.Defects) != 1 {
 				t.Errorf("verdict %s at fault %q, defects %+v", r.Verdict, r.AtFault, r.Defects)
+			}
+		})
+	}
+}
+
+// Round 14, C5: AAC going from stereo to mono was seamless, and so would
+// any change of the audio's channels, sample rate or profile: a receiver
+// set up for the source's must reinitialise, and a player may drop
+// channels. Each codec's header is compared as the video's SPS is.
+func TestAChangeOfAudioChannelsIsACodecParameterChange(t *testing.T) {
+	for _, c := range []struct {
+		codec, src, tgt string
+	}{
+		{"aac", "AAC LC 48000 Hz stereo", "AAC LC 48000 Hz mono"},
+		{"mp2", "MPEG-1 Layer II 48000 Hz stereo", "MPEG-1 Layer II 48000 Hz mono"},
+		{"ac3", "AC-3 48000 Hz 2/0 (stereo)", "AC-3 48000 Hz 1/0 (mono)"},
+	} {
+		t.Run(c.codec, func(t *testing.T) {
+			clip := func(channels string) []clipPacket {
+				return clipPackets(encodeClip(t, "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=48000",
+					"-t", "4", "-c:v", "libx264", "-bf", "0", "-c:a", c.codec, "-ac", channels))
+			}
+			src := clip("2")
+			same, cut := splice(t, src, clip("2"), 2)
+			r := Analyze(sendClipByPCR(t, same, 0, cut), sendClipByPCR(t, same, cut, len(same)), sim.SeamMoments{})
+			if st := r.Streams[1]; hasDefect(r, sim.MediaCheckCodecParams, "") || st.SourceParams != c.src || st.TargetParams != c.src {
+				t.Fatalf("the same channels: defects %s, params %q → %q", checks(r), st.SourceParams, st.TargetParams)
+			}
+			all, cut := splice(t, src, clip("1"), 2)
+			r = Analyze(sendClipByPCR(t, all, 0, cut), sendClipByPCR(t, all, cut, len(all)), sim.SeamMoments{})
+			t.Log(r.Detail)
+			st := r.Streams[1]
+			if r.Verdict == sim.VerdictSeamless || r.AtFault != targetSide || !hasDefect(r, sim.MediaCheckCodecParams, "audio PID 257 "+st.Codec) || st.SourceParams != c.src || st.TargetParams != c.tgt {
+				t.Errorf("verdict %s at fault %q, defects %s, params %q → %q", r.Verdict, r.AtFault, checks(r), st.SourceParams, st.TargetParams)
 			}
 		})
 	}

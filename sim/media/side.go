@@ -838,6 +838,7 @@ func (s *side) buildTSTracks(other []pmtStream) {
 		}
 		if tr.kind == "audio" {
 			u.dur, u.frame = audioDuration(tr.codec, pu.data)
+			u.params = audioParams(tr.codec, pu.data)
 		}
 		tr.units = append(tr.units, u)
 	}
