@@ -788,6 +788,13 @@ func (c *comparison) checkJoinOf(video *track, named bool) {
 		return
 	}
 	vals, idx := unwrapped(video.units, video.wrap)
+	// Pictures a decoder cannot show are missing from the target's first
+	// in presentation order: B-pictures that arrive after its first
+	// picture are shown before it (an H.264 open GOP's leading pictures).
+	shown := int64(0)
+	if len(vals) > 0 {
+		shown = slices.Min(vals)
+	}
 	var missing int64
 	until := "its first keyframe"
 	switch video.codec {
@@ -819,6 +826,11 @@ func (c *comparison) checkJoinOf(video *track, named bool) {
 		if at := vals[i] + int64(u.recoveryFrames)*frameTicks(video); !found || at < missing {
 			missing, found = at, true
 			until = fmt.Sprintf("the recovery point at PTS %d is complete (%s on, an intra refresh)", u.pts, sim.Plural(int64(u.recoveryFrames), "frame"))
+			if u.recoveryFrames == 0 {
+				// x264's open GOP: an I-picture with a recovery point,
+				// whose leading pictures refer to the GOP before it.
+				until = fmt.Sprintf("the recovery point at PTS %d (an open GOP's I-picture: the pictures shown before it refer to the GOP before, which the target never sent)", u.pts)
+			}
 		}
 		break
 	}
@@ -830,7 +842,7 @@ func (c *comparison) checkJoinOf(video *track, named bool) {
 		}
 		missing = slices.Max(vals) + frameTicks(video)
 	}
-	missing = max(missing, 0)
+	missing = max(missing-shown, 0)
 	m := ticksMs(missing)
 	c.missPicture(m)
 	how := "target joined mid-GOP"

@@ -1304,3 +1304,34 @@ func TestAChangeOfAudioChannelsIsACodecParameterChange(t *testing.T) {
 		})
 	}
 }
+
+// Round 14, C6: an H.264 open GOP starts on an I-picture with a recovery
+// point SEI (recovery_frame_cnt 0), not an IDR; the B-pictures after it
+// are shown before it and refer to the GOP before. Joined there, the
+// picture missing was 0 ms, where ffmpeg drops those B-pictures.
+func TestAnH264OpenGOPJoinCountsItsLeadingPicturesMissing(t *testing.T) {
+	_, ffprobe := testenv.RequireFFmpeg(t)
+	ps := clipPackets(encodeClip(t, "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-t", "4", "-c:v", "libx264",
+		"-x264-params", "keyint=25:min-keyint=25:scenecut=0:bframes=3:open-gop=1"))
+	cut := clipKeyframeCut(t, ps, 2)
+	file := writeClip(t, "target.ts", ps[cut:])
+	count := func(what string) int {
+		out, err := exec.Command(ffprobe, "-v", "error", "-select_streams", "v", "-show_entries", what+"=pts", "-of", "csv=p=0", file).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(strings.Fields(string(out)))
+	}
+	dropped := count("packet") - count("frame")
+	if dropped <= 0 {
+		t.Fatalf("ffprobe decoding the target alone dropped %d pictures: the clip has no open GOP", dropped)
+	}
+	r := Analyze(sendClipByPCR(t, ps, 0, cut), sendClipByPCR(t, ps, cut, len(ps)), sim.SeamMoments{})
+	t.Log(r.Detail)
+	if r.Verdict == sim.VerdictSeamless || r.AtFault != targetSide || r.KeyframeAtJoin == nil || *r.KeyframeAtJoin {
+		t.Errorf("verdict %s at fault %q, keyframe at join %v, defects %s", r.Verdict, r.AtFault, r.KeyframeAtJoin, checks(r))
+	}
+	if want := float64(dropped) * 40; r.PictureMissingMs == nil || *r.PictureMissingMs != want {
+		t.Errorf("picture missing %v ms, want %v (the %d pictures ffprobe dropped)", r.PictureMissingMs, want, dropped)
+	}
+}
