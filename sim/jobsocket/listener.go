@@ -358,8 +358,9 @@ func (l *Listener) Settle(jobID, role string) {
 // right before its stop is never lost between the two.
 func (l *Listener) Unregister(jobID, role string) {
 	k := key{jobID, role}
+	caughtUp := true
 	if c := l.current(jobID, role); c != nil {
-		c.catchUp()
+		caughtUp = c.catchUp()
 	}
 	l.mu.Lock()
 	var c *conn
@@ -374,13 +375,34 @@ func (l *Listener) Unregister(jobID, role string) {
 	if c == nil {
 		return
 	}
-	if jc := c.jobClose(); jc != nil {
+	tell := func(jc *jobClose) {
 		// The job closed first, and the library is still answering it:
 		// its read loop, with the instance gone now, will not report it.
 		l.cfg.OnEvent(Event{Kind: Disconnected, Node: l.cfg.Node, JobID: jobID, Role: role, At: jc.at,
 			Code: jc.code, Reason: redactReason(jc.reason, in.reg.Token), ClosedBy: ClosedByJob})
 	}
+	if jc := c.jobClose(); jc != nil {
+		tell(jc)
+		c.close(protocol.CloseStopped, protocol.ReasonStopped)
+		return
+	}
 	c.close(protocol.CloseStopped, protocol.ReasonStopped)
+	if !caughtUp {
+		// The job was still sending when we closed (a flood of pings,
+		// say): the close handshake reads the rest, and a close of the
+		// job's among it, dated by its arrival, may have come first.
+		<-c.closeDone
+		if jc := c.jobClose(); jc != nil && !jc.at.After(c.closedAt()) {
+			tell(jc)
+		}
+	}
+}
+
+// closedAt is when we began to close c.
+func (c *conn) closedAt() time.Time {
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	return c.closeAt
 }
 
 // Connected reports whether an instance has an authenticated connection.
@@ -575,6 +597,8 @@ type conn struct {
 	closeCode   int
 	closeReason string
 	closeAt     time.Time
+	// closing: setClose ran, and our close frame is on its way.
+	closing atomic.Bool
 	// writeStuck: our close is the 1008 of a write that ran out of time,
 	// which kills the connection, so that close never reached the job.
 	// With it, a close frame of the job's read after (jobClose; sent
@@ -597,6 +621,7 @@ type conn struct {
 }
 
 func (c *conn) setClose(code int, reason string) {
+	c.closing.Store(true)
 	at := c.l.cfg.Now()
 	c.closeMu.Lock()
 	c.closeCode, c.closeReason, c.closeAt = code, reason, at
@@ -624,19 +649,24 @@ const catchUpWait = 50 * time.Millisecond
 // whose relay brought the answer that made the manager stop this job)
 // with more behind it. It waits catchUpWait at most: a job that never
 // stops sending is closed all the same.
-func (c *conn) catchUp() {
-	pollUntil(time.Now().Add(catchUpWait), func() bool {
+// It reports whether the loop caught up.
+func (c *conn) catchUp() bool {
+	return pollUntil(time.Now().Add(catchUpWait), func() bool {
 		return c.jobClose() != nil || c.readOver.Load() || c.caughtUp()
 	})
 }
 
-// pollUntil waits until done holds or deadline passes. What it waits on
-// is the read loop's own progress, which signals nothing: the wait is
-// short, and the look cheap.
-func pollUntil(deadline time.Time, done func() bool) {
-	for !done() && time.Now().Before(deadline) {
+// pollUntil waits until done holds or deadline passes, and reports
+// whether done held. What it waits on is the read loop's own progress,
+// which signals nothing: the wait is short, and the look cheap.
+func pollUntil(deadline time.Time, done func() bool) bool {
+	for !done() {
+		if !time.Now().Before(deadline) {
+			return false
+		}
 		time.Sleep(50 * time.Microsecond)
 	}
+	return true
 }
 
 // caughtUp says whether the read loop has read all the job sent so far:
@@ -877,12 +907,14 @@ func (h *hijackWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	// The library reads the connection it is handed (after what the
 	// reader it is handed buffered): that connection reads through the
 	// frameGuard. What a job sent right behind its upgrade request is in
-	// net/http's read buffer already, and the guard reads it from there:
-	// such a socket keeps that buffer. The write buffer is empty (the 101
+	// net/http's read buffer already, and the guard reads it from there,
+	// and then the connection itself: read on, the buffer would take in
+	// 4 KiB at once, and what waits in it is neither in the kernel's count
+	// (unreadBytes) nor dated by it. The write buffer is empty (the 101
 	// was flushed before the hijack).
 	src := io.Reader(c)
-	if brw.Reader.Buffered() > 0 {
-		src = brw.Reader
+	if n := brw.Reader.Buffered(); n > 0 {
+		src = io.MultiReader(io.LimitReader(brw.Reader, int64(n)), c)
 	}
 	gc := &frameGuardConn{Conn: c, guard: frameGuard{src: counted{r: src}, conn: c, now: h.now}}
 	h.guarded = gc
@@ -944,10 +976,18 @@ func (g *frameGuardConn) unreadClose() (code int, reason string, ok bool) {
 // ServeHTTP upgrades a job's connection and runs it.
 func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hw := &hijackWatch{ResponseWriter: w, now: l.cfg.Now}
+	var accepted atomic.Pointer[conn]
 	ws, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
 		// Jobs are not browsers; the per-instance token is the guard.
 		InsecureSkipVerify: true,
 		CompressionMode:    websocket.CompressionDisabled,
+		// Once our close frame is on its way a pong cannot follow it, and
+		// the library's refused write would end the read that is looking
+		// for the job's close: a ping then goes unanswered.
+		OnPingReceived: func(context.Context, []byte) bool {
+			c := accepted.Load()
+			return c == nil || !c.closing.Load()
+		},
 	})
 	if err != nil {
 		return // Accept already wrote the HTTP error
@@ -957,6 +997,7 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ws.SetReadLimit(protocol.MaxFrameBytes + 1)
 	jobID, role, ok := protocol.ParsePath(r.RequestURI)
 	c := &conn{l: l, ws: ws, raw: hw.conn, guarded: hw.guarded, key: key{jobID, role}, serial: l.serials.Add(1), closeDone: make(chan struct{}), upgraded: time.Now()}
+	accepted.Store(c)
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
