@@ -710,6 +710,9 @@ const reasonTooSlow = "job too slow to read frames"
 func (c *conn) writeLocked(ctx context.Context, typ string, data []byte) error {
 	wctx, cancel := context.WithTimeout(ctx, c.l.cfg.WriteTimeout)
 	defer cancel()
+	// Recorded as it is handed to the socket: recorded once the write
+	// returned, the job's answer to it could be recorded first.
+	c.l.record(c, "out", typ, len(data), data)
 	if err := c.ws.Write(wctx, websocket.MessageText, data); err != nil {
 		// Only a write that ran out of time is the job's slowness; one
 		// that failed because the job closed its socket (or the
@@ -720,7 +723,6 @@ func (c *conn) writeLocked(ctx context.Context, typ string, data []byte) error {
 		}
 		return fmt.Errorf("send %s to %s/%s: %w", typ, c.key.jobID, c.key.role, err)
 	}
-	c.l.record(c, "out", typ, len(data), data)
 	return nil
 }
 
