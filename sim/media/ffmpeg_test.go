@@ -698,20 +698,7 @@ func TestHEVCJoinOnACRALosesItsRASLPictures(t *testing.T) {
 				"-x265-params", "keyint=25:min-keyint=25:scenecut=0:bframes=3:log-level=error:open-gop="+c.openGOP))
 			cut := clipKeyframeCut(t, ps, 2)
 			file := writeClip(t, "target.ts", ps[cut:])
-			count := func(what string) int {
-				out, err := exec.Command(ffprobe, "-v", "error", "-select_streams", "v", "-show_entries", what+"=pts", "-of", "csv=p=0", file).Output()
-				if err != nil {
-					t.Fatal(err)
-				}
-				n := 0
-				for _, f := range strings.Fields(string(out)) {
-					if _, err := strconv.ParseInt(strings.TrimSuffix(f, ","), 10, 64); err == nil {
-						n++
-					}
-				}
-				return n
-			}
-			dropped := count("packet") - count("frame")
+			dropped := droppedPictures(t, ffprobe, file)
 			if dropped < 0 || (dropped == 0) != c.seamless {
 				t.Fatalf("ffprobe decoding the target alone dropped %d pictures", dropped)
 			}
@@ -766,14 +753,7 @@ func TestMPEG2VideoJoinsAreReadAsMPEG2(t *testing.T) {
 				}
 			}
 			file := writeClip(t, "target.ts", ps[cut:])
-			count := func(what string) int {
-				out, err := exec.Command(ffprobe, "-v", "error", "-select_streams", "v", "-show_entries", what+"=pts", "-of", "csv=p=0", file).Output()
-				if err != nil {
-					t.Fatal(err)
-				}
-				return len(strings.Fields(string(out)))
-			}
-			dropped := count("packet") - count("frame")
+			dropped := droppedPictures(t, ffprobe, file)
 			if dropped < 0 || (dropped == 0) != c.wantClean {
 				t.Fatalf("ffprobe decoding the target alone dropped %d pictures", dropped)
 			}
@@ -1144,6 +1124,26 @@ func TestEveryVideoStreamsJoinIsChecked(t *testing.T) {
 	}
 }
 
+// droppedPictures is how many of file's video packets ffprobe decodes
+// no picture for: the pictures a decoder starting there drops.
+func droppedPictures(t *testing.T, ffprobe, file string) int {
+	t.Helper()
+	count := func(what string) int {
+		out, err := exec.Command(ffprobe, "-v", "error", "-select_streams", "v", "-show_entries", what+"=pts", "-of", "csv=p=0", file).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, f := range strings.Fields(string(out)) {
+			if _, err := strconv.ParseInt(strings.TrimSuffix(f, ","), 10, 64); err == nil {
+				n++
+			}
+		}
+		return n
+	}
+	return count("packet") - count("frame")
+}
+
 // splice is a source clip up to its gop-th keyframe (with its tables)
 // and a target clip from its own, the target's counters running on from
 // the source's: two encoders' streams joined at the same moment.
@@ -1315,14 +1315,7 @@ func TestAnH264OpenGOPJoinCountsItsLeadingPicturesMissing(t *testing.T) {
 		"-x264-params", "keyint=25:min-keyint=25:scenecut=0:bframes=3:open-gop=1"))
 	cut := clipKeyframeCut(t, ps, 2)
 	file := writeClip(t, "target.ts", ps[cut:])
-	count := func(what string) int {
-		out, err := exec.Command(ffprobe, "-v", "error", "-select_streams", "v", "-show_entries", what+"=pts", "-of", "csv=p=0", file).Output()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(strings.Fields(string(out)))
-	}
-	dropped := count("packet") - count("frame")
+	dropped := droppedPictures(t, ffprobe, file)
 	if dropped <= 0 {
 		t.Fatalf("ffprobe decoding the target alone dropped %d pictures: the clip has no open GOP", dropped)
 	}
