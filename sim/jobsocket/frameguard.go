@@ -47,9 +47,18 @@ type frameGuard struct {
 	// conn is the connection under src, asked how many bytes wait in the
 	// kernel (unreadBytes); nil in tests of the guard alone.
 	conn net.Conn
-	// ahead is the newest proof of what had arrived: every byte of the
-	// stream before ahead.horizon was in by ahead.at (markAhead).
-	ahead arrival
+	// marks are proofs of what had arrived, oldest first: every byte of
+	// the stream before a mark's horizon was in by its at (markAhead).
+	marks []arrival
+	// frameAt is when the frame whose header the guard read last had
+	// arrived (arrivedBy, as Unix nanoseconds): a close of ours for that
+	// frame (out of phase, malformed, too large) is dated by it.
+	frameAt atomic.Int64
+	// refused: a frame was refused; the read loop closes over it.
+	refused atomic.Bool
+	// early is how many bytes the job sent right behind its upgrade,
+	// which net/http had read into its buffer: in before the guard began.
+	early int64
 	// hdr holds the header being read, hn bytes of it so far.
 	hdr [maxHeader]byte
 	hn  int
@@ -87,15 +96,18 @@ type frameGuard struct {
 	parked atomic.Bool
 }
 
-// counted is a reader that counts the bytes read from it.
+// counted is a reader that counts the bytes read from it: n for the
+// reading goroutine, total for others (conn.catchUp).
 type counted struct {
-	r io.Reader
-	n int64
+	r     io.Reader
+	n     int64
+	total atomic.Int64
 }
 
 func (c *counted) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
+	c.total.Add(int64(n))
 	return n, err
 }
 
@@ -106,18 +118,41 @@ type arrival struct {
 }
 
 // markAhead, at the end of a frame the library is handed, notes the
-// bytes that already wait in the kernel behind it. The library hands the
-// frame on before it reads them: a close among them, read only once the
-// frame is dealt with, is dated by this (closeFrame). A mark that still
-// covers bytes not read yet is kept, so a burst of frames costs one look.
+// bytes that already wait behind it (in the kernel, or in net/http's
+// buffer). The library hands the frame on before it reads them: a close
+// among them, read only once the frame is dealt with, is dated by this
+// (arrivedBy). A mark that covers bytes not read yet is kept; a new look
+// is taken once the newest is a millisecond old, so a long burst costs a
+// look a millisecond and dates what came during it to within one.
 func (g *frameGuard) markAhead() {
-	if g.conn == nil || g.now == nil || g.ahead.horizon > g.src.n {
+	if g.conn == nil || g.now == nil {
 		return
 	}
-	g.ahead = arrival{}
-	if u := unreadBytes(g.conn); u > 0 {
-		g.ahead = arrival{g.now(), g.src.n + int64(u)}
+	for len(g.marks) > 0 && g.marks[0].horizon <= g.src.n {
+		g.marks = g.marks[1:]
 	}
+	now := g.now()
+	if n := len(g.marks); n > 0 && now.Sub(g.marks[n-1].at) < markEvery {
+		return
+	}
+	horizon := g.src.n + max(g.early-g.src.n, 0) + int64(max(unreadBytes(g.conn), 0))
+	if n := len(g.marks); horizon > g.src.n && (n == 0 || horizon > g.marks[n-1].horizon) {
+		g.marks = append(g.marks, arrival{now, horizon})
+	}
+}
+
+// markEvery is how often markAhead looks again during a burst.
+const markEvery = time.Millisecond
+
+// arrivedBy is when the stream's bytes up to pos were in, by the marks;
+// now when no mark covers them.
+func (g *frameGuard) arrivedBy(pos int64) time.Time {
+	for _, m := range g.marks {
+		if pos <= m.horizon {
+			return m.at
+		}
+	}
+	return g.now()
 }
 
 // jobClose is a close frame the job sent, as the guard read it.
@@ -217,6 +252,9 @@ func (g *frameGuard) next() error {
 			return err
 		}
 	}
+	if g.now != nil {
+		g.frameAt.Store(g.arrivedBy(g.src.n).UnixNano())
+	}
 	b0, b1 := g.hdr[0], g.hdr[1]
 	fin, op := b0&0x80 != 0, b0&0x0f
 	control := op&0x8 != 0
@@ -311,10 +349,7 @@ func (g *frameGuard) closeFrame(n int64) error {
 	}
 	g.pend, g.closeBody = frame, body
 	if g.jobClose.Load() == nil && g.now != nil {
-		at := g.now()
-		if g.src.n <= g.ahead.horizon {
-			at = g.ahead.at // it waited behind a frame the library was handed
-		}
+		at := g.arrivedBy(g.src.n) // it may have waited behind frames the library was handed
 		seen := &jobClose{at: at, code: int(websocket.StatusNoStatusRcvd)}
 		if n >= 2 {
 			seen.code, seen.reason = int(binary.BigEndian.Uint16(body)), string(body[2:])
@@ -373,6 +408,7 @@ func wireCloseCode(code uint16) bool {
 func (g *frameGuard) refuse(code websocket.StatusCode, reason string) {
 	if g.refusal == nil {
 		g.refusal = &closeErr{int(code), reason}
+		g.refused.Store(true)
 	}
 }
 

@@ -398,6 +398,17 @@ func (l *Listener) Unregister(jobID, role string) {
 	}
 }
 
+// refusesFrame says whether a close code of ours answers a frame the job
+// sent: one out of phase or unparsable, malformed, or too large.
+func refusesFrame(code int) bool {
+	switch code {
+	case protocol.CloseProtocolError, protocol.CloseFrameTooLarge,
+		int(websocket.StatusProtocolError), int(websocket.StatusInvalidFramePayloadData):
+		return true
+	}
+	return false
+}
+
 // closedAt is when we began to close c.
 func (c *conn) closedAt() time.Time {
 	c.closeMu.Lock()
@@ -597,6 +608,9 @@ type conn struct {
 	closeCode   int
 	closeReason string
 	closeAt     time.Time
+	// frameAt: when the frame the guard had read last at setClose
+	// arrived (closedOverFrameAt).
+	frameAt time.Time
 	// closing: setClose ran, and our close frame is on its way.
 	closing atomic.Bool
 	// writeStuck: our close is the 1008 of a write that ran out of time,
@@ -623,9 +637,24 @@ type conn struct {
 func (c *conn) setClose(code int, reason string) {
 	c.closing.Store(true)
 	at := c.l.cfg.Now()
+	var frameAt time.Time
+	if c.guarded != nil {
+		if ns := c.guarded.guard.frameAt.Load(); ns != 0 {
+			frameAt = time.Unix(0, ns)
+		}
+	}
 	c.closeMu.Lock()
-	c.closeCode, c.closeReason, c.closeAt = code, reason, at
+	c.closeCode, c.closeReason, c.closeAt, c.frameAt = code, reason, at, frameAt
 	c.closeMu.Unlock()
+}
+
+// closedOverFrameAt is when the frame the guard had read last when we
+// began to close c arrived: the frame a close of ours for a frame
+// (refusesFrame) answers. Zero when none was read.
+func (c *conn) closedOverFrameAt() time.Time {
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	return c.frameAt
 }
 
 // closed is how we ended c (code 0: we did not), unless the job's close
@@ -640,19 +669,35 @@ func (c *conn) closed() (int, string) {
 	return c.closeCode, c.closeReason
 }
 
-// catchUpWait bounds how long catchUp waits for a busy read loop.
-const catchUpWait = 50 * time.Millisecond
-
 // catchUp waits, before we close c, until its read loop has read what the
-// job sent: everything the kernel holds for c, or up to the job's own
-// close. The loop may be handing on a frame (source-stopped-output, say,
-// whose relay brought the answer that made the manager stop this job)
-// with more behind it. It waits catchUpWait at most: a job that never
-// stops sending is closed all the same.
+// job sent up to now: the bytes the kernel and net/http's buffer held for
+// c when it began, or up to the job's own close. The loop may be handing
+// on a frame (source-stopped-output, say, whose relay brought the answer
+// that made the manager stop this job) with more behind it, a burst of
+// pings among them. What the job sends after catchUp began is not waited
+// for, so a job that never stops sending is closed all the same; one
+// whose backlog takes the loop longer than CloseTimeout is closed then.
 // It reports whether the loop caught up.
 func (c *conn) catchUp() bool {
-	return pollUntil(time.Now().Add(catchUpWait), func() bool {
-		return c.jobClose() != nil || c.readOver.Load() || c.caughtUp()
+	if c.guarded == nil {
+		return true
+	}
+	g := &c.guarded.guard
+	read := g.src.total.Load()
+	horizon := read + max(g.early-read, 0) + int64(max(unreadBytes(c.raw), 0))
+	return pollUntil(time.Now().Add(c.l.cfg.CloseTimeout), func() bool {
+		if g.refused.Load() {
+			// The guard refused a frame: the read loop closes over it
+			// and reports that, which is what the job did first.
+			return c.readOver.Load()
+		}
+		if c.jobClose() != nil || c.readOver.Load() || c.caughtUp() {
+			return true
+		}
+		// Past the horizon, or waiting at it for a frame's first bytes:
+		// the library has asked for more, so what came before is handed on.
+		n := g.src.total.Load()
+		return n > horizon || n == horizon && g.parked.Load()
 	})
 }
 
@@ -915,10 +960,11 @@ func (h *hijackWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	// (unreadBytes) nor dated by it. The write buffer is empty (the 101
 	// was flushed before the hijack).
 	src := io.Reader(c)
-	if n := brw.Reader.Buffered(); n > 0 {
+	n := brw.Reader.Buffered()
+	if n > 0 {
 		src = io.MultiReader(io.LimitReader(brw.Reader, int64(n)), c)
 	}
-	gc := &frameGuardConn{Conn: c, guard: frameGuard{src: counted{r: src}, conn: c, now: h.now}}
+	gc := &frameGuardConn{Conn: c, guard: frameGuard{src: counted{r: src}, conn: c, now: h.now, early: int64(n)}}
 	h.guarded = gc
 	return gc, bufio.NewReadWriter(bufio.NewReaderSize(gc, socketBufferSize), bufio.NewWriterSize(gc, socketBufferSize)), nil
 }
@@ -1225,6 +1271,12 @@ func (l *Listener) disconnected(c *conn, code int, reason string) {
 	switch {
 	case cc != 0 && !(c.writeStuck.Load() && jc != nil):
 		code, reason, by = cc, cr, ClosedByWorker
+		if fa := c.closedOverFrameAt(); refusesFrame(cc) && !fa.IsZero() && fa.Before(at) {
+			// We closed over a frame of the job's: the job acted when
+			// that frame came, which may be well before the read loop
+			// got to it (behind a burst of pings, say).
+			at = fa
+		}
 	case jc != nil:
 		// The job's close frame, as the guard read it, and as of then
 		// (a migration asks whether the job closed before it was told
