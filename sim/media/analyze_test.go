@@ -1213,3 +1213,14 @@ func TestRecoveryPoint(t *testing.T) {
 		t.Error("a cut message read as a recovery point")
 	}
 }
+
+// Round 15, C1: a 4-byte SPS whose emulation prevention byte unescapes it
+// to two bytes read past its end, and one such datagram killed normsim.
+func TestAShortSPSIsRefusedNotReadPastItsEnd(t *testing.T) {
+	for _, nal := range [][]byte{{0x67, 0, 0, 3}, {0x67, 0, 0, 3, 0}, {0x67, 1, 2, 3}} {
+		if _, err := parseSPS(nal); nal[3] == 3 && err == nil {
+			t.Errorf("parseSPS(% x) read an SPS from %d bytes", nal, len(unescapeRBSP(nal[1:])))
+		}
+		inspectNALs(codecH264, [][]byte{nal})
+	}
+}

@@ -361,6 +361,11 @@ func parseSPS(nal []byte) (spsInfo, error) {
 		return s, errShortSPS
 	}
 	rbsp := unescapeRBSP(nal[1:])
+	if len(rbsp) < 4 {
+		// 00 00 03 unescapes to two bytes: a 4-byte SPS can be shorter
+		// than its fixed fields.
+		return s, errShortSPS
+	}
 	s.profile, s.level = int(rbsp[0]), int(rbsp[2])
 	s.constraintSet1 = rbsp[1]&0x40 != 0
 	r := &bitReader{b: rbsp[3:]}

@@ -100,10 +100,6 @@ type tsPacket struct {
 	pcr     int64 // 27 MHz, -1 when the packet carries none
 	// tei: the transport_error_indicator is set, the packet marked errored.
 	tei bool
-	// start: it starts a payload unit (a PES); shortened: its adaptation
-	// field pads it out, as a muxer pads the last packet of a PES whose
-	// bytes end before the packet would.
-	start, shortened bool
 }
 
 // pesUnit is one PES the demuxer assembled, kept until the side's stream
@@ -613,11 +609,9 @@ func (s *side) demuxTS() {
 			return true
 		}
 		dg := st.rawDg[next]
-		tp := tsPacket{dg: dg, at: s.dgs[dg].At, pid: p.Header.PID, cc: st.raw[next][3] & 0x0f, payload: p.Header.HasPayload, pcr: -1, tei: st.raw[next][1]&0x80 != 0,
-			start: p.Header.PayloadUnitStartIndicator}
+		tp := tsPacket{dg: dg, at: s.dgs[dg].At, pid: p.Header.PID, cc: st.raw[next][3] & 0x0f, payload: p.Header.HasPayload, pcr: -1, tei: st.raw[next][1]&0x80 != 0}
 		if af := p.AdaptationField; p.Header.HasAdaptationField && af != nil {
 			tp.di, tp.rai = af.DiscontinuityIndicator, af.RandomAccessIndicator
-			tp.shortened = af.Length == 0 || af.StuffingLength > 0
 			if af.HasPCR && af.PCR != nil {
 				tp.pcr = af.PCR.Base*300 + af.PCR.Extension
 			}
