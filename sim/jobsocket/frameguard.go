@@ -54,6 +54,10 @@ type frameGuard struct {
 	// arrived (arrivedBy, as Unix nanoseconds): a close of ours for that
 	// frame (out of phase, malformed, too large) is dated by it.
 	frameAt atomic.Int64
+	// frameStart is where in the stream the frame whose header the guard
+	// reads last begins: the library asks for it once the read loop has
+	// taken every frame before (conn.catchUp).
+	frameStart atomic.Int64
 	// refused: a frame was refused; the read loop closes over it.
 	refused atomic.Bool
 	// early is how many bytes the job sent right behind its upgrade,
@@ -243,6 +247,9 @@ func (g *frameGuard) next() error {
 	// Two bytes tell an unmasked frame, refused at once; a masked one has
 	// at least minHeader, read in one call when they came together.
 	g.skip, g.closeBody = false, nil
+	if g.hn == 0 {
+		g.frameStart.Store(g.src.n)
+	}
 	for g.hn < 2 || g.hn < minHeader && g.hdr[1]&0x80 != 0 {
 		g.parked.Store(g.hn == 0)
 		m, err := g.src.Read(g.hdr[g.hn:minHeader])

@@ -694,10 +694,10 @@ func (c *conn) catchUp() bool {
 		if c.jobClose() != nil || c.readOver.Load() || c.caughtUp() {
 			return true
 		}
-		// Past the horizon, or waiting at it for a frame's first bytes:
-		// the library has asked for more, so what came before is handed on.
-		n := g.src.total.Load()
-		return n > horizon || n == horizon && g.parked.Load()
+		// The library asks for a frame that begins past the horizon: the
+		// read loop has taken every frame before it, the one that came
+		// as we began included.
+		return g.frameStart.Load() > horizon
 	})
 }
 
