@@ -1661,14 +1661,14 @@ func (r *run) disruption(ev runEvent) error {
 				// normsim closed it on purpose (a protocol error, a
 				// fault): the job did not crash.
 				if malformed(ev.socket.Code) {
-					return brokenf(side, sim.PromiseWellFormed, "%s on %s", socketDropped(side, ev.socket), r.phaseAt(ev.socket.At))
+					return brokenf(side, sim.PromiseWellFormed, "%s on %s", socketDropped(side, ev.socket), r.currentPhase())
 				}
 				if ev.socket.Code == closePolicyViolation {
 					// 1008: a write to it did not finish within 5 s; it
 					// did not read (docs/contract.md, close codes).
-					return brokenf(side, sim.PromiseReads, "%s on %s", socketDropped(side, ev.socket), r.phaseAt(ev.socket.At))
+					return brokenf(side, sim.PromiseReads, "%s on %s", socketDropped(side, ev.socket), r.currentPhase())
 				}
-				return endf("%s on %s", socketDropped(side, ev.socket), r.phaseAt(ev.socket.At))
+				return endf("%s on %s", socketDropped(side, ev.socket), r.currentPhase())
 			}
 			if exit, ok := r.awaitExit(ev.instance); ok {
 				return r.exited(side, exit)
@@ -1676,9 +1676,9 @@ func (r *run) disruption(ev runEvent) error {
 			if ev.socket.ClosedBy == sim.ClosedByJob {
 				// A close frame is the job's own decision: it left the
 				// migration it was part of, as surely as one that exits.
-				return brokenf(side, sim.PromiseStaysUp, "%s on %s", socketDropped(side, ev.socket), r.phaseAt(ev.socket.At))
+				return brokenf(side, sim.PromiseStaysUp, "%s on %s", socketDropped(side, ev.socket), r.currentPhase())
 			}
-			return endf("%s on %s", socketDropped(side, ev.socket), r.phaseAt(ev.socket.At))
+			return endf("%s on %s", socketDropped(side, ev.socket), r.currentPhase())
 		}
 	case evFault, evAbort:
 		return endf("%s", ev.reason)
@@ -1793,21 +1793,6 @@ func (r *run) runtimeOf(instance string) string {
 		return r.src.Runtime
 	}
 	return r.rt.Name()
-}
-
-// phaseAt is the phase the migration was in at t, by its timeline: a
-// socket's end dated by when it arrived is named with the phase it came
-// in, not the one normsim was in when it got to it.
-func (r *run) phaseAt(t time.Time) sim.Phase {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	evs := r.mig.Events
-	for i := len(evs) - 1; i >= 0; i-- {
-		if !evs[i].At.After(t) {
-			return evs[i].Phase
-		}
-	}
-	return r.mig.Phase
 }
 
 func (r *run) currentPhase() sim.Phase {
