@@ -51,8 +51,9 @@ type frameGuard struct {
 	// the stream before a mark's horizon was in by its at (markAhead).
 	marks []arrival
 	// frameAt is when the frame whose header the guard read last had
-	// arrived (arrivedBy, as Unix nanoseconds): a close of ours for that
-	// frame (out of phase, malformed, too large) is dated by it.
+	// arrived (arrivedBy, as Unix nanoseconds; 0 when it came as it was
+	// read): a close of ours for that frame (out of phase, malformed, too
+	// large) is dated by it.
 	frameAt atomic.Int64
 	// frameStart is where in the stream the frame whose header the guard
 	// reads last begins: the library asks for it once the read loop has
@@ -135,28 +136,40 @@ func (g *frameGuard) markAhead() {
 	for len(g.marks) > 0 && g.marks[0].horizon <= g.src.n {
 		g.marks = g.marks[1:]
 	}
-	now := g.now()
-	if n := len(g.marks); n > 0 && now.Sub(g.marks[n-1].at) < markEvery {
-		return
+	var now time.Time
+	if n := len(g.marks); n > 0 {
+		if now = g.now(); now.Sub(g.marks[n-1].at) < markEvery {
+			return
+		}
 	}
-	horizon := g.src.n + max(g.early-g.src.n, 0) + int64(max(unreadBytes(g.conn), 0))
+	horizon := g.src.n + g.waiting(g.src.n)
 	if n := len(g.marks); horizon > g.src.n && (n == 0 || horizon > g.marks[n-1].horizon) {
+		if now.IsZero() {
+			now = g.now() // a quiet socket, the usual case, reads no clock
+		}
 		g.marks = append(g.marks, arrival{now, horizon})
 	}
+}
+
+// waiting is how many bytes wait to be read once read of the stream are:
+// in net/http's buffer (the early bytes not read yet) and in the kernel.
+// Safe from any goroutine.
+func (g *frameGuard) waiting(read int64) int64 {
+	return max(g.early-read, 0) + int64(max(unreadBytes(g.conn), 0))
 }
 
 // markEvery is how often markAhead looks again during a burst.
 const markEvery = time.Millisecond
 
 // arrivedBy is when the stream's bytes up to pos were in, by the marks;
-// now when no mark covers them.
-func (g *frameGuard) arrivedBy(pos int64) time.Time {
+// ok false when no mark covers them: they came as they were read.
+func (g *frameGuard) arrivedBy(pos int64) (at time.Time, ok bool) {
 	for _, m := range g.marks {
 		if pos <= m.horizon {
-			return m.at
+			return m.at, true
 		}
 	}
-	return g.now()
+	return time.Time{}, false
 }
 
 // jobClose is a close frame the job sent, as the guard read it.
@@ -259,9 +272,11 @@ func (g *frameGuard) next() error {
 			return err
 		}
 	}
-	if g.now != nil {
-		g.frameAt.Store(g.arrivedBy(g.src.n).UnixNano())
+	frameAt := int64(0) // read as it came: no clock read per frame
+	if at, ok := g.arrivedBy(g.src.n); ok {
+		frameAt = at.UnixNano()
 	}
+	g.frameAt.Store(frameAt)
 	b0, b1 := g.hdr[0], g.hdr[1]
 	fin, op := b0&0x80 != 0, b0&0x0f
 	control := op&0x8 != 0
@@ -356,7 +371,10 @@ func (g *frameGuard) closeFrame(n int64) error {
 	}
 	g.pend, g.closeBody = frame, body
 	if g.jobClose.Load() == nil && g.now != nil {
-		at := g.arrivedBy(g.src.n) // it may have waited behind frames the library was handed
+		at, ok := g.arrivedBy(g.src.n) // it may have waited behind frames the library was handed
+		if !ok {
+			at = g.now()
+		}
 		seen := &jobClose{at: at, code: int(websocket.StatusNoStatusRcvd)}
 		if n >= 2 {
 			seen.code, seen.reason = int(binary.BigEndian.Uint16(body)), string(body[2:])

@@ -381,13 +381,12 @@ func (l *Listener) Unregister(jobID, role string) {
 		l.cfg.OnEvent(Event{Kind: Disconnected, Node: l.cfg.Node, JobID: jobID, Role: role, At: jc.at,
 			Code: jc.code, Reason: redactReason(jc.reason, in.reg.Token), ClosedBy: ClosedByJob})
 	}
-	if jc := c.jobClose(); jc != nil {
+	jc := c.jobClose()
+	if jc != nil {
 		tell(jc)
-		c.close(protocol.CloseStopped, protocol.ReasonStopped)
-		return
 	}
 	c.close(protocol.CloseStopped, protocol.ReasonStopped)
-	if !caughtUp {
+	if jc == nil && !caughtUp {
 		// The job was still sending when we closed (a flood of pings,
 		// say): the close handshake reads the rest, and a close of the
 		// job's among it, dated by its arrival, may have come first.
@@ -396,17 +395,6 @@ func (l *Listener) Unregister(jobID, role string) {
 			tell(jc)
 		}
 	}
-}
-
-// refusesFrame says whether a close code of ours answers a frame the job
-// sent: one out of phase or unparsable, malformed, or too large.
-func refusesFrame(code int) bool {
-	switch code {
-	case protocol.CloseProtocolError, protocol.CloseFrameTooLarge,
-		int(websocket.StatusProtocolError), int(websocket.StatusInvalidFramePayloadData):
-		return true
-	}
-	return false
 }
 
 // closedAt is when we began to close c.
@@ -684,7 +672,7 @@ func (c *conn) catchUp() bool {
 	}
 	g := &c.guarded.guard
 	read := g.src.total.Load()
-	horizon := read + max(g.early-read, 0) + int64(max(unreadBytes(c.raw), 0))
+	horizon := read + g.waiting(read)
 	return pollUntil(time.Now().Add(c.l.cfg.CloseTimeout), func() bool {
 		if g.refused.Load() {
 			// The guard refused a frame: the read loop closes over it
@@ -703,13 +691,16 @@ func (c *conn) catchUp() bool {
 
 // pollUntil waits until done holds or deadline passes, and reports
 // whether done held. What it waits on is the read loop's own progress,
-// which signals nothing: the wait is short, and the look cheap.
+// which signals nothing; the look is cheap.
 func pollUntil(deadline time.Time, done func() bool) bool {
-	for !done() {
+	// Looks often at first, when the loop is usually a frame away, and
+	// every millisecond at most after: catchUp may wait out a backlog of
+	// seconds.
+	for wait := 50 * time.Microsecond; !done(); wait = min(2*wait, time.Millisecond) {
 		if !time.Now().Before(deadline) {
 			return false
 		}
-		time.Sleep(50 * time.Microsecond)
+		time.Sleep(wait)
 	}
 	return true
 }
@@ -1234,6 +1225,17 @@ func (l *Listener) announce(c, old *conn) {
 }
 
 const reasonReplaced = "replaced by a newer connection"
+
+// refusesFrame says whether a close code of ours answers a frame the job
+// sent: one out of phase or unparsable, malformed, or too large.
+func refusesFrame(code int) bool {
+	switch code {
+	case protocol.CloseProtocolError, protocol.CloseFrameTooLarge,
+		int(websocket.StatusProtocolError), int(websocket.StatusInvalidFramePayloadData):
+		return true
+	}
+	return false
+}
 
 // disconnected reports that c, whose frames ended with code and reason,
 // is gone, unless a newer connection of its instance replaced it.
