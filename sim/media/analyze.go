@@ -1067,10 +1067,10 @@ func pmtText(ps []pmtStream) string {
 // checkCounters: on each PID the target's first counter should follow the
 // source's last, unless the target flags the discontinuity.
 func (c *comparison) checkCounters() {
-	last := map[uint16]tsPacket{}
+	last := map[uint16]uint8{}
 	for _, p := range c.src.ts.pkts {
 		if p.payload && p.pid != 0x1fff {
-			last[p.pid] = p
+			last[p.pid] = p.cc
 		}
 	}
 	seen := map[uint16]bool{}
@@ -1080,12 +1080,12 @@ func (c *comparison) checkCounters() {
 		}
 		seen[p.pid] = true
 		prev, ok := last[p.pid]
-		want := (prev.cc + 1) % 16
+		want := (prev + 1) % 16
 		if !ok || p.di || p.cc == want {
 			continue
 		}
-		detail := fmt.Sprintf("continuity counter on PID %d went %d→%d (expected %d) without the discontinuity indicator", p.pid, prev.cc, p.cc, want)
-		c.defect(sim.MediaCheckCC, "TR 101 290 1.4", fmt.Sprintf("PID %d", p.pid), targetSide, detail)
+		c.defect(sim.MediaCheckCC, "TR 101 290 1.4", fmt.Sprintf("PID %d", p.pid), targetSide,
+			fmt.Sprintf("continuity counter on PID %d went %d→%d (expected %d) without the discontinuity indicator", p.pid, prev, p.cc, want))
 	}
 }
 
