@@ -40,8 +40,9 @@ type JobSocket interface {
 	// CatchUp returns once what the job sent before the call has been
 	// read and reported: a frame, or the end of its connection (a close
 	// frame, or a connection that went away), that reached the node
-	// before it is told before it returns. It waits a moment at most for
-	// a job that never stops sending.
+	// before it is told before it returns. It waits for what had
+	// arrived when it was called, up to the socket's close timeout, and
+	// not for what a job that never stops sending sends after.
 	CatchUp(jobID, role string)
 	// Connected reports whether the job is connected now.
 	Connected(jobID, role string) bool

@@ -130,10 +130,6 @@ type instance struct {
 	// failed): DELETEs sent at once have one winner, and the others
 	// wait for it instead of stopping the instance again.
 	removing chan struct{}
-	// unreachable: adopted with an env that names a job socket this run
-	// does not have, said in Error (Manager.unreachable) until its job
-	// connects all the same.
-	unreachable bool
 }
 
 // New returns a manager; Start reconciles what the store remembers.
@@ -1066,8 +1062,9 @@ func (m *Manager) OnSocketEvent(ev sim.SocketEvent) {
 	switch ev.Kind {
 	case sim.SocketConnected, sim.SocketDisconnected:
 		c := ev.Kind == sim.SocketConnected
-		if c && in.unreachable {
-			in.unreachable, in.Error = false, ""
+		if c && dialsElsewhere(in.Error) {
+			// Its job reached this run's socket after all (Manager.unreachable).
+			in.Error = ""
 		}
 		if in.Connected != c {
 			in.Connected = c

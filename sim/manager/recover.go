@@ -264,9 +264,9 @@ func (m *Manager) readopt(ctx context.Context, in *sim.Instance) {
 	}
 	n := m.nodes[in.Node]
 	why := m.unreachable(in)
-	if why != "" || strings.HasPrefix(live.Error, dialsElsewherePrefix) {
+	if why != "" || dialsElsewhere(live.Error) {
 		// Said afresh each start: an earlier run's word on it is stale.
-		live.Error, live.unreachable = why, why != ""
+		live.Error = why
 	}
 	if why != "" {
 		m.log.Warn("adopted an instance whose job cannot reach this run's job socket", "instance", in.ID, "why", why)
@@ -312,6 +312,10 @@ func (m *Manager) unreachable(in *sim.Instance) string {
 
 // dialsElsewherePrefix begins every reason unreachable gives.
 const dialsElsewherePrefix = "its job dials the job socket"
+
+// dialsElsewhere says whether an instance's error is unreachable's: it
+// holds until the job connects all the same.
+func dialsElsewhere(err string) bool { return strings.HasPrefix(err, dialsElsewherePrefix) }
 
 // relaunchSpec is the launch spec an adopted instance was started with,
 // made again from its template.
