@@ -6,10 +6,12 @@ import "fmt"
 // known number of samples, so the PES lasts exactly their sum and the
 // next PES's PTS follows from it. A player hears a gap where it does not.
 
-// audioDuration is how long the audio frames of one PES play, in 90 kHz
-// ticks, and the duration of one frame; 0, 0 when the frames cannot be
-// read (another codec, a frame cut across PES, or garbage).
-func audioDuration(codec string, data []byte) (total, frame int64) {
+// audioFrames reads the audio frames of one PES: how long they play, in
+// 90 kHz ticks, and the duration of one frame, 0, 0 when the frames
+// cannot be read (another codec, a frame cut across PES, or garbage); and
+// the codec parameters its first frame's header says (audioParams), read
+// as that header is, whether the frames after it can be read or not.
+func audioFrames(codec string, data []byte) (total, frame int64, params string) {
 	var read func([]byte) (size int, samples, rate int)
 	switch codec {
 	case codecAAC:
@@ -21,14 +23,17 @@ func audioDuration(codec string, data []byte) (total, frame int64) {
 	case codecOpus:
 		read = opusFrame
 	default:
-		return 0, 0
+		return 0, 0, ""
 	}
 	var samples int64
 	rate := 0
 	for off := 0; off < len(data); {
 		size, n, r := read(data[off:])
+		if off == 0 && size > 0 {
+			params = audioParams(codec, data, n, r)
+		}
 		if size <= 0 || off+size > len(data) || rate != 0 && r != rate {
-			return 0, 0
+			return 0, 0, params
 		}
 		if frame == 0 && n > 0 { // an E-AC-3 dependent substream plays no time of its own
 			frame = int64(n) * 90000 / int64(r)
@@ -38,9 +43,9 @@ func audioDuration(codec string, data []byte) (total, frame int64) {
 		off += size
 	}
 	if rate == 0 {
-		return 0, 0
+		return 0, 0, params
 	}
-	return samples * 90000 / int64(rate), frame
+	return samples * 90000 / int64(rate), frame, params
 }
 
 // adtsFrame reads an ADTS header (ISO 14496-3 1.A.2): its frame's size
@@ -222,31 +227,28 @@ func opusFrame(b []byte) (size, samples, rate int) {
 }
 
 // audioParams is what a receiver set up for one audio stream must
-// reinitialise for when it changes, read from the PES's first frame: the
-// codec's profile, sample rate and channels. "" when they cannot be read
-// (another codec, an E-AC-3 dependent substream first, garbage). Opus is
-// left out: its TOC's stereo flag may change from packet to packet, the
+// reinitialise for when it changes, read from the frame header b begins
+// with, which audioFrames has read (its samples and rate): the codec's
+// profile, sample rate and channels. "" when they cannot be read
+// (another codec, an E-AC-3 dependent substream first). Opus is left
+// out: its TOC's stereo flag may change from packet to packet, the
 // decoder's channels being set by the stream's descriptor.
-func audioParams(codec string, b []byte) string {
+func audioParams(codec string, b []byte, samples, rate int) string {
 	switch codec {
 	case codecAAC:
-		if size, _, rate := adtsFrame(b); size > 0 {
-			profile := [...]string{"Main", "LC", "SSR", "LTP"}[b[2]>>6]
-			channels := int(b[2]&0x01)<<2 | int(b[3]>>6)
-			layout := [...]string{"channels set in the bitstream", "mono", "stereo", "3.0", "4.0", "5.0", "5.1", "7.1"}[channels]
-			return fmt.Sprintf("AAC %s %d Hz %s", profile, rate, layout)
-		}
+		profile := [...]string{"Main", "LC", "SSR", "LTP"}[b[2]>>6]
+		channels := int(b[2]&0x01)<<2 | int(b[3]>>6)
+		layout := [...]string{"channels set in the bitstream", "mono", "stereo", "3.0", "4.0", "5.0", "5.1", "7.1"}[channels]
+		return fmt.Sprintf("AAC %s %d Hz %s", profile, rate, layout)
 	case codecMPEGAudio:
-		if size, _, rate := mpegAudioFrame(b); size > 0 {
-			version := map[byte]string{3: "MPEG-1", 2: "MPEG-2", 0: "MPEG-2.5"}[(b[1]>>3)&0x03]
-			layer := [...]string{"", "Layer III", "Layer II", "Layer I"}[(b[1]>>1)&0x03]
-			// Joint stereo is a coding choice, not other channels.
-			mode := [...]string{"stereo", "stereo", "dual channel", "mono"}[b[3]>>6]
-			return fmt.Sprintf("%s %s %d Hz %s", version, layer, rate, mode)
-		}
+		// Version 1 is reserved, and mpegAudioFrame read no frame of it.
+		version := [...]string{0: "MPEG-2.5", 2: "MPEG-2", 3: "MPEG-1"}[(b[1]>>3)&0x03]
+		layer := [...]string{"", "Layer III", "Layer II", "Layer I"}[(b[1]>>1)&0x03]
+		// Joint stereo is a coding choice, not other channels.
+		mode := [...]string{"stereo", "stereo", "dual channel", "mono"}[b[3]>>6]
+		return fmt.Sprintf("%s %s %d Hz %s", version, layer, rate, mode)
 	case codecAC3, codecEAC3:
-		size, samples, rate := ac3Frame(b)
-		if size <= 0 || samples == 0 || len(b) < 8 {
+		if samples == 0 || len(b) < 8 {
 			return ""
 		}
 		var acmod int

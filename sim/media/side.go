@@ -831,8 +831,7 @@ func (s *side) buildTSTracks(other []pmtStream) {
 			}
 		}
 		if tr.kind == "audio" {
-			u.dur, u.frame = audioDuration(tr.codec, pu.data)
-			u.params = audioParams(tr.codec, pu.data)
+			u.dur, u.frame, u.params = audioFrames(tr.codec, pu.data)
 		}
 		tr.units = append(tr.units, u)
 	}
