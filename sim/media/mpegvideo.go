@@ -64,6 +64,13 @@ func mpegAspect(code int) string {
 	return fmt.Sprintf("aspect code %d", code)
 }
 
+// ISO 13818-2 tables 8-2 and 8-3: profile_and_level_indication's
+// profile (3 bits) and level (4 bits); "" is reserved.
+var (
+	mpegProfiles = [8]string{1: "High", 2: "Spatially Scalable", 3: "SNR Scalable", 4: "Main", 5: "Simple"}
+	mpegLevels   = [16]string{4: "High", 6: "High 1440", 8: "Main", 10: "Low"}
+)
+
 // mpegProfileLevel names profile_and_level_indication (ISO 13818-2
 // 8.1, tables 8-2 and 8-3, and the 4:2:2 and multiview escapes).
 func mpegProfileLevel(pl int) string {
@@ -76,11 +83,8 @@ func mpegProfileLevel(pl int) string {
 		}
 		return fmt.Sprintf("profile-and-level 0x%02X", pl)
 	}
-	profiles := map[int]string{1: "High", 2: "Spatially Scalable", 3: "SNR Scalable", 4: "Main", 5: "Simple"}
-	levels := map[int]string{4: "High", 6: "High 1440", 8: "Main", 10: "Low"}
-	p, okP := profiles[pl>>4&7]
-	l, okL := levels[pl&15]
-	if !okP || !okL {
+	p, l := mpegProfiles[pl>>4&7], mpegLevels[pl&15]
+	if p == "" || l == "" {
 		return fmt.Sprintf("profile-and-level 0x%02X", pl)
 	}
 	return p + "@" + l
