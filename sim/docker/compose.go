@@ -220,7 +220,7 @@ func (r *Runtime) prepareCompose(ctx context.Context, spec *sim.LaunchSpec) (_ *
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := r.checkImages(ctx, spec, p); err != nil {
+	if err := r.checkImages(ctx, p); err != nil {
 		return nil, nil, err
 	}
 	// compose converges onto whatever the project already has; an

@@ -17,7 +17,6 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/containerd/platforms"
-	"github.com/docker/docker/api/types/image"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/normsim/normsim/sim"
@@ -92,23 +91,22 @@ func (r *Runtime) Prepare(ctx context.Context, spec *sim.LaunchSpec) error {
 	return nil
 }
 
-// checkImages inspects every distinct image at once. A service whose
+// checkImages inspects every distinct image of p at once. A service whose
 // platform: the image in the engine is not for is refused as missing too:
 // compose would pull the image for that platform, and normsim never pulls
 // (issue 34 round 14, B5). Whether it is for it is judged as compose
 // judges it (containerd's platform matcher: the architecture's aliases,
-// arm's default variant, an unknown platform matching nothing). p is the
-// compose project the spec runs.
-func (r *Runtime) checkImages(ctx context.Context, spec *sim.LaunchSpec, p *types.Project) error {
+// arm's default variant, an unknown platform matching nothing).
+func (r *Runtime) checkImages(ctx context.Context, p *types.Project) error {
 	var images []string
-	for _, s := range spec.Services {
+	for _, s := range p.Services {
 		if !slices.Contains(images, s.Image) {
 			images = append(images, s.Image)
 		}
 	}
 	var mu sync.Mutex
 	var missing []string
-	found := map[string]image.InspectResponse{}
+	found := map[string]platforms.Platform{}
 	g, gctx := errgroup.WithContext(ctx)
 	for _, img := range images {
 		g.Go(func() error {
@@ -116,7 +114,7 @@ func (r *Runtime) checkImages(ctx context.Context, spec *sim.LaunchSpec, p *type
 			switch {
 			case err == nil:
 				mu.Lock()
-				found[img] = info
+				found[img] = platforms.Platform{OS: info.Os, Architecture: info.Architecture, Variant: info.Variant}
 				mu.Unlock()
 				return nil
 			case cerrdefs.IsNotFound(err):
@@ -134,23 +132,27 @@ func (r *Runtime) checkImages(ctx context.Context, spec *sim.LaunchSpec, p *type
 	}
 	switch sort.Strings(missing); len(missing) {
 	case 0:
+		return otherPlatform(p, found)
 	case 1:
 		return sim.Errorf(sim.EImageMissing, "image %q is not in the Docker engine: %s", missing[0], buildHint(missing))
 	default:
 		return sim.Errorf(sim.EImageMissing, "images %s are not in the Docker engine: %s", quoteAll(missing), buildHint(missing))
 	}
+}
+
+// otherPlatform refuses the first service (by name) whose platform: its
+// image in the engine is not for; have holds each image's platform.
+func otherPlatform(p *types.Project, have map[string]platforms.Platform) error {
 	for _, name := range p.ServiceNames() {
 		s := p.Services[name]
-		info, ok := found[s.Image]
-		if s.Platform == "" || !ok {
+		if s.Platform == "" {
 			continue
 		}
-		have := platforms.Platform{OS: info.Os, Architecture: info.Architecture, Variant: info.Variant}
-		if want, err := platforms.Parse(s.Platform); err == nil && platforms.NewMatcher(want).Match(have) {
+		if want, err := platforms.Parse(s.Platform); err == nil && platforms.NewMatcher(want).Match(have[s.Image]) {
 			continue
 		}
 		return sim.Errorf(sim.EImageMissing, "services.%s.platform: %q, but image %q in the Docker engine is for %s, and normsim never pulls one for another platform; remove platform to run the image the engine has, or build or load the image for %s (docker build --platform %s)",
-			name, s.Platform, s.Image, platforms.Format(have), s.Platform, s.Platform)
+			name, s.Platform, s.Image, platforms.Format(have[s.Image]), s.Platform, s.Platform)
 	}
 	return nil
 }
