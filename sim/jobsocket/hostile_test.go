@@ -619,7 +619,7 @@ func connectedSlowReader(t *testing.T, l *jobsocket.Listener, ev *events) *rawJo
 	t.Helper()
 	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
 	j := dialRaw(t, l, "/instances/j/r")
-	if tc, ok := j.conn.(*net.TCPConn); ok {
+	if tc, ok := j.Conn.(*net.TCPConn); ok {
 		tc.SetReadBuffer(4 << 10)
 	}
 	j.helloAck()
@@ -660,7 +660,7 @@ func TestJobThatDoesNotReadItsPongsIsTooSlow(t *testing.T) {
 	pings := bytes.Repeat(ping, 512)
 	go func() {
 		for {
-			if _, err := j.conn.Write(pings); err != nil {
+			if _, err := j.Conn.Write(pings); err != nil {
 				return
 			}
 		}
@@ -740,7 +740,7 @@ func TestAJobThatClosesBeforeItIsStoppedClosedFirst(t *testing.T) {
 			if d.At.Before(wrote) || d.At.After(wrote.Add(10*time.Second)) {
 				t.Fatalf("the close is dated %v, want when it was read (written at %v)", d.At, wrote)
 			}
-			go io.Copy(io.Discard, j.br) // let the stuck write go
+			go io.Copy(io.Discard, j.BR) // let the stuck write go
 			<-sent
 			if n := ev.count(jobsocket.Disconnected); n != 1 {
 				t.Fatalf("%d disconnects reported, want 1", n)

@@ -619,15 +619,13 @@ func TestCatchUpHearsAConnectionThatWentAway(t *testing.T) {
 		close(inReport)
 		time.Sleep(20 * time.Millisecond) // the reader is busy
 	})
-	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
-	j := dialRaw(t, l, "/instances/j/r")
-	j.helloAck()
+	j := helloedRawJob(t, l)
 	ev.wait(t, jobsocket.Connected)
 	l.Expect("j", "r", protocol.TypeTargetApplied)
 	applied := `{"type":"target-applied"}`
-	j.write(append(header(true, opText, uint64(len(applied))), applied...))
+	j.write(testjob.Text(applied))
 	<-inReport
-	j.conn.Close() // no close frame: the connection goes away
+	j.Conn.Close() // no close frame: the connection goes away
 	time.Sleep(5 * time.Millisecond)
 	l.CatchUp("j", "r")
 	if n := ev.count(jobsocket.Disconnected); n != 1 {
@@ -645,13 +643,11 @@ func TestCatchUpHearsAConnectionThatWentAway(t *testing.T) {
 func TestCatchUpWaitsForAReadCloseToBeTold(t *testing.T) {
 	for range 10 {
 		l, ev := MustListener(t, jobsocket.Config{})
-		l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
-		j := dialRaw(t, l, "/instances/j/r")
-		j.helloAck()
+		j := helloedRawJob(t, l)
 		ev.wait(t, jobsocket.Connected)
 		l.Expect("j", "r", protocol.TypeTargetApplied)
 		applied := `{"type":"target-applied"}`
-		j.write(append(append(header(true, opText, uint64(len(applied))), applied...), append(header(true, opClose, 2), 0x03, 0xe8)...))
+		j.write(append(testjob.Text(applied), testjob.Frame(opClose, []byte{0x03, 0xe8})...))
 		ev.wait(t, jobsocket.Frame)
 		l.CatchUp("j", "r")
 		if n := ev.count(jobsocket.Disconnected); n != 1 {

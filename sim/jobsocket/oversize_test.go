@@ -1,13 +1,11 @@
 package jobsocket_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -238,9 +236,7 @@ func TestEveryFrameOverTheCapCloses4413(t *testing.T) {
 // are the Raw's.
 type rawJob struct {
 	*testjob.Raw
-	t    *testing.T
-	conn net.Conn
-	br   *bufio.Reader
+	t *testing.T
 }
 
 func dialRaw(t *testing.T, l *jobsocket.Listener, path string) *rawJob {
@@ -249,7 +245,17 @@ func dialRaw(t *testing.T, l *jobsocket.Listener, path string) *rawJob {
 }
 
 func newRawJob(t *testing.T, r *testjob.Raw) *rawJob {
-	return &rawJob{Raw: r, t: t, conn: r.Conn, br: r.BR}
+	return &rawJob{Raw: r, t: t}
+}
+
+// helloedRawJob registers j/r on l and connects a raw job to it, past
+// its hello.
+func helloedRawJob(t *testing.T, l *jobsocket.Listener) *rawJob {
+	t.Helper()
+	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+	j := dialRaw(t, l, protocol.Path("j", "r"))
+	j.helloAck()
+	return j
 }
 
 // header is testjob.Header.
@@ -283,7 +289,7 @@ func (j *rawJob) readClose() (code int, reason string) {
 func (j *rawJob) helloAck() {
 	j.t.Helper()
 	h := hello(token)
-	j.write(append(header(true, opText, uint64(len(h))), h...))
+	j.write(testjob.Text(h))
 	if op, p := j.readFrame(); op != opText || !strings.Contains(string(p), protocol.TypeHelloAck) {
 		j.t.Fatalf("got %d %q, want hello-ack", op, p)
 	}
@@ -297,7 +303,7 @@ func (j *rawJob) endless() <-chan error {
 	go func() {
 		zeros := make([]byte, 64<<10)
 		for {
-			if _, err := j.conn.Write(zeros); err != nil {
+			if _, err := j.Conn.Write(zeros); err != nil {
 				done <- err
 				return
 			}
@@ -311,9 +317,7 @@ func (j *rawJob) endless() <-chan error {
 // the channel that tells when the sending stopped.
 func endlessAfterHello(t *testing.T, l *jobsocket.Listener, ev *events) <-chan error {
 	t.Helper()
-	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
-	j := dialRaw(t, l, "/instances/j/r")
-	j.helloAck()
+	j := helloedRawJob(t, l)
 	ev.wait(t, jobsocket.Connected)
 	sending := j.endless()
 	if code, reason := j.readClose(); code != protocol.CloseFrameTooLarge {
@@ -384,7 +388,7 @@ func TestHelloTimeoutDuringALargeFrame(t *testing.T) {
 	j.write(make([]byte, size-1000))
 	echo := binary.BigEndian.AppendUint16(nil, uint16(code))
 	j.write(append(header(true, opClose, uint64(len(echo))), echo...))
-	if n, err := j.br.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+	if n, err := j.BR.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 		t.Fatalf("after the close handshake the connection gave %d bytes, %v; want EOF", n, err)
 	}
 }
@@ -400,7 +404,7 @@ func TestAnUnmaskedFrameIsAProtocolError(t *testing.T) {
 			j := dialRaw(t, l, protocol.Path("j", "r"))
 			if afterHello {
 				h := hello(token)
-				j.write(append(header(true, opText, uint64(len(h))), h...))
+				j.write(testjob.Text(h))
 				if op, p := j.readFrame(); op != opText || !strings.Contains(string(p), protocol.TypeHelloAck) {
 					t.Fatalf("hello answered %d %q", op, p)
 				}

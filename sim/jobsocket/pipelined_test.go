@@ -34,7 +34,7 @@ func TestHelloSentWithTheUpgradeRequestIsRead(t *testing.T) {
 		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n", protocol.Path("job 1", "r/1"), l.Addr())
 	j := newRawJob(t, testjob.NewRaw(t, conn, bufio.NewReader(conn)))
 	j.write(append(append([]byte(req), header(true, opText, uint64(len(hello)))...), hello...))
-	resp, err := http.ReadResponse(j.br, nil)
+	resp, err := http.ReadResponse(j.BR, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

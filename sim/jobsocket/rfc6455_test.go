@@ -44,11 +44,11 @@ func header64(fin bool, opcode byte, n uint64) []byte {
 // frame's code and reason (code -1 for a close frame without a code), or
 // an error when the connection ended, or stayed silent, without one.
 func (j *rawJob) answer() (code int, reason string, err error) {
-	j.conn.SetReadDeadline(time.Now().Add(answerWithin))
-	defer j.conn.SetReadDeadline(time.Now().Add(2 * peerTimeout))
+	j.Conn.SetReadDeadline(time.Now().Add(answerWithin))
+	defer j.Conn.SetReadDeadline(time.Now().Add(2 * peerTimeout))
 	for {
 		var h [2]byte
-		if _, err := io.ReadFull(j.br, h[:]); err != nil {
+		if _, err := io.ReadFull(j.BR, h[:]); err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				return 0, "", fmt.Errorf("no close frame within %v", answerWithin)
 			}
@@ -58,13 +58,13 @@ func (j *rawJob) answer() (code int, reason string, err error) {
 		switch n {
 		case 126:
 			var b [2]byte
-			if _, err := io.ReadFull(j.br, b[:]); err != nil {
+			if _, err := io.ReadFull(j.BR, b[:]); err != nil {
 				return 0, "", err
 			}
 			n = uint64(binary.BigEndian.Uint16(b[:]))
 		case 127:
 			var b [8]byte
-			if _, err := io.ReadFull(j.br, b[:]); err != nil {
+			if _, err := io.ReadFull(j.BR, b[:]); err != nil {
 				return 0, "", err
 			}
 			n = binary.BigEndian.Uint64(b[:])
@@ -73,7 +73,7 @@ func (j *rawJob) answer() (code int, reason string, err error) {
 			return 0, "", fmt.Errorf("the listener sent a frame of %d bytes", n)
 		}
 		p := make([]byte, n)
-		if _, err := io.ReadFull(j.br, p); err != nil {
+		if _, err := io.ReadFull(j.BR, p); err != nil {
 			return 0, "", err
 		}
 		if h[0]&0x0f != opClose {
@@ -276,9 +276,7 @@ func TestAValidCloseFrameIsEchoed(t *testing.T) {
 	}{{1000, "bye"}, {1001, ""}, {1014, "gateway"}, {3000, "€"}, {4999, "x"}, {-1, ""}} {
 		t.Run(fmt.Sprint(tc.code), func(t *testing.T) {
 			l, ev := MustListener(t, jobsocket.Config{})
-			l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
-			j := dialRaw(t, l, protocol.Path("j", "r"))
-			j.helloAck()
+			j := helloedRawJob(t, l)
 			ev.wait(t, jobsocket.Connected)
 			var p []byte
 			if tc.code != -1 {
@@ -340,9 +338,7 @@ func TestAHeaderAtTheCapPasses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, ev := MustListener(t, jobsocket.Config{})
-			l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
-			j := dialRaw(t, l, protocol.Path("j", "r"))
-			j.helloAck()
+			j := helloedRawJob(t, l)
 			ev.wait(t, jobsocket.Connected)
 			l.Expect("j", "r", protocol.TypeAbort)
 			total := 0
@@ -375,9 +371,7 @@ func TestAHeaderAtTheCapPasses(t *testing.T) {
 // ends with EOF, not a reset.
 func TestARefusedFrameThenTheJobsCloseEndsCleanly(t *testing.T) {
 	l, ev := MustListener(t, jobsocket.Config{})
-	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
-	j := dialRaw(t, l, protocol.Path("j", "r"))
-	j.helloAck()
+	j := helloedRawJob(t, l)
 	ev.wait(t, jobsocket.Connected)
 	const size = 100000
 	j.write(header(true, opText, size))
@@ -387,7 +381,7 @@ func TestARefusedFrameThenTheJobsCloseEndsCleanly(t *testing.T) {
 	}
 	j.write([]byte(strings.Repeat("x", size)))
 	j.write(clientFrame(true, opClose, closePayload(code, "")))
-	if n, err := j.br.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+	if n, err := j.BR.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 		t.Fatalf("after the close handshake the connection gave %d bytes, %v; want EOF", n, err)
 	}
 	if d := ev.wait(t, jobsocket.Disconnected); d.Code != code || d.Reason != reason {
