@@ -101,23 +101,30 @@ func clipKeyframeCut(t *testing.T, ps []clipPacket, gop int) int {
 // sendClip makes datagrams of packets [lo, hi), seven to one, the
 // packets spread evenly over the clip's 4 s.
 func sendClip(ps []clipPacket, lo, hi int) []sim.MediaDatagram {
-	var dgs []sim.MediaDatagram
 	perPacket := 4 * time.Second / time.Duration(len(ps))
+	return sendClipAt(ps, lo, hi, func(i int) time.Duration { return time.Duration(i) * perPacket })
+}
+
+// sendClipAt makes datagrams of packets [lo, hi), seven to one, each
+// sent at(i) after t0, i its first packet.
+func sendClipAt(ps []clipPacket, lo, hi int, at func(i int) time.Duration) []sim.MediaDatagram {
+	var dgs []sim.MediaDatagram
 	for i := lo; i < hi; i += 7 {
 		var b []byte
 		for _, p := range ps[i:min(i+7, hi)] {
 			b = append(b, p.data...)
 		}
-		dgs = append(dgs, sim.MediaDatagram{At: t0.Add(time.Duration(i) * perPacket), From: "10.0.0.1:5000", Data: b})
+		dgs = append(dgs, sim.MediaDatagram{At: t0.Add(at(i)), From: "10.0.0.1:5000", Data: b})
 	}
 	return dgs
 }
 
-// sendClipByPCR makes datagrams of packets [lo, hi), seven to one, each
-// sent when the clip's PCRs say its first packet is due (interpolated
-// between them), as a sender that paces by its clock sends a variable
-// rate stream that sendClip's even spread would make late.
-func sendClipByPCR(t *testing.T, ps []clipPacket, lo, hi int) []sim.MediaDatagram {
+// analyzeByPCR judges packets [0, cut) as the source and the rest as the
+// target, each datagram sent when the clip's PCRs say its first packet is
+// due (interpolated between them), as a sender that paces by its clock
+// sends a variable rate stream that sendClip's even spread would make
+// late.
+func analyzeByPCR(t *testing.T, ps []clipPacket, cut int) *sim.MediaReport {
 	t.Helper()
 	var at, pcr []int // packet index and its PCR in 27 MHz ticks
 	for i, p := range ps {
@@ -138,15 +145,7 @@ func sendClipByPCR(t *testing.T, ps []clipPacket, lo, hi int) []sim.MediaDatagra
 		ticks := pcr[k-1] + (pcr[k]-pcr[k-1])*(i-at[k-1])/(at[k]-at[k-1])
 		return time.Duration(ticks-pcr[0]) * time.Second / 27_000_000
 	}
-	var dgs []sim.MediaDatagram
-	for i := lo; i < hi; i += 7 {
-		var b []byte
-		for _, p := range ps[i:min(i+7, hi)] {
-			b = append(b, p.data...)
-		}
-		dgs = append(dgs, sim.MediaDatagram{At: t0.Add(due(i)), From: "10.0.0.1:5000", Data: b})
-	}
-	return dgs
+	return Analyze(sendClipAt(ps, 0, cut, due), sendClipAt(ps, cut, len(ps), due), sim.SeamMoments{})
 }
 
 func TestAnalyzeFFmpegClip(t *testing.T) {
@@ -757,7 +756,7 @@ func TestMPEG2VideoJoinsAreReadAsMPEG2(t *testing.T) {
 			if dropped < 0 || (dropped == 0) != c.wantClean {
 				t.Fatalf("ffprobe decoding the target alone dropped %d pictures", dropped)
 			}
-			r := Analyze(sendClipByPCR(t, ps, 0, cut), sendClipByPCR(t, ps, cut, len(ps)), sim.SeamMoments{})
+			r := analyzeByPCR(t, ps, cut)
 			t.Log(r.Detail)
 			st := r.Streams[0]
 			if !strings.HasPrefix(st.SourceParams, "MPEG-2 Main@") || !strings.Contains(st.SourceParams, "320x180") || st.TargetParams != st.SourceParams && c.afterKey == 0 {
@@ -1111,7 +1110,7 @@ func TestEveryVideoStreamsJoinIsChecked(t *testing.T) {
 	ps := clipPackets(encodeClip(t, "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-f", "lavfi", "-i", "testsrc=size=320x180:rate=25", "-t", "4",
 		"-map", "0:v", "-map", "1:v", "-c:v", "libx264", "-bf", "0", "-x264-params:v:1", "keyint=50:min-keyint=50:scenecut=0"))
 	cut := clipKeyframeCut(t, ps, 1) // PID 256's second keyframe, 25 frames before PID 257's
-	r := Analyze(sendClipByPCR(t, ps, 0, cut), sendClipByPCR(t, ps, cut, len(ps)), sim.SeamMoments{})
+	r := analyzeByPCR(t, ps, cut)
 	t.Log(r.Detail)
 	if r.Verdict != sim.VerdictGlitch || r.AtFault != targetSide || r.KeyframeAtJoin == nil || *r.KeyframeAtJoin {
 		t.Fatalf("verdict %s at fault %q, keyframe at join %v, defects %s", r.Verdict, r.AtFault, r.KeyframeAtJoin, checks(r))
@@ -1217,7 +1216,7 @@ func TestTheJoinOfAVideoCodecNormsimDoesNotReadIsNotGuessed(t *testing.T) {
 		{"no random_access_indicator", noRAI, sim.VerdictUnknown, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := Analyze(sendClipByPCR(t, c.ps, 0, cut), sendClipByPCR(t, c.ps, cut, len(c.ps)), sim.SeamMoments{})
+			r := analyzeByPCR(t, c.ps, cut)
 			t.Log(r.Detail)
 			if r.Verdict != c.verdict || len(r.Defects) > 0 || (r.KeyframeAtJoin != nil) != c.key || c.key && !*r.KeyframeAtJoin {
 				t.Errorf("verdict %s, keyframe at join %v, defects %s", r.Verdict, r.KeyframeAtJoin, checks(r))
@@ -1270,12 +1269,12 @@ func TestAChangeOfAudioChannelsIsACodecParameterChange(t *testing.T) {
 			}
 			src := clip("2")
 			same, cut := splice(t, src, clip("2"), 2)
-			r := Analyze(sendClipByPCR(t, same, 0, cut), sendClipByPCR(t, same, cut, len(same)), sim.SeamMoments{})
+			r := analyzeByPCR(t, same, cut)
 			if st := r.Streams[1]; hasDefect(r, sim.MediaCheckCodecParams, "") || st.SourceParams != c.src || st.TargetParams != c.src {
 				t.Fatalf("the same channels: defects %s, params %q → %q", checks(r), st.SourceParams, st.TargetParams)
 			}
 			all, cut := splice(t, src, clip("1"), 2)
-			r = Analyze(sendClipByPCR(t, all, 0, cut), sendClipByPCR(t, all, cut, len(all)), sim.SeamMoments{})
+			r = analyzeByPCR(t, all, cut)
 			t.Log(r.Detail)
 			st := r.Streams[1]
 			if r.Verdict == sim.VerdictSeamless || r.AtFault != targetSide || !hasDefect(r, sim.MediaCheckCodecParams, "audio PID 257 "+st.Codec) || st.SourceParams != c.src || st.TargetParams != c.tgt {
@@ -1299,7 +1298,7 @@ func TestAnH264OpenGOPJoinCountsItsLeadingPicturesMissing(t *testing.T) {
 	if dropped <= 0 {
 		t.Fatalf("ffprobe decoding the target alone dropped %d pictures: the clip has no open GOP", dropped)
 	}
-	r := Analyze(sendClipByPCR(t, ps, 0, cut), sendClipByPCR(t, ps, cut, len(ps)), sim.SeamMoments{})
+	r := analyzeByPCR(t, ps, cut)
 	t.Log(r.Detail)
 	if r.Verdict == sim.VerdictSeamless || r.AtFault != targetSide || r.KeyframeAtJoin == nil || *r.KeyframeAtJoin {
 		t.Errorf("verdict %s at fault %q, keyframe at join %v, defects %s", r.Verdict, r.AtFault, r.KeyframeAtJoin, checks(r))
