@@ -10,7 +10,6 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/normsim/normsim/sim"
-	"github.com/normsim/normsim/sim/docker"
 	"github.com/normsim/normsim/sim/template"
 )
 
@@ -49,10 +48,14 @@ func launchTemplate(t *testing.T, cli *client.Client, img, compose string) *sim.
 	return spec
 }
 
-// runsApp prepares and starts spec's instance, wants its service app
-// running, and stops it, leaving nothing behind.
-func runsApp(t *testing.T, r *docker.Runtime, cli *client.Client, spec *sim.LaunchSpec) {
+// runsApp launches the template made of compose (see launchTemplate) on
+// a fresh runtime, prepares and starts it, wants its service app running,
+// and stops it, leaving nothing behind.
+func runsApp(t *testing.T, compose string) {
 	t.Helper()
+	img, cli := mustJobImage(t)
+	r, _ := newRuntime(t)
+	spec := launchTemplate(t, cli, img, compose)
 	prepareStart(t, r, spec)
 	if s := state(t, cli, spec.Project+"-app-1"); !s.Running {
 		t.Errorf("app is %s, want running", s.Status)
@@ -65,9 +68,7 @@ func runsApp(t *testing.T, r *docker.Runtime, cli *client.Client, spec *sim.Laun
 // refused ("depends on db, which is no service of the file"); docker
 // compose up starts app without db, and so does normsim now.
 func TestOptionalDependencyOnAProfiledServiceRuns(t *testing.T) {
-	img, cli := mustJobImage(t)
-	r, _ := newRuntime(t)
-	spec := launchTemplate(t, cli, img, `
+	runsApp(t, `
 services:
   app:
     image: ${IMAGE}
@@ -79,22 +80,18 @@ services:
     image: ${IMAGE}
     profiles: [extra]
 `)
-	runsApp(t, r, cli, spec)
 }
 
 // Issue 34 round 14, B5: pull_policy: always made a launch try the
 // registry, and fail with a DNS error naming neither the key nor the fix,
 // against "images are never pulled". The engine's image runs.
 func TestPullPolicyAlwaysRunsTheEnginesImage(t *testing.T) {
-	img, cli := mustJobImage(t)
-	r, _ := newRuntime(t)
-	spec := launchTemplate(t, cli, img, `
+	runsApp(t, `
 services:
   app:
     image: ${IMAGE}
     pull_policy: always
 `)
-	runsApp(t, r, cli, spec)
 }
 
 // Issue 34 round 14, B5: a platform: the engine's image is not for made
