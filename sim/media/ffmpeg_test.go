@@ -1060,12 +1060,7 @@ func TestAChangeOfAspectOrColourRangeIsACodecParameterChange(t *testing.T) {
 			if err != nil || !strings.Contains(string(out), c.frame) {
 				t.Fatalf("ffprobe's frame shows %q (%v), want %s", out, err, c.frame)
 			}
-			cut := clipKeyframeCut(t, src, 1)
-			all := slices.Concat(src[:cut], tgt[cut:])
-			for i := cut; i < len(all); i++ { // the target's counters run on from the source's
-				all[i].data = slices.Clone(all[i].data)
-				all[i].data[3] = all[i].data[3]&0xf0 | src[i].data[3]&0x0f
-			}
+			all, cut := splice(t, src, tgt, 1)
 			r := Analyze(sendClip(all, 0, cut), sendClip(all, cut, len(all)), sim.SeamMoments{})
 			t.Log(r.Detail)
 			st := r.Streams[0]
