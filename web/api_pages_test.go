@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -100,9 +99,7 @@ func TestAPIListsPage(t *testing.T) {
 func TestABodyOverTheBoundIs413(t *testing.T) {
 	s := newServer(t, newFake(), nil)
 	body := `{"template":"` + strings.Repeat("x", 2<<20) + `"}`
-	req := httptest.NewRequest(http.MethodPost, "/api/v1/instances", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	r := do(t, s, req)
+	r := postJSON(t, s, "/api/v1/instances", body)
 	if code, msg := apiError(t, r); r.Status != http.StatusRequestEntityTooLarge || code != sim.EInvalid || !strings.Contains(msg, "larger than 1048576 bytes") {
 		t.Fatalf("POST of 2 MiB = %d %s %q, want 413 %s naming the bound", r.Status, code, msg, sim.EInvalid)
 	}
