@@ -98,6 +98,18 @@ func clipKeyframeCut(t *testing.T, ps []clipPacket, gop int) int {
 	return cut
 }
 
+// videoStarts are the indexes of the packets from ps[from] on that start
+// a PES of the clip's video (PID 256): one a picture.
+func videoStarts(ps []clipPacket, from int) []int {
+	var starts []int
+	for i := from; i < len(ps); i++ {
+		if ps[i].pid == 256 && ps[i].start {
+			starts = append(starts, i)
+		}
+	}
+	return starts
+}
+
 // sendClip makes datagrams of packets [lo, hi), seven to one, the
 // packets spread evenly over the clip's 4 s.
 func sendClip(ps []clipPacket, lo, hi int) []sim.MediaDatagram {
@@ -445,12 +457,7 @@ func shiftPESTimes(t *testing.T, p []byte, d int64) {
 // frame", whenever the source's window began just after a P-frame.
 func TestAWindowCutThroughBFramesIsNoGap(t *testing.T) {
 	ps := clipPackets(encodeClip(t, "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-t", "4", "-c:v", "libx264", "-bf", "2"))
-	var frames []int
-	for i, p := range ps {
-		if p.pid == 256 && p.start {
-			frames = append(frames, i)
-		}
-	}
+	frames := videoStarts(ps, 0)
 	cut := clipKeyframeCut(t, ps, 2)
 	judge := func(what string, src, tgt []sim.MediaDatagram) {
 		t.Helper()
@@ -742,14 +749,8 @@ func TestMPEG2VideoJoinsAreReadAsMPEG2(t *testing.T) {
 			args := slices.Concat([]string{"-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-t", "4", "-c:v", "mpeg2video", "-bf", "2"}, c.args)
 			ps := clipPackets(encodeClip(t, args...))
 			cut := clipKeyframeCut(t, ps, 2)
-			for c.afterKey > 0 && !(ps[cut].pid == 256 && ps[cut].start) {
-				cut++ // past the tables, to the I-picture
-			}
-			for n := 0; n < c.afterKey; {
-				cut++
-				if ps[cut].pid == 256 && ps[cut].start {
-					n++
-				}
+			if c.afterKey > 0 {
+				cut = videoStarts(ps, cut)[c.afterKey] // past the tables and the I-picture
 			}
 			file := writeClip(t, "target.ts", ps[cut:])
 			dropped := droppedPictures(t, ffprobe, file)
@@ -1079,12 +1080,7 @@ func TestEachFrameMarkedErroredIsNamedOnce(t *testing.T) {
 	testenv.RequireFFmpeg(t)
 	ps := clipPackets(encodeClip(t))
 	cut := clipKeyframeCut(t, ps, 1)
-	starts := []int{}
-	for i := cut; i < len(ps) && len(starts) < 2; i++ {
-		if ps[i].pid == 256 && ps[i].start {
-			starts = append(starts, i)
-		}
-	}
+	starts := videoStarts(ps, cut)
 	if len(starts) < 2 {
 		t.Fatal("the clip has no second video frame after its cut")
 	}
