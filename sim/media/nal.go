@@ -370,13 +370,12 @@ func parseSPS(nal []byte) (spsInfo, error) {
 	s.constraintSet1 = rbsp[1]&0x40 != 0
 	r := &bitReader{b: rbsp[3:]}
 	r.ue() // seq_parameter_set_id
-	chroma := 1
-	s.bitDepth, s.chromaDepth = 8, 8
+	s.chroma, s.bitDepth, s.chromaDepth = 1, 8, 8
 	separateColourPlane := false
 	switch s.profile {
 	case 100, 110, 122, 244, 44, 83, 86, 118, 128, 138, 139, 134, 135:
-		chroma = r.ue()
-		if chroma == 3 {
+		s.chroma = r.ue()
+		if s.chroma == 3 {
 			separateColourPlane = r.bit() == 1
 		}
 		s.bitDepth = 8 + r.ue()    // bit_depth_luma_minus8
@@ -384,7 +383,7 @@ func parseSPS(nal []byte) (spsInfo, error) {
 		r.bit()                    // qpprime_y_zero_transform_bypass_flag
 		if r.bit() == 1 {          // seq_scaling_matrix_present_flag
 			lists := 8
-			if chroma == 3 {
+			if s.chroma == 3 {
 				lists = 12
 			}
 			for i := range lists {
@@ -434,9 +433,9 @@ func parseSPS(nal []byte) (spsInfo, error) {
 		left, right, top, bottom := r.ue(), r.ue(), r.ue(), r.ue()
 		// Crop units depend on the chroma subsampling (H.264 7.4.2.1.1).
 		cropX, cropY := 1, 2-frameMbsOnly
-		if chroma != 0 && !separateColourPlane {
+		if s.chroma != 0 && !separateColourPlane {
 			subW, subH := 2, 2
-			switch chroma {
+			switch s.chroma {
 			case 2:
 				subH = 1
 			case 3:
@@ -450,7 +449,6 @@ func parseSPS(nal []byte) (spsInfo, error) {
 	if r.err != nil {
 		return s, r.err
 	}
-	s.chroma = chroma
 	if s.readVUI(r); r.err != nil {
 		// An SPS cut short in its VUI still says what came before.
 		s.sarW, s.sarH, s.fullRange = 0, 0, false
