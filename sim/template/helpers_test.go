@@ -39,6 +39,20 @@ func MustLoad(tb testing.TB, files map[string]string) *Loaded {
 	return l
 }
 
+// validateOne writes files as the template name and validates it: the
+// test fails unless that gives one result, which it returns.
+func validateOne(tb testing.TB, name string, files map[string]string) Result {
+	tb.Helper()
+	res, err := ValidatePath(tb.Context(), MustWriteTemplate(tb, name, files))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if len(res) != 1 {
+		tb.Fatalf("validate: %+v, want one result", res)
+	}
+	return res[0]
+}
+
 // tpl returns the files of a valid template with the given manifest extra
 // fields (key, raw JSON pairs), compose file and parameters.yaml ("" for
 // none).

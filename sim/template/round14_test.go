@@ -1,7 +1,6 @@
 package template
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -31,16 +30,13 @@ services:
     image: busybox
     profiles: [extra]
 `, "")
-	res, err := ValidatePath(context.Background(), MustWriteTemplate(t, "optional", files))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res) != 1 || !res[0].Valid {
+	res := validateOne(t, "optional", files)
+	if !res.Valid {
 		t.Fatalf("validate: %+v", res)
 	}
-	warned := strings.Join(res[0].Warnings, "\n")
+	warned := strings.Join(res.Warnings, "\n")
 	if !strings.Contains(warned, "services.app.depends_on.db: db runs only with profile extra") || !strings.Contains(warned, "app starts without it") {
-		t.Errorf("warnings %q, want the skipped dependency named", res[0].Warnings)
+		t.Errorf("warnings %q, want the skipped dependency named", res.Warnings)
 	}
 
 	l := MustLoad(t, files)
@@ -76,7 +72,7 @@ services:
 // the message names the key and both fixes, not compose-go's bare
 // "depends on undefined service".
 func TestRequiredDependencyOnAProfiledServiceNamesTheFix(t *testing.T) {
-	res, err := ValidatePath(context.Background(), MustWriteTemplate(t, "required", tpl(`
+	res := validateOne(t, "required", tpl(`
 services:
   app:
     image: busybox
@@ -84,14 +80,11 @@ services:
   db:
     image: busybox
     profiles: [extra, more]
-`, "")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res) != 1 || res[0].Valid || len(res[0].Problems) != 1 {
+`, ""))
+	if res.Valid || len(res.Problems) != 1 {
 		t.Fatalf("validate: %+v", res)
 	}
-	msg := res[0].Problems[0].Message
+	msg := res.Problems[0].Message
 	for _, want := range []string{"services.app.depends_on.db", "profile extra, more", "required: false", "drop db's profiles"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("problem %q does not say %q", msg, want)
@@ -114,24 +107,21 @@ services:
     image: busybox
     ports: ["8080:80"]
 `, "", "allocatedPorts", `[{"param":"PORT","protocol":"tcp","preferred":7000,"service":"app"}]`)
-	res, err := ValidatePath(context.Background(), MustWriteTemplate(t, "hostports", files))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res) != 1 || !res[0].Valid {
+	res := validateOne(t, "hostports", files)
+	if !res.Valid {
 		t.Fatalf("validate: %+v", res)
 	}
-	warned := strings.Join(res[0].Warnings, "\n")
+	warned := strings.Join(res.Warnings, "\n")
 	for _, want := range []string{
 		"services.app.ports: not published: with network_mode host Docker discards published ports",
 		"allocatedPorts[0] (PORT) names service app, which has network_mode host",
 	} {
 		if !strings.Contains(warned, want) {
-			t.Errorf("warnings %q lack %q", res[0].Warnings, want)
+			t.Errorf("warnings %q lack %q", res.Warnings, want)
 		}
 	}
 	if strings.Contains(warned, "services.web.ports") {
-		t.Errorf("warnings %q name web, which publishes", res[0].Warnings)
+		t.Errorf("warnings %q name web, which publishes", res.Warnings)
 	}
 
 	l := MustLoad(t, files)
@@ -161,34 +151,28 @@ services:
 // refused at validate; one with an x-normsim command is warned of, and a
 // Docker launch on a node with a job socket is refused naming the key.
 func TestNetworkModeNoneIsNamed(t *testing.T) {
-	res, err := ValidatePath(context.Background(), MustWriteTemplate(t, "dockeronly", tpl(`
+	res := validateOne(t, "dockeronly", tpl(`
 services:
   app:
     image: busybox
     network_mode: none
-`, "")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res) != 1 || res[0].Valid || len(res[0].Problems) != 1 ||
-		!strings.Contains(res[0].Problems[0].Message, "every service (app) has network_mode none, so no job can reach normsim's job socket") ||
-		!strings.Contains(res[0].Problems[0].Message, "remove network_mode: none") {
+`, ""))
+	if res.Valid || len(res.Problems) != 1 ||
+		!strings.Contains(res.Problems[0].Message, "every service (app) has network_mode none, so no job can reach normsim's job socket") ||
+		!strings.Contains(res.Problems[0].Message, "remove network_mode: none") {
 		t.Fatalf("validate: %+v, want the problem named", res)
 	}
 
 	// A sidecar without a network beside a job with one: a warning only.
-	res, err = ValidatePath(context.Background(), MustWriteTemplate(t, "sidecar", tpl(`
+	res = validateOne(t, "sidecar", tpl(`
 services:
   app:
     image: busybox
   side:
     image: busybox
     network_mode: none
-`, "")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res) != 1 || !res[0].Valid || !strings.Contains(strings.Join(res[0].Warnings, "\n"), `services.side.network_mode: "none" gives the container no network`) {
+`, ""))
+	if !res.Valid || !strings.Contains(strings.Join(res.Warnings, "\n"), `services.side.network_mode: "none" gives the container no network`) {
 		t.Fatalf("validate: %+v, want a warning naming side's network_mode", res)
 	}
 
@@ -200,15 +184,12 @@ services:
     network_mode: none
     x-normsim: {command: [sleep, "30"]}
 `, "")
-	res, err = ValidatePath(context.Background(), MustWriteTemplate(t, "both", files))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res) != 1 || !res[0].Valid || !strings.Contains(strings.Join(res[0].Warnings, "\n"), `services.app.network_mode: "none"`) {
+	res = validateOne(t, "both", files)
+	if !res.Valid || !strings.Contains(strings.Join(res.Warnings, "\n"), `services.app.network_mode: "none"`) {
 		t.Fatalf("validate: %+v, want valid with a warning", res)
 	}
 	l := MustLoad(t, files)
-	_, err = l.Launch(input(nil))
+	_, err := l.Launch(input(nil))
 	wantErr(t, err, sim.EComposeInvalid, "every service (app) has network_mode none")
 	in := input(nil)
 	in.Runtime = sim.RuntimeProcess
@@ -243,21 +224,18 @@ services:
     image: busybox
     pull_policy: never
 `, "")
-	res, err := ValidatePath(context.Background(), MustWriteTemplate(t, "pull", files))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res) != 1 || !res[0].Valid {
+	res := validateOne(t, "pull", files)
+	if !res.Valid {
 		t.Fatalf("validate: %+v", res)
 	}
-	warned := strings.Join(res[0].Warnings, "\n")
+	warned := strings.Join(res.Warnings, "\n")
 	for _, want := range []string{`services.app.pull_policy: "always" is not applied: normsim never pulls`, `services.daily.pull_policy: "daily"`, "docker pull (or build) busybox before launching"} {
 		if !strings.Contains(warned, want) {
-			t.Errorf("warnings %q lack %q", res[0].Warnings, want)
+			t.Errorf("warnings %q lack %q", res.Warnings, want)
 		}
 	}
 	if strings.Contains(warned, "services.kept") || strings.Contains(warned, "services.never") {
-		t.Errorf("warnings %q name a policy that never pulls an image the engine has", res[0].Warnings)
+		t.Errorf("warnings %q name a policy that never pulls an image the engine has", res.Warnings)
 	}
 	spec, err := MustLoad(t, files).Launch(input(nil))
 	if err != nil {
