@@ -302,8 +302,10 @@ type comparison struct {
 	paramsChanged []sim.MediaDefect
 	// notes are what was not checked, and why, for the detail.
 	notes []string
-	// unjudged: a stream's seam could not be checked (audio whose frames
-	// were not read), which keeps the verdict from seamless.
+	// unjudged: a video stream's join could not be checked (a codec
+	// normsim does not read, no random_access_indicator), which keeps the
+	// verdict from seamless. A seam left unchecked needs no flag: its
+	// stream's verdict is unknown (anyJudgedUnknown).
 	unjudged bool
 }
 
@@ -504,7 +506,6 @@ func (c *comparison) judgeStreams() {
 			// of sound missing or heard twice: not checked, and said so.
 			st.Verdict = sim.VerdictUnknown
 			st.Detail = fmt.Sprintf("%s, target started at PTS %d, within a quarter of its PES's step (%.1f ms) of the next; its audio frames were not read (%s), so sound missing or heard twice within that was not checked frame by frame", stopped, first, ticksMs(ft), codecOrUnknown(p.src.codec))
-			c.unjudged = true
 		}
 		if st.Verdict == sim.VerdictGap || st.Verdict == sim.VerdictOverlap {
 			what := "skipped ahead"
