@@ -118,7 +118,7 @@ type MediaStream struct {
 	FramesMissing  int64    `json:"framesMissing"`
 	FramesRepeated int64    `json:"framesRepeated"`
 	// Params are the codec parameters each side sent (H.264 SPS: profile,
-	// level, resolution; an MPEG-2 sequence header; an audio frame's
+	// level, resolution; an MPEG-1/2 sequence header; an audio frame's
 	// header: profile, sample rate, channels), when known.
 	SourceParams string `json:"sourceParams,omitempty"`
 	TargetParams string `json:"targetParams,omitempty"`
