@@ -529,9 +529,9 @@ func (l *Loaded) checkComposeLoad(ctx context.Context, envFiles []envFileRef) ([
 	if err := runsNoContainer(p); err != nil {
 		return nil, err
 	}
-	portProblems, portWarnings := allocatedPortChecks(l.Manifest, p, l.compose)
-	l.add(portProblems...)
-	l.Warnings = append(l.Warnings, portWarnings...)
+	l.add(allocatedPortServiceProblems(l.Manifest, names)...)
+	l.Warnings = append(l.Warnings, hostNetworkPortWarnings(l.Manifest, p)...)
+	l.Warnings = append(l.Warnings, unpublishedPortWarnings(l.Manifest, p, l.compose)...)
 	var buildWarnings []string
 	for _, n := range names {
 		ss, err := serviceSpec(n, p.Services[n], l.Dir)
@@ -577,45 +577,46 @@ func (l *Loaded) checkComposeLoad(ctx context.Context, envFiles []envFileRef) ([
 	return names, nil
 }
 
-// allocatedPortChecks judges each allocated port against the services a
-// launch runs (p's), in one walk of them. A service that names none of
-// them is a problem: every launch opening the port would fail to publish
-// it. Warned of: a service on the host's network, where Docker publishes
-// nothing; and a port declared without a service, which an opened one is
-// not published either (the job is told its number all the same), unless
-// compose.yml publishes it itself (a service's ports: ["${P}:..."], judged
-// with P at its preferred port as validation interpolates it) or a
-// service runs in the host's network.
-func allocatedPortChecks(m *Manifest, p *types.Project, compose []byte) (problems []Problem, warnings []string) {
-	names := p.ServiceNames()
-	var unpublished []string
+// hostNetworkPortWarnings say of each allocated port declared on a service
+// with network_mode host that it is not published: Docker publishes
+// nothing on the host's network, and the job must listen on it itself.
+func hostNetworkPortWarnings(m *Manifest, p *types.Project) []string {
+	var out []string
 	for i, d := range m.AllocatedPorts {
-		svc, runs := p.Services[d.Service]
-		switch {
-		case d.Service == "":
-			if bytes.Contains(compose, []byte(d.Param)) && slices.ContainsFunc(names, func(n string) bool {
-				s := p.Services[n]
-				return s.NetworkMode == "host" || slices.ContainsFunc(s.Ports, func(pc types.ServicePortConfig) bool {
-					return pc.Published == strconv.Itoa(d.Preferred)
-				})
-			}) {
-				continue
-			}
-			proto := ""
-			if d.Protocol == "udp" {
-				proto = "/udp"
-			}
-			unpublished = append(unpublished, fmt.Sprintf("manifest.json: allocatedPorts[%d] (%s) names no service, so a port a launch opens is not published: the job is told its number (in NORSK_ALLOCATED_PORTS and ${%s}) but nothing outside its container reaches it; give the service to publish it on, or publish it in compose.yml (ports: [\"${%s}:${%s}%s\"])", i, d.Param, d.Param, d.Param, d.Param, proto))
-		case !runs:
-			path := fmt.Sprintf("allocatedPorts[%d].service", i)
-			problems = append(problems, Problem{Code: sim.EManifestInvalid, File: manifestFile, Path: path, Message: fmt.Sprintf(
-				"%s: %q names no service of compose.yml that runs without a profile (have %s), so every launch that opens %s fails; name one of them, or leave service out to open the port without publishing it",
-				path, d.Service, strings.Join(names, ", "), d.Param)})
-		case svc.NetworkMode == "host":
-			warnings = append(warnings, fmt.Sprintf("manifest.json: allocatedPorts[%d] (%s) names service %s, which has network_mode host, where Docker publishes nothing: the job is told the port (in NORSK_ALLOCATED_PORTS and ${%s}) and must listen on it itself, on the host's addresses; remove network_mode: host to have it published", i, d.Param, d.Service, d.Param))
+		if svc, ok := p.Services[d.Service]; !ok || svc.NetworkMode != "host" {
+			continue
 		}
+		out = append(out, fmt.Sprintf("manifest.json: allocatedPorts[%d] (%s) names service %s, which has network_mode host, where Docker publishes nothing: the job is told the port (in NORSK_ALLOCATED_PORTS and ${%s}) and must listen on it itself, on the host's addresses; remove network_mode: host to have it published", i, d.Param, d.Service, d.Param))
 	}
-	return problems, append(warnings, unpublished...)
+	return out
+}
+
+// unpublishedPortWarnings say of each allocated port declared without a
+// service that an opened one is not published (the job is told its number
+// all the same), unless compose.yml publishes it itself (a service's
+// ports: ["${P}:..."], judged with P at its preferred port as validation
+// interpolates it) or a service runs in the host's network.
+func unpublishedPortWarnings(m *Manifest, p *types.Project, compose []byte) []string {
+	var out []string
+	for i, d := range m.AllocatedPorts {
+		if d.Service != "" {
+			continue
+		}
+		if bytes.Contains(compose, []byte(d.Param)) && slices.ContainsFunc(p.ServiceNames(), func(n string) bool {
+			svc := p.Services[n]
+			return svc.NetworkMode == "host" || slices.ContainsFunc(svc.Ports, func(pc types.ServicePortConfig) bool {
+				return pc.Published == strconv.Itoa(d.Preferred)
+			})
+		}) {
+			continue
+		}
+		proto := ""
+		if d.Protocol == "udp" {
+			proto = "/udp"
+		}
+		out = append(out, fmt.Sprintf("manifest.json: allocatedPorts[%d] (%s) names no service, so a port a launch opens is not published: the job is told its number (in NORSK_ALLOCATED_PORTS and ${%s}) but nothing outside its container reaches it; give the service to publish it on, or publish it in compose.yml (ports: [\"${%s}:${%s}%s\"])", i, d.Param, d.Param, d.Param, d.Param, proto))
+	}
+	return out
 }
 
 // packedBindSources refuses a relative bind mount source in an archive
@@ -632,6 +633,23 @@ func packedBindSources(service string, s types.ServiceConfig, dir string) error 
 		return fmt.Errorf("services.%s.volumes[%d]: bind mount source %q is relative, and in a template archive relative paths resolve beside it, as if it were unpacked to %s (nothing is extracted): Docker would create the missing source there, a directory named like the template, which normsim would then load as a second template of that name; use a template directory instead of the archive, or a named volume", service, i, v.Source, dir)
 	}
 	return nil
+}
+
+// allocatedPortServiceProblems refuses an allocatedPorts service that
+// names none of the services a launch runs (names): every launch opening
+// the port would fail to publish it.
+func allocatedPortServiceProblems(m *Manifest, names []string) []Problem {
+	var out []Problem
+	for i, d := range m.AllocatedPorts {
+		if d.Service == "" || slices.Contains(names, d.Service) {
+			continue
+		}
+		path := fmt.Sprintf("allocatedPorts[%d].service", i)
+		out = append(out, Problem{Code: sim.EManifestInvalid, File: manifestFile, Path: path, Message: fmt.Sprintf(
+			"%s: %q names no service of compose.yml that runs without a profile (have %s), so every launch that opens %s fails; name one of them, or leave service out to open the port without publishing it",
+			path, d.Service, strings.Join(names, ", "), d.Param)})
+	}
+	return out
 }
 
 // buildWarning says what a service's build: means here: nothing is built.
