@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -84,16 +83,14 @@ func loadProject(ctx context.Context, dir string, content []byte, project string
 	return p, nil
 }
 
-// undefinedDependency is compose-go's refusal of a depends_on entry whose
-// service does not run.
-var undefinedDependency = regexp.MustCompile(`^service "([^"]+)" depends on undefined service "([^"]+)"`)
-
 // profiledDependency says what compose-go's "depends on undefined service"
 // means when the service is in the file behind a profile (normsim enables
 // none), and how to fix it; nil for any other error (issue 34 round 14, B1).
 func profiledDependency(ctx context.Context, dir string, content []byte, err error) error {
-	m := undefinedDependency.FindStringSubmatch(err.Error())
-	if m == nil {
+	// compose-go's refusal of a depends_on entry whose service does not
+	// run, read back with the format that wrote it.
+	var service, dep string
+	if _, serr := fmt.Sscanf(err.Error(), "service %q depends on undefined service %q", &service, &dep); serr != nil {
 		return nil
 	}
 	dict, lerr := loadModel(ctx, dir, content)
@@ -101,8 +98,8 @@ func profiledDependency(ctx context.Context, dir string, content []byte, err err
 		return nil
 	}
 	services, _ := dict["services"].(map[string]any)
-	dep, _ := services[m[2]].(map[string]any)
-	profiles, _ := dep["profiles"].([]any)
+	depended, _ := services[dep].(map[string]any)
+	profiles, _ := depended["profiles"].([]any)
 	if len(profiles) == 0 {
 		return nil
 	}
@@ -112,7 +109,7 @@ func profiledDependency(ctx context.Context, dir string, content []byte, err err
 	}
 	return &composeErr{err: err, msg: fmt.Sprintf(
 		"services.%s.depends_on.%s: %s runs only with profile %s, and normsim enables no profile (a launch runs what a plain docker compose up runs), so %s could never start; write required: false under depends_on.%s to start %s without it, or drop %s's profiles",
-		m[1], m[2], m[2], strings.Join(names, ", "), m[1], m[2], m[1], m[2])}
+		service, dep, dep, strings.Join(names, ", "), service, dep, service, dep)}
 }
 
 // launchProject loads the compose project for a launch with env's values
