@@ -1,9 +1,21 @@
+// The Docker tests of issue 34's round 14 findings (B1, B5). Each is
+// named TestRound14…, so that one command runs them all:
+//
+//	go test -run Round14 ./sim/docker/
+//
+// TestRound14CommandRunsEveryTest holds the names and this command to
+// each other.
+
 package docker_test
 
 import (
 	"context"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -67,7 +79,7 @@ func runsApp(t *testing.T, compose string) {
 // runs only with a profile. normsim validate said ok and every launch was
 // refused ("depends on db, which is no service of the file"); docker
 // compose up starts app without db, and so does normsim now.
-func TestOptionalDependencyOnAProfiledServiceRuns(t *testing.T) {
+func TestRound14OptionalDependencyOnAProfiledServiceRuns(t *testing.T) {
 	runsApp(t, `
 services:
   app:
@@ -85,7 +97,7 @@ services:
 // Issue 34 round 14, B5: pull_policy: always made a launch try the
 // registry, and fail with a DNS error naming neither the key nor the fix,
 // against "images are never pulled". The engine's image runs.
-func TestPullPolicyAlwaysRunsTheEnginesImage(t *testing.T) {
+func TestRound14PullPolicyAlwaysRunsTheEnginesImage(t *testing.T) {
 	runsApp(t, `
 services:
   app:
@@ -98,7 +110,7 @@ services:
 // compose pull one for it (a DNS error). It is IMAGE_MISSING naming the
 // key, the image's platform and the fix, with nothing created; the
 // image's own platform runs.
-func TestPlatformTheImageIsNotForIsNamed(t *testing.T) {
+func TestRound14PlatformTheImageIsNotForIsNamed(t *testing.T) {
 	img, cli := mustJobImage(t)
 	r, _ := newRuntime(t)
 	ctx := context.Background()
@@ -134,4 +146,33 @@ services:
 	// The image's own platform runs.
 	prepareStart(t, r, spec)
 	stopGone(t, r, cli, spec.InstanceID, 0)
+}
+
+// The command the file's comment documents runs every test of the file:
+// it matched none of them while the tests had no common name.
+func TestRound14CommandRunsEveryTest(t *testing.T) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "round14_test.go", nil, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := regexp.MustCompile(`go test -run (\S+) \./sim/docker/`).FindStringSubmatch(f.Comments[0].Text())
+	if cmd == nil {
+		t.Fatalf("round14_test.go's first comment documents no go test -run … ./sim/docker/ command:\n%s", f.Comments[0].Text())
+	}
+	run := regexp.MustCompile(cmd[1]) // go test -run's pattern is a regexp
+	n := 0
+	for _, d := range f.Decls {
+		fn, ok := d.(*ast.FuncDecl)
+		if !ok || fn.Recv != nil || !strings.HasPrefix(fn.Name.Name, "Test") {
+			continue
+		}
+		n++
+		if !run.MatchString(fn.Name.Name) {
+			t.Errorf("%s is not run by the documented go test -run %s", fn.Name.Name, cmd[1])
+		}
+	}
+	if n < 2 {
+		t.Errorf("round14_test.go has %d tests", n)
+	}
 }
