@@ -113,41 +113,47 @@ func profiledDependency(ctx context.Context, dir string, content []byte, err err
 }
 
 // launchProject loads the compose project for a launch with env's values
-// interpolated. Loading is most of a launch's CPU (compose-go validates
+// interpolated, and says what the load left out that docker compose up
+// leaves out too (withoutOptionalDependencies), for the instance's
+// adjustments. Loading is most of a launch's CPU (compose-go validates
 // against the compose schema and canonicalises), and a job that migrates
 // launches its template with the same values each time, so projects are
 // kept by their values where the result depends on nothing else: not on
 // the project's name (each instance has its own) and not on other files,
 // which could change between launches. The project is shared: callers
 // copy what they change (serviceSpec does).
-func (l *Loaded) launchProject(name string, env map[string]string) (*types.Project, error) {
+func (l *Loaded) launchProject(name string, env map[string]string) (*types.Project, []string, error) {
 	// sim.Catalog's Launch takes no context; the YAML bounds keep a load
 	// to about a second at most.
 	ctx := context.Background()
 	var key string
 	if l.projects.enabled {
 		key = envKey(env)
-		if p := l.projects.get(key); p != nil {
-			return p, nil
+		if c := l.projects.get(key); c != nil {
+			// The notes are kept with the project: a launch from the
+			// cache says what the first one said.
+			return c.project, c.notes, nil
 		}
 		name = cachedProjectName
 	}
 	p, err := loadProject(ctx, l.Dir, l.compose, name, env, true)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	p, _ = withoutOptionalDependencies(p)
+	p, notes := withoutOptionalDependencies(p)
 	if l.projects.enabled {
-		l.projects.put(key, p)
+		l.projects.put(key, &loadedProject{project: p, notes: notes})
 	}
-	return p, nil
+	return p, notes, nil
 }
 
 // withoutOptionalDependencies drops each depends_on entry with required:
 // false whose service does not run (it is behind a profile, and normsim
 // enables none), as docker compose up skips it: the dependent starts
 // without it, on every runtime (issue 34 round 14, B1). The notes say
-// which, for validate; p itself is not changed.
+// which, for validate's warnings and a launch's adjustments alike (a
+// launch dropped them once, so the instance never said it ran without
+// the dependency); p itself is not changed.
 func withoutOptionalDependencies(p *types.Project) (*types.Project, []string) {
 	var notes []string
 	for _, name := range p.ServiceNames() {
@@ -200,22 +206,28 @@ func envKey(env map[string]string) string {
 type projectCache struct {
 	enabled bool // the compose file is cacheable; set once, at load
 	mu      sync.Mutex
-	byEnv   map[string]*types.Project
+	byEnv   map[string]*loadedProject
+}
+
+// loadedProject is a project launchProject loaded, with its notes.
+type loadedProject struct {
+	project *types.Project
+	notes   []string
 }
 
 const projectCacheSize = 64
 
-func (c *projectCache) get(key string) *types.Project {
+func (c *projectCache) get(key string) *loadedProject {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.byEnv[key]
 }
 
-func (c *projectCache) put(key string, p *types.Project) {
+func (c *projectCache) put(key string, p *loadedProject) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byEnv == nil || len(c.byEnv) >= projectCacheSize {
-		c.byEnv = map[string]*types.Project{}
+		c.byEnv = map[string]*loadedProject{}
 	}
 	c.byEnv[key] = p
 }

@@ -133,7 +133,7 @@ func (l *Loaded) Launch(in sim.LaunchInput) (*sim.LaunchSpec, error) {
 	}
 
 	project := ProjectName(in.Instance.ID)
-	p, err := l.launchProject(project, env)
+	p, skipped, err := l.launchProject(project, env)
 	if err != nil {
 		code := sim.EComposeInvalid
 		if interpolationFailed(err) {
@@ -250,7 +250,9 @@ func (l *Loaded) Launch(in sim.LaunchInput) (*sim.LaunchSpec, error) {
 	// The whole project, for the runtime that runs it as docker compose
 	// does; the adjustments hold for every runtime that shares an engine.
 	ip, adjustments := instanceProject(p, project, spec.Services)
-	spec.Adjustments = adjustments
+	// What validate warned of, the instance says: a dependency skipped as
+	// docker compose up skips it leaves the dependent running without it.
+	spec.Adjustments = slices.Concat(skipped, adjustments) // skipped is the cache's: never appended to
 	for _, u := range l.envFileVars {
 		if u.labels || !u.emptyIn(env) {
 			continue // a label file's: empty under docker compose too, and validate said so
