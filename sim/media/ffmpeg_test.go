@@ -2,7 +2,9 @@ package media
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/asticode/go-astits"
 
 	"github.com/normsim/normsim/internal/testenv"
 	"github.com/normsim/normsim/sim"
@@ -1297,4 +1301,115 @@ func TestAnH264OpenGOPJoinCountsItsLeadingPicturesMissing(t *testing.T) {
 	if want := float64(dropped) * 40; r.PictureMissingMs == nil || *r.PictureMissingMs != want {
 		t.Errorf("picture missing %v ms, want %v (the %d pictures ffprobe dropped)", r.PictureMissingMs, want, dropped)
 	}
+}
+
+// Review of round 14's C1: a muxer may send an MPEG-2 picture's sequence
+// header and GOP header in a PES of their own, the picture in the next.
+// The GOP header's closed_gop must still speak for that I-picture: read
+// per PES, the I-picture had no GOP header, so a closed GOP's join was
+// judged an open one, its leading B-pictures a picture missing blamed on
+// the target. ffmpeg's encoder writes no leading B-pictures in a closed
+// GOP, so the clip is an open GOP whose GOP headers are flagged closed:
+// ffprobe, the referee, then decodes every picture of the target alone,
+// and drops the leading B-pictures where the flag is left unset.
+func TestAClosedGOPHeaderInAPESOfItsOwnSpeaksForTheIPicture(t *testing.T) {
+	_, ffprobe := testenv.RequireFFmpeg(t)
+	clip := encodeClip(t, "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-t", "4", "-c:v", "mpeg2video", "-bf", "2")
+	for _, c := range []struct {
+		name             string
+		closed, ownPES   bool
+		wantKey, dropped bool
+	}{
+		{"closed GOP, headers with the picture", true, false, true, false},
+		{"closed GOP, headers in a PES of their own", true, true, true, false},
+		{"open GOP, headers in a PES of their own", false, true, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ps := clipPackets(remuxMPEGVideo(t, clip, c.closed, c.ownPES))
+			cut := clipKeyframeCut(t, ps, 2)
+			if c.ownPES && (len(videoStarts(ps, cut)) < 2 || videoStarts(ps, cut)[1]-videoStarts(ps, cut)[0] != 1) {
+				t.Fatal("the target's first PES is not the headers alone")
+			}
+			dropped := droppedPictures(t, ffprobe, writeClip(t, "target.ts", ps[cut:]))
+			if dropped < 0 || (dropped > 0) != c.dropped {
+				t.Fatalf("ffprobe decoding the target alone dropped %d pictures", dropped)
+			}
+			r := analyzeByPCR(t, ps, cut)
+			t.Log(r.Detail)
+			if r.KeyframeAtJoin == nil || *r.KeyframeAtJoin != c.wantKey {
+				t.Fatalf("keyframe at join %v, want %v; defects %s", r.KeyframeAtJoin != nil && *r.KeyframeAtJoin, c.wantKey, checks(r))
+			}
+			if c.wantKey && (r.Verdict != sim.VerdictSeamless || r.PictureMissingMs != nil) {
+				t.Errorf("verdict %s, picture missing %v, defects %s", r.Verdict, r.PictureMissingMs, checks(r))
+			}
+			if want := float64(dropped) * 40; !c.wantKey && (r.AtFault != targetSide || r.PictureMissingMs == nil || *r.PictureMissingMs != want) {
+				t.Errorf("at fault %q, picture missing %v ms, want %v (the %d pictures ffprobe dropped)", r.AtFault, r.PictureMissingMs, want, dropped)
+			}
+		})
+	}
+}
+
+// remuxMPEGVideo muxes an MPEG-2 video clip's PES again with astits:
+// closed sets closed_gop in every GOP header; ownPES sends the headers
+// before each picture that has any (sequence header, extensions, GOP
+// header) in a PES of their own, without a PTS, as ISO 13818-1 wants of
+// a PES that starts no picture, and the picture in the next.
+func remuxMPEGVideo(t *testing.T, clip []byte, closed, ownPES bool) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	mx := astits.NewMuxer(context.Background(), &buf)
+	if err := mx.AddElementaryStream(astits.PMTElementaryStream{ElementaryPID: 256, StreamType: astits.StreamTypeMPEG2Video}); err != nil {
+		t.Fatal(err)
+	}
+	mx.SetPCRPID(256)
+	write := func(h *astits.PESOptionalHeader, data []byte, key bool, pcr int64) {
+		t.Helper()
+		af := &astits.PacketAdaptationField{HasPCR: true, PCR: &astits.ClockReference{Base: pcr}, RandomAccessIndicator: key}
+		if _, err := mx.WriteData(&astits.MuxerData{PID: 256, AdaptationField: af, PES: &astits.PESData{Header: &astits.PESHeader{StreamID: 0xE0, OptionalHeader: h}, Data: data}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dmx := astits.NewDemuxer(context.Background(), bytes.NewReader(clip), astits.DemuxerOptPacketSize(tsPacketSize))
+	for {
+		d, err := dmx.NextData()
+		if errors.Is(err, astits.ErrNoMorePackets) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.PES == nil || d.PID != 256 {
+			continue
+		}
+		data, oh := bytes.Clone(d.PES.Data), *d.PES.Header.OptionalHeader
+		key := d.FirstPacket.AdaptationField != nil && d.FirstPacket.AdaptationField.RandomAccessIndicator
+		dts := oh.PTS.Base
+		if oh.DTS != nil {
+			dts = oh.DTS.Base
+		}
+		// The headers end where the picture's first start code begins.
+		picture := 0
+		for i := 0; i+8 <= len(data) && picture == 0; i++ {
+			if data[i] != 0 || data[i+1] != 0 || data[i+2] != 1 {
+				continue
+			}
+			switch data[i+3] {
+			case mpegGOPStart:
+				if closed {
+					data[i+7] |= 0x40 // closed_gop, after the 25 bits of time_code
+				}
+			case mpegPictureStart:
+				picture = i
+			}
+		}
+		if ownPES && picture > 0 {
+			headers := oh
+			headers.PTSDTSIndicator, headers.PTS, headers.DTS = astits.PTSDTSIndicatorNoPTSOrDTS, nil, nil
+			write(&headers, data[:picture], key, dts-9000)
+			write(&oh, data[picture:], false, dts-9000)
+			continue
+		}
+		write(&oh, data, key, dts-9000)
+	}
+	return buf.Bytes()
 }

@@ -90,17 +90,30 @@ func mpegProfileLevel(pl int) string {
 	return p + "@" + l
 }
 
+// mpegGOP is the GOP header a picture comes under: none, or one whose
+// closed_gop is set or not.
+type mpegGOP uint8
+
+const (
+	mpegNoGOP mpegGOP = iota
+	mpegOpenGOP
+	mpegClosedGOP
+)
+
 // inspectMPEGVideo reads one MPEG-1 or MPEG-2 video access unit, cut at
 // its start codes (each unit without the 00 00 01 prefix): a picture is
 // a keyframe when it is an I-picture, and its sequence header is the
 // parameter set a decoder needs first. An I-picture not in a closed GOP
 // may be followed by B-pictures that refer to the GOP before it: a
 // decoder joining at the I-picture drops them (ffmpeg outputs none), as
-// H.265's RASL pictures.
-func inspectMPEGVideo(units [][]byte) codecUnit {
+// H.265's RASL pictures. gop is the GOP header the PES before left for
+// the next picture (its codecUnit's gop): a muxer may send the sequence
+// and GOP headers in a PES of their own and the I-picture in the next,
+// and a decoder, reading the elementary stream, takes the GOP header for
+// that picture all the same.
+func inspectMPEGVideo(units [][]byte, gop mpegGOP) codecUnit {
 	u := codecUnit{recovery: -1}
 	var seq *mpegSequence
-	closedGOP, gopHeader := false, false
 	for _, b := range units {
 		if len(b) == 0 {
 			continue
@@ -126,20 +139,32 @@ func inspectMPEGVideo(units [][]byte) codecUnit {
 			}
 		case code == mpegGOPStart:
 			r.bits(25) // time_code
-			closedGOP, gopHeader = r.bit() == 1, r.err == nil
+			closed := r.bit() == 1
+			switch {
+			case r.err != nil:
+				gop = mpegNoGOP // unreadable: no closed_gop to go by
+			case closed:
+				gop = mpegClosedGOP
+			default:
+				gop = mpegOpenGOP
+			}
 		case code == mpegPictureStart:
 			r.bits(10) // temporal_reference
 			switch r.bits(3) {
 			case mpegPictureI:
 				u.key = true
-				u.openIRAP = !(gopHeader && closedGOP)
+				u.openIRAP = gop != mpegClosedGOP
 			case mpegPictureB:
 				u.rasl = true
 			}
+			// The GOP header speaks for the first picture after it; the
+			// next comes under none until another GOP header.
+			gop = mpegNoGOP
 		case code >= mpegSliceFirst && code <= mpegSliceLast:
 			u.slices = true
 		}
 	}
+	u.gop = gop
 	if seq != nil {
 		u.params = seq.String()
 	}
@@ -159,4 +184,9 @@ func looksMPEGVideo(b []byte) bool {
 		return true
 	}
 	return false
+}
+
+// isMPEGVideo: codec is MPEG-1 or MPEG-2 video, read by inspectMPEGVideo.
+func isMPEGVideo(codec string) bool {
+	return codec == codecMPEG1Video || codec == codecMPEG2Video
 }

@@ -762,6 +762,7 @@ func (s *side) buildTSTracks(other []pmtStream) {
 	carried := map[uint16]string{} // parameters a PES without a picture carried
 	carriedSets := map[uint16]uint8{}
 	recovery := map[uint16]int{} // and a recovery point SEI's frame count
+	gops := map[uint16]mpegGOP{} // and the GOP header an MPEG-1/2 PES left for the next picture
 	rebases := st.timeBaseChanges()
 	lastFirst := map[uint16]int{} // each PID's previous unit's first packet
 	for _, pu := range st.pes {
@@ -799,6 +800,13 @@ func (s *side) buildTSTracks(other []pmtStream) {
 		if tr.kind == "video" {
 			nals := splitAnnexB(pu.data)
 			cu := inspectNALs(tr.codec, nals)
+			if isMPEGVideo(tr.codec) {
+				// The GOP header may have come in the PES before, with
+				// the sequence header and no picture: its closed_gop is
+				// the next picture's, here as for a decoder.
+				cu = inspectMPEGVideo(nals, gops[pu.pid])
+				gops[pu.pid] = cu.gop
+			}
 			if !cu.slices && len(nals) > 0 && neededSets(tr.codec) != 0 {
 				// No picture (a delimiter, SEI, parameter sets ahead of
 				// their keyframe): no frame; its parameters go with the
