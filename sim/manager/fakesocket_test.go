@@ -527,3 +527,18 @@ func TestARemovedInstanceKeepsItsFrameCounts(t *testing.T) {
 		t.Errorf("frame counts of an instance that never was: %v; want %s", err, sim.ENotFound)
 	}
 }
+
+// closeAt is close, the close having arrived at at: a read loop that got
+// to it late (behind a burst of pings, say) reports it after the fact.
+func (j *job) closeAt(code int, at time.Time) {
+	j.f.mu.Lock()
+	c := j.f.conns[fakeKey{j.id, j.role}]
+	open := c != nil && c.open
+	if open {
+		c.open = false
+	}
+	j.f.mu.Unlock()
+	if open {
+		j.f.mgr.OnSocketEvent(sim.SocketEvent{Kind: sim.SocketDisconnected, Node: j.f.node, JobID: j.id, Role: j.role, At: at, Code: code, ClosedBy: sim.ClosedByJob})
+	}
+}

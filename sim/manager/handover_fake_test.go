@@ -940,3 +940,25 @@ func TestATargetThatAbortsWhileTheSourceLingersFails(t *testing.T) {
 		}
 	}
 }
+
+// Attack round 14, A4: a close is named by the phase it arrived in. The
+// source's close came while the target was still to say it was ready; it
+// was heard only after the target's target-ready had moved the migration
+// on, and the reason named the phase after ("on cutover-ready").
+func TestACloseHeardLateIsNamedByThePhaseItArrivedIn(t *testing.T) {
+	s := newFakeSim(t)
+	mig, err := s.mgr.Migrate(context.Background(), s.in.ID, sim.MigrateRequest{To: "b", Strategy: string(sim.Handover)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgt := toInitialState(t, s, mig.ID)
+	closedAt := time.Now()
+	time.Sleep(5 * time.Millisecond)
+	tgt.send(protocol.JobFrame{Type: protocol.TypeTargetReady, Payload: json.RawMessage(`"ready"`)})
+	s.src.expect(protocol.TypeCutoverReady)
+	s.src.closeAt(1000, closedAt)
+	m := s.await(t, mig.ID)
+	if want := "the source closed its socket with 1000 (no reason given) on target-ready"; m.Reason != want {
+		t.Fatalf("reason %q, want %q", m.Reason, want)
+	}
+}

@@ -417,6 +417,10 @@ type run struct {
 	// tgtPlacedAt is when the target was created: a media sender first
 	// heard from then on is the target.
 	tgtPlacedAt time.Time
+	// phaseStarts are when each phase began, oldest first: a close or an
+	// exit is named by the phase it came in (phaseAt), which the owner
+	// may have left by the time it hears of it.
+	phaseStarts []phaseStart
 	// facts are what the owner decides with (step.go).
 	facts
 	// effects is the buffer step appends an event's effects to, reused
@@ -738,7 +742,7 @@ func (r *run) flushLocked() {
 // migration is in.
 func (r *run) setPhase(p sim.Phase) {
 	r.mu.Lock()
-	r.moveLocked(p)
+	r.moveLocked(p, r.m.now())
 	r.mu.Unlock()
 	r.m.journal.migration(r.doc())
 }
@@ -746,8 +750,9 @@ func (r *run) setPhase(p sim.Phase) {
 // moveLocked moves the migration to phase p, and lets each side send what
 // p asks of it (the asks table), before the frame that asks is written.
 // What a job may send next follows from the phase, here alone.
-func (r *run) moveLocked(p sim.Phase) {
+func (r *run) moveLocked(p sim.Phase, at time.Time) {
 	r.mig.Phase = p
+	r.phaseStarts = append(r.phaseStarts, phaseStart{phase: p, at: at})
 	r.allowLocked(sideSource)
 	r.allowLocked(sideTarget)
 }
@@ -1133,7 +1138,20 @@ func (r *run) decide(ev runEvent, read func() input) {
 			}
 			r.putLocked(ev)
 		case doMove:
-			r.moveLocked(e.phase)
+			// A job's frame or hello moved it: the phase began as that
+			// arrived (a frame held by a fault, as its hold ended), and
+			// what arrived after it came in the new one.
+			at := in.now
+			if in.kind == inSocket {
+				arrived := in.arrived
+				if arrived.IsZero() {
+					arrived = in.socket.At
+				}
+				if !arrived.IsZero() && arrived.Before(at) {
+					at = arrived
+				}
+			}
+			r.moveLocked(e.phase, at)
 			moved = true
 		case doHoldLogs:
 			if r.m.cfg.Logs != nil && r.releaseLogs == nil {
@@ -1661,14 +1679,14 @@ func (r *run) disruption(ev runEvent) error {
 				// normsim closed it on purpose (a protocol error, a
 				// fault): the job did not crash.
 				if malformed(ev.socket.Code) {
-					return brokenf(side, sim.PromiseWellFormed, "%s on %s", socketDropped(side, ev.socket), r.currentPhase())
+					return brokenf(side, sim.PromiseWellFormed, "%s on %s", socketDropped(side, ev.socket), r.phaseAt(ev.socket.At))
 				}
 				if ev.socket.Code == closePolicyViolation {
 					// 1008: a write to it did not finish within 5 s; it
 					// did not read (docs/contract.md, close codes).
-					return brokenf(side, sim.PromiseReads, "%s on %s", socketDropped(side, ev.socket), r.currentPhase())
+					return brokenf(side, sim.PromiseReads, "%s on %s", socketDropped(side, ev.socket), r.phaseAt(ev.socket.At))
 				}
-				return endf("%s on %s", socketDropped(side, ev.socket), r.currentPhase())
+				return endf("%s on %s", socketDropped(side, ev.socket), r.phaseAt(ev.socket.At))
 			}
 			if exit, ok := r.awaitExit(ev.instance); ok {
 				return r.exited(side, exit)
@@ -1676,9 +1694,9 @@ func (r *run) disruption(ev runEvent) error {
 			if ev.socket.ClosedBy == sim.ClosedByJob {
 				// A close frame is the job's own decision: it left the
 				// migration it was part of, as surely as one that exits.
-				return brokenf(side, sim.PromiseStaysUp, "%s on %s", socketDropped(side, ev.socket), r.currentPhase())
+				return brokenf(side, sim.PromiseStaysUp, "%s on %s", socketDropped(side, ev.socket), r.phaseAt(ev.socket.At))
 			}
-			return endf("%s on %s", socketDropped(side, ev.socket), r.currentPhase())
+			return endf("%s on %s", socketDropped(side, ev.socket), r.phaseAt(ev.socket.At))
 		}
 	case evFault, evAbort:
 		return endf("%s", ev.reason)
@@ -1784,7 +1802,7 @@ func (r *run) exited(side string, ev sim.RuntimeEvent) error {
 	}
 	// Unless a fault of the migration did it (finish tells), the job
 	// ended on its own while it was being moved.
-	return brokenf(side, sim.PromiseStaysUp, "the %s's service %s %s on %s%s", side, ev.Service, exitPhrase(ev, r.runtimeOf(ev.Instance)), r.currentPhase(), again)
+	return brokenf(side, sim.PromiseStaysUp, "the %s's service %s %s on %s%s", side, ev.Service, exitPhrase(ev, r.runtimeOf(ev.Instance)), r.phaseAt(ev.At), again)
 }
 
 // runtimeOf is the runtime an instance of the migration runs on.
@@ -1795,9 +1813,27 @@ func (r *run) runtimeOf(instance string) string {
 	return r.rt.Name()
 }
 
-func (r *run) currentPhase() sim.Phase {
+type phaseStart struct {
+	phase sim.Phase
+	at    time.Time
+}
+
+// phaseAt is the phase the migration was in at t: a close that arrived as
+// cutover-apply was sent but was heard after the owner moved on happened
+// in cutover-apply. An event with no time of its own, or one from before
+// the first phase this run saw begin (a recovered run), is named by the
+// current phase.
+func (r *run) phaseAt(t time.Time) sim.Phase {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if t.IsZero() {
+		return r.mig.Phase
+	}
+	for i := len(r.phaseStarts) - 1; i >= 0; i-- {
+		if !r.phaseStarts[i].at.After(t) {
+			return r.phaseStarts[i].phase
+		}
+	}
 	return r.mig.Phase
 }
 

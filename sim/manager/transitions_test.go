@@ -86,7 +86,7 @@ func TestEachPhaseLetsEachSideSendWhatItAsks(t *testing.T) {
 			if placed {
 				r.mig.Target.Instance = "tgt-1"
 			}
-			r.moveLocked(phase)
+			r.moveLocked(phase, time.Time{})
 			if !placed {
 				// The target is placed in this phase: armed then.
 				r.mig.Target.Instance = "tgt-1"
