@@ -86,6 +86,10 @@ func adjust(p *types.Project, project string) []string {
 		if sharesNetwork(s) {
 			out = append(out, fmt.Sprintf("services.%s: no extra_hosts %s (Docker refuses extra hosts with network_mode %s); %s resolves through the container it shares the network with",
 				name, HostGatewayMap, s.NetworkMode, ContainerHost))
+			if via, root := noNetworkJoined(p, name); root != "" {
+				out = append(out, fmt.Sprintf("services.%s.network_mode: %q joins %s, which has network_mode none: Docker runs it, and %s has no network either (only loopback), so the job in it cannot reach normsim's job socket (%s, on %s) and a job run so on Docker exits as soon as it dials; remove network_mode: none from %s, or remove network_mode from %s to give it the default network",
+					name, s.NetworkMode, via, name, EnvWorkerURL, ContainerHost, root, name))
+			}
 		}
 	}
 	return out
@@ -160,14 +164,67 @@ func instanceProject(p *types.Project, project string, specs []sim.ServiceSpec) 
 }
 
 // isolated says why no service of p could reach the job socket: every one
-// runs with network_mode none (issue 34 round 14, B6); "" when one can.
+// runs with network_mode none (issue 34 round 14, B6), or joins the
+// namespace of one that does; "" when one can.
 func isolated(p *types.Project) string {
 	names := p.ServiceNames()
+	direct := true
+	var joined []string
 	for _, n := range names {
-		if p.Services[n].NetworkMode != "none" {
+		if p.Services[n].NetworkMode == "none" {
+			continue
+		}
+		via, root := noNetworkJoined(p, n)
+		if root == "" {
 			return ""
 		}
+		direct = false
+		joined = append(joined, fmt.Sprintf("%s joins %s", n, via))
 	}
-	return fmt.Sprintf("services: every service (%s) has network_mode none, so no job can reach normsim's job socket (%s, on %s) and every launch on Docker ends with the job exiting (\"exited with code 1\"); remove network_mode: none from the job's service (the default network reaches the socket)",
-		strings.Join(names, ", "), EnvWorkerURL, ContainerHost)
+	if direct {
+		return fmt.Sprintf("services: every service (%s) has network_mode none, so no job can reach normsim's job socket (%s, on %s) and every launch on Docker ends with the job exiting (\"exited with code 1\"); remove network_mode: none from the job's service (the default network reaches the socket)",
+			strings.Join(names, ", "), EnvWorkerURL, ContainerHost)
+	}
+	return fmt.Sprintf("services: no service (%s) has a network: each has network_mode none or joins the namespace of one that has (%s), so no job can reach normsim's job socket (%s, on %s) and every launch on Docker ends with the job exiting (\"exited with code 1\"); remove network_mode: none from the job's service, or the network_mode that joins it (the default network reaches the socket)",
+		strings.Join(names, ", "), strings.Join(joined, "; "), EnvWorkerURL, ContainerHost)
+}
+
+// noNetworkJoined follows the network_mode of service name through the
+// namespaces it joins (service:x, or container:c where c is the
+// container_name of one of p's services) to a service with network_mode
+// none, and returns how name joins it (`service x` or `x, which joins
+// z`) and that service's name; "" for root when name has a network, or
+// joins a container that is not p's (nothing to judge by). Docker starts
+// a container in the namespace of one with no network without a word:
+// the joiner has only loopback, like the one it joins.
+func noNetworkJoined(p *types.Project, name string) (via, root string) {
+	seen := map[string]bool{name: true}
+	var path []string
+	for cur := name; ; {
+		mode := p.Services[cur].NetworkMode
+		next := ""
+		if t, ok := strings.CutPrefix(mode, "service:"); ok {
+			next = t
+		} else if c, ok := strings.CutPrefix(mode, "container:"); ok {
+			for _, n := range p.ServiceNames() {
+				if p.Services[n].ContainerName == c {
+					next = n
+					break
+				}
+			}
+		}
+		if _, known := p.Services[next]; !known || seen[next] {
+			return "", "" // a network of its own, or nothing normsim can follow
+		}
+		seen[next] = true
+		path = append(path, next)
+		if p.Services[next].NetworkMode == "none" {
+			via = "service " + path[0]
+			for _, n := range path[1:] {
+				via += ", which joins " + n
+			}
+			return via, next
+		}
+		cur = next
+	}
 }
