@@ -811,7 +811,7 @@ func (c *comparison) checkJoinOf(video *track, named bool) {
 		until = "its first IDR"
 	case codecH265:
 		until = "its first IRAP picture"
-	case codecMPEG1Video, codecMPEG2Video:
+	case codecMPEG1Video, codecMPEG2Video, codecMPEGVideo:
 		until = "its first I-picture"
 	}
 	if setsMissing {
@@ -875,7 +875,7 @@ func (c *comparison) checkJoinOf(video *track, named bool) {
 // keyframe, is picture missing.
 func (c *comparison) leadingPicturesLost(video *track) bool {
 	irap := video.units[0]
-	mpeg := video.codec == codecMPEG1Video || video.codec == codecMPEG2Video
+	mpeg := isMPEGVideo(video.codec)
 	if (video.codec != codecH265 && !mpeg) || !irap.openIRAP {
 		return false
 	}
@@ -938,7 +938,7 @@ func setNames(codec string) string {
 	switch codec {
 	case codecH265:
 		return "VPS, SPS and PPS"
-	case codecMPEG1Video, codecMPEG2Video:
+	case codecMPEG1Video, codecMPEG2Video, codecMPEGVideo:
 		return "a sequence header"
 	}
 	return "SPS and PPS"

@@ -1413,3 +1413,63 @@ func remuxMPEGVideo(t *testing.T, clip []byte, closed, ownPES bool) []byte {
 	}
 	return buf.Bytes()
 }
+
+// Round 14's C1 read MPEG video whose PMT never came by its start codes,
+// and called all of it MPEG-2. Its sequence header says which: MPEG-2
+// follows it with a sequence extension, MPEG-1 with none. ffprobe, the
+// referee, names the codec of the same packets, PMT-less too.
+func TestMPEGVideoWithoutAPMTIsNamedByItsSequenceHeader(t *testing.T) {
+	_, ffprobe := testenv.RequireFFmpeg(t)
+	for _, c := range []struct {
+		encoder, ffprobeName, codec string
+	}{
+		{"mpeg1video", "mpeg1video", codecMPEG1Video},
+		{"mpeg2video", "mpeg2video", codecMPEG2Video},
+	} {
+		t.Run(c.encoder, func(t *testing.T) {
+			ps := clipPackets(encodeClip(t, "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-t", "4", "-c:v", c.encoder, "-bf", "2"))
+			keyframe := clipKeyframeCut(t, ps, 2)
+			var noPSI []clipPacket
+			cut := 0
+			for i, p := range ps {
+				if p.pid == 0 || p.pid == 4096 || p.pid == 17 {
+					continue
+				}
+				if i < keyframe {
+					cut++
+				}
+				noPSI = append(noPSI, p)
+			}
+			out, err := exec.Command(ffprobe, "-v", "error", "-select_streams", "v", "-show_entries", "stream=codec_name", "-of", "csv=p=0", writeClip(t, "clip.ts", noPSI)).Output()
+			if names := strings.Fields(strings.ReplaceAll(string(out), ",", " ")); err != nil || len(names) != 1 || names[0] != c.ffprobeName {
+				t.Fatalf("ffprobe names the PMT-less stream %q (%v), want %s", out, err, c.ffprobeName)
+			}
+			r := analyzeByPCR(t, noPSI, cut)
+			t.Log(r.Detail)
+			if st := r.Streams[0]; st.Codec != c.codec || st.Kind != "video" || !strings.HasPrefix(st.SourceParams, strings.TrimSuffix(c.codec, " video")) {
+				t.Errorf("stream %s %s, params %q; want %s", st.Kind, st.Codec, st.SourceParams, c.codec)
+			}
+			if r.KeyframeAtJoin == nil {
+				t.Errorf("the join was not judged as MPEG video's: defects %s", checks(r))
+			}
+		})
+	}
+	// Pictures without a sequence header in the side say only that they
+	// are MPEG video: a target that starts after its GOP's headers and
+	// stops before the next.
+	ps := clipPackets(encodeClip(t, "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-t", "4", "-c:v", "mpeg1video", "-bf", "0"))
+	from := videoStarts(ps, clipKeyframeCut(t, ps, 1))
+	var noHeaders []clipPacket
+	for _, p := range ps[from[3]:from[10]] {
+		if p.pid == 256 {
+			noHeaders = append(noHeaders, p)
+		}
+	}
+	s := readSide(targetSide, sendClip(noHeaders, 0, len(noHeaders)))
+	s.buildTSTracks(nil)
+	if len(s.tracks) != 1 || s.tracks[0].kind != "video" || s.tracks[0].codec != codecMPEGVideo || len(s.tracks[0].units) != 7 {
+		for _, tr := range s.tracks {
+			t.Errorf("%s: %s %s of %d frames, want one stream of 7 frames of %s", tr.name, tr.kind, tr.codec, len(tr.units), codecMPEGVideo)
+		}
+	}
+}

@@ -188,5 +188,29 @@ func looksMPEGVideo(b []byte) bool {
 
 // isMPEGVideo: codec is MPEG-1 or MPEG-2 video, read by inspectMPEGVideo.
 func isMPEGVideo(codec string) bool {
-	return codec == codecMPEG1Video || codec == codecMPEG2Video
+	return codec == codecMPEG1Video || codec == codecMPEG2Video || codec == codecMPEGVideo
+}
+
+// mpegVideoCodec names the MPEG video a side sent on pid with no PMT to
+// say which: by its first sequence header, MPEG-2 where a sequence
+// extension follows it (ISO 13818-2 6.2.2: always, in MPEG-2) and MPEG-1
+// where none does; MPEG-1/2 when no sequence header says.
+func mpegVideoCodec(pes []pesUnit, pid uint16) string {
+	for _, pu := range pes {
+		if pu.pid != pid {
+			continue
+		}
+		units := splitAnnexB(pu.data)
+		for i, u := range units {
+			if len(u) == 0 || u[0] != mpegSequenceStart || i+1 == len(units) {
+				continue // what follows it is in the PES after, if anywhere
+			}
+			next := units[i+1]
+			if len(next) >= 2 && next[0] == mpegExtension && next[1]>>4 == mpegSequenceExtension {
+				return codecMPEG2Video
+			}
+			return codecMPEG1Video
+		}
+	}
+	return codecMPEGVideo
 }

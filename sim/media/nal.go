@@ -96,7 +96,7 @@ func neededSets(codec string) uint8 {
 		return setSPS | setPPS
 	case codecH265:
 		return setVPS | setSPS | setPPS
-	case codecMPEG1Video, codecMPEG2Video:
+	case codecMPEG1Video, codecMPEG2Video, codecMPEGVideo:
 		return setSPS // the sequence header
 	}
 	return 0
@@ -111,7 +111,7 @@ func inspectNALs(codec string, nals [][]byte) codecUnit {
 	u := codecUnit{recovery: -1}
 	switch codec {
 	case codecH264, codecH265:
-	case codecMPEG1Video, codecMPEG2Video:
+	case codecMPEG1Video, codecMPEG2Video, codecMPEGVideo:
 		return inspectMPEGVideo(nals, mpegNoGOP)
 	default:
 		return u

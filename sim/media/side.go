@@ -29,6 +29,10 @@ const (
 	codecOpus       = "Opus"
 )
 
+// codecMPEGVideo is MPEG-1 or MPEG-2 video known by its start codes
+// alone: no PMT said which, nor a sequence header (mpegVideoCodec).
+const codecMPEGVideo = "MPEG-1/2 video"
+
 // Clock wraps: a PES PTS has 33 bits, an RTP timestamp 32; a PCR is a
 // 33-bit base at 90 kHz times 300 plus a 27 MHz extension.
 const (
@@ -778,7 +782,10 @@ func (s *side) buildTSTracks(other []pmtStream) {
 				// video (0xE0–0xEF) or audio (0xC0–0xDF).
 				switch {
 				case pu.streamID>>4 == 0xE && looksMPEGVideo(pu.data):
-					tr.kind, tr.codec = "video", codecMPEG2Video
+					// Which of the two its sequence header says, as a
+					// decoder learns it: MPEG-2 sends an extension after
+					// it, MPEG-1 none.
+					tr.kind, tr.codec = "video", mpegVideoCodec(st.pes, pid)
 				case pu.streamID>>4 == 0xE:
 					tr.kind, tr.codec = "video", codecH264
 				case pu.streamID>>5 == 0x6:
