@@ -16,6 +16,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/loader"
 	composetpl "github.com/compose-spec/compose-go/v2/template"
 	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/containerd/platforms"
 	"github.com/mattn/go-shellwords"
 
 	"github.com/normsim/normsim/sim"
@@ -431,6 +432,14 @@ func serviceSpec(name string, s types.ServiceConfig, dir string) (sim.ServiceSpe
 	}
 	if err := checkSharedNetwork(name, s); err != nil {
 		return spec, err
+	}
+	if s.Platform != "" {
+		// docker compose refuses it only at create, in containerd's
+		// words, which name neither the service nor the key; the Docker
+		// runtime once called it a missing image.
+		if _, err := platforms.Parse(s.Platform); err != nil {
+			return spec, fmt.Errorf("services.%s.platform: %q is not a platform (%v); write os/arch or os/arch/variant, such as linux/amd64, linux/arm64 or linux/arm/v7, or remove platform to run the image the engine has", name, s.Platform, err)
+		}
 	}
 	if s.StopSignal != "" && !engineSignal(s.StopSignal) {
 		return spec, fmt.Errorf("services.%s.stop_signal: %q is no signal the engine knows (it refuses the container: \"Invalid signal\"); write a Linux signal name such as SIGTERM, SIGINT or SIGRTMIN+3 (SIG optional, any case) or its number 1..%d", name, s.StopSignal, linuxSigRTMax)
