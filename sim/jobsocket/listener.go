@@ -332,6 +332,9 @@ func (l *Listener) Register(reg Registration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	k := key{reg.JobID, reg.Role}
+	if l.cfg.Recorder != nil {
+		l.cfg.Recorder.Know(reg.JobID, reg.Role, reg.Token)
+	}
 	if in, ok := l.instances[k]; ok {
 		in.reg = reg
 		return
@@ -371,6 +374,9 @@ func (l *Listener) Unregister(jobID, role string) {
 	}
 	delete(l.instances, k)
 	l.mu.Unlock()
+	if ok && l.cfg.Recorder != nil {
+		l.cfg.Recorder.Forget(jobID, role)
+	}
 	l.awaitDrained(drained)
 	if c == nil {
 		return

@@ -3,6 +3,7 @@ package jobsocket
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,6 +68,12 @@ type Recorder struct {
 	// lost counts the records lost, by instance (LostOf): an instance
 	// without any would look as if its job never spoke.
 	lost map[instanceKey]int64
+	// secrets are the job-socket tokens of each job's instances, on any
+	// node, kept out of every record of the job: a source may quote its
+	// token in the state its target is handed, a target in the payload
+	// relayed to the source, and the record of either side must not
+	// carry it (attack round 15, A-F6).
+	secrets map[string]*jobSecrets
 
 	dropped   atomic.Int64
 	throttled atomic.Int64
@@ -87,7 +94,7 @@ func NewRecorder(store sim.Store, limits RecorderLimits, log *slog.Logger) *Reco
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Recorder{log: log, wait: limits.Wait, pending: map[connKey]int{}, lost: map[instanceKey]int64{}}
+	r := &Recorder{log: log, wait: limits.Wait, pending: map[connKey]int{}, lost: map[instanceKey]int64{}, secrets: map[string]*jobSecrets{}}
 	if r.wait <= 0 {
 		r.wait = DefaultRecordWait
 	}
@@ -133,9 +140,82 @@ func NewRecorder(store sim.Store, limits RecorderLimits, log *slog.Logger) *Reco
 	return r
 }
 
-// Record queues a frame record; it never waits. Only a recorder that was
-// closed loses the record, counted.
+// jobSecrets are one job's tokens: its registered instances' (live), and
+// the last few of those that went while another stayed (former), as a
+// target handed its source's state may echo the source's token after the
+// source is gone.
+type jobSecrets struct {
+	live   map[string]string // role → token
+	former []string
+}
+
+// formerSecrets bounds the tokens kept of a job's instances that are gone.
+const formerSecrets = 4
+
+// Know adds an instance's token to those kept out of its job's records.
+func (r *Recorder) Know(jobID, role, token string) {
+	if token == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.secrets[jobID]
+	if s == nil {
+		s = &jobSecrets{live: map[string]string{}}
+		r.secrets[jobID] = s
+	}
+	s.live[role] = token
+}
+
+// Forget is Know undone as the instance is unregistered: its token is
+// still kept out of its job's records while the job has another
+// instance, and forgotten with the job's last.
+func (r *Recorder) Forget(jobID, role string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.secrets[jobID]
+	if s == nil {
+		return
+	}
+	token, ok := s.live[role]
+	if !ok {
+		return
+	}
+	delete(s.live, role)
+	if len(s.live) == 0 {
+		delete(r.secrets, jobID)
+		return
+	}
+	s.former = append(s.former, token)
+	if len(s.former) > formerSecrets {
+		s.former = s.former[len(s.former)-formerSecrets:]
+	}
+}
+
+// redact replaces every token of f's job in its data.
+func (r *Recorder) redact(f *sim.FrameRecord) {
+	r.mu.Lock()
+	s := r.secrets[f.JobID]
+	var tokens []string
+	if s != nil {
+		tokens = make([]string, 0, len(s.live)+len(s.former))
+		for _, t := range s.live {
+			tokens = append(tokens, t)
+		}
+		tokens = append(tokens, s.former...)
+	}
+	r.mu.Unlock()
+	for _, t := range tokens {
+		if strings.Contains(f.Data, t) {
+			f.Data = strings.ReplaceAll(f.Data, t, "<redacted>")
+		}
+	}
+}
+
+// Record queues a frame record, with its job's tokens redacted; it never
+// waits. Only a recorder that was closed loses the record, counted.
 func (r *Recorder) Record(f sim.FrameRecord) {
+	r.redact(&f)
 	k := keyOf(&f)
 	r.mu.Lock()
 	r.pending[k]++

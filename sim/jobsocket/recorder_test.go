@@ -252,3 +252,34 @@ func TestATokenAJobEchoesInAFrameIsNotKept(t *testing.T) {
 	rec.Close()
 	requireRecordedWithoutToken(t, st, 3, "the hello, the abort and the state")
 }
+
+// Attack round 15, A-F6: a job's records keep none of its instances'
+// tokens, the one that spoke or another; one gone while the job has
+// another instance stays redacted (a target echoes the state its source
+// handed it), and is forgotten with the job's last instance.
+func TestAJobsRecordsKeepNoneOfItsTokens(t *testing.T) {
+	st := &gatedStore{entered: make(chan struct{}), release: make(chan struct{})}
+	close(st.release)
+	rec := jobsocket.NewRecorder(st, jobsocket.RecorderLimits{}, nil)
+	rec.Know("j", "src", "srcsecret")
+	rec.Know("j", "tgt", "tgtsecret")
+	rec.Know("other", "x", "othersecret")
+	rec.Record(sim.FrameRecord{JobID: "j", Role: "tgt", Direction: "out", Type: "initial-state", Data: `{"t":"srcsecret","u":"tgtsecret"}`})
+	rec.Forget("j", "src")
+	rec.Record(sim.FrameRecord{JobID: "j", Role: "tgt", Direction: "in", Type: "state", Data: `{"t":"srcsecret"}`})
+	rec.Record(sim.FrameRecord{JobID: "other", Role: "x", Direction: "in", Type: "state", Data: `{"t":"srcsecret"}`})
+	rec.Forget("j", "tgt")
+	rec.Record(sim.FrameRecord{JobID: "j", Role: "tgt", Direction: "in", Type: "state", Data: `{"t":"tgtsecret"}`})
+	rec.Close()
+	want := []string{`{"t":"<redacted>","u":"<redacted>"}`, `{"t":"<redacted>"}`, `{"t":"srcsecret"}`, `{"t":"tgtsecret"}`}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.got) != len(want) {
+		t.Fatalf("recorded %d frames, want %d", len(st.got), len(want))
+	}
+	for i, f := range st.got {
+		if f.Data != want[i] {
+			t.Errorf("record %d kept %s, want %s", i, f.Data, want[i])
+		}
+	}
+}

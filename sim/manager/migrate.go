@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -417,6 +418,9 @@ type run struct {
 	// tgtPlacedAt is when the target was created: a media sender first
 	// heard from then on is the target.
 	tgtPlacedAt time.Time
+	// tgtToken is the target's job-socket token: kept out of the timeline
+	// with the source's (redactLocked).
+	tgtToken string
 	// phaseStarts are when each phase began, oldest first: a close or an
 	// exit is named by the phase it came in (phaseAt), which the owner
 	// may have left by the time it hears of it.
@@ -713,6 +717,7 @@ func (r *run) appendLocked(ev sim.MigrationEvent) {
 		r.held = append(r.held, ev)
 		return
 	}
+	r.redactLocked(&ev)
 	ev.Seq = r.eventsGone + len(r.mig.Events) + 1
 	r.mig.Events = append(r.mig.Events, ev)
 	r.m.journal.migrationEvent(r.id, r.eventsGone, r.mig.Events)
@@ -722,6 +727,27 @@ func (r *run) appendLocked(ev sim.MigrationEvent) {
 	}
 	data, _ := json.Marshal(ev)
 	r.m.cfg.Bus.Publish(sim.Event{At: ev.At, Kind: sim.EventMigrationEvent, Migration: r.id, Data: data})
+}
+
+// redactLocked keeps both sides' tokens out of a timeline event: a job
+// may quote its token in the state or answer it sends, which the other
+// side is handed as it is, but the record, the API and the event stream
+// never show (attack round 15, A-F6). Frame records are redacted by the
+// listeners' recorder.
+func (r *run) redactLocked(ev *sim.MigrationEvent) {
+	for _, token := range [2]string{r.src.Token, r.tgtToken} {
+		if token == "" {
+			continue
+		}
+		if strings.Contains(ev.Detail, token) {
+			ev.Detail = strings.ReplaceAll(ev.Detail, token, "<redacted>")
+		}
+		if ev.Frame != nil && bytes.Contains(ev.Frame.Payload, []byte(token)) {
+			f := *ev.Frame
+			f.Payload = bytes.ReplaceAll(f.Payload, []byte(token), []byte("<redacted>"))
+			ev.Frame = &f
+		}
+	}
 }
 
 // deferLocked starts holding timeline events back; flushLocked records
@@ -1931,7 +1957,7 @@ func (r *run) placeTarget(ctx context.Context, prepareOnly bool, o launchOpts) (
 	r.m.byInstance[tgt.ID] = r
 	r.m.mu.Unlock()
 	r.mu.Lock()
-	r.mig.Target.Instance, r.tgtPlacedAt = tgt.ID, tgt.CreatedAt
+	r.mig.Target.Instance, r.tgtPlacedAt, r.tgtToken = tgt.ID, tgt.CreatedAt, tgt.Token
 	r.allowLocked(sideTarget)
 	if tgt.Runtime == sim.RuntimeExternal {
 		r.mig.Target.Env = tgt.Env
