@@ -163,3 +163,35 @@ func TestADamagedStoreFileIsSaid(t *testing.T) {
 		t.Fatalf("Damaged() = %v", err)
 	}
 }
+
+// Attack round 16, B-F1: a store file cut short inside its last page
+// passed quick_check (the short page reads as zeros) and served a log
+// line of NUL bytes; it is damaged, and said so.
+func TestAStoreFileCutShortInsideAPageIsDamaged(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "normsim.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-s.Checked()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, info.Size()-72); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(ctx, path)
+	if err != nil {
+		t.Fatalf("a store cut short should open to say so: %v", err)
+	}
+	defer s.Close()
+	<-s.Checked()
+	if err := s.Damaged(); err == nil || !strings.Contains(err.Error(), "not a whole number of its") || !strings.Contains(err.Error(), "another --db") {
+		t.Fatalf("Damaged() = %v", err)
+	}
+}
