@@ -65,7 +65,7 @@ type Capture struct {
 	unheld   chan struct{}
 	overflow map[string]*overflowRun // lines refused, per instance, not yet marked
 	changed  chan struct{}           // closed and replaced after each write
-	failed   bool                    // the last write failed (logged once)
+	failed   error                   // why the last write failed (logged once); nil once one succeeds
 }
 
 // entry is what the queue holds: a line to store or, when register is
@@ -286,10 +286,29 @@ func (c *Capture) markOverflow(ctx context.Context) {
 func (c *Capture) report(err error, n int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err != nil && !c.failed {
+	if err != nil && c.failed == nil {
 		c.log.Error("store log lines; instances' output is being lost until the store writes again", "err", err, "lines", n)
 	}
-	c.failed = err != nil
+	c.failed = err
+}
+
+// Failing is why the store refused the capture's last write, or nil: a
+// store that cannot keep output (its disk full) must turn new work away
+// as one that cannot keep records does (attack round 16, B-F4). A quiet
+// job would leave the failure standing after the store recovered, so it
+// first tries again what is owed anyway: the marks of the lines lost
+// meanwhile.
+func (c *Capture) Failing(ctx context.Context) error {
+	c.mu.Lock()
+	failed := c.failed
+	c.mu.Unlock()
+	if failed == nil {
+		return nil
+	}
+	c.markOverflow(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.failed
 }
 
 // settle counts n lines as done with and wakes readers.

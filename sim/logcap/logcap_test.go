@@ -242,3 +242,40 @@ func TestSkippedLinesAreCountedAndMarked(t *testing.T) {
 		t.Fatalf("kept %d, overflowed %d, marks %q; want 2 kept, 226449 counted and marked as skipped unread", kept, p.Lost.Overflowed, marks)
 	}
 }
+
+// Attack round 16, B-F4: a store that refuses output (its disk full) is
+// failing, so launches are turned away, and stops failing once it writes
+// again, though the job that printed has gone quiet: the marks owed for
+// what was lost are what tries it.
+func TestAStoreThatRefusesOutputIsFailingUntilItWritesAgain(t *testing.T) {
+	ctx := context.Background()
+	st := memStore(t)
+	f := &failingStore{Store: st, fails: 1 << 20}
+	c := logcap.New(logcap.Config{Store: f})
+	defer c.Close()
+	if err := c.Failing(ctx); err != nil {
+		t.Fatalf("failing before any write: %v", err)
+	}
+	for i := range 10 {
+		c.CaptureLog(sim.LogLine{Instance: "i1", Service: "app", Stream: sim.StreamStdout, At: time.Now(), Text: fmt.Sprint(i)})
+	}
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Failing(ctx); err == nil {
+		t.Fatal("a store that refused the lines and their mark is not failing")
+	}
+	f.mu.Lock()
+	f.fails = 0 // room again
+	f.mu.Unlock()
+	if err := c.Failing(ctx); err != nil {
+		t.Fatalf("a store that writes again is still failing: %v", err)
+	}
+	p, err := c.Read(ctx, sim.LogQuery{Instance: "i1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, marks := splitMarks(p); len(marks) != 1 || p.Lost.Overflowed != 10 {
+		t.Fatalf("marks %q, overflowed %d; want one mark for the 10 lost", marks, p.Lost.Overflowed)
+	}
+}

@@ -435,7 +435,20 @@ func (m *Manager) StoreError() error {
 	// A store file found damaged at open is treated as one that cannot
 	// write: what would be written to it may be lost.
 	if d, ok := m.cfg.Store.(interface{ Damaged() error }); ok {
-		return d.Damaged()
+		if err := d.Damaged(); err != nil {
+			return err
+		}
+	}
+	// So is one that refuses the instances' output: the journal may not
+	// have written since its disk filled.
+	if l, ok := m.cfg.Logs.(interface {
+		Failing(context.Context) error
+	}); ok {
+		ctx, cancel := context.WithTimeout(m.ctx, 2*time.Second)
+		defer cancel()
+		if err := l.Failing(ctx); err != nil {
+			return fmt.Errorf("writing instances' output: %w", err)
+		}
 	}
 	return nil
 }
