@@ -54,9 +54,11 @@ wrong, and nothing ran.`,
   normsim ci --check scenarios/*.yaml
   normsim ci --schema > scenario.schema.json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out := cmd.OutOrStdout()
+			// Scenario and step names, and what jobs said, are printed as
+			// text a terminal does not act on (attack round 16, B-F5).
+			out := sim.TerminalWriter(cmd.OutOrStdout())
 			if printSchema {
-				_, err := out.Write(scenario.Schema())
+				_, err := cmd.OutOrStdout().Write(scenario.Schema())
 				return err
 			}
 			if len(args) == 0 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -250,6 +251,10 @@ func escapeLog(b []byte) string {
 		switch {
 		case r == utf8.RuneError && size == 1, r < 0x20 && r != '\t', r == 0x7f:
 			fmt.Fprintf(&sb, `\x%02x`, b[0])
+		case r >= 0x80 && r <= 0x9f:
+			// C1 controls: a terminal that takes 8-bit controls reads
+			// U+009B as CSI, as it reads ESC [.
+			fmt.Fprintf(&sb, `\u%04x`, r)
 		default:
 			sb.Write(b[:size])
 		}
@@ -423,6 +428,32 @@ func PayloadSnippet(ev MigrationEvent) string {
 // characters, escape sequences) escaped, as log lines are.
 func TerminalSafe(s string) string { return escapeLog([]byte(s)) }
 
+// TerminalWriter writes to w what is written to it, each line's text made
+// TerminalSafe (its line ends kept): for reports whose text comes from
+// files and jobs the user did not write with a terminal in mind (a
+// scenario's names, a job's close reason), where each print would
+// otherwise have to remember to. A rune split across two writes is
+// escaped byte by byte.
+func TerminalWriter(w io.Writer) io.Writer { return terminalWriter{w} }
+
+type terminalWriter struct{ w io.Writer }
+
+func (t terminalWriter) Write(p []byte) (int, error) {
+	var sb strings.Builder
+	for rest := p; len(rest) > 0; {
+		line, after, found := bytes.Cut(rest, []byte{'\n'})
+		sb.WriteString(escapeLog(line))
+		if found {
+			sb.WriteByte('\n')
+		}
+		rest = after
+	}
+	if _, err := io.WriteString(t.w, sb.String()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
 // FrameSnippet is a frame's (or a payload's) text for a terminal: JSON
 // compacted onto one line, what a terminal would act on escaped, cut to
 // PayloadCut characters.
@@ -445,7 +476,7 @@ func FrameSnippet(text []byte) string {
 // detail and payload.
 func TimelineLine(m *Migration, ev MigrationEvent) string {
 	at := float64(ev.At.Sub(m.StartedAt)) / float64(time.Millisecond)
-	return fmt.Sprintf("  %11s  %-14s %-8s %s%s\n", FormatMs(at), ev.Phase, ev.Side, ev.Detail, PayloadSnippet(ev))
+	return fmt.Sprintf("  %11s  %-14s %-8s %s%s\n", FormatMs(at), ev.Phase, ev.Side, escapeLog([]byte(ev.Detail)), PayloadSnippet(ev))
 }
 
 // TimelineText is a migration's events, a TimelineLine each.

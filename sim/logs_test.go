@@ -1,8 +1,10 @@
 package sim_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/normsim/normsim/sim"
 )
@@ -58,5 +60,22 @@ func TestLineSplitter(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("line %d = %.80q, want %.80q", i, got[i], want[i])
 		}
+	}
+}
+
+// Attack round 16, B-F5: normsim ci printed a scenario's name, and a
+// timeline's detail (a job's abort reason), with ESC and BEL as they
+// were: a name could set the terminal's title or clear its screen.
+func TestReportsWriteNothingATerminalActsOn(t *testing.T) {
+	var b strings.Builder
+	w := sim.TerminalWriter(&b)
+	fmt.Fprintf(w, "=== %s\n--- ok\tdone\n", "name\x1b]0;owned\x07 \u009b2J")
+	if want := "=== name\\x1b]0;owned\\x07 \\u009b2J\n--- ok\tdone\n"; b.String() != want {
+		t.Errorf("wrote %q, want %q", b.String(), want)
+	}
+	m := &sim.Migration{StartedAt: time.Unix(0, 0)}
+	line := sim.TimelineLine(m, sim.MigrationEvent{At: time.Unix(0, 0), Detail: "abort: \x1b[2J"})
+	if strings.ContainsAny(line, "\x1b") || !strings.Contains(line, `abort: \x1b[2J`) {
+		t.Errorf("timeline line %q", line)
 	}
 }
