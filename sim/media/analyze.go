@@ -18,6 +18,7 @@ package media
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -52,6 +53,7 @@ func Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *sim.MediaR
 	r.Unreadable = srcJunk + tgtJunk
 	r.NotRead, r.Ignored = src.interleaved()+tgt.interleaved(), src.ignoredNALs()+tgt.ignoredNALs()
 	src.cutStart, tgt.cutEnd = true, true
+	splitPESAtSwitch(src, tgt)
 	src.buildTSTracks(tgt.ts.pmt)
 	tgt.buildTSTracks(src.ts.pmt)
 	src.ptsDefects()
@@ -105,6 +107,7 @@ func Analyze(source, target []sim.MediaDatagram, at sim.SeamMoments) *sim.MediaR
 	c.checkJoin()
 	c.checkTables()
 	c.checkCounters()
+	c.checkCutShort()
 	c.checkPCR()
 	c.checkRTP()
 	c.checkArrival(source[:cut], target, at)
@@ -505,7 +508,12 @@ func (c *comparison) judgeStreams() {
 			// Within a quarter of a PES's step, which for AC-3 is 56 ms
 			// of sound missing or heard twice: not checked, and said so.
 			st.Verdict = sim.VerdictUnknown
-			st.Detail = fmt.Sprintf("%s, target started at PTS %d, within a quarter of its PES's step (%.1f ms) of the next; its audio frames were not read (%s), so sound missing or heard twice within that was not checked frame by frame", stopped, first, ticksMs(ft), codecOrUnknown(p.src.codec))
+			why := fmt.Sprintf("its audio frames were not read (%s)", codecOrUnknown(p.src.codec))
+			if end.cutShort {
+				// Its rest, and with it how long it was to play, never came.
+				why = "the source cut its last PES short, so how long that PES was to play is not known"
+			}
+			st.Detail = fmt.Sprintf("%s, target started at PTS %d, within a quarter of its PES's step (%.1f ms) of the next; %s, so sound missing or heard twice within that was not checked frame by frame", stopped, first, ticksMs(ft), why)
 		}
 		if st.Verdict == sim.VerdictGap || st.Verdict == sim.VerdictOverlap {
 			what := "skipped ahead"
@@ -1074,6 +1082,7 @@ func (c *comparison) checkCounters() {
 			last[p.pid] = p.cc
 		}
 	}
+	cutShort := c.src.cutShortPES()
 	seen := map[uint16]bool{}
 	for _, p := range c.tgt.ts.pkts {
 		if !p.payload || p.pid == 0x1fff || seen[p.pid] {
@@ -1085,8 +1094,70 @@ func (c *comparison) checkCounters() {
 		if !ok || p.di || p.cc == want {
 			continue
 		}
-		c.defect(sim.MediaCheckCC, "TR 101 290 1.4", fmt.Sprintf("PID %d", p.pid), targetSide,
-			fmt.Sprintf("continuity counter on PID %d went %d→%d (expected %d) without the discontinuity indicator", p.pid, prev, p.cc, want))
+		detail := fmt.Sprintf("continuity counter on PID %d went %d→%d (expected %d) without the discontinuity indicator", p.pid, prev, p.cc, want)
+		fault := targetSide
+		skipped := int((p.cc - want) & 0x0f)
+		if pu, ok := cutShort[p.pid]; ok && packetsFor(pu.missing, skipped) {
+			// The source stopped in a PES that declared its length, and
+			// the target starts its own there: the packets the counter
+			// skipped are as many as the rest of that PES needs, which
+			// the source counted and never sent (checkCutShort).
+			fault = sourceSide
+			detail += fmt.Sprintf(": the %s it skipped are the %d bytes the source's last PES there lacked, which the source cut short", sim.Plural(int64(skipped), "packet"), pu.missing)
+		}
+		c.defect(sim.MediaCheckCC, "TR 101 290 1.4", fmt.Sprintf("PID %d", p.pid), fault, detail)
+	}
+}
+
+// packetsFor says whether skipped, a counter's jump (modulo 16), is as
+// many packets as missing bytes of a PES fill: 184 bytes of payload a
+// packet, down to 176 in a packet that also carries a PCR.
+func packetsFor(missing, skipped int) bool {
+	for n := (missing + 183) / 184; n <= (missing+175)/176; n++ {
+		if n%16 == skipped {
+			return true
+		}
+	}
+	return false
+}
+
+// cutShortPES are, by PID, the PES the side stopped in short of the
+// length their headers declared, with no rest from the target
+// (splitPESAtSwitch).
+func (s *side) cutShortPES() map[uint16]pesUnit {
+	out := map[uint16]pesUnit{}
+	for _, pu := range s.ts.pes {
+		if pu.cutShort {
+			out[pu.pid] = pu
+		}
+	}
+	return out
+}
+
+// checkCutShort: a PES whose header declared its length (audio's, and
+// video's from a muxer that declares it) and that the source stopped in
+// before that many bytes came, the target starting a PES of its own
+// there, is a frame the source cut short: a decoder gets it short
+// (ffmpeg: "PES packet size mismatch") and plays or shows it damaged, if
+// at all. Where the length is 0, unbounded, as most muxers send video, a
+// PES ends wherever the next begins, and a frame cut short cannot be
+// told from a whole one.
+func (c *comparison) checkCutShort() {
+	cut := c.src.cutShortPES()
+	pids := slices.Sorted(maps.Keys(cut))
+	for _, pid := range pids {
+		pu, name := cut[pid], fmt.Sprintf("PID %d", pid)
+		label := name
+		if tr := c.src.byName(name); tr != nil {
+			label = pairLabel(streamPair{src: tr})
+		}
+		at := "without a PTS"
+		if pu.hasPTS {
+			at = fmt.Sprintf("at PTS %d", pu.pts)
+		}
+		c.defect(sim.MediaCheckUnreadable, "ISO 13818-1 2.4.3.7", name, sourceSide, fmt.Sprintf(
+			"the source stopped in its last PES on %s (%s) %s short of the length its header declared, and the target started a PES of its own there: the source cut that frame short, and a decoder gets it short and plays or shows it damaged, if at all",
+			label, at, sim.Plural(int64(pu.missing), "byte")))
 	}
 }
 

@@ -1225,8 +1225,11 @@ func TestTheJoinOfAVideoCodecNormsimDoesNotReadIsNotGuessed(t *testing.T) {
 
 // A target whose counter skips after the source's last whole frame is
 // at fault for the jump. (Round 14's C4, a source that cut its last frame
-// short, shows the same jump and is still blamed on the target: round 15
-// found the padding that told them apart missing from whole frames too.)
+// short, shows the same jump where its PES declares no length, as
+// libx264's here, and is still blamed on the target: round 15 found the
+// padding that told them apart missing from whole frames too. A PES that
+// declares its length tells them apart:
+// TestASourceThatStopsInAPESOfDeclaredLengthCutItShort.)
 func TestATargetsCounterSkipIsTheTargets(t *testing.T) {
 	ps := clipPackets(encodeClip(t))
 	cut := clipKeyframeCut(t, ps, 1)
@@ -1471,5 +1474,135 @@ func TestMPEGVideoWithoutAPMTIsNamedByItsSequenceHeader(t *testing.T) {
 		for _, tr := range s.tracks {
 			t.Errorf("%s: %s %s of %d frames, want one stream of 7 frames of %s", tr.name, tr.kind, tr.codec, len(tr.units), codecMPEGVideo)
 		}
+	}
+}
+
+// Round 14's C4, again: a source that stops in the middle of a frame's
+// PES was blamed on the target, for the counter jump (or the sound
+// missing) it leaves at the switch. Round 15 withdrew the first rule, a
+// last packet full to its end, as whole PES end so too. A PES that
+// declares its length (audio's, and video's where the muxer declares it)
+// says it: the source's last one short of its length, with the target
+// starting a PES of its own there, is the source's to answer for
+// (ffmpeg, the referee, says "PES packet size mismatch"), and the rest
+// of it sent by the target makes it whole. A PES that declares none
+// (libx264's in ffmpeg's mux) still cannot be told from a whole one.
+func TestASourceThatStopsInAPESOfDeclaredLengthCutItShort(t *testing.T) {
+	ffmpeg, _ := testenv.RequireFFmpeg(t)
+	av := []string{"-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=48000", "-t", "4", "-c:v", "libx264", "-bf", "0"}
+	video := []string{"-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-t", "4", "-c:v", "libx264", "-bf", "0"}
+	for _, clip := range []struct {
+		name     string
+		args     []string
+		pid      uint16
+		declared bool
+	}{
+		{"AAC", slices.Concat(av, []string{"-c:a", "aac"}), 257, true},
+		{"MPEG audio", slices.Concat(av, []string{"-c:a", "mp2"}), 257, true},
+		{"H.264 declaring its PES length", slices.Concat(video, []string{"-omit_video_pes_length", "0"}), 256, true},
+		{"H.264 declaring no PES length", video, 256, false},
+	} {
+		ps := clipPackets(encodeClip(t, clip.args...))
+		cut := clipKeyframeCut(t, ps, 2)
+		// The packets of the source's last PES on the PID, the last 3 of
+		// which a source that stops in it never sends.
+		var tail []int
+		for i := cut - 1; len(tail) < 3; i-- {
+			if ps[i].pid == clip.pid {
+				if ps[i].start {
+					t.Fatalf("%s: the source's last PES on PID %d is under 4 packets", clip.name, clip.pid)
+				}
+				tail = append(tail, i)
+			}
+		}
+		without := func(drop []int) []clipPacket {
+			var out []clipPacket
+			for i, p := range ps[:cut] {
+				if !slices.Contains(drop, i) {
+					out = append(out, p)
+				}
+			}
+			return out
+		}
+		short := without(tail)
+		// A target whose counter goes on from the source's last packet
+		// sent, not from the packets it never sent.
+		counted := slices.Clone(ps[cut:])
+		for i, p := range counted {
+			if p.pid == clip.pid && p.data[3]&0x10 != 0 {
+				counted[i].data = slices.Clone(p.data)
+				counted[i].data[3] = p.data[3]&0xf0 | (p.data[3]-3)&0x0f
+			}
+		}
+		// A target that sends the rest of the source's PES first.
+		var rest []clipPacket
+		for _, i := range slices.Backward(tail) {
+			rest = append(rest, ps[i])
+		}
+		rest = append(rest, ps[cut:]...)
+		for _, c := range []struct {
+			name     string
+			src, tgt []clipPacket
+			mismatch bool     // ffmpeg reports the PES short of its length
+			want     []string // the defects, check[PID,fault]
+		}{
+			{"the source sends its whole PES", ps[:cut], ps[cut:], false, nil},
+			{"the source stops in it, the target's counter runs on as if it had not", short, ps[cut:], clip.declared,
+				[]string{fmt.Sprintf("Continuity_count_error[PID %d,source]", clip.pid), fmt.Sprintf("TS packet unreadable[PID %d,source]", clip.pid)}},
+			{"the source stops in it, the target's counter follows its last packet", short, counted, clip.declared,
+				[]string{fmt.Sprintf("TS packet unreadable[PID %d,source]", clip.pid)}},
+			{"the target sends the rest of the source's PES", short, rest, false, nil},
+		} {
+			if !clip.declared {
+				if !strings.Contains(c.name, "runs on") {
+					continue
+				}
+				// Indistinguishable from a target's counter skip: the
+				// target's, as the docs say.
+				c.want = []string{fmt.Sprintf("Continuity_count_error[PID %d,target]", clip.pid)}
+			}
+			t.Run(clip.name+"/"+c.name, func(t *testing.T) {
+				all := slices.Concat(c.src, c.tgt)
+				out, _ := exec.Command(ffmpeg, "-v", "warning", "-i", writeClip(t, "seam.ts", all), "-f", "null", "-").CombinedOutput()
+				if strings.Contains(string(out), "PES packet size mismatch") != c.mismatch {
+					t.Fatalf("ffmpeg decoding the seam says %q; want a PES size mismatch: %v", out, c.mismatch)
+				}
+				r := analyzeByPCR(t, all, len(c.src))
+				t.Log(r.Detail)
+				if got := checks(r); got != strings.Join(c.want, " ") {
+					t.Fatalf("defects %s, want %s", got, strings.Join(c.want, " "))
+				}
+				switch {
+				case c.want == nil && r.Verdict != sim.VerdictSeamless:
+					t.Errorf("verdict %s, want seamless", r.Verdict)
+				case c.want != nil && (r.Verdict != sim.VerdictGlitch || r.AtFault != strings.TrimSuffix(strings.SplitAfter(c.want[0], ",")[1], "]")):
+					t.Errorf("verdict %s at fault %q, want a glitch of the one the defects name", r.Verdict, r.AtFault)
+				}
+				// Audio cut short is judged by its PES's step, and says why.
+				if st := r.Streams[len(r.Streams)-1]; st.Kind == "audio" && c.mismatch && !strings.Contains(st.Detail, "the source cut its last PES short") {
+					t.Errorf("audio stream %s: %s", st.Verdict, st.Detail)
+				}
+			})
+		}
+		if !clip.declared {
+			continue
+		}
+		// A whole PES is never the source's: ended after any of them,
+		// the source has cut nothing short.
+		t.Run(clip.name+"/a source that stops after any whole PES", func(t *testing.T) {
+			starts := 0
+			for end := 1; end < len(ps); end++ {
+				if !ps[end].start || ps[end].pid != clip.pid {
+					continue
+				}
+				if starts++; starts%3 != 0 && clip.pid == 256 {
+					continue // every third video frame: the judging takes time
+				}
+				r := Analyze(sendClip(ps, 0, end), sendClip(ps, end, len(ps)), sim.SeamMoments{})
+				if strings.Contains(r.AtFault, sourceSide) || hasDefect(r, sim.MediaCheckUnreadable, "") {
+					t.Fatalf("a source that stopped before packet %d: at fault %q, defects %s", end, r.AtFault, checks(r))
+				}
+			}
+		})
 	}
 }

@@ -73,6 +73,9 @@ type unit struct {
 	// dur is how long an audio unit's frames play, and frame one frame's
 	// duration, in 90 kHz ticks; 0 where they cannot be read.
 	dur, frame int64
+	// cutShort: the source's last PES on its stream, which its sender
+	// stopped in before its declared length (pesUnit.cutShort).
+	cutShort bool
 }
 
 // track is one elementary stream of one side: a TS PID or an RTP SSRC.
@@ -115,6 +118,14 @@ type pesUnit struct {
 	hasPTS   bool
 	streamID uint8
 	data     []byte
+	// missing: the bytes its PES_packet_length declared that never came,
+	// the side's last PES on its PID having stopped short of it (0 for a
+	// whole PES, and for one that declared no length: unbounded, as most
+	// video's, it ends wherever the next begins).
+	missing int
+	// cutShort: the source stopped in it, and the target did not send
+	// its rest (splitPESAtSwitch): the source cut that frame short.
+	cutShort bool
 }
 
 // pmtStream is one elementary stream a PMT names: its PID and stream
@@ -642,11 +653,22 @@ func (s *side) demuxTS() {
 		}
 		return false
 	}
+	// Each PID's last payload unit: the one the side may have stopped in.
+	lastStart := map[uint16]int{}
+	for i, p := range st.raw {
+		if p[1]&0x40 != 0 && p[3]&0x10 != 0 {
+			lastStart[packetPID(p)] = i
+		}
+	}
+	missing := map[int]int{} // by a PES's first packet
 	current := -1
 	parser := func(ps []*astits.Packet) ([]*astits.DemuxerData, bool, error) {
 		current = -1
 		if i, ok := index[ps[0]]; ok {
 			current = i
+			if lastStart[ps[0].Header.PID] == i {
+				missing[i] = unfinishedPES(ps)
+			}
 		}
 		return nil, false, nil
 	}
@@ -692,7 +714,7 @@ func (s *side) demuxTS() {
 			if st.firstPES < 0 {
 				st.firstPES = current
 			}
-			pu := pesUnit{pid: d.PID, first: current, data: d.PES.Data}
+			pu := pesUnit{pid: d.PID, first: current, data: d.PES.Data, missing: missing[current]}
 			if d.PES.Header != nil {
 				pu.streamID = d.PES.Header.StreamID
 				if oh := d.PES.Header.OptionalHeader; oh != nil && oh.PTS != nil {
@@ -709,6 +731,81 @@ func (s *side) demuxTS() {
 }
 
 func packetPID(p []byte) uint16 { return uint16(p[1]&0x1f)<<8 | uint16(p[2]) }
+
+// unfinishedPES is how many bytes the PES in ps (a side's last on its
+// PID) lacks of the length its header declares, 0 when it has them all
+// or declares none (0: unbounded). ISO 13818-1 2.4.3.7: the length counts
+// the bytes after the field. A PES short of it is refused whole by
+// astits; a receiver gets what came, so the field is set to 0 here and
+// astits reads that.
+func unfinishedPES(ps []*astits.Packet) int {
+	h := ps[0].Payload
+	if len(h) < 6 || h[0] != 0 || h[1] != 0 || h[2] != 1 {
+		return 0 // no PES (a section), or a header cut across packets
+	}
+	declared := int(h[4])<<8 | int(h[5])
+	got := -6
+	for _, p := range ps {
+		got += len(p.Payload)
+	}
+	if declared == 0 || got >= declared {
+		return 0
+	}
+	h[4], h[5] = 0, 0
+	return declared - got
+}
+
+// tsPayload is a TS packet's payload, past its adaptation field; nil
+// when it has none.
+func tsPayload(p []byte) []byte {
+	if p[3]&0x10 == 0 {
+		return nil
+	}
+	off := 4
+	if p[3]&0x20 != 0 {
+		off += 1 + int(p[4])
+	}
+	if off > len(p) {
+		return nil
+	}
+	return p[off:]
+}
+
+// splitPESAtSwitch settles each PES the source stopped in before its
+// declared length. Where the target's first packets on that PID carry
+// the rest, byte for byte, the receiver got it whole across the switch:
+// it is joined, as a demuxer joins it. Where the target starts a PES of
+// its own there instead (or never sends the PID), the rest never came,
+// and the source is the one that cut the frame short. A target that
+// sent some other rest took the PES over: not the source's to answer for.
+// A PES that declares no length (video, as most muxers send it) ends
+// wherever the next begins, and a cut one cannot be told from a whole.
+func splitPESAtSwitch(src, tgt *side) {
+	for i := range src.ts.pes {
+		pu := &src.ts.pes[i]
+		if pu.missing == 0 {
+			continue
+		}
+		var rest []byte
+		continued := false
+		for _, p := range tgt.ts.raw {
+			if packetPID(p) != pu.pid || p[3]&0x10 == 0 {
+				continue
+			}
+			if p[1]&0x40 != 0 {
+				break // the target's own first PES there
+			}
+			continued = true
+			rest = append(rest, tsPayload(p)...)
+		}
+		switch {
+		case continued && len(rest) == pu.missing:
+			pu.data, pu.missing = append(slices.Clip(pu.data), rest...), 0
+		case !continued:
+			pu.cutShort = true
+		}
+	}
+}
 
 // nullPID is the null packets': stuffing a constant-bitrate mux sends,
 // whose counter is undefined (ISO 13818-1 2.4.3.3).
@@ -770,6 +867,11 @@ func (s *side) buildTSTracks(other []pmtStream) {
 	rebases := st.timeBaseChanges()
 	lastFirst := map[uint16]int{} // each PID's previous unit's first packet
 	for _, pu := range st.pes {
+		if pu.missing > 0 && !pu.cutShort {
+			// Never whole, and not the sender's doing: the target's last
+			// PES, cut by the window's end, or one the target took over.
+			continue
+		}
 		tr := byPID[pu.pid]
 		if tr == nil {
 			pid := pu.pid
@@ -799,7 +901,7 @@ func (s *side) buildTSTracks(other []pmtStream) {
 		}
 		first := st.pkts[pu.first]
 		u := unit{at: first.at, dg: first.dg, pkt: pu.first, pts: pu.pts, hasPTS: pu.hasPTS,
-			ownsStart: pu.first == 0 || st.pkts[pu.first-1].dg != first.dg}
+			ownsStart: pu.first == 0 || st.pkts[pu.first-1].dg != first.dg, cutShort: pu.cutShort}
 		if prev, ok := lastFirst[pu.pid]; ok {
 			u.di = rebases.between(prev, pu.first, first.di)
 		}
@@ -847,6 +949,10 @@ func (s *side) buildTSTracks(other []pmtStream) {
 		}
 		if tr.kind == "audio" {
 			u.dur, u.frame, u.params = audioFrames(tr.codec, pu.data)
+			if u.cutShort {
+				// How long its frames were to play went with its rest.
+				u.dur = 0
+			}
 		}
 		tr.units = append(tr.units, u)
 	}
