@@ -258,20 +258,22 @@ const keptBacklog = 1024
 // Stream subscribes a reader that may fall up to limit events, and the
 // bus's StreamBytes, behind.
 func (b *Bus) Stream(limit int) *Stream {
-	s, _ := b.StreamAfter(limit, 0)
+	s, _ := b.StreamAfter(limit, -1)
 	return s
 }
 
 // StreamAfter is Stream for a reader that resumes after the event it read
-// last (its ID; 0 for none): the events since, while the bus still keeps
-// them (RecentEvents), wait in the stream from the start. resumed is false
-// when some are no longer kept: the reader must read the state afresh.
+// last (its ID; 0 for one that read none and wants every event since
+// normsim started; negative for a reader of what comes next only): the
+// events since, while the bus still keeps them (RecentEvents), wait in
+// the stream from the start. resumed is false when some are no longer
+// kept: the reader must read the state afresh.
 func (b *Bus) StreamAfter(limit int, after int64) (s *Stream, resumed bool) {
 	s = &Stream{bus: b, limit: max(limit, 1), limitBytes: b.streamBytes(), ready: make(chan struct{}, 1), done: make(chan struct{})}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.streams[s] = struct{}{}
-	if after <= 0 {
+	if after < 0 {
 		return s, true
 	}
 	if after > b.lastID || after < b.recentFrom-1 {

@@ -209,6 +209,15 @@ func TestStreamAfterResumes(t *testing.T) {
 	if _, resumed := b.StreamAfter(100, 11); !resumed {
 		t.Fatal("a reader that read everything cannot resume")
 	}
+	// after=0 is a reader that read nothing yet: every event since the
+	// start (attack round 16: it was taken as no after at all, and
+	// replayed nothing); without an after, only what comes next.
+	if s, resumed := b.StreamAfter(100, 0); !resumed || len(s.Take(nil)) != 11 {
+		t.Fatal("after 0 did not replay every event kept")
+	}
+	if s, resumed := b.StreamAfter(100, -1); !resumed || len(s.Take(nil)) != 0 {
+		t.Fatal("a reader of what comes next was handed the past")
+	}
 	if _, resumed := b.StreamAfter(100, 500); resumed {
 		t.Fatal("an id from another run (past the last) resumed")
 	}
@@ -217,6 +226,9 @@ func TestStreamAfterResumes(t *testing.T) {
 	}
 	if _, resumed := b.StreamAfter(100, 5); resumed {
 		t.Fatal("an id older than what is kept resumed")
+	}
+	if _, resumed := b.StreamAfter(100, 0); resumed {
+		t.Fatal("after 0 resumed once the first events are no longer kept")
 	}
 	s, resumed = b.StreamAfter(RecentEvents+10, b.lastID-RecentEvents)
 	if got := s.Take(nil); !resumed || len(got) != RecentEvents || got[0].ID != b.lastID-RecentEvents+1 {

@@ -759,7 +759,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if q := r.URL.Query().Get("after"); q != "" {
 		after = q
 	}
-	var afterID int64
+	afterID := int64(-1) // none: what comes next
 	if after != "" {
 		n, err := strconv.ParseInt(after, 10, 64)
 		if err != nil || n < 0 {
