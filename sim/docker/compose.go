@@ -120,7 +120,8 @@ func resourceName(p *types.Project, id string) string {
 
 // loadCompose loads the launch spec's compose project as the template
 // package wrote it: already interpolated (so not again: a literal "$"
-// stays one), env files already merged into each service's environment.
+// stays one), env files already merged into each service's environment
+// and label files into its labels.
 // It then adds what the runtime owns: compose's own labels, as
 // `docker compose` adds them when it loads a file, this package's managed
 // label and the spec's service labels (the manager's owner label among
@@ -138,6 +139,10 @@ func loadCompose(ctx context.Context, spec *sim.LaunchSpec) (*types.Project, err
 		o.SetProjectName(spec.Project, true)
 		o.SkipInterpolation = true
 		o.SkipResolveEnvironment = true
+		// The launch merged the label files into the labels, and said
+		// (on compose-go's logger, naming the instance) what they use
+		// unset: read again here, they would say it again, naming none.
+		o.SkipResolveLabels = true
 	})
 	if err != nil {
 		return nil, sim.Errorf(sim.EComposeInvalid, "compose project of instance %s: %v", spec.InstanceID, err)

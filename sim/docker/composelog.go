@@ -13,11 +13,21 @@ import (
 // logrus's process-wide logger: orphan containers, nothing to remove, ...)
 // to log, so it honours --log-format instead of going to stderr as text.
 // logrus has one logger per process: the last runtime made wins, which in
-// normsim up is the only one.
+// normsim up is the only one. Other hooks stay, before this one, so that
+// the fields they add are written (sim/template names the template and
+// instance of compose-go's unset-variable lines).
 func RouteComposeLogs(log *slog.Logger) {
 	std := logrus.StandardLogger()
 	std.SetOutput(io.Discard)
-	std.ReplaceHooks(logrus.LevelHooks{})
+	kept := logrus.LevelHooks{}
+	for level, hooks := range std.ReplaceHooks(logrus.LevelHooks{}) {
+		for _, h := range hooks {
+			if _, ours := h.(slogHook); !ours {
+				kept[level] = append(kept[level], h)
+			}
+		}
+	}
+	std.ReplaceHooks(kept)
 	std.AddHook(slogHook{log.With("component", "compose")})
 }
 

@@ -123,7 +123,7 @@ func profiledDependency(ctx context.Context, dir string, content []byte, err err
 // the project's name (each instance has its own) and not on other files,
 // which could change between launches. The project is shared: callers
 // copy what they change (serviceSpec does).
-func (l *Loaded) launchProject(name string, env map[string]string) (*types.Project, []string, error) {
+func (l *Loaded) launchProject(name, instance string, env map[string]string) (*types.Project, []string, error) {
 	// sim.Catalog's Launch takes no context; the YAML bounds keep a load
 	// to about a second at most.
 	ctx := context.Background()
@@ -137,7 +137,16 @@ func (l *Loaded) launchProject(name string, env map[string]string) (*types.Proje
 		}
 		name = cachedProjectName
 	}
-	p, err := loadProject(ctx, l.Dir, l.compose, name, env, true)
+	var p *types.Project
+	var err error
+	load := func() { p, err = loadProject(ctx, l.Dir, l.compose, name, env, true) }
+	if readsFiles(l.compose) {
+		// Only a load that reads env or label files can write compose-go's
+		// unset-variable lines: they say which template and instance.
+		labelComposeLog(l.Template.Name, instance, load)
+	} else {
+		load()
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -73,8 +73,9 @@ func parseRawEnvFile(r io.Reader, filename string, vars map[string]string, looku
 // the project's environment from the shell; normsim gives a launch only
 // its parameters, allocated ports and NORSK_* variables, so `${HOME}` in
 // an env file is empty in every launch (and compose-go warns of it on its
-// process-wide logger, where no instance is named). These are found here,
-// to be said at validation and on the instance.
+// process-wide logger, labelled with the template and instance: see
+// composelog.go). These are found here, to be said at validation and on
+// the instance.
 
 // envFileRef is one env or label file a service names, found by the load
 // walk.

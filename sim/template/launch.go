@@ -133,7 +133,7 @@ func (l *Loaded) Launch(in sim.LaunchInput) (*sim.LaunchSpec, error) {
 	}
 
 	project := ProjectName(in.Instance.ID)
-	p, skipped, err := l.launchProject(project, env)
+	p, skipped, err := l.launchProject(project, in.Instance.ID, env)
 	if err != nil {
 		code := sim.EComposeInvalid
 		if interpolationFailed(err) {
