@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/compose-spec/compose-go/v2/loader"
 	composetpl "github.com/compose-spec/compose-go/v2/template"
@@ -476,6 +478,9 @@ func serviceSpec(name string, s types.ServiceConfig, dir string) (sim.ServiceSpe
 		}
 		spec.Ports = append(spec.Ports, b)
 	}
+	if err := checkMountPaths(name, s.Volumes); err != nil {
+		return spec, err
+	}
 	for _, v := range s.Volumes {
 		spec.Volumes = append(spec.Volumes, sim.Mount{Type: v.Type, Source: v.Source, Target: v.Target, ReadOnly: v.ReadOnly})
 	}
@@ -513,6 +518,53 @@ func serviceSpec(name string, s types.ServiceConfig, dir string) (sim.ServiceSpe
 	}
 	spec.Process = ps
 	return spec, nil
+}
+
+// checkMountPaths refuses a service volume the engine refuses at every
+// create ("invalid mount path: ... mount path must be absolute"), naming
+// the entry. Above all the short syntax whose volume name is one letter:
+// compose-go (format.ParseVolume, as Compose v2 reads it) takes a letter
+// before a colon for a Windows drive, so "v:/data" is an anonymous
+// volume at the path "v:/data", "v:/data:ro" a bind of the host path
+// "v:/data" to "ro", and "v:/data:/x" a bind of "v:/data" to /x, where
+// docker-compose 1.x read volume v. A Linux engine takes no such path,
+// as the source of a bind or as any mount's target.
+func checkMountPaths(service string, vols []types.ServiceVolumeConfig) error {
+	for i, v := range vols {
+		entry := v.Target
+		if v.Source != "" {
+			entry = v.Source + ":" + v.Target
+		}
+		refused := fmt.Sprintf("the engine refuses it at every launch (%q)", "invalid mount path: ... mount path must be absolute")
+		switch {
+		case v.Source == "" && windowsDrive(v.Target) != "",
+			v.Type == types.VolumeTypeBind && windowsDrive(v.Source) != "" && !strings.HasPrefix(v.Target, "/"):
+			// "v:/data", "v:/data:ro": meant as volume v.
+			drive := windowsDrive(entry)
+			rest := strings.TrimPrefix(entry, drive+":")
+			target, _, _ := strings.Cut(rest, ":")
+			return fmt.Errorf("services.%s.volumes[%d]: %q is no volume %s: Compose (compose-go) takes one letter before a colon for a Windows drive letter, reads the entry as the path %q on drive %s:, and %s; name the volume with two or more characters (and so in the top-level volumes), or use the long syntax (- type: volume, source: %s, target: %s)",
+				service, i, entry, drive, strings.TrimSuffix(entry, ":"+v.Target), drive, refused, drive, target)
+		case v.Type == types.VolumeTypeBind && windowsDrive(v.Source) != "":
+			// "c:/data:/x": a Windows path to bind.
+			drive := windowsDrive(v.Source)
+			return fmt.Errorf("services.%s.volumes[%d]: %q binds %q, which Compose (compose-go) reads as a path on the Windows drive %s:, and %s; bind a host path from / (or ./ beside the template), or, to mount a volume named %s, name it with two or more characters or use the long syntax (- type: volume, source: %s, target: %s)",
+				service, i, entry, v.Source, drive, refused, drive, drive, v.Target)
+		case v.Target != "" && !strings.HasPrefix(v.Target, "/"):
+			return fmt.Errorf("services.%s.volumes[%d]: the mount target %q is no absolute path in the container, and %s; write the path from /", service, i, v.Target, refused)
+		}
+	}
+	return nil
+}
+
+// windowsDrive is the letter p starts with when compose-go reads it as a
+// Windows drive (a letter, then a colon), "" when it does not.
+func windowsDrive(p string) string {
+	r, n := utf8.DecodeRuneInString(p)
+	if n == 0 || !unicode.IsLetter(r) || !strings.HasPrefix(p[n:], ":") {
+		return ""
+	}
+	return p[:n]
 }
 
 // checkSharedNetwork refuses what the engine refuses on a container that

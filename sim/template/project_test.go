@@ -479,3 +479,62 @@ func TestEveryServiceScaledToZero(t *testing.T) {
 	_, err := l.Launch(input(map[string]string{"N": "0"}))
 	wantErr(t, err, sim.EParamsInvalid, "compose.yml: services: every service that runs without a profile (a) has deploy.replicas (or scale) 0")
 }
+
+// round 16, B-F2: `v:/data` (volume v, declared at the top level)
+// validated ok, and every launch failed at create with the engine's 422
+// "invalid mount path: 'v:/data' mount path must be absolute": compose-go
+// takes one letter before a colon for a Windows drive (docker-compose 1.x
+// read volume v). Every form that reads so, and every mount target that is
+// no absolute path, is refused at validate, naming the service, the
+// entry and the fix; a longer name, the long syntax and ordinary paths
+// stay valid.
+func TestOneLetterVolumeRefused(t *testing.T) {
+	for entry, want := range map[string]string{
+		`v:/data`:          `services.app.volumes[0]: "v:/data" is no volume v: Compose (compose-go) takes one letter before a colon for a Windows drive letter`,
+		`V:/data`:          `"V:/data" is no volume V`,
+		`v:/data:ro`:       `services.app.volumes[0]: "v:/data:ro" is no volume v`,
+		`é:/data`:          `"é:/data" is no volume é`,
+		`v:/data:/x`:       `services.app.volumes[0]: "v:/data:/x" binds "v:/data", which Compose (compose-go) reads as a path on the Windows drive v:`,
+		`vol:/data`:        "",
+		`/srv/x:/data`:     "",
+		`./here:/data:ro`:  "",
+		`/data`:            "",
+		`vol:relative`:     `services.app.volumes[0]: the mount target "relative" is no absolute path in the container`,
+		`${VOL:-v}:/data`:  `"v:/data" is no volume v`,
+		`${VOL:-vv}:/data`: "",
+	} {
+		t.Run(entry, func(t *testing.T) {
+			compose := "services:\n  app:\n    image: busybox\n    volumes:\n      - \"" + entry + "\"\nvolumes:\n  v: {}\n  V: {}\n  vol: {}\n  vv: {}\n"
+			l := Load(MustWriteTemplate(t, "vol", tpl(compose, "")))
+			if want == "" {
+				if !l.Valid() {
+					t.Fatalf("problems %v, want valid", l.Problems)
+				}
+				return
+			}
+			if l.Valid() || len(l.Problems) != 1 || l.Problems[0].Code != sim.EComposeInvalid || !strings.Contains(l.Problems[0].Message, want) {
+				t.Fatalf("problems %v, want COMPOSE_INVALID saying %q", l.Problems, want)
+			}
+			if msg := l.Problems[0].Message; !strings.Contains(msg, "must be absolute") || (strings.Contains(want, "is no volume") && !strings.Contains(msg, "name the volume with two or more characters") && !strings.Contains(msg, "type: volume, source: ")) {
+				t.Fatalf("problem %q says neither what the engine does nor the fix", msg)
+			}
+		})
+	}
+	long := "services:\n  app:\n    image: busybox\n    volumes:\n      - type: volume\n        source: v\n        target: /data\nvolumes:\n  v: {}\n"
+	if l := Load(MustWriteTemplate(t, "long", tpl(long, ""))); !l.Valid() {
+		t.Fatalf("the long syntax with volume v: problems %v, want valid", l.Problems)
+	}
+}
+
+// A parameter that makes a one-letter volume name at launch is refused by
+// the launch, as COMPOSE_INVALID naming the entry, not by the engine.
+func TestOneLetterVolumeRefusedAtLaunch(t *testing.T) {
+	compose := "services:\n  app:\n    image: busybox\n    volumes:\n      - ${VOL}:/data\nvolumes:\n  v: {}\n  vol: {}\n"
+	params := "parameters:\n  - name: VOL\n    purpose: p\n    default: vol\n"
+	l := MustLoad(t, tpl(compose, params))
+	if _, err := l.Launch(input(nil)); err != nil {
+		t.Fatalf("launch with the default: %v", err)
+	}
+	_, err := l.Launch(input(map[string]string{"VOL": "v"}))
+	wantErr(t, err, sim.EComposeInvalid, `services.app.volumes[0]: "v:/data" is no volume v`)
+}
