@@ -161,6 +161,13 @@ func loadCompose(ctx context.Context, spec *sim.LaunchSpec) (*types.Project, err
 	if run := labelOf(spec, sim.LabelRun); run != "" {
 		resources[sim.LabelRun] = run
 	}
+	// And its store's kind: what a gone --db :memory: run made is
+	// another normsim's to sweep (RemoveOrphans), a network or volume
+	// that outlived its containers too; a store file's waits for the
+	// next normsim on that store.
+	if store := labelOf(spec, sim.LabelStore); store != "" {
+		resources[sim.LabelStore] = store
+	}
 	for name, s := range p.Services {
 		labels := types.Labels{}
 		for k, v := range s.Labels {

@@ -3,9 +3,13 @@ package docker
 import (
 	"context"
 	"slices"
+	"strings"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/volume"
 
 	"github.com/normsim/normsim/sim"
 )
@@ -18,7 +22,10 @@ import (
 // left: the containers of a store file's runs (left by --keep for the next
 // normsim on that store to adopt, or by a kill for it to remove), of owner
 // (this store's, which recovery adopts or removes), and of runs not proven
-// gone (alive, another machine's or PID namespace's, unlabelled).
+// gone (alive, another machine's or PID namespace's, unlabelled). The
+// networks and volumes such a run made that outlived its containers (a
+// name: x another normsim's container used when they were removed) are
+// removed too once nothing uses them (removeOrphanResources).
 func (r *Runtime) RemoveOrphans(ctx context.Context, owner string, judge func(run string) sim.RunVerdict) (sim.OrphanSweep, error) {
 	var sweep sim.OrphanSweep
 	if err := r.connect(ctx); err != nil {
@@ -55,5 +62,125 @@ func (r *Runtime) RemoveOrphans(ctx context.Context, owner string, judge func(ru
 		}
 		sweep.Removed = append(sweep.Removed, o.id)
 	}
+	if err := r.removeOrphanResources(ctx, owner, judge, &sweep); err != nil {
+		return sweep, err
+	}
 	return sweep, nil
+}
+
+// removeOrphanResources removes the networks and volumes a --db :memory:
+// normsim that is gone made and nothing uses any more, by the proof the
+// containers' sweep takes (managed, sim.LabelStore memory, another
+// owner's, a run judge proves gone). Its containers are gone by now,
+// removed by its reaper or by the sweep above, but what a template names
+// (name: x) may have been in use by another normsim's container then, and
+// no container is left to lead a sweep to it. One a container still uses
+// (another normsim's, running or not: the engine would remove a network a
+// stopped container is attached to, and that container could never start
+// again) is left, and said, naming its users, for a later sweep. The
+// runs it cannot judge are added to sweep's Unjudged, as for containers.
+func (r *Runtime) removeOrphanResources(ctx context.Context, owner string, judge func(run string) sim.RunVerdict, sweep *sim.OrphanSweep) error {
+	f := filters.NewArgs(filters.Arg("label", LabelManaged+"=true"), filters.Arg("label", sim.LabelRun),
+		filters.Arg("label", sim.LabelStore+"="+sim.StoreMemory))
+	nets, err := r.cli.NetworkList(ctx, network.ListOptions{Filters: f})
+	if err != nil {
+		return r.engineErr("list networks", err)
+	}
+	vols, err := r.cli.VolumeList(ctx, volume.ListOptions{Filters: f})
+	if err != nil {
+		return r.engineErr("list volumes", err)
+	}
+	verdicts := map[string]sim.RunVerdict{} // each run is judged once (it reads /proc)
+	abandoned := func(labels map[string]string) bool {
+		run := labels[sim.LabelRun]
+		if labels[LabelManaged] != "true" || labels[sim.LabelStore] != sim.StoreMemory || labels[sim.LabelOwner] == owner || run == "" {
+			return false
+		}
+		v, ok := verdicts[run]
+		if !ok {
+			v = judge(run)
+			verdicts[run] = v
+		}
+		if v == sim.RunUnjudged && !slices.Contains(sweep.Unjudged, run) {
+			sweep.Unjudged = append(sweep.Unjudged, run)
+		}
+		return v == sim.RunGone
+	}
+	var removedNets, removedVols []string
+	left := func(kind, name, run string, users []container.Summary) {
+		var names []string
+		for _, c := range users {
+			n := shortID(c.ID)
+			if len(c.Names) > 0 {
+				n = strings.TrimPrefix(c.Names[0], "/")
+			}
+			names = append(names, n)
+		}
+		r.log.Info("left a "+kind+" a normsim that is gone made: containers still use it; a later normsim's sweep removes it once none does, or remove it then with: docker "+kind+" rm "+name,
+			kind, name, "run", run, "containers", names)
+	}
+	for _, n := range nets {
+		if !abandoned(n.Labels) {
+			continue
+		}
+		users, err := r.containersUsing(ctx, "network", n.ID, n.Name)
+		if err != nil {
+			return err
+		}
+		if len(users) > 0 {
+			left("network", n.Name, n.Labels[sim.LabelRun], users)
+			continue
+		}
+		if err := r.cli.NetworkRemove(ctx, n.ID); err != nil && !cerrdefs.IsNotFound(err) {
+			if inUse(err) { // a container joined it since
+				left("network", n.Name, n.Labels[sim.LabelRun], nil)
+				continue
+			}
+			r.log.Warn("could not remove a network a normsim that is gone made", "network", n.Name, "err", err)
+			continue
+		}
+		removedNets = append(removedNets, n.Name)
+	}
+	for _, v := range vols.Volumes {
+		if !abandoned(v.Labels) {
+			continue
+		}
+		users, err := r.containersUsing(ctx, "volume", v.Name)
+		if err != nil {
+			return err
+		}
+		if len(users) > 0 {
+			left("volume", v.Name, v.Labels[sim.LabelRun], users)
+			continue
+		}
+		if err := r.cli.VolumeRemove(ctx, v.Name, false); err != nil && !cerrdefs.IsNotFound(err) {
+			if inUse(err) {
+				left("volume", v.Name, v.Labels[sim.LabelRun], nil)
+				continue
+			}
+			r.log.Warn("could not remove a volume a normsim that is gone made", "volume", v.Name, "err", err)
+			continue
+		}
+		removedVols = append(removedVols, v.Name)
+	}
+	if len(removedNets)+len(removedVols) > 0 {
+		r.log.Info("removed networks and volumes a normsim that is gone made, which nothing used any more", "networks", removedNets, "volumes", removedVols)
+	}
+	return nil
+}
+
+// containersUsing lists the containers, running or not, attached to a
+// network (kind "network") or mounting a volume ("volume"), by any of refs
+// (a network by ID and by name: a container created and not started, or
+// stopped, is found by the name only, as it has no endpoint).
+func (r *Runtime) containersUsing(ctx context.Context, kind string, refs ...string) ([]container.Summary, error) {
+	f := filters.NewArgs()
+	for _, ref := range refs {
+		f.Add(kind, ref)
+	}
+	list, err := r.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, r.engineErr("list the containers using "+kind+" "+refs[len(refs)-1], err)
+	}
+	return list, nil
 }
