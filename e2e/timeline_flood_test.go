@@ -99,3 +99,57 @@ func TestATimelineFloodIsBounded(t *testing.T) {
 		t.Fatalf("after 300 reconnects the timeline holds %d events, %d cut", len(end.Events), end.NotesCut)
 	}
 }
+
+// Attack round 16, A-F4: a handover target that reconnects in a loop was
+// handed its initial state again each time, and each time the timeline
+// kept a "hello-ack and initial-state sent" entry with the whole state
+// (800 reconnects with a 60 KB state: a 48 MB record). That entry is one
+// of the reconnect's notes now, bounded with them, without a large state.
+func TestATargetReconnectingInALoopKeepsItsTimelineBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reconnects a job in a loop")
+	}
+	s := startSim(t, normsimtest.Options{})
+	ctx := context.Background()
+	src, sj := launchExternal(t, s, "a")
+	m, err := s.Migrate(src.ID, sim.MigrateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sj.Expect(protocol.TypeGetState)
+	state := `{"blob":"` + strings.Repeat("S", 60<<10) + `"}`
+	sj.SendText(`{"type":"state","payload":` + state + `}`)
+	_, env := targetEnv(t, s, m.ID)
+	if mm := s.Migration(t, m.ID); mm.State.Ended() {
+		t.Fatalf("ended %s: %s\n%s", mm.State, mm.Reason, normsimtest.Timeline(mm))
+	}
+	for range 200 {
+		// Each takes over from the one before (4409), which does not end
+		// the migration; a target whose socket drops would.
+		tj := testjob.Dial(t, env)
+		tj.Expect(protocol.TypeInitialState)
+	}
+	if _, err := s.Client.AbortMigration(ctx, m.ID, "the test is done"); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	end, err := s.Client.WaitMigration(wctx, m.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := json.Marshal(end)
+	handed, whole := 0, 0
+	for _, e := range end.Events {
+		if strings.Contains(e.Detail, "initial-state sent") {
+			handed++
+			if e.Frame != nil && len(e.Frame.Payload) > sim.MaxNotePayload {
+				whole++
+			}
+		}
+	}
+	t.Logf("200 reconnects: %d events, %d initial states recorded (%d whole), %d notes cut, %d bytes", len(end.Events), handed, whole, end.NotesCut, len(doc))
+	if whole != 1 || handed > sim.MaxTimelineNotes || end.NotesCut == 0 || len(doc) > 1<<20 {
+		t.Fatalf("after 200 reconnects the timeline holds %d initial states (%d whole) in %d bytes, %d cut; want the first whole, the rest bounded notes", handed, whole, len(doc), end.NotesCut)
+	}
+}

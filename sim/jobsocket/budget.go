@@ -108,8 +108,9 @@ func (b *Budget) Limits() Limits { return b.lim }
 //
 // done takes c off again; it reports whether c was still waiting, false
 // when it was evicted meanwhile (its close is under way, or c's own
-// caller makes it: conn.evict) or done was called before.
-func (b *Budget) admit(c *conn, remote string) (done func() bool) {
+// caller makes it: conn.evict) or done was called before. evicted says
+// whether c was evicted, leaving it counted if not.
+func (b *Budget) admit(c *conn, remote string) (done, evicted func() bool) {
 	host, _, err := net.SplitHostPort(remote)
 	if err != nil {
 		host = remote
@@ -137,7 +138,7 @@ func (b *Budget) admit(c *conn, remote string) (done func() bool) {
 	for _, e := range evict {
 		e.w.c.l.evictWaiting(e.w.c, e.w.host, e.bound)
 	}
-	return func() bool {
+	done = func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		if w.all == nil {
@@ -146,6 +147,12 @@ func (b *Budget) admit(c *conn, remote string) (done func() bool) {
 		b.leaveLocked(w)
 		return true
 	}
+	evicted = func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return w.all == nil
+	}
+	return done, evicted
 }
 
 // leaveLocked takes w off the lists of connections waiting to say hello.

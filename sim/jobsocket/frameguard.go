@@ -55,6 +55,10 @@ type frameGuard struct {
 	// read): a close of ours for that frame (out of phase, malformed, too
 	// large) is dated by it.
 	frameAt atomic.Int64
+	// endAt is when the read that found the stream's end (or its error)
+	// returned, as Unix nanoseconds: a connection lost without a close
+	// frame is dated by it, not by when its report was made.
+	endAt atomic.Int64
 	// frameStart is where in the stream the frame whose header the guard
 	// reads last begins: the library asks for it once the read loop has
 	// taken every frame before (conn.catchUp).
@@ -218,6 +222,12 @@ func (g *frameGuard) Read(p []byte) (int, error) {
 		case len(g.pend) > 0:
 			n := copy(p, g.pend)
 			g.pend = g.pend[n:]
+			if len(g.pend) == 0 && g.left == 0 {
+				// A frame with no payload (an empty ping: a flood of
+				// them) ends with its header; note what waits behind it
+				// as a frame with a payload does at its end.
+				g.markAhead()
+			}
 			return n, nil
 		case g.left > 0:
 			n, err := g.src.Read(p[:min(int64(len(p)), g.left)])
@@ -269,12 +279,20 @@ func (g *frameGuard) next() error {
 		g.parked.Store(false)
 		g.hn += m
 		if err != nil && (g.hn < 2 || g.hn < minHeader && g.hdr[1]&0x80 != 0) {
+			if g.now != nil {
+				g.endAt.CompareAndSwap(0, g.now().UnixNano())
+			}
 			return err
 		}
 	}
-	frameAt := int64(0) // read as it came: no clock read per frame
+	frameAt := int64(0)
 	if at, ok := g.arrivedBy(g.src.n); ok {
 		frameAt = at.UnixNano()
+	} else if g.now != nil {
+		// It came as it was read: dated as the read that waited for it
+		// returned, before the library and the read loop get to it (a
+		// frame is ordered against the other socket's news by this).
+		frameAt = g.now().UnixNano()
 	}
 	g.frameAt.Store(frameAt)
 	b0, b1 := g.hdr[0], g.hdr[1]

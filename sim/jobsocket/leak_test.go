@@ -523,3 +523,36 @@ func TestDefaultLimitsLeaveTheFDsToJobs(t *testing.T) {
 		}
 	}
 }
+
+// Attack round 16, A-F3: a connection refused before its hello (a wrong
+// token, a first frame that is no hello) that never answers normsim's
+// close kept its fd through the close handshake, counted by no bound: a
+// flood of them took every fd. It stays counted as waiting to say hello
+// until its end, and is dropped at once to make room for a newer one.
+func TestRefusedConnectionsThatNeverAnswerTheCloseStayWithinTheBound(t *testing.T) {
+	const bound = 10
+	l, _ := MustListener(t, jobsocket.Config{Budget: jobsocket.NewBudget(jobsocket.Limits{Pending: bound, PendingPerHost: bound}),
+		HelloTimeout: time.Minute, CloseTimeout: time.Minute})
+	l.Register(jobsocket.Registration{JobID: "j", Role: "r", Token: token})
+	for i := range 3 * bound {
+		j := mustSilentFrom(t, l, "127.0.0.2", protocol.Path("j", "r"))
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		first := `{"type":"hello","token":"wrong"}`
+		if i%2 == 1 {
+			first = `"no hello"`
+		}
+		if err := j.SendRaw(ctx, []byte(first)); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+	}
+	awaitRefused(t, 2*bound, l)
+	if n := l.Budget().Waiting(); n > bound {
+		t.Fatalf("%d refused connections counted as waiting, over the bound of %d", n, bound)
+	}
+	c := dial(t, l, protocol.Path("j", "r")) // from 127.0.0.1
+	c.SendText(hello(token))
+	if f := c.Read(); f.Type != protocol.TypeHelloAck {
+		t.Fatalf("a job during the flood got %+v", f)
+	}
+}

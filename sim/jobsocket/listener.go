@@ -588,6 +588,11 @@ type conn struct {
 	// false once it was evicted to make room (Budget.admit). It may be
 	// called more than once.
 	helloDone func() bool
+	// helloEvicted says whether the connection was evicted, leaving it
+	// on the count when not.
+	helloEvicted func() bool
+	// remote is the address it was upgraded from.
+	remote string
 	// upgraded is when the connection was upgraded, for the reason it is
 	// evicted with.
 	upgraded time.Time
@@ -616,6 +621,9 @@ type conn struct {
 	// readOver: the read loop has ended, and its end is reported or
 	// counted as on its way (instance.reporting).
 	readOver atomic.Bool
+	// msgAt is when the message read last had arrived, by the guard's
+	// marks (zero: it came as it was read). Read loop only.
+	msgAt time.Time
 	// told, set (under the listener's lock) when a newer connection
 	// replaces this one, is closed once that replacement is reported: a
 	// frame this one reads after it is reported after it.
@@ -1054,7 +1062,8 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Counted once it is a WebSocket: a newcomer is never refused, the
 	// connection that has waited longest to say hello makes room for it
 	// (Budget.admit).
-	c.helloDone = l.cfg.Budget.admit(c, r.RemoteAddr)
+	c.remote = r.RemoteAddr
+	c.helloDone, c.helloEvicted = l.cfg.Budget.admit(c, c.remote)
 	// The socket lives on a goroutine of its own and this handler returns:
 	// while it runs, net/http keeps the connection's request, its 4 KiB
 	// read and write buffers and a stack grown by the request's parsing,
@@ -1066,7 +1075,7 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// to exit.
 	ctx := context.WithoutCancel(r.Context())
 	go func() {
-		defer c.helloDone()
+		defer func() { c.helloDone() }() // the count it is on at its end (hello may count it again)
 		defer func() {
 			// Listed until its close is over, so Listener.Close can cut a
 			// close handshake short.
@@ -1099,6 +1108,14 @@ func (c *conn) readFrame(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The library has read the message's last frame and nothing after
+	// it: the header the guard read last is that frame's.
+	c.msgAt = time.Time{}
+	if c.guarded != nil {
+		if ns := c.guarded.guard.frameAt.Load(); ns != 0 {
+			c.msgAt = time.Unix(0, ns)
+		}
+	}
 	if len(data) > protocol.MaxFrameBytes { // the guard refuses it at its header: a backstop
 		return nil, &closeErr{protocol.CloseFrameTooLarge, reasonFrameTooLarge}
 	}
@@ -1106,6 +1123,19 @@ func (c *conn) readFrame(ctx context.Context) ([]byte, error) {
 		return nil, &closeErr{protocol.CloseProtocolError, "binary frames are not allowed"}
 	}
 	return data, nil
+}
+
+// arrivedAt is when the message c read last arrived: a frame that waited
+// on the socket behind others (a burst of pings) is dated by when it was
+// in, not by when the read loop got to it, so a migration judges it
+// against its deadline, and against the other socket's news, as of then
+// (attack round 16, A-F1 and A-F2).
+func (l *Listener) arrivedAt(c *conn) time.Time {
+	now := l.cfg.Now()
+	if !c.msgAt.IsZero() && c.msgAt.Before(now) {
+		return c.msgAt
+	}
+	return now
 }
 
 // refuseFrame closes c for a frame that did not parse (perr), and returns
@@ -1166,9 +1196,14 @@ func (l *Listener) hello(ctx context.Context, c *conn) bool {
 		timeout()
 	})
 	data, err := c.readFrame(ctx)
-	// Whatever came, the connection no longer waits to say hello; unless
-	// it was evicted meanwhile (its hello, if that came, came too late).
-	waiting := c.helloDone()
+	// The connection counts as waiting to say hello until its hello is
+	// taken: one refused (a wrong token, a first frame that is no hello,
+	// a timeout) stays counted through its close handshake, so a flood of
+	// refused connections that never answer the close is held to the
+	// same bounds, and evicted at once to make room (attack round 16,
+	// A-F3: it took every fd for the handshake's 5 s). Unless it was
+	// evicted meanwhile (its hello, if that came, came too late).
+	waiting := !c.helloEvicted()
 	if !timer.Stop() || timedOut.Load() {
 		// The timer fired, but its close may not have begun: begin it
 		// here (once, whoever is first), or the caller's teardown would
@@ -1197,9 +1232,17 @@ func (l *Listener) hello(ctx context.Context, c *conn) bool {
 	l.record(c, "in", f.Type, len(data), redactedHello)
 	l.awaitRegistered(helloBy)
 	l.awaitDropped(c.key)
+	// Off the count before its hello is answered: a job that acts on its
+	// hello-ack must not be taken for one still waiting and evicted.
+	if !c.helloDone() {
+		c.evict()
+		return false
+	}
 	heard := l.authenticate(c, f.Token)
 	switch heard {
 	case helloRefused:
+		// No job after all: counted again through its close.
+		c.helloDone, c.helloEvicted = l.cfg.Budget.admit(c, c.remote)
 		c.close(protocol.CloseUnauthorized, "wrong token or unknown instance")
 		return false
 	case helloRemoved:
@@ -1269,11 +1312,16 @@ func (l *Listener) disconnected(c *conn, code int, reason string) {
 	}
 	l.mu.Unlock()
 	by := ClosedByJob
+	at := l.cfg.Now()
 	if code == int(websocket.StatusAbnormalClosure) {
 		by = ConnectionLost
+		if c.guarded != nil {
+			if end := c.guarded.guard.endAt.Load(); end != 0 && time.Unix(0, end).Before(at) {
+				at = time.Unix(0, end) // as the read found it gone
+			}
+		}
 	}
 	reason = redactReason(reason, token)
-	at := l.cfg.Now()
 	cc, cr := c.closed()
 	jc := c.jobClose()
 	switch {
@@ -1562,7 +1610,7 @@ func (l *Listener) serveFrame(c *conn, data []byte) (int, string) {
 		c.close(protocol.CloseProtocolError, reason)
 		return protocol.CloseProtocolError, reason
 	}
-	ev := Event{Kind: Frame, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, Conn: c.serial, At: l.cfg.Now(), Frame: f, Size: len(data), Late: late || owed}
+	ev := Event{Kind: Frame, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, Conn: c.serial, At: l.arrivedAt(c), Frame: f, Size: len(data), Late: late || owed}
 	if owed {
 		ev.Reason = "it answers an ask that reached the job after its migration ended"
 	}
@@ -1612,7 +1660,7 @@ func (l *Listener) staleFrame(c *conn, told chan struct{}, f protocol.JobFrame, 
 	if perr == nil {
 		l.record(c, "in", f.Type, len(data), data)
 	}
-	ev := Event{Kind: Frame, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, Conn: c.serial, At: l.cfg.Now(), Frame: f, Size: len(data), Replaced: told != nil}
+	ev := Event{Kind: Frame, Node: l.cfg.Node, JobID: c.key.jobID, Role: c.key.role, Conn: c.serial, At: l.arrivedAt(c), Frame: f, Size: len(data), Replaced: told != nil}
 	if use {
 		l.cfg.OnEvent(ev)
 		return 0, ""

@@ -46,13 +46,18 @@ func redactReason(reason, token string) string {
 	return string(redactLoose([]byte(reason)))
 }
 
-// redactFrameReasons redacts the reasons a job wrote in a frame (an
-// abort's, a state refusal's, a target's failed items) as a close reason
-// is: they go on to the migration's record, its timeline and the other
-// side's abort, which must not carry the job's secret either.
+// redactFrameReasons redacts the text a job wrote in a frame (an abort's
+// reason, a state refusal's, a target's applied and failed items, their
+// ids and reasons) as a close reason is: it goes on to the migration's
+// record, its result, judgement and timeline and the other side's abort,
+// which must not carry the job's secret either.
 func redactFrameReasons(f *protocol.JobFrame, token string) {
 	f.Reason = redactReason(f.Reason, token)
+	for i := range f.Applied {
+		f.Applied[i] = redactReason(f.Applied[i], token)
+	}
 	for i := range f.Failed {
+		f.Failed[i].ID = redactReason(f.Failed[i].ID, token)
 		f.Failed[i].Reason = redactReason(f.Failed[i].Reason, token)
 	}
 }

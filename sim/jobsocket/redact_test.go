@@ -1,6 +1,11 @@
 package jobsocket
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+
+	"github.com/normsim/normsim/protocol"
+)
 
 // TestRedactTokens: a token is redacted from a frame record by the key
 // the parser reads, however it is spelled (issue 34 item 7: a hello whose
@@ -44,5 +49,21 @@ func TestRedactTokens(t *testing.T) {
 		if got := string(redactTokens([]byte(tt.in))); got != tt.want {
 			t.Errorf("redactTokens(%s) = %s, want %s", tt.in, got, tt.want)
 		}
+	}
+}
+
+// Attack round 16, A-F5: a target-applied's applied items and failed ids
+// carried the token into the migration's result, judgement and timeline;
+// only the failed reasons were redacted.
+func TestTheTokenIsRedactedInEveryTextOfAFrame(t *testing.T) {
+	f := protocol.JobFrame{Type: protocol.TypeTargetApplied, Reason: "r s3cret",
+		Applied: []string{"auth s3cret", "video"},
+		Failed:  []protocol.FailedApply{{ID: "id s3cret", Reason: "why s3cret"}}}
+	redactFrameReasons(&f, "s3cret")
+	want := protocol.JobFrame{Type: protocol.TypeTargetApplied, Reason: "r <redacted>",
+		Applied: []string{"auth <redacted>", "video"},
+		Failed:  []protocol.FailedApply{{ID: "id <redacted>", Reason: "why <redacted>"}}}
+	if !reflect.DeepEqual(f, want) {
+		t.Fatalf("redacted to %+v, want %+v", f, want)
 	}
 }

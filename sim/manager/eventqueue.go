@@ -69,3 +69,28 @@ func (q *eventQueue) signalLocked() {
 	default: // signalled already
 	}
 }
+
+// takeWhere takes, in order, the waiting events that match, leaving the
+// others in theirs.
+func (q *eventQueue) takeWhere(match func(*runEvent) bool) []*runEvent {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var taken []*runEvent
+	kept := q.items[:q.head]
+	for _, ev := range q.items[q.head:] {
+		if match(ev) {
+			taken = append(taken, ev)
+		} else {
+			kept = append(kept, ev)
+		}
+	}
+	if taken == nil {
+		return nil
+	}
+	clear(q.items[len(kept):])
+	q.items = kept
+	if q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+	}
+	return taken
+}

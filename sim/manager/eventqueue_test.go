@@ -94,3 +94,35 @@ func TestEventQueueNeverDrainedStaysInItsArray(t *testing.T) {
 		t.Errorf("the array grew to %d slots with never more than 5 events waiting", most)
 	}
 }
+
+// takeWhere takes the events that match, in order, and leaves the rest
+// waiting in theirs: the owner hears one socket's earlier frames before
+// the other's end (handleInTurn).
+func TestEventQueueTakesWhatMatchesInOrder(t *testing.T) {
+	q := newEventQueue()
+	for _, r := range []string{"a1", "b1", "a2", "b2", "a3"} {
+		q.put(&runEvent{reason: r})
+	}
+	q.take() // a1: the head moves on
+	var got []string
+	for _, ev := range q.takeWhere(func(ev *runEvent) bool { return ev.reason[0] == 'a' }) {
+		got = append(got, ev.reason)
+	}
+	if !slices.Equal(got, []string{"a2", "a3"}) {
+		t.Fatalf("took %v, want a2 a3", got)
+	}
+	got = nil
+	for ev, ok := q.take(); ok; ev, ok = q.take() {
+		got = append(got, ev.reason)
+	}
+	if !slices.Equal(got, []string{"b1", "b2"}) {
+		t.Fatalf("left %v, want b1 b2", got)
+	}
+	if q.takeWhere(func(*runEvent) bool { return true }) != nil {
+		t.Fatal("took from an empty queue")
+	}
+	q.put(&runEvent{reason: "c"})
+	if ev, ok := q.take(); !ok || ev.reason != "c" {
+		t.Fatal("the queue does not work after takeWhere emptied it")
+	}
+}

@@ -421,6 +421,10 @@ type run struct {
 	// tgtToken is the target's job-socket token: kept out of the timeline
 	// with the source's (redactLocked).
 	tgtToken string
+	// askedAt is when a frame to the source ([0]) and to the target
+	// ([1]) was last decided: what that side sends after may answer
+	// it (handleInTurn).
+	askedAt [2]time.Time
 	// phaseStarts are when each phase began, oldest first: a close or an
 	// exit is named by the phase it came in (phaseAt), which the owner
 	// may have left by the time it hears of it.
@@ -563,7 +567,7 @@ func (r *run) take() (runEvent, bool) {
 		if !ok {
 			return runEvent{}, false
 		}
-		r.handle(*p)
+		r.handleInTurn(p)
 	}
 	ev := r.steps[0]
 	r.steps[0] = runEvent{}
@@ -575,7 +579,91 @@ func (r *run) take() (runEvent, bool) {
 
 // handleArrived handles what waits in the inbox, leaving what the steps
 // are to see for their next wait.
-func (r *run) handleArrived() { r.drain(r.handle) }
+func (r *run) handleArrived() {
+	for {
+		p, ok := r.events.take()
+		if !ok {
+			return
+		}
+		r.handleInTurn(p)
+	}
+}
+
+// handleInTurn handles ev, and first, when it is a socket's end, what the
+// other side's job had sent before it (one verdict whatever order the two
+// sockets' news arrives in, docs/contract.md): that side's socket is read
+// up to now, and its frames, close or drop that arrived before ev are
+// handled before it. A drop is heard the moment it comes, while a frame
+// the other job sent before it may still wait to be read (attack round
+// 16, A-F1: a target-applied heard after the source's drop failed a good
+// handover; a source-stopped-output after the target's rolled back one
+// past its point of no return).
+func (r *run) handleInTurn(ev *runEvent) {
+	if ev.kind == evSocket && ev.socket.Kind == sim.SocketDisconnected && !ev.socket.At.IsZero() {
+		other := r.src.ID
+		if r.sideOf(ev.instance) == sideSource {
+			other = r.targetID()
+		}
+		// Each socket's news is stamped by its own reader, a scheduling
+		// delay after it arrived, so a frame stamped just after the end
+		// may have been sent just before it: a tie, which goes to the
+		// frame. Unless the end came before normsim asked what the
+		// frame answers: then it came first, whatever the stamps.
+		r.mu.Lock()
+		asked := r.askedAt[askIndex(r.sideOf(other))]
+		r.mu.Unlock()
+		tie := ev.socket.At
+		if ev.socket.At.After(asked) {
+			tie = ev.socket.At.Add(socketsTie)
+			if wait := time.Until(tie); wait > 0 {
+				time.Sleep(wait) // what came in the tie is read too, whenever this runs
+			}
+		}
+		r.catchUp(other)
+		for _, e := range r.events.takeWhere(func(e *runEvent) bool {
+			if e.kind != evSocket || e.instance != other || e.socket.At.IsZero() {
+				return false
+			}
+			if e.socket.Kind == sim.SocketFrame {
+				return e.socket.At.Before(tie)
+			}
+			return e.socket.At.Before(ev.socket.At) // the first of two ends is the end
+		}) {
+			r.handle(*e)
+			if e.socket.At.After(ev.socket.At) {
+				// A frame in the tie went first: the end came after it,
+				// in the phase it moved to, once the migration had it.
+				ev.socket.At = e.socket.At
+			}
+		}
+	}
+	r.handle(*ev)
+}
+
+// askIndex is side's in run.askedAt.
+func askIndex(side string) int {
+	if side == sideTarget {
+		return 1
+	}
+	return 0
+}
+
+// socketsTie is how much later than one socket's end a frame on the other
+// may be stamped and still count as sent before it (handleInTurn).
+const socketsTie = 2 * time.Millisecond
+
+// catchUp has role's socket read what its job sent up to now and hand it
+// on to the migration (sim.JobSocket.CatchUp).
+func (r *run) catchUp(role string) {
+	node := r.srcNode
+	if role != r.src.ID {
+		node = r.tgtNode
+	}
+	if role == "" || node == nil || node.Socket == nil {
+		return
+	}
+	node.Socket.CatchUp(r.src.JobID, role)
+}
 
 // drain takes what waits in the inbox, in order, and does each with do.
 func (r *run) drain(do func(runEvent)) {
@@ -866,6 +954,19 @@ func (r *run) noteDiscardedLocked(side, detail string, frame *sim.FrameInfo) {
 	r.boundedLocked(sim.MigrationEvent{At: r.m.now(), Phase: r.mig.Phase, Side: side, Detail: detail, Frame: frame})
 }
 
+// noteSentAgainLocked records ev, a frame sent again as a job
+// reconnected, as one of the notes a job can cause without end, with at
+// most sim.MaxNotePayload of its payload.
+func (r *run) noteSentAgainLocked(ev sim.MigrationEvent) {
+	if f := ev.Frame; f != nil && len(f.Payload) > sim.MaxNotePayload {
+		cut := *f
+		cut.PayloadNote = fmt.Sprintf("the payload's %d bytes are not kept: sent again on a reconnect, as first sent above", len(f.Payload))
+		cut.Payload = nil
+		ev.Frame = &cut
+	}
+	r.boundedLocked(ev)
+}
+
 // boundedLocked records ev, one of the notes a job can cause without end
 // (noteDiscardedLocked, a side's connection after its first), while the
 // timeline keeps them.
@@ -1097,6 +1198,12 @@ func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool, held 
 			if arrived.IsZero() {
 				arrived = time.Now()
 			}
+			if held == 0 && !ev.At.IsZero() && ev.At.Before(arrived) {
+				// In before the listener got to it (behind a burst of
+				// pings): it arrived then. A held frame arrives as its
+				// hold ends.
+				arrived = ev.At
+			}
 			in.late, in.arrived = ev.Late, arrived
 			if held > 0 {
 				in.lateBy = r.lateByLocked()
@@ -1148,12 +1255,22 @@ func (r *run) decide(ev runEvent, read func() input) {
 	r.deferLocked()
 	answer, answered := "", false
 	moved, relayed := false, ""
+	reconnected := false
 	for _, e := range effs {
 		switch e.do {
 		case doRecord:
 			ev := sim.MigrationEvent{At: r.m.now(), Phase: e.phase, Side: e.side, Kind: e.kind, Detail: e.detail, Frame: e.info}
+			if reconnected && e.info != nil && e.info.Direction == dirOut && e.info.Type == protocol.TypeInitialState {
+				// The initial state handed again on a reconnect is one
+				// of its notes, bounded with it (attack round 16, A-F4:
+				// a target reconnecting in a loop added its whole state
+				// each time).
+				r.noteSentAgainLocked(ev)
+				break
+			}
 			if e.kind == sim.TimelineConnected {
 				if r.connected[e.side] {
+					reconnected = true
 					r.boundedLocked(ev) // a reconnect: a job may loop on them
 					break
 				}
@@ -1277,6 +1394,9 @@ type pendingWrite struct {
 // written, must not go on the timeline before it.
 func (r *run) queueWriteLocked(w *pendingWrite) {
 	r.writes = append(r.writes, w)
+	if w.strikeLocked == nil {
+		r.askedAt[askIndex(w.side)] = r.m.now()
+	}
 }
 
 // flushWrites writes the queued frames in the order they were decided,
@@ -1570,8 +1690,12 @@ func (r *run) await(ctx context.Context, what string, timeout time.Duration, w w
 		case <-timer.C:
 			// What arrived before the deadline wins over the timer it
 			// raced: it is decided as of its arrival (step), so
-			// a frame handed on before the deadline is relayed and taken,
-			// and one after it is late. One decision per deadline.
+			// a frame in before the deadline is relayed and taken,
+			// and one after it is late. One decision per deadline. What
+			// waits on the sockets unread (behind a burst of pings, say)
+			// is read first (attack round 16, A-F2).
+			r.catchUp(r.src.ID)
+			r.catchUp(r.targetID())
 			if ev, done, err := take(); done {
 				return ev, err
 			}
