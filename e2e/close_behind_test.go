@@ -82,22 +82,8 @@ func closesBehindItsStop(t *testing.T, between []byte) {
 	}
 	s := startSim(t, normsimtest.Options{})
 	for i := range runs {
-		in := s.Launch(t, sim.LaunchRequest{Template: "counter", Node: "a", Runtime: sim.RuntimeExternal})
-		sj := dialRawSource(t, in.Env["counter"])
-		s.WaitConnected(t, in.ID)
-		m, err := s.Migrate(in.ID, sim.MigrateRequest{Strategy: string(sim.Handover)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sj.expect(protocol.TypeGetState)
-		sj.Write(testjob.Text(`{"type":"state","migrationId":` + quote(m.ID) + `,"payload":{"next":41}}`))
-		_, env := targetEnv(t, s, m.ID)
-		tj := testjob.Dial(t, env)
-		tj.Expect(protocol.TypeInitialState)
-		tj.Send(protocol.JobFrame{Type: protocol.TypeTargetReady})
-		sj.expect(protocol.TypeCutoverReady)
-		stopped := testjob.Text(`{"type":"source-stopped-output","migrationId":` + quote(m.ID) + `,"payload":{"last":40}}`)
-		sj.Write(slices.Concat(stopped, between, testjob.Frame(testjob.OpClose, append([]byte{0x03, 0xe8}, "done"...))))
+		m, sj, tj := toCutoverReady(t, s, sim.Timeouts{})
+		sj.Write(slices.Concat(stoppedOutput(m), between, testjob.Frame(testjob.OpClose, append([]byte{0x03, 0xe8}, "done"...))))
 		tj.Expect(protocol.TypeCutoverApply)
 		tj.Send(protocol.JobFrame{Type: protocol.TypeTargetApplied})
 		done := s.WaitMigration(t, m.ID, 30*time.Second)
