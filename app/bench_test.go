@@ -176,16 +176,16 @@ func msDuration(ms *float64) time.Duration {
 // and by `docker-compose up -d`. b starts after a; c on its own.
 const threeServices = `services:
   a:
-    image: normsim/counter:src-05faa8ba83eb
+    image: normsim/counter:src-d30909f676cb
     environment:
       COUNTER_RATE: "10"
   b:
-    image: normsim/counter:src-05faa8ba83eb
+    image: normsim/counter:src-d30909f676cb
     depends_on: [a]
     environment:
       COUNTER_RATE: "10"
   c:
-    image: normsim/counter:src-05faa8ba83eb
+    image: normsim/counter:src-d30909f676cb
     environment:
       COUNTER_RATE: "10"
 `

@@ -37,7 +37,7 @@ import (
 // parityImage is the test job (sim/docker/testdata/job), by the tag of its
 // sources (TestImageTagsMatchSources), that every file of the
 // parity corpus runs: it serves until SIGTERM and `/job health` passes.
-const parityImage = "normsim/compose-parity:src-5ee50b0e7ce5"
+const parityImage = "normsim/compose-parity:src-2aa4bd363ec5"
 
 // parityOwner labels what these tests create, so a crashed run's leftovers
 // are recognisably theirs.

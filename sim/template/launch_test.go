@@ -1042,7 +1042,7 @@ func TestShippedTemplates(t *testing.T) {
 	}
 	s := spec.Services[0]
 	abs, _ := filepath.Abs("../..")
-	if s.Image != "normsim/counter:src-05faa8ba83eb" || s.Env["COUNTER_RATE"] != "10" || s.Process == nil || s.Process.Dir != abs ||
+	if s.Image != "normsim/counter:src-d30909f676cb" || s.Env["COUNTER_RATE"] != "10" || s.Process == nil || s.Process.Dir != abs ||
 		!reflect.DeepEqual(s.Process.Command, []string{"scripts/run-go-job", "./examples/jobs/counter"}) ||
 		s.Env[EnvWorkerURL] != "ws://127.0.0.1:6797/instances/job-1/role-1" {
 		t.Errorf("counter service = %+v", s)
