@@ -66,7 +66,7 @@ func TestJUnitReportIsValid(t *testing.T) {
 	if !strings.HasPrefix(fail.Failure.Message, "expected state completed, got aborted in phase target-ready: the target aborted: \"bad\" <state> & ") {
 		t.Errorf("failure message %q", fail.Failure.Message)
 	}
-	for _, want := range []string{"timeline:\n", "requested\n", "abort \uFFFD invalid utf-8", "]]> end"} {
+	for _, want := range []string{"timeline:\n", "requested\n", `abort \xff invalid utf-8`, "]]> end"} {
 		if !strings.Contains(fail.Failure.Text, want) {
 			t.Errorf("failure body lacks %q:\n%s", want, fail.Failure.Text)
 		}

@@ -12,10 +12,13 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/containerd/platforms"
+
 	"github.com/normsim/normsim/app"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/docker"
 	"github.com/normsim/normsim/sim/process"
+	"github.com/normsim/normsim/sim/template"
 )
 
 // Runtime is the factory of the Docker runtime: available when an engine
@@ -45,4 +48,13 @@ func Runtime() app.RuntimeFactory {
 // --runtime auto picks Docker when an engine answers.
 func Runtimes() []app.RuntimeFactory {
 	return []app.RuntimeFactory{Runtime(), app.ProcessRuntime()}
+}
+
+// Templates are judged with the Docker engine's platform parser wherever
+// the Docker runtime is linked (template.ParsePlatform).
+func init() {
+	template.ParsePlatform = func(p string) error {
+		_, err := platforms.Parse(p)
+		return err
+	}
 }
