@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"embed"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -346,7 +345,7 @@ func quickCheck(ctx context.Context, path string) error {
 	}
 	defer db.Close()
 	var problems []string
-	if cut := cutShort(path); cut != "" {
+	if cut := cutShort(ctx, db, path); cut != "" {
 		// quick_check reads a short last page as if zeros followed, and
 		// may find nothing wrong (attack round 16, B-F1).
 		problems = append(problems, cut)
@@ -376,27 +375,12 @@ func quickCheck(ctx context.Context, path string) error {
 
 // cutShort says how a store file is not a whole number of its pages
 // (SQLite writes whole pages only, so the file was cut short or grown by
-// something else), or "" when it is, or its header cannot be read (the
-// open has said so).
-func cutShort(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	var header [18]byte
-	info, err := f.Stat()
-	if err != nil || info.Size() < int64(len(header)) {
-		return ""
-	}
-	if _, err := f.ReadAt(header[:], 0); err != nil || string(header[:16]) != "SQLite format 3\x00" {
-		return ""
-	}
-	page := int64(binary.BigEndian.Uint16(header[16:18]))
-	if page == 1 {
-		page = 65536
-	}
-	if page < 512 || info.Size()%page == 0 {
+// something else), or "" when it is, or when SQLite cannot say its page
+// size (the check after says why).
+func cutShort(ctx context.Context, db *sql.DB, path string) string {
+	var page int64
+	info, err := os.Stat(path)
+	if err != nil || db.QueryRowContext(ctx, `PRAGMA page_size`).Scan(&page) != nil || page <= 0 || info.Size()%page == 0 {
 		return ""
 	}
 	return fmt.Sprintf("the file is %d bytes, not a whole number of its %d-byte pages: it was cut short", info.Size(), page)
