@@ -143,10 +143,20 @@ func NewRecorder(store sim.Store, limits RecorderLimits, log *slog.Logger) *Reco
 // jobSecrets are one job's tokens: its registered instances' (live), and
 // the last few of those that went while another stayed (former), as a
 // target handed its source's state may echo the source's token after the
-// source is gone.
+// source is gone. all is both, made again as they change (rarely) and
+// never changed in place, so a record reads it without a copy.
 type jobSecrets struct {
 	live   map[string]string // role → token
 	former []string
+	all    []string
+}
+
+func (s *jobSecrets) remake() {
+	all := make([]string, 0, len(s.live)+len(s.former))
+	for _, t := range s.live {
+		all = append(all, t)
+	}
+	s.all = append(all, s.former...)
 }
 
 // formerSecrets bounds the tokens kept of a job's instances that are gone.
@@ -165,6 +175,7 @@ func (r *Recorder) Know(jobID, role, token string) {
 		r.secrets[jobID] = s
 	}
 	s.live[role] = token
+	s.remake()
 }
 
 // Forget is Know undone as the instance is unregistered: its token is
@@ -190,36 +201,25 @@ func (r *Recorder) Forget(jobID, role string) {
 	if len(s.former) > formerSecrets {
 		s.former = s.former[len(s.former)-formerSecrets:]
 	}
+	s.remake()
 }
 
-// redact replaces every token of f's job in its data.
-func (r *Recorder) redact(f *sim.FrameRecord) {
+// Record queues a frame record, with its job's tokens redacted; it never
+// waits. Only a recorder that was closed loses the record, counted.
+func (r *Recorder) Record(f sim.FrameRecord) {
+	k := keyOf(&f)
 	r.mu.Lock()
-	s := r.secrets[f.JobID]
 	var tokens []string
-	if s != nil {
-		tokens = make([]string, 0, len(s.live)+len(s.former))
-		for _, t := range s.live {
-			tokens = append(tokens, t)
-		}
-		tokens = append(tokens, s.former...)
+	if s := r.secrets[f.JobID]; s != nil {
+		tokens = s.all
 	}
+	r.pending[k]++
 	r.mu.Unlock()
 	for _, t := range tokens {
 		if strings.Contains(f.Data, t) {
 			f.Data = strings.ReplaceAll(f.Data, t, "<redacted>")
 		}
 	}
-}
-
-// Record queues a frame record, with its job's tokens redacted; it never
-// waits. Only a recorder that was closed loses the record, counted.
-func (r *Recorder) Record(f sim.FrameRecord) {
-	r.redact(&f)
-	k := keyOf(&f)
-	r.mu.Lock()
-	r.pending[k]++
-	r.mu.Unlock()
 	if r.queue.AddOver(f, len(f.Data)) {
 		return
 	}
