@@ -1191,23 +1191,22 @@ func (r *run) handleSocket(ev sim.SocketEvent, side string, recorded bool, held 
 	in := input{kind: inSocket, side: side, socket: ev, recorded: recorded, held: held}
 	r.decide(runEvent{kind: evSocket, instance: ev.Role, socket: ev}, func() input {
 		if ev.Kind == sim.SocketFrame {
-			// A frame is decided as of when it arrived: one handed on
-			// before the deadline of the wait it is about is on time,
-			// though the owner takes it after; a held one arrives as its
-			// hold ends.
+			// A frame is decided as of when it arrived: one in before
+			// the deadline of the wait it is about is on time, though
+			// the listener (behind a burst of pings) or the owner takes
+			// it after; a held one arrives as its hold ends.
 			if arrived.IsZero() {
 				arrived = time.Now()
 			}
 			if held == 0 && !ev.At.IsZero() && ev.At.Before(arrived) {
-				// In before the listener got to it (behind a burst of
-				// pings): it arrived then. A held frame arrives as its
-				// hold ends.
 				arrived = ev.At
 			}
 			in.late, in.arrived = ev.Late, arrived
 			if held > 0 {
 				in.lateBy = r.lateByLocked()
 			}
+		} else {
+			in.arrived = ev.At // a hello, a close: as the listener dated it
 		}
 		return in
 	})
@@ -1285,14 +1284,8 @@ func (r *run) decide(ev runEvent, read func() input) {
 			// arrived (a frame held by a fault, as its hold ended), and
 			// what arrived after it came in the new one.
 			at := in.now
-			if in.kind == inSocket {
-				arrived := in.arrived
-				if arrived.IsZero() {
-					arrived = in.socket.At
-				}
-				if !arrived.IsZero() && arrived.Before(at) {
-					at = arrived
-				}
+			if in.kind == inSocket && !in.arrived.IsZero() && in.arrived.Before(at) {
+				at = in.arrived
 			}
 			r.moveLocked(e.phase, at)
 			moved = true

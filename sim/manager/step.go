@@ -114,8 +114,9 @@ type input struct {
 	socket   sim.SocketEvent
 	recorded bool
 	// late says the listener judged the frame late; arrived is when it
-	// was handed to the owner (as its hold ended, for one a fault held),
-	// which is what the deadline of the wait in progress judges.
+	// arrived (as its hold ended, for one a fault held), which is what
+	// the deadline of the wait in progress judges, and when a phase it
+	// moves the migration to began.
 	late    bool
 	arrived time.Time
 	// held is how long a delay-frame fault held the frame, and lateBy how
