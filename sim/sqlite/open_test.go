@@ -153,13 +153,20 @@ func TestADamagedStoreFileIsSaid(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	s, err = Open(ctx, path)
+	requireSaidDamaged(t, path, "is damaged (PRAGMA quick_check:")
+}
+
+// requireSaidDamaged opens the store file at path, damaged on disk, and
+// fails unless it opens and its check says so, with why and the fix.
+func requireSaidDamaged(t *testing.T, path, why string) {
+	t.Helper()
+	s, err := Open(context.Background(), path)
 	if err != nil {
-		t.Fatalf("a store damaged past its schema should open to say so: %v", err)
+		t.Fatalf("a damaged store should open to say so: %v", err)
 	}
 	defer s.Close()
 	<-s.Checked()
-	if err := s.Damaged(); err == nil || !strings.Contains(err.Error(), "is damaged (PRAGMA quick_check:") || !strings.Contains(err.Error(), "another --db") {
+	if err := s.Damaged(); err == nil || !strings.Contains(err.Error(), why) || !strings.Contains(err.Error(), "another --db") {
 		t.Fatalf("Damaged() = %v", err)
 	}
 }
@@ -185,13 +192,5 @@ func TestAStoreFileCutShortInsideAPageIsDamaged(t *testing.T) {
 	if err := os.Truncate(path, info.Size()-72); err != nil {
 		t.Fatal(err)
 	}
-	s, err = Open(ctx, path)
-	if err != nil {
-		t.Fatalf("a store cut short should open to say so: %v", err)
-	}
-	defer s.Close()
-	<-s.Checked()
-	if err := s.Damaged(); err == nil || !strings.Contains(err.Error(), "not a whole number of its") || !strings.Contains(err.Error(), "another --db") {
-		t.Fatalf("Damaged() = %v", err)
-	}
+	requireSaidDamaged(t, path, "not a whole number of its")
 }
