@@ -908,13 +908,15 @@ func (s *side) buildTSTracks(other []pmtStream) {
 		lastFirst[pu.pid] = pu.first
 		if tr.kind == "video" {
 			nals := splitAnnexB(pu.data)
-			cu := inspectNALs(tr.codec, nals)
+			var cu codecUnit
 			if isMPEGVideo(tr.codec) {
 				// The GOP header may have come in the PES before, with
 				// the sequence header and no picture: its closed_gop is
 				// the next picture's, here as for a decoder.
 				cu = inspectMPEGVideo(nals, gops[pu.pid])
 				gops[pu.pid] = cu.gop
+			} else {
+				cu = inspectNALs(tr.codec, nals)
 			}
 			if !cu.slices && len(nals) > 0 && neededSets(tr.codec) != 0 {
 				// No picture (a delimiter, SEI, parameter sets ahead of
