@@ -12,8 +12,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/containerd/platforms"
-
 	"github.com/normsim/normsim/app"
 	"github.com/normsim/normsim/sim"
 	"github.com/normsim/normsim/sim/docker"
@@ -50,11 +48,6 @@ func Runtimes() []app.RuntimeFactory {
 	return []app.RuntimeFactory{Runtime(), app.ProcessRuntime()}
 }
 
-// Templates are judged with the Docker engine's platform parser wherever
-// the Docker runtime is linked (template.ParsePlatform).
-func init() {
-	template.ParsePlatform = func(p string) error {
-		_, err := platforms.Parse(p)
-		return err
-	}
-}
+// Templates are judged with the Docker runtime's platform check wherever
+// the Docker runtime is linked (template.CheckPlatform).
+func init() { template.CheckPlatform = docker.CheckPlatform }

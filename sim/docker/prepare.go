@@ -113,8 +113,8 @@ func (r *Runtime) checkImages(ctx context.Context, p *types.Project) error {
 		if s.Platform == "" {
 			continue
 		}
-		if _, err := platforms.Parse(s.Platform); err != nil {
-			return sim.Errorf(sim.EComposeInvalid, "compose.yml: %v", platformParseError(name, s.Platform, err))
+		if err := CheckPlatform(name, s.Platform); err != nil {
+			return sim.Errorf(sim.EComposeInvalid, "compose.yml: %v", err)
 		}
 	}
 	// An engine with an image store that keeps several platforms of an
@@ -159,9 +159,21 @@ func (r *Runtime) checkImages(ctx context.Context, p *types.Project) error {
 	}
 }
 
-// platformParseError says that a service's platform: is no platform,
-// and what one looks like. compose refuses it too, at create, in
-// containerd's words, which name neither the service nor the key.
+// CheckPlatform says that a service's platform: is no platform, and what
+// one looks like; nil when it is one (containerd's parser, as the engine
+// reads it). compose refuses it too, at create, in containerd's words,
+// which name neither the service nor the key. Templates are judged with
+// it wherever this runtime is linked (template.CheckPlatform, set by
+// app/withdocker), so validate and the launch say it in these words.
+func CheckPlatform(service, platform string) error {
+	if _, err := platforms.Parse(platform); err != nil {
+		return platformParseError(service, platform, err)
+	}
+	return nil
+}
+
+// platformParseError is CheckPlatform's refusal of platform, which the
+// parser refused with err.
 func platformParseError(service, platform string, err error) error {
 	return fmt.Errorf("services.%s.platform: %q is not a platform (%v); write os/arch or os/arch/variant, such as linux/amd64, linux/arm64 or linux/arm/v7, or remove platform to run the image the engine has", service, platform, err)
 }

@@ -23,13 +23,15 @@ import (
 	"github.com/normsim/normsim/sim"
 )
 
-// ParsePlatform judges a service's platform: value as the Docker engine
-// will (containerd's parser). The Docker runtime sets it (app/withdocker),
-// so normsim validate and every launch judge it; a job author's
-// normsimtest, which runs no container and must not link Docker's
-// packages, leaves it nil, and platform: is then not judged: only a
-// container runs on a platform.
-var ParsePlatform func(platform string) error
+// CheckPlatform judges a service's platform: value as the Docker engine
+// will, and says in its refusal what a platform looks like (nil when the
+// value is one). The Docker runtime sets it (app/withdocker sets it to
+// docker.CheckPlatform), so normsim validate and every launch judge it,
+// in the words the runtime's own check uses; a job author's normsimtest,
+// which runs no container and must not link Docker's packages, leaves it
+// nil, and platform: is then not judged: only a container runs on a
+// platform.
+var CheckPlatform func(service, platform string) error
 
 // ExtensionKey is the compose service extension that says how to run a
 // service as a host process: {command: [..] or "string", dir: "..."}, dir
@@ -451,12 +453,12 @@ func serviceSpec(name string, s types.ServiceConfig, dir string) (sim.ServiceSpe
 	if err := checkSharedNetwork(name, s); err != nil {
 		return spec, err
 	}
-	if s.Platform != "" && ParsePlatform != nil {
+	if s.Platform != "" && CheckPlatform != nil {
 		// docker compose refuses it only at create, in containerd's
 		// words, which name neither the service nor the key; the Docker
 		// runtime once called it a missing image.
-		if err := ParsePlatform(s.Platform); err != nil {
-			return spec, fmt.Errorf("services.%s.platform: %q is not a platform (%v); write os/arch or os/arch/variant, such as linux/amd64, linux/arm64 or linux/arm/v7, or remove platform to run the image the engine has", name, s.Platform, err)
+		if err := CheckPlatform(name, s.Platform); err != nil {
+			return spec, err
 		}
 	}
 	if s.StopSignal != "" && !engineSignal(s.StopSignal) {

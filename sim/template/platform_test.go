@@ -1,10 +1,11 @@
 package template
 
 import (
-	"github.com/containerd/platforms"
-
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/containerd/platforms"
 
 	"github.com/normsim/normsim/sim"
 )
@@ -54,11 +55,13 @@ services:
 	}
 }
 
-// The Docker runtime's parser (app/withdocker sets it in normsim), which
-// these tests judge with.
+// What docker.CheckPlatform says (app/withdocker sets it in normsim;
+// this package's tests do not link Docker), which these tests judge with.
 func init() {
-	ParsePlatform = func(p string) error {
-		_, err := platforms.Parse(p)
-		return err
+	CheckPlatform = func(service, platform string) error {
+		if _, err := platforms.Parse(platform); err != nil {
+			return fmt.Errorf("services.%s.platform: %q is not a platform (%v); write os/arch or os/arch/variant, such as linux/amd64, or remove platform", service, platform, err)
+		}
+		return nil
 	}
 }
