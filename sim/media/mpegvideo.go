@@ -90,28 +90,19 @@ func mpegProfileLevel(pl int) string {
 	return p + "@" + l
 }
 
-// mpegGOP is the GOP header a picture comes under: none, or one whose
-// closed_gop is set or not.
-type mpegGOP uint8
-
-const (
-	mpegNoGOP mpegGOP = iota
-	mpegOpenGOP
-	mpegClosedGOP
-)
-
 // inspectMPEGVideo reads one MPEG-1 or MPEG-2 video access unit, cut at
 // its start codes (each unit without the 00 00 01 prefix): a picture is
 // a keyframe when it is an I-picture, and its sequence header is the
 // parameter set a decoder needs first. An I-picture not in a closed GOP
 // may be followed by B-pictures that refer to the GOP before it: a
 // decoder joining at the I-picture drops them (ffmpeg outputs none), as
-// H.265's RASL pictures. gop is the GOP header the PES before left for
-// the next picture (its codecUnit's gop): a muxer may send the sequence
-// and GOP headers in a PES of their own and the I-picture in the next,
-// and a decoder, reading the elementary stream, takes the GOP header for
-// that picture all the same.
-func inspectMPEGVideo(units [][]byte, gop mpegGOP) codecUnit {
+// H.265's RASL pictures. closedGOP: the PES before left a GOP header
+// with closed_gop set for the next picture (its codecUnit's closedGOP;
+// no GOP header is as open as one with closed_gop unset). A muxer may
+// send the sequence and GOP headers in a PES of their own and the
+// I-picture in the next, and a decoder, reading the elementary stream,
+// takes the GOP header for that picture all the same.
+func inspectMPEGVideo(units [][]byte, closedGOP bool) codecUnit {
 	u := codecUnit{recovery: -1}
 	var seq *mpegSequence
 	for _, b := range units {
@@ -139,32 +130,25 @@ func inspectMPEGVideo(units [][]byte, gop mpegGOP) codecUnit {
 			}
 		case code == mpegGOPStart:
 			r.bits(25) // time_code
-			closed := r.bit() == 1
-			switch {
-			case r.err != nil:
-				gop = mpegNoGOP // unreadable: no closed_gop to go by
-			case closed:
-				gop = mpegClosedGOP
-			default:
-				gop = mpegOpenGOP
-			}
+			// Unreadable, it has no closed_gop to go by.
+			closedGOP = r.bit() == 1 && r.err == nil
 		case code == mpegPictureStart:
 			r.bits(10) // temporal_reference
 			switch r.bits(3) {
 			case mpegPictureI:
 				u.key = true
-				u.openIRAP = gop != mpegClosedGOP
+				u.openIRAP = !closedGOP
 			case mpegPictureB:
 				u.rasl = true
 			}
 			// The GOP header speaks for the first picture after it; the
 			// next comes under none until another GOP header.
-			gop = mpegNoGOP
+			closedGOP = false
 		case code >= mpegSliceFirst && code <= mpegSliceLast:
 			u.slices = true
 		}
 	}
-	u.gop = gop
+	u.closedGOP = closedGOP
 	if seq != nil {
 		u.params = seq.String()
 	}

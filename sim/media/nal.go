@@ -75,9 +75,10 @@ type codecUnit struct {
 	// follow; rasl: such a picture, which refers to pictures before its
 	// IRAP, so a decoder that starts at that IRAP drops it.
 	openIRAP, rasl bool
-	// gop: of MPEG-1/2 video, the GOP header its last picture left for
-	// the next (one after its last picture, or in a unit with none).
-	gop mpegGOP
+	// closedGOP: of MPEG-1/2 video, the GOP header its last picture left
+	// for the next (one after its last picture, or in a unit with none)
+	// has closed_gop set.
+	closedGOP bool
 }
 
 // The parameter sets a decoder needs before its first picture (setSPS
@@ -112,7 +113,7 @@ func inspectNALs(codec string, nals [][]byte) codecUnit {
 	switch codec {
 	case codecH264, codecH265:
 	case codecMPEG1Video, codecMPEG2Video, codecMPEGVideo:
-		return inspectMPEGVideo(nals, mpegNoGOP)
+		return inspectMPEGVideo(nals, false)
 	default:
 		return u
 	}

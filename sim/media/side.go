@@ -862,8 +862,8 @@ func (s *side) buildTSTracks(other []pmtStream) {
 	byPID := map[uint16]*track{}
 	carried := map[uint16]string{} // parameters a PES without a picture carried
 	carriedSets := map[uint16]uint8{}
-	recovery := map[uint16]int{} // and a recovery point SEI's frame count
-	gops := map[uint16]mpegGOP{} // and the GOP header an MPEG-1/2 PES left for the next picture
+	recovery := map[uint16]int{}   // and a recovery point SEI's frame count
+	closedGOP := map[uint16]bool{} // and whether an MPEG-1/2 PES left a closed GOP header for the next picture
 	rebases := st.timeBaseChanges()
 	lastFirst := map[uint16]int{} // each PID's previous unit's first packet
 	for _, pu := range st.pes {
@@ -913,8 +913,8 @@ func (s *side) buildTSTracks(other []pmtStream) {
 				// The GOP header may have come in the PES before, with
 				// the sequence header and no picture: its closed_gop is
 				// the next picture's, here as for a decoder.
-				cu = inspectMPEGVideo(nals, gops[pu.pid])
-				gops[pu.pid] = cu.gop
+				cu = inspectMPEGVideo(nals, closedGOP[pu.pid])
+				closedGOP[pu.pid] = cu.closedGOP
 			} else {
 				cu = inspectNALs(tr.codec, nals)
 			}
