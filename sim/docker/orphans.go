@@ -36,24 +36,17 @@ func (r *Runtime) RemoveOrphans(ctx context.Context, owner string, judge func(ru
 	if err != nil {
 		return sweep, r.engineErr("list containers", err)
 	}
+	gone := orphanJudge(owner, judge, &sweep)
 	// An orphan is an instance of one owner: two normsims may have drawn
 	// the same instance ID.
 	type orphan struct{ owner, id string }
 	var orphans []orphan
 	for _, c := range list {
 		o := orphan{c.Labels[sim.LabelOwner], c.Labels[sim.LabelInstance]}
-		run := c.Labels[sim.LabelRun]
-		if o.id == "" || o.owner == owner || c.Labels[sim.LabelStore] != sim.StoreMemory || slices.Contains(orphans, o) {
+		if o.id == "" || slices.Contains(orphans, o) || !gone(c.Labels) {
 			continue
 		}
-		switch judge(run) {
-		case sim.RunGone:
-			orphans = append(orphans, o)
-		case sim.RunUnjudged:
-			if !slices.Contains(sweep.Unjudged, run) {
-				sweep.Unjudged = append(sweep.Unjudged, run)
-			}
-		}
+		orphans = append(orphans, o)
 	}
 	for _, o := range orphans {
 		if err := r.sweep(ctx, o.owner, o.id); err != nil {
@@ -62,7 +55,7 @@ func (r *Runtime) RemoveOrphans(ctx context.Context, owner string, judge func(ru
 		}
 		sweep.Removed = append(sweep.Removed, o.id)
 	}
-	if err := r.removeOrphanResources(ctx, owner, judge, &sweep); err != nil {
+	if err := r.removeOrphanResources(ctx, gone); err != nil {
 		return sweep, err
 	}
 	return sweep, nil
@@ -70,16 +63,14 @@ func (r *Runtime) RemoveOrphans(ctx context.Context, owner string, judge func(ru
 
 // removeOrphanResources removes the networks and volumes a --db :memory:
 // normsim that is gone made and nothing uses any more, by the proof the
-// containers' sweep takes (managed, sim.LabelStore memory, another
-// owner's, a run judge proves gone). Its containers are gone by now,
+// containers' sweep takes (gone, an orphanJudge). Its containers are gone by now,
 // removed by its reaper or by the sweep above, but what a template names
 // (name: x) may have been in use by another normsim's container then, and
 // no container is left to lead a sweep to it. One a container still uses
 // (another normsim's, running or not: the engine would remove a network a
 // stopped container is attached to, and that container could never start
-// again) is left, and said, naming its users, for a later sweep. The
-// runs it cannot judge are added to sweep's Unjudged, as for containers.
-func (r *Runtime) removeOrphanResources(ctx context.Context, owner string, judge func(run string) sim.RunVerdict, sweep *sim.OrphanSweep) error {
+// again) is left, and said, naming its users, for a later sweep.
+func (r *Runtime) removeOrphanResources(ctx context.Context, gone func(labels map[string]string) bool) error {
 	f := filters.NewArgs(filters.Arg("label", LabelManaged+"=true"), filters.Arg("label", sim.LabelRun),
 		filters.Arg("label", sim.LabelStore+"="+sim.StoreMemory))
 	nets, err := r.cli.NetworkList(ctx, network.ListOptions{Filters: f})
@@ -89,22 +80,6 @@ func (r *Runtime) removeOrphanResources(ctx context.Context, owner string, judge
 	vols, err := r.cli.VolumeList(ctx, volume.ListOptions{Filters: f})
 	if err != nil {
 		return r.engineErr("list volumes", err)
-	}
-	verdicts := map[string]sim.RunVerdict{} // each run is judged once (it reads /proc)
-	abandoned := func(labels map[string]string) bool {
-		run := labels[sim.LabelRun]
-		if labels[LabelManaged] != "true" || labels[sim.LabelStore] != sim.StoreMemory || labels[sim.LabelOwner] == owner || run == "" {
-			return false
-		}
-		v, ok := verdicts[run]
-		if !ok {
-			v = judge(run)
-			verdicts[run] = v
-		}
-		if v == sim.RunUnjudged && !slices.Contains(sweep.Unjudged, run) {
-			sweep.Unjudged = append(sweep.Unjudged, run)
-		}
-		return v == sim.RunGone
 	}
 	var removedNets, removedVols []string
 	left := func(kind, name, run string, users []container.Summary) {
@@ -120,7 +95,7 @@ func (r *Runtime) removeOrphanResources(ctx context.Context, owner string, judge
 			kind, name, "run", run, "containers", names)
 	}
 	for _, n := range nets {
-		if !abandoned(n.Labels) {
+		if !gone(n.Labels) {
 			continue
 		}
 		users, err := r.containersUsing(ctx, "network", n.ID, n.Name)
@@ -142,7 +117,7 @@ func (r *Runtime) removeOrphanResources(ctx context.Context, owner string, judge
 		removedNets = append(removedNets, n.Name)
 	}
 	for _, v := range vols.Volumes {
-		if !abandoned(v.Labels) {
+		if !gone(v.Labels) {
 			continue
 		}
 		users, err := r.containersUsing(ctx, "volume", v.Name)
@@ -167,6 +142,29 @@ func (r *Runtime) removeOrphanResources(ctx context.Context, owner string, judge
 		r.log.Info("removed networks and volumes a normsim that is gone made, which nothing used any more", "networks", removedNets, "volumes", removedVols)
 	}
 	return nil
+}
+
+// orphanJudge says whether what carries labels was made by a --db
+// :memory: normsim that is gone: managed, sim.LabelStore memory, not
+// owner's, and of a run judge proves gone. Each run is judged once (judge
+// reads /proc), and one it cannot judge is added to sweep's Unjudged.
+func orphanJudge(owner string, judge func(run string) sim.RunVerdict, sweep *sim.OrphanSweep) func(labels map[string]string) bool {
+	verdicts := map[string]sim.RunVerdict{}
+	return func(labels map[string]string) bool {
+		if labels[LabelManaged] != "true" || labels[sim.LabelStore] != sim.StoreMemory || labels[sim.LabelOwner] == owner {
+			return false
+		}
+		run := labels[sim.LabelRun]
+		v, ok := verdicts[run]
+		if !ok {
+			v = judge(run)
+			verdicts[run] = v
+		}
+		if v == sim.RunUnjudged && !slices.Contains(sweep.Unjudged, run) {
+			sweep.Unjudged = append(sweep.Unjudged, run)
+		}
+		return v == sim.RunGone
+	}
 }
 
 // containersUsing lists the containers, running or not, attached to a
