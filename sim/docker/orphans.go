@@ -63,13 +63,14 @@ func (r *Runtime) RemoveOrphans(ctx context.Context, owner string, judge func(ru
 
 // removeOrphanResources removes the networks and volumes a --db :memory:
 // normsim that is gone made and nothing uses any more, by the proof the
-// containers' sweep takes (gone, an orphanJudge). Its containers are gone by now,
-// removed by its reaper or by the sweep above, but what a template names
-// (name: x) may have been in use by another normsim's container then, and
-// no container is left to lead a sweep to it. One a container still uses
-// (another normsim's, running or not: the engine would remove a network a
-// stopped container is attached to, and that container could never start
-// again) is left, and said, naming its users, for a later sweep.
+// containers' sweep takes (gone, an orphanJudge). Its containers are gone
+// by now, removed by its reaper or by the sweep above, but what a template
+// names (name: x) may have been in use by another normsim's container
+// then, and no container is left to lead a sweep to it. One a container
+// still uses (another normsim's, running or not: the engine would remove a
+// network a stopped container is attached to, and that container could
+// never start again) is left, and said, naming its users, for a later
+// sweep.
 func (r *Runtime) removeOrphanResources(ctx context.Context, gone func(labels map[string]string) bool) error {
 	f := filters.NewArgs(filters.Arg("label", LabelManaged+"=true"), filters.Arg("label", sim.LabelRun),
 		filters.Arg("label", sim.LabelStore+"="+sim.StoreMemory))
@@ -81,8 +82,45 @@ func (r *Runtime) removeOrphanResources(ctx context.Context, gone func(labels ma
 	if err != nil {
 		return r.engineErr("list volumes", err)
 	}
-	var removedNets, removedVols []string
-	left := func(kind, name, run string, users []container.Summary) {
+	// The networks (found by ID and by name: a container created and not
+	// started, or stopped, has no endpoint and is found by the name only)
+	// and the volumes, each with how it is removed.
+	type resource struct {
+		kind, name string
+		refs       []string
+		labels     map[string]string
+		remove     func() error
+	}
+	var resources []resource
+	for _, n := range nets {
+		resources = append(resources, resource{"network", n.Name, []string{n.ID, n.Name}, n.Labels,
+			func() error { return r.cli.NetworkRemove(ctx, n.ID) }})
+	}
+	for _, v := range vols.Volumes {
+		resources = append(resources, resource{"volume", v.Name, []string{v.Name}, v.Labels,
+			func() error { return r.cli.VolumeRemove(ctx, v.Name, false) }})
+	}
+	removed := map[string][]string{}
+	for _, res := range resources {
+		if !gone(res.labels) {
+			continue
+		}
+		users, err := r.containersUsing(ctx, res.kind, res.refs...)
+		if err != nil {
+			return err
+		}
+		if len(users) == 0 {
+			err := res.remove()
+			if err == nil || cerrdefs.IsNotFound(err) {
+				removed[res.kind] = append(removed[res.kind], res.name)
+				continue
+			}
+			if !inUse(err) {
+				r.log.Warn("could not remove a "+res.kind+" a normsim that is gone made", res.kind, res.name, "err", err)
+				continue
+			}
+		}
+		// Used, or a container took it since it was looked at: said.
 		var names []string
 		for _, c := range users {
 			n := shortID(c.ID)
@@ -91,53 +129,10 @@ func (r *Runtime) removeOrphanResources(ctx context.Context, gone func(labels ma
 			}
 			names = append(names, n)
 		}
-		r.log.Info("left a "+kind+" a normsim that is gone made: containers still use it; a later normsim's sweep removes it once none does, or remove it then with: docker "+kind+" rm "+name,
-			kind, name, "run", run, "containers", names)
+		r.log.Info("left a "+res.kind+" a normsim that is gone made: containers still use it; a later normsim's sweep removes it once none does, or remove it then with: docker "+res.kind+" rm "+res.name,
+			res.kind, res.name, "run", res.labels[sim.LabelRun], "containers", names)
 	}
-	for _, n := range nets {
-		if !gone(n.Labels) {
-			continue
-		}
-		users, err := r.containersUsing(ctx, "network", n.ID, n.Name)
-		if err != nil {
-			return err
-		}
-		if len(users) > 0 {
-			left("network", n.Name, n.Labels[sim.LabelRun], users)
-			continue
-		}
-		if err := r.cli.NetworkRemove(ctx, n.ID); err != nil && !cerrdefs.IsNotFound(err) {
-			if inUse(err) { // a container joined it since
-				left("network", n.Name, n.Labels[sim.LabelRun], nil)
-				continue
-			}
-			r.log.Warn("could not remove a network a normsim that is gone made", "network", n.Name, "err", err)
-			continue
-		}
-		removedNets = append(removedNets, n.Name)
-	}
-	for _, v := range vols.Volumes {
-		if !gone(v.Labels) {
-			continue
-		}
-		users, err := r.containersUsing(ctx, "volume", v.Name)
-		if err != nil {
-			return err
-		}
-		if len(users) > 0 {
-			left("volume", v.Name, v.Labels[sim.LabelRun], users)
-			continue
-		}
-		if err := r.cli.VolumeRemove(ctx, v.Name, false); err != nil && !cerrdefs.IsNotFound(err) {
-			if inUse(err) {
-				left("volume", v.Name, v.Labels[sim.LabelRun], nil)
-				continue
-			}
-			r.log.Warn("could not remove a volume a normsim that is gone made", "volume", v.Name, "err", err)
-			continue
-		}
-		removedVols = append(removedVols, v.Name)
-	}
+	removedNets, removedVols := removed["network"], removed["volume"]
 	if len(removedNets)+len(removedVols) > 0 {
 		r.log.Info("removed networks and volumes a normsim that is gone made, which nothing used any more", "networks", removedNets, "volumes", removedVols)
 	}
