@@ -168,8 +168,7 @@ func instanceProject(p *types.Project, project string, specs []sim.ServiceSpec) 
 // namespace of one that does; "" when one can.
 func isolated(p *types.Project) string {
 	names := p.ServiceNames()
-	direct := true
-	var joined []string
+	var joined []string // of the services that join one on none
 	for _, n := range names {
 		if p.Services[n].NetworkMode == "none" {
 			continue
@@ -178,10 +177,9 @@ func isolated(p *types.Project) string {
 		if root == "" {
 			return ""
 		}
-		direct = false
 		joined = append(joined, fmt.Sprintf("%s joins %s", n, via))
 	}
-	if direct {
+	if len(joined) == 0 {
 		return fmt.Sprintf("services: every service (%s) has network_mode none, so no job can reach normsim's job socket (%s, on %s) and every launch on Docker ends with the job exiting (\"exited with code 1\"); remove network_mode: none from the job's service (the default network reaches the socket)",
 			strings.Join(names, ", "), EnvWorkerURL, ContainerHost)
 	}
