@@ -1122,8 +1122,8 @@ func packetsFor(missing, skipped int) bool {
 }
 
 // cutShortPES are, by PID, the PES the side stopped in short of the
-// length their headers declared, with no rest from the target
-// (splitPESAtSwitch).
+// length their headers declared, the target sending no rest that made
+// them whole (splitPESAtSwitch).
 func (s *side) cutShortPES() map[uint16]pesUnit {
 	out := map[uint16]pesUnit{}
 	for _, pu := range s.ts.pes {
@@ -1139,14 +1139,22 @@ func (s *side) cutShortPES() map[uint16]pesUnit {
 // before that many bytes came, the target starting a PES of its own
 // there, is a frame the source cut short: a decoder gets it short
 // (ffmpeg: "PES packet size mismatch") and plays or shows it damaged, if
-// at all. Where the length is 0, unbounded, as most muxers send video, a
-// PES ends wherever the next begins, and a frame cut short cannot be
-// told from a whole one.
+// at all. So is one the target went on with by fewer bytes than it
+// lacked, and those bytes are the target's damage: a decoder takes them
+// into that PES, still short. Bytes the target went on with past what it
+// lacked complete it, and the ones after are the target's damage too:
+// no decoder reads them (splitPESAtSwitch). Where the length is 0,
+// unbounded, as most muxers send video, a PES ends wherever the next
+// begins, and a frame cut short cannot be told from a whole one.
 func (c *comparison) checkCutShort() {
-	cut := c.src.cutShortPES()
-	pids := slices.Sorted(maps.Keys(cut))
-	for _, pid := range pids {
-		pu, name := cut[pid], fmt.Sprintf("PID %d", pid)
+	byPID := map[uint16]pesUnit{}
+	for _, pu := range c.src.ts.pes {
+		if pu.cutShort || pu.rest > 0 {
+			byPID[pu.pid] = pu
+		}
+	}
+	for _, pid := range slices.Sorted(maps.Keys(byPID)) {
+		pu, name := byPID[pid], fmt.Sprintf("PID %d", pid)
 		label := name
 		if tr := c.src.byName(name); tr != nil {
 			label = pairLabel(streamPair{src: tr})
@@ -1155,9 +1163,25 @@ func (c *comparison) checkCutShort() {
 		if pu.hasPTS {
 			at = fmt.Sprintf("at PTS %d", pu.pts)
 		}
-		c.defect(sim.MediaCheckUnreadable, "ISO 13818-1 2.4.3.7", name, sourceSide, fmt.Sprintf(
-			"the source stopped in its last PES on %s (%s) %s short of the length its header declared, and the target started a PES of its own there: the source cut that frame short, and a decoder gets it short and plays or shows it damaged, if at all",
-			label, at, sim.Plural(int64(pu.missing), "byte")))
+		if pu.cutShort {
+			then := "the target started a PES of its own there"
+			if pu.rest > 0 {
+				then = fmt.Sprintf("the target's first packets there went on with it by %s only", sim.Plural(int64(pu.rest), "byte"))
+			}
+			c.defect(sim.MediaCheckUnreadable, "ISO 13818-1 2.4.3.7", name, sourceSide, fmt.Sprintf(
+				"the source stopped in its last PES on %s (%s) %s short of the length its header declared, and %s: the source cut that frame short, and a decoder gets it short and plays or shows it damaged, if at all",
+				label, at, sim.Plural(int64(pu.missing), "byte"), then))
+		}
+		switch {
+		case pu.rest > 0 && pu.rest < pu.lacked:
+			c.defect(sim.MediaCheckUnreadable, "ISO 13818-1 2.4.3.7", name, targetSide, fmt.Sprintf(
+				"the target's first packets on %s went on with the source's last PES there (%s) by %s where it lacked %d: a rest that does not complete it, which a decoder takes into that PES, still short of its length, and decodes damaged, if at all",
+				label, at, sim.Plural(int64(pu.rest), "byte"), pu.lacked))
+		case pu.rest > pu.lacked:
+			c.defect(sim.MediaCheckUnreadable, "ISO 13818-1 2.4.3.7", name, targetSide, fmt.Sprintf(
+				"the target's first packets on %s went on with the source's last PES there (%s) by %s where it lacked %d: a decoder completes that PES with the first %d and reads none of the %s after them, which belong to no PES",
+				label, at, sim.Plural(int64(pu.rest), "byte"), pu.lacked, pu.lacked, sim.Plural(int64(pu.rest-pu.lacked), "byte")))
+		}
 	}
 }
 

@@ -1607,3 +1607,91 @@ func TestASourceThatStopsInAPESOfDeclaredLengthCutItShort(t *testing.T) {
 		})
 	}
 }
+
+// Review of TestASourceThatStopsInAPESOfDeclaredLengthCutItShort's rule:
+// a target whose first packets on the PID went on with the source's
+// unfinished PES by other than the bytes it lacked was taken to have
+// taken it over, and the PES was dropped uncounted: a stray packet
+// after a source that stopped three packets short was "15 frames (320
+// ms) missing", the target's, where ffmpeg, the referee, says "PES
+// packet size mismatch" and decodes that frame corrupt. Fewer bytes
+// than it lacked: the source cut the frame short, and the target's
+// bytes are damage of its own. More: a demuxer completes the PES with
+// the first of them, and ffmpeg decodes it clean, so the source cut
+// nothing; the bytes past it, read by no receiver, are the target's.
+func TestATargetThatGoesOnWithACutPESByOtherThanItsRestIsCounted(t *testing.T) {
+	ffmpeg, _ := testenv.RequireFFmpeg(t)
+	const pid = 257
+	ps := clipPackets(encodeClip(t, "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=48000",
+		"-t", "4", "-c:v", "libx264", "-bf", "0", "-c:a", "aac"))
+	cut := clipKeyframeCut(t, ps, 2)
+	// The last 3 packets of the source's last AAC PES, in order: the
+	// source stops before them.
+	var tail []clipPacket
+	var short []clipPacket
+	for i := cut - 1; i >= 0; i-- {
+		if p := ps[i]; p.pid == pid && len(tail) < 3 {
+			if p.start {
+				t.Fatalf("the source's last PES on PID %d is under 4 packets", pid)
+			}
+			tail = slices.Insert(tail, 0, p)
+			continue
+		}
+		short = slices.Insert(short, 0, ps[i])
+	}
+	// A continuation packet of the target's own, sent again.
+	var stray clipPacket
+	for _, p := range ps[cut:] {
+		if p.pid == pid && !p.start {
+			stray = p
+			break
+		}
+	}
+	// recount numbers the PID's packets on from the source's last sent,
+	// so that no counter jumps: the length is all that is wrong.
+	recount := func(tgt []clipPacket) []clipPacket {
+		tgt = slices.Clone(tgt)
+		cc := tail[0].data[3] & 0x0f
+		for i, p := range tgt {
+			if p.pid == pid && p.data[3]&0x10 != 0 {
+				tgt[i].data = slices.Clone(p.data)
+				tgt[i].data[3] = p.data[3]&0xf0 | cc
+				cc = (cc + 1) % 16
+			}
+		}
+		return tgt
+	}
+	audio := fmt.Sprintf("TS packet unreadable[PID %d,", pid)
+	for _, c := range []struct {
+		name     string
+		tgt      []clipPacket
+		mismatch bool // ffmpeg reports the PES short of its length
+		want     string
+		fault    string
+	}{
+		{"one packet of the three it lacked", recount(slices.Concat(tail[:1], ps[cut:])), true, audio + "source] " + audio + "target]", "source and target"},
+		{"the three it lacked and one more", recount(slices.Concat(tail, []clipPacket{stray}, ps[cut:])), false, audio + "target]", targetSide},
+		{"the three it lacked", recount(slices.Concat(tail, ps[cut:])), false, "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			all := slices.Concat(short, c.tgt)
+			out, _ := exec.Command(ffmpeg, "-v", "warning", "-i", writeClip(t, "seam.ts", all), "-f", "null", "-").CombinedOutput()
+			if strings.Contains(string(out), "PES packet size mismatch") != c.mismatch || !c.mismatch && len(out) > 0 {
+				t.Fatalf("ffmpeg decoding the seam says %q; want a PES size mismatch: %v, and nothing else", out, c.mismatch)
+			}
+			r := analyzeByPCR(t, all, len(short))
+			t.Log(r.Detail)
+			if got := checks(r); got != c.want {
+				t.Fatalf("defects %s, want %s", got, c.want)
+			}
+			if c.want == "" && r.Verdict != sim.VerdictSeamless || c.want != "" && (r.Verdict != sim.VerdictGlitch || r.AtFault != c.fault) {
+				t.Errorf("verdict %s at fault %q, want at fault %q", r.Verdict, r.AtFault, c.fault)
+			}
+			// The PES is counted: no sound is missing at the switch.
+			st := r.Streams[len(r.Streams)-1]
+			if st.Kind != "audio" || st.GapMs != nil || st.FramesMissing != 0 || c.mismatch && !strings.Contains(st.Detail, "the source cut its last PES short") {
+				t.Errorf("audio stream %s: %s", st.Verdict, st.Detail)
+			}
+		})
+	}
+}

@@ -126,6 +126,14 @@ type pesUnit struct {
 	// cutShort: the source stopped in it, and the target did not send
 	// its rest (splitPESAtSwitch): the source cut that frame short.
 	cutShort bool
+	// lacked, rest: where the target's first packets on the PID went on
+	// with the source's PES by other than the bytes it lacked
+	// (splitPESAtSwitch), how many it lacked and how many the target
+	// sent: fewer, and the source cut it short; more, and it was made
+	// whole by the first of them, the rest of them read by no receiver.
+	// Either way the target's bytes that do not fit are its damage
+	// (checkCutShort). Both 0 otherwise.
+	lacked, rest int
 }
 
 // pmtStream is one elementary stream a PMT names: its PID and stream
@@ -776,8 +784,14 @@ func tsPayload(p []byte) []byte {
 // the rest, byte for byte, the receiver got it whole across the switch:
 // it is joined, as a demuxer joins it. Where the target starts a PES of
 // its own there instead (or never sends the PID), the rest never came,
-// and the source is the one that cut the frame short. A target that
-// sent some other rest took the PES over: not the source's to answer for.
+// and the source is the one that cut the frame short. Where the target's
+// first packets there go on with it by fewer bytes than it lacked, the
+// source cut it short all the same, and a decoder takes those bytes into
+// it, still short (ffmpeg: "PES packet size mismatch"); by more, a
+// demuxer completes it with the first of them and reads none after
+// (ffmpeg skips them up to the next PES), so it is joined so. Bytes of
+// the target's that do not fit are the target's damage (lacked, rest:
+// checkCutShort); none is dropped uncounted.
 // A PES that declares no length (video, as most muxers send it) ends
 // wherever the next begins, and a cut one cannot be told from a whole.
 func splitPESAtSwitch(src, tgt *side) {
@@ -798,10 +812,13 @@ func splitPESAtSwitch(src, tgt *side) {
 			continued = true
 			rest = append(rest, tsPayload(p)...)
 		}
+		if continued && len(rest) != pu.missing {
+			pu.lacked, pu.rest = pu.missing, len(rest)
+		}
 		switch {
-		case continued && len(rest) == pu.missing:
-			pu.data, pu.missing = append(slices.Clip(pu.data), rest...), 0
-		case !continued:
+		case continued && len(rest) >= pu.missing:
+			pu.data, pu.missing = append(slices.Clip(pu.data), rest[:pu.missing]...), 0
+		default:
 			pu.cutShort = true
 		}
 	}
@@ -869,7 +886,8 @@ func (s *side) buildTSTracks(other []pmtStream) {
 	for _, pu := range st.pes {
 		if pu.missing > 0 && !pu.cutShort {
 			// Never whole, and not the sender's doing: the target's last
-			// PES, cut by the window's end, or one the target took over.
+			// PES, cut by the window's end (the source's are settled by
+			// splitPESAtSwitch: joined, or cut short).
 			continue
 		}
 		tr := byPID[pu.pid]
