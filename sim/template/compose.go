@@ -150,14 +150,7 @@ func (l *Loaded) launchProject(name, instance string, env map[string]string) (*t
 	}
 	var p *types.Project
 	var err error
-	load := func() { p, err = loadProject(ctx, l.Dir, l.compose, name, env, true) }
-	if readsFiles(l.compose) {
-		// Only a load that reads env or label files can write compose-go's
-		// unset-variable lines: they say which template and instance.
-		labelComposeLog(l.Template.Name, instance, load)
-	} else {
-		load()
-	}
+	l.labelled(instance, func() { p, err = loadProject(ctx, l.Dir, l.compose, name, env, true) })
 	if err != nil {
 		return nil, nil, err
 	}

@@ -16,7 +16,8 @@ import (
 // written (compose-go's dotenv substitutes with logging, and answering
 // every name would turn ${X-default} into ""), so it is labelled: while
 // a launch loads a template that reads files, its template and instance
-// are the fields of each such line.
+// are the fields of each such line; while validation does (an included
+// file's env_file is read then too), its template is.
 //
 // logrus is one logger per process, so the labelled loads take turns
 // (composeLog.mu): only a load that reads files (readsFiles) can write
@@ -52,6 +53,18 @@ func (composeLogHook) Fire(e *logrus.Entry) error {
 		}
 	}
 	return nil
+}
+
+// labelled runs load, a load of l's compose file for instance ("" for
+// validation's), with compose-go's unset-variable lines labelled: only a
+// load that reads files (an env or label file, an included file's
+// env_file) can write one, so only such a load takes its turn.
+func (l *Loaded) labelled(instance string, load func()) {
+	if readsFiles(l.compose) {
+		labelComposeLog(l.Template.Name, instance, load)
+	} else {
+		load()
+	}
 }
 
 // labelComposeLog runs load with compose-go's unset-variable lines

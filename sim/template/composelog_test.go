@@ -91,3 +91,41 @@ services:
 		t.Errorf("another line got %v", last.Data)
 	}
 }
+
+// An included file's env_file is read while a template is validated too
+// (normsim validate, and the catalog's load, which may run beside
+// launches), and compose-go wrote its unset-variable lines there naming
+// nothing: unlabelled, or labelled with the template and instance of a
+// launch loading meanwhile. Validation's lines name the template.
+func TestValidationsUnsetVariableLinesNameTheTemplate(t *testing.T) {
+	files := tpl(`
+include:
+  - path: other.yml
+    env_file: inc.env
+services:
+  app:
+    image: busybox
+`, "")
+	files["other.yml"] = "services:\n  side:\n    image: busybox\n    environment:\n      X: ${Y}\n"
+	files["inc.env"] = "Y=${NORMSIM_TEST_UNSET_INC}\n"
+	c := captureComposeLog(t)
+	l := Load(MustWriteTemplate(t, "included", files))
+	if !l.Valid() {
+		t.Fatalf("problems %v", l.Problems)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, e := range c.entries {
+		if !strings.Contains(e.Message, "NORMSIM_TEST_UNSET_INC") {
+			continue
+		}
+		n++
+		if e.Data["template"] != l.Template.Name || e.Data["instance"] != nil {
+			t.Errorf("line %q has fields %v, want template %s alone", e.Message, e.Data, l.Template.Name)
+		}
+	}
+	if n == 0 {
+		t.Fatal("validation wrote no unset-variable line: nothing judged")
+	}
+}

@@ -463,7 +463,9 @@ func (l *Loaded) validate(ctx context.Context, files rootFiles) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	envFiles, err := checkComposeStructure(ctx, l.Dir, data)
+	var envFiles []envFileRef
+	var err error
+	l.labelled("", func() { envFiles, err = checkComposeStructure(ctx, l.Dir, data) })
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr // compose-go stopped for ctx, or finished after it ended
@@ -516,7 +518,9 @@ func (l *Loaded) checkComposeLoad(ctx context.Context, envFiles []envFileRef) ([
 	for _, d := range l.Manifest.AllocatedPorts {
 		env[d.Param] = strconv.Itoa(d.Preferred)
 	}
-	p, err := loadProject(ctx, l.Dir, l.compose, "normsim-validate", env, false)
+	var p *types.Project
+	var err error
+	l.labelled("", func() { p, err = loadProject(ctx, l.Dir, l.compose, "normsim-validate", env, false) })
 	if err != nil {
 		return nil, err
 	}
