@@ -157,7 +157,7 @@ func (m *Media) Open(jobID string, port int) (int, error) {
 	_ = uc.SetReadBuffer(m.readBuffer())
 	j := &mediaJob{pc: pc, port: pc.LocalAddr().(*net.UDPAddr).Port, done: make(chan struct{}), senders: map[netip.AddrPort]*sender{}}
 	m.jobs[jobID] = j
-	go m.receive(jobID, j, uc, watchKernelDrops(uc))
+	go m.receive(jobID, j, uc, watchKernelDrops(uc), stampArrivals(uc))
 	return j.port, nil
 }
 
@@ -181,17 +181,23 @@ func (m *Media) readBuffer() int {
 	return 4 << 20
 }
 
-func (m *Media) receive(jobID string, j *mediaJob, uc *net.UDPConn, drops bool) {
+// receive reads the job's datagrams. Each is dated by when it arrived,
+// where the kernel stamps that (stamps), not by when this reader got to
+// it behind a burst.
+func (m *Media) receive(jobID string, j *mediaJob, uc *net.UDPConn, drops, stamps bool) {
 	defer close(j.done)
 	// Not 64 KiB: every job has a receiver, and at 10,000 jobs that was
 	// 640 MiB (on each goroutine's stack, once the read no longer went
 	// through an interface). A datagram longer than the buffer is counted
 	// as lost, never cut silently.
 	buf := make([]byte, datagramBuffer)
+	// One buffer for both control messages, the drop count and the
+	// arrival stamp, read in one pass.
 	var oob []byte
-	if drops {
-		oob = make([]byte, 64)
+	if drops || stamps {
+		oob = make([]byte, controlBuffer)
 	}
+	clock := arrivals{now: m.now}
 	var dropped uint32 // the kernel's count so far
 	for {
 		n, oobn, flags, from, err := uc.ReadMsgUDPAddrPort(buf, oob)
@@ -211,12 +217,11 @@ func (m *Media) receive(jobID string, j *mediaJob, uc *net.UDPConn, drops bool) 
 			}
 			continue
 		}
-		at := m.now()
-		if drops {
-			if d := kernelDropped(oob[:oobn]); d != dropped {
-				j.noteLost(at, int64(d-dropped)) // wraps as the kernel's counter does
-				dropped = d
-			}
+		arrived, d := control(oob[:oobn])
+		at := clock.at(arrived)
+		if drops && d != dropped {
+			j.noteLost(at, int64(d-dropped)) // wraps as the kernel's counter does
+			dropped = d
 		}
 		j.add(from, at, buf[:n], at.Add(-m.Keep), m.MaxBytes)
 	}

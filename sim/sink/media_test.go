@@ -3,6 +3,7 @@ package sink
 import (
 	"net"
 	"net/netip"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -159,6 +160,47 @@ func TestMediaCountsWhatTheKernelDropped(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("kept %d and counted %d lost of %d sent (and %d probes after the stall)", kept, w.Lost, sent, probes)
 		}
+	}
+}
+
+// TestMediaDatesDatagramsByArrival: a datagram is dated by when it
+// reached the job's port, not by when the receiver got to it: the
+// receiver is held (the job's lock taken) while a burst waits on the
+// socket. The clock is a test's, 26 years off the real one.
+func TestMediaDatesDatagramsByArrival(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the kernel stamps a datagram's arrival on Linux only")
+	}
+	clock := offClock()
+	m := NewMedia("127.0.0.1", clock)
+	defer m.CloseAll()
+	port, err := m.Open("job-1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	j := m.jobs["job-1"]
+	m.mu.Unlock()
+	const n = 5
+	payloads := make([]string, n)
+	for i := range payloads {
+		payloads[i] = "d" + strconv.Itoa(i)
+	}
+	j.mu.Lock()
+	sentFrom := clock()
+	send(t, port, payloads...)
+	sentTo := clock()
+	time.Sleep(heldFor)
+	j.mu.Unlock()
+	w := waitFor(t, m, "job-1", n)
+	if len(w.Datagrams) != n {
+		t.Fatalf("%d of %d datagrams arrived", len(w.Datagrams), n)
+	}
+	for _, d := range w.Datagrams {
+		checkArrival(t, "datagram "+string(d.Data), d.At, sentFrom, sentTo)
+	}
+	for from, first := range w.FirstHeard {
+		checkArrival(t, "sender "+from+" first heard", first, sentFrom, sentTo)
 	}
 }
 

@@ -4,7 +4,8 @@
 //
 // A packet is one datagram holding a JSON object
 // {"job":"<jobId>","instance":"<role>","seq":<n>}; the sink stamps it with
-// its arrival time and keeps the most recent packets per job, and, over
+// its arrival time (the kernel's, on Linux: not when the sink's reader got
+// to it) and keeps the most recent packets per job, and, over
 // the job's whole life, the numbers each instance sent as ranges (bounded;
 // what the bound merges is counted). A datagram it
 // cannot read (not JSON, no job or instance, a seq that is not an integer)
@@ -89,8 +90,9 @@ func (s *Sink) Open(addr string) error {
 		return err
 	}
 	s.pc = pc
+	uc := pc.(*net.UDPConn)
 	s.wg.Add(1)
-	go s.loop()
+	go s.loop(uc, stampArrivals(uc))
 	return nil
 }
 
@@ -107,21 +109,58 @@ func (s *Sink) Close() error {
 	return err
 }
 
-func (s *Sink) loop() {
+// loop reads the datagrams. One goroutine reads every job's packets, and
+// under load it falls behind (100 ms and more on two busy cores), so a
+// packet is dated by when it arrived, where the kernel stamps that
+// (stamped): dated when read, a source's packet sent before its
+// source-stopped-output came after the frame, and the source was blamed.
+func (s *Sink) loop(uc *net.UDPConn, stamped bool) {
 	defer s.wg.Done()
 	// One byte more than a readable packet needs, so a datagram cut by
 	// the buffer is seen as too long rather than as bad JSON.
 	buf := make([]byte, 2049)
+	var oob []byte
+	if stamped {
+		oob = make([]byte, controlBuffer)
+	}
+	clock := arrivals{now: s.now}
 	for {
-		n, from, err := s.pc.ReadFrom(buf)
+		n, oobn, _, from, err := uc.ReadMsgUDP(buf, oob)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
 			continue
 		}
-		s.receive(buf[:n], from.String(), s.now())
+		arrived, _ := control(oob[:oobn])
+		s.receive(buf[:n], from.String(), clock.at(arrived))
 	}
+}
+
+// arrivals dates the datagrams one socket's reader reads, in turn, by
+// when they arrived, on the clock now reads.
+type arrivals struct {
+	now  func() time.Time
+	last time.Time
+}
+
+// at is when a datagram arrived: the kernel's stamp of its arrival, as how
+// long ago that was, carried over onto now's clock (a test's may be
+// fake); now itself where the kernel gave no stamp (zero). A stamp is
+// never dated before the datagram read before it, which arrived first
+// (the two clocks are read apart), unless now has gone back past that.
+func (a *arrivals) at(stamp time.Time) time.Time {
+	now := a.now()
+	at := now
+	if !stamp.IsZero() {
+		// now is read first: the wait for it counts in the delay.
+		at = now.Add(-max(time.Since(stamp), 0))
+		if at.Before(a.last) && !a.last.After(now) {
+			at = a.last
+		}
+	}
+	a.last = at
+	return at
 }
 
 // receive keeps one datagram: a packet, or a count of one it could not read.

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"testing"
@@ -40,6 +41,135 @@ func TestSinkAttributesPackets(t *testing.T) {
 	got := s.Packets("j1", time.Time{})
 	if got[0].Instance != "a" || got[1].Instance != "b" || got[1].Seq != 2 {
 		t.Fatalf("packets = %+v", got)
+	}
+}
+
+// TestSinkDatesPacketsByArrival: a packet is dated by when it reached the
+// sink's socket, not by when the sink's reader got to it. The reader is
+// held (the sink's lock taken) for 300 ms while the packets wait on the
+// socket, as the one goroutine reading every job's packets falls behind
+// under load; a source's packet sent before its source-stopped-output was
+// then dated after the frame. The sink's clock is a test's, 26 years off
+// the real one: the kernel's stamp is carried over onto it.
+func TestSinkDatesPacketsByArrival(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the kernel stamps a datagram's arrival on Linux only")
+	}
+	clock := offClock()
+	s := New(clock, 0)
+	if err := s.Open("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, err := net.Dial("udp", s.pc.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	poke, stop := s.Watch("j1")
+	defer stop()
+	const n = 5
+	s.mu.Lock()
+	sentFrom := clock()
+	for i := range n {
+		c.Write([]byte(`{"job":"j1","instance":"a","seq":` + strconv.Itoa(i) + `}`))
+	}
+	sentTo := clock()
+	time.Sleep(heldFor)
+	s.mu.Unlock()
+	deadline := time.After(5 * time.Second)
+	for len(s.Packets("j1", time.Time{})) < n {
+		select {
+		case <-poke:
+		case <-deadline:
+			t.Fatalf("packets = %v", s.Packets("j1", time.Time{}))
+		}
+	}
+	for _, p := range s.Packets("j1", time.Time{}) {
+		checkArrival(t, "packet "+strconv.FormatInt(p.Seq, 10), p.At, sentFrom, sentTo)
+	}
+}
+
+// heldFor is how long the arrival tests hold a receiver back.
+const heldFor = 300 * time.Millisecond
+
+// offClock is a test's clock, running with the real one from 2000-01-01.
+func offClock() func() time.Time {
+	epoch, start := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), time.Now()
+	return func() time.Time { return epoch.Add(time.Since(start)) }
+}
+
+// checkArrival says whether at is when a datagram sent between sentFrom
+// and sentTo arrived over loopback (by the receiver's clock), within a few
+// milliseconds, not heldFor later when it was read.
+func checkArrival(t *testing.T, what string, at, sentFrom, sentTo time.Time) {
+	t.Helper()
+	if at.Before(sentFrom.Add(-time.Millisecond)) || at.After(sentTo.Add(20*time.Millisecond)) {
+		t.Errorf("%s dated %v, %v after it was sent (sent within %v); want when it arrived, not when it was read", what, at, at.Sub(sentFrom), sentTo.Sub(sentFrom))
+	}
+}
+
+// TestArrivalsFallBackToTheClock: with no stamp from the kernel a datagram
+// is dated when it is read; a stamp is never dated before the one read
+// before it, unless the clock itself went back.
+func TestArrivalsFallBackToTheClock(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := base
+	a := arrivals{now: func() time.Time { return now }}
+	if got := a.at(time.Time{}); !got.Equal(base) {
+		t.Fatalf("no stamp: %v, want the clock's %v", got, base)
+	}
+	// Arrived 200 ms ago by the real clock: 200 ms before the sink's.
+	now = base.Add(time.Second)
+	if got := a.at(time.Now().Add(-200 * time.Millisecond)); got.Sub(now) > -200*time.Millisecond || got.Sub(now) < -250*time.Millisecond {
+		t.Fatalf("stamped 200 ms ago: %v before the clock", now.Sub(got))
+	}
+	prev := a.last
+	if got := a.at(time.Now().Add(-time.Hour)); !got.Equal(prev) {
+		t.Fatalf("a stamp read after one that arrived later: %v, want %v", got, prev)
+	}
+	if got := a.at(time.Now().Add(time.Hour)); !got.Equal(now) {
+		t.Fatalf("a stamp in the future: %v, want the clock's %v", got, now)
+	}
+	now = base // the clock went back
+	if got := a.at(time.Now()); got.After(base) {
+		t.Fatalf("after the clock went back: %v, after it", got)
+	}
+}
+
+// TestControlAllocatesNothing: a datagram's control messages, its
+// arrival stamp and the drop count both, are read for every datagram,
+// and without an allocation.
+func TestControlAllocatesNothing(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the kernel stamps a datagram's arrival on Linux only")
+	}
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	uc := pc.(*net.UDPConn)
+	if !watchKernelDrops(uc) || !stampArrivals(uc) {
+		t.Fatal("the socket options were refused")
+	}
+	sent := time.Now()
+	if _, err := uc.WriteTo([]byte("x"), uc.LocalAddr()); err != nil {
+		t.Fatal(err)
+	}
+	oob := make([]byte, controlBuffer)
+	_, oobn, _, _, err := uc.ReadMsgUDPAddrPort(make([]byte, 16), oob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrived, _ := control(oob[:oobn])
+	if d := arrived.Sub(sent); d < -time.Millisecond || d > time.Second {
+		t.Fatalf("arrival stamp %v, %v after the datagram was sent", arrived, d)
+	}
+	a := arrivals{now: time.Now}
+	if n := testing.AllocsPerRun(100, func() { a.at(arrived); control(oob[:oobn]) }); n != 0 {
+		t.Fatalf("%v allocations a datagram", n)
 	}
 }
 
